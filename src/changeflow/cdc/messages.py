@@ -1,0 +1,57 @@
+"""The two CDC v2 statements: a batch of updates, and progress over an interval of times.
+
+``Updates`` asserts that each ``(data, time)`` changes by exactly ``diff`` (one entry per pair,
+no zero diffs). ``Progress`` covers the times in ``[lower, upper)`` and lists every time there
+with a non-zero number of distinct updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Union
+
+from changeflow.errors import ProtocolViolation
+from changeflow.time import Antichain, Time, time_to_json
+
+
+@dataclass(frozen=True, slots=True)
+class Updates:
+    """A batch of update statements ``(data, time, diff)``; data must be hashable."""
+
+    updates: tuple[tuple[Hashable, Time, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The number of distinct updates at each time in ``[lower, upper)`` that has any."""
+
+    lower: Antichain
+    upper: Antichain
+    counts: tuple[tuple[Time, int], ...]
+
+    def validate(self) -> Progress:
+        """Check the statement is well formed; return it."""
+        if not self.lower <= self.upper:
+            raise ProtocolViolation(
+                f"progress statement with lower {self.lower} beyond upper {self.upper}"
+            )
+        seen: set[Time] = set()
+        for t, c in self.counts:
+            if t in seen:
+                raise ProtocolViolation(
+                    f"progress statement [{self.lower}, {self.upper}) "
+                    f"lists time {time_to_json(t)} twice"
+                )
+            seen.add(t)
+            if c < 0:
+                raise ProtocolViolation(f"progress count {c} at time {time_to_json(t)} is negative")
+            if not self.lower.contains_interval(t, self.upper):
+                raise ProtocolViolation(
+                    f"progress statement [{self.lower}, {self.upper}) "
+                    f"counts time {time_to_json(t)}, which lies outside it"
+                )
+        return self
+
+
+Message = Union[Updates, Progress]  # noqa: UP007

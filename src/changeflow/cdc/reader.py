@@ -1,0 +1,276 @@
+"""The single-threaded CDC v2 reader: the reference for every other reader.
+
+Messages may arrive duplicated, reordered and re-batched in any way; the reader reports the
+same history of ``(updates, frontier)`` advances. It holds only updates at unreported times and
+progress statements that are not yet actionable. Contradictions are errors, never guesses.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any
+
+from changeflow.cdc.messages import Message, Progress, Updates
+from changeflow.errors import CdcConflict, InvalidTime, ProtocolViolation
+from changeflow.time import (
+    Antichain,
+    MutableAntichain,
+    Product,
+    Time,
+    join,
+    minimum_like,
+    sort_key,
+    time_to_json,
+)
+
+Batch = tuple[list[tuple[Hashable, Time, int]], Antichain]
+
+
+class CdcReader:
+    """Push messages with :meth:`feed`; each call returns the frontier advances it allows.
+
+    State, after the reference design: ``reported`` (everything not beyond it is out),
+    ``progress`` (the frontier of incorporated progress statements), ``outstanding`` (announced
+    counts minus distinct updates received, per time) and the queue of progress statements that
+    cannot be grafted on yet. ``announced`` and ``received`` remember counts at unreported times
+    so contradicting statements are caught.
+    """
+
+    def __init__(self) -> None:
+        self._minimum: Time | None = None
+        self.reported = Antichain()
+        self.progress = Antichain()
+        self._updates: dict[Time, dict[Hashable, int]] = {}
+        self._times: list[Any] = []  # heap of (sort_key, time) over self._updates (int times)
+        self._announced: dict[Time, int] = {}
+        self._announced_order: list[Time] = []  # int times, increasing; starts at _order_start
+        self._order_start = 0
+        self._received: dict[Time, int] = {}
+        self._outstanding = MutableAntichain()
+        self._queue: list[Progress] = []
+
+    # -- public ------------------------------------------------------------------------------
+
+    def feed(self, message: Message) -> list[Batch]:
+        """Take one message; return the ``(updates, frontier)`` advances it makes possible."""
+        if isinstance(message, Updates):
+            self._receive_updates(message.updates)
+        elif isinstance(message, Progress):
+            self._start(message.lower.elements or message.upper.elements)
+            self._queue.append(message.validate())
+        else:
+            raise ProtocolViolation(f"not a CDC v2 message: {message!r}")
+        self._drain_progress()
+        return self._advance()
+
+    def read(self, messages: Iterable[Message]) -> Iterator[Batch]:
+        """Pull form: the frontier advances of a stream of messages, in order."""
+        for message in messages:
+            yield from self.feed(message)
+
+    @property
+    def frontier(self) -> Antichain:
+        """Everything at times not at or beyond this has been reported."""
+        return self.reported if self._minimum is not None else Antichain([0])
+
+    def pending_updates(self) -> int:
+        """Updates held at unreported times."""
+        return sum(len(v) for v in self._updates.values())
+
+    def queued_progress(self) -> list[Progress]:
+        """Progress statements not yet actionable (they leave a gap after the progress frontier)."""
+        return list(self._queue)
+
+    def missing(self) -> dict[Time, tuple[int, int]]:
+        """Times that hold the frontier back: ``{time: (announced, received)}``."""
+        frontier = self._outstanding.frontier()
+        return {t: (self._announced.get(t, 0), self._received.get(t, 0)) for t in frontier}
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _start(self, times: Iterable[Time]) -> None:
+        """Fix the lattice from the first time seen: frontiers start at its minimum."""
+        if self._minimum is not None:
+            return
+        for t in times:
+            self._minimum = minimum_like(t)
+            self.reported = Antichain([self._minimum])
+            self.progress = Antichain([self._minimum])
+            return
+
+    def _check_kind(self, t: Time) -> None:
+        m = self._minimum
+        if isinstance(t, Product) != isinstance(m, Product) or (
+            isinstance(t, Product) and len(t) != len(m)  # type: ignore[arg-type]
+        ):
+            raise InvalidTime(
+                f"time {time_to_json(t)} is not of the same lattice as {time_to_json(m)}"  # type: ignore[arg-type]
+            )
+
+    def _receive_updates(self, updates: Iterable[tuple[Hashable, Time, int]]) -> None:
+        if self._minimum is None:
+            for _, t, _ in updates:
+                self._start([t])
+                break
+            else:
+                return
+        reported = self.reported
+        (low,) = reported.elements if len(reported) == 1 else (None,)
+        int_times = not isinstance(self._minimum, Product)
+        store, received, announced = self._updates, self._received, self._announced
+        outstanding = self._outstanding
+        for data, time, diff in updates:
+            if int_times and low is not None and type(time) is int:
+                if time < low:
+                    continue
+            else:
+                self._check_kind(time)
+                if not reported.less_equal(time):
+                    continue
+            if diff == 0 or type(diff) is not int:
+                raise ProtocolViolation(
+                    f"update {data!r} at time {time_to_json(time)} has diff {diff!r}: "
+                    "CDC v2 updates carry non-zero integer diffs"
+                )
+            at_time = store.get(time)
+            if at_time is None:
+                at_time = store[time] = {}
+                heapq.heappush(self._times, (sort_key(time), time))
+            known = at_time.get(data)
+            if known is not None:
+                if known != diff:
+                    raise CdcConflict(
+                        f"conflicting updates for data {data!r} at time {time_to_json(time)}: "
+                        f"diff {known} and diff {diff}"
+                    )
+                continue
+            at_time[data] = diff
+            n = received[time] = received.get(time, 0) + 1
+            count = announced.get(time)
+            if count is None and not self.progress.less_equal(time):
+                count = 0  # covered by progress, which counted nothing here
+            if count is not None and n > count:
+                raise CdcConflict(
+                    f"time {time_to_json(time)} has more distinct updates ({n}) than its "
+                    f"progress count ({count}) allows; the latest is data {data!r}"
+                )
+            outstanding.update(time, -1)
+
+    def _drain_progress(self) -> None:
+        """Graft every actionable progress statement onto the progress frontier."""
+        progressed = True
+        while progressed:
+            progressed = False
+            for i, statement in enumerate(self._queue):
+                if statement.lower <= self.progress:
+                    del self._queue[i]
+                    self._incorporate(statement)
+                    progressed = True
+                    break
+
+    def _incorporate(self, p: Progress) -> None:
+        covered = self.progress
+        counts = dict(p.counts)
+        for t in counts:
+            self._check_kind(t)
+        # Where ``p`` overlaps times already covered but not yet reported, it must agree.
+        for t in self._announced_within(p.lower, p.upper, covered):
+            if counts.get(t, 0) != self._announced[t]:
+                raise CdcConflict(
+                    f"progress statements disagree about time {time_to_json(t)}: "
+                    f"count {self._announced[t]} and count {counts.get(t, 0)}"
+                )
+        for t, c in counts.items():
+            if covered.less_equal(t):
+                if c:
+                    self._announce(t, c)
+            elif c and self.reported.less_equal(t) and t not in self._announced:
+                raise CdcConflict(
+                    f"progress statements disagree about time {time_to_json(t)}: "
+                    f"count 0 and count {c}"
+                )
+        self.progress = Antichain(join(u, f) for u in p.upper for f in covered)
+
+    def _announce(self, t: Time, c: int) -> None:
+        n = self._received.get(t, 0)
+        if n > c:
+            raise CdcConflict(
+                f"time {time_to_json(t)} has more distinct updates ({n}) than its "
+                f"progress count ({c}) allows"
+            )
+        self._announced[t] = c
+        if not isinstance(t, Product):
+            self._announced_order.append(t)  # increasing: new counts lie beyond all earlier
+        self._outstanding.update(t, c)
+
+    def _announced_within(self, lower: Antichain, upper: Antichain, covered: Antichain) -> list:
+        """Announced (unreported) times in ``[lower, upper)`` and not beyond ``covered``."""
+        if isinstance(self._minimum, Product):
+            return [
+                t
+                for t in self._announced
+                if lower.contains_interval(t, upper) and not covered.less_equal(t)
+            ]
+        order = self._announced_order
+        lo = bisect_left(order, lower.elements[0], self._order_start) if lower else len(order)
+        hi = len(order)
+        for bound in (upper, covered):
+            if bound:
+                hi = min(hi, bisect_left(order, bound.elements[0], self._order_start))
+        return order[lo:hi]
+
+    def _advance(self) -> list[Batch]:
+        if self._minimum is None:
+            return []
+        frontier = self.progress.meet(self._outstanding.frontier())
+        if frontier == self.reported:
+            return []
+        self.reported = frontier
+        out: list[tuple[Hashable, Time, int]] = []
+        for t in self._take_times_before(frontier):
+            at_time = self._updates.pop(t)
+            expected = self._announced.get(t, 0)
+            if len(at_time) != expected:
+                raise CdcConflict(
+                    f"time {time_to_json(t)} has {len(at_time)} distinct updates but its "
+                    f"progress count is {expected}"
+                )
+            out.extend((d, t, r) for d, r in at_time.items())
+            del self._received[t]
+            if self._announced.pop(t, None) is not None:
+                self._outstanding.discard(t)
+        if not isinstance(self._minimum, Product):
+            self._forget_order_before(frontier)
+        return [(out, frontier)]
+
+    def _forget_order_before(self, frontier: Antichain) -> None:
+        """Move the start of the int announcement order past reported times."""
+        order = self._announced_order
+        end = len(order)
+        if frontier:
+            end = bisect_left(order, frontier.elements[0], self._order_start)
+        if end > 1024 and end * 2 > len(order):
+            del order[:end]
+            end = 0
+        self._order_start = end
+
+    def _take_times_before(self, frontier: Antichain) -> list[Time]:
+        """Pending update times not at or beyond ``frontier``, in time order."""
+        if isinstance(self._minimum, Product):
+            ready = [t for t in self._updates if not frontier.less_equal(t)]
+            ready.sort(key=sort_key)
+            if ready:
+                self._times = [(sort_key(t), t) for t in self._updates if t not in set(ready)]
+                heapq.heapify(self._times)
+            return ready
+        heap, ready = self._times, []
+        while heap and not frontier.less_equal(heap[0][1]):
+            ready.append(heapq.heappop(heap)[1])
+        return ready
+
+
+def decode(messages: Iterable[Message]) -> Iterator[Batch]:
+    """The history that a stream of messages recovers, as ``(updates, frontier)`` advances."""
+    return CdcReader().read(messages)
