@@ -101,4 +101,3 @@ class PTVC:
 
     def distinct_times(self) -> int:
         return len({t for _, t, _ in self.updates})
-
