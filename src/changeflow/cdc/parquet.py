@@ -1,0 +1,88 @@
+"""The Parquet codec of CDC v2, the bulk path: one Parquet file of updates is one Updates message.
+
+Columns: the data columns, then ``_time`` (int64, or list of int64 for product times) and
+``_diff`` (int64); files from other writers may name them ``time`` and ``diff``. Progress
+statements live beside them in small JSON-lines files. Rows are held as tuples of column values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from changeflow.cdc.messages import Updates
+from changeflow.errors import InvalidInput
+from changeflow.time import Product, check_time
+
+TIME, DIFF = "_time", "_diff"
+
+
+def split_columns(names: Sequence[str], where: object) -> tuple[list[str], str, str]:
+    """The data columns and the time and diff column names of an update table."""
+    for time_col, diff_col in ((TIME, DIFF), ("time", "diff")):
+        if time_col in names and diff_col in names:
+            data = [n for n in names if n not in (time_col, diff_col)]
+            if not data:
+                raise InvalidInput(f"{where}: an update table needs at least one data column")
+            return data, time_col, diff_col
+    raise InvalidInput(
+        f"{where}: an update table needs columns {TIME!r} and {DIFF!r} "
+        f"(or 'time' and 'diff'); it has {list(names)}"
+    )
+
+
+def read_parquet(path: Path) -> tuple[list[str], Updates]:
+    """The data column names of a Parquet update file, and its updates as one message."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InvalidInput(f"{path}: not a readable Parquet file: {e}") from None
+    columns, time_col, diff_col = split_columns(table.column_names, path)
+    times = table.column(time_col).to_pylist()
+    if pa.types.is_list(table.schema.field(time_col).type):
+        times = [Product(t) for t in times]
+    for t in times:
+        if t is None:
+            raise InvalidInput(f"{path}: column {time_col!r} holds a null time")
+    diffs = table.column(diff_col).to_pylist()
+    data = zip(*(_frozen(table.column(c).to_pylist()) for c in columns), strict=True)
+    return columns, Updates(tuple(zip(data, times, diffs, strict=True)))
+
+
+def _frozen(values: list[Any]) -> list[Hashable]:
+    if any(isinstance(v, (list, dict)) for v in values):
+        return [_freeze(v) for v in values]
+    return values
+
+
+def _freeze(value: Any) -> Hashable:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    return value
+
+
+def updates_table(columns: Sequence[str], updates: Sequence[tuple[Any, Any, int]]) -> pa.Table:
+    """An Arrow update table from ``(row tuple, time, diff)`` triples."""
+    rows = [d for d, _, _ in updates]
+    arrays: dict[str, Any] = {
+        c: pa.array([r[i] for r in rows]) if rows else pa.array([], pa.null())
+        for i, c in enumerate(columns)
+    }
+    times = [check_time(t) for _, t, _ in updates]
+    if times and isinstance(times[0], Product):
+        arrays[TIME] = pa.array([list(t) for t in times], pa.list_(pa.int64()))
+    else:
+        arrays[TIME] = pa.array(times, pa.int64())
+    arrays[DIFF] = pa.array([r for _, _, r in updates], pa.int64())
+    return pa.table(arrays)
+
+
+def write_parquet(path: Path, columns: Sequence[str], updates: Updates) -> None:
+    """Write one Updates message as a Parquet file."""
+    pq.write_table(updates_table(columns, updates.updates), path)
