@@ -79,6 +79,10 @@ class CdcReader:
         """Updates held at unreported times."""
         return sum(len(v) for v in self._updates.values())
 
+    def pending_times(self) -> set[Time]:
+        """Times of the updates held."""
+        return set(self._updates)
+
     def queued_progress(self) -> list[Progress]:
         """Progress statements not yet actionable (they leave a gap after the progress frontier)."""
         return list(self._queue)
