@@ -129,7 +129,11 @@ def _check_coordinate(v: int) -> None:
 def check_time(t: Any) -> Time:
     """Validate a time given from Python (an int or a Product)."""
     if isinstance(t, Product):
+        if not t:
+            raise InvalidTime("a product time has at least one coordinate")
         for v in t:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidTime(f"a product time holds ints only, not {t!r}")
             _check_coordinate(v)
         return t
     if isinstance(t, int) and not isinstance(t, bool):
@@ -223,7 +227,11 @@ class Antichain:
     def from_json(cls, value: Any) -> Antichain:
         if not isinstance(value, list):
             raise InvalidTime(f"a frontier is a list of times, not {value!r}")
-        return cls(time_from_json(v) for v in value)
+        times = [time_from_json(v) for v in value]
+        kinds = {len(t) if isinstance(t, Product) else None for t in times}
+        if len(kinds) > 1:
+            raise InvalidTime(f"a frontier holds times of one lattice, not {value!r}")
+        return cls(times)
 
 
 class MutableAntichain:
