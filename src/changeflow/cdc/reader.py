@@ -12,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
-from changeflow.cdc.messages import Message, Progress, Updates
+from changeflow.cdc.messages import Message, Progress, Updates, without_gc
 from changeflow.errors import CdcConflict, InvalidTime, ProtocolViolation
 from changeflow.time import (
     Antichain,
@@ -43,6 +43,7 @@ class CdcReader:
         self.reported = Antichain()
         self.progress = Antichain()
         self._updates: dict[Time, dict[Hashable, int]] = {}
+        self._seen: set[tuple[Hashable, Time, int]] = set()  # the same updates, as triples
         self._times: list[Any] = []  # heap of (sort_key, time) over self._updates (int times)
         self._announced: dict[Time, int] = {}
         self._announced_order: list[Time] = []  # int times, increasing; starts at _order_start
@@ -114,19 +115,28 @@ class CdcReader:
             )
 
     def _receive_updates(self, updates: Iterable[tuple[Hashable, Time, int]]) -> None:
+        """Keep the novel updates at unreported times; count them per time.
+
+        Duplicates (within the message or of held updates) are removed by one set difference
+        in C; only novel triples reach the Python loop.
+        """
         if self._minimum is None:
             for _, t, _ in updates:
                 self._start([t])
                 break
             else:
                 return
+        with without_gc():
+            fresh = set(updates).difference(self._seen)
+        if not fresh:
+            return
         reported = self.reported
-        (low,) = reported.elements if len(reported) == 1 else (None,)
-        int_times = not isinstance(self._minimum, Product)
-        store, received, announced = self._updates, self._received, self._announced
-        outstanding = self._outstanding
-        for data, time, diff in updates:
-            if int_times and low is not None and type(time) is int:
+        low = reported.elements[0] if len(reported) == 1 else None
+        int_times = low is not None and not isinstance(low, Product)
+        store, per_time, accepted = self._updates, {}, []
+        for triple in fresh:
+            data, time, diff = triple
+            if int_times and type(time) is int:
                 if time < low:
                     continue
             else:
@@ -142,25 +152,28 @@ class CdcReader:
             if at_time is None:
                 at_time = store[time] = {}
                 heapq.heappush(self._times, (sort_key(time), time))
-            known = at_time.get(data)
-            if known is not None:
-                if known != diff:
-                    raise CdcConflict(
-                        f"conflicting updates for data {data!r} at time {time_to_json(time)}: "
-                        f"diff {known} and diff {diff}"
-                    )
-                continue
+            elif data in at_time:
+                raise CdcConflict(
+                    f"conflicting updates for data {data!r} at time {time_to_json(time)}: "
+                    f"diff {at_time[data]} and diff {diff}"
+                )
             at_time[data] = diff
-            n = received[time] = received.get(time, 0) + 1
+            per_time[time] = per_time.get(time, 0) + 1
+            accepted.append(triple)
+        with without_gc():
+            self._seen.update(accepted)
+        received, announced, progress = self._received, self._announced, self.progress
+        for time, k in per_time.items():
+            n = received[time] = received.get(time, 0) + k
             count = announced.get(time)
-            if count is None and not self.progress.less_equal(time):
+            if count is None and not progress.less_equal(time):
                 count = 0  # covered by progress, which counted nothing here
             if count is not None and n > count:
                 raise CdcConflict(
                     f"time {time_to_json(time)} has more distinct updates ({n}) than its "
-                    f"progress count ({count}) allows; the latest is data {data!r}"
+                    f"progress count ({count}) allows"
                 )
-            outstanding.update(time, -1)
+            self._outstanding.update(time, -k)
 
     def _drain_progress(self) -> None:
         """Graft every actionable progress statement onto the progress frontier."""
@@ -241,7 +254,9 @@ class CdcReader:
                     f"time {time_to_json(t)} has {len(at_time)} distinct updates but its "
                     f"progress count is {expected}"
                 )
-            out.extend((d, t, r) for d, r in at_time.items())
+            published = [(d, t, r) for d, r in at_time.items()]
+            self._seen.difference_update(published)
+            out += published
             del self._received[t]
             if self._announced.pop(t, None) is not None:
                 self._outstanding.discard(t)
