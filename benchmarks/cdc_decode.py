@@ -115,7 +115,7 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
             "GROUP BY key, val, _time"
         )
         per_time = con.execute(
-            "SELECT _time, count(*), sum(CASE WHEN lo <> hi THEN 1 ELSE 0 END) FROM g GROUP BY _time"
+            "SELECT _time, count(*), count(*) FILTER (WHERE lo <> hi) FROM g GROUP BY _time"
         ).fetchall()
         count, s, t = con.execute("SELECT count(*), sum(lo), sum(_time) FROM g").fetchone()
         seconds = time.perf_counter() - start
