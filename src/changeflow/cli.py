@@ -75,20 +75,26 @@ def _history_line(frontier: Antichain, updates: Iterable[tuple[Any, Any, int]]) 
 @click.option("--spark", is_flag=True, help="Decode data-parallel on Spark (one advance).")
 @_friendly
 def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
-    """Print the history that the CDC v2 files under PATHS recover, one frontier advance a line."""
+    """Print the history that the CDC v2 files under PATHS recover, one frontier advance a line.
+
+    Every file is read and checked before anything is printed.
+    """
     if spark:
         frontier, updates = _decode_spark(paths, fmt)
-        click.echo(_history_line(frontier, updates))
+        lines = [_history_line(frontier, updates)]
     else:
         from changeflow.cdc.files import open_source
         from changeflow.cdc.reader import CdcReader
 
         source = open_source(paths, fmt)
-        reader = CdcReader()
-        for batch, frontier in reader.read(source.messages()):
-            line = [(source.data_to_json(d), t, r) for d, t, r in batch]
-            click.echo(_history_line(frontier, line))
+        reader = CdcReader(audit=True)
+        lines = [
+            _history_line(frontier, [(source.data_to_json(d), t, r) for d, t, r in batch])
+            for batch, frontier in reader.read(source.messages())
+        ]
         frontier = reader.frontier
+    # Printed only once every file was read and checked: a contradiction prints no history.
+    click.echo("\n".join(lines))
     if frontier:
         click.echo(
             f"note: the history is complete only up to frontier {frontier.to_json()}; "

@@ -38,7 +38,14 @@ class CdcReader:
     so contradicting statements are caught.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, audit: bool = False) -> None:
+        """``audit`` also remembers reported updates and counts, so that statements arriving
+        after their times were reported are still checked: for finite inputs, where every
+        contradiction must be found whatever the order. It costs memory for the whole history.
+        """
+        self._audit: dict[tuple[Hashable, Time], int] | None = {} if audit else None
+        self._audit_counts: dict[Time, int] = {}
+        self._audit_order: list[Time] = []  # reported int times with updates, increasing
         self._minimum: Time | None = None
         self.reported = Antichain()
         self.progress = Antichain()
@@ -138,10 +145,12 @@ class CdcReader:
             data, time, diff = triple
             if int_times and type(time) is int:
                 if time < low:
+                    self._check_late(data, time, diff)
                     continue
             else:
                 self._check_kind(time)
                 if not reported.less_equal(time):
+                    self._check_late(data, time, diff)
                     continue
             if diff == 0 or type(diff) is not int:
                 raise ProtocolViolation(
@@ -174,6 +183,45 @@ class CdcReader:
                     f"progress count ({count}) allows"
                 )
             self._outstanding.update(time, -k)
+
+    def _check_late(self, data: Hashable, time: Time, diff: int) -> None:
+        """In audit mode, an update at a reported time must be one that was reported."""
+        if self._audit is None:
+            return
+        known = self._audit.get((data, time))
+        if known is None:
+            raise CdcConflict(
+                f"update for data {data!r} at time {time_to_json(time)}, which was already "
+                f"complete with {self._audit_counts.get(time, 0)} updates"
+            )
+        if known != diff:
+            raise CdcConflict(
+                f"conflicting updates for data {data!r} at time {time_to_json(time)}: "
+                f"diff {known} and diff {diff}"
+            )
+
+    def _check_late_progress(self, p: Progress, counts: dict[Time, int]) -> None:
+        """In audit mode, progress over reported times must agree with what was reported."""
+        reported = self.reported
+        for t, c in counts.items():
+            if not reported.less_equal(t) and self._audit_counts.get(t, 0) != c:
+                raise CdcConflict(
+                    f"progress statements disagree about time {time_to_json(t)}: "
+                    f"count {self._audit_counts.get(t, 0)} and count {c}"
+                )
+        if isinstance(self._minimum, Product):
+            known = [t for t in self._audit_counts if p.lower.contains_interval(t, p.upper)]
+        else:
+            order = self._audit_order
+            lo = bisect_left(order, p.lower.elements[0]) if p.lower else len(order)
+            hi = bisect_left(order, p.upper.elements[0]) if p.upper else len(order)
+            known = order[lo:hi]
+        for t in known:
+            if t not in counts:
+                raise CdcConflict(
+                    f"progress statements disagree about time {time_to_json(t)}: "
+                    f"count {self._audit_counts[t]} and count 0"
+                )
 
     def _drain_progress(self) -> None:
         """Graft every actionable progress statement onto the progress frontier."""
@@ -208,6 +256,8 @@ class CdcReader:
                     f"progress statements disagree about time {time_to_json(t)}: "
                     f"count 0 and count {c}"
                 )
+        if self._audit is not None:
+            self._check_late_progress(p, counts)
         self.progress = Antichain(join(u, f) for u in p.upper for f in covered)
 
     def _announce(self, t: Time, c: int) -> None:
@@ -255,6 +305,11 @@ class CdcReader:
                     f"progress count is {expected}"
                 )
             published = [(d, t, r) for d, r in at_time.items()]
+            if self._audit is not None:
+                self._audit.update(((d, t), r) for d, r in at_time.items())
+                self._audit_counts[t] = len(at_time)
+                if not isinstance(t, Product):
+                    self._audit_order.append(t)
             self._seen.difference_update(published)
             out += published
             del self._received[t]

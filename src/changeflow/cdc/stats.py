@@ -56,7 +56,7 @@ class CdcStats:
 
 def cdc_stats(messages: Iterable[Message]) -> CdcStats:
     """Read every message and report what it recovers and what is missing."""
-    reader, stats, times = CdcReader(), CdcStats(), set()
+    reader, stats, times = CdcReader(audit=True), CdcStats(), set()
     for message in messages:
         stats.messages += 1
         if isinstance(message, Updates):
