@@ -94,7 +94,8 @@ def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
         ]
         frontier = reader.frontier
     # Printed only once every file was read and checked: a contradiction prints no history.
-    click.echo("\n".join(lines))
+    for line in lines:
+        click.echo(line)
     if frontier:
         click.echo(
             f"note: the history is complete only up to frontier {frontier.to_json()}; "
@@ -210,3 +211,7 @@ def stats(paths: tuple[str, ...], fmt: str | None) -> None:
 
     for line in cdc_stats(open_source(paths, fmt).messages()).lines():
         click.echo(line)
+
+
+if __name__ == "__main__":
+    main()
