@@ -237,7 +237,9 @@ class CdcReader:
 
     def _incorporate(self, p: Progress) -> None:
         covered = self.progress
-        counts = dict(p.counts)
+        # A statement may list its counts in any order; int times are announced in increasing
+        # order so that ``_announced_order`` stays sorted for the bisects.
+        counts = dict(p.counts if isinstance(self._minimum, Product) else sorted(p.counts))
         for t in counts:
             self._check_kind(t)
         # Where ``p`` overlaps times already covered but not yet reported, it must agree.
