@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -134,9 +134,8 @@ def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close:
     Lines are {"data": …, "time": …, "diff": …} or {"frontier": […]}; updates are written once
     a frontier passes their time.
     """
-    from changeflow.cdc.files import rows_from_json, write_messages
+    from changeflow.cdc.files import json_data_as_rows, write_messages
     from changeflow.cdc.jsonl import canonical_json
-    from changeflow.cdc.messages import Updates
     from changeflow.cdc.writer import CdcWriter
 
     writer, messages, pending = CdcWriter(batch_size), [], []
@@ -169,15 +168,7 @@ def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close:
         )
     columns = None
     if fmt != "jsonl":
-        data = [d for m in messages if isinstance(m, Updates) for d, _, _ in m.updates]
-        columns, rows = rows_from_json(json.loads(d) for d in data)
-        held: dict[Hashable, Any] = dict(zip(data, rows, strict=True))
-        messages = [
-            Updates(tuple((held[d], t, r) for d, t, r in m.updates))
-            if isinstance(m, Updates)
-            else m
-            for m in messages
-        ]
+        columns, messages = json_data_as_rows(messages)
     written = write_messages(Path(out), messages, fmt, columns, files)
     click.echo(f"wrote {len(messages)} messages to {len(written)} files in {out}", err=True)
 

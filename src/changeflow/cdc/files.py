@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from changeflow.cdc.avro import read_avro, write_avro
-from changeflow.cdc.jsonl import canonical_json, read_jsonl, write_jsonl
+from changeflow.cdc.jsonl import read_jsonl, write_jsonl
 from changeflow.cdc.messages import Message, Progress, Updates
 from changeflow.cdc.parquet import read_parquet, write_parquet
 from changeflow.errors import InvalidInput
@@ -122,29 +122,17 @@ def rows_from_json(values: Iterable[Any]) -> tuple[list[str], list[tuple[Any, ..
     return columns, [tuple(v.get(c) for c in columns) for v in values]
 
 
-def to_format_data(
-    messages: list[Message], source: CdcSource, fmt: str
-) -> tuple[list[Message], list[str] | None]:
-    """Messages with their data re-held for ``fmt`` (canonical JSON or row tuples)."""
-    if (fmt == "jsonl") == (source.format == "jsonl"):
-        return messages, source.columns
-    values = {
-        d: source.data_to_json(d)
-        for m in messages
-        if isinstance(m, Updates)
-        for d, _, _ in m.updates
-    }
-    if fmt == "jsonl":
-        held = {d: canonical_json(v) for d, v in values.items()}
-        columns = None
-    else:
-        columns, rows = rows_from_json(values.values())
-        held = dict(zip(values, rows, strict=True))
+def json_data_as_rows(messages: Sequence[Message]) -> tuple[list[str], list[Message]]:
+    """Messages whose data is canonical JSON objects, re-held as row tuples for the columnar
+    formats, with the column names."""
+    data = [d for m in messages if isinstance(m, Updates) for d, _, _ in m.updates]
+    columns, rows = rows_from_json(json.loads(d) for d in data)  # type: ignore[arg-type]
+    held = dict(zip(data, rows, strict=True))
     out: list[Message] = [
         Updates(tuple((held[d], t, r) for d, t, r in m.updates)) if isinstance(m, Updates) else m
         for m in messages
     ]
-    return out, columns
+    return columns, out
 
 
 def write_messages(
