@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Union
 
-from changeflow.errors import ProtocolViolation
-from changeflow.time import Antichain, Time, time_to_json
+from changeflow.errors import InvalidTime, ProtocolViolation
+from changeflow.time import Antichain, Product, Time, time_to_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,18 @@ class Progress:
 
     def validate(self) -> Progress:
         """Check the statement is well formed; return it."""
+        try:
+            return self._validate()
+        except (TypeError, ValueError):
+            times = (*self.lower, *self.upper, *(t for t, _ in self.counts))
+            if len({len(t) if isinstance(t, Product) else -1 for t in times}) > 1:
+                raise InvalidTime(
+                    f"progress statement [{self.lower}, {self.upper}) mixes times of different "
+                    f"lattices: {[time_to_json(t) for t in times]}"
+                ) from None
+            raise
+
+    def _validate(self) -> Progress:
         if not self.lower <= self.upper:
             raise ProtocolViolation(
                 f"progress statement with lower {self.lower} beyond upper {self.upper}"

@@ -56,6 +56,7 @@ class CdcReader:
         self._announced_order: list[Time] = []  # int times, increasing; starts at _order_start
         self._order_start = 0
         self._received: dict[Time, int] = {}
+        self._early: list[Any] = []  # times updated before progress covered them (int: a heap)
         self._outstanding = MutableAntichain()
         self._queue: list[Progress] = []
 
@@ -67,7 +68,9 @@ class CdcReader:
             self._receive_updates(message.updates)
         elif isinstance(message, Progress):
             self._start(message.lower.elements or message.upper.elements)
-            self._queue.append(message.validate())
+            for t in message.validate().lower.elements[:1] or message.upper.elements[:1]:
+                self._check_kind(t)  # the statement is of one lattice: one time tells which
+            self._queue.append(message)
         else:
             raise ProtocolViolation(f"not a CDC v2 message: {message!r}")
         self._drain_progress()
@@ -172,11 +175,18 @@ class CdcReader:
         with without_gc():
             self._seen.update(accepted)
         received, announced, progress = self._received, self._announced, self.progress
+        early, int_lattice = self._early, not isinstance(self._minimum, Product)
         for time, k in per_time.items():
             n = received[time] = received.get(time, 0) + k
             count = announced.get(time)
-            if count is None and not progress.less_equal(time):
-                count = 0  # covered by progress, which counted nothing here
+            if count is None:
+                if not progress.less_equal(time):
+                    count = 0  # covered by progress, which counted nothing here
+                elif n == k:  # checked once progress covers it: see _check_early
+                    if int_lattice:
+                        heapq.heappush(early, time)
+                    else:
+                        early.append(time)
             if count is not None and n > count:
                 raise CdcConflict(
                     f"time {time_to_json(time)} has more distinct updates ({n}) than its "
@@ -261,6 +271,28 @@ class CdcReader:
         if self._audit is not None:
             self._check_late_progress(p, counts)
         self.progress = Antichain(join(u, f) for u in p.upper for f in covered)
+        self._check_early()
+
+    def _check_early(self) -> None:
+        """Times that got updates before progress covered them must have been counted."""
+        early, announced = self._early, self._announced
+        if not early:
+            return
+        if isinstance(self._minimum, Product):
+            covered = [t for t in early if not self.progress.less_equal(t)]
+            if covered:
+                self._early = [t for t in early if self.progress.less_equal(t)]
+        else:
+            upper = self.progress.elements[0] if self.progress else None
+            covered = []
+            while early and (upper is None or early[0] < upper):
+                covered.append(heapq.heappop(early))
+        for t in covered:
+            if t not in announced and t in self._received:
+                raise CdcConflict(
+                    f"time {time_to_json(t)} has {self._received[t]} distinct updates but its "
+                    "progress count is 0"
+                )
 
     def _announce(self, t: Time, c: int) -> None:
         n = self._received.get(t, 0)
