@@ -8,6 +8,7 @@ progress statements that are not yet actionable. Contradictions are errors, neve
 from __future__ import annotations
 
 import heapq
+import itertools
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
@@ -58,7 +59,9 @@ class CdcReader:
         self._received: dict[Time, int] = {}
         self._early: list[Any] = []  # times updated before progress covered them (int: a heap)
         self._outstanding = MutableAntichain()
-        self._queue: list[Progress] = []
+        self._queue: list[Progress] = []  # product statements not yet actionable
+        self._int_queue: list[tuple[int, int, Progress]] = []  # heap by lower: int statements
+        self._arrivals = itertools.count()  # ties in the heap go by arrival
 
     # -- public ------------------------------------------------------------------------------
 
@@ -68,9 +71,14 @@ class CdcReader:
             self._receive_updates(message.updates)
         elif isinstance(message, Progress):
             self._start(message.lower.elements or message.upper.elements)
-            for t in message.validate().lower.elements[:1] or message.upper.elements[:1]:
-                self._check_kind(t)  # the statement is of one lattice: one time tells which
-            self._queue.append(message)
+            lower = message.validate().lower.elements
+            if lower:  # a statement with an empty lower has an empty interval: it says nothing
+                self._check_kind(lower[0])  # the statement is of one lattice: one time tells
+                if isinstance(lower[0], Product):
+                    self._queue.append(message)
+                else:
+                    entry = (lower[0], next(self._arrivals), message)
+                    heapq.heappush(self._int_queue, entry)
         else:
             raise ProtocolViolation(f"not a CDC v2 message: {message!r}")
         self._drain_progress()
@@ -96,7 +104,7 @@ class CdcReader:
 
     def queued_progress(self) -> list[Progress]:
         """Progress statements not yet actionable (they leave a gap after the progress frontier)."""
-        return list(self._queue)
+        return self._queue + [p for _, _, p in sorted(self._int_queue, key=lambda e: e[:2])]
 
     def missing(self) -> dict[Time, tuple[int, int]]:
         """Times that hold the frontier back: ``{time: (announced, received)}``."""
@@ -235,6 +243,9 @@ class CdcReader:
 
     def _drain_progress(self) -> None:
         """Graft every actionable progress statement onto the progress frontier."""
+        heap = self._int_queue
+        while heap and (not self.progress or heap[0][0] <= self.progress.elements[0]):
+            self._incorporate(heapq.heappop(heap)[2])
         progressed = True
         while progressed:
             progressed = False
@@ -279,9 +290,10 @@ class CdcReader:
         if not early:
             return
         if isinstance(self._minimum, Product):
-            covered = [t for t in early if not self.progress.less_equal(t)]
-            if covered:
-                self._early = [t for t in early if self.progress.less_equal(t)]
+            beyond, covered = [], []
+            for t in early:
+                (beyond if self.progress.less_equal(t) else covered).append(t)
+            self._early = beyond
         else:
             upper = self.progress.elements[0] if self.progress else None
             covered = []
@@ -370,7 +382,8 @@ class CdcReader:
             ready = [t for t in self._updates if not frontier.less_equal(t)]
             ready.sort(key=sort_key)
             if ready:
-                self._times = [(sort_key(t), t) for t in self._updates if t not in set(ready)]
+                done = set(ready)
+                self._times = [(sort_key(t), t) for t in self._updates if t not in done]
                 heapq.heapify(self._times)
             return ready
         heap, ready = self._times, []
