@@ -35,27 +35,31 @@ class CdcWriter:
     def write(
         self, updates: Iterable[tuple[Hashable, Time, int]], frontier: Antichain
     ) -> list[Message]:
-        """Take updates and a new frontier; return the messages that closing up to it makes."""
-        for data, time, diff in updates:
+        """Take updates and a new frontier; return the messages that closing up to it makes.
+
+        Everything is checked before anything is taken: on an error the writer is unchanged.
+        """
+        updates = list(updates)
+        start = self._frontier
+        for data, time, _ in updates:
             check_time(time)
-            if self._frontier is None:
-                self._frontier = Antichain([minimum_like(time)])
-            if not self._frontier.less_equal(time):
+            if start is None:
+                start = Antichain([minimum_like(time)])
+            if not start.less_equal(time):
                 raise FrontierViolation(
                     f"cdc writer: update {data!r} at time {time_to_json(time)} is not at or "
-                    f"beyond the frontier already written, {self._frontier}"
+                    f"beyond the frontier already written, {start}"
                 )
-            self._pending[time][data] += diff
-        if self._frontier is None:
-            if not frontier:
-                self._frontier = Antichain()
-                return []
-            self._frontier = Antichain([minimum_like(frontier.elements[0])])
-        if not self._frontier <= frontier:
+        if start is None:
+            start = Antichain([minimum_like(frontier.elements[0])]) if frontier else Antichain()
+        if not start <= frontier:
             raise FrontierViolation(
-                f"cdc writer: frontier may not go back from {self._frontier} to {frontier}"
+                f"cdc writer: frontier may not go back from {start} to {frontier}"
             )
-        if frontier == self._frontier:
+        self._frontier = start
+        for data, time, diff in updates:
+            self._pending[time][data] += diff
+        if frontier == start:
             return []
         return list(self._close_interval(frontier))
 
