@@ -81,7 +81,7 @@ def run_demo(config: Config, ticks: int = 1000, per_tick: int = 50, seed: int = 
         history = generate_orders(seed, ticks, per_tick)
         original = [u for updates, _ in history for u in updates]
     with _step(console, f"wrote {len(original):,} updates as CDC v2 (Parquet) by two writers"):
-        for folder, batch_size in zip(writers, (500, 2_000), strict=True):
+        for folder, batch_size in zip(writers, (1_000, 5_000), strict=True):
             messages = write_history(history, batch_size)
             write_messages(folder, messages, "parquet", COLUMNS, files=4)
     with _step(console, "duplicated, reordered and re-batched them (chaos)"):

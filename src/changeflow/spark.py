@@ -6,7 +6,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from functools import cache
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -46,7 +48,10 @@ def get_spark(master: str | None = None) -> SparkSession:
     master = master or Config.load().spark_master
     check_java()
     partitions = max(2, 2 * _cores(master)) if master.startswith("local") else 200
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = Path(__file__).with_name("log4j2.properties")
     spark = (
         SparkSession.builder.master(master)
         .appName("changeflow")
@@ -57,6 +62,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("CHANGEFLOW_DRIVER_MEMORY", "4g"))
         .config("spark.sql.ansi.enabled", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

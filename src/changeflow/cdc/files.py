@@ -146,8 +146,8 @@ def write_messages(
 ) -> list[Path]:
     """Write messages into ``folder``: message ``i`` goes to file ``assign[i]`` (of ``files``).
 
-    JSON lines and Avro put many messages in a file; Parquet writes each Updates message as its
-    own file and the progress statements into JSON-lines files.
+    JSON lines and Avro keep the messages apart; Parquet merges a file's Updates messages into
+    one (the same statements) and puts its progress statements in a JSON-lines file beside it.
     """
     if fmt not in FORMATS:
         raise InvalidInput(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -174,8 +174,8 @@ def write_messages(
                 written.append(folder / f"{prefix}-{k:05d}.progress.jsonl")
                 with open(written[-1], "w", encoding="utf-8") as f:
                     write_jsonl(f, progress)
-            updates = [m for m in group if isinstance(m, Updates)]
-            for j, m in enumerate(updates):
-                written.append(folder / f"{prefix}-{k:05d}-{j:05d}.parquet")
-                write_parquet(written[-1], columns, m)  # type: ignore[arg-type]
+            updates = [u for m in group if isinstance(m, Updates) for u in m.updates]
+            if updates:  # the group's Updates merged into one (a re-batching, same meaning)
+                written.append(stem.with_suffix(".parquet"))
+                write_parquet(written[-1], columns, Updates(tuple(updates)))  # type: ignore[arg-type]
     return written
