@@ -363,3 +363,38 @@ def test_write_errors(spark, tmp_path):
         text = spark.createDataFrame([("{oops", 1, 1)], "data string, _time bigint, _diff bigint")
         write_cdc(text, tmp_path, 0, None, "jsonl")
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_the_fast_canonical_json_is_canonical_json():
+    from changeflow.cdc.spark import _canonical
+
+    rng = random.Random(0)
+
+    def value(depth: int):
+        kind = rng.randrange(7 if depth < 3 else 5)
+        if kind == 0:
+            return rng.randrange(-(2**70), 2**70)
+        if kind == 1:
+            return rng.random() * 10 ** rng.randrange(-5, 20)
+        if kind == 2:
+            return "".join(rng.choice('aé"\\\n\u2028😀/') for _ in range(rng.randrange(5)))
+        if kind == 3:
+            return rng.choice([None, True, False])
+        if kind == 4:
+            return rng.choice([0, -1, 1.5, ""])
+        if kind == 5:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {str(value(depth + 1)): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(2000):
+        v = value(0)
+        assert _canonical(v) == canonical_json(v)
+
+
+def test_write_nothing_but_progress(spark, tmp_path):
+    empty = update_frame(spark, [])
+    folder = write_cdc(empty, tmp_path, 0, 5)
+    write_cdc(empty, tmp_path, 5, None)
+    assert (folder / "progress.jsonl").exists()
+    assert reference([tmp_path], "parquet") == ([], Antichain())
+    assert spark_outcome(spark, [tmp_path], "parquet") == ([], Antichain())

@@ -47,7 +47,7 @@ from changeflow.errors import (
     InvalidTime,
     ProtocolViolation,
 )
-from changeflow.time import MAX_TIME, Antichain, Product
+from changeflow.time import MAX_TIME, Antichain, Product, check_time
 
 NOTE = "_note"  # JSON-lines and Avro decoding: the progress statements travel in this column
 PRODUCT_TIMES = (
@@ -66,6 +66,8 @@ AVRO_TYPES = {
 ROW_TAIL = [(TIME, pa.int64()), (DIFF, pa.int64()), (NOTE, pa.string())]
 ROWS_PER_PARTITION = 1_000_000  # input rows per shuffle partition, at most, for large inputs
 _MAX_COUNTS = 100_000  # counts per progress statement that write_cdc writes
+# canonical_json's very settings, without building an encoder for every value (tests compare)
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -85,15 +87,14 @@ def read_cdc(
     source = open_source(paths, format)
     with _friendly(", ".join(paths)):
         statements: list[Progress] | None = None  # None: they travel with the updates
-        size = sum(f.stat().st_size for f in source.files)
         if source.format == "parquet":
             parquet = [f for f in source.files if f.suffix == ".parquet"]
             statements = _progress_files([f for f in source.files if f.suffix != ".parquet"])
             raw, columns, rows = _parquet_updates(spark, parquet)
         elif source.format == "jsonl":
-            raw, columns, rows = _jsonl_updates(spark, source.files), ["data"], size // 60
+            raw, columns, rows = _jsonl_updates(spark, source.files)
         else:
-            (raw, columns), rows = _avro_updates(spark, source.files), size // 15
+            raw, columns, rows = _avro_updates(spark, source.files)
         grouped = _group(raw, columns, statements is None, rows)
         try:
             if statements is None:
@@ -103,11 +104,11 @@ def read_cdc(
             times, counts, beyond = _counts(grouped, columns, progress, raw, source.files)
             frontier = _complete(grouped, columns, times, counts, announced, progress)
             end = frontier.elements[0] if frontier else None
-            late = end is not None and (beyond or (len(times) > 0 and times[-1] >= end))
-            if NOTE not in grouped.columns and not late:
+            incomplete = end is not None and (beyond or (len(times) > 0 and times[-1] >= end))
+            if NOTE not in grouped.columns and not incomplete:
                 return grouped, frontier  # every update read is complete: the frame as it is
             frame = grouped.filter(F.col(NOTE).isNull()) if NOTE in grouped.columns else grouped
-            if late:
+            if incomplete:
                 frame = frame.filter(F.col(TIME) < end)
             frame = frame.select(*map(_col, columns), TIME, DIFF).persist()
             frame.count()
@@ -359,13 +360,14 @@ def _parquet_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame,
     return reduce(DataFrame.unionByName, frames), columns, rows
 
 
-def _jsonl_updates(spark: SparkSession, files: list[Path]) -> DataFrame:
-    """Update rows (canonical JSON ``data``) and progress notes of JSON-lines files."""
+def _jsonl_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame, list[str], int]:
+    """Update rows (canonical JSON ``data``) and progress notes of JSON-lines files, parsed in
+    the executors; their data column and (roughly) number."""
     lines = spark.read.text([_spark_path(f) for f in files]).select(
         "value", F.col("_metadata.file_path").alias("path")
     )
     schema = f"data string, {TIME} bigint, {DIFF} bigint, {NOTE} string"
-    return lines.mapInArrow(_decode_jsonl, schema)
+    return lines.mapInArrow(_decode_jsonl, schema), ["data"], _size(files) // 60
 
 
 def _decode_jsonl(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -395,7 +397,8 @@ def _decode_jsonl(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     raise InvalidInput(PRODUCT_TIMES)
             except ChangeflowError as e:
                 raise type(e)(f"{path}: {e}") from None
-            data.append(None), times.append(None), diffs.append(None)
+            for column in (data, times, diffs):
+                column.append(None)
             notes.append(canonical_json(message_to_json(message)))
         yield pa.RecordBatch.from_arrays(
             [
@@ -411,6 +414,7 @@ def _decode_jsonl(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
 def _fast_updates(updates: list, data: list, times: list, diffs: list) -> bool:
     """Append plain int-time updates; False (appending nothing) if any needs the full check."""
     start = len(data)
+    add_data, add_time, add_diff = data.append, times.append, diffs.append
     try:
         for u in updates:
             t, r = u["time"], u["diff"]
@@ -418,9 +422,9 @@ def _fast_updates(updates: list, data: list, times: list, diffs: list) -> bool:
                 raise ValueError
             if not -(2**63) <= r < 2**63:
                 raise ValueError
-            data.append(canonical_json(u["data"]))
-            times.append(t)
-            diffs.append(r)
+            add_data(_canonical(u["data"]))
+            add_time(t)
+            add_diff(r)
     except (KeyError, TypeError, ValueError):
         del data[start:], times[start:], diffs[start:]
         return False
@@ -441,8 +445,9 @@ def _has_product(p: Progress) -> bool:
     return any(isinstance(t, Product) for t in (*p.lower, *p.upper, *(t for t, _ in p.counts)))
 
 
-def _avro_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame, list[str]]:
-    """Update rows and progress notes of Avro files, decoded with fastavro in the executors."""
+def _avro_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame, list[str], int]:
+    """Update rows and progress notes of Avro files, decoded with fastavro in the executors;
+    their data columns and (roughly) number."""
     schemas: dict[Path, list[tuple[str, str]]] = {}
     for path in files:
         try:
@@ -464,7 +469,7 @@ def _avro_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame, li
     decoded = contents.select("path", "content").mapInArrow(
         _avro_decoder(schema), from_arrow_schema(schema)
     )
-    return decoded, [n for n, _ in fields]
+    return decoded, [n for n, _ in fields], _size(files) // 15
 
 
 def _has_updates(path: Path) -> bool:
@@ -590,15 +595,17 @@ def write_cdc(
     where = f"write_cdc to {path}"
     if dict(frame.dtypes)[TIME].startswith("array"):
         raise InvalidInput(PRODUCT_TIMES)
-    updates = (
-        frame.groupBy(*map(_col, columns), F.col(TIME).cast("bigint").alias(TIME))
-        .agg(F.sum(F.col(DIFF).cast("bigint")).alias(DIFF))
-        .filter(F.col(DIFF) != 0)
-        .persist()
-    )
-    try:
-        with _friendly(where):
+    with _friendly(where):
+        updates = (
+            frame.groupBy(*map(_col, columns), F.col(TIME).cast("bigint").alias(TIME))
+            .agg(F.sum(F.col(DIFF).cast("bigint")).alias(DIFF))
+            .filter(F.col(DIFF) != 0)
+            .persist()
+        )
+        try:
             stats = updates.groupBy(TIME).count().toArrow().sort_by(TIME)
+            if stats.column(TIME).null_count:
+                raise InvalidInput(f"{where}: an update has a null time")
             times = stats.column(TIME).to_numpy()
             counts = stats.column("count").to_numpy()
             outside = times < lower.elements[0] if lower else np.ones(len(times), bool)
@@ -615,8 +622,9 @@ def write_cdc(
             else:
                 encode = _jsonl_encoder(columns, batch_size, _json_text(frame, columns))
                 updates.mapInArrow(encode, "value string").write.text(str(folder))
-    finally:
-        updates.unpersist()
+        finally:
+            updates.unpersist()
+    folder.mkdir(parents=True, exist_ok=True)  # progress last: a reader waits for the updates
     with open(folder / "progress.jsonl", "w", encoding="utf-8") as f:
         for statement in _statements(lower, upper, times.tolist(), counts.tolist()):
             f.write(json.dumps(message_to_json(statement)) + "\n")
@@ -696,7 +704,7 @@ def _frontier(value: Antichain | int | None) -> Antichain:
     if isinstance(value, Antichain):
         frontier = value
     elif isinstance(value, int) and not isinstance(value, bool):
-        frontier = Antichain([value])
+        frontier = Antichain([check_time(value)])
     else:
         raise InvalidInput(f"a frontier is an Antichain or an int, not {value!r}")
     if any(isinstance(t, Product) for t in frontier):
@@ -718,6 +726,10 @@ def _col(name: str) -> Column:
 def _spark_path(path: Path) -> str:
     """A path Spark takes literally (it expands glob characters)."""
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path.resolve()))
+
+
+def _size(files: list[Path]) -> int:
+    return sum(f.stat().st_size for f in files)
 
 
 def _local(uri: str) -> str:
