@@ -101,8 +101,9 @@ def read_cdc(
                 notes = grouped.filter(F.col(NOTE).isNotNull()).select(NOTE).collect()
                 statements = [message_from_json(json.loads(n[0])) for n in notes]
             progress, announced = _progress(statements)
-            times, counts, beyond = _counts(grouped, columns, progress, raw, source.files)
-            frontier = _complete(grouped, columns, times, counts, announced, progress)
+            text = source.format == "jsonl"  # the reader holds data as JSON text, else rows
+            times, counts, beyond = _counts(grouped, columns, text, progress, raw, source.files)
+            frontier = _complete(grouped, columns, text, times, counts, announced, progress)
             end = frontier.elements[0] if frontier else None
             incomplete = end is not None and (beyond or (len(times) > 0 and times[-1] >= end))
             if NOTE not in grouped.columns and not incomplete:
@@ -168,6 +169,7 @@ def _progress(statements: Sequence[Progress]) -> tuple[Antichain, dict[int, int]
 def _counts(
     grouped: DataFrame,
     columns: list[str],
+    text: bool,
     progress: Antichain,
     raw: DataFrame,
     files: list[Path],
@@ -191,7 +193,7 @@ def _counts(
     if len(times) and times[0] == -1:
         _bad_time(files)
     if (ok < counts).any():
-        _bad_diff(grouped, columns, raw)
+        _bad_diff(grouped, columns, text, raw)
     beyond = end is not None and len(times) > 0 and times[-1] == end
     if beyond:
         times, counts = times[:-1], counts[:-1]
@@ -201,6 +203,7 @@ def _counts(
 def _complete(
     grouped: DataFrame,
     columns: list[str],
+    text: bool,
     times: np.ndarray,
     counts: np.ndarray,
     announced: dict[int, int],
@@ -219,7 +222,7 @@ def _complete(
         sample = grouped.filter(F.col(TIME) == t).select(*map(_col, columns)).first()
         raise CdcConflict(
             f"time {t} has more distinct updates ({n}) than its progress count ({c}) allows; "
-            f"one is data {_data(sample, columns)!r}"
+            f"one is data {_data(sample, columns, text)!r}"
         )
     short = np.flatnonzero(_lookup(times, counts, a_times) < a_counts)
     ends = [int(a_times[short[0]])] if len(short) else []
@@ -234,14 +237,14 @@ def _lookup(keys: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.where(keys[i] == at, values[i], 0)
 
 
-def _bad_diff(grouped: DataFrame, columns: list[str], raw: DataFrame) -> None:
+def _bad_diff(grouped: DataFrame, columns: list[str], text: bool, raw: DataFrame) -> None:
     """Raise for the earliest update whose copies disagree, or whose diff is zero or null."""
     row = grouped.filter(F.col(DIFF).isNull() & (F.col(TIME) >= 0))
     if NOTE in grouped.columns:
         row = row.filter(F.col(NOTE).isNull())
     first = row.orderBy(TIME).first()
     assert first is not None
-    t, data = first[TIME], _data(first, columns)
+    t, data = first[TIME], _data(first, columns, text)
     match = reduce(
         Column.__and__,
         [_col(c).eqNullSafe(F.lit(first[c])) for c in columns],
@@ -278,9 +281,9 @@ def _bad_time(files: list[Path]) -> None:
     raise InvalidInput("an update has a null or negative time")
 
 
-def _data(row: Any, columns: list[str]) -> Any:
-    """A piece of data as the single-threaded reader holds it (text, or a tuple of values)."""
-    return row[columns[0]] if columns == ["data"] else tuple(row[c] for c in columns)
+def _data(row: Any, columns: list[str], text: bool) -> Any:
+    """A piece of data as the single-threaded reader holds it (JSON text, or a row tuple)."""
+    return row[columns[0]] if text else tuple(row[c] for c in columns)
 
 
 # -- the formats -------------------------------------------------------------------------------
