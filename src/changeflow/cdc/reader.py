@@ -98,6 +98,10 @@ class CdcReader:
         """Updates held at unreported times."""
         return sum(len(v) for v in self._updates.values())
 
+    def announced(self) -> dict[Time, int]:
+        """Counts that progress announced at unreported times (times not listed count 0)."""
+        return dict(self._announced)
+
     def pending_times(self) -> set[Time]:
         """Times of the updates held."""
         return set(self._updates)

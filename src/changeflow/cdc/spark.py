@@ -163,7 +163,7 @@ def _progress(statements: Sequence[Progress]) -> tuple[Antichain, dict[int, int]
     reader = CdcReader(audit=True)
     for statement in statements:
         reader.feed(statement)
-    return reader.progress, dict(reader._announced)  # the reader's announced counts
+    return reader.progress, reader.announced()
 
 
 def _counts(
