@@ -8,13 +8,13 @@ record is one message. Rows are held as tuples of field values in the row schema
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import fastavro
 
-from changeflow.cdc.messages import Message, Progress, Updates
+from changeflow.cdc.messages import Message, Progress, Updates, freeze
 from changeflow.errors import InvalidInput
 from changeflow.time import Antichain, Product, time_from_json
 
@@ -112,14 +112,6 @@ def _row_fields(writer_schema: Any, path: Path) -> list[str]:
     raise InvalidInput(f"{path}: not a CDC v2 Avro file (no array of update records in its schema)")
 
 
-def _freeze(value: Any) -> Hashable:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _freeze(v)) for k, v in value.items())
-    return value
-
-
 def read_avro(path: Path) -> tuple[list[str], Iterator[Message]]:
     """The row field names of an Avro CDC v2 file, and its messages."""
     f = open(path, "rb")  # noqa: SIM115 - closed by the generator
@@ -146,7 +138,7 @@ def _message(record: Any, columns: list[str], path: Path) -> Message:
         return Updates(
             tuple(
                 (
-                    tuple(_freeze(u["data"][c]) for c in columns),
+                    tuple(freeze(u["data"][c]) for c in columns),
                     time_from_json(u["time"]),
                     u["diff"],
                 )

@@ -11,7 +11,7 @@ import gc
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from changeflow.errors import InvalidTime, ProtocolViolation
 from changeflow.time import Antichain, Product, Time, time_to_json
@@ -69,6 +69,15 @@ class Progress:
 
 
 Message = Union[Updates, Progress]  # noqa: UP007
+
+
+def freeze(value: Any) -> Hashable:
+    """A nested value (lists, records) as hashable tuples, so it can be a piece of data."""
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, freeze(v)) for k, v in value.items())
+    return value
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from changeflow.cdc.messages import Updates, without_gc
+from changeflow.cdc.messages import Updates, freeze, without_gc
 from changeflow.errors import InvalidInput
 from changeflow.time import Product, check_time
 
@@ -64,16 +64,8 @@ def _values(column: pa.ChunkedArray) -> list[Any]:
 
 def _frozen(values: list[Any]) -> list[Hashable]:
     if any(isinstance(v, (list, dict)) for v in values):
-        return [_freeze(v) for v in values]
+        return [freeze(v) for v in values]
     return values
-
-
-def _freeze(value: Any) -> Hashable:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _freeze(v)) for k, v in value.items())
-    return value
 
 
 def updates_table(columns: Sequence[str], updates: Sequence[tuple[Any, Any, int]]) -> pa.Table:
