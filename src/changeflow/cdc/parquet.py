@@ -50,7 +50,7 @@ def read_parquet(path: Path) -> tuple[list[str], Updates]:
         times = [Product(t) for t in times]
     diffs = _values(table.column(diff_col))
     with without_gc():
-        data = zip(*(_frozen(_values(table.column(c))) for c in columns), strict=True)
+        data = zip(*(_frozen(table.column(c)) for c in columns), strict=True)
         return columns, Updates(tuple(zip(data, times, diffs, strict=True)))
 
 
@@ -62,10 +62,12 @@ def _values(column: pa.ChunkedArray) -> list[Any]:
     return column.to_pylist()
 
 
-def _frozen(values: list[Any]) -> list[Hashable]:
-    if any(isinstance(v, (list, dict)) for v in values):
-        return [freeze(v) for v in values]
-    return values
+def _frozen(column: pa.ChunkedArray) -> list[Hashable]:
+    """A column's values, nested ones (lists, structs, maps) frozen into hashable tuples."""
+    kind = column.type
+    if pa.types.is_nested(kind):
+        return [freeze(v) for v in column.to_pylist()]
+    return _values(column)
 
 
 def updates_table(columns: Sequence[str], updates: Sequence[tuple[Any, Any, int]]) -> pa.Table:

@@ -67,6 +67,10 @@ class CdcReader:
 
     def feed(self, message: Message) -> list[Batch]:
         """Take one message; return the ``(updates, frontier)`` advances it makes possible."""
+        with without_gc():  # the reader's state holds no cycles; see without_gc
+            return self._feed(message)
+
+    def _feed(self, message: Message) -> list[Batch]:
         if isinstance(message, Updates):
             self._receive_updates(message.updates)
         elif isinstance(message, Progress):
@@ -148,8 +152,7 @@ class CdcReader:
                 break
             else:
                 return
-        with without_gc():
-            fresh = set(updates).difference(self._seen)
+        fresh = set(updates).difference(self._seen)
         if not fresh:
             return
         reported = self.reported
@@ -184,15 +187,15 @@ class CdcReader:
             at_time[data] = diff
             per_time[time] = per_time.get(time, 0) + 1
             accepted.append(triple)
-        with without_gc():
-            self._seen.update(accepted)
+        self._seen.update(accepted)
         received, announced, progress = self._received, self._announced, self.progress
         early, int_lattice = self._early, not isinstance(self._minimum, Product)
+        covered = progress.elements[0] if int_lattice and len(progress) == 1 else None
         for time, k in per_time.items():
             n = received[time] = received.get(time, 0) + k
             count = announced.get(time)
             if count is None:
-                if not progress.less_equal(time):
+                if (time < covered) if covered is not None else not progress.less_equal(time):
                     count = 0  # covered by progress, which counted nothing here
                 elif n == k:  # checked once progress covers it: see _check_early
                     if int_lattice:
