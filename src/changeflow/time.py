@@ -189,11 +189,17 @@ class Antichain:
 
     def less_equal(self, t: Time) -> bool:
         """Is ``t`` at or beyond this frontier?"""
-        return any(e <= t for e in self._elements)
+        for e in self._elements:  # a plain loop: this is on every hot path
+            if e <= t:
+                return True
+        return False
 
     def less_than(self, t: Time) -> bool:
         """Is ``t`` strictly beyond this frontier?"""
-        return any(e < t for e in self._elements)
+        for e in self._elements:
+            if e < t:
+                return True
+        return False
 
     def contains_interval(self, t: Time, upper: Antichain) -> bool:
         """Is ``t`` in ``[self, upper)``: at or beyond self and not at or beyond ``upper``?"""

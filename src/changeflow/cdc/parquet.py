@@ -49,9 +49,10 @@ def read_parquet(path: Path) -> tuple[list[str], Updates]:
     if pa.types.is_list(table.schema.field(time_col).type):
         times = [Product(t) for t in times]
     diffs = _values(table.column(diff_col))
+    data = zip(*(_frozen(table.column(c)) for c in columns), strict=True)
     with without_gc():
-        data = zip(*(_frozen(table.column(c)) for c in columns), strict=True)
-        return columns, Updates(tuple(zip(data, times, diffs, strict=True)))
+        updates = tuple(zip(data, times, diffs, strict=True))
+    return columns, Updates(updates)
 
 
 def _values(column: pa.ChunkedArray) -> list[Any]:
