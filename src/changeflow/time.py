@@ -189,14 +189,14 @@ class Antichain:
 
     def less_equal(self, t: Time) -> bool:
         """Is ``t`` at or beyond this frontier?"""
-        for e in self._elements:  # a plain loop: this is on every hot path
+        for e in self._elements:  # noqa: SIM110 - a plain loop: this is on every hot path
             if e <= t:
                 return True
         return False
 
     def less_than(self, t: Time) -> bool:
         """Is ``t`` strictly beyond this frontier?"""
-        for e in self._elements:
+        for e in self._elements:  # noqa: SIM110
             if e < t:
                 return True
         return False
