@@ -21,6 +21,7 @@ run: $(STAMP) java
 	$(BIN)/changeflow demo
 
 test: $(STAMP) java
+	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest
 
 bench: $(STAMP) java
