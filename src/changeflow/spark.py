@@ -10,6 +10,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from changeflow.config import Config
@@ -52,18 +54,29 @@ def get_spark(master: str | None = None) -> SparkSession:
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = Path(__file__).with_name("log4j2.properties")
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("changeflow")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("CHANGEFLOW_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.ansi.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
-        .getOrCreate()
+    conf = SparkConf().setAll(
+        [
+            ("spark.master", master),
+            ("spark.app.name", "changeflow"),
+            ("spark.ui.enabled", "false"),
+            ("spark.ui.showConsoleProgress", "false"),
+            ("spark.sql.execution.arrow.pyspark.enabled", "true"),
+            ("spark.sql.shuffle.partitions", str(partitions)),
+            ("spark.sql.session.timeZone", "UTC"),
+            ("spark.driver.memory", os.environ.get("CHANGEFLOW_DRIVER_MEMORY", "4g")),
+            ("spark.sql.ansi.enabled", "true"),
+            ("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}"),
+        ]
     )
+    # The JVM's own console output (start-up notices, errors) goes to a log, not the terminal.
+    log_path = Config.load().home / "spark.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception as e:
+            raise ChangeflowError(f"Spark did not start ({e}); its log is {log_path}") from None
+    SparkContext(gateway=gateway, conf=conf)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
