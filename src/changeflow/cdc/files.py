@@ -2,8 +2,8 @@
 
 A CDC folder holds message files in any number, order and nesting; names starting with ``.``
 or ``_`` are skipped (Spark's ``_SUCCESS`` and checksums). The format follows the extensions:
-``.jsonl``/``.json``/``.txt`` are JSON lines, ``.avro`` Avro, ``.parquet`` Parquet (whose
-progress statements sit beside them in JSON-lines files).
+``.jsonl``/``.ndjson``/``.json``/``.txt`` are JSON lines, ``.avro`` Avro, ``.parquet``
+Parquet (whose progress statements sit beside them in JSON-lines files).
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from changeflow.cdc.parquet import read_parquet, write_parquet
 from changeflow.errors import InvalidInput
 
 FORMATS = ("jsonl", "avro", "parquet")
-EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".txt": "jsonl", ".avro": "avro"}
-EXTENSIONS[".parquet"] = "parquet"
+EXTENSIONS = {
+    **dict.fromkeys((".jsonl", ".ndjson", ".json", ".txt"), "jsonl"),
+    ".avro": "avro",
+    ".parquet": "parquet",
+}
 
 
 def list_files(paths: Iterable[str | Path]) -> list[Path]:
