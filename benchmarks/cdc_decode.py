@@ -92,7 +92,6 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
     """Decode with one contender; return its timing and a checksum of the result."""
     if name.startswith("spark"):
         from changeflow.cdc.spark import read_cdc
-
         from changeflow.spark import get_spark
 
         spark = get_spark("local[2]")
