@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -32,6 +32,3 @@ class Config:
             blob_root=pick("blob_root", str(home / "blob")),
             spark_master=pick("spark_master", "local[*]"),
         )
-
-    def with_home(self, home: Path) -> Config:
-        return replace(self, home=home)
