@@ -1,0 +1,177 @@
+"""The durable state of shards and of the catalog: frozen values with a JSON encoding.
+
+A shard's state is one consensus value; every change to it is a compare-and-set of the next
+version. The catalog maps names to GlobalIds and allocates new ids, never reusing one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.time import Antichain
+
+CATALOG_KEY = "catalog"
+MAX_TOKENS = 256  # idempotency tokens remembered per shard
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Blobs holding every update of a shard in ``[lower, upper)``, advanced to ``since``."""
+
+    lower: Antichain
+    upper: Antichain
+    since: Antichain
+    keys: tuple[str, ...]
+    rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lower": self.lower.to_json(),
+            "upper": self.upper.to_json(),
+            "since": self.since.to_json(),
+            "keys": list(self.keys),
+            "rows": self.rows,
+        }
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> Batch:
+        return cls(
+            Antichain.from_json(v["lower"]),
+            Antichain.from_json(v["upper"]),
+            Antichain.from_json(v["since"]),
+            tuple(v["keys"]),
+            v["rows"],
+        )
+
+
+@dataclass(frozen=True)
+class ReadHold:
+    """A read capability's durable part: its frontier and when its lease runs out."""
+
+    frontier: Antichain
+    expires_ms: int
+
+
+@dataclass(frozen=True)
+class ShardState:
+    """``[schema, timeline, since, upper, batches]`` plus the capabilities that move them."""
+
+    id: str
+    name: str
+    schema: pa.Schema
+    timeline: str
+    since: Antichain
+    upper: Antichain
+    batches: tuple[Batch, ...] = ()
+    readers: dict[str, ReadHold] = field(default_factory=dict)
+    writers: dict[str, Antichain] = field(default_factory=dict)
+    tokens: dict[str, list[Any]] = field(default_factory=dict)  # token -> new upper (JSON)
+    retired: tuple[tuple[str, int], ...] = ()  # (blob key, when it stopped being referenced)
+    seqno: int = 0  # the consensus version this state was read from (not encoded)
+
+    @property
+    def rows(self) -> int:
+        return sum(b.rows for b in self.batches)
+
+    def live_readers(self, now_ms: int) -> dict[str, ReadHold]:
+        return {i: h for i, h in self.readers.items() if h.expires_ms > now_ms}
+
+    def with_readers(self, readers: dict[str, ReadHold]) -> ShardState:
+        """Replace the read capabilities; ``since`` becomes their meet (and never goes back).
+
+        With no read capability left, ``since`` stays where it is: nobody asks it to move.
+        """
+        since = self.since
+        if readers:
+            meet = Antichain()
+            for hold in readers.values():
+                meet = meet.meet(hold.frontier)
+            if self.since <= meet:
+                since = meet
+        return replace(self, readers=readers, since=since)
+
+    def referenced(self) -> set[str]:
+        return {k for b in self.batches for k in b.keys}
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "id": self.id,
+                "name": self.name,
+                "schema": encode_schema(self.schema),
+                "timeline": self.timeline,
+                "since": self.since.to_json(),
+                "upper": self.upper.to_json(),
+                "batches": [b.to_json() for b in self.batches],
+                "readers": {
+                    i: [h.frontier.to_json(), h.expires_ms] for i, h in self.readers.items()
+                },
+                "writers": {i: f.to_json() for i, f in self.writers.items()},
+                "tokens": self.tokens,
+                "retired": [list(r) for r in self.retired],
+            },
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, seqno: int) -> ShardState:
+        v = json.loads(data)
+        return cls(
+            id=v["id"],
+            name=v["name"],
+            schema=decode_schema(v["schema"]),
+            timeline=v["timeline"],
+            since=Antichain.from_json(v["since"]),
+            upper=Antichain.from_json(v["upper"]),
+            batches=tuple(Batch.from_json(b) for b in v["batches"]),
+            readers={i: ReadHold(Antichain.from_json(f), e) for i, (f, e) in v["readers"].items()},
+            writers={i: Antichain.from_json(f) for i, f in v["writers"].items()},
+            tokens=v["tokens"],
+            retired=tuple((k, t) for k, t in v["retired"]),
+            seqno=seqno,
+        )
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    schema: pa.Schema
+    timeline: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Names to GlobalIds; ``next_id`` only grows, so an id is never bound twice."""
+
+    next_id: int = 1
+    entries: dict[str, CatalogEntry] = field(default_factory=dict)
+    seqno: int = 0
+
+    def encode(self) -> bytes:
+        entries = {
+            n: {"id": e.id, "schema": encode_schema(e.schema), "timeline": e.timeline}
+            for n, e in self.entries.items()
+        }
+        return json.dumps({"next_id": self.next_id, "entries": entries}).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, seqno: int) -> Catalog:
+        v = json.loads(data)
+        entries = {
+            n: CatalogEntry(e["id"], decode_schema(e["schema"]), e["timeline"])
+            for n, e in v["entries"].items()
+        }
+        return cls(v["next_id"], entries, seqno)
+
+
+def encode_schema(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def decode_schema(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
