@@ -16,6 +16,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from changeflow.errors import InvalidInput
+from changeflow.failpoints import failpoint
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Blob:
         try:
             with self.fs.open_output_stream(temp) as sink:
                 write(sink)
+                failpoint("blob.partway")
             if self.local:
                 fd = os.open(temp, os.O_RDONLY)
                 try:

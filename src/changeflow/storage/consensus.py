@@ -167,12 +167,14 @@ class PostgresConsensus(Consensus):
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
             raise ConsensusUnavailable(f"cannot connect to consensus {_redact(url)}: {e}") from None
-        with self._lock:
+        try:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS consensus (shard text NOT NULL, "
                 "sequence_number bigint NOT NULL, data bytea NOT NULL, "
                 "PRIMARY KEY (shard, sequence_number))"
             )
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            pass  # another process created the table at the same moment: it exists now
 
     def _run(self, sql: str, params: tuple) -> list[tuple]:
         import psycopg

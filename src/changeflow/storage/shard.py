@@ -24,6 +24,7 @@ from changeflow.errors import (
     InvalidInput,
     UpperMismatch,
 )
+from changeflow.failpoints import failpoint
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import (
     Consensus,
@@ -301,10 +302,13 @@ class Storage:
         if state.upper != cap.frontier:
             raise UpperMismatch(cap.name, cap.frontier, state.upper)
         batch = self._write_batch(state, updates, lower, upper, new_upper, cap.name)
+        failpoint("append.after_blob")
 
         def append(state: ShardState) -> tuple[ShardState, bool]:
-            if token in state.tokens:
-                return state, False
+            """The new state, and whether it refers to this call's blobs."""
+            if token in state.tokens:  # applied already: by this call (a lost reply) or a retry
+                landed = state.referenced() | {key for key, _ in state.retired}
+                return state, bool(batch.keys) and set(batch.keys) <= landed
             self._writer(state, cap)
             if state.upper != cap.frontier:
                 raise UpperMismatch(cap.name, cap.frontier, state.upper)
@@ -318,11 +322,12 @@ class Storage:
             ), True
 
         try:
-            written = self._change(cap.shard, append, retry_unavailable=True)
+            ours = self._change(cap.shard, append, retry_unavailable=True)
         except (UpperMismatch, CapabilityError):
             self._delete_keys(batch.keys)  # surely not written; after other errors, maybe it was
             raise
-        if not written:
+        failpoint("append.after_cas")
+        if not ours:
             self._delete_keys(batch.keys)
         cap.frontier = new_upper
 
@@ -486,6 +491,7 @@ class Storage:
                 keys = (f"{state.id}/{uuid.uuid4().hex}.parquet",)
                 self.blob.set_table(keys[0], table)
         batch = Batch(merged[0].lower, merged[-1].upper, since, keys, rows)
+        failpoint("compact.after_blob")
 
         def swap(state: ShardState) -> tuple[ShardState, bool]:
             if state.batches[: len(merged)] != merged:
@@ -498,6 +504,7 @@ class Storage:
         if not self._change(state.id, swap):
             self._delete_keys(keys)
             return before, before
+        failpoint("compact.after_cas")
         return before, rows
 
     def _compact_spark(
@@ -545,7 +552,10 @@ class Storage:
             since_ms = retired.get(meta.key, int(meta.mtime * 1000))
             if now - since_ms >= grace_ms:
                 doomed.append(meta.key)
-        self._delete_keys(doomed)
+        for i, key in enumerate(doomed):
+            if i == 1:
+                failpoint("gc.partway")
+            self.blob.delete(key)
         gone = set(doomed) | {k for k in retired if k not in {m.key for m in self.blob.list(gid)}}
 
         def forget(state: ShardState) -> tuple[ShardState, None]:
@@ -628,8 +638,8 @@ class Storage:
         hold = state.readers.get(cap.id)
         if hold is None:
             raise CapabilityError(
-                f"{state.name}: read capability {cap.id} is dropped or expired; "
-                "acquire new capabilities"
+                f"read capability {cap.id} is not a capability of shard {state.name!r} "
+                "(dropped, expired, or of another shard); acquire new capabilities"
             )
         if hold.expires_ms <= self._now_ms():
             raise CapabilityError(
@@ -644,7 +654,8 @@ class Storage:
         frontier = state.writers.get(cap.id)
         if frontier is None:
             raise CapabilityError(
-                f"{state.name}: write capability {cap.id} is dropped; acquire new capabilities"
+                f"write capability {cap.id} is not a capability of shard {state.name!r} "
+                "(dropped, or of another shard); acquire new capabilities"
             )
         return frontier
 
