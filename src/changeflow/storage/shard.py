@@ -387,10 +387,7 @@ class Storage:
         if null_times or null_diffs:
             raise InvalidInput(f"{name}: columns {TIME} and {DIFF} may not hold nulls")
         check_times(pa.table({TIME: pa.array([low, high], pa.int64())}), lower, upper, name)
-        folder = f"{state.id}/{uuid.uuid4().hex}"
-        frame.write.parquet(self.blob.uri(folder), compression="zstd")
-        keys = tuple(sorted(m.key for m in self.blob.list(folder) if m.key.endswith(".parquet")))
-        return keys, rows
+        return self._write_parts(frame, state.id), rows
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -521,16 +518,29 @@ class Storage:
         )
         advanced = frame.withColumn(TIME, F.greatest(F.col(TIME), F.lit(since).cast("long")))
         summed = advanced.groupBy(*data, TIME).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
-        folder = f"{state.id}/{uuid.uuid4().hex}"
-        summed.select(*schema.names).write.parquet(self.blob.uri(folder), compression="zstd")
-        keys = tuple(sorted(m.key for m in self.blob.list(folder) if m.key.endswith(".parquet")))
+        keys = self._write_parts(summed.select(*schema.names), state.id)
         rows = sum(
             pq.read_metadata(self.blob.path(k), filesystem=self.blob.fs).num_rows for k in keys
         )
         if not rows:
-            self.blob.delete_dir(folder)
+            self._delete_keys(keys)
             return (), 0
         return keys, rows
+
+    def _write_parts(self, frame: DataFrame, gid: str) -> tuple[str, ...]:
+        """Write ``frame`` as Parquet blobs under a new folder; return their keys.
+
+        Spark's own markers and checksums are removed: a batch is exactly its Parquet parts.
+        """
+        folder = f"{gid}/{uuid.uuid4().hex}"
+        frame.write.parquet(self.blob.uri(folder), compression="zstd")
+        keys = []
+        for meta in self.blob.list(folder):
+            if meta.key.rsplit("/", 1)[-1].startswith(("_", ".")):
+                self.blob.delete(meta.key)
+            else:
+                keys.append(meta.key)
+        return tuple(sorted(keys))
 
     def collect_garbage(self, name: str, grace_seconds: float = 300.0) -> int:
         """Delete the shard's blobs that no state refers to and that are older than the grace.
