@@ -1,11 +1,22 @@
-"""Shared fixtures: one local SparkSession for the whole run; hypothesis profiles."""
+"""Shared fixtures: one local SparkSession and one throwaway PostgreSQL server for the whole run,
+each started only when a test asks for it; hypothesis profiles."""
 
 from __future__ import annotations
 
 import os
+import re
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if str(Path(__file__).parent) not in sys.path:  # --import-mode=importlib leaves sys.path alone
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from postgres_server import create_database, throwaway_postgres  # noqa: E402
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
@@ -21,3 +32,20 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of the session's throwaway PostgreSQL server (its ``postgres`` database)."""
+    with throwaway_postgres() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def consensus_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh consensus location: a SQLite file, or a new database on the session's server."""
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'consensus.sqlite'}"
+    url = request.getfixturevalue("postgres_url")
+    test = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:30]
+    return create_database(url, f"t_{test}_{uuid.uuid4().hex[:12]}")

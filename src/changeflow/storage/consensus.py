@@ -7,6 +7,7 @@ default, several processes on one machine) and PostgreSQL (several processes or 
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -167,14 +168,13 @@ class PostgresConsensus(Consensus):
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
             raise ConsensusUnavailable(f"cannot connect to consensus {_redact(url)}: {e}") from None
-        try:
+        # Another process may create the table at the same moment; then it exists all the same.
+        with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS consensus (shard text NOT NULL, "
                 "sequence_number bigint NOT NULL, data bytea NOT NULL, "
                 "PRIMARY KEY (shard, sequence_number))"
             )
-        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
-            pass  # another process created the table at the same moment: it exists now
 
     def _run(self, sql: str, params: tuple) -> list[tuple]:
         import psycopg

@@ -1,0 +1,297 @@
+"""Consensus: one contract, the same suite on SQLite and on PostgreSQL.
+
+Every test takes ``consensus_location``, a fresh SQLite file or a fresh PostgreSQL database, so
+both backends must pass the same tests: compare-and-set, scan, truncate, several instances on one
+location, several processes racing on one key, and random operations against a dict model.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from changeflow.errors import InvalidInput
+from changeflow.storage.consensus import (
+    Consensus,
+    ConsensusUnavailable,
+    VersionedData,
+    open_consensus,
+)
+
+
+@pytest.fixture
+def consensus(consensus_location: str) -> Iterator[Consensus]:
+    c = open_consensus(consensus_location)
+    yield c
+    c.close()
+
+
+def fill(c: Consensus, key: str, n: int) -> None:
+    """Write versions 1..n of ``key``, each with data ``b"v<seqno>"``."""
+    head = c.head(key)
+    for seqno in range(head.seqno + 1 if head else 1, n + 1):
+        assert c.compare_and_set(key, seqno - 1 or None, VersionedData(seqno, f"v{seqno}".encode()))
+
+
+def test_head_of_a_missing_key_is_none(consensus: Consensus) -> None:
+    assert consensus.head("nothing") is None
+    assert consensus.scan("nothing") == []
+    assert consensus.truncate("nothing", 10) == 0
+
+
+def test_cas_from_none_creates_seqno_1(consensus: Consensus) -> None:
+    assert consensus.compare_and_set("k", None, VersionedData(1, b"one"))
+    assert consensus.head("k") == VersionedData(1, b"one")
+    assert consensus.compare_and_set("k", 1, VersionedData(2, b"\x00two\xff"))
+    assert consensus.head("k") == VersionedData(2, b"\x00two\xff")
+    assert consensus.scan("k") == [VersionedData(1, b"one"), VersionedData(2, b"\x00two\xff")]
+
+
+def test_cas_with_a_wrong_expected_changes_nothing(consensus: Consensus) -> None:
+    fill(consensus, "k", 3)
+    before = consensus.scan("k")
+    assert not consensus.compare_and_set("k", None, VersionedData(1, b"x"))
+    assert not consensus.compare_and_set("k", 2, VersionedData(3, b"x"))
+    assert not consensus.compare_and_set("k", 4, VersionedData(5, b"x"))
+    assert consensus.scan("k") == before
+    assert consensus.head("k") == VersionedData(3, b"v3")
+    # On a missing key, any expected other than None loses.
+    assert not consensus.compare_and_set("fresh", 0, VersionedData(1, b"x"))
+    assert not consensus.compare_and_set("fresh", 5, VersionedData(6, b"x"))
+    assert consensus.head("fresh") is None
+
+
+@pytest.mark.parametrize(("expected", "seqno"), [(None, 0), (None, 2), (3, 3), (3, 5), (3, 2)])
+def test_seqno_must_be_expected_plus_one(
+    consensus: Consensus, expected: int | None, seqno: int
+) -> None:
+    fill(consensus, "k", 3)
+    with pytest.raises(ValueError, match="next seqno"):
+        consensus.compare_and_set("k", expected, VersionedData(seqno, b"x"))
+    assert consensus.head("k") == VersionedData(3, b"v3")
+    assert len(consensus.scan("k")) == 3
+
+
+def test_scan_order_limit_and_from(consensus: Consensus) -> None:
+    fill(consensus, "k", 10)
+    every = [VersionedData(s, f"v{s}".encode()) for s in range(1, 11)]
+    assert consensus.scan("k") == every
+    assert consensus.scan("k", limit=3) == every[:3]
+    assert consensus.scan("k", from_seqno=4) == every[3:]
+    assert consensus.scan("k", from_seqno=4, limit=2) == every[3:5]
+    assert consensus.scan("k", from_seqno=10) == every[9:]
+    assert consensus.scan("k", from_seqno=11) == []
+    assert consensus.scan("k", limit=0) == []
+
+
+def test_truncate_keeps_the_head_and_deletes_below(consensus: Consensus) -> None:
+    fill(consensus, "k", 5)
+    assert consensus.truncate("k", 3) == 2
+    assert [v.seqno for v in consensus.scan("k")] == [3, 4, 5]
+    assert consensus.truncate("k", 3) == 0
+    # Truncating past the head keeps the head.
+    assert consensus.truncate("k", 100) == 2
+    assert consensus.scan("k") == [VersionedData(5, b"v5")]
+    assert consensus.head("k") == VersionedData(5, b"v5")
+    # The key goes on from its head.
+    assert not consensus.compare_and_set("k", None, VersionedData(1, b"again"))
+    assert consensus.compare_and_set("k", 5, VersionedData(6, b"v6"))
+    assert [v.seqno for v in consensus.scan("k")] == [5, 6]
+
+
+def test_keys_are_independent(consensus: Consensus) -> None:
+    fill(consensus, "a", 4)
+    fill(consensus, "b", 2)
+    assert consensus.compare_and_set("c", None, VersionedData(1, b"c1"))
+    assert consensus.truncate("a", 4) == 3
+    assert [v.seqno for v in consensus.scan("a")] == [4]
+    assert [v.seqno for v in consensus.scan("b")] == [1, 2]
+    assert consensus.head("b") == VersionedData(2, b"v2")
+    assert consensus.head("c") == VersionedData(1, b"c1")
+    assert not consensus.compare_and_set("b", 4, VersionedData(5, b"x"))
+    assert consensus.head("a") == VersionedData(4, b"v4")
+    # Keys that share a prefix are still different keys.
+    assert consensus.head("a ") is None
+    assert consensus.head("A") is None
+
+
+def test_another_instance_sees_the_state(consensus_location: str) -> None:
+    first = open_consensus(consensus_location)
+    second = open_consensus(consensus_location)
+    try:
+        fill(first, "k", 3)
+        assert second.head("k") == VersionedData(3, b"v3")
+        assert not second.compare_and_set("k", 2, VersionedData(3, b"x"))
+        assert second.compare_and_set("k", 3, VersionedData(4, b"from second"))
+        assert first.head("k") == VersionedData(4, b"from second")
+        assert not first.compare_and_set("k", 3, VersionedData(4, b"x"))
+        assert first.truncate("k", 4) == 3
+        assert [v.seqno for v in second.scan("k")] == [4]
+    finally:
+        first.close()
+        second.close()
+    third = open_consensus(consensus_location)  # after every instance closed: still there
+    try:
+        assert third.head("k") == VersionedData(4, b"from second")
+    finally:
+        third.close()
+
+
+WORKER = """
+import sys, time
+from pathlib import Path
+from changeflow.storage.consensus import VersionedData, open_consensus
+
+location, key, worker, wins, gate = sys.argv[1:6]
+wins, gate = int(wins), Path(gate)
+(gate / f"ready-{worker}").touch()
+while not (gate / "go").exists():
+    time.sleep(0.001)
+c = open_consensus(location)
+won = 0
+while won < wins:
+    head = c.head(key)
+    expected = head.seqno if head else None
+    new = VersionedData((expected or 0) + 1, f"{worker}:{won}".encode())
+    if c.compare_and_set(key, expected, new):
+        won += 1
+c.close()
+"""
+
+
+def run_workers(location: str, key: str, workers: int, wins: int, gate: Path) -> None:
+    """Start ``workers`` processes on ``location`` at once; each CASes ``key`` until it won ``wins``
+    times; wait for all of them."""
+    gate.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, location, key, str(w), str(wins), str(gate)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(gate.glob("ready-*"))) < workers:
+            failed = [p for p in procs if p.poll() not in (None, 0)]
+            assert not failed, failed[0].communicate()[1]
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.01)
+        (gate / "go").touch()
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_processes_racing_on_one_key_lose_nothing(consensus_location: str, tmp_path: Path) -> None:
+    """Processes that open a fresh location at the same moment and race to CAS one key: every
+    version 1..N*K exists exactly once and holds one win of one worker, each win exactly once."""
+    workers, wins = 4, 25
+    run_workers(consensus_location, "raced", workers, wins, tmp_path / "gate")
+    c = open_consensus(consensus_location)
+    try:
+        versions = c.scan("raced", limit=10 * workers * wins)
+        assert [v.seqno for v in versions] == list(range(1, workers * wins + 1))
+        payloads = [v.data.decode() for v in versions]
+        assert sorted(payloads) == sorted(f"{w}:{i}" for w in range(workers) for i in range(wins))
+        for w in range(workers):  # each worker's wins, in the order it won them
+            mine = [int(p.split(":")[1]) for p in payloads if p.startswith(f"{w}:")]
+            assert mine == list(range(wins))
+        assert c.head("raced") == versions[-1]
+    finally:
+        c.close()
+
+
+# A CAS: (key index, how wrong the expected seqno is (0: right), data); a truncate: (key, seqno).
+cas_op = st.tuples(
+    st.just("cas"),
+    st.integers(0, 2),
+    st.sampled_from([0, 0, 0, -1, 1, 2, None]),
+    st.binary(max_size=8),
+)
+truncate_op = st.tuples(st.just("truncate"), st.integers(0, 2), st.integers(0, 12))
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.one_of(cas_op, cas_op, cas_op, truncate_op), max_size=30))
+def test_random_operations_match_a_dict_model(
+    consensus: Consensus, ops: list[tuple[object, ...]]
+) -> None:
+    run = uuid.uuid4().hex  # one location for every example: fresh keys for each
+    keys = [f"{run}/{i}" for i in range(3)]
+    model: dict[str, dict[int, bytes]] = {k: {} for k in keys}
+    for op in ops:
+        key = keys[op[1]]
+        versions = model[key]
+        head = max(versions) if versions else None
+        if op[0] == "cas":
+            _, _, wrong, data = op
+            if wrong is None:  # "no version yet"
+                expected = None
+            else:
+                expected = (head or 0) + wrong
+                expected = None if expected == 0 else expected
+            if expected is not None and expected < 0:
+                continue
+            written = consensus.compare_and_set(
+                key, expected, VersionedData((expected or 0) + 1, data)
+            )
+            assert written == (expected == head)
+            if written:
+                versions[(expected or 0) + 1] = data
+        else:
+            _, _, seqno = op
+            doomed = [s for s in versions if s < seqno and s != head]
+            assert consensus.truncate(key, seqno) == len(doomed)
+            for s in doomed:
+                del versions[s]
+        for k in keys:
+            expected_versions = [VersionedData(s, d) for s, d in sorted(model[k].items())]
+            assert consensus.scan(k) == expected_versions
+            assert consensus.head(k) == (expected_versions[-1] if expected_versions else None)
+
+
+def test_an_unknown_scheme_is_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match=r"'mysql://x' is neither sqlite:PATH nor postgresql://"):
+        open_consensus("mysql://x")
+    with pytest.raises(InvalidInput, match="CHANGEFLOW_CONSENSUS"):
+        open_consensus(str(tmp_path / "consensus.sqlite"))
+
+
+def test_an_unreachable_postgres_is_unavailable_and_the_password_is_redacted() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once the socket is closed
+    url = f"postgresql://someone:hunter2secret@127.0.0.1:{port}/consensus"
+    with pytest.raises(ConsensusUnavailable) as info:
+        open_consensus(url)
+    message = str(info.value)
+    assert "hunter2secret" not in message
+    assert f"postgresql://someone@127.0.0.1:{port}/consensus" in message
+
+
+@pytest.mark.postgres
+def test_the_postgres_scheme_is_accepted_too(postgres_url: str) -> None:
+    c = open_consensus("postgres://" + postgres_url.removeprefix("postgresql://"))
+    try:
+        key = uuid.uuid4().hex
+        assert c.compare_and_set(key, None, VersionedData(1, b"x"))
+        assert c.head(key) == VersionedData(1, b"x")
+    finally:
+        c.close()
