@@ -26,6 +26,7 @@ test: $(STAMP) java
 
 bench: $(STAMP) java
 	$(BIN)/python benchmarks/cdc_decode.py
+	$(BIN)/python benchmarks/storage.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
