@@ -161,6 +161,15 @@ class Antichain:
         minimal.sort(key=sort_key)
         self._elements: tuple[Time, ...] = tuple(minimal)
 
+    @classmethod
+    def single(cls, t: int) -> Antichain:
+        """The frontier ``[t]`` of one int time, checked for range only (a fast path)."""
+        if not 0 <= t <= MAX_TIME:
+            raise InvalidTime(f"time {t} is outside 0 <= t < 2^63")
+        frontier = cls.__new__(cls)
+        frontier._elements = (t,)
+        return frontier
+
     @property
     def elements(self) -> tuple[Time, ...]:
         return self._elements

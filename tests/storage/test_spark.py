@@ -77,3 +77,19 @@ def test_append_a_spark_dataframe(spark, tmp_path: Path) -> None:
         storage.append(write, late, 6)
     assert storage.state("t") == state
     assert {m.key for m in storage.blob.list()} == state.referenced()
+
+
+def test_a_lazy_snapshot_survives_compaction_and_garbage(spark, tmp_path: Path) -> None:
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    for t in range(4):
+        storage.append(write, [(("a", t), t, 1)], t + 1)
+    frame = storage.snapshot(read, 3, spark)  # not evaluated yet
+    storage.downgrade(read, 3)
+    storage.compact("t")
+    deleted = storage.collect_garbage("t", grace_seconds=0)
+    assert deleted == 0  # the snapshot's hold keeps the old batches
+    assert len(frame.collect()) == 4
+    storage.state("t")  # the hold expires with the lease; then they go
+    storage.clock = lambda: 10**10
+    assert storage.collect_garbage("t", grace_seconds=0) == 4

@@ -7,9 +7,10 @@ before any state refers to them; a garbage pass deletes blobs no state refers to
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 from changeflow.config import Config
 from changeflow.errors import (
     CapabilityError,
+    ChangeflowError,
     FrontierViolation,
     InvalidInput,
     UpperMismatch,
@@ -51,6 +53,7 @@ from changeflow.storage.state import (
     CatalogEntry,
     ReadHold,
     ShardState,
+    referenced_keys,
 )
 from changeflow.time import Antichain
 
@@ -60,7 +63,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MINIMUM = 0  # every timeline's times are ints from 0
 SPARK_ROWS = 1_000_000  # compaction above this many rows runs on Spark
-KEEP_VERSIONS = 16  # consensus versions kept behind the head
+KEEP_VERSIONS = 16  # consensus versions kept behind the head (and any a hold keeps)
+MAX_BATCHES = 16  # beyond this many batches, appends merge a run of small ones
+MERGE_RUN = 8  # how many adjacent batches such a merge takes
+SMALL_ROWS = 100_000  # ... when they hold at most this many rows together
 
 
 @dataclass
@@ -169,9 +175,7 @@ class Storage:
             return replace(catalog, entries=entries), None
 
         def release(state: ShardState) -> tuple[ShardState, None]:
-            return replace(
-                state, readers={}, writers={}, since=Antichain(), batches=(), retired=()
-            ), None
+            return replace(state, readers={}, writers={}, since=Antichain(), batches=()), None
 
         self._change(gid, release)
         self._change_catalog(unbind)
@@ -307,8 +311,7 @@ class Storage:
         def append(state: ShardState) -> tuple[ShardState, bool]:
             """The new state, and whether it refers to this call's blobs."""
             if token in state.tokens:  # applied already: by this call (a lost reply) or a retry
-                landed = state.referenced() | {key for key, _ in state.retired}
-                return state, bool(batch.keys) and set(batch.keys) <= landed
+                return state, True  # keep the blobs; any left unreferenced are garbage
             self._writer(state, cap)
             if state.upper != cap.frontier:
                 raise UpperMismatch(cap.name, cap.frontier, state.upper)
@@ -330,6 +333,7 @@ class Storage:
         if not ours:
             self._delete_keys(batch.keys)
         cap.frontier = new_upper
+        self._tidy(cap.shard)
 
     def _write_batch(
         self,
@@ -396,12 +400,22 @@ class Storage:
     ) -> DataFrame:
         """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame.
 
-        The DataFrame reads blobs lazily: they outlive a compaction by the garbage grace period.
+        The DataFrame reads its blobs lazily; a seqno hold keeps them from the garbage
+        collector for the lease duration, even if the shard is compacted meanwhile.
         """
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        state = self._readable(cap, as_of)
+        self._readable(cap, as_of)
+        hold_id = _new_id()
+
+        def hold(state: ShardState) -> tuple[ShardState, ShardState]:
+            now = self._now_ms()
+            holds = {i: h for i, h in state.holds.items() if h[1] > now}
+            holds[hold_id] = (state.seqno, now + self.lease_ms)
+            return replace(state, holds=holds), state
+
+        state = self._change(cap.shard, hold)
         spark = spark or self._spark()
         schema = from_arrow_schema(frame_schema(state.schema))
         keys = [k for b in state.batches if _starts_by(b, as_of) for k in b.keys]
@@ -422,7 +436,7 @@ class Storage:
         for attempt in range(3):
             state = self._readable(cap, as_of)
             try:
-                table = self._read(state, lambda b: _starts_by(b, as_of))
+                table = self._read(state, [b for b in state.batches if _starts_by(b, as_of)])
             except FileNotFoundError:  # compacted and collected under us: read the new state
                 if attempt == 2:
                     raise
@@ -439,13 +453,11 @@ class Storage:
         self._hold(self._load(cap.shard), cap)
         return Subscription(self, cap, timeout, poll)
 
-    def _read(self, state: ShardState, keep: Callable[[Batch], bool]) -> pa.Table:
+    def _read(self, state: ShardState, batches: Iterable[Batch]) -> pa.Table:
+        schema = frame_schema(state.schema)
         tables = [
-            pq.read_table(
-                self.blob.path(k), filesystem=self.blob.fs, schema=frame_schema(state.schema)
-            )
-            for b in state.batches
-            if keep(b)
+            pq.read_table(self.blob.path(k), filesystem=self.blob.fs, schema=schema)
+            for b in batches
             for k in b.keys
         ]
         return pa.concat_tables(tables) if tables else empty_frame(state.schema)
@@ -465,38 +477,62 @@ class Storage:
     # -- compaction and garbage --------------------------------------------------------------
 
     def compact(self, name: str, spark: SparkSession | None = None) -> tuple[int, int]:
-        """Merge the shard's batches into one, advanced to ``since`` and consolidated.
+        """Merge all the shard's batches into one, advanced to ``since`` and consolidated.
 
-        Small shards are merged with pyarrow, large ones on Spark; the new blobs are swapped in
-        by one compare-and-set, so reads are correct throughout. Returns rows before and after.
+        Small shards are merged with pyarrow, large ones (or whenever ``spark`` is given) on
+        Spark; the new blobs are swapped in by one compare-and-set, so reads are correct
+        throughout. Returns the rows before and after.
         """
         state = self.state(name)
-        merged = state.batches
-        if not merged or (len(merged) == 1 and merged[0].since == state.since):
+        run = state.batches
+        if not run or (len(run) == 1 and run[0].since == state.since):
             return state.rows, state.rows
+        return self._merge(state, run, spark)
+
+    def _tidy(self, gid: str) -> None:
+        """Keep the number of batches small: merge the newest run of small adjacent batches.
+
+        Runs after each append, so many small appends cost amortised O(log n) rewriting and
+        the state stays small. A failure here leaves the (durable) append as it is.
+        """
+        state = self._load(gid)
+        batches = state.batches
+        if len(batches) <= MAX_BATCHES:
+            return
+        for at in range(len(batches) - MERGE_RUN, -1, -1):
+            run = batches[at : at + MERGE_RUN]
+            if sum(b.rows for b in run) <= SMALL_ROWS:
+                with contextlib.suppress(OSError, ChangeflowError):
+                    self._merge(state, run)
+                return
+
+    def _merge(
+        self, state: ShardState, run: tuple[Batch, ...], spark: SparkSession | None = None
+    ) -> tuple[int, int]:
+        """Replace the adjacent batches ``run`` by one, advanced to ``since`` and consolidated."""
         since = state.since
         s = bound(since, "since")
-        before = sum(b.rows for b in merged)
+        before = sum(b.rows for b in run)
         if s is None:
             keys, rows = (), 0
         elif before > SPARK_ROWS or spark is not None:
-            keys, rows = self._compact_spark(state, merged, s, spark)
+            keys, rows = self._compact_spark(state, run, s, spark)
         else:
-            table = consolidate(self._read(state, lambda b: b in merged), s)
+            table = consolidate(self._read(state, run), s)
             keys, rows = (), table.num_rows
             if rows:
                 keys = (f"{state.id}/{uuid.uuid4().hex}.parquet",)
                 self.blob.set_table(keys[0], table)
-        batch = Batch(merged[0].lower, merged[-1].upper, since, keys, rows)
+        batch = Batch(run[0].lower, run[-1].upper, since, keys, rows)
         failpoint("compact.after_blob")
 
         def swap(state: ShardState) -> tuple[ShardState, bool]:
-            if state.batches[: len(merged)] != merged:
-                return state, False  # compacted by someone else meanwhile: ours is garbage
-            now = self._now_ms()
-            retired = state.retired + tuple((k, now) for b in merged for k in b.keys)
-            batches = ((batch,) if rows else ()) + state.batches[len(merged) :]
-            return replace(state, batches=batches, retired=retired), True
+            batches = state.batches
+            at = batches.index(run[0]) if run[0] in batches else -1
+            if at < 0 or batches[at : at + len(run)] != run:
+                return state, False  # merged by someone else meanwhile: ours is garbage
+            merged = batches[:at] + ((batch,) if rows else ()) + batches[at + len(run) :]
+            return replace(state, batches=merged), True
 
         if not self._change(state.id, swap):
             self._delete_keys(keys)
@@ -543,36 +579,31 @@ class Storage:
         return tuple(sorted(keys))
 
     def collect_garbage(self, name: str, grace_seconds: float = 300.0) -> int:
-        """Delete the shard's blobs that no state refers to and that are older than the grace.
+        """Delete the shard's blobs that no state refers to; return how many were deleted.
 
-        Blobs retired by compaction count from their retirement; blobs orphaned by a crash
-        between writing and compare-and-set count from their last modification (the grace
-        also protects a blob whose append is still in flight). Returns how many were deleted.
+        Referenced means by the current state or by any version a live seqno hold keeps (a
+        lazy snapshot). Only blobs older than the grace are deleted, so a blob whose append
+        or merge is still on its way to compare-and-set is safe.
         """
         gid = self._entry(name).id
         state = self._load(gid)
         now = self._now_ms()
-        grace_ms = int(grace_seconds * 1000)
-        retired = dict(state.retired)
         referenced = state.referenced()
-        doomed = []
-        for meta in self.blob.list(gid):
-            if meta.key in referenced:
-                continue
-            since_ms = retired.get(meta.key, int(meta.mtime * 1000))
-            if now - since_ms >= grace_ms:
-                doomed.append(meta.key)
+        oldest = state.oldest_held(now)
+        while oldest < state.seqno:
+            versions = self.consensus.scan(f"shard/{gid}", oldest, 100)
+            for version in versions:
+                referenced |= referenced_keys(version.data)
+            oldest = versions[-1].seqno + 1 if versions else state.seqno
+        doomed = [
+            m.key
+            for m in self.blob.list(gid)
+            if m.key not in referenced and now - m.mtime * 1000 >= grace_seconds * 1000
+        ]
         for i, key in enumerate(doomed):
             if i == 1:
                 failpoint("gc.partway")
             self.blob.delete(key)
-        gone = set(doomed) | {k for k in retired if k not in {m.key for m in self.blob.list(gid)}}
-
-        def forget(state: ShardState) -> tuple[ShardState, None]:
-            return replace(state, retired=tuple(r for r in state.retired if r[0] not in gone)), None
-
-        if gone & set(retired):
-            self._change(gid, forget)
         return len(doomed)
 
     # -- the state machine -------------------------------------------------------------------
@@ -624,7 +655,8 @@ class Storage:
                     key, state.seqno or None, VersionedData(state.seqno + 1, new.encode())
                 ):
                     if (state.seqno + 1) % KEEP_VERSIONS == 0:
-                        self.consensus.truncate(key, state.seqno + 1 - KEEP_VERSIONS)
+                        keep = min(state.seqno + 1 - KEEP_VERSIONS, new.oldest_held(now))
+                        self.consensus.truncate(key, keep)
                     return result
             except ConsensusUnavailable:
                 failures += 1
@@ -700,6 +732,7 @@ class Subscription:
     ) -> None:
         self.storage, self.cap, self.timeout, self.poll = storage, cap, timeout, poll
         self.progress: int | None = None  # updates before this time have been delivered
+        self.finished = False  # the upper reached [] and was delivered
         self._renewed = time.monotonic()
 
     def __iter__(self) -> Iterator[tuple[pa.Table, Antichain]]:
@@ -714,27 +747,33 @@ class Subscription:
                 return
 
     def next(self, timeout: float | None = None) -> tuple[pa.Table, Antichain] | None:
-        """The next ``(updates, upper)``, waiting up to ``timeout`` seconds (None: no limit)."""
+        """The next ``(updates, upper)``, waiting up to ``timeout`` seconds (None: no limit).
+
+        None on timeout, and once the upper ``[]`` has been delivered.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         storage = self.storage
-        while True:
+        while not self.finished:
             state = storage._load(self.cap.shard)
             storage._hold(state, self.cap)
             if time.monotonic() - self._renewed > storage.lease_ms / 3000:
                 storage.heartbeat(self.cap)
                 self._renewed = time.monotonic()
-            if self.progress is None:
-                as_of = bound(self.cap.frontier, "the read capability's frontier")
-                if not state.upper.less_equal(as_of):
-                    self.progress = as_of + 1
-                    return storage.snapshot_table(self.cap, as_of), Antichain([as_of + 1])
-            elif not state.upper.less_equal(self.progress):
-                return self._updates(state)
-            elif not state.upper:
-                return None
+            try:
+                if self.progress is None:
+                    as_of = bound(self.cap.frontier, "the read capability's frontier")
+                    if not state.upper.less_equal(as_of):
+                        table = storage.snapshot_table(self.cap, as_of)
+                        self.progress = as_of + 1
+                        return table, Antichain([as_of + 1])
+                elif not state.upper.less_equal(self.progress):
+                    return self._updates(state)
+            except FileNotFoundError:
+                continue  # merged and collected under us: read the new state
             if deadline is not None and time.monotonic() >= deadline:
                 return None
             time.sleep(self.poll)
+        return None
 
     def _updates(self, state: ShardState) -> tuple[pa.Table, Antichain]:
         low = self.progress
@@ -745,15 +784,14 @@ class Subscription:
                 f"{state.since.to_json()}; hold the read capability back while subscribed"
             )
         high = bound(state.upper, "upper")
-        table = self.storage._read(
-            state, lambda b: bound(b.upper, "upper") is None or bound(b.upper, "upper") > low
-        )
+        table = self.storage._read(state, [b for b in state.batches if not b.upper.less_equal(low)])
         times = table.column(TIME)
         keep = pc.greater_equal(times, low)
         if high is not None:
             keep = pc.and_(keep, pc.less(times, high))
         table = table.filter(keep).sort_by([(TIME, "ascending")])
         self.progress = high
+        self.finished = high is None
         return table, state.upper
 
 

@@ -19,6 +19,18 @@ CATALOG_KEY = "catalog"
 MAX_TOKENS = 256  # idempotency tokens remembered per shard
 
 
+def _frontier(value: list[Any]) -> Antichain:
+    """Decode a stored frontier; one int (the common case) skips the general parser."""
+    if len(value) == 1 and type(value[0]) is int:
+        return Antichain.single(value[0])
+    return Antichain.from_json(value)
+
+
+def referenced_keys(data: bytes) -> set[str]:
+    """The blob keys an encoded shard state refers to, without decoding the rest."""
+    return {k for b in json.loads(data)["batches"] for k in b["keys"]}
+
+
 @dataclass(frozen=True)
 class Batch:
     """Blobs holding every update of a shard in ``[lower, upper)``, advanced to ``since``."""
@@ -41,9 +53,9 @@ class Batch:
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> Batch:
         return cls(
-            Antichain.from_json(v["lower"]),
-            Antichain.from_json(v["upper"]),
-            Antichain.from_json(v["since"]),
+            _frontier(v["lower"]),
+            _frontier(v["upper"]),
+            _frontier(v["since"]),
             tuple(v["keys"]),
             v["rows"],
         )
@@ -71,7 +83,7 @@ class ShardState:
     readers: dict[str, ReadHold] = field(default_factory=dict)
     writers: dict[str, Antichain] = field(default_factory=dict)
     tokens: dict[str, list[Any]] = field(default_factory=dict)  # token -> new upper (JSON)
-    retired: tuple[tuple[str, int], ...] = ()  # (blob key, when it stopped being referenced)
+    holds: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (seqno, expires)
     seqno: int = 0  # the consensus version this state was read from (not encoded)
 
     @property
@@ -98,6 +110,10 @@ class ShardState:
     def referenced(self) -> set[str]:
         return {k for b in self.batches for k in b.keys}
 
+    def oldest_held(self, now_ms: int) -> int:
+        """The oldest version a live seqno hold keeps readable (the head's seqno if none)."""
+        return min((s for s, e in self.holds.values() if e > now_ms), default=self.seqno)
+
     def encode(self) -> bytes:
         return json.dumps(
             {
@@ -113,7 +129,7 @@ class ShardState:
                 },
                 "writers": {i: f.to_json() for i, f in self.writers.items()},
                 "tokens": self.tokens,
-                "retired": [list(r) for r in self.retired],
+                "holds": {i: list(h) for i, h in self.holds.items()},
             },
             separators=(",", ":"),
         ).encode()
@@ -126,13 +142,13 @@ class ShardState:
             name=v["name"],
             schema=decode_schema(v["schema"]),
             timeline=v["timeline"],
-            since=Antichain.from_json(v["since"]),
-            upper=Antichain.from_json(v["upper"]),
+            since=_frontier(v["since"]),
+            upper=_frontier(v["upper"]),
             batches=tuple(Batch.from_json(b) for b in v["batches"]),
             readers={i: ReadHold(Antichain.from_json(f), e) for i, (f, e) in v["readers"].items()},
             writers={i: Antichain.from_json(f) for i, f in v["writers"].items()},
             tokens=v["tokens"],
-            retired=tuple((k, t) for k, t in v["retired"]),
+            holds={i: (h[0], h[1]) for i, h in v["holds"].items()},
             seqno=seqno,
         )
 
