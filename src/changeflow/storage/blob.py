@@ -1,15 +1,16 @@
 """Blob: immutable values by key under a root folder (a local path or any pyarrow filesystem URI).
 
-A value is written completely (to a temporary name, flushed, then renamed) before ``set``
-returns, so no state can refer to a partial blob.
+A value is written completely and flushed to stable storage before ``set`` returns, so no state
+can refer to a partial blob.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -63,7 +64,7 @@ class Blob:
 
     def set_table(self, key: str, table: pa.Table) -> None:
         """Write ``table`` as one Parquet blob."""
-        self._publish(key, lambda sink: pq.write_table(table, sink, compression="zstd"))
+        self._publish(key, lambda sink: pq.write_table(table, sink))
 
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -86,21 +87,22 @@ class Blob:
                 out.append(BlobMeta(key, info.size or 0, mtime))
         return out
 
-    def _publish(self, key: str, write) -> None:
+    def _publish(self, key: str, write: Callable[[Any], object]) -> None:
+        """Write ``key`` and flush it (and, locally, its folder's entry) to stable storage.
+
+        Keys are fresh names, so no rename is needed: nothing refers to a blob until its
+        writer's compare-and-set, and a partial blob left by a crash is garbage.
+        """
         final = self.path(key)
-        self.fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
-        temp = f"{final}.tmp-{uuid.uuid4().hex}"
-        try:
-            with self.fs.open_output_stream(temp) as sink:
-                write(sink)
-                failpoint("blob.partway")
-            if self.local:
-                fd = os.open(temp, os.O_RDONLY)
+        folder = final.rsplit("/", 1)[0]
+        self.fs.create_dir(folder, recursive=True)
+        with self.fs.open_output_stream(final) as sink:
+            write(sink)
+            failpoint("blob.partway")
+        if self.local:
+            for path, flags in ((final, os.O_RDONLY), (folder, os.O_RDONLY | os.O_DIRECTORY)):
+                fd = os.open(path, flags)
                 try:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-            self.fs.move(temp, final)
-        except BaseException:
-            self.delete(temp.removeprefix(self.root + "/"))
-            raise

@@ -66,7 +66,7 @@ SPARK_ROWS = 1_000_000  # compaction above this many rows runs on Spark
 KEEP_VERSIONS = 16  # consensus versions kept behind the head (and any a hold keeps)
 MAX_BATCHES = 16  # beyond this many batches, appends merge a run of small ones
 MERGE_RUN = 8  # how many adjacent batches such a merge takes
-SMALL_ROWS = 100_000  # ... when they hold at most this many rows together
+SMALL_ROWS = 50_000  # ... when they hold at most this many rows together
 
 
 @dataclass
@@ -325,7 +325,7 @@ class Storage:
             ), True
 
         try:
-            ours = self._change(cap.shard, append, retry_unavailable=True)
+            ours = self._change(cap.shard, append, retry_unavailable=True, state=state)
         except (UpperMismatch, CapabilityError):
             self._delete_keys(batch.keys)  # surely not written; after other errors, maybe it was
             raise
@@ -569,7 +569,7 @@ class Storage:
         Spark's own markers and checksums are removed: a batch is exactly its Parquet parts.
         """
         folder = f"{gid}/{uuid.uuid4().hex}"
-        frame.write.parquet(self.blob.uri(folder), compression="zstd")
+        frame.write.parquet(self.blob.uri(folder), compression="snappy")
         keys = []
         for meta in self.blob.list(folder):
             if meta.key.rsplit("/", 1)[-1].startswith(("_", ".")):
@@ -633,17 +633,19 @@ class Storage:
         gid: str,
         command: Callable[[ShardState], tuple[ShardState, T]],
         retry_unavailable: bool = False,
+        state: ShardState | None = None,
     ) -> T:
         """Apply ``command`` to the head state by compare-and-set, retrying on contention.
 
         Expired leases are removed first, so they no longer hold back ``since``. With
         ``retry_unavailable`` an indeterminate consensus error is retried: the command must
-        recognise its own earlier success (an idempotency token).
+        recognise its own earlier success (an idempotency token). ``state``, if given, is a
+        state just read, to try first.
         """
         key = f"shard/{gid}"
         failures = 0
         while True:
-            state = self._load(gid)
+            state = state or self._load(gid)
             now = self._now_ms()
             live = state.live_readers(now)
             base = state.with_readers(live) if len(live) != len(state.readers) else state
@@ -658,7 +660,9 @@ class Storage:
                         keep = min(state.seqno + 1 - KEEP_VERSIONS, new.oldest_held(now))
                         self.consensus.truncate(key, keep)
                     return result
+                state = None
             except ConsensusUnavailable:
+                state = None
                 failures += 1
                 if not retry_unavailable or failures > 5:
                     raise
