@@ -241,6 +241,8 @@ def bad_inputs(storage: Storage):
         ("frame columns", InvalidInput, "missing"),
         ("negative time", InvalidTime, "negative"),
         ("float time", InvalidTime, "int times"),
+        ("huge time", InvalidTime, "outside 0 <= t < 2"),
+        ("huge upper", InvalidTime, "outside 0 <= t < 2"),
         ("below frontier", FrontierViolation, "time 1 is before the write frontier"),
         ("at new upper", FrontierViolation, "time 5 is at or beyond the new upper"),
         ("upper not beyond", FrontierViolation, "must be beyond"),
@@ -260,6 +262,8 @@ def test_bad_input_is_refused_and_changes_nothing(storage, case, error, message)
             write, pa.table({"key": ["a"], "value": [1], "_time": [-1], "_diff": [1]}), 5
         ),
         "float time": lambda: storage.append(write, [(("a", 1), 2.5, 1)], 5),
+        "huge time": lambda: storage.append(write, [(("a", 1), 2**63, 1)], 5),
+        "huge upper": lambda: storage.append(write, [], 2**63),
         "below frontier": lambda: storage.append(write, [(("a", 1), 1, 1)], 5),
         "at new upper": lambda: storage.append(write, [(("a", 1), 5, 1)], 5),
         "upper not beyond": lambda: storage.append(write, [], 2),

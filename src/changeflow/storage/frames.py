@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.errors import FrontierViolation, InvalidInput, InvalidTime
-from changeflow.time import Antichain, Product
+from changeflow.time import MAX_TIME, Antichain, Product
 
 TIME, DIFF = "_time", "_diff"
 
@@ -117,6 +117,8 @@ def _from_triples(triples: list, schema: pa.Schema, target: pa.Schema, name: str
     for i, t in enumerate(columns[width]):
         if isinstance(t, bool) or not isinstance(t, int):
             raise InvalidTime(f"{name}: update {i} has time {t!r}; shards hold int times")
+        if not 0 <= t <= MAX_TIME:
+            raise InvalidTime(f"{name}: update {i} has time {t}, outside 0 <= t < 2^63")
     try:
         return pa.Table.from_arrays(
             [pa.array(c, type=f.type) for c, f in zip(columns, target, strict=True)], schema=target

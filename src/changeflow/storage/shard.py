@@ -55,7 +55,7 @@ from changeflow.storage.state import (
     ShardState,
     referenced_keys,
 )
-from changeflow.time import Antichain
+from changeflow.time import Antichain, check_time
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -808,7 +808,7 @@ def _frontier(value: Antichain | int) -> Antichain:
     if isinstance(value, Antichain):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
-        return Antichain([value])
+        return Antichain([check_time(value)])
     raise InvalidInput(f"a frontier is an Antichain or an int time, not {value!r}")
 
 
