@@ -2,7 +2,9 @@
 
 Generate orders created, updated and deleted over time; write the history as CDC v2 by two
 redundant writers; duplicate, reorder and re-batch the files; decode them on Spark; print the
-collection at the final frontier and check it against the original, exactly.
+collection at the final frontier and check it against the original, exactly. Then decode them
+again as a stream and append the history, frontier by frontier, to the durable shard ``orders``,
+resuming where an earlier run stopped, and check the shard exactly too.
 """
 
 from __future__ import annotations
@@ -10,21 +12,41 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
+import pyarrow as pa
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 from changeflow.cdc.chaos import chaos_copy
-from changeflow.cdc.files import write_messages
+from changeflow.cdc.files import open_source, write_messages
+from changeflow.cdc.reader import decode
 from changeflow.cdc.writer import write_history
 from changeflow.collection import read
 from changeflow.config import Config
+from changeflow.errors import InvalidInput
+from changeflow.storage import ReadCapability, Storage, WriteCapability
 from changeflow.time import Antichain
 
 COLUMNS = ["order_id", "customer", "amount_cents", "status"]
 Row = tuple[int, str, int, str]
+Update = tuple[Row, int, int]
+
+SHARD, TIMELINE = "orders", "counter"
+SCHEMA = pa.schema(
+    [
+        ("order_id", pa.int64()),
+        ("customer", pa.string()),
+        ("amount_cents", pa.int64()),
+        ("status", pa.string()),
+    ]
+)
+# One append takes consecutive frontier advances until it holds this many of them or updates.
+APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
 
 
 def generate_orders(
@@ -58,16 +80,40 @@ def generate_orders(
     return history
 
 
+@dataclass
+class _Step:
+    """A running step: ``update`` changes what the spinner and the final line say."""
+
+    what: str
+    status: Status
+
+    def update(self, what: str) -> None:
+        self.what = what
+        self.status.update(f"{what}…")
+
+
 @contextmanager
-def _step(console: Console, what: str) -> Iterator[None]:
+def _step(console: Console, what: str) -> Iterator[_Step]:
     start = time.perf_counter()
-    with console.status(f"{what}…"):
-        yield
-    console.print(f"[green]✓[/green] {what} [dim]({time.perf_counter() - start:.1f} s)[/dim]")
+    with console.status(f"{what}…") as status:
+        step = _Step(what, status)
+        yield step
+    took = time.perf_counter() - start
+    console.print(f"[green]✓[/green] {step.what} [dim]({took:.1f} s)[/dim]")
 
 
-def run_demo(config: Config, ticks: int = 1000, per_tick: int = 50, seed: int = 7) -> bool:
-    """Run the example end to end; return whether the recovered collection is exact."""
+def run_demo(
+    config: Config,
+    ticks: int = 1000,
+    per_tick: int = 50,
+    seed: int = 7,
+    stop_after_appends: int | None = None,
+) -> bool:
+    """Run the example end to end; return whether the collection and the shard are exact.
+
+    ``stop_after_appends`` (for tests) stops the job after that many appends to the shard, as
+    an interruption would, and returns False.
+    """
     from changeflow.cdc.spark import read_cdc
     from changeflow.spark import get_spark
 
@@ -106,7 +152,138 @@ def run_demo(config: Config, ticks: int = 1000, per_tick: int = 50, seed: int = 
         missing = len(expected.items() - recovered.items())
         extra = len(recovered.items() - expected.items())
         console.print(f"[bold red]mismatch:[/bold red] {missing} rows missing, {extra} extra")
-    return exact
+    storage = Storage.open(config)
+    try:
+        stored = _store(console, storage, chaos_dir, original, ticks, stop_after_appends)
+    finally:
+        storage.close()
+    return exact and stored
+
+
+def _store(
+    console: Console,
+    storage: Storage,
+    chaos_dir: Path,
+    original: list[Update],
+    ticks: int,
+    stop_after: int | None,
+) -> bool:
+    """Append the history decoded from ``chaos_dir`` to the shard, beyond what it holds; check
+    the shard against ``original`` exactly. False if stopped after ``stop_after`` appends."""
+    read_cap, write_cap = _open_shard(storage)
+    try:
+        held = write_cap.frontier
+        if held != Antichain([0]):
+            _check_held(storage, read_cap, held, original, ticks)
+        source = open_source([chaos_dir], "parquet")
+        resuming = f" from its upper {held.to_json()}" if held != Antichain([0]) else ""
+        with _step(console, f"appending the decoded history to shard {SHARD!r}") as step:
+            appends = advances = updates = 0
+            for batch, frontier, n in _groups(_beyond(decode(source.messages()), held)):
+                storage.append(write_cap, batch, frontier)
+                appends, advances, updates = appends + 1, advances + n, updates + len(batch)
+                step.update(
+                    f"appended {_n(updates, 'update')} to {SHARD!r}{resuming}: "
+                    f"{_n(advances, 'advance')} in {_n(appends, 'append')}, up to "
+                    f"{frontier.to_json()}"
+                )
+                if appends == stop_after:
+                    return False
+            if not appends:
+                step.update(f"shard {SHARD!r} holds the history already: nothing to append")
+        state = storage.state(SHARD)
+        as_of = state.upper.elements[0] - 1 if state.upper else ticks - 1
+        table = storage.snapshot_table(read_cap, as_of)
+    finally:
+        storage.drop(read_cap)
+        storage.drop(write_cap)
+    console.print(
+        f"shard {SHARD!r} ({state.id}): since {state.since.to_json()}, upper "
+        f"{state.upper.to_json()}, {_n(len(state.batches), 'batch')}, {_n(state.rows, 'row')}"
+    )
+    stored, expected = _rows(table), read(original, as_of)
+    if stored == expected:
+        console.print(
+            f"[bold green]exact:[/bold green] shard {SHARD!r} as of {as_of} holds the "
+            f"{len(expected):,} rows of the original collection"
+        )
+        return True
+    missing = len(expected.items() - stored.items())
+    extra = len(stored.items() - expected.items())
+    console.print(
+        f"[bold red]mismatch:[/bold red] shard {SHARD!r} as of {as_of}: {missing} rows missing, "
+        f"{extra} extra"
+    )
+    return False
+
+
+def _open_shard(storage: Storage) -> tuple[ReadCapability, WriteCapability]:
+    """Capabilities on the shard, created empty if it does not exist yet."""
+    if SHARD not in storage.shards():
+        return storage.create(SHARD, SCHEMA, TIMELINE)
+    state = storage.state(SHARD)
+    if not state.schema.equals(SCHEMA) or state.timeline != TIMELINE:
+        raise InvalidInput(
+            f"shard {SHARD!r} exists with columns ({_columns(state.schema)}) on timeline "
+            f"{state.timeline!r}, but the demo writes ({_columns(SCHEMA)}) on {TIMELINE!r}; "
+            "use another --home"
+        )
+    return storage.acquire_capabilities(SHARD)
+
+
+def _columns(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema)
+
+
+def _check_held(
+    storage: Storage, cap: ReadCapability, held: Antichain, original: list[Update], ticks: int
+) -> None:
+    """The shard must hold this run's history up to ``held``: the same seed and sizes."""
+    as_of = held.elements[0] - 1 if held else ticks - 1
+    if not cap.frontier.less_equal(as_of):  # since moved on; the final check still reads it
+        return
+    if _rows(storage.snapshot_table(cap, as_of)) == read(original, as_of):
+        return
+    raise InvalidInput(
+        f"shard {SHARD!r} holds a different history than this run generates (as of {as_of}); "
+        "run with the --seed, --ticks and --per-tick it was written with, or another --home"
+    )
+
+
+def _beyond(
+    advances: Iterable[tuple[list[Update], Antichain]], held: Antichain
+) -> Iterator[tuple[list[Update], Antichain]]:
+    """The frontier advances past ``held`` (the shard's upper), without updates it holds."""
+    for updates, frontier in advances:
+        if frontier <= held:  # every time before this frontier is in the shard already
+            continue
+        yield [u for u in updates if held.less_equal(u[1])], frontier
+
+
+def _groups(
+    advances: Iterable[tuple[list[Update], Antichain]],
+) -> Iterator[tuple[list[Update], Antichain, int]]:
+    """Consecutive advances merged into ``(updates, last frontier, how many advances)``."""
+    pending: list[Update] = []
+    count, frontier = 0, Antichain()
+    for updates, frontier in advances:
+        pending += updates
+        count += 1
+        if count >= APPEND_ADVANCES or len(pending) >= APPEND_UPDATES:
+            yield pending, frontier, count
+            pending, count = [], 0
+    if count:
+        yield pending, frontier, count
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 'es' if noun.endswith('ch') else 's'}"
+
+
+def _rows(table: pa.Table) -> dict[Row, int]:
+    """A snapshot's rows and counts."""
+    columns = [table.column(c).to_pylist() for c in COLUMNS]
+    return dict(zip(zip(*columns, strict=True), table.column("_diff").to_pylist(), strict=True))
 
 
 def _show(console: Console, rows: dict[Row, int], frontier: Antichain, limit: int = 10) -> None:

@@ -1,0 +1,158 @@
+"""`changeflow shard`: list, show, read and compact shards made through the Python API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from changeflow.cli import main
+from changeflow.config import Config
+from changeflow.storage import Storage
+from changeflow.time import Antichain
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def storage(home: Path, **kwargs: float) -> Storage:
+    return Storage.open(Config.load(home=str(home)), **kwargs)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A home with shard `people` (three appends, upper [4]) and an empty shard `empty`."""
+    s = storage(tmp_path)
+    read_cap, write_cap = s.create("people", SCHEMA, "counter")
+    s.append(write_cap, [((1, "a"), 0, 1), ((2, "b"), 0, 1)], 1)
+    s.append(write_cap, [((1, "a"), 1, -1), ((1, "A"), 1, 1), ((3, "c"), 2, 2)], 3)
+    s.append(write_cap, [], 4)
+    s.drop(read_cap)
+    s.drop(write_cap)
+    s.create("empty", pa.schema([("x", pa.int64())]))
+    s.close()
+    return tmp_path
+
+
+def shard(home: Path, *args: str) -> str:
+    result = CliRunner().invoke(main, ["shard", *args, "--home", str(home)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def cells(out: str) -> list[list[str]]:
+    """The body rows of the rich tables in ``out``, as lists of cell texts."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if "│" in line]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "changeflow.cli", *args], capture_output=True, text=True
+    )
+
+
+def test_list(home: Path) -> None:
+    assert cells(shard(home, "list")) == [
+        ["empty", "s2", "[0]", "[0]", "0", "0"],
+        ["people", "s1", "[0]", "[4]", "2", "5"],
+    ]
+
+
+def test_list_without_shards(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path)])
+    assert result.exit_code == 0 and "no shards yet" in result.stderr
+
+
+def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
+    consensus, blobs = f"sqlite:{tmp_path / 'elsewhere.sqlite'}", str(tmp_path / "blobs")
+    s = Storage.open(Config.load(home=str(tmp_path / "h"), consensus=consensus, blob_root=blobs))
+    _, write_cap = s.create("t", SCHEMA)
+    s.append(write_cap, [((7, "x"), 0, 1)], 1)
+    s.close()
+    args = ["--consensus", consensus, "--blob-root", blobs]
+    result = CliRunner().invoke(main, ["shard", "read", "t", "--format", "jsonl", *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"data": {"id": 7, "name": "x"}, "count": 1}
+    result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path / "h")])
+    assert "no shards yet" in result.stderr  # the home's own consensus holds none
+
+
+def test_show(home: Path) -> None:
+    s = storage(home, lease_seconds=0.001)
+    read_cap, write_cap = s.acquire_capabilities("people")  # its lease has expired on return
+    out = shard(home, "show", "people")
+    s.close()
+    assert "since [0], upper [4], 5 rows in 2 batches" in out and "counter" in out
+    rows = cells(out)
+    assert rows[:2] == [["id", "int64", "yes"], ["name", "string", "yes"]]
+    assert rows[2:4] == [["0", "[0, 1)", "[0]", "2", "1"], ["1", "[1, 3)", "[0]", "3", "1"]]
+    (kind, _, frontier, expires, live), write = rows[4:]
+    assert (kind, frontier, live) == ("read", "[0]", "expired") and expires.endswith(" UTC")
+    assert write == ["write", write_cap.id, "[4]", "-", "live"] and read_cap.id in out
+    assert "batches: none" in shard(home, "show", "empty")
+
+
+def test_read(home: Path) -> None:
+    before = storage(home).state("people")
+    out = shard(home, "read", "people")
+    assert "people as of 3: 3 rows" in out
+    assert cells(out) == [["1", "A", "1"], ["2", "b", "1"], ["3", "c", "2"]]
+    jsonl = shard(home, "read", "people", "--as-of", "0", "--format", "jsonl")
+    assert [json.loads(line) for line in jsonl.splitlines()] == [
+        {"data": {"id": 1, "name": "a"}, "count": 1},
+        {"data": {"id": 2, "name": "b"}, "count": 1},
+    ]
+    assert len(shard(home, "read", "people", "--format", "jsonl", "--limit", "1").splitlines()) == 1
+    assert "first 2 of 3 rows" in shard(home, "read", "people", "--limit", "2")
+    after = storage(home).state("people")  # the reads left no capability behind
+    assert (after.readers, after.writers, after.since) == ({}, {}, before.since)
+    assert "capabilities: none" in shard(home, "show", "people")
+
+
+def test_read_a_closed_shard_shows_its_final_contents(home: Path) -> None:
+    s = storage(home)
+    read_cap, write_cap = s.acquire_capabilities("people")
+    s.append(write_cap, [((2, "b"), 9, -1)], Antichain())
+    s.drop(read_cap)
+    out = shard(home, "read", "people", "--format", "jsonl")
+    assert [json.loads(line)["data"]["id"] for line in out.splitlines()] == [1, 3]
+    assert "as of the end (closed): 2 rows" in shard(home, "read", "people")
+
+
+def test_compact(home: Path) -> None:
+    before = shard(home, "read", "people", "--as-of", "2")
+    out = shard(home, "compact", "people")
+    assert out.startswith("people: 5 rows in 2 batches -> 5 rows in 1 batch")
+    assert "deleted 0 unreferenced blobs older than 300 s" in out  # the old ones are new
+    out = shard(home, "compact", "people", "--grace", "0")
+    assert "1 batch -> 5 rows in 1 batch" in out and "deleted 2 unreferenced blobs" in out
+    assert shard(home, "read", "people", "--as-of", "2") == before
+    blobs = list((home / "blob").rglob("*.parquet"))
+    assert len(blobs) == 1 and storage(home).state("people").referenced() == {
+        str(blobs[0].relative_to(home / "blob"))
+    }
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["show", "nope"], "no shard named 'nope'"),
+        (["read", "nope"], "no shard named 'nope'"),
+        (["compact", "nope"], "no shard named 'nope'"),
+        (["read", "people", "--as-of", "4"], "cannot read as of 4: readable times are"),
+        (["read", "people", "--as-of", "-1"], "cannot read as of -1"),
+        (["read", "empty"], "nothing was appended yet"),
+        (["list", "--consensus", "mysql://x"], "neither sqlite:PATH nor postgresql"),
+    ],
+)
+def test_user_mistakes_are_one_line(home: Path, args: list[str], message: str) -> None:
+    result = run("shard", *args, "--home", str(home))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    assert message in result.stderr
+    state = storage(home).state("people")
+    assert (state.readers, state.writers) == ({}, {})  # a failed read drops what it acquired
