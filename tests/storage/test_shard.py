@@ -366,3 +366,21 @@ def test_garbage_waits_for_the_grace(tmp_path: Path) -> None:
     clock.now += 61
     assert storage.collect_garbage("t", grace_seconds=60) == 2
     assert contents(storage.snapshot_table(read, 1)) == {("a", 1): 1, ("b", 1): 1}
+
+
+def test_a_subscription_never_delivers_an_update_twice(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 10, 1)], 50)
+    storage.append(write, [(("b", 1), 60, 1)], 90)
+    subscription = storage.subscribe_at(read)
+    subscription.next(1), subscription.next(1)  # a at 10, then b at 60: progress 90
+    storage.append(write, [(("c", 1), 95, 1)], 100)
+    storage.downgrade(read, 89)  # as far as a subscriber at 90 may go
+    storage.compact("t")
+    table, upper = subscription.next(1)
+    assert [(r["key"], r["_time"]) for r in table.to_pylist()] == [("c", 95)]
+    storage.append(write, [], 101)
+    storage.downgrade(read, 101)  # beyond what was delivered: since passes the subscription
+    storage.compact("t")
+    with pytest.raises(FrontierViolation, match="hold the read capability at 99 or earlier"):
+        subscription.next(1)

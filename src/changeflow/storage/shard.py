@@ -782,10 +782,13 @@ class Subscription:
     def _updates(self, state: ShardState) -> tuple[pa.Table, Antichain]:
         low = self.progress
         assert low is not None
-        if not state.since.less_equal(low):
+        # Compaction moves updates before since to since: with since at ``low`` or beyond,
+        # delivered updates would come again, indistinguishable from new ones at ``low``.
+        if not state.since.less_than(low):
             raise FrontierViolation(
-                f"{self.cap.name}: the subscription is at {low} but since moved on to "
-                f"{state.since.to_json()}; hold the read capability back while subscribed"
+                f"{self.cap.name}: the subscription has delivered times before {low} but since "
+                f"moved on to {state.since.to_json()}; hold the read capability at "
+                f"{low - 1} or earlier while subscribed"
             )
         high = bound(state.upper, "upper")
         table = self.storage._read(state, [b for b in state.batches if not b.upper.less_equal(low)])
