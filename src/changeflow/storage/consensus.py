@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,12 +92,19 @@ class SqliteConsensus(Consensus):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            try:
-                conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-            except sqlite3.Error as e:
-                raise ConsensusUnavailable(f"cannot open consensus {self.path}: {e}") from None
+            for attempt in range(100):
+                try:
+                    conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+                    # Switching a new file to WAL does not wait for other openers: retry.
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=FULL")
+                    break
+                except sqlite3.Error as e:
+                    if "locked" not in str(e) or attempt == 99:
+                        raise ConsensusUnavailable(
+                            f"cannot open consensus {self.path}: {e}"
+                        ) from None
+                    time.sleep(0.05)
             self._local.conn = conn
         return conn
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pa_dataset
 import pyarrow.parquet as pq
 
 from changeflow.config import Config
@@ -308,10 +309,10 @@ class Storage:
         batch = self._write_batch(state, updates, lower, upper, new_upper, cap.name)
         failpoint("append.after_blob")
 
-        def append(state: ShardState) -> tuple[ShardState, bool]:
-            """The new state, and whether it refers to this call's blobs."""
-            if token in state.tokens:  # applied already: by this call (a lost reply) or a retry
-                return state, True  # keep the blobs; any left unreferenced are garbage
+        def append(state: ShardState) -> tuple[ShardState, ShardState | None]:
+            """The new state, twice; None for the second if the token was applied already."""
+            if token in state.tokens:  # by this call (a lost reply) or by an earlier call
+                return state, None
             self._writer(state, cap)
             if state.upper != cap.frontier:
                 raise UpperMismatch(cap.name, cap.frontier, state.upper)
@@ -320,20 +321,18 @@ class Storage:
                 tokens = dict(list(tokens.items())[-MAX_TOKENS:])
             batches = state.batches + ((batch,) if batch.rows else ())
             writers = {**state.writers, cap.id: new_upper}
-            return replace(
-                state, upper=new_upper, batches=batches, writers=writers, tokens=tokens
-            ), True
+            new = replace(state, upper=new_upper, batches=batches, writers=writers, tokens=tokens)
+            return new, new
 
         try:
-            ours = self._change(cap.shard, append, retry_unavailable=True, state=state)
+            appended = self._change(cap.shard, append, retry_unavailable=True, state=state)
         except (UpperMismatch, CapabilityError):
             self._delete_keys(batch.keys)  # surely not written; after other errors, maybe it was
             raise
         failpoint("append.after_cas")
-        if not ours:
-            self._delete_keys(batch.keys)
         cap.frontier = new_upper
-        self._tidy(cap.shard)
+        if appended is not None:  # else keep the blobs: any left unreferenced are garbage
+            self._tidy(appended)
 
     def _write_batch(
         self,
@@ -454,13 +453,14 @@ class Storage:
         return Subscription(self, cap, timeout, poll)
 
     def _read(self, state: ShardState, batches: Iterable[Batch]) -> pa.Table:
+        """The updates of ``batches``, read in the driver."""
+        paths = [self.blob.path(k) for b in batches for k in b.keys]
+        if not paths:
+            return empty_frame(state.schema)
         schema = frame_schema(state.schema)
-        tables = [
-            pq.read_table(self.blob.path(k), filesystem=self.blob.fs, schema=schema)
-            for b in batches
-            for k in b.keys
-        ]
-        return pa.concat_tables(tables) if tables else empty_frame(state.schema)
+        return pa_dataset.dataset(
+            paths, schema, format="parquet", filesystem=self.blob.fs
+        ).to_table()
 
     def _readable(self, cap: ReadCapability, as_of: int) -> ShardState:
         state = self._load(cap.shard)
@@ -489,13 +489,12 @@ class Storage:
             return state.rows, state.rows
         return self._merge(state, run, spark)
 
-    def _tidy(self, gid: str) -> None:
+    def _tidy(self, state: ShardState) -> None:
         """Keep the number of batches small: merge the newest run of small adjacent batches.
 
         Runs after each append, so many small appends cost amortised O(log n) rewriting and
         the state stays small. A failure here leaves the (durable) append as it is.
         """
-        state = self._load(gid)
         batches = state.batches
         if len(batches) <= MAX_BATCHES:
             return

@@ -16,7 +16,7 @@ import pyarrow as pa
 from changeflow.time import Antichain
 
 CATALOG_KEY = "catalog"
-MAX_TOKENS = 256  # idempotency tokens remembered per shard
+MAX_TOKENS = 64  # idempotency tokens remembered per shard
 
 
 def _frontier(value: list[Any]) -> Antichain:
