@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.storage import Storage
+from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import open_consensus
 
@@ -158,6 +158,14 @@ def open_storage(home: Path, consensus: str | None = None, master: str | None = 
     return Storage(open_consensus(location), Blob(str(home / "blob")), LEASE, master)
 
 
+def append_all(storage: Storage, write: WriteCapability, tables: list[pa.Table]) -> float:
+    """Append ``tables`` one after another, each up to the next step; seconds taken."""
+    start = time.perf_counter()
+    for i, table in enumerate(tables):
+        storage.append(write, table, (i + 1) * STEP)
+    return time.perf_counter() - start
+
+
 def append_case(work: Path, scale: float) -> dict:
     """Append prepared 10k-update tables one after another; updates/s."""
     batches = max(3, round(APPEND_UPDATES * scale / APPEND_BATCH))
@@ -167,10 +175,7 @@ def append_case(work: Path, scale: float) -> dict:
     storage = open_storage(work / "append")
     _, write = storage.create("append", SCHEMA)
     say(f"append: appending {n:,} updates on SQLite…")
-    start = time.perf_counter()
-    for i, table in enumerate(tables):
-        storage.append(write, table, (i + 1) * STEP)
-    seconds = time.perf_counter() - start
+    seconds = append_all(storage, write, tables)
     storage.close()
     rate = n / seconds
     say(f"append: {seconds:.2f} s, {rate:,.0f} updates/s, {batches / seconds:.1f} appends/s")
@@ -201,10 +206,7 @@ def snapshot_and_compaction_cases(
     storage = open_storage(work / "snapshot", master=master)
     read, write = storage.create("history", SCHEMA)
     say(f"snapshot: appending {n:,} updates…")
-    start = time.perf_counter()
-    for i, table in enumerate(tables):
-        storage.append(write, table, (i + 1) * STEP)
-    append_seconds = time.perf_counter() - start
+    append_seconds = append_all(storage, write, tables)
     del tables
     say(f"snapshot: appended in {append_seconds:.2f} s ({n / append_seconds:,.0f} updates/s)")
     say(f"snapshot: starting Spark on {master}…")
