@@ -405,10 +405,10 @@ class Storage:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        self._readable(cap, as_of)
         hold_id = _new_id()
 
         def hold(state: ShardState) -> tuple[ShardState, ShardState]:
+            self._check_readable(state, cap, as_of)
             now = self._now_ms()
             holds = {i: h for i, h in state.holds.items() if h[1] > now}
             holds[hold_id] = (state.seqno, now + self.lease_ms)
@@ -432,17 +432,18 @@ class Storage:
 
     def snapshot_table(self, cap: ReadCapability, as_of: int) -> pa.Table:
         """The consolidated contents at ``as_of`` as an Arrow table (for small shards)."""
-        for attempt in range(3):
-            state = self._readable(cap, as_of)
+        attempts = 0
+        while True:
+            state = self._check_readable(self._load(cap.shard), cap, as_of)
             try:
                 table = self._read(state, [b for b in state.batches if _starts_by(b, as_of)])
-            except FileNotFoundError:  # compacted and collected under us: read the new state
-                if attempt == 2:
+                break
+            except FileNotFoundError:  # merged and collected under us: read the new state
+                attempts += 1
+                if attempts == 3:
                     raise
-                continue
-            table = table.filter(pc.less_equal(table.column(TIME), as_of))
-            return consolidate(table, as_of)
-        raise AssertionError("unreachable")
+        table = table.filter(pc.less_equal(table.column(TIME), as_of))
+        return consolidate(table, as_of)
 
     def subscribe_at(
         self, cap: ReadCapability, timeout: float | None = 60.0, poll: float = 0.05
@@ -462,8 +463,8 @@ class Storage:
             paths, schema, format="parquet", filesystem=self.blob.fs
         ).to_table()
 
-    def _readable(self, cap: ReadCapability, as_of: int) -> ShardState:
-        state = self._load(cap.shard)
+    def _check_readable(self, state: ShardState, cap: ReadCapability, as_of: int) -> ShardState:
+        """``state``, if ``cap`` is live and ``as_of`` is in ``[since, upper)``."""
         self._hold(state, cap)
         if isinstance(as_of, bool) or not isinstance(as_of, int):
             raise InvalidInput(f"{cap.name}: as_of is an int time, not {as_of!r}")
