@@ -1,0 +1,1 @@
+"""The compute layer: maintained views, the Correction buffer and the self-correcting sink."""
