@@ -136,8 +136,10 @@ class Correction:
 
     def __len__(self) -> int:
         """How many updates are held (staged ones included, before consolidation)."""
-        chains = [*self.pending_low, self.emitted, *(c for b in self.buckets for c in b.chains)]
-        return self.staged + sum(c.count for c in chains)
+        return self.staged + sum(c.count for c in self._chains())
+
+    def _chains(self) -> list[Chain]:
+        return [*self.pending_low, self.emitted, *(c for b in self.buckets for c in b.chains)]
 
     # -- staging and routing ---------------------------------------------------------------
 
@@ -278,13 +280,9 @@ class Correction:
                 assert a.count >= self.proportionality * b.count, "the chain invariant"
             for chain in bucket.chains:
                 assert chain.first >= bucket.lo and (bucket.hi is None or chain.last < bucket.hi)
-        for chain in [*self.pending_low, self.emitted]:
-            assert not chain.count or chain.last < self.boundary or chain is self.emitted
-        for chain in [
-            *self.pending_low,
-            self.emitted,
-            *(c for b in self.buckets for c in b.chains),
-        ]:
+        for chain in self.pending_low:
+            assert chain.last < self.boundary, "pending_low is below the boundary"
+        for chain in self._chains():
             _check_chain(chain, self)
 
 
