@@ -147,10 +147,12 @@ class Correction:
         if self.since is None or not table.num_rows:
             return
         if negate:
-            table = table.set_column(len(self.schema) + 1, DIFF, pc.negate(table.column(DIFF)))
+            table = table.set_column(
+                len(self.schema) + 1, self.frame.field(DIFF), pc.negate(table.column(DIFF))
+            )
         if self.since:  # clamp times before since to it
             times = pc.max_element_wise(table.column(TIME), self.since)
-            table = table.set_column(len(self.schema), TIME, times)
+            table = table.set_column(len(self.schema), self.frame.field(TIME), times)
         self.stage.append(table)
         self.staged += table.num_rows
         if self.staged >= self.chunk_rows:
@@ -196,17 +198,15 @@ class Correction:
             return
         self._flush()
         collected = self._peel(upper)
-        kept = []
-        for chain in self.pending_low:
+        rest = []
+        for chain in [*self.pending_low, self.emitted]:
             below, above = chain.split(upper)
             collected.append(below)
-            if above.count:
-                kept.append(above)
-        below, above = self.emitted.split(upper)
-        collected.append(below)
-        if above.count:
-            kept.append(above)
-        self.pending_low = kept
+            rest.append(above)
+        self.pending_low, self.emitted = [], Chain()
+        for chain in rest:
+            if chain.count:
+                self._route(chain)
         collected = [c for c in collected if c.count]
         if len(collected) == 1 and collected[0].first >= self.since:
             self.emitted = collected[0]  # nothing to merge or advance
@@ -251,9 +251,8 @@ class Correction:
             return Chain()
         table = pa.Table.from_batches(chunks, self.frame)
         if since is not None:
-            table = table.set_column(
-                len(self.schema), TIME, pc.max_element_wise(table.column(TIME), since)
-            )
+            times = pc.max_element_wise(table.column(TIME), since)
+            table = table.set_column(len(self.schema), self.frame.field(TIME), times)
         return self._merge_tables(table)
 
     def _merge_tables(self, table: pa.Table) -> Chain:
