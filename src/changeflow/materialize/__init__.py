@@ -1,0 +1,1 @@
+"""Materialization: a shard kept in step with an external store, exactly once."""

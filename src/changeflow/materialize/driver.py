@@ -1,0 +1,111 @@
+"""The driver interface, and the runner that speaks the protocol on a driver's behalf.
+
+A driver is a small class (open, acknowledge, load, store, start_commit); :func:`serve` owns the
+protocol's sequence and checks, so no driver re-implements it. Transports carry the messages:
+in-process (a thread) or out-of-process (JSON lines on a subprocess's stdin and stdout).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from changeflow.errors import ProtocolViolation
+from changeflow.materialize.protocol import (
+    Acknowledge,
+    Acknowledged,
+    Doc,
+    DriverState,
+    Flush,
+    Flushed,
+    Key,
+    Load,
+    Loaded,
+    Message,
+    Open,
+    Opened,
+    StartCommit,
+    StartedCommit,
+    Store,
+    name_of,
+)
+
+
+class Driver(ABC):
+    """A target store. The runner calls these methods in protocol order."""
+
+    #: Recovery-log drivers without transactions apply a retried transaction again: a ``sum``
+    #: through them could count twice, so the runtime refuses it unless forced.
+    at_least_once: bool = False
+    #: Push-only drivers never receive Load: every binding runs in delta-updates mode.
+    delta_only: bool = False
+
+    @abstractmethod
+    def open(self, request: Open) -> dict[str, Any] | None:
+        """Connect and prepare the targets; return the stored runtime checkpoint, if the store
+        is authoritative (and fence off older instances), else None."""
+
+    def acknowledge(self) -> DriverState | None:
+        """The previous transaction committed to the recovery log: finish it (an idempotent
+        apply of staged effects, for example)."""
+        return None
+
+    @abstractmethod
+    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
+        """The stored documents of ``keys``; keys that do not exist are left out."""
+
+    @abstractmethod
+    def store(self, request: Store) -> None:
+        """Stage one document (or a delete) of the current transaction."""
+
+    @abstractmethod
+    def start_commit(self, runtime_checkpoint: dict[str, Any]) -> DriverState | None:
+        """Process every staged store and commit (or prepare) the transaction with the
+        runtime checkpoint; return an update of the driver checkpoint."""
+
+    def close(self) -> None:  # noqa: B027 - most drivers have nothing to release
+        """Release connections."""
+
+
+class Channel(Protocol):
+    """The driver's end of a transport."""
+
+    def receive(self) -> Message | None: ...  # None: the runtime closed the stream
+
+    def send(self, message: Message) -> None: ...
+
+
+def serve(driver: Driver, channel: Channel) -> None:
+    """Answer the runtime's requests until it closes the stream; refuse any out of order."""
+    phase = "open"
+    queued: dict[int, list[Key]] = {}
+    try:
+        while (request := channel.receive()) is not None:
+            match phase, request:
+                case "open", Open():
+                    channel.send(Opened(driver.open(request)))
+                    phase = "acknowledge"
+                case "acknowledge", Acknowledge():
+                    channel.send(Acknowledged(driver.acknowledge()))
+                    phase = "load"
+                case "load", Load():
+                    queued.setdefault(request.binding, []).append(request.key)
+                case "load", Flush():
+                    for binding, keys in queued.items():
+                        for key, doc in driver.load(binding, keys):
+                            channel.send(Loaded(binding, tuple(key), doc))
+                    queued.clear()
+                    channel.send(Flushed())
+                    phase = "store"
+                case "store", Store():
+                    driver.store(request)
+                case "store", StartCommit():
+                    channel.send(StartedCommit(driver.start_commit(request.runtime_checkpoint)))
+                    phase = "acknowledge"
+                case _:
+                    raise ProtocolViolation(
+                        f"driver: {name_of(request)} arrived in the {phase} phase"
+                    )
+    finally:
+        driver.close()

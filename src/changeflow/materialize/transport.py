@@ -1,0 +1,203 @@
+"""Transports between the runtime and a driver: in-process (a thread) or a subprocess speaking
+newline-delimited JSON on stdin and stdout, so a driver can be written in any language.
+
+A driver that fails sends ``{"error": {"kind": …, "message": …}}`` before it stops; the runtime
+raises the same changeflow error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import subprocess
+import sys
+import threading
+from abc import ABC, abstractmethod
+from typing import IO, Any
+
+from changeflow import errors
+from changeflow.errors import ChangeflowError, ProtocolViolation
+from changeflow.materialize.driver import Driver, serve
+from changeflow.materialize.protocol import Message, decode, encode
+
+_CLOSED = object()
+
+
+class Transport(ABC):
+    """The runtime's end: send requests, receive responses."""
+
+    @abstractmethod
+    def send(self, message: Message) -> None: ...
+
+    @abstractmethod
+    def receive(self, timeout: float | None = None) -> Message:
+        """The next response; the driver's own error if it failed; ProtocolViolation if it
+        closed the stream; TimeoutError after ``timeout`` seconds."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class _Queues:
+    """Responses (or the driver's failure) waiting for the runtime."""
+
+    def __init__(self) -> None:
+        self.responses: queue.Queue[Any] = queue.Queue()
+
+    def take(self, timeout: float | None, who: str) -> Message:
+        try:
+            item = self.responses.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{who} did not answer within {timeout} s") from None
+        if item is _CLOSED:
+            self.responses.put(_CLOSED)
+            raise ProtocolViolation(f"{who} closed the stream")
+        if isinstance(item, BaseException):
+            self.responses.put(item)
+            raise item
+        return item
+
+
+class InProcess(Transport):
+    """The driver served on a thread of this process."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.requests: queue.Queue[Any] = queue.Queue()
+        self.out = _Queues()
+        self.thread = threading.Thread(target=self._run, args=(driver,), daemon=True)
+        self.thread.start()
+
+    def _run(self, driver: Driver) -> None:
+        channel = _ThreadChannel(self.requests, self.out.responses)
+        try:
+            serve(driver, channel)
+            self.out.responses.put(_CLOSED)
+        except BaseException as e:  # handed to the runtime, which raises it
+            self.out.responses.put(e)
+
+    def send(self, message: Message) -> None:
+        self.requests.put(message)
+
+    def receive(self, timeout: float | None = None) -> Message:
+        return self.out.take(timeout, "the driver")
+
+    def close(self) -> None:
+        self.requests.put(None)
+        self.thread.join(timeout=30)
+
+
+class _ThreadChannel:
+    def __init__(self, requests: queue.Queue, responses: queue.Queue) -> None:
+        self.requests, self.responses = requests, responses
+
+    def receive(self) -> Message | None:
+        return self.requests.get()
+
+    def send(self, message: Message) -> None:
+        self.responses.put(message)
+
+
+class Subprocess(Transport):
+    """A driver process: requests on its stdin, responses on its stdout, one JSON per line."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.command = command
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+        self.out = _Queues()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                self.out.responses.put(_response(line))
+            except ChangeflowError as e:
+                self.out.responses.put(e)
+                return
+        self.process.wait()
+        tail = "".join(self.stderr[-20:]).strip()
+        self.out.responses.put(
+            ProtocolViolation(
+                f"driver process {self.command[-1]!r} exited ({self.process.returncode})"
+                + (f": {tail}" if tail else "")
+            )
+        )
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+
+    def send(self, message: Message) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(encode(message) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the process is gone: receive() says why
+
+    def receive(self, timeout: float | None = None) -> Message:
+        return self.out.take(timeout, f"driver process {self.command[-1]!r}")
+
+    def close(self) -> None:
+        if self.process.stdin and not self.process.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def _response(line: str) -> Message:
+    value = json.loads(line)
+    if isinstance(value, dict) and "error" in value:
+        kind = getattr(errors, value["error"].get("kind", ""), None)
+        message = value["error"].get("message", "the driver failed")
+        if not (isinstance(kind, type) and issubclass(kind, ChangeflowError)):
+            kind = ChangeflowError
+        try:
+            error = kind(message)
+        except TypeError:  # an error with a richer constructor
+            error = ChangeflowError(message)
+        raise error
+    return decode(line)
+
+
+class StdioChannel:
+    """The driver's end of :class:`Subprocess`: this process's stdin and stdout."""
+
+    def __init__(self, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> None:
+        self.stdin, self.stdout = stdin, stdout
+
+    def receive(self) -> Message | None:
+        line = self.stdin.readline()
+        return decode(line) if line else None
+
+    def send(self, message: Message) -> None:
+        self.stdout.write(encode(message) + "\n")
+        self.stdout.flush()
+
+
+def serve_stdio(driver: Driver) -> int:
+    """Serve ``driver`` on stdin and stdout; a failure is reported as an error line."""
+    channel = StdioChannel()
+    try:
+        serve(driver, channel)
+        return 0
+    except ChangeflowError as e:
+        error = {"kind": type(e).__name__, "message": str(e)}
+        channel.stdout.write(json.dumps({"error": error}) + "\n")
+        channel.stdout.flush()
+        return 1
