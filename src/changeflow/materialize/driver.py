@@ -76,36 +76,51 @@ class Channel(Protocol):
     def send(self, message: Message) -> None: ...
 
 
+class Runner:
+    """The driver's side of the protocol: checks each request's order, calls the driver and
+    returns the responses. Loads are deferred to Flush, as the protocol allows."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.phase = "open"
+        self.queued: dict[int, list[Key]] = {}
+
+    def handle(self, request: Message) -> list[Message]:
+        driver, phase = self.driver, self.phase
+        match phase, request:
+            case "open", Open():
+                self.phase = "acknowledge"
+                return [Opened(driver.open(request))]
+            case "acknowledge", Acknowledge():
+                self.phase = "load"
+                return [Acknowledged(driver.acknowledge())]
+            case "load", Load():
+                self.queued.setdefault(request.binding, []).append(request.key)
+                return []
+            case "load", Flush():
+                loaded: list[Message] = [
+                    Loaded(binding, tuple(key), doc)
+                    for binding, keys in self.queued.items()
+                    for key, doc in driver.load(binding, keys)
+                ]
+                self.queued.clear()
+                self.phase = "store"
+                return [*loaded, Flushed()]
+            case "store", Store():
+                driver.store(request)
+                return []
+            case "store", StartCommit():
+                self.phase = "acknowledge"
+                return [StartedCommit(driver.start_commit(request.runtime_checkpoint))]
+        raise ProtocolViolation(f"driver: {name_of(request)} arrived in the {phase} phase")
+
+
 def serve(driver: Driver, channel: Channel) -> None:
     """Answer the runtime's requests until it closes the stream; refuse any out of order."""
-    phase = "open"
-    queued: dict[int, list[Key]] = {}
+    runner = Runner(driver)
     try:
         while (request := channel.receive()) is not None:
-            match phase, request:
-                case "open", Open():
-                    channel.send(Opened(driver.open(request)))
-                    phase = "acknowledge"
-                case "acknowledge", Acknowledge():
-                    channel.send(Acknowledged(driver.acknowledge()))
-                    phase = "load"
-                case "load", Load():
-                    queued.setdefault(request.binding, []).append(request.key)
-                case "load", Flush():
-                    for binding, keys in queued.items():
-                        for key, doc in driver.load(binding, keys):
-                            channel.send(Loaded(binding, tuple(key), doc))
-                    queued.clear()
-                    channel.send(Flushed())
-                    phase = "store"
-                case "store", Store():
-                    driver.store(request)
-                case "store", StartCommit():
-                    channel.send(StartedCommit(driver.start_commit(request.runtime_checkpoint)))
-                    phase = "acknowledge"
-                case _:
-                    raise ProtocolViolation(
-                        f"driver: {name_of(request)} arrived in the {phase} phase"
-                    )
+            for response in runner.handle(request):
+                channel.send(response)
     finally:
         driver.close()

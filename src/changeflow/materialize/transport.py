@@ -14,14 +14,13 @@ import subprocess
 import sys
 import threading
 from abc import ABC, abstractmethod
+from collections import deque
 from typing import IO, Any
 
 from changeflow import errors
 from changeflow.errors import ChangeflowError, ProtocolViolation
-from changeflow.materialize.driver import Driver, serve
+from changeflow.materialize.driver import Driver, Runner, serve
 from changeflow.materialize.protocol import Message, decode, encode
-
-_CLOSED = object()
 
 
 class Transport(ABC):
@@ -50,52 +49,37 @@ class _Queues:
             item = self.responses.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"{who} did not answer within {timeout} s") from None
-        if item is _CLOSED:
-            self.responses.put(_CLOSED)
-            raise ProtocolViolation(f"{who} closed the stream")
-        if isinstance(item, BaseException):
+        if isinstance(item, BaseException):  # the driver failed or exited: say so every time
             self.responses.put(item)
             raise item
         return item
 
 
 class InProcess(Transport):
-    """The driver served on a thread of this process."""
+    """The driver in this process, called directly: each request is handled as it is sent
+    (a driver's error is raised by ``send``), its responses wait for ``receive``."""
 
     def __init__(self, driver: Driver) -> None:
-        self.requests: queue.Queue[Any] = queue.Queue()
-        self.out = _Queues()
-        self.thread = threading.Thread(target=self._run, args=(driver,), daemon=True)
-        self.thread.start()
-
-    def _run(self, driver: Driver) -> None:
-        channel = _ThreadChannel(self.requests, self.out.responses)
-        try:
-            serve(driver, channel)
-            self.out.responses.put(_CLOSED)
-        except BaseException as e:  # handed to the runtime, which raises it
-            self.out.responses.put(e)
+        self.runner = Runner(driver)
+        self.responses: deque[Message] = deque()
+        self.closed = False
 
     def send(self, message: Message) -> None:
-        self.requests.put(message)
+        if self.closed:
+            raise ProtocolViolation("the driver is closed")
+        self.responses.extend(self.runner.handle(message))
 
     def receive(self, timeout: float | None = None) -> Message:
-        return self.out.take(timeout, "the driver")
+        if not self.responses:
+            raise ProtocolViolation(
+                "the driver has no response to give: the runtime is out of step"
+            )
+        return self.responses.popleft()
 
     def close(self) -> None:
-        self.requests.put(None)
-        self.thread.join(timeout=30)
-
-
-class _ThreadChannel:
-    def __init__(self, requests: queue.Queue, responses: queue.Queue) -> None:
-        self.requests, self.responses = requests, responses
-
-    def receive(self) -> Message | None:
-        return self.requests.get()
-
-    def send(self, message: Message) -> None:
-        self.responses.put(message)
+        if not self.closed:
+            self.closed = True
+            self.runner.driver.close()
 
 
 class Subprocess(Transport):
