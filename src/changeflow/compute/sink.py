@@ -1,0 +1,166 @@
+"""The self-correcting view sink: it writes exactly ``desired - persisted`` to an output shard.
+
+The sink keeps a Correction buffer holding the desired updates minus everything the output
+holds, which it reads back through a subscription. It appends the batch
+``[persisted upper, desired frontier)`` by compare-and-append, and only once the read-back has
+caught up with the output's upper. So restarts, replays and redundant replicas never duplicate
+or lose an update: whatever another writer appended is read back and corrected (as in
+Materialize's materialized-view sink).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.compute as pc
+
+from changeflow.compute.correction import Correction
+from changeflow.errors import FrontierViolation, UpperMismatch
+from changeflow.storage import Storage
+from changeflow.storage.frames import TIME, bound, to_frame
+from changeflow.time import Antichain, check_time
+
+Bound = int | None  # an int time, or None for the empty frontier (beyond every time)
+UNKNOWN = -1  # the read-back's progress before the first snapshot arrives
+
+
+@dataclass
+class SinkStats:
+    """What one sink did: appends it won, appends another writer won first, rows it wrote."""
+
+    appends_won: int = 0
+    appends_lost: int = 0
+    updates_written: int = 0
+
+
+class SelfCorrectingSink:
+    """Writes a desired stream of ``(updates, frontier)`` steps to the shard ``output``.
+
+    The sink reads as of the output's since (its ``as_of``); the desired stream starts with
+    the desired collection's contents at the as_of (earlier times are advanced to it).
+    """
+
+    def __init__(self, storage: Storage, output: str, poll: float = 0.01) -> None:
+        self.storage, self.output, self.poll = storage, output, poll
+        self.stats = SinkStats()
+        self.read_cap, self.write_cap = storage.acquire_capabilities(output)
+        self.as_of = _bound(self.read_cap.frontier)
+        assert self.as_of is not None  # a live read capability is never at []
+        state = storage.state(output)
+        self.correction = Correction(state.schema)
+        self.correction.advance_since(self.as_of)
+        self.desired: Bound = 0  # desired updates at times before this have all arrived
+        # Read back: persisted updates before this have been negated into the correction.
+        # An empty shard (while we hold since) never gets an update before the as_of.
+        self.persisted: Bound = self.as_of if state.rows == 0 else UNKNOWN
+        self.subscription = storage.subscribe_at(self.read_cap, timeout=None, poll=poll)
+
+    def step(self, updates: Any = None, frontier: int | Antichain | None = None) -> None:
+        """Take in one desired step (either part may be None), read back, and write if due."""
+        if updates is not None:
+            frame = to_frame(updates, self.correction.schema, self.output)
+            low = pc.min(frame.column(TIME)).as_py() if frame.num_rows else None
+            if low is not None and _before(low, self.desired):
+                raise FrontierViolation(
+                    f"{self.output}: a desired update at time {low} arrived after the "
+                    f"desired frontier {_show(self.desired)} passed it"
+                )
+            self.correction.insert(frame)
+        if frontier is not None:
+            new = _bound(frontier)
+            if _before(new, self.desired):
+                raise FrontierViolation(
+                    f"{self.output}: the desired frontier cannot move back from "
+                    f"{_show(self.desired)} to {_show(new)}"
+                )
+            self.desired = new
+        self._read_back(0.0)
+        self._write()
+
+    def caught_up(self) -> bool:
+        """Has the read-back reached the desired frontier (so the output's upper has too)?"""
+        return self.persisted != UNKNOWN and not _before(self.persisted, self.desired)
+
+    def run(
+        self, desired: Iterable[tuple[Any, int | Antichain]], idle_timeout: float = 30.0
+    ) -> SinkStats:
+        """Consume the desired stream, then write and read back until caught up.
+
+        Raises ``TimeoutError`` if the output does not move for ``idle_timeout`` seconds.
+        """
+        for updates, frontier in desired:
+            self.step(updates, frontier)
+        deadline = time.monotonic() + idle_timeout
+        while not self.caught_up():
+            if self._read_back(self.poll):
+                deadline = time.monotonic() + idle_timeout
+            elif time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{self.output}: the output's upper stayed at {_show(self.persisted)} for "
+                    f"{idle_timeout} s; the desired frontier is {_show(self.desired)}"
+                )
+            self._write()
+        return self.stats
+
+    def close(self) -> None:
+        """Release the capabilities (with no other reader, since stays where this sink held it)."""
+        self.storage.drop(self.read_cap)
+        self.storage.drop(self.write_cap)
+
+    # -- the two halves ------------------------------------------------------------------------
+
+    def _read_back(self, timeout: float) -> bool:
+        """Negate whatever the output received into the correction; True if anything came."""
+        received = False
+        while (step := self.subscription.next(timeout)) is not None:
+            updates, upper = step
+            self.correction.insert_negated(updates)
+            self.persisted = _bound(upper)
+            self.correction.advance_since(self.persisted)
+            received, timeout = True, 0.0
+        # Hold since strictly before what was delivered, and no further back: compaction.
+        hold = None if self.persisted is None else self.persisted - 1
+        if received and hold is not None and _before(_bound(self.read_cap.frontier), hold):
+            self.storage.downgrade(self.read_cap, Antichain([hold]))
+        return received
+
+    def _write(self) -> None:
+        """Append ``[persisted, desired)`` if the read-back is at the output's upper."""
+        lower, upper = self.persisted, self.desired
+        if lower == UNKNOWN or lower is None or not _before(lower, upper):
+            return
+        if _before(_bound(self.write_cap.frontier), lower):  # another writer got there first
+            self.storage.downgrade(self.write_cap, Antichain([lower]))
+        if _bound(self.write_cap.frontier) != lower:  # our last append is not read back yet
+            return
+        updates = self.correction.updates_before(upper)
+        try:
+            self.storage.append(self.write_cap, updates, _frontier(upper))
+        except UpperMismatch as e:  # another replica won: its batch comes back in the read-back
+            self.stats.appends_lost += 1
+            self.storage.downgrade(self.write_cap, e.current)
+            return
+        self.stats.appends_won += 1
+        self.stats.updates_written += updates.num_rows
+
+
+def _bound(frontier: int | Antichain) -> Bound:
+    if isinstance(frontier, Antichain):
+        return bound(frontier, "a frontier")
+    return bound(Antichain([check_time(frontier)]), "a frontier")
+
+
+def _frontier(b: Bound) -> Antichain:
+    return Antichain() if b is None else Antichain([b])
+
+
+def _before(a: Bound, b: Bound) -> bool:
+    """``a < b``, where None is beyond every time."""
+    return a is not None and (b is None or a < b)
+
+
+def _show(b: Bound) -> str:
+    return "[]" if b is None else f"[{b}]"
