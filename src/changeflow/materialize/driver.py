@@ -40,6 +40,9 @@ class Driver(ABC):
     at_least_once: bool = False
     #: Push-only drivers never receive Load: every binding runs in delta-updates mode.
     delta_only: bool = False
+    #: The store keeps the runtime checkpoint with its data (and fences older instances): its
+    #: checkpoint from Open wins over the recovery log's.
+    authoritative: bool = False
 
     @abstractmethod
     def open(self, request: Open) -> dict[str, Any] | None:

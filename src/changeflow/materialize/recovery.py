@@ -1,0 +1,58 @@
+"""The runtime's recovery log: the runtime checkpoint and the driver checkpoint, committed
+together in one SQLite transaction, per materialization."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from changeflow.materialize.protocol import DriverState, apply_state
+
+
+class RecoveryLog:
+    """``load`` what was last committed; ``commit`` both checkpoints atomically."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS recovery_log (materialization TEXT PRIMARY KEY, "
+            "runtime_checkpoint TEXT, driver_checkpoint TEXT NOT NULL)"
+        )
+
+    def load(self, name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        row = self.db.execute(
+            "SELECT runtime_checkpoint, driver_checkpoint FROM recovery_log "
+            "WHERE materialization = ?",
+            (name,),
+        ).fetchone()
+        if row is None:
+            return None, {}
+        return (json.loads(row[0]) if row[0] else None), json.loads(row[1])
+
+    def commit(
+        self, name: str, runtime_checkpoint: dict[str, Any], driver: DriverState | None
+    ) -> dict[str, Any]:
+        """Commit both checkpoints (a driver merge patch is applied to the stored one)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            _, current = self.load(name)
+            state = apply_state(current, driver)
+            self.db.execute(
+                "INSERT INTO recovery_log VALUES (?, ?, ?) ON CONFLICT (materialization) "
+                "DO UPDATE SET runtime_checkpoint = excluded.runtime_checkpoint, "
+                "driver_checkpoint = excluded.driver_checkpoint",
+                (name, json.dumps(runtime_checkpoint), json.dumps(state)),
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return state
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,94 @@
+"""Reducing a transaction's changes of one key into the document to store.
+
+lastWriteWins (the default): the document is the key's one row after the transaction; more
+than one row per key is an error. ``sum`` columns add ``diff * value``; ``merge`` columns apply
+each inserted value as a JSON merge patch. Delta updates combine this transaction's changes only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from changeflow.errors import InvalidInput
+from changeflow.materialize.protocol import Doc, Key, merge_patch
+
+REDUCTIONS = ("sum", "merge")
+
+
+@dataclass(frozen=True)
+class Reducer:
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    reductions: dict[str, str] = field(default_factory=dict)
+    delta: bool = False
+
+    def __post_init__(self) -> None:
+        for name in (*self.key, *self.reductions):
+            if name not in self.columns:
+                raise InvalidInput(f"no column {name!r}; the columns are {list(self.columns)}")
+        for name, how in self.reductions.items():
+            if how not in REDUCTIONS:
+                raise InvalidInput(f"column {name!r}: unknown reduction {how!r} (sum, merge)")
+            if name in self.key:
+                raise InvalidInput(f"column {name!r} is part of the key and cannot be reduced")
+
+    def key_of(self, doc: Doc) -> Key:
+        return tuple(doc[c] for c in self.key)
+
+    def reduce(
+        self, key: Key, changes: list[tuple[tuple, int]], loaded: Doc | None, where: str
+    ) -> tuple[Doc | None, bool]:
+        """The document to store for ``key`` and whether it is a delete.
+
+        ``changes`` are ``(row, diff)`` in time order; ``loaded`` is the stored document (None
+        if it does not exist or in delta mode). ``(None, False)`` means nothing to store.
+        """
+        if self.reductions:
+            return self._fold(key, changes, loaded), False
+        rows: Counter[tuple] = Counter()
+        if loaded is not None:
+            rows[tuple(loaded.get(c) for c in self.columns)] = 1
+        for row, diff in changes:
+            rows[row] += diff
+        present = {row: n for row, n in rows.items() if n}
+        if self.delta:
+            present = {row: n for row, n in present.items() if n > 0}
+        if not present:
+            deleted = loaded is not None or (self.delta and bool(changes))
+            return None, deleted
+        if len(present) > 1 or next(iter(present.values())) != 1:
+            shown = ", ".join(f"{c}={v!r}" for c, v in zip(self.key, key, strict=True))
+            raise InvalidInput(
+                f"key ({shown}) has {sum(present.values())} rows {where}; a materialization "
+                "keeps one row per key: choose a key that is unique, or reduce with --reduce"
+            )
+        return dict(zip(self.columns, next(iter(present)), strict=True)), False
+
+    def _fold(self, key: Key, changes: list[tuple[tuple, int]], loaded: Doc | None) -> Doc:
+        doc: Doc = dict(loaded) if loaded is not None else dict(zip(self.key, key, strict=True))
+        for name, how in self.reductions.items():
+            if how == "sum":
+                doc.setdefault(name, 0)
+        for row, diff in changes:
+            values = dict(zip(self.columns, row, strict=True))
+            for name, value in values.items():
+                how = self.reductions.get(name)
+                if how == "sum":
+                    doc[name] = (doc.get(name) or 0) + diff * (value or 0)
+                elif diff > 0 and how == "merge":
+                    doc[name] = merge_patch(_json(doc.get(name)), _json(value))
+                elif diff > 0 and name not in self.key:
+                    doc[name] = value
+        return doc
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

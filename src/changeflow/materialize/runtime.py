@@ -1,0 +1,330 @@
+"""The runtime: a shard, read through a subscription, turned into transactions with a driver.
+
+Each transaction covers an interval of the shard's frontiers and closes at a frontier advance
+(or at a time boundary once it holds ``max_rows`` updates). Per transaction, exactly as the
+protocol says: Acknowledge (the previous transaction committed to the recovery log), then the
+Loads of this transaction's keys without waiting, Flush only after Acknowledged, the Stores of
+the reduced documents, and StartCommit with the runtime checkpoint (the frontier consumed). On
+StartedCommit both checkpoints commit to the recovery log together, and the next transaction's
+loads overlap the driver's commit and acknowledgement.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.errors import FrontierViolation, InvalidInput, ProtocolViolation
+from changeflow.failpoints import failpoint
+from changeflow.materialize.driver import Driver
+from changeflow.materialize.drivers import DRIVERS, open_driver
+from changeflow.materialize.protocol import (
+    Acknowledge,
+    Acknowledged,
+    Binding,
+    Doc,
+    Flush,
+    Flushed,
+    Key,
+    Load,
+    Loaded,
+    Message,
+    Open,
+    Opened,
+    StartCommit,
+    StartedCommit,
+    Store,
+    name_of,
+)
+from changeflow.materialize.recovery import RecoveryLog
+from changeflow.materialize.reductions import Reducer
+from changeflow.materialize.transport import InProcess, Subprocess, Transport
+from changeflow.storage import Storage
+from changeflow.storage.frames import DIFF, TIME
+from changeflow.time import Antichain
+
+
+@dataclass(frozen=True)
+class Materialization:
+    """What to materialize where: a shard into a target URL, by a key."""
+
+    name: str
+    shard: str
+    target: str
+    key: tuple[str, ...]
+    reductions: dict[str, str] = field(default_factory=dict)
+    delta_updates: bool = False
+    force: bool = False  # allow a sum through an at-least-once driver
+    max_rows: int = 10_000  # a transaction closes at the next time boundary beyond this
+
+
+@dataclass
+class Progress:
+    """What a run has done so far; handed to the progress callback after each transaction."""
+
+    transactions: int = 0
+    updates: int = 0
+    stores: int = 0
+    frontier: Antichain = field(default_factory=Antichain)
+    shard_upper: Antichain = field(default_factory=Antichain)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def lag(self) -> int | None:
+        """How many times the target is behind the shard's upper (None when unknown)."""
+        if not self.frontier or not self.shard_upper:
+            return 0 if not self.shard_upper else None
+        return self.shard_upper.elements[0] - self.frontier.elements[0]
+
+
+def driver_class(url: str) -> type[Driver]:
+    """The driver class for ``url``, to read its traits without opening it."""
+    from importlib import import_module
+
+    module, name = DRIVERS.get(url.split(":", 1)[0], (None, None))
+    if module is None:
+        open_driver(url)  # raises the clear error
+    return getattr(import_module(module), name)
+
+
+def materialize(
+    storage: Storage,
+    spec: Materialization,
+    recovery_log: Path,
+    transport: Transport | None = None,
+    out_of_process: bool = False,
+    follow: bool = False,
+    idle_timeout: float | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Progress:
+    """Run ``spec`` until the target has caught up with the shard (or, with ``follow``, until
+    nothing new arrives for ``idle_timeout`` seconds or the shard is closed)."""
+    if transport is None:
+        transport = (
+            Subprocess([sys.executable, "-m", "changeflow.materialize.drivers", spec.target])
+            if out_of_process
+            else InProcess(open_driver(spec.target))
+        )
+    log = RecoveryLog(recovery_log)
+    try:
+        return Runtime(storage, spec, transport, log, on_progress).run(follow, idle_timeout)
+    finally:
+        transport.close()
+        log.close()
+
+
+class Runtime:
+    """One session of a materialization; see the module docstring."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        spec: Materialization,
+        transport: Transport,
+        log: RecoveryLog,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
+        self.on_progress = on_progress or (lambda _: None)
+        kind = driver_class(spec.target)
+        state = storage.state(spec.shard)
+        schema = state.schema
+        delta = spec.delta_updates or kind.delta_only
+        self.binding = Binding(
+            resource=spec.shard,
+            columns=tuple(schema.names),
+            types=tuple(str(f.type) for f in schema),
+            key=tuple(spec.key),
+            delta_updates=delta,
+        )
+        self.reducer = Reducer(self.binding.columns, self.binding.key, spec.reductions, delta)
+        if kind.at_least_once and "sum" in spec.reductions.values() and not spec.force:
+            raise InvalidInput(
+                f"{spec.target}: this driver is at-least-once, so a retried transaction could "
+                "add a sum twice; use a transactional target, or pass --force to accept it"
+            )
+        self.authoritative = kind.authoritative
+        self.phase = "open"
+        self._stored = 0
+
+    # -- the session -------------------------------------------------------------------------
+
+    def run(self, follow: bool, idle_timeout: float | None) -> Progress:
+        resume = self._open()
+        progress = Progress(frontier=resume or Antichain([0]))
+        if resume is not None and not resume:
+            return progress  # the shard was closed and everything is materialized
+        read, write = self.storage.acquire_capabilities(self.spec.shard)
+        self.storage.drop(write)
+        try:
+            goal = None if follow else self.storage.state(self.spec.shard).upper
+            for updates, upper in self._steps(read, resume, goal, idle_timeout):
+                self._transaction(updates, upper)
+                progress.transactions += 1
+                progress.updates += updates.num_rows
+                progress.stores += self._stored
+                progress.frontier = upper
+                progress.shard_upper = self.storage.state(self.spec.shard).upper
+                self.on_progress(progress)
+                if upper.elements:
+                    self.storage.downgrade(read, upper.elements[0] - 1)
+                if not upper or (goal is not None and goal <= upper):
+                    break
+        finally:
+            self.storage.drop(read)
+        self._acknowledge_last()
+        return progress
+
+    def _open(self) -> Antichain | None:
+        """Open the driver; the checkpoint to go on from (None: a fresh start)."""
+        runtime_checkpoint, driver_state = self.log.load(self.spec.name)
+        self.transport.send(
+            Open(
+                self.spec.name,
+                (self.binding,),
+                {"url": self.spec.target},
+                state=driver_state,
+            )
+        )
+        opened = self._expect(Opened)
+        failpoint("runtime.after_open")
+        if self.authoritative or opened.runtime_checkpoint is not None:
+            runtime_checkpoint = opened.runtime_checkpoint
+        self.phase = "acknowledge"
+        if runtime_checkpoint is None:
+            return None
+        return Antichain.from_json(runtime_checkpoint["frontier"])
+
+    def _steps(
+        self, read: Any, resume: Antichain | None, goal: Antichain | None, idle: float | None
+    ) -> Iterator[tuple[pa.Table, Antichain]]:
+        """The shard's updates beyond the checkpoint, cut into transactions.
+
+        A fresh start begins with the snapshot at the shard's since; a resumed one subscribes
+        as of the last time the target holds and skips that snapshot.
+        """
+        since = self.storage.state(self.spec.shard).since
+        if resume is None:
+            if not since:
+                raise FrontierViolation(f"{self.spec.shard}: the shard is no longer readable")
+            as_of = since.elements[0]
+        else:
+            as_of = resume.elements[0] - 1
+            if not since.less_equal(as_of):
+                raise FrontierViolation(
+                    f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
+                    f"but the shard was compacted to {since.to_json()} meanwhile; "
+                    "materialize into a new target"
+                )
+            self.storage.downgrade(read, as_of)
+        if goal is not None and goal.less_equal(as_of):
+            return  # nothing new to read
+        subscription = self.storage.subscribe_at(read, timeout=None)
+        skip_snapshot = resume is not None
+        while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
+            updates, upper = step
+            if skip_snapshot:  # the target holds it already
+                skip_snapshot = False
+                continue
+            yield from self._cut(updates, upper)
+            if not upper:
+                return
+
+    def _cut(self, updates: pa.Table, upper: Antichain) -> Iterator[tuple[pa.Table, Antichain]]:
+        """Split a step at time boundaries once a transaction holds ``max_rows`` updates."""
+        limit = self.spec.max_rows
+        if updates.num_rows <= limit:
+            yield updates, upper
+            return
+        times = updates.column(TIME).to_numpy()
+        begin = 0
+        while begin < len(times):
+            end = min(begin + limit, len(times))
+            while end < len(times) and times[end] == times[end - 1]:
+                end += 1
+            cut = Antichain([int(times[end])]) if end < len(times) else upper
+            yield updates.slice(begin, end - begin), cut
+            begin = end
+
+    # -- one transaction -----------------------------------------------------------------------
+
+    def _transaction(self, updates: pa.Table, upper: Antichain) -> None:
+        changes = self._changes(updates)
+        self._send(Acknowledge())
+        if not self.binding.delta_updates:
+            for key in changes:
+                self._send(Load(0, key))
+        failpoint("runtime.during_loads")
+        self._expect(Acknowledged, "acknowledge")
+        self._send(Flush())
+        loaded: dict[Key, Doc] = {}
+        while True:
+            response = self._receive("load")
+            if isinstance(response, Flushed):
+                break
+            if not isinstance(response, Loaded):
+                self._out_of_order(response)
+            loaded[tuple(response.key)] = response.doc
+        where = f"at frontier {upper.to_json()}"
+        self._stored = 0
+        for key, rows in changes.items():
+            doc, delete = self.reducer.reduce(key, rows, loaded.get(key), where)
+            if doc is None and not delete:
+                continue
+            self._send(Store(0, key, doc, key in loaded, delete))
+            self._stored += 1
+        checkpoint = {"frontier": upper.to_json()}
+        failpoint("runtime.before_start_commit")
+        self._send(StartCommit(checkpoint))
+        failpoint("runtime.after_start_commit")
+        started = self._expect(StartedCommit, "commit")
+        failpoint("runtime.before_log_commit")
+        self.log.commit(self.spec.name, checkpoint, started.state)
+        failpoint("runtime.after_log_commit")
+
+    def _acknowledge_last(self) -> None:
+        """Tell the driver the last transaction committed, and wait for it to finish."""
+        self._send(Acknowledge())
+        failpoint("runtime.during_acknowledge")
+        self._expect(Acknowledged, "acknowledge")
+
+    def _changes(self, updates: pa.Table) -> dict[Key, list[tuple[tuple, int]]]:
+        """``(row, diff)`` per key, in time order."""
+        columns = [updates.column(c).to_pylist() for c in self.binding.columns]
+        diffs = updates.column(DIFF).to_pylist()
+        at = [self.binding.columns.index(c) for c in self.binding.key]
+        changes: dict[Key, list[tuple[tuple, int]]] = {}
+        for row, diff in zip(zip(*columns, strict=True), diffs, strict=True):
+            changes.setdefault(tuple(row[i] for i in at), []).append((row, diff))
+        return changes
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def _send(self, message: Message) -> None:
+        self.transport.send(message)
+
+    def _receive(self, phase: str) -> Message:
+        self.phase = phase
+        return self.transport.receive(timeout=600)
+
+    def _expect(self, kind: type, phase: str = "open") -> Any:
+        response = self._receive(phase)
+        if not isinstance(response, kind):
+            self._out_of_order(response)
+        return response
+
+    def _out_of_order(self, response: Message) -> None:
+        raise ProtocolViolation(
+            f"runtime: {name_of(response)} arrived in the {self.phase} phase of "
+            f"materialization {self.spec.name!r}"
+        )
