@@ -133,10 +133,12 @@ class Runtime:
         transport: Transport,
         log: RecoveryLog,
         on_progress: Callable[[Progress], None] | None = None,
+        kind: type[Driver] | None = None,
     ) -> None:
+        """``kind`` is the driver's class, for its traits (default: from the target URL)."""
         self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
         self.on_progress = on_progress or (lambda _: None)
-        kind = driver_class(spec.target)
+        kind = kind or driver_class(spec.target)
         state = storage.state(spec.shard)
         schema = state.schema
         delta = spec.delta_updates or kind.delta_only
