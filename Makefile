@@ -27,6 +27,7 @@ test: $(STAMP) java
 bench: $(STAMP) java
 	$(BIN)/python benchmarks/cdc_decode.py
 	$(BIN)/python benchmarks/storage.py
+	$(BIN)/python benchmarks/correction.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
