@@ -1,0 +1,210 @@
+"""The PostgreSQL driver (``postgresql://…``): psycopg 3, identifiers quoted by ``psycopg.sql``.
+
+A Flush's loads COPY the keys into a temporary table and join it with the target: a handful of
+round trips per Flush, none per key. A commit COPYs the staged rows into a temporary staging
+table and applies them set-based (DELETE … USING, UPDATE … FROM, INSERT … SELECT) in the
+transaction that updates the checkpoint where the fence is still this instance's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import psycopg
+from psycopg import sql
+
+from changeflow.errors import InvalidInput
+from changeflow.materialize.drivers.sql import CHECKPOINTS, Row, Schema, SqlDriver, Table, Writes
+
+_SPLIT = "materialization = %s AND key_begin = %s AND key_end = %s"
+_OP = sql.Identifier("_changeflow_op")  # the staging table's 'i', 'u' or 'd'
+
+_COLUMNS = (
+    "SELECT column_name, data_type FROM information_schema.columns "
+    "WHERE table_schema = current_schema() AND table_name = %s"
+)
+_PRIMARY_KEY = (
+    "SELECT k.column_name FROM information_schema.table_constraints c "
+    "JOIN information_schema.key_column_usage k ON k.constraint_schema = c.constraint_schema "
+    "AND k.constraint_name = c.constraint_name AND k.table_name = c.table_name "
+    "WHERE c.table_schema = current_schema() AND c.table_name = %s "
+    "AND c.constraint_type = 'PRIMARY KEY' ORDER BY k.ordinal_position"
+)
+
+
+def _names(names: Iterable[str], prefix: str | None = None) -> sql.Composable:
+    """``a, b`` (or ``t.a, t.b``), quoted."""
+    return sql.SQL(", ").join(
+        sql.Identifier(n) if prefix is None else sql.Identifier(prefix, n) for n in names
+    )
+
+
+def _equal(names: Iterable[str]) -> sql.Composable:
+    """``t.a = s.a AND t.b = s.b``."""
+    return sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(n)) for n in names)
+
+
+def _temp(kind: str, index: int) -> sql.Identifier:
+    return sql.Identifier("pg_temp", f"changeflow_{kind}_{index}")
+
+
+class PostgresDriver(SqlDriver):
+    """Tables and checkpoints in the PostgreSQL database of the URL (its current schema)."""
+
+    invalid_errors = (psycopg.DataError, psycopg.IntegrityError)
+    database_errors = (psycopg.Error,)
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.conn: psycopg.Connection | None = None
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[psycopg.Cursor]:
+        """A cursor in a transaction that commits at the end, or rolls back on an error."""
+        assert self.conn is not None, "the driver is not open"
+        try:
+            with self.conn.cursor() as cur:
+                yield cur
+            self.conn.commit()
+        except BaseException:
+            self.conn.rollback()
+            raise
+
+    @contextlib.contextmanager
+    def _racing_create(self) -> Iterator[psycopg.Cursor]:
+        """A transaction of CREATE … IF NOT EXISTS: losing a race to create means it exists."""
+        with (
+            contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable),
+            self._transaction() as cur,
+        ):
+            yield cur
+
+    def _connect(self) -> None:
+        self.conn = psycopg.connect(self.url, autocommit=False, connect_timeout=10)
+        with self._racing_create() as cur:
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {CHECKPOINTS} (materialization text NOT NULL, "
+                "key_begin bigint NOT NULL, key_end bigint NOT NULL, fence bigint NOT NULL, "
+                "checkpoint text, PRIMARY KEY (materialization, key_begin, key_end))"
+            )
+
+    def _create(self, table: Table) -> None:
+        if len(table.name.encode()) > 63:
+            raise InvalidInput(
+                f"{self._where()}: table name {table.name!r} is longer than PostgreSQL's "
+                "63 bytes; choose a shorter one"
+            )
+        columns = [
+            sql.SQL("{} {}{}").format(
+                sql.Identifier(c), sql.SQL(t), sql.SQL(" NOT NULL" if c in table.key else "")
+            )
+            for c, t in zip(table.columns, table.types, strict=True)
+        ]
+        if table.key:
+            columns.append(sql.SQL("PRIMARY KEY ({})").format(_names(table.key)))
+        with self._racing_create() as cur:
+            cur.execute(
+                sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(
+                    sql.Identifier(table.name), sql.SQL(", ").join(columns)
+                )
+            )
+
+    def _schema(self, name: str) -> Schema | None:
+        with self._transaction() as cur:
+            columns = dict(cur.execute(_COLUMNS, (name,)).fetchall())
+            key = tuple(k for (k,) in cur.execute(_PRIMARY_KEY, (name,)))
+        return Schema(columns, key) if columns else None
+
+    def _prepare(self, index: int, table: Table) -> None:
+        """Temporary tables of this session, emptied by each commit: keys to load, and rows
+        to write."""
+
+        def columns(names: Iterable[str]) -> sql.Composable:
+            types = dict(zip(table.columns, table.types, strict=True))
+            return sql.SQL(", ").join(
+                sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(types[c])) for c in names
+            )
+
+        create = "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS"
+        with self._transaction() as cur:
+            if not table.delta:
+                keys = columns(table.binding.key)
+                cur.execute(sql.SQL(create).format(_temp("load", index), keys))
+            rows = sql.SQL("{}, {} text").format(columns(table.columns), _OP)
+            cur.execute(sql.SQL(create).format(_temp("stage", index), rows))
+
+    def _bump_fence(self) -> tuple[int, str | None]:
+        with self._transaction() as cur:
+            cur.execute(
+                f"INSERT INTO {CHECKPOINTS} (materialization, key_begin, key_end, fence) "
+                "VALUES (%s, %s, %s, 1) ON CONFLICT (materialization, key_begin, key_end) "
+                f"DO UPDATE SET fence = {CHECKPOINTS}.fence + 1 RETURNING fence, checkpoint",
+                self.split,
+            )
+            fence, checkpoint = cur.fetchone() or (0, None)
+        return fence, checkpoint
+
+    def _fetch(self, index: int, table: Table, keys: list[Row]) -> Iterable[Row]:
+        temp, key = _temp("load", index), table.binding.key
+        with self._transaction() as cur:
+            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(temp, _names(key))) as copy:
+                for k in keys:
+                    copy.write_row(k)
+            cur.execute(
+                sql.SQL("SELECT {} FROM {} AS k JOIN {} AS t USING ({})").format(
+                    _names(table.columns, "t"), temp, sql.Identifier(table.name), _names(key)
+                )
+            )
+            return cur.fetchall()
+
+    def _commit(self, checkpoint: str, writes: list[Writes]) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                f"UPDATE {CHECKPOINTS} SET checkpoint = %s WHERE {_SPLIT} AND fence = %s",
+                (checkpoint, *self.split, self.fence),
+            )
+            if cur.rowcount != 1:
+                row = cur.execute(
+                    f"SELECT fence FROM {CHECKPOINTS} WHERE {_SPLIT}", self.split
+                ).fetchone()
+                raise self.fenced_off(row[0] if row else None)
+            for index, (table, w) in enumerate(zip(self.tables, writes, strict=True)):
+                if w:
+                    self._apply(cur, index, table, w)
+
+    def _apply(self, cur: psycopg.Cursor, index: int, table: Table, writes: Writes) -> None:
+        """COPY the rows into the staging table, then one statement per kind of write."""
+        stage, target, columns = _temp("stage", index), sql.Identifier(table.name), table.columns
+        copy_sql = sql.SQL("COPY {} ({}, {}) FROM STDIN").format(stage, _names(columns), _OP)
+        with cur.copy(copy_sql) as copy:
+            for op, rows in (("d", writes.deletes), ("u", writes.updates), ("i", writes.inserts)):
+                for row in rows:
+                    copy.write_row((*row, op))
+        key = table.binding.key
+        if writes.deletes:
+            cur.execute(
+                sql.SQL("DELETE FROM {} AS t USING {} AS s WHERE s.{} = 'd' AND {}").format(
+                    target, stage, _OP, _equal(key)
+                )
+            )
+        if writes.updates and table.values:
+            assign = sql.SQL(", ").join(
+                sql.SQL("{0} = s.{0}").format(sql.Identifier(c)) for c in table.values
+            )
+            cur.execute(
+                sql.SQL("UPDATE {} AS t SET {} FROM {} AS s WHERE s.{} = 'u' AND {}").format(
+                    target, assign, stage, _OP, _equal(key)
+                )
+            )
+        if writes.inserts:
+            cur.execute(
+                sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {} = 'i'").format(
+                    target, _names(columns), _names(columns), stage, _OP
+                )
+            )
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

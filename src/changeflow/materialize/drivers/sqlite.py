@@ -1,0 +1,172 @@
+"""The SQLite driver (``sqlite:PATH``): tables in one SQLite file, in WAL mode with full sync.
+
+Loads fill a temporary table of keys and join it with the target; a commit is one
+``BEGIN IMMEDIATE`` transaction of the checkpoint update and three ``executemany`` statements.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from changeflow.materialize.drivers.sql import CHECKPOINTS, Row, Schema, SqlDriver, Table, Writes
+
+_SPLIT = "materialization = ? AND key_begin = ? AND key_end = ?"
+
+
+def _q(name: str) -> str:
+    """A quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _list(names: Iterable[str], prefix: str = "") -> str:
+    return ", ".join(prefix + _q(n) for n in names)
+
+
+def _equal(names: Iterable[str], left: str = "", right: str | None = None) -> str:
+    """``a = ? AND b = ?``; with ``right``: ``t.a = k.a AND …``."""
+    return " AND ".join(f"{left}{_q(n)} = {'?' if right is None else right + _q(n)}" for n in names)
+
+
+class SqliteDriver(SqlDriver):
+    """Tables and checkpoints in the SQLite file of ``sqlite:PATH``."""
+
+    invalid_errors = (sqlite3.IntegrityError, sqlite3.DataError)
+    database_errors = (sqlite3.Error,)
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.path = Path(url.removeprefix("sqlite:"))
+        self.db: sqlite3.Connection | None = None
+
+    def _connect(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self.db = db
+        for attempt in range(100):  # switching a new file to WAL does not wait for other openers
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {CHECKPOINTS} (materialization TEXT NOT NULL, "
+            "key_begin BIGINT NOT NULL, key_end BIGINT NOT NULL, fence BIGINT NOT NULL, "
+            "checkpoint TEXT, PRIMARY KEY (materialization, key_begin, key_end))"
+        )
+
+    def _create(self, table: Table) -> None:
+        columns = [
+            f"{_q(c)} {t}{' NOT NULL' if c in table.key else ''}"
+            for c, t in zip(table.columns, table.types, strict=True)
+        ]
+        if table.key:
+            columns.append(f"PRIMARY KEY ({_list(table.key)})")
+        clustered = " WITHOUT ROWID" if table.key else ""  # rows stored in key order
+        self._db.execute(
+            f"CREATE TABLE IF NOT EXISTS main.{_q(table.name)} ({', '.join(columns)}){clustered}"
+        )
+
+    def _schema(self, name: str) -> Schema | None:
+        rows = self._db.execute(
+            "SELECT name, type, pk FROM pragma_table_info(?, 'main')", (name,)
+        ).fetchall()
+        if not rows:
+            return None
+        key = tuple(n for n, _, pk in sorted(rows, key=lambda r: r[2]) if pk)
+        return Schema({n: t.lower() for n, t, _ in rows}, key)
+
+    def _prepare(self, index: int, table: Table) -> None:
+        if table.delta:
+            return  # nothing to load
+        keys = zip(table.binding.key, (table.types[at] for at in table.key_at), strict=True)
+        self._db.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS changeflow_load_{index} "
+            f"({', '.join(f'{_q(c)} {t}' for c, t in keys)})"
+        )
+
+    def _bump_fence(self) -> tuple[int, str | None]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            ((fence, checkpoint),) = db.execute(
+                f"INSERT INTO {CHECKPOINTS} (materialization, key_begin, key_end, fence) "
+                "VALUES (?, ?, ?, 1) ON CONFLICT (materialization, key_begin, key_end) "
+                "DO UPDATE SET fence = fence + 1 RETURNING fence, checkpoint",
+                self.split,
+            ).fetchall()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return fence, checkpoint
+
+    def _fetch(self, index: int, table: Table, keys: list[Row]) -> Iterable[Row]:
+        db, temp, key = self._db, f"temp.changeflow_load_{index}", table.binding.key
+        db.execute("BEGIN")
+        try:
+            db.execute(f"DELETE FROM {temp}")
+            db.executemany(f"INSERT INTO {temp} VALUES ({', '.join('?' * len(key))})", keys)
+            # CROSS JOIN keeps the keys as the outer loop: one primary-key search per key
+            return db.execute(
+                f"SELECT {_list(table.columns, 't.')} FROM {temp} AS k "
+                f"CROSS JOIN main.{_q(table.name)} AS t WHERE {_equal(key, 't.', 'k.')}"
+            ).fetchall()
+        finally:
+            db.execute("ROLLBACK")
+
+    def _commit(self, checkpoint: str, writes: list[Writes]) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            updated = db.execute(
+                f"UPDATE {CHECKPOINTS} SET checkpoint = ? WHERE {_SPLIT} AND fence = ?",
+                (checkpoint, *self.split, self.fence),
+            ).rowcount
+            if updated != 1:
+                row = db.execute(
+                    f"SELECT fence FROM {CHECKPOINTS} WHERE {_SPLIT}", self.split
+                ).fetchone()
+                raise self.fenced_off(row[0] if row else None)
+            for table, w in zip(self.tables, writes, strict=True):
+                self._apply(table, w)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _apply(self, table: Table, writes: Writes) -> None:
+        db, name, key = self._db, f"main.{_q(table.name)}", table.binding.key
+        if writes.deletes:
+            db.executemany(
+                f"DELETE FROM {name} WHERE {_equal(key)}",
+                (table.key_of(row) for row in writes.deletes),
+            )
+        if writes.updates and table.values:
+            values = [table.columns.index(c) for c in table.values]
+            db.executemany(
+                f"UPDATE {name} SET {', '.join(f'{_q(c)} = ?' for c in table.values)} "
+                f"WHERE {_equal(key)}",
+                ((*(row[i] for i in values), *table.key_of(row)) for row in writes.updates),
+            )
+        if writes.inserts:
+            db.executemany(
+                f"INSERT INTO {name} ({_list(table.columns)}) "
+                f"VALUES ({', '.join('?' * len(table.columns))})",
+                writes.inserts,
+            )
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        assert self.db is not None, "the driver is not open"
+        return self.db
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
