@@ -221,8 +221,10 @@ class Correction:
             self.stage, self.staged = [], 0
             return [table]
         before = pc.less(table.column(TIME), upper)
+        self.stage, self.staged = [], 0
         later = table.filter(pc.invert(before))
-        self.stage, self.staged = ([later], later.num_rows) if later.num_rows else ([], 0)
+        if later.num_rows:  # routed now, so the stage never holds the future across reads
+            self._route(self._merge_tables(later))
         return [table.filter(before)]
 
     def _peel(self, upper: Bound) -> list[Chain]:

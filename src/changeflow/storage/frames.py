@@ -56,6 +56,10 @@ def to_frame(updates: Any, schema: pa.Schema, name: str) -> pa.Table:
     """Any supported input as an update frame of ``schema``; an error names what is wrong."""
     target = frame_schema(schema)
     if isinstance(updates, pa.Table):
+        if updates.schema.equals(target) and not (
+            updates.column(TIME).null_count or updates.column(DIFF).null_count
+        ):
+            return updates  # already an update frame of this schema
         table = updates
     elif type(updates).__module__.startswith("pandas"):
         table = pa.Table.from_pandas(updates, preserve_index=False)
