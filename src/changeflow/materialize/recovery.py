@@ -1,5 +1,6 @@
 """The runtime's recovery log: the runtime checkpoint and the driver checkpoint, committed
-together in one SQLite transaction, per materialization."""
+together in one SQLite transaction, per materialization; and a fence per materialization, so
+that a session that a newer one has taken over (a zombie) can no longer commit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from changeflow.errors import FencedOff
 from changeflow.materialize.protocol import DriverState, apply_state
 
 
@@ -23,6 +25,10 @@ class RecoveryLog:
             "CREATE TABLE IF NOT EXISTS recovery_log (materialization TEXT PRIMARY KEY, "
             "runtime_checkpoint TEXT, driver_checkpoint TEXT NOT NULL)"
         )
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS recovery_fences (materialization TEXT PRIMARY KEY, "
+            "fence INTEGER NOT NULL)"
+        )
 
     def load(self, name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         row = self.db.execute(
@@ -34,12 +40,41 @@ class RecoveryLog:
             return None, {}
         return (json.loads(row[0]) if row[0] else None), json.loads(row[1])
 
-    def commit(
-        self, name: str, runtime_checkpoint: dict[str, Any], driver: DriverState | None
-    ) -> dict[str, Any]:
-        """Commit both checkpoints (a driver merge patch is applied to the stored one)."""
+    def fence(self, name: str) -> int:
+        """Take ``name`` over: a new fence, which every older session's commit now fails."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            ((fence,),) = self.db.execute(
+                "INSERT INTO recovery_fences VALUES (?, 1) ON CONFLICT (materialization) "
+                "DO UPDATE SET fence = fence + 1 RETURNING fence",
+                (name,),
+            ).fetchall()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return fence
+
+    def commit(
+        self,
+        name: str,
+        runtime_checkpoint: dict[str, Any],
+        driver: DriverState | None,
+        fence: int | None = None,
+    ) -> dict[str, Any]:
+        """Commit both checkpoints (a driver merge patch is applied to the stored one); with
+        ``fence``, only if no newer session has taken ``name`` over (else FencedOff)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if fence is not None:
+                row = self.db.execute(
+                    "SELECT fence FROM recovery_fences WHERE materialization = ?", (name,)
+                ).fetchone()
+                if row is None or row[0] != fence:
+                    raise FencedOff(
+                        f"materialization {name!r}: a newer session took it over (fence "
+                        f"{row[0] if row else None}); this one (fence {fence}) stops"
+                    )
             _, current = self.load(name)
             state = apply_state(current, driver)
             self.db.execute(

@@ -1,8 +1,10 @@
 """Reducing a transaction's changes of one key into the document to store.
 
 lastWriteWins (the default): the document is the key's one row after the transaction; more
-than one row per key is an error. ``sum`` columns add ``diff * value``; ``merge`` columns apply
-each inserted value as a JSON merge patch. Delta updates combine this transaction's changes only.
+than one row per key is an error (but a transaction replayed through an at-least-once driver
+may find its own effects stored already). ``sum`` columns add ``diff * value``; ``merge``
+columns apply each inserted value as a JSON merge patch. Delta updates combine this
+transaction's changes only.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ class Reducer:
     key: tuple[str, ...]
     reductions: dict[str, str] = field(default_factory=dict)
     delta: bool = False
+    #: The target may hold this transaction's effects already: an at-least-once driver replays
+    #: a transaction that failed part-way. A key stored as the transaction leaves it is accepted.
+    replays: bool = False
 
     def __post_init__(self) -> None:
         for name in (*self.key, *self.reductions):
@@ -60,12 +65,32 @@ class Reducer:
             deleted = loaded is not None or (self.delta and bool(changes))
             return None, deleted
         if len(present) > 1 or next(iter(present.values())) != 1:
+            if self.replays and (applied := self._applied(changes, loaded)) is not None:
+                return applied
             shown = ", ".join(f"{c}={v!r}" for c, v in zip(self.key, key, strict=True))
             raise InvalidInput(
                 f"key ({shown}) has {sum(present.values())} rows {where}; a materialization "
                 "keeps one row per key: choose a key that is unique, or reduce with --reduce"
             )
         return dict(zip(self.columns, next(iter(present)), strict=True)), False
+
+    def _applied(
+        self, changes: list[tuple[tuple, int]], loaded: Doc | None
+    ) -> tuple[Doc | None, bool] | None:
+        """What to store if ``loaded`` is the key as this transaction leaves it (a replay of
+        a transaction that was applied already); None if it is not."""
+        net: Counter[tuple] = Counter()
+        for row, diff in changes:
+            net[row] += diff
+        added = [row for row, n in net.items() if n > 0]
+        if not added:  # the transaction deleted the key
+            return (None, False) if loaded is None and any(net.values()) else None
+        row = added[0]
+        if len(added) > 1 or net[row] != 1 or loaded is None:
+            return None
+        if tuple(loaded.get(c) for c in self.columns) != row:
+            return None
+        return dict(zip(self.columns, row, strict=True)), False
 
     def _fold(self, key: Key, changes: list[tuple[tuple, int]], loaded: Doc | None) -> Doc:
         doc: Doc = dict(loaded) if loaded is not None else dict(zip(self.key, key, strict=True))

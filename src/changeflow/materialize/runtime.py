@@ -5,8 +5,9 @@ Each transaction covers an interval of the shard's frontiers and closes at a fro
 protocol says: Acknowledge (the previous transaction committed to the recovery log), then the
 Loads of this transaction's keys without waiting, Flush only after Acknowledged, the Stores of
 the reduced documents, and StartCommit with the runtime checkpoint (the frontier consumed). On
-StartedCommit both checkpoints commit to the recovery log together, and the next transaction's
-loads overlap the driver's commit and acknowledgement.
+StartedCommit both checkpoints commit to the recovery log together (unless a newer session has
+fenced this one off), and the next transaction's loads overlap the driver's commit and
+acknowledgement.
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ class Runtime:
             key=tuple(spec.key),
             delta_updates=delta,
         )
-        self.reducer = Reducer(self.binding.columns, self.binding.key, spec.reductions, delta)
+        self.reducer = Reducer(
+            self.binding.columns, self.binding.key, spec.reductions, delta, kind.at_least_once
+        )
         if kind.at_least_once and "sum" in spec.reductions.values() and not spec.force:
             raise InvalidInput(
                 f"{spec.target}: this driver is at-least-once, so a retried transaction could "
@@ -157,6 +160,7 @@ class Runtime:
             )
         self.authoritative = kind.authoritative
         self.phase = "open"
+        self.fence = 0  # this session's fence in the recovery log, taken at open
         self._stored = 0
 
     # -- the session -------------------------------------------------------------------------
@@ -164,8 +168,9 @@ class Runtime:
     def run(self, follow: bool, idle_timeout: float | None) -> Progress:
         resume = self._open()
         progress = Progress(frontier=resume or Antichain([0]))
-        if resume is not None and not resume:
-            return progress  # the shard was closed and everything is materialized
+        if resume is not None and not resume:  # the shard was closed and everything is
+            self._acknowledge_last()  # materialized: the driver may still have to apply it
+            return progress
         read, write = self.storage.acquire_capabilities(self.spec.shard)
         self.storage.drop(write)
         try:
@@ -189,6 +194,7 @@ class Runtime:
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
+        self.fence = self.log.fence(self.spec.name)  # older sessions can no longer commit
         runtime_checkpoint, driver_state = self.log.load(self.spec.name)
         self.transport.send(
             Open(
@@ -229,8 +235,9 @@ class Runtime:
                     "materialize into a new target"
                 )
             self.storage.downgrade(read, as_of)
-        if goal is not None and goal.less_equal(as_of):
-            return  # nothing new to read
+        done = resume if resume is not None else Antichain([as_of])
+        if goal is not None and goal <= done:
+            return  # nothing new to read: the target holds everything up to the goal
         subscription = self.storage.subscribe_at(read, timeout=None)
         skip_snapshot = resume is not None
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
@@ -291,7 +298,7 @@ class Runtime:
         failpoint("runtime.after_start_commit")
         started = self._expect(StartedCommit, "commit")
         failpoint("runtime.before_log_commit")
-        self.log.commit(self.spec.name, checkpoint, started.state)
+        self.log.commit(self.spec.name, checkpoint, started.state, self.fence)
         failpoint("runtime.after_log_commit")
 
     def _acknowledge_last(self) -> None:
