@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -12,6 +15,7 @@ from changeflow.collection import consolidate, read
 from changeflow.config import Config
 from changeflow.demo import generate_orders, run_demo
 from changeflow.errors import InvalidInput
+from changeflow.materialize.runtime import Progress
 from changeflow.storage import Storage
 from changeflow.storage.state import ShardState
 from changeflow.time import Antichain
@@ -71,8 +75,24 @@ def check_contiguous(state: ShardState) -> None:
     assert all(prev[1] == nxt[0] for prev, nxt in zip(bounds, bounds[1:], strict=False))
 
 
+def sqlite_orders(home: Path) -> tuple[list[tuple], str]:
+    """The rows of table ``orders`` in ``<home>/orders.sqlite`` and its checkpoint."""
+    with closing(sqlite3.connect(home / "orders.sqlite")) as db:
+        rows = db.execute("SELECT * FROM orders ORDER BY order_id").fetchall()
+        (checkpoint,) = db.execute("SELECT checkpoint FROM changeflow_checkpoints").fetchone()
+    return rows, checkpoint
+
+
 @pytest.mark.spark
-def test_demo_recovers_the_exact_collection(spark, tmp_path: Path) -> None:
+def test_demo_recovers_the_exact_collection(spark, tmp_path: Path, monkeypatch) -> None:
+    runs: list[Progress] = []
+
+    def materialize(*args: Any, **kwargs: Any) -> Progress:
+        runs.append(demo_materialize(*args, **kwargs))
+        return runs[-1]
+
+    demo_materialize = demo.materialize
+    monkeypatch.setattr(demo, "materialize", materialize)
     config = Config.load(home=str(tmp_path), spark_master="local[2]")
     assert run_demo(config, **SMALL)
     assert (tmp_path / "demo" / "cdc-chaos").is_dir()
@@ -80,9 +100,15 @@ def test_demo_recovers_the_exact_collection(spark, tmp_path: Path) -> None:
     assert first.upper == Antichain() and first.rows > 0  # the CDC stream was closed
     assert (first.readers, first.writers) == ({}, {})  # the job dropped its capabilities
     check_contiguous(first)
+    history = [u for ups, _ in generate_orders(**SMALL) for u in ups]
+    rows, checkpoint = sqlite_orders(tmp_path)
+    assert dict.fromkeys(rows, 1) == read(history, SMALL["ticks"])
+    assert checkpoint == '{"frontier":[]}'  # the SQLite driver keeps its checkpoint with its data
+    assert runs[0].transactions > 0 and runs[0].frontier == Antichain()
     assert run_demo(config, **SMALL)  # again: everything is durable already, nothing appended
     again = orders(tmp_path)
     assert (again.upper, again.batches) == (first.upper, first.batches)
+    assert runs[1].transactions == 0 and sqlite_orders(tmp_path) == (rows, checkpoint)
 
 
 @pytest.mark.spark
@@ -92,6 +118,7 @@ def test_demo_resumes_after_an_interruption(spark, tmp_path: Path, monkeypatch) 
     assert not run_demo(config, **SMALL, stop_after_appends=1)
     stopped = orders(tmp_path)
     assert len(stopped.batches) == 1 and stopped.upper not in (Antichain([0]), Antichain())
+    assert not (tmp_path / "orders.sqlite").exists()  # materialized once the shard is complete
     assert run_demo(config, **SMALL)
     state = orders(tmp_path)
     assert state.batches[0] == stopped.batches[0] and len(state.batches) > 1
@@ -100,7 +127,9 @@ def test_demo_resumes_after_an_interruption(spark, tmp_path: Path, monkeypatch) 
     storage = Storage.open(config)
     read_cap, write_cap = storage.acquire_capabilities("orders")
     table = storage.snapshot_table(read_cap, SMALL["ticks"] - 1)
-    assert demo._rows(table) == read([u for ups, _ in history for u in ups], SMALL["ticks"])
+    expected = read([u for ups, _ in history for u in ups], SMALL["ticks"])
+    assert demo._rows(table) == expected
+    assert dict.fromkeys(sqlite_orders(tmp_path)[0], 1) == expected  # materialized once
     with pytest.raises(InvalidInput, match="holds a different history"):
         demo._check_held(storage, read_cap, state.upper, history[0][0], SMALL["ticks"])
     storage.close()

@@ -4,16 +4,19 @@ Generate orders created, updated and deleted over time; write the history as CDC
 redundant writers; duplicate, reorder and re-batch the files; decode them on Spark; print the
 collection at the final frontier and check it against the original, exactly. Then decode them
 again as a stream and append the history, frontier by frontier, to the durable shard ``orders``,
-resuming where an earlier run stopped, and check the shard exactly too.
+resuming where an earlier run stopped, and check the shard exactly too. Finally materialize the
+shard into table ``orders`` of ``<home>/orders.sqlite`` by ``order_id``, exactly once (a later
+run finds the checkpoint done), and check the table against the collection.
 """
 
 from __future__ import annotations
 
 import random
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,7 @@ from changeflow.cdc.writer import write_history
 from changeflow.collection import read
 from changeflow.config import Config
 from changeflow.errors import InvalidInput
+from changeflow.materialize.runtime import Materialization, Progress, materialize
 from changeflow.storage import ReadCapability, Storage, WriteCapability
 from changeflow.time import Antichain
 
@@ -155,9 +159,12 @@ def run_demo(
     storage = Storage.open(config)
     try:
         stored = _store(console, storage, chaos_dir, original, ticks, stop_after_appends)
+        if not stored:
+            return False
+        materialized = _materialize(console, storage, config, read(original, ticks))
     finally:
         storage.close()
-    return exact and stored
+    return exact and materialized
 
 
 def _store(
@@ -215,6 +222,55 @@ def _store(
         f"{extra} extra"
     )
     return False
+
+
+def _materialize(
+    console: Console, storage: Storage, config: Config, expected: dict[Row, int]
+) -> bool:
+    """Materialize the shard into table ``orders`` of ``<home>/orders.sqlite`` by order_id,
+    exactly once (a run after a finished one finds the checkpoint done); check the table
+    against ``expected`` exactly."""
+    path = config.home / "orders.sqlite"
+    spec = Materialization(f"{SHARD}-to-sqlite", SHARD, f"sqlite:{path}", ("order_id",))
+    with _step(console, f"materializing shard {SHARD!r} into {path.name}") as step:
+
+        def show(p: Progress) -> None:
+            step.update(
+                f"materializing: {_n(p.updates, 'update')}, {_n(p.transactions, 'transaction')}"
+                f", frontier {p.frontier.to_json()}"
+            )
+
+        done = materialize(storage, spec, recovery_log(config), on_progress=show)
+        step.update(
+            f"materialized {_n(done.updates, 'update')} into {path.name} in "
+            f"{_n(done.transactions, 'transaction')}"
+            if done.transactions
+            else f"{path.name}: its checkpoint says done, nothing to materialize"
+        )
+    shown = f"SELECT * FROM {SHARD} ORDER BY order_id LIMIT 5"
+    with closing(sqlite3.connect(path)) as db:
+        first = db.execute(shown).fetchall()
+        table: list[Row] = db.execute(f"SELECT {', '.join(COLUMNS)} FROM {SHARD}").fetchall()
+    console.print(f"$ sqlite3 {path.name} '{shown}'")
+    _show_sqlite(console, first, len(table))
+    if len(table) == len(expected) and dict.fromkeys(table, 1) == expected:
+        console.print(
+            f"[bold green]exact:[/bold green] table {SHARD!r} in {path.name} holds the "
+            f"{len(expected):,} rows of the collection"
+        )
+        return True
+    missing = len(expected.keys() - set(table))
+    extra = len(table) - (len(expected) - missing)
+    console.print(
+        f"[bold red]mismatch:[/bold red] table {SHARD!r} in {path.name}: {missing} rows "
+        f"missing, {extra} extra"
+    )
+    return False
+
+
+def recovery_log(config: Config) -> Path:
+    """The materializations' recovery log under the home (the CLI's too)."""
+    return config.home / "materialize" / "recovery.sqlite"
 
 
 def _open_shard(storage: Storage) -> tuple[ReadCapability, WriteCapability]:
@@ -284,6 +340,15 @@ def _rows(table: pa.Table) -> dict[Row, int]:
     """A snapshot's rows and counts."""
     columns = [table.column(c).to_pylist() for c in COLUMNS]
     return dict(zip(zip(*columns, strict=True), table.column("_diff").to_pylist(), strict=True))
+
+
+def _show_sqlite(console: Console, rows: list[Row], total: int) -> None:
+    table = Table(title=f"first {len(rows)} of {total:,} rows", title_justify="left")
+    for c in COLUMNS:
+        table.add_column(c, justify="right" if c in ("order_id", "amount_cents") else "left")
+    for row in rows:
+        table.add_row(*map(str, row))
+    console.print(table)
 
 
 def _show(console: Console, rows: dict[Row, int], frontier: Antichain, limit: int = 10) -> None:
