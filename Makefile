@@ -28,6 +28,7 @@ bench: $(STAMP) java
 	$(BIN)/python benchmarks/cdc_decode.py
 	$(BIN)/python benchmarks/storage.py
 	$(BIN)/python benchmarks/correction.py
+	$(BIN)/python benchmarks/materialize.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
