@@ -80,7 +80,7 @@ def test_into_sqlite_and_read_back(home: Path) -> None:
     assert out.startswith("done: 'people-to-sqlite' committed 3 transactions (5 rows read")
     assert out.rstrip().endswith(f"sqlite:{target} holds 'people' up to frontier [4]")
     assert rows(target) == PEOPLE
-    assert json.loads(checkpoint(target)) == {"frontier": [4]}
+    assert json.loads(checkpoint(target))["frontier"] == [4]
     state = storage(home).state("people")
     assert (state.readers, state.writers) == ({}, {})  # the run dropped its capabilities
 

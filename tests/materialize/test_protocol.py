@@ -163,7 +163,7 @@ def test_the_runtime_follows_the_sequence_and_resumes(storage, tmp_path) -> None
     assert seen.count("StartCommit") == 2 and seen.endswith("Acknowledge Acknowledged")
     assert "Flush" not in seen.split("Acknowledged")[0]
     log = RecoveryLog(tmp_path / "log.sqlite")
-    assert log.load("m") == ({"frontier": [4]}, {"commits": 2})
+    assert log.load("m") == ({"frontier": [4], "lower": [1]}, {"commits": 2})
 
     _, write = storage.acquire_capabilities("t")
     storage.append(write, [((3, "c"), 4, -1)], 5)

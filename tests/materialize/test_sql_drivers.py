@@ -347,6 +347,6 @@ def test_the_runtime_resumes_from_the_target_checkpoint(url: str, tmp_path: Path
         materialize(storage, spec, tmp_path / "new-log.sqlite", out_of_process=True)
         rows = query(url, 'SELECT "k", "v", "w" FROM "t"')
         assert [(k, v, round(w, 6)) for k, v, w in rows] == [(2, "b", 0.2), (3, "c", 1.5)]
-        assert checkpoint(url) == (2, '{"frontier":[3]}')
+        assert checkpoint(url) == (2, '{"frontier":[3],"lower":[2]}')
     finally:
         storage.close()

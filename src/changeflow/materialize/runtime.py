@@ -161,13 +161,15 @@ class Runtime:
         self.authoritative = kind.authoritative
         self.phase = "open"
         self.fence = 0  # this session's fence in the recovery log, taken at open
+        self.lower = Antichain([0])  # where the next transaction begins
         self._stored = 0
 
     # -- the session -------------------------------------------------------------------------
 
     def run(self, follow: bool, idle_timeout: float | None) -> Progress:
         resume = self._open()
-        progress = Progress(frontier=resume or Antichain([0]))
+        self.lower = resume if resume is not None else Antichain([0])
+        progress = Progress(frontier=self.lower)
         if resume is not None and not resume:  # the shard was closed and everything is
             self._acknowledge_last()  # materialized: the driver may still have to apply it
             return progress
@@ -292,13 +294,15 @@ class Runtime:
                 continue
             self._send(Store(0, key, doc, key in loaded, delete))
             self._stored += 1
-        checkpoint = {"frontier": upper.to_json()}
+        # The lower frontier names the attempt: a replay starts from the same checkpoint.
+        checkpoint = {"frontier": upper.to_json(), "lower": self.lower.to_json()}
         failpoint("runtime.before_start_commit")
         self._send(StartCommit(checkpoint))
         failpoint("runtime.after_start_commit")
         started = self._expect(StartedCommit, "commit")
         failpoint("runtime.before_log_commit")
         self.log.commit(self.spec.name, checkpoint, started.state, self.fence)
+        self.lower = upper
         failpoint("runtime.after_log_commit")
 
     def _acknowledge_last(self) -> None:

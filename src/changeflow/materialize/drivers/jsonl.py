@@ -1,9 +1,10 @@
 """``jsonl:PATH``: push-only delta updates, one JSON-lines file per binding and transaction.
 
 Every binding runs in delta-updates mode: the driver never loads, and each transaction's
-documents (the roll-up of that transaction only) go to ``PATH/<resource>/<frontier>.jsonl``,
-named after the frontier of the runtime checkpoint. A replayed transaction ends at the same
-frontier and so rewrites the same file rather than adding one: effectively once. A delete is
+documents (the roll-up of that transaction only) go to ``PATH/<resource>/<lower>.jsonl``,
+named after the frontier the transaction starts from. A replayed transaction starts from the
+same committed checkpoint and so rewrites the same file rather than adding one: effectively
+once. A delete is
 written as its key with ``"_deleted": true``.
 """
 
@@ -27,9 +28,12 @@ from changeflow.materialize.protocol import Binding, Doc, DriverState, Key, Open
 
 
 def file_name(runtime_checkpoint: dict[str, Any]) -> str:
-    """``<frontier>.jsonl``: times zero-padded (so names sort as times do), coordinates of a
-    product time joined by ``_``, the times of the frontier by ``+``; ``empty`` for ``[]``."""
-    frontier = runtime_checkpoint.get("frontier")
+    """``<lower>.jsonl``, after the frontier the transaction starts from (the ``frontier`` if
+    the checkpoint has no ``lower``): a replay starts from the same committed checkpoint, so
+    it rewrites the file even if it ends at another frontier. Times zero-padded (so names sort
+    as times do), coordinates of a product time joined by ``_``, the times of the frontier by
+    ``+``; ``empty`` for ``[]``."""
+    frontier = runtime_checkpoint.get("lower", runtime_checkpoint.get("frontier"))
     if not isinstance(frontier, list):
         raise InvalidInput(
             f"jsonl: the runtime checkpoint {runtime_checkpoint} has no frontier to name the "
