@@ -90,6 +90,18 @@ class Runner:
 
     def handle(self, request: Message) -> list[Message]:
         driver, phase = self.driver, self.phase
+        # the per-key requests first, without the match below
+        kind = type(request)
+        if kind is Store and phase == "store":
+            driver.store(request)
+            return []
+        if kind is Load and phase == "load":
+            queued = self.queued.get(request.binding)
+            if queued is None:
+                self.queued[request.binding] = [request.key]
+            else:
+                queued.append(request.key)
+            return []
         match phase, request:
             case "open", Open():
                 self.phase = "acknowledge"

@@ -53,6 +53,23 @@ class Reducer:
         """
         if self.reductions:
             return self._fold(key, changes, loaded), False
+        if not self.delta and len(changes) <= 2:
+            # the common cases, without counting: an insert of a new key, or an upsert (the
+            # loaded row retracted, the new one inserted)
+            if len(changes) == 1:
+                row, diff = changes[0]
+                if diff == 1 and loaded is None:  # a row holds every column
+                    return dict(zip(self.columns, row)), False  # noqa: B905
+            elif loaded is not None:
+                (first, d1), (second, d2) = changes
+                if d1 == 1 and d2 == -1:
+                    new, old = first, second
+                elif d1 == -1 and d2 == 1:
+                    new, old = second, first
+                else:
+                    new = old = None
+                if old is not None and old == tuple(map(loaded.get, self.columns)):
+                    return dict(zip(self.columns, new)), False  # noqa: B905
         rows: Counter[tuple] = Counter()
         if loaded is not None:
             rows[tuple(loaded.get(c) for c in self.columns)] = 1

@@ -12,10 +12,13 @@ acknowledgement.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,21 @@ def materialize(
         log.close()
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: a transaction allocates a few objects per key, all
+    freed by reference counting, and the collections they would trigger cost more than the
+    transaction's own work."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 class Runtime:
     """One session of a materialization; see the module docstring."""
 
@@ -178,7 +196,8 @@ class Runtime:
         try:
             goal = None if follow else self.storage.state(self.spec.shard).upper
             for updates, upper in self._steps(read, resume, goal, idle_timeout):
-                self._transaction(updates, upper)
+                with _cyclic_gc_paused():
+                    self._transaction(updates, upper)
                 progress.transactions += 1
                 progress.updates += updates.num_rows
                 progress.stores += self._stored
@@ -271,29 +290,38 @@ class Runtime:
 
     def _transaction(self, updates: pa.Table, upper: Antichain) -> None:
         changes = self._changes(updates)
-        self._send(Acknowledge())
+        send = self.transport.send
+        send(Acknowledge())
         if not self.binding.delta_updates:
             for key in changes:
-                self._send(Load(0, key))
+                send(Load(0, key))
         failpoint("runtime.during_loads")
         self._expect(Acknowledged, "acknowledge")
-        self._send(Flush())
+        send(Flush())
         loaded: dict[Key, Doc] = {}
+        self.phase = "load"
+        receive = self.transport.receive
         while True:
-            response = self._receive("load")
-            if isinstance(response, Flushed):
-                break
-            if not isinstance(response, Loaded):
-                self._out_of_order(response)
+            response = receive(timeout=600)
+            kind = type(response)
+            if kind is not Loaded:
+                if isinstance(response, Flushed):
+                    break
+                if not isinstance(response, Loaded):
+                    self._out_of_order(response)
             loaded[tuple(response.key)] = response.doc
         where = f"at frontier {upper.to_json()}"
-        self._stored = 0
+        stored = 0
+        reduce = self.reducer.reduce
+        found = loaded.get
         for key, rows in changes.items():
-            doc, delete = self.reducer.reduce(key, rows, loaded.get(key), where)
+            doc = found(key)
+            doc, delete = reduce(key, rows, doc, where)
             if doc is None and not delete:
                 continue
-            self._send(Store(0, key, doc, key in loaded, delete))
-            self._stored += 1
+            send(Store(0, key, doc, key in loaded, delete))
+            stored += 1
+        self._stored = stored
         # The lower frontier names the attempt: a replay starts from the same checkpoint.
         checkpoint = {"frontier": upper.to_json(), "lower": self.lower.to_json()}
         failpoint("runtime.before_start_commit")
@@ -313,12 +341,23 @@ class Runtime:
 
     def _changes(self, updates: pa.Table) -> dict[Key, list[tuple[tuple, int]]]:
         """``(row, diff)`` per key, in time order."""
-        columns = [updates.column(c).to_pylist() for c in self.binding.columns]
+        names = self.binding.columns
+        columns = [updates.column(c).to_pylist() for c in names]
         diffs = updates.column(DIFF).to_pylist()
-        at = [self.binding.columns.index(c) for c in self.binding.key]
+        key = self.binding.key
+        keys = (
+            zip(*(columns[names.index(c)] for c in key), strict=True)
+            if key
+            else repeat((), len(diffs))
+        )
         changes: dict[Key, list[tuple[tuple, int]]] = {}
-        for row, diff in zip(zip(*columns, strict=True), diffs, strict=True):
-            changes.setdefault(tuple(row[i] for i in at), []).append((row, diff))
+        get = changes.get
+        for key, row, diff in zip(keys, zip(*columns, strict=True), diffs, strict=True):
+            found = get(key)
+            if found is None:
+                changes[key] = [(row, diff)]
+            else:
+                found.append((row, diff))
         return changes
 
     # -- messages ------------------------------------------------------------------------------

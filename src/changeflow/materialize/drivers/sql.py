@@ -62,6 +62,11 @@ class Table:
         # per column: how a value is written (JSON text) and read back as the value written
         self._encode = tuple(None if t in SQL_TYPES else _json for t in types)
         self._decode = tuple(_DECODE.get(t, None if t in SQL_TYPES else json.loads) for t in types)
+        # the common case converts nothing: rows and documents pass through as they are
+        self._plain_encode = all(f is None for f in self._encode)
+        self._plain_decode = all(f is None for f in self._decode)
+        self._plain_key = all(self._encode[at] is None for at in self.key_at)
+        self._one_key = self.key_at[0] if len(self.key_at) == 1 else None
 
     def schema(self) -> Schema:
         return Schema(
@@ -74,18 +79,48 @@ class Table:
             raise ProtocolViolation(
                 f"binding {self.name!r}: key {list(key)} does not match {list(self.binding.key)}"
             )
-        values = [doc.get(c) for c in self.columns] if doc else [None] * len(self.columns)
-        for at, value in zip(self.key_at, key, strict=True):
-            values[at] = value
+        values = list(map(doc.get, self.columns)) if doc else [None] * len(self.columns)
+        one = self._one_key
+        if one is not None:
+            values[one] = key[0]
+        else:
+            for at, value in zip(self.key_at, key, strict=True):
+                values[at] = value
+        if self._plain_encode:
+            return tuple(values)
         return _convert(values, self._encode)
 
+    def keys(self, keys: list[Key]) -> list[Row]:
+        """The encoded keys (as :meth:`key_of` the rows of these keys)."""
+        if not self._plain_key:
+            return [self.key_of(self.row(key, None)) for key in keys]
+        width = len(self.key_at)
+        for key in keys:
+            if len(key) != width:
+                self.row(key, None)  # raises the clear error
+        return [tuple(key) for key in keys]
+
     def key_of(self, row: Row) -> Row:
+        one = self._one_key
+        if one is not None:
+            return (row[one],)
         return tuple(row[at] for at in self.key_at)
 
     def document(self, row: Row) -> tuple[Key, Doc]:
         """The key and the document of a stored row."""
-        values = _convert(row, self._decode)
+        values = row if self._plain_decode else _convert(row, self._decode)
         return self.key_of(values), dict(zip(self.columns, values, strict=True))
+
+    def documents(self, rows: Iterable[Row]) -> list[tuple[Key, Doc]]:
+        """:meth:`document` of each row."""
+        if not self._plain_decode:
+            return [self.document(row) for row in rows]
+        columns, one = self.columns, self._one_key
+        if one is not None:
+            # a fetched row holds every column, in order
+            return [((row[one],), dict(zip(columns, row))) for row in rows]  # noqa: B905
+        key_of = self.key_of
+        return [(key_of(row), dict(zip(columns, row))) for row in rows]  # noqa: B905
 
 
 def _convert(values: Iterable[Any], how: tuple[Callable[[Any], Any] | None, ...]) -> Row:
@@ -194,13 +229,32 @@ class SqlDriver(Driver):
         table = self._table(binding)
         if table.delta or not keys:
             return []
-        encoded = [table.key_of(table.row(key, None)) for key in keys]
+        encoded = table.keys(keys)
         with self._errors(f"load from {table.name!r}"):
             rows = self._fetch(binding, table, encoded)
-        return [table.document(row) for row in rows]
+        return table.documents(rows)
 
     def store(self, request: Store) -> None:
-        table = self._table(request.binding)
+        binding = request.binding
+        tables = self.tables
+        table = tables[binding] if 0 <= binding < len(tables) else self._table(binding)
+        one, key = table._one_key, request.key
+        if one is not None and table._plain_encode and not table.delta and len(key) == 1:
+            # the common case: one key column, no value to encode
+            doc = None if request.delete else request.doc
+            if doc:
+                values = list(map(doc.get, table.columns))
+                values[one] = key[0]
+                row = tuple(values)
+            else:
+                row = (None,) * len(table.columns)
+                row = (*row[:one], key[0], *row[one + 1 :])
+            staged = self._staged[binding]
+            encoded = (key[0],)
+            previous = staged.get(encoded)
+            exists = request.exists if previous is None else previous[0]
+            staged[encoded] = (exists, request.delete, row)
+            return
         if table.delta:
             if not request.delete:
                 self._appends[request.binding].append(table.row(request.key, request.doc))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable
+from operator import itemgetter
 from pathlib import Path
 
 from changeflow.materialize.drivers.sql import CHECKPOINTS, Row, Schema, SqlDriver, Table, Writes
@@ -143,16 +144,17 @@ class SqliteDriver(SqlDriver):
     def _apply(self, table: Table, writes: Writes) -> None:
         db, name, key = self._db, f"main.{_q(table.name)}", table.binding.key
         if writes.deletes:
+            key_of = table.key_of
             db.executemany(
-                f"DELETE FROM {name} WHERE {_equal(key)}",
-                (table.key_of(row) for row in writes.deletes),
+                f"DELETE FROM {name} WHERE {_equal(key)}", [key_of(row) for row in writes.deletes]
             )
         if writes.updates and table.values:
-            values = [table.columns.index(c) for c in table.values]
+            at = [table.columns.index(c) for c in table.values] + list(table.key_at)
+            pick = itemgetter(*at) if len(at) > 1 else lambda row: (row[at[0]],)
             db.executemany(
                 f"UPDATE {name} SET {', '.join(f'{_q(c)} = ?' for c in table.values)} "
                 f"WHERE {_equal(key)}",
-                ((*(row[i] for i in values), *table.key_of(row)) for row in writes.updates),
+                list(map(pick, writes.updates)),
             )
         if writes.inserts:
             db.executemany(
