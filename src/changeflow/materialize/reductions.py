@@ -53,14 +53,16 @@ class Reducer:
         """
         if self.reductions:
             return self._fold(key, changes, loaded), False
-        if not self.delta and len(changes) <= 2:
+        count = len(changes)
+        if count <= 2 and not self.delta:
             # the common cases, without counting: an insert of a new key, or an upsert (the
-            # loaded row retracted, the new one inserted)
-            if len(changes) == 1:
-                row, diff = changes[0]
-                if diff == 1 and loaded is None:  # a row holds every column
-                    return dict(zip(self.columns, row)), False  # noqa: B905
-            elif loaded is not None:
+            # loaded row retracted, the new one inserted); a row holds every column
+            if count == 1:
+                if loaded is None:
+                    row, diff = changes[0]
+                    if diff == 1:
+                        return dict(zip(self.columns, row)), False  # noqa: B905
+            elif count == 2 and loaded is not None:
                 (first, d1), (second, d2) = changes
                 if d1 == 1 and d2 == -1:
                     new, old = first, second
