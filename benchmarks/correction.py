@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from readme import update_readme
 
 from changeflow.compute.correction import Correction
 from changeflow.compute.reference import CorrectionReference
@@ -360,18 +361,6 @@ def markdown(results: list[dict], targets: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def update_readme(table: str) -> bool:
-    """Replace the text between the README's ``bench:correction`` markers; False if none."""
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = "<!-- bench:correction -->", "<!-- /bench:correction -->"
-    if start not in text or end not in text:
-        return False
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}")
-    return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (development)")
@@ -433,7 +422,7 @@ def main() -> None:
         json.dumps({"meta": meta, "results": results, "targets": targets}, indent=2) + "\n"
     )
     (RESULTS / "correction.md").write_text(table + "\n")
-    if not update_readme(table):
+    if not update_readme("correction", table):
         say("README.md has no bench:correction markers; its table is left alone")
     print(table)
 

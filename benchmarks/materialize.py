@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from readme import update_readme
 
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.drivers import open_driver
@@ -517,17 +518,6 @@ def markdown(results: list[dict], profiles: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def update_readme(table: str) -> bool:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = "<!-- bench:materialize -->", "<!-- /bench:materialize -->"
-    if start not in text or end not in text:
-        return False
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}")
-    return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies upserts and keys")
@@ -587,7 +577,7 @@ def main() -> None:
     (RESULTS / "materialize.json").write_text(json.dumps(out, indent=2) + "\n")
     table = markdown(results, profiles)
     (RESULTS / "materialize.md").write_text(table + "\n")
-    if not update_readme(table):
+    if not update_readme("materialize", table):
         say("README.md has no bench:materialize markers; its table is left alone")
     print(table)
     for p in profiles:

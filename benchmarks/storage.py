@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from readme import update_readme
 
 from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
@@ -402,18 +403,6 @@ def markdown(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def update_readme(table: str) -> bool:
-    """Replace the table between the README's ``bench:storage`` markers; False if none."""
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = "<!-- bench:storage -->", "<!-- /bench:storage -->"
-    if start not in text or end not in text:
-        return False
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}")
-    return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the sizes")
@@ -452,7 +441,7 @@ def main() -> None:
     )
     table = markdown(results)
     (RESULTS / "storage.md").write_text(table + "\n")
-    if not update_readme(table):
+    if not update_readme("storage", table):
         say("README.md has no bench:storage markers; its table is left alone")
     print(table)
 
