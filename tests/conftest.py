@@ -4,9 +4,7 @@ each started only when a test asks for it; hypothesis profiles."""
 from __future__ import annotations
 
 import os
-import re
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from hypothesis import HealthCheck, settings
 if str(Path(__file__).parent) not in sys.path:  # --import-mode=importlib leaves sys.path alone
     sys.path.insert(0, str(Path(__file__).parent))
 
-from postgres_server import create_database, throwaway_postgres  # noqa: E402
+from postgres_server import database_for_test, throwaway_postgres  # noqa: E402
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
@@ -47,5 +45,4 @@ def consensus_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:{tmp_path / 'consensus.sqlite'}"
     url = request.getfixturevalue("postgres_url")
-    test = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:30]
-    return create_database(url, f"t_{test}_{uuid.uuid4().hex[:12]}")
+    return database_for_test(url, request.node.name)

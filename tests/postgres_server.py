@@ -8,10 +8,12 @@ PostgreSQL refuses to run as root, so as root the server runs as the ``postgres`
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,3 +111,9 @@ def create_database(url: str, name: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return urlsplit(url)._replace(path=f"/{name}").geturl()
+
+
+def database_for_test(url: str, test_name: str) -> str:
+    """A fresh database named after a test (and made unique); its URL."""
+    test = re.sub(r"[^a-z0-9]+", "_", test_name.lower())[:30]
+    return create_database(url, f"t_{test}_{uuid.uuid4().hex[:12]}")

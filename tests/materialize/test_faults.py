@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import sqlite3
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -182,11 +180,10 @@ class Target:
 
 def make_target(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Target:
     if kind == "postgres":
-        from postgres_server import create_database
+        from postgres_server import database_for_test
 
         server = request.getfixturevalue("postgres_url")
-        test = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:30]
-        return Target(kind, create_database(server, f"t_{test}_{uuid.uuid4().hex[:12]}"))
+        return Target(kind, database_for_test(server, request.node.name))
     path = tmp_path / ("target.sqlite" if kind == "sqlite" else f"{kind}-target")
     return Target(kind, f"{kind}:{path}", path)
 

@@ -7,11 +7,9 @@ instance, whose commits then fail and change nothing.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 import pytest
-from postgres_server import create_database
+from postgres_server import database_for_test
 
 from changeflow.errors import FencedOff, InvalidInput, ProtocolViolation
 from changeflow.materialize.drivers import open_driver
@@ -66,8 +64,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:{tmp_path / 'target.sqlite'}"
     server = request.getfixturevalue("postgres_url")
-    test = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:30]
-    return create_database(server, f"m_{test}_{uuid.uuid4().hex[:12]}")
+    return database_for_test(server, request.node.name)
 
 
 def query(url: str, statement: str) -> list[tuple]:
