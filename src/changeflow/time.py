@@ -317,3 +317,42 @@ class MutableAntichain:
         self._heap = [(sort_key(t), t) for t in positive]
         heapq.heapify(self._heap)
         return Antichain(positive)
+
+
+Bound = int | None  # the one int time of a frontier, or None for the empty frontier
+
+
+def to_bound(frontier: Antichain | int | None, what: str = "a frontier") -> Bound:
+    """The single int time of a frontier (an int stands for itself), None for the empty one."""
+    if frontier is None:
+        return None
+    if not isinstance(frontier, Antichain):
+        return check_int_time(frontier, what)
+    if not frontier:
+        return None
+    if len(frontier) != 1 or isinstance(frontier.elements[0], Product):
+        raise InvalidTime(f"{what} {frontier} is not a frontier of one int time")
+    return frontier.elements[0]
+
+
+def to_frontier(value: Antichain | int | None, what: str = "a frontier") -> Antichain:
+    """A frontier from an Antichain, one int time (``[t]``) or None (the empty frontier)."""
+    if value is None:
+        return Antichain()
+    if isinstance(value, Antichain):
+        return value
+    return Antichain.single(check_int_time(value, what))
+
+
+def check_int_time(value: Any, what: str = "a time") -> int:
+    """An int time in ``0 <= t < 2^63`` (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTime(f"{what} must be an int time, not {value!r}")
+    if not 0 <= value <= MAX_TIME:
+        raise InvalidTime(f"{what} {value} is outside 0 <= t < 2^63")
+    return value
+
+
+def show_bound(b: Bound) -> str:
+    """A bound as its frontier's JSON: ``[5]``, or ``[]`` for None."""
+    return "[]" if b is None else f"[{b}]"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from changeflow.collection import PTVC
 from changeflow.errors import (
     CapabilityError,
+    ConsensusUnavailable,
     FrontierViolation,
     InvalidInput,
     InvalidTime,
@@ -22,7 +23,7 @@ from changeflow.errors import (
 )
 from changeflow.storage import Storage
 from changeflow.storage.blob import Blob
-from changeflow.storage.consensus import ConsensusUnavailable, SqliteConsensus, VersionedData
+from changeflow.storage.consensus import SqliteConsensus, VersionedData
 from changeflow.time import Antichain
 
 SCHEMA = pa.schema([("key", pa.string()), ("value", pa.int64())])

@@ -17,8 +17,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import IO, Any
 
-from changeflow import errors
-from changeflow.errors import ChangeflowError, ProtocolViolation
+from changeflow.errors import ChangeflowError, ProtocolViolation, from_wire
 from changeflow.materialize.driver import Driver, Runner, serve
 from changeflow.materialize.protocol import Message, decode, encode
 
@@ -147,15 +146,7 @@ class Subprocess(Transport):
 def _response(line: str) -> Message:
     value = json.loads(line)
     if isinstance(value, dict) and "error" in value:
-        kind = getattr(errors, value["error"].get("kind", ""), None)
-        message = value["error"].get("message", "the driver failed")
-        if not (isinstance(kind, type) and issubclass(kind, ChangeflowError)):
-            kind = ChangeflowError
-        try:
-            error = kind(message)
-        except TypeError:  # an error with a richer constructor
-            error = ChangeflowError(message)
-        raise error
+        raise from_wire(value["error"])
     return decode(line)
 
 
@@ -181,7 +172,6 @@ def serve_stdio(driver: Driver) -> int:
         serve(driver, channel)
         return 0
     except ChangeflowError as e:
-        error = {"kind": type(e).__name__, "message": str(e)}
-        channel.stdout.write(json.dumps({"error": error}) + "\n")
+        channel.stdout.write(json.dumps({"error": e.to_wire()}) + "\n")
         channel.stdout.flush()
         return 1

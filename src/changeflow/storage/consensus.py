@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from changeflow.errors import ChangeflowError, InvalidInput
+from changeflow.errors import ConsensusUnavailable, InvalidInput
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,6 @@ class VersionedData:
 
     seqno: int
     data: bytes
-
-
-class ConsensusUnavailable(ChangeflowError):
-    """The consensus store could not be reached; the outcome of a write may be unknown."""
 
 
 class Consensus(ABC):

@@ -1,0 +1,3 @@
+from changeflow.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""``changeflow cdc``: write down and read back changes with the CDC v2 protocol."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from changeflow.cli.common import friendly
+from changeflow.errors import ChangeflowError, InvalidInput
+from changeflow.time import Antichain, sort_key, time_from_json, time_to_json
+
+FORMAT = click.Choice(["jsonl", "avro", "parquet"])
+
+
+@click.group()
+def cdc() -> None:
+    """Write down and read back changes with the CDC v2 protocol."""
+
+
+def _history_line(frontier: Antichain, updates: Iterable[tuple[Any, Any, int]]) -> str:
+    """One decoded frontier advance as a JSON line, updates in (time, data) order."""
+    rows = [(sort_key(t), json.dumps(d, sort_keys=True), d, t, r) for d, t, r in updates]
+    rows.sort(key=lambda row: row[:2])
+    body = [[d, time_to_json(t), r] for _, _, d, t, r in rows]
+    return json.dumps({"frontier": frontier.to_json(), "updates": body}, ensure_ascii=False)
+
+
+@cdc.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
+@click.option("--spark", is_flag=True, help="Decode data-parallel on Spark (one advance).")
+@friendly
+def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
+    """Print the history that the CDC v2 files under PATHS recover, one frontier advance a line.
+
+    Every file is read and checked before anything is printed.
+    """
+    if spark:
+        frontier, updates = _decode_spark(paths, fmt)
+        lines = [_history_line(frontier, updates)]
+    else:
+        from changeflow.cdc.files import open_source
+        from changeflow.cdc.reader import CdcReader
+
+        source = open_source(paths, fmt)
+        reader = CdcReader(audit=True)
+        lines = [
+            _history_line(frontier, [(source.data_to_json(d), t, r) for d, t, r in batch])
+            for batch, frontier in reader.read(source.messages())
+        ]
+        frontier = reader.frontier
+    # Printed only once every file was read and checked: a contradiction prints no history.
+    for line in lines:
+        click.echo(line)
+    if frontier:
+        click.echo(
+            f"note: the history is complete only up to frontier {frontier.to_json()}; "
+            "`changeflow cdc stats` shows what is missing",
+            err=True,
+        )
+
+
+def _decode_spark(paths: Iterable[str], fmt: str | None) -> tuple[Antichain, list]:
+    from changeflow.cdc.spark import read_cdc
+    from changeflow.spark import get_spark
+
+    frame, frontier = read_cdc(get_spark(), list(paths), fmt)
+    columns = [c for c in frame.columns if c not in ("_time", "_diff")]
+    out = []
+    for row in frame.toLocalIterator():
+        values = row.asDict()
+        data = (
+            json.loads(values["data"]) if columns == ["data"] else {c: values[c] for c in columns}
+        )
+        out.append((data, values["_time"], values["_diff"]))
+    return frontier, out
+
+
+@cdc.command()
+@click.argument("history", type=click.File("r", encoding="utf-8"), default="-")
+@click.option("--out", "out", type=click.Path(file_okay=False), required=True)
+@click.option("--format", "fmt", type=FORMAT, default="jsonl", show_default=True)
+@click.option("--batch-size", default=1024, show_default=True, help="Updates per message.")
+@click.option("--files", default=1, show_default=True, help="Spread messages over this many.")
+@click.option("--close", is_flag=True, help="Close the stream at the end (frontier []).")
+@friendly
+def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close: bool) -> None:
+    """Turn a JSON-lines HISTORY (update and frontier lines) into CDC v2 files in --out.
+
+    Lines are {"data": …, "time": …, "diff": …} or {"frontier": […]}; updates are written once
+    a frontier passes their time.
+    """
+    from changeflow.cdc.files import json_data_as_rows, write_messages
+    from changeflow.cdc.jsonl import canonical_json
+    from changeflow.cdc.writer import CdcWriter
+
+    writer, messages, pending = CdcWriter(batch_size), [], []
+    for number, line in enumerate(history, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if isinstance(obj, dict) and obj.keys() == {"frontier"}:
+                messages += writer.write(pending, Antichain.from_json(obj["frontier"]))
+                pending = []
+            elif isinstance(obj, dict) and {"data", "time", "diff"} <= obj.keys():
+                diff = obj["diff"]
+                if isinstance(diff, bool) or not isinstance(diff, int):
+                    raise InvalidInput(f"diff must be an int, not {diff!r}")
+                pending.append((canonical_json(obj["data"]), time_from_json(obj["time"]), diff))
+            else:
+                raise InvalidInput('expected {"data", "time", "diff"} or {"frontier"}')
+        except json.JSONDecodeError as e:
+            raise InvalidInput(f"line {number}: not JSON: {e.msg}") from None
+        except ChangeflowError as e:
+            raise type(e)(f"line {number}: {e}") from None
+    if close:
+        messages += writer.write(pending, Antichain()) if pending else writer.close()
+    elif pending:
+        click.echo(
+            f"note: {len(pending)} updates after the last frontier were not written; "
+            "add a frontier line or --close",
+            err=True,
+        )
+    columns = None
+    if fmt != "jsonl":
+        columns, messages = json_data_as_rows(messages)
+    written = write_messages(Path(out), messages, fmt, columns, files)
+    click.echo(f"wrote {len(messages)} messages to {len(written)} files in {out}", err=True)
+
+
+@cdc.command()
+@click.argument("src", nargs=1)
+@click.argument("dst", nargs=1)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--files", default=8, show_default=True, help="Spread messages over this many.")
+@click.option("--duplication", default=0.5, show_default=True, help="Chance to repeat each.")
+@click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
+@friendly
+def chaos(src: str, dst: str, seed: int, files: int, duplication: float, fmt: str | None) -> None:
+    """Copy the CDC v2 folder SRC to DST, duplicated, reordered and re-batched (seeded)."""
+    from changeflow.cdc.chaos import chaos_copy
+
+    if Path(dst).exists() and any(Path(dst).iterdir()):
+        raise InvalidInput(f"{dst} is not empty; chaos writes into a new or empty folder")
+    written = chaos_copy([src], Path(dst), seed, files, duplication, fmt)
+    click.echo(f"wrote {len(written)} files to {dst}", err=True)
+
+
+@cdc.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
+@friendly
+def stats(paths: tuple[str, ...], fmt: str | None) -> None:
+    """Count the messages under PATHS and say what keeps the frontier from advancing."""
+    from changeflow.cdc.files import open_source
+    from changeflow.cdc.stats import cdc_stats
+
+    for line in cdc_stats(open_source(paths, fmt).messages()).lines():
+        click.echo(line)

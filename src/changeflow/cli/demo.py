@@ -1,0 +1,27 @@
+"""``changeflow demo``: the main job on embedded defaults."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from changeflow.cli.common import friendly
+
+
+@click.command()
+@click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
+@click.option("--master", help="Spark master (default: $CHANGEFLOW_SPARK_MASTER or local[*]).")
+@click.option("--ticks", default=1000, show_default=True, help="Times in the generated history.")
+@click.option("--per-tick", default=50, show_default=True, help="Order changes per time.")
+@click.option("--seed", default=7, show_default=True)
+@friendly
+def demo(home: str | None, master: str | None, ticks: int, per_tick: int, seed: int) -> None:
+    """The main job: orders -> CDC v2 by two writers -> chaos -> Spark -> the exact collection
+    -> durable shard 'orders' -> table 'orders' in <home>/orders.sqlite, exactly once."""
+    from changeflow.config import Config
+    from changeflow.demo import run_demo
+
+    config = Config.load(home=home, spark_master=master)
+    if not run_demo(config, ticks, per_tick, seed):
+        sys.exit(1)
