@@ -89,6 +89,16 @@ class Timeout(ChangeflowError):
     """Waited the allowed time for something that did not happen (a reply, an upper, a shard)."""
 
 
+class PlanError(InvalidInput):
+    """A plan or query that does not type-check, refused before anything runs; ``sqlstate`` is
+    PostgreSQL's code for it (42804 a type mismatch, 42703 an unknown column …)."""
+
+
+class EvalError(ChangeflowError):
+    """A value SQL refuses to compute (integer out of range, division by zero, a bad cast);
+    ``sqlstate`` is PostgreSQL's code for it (22003, 22012, 22P02 …)."""
+
+
 def _classes() -> dict[str, type[ChangeflowError]]:
     found: dict[str, type[ChangeflowError]] = {}
     todo: list[type[ChangeflowError]] = [ChangeflowError]

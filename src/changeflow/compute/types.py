@@ -1,0 +1,123 @@
+"""SQL types of plan columns and their Arrow types, as PostgreSQL names them.
+
+A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable). Integers are
+``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
+``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
+``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from changeflow.errors import PlanError
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A SQL type: its PostgreSQL name, its Arrow type and, for integers, its range."""
+
+    name: str
+    arrow: pa.DataType
+    rank: int = -1  # numeric promotion order: smallint < integer < bigint < numeric < double
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def numeric(self) -> bool:
+        return self.rank >= 0
+
+    @property
+    def integer(self) -> bool:
+        return 0 <= self.rank <= 2
+
+
+BOOL = SqlType("boolean", pa.bool_())
+INT2 = SqlType("smallint", pa.int16(), 0)
+INT4 = SqlType("integer", pa.int32(), 1)
+INT8 = SqlType("bigint", pa.int64(), 2)
+NUMERIC = SqlType("numeric", pa.decimal128(38, 10), 3)
+FLOAT8 = SqlType("double precision", pa.float64(), 4)
+TEXT = SqlType("text", pa.string())
+DATE = SqlType("date", pa.date32())
+TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
+TIMESTAMPTZ = SqlType("timestamp with time zone", pa.timestamp("us", tz="UTC"))
+NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
+
+TYPES = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
+INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
+
+_BY_NAME = {t.name: t for t in TYPES} | {
+    "bool": BOOL,
+    "int2": INT2,
+    "int": INT4,
+    "int4": INT4,
+    "int8": INT8,
+    "decimal": NUMERIC,
+    "float8": FLOAT8,
+    "double": FLOAT8,
+    "float": FLOAT8,
+    "varchar": TEXT,
+    "string": TEXT,
+    "timestamptz": TIMESTAMPTZ,
+}
+
+
+def sql_type(name: str) -> SqlType:
+    """The type named ``name`` (PostgreSQL's names and common aliases)."""
+    found = _BY_NAME.get(name.strip().lower())
+    if found is None:
+        known = ", ".join(t.name for t in TYPES)
+        raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
+    return found
+
+
+def from_arrow(kind: pa.DataType) -> SqlType:
+    """The SQL type that holds values of the Arrow type ``kind`` (int32 is ``integer``…)."""
+    for t in TYPES:
+        if t.arrow.equals(kind):
+            return t
+    if pa.types.is_int8(kind) or pa.types.is_int16(kind):
+        return INT2
+    if pa.types.is_decimal(kind):
+        return NUMERIC
+    if pa.types.is_float32(kind):
+        return FLOAT8
+    if pa.types.is_large_string(kind):
+        return TEXT
+    if pa.types.is_timestamp(kind):
+        return TIMESTAMPTZ if kind.tz else TIMESTAMP
+    raise PlanError(f"Arrow type {kind} has no SQL type here", sqlstate="0A000")
+
+
+def common_numeric(a: SqlType, b: SqlType) -> SqlType:
+    """The type two numeric operands are promoted to (the higher rank)."""
+    return a if a.rank >= b.rank else b
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a plan's output: name, type and whether it may be NULL."""
+
+    name: str
+    type: SqlType
+    nullable: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.type}{'' if self.nullable else ' not null'}"
+
+
+Schema = tuple[Column, ...]
+
+
+def arrow_schema(schema: Schema) -> pa.Schema:
+    """The Arrow schema of a plan's output (NOT NULL kept)."""
+    return pa.schema([pa.field(c.name, c.type.arrow, c.nullable) for c in schema])
+
+
+def from_arrow_schema(schema: pa.Schema) -> Schema:
+    """A plan schema from an Arrow schema (a shard's)."""
+    return tuple(Column(f.name, from_arrow(f.type), f.nullable) for f in schema)
