@@ -1,0 +1,447 @@
+"""Differential operators: a plan built into operators that turn their inputs' updates for a
+step into the output's updates for the same step.
+
+Times are ints, so a step ``[lower, upper)`` is processed time by time in order. Stateless
+operators (Map, Filter, Project, Union, Negate, TemporalFilter) map each update on its own. Stateful
+operators (Join, Reduce, Distinct, Threshold, TopK) keep an **arrangement**: their input
+accumulated per key up to the last time processed, which is their input compacted to the
+dataflow's frontier, so state is proportional to the live data, not to its history. An update at a
+time at or beyond the step's upper (a temporal filter's retraction) waits in the operator that
+needs time order until a step reaches it; stateless operators pass it on at once.
+
+Each operator's output at every time equals :func:`changeflow.compute.evaluate.evaluate` of its
+plan at that time; the tests check it on random plans and histories.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+
+from changeflow.compute import plan as P
+from changeflow.compute.evaluate import Row, _aggregate, _matches, _positive, sort_key
+from changeflow.errors import PlanError
+
+Update = tuple[Row, int, int]
+Version = dict[Row, int]
+
+
+class Operator:
+    """A built operator: ``step(upper)`` returns its output updates for the step below
+    ``upper`` (and any later-time updates it can already tell)."""
+
+    def __init__(self, inputs: tuple[Operator, ...]) -> None:
+        self.inputs = inputs
+
+    def step(self, upper: int) -> list[Update]:
+        raise NotImplementedError
+
+    def state_size(self) -> int:
+        """Rows held in this operator's arrangements and waiting updates, inputs included."""
+        return sum(i.state_size() for i in self.inputs)
+
+
+class Source(Operator):
+    """An input collection: the dataflow feeds it each step's updates."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(())
+        self.name = name
+        self.pending: list[Update] = []
+
+    def feed(self, updates: Iterable[Update]) -> None:
+        self.pending.extend(updates)
+
+    def step(self, upper: int) -> list[Update]:
+        out, self.pending = self.pending, []
+        return out
+
+
+class Inputs:
+    """The input collections of a built plan: one :class:`Source` per place a plan reads a
+    collection, all fed the same updates."""
+
+    def __init__(self) -> None:
+        self.readers: dict[str, list[Source]] = defaultdict(list)
+
+    def reader(self, name: str) -> Source:
+        source = Source(name)
+        self.readers[name].append(source)
+        return source
+
+    def names(self) -> list[str]:
+        return sorted(self.readers)
+
+    def feed(self, name: str, updates: Iterable[Update]) -> None:
+        batch = list(updates)
+        for source in self.readers[name]:
+            source.feed(batch)
+
+
+class Constant(Operator):
+    """Fixed rows, all at the first step's first time."""
+
+    def __init__(self, rows: tuple[tuple[Row, int], ...], at: int) -> None:
+        super().__init__(())
+        self.rows, self.at, self.done = rows, at, False
+
+    def step(self, upper: int) -> list[Update]:
+        if self.done:
+            return []
+        self.done = True
+        return [(row, self.at, c) for row, c in self.rows if c]
+
+
+class Linear(Operator):
+    """A stateless operator: a function from one update to its output updates."""
+
+    def __init__(self, inputs: tuple[Operator, ...], fn: Callable[[Update], Iterable[Update]]):
+        super().__init__(inputs)
+        self.fn = fn
+
+    def step(self, upper: int) -> list[Update]:
+        return [out for i in self.inputs for u in i.step(upper) for out in self.fn(u)]
+
+
+class Stateful(Operator):
+    """An operator that needs its input in time order: it processes, time by time, the updates
+    below ``upper`` and keeps later ones for a later step."""
+
+    def __init__(self, inputs: tuple[Operator, ...]) -> None:
+        super().__init__(inputs)
+        self.waiting: list[list[Update]] = [[] for _ in inputs]
+
+    def step(self, upper: int) -> list[Update]:
+        by_time: dict[int, list[list[Update]]] = defaultdict(lambda: [[] for _ in self.inputs])
+        for side, child in enumerate(self.inputs):
+            fresh, self.waiting[side] = self.waiting[side] + child.step(upper), []
+            for u in fresh:
+                if u[1] < upper:
+                    by_time[u[1]][side].append(u)
+                else:
+                    self.waiting[side].append(u)
+        out: list[Update] = []
+        for t in sorted(by_time):
+            out += self.apply(t, by_time[t])
+        return out
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        """The output updates at ``t`` for each input's ``changes`` at ``t``."""
+        raise NotImplementedError
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(map(len, self.waiting))
+
+
+def _key(row: Row, columns: tuple[int, ...]) -> Row:
+    return tuple(row[i] for i in columns)
+
+
+def _accumulate(arrangement: dict[Row, Counter], key: Row, row: Row, diff: int) -> None:
+    rows = arrangement.setdefault(key, Counter())
+    rows[row] += diff
+    if not rows[row]:
+        del rows[row]
+        if not rows:
+            del arrangement[key]
+
+
+def _difference(t: int, before: Version, after: Version) -> list[Update]:
+    out = [(r, t, c - before.get(r, 0)) for r, c in after.items() if c != before.get(r, 0)]
+    return out + [(r, t, -c) for r, c in before.items() if r not in after]
+
+
+class KeyedRecompute(Stateful):
+    """A one-input operator whose output for a key depends only on that key's input rows: at
+    each time, the touched keys' output is computed before and after, and the difference
+    emitted. Reduce, Distinct, Threshold and TopK are of this kind."""
+
+    def __init__(
+        self, child: Operator, key: tuple[int, ...], output: Callable[[Row, Version], Version]
+    ):
+        super().__init__((child,))
+        self.key, self.output = key, output
+        self.arrangement: dict[Row, Counter] = {}
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        touched: dict[Row, list[Update]] = defaultdict(list)
+        for u in changes[0]:
+            touched[_key(u[0], self.key)].append(u)
+        out: list[Update] = []
+        for key, updates in touched.items():
+            before = self._output(key)
+            for row, _, diff in updates:
+                _accumulate(self.arrangement, key, row, diff)
+            out += _difference(t, before, self._output(key))
+        return out
+
+    def _output(self, key: Row) -> Version:
+        rows = self.arrangement.get(key)
+        return self.output(key, dict(rows)) if rows else {}
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(len(rows) for rows in self.arrangement.values())
+
+
+class InnerJoin(Stateful):
+    """Two inputs joined on key columns (NULL keys match nothing), a residual predicate on the
+    pair: at each time, ``dA ⋈ B + A ⋈ dB + dA ⋈ dB`` with ``A`` and ``B`` arranged by key."""
+
+    def __init__(
+        self,
+        left: Operator,
+        right: Operator,
+        keys: tuple[tuple[int, ...], tuple[int, ...]],
+        match: Callable[[Row], bool],
+    ):
+        super().__init__((left, right))
+        self.keys, self.match = keys, match
+        self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        out: list[Update] = []
+        deltas: list[dict[Row, list[tuple[Row, int]]]] = [defaultdict(list), defaultdict(list)]
+        for side in (0, 1):
+            for row, _, diff in changes[side]:
+                key = _key(row, self.keys[side])
+                if None not in key:
+                    deltas[side][key].append((row, diff))
+        left, right = self.arrangements
+        for key, rows in deltas[0].items():  # dA ⋈ B
+            for other, oc in right.get(key, {}).items():
+                out += self._pairs(t, rows, [(other, oc)])
+        for key, rows in deltas[1].items():  # (A + dA) ⋈ dB
+            others = list(left.get(key, {}).items()) + deltas[0].get(key, [])
+            for row, diff in rows:
+                out += self._pairs(t, others, [(row, diff)])
+        for side in (0, 1):
+            for key, rows in deltas[side].items():
+                for row, diff in rows:
+                    _accumulate(self.arrangements[side], key, row, diff)
+        return out
+
+    def _pairs(
+        self, t: int, lefts: list[tuple[Row, int]], rights: list[tuple[Row, int]]
+    ) -> list[Update]:
+        return [
+            (lr + rr, t, lc * rc) for lr, lc in lefts for rr, rc in rights if self.match(lr + rr)
+        ]
+
+    def state_size(self) -> int:
+        held = sum(len(rows) for side in self.arrangements for rows in side.values())
+        return super().state_size() + held
+
+
+class OuterJoin(Stateful):
+    """A left, right or full join of two inputs: at each time the touched keys' output (matched
+    pairs, then the unmatched rows of the kept side padded with NULLs) is computed before and
+    after. Rows with a NULL key match nothing and pass through padded."""
+
+    def __init__(
+        self,
+        join: P.Join,
+        left: Operator,
+        right: Operator,
+        keys: tuple[tuple[int, ...], tuple[int, ...]],
+    ):
+        super().__init__((left, right))
+        self.join, self.keys = join, keys
+        self.widths = (len(join.inputs_[0].schema), len(join.inputs_[1].schema))
+        self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        touched: dict[Row, list[tuple[int, Row, int]]] = defaultdict(list)
+        out: list[Update] = []
+        for side in (0, 1):
+            for row, _, diff in changes[side]:
+                key = _key(row, self.keys[side])
+                if None in key:
+                    out += self._unmatched(side, row, t, diff)
+                else:
+                    touched[key].append((side, row, diff))
+        for key, updates in touched.items():
+            before = self._output(key)
+            for side, row, diff in updates:
+                _accumulate(self.arrangements[side], key, row, diff)
+            out += _difference(t, before, self._output(key))
+        return out
+
+    def _unmatched(self, side: int, row: Row, t: int, diff: int) -> list[Update]:
+        keeps = {0: ("left", "full"), 1: ("right", "full")}[side]
+        if self.join.kind not in keeps:
+            return []
+        pad = (None,) * self.widths[1 - side]
+        return [((row + pad) if side == 0 else (pad + row), t, diff)]
+
+    def _output(self, key: Row) -> Version:
+        lefts = list(self.arrangements[0].get(key, {}).items())
+        rights = list(self.arrangements[1].get(key, {}).items())
+        out: Counter = Counter()
+        matched_l: set[Row] = set()
+        matched_r: set[Row] = set()
+        for lr, lc in lefts:
+            for rr, rc in rights:
+                if _matches(lr + rr, self.join):
+                    out[lr + rr] += lc * rc
+                    matched_l.add(lr)
+                    matched_r.add(rr)
+        if self.join.kind in ("left", "full"):
+            for lr, lc in lefts:
+                if lr not in matched_l:
+                    out[lr + (None,) * self.widths[1]] += lc
+        if self.join.kind in ("right", "full"):
+            for rr, rc in rights:
+                if rr not in matched_r:
+                    out[(None,) * self.widths[0] + rr] += rc
+        return {r: c for r, c in out.items() if c}
+
+    def state_size(self) -> int:
+        held = sum(len(rows) for side in self.arrangements for rows in side.values())
+        return super().state_size() + held
+
+
+def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
+    """The operators of ``plan``, reading its collections through ``sources``; ``at`` is the
+    first time (constants appear there)."""
+    match plan:
+        case P.Get(name=name):
+            return sources.reader(name)
+        case P.Constant(rows=rows):
+            return Constant(rows, at)
+    children = tuple(build(p, sources, at) for p in plan.inputs())
+    match plan:
+        case P.Map(exprs=exprs):
+            return Linear(
+                children, lambda u: [(u[0] + tuple(e.eval(u[0]) for _, e in exprs), u[1], u[2])]
+            )
+        case P.Project(columns=columns):
+            return Linear(children, lambda u: [(_key(u[0], columns), u[1], u[2])])
+        case P.Filter(predicates=predicates):
+            return Linear(
+                children, lambda u: [u] if all(p.eval(u[0]) is True for p in predicates) else []
+            )
+        case P.Union():
+            return Linear(children, lambda u: [u])
+        case P.Negate():
+            return Linear(children, lambda u: [(u[0], u[1], -u[2])])
+        case P.TemporalFilter(lower=lower, upper=upper):
+            return Linear(children, lambda u: _window(u, lower, upper))
+        case P.Join():
+            return _build_join(plan, children)
+        case P.Reduce(group_by=group_by):
+            return KeyedRecompute(
+                children[0], group_by, lambda key, rows: _reduce_group(plan, key, rows)
+            )
+        case P.Distinct():
+            width = tuple(range(len(plan.schema)))
+            return KeyedRecompute(
+                children[0], width, lambda key, rows: {r: 1 for r, c in rows.items() if c > 0}
+            )
+        case P.Threshold():
+            width = tuple(range(len(plan.schema)))
+            return KeyedRecompute(
+                children[0], width, lambda key, rows: {r: c for r, c in rows.items() if c > 0}
+            )
+        case P.TopK(group_by=group_by):
+            return KeyedRecompute(children[0], group_by, lambda key, rows: _top_k(plan, rows))
+    raise PlanError(f"no operator for {type(plan).__name__}")
+
+
+def _window(u: Update, lower: tuple, upper: tuple) -> list[Update]:
+    """The row from ``max(t, lower)`` until ``max(t, upper)``: an insertion and a (later)
+    retraction, or nothing if the window is empty or a bound is NULL."""
+    row, t, diff = u
+    lows, highs = [e.eval(row) for e in lower], [e.eval(row) for e in upper]
+    if any(v is None for v in (*lows, *highs)):
+        return []
+    start = max([t, *lows])
+    end = max(t, min(highs)) if highs else None
+    if end is not None and end <= start:
+        return []
+    out = [(row, start, diff)]
+    return out + ([(row, end, -diff)] if end is not None else [])
+
+
+def _reduce_group(reduce: P.Reduce, key: Row, rows: Version) -> Version:
+    _positive(rows, "Reduce")
+    pairs = list(rows.items())
+    kinds = reduce.schema[len(reduce.group_by) :]
+    values = tuple(
+        _aggregate(a, pairs, c.type) for a, c in zip(reduce.aggregates, kinds, strict=True)
+    )
+    return {key + values: 1}
+
+
+def _top_k(top: P.TopK, rows: Version) -> Version:
+    _positive(rows, "TopK")
+    ordered = sorted(rows.items(), key=lambda rc: sort_key(rc[0], top.order_by))
+    end = None if top.limit is None else top.offset + top.limit
+    kept: Counter = Counter()
+    position = 0
+    for row, count in ordered:
+        lo, hi = (
+            max(position, top.offset),
+            position + count if end is None else min(position + count, end),
+        )
+        if hi > lo:
+            kept[row] += hi - lo
+        position += count
+        if end is not None and position >= end:
+            break
+    return dict(kept)
+
+
+def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
+    """Binary joins left to right, each on the equivalences that span its two sides; the
+    residual and any equivalence left over are checked on each matched pair."""
+    if join.kind != "inner":
+        left_keys, right_keys = _split_keys(join.equivalences, len(join.inputs_[0].schema))
+        return OuterJoin(join, *children, (left_keys, right_keys))
+    current, width = children[0], len(join.inputs_[0].schema)
+    for i, child in enumerate(children[1:], start=1):
+        inner_width = len(join.inputs_[i].schema)
+        visible = width + inner_width
+        left_keys, right_keys = _split_keys(_restrict(join.equivalences, visible), width)
+        last = i == len(children) - 1
+        match = (
+            (lambda row: _matches(row, join))
+            if last
+            else (lambda row, v=visible: _partial(row, join, v))
+        )
+        current = InnerJoin(current, child, (left_keys, right_keys), match)
+        width = visible
+    if len(children) == 1:
+        return Linear(children, lambda u: [u] if _matches(u[0], join) else [])
+    return current
+
+
+def _restrict(classes: tuple[tuple[int, ...], ...], width: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(i for i in klass if i < width) for klass in classes)
+
+
+def _split_keys(
+    classes: tuple[tuple[int, ...], ...], width: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """For each class with members on both sides, one left column and one right column (the
+    right ones renumbered from 0)."""
+    left, right = [], []
+    for klass in classes:
+        lo = [i for i in klass if i < width]
+        hi = [i - width for i in klass if i >= width]
+        if lo and hi:
+            left.append(lo[0])
+            right.append(hi[0])
+    return tuple(left), tuple(right)
+
+
+def _partial(row: Row, join: P.Join, width: int) -> bool:
+    """The equivalences among the first ``width`` columns hold (the residual comes last)."""
+    from changeflow.compute.expr import compare_values
+
+    for klass in _restrict(join.equivalences, width):
+        values = [row[i] for i in klass]
+        if any(v is None for v in values):
+            return False
+        if not all(compare_values("=", values[0], v) for v in values[1:]):
+            return False
+    return True
