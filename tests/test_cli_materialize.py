@@ -82,7 +82,8 @@ def test_into_sqlite_and_read_back(home: Path) -> None:
     assert rows(target) == PEOPLE
     assert json.loads(checkpoint(target))["frontier"] == [4]
     state = storage(home).state("people")
-    assert (state.readers, state.writers) == ({}, {})  # the run dropped its capabilities
+    assert (state.readers, state.writers) == ({}, {})  # the run dropped its leases
+    assert set(state.registered) == {"materialization:people-to-sqlite"}  # a durable hold
 
 
 def test_a_second_run_changes_nothing(home: Path) -> None:
@@ -307,3 +308,18 @@ def test_help_shows_an_example() -> None:
     assert result.exit_code == 0
     example = result.output.split("Example:\n", 1)[1]
     assert example.lstrip().startswith("changeflow materialize orders --to sqlite:orders.sqlite")
+
+
+def test_a_materialization_holds_the_shard_until_dropped(home: Path) -> None:
+    target = f"sqlite:{home / 'out.sqlite'}"
+    ok(home, "people", "--to", target, "--key", "id")
+    held = storage(home).registered_readers("people")
+    assert held["materialization:people-to-sqlite"].frontier == Antichain([3])
+    out = ok(home, "--drop", "people-to-sqlite")
+    assert out.startswith("dropped materialization 'people-to-sqlite': released its hold on")
+    assert storage(home).registered_readers("people") == {}
+    result = materialize(home, "--drop", "people-to-sqlite")
+    assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1
+    assert "no materialization named 'people-to-sqlite'" in result.stderr
+    assert materialize(home, "--drop", "x", "people").exit_code == 2  # --drop goes alone
+    assert materialize(home, "people", "--key", "id").exit_code == 2  # no --to

@@ -27,9 +27,9 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
 
 
 @click.command("materialize")
-@click.argument("shard_name", metavar="SHARD")
-@click.option("--to", "target", required=True, help=f"The target: {TARGETS}.")
-@click.option("--key", required=True, help="The key column(s), comma-separated: one row per key.")
+@click.argument("shard_name", metavar="SHARD", required=False)
+@click.option("--to", "target", help=f"The target: {TARGETS}.")
+@click.option("--key", help="The key column(s), comma-separated: one row per key.")
 @click.option(
     "--reduce",
     "reduce",
@@ -38,7 +38,9 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
     help="Reduce a column across a key's changes instead of keeping its one row (repeatable).",
 )
 @click.option(
-    "--delta-updates", is_flag=True, help="Store each transaction's changes alone, never loading."
+    "--delta-updates",
+    is_flag=True,
+    help="Never load: a SQL target gets a change table, others each transaction's changes.",
 )
 @click.option("--follow", is_flag=True, help="Keep up with the shard until Ctrl-C.")
 @click.option(
@@ -56,14 +58,20 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
     help="A transaction closes at the next time boundary beyond this many updates.",
 )
 @click.option("--out-of-process", is_flag=True, help="Run the driver as a subprocess.")
+@click.option(
+    "--drop",
+    "drop_name",
+    metavar="NAME",
+    help="Drop materialization NAME: release its hold on the shard, forget its checkpoint.",
+)
 @friendly
 @partial(with_storage, with_config=True)
 def materialize_command(
     storage: Storage,
     config: Config,
-    shard_name: str,
-    target: str,
-    key: str,
+    shard_name: str | None,
+    target: str | None,
+    key: str | None,
     reduce: tuple[str, ...],
     delta_updates: bool,
     follow: bool,
@@ -72,6 +80,7 @@ def materialize_command(
     name: str | None,
     max_rows: int,
     out_of_process: bool,
+    drop_name: str | None,
 ) -> None:
     """Materialize shard SHARD into a target store, one row per --key, exactly once.
 
@@ -80,14 +89,23 @@ def materialize_command(
     is under the home; SQL targets keep their own checkpoint). --delta-updates into a SQL
     target writes a change table: the columns plus _time and _diff, a row per change.
 
+    A materialization holds the shard's since at its checkpoint between runs, so it can
+    always go on; --drop NAME lets go of it (and of the name).
+
     \b
     Example:
       changeflow materialize orders --to sqlite:orders.sqlite --key id
       changeflow materialize orders --to sqlite:sums.sqlite --key customer \\
           --reduce total=sum --name totals --follow
+      changeflow materialize --drop totals
     """
     from changeflow.materialize.runtime import Materialization, driver_class
 
+    if drop_name is not None:
+        _drop(storage, config, drop_name, shard_name or target or key)
+        return
+    if shard_name is None or target is None or key is None:
+        raise click.UsageError("materialize needs SHARD, --to and --key (or --drop NAME)")
     if idle_timeout is not None and not follow:
         raise InvalidInput("--idle-timeout goes with --follow")
     driver_class(target)  # an unknown target or shard fails before anything is opened
@@ -110,6 +128,20 @@ def materialize_command(
     click.echo(_summary(spec, done, storage.state(shard_name).upper))
     if done.stopped:
         sys.exit(INTERRUPTED)
+
+
+def _drop(storage: Storage, config: Config, name: str, other: str | None) -> None:
+    """``--drop NAME``: release the hold and forget the checkpoint; say what was done."""
+    from changeflow.materialize.runtime import drop
+
+    if other is not None:
+        raise click.UsageError("--drop NAME goes alone, without SHARD, --to or --key")
+    shard = drop(storage, name, config.home / "materialize" / "recovery.sqlite")
+    held = f"released its hold on shard {shard!r} and " if shard else ""
+    click.echo(
+        f"dropped materialization {name!r}: {held}forgot its checkpoint; its target keeps "
+        "what was written"
+    )
 
 
 def _run(

@@ -94,6 +94,28 @@ class Progress:
         return self.shard_upper.elements[0] - self.frontier.elements[0]
 
 
+def holder(name: str) -> str:
+    """The holder of the shard's since for materialization ``name`` (a registered reader)."""
+    return f"materialization:{name}"
+
+
+def drop(storage: Storage, name: str, recovery_log: Path) -> str | None:
+    """Drop materialization ``name``: release its hold on its shard's since and forget its
+    checkpoints and target, so the shard can be compacted past it and the name reused. The
+    target keeps what was written (and a SQL target its checkpoint row). Returns the shard
+    it held (None if it held none); an error if there is no such materialization."""
+    log = RecoveryLog(recovery_log)
+    try:
+        recorded = log.target(name)
+        shard = None if recorded is None else recorded[1]
+        released = shard in storage.shards() and storage.release_reader(shard, holder(name))
+        if not log.forget(name) and not released:
+            raise InvalidInput(f"no materialization named {name!r} in {recovery_log}")
+    finally:
+        log.close()
+    return shard if released else None
+
+
 def driver_class(url: str) -> type[Driver]:
     """The driver class for ``url``, to read its traits without opening it."""
     from importlib import import_module
@@ -225,26 +247,27 @@ class Runtime:
         if resume is not None and not resume:  # the shard was closed and everything is
             self._acknowledge_last()  # materialized: the driver may still have to apply it
             return progress
-        read, write = self.storage.acquire_capabilities(self.spec.shard)
-        self.storage.drop(write)
-        try:
-            goal = None if follow else self.storage.state(self.spec.shard).upper
-            for updates, upper in self._steps(read, resume, goal, idle_timeout):
-                with _cyclic_gc_paused():
-                    self._transaction(updates, upper)
-                progress.transactions += 1
-                progress.updates += updates.num_rows
-                progress.stores += self._stored
-                progress.frontier = upper
-                progress.shard_upper = self.storage.state(self.spec.shard).upper
-                if upper.elements:
-                    self.storage.downgrade(read, upper.elements[0] - 1)
-                self.on_progress(progress)
-                self.after_commit()
-                if not upper or (goal is not None and goal <= upper):
-                    break
-        finally:
-            self.storage.drop(read)
+        read = self.storage.register_reader(
+            self.spec.shard,
+            holder(self.spec.name),
+            f"materialization {self.spec.name} into {self.spec.target} holds since at its "
+            "checkpoint",
+        )
+        goal = None if follow else self.storage.state(self.spec.shard).upper
+        for updates, upper in self._steps(read, resume, goal, idle_timeout):
+            with _cyclic_gc_paused():
+                self._transaction(updates, upper)
+            progress.transactions += 1
+            progress.updates += updates.num_rows
+            progress.stores += self._stored
+            progress.frontier = upper
+            progress.shard_upper = self.storage.state(self.spec.shard).upper
+            if upper.elements:  # the checkpoint is durable: a resume reads from upper - 1
+                self.storage.downgrade(read, upper.elements[0] - 1)
+            self.on_progress(progress)
+            self.after_commit()
+            if not upper or (goal is not None and goal <= upper):
+                break
         self._acknowledge_last()
         return progress
 
@@ -274,14 +297,15 @@ class Runtime:
     ) -> Iterator[tuple[pa.Table, Antichain]]:
         """The shard's updates beyond the checkpoint, cut into transactions.
 
-        A fresh start begins with the snapshot at the shard's since; a resumed one subscribes
-        as of the last time the target holds and skips that snapshot.
+        A fresh start begins with the snapshot where the hold ``read`` is (the shard's since,
+        for a new materialization); a resumed one subscribes as of the last time the target
+        holds and skips that snapshot.
         """
         since = self.storage.state(self.spec.shard).since
         if resume is None:
-            if not since:
+            if not read.frontier:
                 raise FrontierViolation(f"{self.spec.shard}: the shard is no longer readable")
-            as_of = since.elements[0]
+            as_of = read.frontier.elements[0]
         else:
             as_of = resume.elements[0] - 1
             if not since.less_equal(as_of):
@@ -289,6 +313,13 @@ class Runtime:
                     f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
                     f"but the shard was compacted to {since.to_json()} meanwhile; "
                     "materialize into a new target"
+                )
+            if not read.frontier.less_equal(as_of):
+                raise FrontierViolation(
+                    f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
+                    f"behind this materialization's checkpoint (it holds the shard at "
+                    f"{read.frontier.to_json()}): the target is older than its checkpoint; "
+                    f"materialize into a new target, or drop {self.spec.name!r} first"
                 )
             self.storage.downgrade(read, as_of)
         done = resume if resume is not None else Antichain([as_of])
