@@ -12,6 +12,7 @@ import pytest
 from changeflow.errors import InvalidInput
 from changeflow.materialize.recovery import RecoveryLog
 from changeflow.materialize.runtime import Materialization, drop, holder, materialize
+from changeflow.materialize.targets import claim
 from changeflow.storage import Storage
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus
@@ -65,3 +66,15 @@ def test_a_stopped_materialization_resumes_after_others_moved_and_compacted(
     with pytest.raises(InvalidInput, match="no materialization named 'a'"):
         drop(storage, "a", log)
     storage.close()
+
+
+def test_only_a_materialization_that_committed_owns_its_table(tmp_path: Path) -> None:
+    log = RecoveryLog(tmp_path / "recovery.sqlite")
+    target = f"sqlite:{tmp_path / 'x.sqlite'}"
+    claim(log, "a", "t", target, authoritative=True)  # a run that then could not connect
+    claim(log, "b", "t", target, authoritative=True)
+    log.commit("b", {"frontier": [1]}, None)
+    with pytest.raises(InvalidInput, match=f"table 't' in {target} is owned by .* 'b'"):
+        claim(log, "a", "t", target, authoritative=True)
+    claim(log, "a", "other", target, authoritative=True)  # another table in it is free
+    log.close()

@@ -103,10 +103,12 @@ class RecoveryLog:
         return None if row is None else (row[0], row[1])
 
     def owner(self, target: str, shard: str, other_than: str) -> str | None:
-        """Another materialization recorded as writing ``shard`` into ``target``, if any."""
+        """Another materialization that has committed ``shard`` into ``target``, if any (one
+        that never committed, such as a run that could not connect, owns nothing)."""
         row = self.db.execute(
-            "SELECT materialization FROM recovery_targets WHERE target = ? AND shard = ? "
-            "AND materialization != ? ORDER BY materialization",
+            "SELECT t.materialization FROM recovery_targets AS t JOIN recovery_log AS l "
+            "ON l.materialization = t.materialization WHERE t.target = ? AND t.shard = ? "
+            "AND t.materialization != ? ORDER BY t.materialization",
             (target, shard, other_than),
         ).fetchone()
         return None if row is None else row[0]

@@ -8,6 +8,11 @@ the reduced documents, and StartCommit with the runtime checkpoint (the frontier
 StartedCommit both checkpoints commit to the recovery log together (unless a newer session has
 fenced this one off), and the next transaction's loads overlap the driver's commit and
 acknowledgement.
+
+A materialization holds its shard's since at its checkpoint, durably and between runs (a
+registered reader, ``materialization:NAME``), so no other reader's compaction can take away
+what it needs to go on; :func:`drop` lets go. In delta-updates mode a driver with
+``delta_changes`` (SQL) gets every change as a row with ``_time`` and ``_diff``.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from changeflow.materialize.reductions import Reducer, check_types
 from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
-from changeflow.storage import Storage
+from changeflow.storage import ReadCapability, Storage
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -253,8 +258,23 @@ class Runtime:
             f"materialization {self.spec.name} into {self.spec.target} holds since at its "
             "checkpoint",
         )
+        try:
+            self._follow(read, resume, follow, idle_timeout)
+        except BaseException:
+            if resume is None and not progress.transactions:  # no checkpoint to hold for
+                self.storage.release_reader(self.spec.shard, holder(self.spec.name))
+            raise
+        self._acknowledge_last()
+        return progress
+
+    def _follow(
+        self, read: ReadCapability, resume: Antichain | None, follow: bool, idle: float | None
+    ) -> None:
+        """Commit transactions up to the goal (the shard's upper now, or none with ``follow``),
+        moving the hold ``read`` to each durable checkpoint."""
+        progress = self.progress
         goal = None if follow else self.storage.state(self.spec.shard).upper
-        for updates, upper in self._steps(read, resume, goal, idle_timeout):
+        for updates, upper in self._steps(read, resume, goal, idle):
             with _cyclic_gc_paused():
                 self._transaction(updates, upper)
             progress.transactions += 1
@@ -268,8 +288,6 @@ class Runtime:
             self.after_commit()
             if not upper or (goal is not None and goal <= upper):
                 break
-        self._acknowledge_last()
-        return progress
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
@@ -293,7 +311,11 @@ class Runtime:
         return Antichain.from_json(runtime_checkpoint["frontier"])
 
     def _steps(
-        self, read: Any, resume: Antichain | None, goal: Antichain | None, idle: float | None
+        self,
+        read: ReadCapability,
+        resume: Antichain | None,
+        goal: Antichain | None,
+        idle: float | None,
     ) -> Iterator[tuple[pa.Table, Antichain]]:
         """The shard's updates beyond the checkpoint, cut into transactions.
 
