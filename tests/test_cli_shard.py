@@ -38,8 +38,10 @@ def home(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def shard(home: Path, *args: str) -> str:
-    result = CliRunner().invoke(main, ["shard", *args, "--home", str(home)])
+def shard(home: Path, *args: str, columns: int = 80) -> str:
+    result = CliRunner().invoke(
+        main, ["shard", *args, "--home", str(home)], env={"COLUMNS": str(columns)}
+    )
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -156,3 +158,18 @@ def test_user_mistakes_are_one_line(home: Path, args: list[str], message: str) -
     assert message in result.stderr
     state = storage(home).state("people")
     assert (state.readers, state.writers) == ({}, {})  # a failed read drops what it acquired
+
+
+def test_show_lists_registered_readers_with_their_reason(home: Path) -> None:
+    s = storage(home)
+    cap = s.register_reader("people", "materialization:people-to-sqlite", "keeps out.sqlite")
+    s.downgrade(cap, 2)
+    s.close()
+    rows = cells(shard(home, "show", "people", columns=160))
+    assert [
+        "registered",
+        "materialization:people-to-sqlite",
+        "[2]",
+        "never expires",
+        "keeps out.sqlite",
+    ] in rows

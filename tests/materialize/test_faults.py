@@ -60,7 +60,7 @@ KINDS = {
     "jsonl": "JsonlDriver",
 }
 TRANSACTIONAL = ("sqlite", "postgres", "files")  # a sum is exactly once through these
-AUTHORITATIVE = ("sqlite", "postgres")
+AUTHORITATIVE = ("sqlite", "postgres")  # also the targets of delta updates as a change table
 
 
 # -- the collection ------------------------------------------------------------------------------
@@ -110,14 +110,15 @@ FINAL = HISTORY[-1][1]  # the shard's upper at the end
 def expected(storage: Storage, reduction: str) -> dict[int, tuple[str, int]]:
     """The collection at its final frontier, as the target must hold it: ``k -> (s, v)``.
 
-    lastWriteWins: the one row of each key. sum: ``v`` summed over the key's rows (0 once they
-    are all gone, the document stays), ``s`` from the key's last insert.
+    lastWriteWins (and delta, folded): the one row of each key. sum: ``v`` summed over the
+    key's rows (0 once they are all gone, the document stays), ``s`` from the key's last
+    insert.
     """
     read, write = storage.acquire_capabilities(SHARD)
     snapshot = storage.snapshot_table(read, FINAL - 1).to_pylist()
     storage.drop(read)
     storage.drop(write)
-    if reduction == "lww":
+    if reduction in ("lww", "delta"):
         assert all(r["_diff"] == 1 for r in snapshot)
         out = {r["k"]: (r["s"], r["v"]) for r in snapshot}
         assert len(out) == len(snapshot)
@@ -137,11 +138,19 @@ class Target:
     kind: str
     url: str
     path: Path | None = None  # the folder or file of a local target
+    delta: bool = False  # a SQL change table: every change a row with _time and _diff
 
     def read(self) -> dict[int, tuple[str, int]]:
-        """What the target holds: ``k -> (s, v)``; for jsonl, its deltas folded in order."""
+        """What the target holds: ``k -> (s, v)``; for jsonl and a change table, its deltas
+        folded in order."""
         rows: list[tuple[int, str, int]]
-        if self.kind == "sqlite":
+        if self.delta:
+            net: dict[tuple[int, str, int], int] = {}
+            for k, s, v, _, diff in self.changes():
+                net[k, s, v] = net.get((k, s, v), 0) + diff
+            assert set(net.values()) <= {0, 1}, net
+            rows = [row for row, n in net.items() if n]
+        elif self.kind == "sqlite":
             with sqlite3.connect(self.path) as db:
                 rows = db.execute(f'SELECT k, s, v FROM "{SHARD}"').fetchall()
         elif self.kind == "postgres":
@@ -170,6 +179,17 @@ class Target:
         out = {k: (s, v) for k, s, v in rows}
         assert len(out) == len(rows), f"a key is stored twice: {sorted(rows)}"
         return out
+
+    def changes(self) -> list[tuple[int, str, int, int, int]]:
+        """A change table's rows ``(k, s, v, _time, _diff)``, sorted."""
+        statement = f'SELECT k, s, v, _time, _diff FROM "{SHARD}"'
+        if self.kind == "sqlite":
+            with sqlite3.connect(self.path) as db:
+                return sorted(db.execute(statement).fetchall())
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            return sorted(conn.execute(statement).fetchall())
 
     def deltas(self) -> dict[str, list[dict[str, Any]]]:
         """jsonl: the delta documents of each transaction's file, in order of the files."""
@@ -205,7 +225,10 @@ class Setup:
         storage = Storage(open_consensus(consensus), Blob(blob))
         storage.create(SHARD, SCHEMA)
         reductions = {"v": "sum"} if reduction == "sum" else {}
-        spec = Materialization("m", SHARD, target.url, ("k",), reductions, max_rows=MAX_ROWS)
+        target.delta = reduction == "delta"
+        spec = Materialization(
+            "m", SHARD, target.url, ("k",), reductions, target.delta, max_rows=MAX_ROWS
+        )
         return cls(storage, consensus, blob, tmp_path / "recovery.sqlite", spec)
 
     def append(self, lower: int, upper: int) -> None:
@@ -236,6 +259,9 @@ def check(setup: Setup, target: Target, reduction: str, frontier: list[int] | No
     """The target equals the collection at its final frontier."""
     want = expected(setup.storage, reduction)
     assert target.read() == want
+    if target.delta:  # every change once, at its time
+        changes = [(*row, t, d) for batch, _ in HISTORY for row, t, d in batch]
+        assert target.changes() == sorted(changes)
     checkpoint = setup.checkpoint()
     assert checkpoint is not None
     assert checkpoint["frontier"] == ([FINAL] if frontier is None else frontier)
@@ -311,11 +337,12 @@ FAULTS = (
 def cases() -> list[Any]:
     out = []
     combos = [(k, "lww") for k in KINDS] + [(k, "sum") for k in TRANSACTIONAL]
+    combos += [(k, "delta") for k in AUTHORITATIVE]
     for kind, reduction in combos:
         marks = [pytest.mark.postgres] if kind == "postgres" else []
         for fault, at in FAULTS:
-            if kind == "jsonl" and at == "during_load":
-                continue  # a push-only driver never loads
+            if (kind == "jsonl" or reduction == "delta") and at == "during_load":
+                continue  # a push-only driver, and delta updates, never load
             name = f"{kind}-{reduction}-{fault}-{at.removeprefix('runtime.')}"
             out.append(pytest.param(kind, reduction, fault, at, marks=marks, id=name))
     return out
@@ -439,6 +466,8 @@ ZOMBIES = [
     pytest.param("postgres", "sum", marks=pytest.mark.postgres),
     ("files", "sum"),
     ("jsonl", "lww"),
+    ("sqlite", "delta"),
+    pytest.param("postgres", "delta", marks=pytest.mark.postgres),
 ]
 
 

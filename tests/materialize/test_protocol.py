@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from changeflow.errors import InvalidInput, ProtocolViolation
+from changeflow.errors import InvalidInput, ProtocolViolation, Timeout
 from changeflow.materialize.driver import Driver, Runner
+from changeflow.materialize.faults import FaultyDriver
 from changeflow.materialize.protocol import (
     Acknowledge,
     Acknowledged,
@@ -30,7 +32,7 @@ from changeflow.materialize.protocol import (
 from changeflow.materialize.recovery import RecoveryLog
 from changeflow.materialize.reductions import Reducer
 from changeflow.materialize.runtime import Materialization, Runtime
-from changeflow.materialize.transport import InProcess
+from changeflow.materialize.transport import InProcess, Subprocess
 from changeflow.storage import Storage
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus
@@ -206,3 +208,18 @@ def test_reductions() -> None:
         Reducer(columns, ("k",), {"n": "max"})
     with pytest.raises(InvalidInput, match="no column 'zz'"):
         Reducer(columns, ("zz",))
+
+
+def test_a_driver_that_does_not_answer_is_a_timeout() -> None:
+    transport = Subprocess([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(Timeout, match="did not answer within 0.2 s"):
+            transport.receive(timeout=0.2)
+    finally:
+        transport.process.kill()
+        transport.close()
+
+
+def test_an_unknown_fault_event_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput, match="unknown driver event 'nowhere'"):
+        FaultyDriver(Memory(), "nowhere")

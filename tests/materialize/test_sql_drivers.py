@@ -347,3 +347,29 @@ def test_the_runtime_resumes_from_the_target_checkpoint(url: str, tmp_path: Path
         assert checkpoint(url) == (2, '{"frontier":[3],"lower":[2]}')
     finally:
         storage.close()
+
+
+def test_delta_updates_write_a_change_table(url: str, tmp_path: Path) -> None:
+    """Every change a row with its time and diff: deletes and old versions are rows too, a
+    key may have many rows, and a later run adds only what is new."""
+    storage = Storage(SqliteConsensus(tmp_path / "c.sqlite"), Blob(str(tmp_path / "blob")))
+    try:
+        _, write = storage.create("t", pa.schema([("k", pa.int64()), ("v", pa.string())]))
+        storage.append(write, [((1, "a"), 0, 1), ((2, "b"), 0, 1)], 1)
+        storage.append(write, [((1, "a"), 1, -1), ((1, "z"), 1, 1), ((2, "b"), 2, -1)], 3)
+        spec = Materialization("m", "t", url, ("k",), delta_updates=True, max_rows=1)
+        materialize(storage, spec, tmp_path / "log.sqlite")
+        statement = 'SELECT "k", "v", "_time", "_diff" FROM "t"'
+        first = [(1, "a", 0, 1), (1, "a", 1, -1), (1, "z", 1, 1), (2, "b", 0, 1), (2, "b", 2, -1)]
+        assert query(url, statement) == first
+        storage.append(write, [((1, "z"), 3, -1), ((3, "c"), 3, 1)], 4)
+        materialize(storage, spec, tmp_path / "log.sqlite", out_of_process=True)
+        assert query(url, statement) == sorted([*first, (1, "z", 3, -1), (3, "c", 3, 1)])
+        with pytest.raises(InvalidInput, match="change table .* is not reduced"):
+            materialize(
+                storage,
+                Materialization("r", "t", url, ("k",), {"v": "merge"}, delta_updates=True),
+                tmp_path / "log.sqlite",
+            )
+    finally:
+        storage.close()

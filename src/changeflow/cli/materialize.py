@@ -1,22 +1,20 @@
-"""``changeflow materialize``: keep a table in an external store in step with a shard."""
+"""``changeflow materialize``: keep a table in an external store in step with a shard.
+
+The command parses options and prints; the materialization itself (the clean stop on Ctrl-C,
+the target guard, the durable hold on the shard) is ``changeflow.materialize``'s.
+"""
 
 from __future__ import annotations
 
-import json
-import signal
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from changeflow.cli.common import count, friendly, show_frontier, with_storage
-from changeflow.errors import ChangeflowError, InvalidInput
-from changeflow.materialize.protocol import Acknowledge, Message, Opened
-from changeflow.materialize.transport import Transport
+from changeflow.cli.common import INTERRUPTED, count, friendly, show_frontier, with_storage
+from changeflow.errors import InvalidInput
 from changeflow.time import Antichain
 
 if TYPE_CHECKING:
@@ -29,9 +27,9 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
 
 
 @click.command("materialize")
-@click.argument("shard_name", metavar="SHARD")
-@click.option("--to", "target", required=True, help=f"The target: {TARGETS}.")
-@click.option("--key", required=True, help="The key column(s), comma-separated: one row per key.")
+@click.argument("shard_name", metavar="SHARD", required=False)
+@click.option("--to", "target", help=f"The target: {TARGETS}.")
+@click.option("--key", help="The key column(s), comma-separated: one row per key.")
 @click.option(
     "--reduce",
     "reduce",
@@ -40,7 +38,9 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
     help="Reduce a column across a key's changes instead of keeping its one row (repeatable).",
 )
 @click.option(
-    "--delta-updates", is_flag=True, help="Store each transaction's changes alone, never loading."
+    "--delta-updates",
+    is_flag=True,
+    help="Never load: a SQL target gets a change table, others each transaction's changes.",
 )
 @click.option("--follow", is_flag=True, help="Keep up with the shard until Ctrl-C.")
 @click.option(
@@ -58,14 +58,20 @@ TARGETS = "postgresql://…, sqlite:PATH, files:PATH, kv:PATH or jsonl:PATH"
     help="A transaction closes at the next time boundary beyond this many updates.",
 )
 @click.option("--out-of-process", is_flag=True, help="Run the driver as a subprocess.")
+@click.option(
+    "--drop",
+    "drop_name",
+    metavar="NAME",
+    help="Drop materialization NAME: release its hold on the shard, forget its checkpoint.",
+)
 @friendly
 @partial(with_storage, with_config=True)
 def materialize_command(
     storage: Storage,
     config: Config,
-    shard_name: str,
-    target: str,
-    key: str,
+    shard_name: str | None,
+    target: str | None,
+    key: str | None,
     reduce: tuple[str, ...],
     delta_updates: bool,
     follow: bool,
@@ -74,20 +80,35 @@ def materialize_command(
     name: str | None,
     max_rows: int,
     out_of_process: bool,
+    drop_name: str | None,
 ) -> None:
     """Materialize shard SHARD into a target store, one row per --key, exactly once.
 
-    Runs until the target holds what the shard holds now; with --follow, until Ctrl-C or
-    --idle-timeout. A run goes on where the last one stopped (the recovery log is under the
-    home; SQL targets keep their own checkpoint).
+    Runs until the target holds what the shard holds now; with --follow, until Ctrl-C (exit
+    status 130) or --idle-timeout. A run goes on where the last one stopped (the recovery log
+    is under the home; SQL targets keep their own checkpoint). --delta-updates into a SQL
+    target writes a change table: the columns plus _time and _diff, a row per change.
+
+    A materialization holds the shard's since at its checkpoint between runs, so it can
+    always go on; --drop NAME lets go of it (and of the name).
+
+    \b
+    Example:
+      changeflow materialize orders --to sqlite:orders.sqlite --key id
+      changeflow materialize orders --to sqlite:sums.sqlite --key customer \\
+          --reduce total=sum --name totals --follow
+      changeflow materialize --drop totals
     """
-    from rich.console import Console
+    from changeflow.materialize.runtime import Materialization, driver_class
 
-    from changeflow.materialize.runtime import Materialization, driver_class, materialize
-
+    if drop_name is not None:
+        _drop(storage, config, drop_name, shard_name or target or key)
+        return
+    if shard_name is None or target is None or key is None:
+        raise click.UsageError("materialize needs SHARD, --to and --key (or --drop NAME)")
     if idle_timeout is not None and not follow:
         raise InvalidInput("--idle-timeout goes with --follow")
-    kind = driver_class(target)  # an unknown target or shard fails before anything is opened
+    driver_class(target)  # an unknown target or shard fails before anything is opened
     storage.state(shard_name)
     keys = tuple(k.strip() for k in key.split(",") if k.strip())
     if not keys:
@@ -103,117 +124,51 @@ def materialize_command(
         force,
         max_rows,
     )
-    targets = None if kind.authoritative else config.home / "materialize" / "targets.json"
-    if targets is not None:
-        _check_target(targets, spec.name, target)
-    seen: list[Progress] = []
-    transport = _Stoppable(target, out_of_process)
+    done = _run(storage, config, spec, out_of_process, follow, idle_timeout)
+    click.echo(_summary(spec, done, storage.state(shard_name).upper))
+    if done.stopped:
+        sys.exit(INTERRUPTED)
+
+
+def _drop(storage: Storage, config: Config, name: str, other: str | None) -> None:
+    """``--drop NAME``: release the hold and forget the checkpoint; say what was done."""
+    from changeflow.materialize.runtime import drop
+
+    if other is not None:
+        raise click.UsageError("--drop NAME goes alone, without SHARD, --to or --key")
+    shard = drop(storage, name, config.home / "materialize" / "recovery.sqlite")
+    held = f"released its hold on shard {shard!r} and " if shard else ""
+    click.echo(
+        f"dropped materialization {name!r}: {held}forgot its checkpoint; its target keeps "
+        "what was written"
+    )
+
+
+def _run(
+    storage: Storage,
+    config: Config,
+    spec: Materialization,
+    out_of_process: bool,
+    follow: bool,
+    idle_timeout: float | None,
+) -> Progress:
+    """Materialize, with a live progress line on stderr when it is a terminal."""
+    from rich.console import Console
+
+    from changeflow.materialize.runtime import materialize
+
     console = Console(stderr=True)
-    previous = signal.signal(signal.SIGINT, transport.interrupt)
-    try:
-        with console.status(f"materializing {shard_name!r} into {target}…") as status:
-
-            def show(progress: Progress) -> None:
-                if targets is not None and not seen:
-                    _record_target(targets, spec.name, target)
-                seen[:] = [replace(progress)]
-                status.update(_progress_line(progress))
-                transport.committed()
-
-            try:
-                done: Progress | None = materialize(
-                    storage,
-                    spec,
-                    recovery_log=config.home / "materialize" / "recovery.sqlite",
-                    transport=transport,
-                    follow=follow,
-                    idle_timeout=idle_timeout,
-                    on_progress=show,
-                )
-            except KeyboardInterrupt:
-                done = seen[0] if seen else None
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    click.echo(_summary(spec, done, transport.requested, storage.state(shard_name).upper))
-
-
-class _Stoppable(Transport):
-    """The driver's transport, stopped cleanly by Ctrl-C: while no transaction is open the
-    interrupt is raised at once, else once the transaction has committed; either way the
-    driver hears that its last commit went through before it closes. A second Ctrl-C stops at
-    once (the recovery log still makes the next run go on exactly once)."""
-
-    def __init__(self, target: str, out_of_process: bool) -> None:
-        from changeflow.materialize.drivers import open_driver
-        from changeflow.materialize.transport import InProcess, Subprocess
-
-        command = [sys.executable, "-m", "changeflow.materialize.drivers", target]
-        self.inner: Transport = (
-            Subprocess(command) if out_of_process else InProcess(open_driver(target))
+    with console.status(f"materializing {spec.shard!r} into {spec.target}…") as status:
+        return materialize(
+            storage,
+            spec,
+            recovery_log=config.home / "materialize" / "recovery.sqlite",
+            out_of_process=out_of_process,
+            follow=follow,
+            idle_timeout=idle_timeout,
+            on_progress=lambda p: status.update(_progress_line(p)),
+            stop_on_interrupt=True,
         )
-        self.between = False  # the last transaction is committed, the next not yet begun
-        self.requested = False
-
-    def send(self, message: Message) -> None:
-        self.between = False
-        self.inner.send(message)
-
-    def receive(self, timeout: float | None = None) -> Message:
-        message = self.inner.receive(timeout)
-        self.between = isinstance(message, Opened)
-        return message
-
-    def committed(self) -> None:
-        """A transaction committed to the recovery log: stop here if asked to."""
-        self.between = True
-        if self.requested:
-            raise KeyboardInterrupt
-
-    def interrupt(self, signum: int, frame: Any) -> None:
-        was, self.requested = self.requested, True
-        if self.between or was:
-            raise KeyboardInterrupt
-
-    def close(self) -> None:
-        try:
-            if self.requested and self.between:
-                self.inner.send(Acknowledge())
-                self.inner.receive(timeout=600)
-        except (ChangeflowError, TimeoutError):
-            pass  # the next run acknowledges it
-        finally:
-            self.inner.close()
-
-
-def _canonical(target: str) -> str:
-    """A target URL with its path made absolute (``sqlite:a`` and ``sqlite:/…/a`` are one)."""
-    scheme, _, rest = target.partition(":")
-    if scheme in ("postgresql", "postgres") or not rest:
-        return target
-    return f"{scheme}:{Path(rest).expanduser().absolute()}"
-
-
-def _check_target(path: Path, name: str, target: str) -> None:
-    """Refuse a new target under the name of a materialization whose checkpoint is in the
-    recovery log: the new target would be skipped up to where the old one got."""
-    known = json.loads(path.read_text()) if path.exists() else {}
-    before = known.get(name)
-    if before is not None and before != _canonical(target):
-        raise InvalidInput(
-            f"materialization {name!r} writes to {before}, and the recovery log holds its "
-            f"checkpoint there; pass another --name to materialize into {target}"
-        )
-
-
-def _record_target(path: Path, name: str, target: str) -> None:
-    """Remember the target of ``name`` (see :func:`_check_target`)."""
-    import os
-
-    known = json.loads(path.read_text()) if path.exists() else {}
-    known[name] = _canonical(target)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
-    os.replace(temp, path)
 
 
 def _reductions(items: Iterable[str]) -> dict[str, str]:
@@ -237,11 +192,11 @@ def _progress_line(p: Progress) -> str:
     )
 
 
-def _summary(spec: Materialization, p: Progress | None, stopped: bool, upper: Antichain) -> str:
+def _summary(spec: Materialization, p: Progress, upper: Antichain) -> str:
     """The last line of a run: what it did and how far the target holds the shard (a run that
     ends without a transaction has found the target at the shard's ``upper``)."""
-    head = "stopped (Ctrl-C)" if stopped else "done"
-    if p is None:
+    head = "stopped (Ctrl-C)" if p.stopped else "done"
+    if p.stopped and not p.transactions:
         return (
             f"{head}: {spec.name!r} committed no new transaction; {spec.target} holds what "
             "earlier runs committed"

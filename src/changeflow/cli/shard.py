@@ -52,7 +52,8 @@ def shard_list(storage: Storage) -> None:
 @friendly
 @with_storage
 def shard_show(storage: Storage, name: str) -> None:
-    """Show shard NAME: frontiers, schema, batches and capabilities."""
+    """Show shard NAME: frontiers, schema, batches, and every capability with who holds it
+    and why (registered readers, leased readers, writers)."""
     import time
 
     from rich.markup import escape
@@ -71,7 +72,15 @@ def shard_show(storage: Storage, name: str) -> None:
     for i, b in enumerate(s.batches):
         times = show_interval(b.lower, b.upper)
         batches.add_row(str(i), times, show_frontier(b.since), f"{b.rows:,}", str(len(b.keys)))
-    caps = new_table("capabilities", "kind", "id", "frontier", "lease expires", "state")
+    caps = new_table("capabilities", "kind", "holder", "frontier", "lease expires", "why / state")
+    for holder, r in sorted(s.registered.items()):
+        caps.add_row(
+            "registered",
+            escape(holder),
+            show_frontier(r.frontier),
+            "never expires",
+            escape(r.reason),
+        )
     now_ms = int(time.time() * 1000)
     for i, hold in sorted(s.readers.items(), key=lambda r: r[1].expires_ms):
         live = "expired" if hold.expires_ms <= now_ms else "live"
@@ -82,7 +91,7 @@ def shard_show(storage: Storage, name: str) -> None:
         head,
         schema,
         batches if s.batches else "batches: none",
-        caps if s.readers or s.writers else "capabilities: none",
+        caps if s.readers or s.registered or s.writers else "capabilities: none",
     )
 
 

@@ -40,6 +40,9 @@ class Driver(ABC):
     at_least_once: bool = False
     #: Push-only drivers never receive Load: every binding runs in delta-updates mode.
     delta_only: bool = False
+    #: In delta-updates mode the store keeps every change as a row of the data columns plus
+    #: ``_time`` and ``_diff`` (a change table), rather than a document per key and transaction.
+    delta_changes: bool = False
     #: The store keeps the runtime checkpoint with its data (and fences older instances): its
     #: checkpoint from Open wins over the recovery log's.
     authoritative: bool = False

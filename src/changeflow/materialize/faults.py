@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from changeflow.errors import InvalidInput
 from changeflow.failpoints import EXIT_CODE
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.protocol import Doc, DriverState, Key, Open, Store
@@ -53,7 +54,7 @@ class FaultyDriver(Driver):
     ) -> None:
         for event in (crash_at, stall_at):
             if event is not None and event not in EVENTS:
-                raise ValueError(f"unknown driver event {event!r}; the events are {EVENTS}")
+                raise InvalidInput(f"unknown driver event {event!r}; the events are {EVENTS}")
         self.inner = inner
         self.crash_at, self.stall_at, self.stall_seconds = crash_at, stall_at, stall_seconds
         self.occurrence, self.exit_process = occurrence, exit_process
@@ -61,6 +62,7 @@ class FaultyDriver(Driver):
         # the inner driver's traits
         self.at_least_once = inner.at_least_once
         self.delta_only = inner.delta_only
+        self.delta_changes = inner.delta_changes
         self.authoritative = inner.authoritative
 
     def event(self, name: str) -> None:

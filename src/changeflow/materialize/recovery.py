@@ -1,6 +1,8 @@
 """The runtime's recovery log: the runtime checkpoint and the driver checkpoint, committed
-together in one SQLite transaction, per materialization; and a fence per materialization, so
-that a session that a newer one has taken over (a zombie) can no longer commit."""
+together in one SQLite transaction, per materialization; a fence per materialization, so
+that a session that a newer one has taken over (a zombie) can no longer commit; and the
+target and shard of each materialization, so that a name is not pointed at another target
+(which would be skipped up to the old one's checkpoint) and a table has one owner."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ class RecoveryLog:
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS recovery_fences (materialization TEXT PRIMARY KEY, "
             "fence INTEGER NOT NULL)"
+        )
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS recovery_targets (materialization TEXT PRIMARY KEY, "
+            "target TEXT NOT NULL, shard TEXT NOT NULL)"
         )
 
     def load(self, name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -88,6 +94,50 @@ class RecoveryLog:
             self.db.execute("ROLLBACK")
             raise
         return state
+
+    def target(self, name: str) -> tuple[str, str] | None:
+        """The target URL and shard recorded for ``name``; None if there is none."""
+        row = self.db.execute(
+            "SELECT target, shard FROM recovery_targets WHERE materialization = ?", (name,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def owner(self, target: str, shard: str, other_than: str) -> str | None:
+        """Another materialization that has committed ``shard`` into ``target``, if any (one
+        that never committed, such as a run that could not connect, owns nothing)."""
+        row = self.db.execute(
+            "SELECT t.materialization FROM recovery_targets AS t JOIN recovery_log AS l "
+            "ON l.materialization = t.materialization WHERE t.target = ? AND t.shard = ? "
+            "AND t.materialization != ? ORDER BY t.materialization",
+            (target, shard, other_than),
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def record_target(self, name: str, target: str, shard: str) -> None:
+        """Record that ``name`` writes ``shard`` into ``target``."""
+        self.db.execute(
+            "INSERT INTO recovery_targets VALUES (?, ?, ?) ON CONFLICT (materialization) "
+            "DO UPDATE SET target = excluded.target, shard = excluded.shard",
+            (name, target, shard),
+        )
+
+    def forget(self, name: str) -> bool:
+        """Forget the checkpoints and target of ``name``, and move its fence on, so that a
+        session still running can never commit again; False if there was nothing to forget."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute(
+                "UPDATE recovery_fences SET fence = fence + 1 WHERE materialization = ?", (name,)
+            )
+            gone = sum(
+                self.db.execute(f"DELETE FROM {table} WHERE materialization = ?", (name,)).rowcount
+                for table in ("recovery_log", "recovery_targets")
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return gone > 0
 
     def close(self) -> None:
         self.db.close()

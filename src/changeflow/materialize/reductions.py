@@ -5,6 +5,10 @@ than one row per key is an error (but a transaction replayed through an at-least
 may find its own effects stored already). ``sum`` columns add ``diff * value``; ``merge``
 columns apply each inserted value as a JSON merge patch. Delta updates combine this
 transaction's changes only.
+
+What each reduction takes (:func:`check_types`, before anything is written): ``sum`` a number
+column (integer, floating point or decimal); ``merge`` a column of JSON objects: a string
+column holding JSON text, or a struct or map column.
 """
 
 from __future__ import annotations
@@ -14,10 +18,43 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from changeflow.errors import InvalidInput
 from changeflow.materialize.protocol import Doc, Key, merge_patch
 
 REDUCTIONS = ("sum", "merge")
+
+
+def _number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _json_object(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_struct(t)
+        or (pa.types.is_map(t))
+    )
+
+
+#: reduction -> (the column types it takes, in words, and the test)
+TAKES = {"sum": ("a number", _number), "merge": ("JSON text, a struct or a map", _json_object)}
+
+
+def check_types(schema: pa.Schema, reductions: dict[str, str]) -> None:
+    """Refuse a reduction of a column whose type it cannot reduce (see the module docstring)."""
+    for name, how in reductions.items():
+        if name not in schema.names or how not in TAKES:
+            continue  # the Reducer names these mistakes
+        kind = schema.field(name).type
+        words, takes = TAKES[how]
+        if not takes(kind):
+            raise InvalidInput(
+                f"--reduce {name}={how}: column {name!r} is {kind}, and {how} takes {words}; "
+                "reduce another column, or drop the --reduce"
+            )
 
 
 @dataclass(frozen=True)

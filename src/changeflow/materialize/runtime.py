@@ -8,6 +8,11 @@ the reduced documents, and StartCommit with the runtime checkpoint (the frontier
 StartedCommit both checkpoints commit to the recovery log together (unless a newer session has
 fenced this one off), and the next transaction's loads overlap the driver's commit and
 acknowledgement.
+
+A materialization holds its shard's since at its checkpoint, durably and between runs (a
+registered reader, ``materialization:NAME``), so no other reader's compaction can take away
+what it needs to go on; :func:`drop` lets go. In delta-updates mode a driver with
+``delta_changes`` (SQL) gets every change as a row with ``_time`` and ``_diff``.
 """
 
 from __future__ import annotations
@@ -47,11 +52,13 @@ from changeflow.materialize.protocol import (
     name_of,
 )
 from changeflow.materialize.recovery import RecoveryLog
-from changeflow.materialize.reductions import Reducer
+from changeflow.materialize.reductions import Reducer, check_types
+from changeflow.materialize.stop import Stoppable, sigint_stops
+from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
-from changeflow.storage import Storage
-from changeflow.storage.frames import DIFF, TIME
+from changeflow.storage import ReadCapability, Storage
 from changeflow.time import Antichain
+from changeflow.updates import DIFF, TIME
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Progress:
     frontier: Antichain = field(default_factory=Antichain)
     shard_upper: Antichain = field(default_factory=Antichain)
     started: float = field(default_factory=time.monotonic)
+    stopped: bool = False  # by Ctrl-C (see ``materialize(stop_on_interrupt=True)``)
 
     @property
     def seconds(self) -> float:
@@ -89,6 +97,28 @@ class Progress:
         if not self.frontier or not self.shard_upper:
             return 0 if not self.shard_upper else None
         return self.shard_upper.elements[0] - self.frontier.elements[0]
+
+
+def holder(name: str) -> str:
+    """The holder of the shard's since for materialization ``name`` (a registered reader)."""
+    return f"materialization:{name}"
+
+
+def drop(storage: Storage, name: str, recovery_log: Path) -> str | None:
+    """Drop materialization ``name``: release its hold on its shard's since and forget its
+    checkpoints and target, so the shard can be compacted past it and the name reused. The
+    target keeps what was written (and a SQL target its checkpoint row). Returns the shard
+    it held (None if it held none); an error if there is no such materialization."""
+    log = RecoveryLog(recovery_log)
+    try:
+        recorded = log.target(name)
+        shard = None if recorded is None else recorded[1]
+        released = shard in storage.shards() and storage.release_reader(shard, holder(name))
+        if not log.forget(name) and not released:
+            raise InvalidInput(f"no materialization named {name!r} in {recovery_log}")
+    finally:
+        log.close()
+    return shard if released else None
 
 
 def driver_class(url: str) -> type[Driver]:
@@ -110,21 +140,42 @@ def materialize(
     follow: bool = False,
     idle_timeout: float | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    stop_on_interrupt: bool = False,
 ) -> Progress:
     """Run ``spec`` until the target has caught up with the shard (or, with ``follow``, until
-    nothing new arrives for ``idle_timeout`` seconds or the shard is closed)."""
+    nothing new arrives for ``idle_timeout`` seconds or the shard is closed).
+
+    Everything is checked before anything is written: the target, the key, the reductions
+    against the shard's schema, and that no other materialization owns the table. With
+    ``stop_on_interrupt``, Ctrl-C stops after the open transaction commits (see
+    :mod:`~changeflow.materialize.stop`) and the returned progress says ``stopped``.
+    """
     if transport is None:
-        transport = (
-            Subprocess([sys.executable, "-m", "changeflow.materialize.drivers", spec.target])
-            if out_of_process
-            else InProcess(open_driver(spec.target))
-        )
+        transport = open_transport(spec.target, out_of_process)
+    stop = Stoppable(transport) if stop_on_interrupt else None
     log = RecoveryLog(recovery_log)
     try:
-        return Runtime(storage, spec, transport, log, on_progress).run(follow, idle_timeout)
+        runtime = Runtime(storage, spec, stop or transport, log, on_progress)
+        claim(log, spec.name, spec.shard, spec.target, runtime.authoritative)
+        if stop is None:
+            return runtime.run(follow, idle_timeout)
+        runtime.after_commit = stop.committed
+        try:
+            with sigint_stops(stop):
+                return runtime.run(follow, idle_timeout)
+        except KeyboardInterrupt:
+            runtime.progress.stopped = True
+            return runtime.progress
     finally:
-        transport.close()
+        (stop or transport).close()
         log.close()
+
+
+def open_transport(target: str, out_of_process: bool = False) -> Transport:
+    """The transport to the driver of ``target``: in this process, or its own."""
+    if out_of_process:
+        return Subprocess([sys.executable, "-m", "changeflow.materialize.drivers", target])
+    return InProcess(open_driver(target))
 
 
 @contextmanager
@@ -157,20 +208,29 @@ class Runtime:
         """``kind`` is the driver's class, for its traits (default: from the target URL)."""
         self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
         self.on_progress = on_progress or (lambda _: None)
+        self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
         kind = kind or driver_class(spec.target)
-        state = storage.state(spec.shard)
-        schema = state.schema
+        schema = storage.state(spec.shard).schema
         delta = spec.delta_updates or kind.delta_only
+        #: every change a row with its time and diff (a change table), not a row per key
+        self.change_table = delta and kind.delta_changes
+        if self.change_table and spec.reductions:
+            raise InvalidInput(
+                f"{spec.target}: delta updates go into a change table (a row per change, with "
+                f"{TIME} and {DIFF}), which is not reduced; drop --reduce or --delta-updates"
+            )
+        extra = (TIME, DIFF) if self.change_table else ()
         self.binding = Binding(
             resource=spec.shard,
-            columns=tuple(schema.names),
-            types=tuple(str(f.type) for f in schema),
+            columns=(*schema.names, *extra),
+            types=(*(str(f.type) for f in schema), *("int64" for _ in extra)),
             key=tuple(spec.key),
             delta_updates=delta,
         )
         self.reducer = Reducer(
             self.binding.columns, self.binding.key, spec.reductions, delta, kind.at_least_once
         )
+        check_types(schema, spec.reductions)
         if kind.at_least_once and "sum" in spec.reductions.values() and not spec.force:
             raise InvalidInput(
                 f"{spec.target}: this driver is at-least-once, so a retried transaction could "
@@ -180,6 +240,7 @@ class Runtime:
         self.phase = "open"
         self.fence = 0  # this session's fence in the recovery log, taken at open
         self.lower = Antichain([0])  # where the next transaction begins
+        self.progress = Progress()
         self._stored = 0
 
     # -- the session -------------------------------------------------------------------------
@@ -187,31 +248,46 @@ class Runtime:
     def run(self, follow: bool, idle_timeout: float | None) -> Progress:
         resume = self._open()
         self.lower = resume if resume is not None else Antichain([0])
-        progress = Progress(frontier=self.lower)
+        progress = self.progress = Progress(frontier=self.lower)
         if resume is not None and not resume:  # the shard was closed and everything is
             self._acknowledge_last()  # materialized: the driver may still have to apply it
             return progress
-        read, write = self.storage.acquire_capabilities(self.spec.shard)
-        self.storage.drop(write)
+        read = self.storage.register_reader(
+            self.spec.shard,
+            holder(self.spec.name),
+            f"materialization {self.spec.name} into {self.spec.target} holds since at its "
+            "checkpoint",
+        )
         try:
-            goal = None if follow else self.storage.state(self.spec.shard).upper
-            for updates, upper in self._steps(read, resume, goal, idle_timeout):
-                with _cyclic_gc_paused():
-                    self._transaction(updates, upper)
-                progress.transactions += 1
-                progress.updates += updates.num_rows
-                progress.stores += self._stored
-                progress.frontier = upper
-                progress.shard_upper = self.storage.state(self.spec.shard).upper
-                self.on_progress(progress)
-                if upper.elements:
-                    self.storage.downgrade(read, upper.elements[0] - 1)
-                if not upper or (goal is not None and goal <= upper):
-                    break
-        finally:
-            self.storage.drop(read)
+            self._follow(read, resume, follow, idle_timeout)
+        except BaseException:
+            if resume is None and not progress.transactions:  # no checkpoint to hold for
+                self.storage.release_reader(self.spec.shard, holder(self.spec.name))
+            raise
         self._acknowledge_last()
         return progress
+
+    def _follow(
+        self, read: ReadCapability, resume: Antichain | None, follow: bool, idle: float | None
+    ) -> None:
+        """Commit transactions up to the goal (the shard's upper now, or none with ``follow``),
+        moving the hold ``read`` to each durable checkpoint."""
+        progress = self.progress
+        goal = None if follow else self.storage.state(self.spec.shard).upper
+        for updates, upper in self._steps(read, resume, goal, idle):
+            with _cyclic_gc_paused():
+                self._transaction(updates, upper)
+            progress.transactions += 1
+            progress.updates += updates.num_rows
+            progress.stores += self._stored
+            progress.frontier = upper
+            progress.shard_upper = self.storage.state(self.spec.shard).upper
+            if upper.elements:  # the checkpoint is durable: a resume reads from upper - 1
+                self.storage.downgrade(read, upper.elements[0] - 1)
+            self.on_progress(progress)
+            self.after_commit()
+            if not upper or (goal is not None and goal <= upper):
+                break
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
@@ -235,18 +311,23 @@ class Runtime:
         return Antichain.from_json(runtime_checkpoint["frontier"])
 
     def _steps(
-        self, read: Any, resume: Antichain | None, goal: Antichain | None, idle: float | None
+        self,
+        read: ReadCapability,
+        resume: Antichain | None,
+        goal: Antichain | None,
+        idle: float | None,
     ) -> Iterator[tuple[pa.Table, Antichain]]:
         """The shard's updates beyond the checkpoint, cut into transactions.
 
-        A fresh start begins with the snapshot at the shard's since; a resumed one subscribes
-        as of the last time the target holds and skips that snapshot.
+        A fresh start begins with the snapshot where the hold ``read`` is (the shard's since,
+        for a new materialization); a resumed one subscribes as of the last time the target
+        holds and skips that snapshot.
         """
         since = self.storage.state(self.spec.shard).since
         if resume is None:
-            if not since:
+            if not read.frontier:
                 raise FrontierViolation(f"{self.spec.shard}: the shard is no longer readable")
-            as_of = since.elements[0]
+            as_of = read.frontier.elements[0]
         else:
             as_of = resume.elements[0] - 1
             if not since.less_equal(as_of):
@@ -254,6 +335,13 @@ class Runtime:
                     f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
                     f"but the shard was compacted to {since.to_json()} meanwhile; "
                     "materialize into a new target"
+                )
+            if not read.frontier.less_equal(as_of):
+                raise FrontierViolation(
+                    f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
+                    f"behind this materialization's checkpoint (it holds the shard at "
+                    f"{read.frontier.to_json()}): the target is older than its checkpoint; "
+                    f"materialize into a new target, or drop {self.spec.name!r} first"
                 )
             self.storage.downgrade(read, as_of)
         done = resume if resume is not None else Antichain([as_of])
@@ -289,39 +377,20 @@ class Runtime:
     # -- one transaction -----------------------------------------------------------------------
 
     def _transaction(self, updates: pa.Table, upper: Antichain) -> None:
-        changes = self._changes(updates)
+        changes = None if self.change_table else self._changes(updates)
         send = self.transport.send
         send(Acknowledge())
-        if not self.binding.delta_updates:
+        if changes is not None and not self.binding.delta_updates:
             for key in changes:
                 send(Load(0, key))
         failpoint("runtime.during_loads")
         self._expect(Acknowledged, "acknowledge")
         send(Flush())
-        loaded: dict[Key, Doc] = {}
-        self.phase = "load"
-        receive = self.transport.receive
-        while True:
-            response = receive(timeout=600)
-            kind = type(response)
-            if kind is not Loaded:
-                if isinstance(response, Flushed):
-                    break
-                if not isinstance(response, Loaded):
-                    self._out_of_order(response)
-            loaded[tuple(response.key)] = response.doc
-        where = f"at frontier {upper.to_json()}"
-        stored = 0
-        reduce = self.reducer.reduce
-        found = loaded.get
-        for key, rows in changes.items():
-            doc = found(key)
-            doc, delete = reduce(key, rows, doc, where)
-            if doc is None and not delete:
-                continue
-            send(Store(0, key, doc, key in loaded, delete))
-            stored += 1
-        self._stored = stored
+        loaded = self._flushed()
+        if changes is None:
+            self._stored = self._store_changes(updates)
+        else:
+            self._stored = self._store_documents(changes, loaded, upper)
         # The lower frontier names the attempt: a replay starts from the same checkpoint.
         checkpoint = {"frontier": upper.to_json(), "lower": self.lower.to_json()}
         failpoint("runtime.before_start_commit")
@@ -332,6 +401,49 @@ class Runtime:
         self.log.commit(self.spec.name, checkpoint, started.state, self.fence)
         self.lower = upper
         failpoint("runtime.after_log_commit")
+
+    def _flushed(self) -> dict[Key, Doc]:
+        """The documents Loaded up to Flushed, by key."""
+        loaded: dict[Key, Doc] = {}
+        self.phase = "load"
+        receive = self.transport.receive
+        while True:
+            response = receive(timeout=600)
+            kind = type(response)
+            if kind is not Loaded:
+                if isinstance(response, Flushed):
+                    return loaded
+                if not isinstance(response, Loaded):
+                    self._out_of_order(response)
+            loaded[tuple(response.key)] = response.doc
+
+    def _store_documents(
+        self, changes: dict[Key, list[tuple[tuple, int]]], loaded: dict[Key, Doc], upper: Antichain
+    ) -> int:
+        """Store each key's document as this transaction leaves it; how many were stored."""
+        where = f"at frontier {upper.to_json()}"
+        stored = 0
+        send = self.transport.send
+        reduce = self.reducer.reduce
+        found = loaded.get
+        for key, rows in changes.items():
+            doc = found(key)
+            doc, delete = reduce(key, rows, doc, where)
+            if doc is None and not delete:
+                continue
+            send(Store(0, key, doc, key in loaded, delete))
+            stored += 1
+        return stored
+
+    def _store_changes(self, updates: pa.Table) -> int:
+        """Store every update as a row of the change table (data, time, diff)."""
+        names = self.binding.columns
+        key_at = [names.index(c) for c in self.binding.key]
+        send = self.transport.send
+        for row in zip(*(updates.column(c).to_pylist() for c in names), strict=True):
+            key = tuple(row[at] for at in key_at)
+            send(Store(0, key, dict(zip(names, row, strict=True)), exists=False))
+        return updates.num_rows
 
     def _acknowledge_last(self) -> None:
         """Tell the driver the last transaction committed, and wait for it to finish."""

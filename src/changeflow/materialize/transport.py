@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import IO, Any
 
-from changeflow.errors import ChangeflowError, ProtocolViolation, from_wire
+from changeflow.errors import ChangeflowError, ProtocolViolation, Timeout, from_wire
 from changeflow.materialize.driver import Driver, Runner, serve
 from changeflow.materialize.protocol import Message, decode, encode
 
@@ -31,7 +31,7 @@ class Transport(ABC):
     @abstractmethod
     def receive(self, timeout: float | None = None) -> Message:
         """The next response; the driver's own error if it failed; ProtocolViolation if it
-        closed the stream; TimeoutError after ``timeout`` seconds."""
+        closed the stream; :class:`~changeflow.errors.Timeout` after ``timeout`` seconds."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -47,7 +47,7 @@ class _Queues:
         try:
             item = self.responses.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"{who} did not answer within {timeout} s") from None
+            raise Timeout(f"{who} did not answer within {timeout} s", seconds=timeout) from None
         if isinstance(item, BaseException):  # the driver failed or exited: say so every time
             self.responses.put(item)
             raise item

@@ -53,6 +53,7 @@ from changeflow.storage.state import (
     Catalog,
     CatalogEntry,
     ReadHold,
+    Registered,
     ShardState,
     referenced_keys,
 )
@@ -68,16 +69,22 @@ KEEP_VERSIONS = 16  # consensus versions kept behind the head (and any a hold ke
 MAX_BATCHES = 16  # beyond this many batches, appends merge a run of small ones
 MERGE_RUN = 8  # how many adjacent batches such a merge takes
 SMALL_ROWS = 50_000  # ... when they hold at most this many rows together
+NEVER = 2**63 - 1  # the expiry of a registered reader, which has no lease
 
 
 @dataclass
 class ReadCapability:
-    """The right to read shard ``shard`` at times at or beyond ``frontier``; a lease."""
+    """The right to read shard ``shard`` at times at or beyond ``frontier``.
+
+    A lease unless ``holder`` is set: then it is a registered reader, which never expires
+    and holds ``since`` durably until released (see :meth:`Storage.register_reader`).
+    """
 
     shard: str
     name: str
     id: str
     frontier: Antichain
+    holder: str | None = None
 
 
 @dataclass
@@ -176,7 +183,8 @@ class Storage:
             return replace(catalog, entries=entries), None
 
         def release(state: ShardState) -> tuple[ShardState, None]:
-            return replace(state, readers={}, writers={}, since=Antichain(), batches=()), None
+            released = replace(state, readers={}, registered={}, writers={}, batches=())
+            return replace(released, since=Antichain()), None
 
         self._change(gid, release)
         self._change_catalog(unbind)
@@ -201,6 +209,43 @@ class Storage:
             WriteCapability(entry.id, name, write_id, upper),
         )
 
+    def register_reader(self, name: str, holder: str, reason: str) -> ReadCapability:
+        """A durable read capability of ``holder`` (a stable name, such as
+        ``"materialization:orders-to-sqlite"``) that holds ``since`` until released.
+
+        It has no lease: it survives its process and holds ``since`` across restarts. If
+        ``holder`` is registered already, this resumes it at its stored frontier (and records
+        ``reason``); else it starts at the shard's current since.
+        """
+        if not holder or not isinstance(holder, str):
+            raise InvalidInput(f"a reader's holder is a non-empty string, not {holder!r}")
+        entry = self._entry(name)
+
+        def register(state: ShardState) -> tuple[ShardState, Antichain]:
+            held = state.registered.get(holder)
+            frontier = held.frontier if held else state.since
+            registered = {**state.registered, holder: Registered(frontier, reason)}
+            return state.with_readers(state.readers, registered), frontier
+
+        frontier = self._change(entry.id, register)
+        return ReadCapability(entry.id, name, holder, frontier, holder)
+
+    def release_reader(self, name: str, holder: str) -> bool:
+        """Remove the registered reader ``holder``; False if it was not registered."""
+        entry = self._entry(name)
+
+        def release(state: ShardState) -> tuple[ShardState, bool]:
+            if holder not in state.registered:
+                return state, False
+            registered = {h: r for h, r in state.registered.items() if h != holder}
+            return state.with_readers(state.readers, registered), True
+
+        return self._change(entry.id, release)
+
+    def registered_readers(self, name: str) -> dict[str, Registered]:
+        """The registered readers of shard ``name``: holder -> (frontier, reason)."""
+        return dict(self.state(name).registered)
+
     def clone(self, cap: Capability) -> Capability:
         """An independent capability with the same shard and frontier."""
         new_id = _new_id()
@@ -217,6 +262,8 @@ class Storage:
             return replace(state, writers=writers), None
 
         self._change(cap.shard, clone)
+        if isinstance(cap, ReadCapability):
+            return replace(cap, id=new_id, holder=None)  # a clone is leased
         return replace(cap, id=new_id)
 
     def downgrade(self, cap: Capability, frontier: Antichain) -> None:
@@ -236,6 +283,10 @@ class Storage:
                     f"{cap.name}: cannot downgrade capability {cap.id} from {held} "
                     f"back to {frontier}"
                 )
+            if isinstance(cap, ReadCapability) and cap.holder is not None:
+                reason = state.registered[cap.holder].reason
+                registered = {**state.registered, cap.holder: Registered(frontier, reason)}
+                return state.with_readers(state.readers, registered), None
             if isinstance(cap, ReadCapability):
                 hold = ReadHold(frontier, self._now_ms() + self.lease_ms)
                 return state.with_readers({**state.readers, cap.id: hold}), None
@@ -245,10 +296,13 @@ class Storage:
         cap.frontier = frontier
 
     def heartbeat(self, cap: ReadCapability) -> None:
-        """Renew a read capability's lease; an error if it has expired already."""
+        """Renew a read capability's lease; an error if it has expired already. A registered
+        reader has no lease: for it this only checks that it is still registered."""
 
         def renew(state: ShardState) -> tuple[ShardState, None]:
             hold = self._hold(state, cap)
+            if cap.holder is not None:
+                return state, None
             readers = {
                 **state.readers,
                 cap.id: replace(hold, expires_ms=self._now_ms() + self.lease_ms),
@@ -261,6 +315,9 @@ class Storage:
         """Release ``cap``: it no longer holds back the shard and cannot be used again."""
 
         def drop(state: ShardState) -> tuple[ShardState, None]:
+            if isinstance(cap, ReadCapability) and cap.holder is not None:
+                registered = {h: r for h, r in state.registered.items() if h != cap.holder}
+                return state.with_readers(state.readers, registered), None
             if isinstance(cap, ReadCapability):
                 return state.with_readers(
                     {i: h for i, h in state.readers.items() if i != cap.id}
@@ -681,6 +738,14 @@ class Storage:
     def _hold(self, state: ShardState, cap: ReadCapability) -> ReadHold:
         """The durable part of a read capability; an error if it is not live."""
         self._same_shard(state, cap, ReadCapability)
+        if cap.holder is not None:
+            registered = state.registered.get(cap.holder)
+            if registered is None:
+                raise CapabilityError(
+                    f"{state.name}: reader {cap.holder!r} is no longer registered (released "
+                    "or dropped); register it again"
+                )
+            return ReadHold(registered.frontier, NEVER)
         hold = state.readers.get(cap.id)
         if hold is None:
             raise CapabilityError(

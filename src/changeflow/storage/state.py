@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -69,6 +69,16 @@ class ReadHold:
     expires_ms: int
 
 
+class Registered(NamedTuple):
+    """A registered reader's durable part: its frontier and why it holds the shard.
+
+    It has no lease: it holds ``since`` across processes and restarts until released.
+    """
+
+    frontier: Antichain
+    reason: str
+
+
 @dataclass(frozen=True)
 class ShardState:
     """``[schema, timeline, since, upper, batches]`` plus the capabilities that move them."""
@@ -81,6 +91,7 @@ class ShardState:
     upper: Antichain
     batches: tuple[Batch, ...] = ()
     readers: dict[str, ReadHold] = field(default_factory=dict)
+    registered: dict[str, Registered] = field(default_factory=dict)  # holder -> hold
     writers: dict[str, Antichain] = field(default_factory=dict)
     tokens: dict[str, list[Any]] = field(default_factory=dict)  # token -> new upper (JSON)
     holds: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (seqno, expires)
@@ -93,19 +104,27 @@ class ShardState:
     def live_readers(self, now_ms: int) -> dict[str, ReadHold]:
         return {i: h for i, h in self.readers.items() if h.expires_ms > now_ms}
 
-    def with_readers(self, readers: dict[str, ReadHold]) -> ShardState:
-        """Replace the read capabilities; ``since`` becomes their meet (and never goes back).
+    def with_readers(
+        self,
+        readers: dict[str, ReadHold],
+        registered: dict[str, Registered] | None = None,
+    ) -> ShardState:
+        """Replace the leased (and, if given, the registered) read capabilities; ``since``
+        becomes the meet of them all (and never goes back).
 
         With no read capability left, ``since`` stays where it is: nobody asks it to move.
         """
+        registered = self.registered if registered is None else registered
+        frontiers = [h.frontier for h in readers.values()]
+        frontiers += [r.frontier for r in registered.values()]
         since = self.since
-        if readers:
+        if frontiers:
             meet = Antichain()
-            for hold in readers.values():
-                meet = meet.meet(hold.frontier)
+            for frontier in frontiers:
+                meet = meet.meet(frontier)
             if self.since <= meet:
                 since = meet
-        return replace(self, readers=readers, since=since)
+        return replace(self, readers=readers, registered=registered, since=since)
 
     def referenced(self) -> set[str]:
         return {k for b in self.batches for k in b.keys}
@@ -127,6 +146,9 @@ class ShardState:
                 "readers": {
                     i: [h.frontier.to_json(), h.expires_ms] for i, h in self.readers.items()
                 },
+                "registered": {
+                    h: [r.frontier.to_json(), r.reason] for h, r in self.registered.items()
+                },
                 "writers": {i: f.to_json() for i, f in self.writers.items()},
                 "tokens": self.tokens,
                 "holds": {i: list(h) for i, h in self.holds.items()},
@@ -146,6 +168,10 @@ class ShardState:
             upper=_frontier(v["upper"]),
             batches=tuple(Batch.from_json(b) for b in v["batches"]),
             readers={i: ReadHold(Antichain.from_json(f), e) for i, (f, e) in v["readers"].items()},
+            registered={
+                h: Registered(Antichain.from_json(f), reason)
+                for h, (f, reason) in v.get("registered", {}).items()
+            },
             writers={i: Antichain.from_json(f) for i, f in v["writers"].items()},
             tokens=v["tokens"],
             holds={i: (h[0], h[1]) for i, h in v["holds"].items()},

@@ -183,10 +183,12 @@ class SqlDriver(Driver):
 
     Stores are staged in memory, one entry per key (a repeated key keeps its first ``exists``
     and its last document), and written by :meth:`_commit` in one transaction. A delta-updates
-    binding appends each stored document; a delete there has no row to append.
+    binding is a table without a primary key that each stored document is appended to; the
+    runtime sends it every change as a document with ``_time`` and ``_diff`` (a change table).
     """
 
     authoritative = True
+    delta_changes = True
     #: the database's own errors: data that does not fit, and everything else
     invalid_errors: tuple[type[Exception], ...] = ()
     database_errors: tuple[type[Exception], ...] = ()
