@@ -1,0 +1,248 @@
+"""Dataflows: a plan maintained over input shards into an output shard (MaintainView).
+
+:func:`maintain_view` checks the plan against its inputs and output (their shards and schemas)
+before anything is installed, then returns a :class:`Dataflow`. A dataflow
+
+- holds each input's since with a registered reader (``dataflow:NAME``), never further ahead
+  than the output's since, so inputs can compact as the output does and a restart can always
+  read its inputs where the output begins;
+- hydrates as of the output's since (for a new output, the inputs' latest since): the inputs'
+  snapshots go through the operators as one step;
+- then steps: each input's subscription delivers its next updates, and the operators turn the
+  updates below the meet of the inputs' uppers into the output's updates;
+- writes through :class:`~changeflow.compute.sink.SelfCorrectingSink`, which appends exactly
+  ``desired - persisted``: a restarted dataflow, or a second replica in another process, never
+  duplicates or loses an update, and the output's upper never passes the inputs' meet.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.compute import plan as P
+from changeflow.compute.operators import Inputs, Operator, build
+from changeflow.compute.sink import SelfCorrectingSink
+from changeflow.compute.types import arrow_schema, from_arrow_schema
+from changeflow.errors import FrontierViolation, PlanError, Timeout
+from changeflow.failpoints import failpoint
+from changeflow.storage import Storage
+from changeflow.time import Antichain, Bound, show_bound, to_bound
+from changeflow.updates import DIFF, TIME
+
+HOLDER = "dataflow:{}"
+
+
+@dataclass
+class StepStats:
+    """What a dataflow has done: steps, updates in and out, and the time its steps took."""
+
+    steps: int = 0
+    updates_in: int = 0
+    updates_out: int = 0
+    seconds: list[float] = field(default_factory=list)
+
+
+def maintain_view(storage: Storage, name: str, plan: P.Plan, output: str) -> Dataflow:
+    """Install the dataflow ``name`` that keeps shard ``output`` equal to ``plan`` over the
+    shards its :class:`~changeflow.compute.plan.Get` operators name. The output shard is
+    created with the plan's schema if it does not exist. Nothing is installed if a check fails."""
+    check_inputs(storage, plan)
+    names = set(storage.shards())
+    wanted = arrow_schema(plan.schema)
+    if output in plan.collections():
+        raise PlanError(f"view {name!r} cannot write to {output!r}, one of its own inputs")
+    if output in names:
+        have = storage.state(output).schema
+        if [f.type for f in have] != [f.type for f in wanted]:
+            raise PlanError(
+                f"output shard {output!r} has columns ({_types(have)}), the view's plan makes "
+                f"({_types(wanted)})",
+                sqlstate="42804",
+            )
+    else:
+        read, write = storage.create(output, wanted)
+        as_of = max(_since(storage, n) for n in plan.collections()) if plan.collections() else 0
+        if as_of:
+            storage.downgrade(read, Antichain([as_of]))
+        storage.drop(read)
+        storage.drop(write)
+    return Dataflow(storage, name, plan, output)
+
+
+def check_inputs(storage: Storage, plan: P.Plan) -> None:
+    """Every collection the plan reads is a shard with the schema the plan expects."""
+    names = set(storage.shards())
+    for get in _gets(plan):
+        if get.name not in names:
+            raise PlanError(f"unknown collection {get.name!r}", sqlstate="42P01")
+        have = from_arrow_schema(storage.state(get.name).schema)
+        if [c.type for c in have] != [c.type for c in get.schema]:
+            shown = ", ".join(f"{c.name} {c.type}" for c in have)
+            raise PlanError(
+                f"collection {get.name!r} has columns ({shown}), the plan expects "
+                f"({', '.join(f'{c.name} {c.type}' for c in get.schema)})",
+                sqlstate="42804",
+            )
+
+
+def _gets(plan: P.Plan) -> list[P.Get]:
+    own = [plan] if isinstance(plan, P.Get) else []
+    return own + [g for child in plan.inputs() for g in _gets(child)]
+
+
+def _types(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema)
+
+
+def _since(storage: Storage, shard: str) -> int:
+    since = to_bound(storage.state(shard).since)
+    if since is None:
+        raise FrontierViolation(f"input {shard!r} is closed to reads (since [])")
+    return since
+
+
+class Dataflow:
+    """A running view: inputs held and subscribed, operators built, the output's sink open."""
+
+    def __init__(self, storage: Storage, name: str, plan: P.Plan, output: str) -> None:
+        self.storage, self.name, self.plan, self.output = storage, name, plan, output
+        self.stats = StepStats()
+        self.sink = SelfCorrectingSink(storage, output)
+        self.as_of = to_bound(self.sink.read_cap.frontier)
+        assert self.as_of is not None
+        self.holds = {}
+        for shard in sorted(plan.collections()):
+            reason = f"view {name!r} into {output!r} reads it from the output's since"
+            cap = storage.register_reader(shard, HOLDER.format(name), reason)
+            if not cap.frontier.less_equal(self.as_of):
+                self.close()
+                raise FrontierViolation(
+                    f"view {name!r}: input {shard!r} is compacted to {cap.frontier.to_json()} but "
+                    f"the output {output!r} begins at {self.as_of}; drop the view and its "
+                    "output and install it again"
+                )
+            storage.downgrade(cap, Antichain([self.as_of]))
+            self.holds[shard] = cap
+        self.subscriptions = {
+            s: storage.subscribe_at(c, timeout=None) for s, c in self.holds.items()
+        }
+        self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
+        self.inputs = Inputs()
+        self.root: Operator = build(plan, self.inputs, at=self.as_of)
+        self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
+        self.schema = storage.state(output).schema
+
+    def step(self, timeout: float = 0.0) -> bool:
+        """Take what the inputs have appended (waiting up to ``timeout`` seconds for something)
+        and hand the output's updates to the sink; True if the meet of the inputs moved."""
+        started = time.monotonic()
+        deadline = started + timeout
+        while True:
+            for shard, subscription in self.subscriptions.items():
+                while (got := subscription.next(0.0)) is not None:
+                    updates, upper = got
+                    self.inputs.feed(shard, _rows(updates))
+                    self.stats.updates_in += updates.num_rows
+                    self.uppers[shard] = to_bound(upper)
+            meet = _meet(self.uppers.values()) if self.uppers else None
+            if meet is None or meet != self.frontier and _before(self.frontier, meet):
+                break
+            if time.monotonic() >= deadline:
+                self.sink.step()
+                return False
+            time.sleep(0.01)
+        failpoint("dataflow.before_step")
+        out = self.root.step(meet if meet is not None else 2**63 - 1)
+        failpoint("dataflow.after_operators")
+        self.sink.step(self._frame(out), Antichain() if meet is None else Antichain([meet]))
+        failpoint("dataflow.after_sink")
+        self.frontier = meet
+        self._release_inputs()
+        self.stats.steps += 1
+        self.stats.updates_out += len(out)
+        self.stats.seconds.append(time.monotonic() - started)
+        return True
+
+    def run(self, until: int | None = None, idle_timeout: float = 30.0) -> StepStats:
+        """Step until the output holds every time below ``until`` (None: until the inputs
+        close), then until the sink has written it all."""
+        deadline = time.monotonic() + idle_timeout
+        while not _reached(self.frontier, until):
+            if self.step(timeout=0.05):
+                deadline = time.monotonic() + idle_timeout
+            elif time.monotonic() > deadline:
+                raise Timeout(
+                    f"view {self.name!r}: the inputs' meet stayed at {show_bound(self.frontier)} "
+                    f"for {idle_timeout} s",
+                    frontier=self.frontier,
+                )
+        self.sink.run([], idle_timeout)
+        self._release_inputs()
+        return self.stats
+
+    def state_size(self) -> int:
+        """Rows held by the operators' arrangements and waiting updates."""
+        return self.root.state_size()
+
+    def close(self) -> None:
+        """Stop (the inputs stay held for a restart; :func:`drop_view` releases them)."""
+        self.sink.close()
+
+    def _release_inputs(self) -> None:
+        """Hold the inputs no further ahead than the output's since."""
+        since = to_bound(self.sink.read_cap.frontier)
+        for cap in self.holds.values():
+            held = to_bound(cap.frontier)
+            if since is not None and held is not None and held < since:
+                self.storage.downgrade(cap, Antichain([since]))
+
+    def _frame(self, updates: list) -> pa.Table:
+        names = self.schema.names
+        columns: list[list[Any]] = [[] for _ in names]
+        times, diffs = [], []
+        for row, t, d in updates:
+            for column, value in zip(columns, row, strict=True):
+                column.append(_fit(value))
+            times.append(t)
+            diffs.append(d)
+        arrays = [pa.array(c, type=f.type) for c, f in zip(columns, self.schema, strict=True)]
+        arrays += [pa.array(times, pa.int64()), pa.array(diffs, pa.int64())]
+        return pa.Table.from_arrays(arrays, names=[*names, TIME, DIFF])
+
+
+def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
+    """Release the inputs a view's dataflow holds (its output shard stays)."""
+    for shard in sorted(plan.collections()):
+        storage.release_reader(shard, HOLDER.format(name))
+
+
+def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+    data = [table.column(n).to_pylist() for n in table.column_names if not n.startswith("_")]
+    rows = zip(*data, strict=True) if data else ([()] * table.num_rows)
+    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
+    return [(tuple(r), t, d) for r, t, d in zip(rows, times, diffs, strict=True)]
+
+
+def _fit(value: Any) -> Any:
+    """A value as its output column holds it (numeric to the column's scale)."""
+    if isinstance(value, Decimal):
+        return value.quantize(Decimal("1e-10"))
+    return value
+
+
+def _meet(uppers: Any) -> Bound:
+    present = [u for u in uppers if u is not None]
+    return min(present) if present else None
+
+
+def _before(a: Bound, b: Bound) -> bool:
+    return a is not None and (b is None or a < b)
+
+
+def _reached(frontier: Bound, until: int | None) -> bool:
+    return frontier is None or (until is not None and frontier >= until)
