@@ -58,9 +58,11 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_list(home: Path) -> None:
-    assert cells(shard(home, "list")) == [
-        ["empty", "s2", "[0]", "[0]", "0", "0"],
-        ["people", "s1", "[0]", "[4]", "2", "5"],
+    s = storage(home)
+    ids = {name: s.state(name).id for name in ("empty", "people")}
+    assert cells(shard(home, "list", columns=160)) == [
+        ["empty", ids["empty"], "[0]", "[0]", "0", "0"],
+        ["people", ids["people"], "[0]", "[4]", "2", "5"],
     ]
 
 
@@ -86,7 +88,7 @@ def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
 def test_show(home: Path) -> None:
     s = storage(home, lease_seconds=0.001)
     read_cap, write_cap = s.acquire_capabilities("people")  # its lease has expired on return
-    out = shard(home, "show", "people")
+    out = shard(home, "show", "people", columns=160)
     s.close()
     assert "since [0], upper [4], 5 rows in 2 batches" in out and "counter" in out
     rows = cells(out)

@@ -8,10 +8,12 @@ before any state refers to them; a garbage pass deletes blobs no state refers to
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
@@ -28,11 +30,13 @@ from changeflow.errors import (
     UpperMismatch,
 )
 from changeflow.failpoints import failpoint
+from changeflow.storage import root
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import (
     Consensus,
     ConsensusUnavailable,
     VersionedData,
+    missing_store,
     open_consensus,
 )
 from changeflow.storage.frames import (
@@ -55,6 +59,8 @@ from changeflow.storage.state import (
     ReadHold,
     Registered,
     ShardState,
+    is_unique_id,
+    new_shard_id,
     referenced_keys,
 )
 from changeflow.time import Antichain, check_time
@@ -110,7 +116,14 @@ class Storage:
         lease_seconds: float = 300.0,
         spark_master: str | None = None,
         clock: Callable[[], float] = time.time,
+        create: bool = True,
     ) -> None:
+        """Shards under ``consensus`` and ``blob``, which must belong together (see
+        :mod:`changeflow.storage.root`); ``create`` false only checks that and writes nothing."""
+        if create:
+            root.claim(consensus, blob)
+        else:
+            root.check(consensus, blob)
         self.consensus = consensus
         self.blob = blob
         self.lease_ms = int(lease_seconds * 1000)
@@ -118,13 +131,23 @@ class Storage:
         self.clock = clock
 
     @classmethod
-    def open(cls, config: Config, lease_seconds: float = 300.0) -> Storage:
-        return cls(
-            open_consensus(config.consensus),
-            Blob(config.blob_root),
-            lease_seconds,
-            config.spark_master,
-        )
+    def open(cls, config: Config, lease_seconds: float = 300.0, create: bool = True) -> Storage:
+        """The store of ``config``. With ``create`` false (commands that only read) a missing
+        home, consensus or blob root is an error and no folder or file is created."""
+        if create:
+            _make_home(config)
+        else:
+            _check_present(config)
+        consensus = open_consensus(config.consensus, create)
+        try:
+            blob = Blob(config.blob_root, create)
+            if not create and not blob.exists():
+                where = _where(config, config.blob_root)
+                raise InvalidInput(missing_store(where, f"no blob root {config.blob_root}"))
+            return cls(consensus, blob, lease_seconds, config.spark_master, create=create)
+        except BaseException:
+            consensus.close()
+            raise
 
     def close(self) -> None:
         self.consensus.close()
@@ -142,9 +165,9 @@ class Storage:
         def allocate(catalog: Catalog) -> tuple[Catalog, str]:
             if name in catalog.entries:
                 raise InvalidInput(f"shard {name!r} exists already; pick another name")
-            gid = f"s{catalog.next_id}"
+            gid = new_shard_id()
             entries = {**catalog.entries, name: CatalogEntry(gid, schema, timeline)}
-            return replace(catalog, next_id=catalog.next_id + 1, entries=entries), gid
+            return replace(catalog, entries=entries), gid
 
         gid = self._change_catalog(allocate)
         read_id, write_id = _new_id(), _new_id()
@@ -640,28 +663,46 @@ class Storage:
 
         Referenced means by the current state or by any version a live seqno hold keeps (a
         lazy snapshot). Only blobs older than the grace are deleted, so a blob whose append
-        or merge is still on its way to compare-and-set is safe.
+        or merge is still on its way to compare-and-set is safe. Only blobs provably the
+        shard's own are deleted: under a globally unique id every key under its prefix (the
+        id is minted once and the blob root belongs to this store); under an id from before
+        (``s1``…), only keys that a state version it can see refers to.
         """
         gid = self._entry(name).id
         state = self._load(gid)
         now = self._now_ms()
         referenced = state.referenced()
+        held, written = set(), set(referenced)
         oldest = state.oldest_held(now)
-        while oldest < state.seqno:
-            versions = self.consensus.scan(f"shard/{gid}", oldest, 100)
-            for version in versions:
-                referenced |= referenced_keys(version.data)
-            oldest = versions[-1].seqno + 1 if versions else state.seqno
+        for version in self._versions(gid, state.seqno):
+            keys = referenced_keys(version.data)
+            written |= keys
+            if version.seqno >= oldest:
+                held |= keys
+        owned = is_unique_id(gid)
         doomed = [
             m.key
             for m in self.blob.list(gid)
-            if m.key not in referenced and now - m.mtime * 1000 >= grace_seconds * 1000
+            if m.key not in referenced
+            and m.key not in held
+            and (owned or m.key in written)
+            and now - m.mtime * 1000 >= grace_seconds * 1000
         ]
         for i, key in enumerate(doomed):
             if i == 1:
                 failpoint("gc.partway")
             self.blob.delete(key)
         return len(doomed)
+
+    def _versions(self, gid: str, head: int) -> Iterator[VersionedData]:
+        """The retained versions of shard ``gid`` before ``head``, oldest first."""
+        start = 0
+        while start < head:
+            versions = self.consensus.scan(f"shard/{gid}", start, 100)
+            yield from (v for v in versions if v.seqno < head)
+            if not versions:
+                return
+            start = versions[-1].seqno + 1
 
     # -- the state machine -------------------------------------------------------------------
 
@@ -878,6 +919,37 @@ def _frontier(value: Antichain | int) -> Antichain:
     if isinstance(value, int) and not isinstance(value, bool):
         return Antichain([check_time(value)])
     raise InvalidInput(f"a frontier is an Antichain or an int time, not {value!r}")
+
+
+def _sqlite_path(config: Config) -> Path | None:
+    location = config.consensus
+    return Path(location.removeprefix("sqlite:")) if location.startswith("sqlite:") else None
+
+
+def _inside(path: Path | str, folder: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(folder))
+
+
+def _where(config: Config, path: Path | str) -> str:
+    """The place to name when ``path`` is missing: the home if it lies there."""
+    return str(config.home) if _inside(path, config.home) else str(path)
+
+
+def _make_home(config: Config) -> None:
+    """Create the home if the consensus file lives in it (a consensus elsewhere must have its
+    folder already: a typo must not create folders anywhere)."""
+    path = _sqlite_path(config)
+    if path is not None and _inside(path, config.home):
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _check_present(config: Config) -> None:
+    """A read-only open: the SQLite consensus file (if any) must exist."""
+    path = _sqlite_path(config)
+    if path is not None and not path.exists():
+        home_missing = _inside(path, config.home) and not config.home.exists()
+        why = "the folder does not exist" if home_missing else f"no consensus file {path}"
+        raise InvalidInput(missing_store(_where(config, path), why))
 
 
 def _new_id() -> str:
