@@ -67,8 +67,36 @@ def test_list(home: Path) -> None:
 
 
 def test_list_without_shards(tmp_path: Path) -> None:
+    storage(tmp_path).close()  # a store with no shard yet
     result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path)])
     assert result.exit_code == 0 and "no shards yet" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "t"], ["read", "t"]])
+def test_reading_a_missing_home_creates_nothing(tmp_path: Path, command: list[str]) -> None:
+    typo = tmp_path / "typo"
+    result = run("shard", *command, "--home", str(typo))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"error: no changeflow data at {typo}: the folder does not exist; run a command that "
+        "writes, or check --home\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("shard", *command, "--home", str(empty))
+    assert f"no changeflow data at {empty}: no consensus file" in result.stderr
+    assert list(empty.iterdir()) == []
+
+
+def test_a_consensus_in_a_missing_folder_creates_no_folder(tmp_path: Path) -> None:
+    folder = Path(f"/changeflow-test-{tmp_path.name}")
+    consensus = f"sqlite:{folder}/x.sqlite"
+    for command in (["list"], ["compact", "t"]):
+        result = run("shard", *command, "--consensus", consensus, "--home", str(tmp_path))
+        assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert str(folder) in result.stderr
+        assert not folder.exists()
 
 
 def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
@@ -82,7 +110,7 @@ def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"data": {"id": 7, "name": "x"}, "count": 1}
     result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path / "h")])
-    assert "no shards yet" in result.stderr  # the home's own consensus holds none
+    assert "no changeflow data at" in result.stderr  # the home holds no store of its own
 
 
 def test_show(home: Path) -> None:

@@ -10,6 +10,7 @@ import click
 from changeflow.cli.common import (
     count,
     friendly,
+    reading_storage,
     show_frontier,
     show_interval,
     show_utc,
@@ -30,7 +31,7 @@ def shard() -> None:
 
 @shard.command("list")
 @friendly
-@with_storage
+@reading_storage
 def shard_list(storage: Storage) -> None:
     """List the shards: name, GlobalId, since, upper, batches and rows."""
     from rich.markup import escape
@@ -50,7 +51,7 @@ def shard_list(storage: Storage) -> None:
 @shard.command("show")
 @click.argument("name")
 @friendly
-@with_storage
+@reading_storage
 def shard_show(storage: Storage, name: str) -> None:
     """Show shard NAME: frontiers, schema, batches, and every capability with who holds it
     and why (registered readers, leased readers, writers)."""
@@ -101,7 +102,7 @@ def shard_show(storage: Storage, name: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table")
 @click.option("--limit", type=click.IntRange(min=0), help="Print at most this many rows.")
 @friendly
-@with_storage
+@reading_storage
 def shard_read(storage: Storage, name: str, as_of: int | None, fmt: str, limit: int | None) -> None:
     """Print the rows of shard NAME at a time, with their counts.
 
