@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,7 +20,7 @@ from changeflow.errors import (
     InvalidTime,
     UpperMismatch,
 )
-from changeflow.storage import Storage
+from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus, VersionedData
 from changeflow.time import Antichain
@@ -269,7 +268,7 @@ def test_bad_input_is_refused_and_changes_nothing(storage, case, error, message)
         "at new upper": lambda: storage.append(write, [(("a", 1), 5, 1)], 5),
         "upper not beyond": lambda: storage.append(write, [], 2),
         "foreign capability": lambda: storage.append(
-            replace(foreign, shard=write.shard, name="t", frontier=write.frontier), [], 5
+            WriteCapability(storage.machine, write.shard, "t", foreign.id, write.frontier), [], 5
         ),
         "read capability": lambda: storage.append(read, [], 5),
     }[case]
@@ -312,11 +311,13 @@ def test_a_retried_append_applies_once(tmp_path: Path) -> None:
     consensus.lose_next = True
     storage.append(write, [(("a", 1), 0, 1)], 1)  # retried inside with the same token
     assert contents(storage.snapshot_table(read, 0)) == {("a", 1): 1}
-    # The caller's own retry with the same token after an error also applies once.
+    # The caller's own retry with the same token after an error also applies once: the
+    # retry comes from a capability that did not see the first attempt's reply.
+    retry = storage.clone(write)
     storage.append(write, [(("b", 1), 1, 1)], 2, token="t-1")
-    write.frontier = Antichain([1])
-    storage.append(write, [(("b", 1), 1, 1)], 2, token="t-1")
-    assert write.frontier == Antichain([2])
+    assert retry.frontier == Antichain([1])
+    storage.append(retry, [(("b", 1), 1, 1)], 2, token="t-1")
+    assert retry.frontier == Antichain([2])
     assert contents(storage.snapshot_table(read, 1)) == {("a", 1): 1, ("b", 1): 1}
     assert len(storage.state("t").batches) == 2
 
