@@ -18,6 +18,7 @@ from changeflow.errors import (
     FrontierViolation,
     InvalidInput,
     InvalidTime,
+    Timeout,
     UpperMismatch,
 )
 from changeflow.storage import Storage, WriteCapability
@@ -386,3 +387,12 @@ def test_a_subscription_never_delivers_an_update_twice(storage: Storage) -> None
     storage.compact("t")
     with pytest.raises(FrontierViolation, match="hold the read capability at 99 or earlier"):
         subscription.next(1)
+
+
+def test_a_subscription_that_waits_too_long_is_a_timeout(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1)], 1)
+    steps = iter(storage.subscribe_at(read, timeout=0.1, poll=0.01))
+    next(steps)  # the snapshot
+    with pytest.raises(Timeout, match="nothing new was appended within 0.1 s"):
+        next(steps)

@@ -20,7 +20,7 @@ CATALOG_KEY = "catalog"
 MAX_TOKENS = 64  # idempotency tokens remembered per shard
 
 
-def _frontier(value: list[Any]) -> Antichain:
+def _frontier_from_json(value: list[Any]) -> Antichain:
     """Decode a stored frontier; one int (the common case) skips the general parser."""
     if len(value) == 1 and type(value[0]) is int:
         return Antichain.single(value[0])
@@ -54,9 +54,9 @@ class Batch:
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> Batch:
         return cls(
-            _frontier(v["lower"]),
-            _frontier(v["upper"]),
-            _frontier(v["since"]),
+            _frontier_from_json(v["lower"]),
+            _frontier_from_json(v["upper"]),
+            _frontier_from_json(v["since"]),
             tuple(v["keys"]),
             v["rows"],
         )
@@ -165,8 +165,8 @@ class ShardState:
             name=v["name"],
             schema=decode_schema(v["schema"]),
             timeline=v["timeline"],
-            since=_frontier(v["since"]),
-            upper=_frontier(v["upper"]),
+            since=_frontier_from_json(v["since"]),
+            upper=_frontier_from_json(v["upper"]),
             batches=tuple(Batch.from_json(b) for b in v["batches"]),
             readers={i: ReadHold(Antichain.from_json(f), e) for i, (f, e) in v["readers"].items()},
             registered={
