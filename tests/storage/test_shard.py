@@ -396,3 +396,12 @@ def test_a_subscription_that_waits_too_long_is_a_timeout(storage: Storage) -> No
     next(steps)  # the snapshot
     with pytest.raises(Timeout, match="nothing new was appended within 0.1 s"):
         next(steps)
+
+
+def test_reading_a_closed_shard_beyond_every_time_is_a_time_error(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1)], Antichain())
+    with pytest.raises(InvalidTime, match="as_of 99999999999999999999 is outside"):
+        storage.snapshot_table(read, 99999999999999999999)
+    with pytest.raises(InvalidTime, match="as_of must be an int time"):
+        storage.snapshot_table(read, 1.5)

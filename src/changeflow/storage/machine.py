@@ -223,7 +223,7 @@ class Machine:
                 holders = ", ".join(f"{h} ({r.reason})" for h, r in state.registered.items())
                 raise CapabilityError(
                     f"shard {name!r} is held by registered readers: {holders}; release them "
-                    "first, or drop it anyway with force",
+                    "first, or force the drop (`changeflow shard drop --force`)",
                     holders=sorted(state.registered),
                 )
             released = replace(state, readers={}, registered={}, writers={}, batches=())

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.errors import FrontierViolation, InvalidInput, Timeout
+from changeflow.errors import FrontierViolation, Timeout
 from changeflow.storage.frames import consolidate, frame_schema
 from changeflow.storage.machine import Machine, new_id
 from changeflow.storage.state import Batch, ShardState
-from changeflow.time import Antichain, to_bound, to_frontier
+from changeflow.time import Antichain, check_int_time, to_bound, to_frontier
 from changeflow.updates import DIFF, TIME
 
 if TYPE_CHECKING:
@@ -148,8 +148,7 @@ class ReadCapability:
     def _readable(self, state: ShardState, as_of: int) -> ShardState:
         """``state``, if this capability is live and ``as_of`` is in ``[since, upper)``."""
         self._machine.hold(state, self)
-        if isinstance(as_of, bool) or not isinstance(as_of, int):
-            raise InvalidInput(f"{self.name}: as_of is an int time, not {as_of!r}")
+        check_int_time(as_of, f"{self.name}: as_of")
         if not state.since.less_equal(as_of) or state.upper.less_equal(as_of):
             raise FrontierViolation(
                 f"{self.name}: cannot read as of {as_of}: readable times are "
