@@ -154,3 +154,14 @@ def test_frontiers_are_untouched_by_the_checks(tmp_path: Path) -> None:
     read, write = fill(open_store(tmp_path / "c.sqlite", tmp_path / "blob"))
     again = open_store(tmp_path / "c.sqlite", tmp_path / "blob")
     assert again.state("t").since == Antichain([1]) and again.state("t").upper == Antichain([2])
+
+
+def test_a_reader_finds_no_store_and_creates_none(consensus_location: str, tmp_path: Path) -> None:
+    from changeflow.errors import InvalidInput
+    from changeflow.storage.consensus import open_consensus
+
+    with pytest.raises(InvalidInput, match="no changeflow data at"):
+        open_consensus(consensus_location, create=False)
+    assert not (tmp_path / "consensus.sqlite").exists()
+    open_consensus(consensus_location).close()  # a writer creates it; then a reader finds it
+    open_consensus(consensus_location, create=False).close()
