@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,85 @@ def test_generated_orders_are_a_valid_history() -> None:
     assert final and all(n == 1 for n in final.values())  # a set of orders, one row each
     assert len({row[0] for row in final}) == len(final)  # one version per order id
     assert any(r < 0 for _, _, r in consolidate(updates))  # updates and deletes happen
+
+
+def quadratic_orders(seed: int, ticks: int, per_tick: int) -> list:
+    """The generator as first written (it lists the open orders for every pick): the oracle
+    of the linear one's output."""
+    rng = random.Random(seed)
+    open_orders: dict[int, tuple] = {}
+    history, next_id = [], 0
+    for t in range(ticks):
+        updates: list = []
+        for _ in range(per_tick):
+            roll = rng.random()
+            if roll < 0.45 or len(open_orders) < 10:
+                row = (next_id, f"c{rng.randrange(500):03d}", rng.randrange(100, 50_000), "new")
+                open_orders[next_id] = row
+                next_id += 1
+                updates.append((row, t, 1))
+                continue
+            order_id = rng.choice(list(open_orders))
+            old = open_orders[order_id]
+            if roll < 0.85:
+                status = rng.choice(["paid", "shipped", "returned"])
+                new = (order_id, old[1], old[2] + rng.randrange(-50, 50), status)
+                updates += [(old, t, -1), (new, t, 1)]
+                open_orders[order_id] = new
+            else:
+                updates.append((old, t, -1))
+                del open_orders[order_id]
+        history.append((updates, Antichain([t + 1])))
+    return history
+
+
+@pytest.mark.parametrize("seed, ticks, per_tick", [(7, 200, 50), (3, 60, 20), (1, 5, 3)])
+def test_the_linear_generator_makes_the_same_history(seed: int, ticks: int, per_tick: int) -> None:
+    assert generate_orders(seed, ticks, per_tick) == quadratic_orders(seed, ticks, per_tick)
+
+
+def test_open_orders_pick_by_rank_in_id_order_as_a_dict_lists_them() -> None:
+    rng = random.Random(5)
+    orders, oracle = demo._OpenOrders(2_000), {}
+    for order_id in range(2_000):
+        orders.add((order_id, "c", 1, "new"))
+        oracle[order_id] = (order_id, "c", 1, "new")
+        if oracle and rng.random() < 0.4:
+            gone = rng.choice(list(oracle))
+            orders.remove(gone)
+            del oracle[gone]
+        if oracle and rng.random() < 0.3:
+            changed = (rng.choice(list(oracle)), "d", 2, "paid")
+            orders.replace(changed)
+            oracle[changed[0]] = changed
+        assert len(orders) == len(oracle)
+    listed = list(oracle.values())
+    assert [orders.at(rank) for rank in range(len(listed))] == listed
+
+
+def lines_run(ticks: int) -> int:
+    """How many lines of ``changeflow.demo`` generating ``ticks * 20`` changes executes."""
+    count = 0
+
+    def trace(frame, event, arg):  # noqa: ANN001, ANN202
+        nonlocal count
+        if frame.f_code.co_filename == demo.__file__:
+            count += event == "line"
+            return trace
+        return None
+
+    sys.settrace(trace)
+    try:
+        generate_orders(seed=2, ticks=ticks, per_tick=20)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_the_generator_does_the_same_work_per_change_at_any_size() -> None:
+    # Counted work, not time: 8x the changes may cost 8x the lines, and a little more for the
+    # rank search (log n), never 8x times the growth in open orders.
+    assert lines_run(800) < 8 * 1.5 * lines_run(100)
 
 
 def test_advances_beyond_the_shard_upper_are_trimmed_and_grouped(monkeypatch) -> None:

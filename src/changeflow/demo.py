@@ -56,9 +56,13 @@ APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
 def generate_orders(
     seed: int = 7, ticks: int = 1000, per_tick: int = 50
 ) -> list[tuple[list[tuple[Row, int, int]], Antichain]]:
-    """A history of ``(updates, frontier)`` steps: orders created, updated and deleted."""
+    """A history of ``(updates, frontier)`` steps: orders created, updated and deleted.
+
+    Linear in ``ticks * per_tick`` (up to a log factor): an order to change is picked by its
+    rank among the open ones, in O(log n), never by listing them all.
+    """
     rng = random.Random(seed)
-    open_orders: dict[int, Row] = {}
+    open_orders = _OpenOrders(ticks * per_tick)
     history, next_id = [], 0
     for t in range(ticks):
         updates: list[tuple[Row, int, int]] = []
@@ -66,22 +70,62 @@ def generate_orders(
             roll = rng.random()
             if roll < 0.45 or len(open_orders) < 10:
                 row = (next_id, f"c{rng.randrange(500):03d}", rng.randrange(100, 50_000), "new")
-                open_orders[next_id] = row
+                open_orders.add(row)
                 next_id += 1
                 updates.append((row, t, 1))
                 continue
-            order_id = rng.choice(list(open_orders))
-            old = open_orders[order_id]
+            # randrange(n) draws exactly as choice() of n items does: the same history.
+            old = open_orders.at(rng.randrange(len(open_orders)))
             if roll < 0.85:
                 status = rng.choice(["paid", "shipped", "returned"])
-                new = (order_id, old[1], old[2] + rng.randrange(-50, 50), status)
+                new = (old[0], old[1], old[2] + rng.randrange(-50, 50), status)
                 updates += [(old, t, -1), (new, t, 1)]
-                open_orders[order_id] = new
+                open_orders.replace(new)
             else:
                 updates.append((old, t, -1))
-                del open_orders[order_id]
-        history.append((updates, Antichain([t + 1])))
+                open_orders.remove(old[0])
+        history.append((updates, Antichain.single(t + 1)))
     return history
+
+
+class _OpenOrders:
+    """Open orders by id (ids below ``capacity``, added in increasing order), with the one of
+    a given rank in id order found in O(log capacity) through a Fenwick tree of open ids."""
+
+    def __init__(self, capacity: int) -> None:
+        self.rows: dict[int, Row] = {}
+        self.tree = [0] * (capacity + 1)  # tree[i]: open ids in (i - lowbit(i), i], 1-based
+        self.top = 1 << capacity.bit_length()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, row: Row) -> None:
+        self.rows[row[0]] = row
+        self._count(row[0], 1)
+
+    def replace(self, row: Row) -> None:
+        self.rows[row[0]] = row
+
+    def remove(self, order_id: int) -> None:
+        del self.rows[order_id]
+        self._count(order_id, -1)
+
+    def at(self, rank: int) -> Row:
+        """The open order with ``rank`` open orders of smaller id before it."""
+        i, step, tree = 0, self.top, self.tree
+        while step:  # descend: the largest i with fewer than rank + 1 open ids in [1, i]
+            if i + step < len(tree) and tree[i + step] <= rank:
+                i += step
+                rank -= tree[i]
+            step >>= 1
+        return self.rows[i]  # 1-based position i + 1 is id i
+
+    def _count(self, order_id: int, delta: int) -> None:
+        i, tree = order_id + 1, self.tree
+        while i < len(tree):
+            tree[i] += delta
+            i += i & -i
 
 
 @dataclass
