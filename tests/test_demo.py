@@ -12,8 +12,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
 from changeflow import demo
+from changeflow.cli import main
 from changeflow.collection import consolidate, read
 from changeflow.config import Config
 from changeflow.demo import generate_orders, run_demo
@@ -142,6 +144,42 @@ def test_an_orders_shard_of_another_schema_is_refused(tmp_path: Path) -> None:
     storage.close()
 
 
+@pytest.mark.parametrize("flags", [["--ticks", "0"], ["--per-tick", "0"], ["--ticks", "-3"]])
+def test_a_demo_without_changes_is_refused_in_one_line(tmp_path: Path, flags: list[str]) -> None:
+    result = CliRunner().invoke(main, ["demo", "--home", str(tmp_path / "home"), *flags])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"Invalid value for '{flags[0]}': {flags[1]} is not in the range x>=1" in result.output
+    with pytest.raises(InvalidInput, match="at least one tick and one change per tick"):
+        run_demo(Config.load(home=str(tmp_path / "home")), ticks=5, per_tick=0)
+    assert not (tmp_path / "home").exists()  # refused before anything was written
+
+
+def test_a_manifest_reads_back_and_a_damaged_one_reads_as_none(tmp_path: Path) -> None:
+    written = demo.Manifest(
+        3, 4, 5, {"cdc/a.parquet": "ab"}, demo.fingerprint({(1, "c", 2, "new"): 1})
+    )
+    written.write(tmp_path)
+    assert demo.Manifest.read(tmp_path) == written
+    assert written.same_history(demo.Manifest(3, 4, 5)) and not written.same_history(
+        demo.Manifest(3, 4, 6)
+    )
+    (tmp_path / demo.MANIFEST).write_text('{"ticks": 3')
+    assert demo.Manifest.read(tmp_path) is None
+    assert demo.Manifest.read(tmp_path / "missing") is None
+
+
+def test_a_fingerprint_tells_collections_apart() -> None:
+    a = {(1, "c001", 100, "new"): 1, (2, "c002", 200, "paid"): 1}
+    assert demo.fingerprint(a) == demo.fingerprint(dict(reversed(a.items())))
+    assert demo.fingerprint(a) != demo.fingerprint({**a, (2, "c002", 200, "paid"): 2})
+    assert demo.fingerprint(a)[0] == 2
+
+
+def files_of(root: Path) -> dict[str, int]:
+    """Each file under ``root`` and when it was last written."""
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
 def orders(home: Path) -> ShardState:
     storage = Storage.open(Config.load(home=str(home)))
     try:
@@ -187,10 +225,33 @@ def test_demo_recovers_the_exact_collection(spark, tmp_path: Path, monkeypatch) 
     assert dict.fromkeys(rows, 1) == read(history, SMALL["ticks"])
     assert json.loads(checkpoint)["frontier"] == []  # kept by the SQLite driver with its data
     assert runs[0].transactions > 0 and runs[0].frontier == Antichain()
-    assert run_demo(config, **SMALL)  # again: everything is durable already, nothing appended
+    written = files_of(tmp_path / "demo")
+
+    def generate(*args: Any) -> None:
+        raise AssertionError("a rerun with nothing to do generated the history")
+
+    monkeypatch.setattr(demo, "generate_orders", generate)
+    assert run_demo(config, **SMALL)  # again: nothing generated, decoded or appended
     again = orders(tmp_path)
     assert (again.upper, again.batches) == (first.upper, first.batches)
     assert runs[1].transactions == 0 and sqlite_orders(tmp_path) == (rows, checkpoint)
+    assert files_of(tmp_path / "demo") == written
+
+    # Another history: refused before anything is written, whatever the files hold.
+    with pytest.raises(
+        InvalidInput,
+        match="history of --ticks 60 --per-tick 20 --seed 3, not of .* --seed 4; .* new --home",
+    ):
+        run_demo(config, **{**SMALL, "seed": 4})
+    assert files_of(tmp_path / "demo") == written and orders(tmp_path).batches == first.batches
+
+    # A damaged file: everything is generated and decoded again, and nothing appended twice.
+    monkeypatch.setattr(demo, "generate_orders", generate_orders)
+    next((tmp_path / "demo" / "cdc-chaos").glob("*.parquet")).unlink()
+    assert run_demo(config, **SMALL)
+    assert files_of(tmp_path / "demo").keys() == written.keys()
+    assert orders(tmp_path).batches == first.batches and len(runs) == 3
+    assert runs[2].transactions == 0 and sqlite_orders(tmp_path) == (rows, checkpoint)
 
 
 @pytest.mark.spark
