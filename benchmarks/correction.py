@@ -58,8 +58,8 @@ import pyarrow as pa
 from readme import update_readme
 
 from changeflow.compute.correction import Correction
-from changeflow.compute.reference import CorrectionReference
 from changeflow.storage.frames import frame_schema
+from changeflow.testing.correction import CorrectionReference
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

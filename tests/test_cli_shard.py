@@ -58,15 +58,45 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_list(home: Path) -> None:
-    assert cells(shard(home, "list")) == [
-        ["empty", "s2", "[0]", "[0]", "0", "0"],
-        ["people", "s1", "[0]", "[4]", "2", "5"],
+    s = storage(home)
+    ids = {name: s.state(name).id for name in ("empty", "people")}
+    assert cells(shard(home, "list", columns=160)) == [
+        ["empty", ids["empty"], "[0]", "[0]", "0", "0"],
+        ["people", ids["people"], "[0]", "[4]", "2", "5"],
     ]
 
 
 def test_list_without_shards(tmp_path: Path) -> None:
+    storage(tmp_path).close()  # a store with no shard yet
     result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path)])
     assert result.exit_code == 0 and "no shards yet" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "t"], ["read", "t"]])
+def test_reading_a_missing_home_creates_nothing(tmp_path: Path, command: list[str]) -> None:
+    typo = tmp_path / "typo"
+    result = run("shard", *command, "--home", str(typo))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"error: no changeflow data at {typo}: the folder does not exist; run a command that "
+        "writes, or check --home\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("shard", *command, "--home", str(empty))
+    assert f"no changeflow data at {empty}: no consensus file" in result.stderr
+    assert list(empty.iterdir()) == []
+
+
+def test_a_consensus_in_a_missing_folder_creates_no_folder(tmp_path: Path) -> None:
+    folder = Path(f"/changeflow-test-{tmp_path.name}")
+    consensus = f"sqlite:{folder}/x.sqlite"
+    for command in (["list"], ["compact", "t"]):
+        result = run("shard", *command, "--consensus", consensus, "--home", str(tmp_path))
+        assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert str(folder) in result.stderr
+        assert not folder.exists()
 
 
 def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
@@ -80,13 +110,13 @@ def test_consensus_and_blob_root_options(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"data": {"id": 7, "name": "x"}, "count": 1}
     result = CliRunner().invoke(main, ["shard", "list", "--home", str(tmp_path / "h")])
-    assert "no shards yet" in result.stderr  # the home's own consensus holds none
+    assert "no changeflow data at" in result.stderr  # the home holds no store of its own
 
 
 def test_show(home: Path) -> None:
     s = storage(home, lease_seconds=0.001)
     read_cap, write_cap = s.acquire_capabilities("people")  # its lease has expired on return
-    out = shard(home, "show", "people")
+    out = shard(home, "show", "people", columns=160)
     s.close()
     assert "since [0], upper [4], 5 rows in 2 batches" in out and "counter" in out
     rows = cells(out)
@@ -146,7 +176,8 @@ def test_compact(home: Path) -> None:
         (["read", "nope"], "no shard named 'nope'"),
         (["compact", "nope"], "no shard named 'nope'"),
         (["read", "people", "--as-of", "4"], "cannot read as of 4: readable times are"),
-        (["read", "people", "--as-of", "-1"], "cannot read as of -1"),
+        (["read", "people", "--as-of", "-1"], "--as-of -1 is outside 0 <= t < 2^63"),
+        (["read", "people", "--as-of", "99999999999999999999"], "is outside 0 <= t < 2^63"),
         (["read", "empty"], "nothing was appended yet"),
         (["list", "--consensus", "mysql://x"], "neither sqlite:PATH nor postgresql"),
     ],
@@ -173,3 +204,85 @@ def test_show_lists_registered_readers_with_their_reason(home: Path) -> None:
         "never expires",
         "keeps out.sqlite",
     ] in rows
+
+
+def test_create_a_shard_from_a_schema(tmp_path: Path) -> None:
+    spec = "order_id:int64 not null, customer:string, amount:float64, day:date32"
+    out = shard(tmp_path, "create", "orders", "--schema", spec, "--timeline", "counter")
+    assert out.startswith("created shard 'orders' (s") and out.rstrip().endswith(spec)
+    state = storage(tmp_path).state("orders")
+    assert state.schema == pa.schema(
+        [
+            pa.field("order_id", pa.int64(), nullable=False),
+            ("customer", pa.string()),
+            ("amount", pa.float64()),
+            ("day", pa.date32()),
+        ]
+    )
+    assert (state.timeline, state.readers, state.writers) == ("counter", {}, {})
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("id:int65", "unknown type 'int65'; the types are bool, int8"),
+        ("id int64", "column 1 is 'id int64'; write NAME:TYPE"),
+        ("id:int64,", "column 2 is ''"),
+        (":int64", "write NAME:TYPE"),
+        ("id:int64 nullable", "only 'not null' may follow"),
+        ("id:int64, id:string", "repeat a name"),
+        ("_id:int64", "starts with '_'"),
+    ],
+)
+def test_create_refuses_a_bad_schema_in_one_line(tmp_path: Path, spec: str, message: str) -> None:
+    storage(tmp_path).close()
+    result = run("shard", "create", "t", "--schema", spec, "--home", str(tmp_path))
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert message in result.stderr, result.stderr
+    assert storage(tmp_path).shards() == []
+
+
+def test_drop_is_refused_while_registered_readers_hold_the_shard(home: Path) -> None:
+    s = storage(home)
+    s.register_reader("people", "materialization:people-to-sqlite", "keeps out.sqlite")
+    s.close()
+    result = run("shard", "drop", "people", "--home", str(home))
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert "materialization:people-to-sqlite (keeps out.sqlite)" in result.stderr
+    assert "--force" in result.stderr
+    assert "people" in storage(home).shards()
+    out = shard(home, "drop", "people", "--force")
+    assert "dropped shard 'people'" in out and "materialization:people-to-sqlite" in out
+    assert shard(home, "drop", "empty") == "dropped shard 'empty'\n"
+    assert storage(home).shards() == []
+    assert not [p for p in (home / "blob").iterdir() if p.is_dir()]  # the data is gone
+
+
+def test_list_and_read_as_json_and_csv(home: Path) -> None:
+    lines = shard(home, "list", "--format", "json").splitlines()
+    people = json.loads(lines[1])
+    assert (people["name"], people["upper"], people["batches"], people["rows"]) == (
+        "people",
+        [4],
+        2,
+        5,
+    )
+    assert shard(home, "list", "--format", "csv").splitlines()[0] == (
+        "name,id,since,upper,batches,rows"
+    )
+    json_lines = shard(home, "read", "people", "--format", "json")
+    assert json_lines == shard(home, "read", "people", "--format", "jsonl")
+    assert json.loads(json_lines.splitlines()[0]) == {"data": {"id": 1, "name": "A"}, "count": 1}
+    assert shard(home, "read", "people", "--format", "csv").splitlines() == [
+        "id,name,count",
+        "1,A,1",
+        "2,b,1",
+        "3,c,2",
+    ]
+
+
+def test_every_shard_command_has_an_example() -> None:
+    for command in ("create", "drop", "list", "show", "read", "compact"):
+        result = CliRunner().invoke(main, ["shard", command, "--help"])
+        assert result.exit_code == 0 and "Example:" in result.output, command
+        assert f"changeflow shard {command}" in result.output

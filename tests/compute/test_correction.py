@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from changeflow.compute.correction import Correction
-from changeflow.compute.reference import CorrectionReference
 from changeflow.errors import FrontierViolation
+from changeflow.testing.correction import CorrectionReference
 
 SCHEMA = pa.schema([("key", pa.string())])
 FAR = 2**40

@@ -19,7 +19,7 @@ import pytest
 
 from changeflow.collection import Update, consolidate, read
 from changeflow.compute.sink import SelfCorrectingSink
-from changeflow.errors import FrontierViolation
+from changeflow.errors import FrontierViolation, Timeout
 from changeflow.storage import ReadCapability, Storage
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import open_consensus
@@ -131,6 +131,18 @@ def test_a_sink_takes_frames_and_antichains_and_refuses_going_back(storage: Stor
         sink.step(None, 3)
     with pytest.raises(FrontierViolation, match="at time 1 arrived after"):
         sink.step([(("c", 0), 1, 1)])
+    sink.close()
+
+
+def test_a_sink_whose_output_stalls_raises_a_changeflow_timeout(storage: Storage) -> None:
+    storage.create("view", SCHEMA)
+    sink = SelfCorrectingSink(storage, "view")
+    # Its write capability moved on, as another writer's append would move it, but the
+    # output's upper never follows: nothing comes back to read.
+    storage.downgrade(sink.write_cap, Antichain([3]))
+    with pytest.raises(Timeout, match=r"view: the output's upper stayed at \[0\] for 0.05 s") as e:
+        sink.run([([], 5)], idle_timeout=0.05)
+    assert (e.value.persisted, e.value.desired, e.value.seconds) == (0, 5, 0.05)
     sink.close()
 
 

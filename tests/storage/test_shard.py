@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,9 +18,10 @@ from changeflow.errors import (
     FrontierViolation,
     InvalidInput,
     InvalidTime,
+    Timeout,
     UpperMismatch,
 )
-from changeflow.storage import Storage
+from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus, VersionedData
 from changeflow.time import Antichain
@@ -269,7 +269,7 @@ def test_bad_input_is_refused_and_changes_nothing(storage, case, error, message)
         "at new upper": lambda: storage.append(write, [(("a", 1), 5, 1)], 5),
         "upper not beyond": lambda: storage.append(write, [], 2),
         "foreign capability": lambda: storage.append(
-            replace(foreign, shard=write.shard, name="t", frontier=write.frontier), [], 5
+            WriteCapability(storage.machine, write.shard, "t", foreign.id, write.frontier), [], 5
         ),
         "read capability": lambda: storage.append(read, [], 5),
     }[case]
@@ -312,11 +312,13 @@ def test_a_retried_append_applies_once(tmp_path: Path) -> None:
     consensus.lose_next = True
     storage.append(write, [(("a", 1), 0, 1)], 1)  # retried inside with the same token
     assert contents(storage.snapshot_table(read, 0)) == {("a", 1): 1}
-    # The caller's own retry with the same token after an error also applies once.
+    # The caller's own retry with the same token after an error also applies once: the
+    # retry comes from a capability that did not see the first attempt's reply.
+    retry = storage.clone(write)
     storage.append(write, [(("b", 1), 1, 1)], 2, token="t-1")
-    write.frontier = Antichain([1])
-    storage.append(write, [(("b", 1), 1, 1)], 2, token="t-1")
-    assert write.frontier == Antichain([2])
+    assert retry.frontier == Antichain([1])
+    storage.append(retry, [(("b", 1), 1, 1)], 2, token="t-1")
+    assert retry.frontier == Antichain([2])
     assert contents(storage.snapshot_table(read, 1)) == {("a", 1): 1, ("b", 1): 1}
     assert len(storage.state("t").batches) == 2
 
@@ -385,3 +387,21 @@ def test_a_subscription_never_delivers_an_update_twice(storage: Storage) -> None
     storage.compact("t")
     with pytest.raises(FrontierViolation, match="hold the read capability at 99 or earlier"):
         subscription.next(1)
+
+
+def test_a_subscription_that_waits_too_long_is_a_timeout(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1)], 1)
+    steps = iter(storage.subscribe_at(read, timeout=0.1, poll=0.01))
+    next(steps)  # the snapshot
+    with pytest.raises(Timeout, match="nothing new was appended within 0.1 s"):
+        next(steps)
+
+
+def test_reading_a_closed_shard_beyond_every_time_is_a_time_error(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1)], Antichain())
+    with pytest.raises(InvalidTime, match="as_of 99999999999999999999 is outside"):
+        storage.snapshot_table(read, 99999999999999999999)
+    with pytest.raises(InvalidTime, match="as_of must be an int time"):
+        storage.snapshot_table(read, 1.5)

@@ -37,9 +37,12 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def with_storage(fn: Callable[..., Any], with_config: bool = False) -> Callable[..., Any]:
+def with_storage(
+    fn: Callable[..., Any], with_config: bool = False, create: bool = True
+) -> Callable[..., Any]:
     """Add --home, --consensus and --blob-root; pass the opened Storage as the first argument
-    (and the Config as the second, ``with_config``)."""
+    (and the Config as the second, ``with_config``). With ``create`` false (commands that only
+    read) a missing store is an error and nothing is created."""
 
     @click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
     @click.option("--consensus", help="sqlite:PATH or postgresql://… (default: under the home).")
@@ -50,13 +53,18 @@ def with_storage(fn: Callable[..., Any], with_config: bool = False) -> Callable[
         from changeflow.storage import Storage
 
         config = Config.load(home=home, consensus=consensus, blob_root=blob_root)
-        storage = Storage.open(config)
+        storage = Storage.open(config, create=create)
         try:
             return fn(storage, config, **kwargs) if with_config else fn(storage, **kwargs)
         finally:
             storage.close()
 
     return run
+
+
+def reading_storage(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """:func:`with_storage` for a command that only reads: it creates no folder or file."""
+    return with_storage(fn, create=False)
 
 
 def show_frontier(frontier: Antichain) -> str:

@@ -27,10 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.errors import FrontierViolation
-from changeflow.storage.frames import DIFF, TIME, frame_schema, to_frame
-from changeflow.time import Antichain
-
-Bound = int | None  # an int time, or None for the empty frontier (beyond every time)
+from changeflow.storage.frames import frame_schema, to_frame
+from changeflow.time import Antichain, Bound, show_bound, to_bound
+from changeflow.updates import DIFF, TIME
 
 
 class Chain:
@@ -114,15 +113,16 @@ class Correction:
     def updates_before(self, upper: int | Antichain | None) -> pa.Table:
         """The consolidated updates at times before ``upper``, in ``(time, data)`` order, with
         times advanced to ``since``. Nothing is removed."""
-        self._consolidate_before(_bound(upper))
+        self._consolidate_before(to_bound(upper, "a read's upper"))
         return self.emitted.table(self.frame)
 
     def advance_since(self, since: int | Antichain | None) -> None:
         """Let times before ``since`` advance to it (on reads); never backwards."""
-        since = _bound(since)
+        since = to_bound(since, "the correction's since")
         if self.since is None or (since is not None and since < self.since):
             raise FrontierViolation(
-                f"correction: since cannot move back from {_show(self.since)} to {_show(since)}"
+                f"correction: since cannot move back from {show_bound(self.since)} to "
+                f"{show_bound(since)}"
             )
         self.since = since
         if since is None:  # nothing can be read any more: keep nothing
@@ -358,16 +358,3 @@ def _exponential(lo: int, hi: Bound) -> list[Bucket]:
 def _before(hi: Bound, upper: int) -> bool:
     """Is every time below ``hi`` before ``upper``?"""
     return hi is not None and hi <= upper
-
-
-def _bound(frontier: int | Antichain | None) -> Bound:
-    if frontier is None or isinstance(frontier, int):
-        return frontier
-    if not frontier:
-        return None
-    (t,) = frontier.elements
-    return t
-
-
-def _show(bound: Bound) -> str:
-    return "[]" if bound is None else f"[{bound}]"

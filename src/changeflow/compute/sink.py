@@ -18,12 +18,12 @@ from typing import Any
 import pyarrow.compute as pc
 
 from changeflow.compute.correction import Correction
-from changeflow.errors import FrontierViolation, UpperMismatch
+from changeflow.errors import FrontierViolation, Timeout, UpperMismatch
 from changeflow.storage import Storage
-from changeflow.storage.frames import TIME, bound, to_frame
-from changeflow.time import Antichain, check_time
+from changeflow.storage.frames import to_frame
+from changeflow.time import Antichain, Bound, show_bound, to_bound, to_frontier
+from changeflow.updates import TIME
 
-Bound = int | None  # an int time, or None for the empty frontier (beyond every time)
 UNKNOWN = -1  # the read-back's progress before the first snapshot arrives
 
 
@@ -47,7 +47,7 @@ class SelfCorrectingSink:
         self.storage, self.output, self.poll = storage, output, poll
         self.stats = SinkStats()
         self.read_cap, self.write_cap = storage.acquire_capabilities(output)
-        self.as_of = _bound(self.read_cap.frontier)
+        self.as_of = to_bound(self.read_cap.frontier)
         assert self.as_of is not None  # a live read capability is never at []
         state = storage.state(output)
         self.correction = Correction(state.schema)
@@ -66,15 +66,15 @@ class SelfCorrectingSink:
             if low is not None and _before(low, self.desired):
                 raise FrontierViolation(
                     f"{self.output}: a desired update at time {low} arrived after the "
-                    f"desired frontier {_show(self.desired)} passed it"
+                    f"desired frontier {show_bound(self.desired)} passed it"
                 )
             self.correction.insert(frame)
         if frontier is not None:
-            new = _bound(frontier)
+            new = to_bound(frontier)
             if _before(new, self.desired):
                 raise FrontierViolation(
                     f"{self.output}: the desired frontier cannot move back from "
-                    f"{_show(self.desired)} to {_show(new)}"
+                    f"{show_bound(self.desired)} to {show_bound(new)}"
                 )
             self.desired = new
         self._read_back(0.0)
@@ -89,7 +89,8 @@ class SelfCorrectingSink:
     ) -> SinkStats:
         """Consume the desired stream, then write and read back until caught up.
 
-        Raises ``TimeoutError`` if the output does not move for ``idle_timeout`` seconds.
+        Raises :class:`~changeflow.errors.Timeout` if the output does not move for
+        ``idle_timeout`` seconds.
         """
         for updates, frontier in desired:
             self.step(updates, frontier)
@@ -98,9 +99,13 @@ class SelfCorrectingSink:
             if self._read_back(self.poll):
                 deadline = time.monotonic() + idle_timeout
             elif time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{self.output}: the output's upper stayed at {_show(self.persisted)} for "
-                    f"{idle_timeout} s; the desired frontier is {_show(self.desired)}"
+                raise Timeout(
+                    f"{self.output}: the output's upper stayed at {show_bound(self.persisted)} "
+                    f"for {idle_timeout} s; the desired frontier is {show_bound(self.desired)}",
+                    output=self.output,
+                    persisted=self.persisted,
+                    desired=self.desired,
+                    seconds=idle_timeout,
                 )
             self._write()
         return self.stats
@@ -118,12 +123,12 @@ class SelfCorrectingSink:
         while (step := self.subscription.next(timeout)) is not None:
             updates, upper = step
             self.correction.insert_negated(updates)
-            self.persisted = _bound(upper)
+            self.persisted = to_bound(upper)
             self.correction.advance_since(self.persisted)
             received, timeout = True, 0.0
         # Hold since strictly before what was delivered, and no further back: compaction.
         hold = None if self.persisted is None else self.persisted - 1
-        if received and hold is not None and _before(_bound(self.read_cap.frontier), hold):
+        if received and hold is not None and _before(to_bound(self.read_cap.frontier), hold):
             self.storage.downgrade(self.read_cap, Antichain([hold]))
         return received
 
@@ -132,13 +137,13 @@ class SelfCorrectingSink:
         lower, upper = self.persisted, self.desired
         if lower == UNKNOWN or lower is None or not _before(lower, upper):
             return
-        if _before(_bound(self.write_cap.frontier), lower):  # another writer got there first
+        if _before(to_bound(self.write_cap.frontier), lower):  # another writer got there first
             self.storage.downgrade(self.write_cap, Antichain([lower]))
-        if _bound(self.write_cap.frontier) != lower:  # our last append is not read back yet
+        if to_bound(self.write_cap.frontier) != lower:  # our last append is not read back yet
             return
         updates = self.correction.updates_before(upper)
         try:
-            self.storage.append(self.write_cap, updates, _frontier(upper))
+            self.storage.append(self.write_cap, updates, to_frontier(upper))
         except UpperMismatch as e:  # another replica won: its batch comes back in the read-back
             self.stats.appends_lost += 1
             self.storage.downgrade(self.write_cap, e.current)
@@ -147,20 +152,6 @@ class SelfCorrectingSink:
         self.stats.updates_written += updates.num_rows
 
 
-def _bound(frontier: int | Antichain) -> Bound:
-    if isinstance(frontier, Antichain):
-        return bound(frontier, "a frontier")
-    return bound(Antichain([check_time(frontier)]), "a frontier")
-
-
-def _frontier(b: Bound) -> Antichain:
-    return Antichain() if b is None else Antichain([b])
-
-
 def _before(a: Bound, b: Bound) -> bool:
     """``a < b``, where None is beyond every time."""
     return a is not None and (b is None or a < b)
-
-
-def _show(b: Bound) -> str:
-    return "[]" if b is None else f"[{b}]"

@@ -8,14 +8,22 @@ default, several processes on one machine) and PostgreSQL (several processes or 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from changeflow.errors import ConsensusUnavailable, InvalidInput
+from changeflow.errors import ConsensusUnavailable, InvalidInput, StoreMismatch
+
+SQLITE_TABLE = (
+    "CREATE TABLE consensus (key TEXT NOT NULL, seqno INTEGER NOT NULL, "
+    "data BLOB NOT NULL, PRIMARY KEY (key, seqno)) WITHOUT ROWID"
+)
+SQLITE_COLUMNS = ["key", "seqno", "data"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,8 @@ class VersionedData:
 
 class Consensus(ABC):
     """``head``, ``compare_and_set``, ``scan`` and ``truncate`` over versioned keys."""
+
+    location: str  # where it is, for messages (no password)
 
     @abstractmethod
     def head(self, key: str) -> VersionedData | None:
@@ -60,12 +70,16 @@ class Consensus(ABC):
             )
 
 
-def open_consensus(location: str) -> Consensus:
-    """``sqlite:PATH`` or ``postgresql://…`` (``postgres://`` too)."""
+def open_consensus(location: str, create: bool = True) -> Consensus:
+    """``sqlite:PATH`` or ``postgresql://…`` (``postgres://`` too).
+
+    With ``create`` false nothing is created: a missing SQLite file or PostgreSQL table is an
+    error.
+    """
     if location.startswith("sqlite:"):
-        return SqliteConsensus(Path(location.removeprefix("sqlite:")))
+        return SqliteConsensus(Path(location.removeprefix("sqlite:")), create)
     if location.startswith(("postgresql://", "postgres://")):
-        return PostgresConsensus(location)
+        return PostgresConsensus(location, create)
     raise InvalidInput(
         f"consensus location {location!r} is neither sqlite:PATH nor postgresql://…; "
         "set --consensus or CHANGEFLOW_CONSENSUS"
@@ -73,29 +87,82 @@ def open_consensus(location: str) -> Consensus:
 
 
 class SqliteConsensus(Consensus):
-    """Consensus in a SQLite file in WAL mode; safe for several processes on one machine."""
+    """Consensus in a SQLite file in WAL mode; safe for several processes on one machine.
 
-    def __init__(self, path: Path) -> None:
+    A new file is made complete under a temporary name and then linked into place, so a file
+    at ``path`` is always a changeflow consensus: an empty or foreign one is an error
+    (:class:`StoreMismatch`), never re-initialised.
+    """
+
+    def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.location = f"sqlite:{path}"
         self._local = threading.local()
-        with self._conn() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS consensus (key TEXT NOT NULL, seqno INTEGER NOT NULL, "
-                "data BLOB NOT NULL, PRIMARY KEY (key, seqno)) WITHOUT ROWID"
+        if not path.exists():
+            if not create:
+                raise InvalidInput(missing_store(str(path), "the consensus file does not exist"))
+            self._create()
+        self._check()
+
+    def _create(self) -> None:
+        """Make the file whole under a temporary name, then link it into place (atomic; if
+        another process got there first, its file stays)."""
+        folder = self.path.parent
+        if not folder.is_dir():
+            raise InvalidInput(
+                f"cannot create consensus {self.path}: folder {folder} does not exist; "
+                "create it first or check --consensus"
+            )
+        temporary = folder / f".{self.path.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(SQLITE_TABLE)
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, self.path)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def _check(self) -> None:
+        """Refuse a file that is empty or not a changeflow consensus."""
+        if self.path.is_file() and self.path.stat().st_size == 0:
+            raise StoreMismatch(
+                f"consensus file {self.path} is empty (0 bytes): it is not a changeflow store "
+                "any more (emptied?); restore it from a backup or point --consensus elsewhere",
+                consensus=self.location,
+            )
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"  # looking changes nothing
+        try:
+            with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=60)) as conn:
+                columns = [r[1] for r in conn.execute("PRAGMA table_info(consensus)")]
+        except sqlite3.OperationalError as e:
+            raise ConsensusUnavailable(f"cannot open consensus {self.path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            raise StoreMismatch(
+                f"consensus file {self.path} is not a changeflow consensus ({e}); "
+                "point --consensus at a changeflow store",
+                consensus=self.location,
+            ) from None
+        if columns != SQLITE_COLUMNS:
+            raise StoreMismatch(
+                f"consensus file {self.path} is a SQLite database but not a changeflow "
+                f"consensus (its table 'consensus' has columns {columns or 'none'}, expected "
+                f"{SQLITE_COLUMNS}); point --consensus at a changeflow store",
+                consensus=self.location,
             )
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            uri = f"{self.path.resolve().as_uri()}?mode=rw"  # never creates a file
             for attempt in range(100):
                 try:
-                    conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+                    conn = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
                     # Switching a new file to WAL does not wait for other openers: retry.
                     conn.execute("PRAGMA journal_mode=WAL")
                     conn.execute("PRAGMA synchronous=FULL")
                     break
-                except sqlite3.Error as e:
+                except sqlite3.OperationalError as e:  # others (not a database): _check's
                     if "locked" not in str(e) or attempt == 99:
                         raise ConsensusUnavailable(
                             f"cannot open consensus {self.path}: {e}"
@@ -163,15 +230,22 @@ class PostgresConsensus(Consensus):
     racing inserts of the same next version resolve to exactly one winner.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
         import psycopg
 
         self.url = url
+        self.location = _redact(url)
         self._lock = threading.Lock()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
             raise ConsensusUnavailable(f"cannot connect to consensus {_redact(url)}: {e}") from None
+        if not create:
+            (((found,),)) = self._run("SELECT to_regclass('consensus') IS NOT NULL", ())
+            if not found:
+                self._db.close()
+                raise InvalidInput(missing_store(self.location, "it has no table 'consensus'"))
+            return
         # Another process may create the table at the same moment; then it exists all the same.
         with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             self._db.execute(
@@ -227,6 +301,11 @@ class PostgresConsensus(Consensus):
 
     def close(self) -> None:
         self._db.close()
+
+
+def missing_store(where: str, why: str) -> str:
+    """The one message for a read that finds no store."""
+    return f"no changeflow data at {where}: {why}; run a command that writes, or check --home"
 
 
 def _redact(url: str) -> str:

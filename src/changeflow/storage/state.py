@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -19,7 +20,7 @@ CATALOG_KEY = "catalog"
 MAX_TOKENS = 64  # idempotency tokens remembered per shard
 
 
-def _frontier(value: list[Any]) -> Antichain:
+def _frontier_from_json(value: list[Any]) -> Antichain:
     """Decode a stored frontier; one int (the common case) skips the general parser."""
     if len(value) == 1 and type(value[0]) is int:
         return Antichain.single(value[0])
@@ -53,9 +54,9 @@ class Batch:
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> Batch:
         return cls(
-            _frontier(v["lower"]),
-            _frontier(v["upper"]),
-            _frontier(v["since"]),
+            _frontier_from_json(v["lower"]),
+            _frontier_from_json(v["upper"]),
+            _frontier_from_json(v["since"]),
             tuple(v["keys"]),
             v["rows"],
         )
@@ -164,8 +165,8 @@ class ShardState:
             name=v["name"],
             schema=decode_schema(v["schema"]),
             timeline=v["timeline"],
-            since=_frontier(v["since"]),
-            upper=_frontier(v["upper"]),
+            since=_frontier_from_json(v["since"]),
+            upper=_frontier_from_json(v["upper"]),
             batches=tuple(Batch.from_json(b) for b in v["batches"]),
             readers={i: ReadHold(Antichain.from_json(f), e) for i, (f, e) in v["readers"].items()},
             registered={
@@ -188,9 +189,10 @@ class CatalogEntry:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Names to GlobalIds; ``next_id`` only grows, so an id is never bound twice."""
+    """Names to GlobalIds. A new id is ``s`` and a UUID, unique across every store, so an id
+    is never bound twice and no two stores' shards share a blob prefix. (Stores from before
+    kept a counter, ``s1``, ``s2``…; their ids still load.)"""
 
-    next_id: int = 1
     entries: dict[str, CatalogEntry] = field(default_factory=dict)
     seqno: int = 0
 
@@ -199,7 +201,7 @@ class Catalog:
             n: {"id": e.id, "schema": encode_schema(e.schema), "timeline": e.timeline}
             for n, e in self.entries.items()
         }
-        return json.dumps({"next_id": self.next_id, "entries": entries}).encode()
+        return json.dumps({"entries": entries}).encode()
 
     @classmethod
     def decode(cls, data: bytes, seqno: int) -> Catalog:
@@ -208,7 +210,17 @@ class Catalog:
             n: CatalogEntry(e["id"], decode_schema(e["schema"]), e["timeline"])
             for n, e in v["entries"].items()
         }
-        return cls(v["next_id"], entries, seqno)
+        return cls(entries, seqno)
+
+
+def new_shard_id() -> str:
+    """A globally unique shard id."""
+    return f"s{uuid.uuid4().hex}"
+
+
+def is_unique_id(gid: str) -> bool:
+    """Is ``gid`` a globally unique id (not a per-store counter from before)?"""
+    return len(gid) == 33 and gid[0] == "s" and all(c in "0123456789abcdef" for c in gid[1:])
 
 
 def encode_schema(schema: pa.Schema) -> str:

@@ -1,4 +1,4 @@
-"""The plain reference of the Correction buffer: a dict from time to consolidated updates.
+"""The test oracle of the Correction buffer: a dict from time to consolidated updates.
 
 Same operations as :class:`changeflow.compute.correction.Correction`, on Python triples
 ``(data, time, diff)``; the buffer is tested and measured against it.

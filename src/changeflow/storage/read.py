@@ -1,0 +1,232 @@
+"""Read handles: a :class:`ReadCapability` owns its capability and reads the shard under it
+(snapshots in Arrow or Spark, and :class:`Subscription`, which replays later updates)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from changeflow.errors import FrontierViolation, Timeout
+from changeflow.storage.frames import consolidate, frame_schema
+from changeflow.storage.machine import Machine, new_id
+from changeflow.storage.state import Batch, ShardState
+from changeflow.time import Antichain, check_int_time, to_bound, to_frontier
+from changeflow.updates import DIFF, TIME
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class ReadCapability:
+    """The right to read shard ``shard`` at times at or beyond ``frontier``.
+
+    A lease unless ``holder`` is set: then it is a registered reader, which never expires and
+    holds ``since`` durably until released (see :meth:`Storage.register_reader`). Only this
+    handle moves its frontier.
+    """
+
+    def __init__(
+        self,
+        machine: Machine,
+        shard: str,
+        name: str,
+        id: str,
+        frontier: Antichain,
+        holder: str | None = None,
+    ) -> None:
+        self._machine = machine
+        self.shard, self.name, self.id, self.holder = shard, name, id, holder
+        self._frontier = frontier
+
+    @property
+    def frontier(self) -> Antichain:
+        return self._frontier
+
+    def __repr__(self) -> str:
+        who = f"holder={self.holder!r}" if self.holder else f"id={self.id!r}"
+        return f"ReadCapability({self.name!r}, {who}, frontier={self._frontier})"
+
+    # -- the capability ----------------------------------------------------------------------
+
+    def downgrade(self, frontier: Antichain | int | None) -> None:
+        """Move forward to ``frontier`` (never back); ``since`` may follow. Renews a lease."""
+        frontier = to_frontier(frontier, "frontier")
+        to_bound(frontier, "frontier")
+        self._machine.downgrade_reader(self, frontier)
+        self._frontier = frontier
+
+    def heartbeat(self) -> None:
+        """Renew the lease; an error if it has expired already (a registered reader has no
+        lease: this only checks that it is still registered)."""
+        self._machine.heartbeat(self)
+
+    def drop(self) -> None:
+        """Release the capability (a registered reader too): it no longer holds the shard."""
+        if self.holder is not None:
+            self._machine.release(self.shard, self.holder)
+        else:
+            self._machine.drop_reader(self)
+        self._frontier = Antichain()
+
+    def clone(self) -> ReadCapability:
+        """An independent leased read capability at the same frontier."""
+        new = new_id()
+        frontier = self._machine.clone_reader(self, new)
+        return ReadCapability(self._machine, self.shard, self.name, new, frontier)
+
+    def state(self) -> ShardState:
+        """The shard's current state; an error if this capability is no longer live."""
+        state = self._machine.load(self.shard)
+        self._machine.hold(state, self)
+        return state
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def snapshot_table(self, as_of: int) -> pa.Table:
+        """The consolidated contents at ``as_of`` as an Arrow table (for small shards)."""
+        attempts = 0
+        while True:
+            state = self._readable(self._machine.load(self.shard), as_of)
+            try:
+                table = self._machine.read(
+                    state, [b for b in state.batches if _starts_by(b, as_of)]
+                )
+                break
+            except FileNotFoundError:  # merged and collected under us: read the new state
+                attempts += 1
+                if attempts == 3:
+                    raise
+        table = table.filter(pc.less_equal(table.column(TIME), as_of))
+        return consolidate(table, as_of)
+
+    def snapshot(self, as_of: int, spark: SparkSession | None = None) -> DataFrame:
+        """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame.
+
+        The DataFrame reads its blobs lazily; a seqno hold keeps them from the garbage
+        collector for the lease duration, even if the shard is compacted meanwhile.
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        state = self._machine.hold_version(self, lambda s: self._readable(s, as_of))
+        spark = spark or self._machine.spark()
+        schema = from_arrow_schema(frame_schema(state.schema))
+        keys = [k for b in state.batches if _starts_by(b, as_of) for k in b.keys]
+        if not keys:
+            return spark.createDataFrame([], schema)
+        data = state.schema.names
+        blob = self._machine.blob
+        frame = spark.read.schema(schema).parquet(*(blob.uri(k) for k in keys))
+        summed = (
+            frame.where(F.col(TIME) <= as_of)
+            .groupBy(*data)
+            .agg(F.sum(DIFF).alias(DIFF))
+            .where(F.col(DIFF) != 0)
+        )
+        return summed.select(*data, F.lit(as_of).cast("long").alias(TIME), DIFF)
+
+    def updates(self, state: ShardState, lower: int, upper: int | None) -> pa.Table:
+        """The updates of ``state`` at times in ``[lower, upper)``, in time order."""
+        batches = [b for b in state.batches if not b.upper.less_equal(lower)]
+        table = self._machine.read(state, batches)
+        times = table.column(TIME)
+        keep = pc.greater_equal(times, lower)
+        if upper is not None:
+            keep = pc.and_(keep, pc.less(times, upper))
+        return table.filter(keep).sort_by([(TIME, "ascending")])
+
+    def subscribe(self, timeout: float | None = 60.0, poll: float = 0.05) -> Subscription:
+        """The snapshot at this capability's frontier, then every later update in order."""
+        to_bound(self._frontier, "the read capability's frontier")
+        self.state()
+        return Subscription(self, timeout, poll, self._machine.lease_ms / 3000)
+
+    def _readable(self, state: ShardState, as_of: int) -> ShardState:
+        """``state``, if this capability is live and ``as_of`` is in ``[since, upper)``."""
+        self._machine.hold(state, self)
+        check_int_time(as_of, f"{self.name}: as_of")
+        if not state.since.less_equal(as_of) or state.upper.less_equal(as_of):
+            raise FrontierViolation(
+                f"{self.name}: cannot read as of {as_of}: readable times are "
+                f"[since {state.since.to_json()}, upper {state.upper.to_json()})"
+            )
+        return state
+
+
+class Subscription:
+    """An iterator of ``(updates, upper)``: the snapshot at the capability's frontier, then
+    the updates of each later upper, in order. The lease is renewed while it runs."""
+
+    def __init__(
+        self, cap: ReadCapability, timeout: float | None, poll: float, renew_every: float
+    ) -> None:
+        self.cap, self.timeout, self.poll, self.renew_every = cap, timeout, poll, renew_every
+        self.progress: int | None = None  # updates before this time have been delivered
+        self.finished = False  # the upper reached [] and was delivered
+        self._renewed = time.monotonic()
+
+    def __iter__(self) -> Iterator[tuple[pa.Table, Antichain]]:
+        while True:
+            step = self.next(self.timeout)
+            if step is None:
+                raise Timeout(
+                    f"{self.cap.name}: nothing new was appended within {self.timeout} s",
+                    seconds=self.timeout,
+                )
+            yield step
+            if not step[1]:
+                return
+
+    def next(self, timeout: float | None = None) -> tuple[pa.Table, Antichain] | None:
+        """The next ``(updates, upper)``, waiting up to ``timeout`` seconds (None: no limit).
+
+        None on timeout, and once the upper ``[]`` has been delivered.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.finished:
+            state = self.cap.state()
+            if time.monotonic() - self._renewed > self.renew_every:
+                self.cap.heartbeat()
+                self._renewed = time.monotonic()
+            try:
+                if self.progress is None:
+                    as_of = to_bound(self.cap.frontier, "the read capability's frontier")
+                    assert as_of is not None
+                    if not state.upper.less_equal(as_of):
+                        table = self.cap.snapshot_table(as_of)
+                        self.progress = as_of + 1
+                        return table, Antichain([as_of + 1])
+                elif not state.upper.less_equal(self.progress):
+                    return self._updates(state)
+            except FileNotFoundError:
+                continue  # merged and collected under us: read the new state
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(self.poll)
+        return None
+
+    def _updates(self, state: ShardState) -> tuple[pa.Table, Antichain]:
+        low = self.progress
+        assert low is not None
+        # Compaction moves updates before since to since: with since at ``low`` or beyond,
+        # delivered updates would come again, indistinguishable from new ones at ``low``.
+        if not state.since.less_than(low):
+            raise FrontierViolation(
+                f"{self.cap.name}: the subscription has delivered times before {low} but since "
+                f"moved on to {state.since.to_json()}; hold the read capability at "
+                f"{low - 1} or earlier while subscribed"
+            )
+        high = to_bound(state.upper, "upper")
+        table = self.cap.updates(state, low, high)
+        self.progress = high
+        self.finished = high is None
+        return table, state.upper
+
+
+def _starts_by(batch: Batch, as_of: int) -> bool:
+    """Can ``batch`` hold updates at or before ``as_of``?"""
+    return batch.lower.less_equal(as_of) or not batch.lower
