@@ -63,7 +63,9 @@ def check_every_time(
             data = [c for c in got.column_names if not c.startswith("_")]
             rows = {}
             for row, count in zip(
-                zip(*(got.column(c).to_pylist() for c in data)), got.column("_diff").to_pylist()
+                zip(*(got.column(c).to_pylist() for c in data), strict=True),
+                got.column("_diff").to_pylist(),
+                strict=True,
             ):
                 rows[tuple(row)] = count
             expected = evaluate(plan, {n: inputs[n].read(t) for n in inputs}, t)

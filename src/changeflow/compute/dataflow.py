@@ -53,7 +53,7 @@ def maintain_view(storage: Storage, name: str, plan: P.Plan, output: str) -> Dat
     created with the plan's schema if it does not exist. Nothing is installed if a check fails."""
     check_inputs(storage, plan)
     names = set(storage.shards())
-    wanted = arrow_schema(plan.schema)
+    wanted = _unique_names(arrow_schema(plan.schema))
     if output in plan.collections():
         raise PlanError(f"view {name!r} cannot write to {output!r}, one of its own inputs")
     if output in names:
@@ -95,6 +95,16 @@ def _gets(plan: P.Plan) -> list[P.Get]:
     return own + [g for child in plan.inputs() for g in _gets(child)]
 
 
+def _unique_names(schema: pa.Schema) -> pa.Schema:
+    """The schema with repeated column names numbered (``k``, ``k_2``): shards need unique ones."""
+    seen: dict[str, int] = {}
+    fields = []
+    for f in schema:
+        seen[f.name] = seen.get(f.name, 0) + 1
+        fields.append(f if seen[f.name] == 1 else f.with_name(f"{f.name}_{seen[f.name]}"))
+    return pa.schema(fields)
+
+
 def _types(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema)
 
@@ -112,22 +122,16 @@ class Dataflow:
     def __init__(self, storage: Storage, name: str, plan: P.Plan, output: str) -> None:
         self.storage, self.name, self.plan, self.output = storage, name, plan, output
         self.stats = StepStats()
-        self.sink = SelfCorrectingSink(storage, output)
-        self.as_of = to_bound(self.sink.read_cap.frontier)
-        assert self.as_of is not None
-        self.holds = {}
-        for shard in sorted(plan.collections()):
-            reason = f"view {name!r} into {output!r} reads it from the output's since"
-            cap = storage.register_reader(shard, HOLDER.format(name), reason)
-            if not cap.frontier.less_equal(self.as_of):
-                self.close()
-                raise FrontierViolation(
-                    f"view {name!r}: input {shard!r} is compacted to {cap.frontier.to_json()} but "
-                    f"the output {output!r} begins at {self.as_of}; drop the view and its "
-                    "output and install it again"
-                )
-            storage.downgrade(cap, Antichain([self.as_of]))
-            self.holds[shard] = cap
+        reason = f"view {name!r} into {output!r} reads it from where the output is complete"
+        self.holds = {
+            shard: storage.register_reader(shard, HOLDER.format(name), reason)
+            for shard in sorted(plan.collections())
+        }
+        since = to_bound(storage.state(output).since)
+        self.as_of = max([since or 0, *(to_bound(c.frontier) or 0 for c in self.holds.values())])
+        for cap in self.holds.values():
+            cap.downgrade(Antichain([self.as_of]))
+        self.sink = SelfCorrectingSink(storage, output, as_of=self.as_of)
         self.subscriptions = {
             s: storage.subscribe_at(c, timeout=None) for s, c in self.holds.items()
         }
@@ -194,12 +198,13 @@ class Dataflow:
         self.sink.close()
 
     def _release_inputs(self) -> None:
-        """Hold the inputs no further ahead than the output's since."""
+        """Hold the inputs where the sink holds the output (the latest time a restart can
+        read back from), so they compact as the output does."""
         since = to_bound(self.sink.read_cap.frontier)
         for cap in self.holds.values():
             held = to_bound(cap.frontier)
             if since is not None and held is not None and held < since:
-                self.storage.downgrade(cap, Antichain([since]))
+                cap.downgrade(Antichain([since]))
 
     def _frame(self, updates: list) -> pa.Table:
         names = self.schema.names

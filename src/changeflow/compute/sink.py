@@ -43,10 +43,20 @@ class SelfCorrectingSink:
     the desired collection's contents at the as_of (earlier times are advanced to it).
     """
 
-    def __init__(self, storage: Storage, output: str, poll: float = 0.01) -> None:
+    def __init__(
+        self, storage: Storage, output: str, poll: float = 0.01, as_of: int | None = None
+    ) -> None:
         self.storage, self.output, self.poll = storage, output, poll
         self.stats = SinkStats()
         self.read_cap, self.write_cap = storage.acquire_capabilities(output)
+        if as_of is not None:  # read from a later time than the output's since
+            since = to_bound(self.read_cap.frontier)
+            if since is None or as_of < since:
+                self.close()
+                raise FrontierViolation(
+                    f"{output}: cannot read back from {as_of}: since is {show_bound(since)}"
+                )
+            self.read_cap.downgrade(Antichain([as_of]))
         self.as_of = to_bound(self.read_cap.frontier)
         assert self.as_of is not None  # a live read capability is never at []
         state = storage.state(output)
