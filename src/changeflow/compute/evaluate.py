@@ -165,7 +165,11 @@ def _aggregate(agg: P.Aggregate, rows: list[tuple[Row, int]], kind: Any) -> Any:
     if agg.arg is None:
         return sum(c for _, c in rows)
     values = [(agg.arg.eval(row), c) for row, c in rows]
-    values = [(v, c) for v, c in values if v is not None]
+    return aggregate_values(agg, [(v, c) for v, c in values if v is not None], kind)
+
+
+def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any) -> Any:
+    """An aggregate over its argument's non-NULL values and their counts."""
     if agg.distinct:
         values = [(v, 1) for v in _distinct([v for v, _ in values])]
     if agg.func == "count":
