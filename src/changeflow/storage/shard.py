@@ -40,6 +40,7 @@ from changeflow.storage.frames import (
     TIME,
     bound,
     check_data_schema,
+    check_spark_frame,
     check_times,
     consolidate,
     empty_frame,
@@ -358,39 +359,8 @@ class Storage:
     def _write_spark(
         self, state: ShardState, frame: DataFrame, lower: int, upper: int | None, name: str
     ) -> tuple[tuple[str, ...], int]:
-        from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        target = from_arrow_schema(frame_schema(state.schema))
-        if sorted(frame.columns) != sorted(target.names):
-            raise InvalidInput(
-                f"{name}: the DataFrame's columns {frame.columns} do not match the shard's "
-                f"{target.names}"
-            )
-        casts = []
-        for f in target.fields:
-            actual = frame.schema[f.name].dataType
-            if actual != f.dataType and not _spark_widens(actual, f.dataType):
-                raise InvalidInput(
-                    f"{name}: column {f.name} is {actual.simpleString()}, the shard's schema "
-                    f"says {f.dataType.simpleString()}"
-                )
-            casts.append(F.col(f.name).cast(f.dataType).alias(f.name))
-        frame = frame.select(*casts)
-        stats = frame.agg(
-            F.min(TIME),
-            F.max(TIME),
-            F.count(F.lit(1)),
-            F.sum(F.col(TIME).isNull().cast("int")),
-            F.sum(F.col(DIFF).isNull().cast("int")),
-        ).first()
-        low, high, rows, null_times, null_diffs = stats
-        if not rows:
-            return (), 0
-        if null_times or null_diffs:
-            raise InvalidInput(f"{name}: columns {TIME} and {DIFF} may not hold nulls")
-        check_times(pa.table({TIME: pa.array([low, high], pa.int64())}), lower, upper, name)
-        return self._write_parts(frame, state.id), rows
+        frame, rows = check_spark_frame(frame, state.schema, lower, upper, name)
+        return (self._write_parts(frame, state.id), rows) if rows else ((), 0)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -817,14 +787,3 @@ def _frontier(value: Antichain | int) -> Antichain:
 
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
-
-
-def _spark_widens(actual: Any, target: Any) -> bool:
-    """Can a Spark column of type ``actual`` be cast to ``target`` without loss?"""
-    from pyspark.sql import types as T
-
-    ints = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]
-    kinds = [type(actual), type(target)]
-    if all(k in ints for k in kinds):
-        return ints.index(kinds[0]) <= ints.index(kinds[1])
-    return isinstance(actual, T.FloatType) and isinstance(target, T.DoubleType)
