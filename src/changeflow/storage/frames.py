@@ -311,7 +311,7 @@ def _row_values(data: Any, schema: pa.Schema, name: str, row: int) -> tuple[Any,
         unknown = [k for k in data if k not in names]
         if unknown:
             raise InvalidInput(
-                f"{name}: row {row} has unknown column {unknown[0]!r} (value "
+                f"{name}: column {unknown[0]}, row {row}: unknown column (value "
                 f"{data[unknown[0]]!r}); the shard's columns are {names}",
                 column=unknown[0],
                 row=row,
@@ -320,7 +320,8 @@ def _row_values(data: Any, schema: pa.Schema, name: str, row: int) -> tuple[Any,
         missing = [c for c in names if c not in data]
         if missing:
             raise InvalidInput(
-                f"{name}: row {row} has no column {missing[0]!r}; the shard's columns are {names}",
+                f"{name}: column {missing[0]}, row {row}: missing from the row (write None for "
+                f"NULL); the shard's columns are {names}",
                 column=missing[0],
                 row=row,
                 value=None,
