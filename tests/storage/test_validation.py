@@ -54,6 +54,10 @@ def as_arrow(updates: list[Row]) -> pa.Table:
     return pa.Table.from_pylist(updates)
 
 
+def as_record_batch(updates: list[Row]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(updates)
+
+
 def as_pandas(updates: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(updates)
 
@@ -62,6 +66,7 @@ PATHS: dict[str, Callable[[list[Row]], Any]] = {
     "triples": as_triples,
     "dict rows": as_dict_rows,
     "arrow": as_arrow,
+    "record batch": as_record_batch,
     "pandas": as_pandas,
 }
 
@@ -145,7 +150,7 @@ def test_a_bool_diff_or_time_is_refused(store, path: str, column: str) -> None:
     refused(*store, *bad_cell(path, column, 1, True))
 
 
-@pytest.mark.parametrize("path", ["triples", "dict rows", "arrow"])
+@pytest.mark.parametrize("path", ["triples", "dict rows", "arrow", "record batch"])
 def test_a_float_time_is_refused(store, path: str) -> None:
     refused(*store, PATHS[path](rows(_time=(0, 6.5))), TIME, 0, 6.5)
 
@@ -187,7 +192,7 @@ def test_a_missing_dict_column_is_refused(store) -> None:
     refused(*store, updates, "value", 2, None, shown="missing")
 
 
-@pytest.mark.parametrize("path", ["arrow", "pandas"])
+@pytest.mark.parametrize("path", ["arrow", "record batch", "pandas"])
 def test_a_misspelled_frame_column_is_refused(store, path: str) -> None:
     storage, write = store
     updates = [{("valeu" if k == "value" else k): v for k, v in r.items()} for r in rows()]
