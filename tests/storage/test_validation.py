@@ -71,11 +71,13 @@ PATHS: dict[str, Callable[[list[Row]], Any]] = {
 }
 
 
-def open_storage(root: Path) -> tuple[Storage, WriteCapability]:
-    """A SQLite-backed store with shard ``t`` holding one batch, its upper at 5."""
+def open_storage(
+    root: Path, schema: pa.Schema = SCHEMA, first: tuple = ("z", 0, 0.0)
+) -> tuple[Storage, WriteCapability]:
+    """A SQLite-backed store with shard ``t`` holding the row ``first``, its upper at 5."""
     storage = Storage(SqliteConsensus(root / "consensus.sqlite"), Blob(str(root / "blob")))
-    _, write = storage.create("t", SCHEMA)
-    storage.append(write, [(("z", 0, 0.0), 1, 1)], 5)
+    _, write = storage.create("t", schema)
+    storage.append(write, [(first, 1, 1)], 5)
     return storage, write
 
 
@@ -212,6 +214,22 @@ def test_lossless_values_are_stored_exactly(store, path: str) -> None:
     got = {(r["key"], r["value"], r["score"]) for r in storage.snapshot_table(read, 8).to_pylist()}
     assert got == {("z", 0, 0.0), ("a", 7, 0.0), ("b", 2, 1.0), ("c", 3, 2.0)}
     assert all(type(v) is int for _, v, _ in got) and all(type(s) is float for *_, s in got)
+
+
+@pytest.mark.parametrize("path", ["triples", "arrow"])
+def test_a_float_into_a_narrower_float_column_rounds_but_never_overflows(
+    tmp_path: Path, path: str
+) -> None:
+    storage, write = open_storage(tmp_path, pa.schema([("w", pa.float32())]), (0.5,))
+    to = {
+        "triples": lambda ws: [((w,), 5, 1) for w in ws],
+        "arrow": lambda ws: pa.table({"w": ws, TIME: [5] * len(ws), DIFF: [1] * len(ws)}),
+    }[path]
+    refused(storage, write, to([0.5, 1e300]), "w", 1, 1e300)
+    storage.append(write, to([0.1, float("inf")]), 9)
+    read, _ = storage.acquire_capabilities("t")
+    got = storage.snapshot_table(read, 8).column("w").to_pylist()
+    assert got == [0.5, pytest.approx(0.1), float("inf")]
 
 
 def test_nulls_in_a_nullable_column_are_kept(store) -> None:

@@ -8,11 +8,12 @@ a value), Arrow tables and record batches, pandas DataFrames and Spark DataFrame
   none missing (a dict row too).
 - **Types**: a value has its column's type, or is cast to it without loss: an int into a
   narrower int or into a float column if it fits exactly; a float into another float column
-  if exact; an integral float into an int *data* column (``1.0`` -> ``1``, because pandas holds
-  an int column with gaps as floats; ``1.9`` never); string, binary, timestamp (same time zone),
-  date, time, duration and decimal values between the variants of their own kind when nothing
-  is truncated; all-null values into any column. Nothing else: no bool as an int, no string
-  parsed as a number.
+  (rounded to the nearest if that column is narrower, since Python's floats are all double;
+  never overflowing to infinity); an integral float into an int *data* column (``1.0`` ->
+  ``1``, because pandas holds an int column with gaps as floats; ``1.9`` never); string,
+  binary, timestamp (same time zone), date, time, duration and decimal values between the
+  variants of their own kind when nothing is truncated; all-null values into any column.
+  Nothing else: no bool as an int, no string parsed as a number.
 - **NOT NULL**: a column the schema declares not nullable, and ``_time`` and ``_diff``, hold
   no null.
 - **Times and diffs** are integers (never bool or float): times in ``0 <= t < 2^63``, diffs
@@ -157,7 +158,12 @@ def _castable(source: pa.DataType, target: pa.DataType, integers_only: bool) -> 
 
 
 def _lossless(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> Any:
-    """``values`` cast to ``target`` if no value changes on the way, else None."""
+    """``values`` cast to ``target`` if no value changes on the way, else None (a float into
+    a narrower float rounds, as float arithmetic does, but may not overflow to infinity)."""
+    if pa.types.is_floating(values.type) and pa.types.is_floating(target):
+        out = pc.cast(values, target, safe=False)
+        overflow = pc.and_(pc.is_inf(out), pc.invert(pc.is_inf(values)))
+        return None if pc.any(overflow).as_py() else out
     try:
         out = pc.cast(values, target, safe=True)
         if pa.types.is_null(values.type):
@@ -382,8 +388,7 @@ def check_spark_frame(
                 raise _type_refused(
                     name, f.name, actual.simpleString(), f.dataType.simpleString(), where, value
                 )
-            there = column.try_cast(f.dataType)
-            lost = column.isNotNull() & (there.isNull() | (there.try_cast(actual) != column))
+            lost = _spark_lost(column, actual, f.dataType)
             checks.append((f.name, f"does not fit {f.dataType.simpleString()} without loss", lost))
         casts.append(column.cast(f.dataType).alias(f.name))
     examples = [
@@ -405,6 +410,21 @@ def _spark_col(name: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _spark_lost(column: Column, actual: Any, target: Any) -> Column:
+    """True where a value of ``column`` would change on its way to ``target`` (between floats:
+    where it would overflow to infinity; rounding is allowed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    there = column.try_cast(target)
+    if isinstance(actual, T.FractionalType) and isinstance(target, T.FractionalType):
+        infinite = float("inf")
+        changed = (F.abs(there) == infinite) & (F.abs(column) != infinite)
+    else:
+        changed = there.try_cast(actual) != column
+    return column.isNotNull() & (there.isNull() | changed)
 
 
 def _spark_castable(actual: Any, target: Any, integers_only: bool) -> bool:
