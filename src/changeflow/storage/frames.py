@@ -27,6 +27,7 @@ the index label); in a Spark DataFrame, which has no row order, it is the row it
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -291,7 +292,35 @@ def _one(value: Any, field: pa.Field, name: str, row: int) -> pa.Array:
 
 
 def _from_triples(triples: list[Any], schema: pa.Schema, name: str) -> list[list[Any]]:
-    """The columns (data, then times, then diffs) of ``(data, time, diff)`` triples."""
+    """The columns (data, then times, then diffs) of ``(data, time, diff)`` triples: checked
+    all at once when they are plain, else row by row, which names the first bad one."""
+    plain = _plain_columns(triples, len(schema))
+    return plain if plain is not None else _checked_columns(triples, schema, name)
+
+
+def _plain_columns(triples: list[Any], width: int) -> list[list[Any]] | None:
+    """The columns of ``triples`` if each is a tuple ``(row, time, diff)`` whose row is a
+    tuple or list of ``width`` values (or, for one column, a bare value) and whose time and
+    diff are ints in range; else None."""
+    if not triples:
+        return [[] for _ in range(width + 2)]
+    if set(map(type, triples)) - {tuple, list} or set(map(len, triples)) != {3}:
+        return None
+    data, times, diffs = (list(map(itemgetter(j), triples)) for j in range(3))
+    if set(map(type, times)) != {int} or set(map(type, diffs)) != {int}:
+        return None
+    if min(times) < 0 or max(times) > MAX_TIME or min(diffs) < MIN_DIFF or max(diffs) > MAX_DIFF:
+        return None
+    kinds = set(map(type, data))
+    if width == 1 and not kinds & {tuple, list, dict}:
+        return [data, times, diffs]
+    if kinds - {tuple, list} or set(map(len, data)) != {width}:
+        return None
+    return [list(map(itemgetter(j), data)) for j in range(width)] + [times, diffs]
+
+
+def _checked_columns(triples: list[Any], schema: pa.Schema, name: str) -> list[list[Any]]:
+    """The columns of ``triples``, each checked in turn; the first bad one is refused."""
     width = len(schema)
     columns: list[list[Any]] = [[] for _ in range(width + 2)]
     for i, update in enumerate(triples):
