@@ -1,7 +1,25 @@
-"""Blob: immutable values by key under a root folder (a local path or any pyarrow filesystem URI).
+"""Blob: immutable values by key under a root, a local folder or any pyarrow filesystem URI
+(``s3://bucket/prefix?endpoint_override=...``, ``gs://...``, ``hdfs://...``).
 
-A value is written completely and flushed to stable storage before ``set`` returns, so no state
-can refer to a partial blob.
+What the blob layer relies on, and all it relies on, so that a local disk and an object store
+behave the same:
+
+- **Write-once keys.** Every blob gets a fresh key (a UUID under its shard's folder) and is
+  never overwritten, so there is no rename and no read of a half-replaced value; nothing refers
+  to a blob until its writer's compare-and-set in consensus succeeds.
+- **Atomic whole-object put.** ``set`` serialises the value in memory, then writes it in one
+  output stream; an object store makes the object visible only when that stream closes
+  successfully, so a crash part-way leaves no object. On a local disk a crash may leave a
+  partial file at a fresh key: no state refers to it and garbage collection deletes it.
+- **Durable when ``set`` returns.** Local files (and their folder entries) are fsynced; an
+  object store's put is durable when it returns, and there are no folders to fsync.
+- **List, get, delete.** Garbage collection lists a shard's keys with their modification
+  times and deletes those no state needs. Nothing else is used: no rename, no append, no
+  folders (on an object store a "folder" is a key prefix; only local roots create folders).
+
+Credentials and endpoints come from the URI's parameters or the filesystem's usual environment
+(for S3: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``). Spark reads
+blobs through ``uri``: on an object store, Spark needs that store configured on its own side.
 """
 
 from __future__ import annotations
@@ -9,9 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -21,6 +37,7 @@ from changeflow.errors import InvalidInput
 from changeflow.failpoints import failpoint
 
 MARKER = "CHANGEFLOW_ROOT.json"  # names the consensus the blob root belongs to (see root.py)
+OBJECT_STORES = ("s3", "gcs")  # pyarrow filesystems whose folders are only key prefixes
 
 
 @dataclass(frozen=True)
@@ -35,19 +52,20 @@ class Blob:
 
     def __init__(self, root: str, create: bool = True) -> None:
         """Open the blob root ``root``, creating its folder if ``create`` (else it must exist)."""
-        try:
-            self.fs, path = pafs.FileSystem.from_uri(root)
-        except (pa.ArrowInvalid, ValueError):
-            self.fs, path = pafs.LocalFileSystem(), os.path.abspath(root)
+        self.fs, path = _filesystem(root)
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
+        self.object_store = self.fs.type_name in OBJECT_STORES
         self.root = path.rstrip("/")
         self.location = root
         if not create:
             return
         try:
-            self.fs.create_dir(self.root, recursive=True)
+            if not self.object_store:
+                self.fs.create_dir(self.root, recursive=True)
+            elif self.fs.get_file_info(self.root.split("/")[0]).type != pafs.FileType.Directory:
+                raise OSError(f"the bucket {self.root.split('/')[0]!r} does not exist")
         except OSError as e:
-            raise InvalidInput(f"cannot create the blob root {root}: {e}") from None
+            raise InvalidInput(f"cannot use the blob root {_redacted(root)}: {e}") from None
 
     def exists(self) -> bool:
         """Does the root exist (a folder, or on an object store a prefix holding objects)?"""
@@ -77,11 +95,13 @@ class Blob:
             return None
 
     def set(self, key: str, data: bytes) -> None:
-        self._publish(key, lambda sink: sink.write(data))
+        self._publish(key, data)
 
     def set_table(self, key: str, table: pa.Table) -> None:
         """Write ``table`` as one Parquet blob."""
-        self._publish(key, lambda sink: pq.write_table(table, sink))
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        self._publish(key, sink.getvalue())
 
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -131,17 +151,19 @@ class Blob:
         found = self.get(key)
         return found if found is not None else data
 
-    def _publish(self, key: str, write: Callable[[Any], object]) -> None:
-        """Write ``key`` and flush it (and, locally, its folder's entry) to stable storage.
+    def _publish(self, key: str, data: bytes | pa.Buffer) -> None:
+        """Put ``data`` at the fresh key ``key`` in one stream, durable when this returns.
 
-        Keys are fresh names, so no rename is needed: nothing refers to a blob until its
-        writer's compare-and-set, and a partial blob left by a crash is garbage.
+        No rename: nothing refers to the key until its writer's compare-and-set. Locally the
+        file and its folder's entry are fsynced; an object store publishes the object whole
+        when the stream closes, and has no folders to create or fsync.
         """
         final = self.path(key)
         folder = final.rsplit("/", 1)[0]
-        self.fs.create_dir(folder, recursive=True)
+        if not self.object_store:
+            self.fs.create_dir(folder, recursive=True)
         with self.fs.open_output_stream(final) as sink:
-            write(sink)
+            sink.write(data)
             failpoint("blob.partway")
         if self.local:
             for path, flags in ((final, os.O_RDONLY), (folder, os.O_RDONLY | os.O_DIRECTORY)):
@@ -150,3 +172,23 @@ class Blob:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
+
+
+def _filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of ``root``: a URI if it has a scheme, else a local path."""
+    if "://" not in root:
+        return pafs.LocalFileSystem(), os.path.abspath(root)
+    try:
+        return pafs.FileSystem.from_uri(root)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, OSError) as e:
+        raise InvalidInput(
+            f"cannot use the blob root {_redacted(root)}: {e}; give a local path or a URI "
+            "that pyarrow's filesystems accept (such as s3://bucket/prefix?region=...)"
+        ) from None
+
+
+def _redacted(root: str) -> str:
+    """``root`` without the values of its query parameters (they may hold secrets)."""
+    base, _, query = root.partition("?")
+    names = [p.split("=", 1)[0] for p in query.split("&") if p]
+    return base + ("?" + "&".join(f"{n}=..." for n in names) if names else "")

@@ -1,22 +1,61 @@
-"""Update frames in Arrow: the data columns of a shard's schema, then ``_time`` and ``_diff``.
+"""Update frames in Arrow (the data columns of a shard's schema, then ``_time`` and ``_diff``)
+and the one rule that every input to a shard obeys before anything is written.
 
-Appends accept a list of ``(data, time, diff)`` triples, an Arrow table or a pandas DataFrame
-(Spark DataFrames are handled by the shard); every input is checked against the schema and the
-times against the frontiers, with errors that say what was wrong and where.
+The rule, the same for ``(data, time, diff)`` triples (data a tuple, a dict or, for one column,
+a value), Arrow tables and record batches, pandas DataFrames and Spark DataFrames:
+
+- **Columns**: exactly the shard's data columns plus ``_time`` and ``_diff``; none unknown,
+  none missing (a dict row too).
+- **Types**: a value has its column's type, or is cast to it without loss: an int into a
+  narrower int or into a float column if it fits exactly; a float into another float column
+  (rounded to the nearest if that column is narrower, since Python's floats are all double;
+  never overflowing to infinity); an integral float into an int *data* column (``1.0`` ->
+  ``1``, because pandas holds an int column with gaps as floats; ``1.9`` never); string,
+  binary, timestamp (same time zone), date, time, duration and decimal values between the
+  variants of their own kind when nothing is truncated; all-null values into any column.
+  Nothing else: no bool as an int, no string parsed as a number.
+- **NOT NULL**: a column the schema declares not nullable, and ``_time`` and ``_diff``, hold
+  no null.
+- **Times and diffs** are integers (never bool or float): times in ``0 <= t < 2^63``, diffs
+  in int64.
+
+Each violation is one :class:`InvalidInput` naming the column, the row and the value (also its
+fields ``column``, ``row``, ``value``). A row is its index in the input (pandas: position, not
+the index label); in a Spark DataFrame, which has no row order, it is the row itself as JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.errors import FrontierViolation, InvalidInput, InvalidTime
-from changeflow.time import MAX_TIME, Antichain, Product
+from changeflow.time import MAX_TIME
+from changeflow.time import to_bound as bound
+from changeflow.updates import DIFF, TIME
 
-TIME, DIFF = "_time", "_diff"
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "DIFF",
+    "TIME",
+    "bound",
+    "check_data_schema",
+    "check_spark_frame",
+    "check_times",
+    "consolidate",
+    "empty_frame",
+    "frame_schema",
+    "to_frame",
+]
+
+MIN_DIFF, MAX_DIFF = -(2**63), 2**63 - 1
+SEARCH_BLOCK = 4096  # rows checked at once while looking for the first bad row
 
 
 def frame_schema(schema: pa.Schema) -> pa.Schema:
@@ -40,64 +79,248 @@ def check_data_schema(schema: pa.Schema) -> pa.Schema:
     return schema
 
 
-def bound(frontier: Antichain, what: str) -> int | None:
-    """The single int time of a frontier, or None for the empty frontier."""
-    if not frontier:
-        return None
-    (t,) = frontier.elements if len(frontier) == 1 else (None,)
-    if t is None or isinstance(t, Product) or not isinstance(t, int):
-        raise InvalidTime(
-            f"{what} {frontier} is not a frontier of int times; shards hold int times"
+# -- the rule's vocabulary -------------------------------------------------------------------
+
+
+def _refuse(name: str, column: str, row: Any, value: Any, why: str) -> InvalidInput:
+    """The one error of a bad value: where (column, row), what (value) and why."""
+    kind = InvalidTime if column == TIME else InvalidInput
+    return kind(f"{name}: column {column}, row {row}: {why}", column=column, row=row, value=value)
+
+
+def _type_refused(
+    name: str, column: str, actual: str, expected: str, row: Any, value: Any
+) -> InvalidInput:
+    why = "diffs are integers" if column == DIFF else "times are integers"
+    said = why if column in (TIME, DIFF) else f"the shard's schema says {expected}"
+    kind = InvalidTime if column == TIME else InvalidInput
+    return kind(
+        f"{name}: column {column} is {actual}, {said} (row {row}: {value!r})",
+        column=column,
+        row=row,
+        value=value,
+    )
+
+
+def _columns_refused(name: str, given: Sequence[Any], expected: Sequence[str]) -> None:
+    """An error unless ``given`` holds each of ``expected`` once and nothing else."""
+    missing = [c for c in expected if c not in given]
+    extra = [c for c in given if c not in expected]
+    repeated = sorted({c for c in given if list(given).count(c) > 1}, key=str)
+    if missing or extra or repeated:
+        raise InvalidInput(
+            f"{name}: the update frame's columns {list(given)} do not match the shard's "
+            f"{list(expected)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unexpected {extra}" if extra else "")
+            + (f"; repeated {repeated}" if repeated else ""),
+            missing=missing,
+            unexpected=[str(c) for c in extra],
         )
-    return t
+
+
+_STRING = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+_BINARY = (
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_binary_view,
+    pa.types.is_fixed_size_binary,
+)
+_KINDS: tuple[tuple[str, tuple[Callable[[pa.DataType], bool], ...]], ...] = (
+    ("null", (pa.types.is_null,)),
+    ("bool", (pa.types.is_boolean,)),
+    ("int", (pa.types.is_integer,)),
+    ("float", (pa.types.is_floating,)),
+    ("decimal", (pa.types.is_decimal,)),
+    ("string", _STRING),
+    ("binary", _BINARY),
+    ("date", (pa.types.is_date,)),
+    ("time", (pa.types.is_time,)),
+    ("duration", (pa.types.is_duration,)),
+)
+
+
+def _kind(t: pa.DataType) -> str:
+    """The family of ``t`` within which lossless casts are allowed (nested types: ``t``)."""
+    if pa.types.is_timestamp(t):
+        return f"timestamp[{t.tz}]"
+    for kind, tests in _KINDS:
+        if any(test(t) for test in tests):
+            return kind
+    return str(t)
+
+
+def _castable(source: pa.DataType, target: pa.DataType, integers_only: bool) -> bool:
+    """May values of ``source`` be cast to ``target`` at all (each then checked for loss)?"""
+    s, t = _kind(source), _kind(target)
+    if integers_only:
+        return s in ("int", "null")
+    return s in (t, "null") or (s, t) in (("int", "float"), ("float", "int"))
+
+
+def _lossless(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> Any:
+    """``values`` cast to ``target`` if no value changes on the way, else None (a float into
+    a narrower float rounds, as float arithmetic does, but may not overflow to infinity)."""
+    if pa.types.is_floating(values.type) and pa.types.is_floating(target):
+        out = pc.cast(values, target, safe=False)
+        overflow = pc.and_(pc.is_inf(out), pc.invert(pc.is_inf(values)))
+        return None if pc.any(overflow).as_py() else out
+    try:
+        out = pc.cast(values, target, safe=True)
+        if pa.types.is_null(values.type):
+            return out
+        back = pc.cast(out, values.type, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    same = pc.equal(back, values)
+    if pa.types.is_floating(values.type):
+        same = pc.or_kleene(same, pc.and_(pc.is_nan(back), pc.is_nan(values)))
+    return None if pc.all(same).as_py() is False else out
+
+
+def _first(values: pa.Array | pa.ChunkedArray, bad: Callable[[Any], bool]) -> int:
+    """The index of the first value for which ``bad`` holds (blocks first, then values)."""
+    for start in range(0, len(values), SEARCH_BLOCK):
+        block = values.slice(start, SEARCH_BLOCK)
+        if bad(block):
+            return start + next(i for i in range(len(block)) if bad(block.slice(i, 1)))
+    raise AssertionError("no bad value although the whole column is bad")
+
+
+def _example_row(values: Any, target: pa.DataType) -> int:
+    """The row to show for a column of the wrong type: its first value that would not even
+    cast without loss, else its first non-null value (0 for an empty or all-null column)."""
+    if len(values) and _lossless(values, target) is None:
+        return _first(values, lambda part: _lossless(part, target) is None)
+    return max(pc.index(pc.is_valid(values), True).as_py(), 0) if len(values) else 0
+
+
+def _conform(values: Any, field: pa.Field, name: str, offset: int = 0) -> Any:
+    """``values`` (an Arrow array) as ``field`` requires, or the error of its first bad row."""
+    if pa.types.is_dictionary(values.type):
+        values = pc.cast(values, values.type.value_type)
+    integers = field.name in (TIME, DIFF)
+    if values.null_count and (integers or not field.nullable):
+        row = pc.index(pc.is_null(values), True).as_py()
+        raise _refuse(name, field.name, offset + row, None, "NULL in a NOT NULL column")
+    if values.type.equals(field.type):
+        out = values
+    elif not _castable(values.type, field.type, integers):
+        row = _example_row(values, field.type)
+        value = values[row].as_py() if len(values) else None
+        raise _type_refused(
+            name, field.name, str(values.type), str(field.type), row + offset, value
+        )
+    else:
+        out = _lossless(values, field.type)
+        if out is None:
+            row = _first(values, lambda part: _lossless(part, field.type) is None)
+            raise _refuse(
+                name,
+                field.name,
+                offset + row,
+                values[row].as_py(),
+                f"{values[row].as_py()!r} does not fit {field.type} without loss",
+            )
+    if field.name == TIME and len(out) and pc.min(out).as_py() < 0:
+        row = pc.index(pc.less(out, 0), True).as_py()
+        raise _refuse(
+            name,
+            TIME,
+            offset + row,
+            out[row].as_py(),
+            f"time {out[row]} is negative; times are 0 <= t < 2^63",
+        )
+    return out
+
+
+# -- every input path ------------------------------------------------------------------------
 
 
 def to_frame(updates: Any, schema: pa.Schema, name: str) -> pa.Table:
-    """Any supported input as an update frame of ``schema``; an error names what is wrong."""
+    """Any supported input as an update frame of ``schema``, checked by the module's rule.
+
+    Spark DataFrames go through :func:`check_spark_frame` instead: they are written by Spark.
+    """
     target = frame_schema(schema)
+    if isinstance(updates, pa.RecordBatch):
+        updates = pa.Table.from_batches([updates])
     if isinstance(updates, pa.Table):
-        if updates.schema.equals(target) and not (
-            updates.column(TIME).null_count or updates.column(DIFF).null_count
-        ):
-            return updates  # already an update frame of this schema
-        table = updates
+        _columns_refused(name, updates.column_names, target.names)
+        columns = [_conform(updates.column(f.name), f, name) for f in target]
     elif type(updates).__module__.startswith("pandas"):
-        table = pa.Table.from_pandas(updates, preserve_index=False)
+        _columns_refused(name, list(updates.columns), target.names)
+        columns = [_from_pandas(updates[f.name], f, name) for f in target]
     elif isinstance(updates, Sequence) or hasattr(updates, "__iter__"):
-        return _from_triples(list(updates), schema, target, name)
+        columns = _from_triples(list(updates), schema, name)
+        columns = [_from_values(c, f, name) for c, f in zip(columns, target, strict=True)]
     else:
         raise InvalidInput(
             f"{name}: updates are a list of (data, time, diff), an Arrow table, or a pandas or "
             f"Spark DataFrame, not {type(updates).__name__}"
         )
-    missing = [c for c in target.names if c not in table.column_names]
-    extra = [c for c in table.column_names if c not in target.names]
-    if missing or extra:
-        raise InvalidInput(
-            f"{name}: the update frame's columns {table.column_names} do not match the shard's "
-            f"{target.names}"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; unexpected {extra}" if extra else "")
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def _from_pandas(series: Any, field: pa.Field, name: str) -> Any:
+    try:
+        values = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed Python objects
+        return _from_values(series.tolist(), field, name)
+    return _conform(values, field, name)
+
+
+def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
+    """Python values as ``field`` requires: inferred as Arrow infers them, then conformed."""
+    try:
+        inferred = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: value by value
+        return pa.concat_arrays(
+            [_conform(_one(v, field, name, i), field, name, i) for i, v in enumerate(values)]
+            or [pa.array([], field.type)]
         )
-    table = table.select(target.names)
-    for f in target:
-        column = table.column(f.name)
-        if column.null_count and f.name in (TIME, DIFF):
-            raise InvalidInput(f"{name}: column {f.name} holds nulls")
-        if not column.type.equals(f.type):
-            try:
-                table = table.set_column(
-                    target.get_field_index(f.name), f.name, pc.cast(column, f.type, safe=True)
-                )
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise InvalidInput(
-                    f"{name}: column {f.name} is {column.type}, the shard's schema says "
-                    f"{f.type} ({e})"
-                ) from None
-    return table.cast(target)
+    return _conform(inferred, field, name)
 
 
-def _from_triples(triples: list, schema: pa.Schema, target: pa.Schema, name: str) -> pa.Table:
+def _one(value: Any, field: pa.Field, name: str, row: int) -> pa.Array:
+    try:
+        return pa.array([value])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        raise _refuse(
+            name, field.name, row, value, f"{value!r} is not a value of type {field.type}"
+        ) from None
+
+
+def _from_triples(triples: list[Any], schema: pa.Schema, name: str) -> list[list[Any]]:
+    """The columns (data, then times, then diffs) of ``(data, time, diff)`` triples: checked
+    all at once when they are plain, else row by row, which names the first bad one."""
+    plain = _plain_columns(triples, len(schema))
+    return plain if plain is not None else _checked_columns(triples, schema, name)
+
+
+def _plain_columns(triples: list[Any], width: int) -> list[list[Any]] | None:
+    """The columns of ``triples`` if each is a tuple ``(row, time, diff)`` whose row is a
+    tuple or list of ``width`` values (or, for one column, a bare value) and whose time and
+    diff are ints in range; else None."""
+    if not triples:
+        return [[] for _ in range(width + 2)]
+    if set(map(type, triples)) - {tuple, list} or set(map(len, triples)) != {3}:
+        return None
+    data, times, diffs = (list(map(itemgetter(j), triples)) for j in range(3))
+    if set(map(type, times)) != {int} or set(map(type, diffs)) != {int}:
+        return None
+    if min(times) < 0 or max(times) > MAX_TIME or min(diffs) < MIN_DIFF or max(diffs) > MAX_DIFF:
+        return None
+    kinds = set(map(type, data))
+    if width == 1 and not kinds & {tuple, list, dict}:
+        return [data, times, diffs]
+    if kinds - {tuple, list} or set(map(len, data)) != {width}:
+        return None
+    return [list(map(itemgetter(j), data)) for j in range(width)] + [times, diffs]
+
+
+def _checked_columns(triples: list[Any], schema: pa.Schema, name: str) -> list[list[Any]]:
+    """The columns of ``triples``, each checked in turn; the first bad one is refused."""
     width = len(schema)
     columns: list[list[Any]] = [[] for _ in range(width + 2)]
     for i, update in enumerate(triples):
@@ -105,51 +328,180 @@ def _from_triples(triples: list, schema: pa.Schema, target: pa.Schema, name: str
             data, time, diff = update
         except (TypeError, ValueError):
             raise InvalidInput(
-                f"{name}: update {i} is not a (data, time, diff) triple: {update!r}"
+                f"{name}: row {i} is not a (data, time, diff) triple: {update!r}", row=i
             ) from None
-        if isinstance(data, dict):
-            data = tuple(data.get(c) for c in schema.names)
-        elif width == 1 and not isinstance(data, (tuple, list)):
-            data = (data,)
-        if not isinstance(data, (tuple, list)) or len(data) != width:
-            raise InvalidInput(
-                f"{name}: update {i} has data {data!r}; the shard's rows have {width} columns "
-                f"{schema.names}"
-            )
+        data = _row_values(data, schema, name, i)
+        _check_int(time, TIME, 0, MAX_TIME, name, i)
+        _check_int(diff, DIFF, MIN_DIFF, MAX_DIFF, name, i)
         for column, value in zip(columns, (*data, time, diff), strict=True):
             column.append(value)
-    for i, t in enumerate(columns[width]):
-        if isinstance(t, bool) or not isinstance(t, int):
-            raise InvalidTime(f"{name}: update {i} has time {t!r}; shards hold int times")
-        if not 0 <= t <= MAX_TIME:
-            raise InvalidTime(f"{name}: update {i} has time {t}, outside 0 <= t < 2^63")
-    try:
-        return pa.Table.from_arrays(
-            [pa.array(c, type=f.type) for c, f in zip(columns, target, strict=True)], schema=target
+    return columns
+
+
+def _row_values(data: Any, schema: pa.Schema, name: str, row: int) -> tuple[Any, ...]:
+    """A row's data values in the schema's order: from a dict (exactly its columns), a tuple or
+    list (exactly its width) or, for one column, a bare value."""
+    names = schema.names
+    if isinstance(data, dict):
+        unknown = [k for k in data if k not in names]
+        if unknown:
+            raise InvalidInput(
+                f"{name}: column {unknown[0]}, row {row}: unknown column (value "
+                f"{data[unknown[0]]!r}); the shard's columns are {names}",
+                column=unknown[0],
+                row=row,
+                value=data[unknown[0]],
+            )
+        missing = [c for c in names if c not in data]
+        if missing:
+            raise InvalidInput(
+                f"{name}: column {missing[0]}, row {row}: missing from the row (write None for "
+                f"NULL); the shard's columns are {names}",
+                column=missing[0],
+                row=row,
+                value=None,
+            )
+        return tuple(data[c] for c in names)
+    if len(names) == 1 and not isinstance(data, (tuple, list)):
+        return (data,)
+    if not isinstance(data, (tuple, list)) or len(data) != len(names):
+        raise InvalidInput(
+            f"{name}: row {row} has data {data!r}; the shard's rows have {len(names)} columns "
+            f"{names}",
+            row=row,
+            value=data,
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-        raise InvalidInput(f"{name}: updates do not fit the shard's schema {schema}: {e}") from None
+    return tuple(data)
+
+
+def _check_int(value: Any, column: str, low: int, high: int, name: str, row: int) -> None:
+    """``value`` is an int (not a bool, not a float) in ``[low, high]``."""
+    what = "int times" if column == TIME else "integer diffs"
+    if value is None:
+        raise _refuse(name, column, row, value, "NULL in a NOT NULL column")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _refuse(name, column, row, value, f"{value!r} is not an int; shards hold {what}")
+    if not low <= value <= high:
+        bounds = "0 <= t < 2^63" if column == TIME else "-2^63 <= d < 2^63"
+        raise _refuse(name, column, row, value, f"{value} is outside {bounds}")
+
+
+# -- Spark -----------------------------------------------------------------------------------
+
+
+def check_spark_frame(
+    frame: DataFrame, schema: pa.Schema, lower: int, upper: int | None, name: str
+) -> tuple[DataFrame, int]:
+    """``frame`` cast to the update frame of ``schema``, and its row count, once the module's
+    rule and the times' bounds ``[lower, upper)`` hold; checked by one Spark aggregate.
+
+    Nothing is written here: the caller writes the returned frame only after this returns.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    target = from_arrow_schema(frame_schema(schema))
+    _columns_refused(name, frame.columns, target.names)
+    row = F.to_json(F.struct(*(_spark_col(c) for c in frame.columns)))
+    checks: list[tuple[str, str, Column]] = []
+    casts = []
+    for f in target.fields:
+        actual, column = frame.schema[f.name].dataType, _spark_col(f.name)
+        integers = f.name in (TIME, DIFF)
+        if integers or not f.nullable:
+            checks.append((f.name, "NULL in a NOT NULL column", column.isNull()))
+        if actual != f.dataType:
+            if not _spark_castable(actual, f.dataType, integers):
+                example = frame.where(column.isNotNull()).select(column, row).first()
+                value, where = (None, None) if example is None else example
+                raise _type_refused(
+                    name, f.name, actual.simpleString(), f.dataType.simpleString(), where, value
+                )
+            lost = _spark_lost(column, actual, f.dataType)
+            checks.append((f.name, f"does not fit {f.dataType.simpleString()} without loss", lost))
+        casts.append(column.cast(f.dataType).alias(f.name))
+    examples = [
+        F.first(F.when(bad, F.struct(_spark_col(c), row)), ignorenulls=True) for c, _, bad in checks
+    ]
+    stats = frame.agg(F.count(F.lit(1)), F.min(TIME), F.max(TIME), *examples).first()
+    rows, low, high = stats[0], stats[1], stats[2]
+    for (column, why, _), example in zip(checks, stats[3:], strict=True):
+        if example is not None:
+            value, where = example
+            raise _refuse(name, column, where, value, why if value is None else f"{value!r} {why}")
+    if rows:
+        _check_time_range(low, high, lower, upper, name)
+    return frame.select(*casts), rows
+
+
+def _spark_col(name: str) -> Column:
+    """A Spark column by its exact name (dots and backticks included)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _spark_lost(column: Column, actual: Any, target: Any) -> Column:
+    """True where a value of ``column`` would change on its way to ``target`` (between floats:
+    where it would overflow to infinity; rounding is allowed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    there = column.try_cast(target)
+    if isinstance(actual, T.FractionalType) and isinstance(target, T.FractionalType):
+        infinite = float("inf")
+        changed = (F.abs(there) == infinite) & (F.abs(column) != infinite)
+    else:
+        changed = there.try_cast(actual) != column
+    return column.isNotNull() & (there.isNull() | changed)
+
+
+def _spark_castable(actual: Any, target: Any, integers_only: bool) -> bool:
+    """The rule's casts on Spark types: ints among ints, ints and floats both ways (data
+    columns only), floats among floats, nulls into anything; otherwise equal types only."""
+    from pyspark.sql import types as T
+
+    def kind(t: Any) -> str:
+        if isinstance(t, T.IntegralType):
+            return "int"
+        if isinstance(t, T.FloatType | T.DoubleType):
+            return "float"
+        return "null" if isinstance(t, T.NullType) else t.simpleString()
+
+    a, b = kind(actual), kind(target)
+    if integers_only:
+        return a in ("int", "null")
+    return a in (b, "null") or (a, b) in (("int", "float"), ("float", "int"))
+
+
+# -- times against frontiers -----------------------------------------------------------------
 
 
 def check_times(table: pa.Table, lower: int, upper: int | None, name: str) -> None:
-    """Every ``_time`` in ``[lower, upper)`` and every ``_diff`` non-null; else name the time."""
-    if not table.num_rows:
-        return
-    times = table.column(TIME)
-    low, high = pc.min_max(times).values()
-    low, high = low.as_py(), high.as_py()
+    """Every ``_time`` in ``[lower, upper)``; else name the time that is not."""
+    if table.num_rows:
+        low, high = (v.as_py() for v in pc.min_max(table.column(TIME)).values())
+        _check_time_range(low, high, lower, upper, name)
+
+
+def _check_time_range(low: int, high: int, lower: int, upper: int | None, name: str) -> None:
     if low < 0:
-        raise InvalidTime(f"{name}: time {low} is negative; times are 0 <= t < 2^63")
+        raise InvalidTime(f"{name}: time {low} is negative; times are 0 <= t < 2^63", value=low)
     if low < lower:
         raise FrontierViolation(
             f"{name}: update at time {low} is before the write frontier [{lower}]; "
-            "times must be at or beyond the capability's frontier"
+            "times must be at or beyond the capability's frontier",
+            time=low,
         )
     if upper is not None and high >= upper:
         raise FrontierViolation(
             f"{name}: update at time {high} is at or beyond the new upper [{upper}]; "
-            "times must be before the new upper"
+            "times must be before the new upper",
+            time=high,
         )
+
+
+# -- consolidation ---------------------------------------------------------------------------
 
 
 def consolidate(table: pa.Table, as_of: int | None = None) -> pa.Table:

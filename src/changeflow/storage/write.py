@@ -6,16 +6,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from changeflow.errors import CapabilityError, FrontierViolation, InvalidInput, UpperMismatch
+from changeflow.errors import CapabilityError, FrontierViolation, UpperMismatch
 from changeflow.failpoints import failpoint
 from changeflow.storage.compact import tidy, write_parts
-from changeflow.storage.frames import check_times, frame_schema, to_frame
+from changeflow.storage.frames import check_spark_frame, check_times, to_frame
 from changeflow.storage.machine import Machine, new_id
 from changeflow.storage.state import Batch, ShardState
 from changeflow.time import Antichain, to_bound, to_frontier
-from changeflow.updates import DIFF, TIME
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -121,54 +118,5 @@ class WriteCapability:
     def _write_spark(
         self, state: ShardState, frame: DataFrame, lower: int, upper: int | None
     ) -> tuple[tuple[str, ...], int]:
-        from pyspark.sql import functions as F
-
-        frame = _conform(frame, state, self.name)
-        stats = frame.agg(
-            F.min(TIME),
-            F.max(TIME),
-            F.count(F.lit(1)),
-            F.sum(F.col(TIME).isNull().cast("int")),
-            F.sum(F.col(DIFF).isNull().cast("int")),
-        ).first()
-        low, high, rows, null_times, null_diffs = stats
-        if not rows:
-            return (), 0
-        if null_times or null_diffs:
-            raise InvalidInput(f"{self.name}: columns {TIME} and {DIFF} may not hold nulls")
-        check_times(pa.table({TIME: pa.array([low, high], pa.int64())}), lower, upper, self.name)
-        return write_parts(self._machine, frame, state.id), rows
-
-
-def _conform(frame: DataFrame, state: ShardState, name: str) -> DataFrame:
-    """``frame`` with the shard's columns in order and types (lossless widening only)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    target = from_arrow_schema(frame_schema(state.schema))
-    if sorted(frame.columns) != sorted(target.names):
-        raise InvalidInput(
-            f"{name}: the DataFrame's columns {frame.columns} do not match the shard's "
-            f"{target.names}"
-        )
-    casts = []
-    for f in target.fields:
-        actual = frame.schema[f.name].dataType
-        if actual != f.dataType and not _spark_widens(actual, f.dataType):
-            raise InvalidInput(
-                f"{name}: column {f.name} is {actual.simpleString()}, the shard's schema "
-                f"says {f.dataType.simpleString()}"
-            )
-        casts.append(F.col(f.name).cast(f.dataType).alias(f.name))
-    return frame.select(*casts)
-
-
-def _spark_widens(actual: Any, target: Any) -> bool:
-    """Can a Spark column of type ``actual`` be cast to ``target`` without loss?"""
-    from pyspark.sql import types as T
-
-    ints = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]
-    kinds = [type(actual), type(target)]
-    if all(k in ints for k in kinds):
-        return ints.index(kinds[0]) <= ints.index(kinds[1])
-    return isinstance(actual, T.FloatType) and isinstance(target, T.DoubleType)
+        frame, rows = check_spark_frame(frame, state.schema, lower, upper, self.name)
+        return (write_parts(self._machine, frame, state.id), rows) if rows else ((), 0)
