@@ -11,16 +11,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from changeflow.cdc.avro import cdc_schema
 from changeflow.cdc.chaos import chaos_copy, mangle
 from changeflow.cdc.files import open_source, write_messages
-from changeflow.cdc.jsonl import canonical_json
+from changeflow.cdc.formats.avro import cdc_schema
 from changeflow.cdc.messages import Progress, Updates
 from changeflow.cdc.reader import CdcReader
 from changeflow.cdc.writer import write_history
 from changeflow.collection import consolidate
 from changeflow.errors import CdcConflict, InvalidInput, InvalidTime
 from changeflow.time import Antichain, Product
+from changeflow.updates import canonical_json
 
 COLUMNS = ["id", "name"]
 

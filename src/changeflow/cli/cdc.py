@@ -9,11 +9,13 @@ from typing import Any
 
 import click
 
+from changeflow.cdc import formats
 from changeflow.cli.common import friendly
 from changeflow.errors import ChangeflowError, InvalidInput
 from changeflow.time import Antichain, sort_key, time_from_json, time_to_json
+from changeflow.updates import DIFF, TIME, data_columns
 
-FORMAT = click.Choice(["jsonl", "avro", "parquet"])
+FORMAT = click.Choice(formats.NAMES)
 
 
 @click.group()
@@ -69,14 +71,14 @@ def _decode_spark(paths: Iterable[str], fmt: str | None) -> tuple[Antichain, lis
     from changeflow.spark import get_spark
 
     frame, frontier = read_cdc(get_spark(), list(paths), fmt)
-    columns = [c for c in frame.columns if c not in ("_time", "_diff")]
+    columns = data_columns(frame.columns)
     out = []
     for row in frame.toLocalIterator():
         values = row.asDict()
         data = (
             json.loads(values["data"]) if columns == ["data"] else {c: values[c] for c in columns}
         )
-        out.append((data, values["_time"], values["_diff"]))
+        out.append((data, values[TIME], values[DIFF]))
     return frontier, out
 
 
@@ -95,8 +97,8 @@ def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close:
     a frontier passes their time.
     """
     from changeflow.cdc.files import json_data_as_rows, write_messages
-    from changeflow.cdc.jsonl import canonical_json
     from changeflow.cdc.writer import CdcWriter
+    from changeflow.updates import canonical_json
 
     writer, messages, pending = CdcWriter(batch_size), [], []
     for number, line in enumerate(history, 1):
