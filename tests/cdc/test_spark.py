@@ -397,3 +397,32 @@ def test_write_nothing_but_progress(spark, tmp_path):
     assert (folder / "progress.jsonl").exists()
     assert reference([tmp_path], "parquet") == ([], Antichain())
     assert spark_outcome(spark, [tmp_path], "parquet") == ([], Antichain())
+
+
+def test_non_utf8_json_lines_name_the_file(spark, tmp_path):
+    rng = random.Random(3)
+    write_chaos(tmp_path, history_messages("jsonl", rng), "jsonl", rng)
+    path = sorted(tmp_path.glob("*.jsonl"))[0]
+    path.write_bytes(path.read_bytes() + b'{"updates": [{"data": "\xff", "time": 1, "diff": 1}]}\n')
+    with pytest.raises(InvalidInput, match="not UTF-8") as caught:
+        read_cdc(spark, [tmp_path])
+    assert str(path) in str(caught.value)
+
+
+def test_errors_raised_in_executors_come_back_whole(spark):
+    from changeflow.errors import UpperMismatch
+    from changeflow.spark import on_executors, spark_errors
+
+    def fail(batches):
+        for _ in batches:
+            raise UpperMismatch("shard x\nline two", Antichain([1]), Antichain([2]))
+        yield from ()
+
+    frame = spark.range(1).mapInArrow(on_executors(fail), "id long")
+    with pytest.raises(UpperMismatch) as caught, spark_errors("test"):
+        frame.collect()
+    assert caught.value.fields == {
+        "name": "shard x\nline two",
+        "expected": Antichain([1]),
+        "current": Antichain([2]),
+    }

@@ -11,7 +11,7 @@ import click
 
 from changeflow.cdc import formats
 from changeflow.cli.common import friendly
-from changeflow.errors import ChangeflowError, InvalidInput
+from changeflow.errors import ChangeflowError, InvalidInput, with_context
 from changeflow.time import Antichain, sort_key, time_from_json, time_to_json
 from changeflow.updates import DIFF, TIME, data_columns
 
@@ -40,6 +40,11 @@ def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
     """Print the history that the CDC v2 files under PATHS recover, one frontier advance a line.
 
     Every file is read and checked before anything is printed.
+
+    \b
+    Example:
+      changeflow cdc decode cdc/ mangled/
+      changeflow cdc decode mangled/ --spark
     """
     if spark:
         frontier, updates = _decode_spark(paths, fmt)
@@ -83,29 +88,60 @@ def _decode_spark(paths: Iterable[str], fmt: str | None) -> tuple[Antichain, lis
 
 
 @cdc.command()
-@click.argument("history", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("history", type=click.File("rb"), default="-")
 @click.option("--out", "out", type=click.Path(file_okay=False), required=True)
 @click.option("--format", "fmt", type=FORMAT, default="jsonl", show_default=True)
 @click.option("--batch-size", default=1024, show_default=True, help="Updates per message.")
 @click.option("--files", default=1, show_default=True, help="Spread messages over this many.")
 @click.option("--close", is_flag=True, help="Close the stream at the end (frontier []).")
+@click.option("--overwrite", is_flag=True, help="Replace the CDC files --out holds already.")
 @friendly
-def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close: bool) -> None:
+def encode(
+    history: Any, out: str, fmt: str, batch_size: int, files: int, close: bool, overwrite: bool
+) -> None:
     """Turn a JSON-lines HISTORY (update and frontier lines) into CDC v2 files in --out.
 
     Lines are {"data": …, "time": …, "diff": …} or {"frontier": […]}; updates are written once
-    a frontier passes their time.
+    a frontier passes their time. The whole history is read and checked before a file is
+    written; --out must be new or empty unless --overwrite.
+
+    \b
+    Example:
+      changeflow cdc encode history.jsonl --out cdc/ --format parquet --files 4 --close
     """
     from changeflow.cdc.files import json_data_as_rows, write_messages
+
+    folder = Path(out)
+    if not overwrite and folder.exists() and any(folder.iterdir()):
+        raise InvalidInput(f"{out} is not empty; pass --overwrite to replace its CDC files")
+    messages, pending = _history_messages(history, batch_size, close)
+    if pending:
+        click.echo(
+            f"note: {pending} updates after the last frontier were not written; "
+            "add a frontier line or --close",
+            err=True,
+        )
+    columns = None
+    if fmt != "jsonl":
+        columns, messages = json_data_as_rows(messages)
+    written = write_messages(folder, messages, fmt, columns, files, replace=overwrite)
+    click.echo(f"wrote {len(messages)} messages to {len(written)} files in {out}", err=True)
+
+
+def _history_messages(lines: Iterable[bytes], batch_size: int, close: bool) -> tuple[list, int]:
+    """The CDC v2 messages of a history's lines, and how many updates were left after the
+    last frontier (written when ``close``); an error names the line."""
+    from changeflow.cdc.formats.base import INT64
+    from changeflow.cdc.formats.jsonl import parse_line
     from changeflow.cdc.writer import CdcWriter
     from changeflow.updates import canonical_json
 
     writer, messages, pending = CdcWriter(batch_size), [], []
-    for number, line in enumerate(history, 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = parse_line(line)
             if isinstance(obj, dict) and obj.keys() == {"frontier"}:
                 messages += writer.write(pending, Antichain.from_json(obj["frontier"]))
                 pending = []
@@ -113,26 +149,17 @@ def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close:
                 diff = obj["diff"]
                 if isinstance(diff, bool) or not isinstance(diff, int):
                     raise InvalidInput(f"diff must be an int, not {diff!r}")
+                if diff not in INT64:
+                    raise InvalidInput(f"diff {diff} is beyond 64 bits (-2^63 <= diff < 2^63)")
                 pending.append((canonical_json(obj["data"]), time_from_json(obj["time"]), diff))
             else:
                 raise InvalidInput('expected {"data", "time", "diff"} or {"frontier"}')
-        except json.JSONDecodeError as e:
-            raise InvalidInput(f"line {number}: not JSON: {e.msg}") from None
         except ChangeflowError as e:
-            raise type(e)(f"line {number}: {e}") from None
+            raise with_context(e, f"line {number}") from None
     if close:
         messages += writer.write(pending, Antichain()) if pending else writer.close()
-    elif pending:
-        click.echo(
-            f"note: {len(pending)} updates after the last frontier were not written; "
-            "add a frontier line or --close",
-            err=True,
-        )
-    columns = None
-    if fmt != "jsonl":
-        columns, messages = json_data_as_rows(messages)
-    written = write_messages(Path(out), messages, fmt, columns, files)
-    click.echo(f"wrote {len(messages)} messages to {len(written)} files in {out}", err=True)
+        pending = []
+    return messages, len(pending)
 
 
 @cdc.command()
@@ -144,7 +171,14 @@ def encode(history: Any, out: str, fmt: str, batch_size: int, files: int, close:
 @click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
 @friendly
 def chaos(src: str, dst: str, seed: int, files: int, duplication: float, fmt: str | None) -> None:
-    """Copy the CDC v2 folder SRC to DST, duplicated, reordered and re-batched (seeded)."""
+    """Copy the CDC v2 folder SRC to DST, duplicated, reordered and re-batched (seeded).
+
+    DST must be new or empty.
+
+    \b
+    Example:
+      changeflow cdc chaos cdc/ mangled/ --seed 3 --files 32
+    """
     from changeflow.cdc.chaos import chaos_copy
 
     if Path(dst).exists() and any(Path(dst).iterdir()):
@@ -158,7 +192,12 @@ def chaos(src: str, dst: str, seed: int, files: int, duplication: float, fmt: st
 @click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
 @friendly
 def stats(paths: tuple[str, ...], fmt: str | None) -> None:
-    """Count the messages under PATHS and say what keeps the frontier from advancing."""
+    """Count the messages under PATHS and say what keeps the frontier from advancing.
+
+    \b
+    Example:
+      changeflow cdc stats mangled/
+    """
     from changeflow.cdc.files import open_source
     from changeflow.cdc.stats import cdc_stats
 
