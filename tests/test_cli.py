@@ -231,3 +231,28 @@ def test_encode_refuses_a_non_empty_folder_unless_overwrite(tmp_path: Path) -> N
     assert sorted(p.name for p in out.iterdir()) == ["notes.md", "part-00000.jsonl"]
     decoded = run("cdc", "decode", str(out))
     assert union(decoded.stdout) == (sorted(DECODED, key=json.dumps), [])
+
+
+def test_ingest_appends_once_and_refuses_a_mismatch_in_one_line(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from changeflow.config import Config
+    from changeflow.storage import Storage
+
+    home = str(tmp_path / "home")
+    storage = Storage.open(Config.load(home=home))
+    storage.create("people", pa.schema([("name", pa.string()), ("id", pa.int64())]), "c")
+    storage.create("other", pa.schema([("id", pa.int64()), ("title", pa.string())]), "c")
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in HISTORY))
+    cdc = str(tmp_path / "cdc")
+    assert run("cdc", "encode", str(history), "--out", cdc, "--format", "parquet").returncode == 0
+    first = run("cdc", "ingest", cdc, "--into", "people", "--home", home)
+    assert first.returncode == 0, first.stderr
+    assert "appended 4 updates to shard 'people'" in first.stdout and "-> [3]" in first.stdout
+    again = run("cdc", "ingest", cdc, "--into", "people", "--home", home)
+    assert "holds this history already (upper [3])" in again.stdout
+    one_line_error(run("cdc", "ingest", cdc, "--into", "other", "--home", home), "'title'")
+    assert storage.state("other").upper.to_json() == [0]
+    one_line_error(run("cdc", "ingest", cdc, "--into", "nobody", "--home", home), "no shard")
+    storage.close()

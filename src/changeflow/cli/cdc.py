@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from changeflow.cdc import formats
-from changeflow.cli.common import friendly
+from changeflow.cli.common import count, friendly, show_frontier, with_storage
 from changeflow.errors import ChangeflowError, InvalidInput, with_context
 from changeflow.time import Antichain, sort_key, time_from_json, time_to_json
 from changeflow.updates import DIFF, TIME, data_columns
@@ -203,3 +203,47 @@ def stats(paths: tuple[str, ...], fmt: str | None) -> None:
 
     for line in cdc_stats(open_source(paths, fmt).messages()).lines():
         click.echo(line)
+
+
+@cdc.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--into", "shard", required=True, help="The shard to append to (it must exist).")
+@click.option("--format", "fmt", type=FORMAT, help="Default: from the file extensions.")
+@friendly
+@with_storage
+def ingest(storage: Any, paths: tuple[str, ...], shard: str, fmt: str | None) -> None:
+    """Append the history that the CDC v2 files under PATHS recover to shard --into.
+
+    The shard must exist (`changeflow shard create`). Every file is decoded and checked, and
+    every update fitted to the shard's columns (by name), before anything is appended. The
+    shard resumes at its upper: what it holds already is skipped, so a rerun appends nothing.
+
+    \b
+    Example:
+      changeflow cdc ingest mangled/ --into orders
+    """
+    from rich.console import Console
+
+    from changeflow.storage.ingest import IngestStats
+    from changeflow.storage.ingest import ingest as run_ingest
+
+    with Console(stderr=True).status(f"decoding {', '.join(paths)}…") as status:
+
+        def show(s: IngestStats) -> None:
+            status.update(
+                f"appended {count(s.updates, 'update')} to {shard!r} in "
+                f"{count(s.appends, 'append')}, up to {show_frontier(s.upper)}…"
+            )
+
+        stats = run_ingest(storage, shard, paths, fmt, on_progress=show)
+    click.echo(_ingest_summary(stats))
+
+
+def _ingest_summary(s: Any) -> str:
+    if not s.appends:
+        return f"shard {s.shard!r} holds this history already (upper {show_frontier(s.upper)})"
+    return (
+        f"appended {count(s.updates, 'update')} to shard {s.shard!r} in "
+        f"{count(s.appends, 'append')} ({count(s.advances, 'frontier advance')}): upper "
+        f"{show_frontier(s.start)} -> {show_frontier(s.upper)}"
+    )
