@@ -13,7 +13,7 @@ from changeflow.cdc import formats
 from changeflow.cli.common import count, friendly, show_frontier, with_storage
 from changeflow.errors import ChangeflowError, InvalidInput, with_context
 from changeflow.time import Antichain, sort_key, time_from_json, time_to_json
-from changeflow.updates import DIFF, TIME, data_columns
+from changeflow.updates import DIFF, TIME, canonical_json, data_columns
 
 FORMAT = click.Choice(formats.NAMES)
 
@@ -25,7 +25,7 @@ def cdc() -> None:
 
 def _history_line(frontier: Antichain, updates: Iterable[tuple[Any, Any, int]]) -> str:
     """One decoded frontier advance as a JSON line, updates in (time, data) order."""
-    rows = [(sort_key(t), json.dumps(d, sort_keys=True), d, t, r) for d, t, r in updates]
+    rows = [(sort_key(t), canonical_json(d), d, t, r) for d, t, r in updates]
     rows.sort(key=lambda row: row[:2])
     body = [[d, time_to_json(t), r] for _, _, d, t, r in rows]
     return json.dumps({"frontier": frontier.to_json(), "updates": body}, ensure_ascii=False)
@@ -134,7 +134,6 @@ def _history_messages(lines: Iterable[bytes], batch_size: int, close: bool) -> t
     from changeflow.cdc.formats.base import INT64
     from changeflow.cdc.formats.jsonl import parse_line
     from changeflow.cdc.writer import CdcWriter
-    from changeflow.updates import canonical_json
 
     writer, messages, pending = CdcWriter(batch_size), [], []
     for number, line in enumerate(lines, 1):
