@@ -426,3 +426,14 @@ def test_errors_raised_in_executors_come_back_whole(spark):
         "expected": Antichain([1]),
         "current": Antichain([2]),
     }
+
+
+def test_json_lines_updates_beside_parquet_are_refused_as_by_the_reader(spark, tmp_path):
+    parquet_folder(tmp_path)
+    update = {"updates": [{"data": {"id": 1, "name": "a"}, "time": 0, "diff": 1}]}
+    (tmp_path / "extra.jsonl").write_text(json.dumps(update) + "\n")
+    match = r"extra\.jsonl:1: updates in a JSON-lines file beside Parquet files"
+    with pytest.raises(InvalidInput, match=match):
+        read_cdc(spark, [tmp_path])
+    with pytest.raises(InvalidInput, match=match):
+        reference([tmp_path])
