@@ -222,7 +222,9 @@ class Avro(Format):
     def read(self, path: Path) -> tuple[list[str] | None, Iterator[Message]]:
         return read_avro(path)
 
-    def write(self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None):
+    def write(
+        self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None
+    ) -> list[Path]:
         if columns is None:
             raise InvalidInput("avro needs the data column names")
         path = stem.with_suffix(self.extensions[0])

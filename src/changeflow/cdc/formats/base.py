@@ -65,7 +65,9 @@ class Format:
         messages; errors name the file."""
         raise NotImplementedError
 
-    def write(self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None):
+    def write(
+        self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None
+    ) -> list[Path]:
         """Write messages as the file(s) ``stem`` + extension; return their paths. Everything
         is checked before a byte is written (:func:`check_diffs`, the format's own checks)."""
         raise NotImplementedError

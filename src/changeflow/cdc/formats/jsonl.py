@@ -121,10 +121,11 @@ def read_jsonl(path: Path) -> Iterator[Message]:
         yield message
 
 
-def read_progress(path: Path, beside: str) -> Iterator[Progress]:
+def read_progress(path: Path, beside: str, seen: set[bytes] | None = None) -> Iterator[Progress]:
     """The progress statements of a JSON-lines file that sits beside ``beside`` files (which
-    hold the updates); an Updates message with updates there is an error naming both kinds."""
-    for number, message in _numbered(path):
+    hold the updates); an Updates message with updates there is an error naming both kinds.
+    Lines in ``seen`` are skipped (copies are parsed once) and added to it."""
+    for number, message in _numbered(path, seen):
         if isinstance(message, Progress):
             yield message
         elif message.updates:
@@ -135,8 +136,12 @@ def read_progress(path: Path, beside: str) -> Iterator[Progress]:
             )
 
 
-def _numbered(path: Path) -> Iterator[tuple[int, Message]]:
+def _numbered(path: Path, seen: set[bytes] | None = None) -> Iterator[tuple[int, Message]]:
     for number, line in lines(path):
+        if seen is not None:
+            if line in seen:
+                continue
+            seen.add(line)
         try:
             yield number, message_from_json(parse_line(line))
         except ChangeflowError as e:
@@ -158,7 +163,9 @@ class JsonLines(Format):
     def read(self, path: Path) -> tuple[list[str] | None, Iterator[Message]]:
         return None, read_jsonl(path)
 
-    def write(self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None):
+    def write(
+        self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None
+    ) -> list[Path]:
         check_diffs(messages)
         path = stem.with_suffix(self.extensions[0])
         with open(path, "w", encoding="utf-8") as f:

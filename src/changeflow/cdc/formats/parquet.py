@@ -138,7 +138,9 @@ class Parquet(Format):
         columns, updates = read_parquet(path)
         return columns, iter([updates])
 
-    def write(self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None):
+    def write(
+        self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None
+    ) -> list[Path]:
         """The progress statements in ``<stem>.progress.jsonl``, the Updates merged into one
         (a re-batching, the same statements) in ``<stem>.parquet``."""
         if columns is None:
@@ -158,12 +160,9 @@ class Parquet(Format):
 
     def spark_read(self, spark: SparkSession, files: list[Path]) -> SparkRows:
         """Spark reads the Parquet files; the driver reads the progress files beside them."""
-        statements = [
-            p
-            for f in files
-            if f.suffix in self.companions
-            for p in dict.fromkeys(read_progress(f, "Parquet"))
-        ]
+        seen: set[bytes] = set()  # copies of a statement's line are parsed once
+        companions = [f for f in files if f.suffix in self.companions]
+        statements = [p for f in companions for p in read_progress(f, "Parquet", seen)]
         frame, columns, rows = _spark_updates(spark, [f for f in files if f.suffix == ".parquet"])
         return SparkRows(frame, columns, rows, statements)
 
