@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import fastavro
 import pyarrow as pa
 
-from changeflow.cdc.formats.base import ROW_TAIL, Format, SparkRows, check_diffs, record_batch
+from changeflow.cdc.formats.base import (
+    INT64,
+    ROW_TAIL,
+    Format,
+    SparkRows,
+    check_diffs,
+    record_batch,
+)
 from changeflow.cdc.messages import Message, Progress, Updates, freeze
 from changeflow.errors import ChangeflowError, InvalidInput, InvalidTime
 from changeflow.time import MAX_TIME, Antichain, Product, time_from_json
@@ -106,6 +113,10 @@ def infer_row_fields(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> l
                     f"column {columns[i]!r}: value {value!r} has no Avro type here "
                     "(use bool, int, float, str or bytes)"
                 )
+            if kind == "long" and value not in INT64:
+                raise InvalidInput(
+                    f"column {columns[i]!r}: value {value} is beyond 64 bits (Avro's long)"
+                )
             if types[i] not in (None, kind):
                 if {types[i], kind} == {"long", "double"}:
                     kind = "double"
@@ -187,7 +198,7 @@ def write_avro(
     try:
         fastavro.writer(out, schema, [_record(m, columns) for m in messages], codec="deflate")
     except (ValueError, TypeError, OverflowError) as e:
-        raise InvalidInput(f"{path}: a value Avro cannot hold: {e}") from None
+        raise InvalidInput(f"a value Avro cannot hold: {str(e)[:200]}") from None
     path.write_bytes(out.getvalue())
 
 

@@ -102,10 +102,12 @@ def _frozen(column: pa.ChunkedArray) -> list[Hashable]:
 def updates_table(columns: Sequence[str], updates: Sequence[tuple[Any, Any, int]]) -> pa.Table:
     """An Arrow update table from ``(row tuple, time, diff)`` triples."""
     rows = [d for d, _, _ in updates]
-    arrays: dict[str, Any] = {
-        c: pa.array([r[i] for r in rows]) if rows else pa.array([], pa.null())
-        for i, c in enumerate(columns)
-    }
+    arrays: dict[str, Any] = {}
+    for i, c in enumerate(columns):
+        try:
+            arrays[c] = pa.array([r[i] for r in rows]) if rows else pa.array([], pa.null())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise InvalidInput(f"column {c!r} holds a value Parquet cannot hold: {e}") from None
     times = [check_time(t) for _, t, _ in updates]
     if times and isinstance(times[0], Product):
         arrays[TIME] = pa.array([list(t) for t in times], pa.list_(pa.int64()))
@@ -119,10 +121,7 @@ def write_parquet(path: Path, columns: Sequence[str], updates: Updates) -> None:
     """Write one Updates message as a Parquet file; the table is built whole first, so a value
     Parquet cannot hold leaves no file behind."""
     check_diffs([updates])
-    try:
-        table = updates_table(columns, updates.updates)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-        raise InvalidInput(f"{path}: a value Parquet cannot hold: {e}") from None
+    table = updates_table(columns, updates.updates)
     pq.write_table(table, path)
 
 
