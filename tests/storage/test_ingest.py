@@ -183,3 +183,14 @@ def test_json_data_that_does_not_fit_late_in_the_history_appends_nothing(storage
     assert "nothing was appended" in str(caught.value)
     assert storage.state("s").upper == Antichain([0]) and not storage.state("s").batches
     assert json.loads(json.dumps(caught.value.to_wire()))["kind"] == "InvalidInput"
+
+
+def test_product_times_append_nothing(storage: Storage, tmp_path: Path) -> None:
+    from changeflow.time import Product
+
+    steps = [([(as_json((1, "a")), Product((0, 1)), 1)], Antichain([Product((1, 0))]))]
+    write_messages(tmp_path / "cdc", write_history(steps), "jsonl")
+    storage.create("s", SCHEMA, "counter")
+    with pytest.raises(InvalidInput, match="product times"):
+        ingest(storage, "s", [tmp_path / "cdc"])
+    assert not storage.state("s").batches

@@ -61,6 +61,7 @@ def ingest(
     source = open_source(paths, fmt)
     reader = CdcReader(audit=True)
     advances = list(reader.read(source.messages()))  # every file read and checked first
+    _check_int_times(advances)
     to_row = _row_maker(source, schema, shard)
     write_cap = _write_capability(storage, shard)
     try:
@@ -85,6 +86,17 @@ def _write_capability(storage: Storage, shard: str) -> WriteCapability:
     read_cap, write_cap = storage.acquire_capabilities(shard)
     storage.drop(read_cap)
     return write_cap
+
+
+def _check_int_times(advances: Sequence[Advance]) -> None:
+    """Shards hold int times: a product time in the history is an error before anything."""
+    for _, frontier in advances:
+        for t in frontier:
+            if isinstance(t, Product):
+                raise InvalidInput(
+                    f"the CDC files hold product times ({time_to_json(t)}); shards hold int "
+                    "times: nothing was appended"
+                )
 
 
 def _beyond(advances: Sequence[Advance], held: Antichain) -> list[Advance]:
@@ -140,13 +152,7 @@ def _table(
     updates: list, schema: pa.Schema, to_row: Callable[[Any, Time], tuple], shard: str
 ) -> pa.Table:
     """An update frame of the shard's schema; an error names the column that does not fit."""
-    rows = []
-    for data, t, _ in updates:
-        if isinstance(t, Product):
-            raise InvalidInput(
-                f"an update has the product time {time_to_json(t)}; shards hold int times"
-            )
-        rows.append(to_row(data, t))
+    rows = [to_row(data, t) for data, t, _ in updates]
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
     arrays = []
     for f, values in zip(schema, columns, strict=True):
