@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from changeflow.updates import DIFF, TIME
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 TIMES, COPIES, FILES, STATEMENTS = 100_000, 3, 32, 100
@@ -49,8 +51,8 @@ def prepare(n: int, root: Path) -> Path:
     for fmt in ("parquet", "jsonl"):
         (folder / fmt).mkdir(parents=True, exist_ok=True)
     for k, part in enumerate(np.array_split(order, FILES)):
-        table = pa.table({"key": key[part], "val": val[part], "_time": times[part]})
-        table = table.append_column("_diff", pa.array(diff[part]))
+        table = pa.table({"key": key[part], "val": val[part], TIME: times[part]})
+        table = table.append_column(DIFF, pa.array(diff[part]))
         pq.write_table(table, folder / "parquet" / f"u-{k:02d}.parquet")
         with open(folder / "jsonl" / f"m-{k:02d}.jsonl", "w") as f:
             for chunk in np.array_split(part, max(1, len(part) // 10_000)):

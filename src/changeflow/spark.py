@@ -1,21 +1,42 @@
-"""The one place that builds the SparkSession: UI off, Arrow on, partitions sized to the master."""
+"""The Spark layer every other layer uses: the one place that builds the SparkSession (UI off,
+Arrow on, partitions sized to the master), and the helpers for plans, paths and errors.
+
+- :func:`col` names a column literally, :func:`spark_path` a file literally, :func:`local_path`
+  turns an executor's ``file:`` URI back into a path;
+- :func:`session_conf` sets session settings for the plans made inside it;
+- :func:`on_executors` wraps a function that runs in the executors (``mapInArrow``) so that the
+  changeflow errors it raises cross back whole, and :func:`spark_errors` turns every Spark-side
+  failure on the driver into a changeflow error (ours rebuilt by :func:`errors.from_wire`).
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkException, PythonException
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
+from changeflow import errors
 from changeflow.config import Config
-from changeflow.errors import ChangeflowError
+from changeflow.errors import ChangeflowError, InvalidInput
+
+T = TypeVar("T")
+WIRE = "changeflow-error: "  # how an executor's changeflow error is written into Spark's text
 
 
 def check_java() -> None:
@@ -80,3 +101,73 @@ def get_spark(master: str | None = None) -> SparkSession:
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def col(name: str) -> Column:
+    """The column ``name`` taken literally (dots, spaces and backticks in it are no syntax)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def spark_path(path: Path) -> str:
+    """A local path as Spark takes it literally (it expands glob characters otherwise)."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path.resolve()))
+
+
+def local_path(uri: str) -> str:
+    """The local path of a ``file:`` URI that Spark gives its executors."""
+    return uri.removeprefix("file://").removeprefix("file:")
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Session settings for the plans made inside (a persisted plan keeps them); the old
+    values come back on the way out."""
+    old = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+class ExecutorError(RuntimeError):
+    """A changeflow error raised in an executor, written as one line of JSON that
+    :func:`spark_errors` finds in Spark's error text and rebuilds."""
+
+    def __init__(self, error: ChangeflowError) -> None:
+        super().__init__(WIRE + json.dumps(error.to_wire(), ensure_ascii=True))
+
+
+def on_executors(fn: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T]]:
+    """Wrap a generator function that Spark runs in its executors (``mapInArrow``): a
+    changeflow error it raises reaches the driver with its class, message and fields."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Iterator[T]:
+        try:
+            yield from fn(*args, **kwargs)
+        except ChangeflowError as e:
+            raise ExecutorError(e) from None
+
+    return run
+
+
+@contextmanager
+def spark_errors(where: str) -> Iterator[None]:
+    """Spark's failures as changeflow errors: one raised in an executor (through
+    :func:`on_executors`) comes back as it was; any other says ``where`` and Spark's line."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as e:
+        text = str(e)
+        ours = re.findall(rf"{re.escape(WIRE)}(\{{.*\}})\s*$", text, re.MULTILINE)
+        if ours:
+            raise errors.from_wire(json.loads(ours[-1])) from None
+        lines = [line for line in text.splitlines() if line.strip()] or [type(e).__name__]
+        line = lines[-1] if isinstance(e, PythonException) else lines[0]
+        raise InvalidInput(f"{where}: Spark failed: {line}") from None

@@ -11,16 +11,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from changeflow.cdc.avro import cdc_schema
 from changeflow.cdc.chaos import chaos_copy, mangle
 from changeflow.cdc.files import open_source, write_messages
-from changeflow.cdc.jsonl import canonical_json
+from changeflow.cdc.formats.avro import cdc_schema
 from changeflow.cdc.messages import Progress, Updates
 from changeflow.cdc.reader import CdcReader
 from changeflow.cdc.writer import write_history
 from changeflow.collection import consolidate
 from changeflow.errors import CdcConflict, InvalidInput, InvalidTime
 from changeflow.time import Antichain, Product
+from changeflow.updates import canonical_json
 
 COLUMNS = ["id", "name"]
 
@@ -204,3 +204,28 @@ def test_conflicting_files_are_an_error(tmp_path: Path) -> None:
 def test_mangle_is_seeded() -> None:
     messages = write_history(history(3), batch_size=2)
     assert mangle(messages, random.Random(5)) == mangle(messages, random.Random(5))
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "avro"])
+def test_a_value_the_format_cannot_hold_leaves_no_file(tmp_path: Path, fmt: str) -> None:
+    messages = [
+        Updates(((("1", "a"), 0, 1),)),
+        Progress(Antichain([0]), Antichain([1]), ((0, 2),)),
+        Updates((((2**70, "b"), 0, 1),)),
+    ]
+    with pytest.raises(InvalidInput, match="column 'id'.*(cannot hold|beyond 64 bits)"):
+        write_messages(tmp_path / "out", messages, fmt, COLUMNS, files=3)
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(InvalidInput):
+        write_messages(tmp_path / "kept", messages, fmt, COLUMNS, files=3)
+    assert list((tmp_path / "kept").iterdir()) == []
+
+
+def test_bad_parquet_time_and_diff_types_name_the_file(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"k": [1], "_time": ["0"], "_diff": [1]}), tmp_path / "u.parquet")
+    with pytest.raises(InvalidInput, match=r"u\.parquet: column '_time' holds string"):
+        list(open_source([tmp_path]).messages())
+    pq.write_table(pa.table({"k": [1], "_time": [0], "_diff": [0.5]}), tmp_path / "u.parquet")
+    with pytest.raises(InvalidInput, match=r"u\.parquet: column '_diff' holds double"):
+        list(open_source([tmp_path]).messages())

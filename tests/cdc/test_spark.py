@@ -12,7 +12,6 @@ import pytest
 
 from changeflow.cdc.chaos import mangle
 from changeflow.cdc.files import open_source, write_messages
-from changeflow.cdc.jsonl import canonical_json
 from changeflow.cdc.messages import Message, Progress, Updates
 from changeflow.cdc.reader import CdcReader
 from changeflow.cdc.spark import read_cdc, write_cdc
@@ -26,6 +25,7 @@ from changeflow.errors import (
     ProtocolViolation,
 )
 from changeflow.time import Antichain
+from changeflow.updates import canonical_json
 
 pytestmark = pytest.mark.spark
 
@@ -327,9 +327,9 @@ def test_write_in_intervals_by_two_writers_reads_back(spark, tmp_path, fmt):
 
 
 def test_write_an_open_interval_and_many_counts(spark, tmp_path, monkeypatch):
-    import changeflow.cdc.spark as cdc_spark
+    import changeflow.cdc.spark.write as cdc_write
 
-    monkeypatch.setattr(cdc_spark, "_MAX_COUNTS", 4)  # several statements tile the interval
+    monkeypatch.setattr(cdc_write, "MAX_COUNTS", 4)  # several statements tile the interval
     updates = random_updates(random.Random(12), 100, 20)
     folder = write_cdc(update_frame(spark, updates), tmp_path, 0, 25, "parquet")
     statements = [json.loads(x) for x in (folder / "progress.jsonl").read_text().splitlines()]
@@ -365,9 +365,7 @@ def test_write_errors(spark, tmp_path):
     assert not list(tmp_path.rglob("*.parquet"))
 
 
-def test_the_fast_canonical_json_is_canonical_json():
-    from changeflow.cdc.spark import _canonical
-
+def test_canonical_json_is_json_with_sorted_keys_and_no_spaces():
     rng = random.Random(0)
 
     def value(depth: int):
@@ -388,7 +386,8 @@ def test_the_fast_canonical_json_is_canonical_json():
 
     for _ in range(2000):
         v = value(0)
-        assert _canonical(v) == canonical_json(v)
+        expected = json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert canonical_json(v) == expected
 
 
 def test_write_nothing_but_progress(spark, tmp_path):
@@ -398,3 +397,43 @@ def test_write_nothing_but_progress(spark, tmp_path):
     assert (folder / "progress.jsonl").exists()
     assert reference([tmp_path], "parquet") == ([], Antichain())
     assert spark_outcome(spark, [tmp_path], "parquet") == ([], Antichain())
+
+
+def test_non_utf8_json_lines_name_the_file(spark, tmp_path):
+    rng = random.Random(3)
+    write_chaos(tmp_path, history_messages("jsonl", rng), "jsonl", rng)
+    path = sorted(tmp_path.glob("*.jsonl"))[0]
+    path.write_bytes(path.read_bytes() + b'{"updates": [{"data": "\xff", "time": 1, "diff": 1}]}\n')
+    with pytest.raises(InvalidInput, match="not UTF-8") as caught:
+        read_cdc(spark, [tmp_path])
+    assert str(path) in str(caught.value)
+
+
+def test_errors_raised_in_executors_come_back_whole(spark):
+    from changeflow.errors import UpperMismatch
+    from changeflow.spark import on_executors, spark_errors
+
+    def fail(batches):
+        for _ in batches:
+            raise UpperMismatch("shard x\nline two", Antichain([1]), Antichain([2]))
+        yield from ()
+
+    frame = spark.range(1).mapInArrow(on_executors(fail), "id long")
+    with pytest.raises(UpperMismatch) as caught, spark_errors("test"):
+        frame.collect()
+    assert caught.value.fields == {
+        "name": "shard x\nline two",
+        "expected": Antichain([1]),
+        "current": Antichain([2]),
+    }
+
+
+def test_json_lines_updates_beside_parquet_are_refused_as_by_the_reader(spark, tmp_path):
+    parquet_folder(tmp_path)
+    update = {"updates": [{"data": {"id": 1, "name": "a"}, "time": 0, "diff": 1}]}
+    (tmp_path / "extra.jsonl").write_text(json.dumps(update) + "\n")
+    match = r"extra\.jsonl:1: updates in a JSON-lines file beside Parquet files"
+    with pytest.raises(InvalidInput, match=match):
+        read_cdc(spark, [tmp_path])
+    with pytest.raises(InvalidInput, match=match):
+        reference([tmp_path])

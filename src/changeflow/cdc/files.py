@@ -1,43 +1,39 @@
 """Folders of CDC v2 message files: finding them, reading them, writing them.
 
 A CDC folder holds message files in any number, order and nesting; names starting with ``.``
-or ``_`` are skipped (Spark's ``_SUCCESS`` and checksums). The format follows the extensions:
-``.jsonl``/``.ndjson``/``.json``/``.txt`` are JSON lines, ``.avro`` Avro, ``.parquet``
-Parquet (whose progress statements sit beside them in JSON-lines files).
+or ``_`` are skipped (Spark's ``_SUCCESS`` and checksums, and files being written). The
+format follows the extensions (:data:`changeflow.cdc.formats.FORMATS`). A Parquet folder holds
+its progress statements in JSON-lines files beside the Parquet files, and nothing else there:
+JSON-lines updates beside Parquet files are an error that names both kinds.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import uuid
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from changeflow.cdc.avro import read_avro, write_avro
-from changeflow.cdc.jsonl import read_jsonl, write_jsonl
-from changeflow.cdc.messages import Message, Progress, Updates
-from changeflow.cdc.parquet import read_parquet, write_parquet
+from changeflow.cdc.formats import detect_format, extensions, get_format
+from changeflow.cdc.formats.base import Format
+from changeflow.cdc.messages import Message, Updates
 from changeflow.errors import InvalidInput
-
-FORMATS = ("jsonl", "avro", "parquet")
-EXTENSIONS = {
-    **dict.fromkeys((".jsonl", ".ndjson", ".json", ".txt"), "jsonl"),
-    ".avro": "avro",
-    ".parquet": "parquet",
-}
 
 
 def list_files(paths: Iterable[str | Path]) -> list[Path]:
     """Every message file under ``paths`` (files or folders), in a stable order."""
     found: list[Path] = []
+    known = extensions()
     for p in map(Path, paths):
         if p.is_dir():
             found.extend(
                 f
                 for f in sorted(p.rglob("*"))
                 if f.is_file()
-                and f.suffix in EXTENSIONS
+                and f.suffix in known
                 and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
             )
         elif p.is_file():
@@ -45,21 +41,6 @@ def list_files(paths: Iterable[str | Path]) -> list[Path]:
         else:
             raise InvalidInput(f"{p}: no such file or folder")
     return found
-
-
-def detect_format(files: Sequence[Path]) -> str:
-    """The format that the extensions of ``files`` name; an error when they disagree."""
-    kinds = {EXTENSIONS.get(f.suffix) for f in files}
-    if None in kinds:
-        odd = next(f for f in files if f.suffix not in EXTENSIONS)
-        raise InvalidInput(f"{odd}: unknown extension; use .jsonl, .avro or .parquet or --format")
-    if "parquet" in kinds and "avro" not in kinds:
-        return "parquet"
-    if len(kinds) == 1:
-        return kinds.pop()
-    if not kinds:
-        raise InvalidInput("no CDC v2 message files found (.jsonl, .avro or .parquet)")
-    raise InvalidInput(f"the files mix formats {sorted(kinds)}; pass --format or split them")
 
 
 @dataclass
@@ -70,22 +51,20 @@ class CdcSource:
     files: list[Path]
     columns: list[str] | None = field(default=None)
 
+    @property
+    def codec(self) -> Format:
+        return get_format(self.format)
+
     def messages(self) -> Iterator[Message]:
         """Every message of every file, file by file (a file's errors name it)."""
         for path in self.files:
-            kind = EXTENSIONS.get(path.suffix, self.format)
-            if kind == "jsonl":
-                yield from read_jsonl(path)
-            elif kind == "avro":
-                columns, messages = read_avro(path)
-                self._set_columns(columns, path)
-                yield from messages
-            else:
-                columns, updates = read_parquet(path)
-                self._set_columns(columns, path)
-                yield updates
+            columns, messages = self.codec.read(path)
+            self._set_columns(columns, path)
+            yield from messages
 
-    def _set_columns(self, columns: list[str], path: Path) -> None:
+    def _set_columns(self, columns: list[str] | None, path: Path) -> None:
+        if columns is None:
+            return
         if self.columns is None:
             self.columns = columns
         elif columns != self.columns:
@@ -95,25 +74,22 @@ class CdcSource:
 
     def data_to_json(self, data: Hashable) -> Any:
         """The JSON value of a piece of data as this source holds it."""
-        if self.format == "jsonl":
+        if self.codec.json_data:
             return json.loads(data)  # type: ignore[arg-type]
         return dict(zip(self.columns or (), data, strict=True))  # type: ignore[call-overload]
 
 
 def open_source(paths: Iterable[str | Path], fmt: str | None = None) -> CdcSource:
     """The CDC v2 files under ``paths``; ``fmt`` defaults from their extensions."""
+    paths = list(paths)
     files = list_files(paths)
     if not files:
         raise InvalidInput(f"no CDC v2 message files under {', '.join(map(str, paths))}")
-    if fmt is None:
-        fmt = detect_format(files)
-    elif fmt not in FORMATS:
-        raise InvalidInput(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    allowed = {fmt, "jsonl"} if fmt == "parquet" else {fmt}
-    files = [f for f in files if EXTENSIONS.get(f.suffix, fmt) in allowed]
+    codec = detect_format(files) if fmt is None else get_format(fmt)
+    files = [f for f in files if codec.owns(f) or f.suffix not in extensions()]
     if not files:
-        raise InvalidInput(f"no {fmt} files under {', '.join(map(str, paths))}")
-    return CdcSource(fmt, files)
+        raise InvalidInput(f"no {codec.name} files under {', '.join(map(str, paths))}")
+    return CdcSource(codec.name, files)
 
 
 def rows_from_json(values: Iterable[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -146,39 +122,38 @@ def write_messages(
     files: int = 1,
     assign: Sequence[int] | None = None,
     prefix: str = "part",
+    replace: bool = False,
 ) -> list[Path]:
     """Write messages into ``folder``: message ``i`` goes to file ``assign[i]`` (of ``files``).
 
     JSON lines and Avro keep the messages apart; Parquet merges a file's Updates messages into
     one (the same statements) and puts its progress statements in a JSON-lines file beside it.
+    The files are written in a hidden folder inside and moved into place only when all are
+    written, so a value a format cannot hold leaves no file behind; ``replace`` then removes
+    the message files the folder held before.
     """
-    if fmt not in FORMATS:
-        raise InvalidInput(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if fmt != "jsonl" and columns is None:
+    codec = get_format(fmt)
+    if not codec.json_data and columns is None:
         raise InvalidInput(f"{fmt} needs the data column names")
-    folder.mkdir(parents=True, exist_ok=True)
     assign = assign if assign is not None else [i % files for i in range(len(messages))]
     groups: list[list[Message]] = [[] for _ in range(files)]
     for message, k in zip(messages, assign, strict=True):
         groups[k].append(message)
-    written: list[Path] = []
-    for k, group in enumerate(groups):
-        stem = folder / f"{prefix}-{k:05d}"
-        if fmt == "jsonl":
-            written.append(stem.with_suffix(".jsonl"))
-            with open(written[-1], "w", encoding="utf-8") as f:
-                write_jsonl(f, group)
-        elif fmt == "avro":
-            written.append(stem.with_suffix(".avro"))
-            write_avro(written[-1], columns, group)  # type: ignore[arg-type]
-        else:
-            progress = [m for m in group if isinstance(m, Progress)]
-            if progress:
-                written.append(folder / f"{prefix}-{k:05d}.progress.jsonl")
-                with open(written[-1], "w", encoding="utf-8") as f:
-                    write_jsonl(f, progress)
-            updates = [u for m in group if isinstance(m, Updates) for u in m.updates]
-            if updates:  # the group's Updates merged into one (a re-batching, same meaning)
-                written.append(stem.with_suffix(".parquet"))
-                write_parquet(written[-1], columns, Updates(tuple(updates)))  # type: ignore[arg-type]
+    created = not folder.exists()
+    staging = folder / f".writing-{uuid.uuid4().hex[:12]}"
+    staging.mkdir(parents=True)
+    try:
+        staged = [
+            p
+            for k, group in enumerate(groups)
+            for p in codec.write(staging / f"{prefix}-{k:05d}", group, columns)
+        ]
+        old = list_files([folder]) if replace else []
+        for path in old:
+            path.unlink()
+        written = [path.rename(folder / path.name) for path in staged]
+    except BaseException:
+        shutil.rmtree(folder if created else staging, ignore_errors=True)
+        raise
+    staging.rmdir()
     return written

@@ -1,0 +1,170 @@
+"""Ingest a folder of CDC v2 files into an existing shard, resuming at the shard's upper.
+
+The files are decoded by the single-threaded reader (in audit mode, so every contradiction in
+them is found) and every frontier advance is turned into rows of the shard's schema before
+anything is appended: a bad file, a conflict or data that does not fit the shard appends
+nothing. Advances the shard's upper covers already are skipped (a rerun appends nothing);
+consecutive advances are grouped into one append, as the main job does. The decoded history is
+held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.cdc.files import CdcSource, open_source
+from changeflow.cdc.reader import CdcReader
+from changeflow.errors import InvalidInput
+from changeflow.storage.shard import Storage, WriteCapability
+from changeflow.time import Antichain, Product, Time, time_to_json
+from changeflow.updates import DIFF, TIME
+
+# One append takes consecutive frontier advances until it holds this many of them or updates.
+APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
+
+Advance = tuple[list[tuple[Any, Time, int]], Antichain]
+
+
+@dataclass
+class IngestStats:
+    """What an ingest did: appends made, frontier advances and updates they held, and the
+    shard's upper before (``start``) and after (``upper``)."""
+
+    shard: str
+    start: Antichain
+    upper: Antichain
+    appends: int = 0
+    advances: int = 0
+    updates: int = 0
+    skipped: int = 0  # advances the shard held already
+
+
+def ingest(
+    storage: Storage,
+    shard: str,
+    paths: Iterable[str | Path],
+    fmt: str | None = None,
+    on_progress: Callable[[IngestStats], None] | None = None,
+) -> IngestStats:
+    """Append the history of the CDC v2 files under ``paths`` to ``shard`` beyond its upper.
+
+    Data columns are matched to the shard's schema by name. ``on_progress`` is called with the
+    stats after every append.
+    """
+    schema = storage.state(shard).schema
+    source = open_source(paths, fmt)
+    reader = CdcReader(audit=True)
+    advances = list(reader.read(source.messages()))  # every file read and checked first
+    _check_int_times(advances)
+    to_row = _row_maker(source, schema, shard)
+    write_cap = _write_capability(storage, shard)
+    try:
+        held = write_cap.frontier
+        stats = IngestStats(shard, held, held)
+        todo = _beyond(advances, held)
+        stats.skipped = len(advances) - len(todo)
+        appends = [(_table(g, schema, to_row, shard), f, n) for g, f, n in _groups(todo)]
+        for table, frontier, n in appends:
+            storage.append(write_cap, table, frontier)
+            stats.appends, stats.advances = stats.appends + 1, stats.advances + n
+            stats.updates, stats.upper = stats.updates + table.num_rows, frontier
+            if on_progress is not None:
+                on_progress(stats)
+    finally:
+        storage.drop(write_cap)
+    return stats
+
+
+def _write_capability(storage: Storage, shard: str) -> WriteCapability:
+    """A write capability at the shard's upper (the read capability is let go at once)."""
+    read_cap, write_cap = storage.acquire_capabilities(shard)
+    storage.drop(read_cap)
+    return write_cap
+
+
+def _check_int_times(advances: Sequence[Advance]) -> None:
+    """Shards hold int times: a product time in the history is an error before anything."""
+    for _, frontier in advances:
+        for t in frontier:
+            if isinstance(t, Product):
+                raise InvalidInput(
+                    f"the CDC files hold product times ({time_to_json(t)}); shards hold int "
+                    "times: nothing was appended"
+                )
+
+
+def _beyond(advances: Sequence[Advance], held: Antichain) -> list[Advance]:
+    """The frontier advances past ``held`` (the shard's upper), without updates it holds."""
+    return [
+        ([u for u in updates if held.less_equal(u[1])], frontier)
+        for updates, frontier in advances
+        if not frontier <= held  # else every time before it is in the shard already
+    ]
+
+
+def _groups(advances: Iterable[Advance]) -> Iterator[tuple[list, Antichain, int]]:
+    """Consecutive advances merged into ``(updates, last frontier, how many advances)``."""
+    pending: list[tuple[Any, Time, int]] = []
+    count, frontier = 0, Antichain()
+    for updates, frontier in advances:
+        pending += updates
+        count += 1
+        if count >= APPEND_ADVANCES or len(pending) >= APPEND_UPDATES:
+            yield pending, frontier, count
+            pending, count = [], 0
+    if count:
+        yield pending, frontier, count
+
+
+def _row_maker(source: CdcSource, schema: pa.Schema, shard: str) -> Callable[[Any, Time], tuple]:
+    """A function from a datum as the source holds it to a row in the shard's column order;
+    for row formats the columns are checked here, for JSON data at every datum."""
+    names = schema.names
+    if source.codec.json_data:
+
+        def from_json(data: Any, t: Time) -> tuple:
+            value = json.loads(data)
+            if not isinstance(value, dict) or value.keys() != set(names):
+                raise InvalidInput(
+                    f"an update at time {time_to_json(t)} has data {data}; shard {shard!r} "
+                    f"has columns {names}: nothing was appended"
+                )
+            return tuple(value[c] for c in names)
+
+        return from_json
+    columns = source.columns or []
+    if sorted(columns) != sorted(names):
+        raise InvalidInput(
+            f"the CDC files' data columns {columns} are not shard {shard!r}'s columns {names}: "
+            "nothing was appended"
+        )
+    order = [columns.index(c) for c in names]
+    return lambda data, t: tuple(data[i] for i in order)
+
+
+def _table(
+    updates: list, schema: pa.Schema, to_row: Callable[[Any, Time], tuple], shard: str
+) -> pa.Table:
+    """An update frame of the shard's schema; an error names the column that does not fit."""
+    rows = [to_row(data, t) for data, t, _ in updates]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    arrays = []
+    for f, values in zip(schema, columns, strict=True):
+        try:
+            arrays.append(pa.array(values, f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise InvalidInput(
+                f"column {f.name!r} of shard {shard!r} is {f.type}; the CDC files' values do "
+                f"not fit ({e}): nothing was appended"
+            ) from None
+    arrays += [pa.array([u[i] for u in updates], pa.int64()) for i in (1, 2)]
+    frame = schema.append(pa.field(TIME, pa.int64(), False)).append(
+        pa.field(DIFF, pa.int64(), False)
+    )
+    return pa.Table.from_arrays(arrays, schema=frame)
