@@ -8,7 +8,6 @@ target upserts) and ``_deleted`` (a delete: only the key columns count).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterable
