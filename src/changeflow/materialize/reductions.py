@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -292,8 +293,7 @@ class Reducer:
                 out[c] = joined[c]
             elif self.reductions.get(c) == "sum":
                 added = per_key[f"_p{sums.index(c)}_sum"].take(joined["_i"])
-                start = pc.fill_null(before.cast(added.type), pa.scalar(0).cast(added.type))
-                out[c] = _cast(pc.add(start, added), kind, c)
+                out[c] = _sum(before, added, kind, c)
             elif self.reductions.get(c) == "merge":
                 out[c] = self._merges(c, joined, before, inserts)
             else:
@@ -387,16 +387,25 @@ def _times(values: pa.ChunkedArray, diffs: pa.ChunkedArray) -> pa.ChunkedArray:
     """``diff * value`` (a null value counts as 0)."""
     kind = values.type
     if pa.types.is_decimal(kind):
-        zero = pa.scalar(0).cast(kind)
+        zero = _zero(kind)
         return pc.multiply(pc.fill_null(values, zero), diffs.cast(pa.decimal128(19, 0)))
     if pa.types.is_floating(kind):
         return pc.multiply(pc.fill_null(values, 0).cast(pa.float64()), diffs.cast(pa.float64()))
     return pc.multiply_checked(pc.fill_null(values, 0).cast(pa.int64()), diffs)
 
 
-def _cast(values: Any, kind: pa.DataType, column: str) -> Any:
+def _zero(kind: pa.DataType) -> pa.Scalar:
+    return pa.scalar(Decimal(0) if pa.types.is_decimal(kind) else 0, kind)
+
+
+def _sum(before: Any, added: Any, kind: pa.DataType, column: str) -> Any:
+    """The stored values (null: 0) plus ``added``, as ``kind``; a sum that does not fit is one
+    clear error."""
     try:
-        return values.cast(kind)
+        if pa.types.is_decimal(kind):
+            added = added.cast(kind)
+        start = pc.fill_null(before.cast(added.type), _zero(added.type))
+        return pc.add_checked(start, added).cast(kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise InvalidInput(f"the sum of column {column!r} does not fit {kind}: {e}") from None
 

@@ -74,7 +74,8 @@ def _field(values: pa.Array) -> pa.Array:
 def _fixed(numbers: pa.Array, dtype: str, nulls: pa.Array | None = None) -> pa.Array:
     nulls = numbers if nulls is None else nulls
     n, width = len(numbers), np.dtype(dtype).itemsize
-    filled = numbers.fill_null(0) if numbers.null_count else numbers
+    blank = False if pa.types.is_boolean(numbers.type) else 0
+    filled = numbers.fill_null(blank) if numbers.null_count else numbers
     fields = np.empty((n, 4 + width), np.uint8)
     fields[:, :4] = np.frombuffer(np.array([width], ">i4").tobytes(), np.uint8)
     values = filled.to_numpy(zero_copy_only=False).astype(dtype)
