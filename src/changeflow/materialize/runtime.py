@@ -383,8 +383,9 @@ class Runtime:
         begin = 0
         while begin < len(times):
             end = min(begin + limit, len(times))
-            while end < len(times) and times[end] == times[end - 1]:
-                end += 1
+            if end < len(times):  # on to the end of the last time's run of updates
+                other = np.flatnonzero(times[end:] != times[end - 1])
+                end = end + int(other[0]) if other.size else len(times)
             cut = Antichain([int(times[end])]) if end < len(times) else upper
             yield updates.slice(begin, end - begin), cut
             begin = end
