@@ -463,3 +463,19 @@ def test_every_type_round_trips_as_a_typed_value(url: str, tmp_path: Path) -> No
         assert str(amount) in ("-0.002", "-0.002000")
     finally:
         storage.close()
+
+
+def test_a_second_row_of_a_key_in_a_later_transaction_is_refused(url: str, tmp_path: Path) -> None:
+    """Without a load, a key inserted without retracting its stored row is a second row of
+    it: the commit is refused by name and nothing of that transaction is written."""
+    storage = Storage(SqliteConsensus(tmp_path / "c.sqlite"), Blob(str(tmp_path / "blob")))
+    try:
+        _, write = storage.create("t", pa.schema([("k", pa.int64()), ("v", pa.string())]))
+        storage.append(write, [((1, "a"), 0, 1)], 1)
+        storage.append(write, [((2, "b"), 1, 1), ((1, "again"), 1, 1)], 2)
+        spec = Materialization("m", "t", url, ("k",), max_rows=1)
+        with pytest.raises(InvalidInput, match=r"key \(k.*1.*\) has 2 rows"):
+            materialize(storage, spec, tmp_path / "log.sqlite")
+        assert query(url, 'SELECT "k", "v" FROM "t"') == [(1, "a")]
+    finally:
+        storage.close()

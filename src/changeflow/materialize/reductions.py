@@ -133,14 +133,21 @@ class Reducer:
 
     def _unloaded(self, changes: Changes, where: str) -> pa.Table:
         """A key's one remaining row is upserted; a key left with retractions only is deleted
-        (in delta mode also a key whose changes cancel out)."""
+        (in delta mode also a key whose changes cancel out). A key the transaction inserts
+        without retracting a row of it must be new to the target (``_exists`` False): the
+        store refuses it if it holds a row of that key already (a second row)."""
         net = changes.table
         present = net.filter(pc.greater(net[DIFF], 0))
         self._one_row_per_key(present, None, where)
         key = list(self.key)
         gone = changes.touched if self.delta else changes.keys
         gone = _anti(gone, present.select(key), key)
-        return self._rows(present, pa.nulls(present.num_rows, pa.bool_()), gone, None)
+        exists = pa.nulls(present.num_rows, pa.bool_())
+        if not self.delta:
+            retracted = _key_text(net.filter(pc.less(net[DIFF], 0)), key)
+            upserted = pc.is_in(_key_text(present, key), value_set=retracted)
+            exists = pc.if_else(upserted, pa.scalar(None, pa.bool_()), False)
+        return self._rows(present, exists, gone, None)
 
     def _loaded(self, net: pa.Table, loaded: pa.Table, where: str) -> pa.Table:
         """The stored rows plus the changes: a key's one row is stored, a stored key without

@@ -206,9 +206,13 @@ class PostgresDriver(SqlDriver):
             )
         insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} AS s WHERE s.{} = {}")
         if writes.inserts:
-            cur.execute(
-                insert.format(target, _names(columns), values, stage, _OP, sql.Literal("i"))
-            )
+            try:
+                cur.execute(
+                    insert.format(target, _names(columns), values, stage, _OP, sql.Literal("i"))
+                )
+            except psycopg.errors.UniqueViolation as e:  # "Key (k)=(7) already exists."
+                detail = (e.diag.message_detail or "").removeprefix("Key ")
+                raise self.second_row(detail.removesuffix(" already exists.")) from None
         if writes.upserts:
             if table.values:
                 assign = sql.SQL(", ").join(

@@ -271,6 +271,15 @@ class SqlDriver(Driver):
             f"{newer}; this one (fence {self.fence}) stops"
         )
 
+    def second_row(self, key: str) -> InvalidInput:
+        """The error of an insert of a key the table holds already: the collection has two
+        rows of it (``key`` shown as ``(name=value, …)``)."""
+        return InvalidInput(
+            f"{self._where()}: commit: key {key} has 2 rows: the target holds one of an earlier "
+            "transaction; a materialization keeps one row per key: choose a key that is "
+            "unique, or reduce with --reduce"
+        )
+
     def _table(self, binding: int) -> Table:
         if not 0 <= binding < len(self.tables):
             raise ProtocolViolation(

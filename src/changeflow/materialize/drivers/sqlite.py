@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,7 +171,16 @@ class SqliteDriver(SqlDriver):
         for rows in writes.deletes:
             db.executemany(f"DELETE FROM {name} WHERE {_equal(key)}", _rows(table, rows))
         for rows in writes.inserts:
-            db.executemany(f"INSERT INTO {name} ({columns}) VALUES ({marks})", _rows(table, rows))
+            values, before = _rows(table, rows), db.total_changes
+            try:
+                db.executemany(f"INSERT INTO {name} ({columns}) VALUES ({marks})", values)
+            except sqlite3.IntegrityError:
+                if table.delta or not table.key:
+                    raise
+                row = values[db.total_changes - before]  # the first row not inserted
+                names = rows.column_names
+                shown = ", ".join(f"{k}={row[names.index(k)]!r}" for k in table.key)
+                raise self.second_row(f"({shown})") from None
         if table.values:
             assign = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in table.values)
             conflict = f"DO UPDATE SET {assign}"
@@ -195,7 +204,7 @@ class SqliteDriver(SqlDriver):
             self.db = None
 
 
-def _rows(table: Table, rows: pa.Table) -> Iterator[tuple]:
+def _rows(table: Table, rows: pa.Table) -> list[tuple]:
     """The rows of ``rows`` as tuples of SQLite values, in key order: each column converted as
     a whole (text where SQLite lacks the type), then zipped."""
     if rows.num_rows > 1 and table.binding.key:
@@ -205,4 +214,4 @@ def _rows(table: Table, rows: pa.Table) -> Iterator[tuple]:
         column = table.sql[table.columns.index(name)]
         values = rows[name]
         columns.append((to_text(values) if column.text else values).to_pylist())
-    return zip(*columns, strict=True)
+    return list(zip(*columns, strict=True))
