@@ -27,6 +27,7 @@ import pyarrow as pa
 from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, Operator, build
 from changeflow.compute.sink import SelfCorrectingSink
+from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
@@ -35,6 +36,7 @@ from changeflow.time import Antichain, Bound, show_bound, to_bound
 from changeflow.updates import DIFF, TIME
 
 HOLDER = "dataflow:{}"
+REPORT_SECONDS = 1.0  # a running dataflow reports its status at most this often
 
 
 @dataclass
@@ -140,6 +142,8 @@ class Dataflow:
         self.root: Operator = build(plan, self.inputs, at=self.as_of)
         self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
         self.schema = storage.state(output).schema
+        self.reported = 0.0
+        self._report(running=True)
 
     def step(self, timeout: float = 0.0) -> bool:
         """Take what the inputs have appended (waiting up to ``timeout`` seconds for something)
@@ -170,6 +174,8 @@ class Dataflow:
         self.stats.steps += 1
         self.stats.updates_out += len(out)
         self.stats.seconds.append(time.monotonic() - started)
+        if time.monotonic() - self.reported >= REPORT_SECONDS:
+            self._report(running=True)
         return True
 
     def run(self, until: int | None = None, idle_timeout: float = 30.0) -> StepStats:
@@ -195,7 +201,31 @@ class Dataflow:
 
     def close(self) -> None:
         """Stop (the inputs stay held for a restart; :func:`drop_view` releases them)."""
+        self._report(running=False)
         self.sink.close()
+
+    def status(self) -> DataflowStatus:
+        """Where the dataflow is: frontiers, lag, state held and step durations."""
+        return DataflowStatus(
+            name=self.name,
+            output=self.output,
+            inputs=sorted(self.holds),
+            as_of=self.as_of,
+            frontier=self.frontier,
+            input_uppers=dict(self.uppers),
+            steps=self.stats.steps,
+            updates_in=self.stats.updates_in,
+            updates_out=self.stats.updates_out,
+            arranged=self.state_size(),
+            step_seconds=self.stats.seconds[-20:],
+            plan=self.plan.explain(),
+        )
+
+    def _report(self, running: bool) -> None:
+        status = self.status()
+        status.running = running
+        report(self.storage.consensus, status)
+        self.reported = time.monotonic()
 
     def _release_inputs(self) -> None:
         """Hold the inputs where the sink holds the output (the latest time a restart can
@@ -224,6 +254,7 @@ def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
     """Release the inputs a view's dataflow holds (its output shard stays)."""
     for shard in sorted(plan.collections()):
         storage.release_reader(shard, HOLDER.format(name))
+    forget(storage.consensus, name)
 
 
 def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
