@@ -6,7 +6,8 @@ Arrow on, partitions sized to the master), and the helpers for plans, paths and 
 - :func:`session_conf` sets session settings for the plans made inside it;
 - :func:`on_executors` wraps a function that runs in the executors (``mapInArrow``) so that the
   changeflow errors it raises cross back whole, and :func:`spark_errors` turns every Spark-side
-  failure on the driver into a changeflow error (ours rebuilt by :func:`errors.from_wire`).
+  failure on the driver into a changeflow error (ours rebuilt by :func:`errors.from_wire`,
+  SQL's refusals as :class:`EvalError`); :func:`raise_column` fails a job with our error.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pyspark.sql import functions as F
 
 from changeflow import errors
 from changeflow.config import Config
-from changeflow.errors import ChangeflowError, InvalidInput
+from changeflow.errors import ChangeflowError, EvalError, InvalidInput
 
 T = TypeVar("T")
 WIRE = "changeflow-error: "  # how an executor's changeflow error is written into Spark's text
@@ -157,17 +158,88 @@ def on_executors(fn: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T]]:
     return run
 
 
+# Spark's conditions for values SQL refuses to compute: PostgreSQL's sqlstate and message.
+_SQL_ERRORS = {
+    "DIVIDE_BY_ZERO": ("22012", "division by zero"),
+    "REMAINDER_BY_ZERO": ("22012", "division by zero"),
+    "INTERVAL_DIVIDED_BY_ZERO": ("22012", "division by zero"),
+    "ARITHMETIC_OVERFLOW": ("22003", "value out of range: overflow"),
+    "CAST_OVERFLOW": ("22003", "{type} out of range"),
+    "NUMERIC_VALUE_OUT_OF_RANGE": ("22003", "numeric field overflow"),
+    "CAST_INVALID_INPUT": ("22P02", 'invalid input syntax for type {type}: "{value}"'),
+    "DATETIME_FIELD_OUT_OF_BOUNDS": ("22008", "date/time field value out of range"),
+    "DATETIME_OVERFLOW": ("22008", "timestamp out of range"),
+}
+_PG_TYPES = {
+    "SMALLINT": "smallint",
+    "INT": "integer",
+    "BIGINT": "bigint",
+    "DOUBLE": "double precision",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp with time zone",
+    "TIMESTAMP_NTZ": "timestamp",
+}
+
+
+def sql_error(text: str) -> EvalError | None:
+    """The :class:`EvalError` (PostgreSQL's sqlstate and wording) for Spark's error ``text``
+    when it is a value SQL refuses (overflow, division by zero, a bad cast); else None."""
+    for condition in re.findall(r"\[([A-Z_]+)(?:\.[A-Z_]+)?\]", text):
+        if condition in _SQL_ERRORS:
+            sqlstate, message = _SQL_ERRORS[condition]
+            value = re.search(r"The value '(.*?)' of the type", text)
+            target = re.search(r'cannot be cast to "([A-Z_]+)', text)
+            kind = target.group(1) if target else ""
+            kind = "numeric" if kind.startswith("DECIMAL") else _PG_TYPES.get(kind, kind.lower())
+            shown = message.format(type=kind or "value", value=value.group(1) if value else "")
+            return EvalError(shown, sqlstate=sqlstate)
+    return None
+
+
+def _wired(text: str) -> ChangeflowError | None:
+    """The last changeflow error written into Spark's ``text`` (by :class:`ExecutorError` or
+    by a ``raise_error`` column, whose message Spark may follow with more text)."""
+    at = text.rfind(WIRE)
+    if at < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, at + len(WIRE))
+    except ValueError:
+        return None
+    return errors.from_wire(value)
+
+
 @contextmanager
 def spark_errors(where: str) -> Iterator[None]:
     """Spark's failures as changeflow errors: one raised in an executor (through
-    :func:`on_executors`) comes back as it was; any other says ``where`` and Spark's line."""
+    :func:`on_executors`) or by a ``raise_error`` column (:func:`raise_column`) comes back as it
+    was; a value SQL refuses becomes an :class:`EvalError` with PostgreSQL's sqlstate; any other
+    says ``where`` and Spark's line."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as e:
         text = str(e)
-        ours = re.findall(rf"{re.escape(WIRE)}(\{{.*\}})\s*$", text, re.MULTILINE)
-        if ours:
-            raise errors.from_wire(json.loads(ours[-1])) from None
+        ours = _wired(text)
+        if ours is not None:
+            raise ours from None
+        refused = sql_error(text)
+        if refused is not None:
+            raise errors.with_context(refused, where) from None
         lines = [line for line in text.splitlines() if line.strip()] or [type(e).__name__]
         line = lines[-1] if isinstance(e, PythonException) else lines[0]
         raise InvalidInput(f"{where}: Spark failed: {line}") from None
+
+
+def raise_column(error: ChangeflowError, detail: Column | None = None) -> Column:
+    """A column that fails the Spark job with ``error`` (its message followed by the row's
+    ``detail`` text, if given) when evaluated; :func:`spark_errors` rebuilds it on the driver.
+    Use it inside ``F.when`` for a per-row check."""
+    wire = error.to_wire()
+    if detail is None:
+        return F.raise_error(F.lit(WIRE + json.dumps(wire, ensure_ascii=True)))
+    message = F.to_json(F.struct(F.concat(F.lit(error.message), detail).alias("message")))
+    head = json.dumps({"kind": wire["kind"], "fields": wire["fields"]}, ensure_ascii=True)
+    return F.raise_error(
+        F.concat(F.lit(WIRE + head[:-1] + ", "), F.regexp_replace(message, r"^\{", ""))
+    )

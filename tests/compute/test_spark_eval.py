@@ -1,0 +1,580 @@
+"""Plans evaluated in bulk on Spark against the reference evaluator: random plans and histories
+at several times, random scalar expressions, and fixed cases for each operator and function."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from changeflow.compute import plan as P
+from changeflow.compute.evaluate import evaluate
+from changeflow.compute.expr import (
+    Arith,
+    Case,
+    Cast,
+    Cmp,
+    Coalesce,
+    Col,
+    Expr,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    NullIf,
+    lit,
+)
+from changeflow.compute.functions import Func
+from changeflow.compute.spark_eval import evaluate_spark
+from changeflow.compute.spark_expr import ExprCompiler, exact_decimals, spark_type
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    Column,
+    Schema,
+)
+from changeflow.errors import EvalError, PlanError
+from changeflow.spark import spark_errors
+
+sys.path.insert(0, str(Path(__file__).parent))
+from plans import INPUTS, histories, plans  # noqa: E402
+from test_expr import _bool_expr, _int_expr  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+Version = dict[tuple, int]
+
+
+# -- comparing Spark's output with the reference's ----------------------------------------------
+
+
+def _norm(value: Any) -> Any:
+    """A value as compared: numerics exactly at the stored scale, doubles to 12 digits."""
+    if isinstance(value, Decimal):
+        return value.quantize(Decimal("1e-10"), rounding=ROUND_HALF_UP)
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.12g}")
+    return value
+
+
+def _normalized(version: Version) -> Version:
+    out: Version = defaultdict(int)
+    for row, count in version.items():
+        out[tuple(_norm(v) for v in row)] += count
+    return {r: c for r, c in out.items() if c}
+
+
+def frame(spark: SparkSession, schema: Schema, version: Version) -> DataFrame:
+    """A snapshot DataFrame of ``version``: the data columns and ``_diff``."""
+    ddl = ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in schema) + ", _diff bigint"
+    return spark.createDataFrame([(*row, count) for row, count in version.items()], ddl)
+
+
+def spark_version(out: DataFrame, width: int) -> Version:
+    with spark_errors("test"):
+        rows = out.collect()
+    found: Version = {}
+    for row in rows:
+        key = tuple(row)[:width]
+        assert key not in found, f"{key} twice: the output is not consolidated"
+        assert row[width] != 0
+        found[key] = row[width]
+    return _normalized(found)
+
+
+def version_at(updates: list, t: int) -> Version:
+    out: Version = defaultdict(int)
+    for row, time, diff in updates:
+        if time <= t:
+            out[row] += diff
+    return {r: c for r, c in out.items() if c}
+
+
+# -- random plans and histories ------------------------------------------------------------------
+
+TIMES = (0, 3, 7)
+
+
+def _reference(plan: P.Plan, history: dict[str, list]) -> dict[int, Version] | type[EvalError]:
+    try:
+        return {
+            t: _normalized(evaluate(plan, {n: version_at(u, t) for n, u in history.items()}, t))
+            for t in TIMES
+        }
+    except EvalError:
+        return EvalError
+
+
+@settings(max_examples=40)
+@given(plan=plans(), history=histories())
+def test_random_plans_agree_with_the_reference(
+    spark: SparkSession, plan: P.Plan, history: dict[str, list]
+) -> None:
+    expected = _reference(plan, history)
+    width = len(plan.schema)
+    outs = []
+    for t in TIMES:
+        inputs = {n: frame(spark, INPUTS[n].schema, version_at(u, t)) for n, u in history.items()}
+        outs.append(evaluate_spark(plan, inputs, t).withColumn("_at", F.lit(t)))
+    union = outs[0]
+    for other in outs[1:]:
+        union = union.union(other)
+    if expected is EvalError:
+        with pytest.raises(EvalError):
+            spark_version(union, width + 1)
+        return
+    with spark_errors("test"):
+        rows = union.collect()
+    got: dict[int, Version] = {t: {} for t in TIMES}
+    for row in rows:
+        values = tuple(row)
+        got[values[width + 1]][values[:width]] = values[width]
+    assert {t: _normalized(v) for t, v in got.items()} == expected, plan.explain()
+
+
+# -- fixed cases for each operator --------------------------------------------------------------
+
+R = P.Get("r", (Column("k", INT4), Column("v", INT4)))
+S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
+R_ROWS: Version = {(1, 10): 2, (1, 20): 1, (2, None): 1, (None, 5): 3}
+S_ROWS: Version = {(1, 7): 1, (3, 8): 2, (None, 9): 1}
+
+
+def _check(spark: SparkSession, plan: P.Plan, now: int = 5) -> Version:
+    versions = {"r": R_ROWS, "s": S_ROWS}
+    expected = _normalized(evaluate(plan, versions, now))
+    inputs = {n: frame(spark, INPUTS[n].schema, v) for n, v in versions.items()}
+    got = spark_version(evaluate_spark(plan, inputs, now), len(plan.schema))
+    assert got == expected, plan.explain()
+    return got
+
+
+def _k(schema: Schema, i: int) -> Col:
+    return P.col(schema, i)
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "right", "full"])
+def test_joins(spark: SparkSession, kind: str) -> None:
+    residual = Cmp("<", _k((*R.schema, *S.schema), 3), lit(9))
+    _check(spark, P.Join((R, S), ((0, 2),), kind))
+    _check(spark, P.Join((R, S), ((0, 2),), kind, residual))
+
+
+def test_three_way_join_and_self_join(spark: SparkSession) -> None:
+    got = _check(spark, P.Join((R, S, R), ((0, 2, 4),)))
+    assert got[(1, 10, 1, 7, 1, 10)] == 4  # counts multiply: 2 * 1 * 2
+    _check(spark, P.Join((R, R), ((0, 2), (1, 3))))
+    _check(spark, P.Join((R, S)))  # a cross join
+
+
+def test_reduce_counts_multiplicities(spark: SparkSession) -> None:
+    v = _k(R.schema, 1)
+    aggs = (
+        P.Aggregate("count"),
+        P.Aggregate("count", v),
+        P.Aggregate("count", v, distinct=True),
+        P.Aggregate("sum", v),
+        P.Aggregate("sum", v, distinct=True),
+        P.Aggregate("min", v),
+        P.Aggregate("max", v),
+        P.Aggregate("avg", v),
+        P.Aggregate("avg", Cast(v, FLOAT8)),
+        P.Aggregate("sum", Cast(v, INT8)),
+        P.Aggregate("sum", Cast(v, NUMERIC)),
+        P.Aggregate("bool_and", Cmp(">", v, lit(10))),
+        P.Aggregate("bool_or", Cmp(">", v, lit(10))),
+        P.Aggregate("string_agg", Cast(v, TEXT), separator="|"),
+        P.Aggregate("string_agg", Cast(v, TEXT), distinct=True),
+    )
+    got = _check(spark, P.Reduce(R, (0,), aggs))
+    row = next(r for r in got if r[0] == 1)
+    assert row[1:5] == (3, 3, 2, 40) and row[-2] == "10|10|20"
+    assert row[8] == Decimal("13.3333333333")
+    _check(spark, P.Reduce(R, (), aggs))
+    empty = P.Filter(R, (lit(False),))
+    assert _check(spark, P.Reduce(empty, (), (P.Aggregate("count"),))) == {}
+
+
+def test_distinct_threshold_negate_union(spark: SparkSession) -> None:
+    _check(spark, P.Distinct(R))
+    minus = P.Union((P.Project(R, (0,)), P.Negate(P.Project(S, (0,)))))
+    _check(spark, P.Threshold(minus))
+    _check(spark, P.Distinct(minus))
+    _check(spark, minus)
+
+
+@pytest.mark.parametrize(
+    ("order", "limit", "offset"),
+    [
+        ((P.Order(1),), 2, 0),
+        ((P.Order(1, desc=True),), 1, 1),
+        ((P.Order(1, nulls_last=False),), None, 2),
+        ((), 3, 1),
+    ],
+)
+def test_top_k_expands_counts(
+    spark: SparkSession, order: tuple[P.Order, ...], limit: int | None, offset: int
+) -> None:
+    _check(spark, P.TopK(R, (), order, limit, offset))
+    _check(spark, P.TopK(R, (0,), order, limit, offset))
+
+
+def test_negative_counts_are_refused_where_the_reference_refuses_them(
+    spark: SparkSession,
+) -> None:
+    negative = P.Negate(R)
+    for plan in (P.Reduce(negative, (), (P.Aggregate("count"),)), P.TopK(negative, (), (), 1)):
+        with pytest.raises(EvalError) as caught:
+            _check(spark, plan)
+        assert caught.value.sqlstate == "XX000"
+    assert _check(spark, P.Threshold(negative)) == {}
+
+
+def test_temporal_filter_constant_map(spark: SparkSession) -> None:
+    v = _k(R.schema, 1)
+    window = P.TemporalFilter(R, (Arith("-", v, lit(10)),), (Arith("+", v, lit(1)),))
+    assert set(_check(spark, window, now=10)) == {(1, 10)}
+    assert _check(spark, window, now=11) == {}
+    rows = (((1, "a", Decimal("1.5")), 2), ((None, None, None), 1))
+    schema = (Column("x", INT4), Column("y", TEXT), Column("z", NUMERIC))
+    constant = P.Constant(rows, schema)
+    _check(spark, P.Map(constant, (("x2", Arith("*", _k(schema, 2), lit(2))),)))
+
+
+def test_repeated_names_and_output_types(spark: SparkSession) -> None:
+    plan = P.Project(R, (0, 0, 1), names=("k", "k", "v"))
+    inputs = {"r": frame(spark, R.schema, R_ROWS)}
+    out = evaluate_spark(plan, inputs, 0)
+    assert out.columns == ["k", "k", "v", "_diff"]
+    assert [f.dataType.simpleString() for f in out.schema] == ["int", "int", "int", "bigint"]
+    reduced = P.Reduce(R, (), (P.Aggregate("avg", _k(R.schema, 1)),))
+    avg = evaluate_spark(reduced, inputs, 0)
+    assert avg.schema[0].dataType.simpleString() == "decimal(38,10)"
+
+
+def test_bad_inputs_are_refused_before_spark_runs(spark: SparkSession) -> None:
+    with pytest.raises(PlanError, match="no input named s"):
+        evaluate_spark(S, {"r": frame(spark, R.schema, R_ROWS)}, 0)
+    wrong = frame(spark, (Column("k", TEXT), Column("v", INT4)), {("a", 1): 1})
+    with pytest.raises(PlanError, match="column 'k' is string; the plan reads it as integer"):
+        evaluate_spark(R, {"r": wrong}, 0)
+    narrow = frame(spark, (Column("k", INT4),), {(1,): 1})
+    with pytest.raises(PlanError, match="the plan reads 2 data columns"):
+        evaluate_spark(R, {"r": narrow}, 0)
+
+
+# -- scalar expressions --------------------------------------------------------------------------
+
+ROW_SCHEMA: Schema = (Column("a", INT4), Column("b", INT4), Column("c", INT4))
+
+
+def _spark_values(spark: SparkSession, exprs: list[Expr], schema: Schema, rows: list[tuple]):
+    """Each expression's value on each row, computed by Spark (one job), or the error."""
+    ddl = ", ".join(f"c{i} {spark_type(c.type)}" for i, c in enumerate(schema))
+    ddl += ", _i int"
+    df = spark.createDataFrame([(*row, i) for i, row in enumerate(rows)], ddl)
+    with exact_decimals(spark):
+        cc = ExprCompiler(df, 0)
+        out = df.select("_i", *(cc.compile(e).alias(f"e{j}") for j, e in enumerate(exprs)))
+    with spark_errors("test"):
+        return sorted(tuple(r) for r in out.collect())
+
+
+def _reference_value(e: Expr, row: tuple) -> Any:
+    try:
+        return e.eval(row)
+    except EvalError as error:
+        return error
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    if isinstance(ours, float) and isinstance(theirs, float):
+        return math.isclose(ours, theirs, rel_tol=1e-12) or ours == theirs
+    return _norm(ours) == _norm(theirs)
+
+
+def _agree(spark: SparkSession, e: Expr, schema: Schema, rows: list[tuple]) -> None:
+    expected = [_reference_value(e, row) for row in rows]
+    failures = {x.sqlstate for x in expected if isinstance(x, EvalError)}
+    if failures:
+        with pytest.raises(EvalError) as caught:
+            _spark_values(spark, [e], schema, rows)
+        assert caught.value.sqlstate in failures, f"{e}: {caught.value}"
+        return
+    got = [v for _, v in _spark_values(spark, [e], schema, rows)]
+    for row, ours, theirs in zip(rows, expected, got, strict=True):
+        assert _same(ours, theirs), f"{e} on {row}: reference {ours!r}, Spark {theirs!r}"
+
+
+def _arith_expr(depth: int) -> st.SearchStrategy[Expr]:
+    """Integer expressions that also divide, take remainders, negate and cast."""
+    sub = _int_expr(depth)
+    return st.one_of(
+        sub,
+        st.builds(Arith, st.sampled_from(["/", "%"]), sub, sub),
+        st.builds(Neg, sub),
+        st.builds(lambda a: Cast(Cast(a, TEXT), INT8), sub),
+        st.builds(lambda a, b: Arith("/", Cast(a, NUMERIC), b), sub, sub),
+        st.builds(lambda a, b: Arith("*", Cast(a, FLOAT8), b), sub, sub),
+        st.builds(lambda a, k: Cast(a, k), sub, st.sampled_from([INT2, INT8, BOOL, NUMERIC])),
+    )
+
+
+ints = st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1))
+small = st.one_of(st.none(), st.integers(-100, 100))
+
+
+@settings(max_examples=40)
+@given(
+    e=st.one_of(_arith_expr(2), _bool_expr(2)),
+    rows=st.lists(st.tuples(ints, small, small), min_size=1, max_size=4),
+)
+def test_random_expressions_agree_with_the_reference(
+    spark: SparkSession, e: Expr, rows: list[tuple]
+) -> None:
+    _agree(spark, e, ROW_SCHEMA, rows)
+
+
+TEXTS = st.text(alphabet="ab%_\\ 1.-", max_size=5)
+
+
+@settings(max_examples=25)
+@given(
+    value=st.one_of(st.none(), TEXTS),
+    pattern=TEXTS,
+    negated=st.booleans(),
+    case_insensitive=st.booleans(),
+    target=st.sampled_from([INT4, BOOL, NUMERIC, FLOAT8]),
+)
+def test_like_and_casts_from_text_agree(
+    spark: SparkSession,
+    value: str | None,
+    pattern: str,
+    negated: bool,
+    case_insensitive: bool,
+    target: Any,
+) -> None:
+    col = Col(0, TEXT)
+    schema = (Column("t", TEXT),)
+    _agree(spark, Like(col, lit(pattern), negated, case_insensitive), schema, [(value,)])
+    _agree(spark, Cast(col, target), schema, [(value,)])
+
+
+# -- fixed cases for each function ---------------------------------------------------------------
+
+WIDE: Schema = (
+    Column("t", TEXT),
+    Column("i", INT4),
+    Column("n", NUMERIC),
+    Column("f", FLOAT8),
+    Column("d", DATE),
+    Column("ts", TIMESTAMP),
+    Column("tz", TIMESTAMPTZ),
+    Column("b", INT8),
+)
+WIDE_ROWS = [
+    (
+        "  Hello World ",
+        -3,
+        Decimal("2.345"),
+        -2.5,
+        date(2024, 2, 28),
+        datetime(2024, 2, 28, 13, 45, 30, 250000),
+        datetime(2024, 2, 28, 13, 45, 30, tzinfo=__import__("datetime").UTC),
+        1700000000123,
+    ),
+    (None, None, None, None, None, None, None, None),
+    ("abc", 7, Decimal("-0.5"), 3.5, date(2023, 12, 31), datetime(2023, 1, 1), None, 0),
+]
+
+
+def _w(name: str) -> Col:
+    i = [c.name for c in WIDE].index(name)
+    return P.col(WIDE, i)
+
+
+t, i, n, f, d, ts, tz, b = (_w(c.name) for c in WIDE)
+
+FUNCTION_CASES: list[Expr] = [
+    Func("lower", (t,)),
+    Func("upper", (t,)),
+    Func("length", (t,)),
+    Func("char_length", (t,)),
+    Func("substr", (t, i)),
+    Func("substr", (t, lit(0), lit(3))),
+    Func("substring", (t, lit(3), lit(4))),
+    Func("substr", (t, lit(-2), lit(5))),
+    Func("btrim", (t,)),
+    Func("trim", (t, lit(" Hd"))),
+    Func("ltrim", (t,)),
+    Func("rtrim", (t, lit(" d"))),
+    Func("replace", (t, lit("l"), lit("L$1"))),
+    Func("replace", (t, lit(""), lit("-"))),
+    Func("strpos", (t, lit("o"))),
+    Func("strpos", (t, lit(""))),
+    Func("position", (lit("W"), t)),
+    Func("left", (t, lit(3))),
+    Func("left", (t, lit(-3))),
+    Func("left", (t, i)),
+    Func("right", (t, lit(3))),
+    Func("right", (t, lit(-3))),
+    Func("right", (t, lit(0))),
+    Func("starts_with", (t, lit("  H"))),
+    Func("reverse", (t,)),
+    Func("repeat", (t, lit(2))),
+    Func("repeat", (t, i)),
+    Func("concat", (t, Lit(None, TEXT), i, lit(True), d, ts, tz)),
+    Func("textcat", (t, lit("!"))),
+    Func("abs", (i,)),
+    Func("abs", (n,)),
+    Func("abs", (f,)),
+    Func("round", (n,)),
+    Func("round", (n, lit(2))),
+    Func("round", (n, lit(-1))),
+    Func("round", (f,)),
+    Func("round", (i,)),
+    Func("trunc", (n, lit(1))),
+    Func("trunc", (f,)),
+    Func("floor", (n,)),
+    Func("floor", (f,)),
+    Func("ceil", (n,)),
+    Func("ceiling", (f,)),
+    Func("sign", (i,)),
+    Func("sign", (n,)),
+    Func("sign", (f,)),
+    Func("sqrt", (Func("abs", (f,)),)),
+    Func("ln", (Func("abs", (n,)),)),
+    Func("exp", (i,)),
+    Func("power", (f, lit(2))),
+    Func("pow", (n, i)),
+    Func("greatest", (i, Lit(None, INT4), lit(3))),
+    Func("least", (i, n, f)),
+    Func("greatest", (d, Lit(None, DATE))),
+    *(Func("date_part", (lit(u), x)) for u in ("year", "dow", "doy", "week") for x in (d, tz)),
+    *(Func("date_part", (lit(u), ts)) for u in ("second", "epoch", "quarter", "hour")),
+    *(Func("extract", (lit(u), ts)) for u in ("second", "epoch", "month", "minute", "day")),
+    Func("extract", (lit("epoch"), d)),
+    *(Func("date_trunc", (lit(u), ts)) for u in ("week", "month", "quarter", "hour", "year")),
+    Func("date_trunc", (lit("day"), d)),
+    Func("date_trunc", (lit("minute"), tz)),
+    Func("make_date", (lit(2024), lit(2), Func("abs", (i,)))),
+    Func("to_timestamp", (b,)),
+    Func("epoch_ms", (ts,)),
+    Func("epoch_ms", (d,)),
+    # the expression nodes that the random cases do not cover
+    Arith("+", d, i),
+    Arith("-", d, lit(date(2024, 1, 1))),
+    Arith("*", n, n),
+    Arith("-", n, i),
+    Arith("%", n, lit(Decimal("0.3"))),
+    Arith("/", f, lit(4)),
+    Arith("%", f, lit(2)),
+    Cmp("<", d, ts),
+    Cmp("=", n, f),
+    Cmp(">=", t, lit("abc")),
+    Case(((Cmp(">", i, lit(0)), n),), f),
+    Coalesce((Lit(None, INT4), i, lit(1))),
+    NullIf(t, lit("abc")),
+    InList(n, (lit(2), Lit(Decimal("-0.5"), NUMERIC))),
+    InList(t, (lit("x"), Lit(None, TEXT)), negated=True),
+    IsNull(tz),
+    Like(t, lit("%o W%")),
+    Like(t, lit("ABC"), case_insensitive=True),
+    Cast(i, TEXT),
+    Cast(d, TEXT),
+    Cast(ts, TEXT),
+    Cast(tz, TEXT),
+    Cast(ts, DATE),
+    Cast(d, TIMESTAMPTZ),
+    Cast(tz, TIMESTAMP),
+    Cast(n, INT4),
+    Cast(f, INT2),
+    Cast(f, NUMERIC),
+    Cast(lit("2024-03-01"), DATE),
+    Cast(lit("2024-03-01 10:00:01.5"), TIMESTAMP),
+    Cast(lit(" yes "), BOOL),
+]
+
+
+def test_functions_and_expressions_agree_with_the_reference(spark: SparkSession) -> None:
+    got = _spark_values(spark, FUNCTION_CASES, WIDE, WIDE_ROWS)
+    for j, e in enumerate(FUNCTION_CASES):
+        for row, values in zip(WIDE_ROWS, got, strict=True):
+            ours, theirs = e.eval(row), values[j + 1]
+            if isinstance(theirs, datetime) and theirs.tzinfo is None and e.type == TIMESTAMPTZ:
+                theirs = theirs.replace(tzinfo=__import__("datetime").UTC)
+            assert _same(ours, theirs), f"{e} on {row}: reference {ours!r}, Spark {theirs!r}"
+
+
+@pytest.mark.parametrize(
+    ("e", "sqlstate"),
+    [
+        (Arith("+", lit(2**31 - 1), i), "22003"),
+        (Arith("/", i, lit(0)), "22012"),
+        (Arith("%", n, lit(Decimal(0))), "22012"),
+        (Arith("*", f, lit(1e308)), "22003"),
+        (Cast(t, INT4), "22P02"),
+        (Cast(lit("maybe"), BOOL), "22P02"),
+        (Cast(lit("2024-13"), DATE), "22P02"),
+        (Cast(Arith("*", f, lit(1e300)), INT4), "22003"),
+        (Func("sqrt", (f,)), "2201F"),
+        (Func("ln", (lit(0),)), "2201E"),
+        (Func("power", (lit(0), lit(-1))), "2201F"),
+        (Func("exp", (lit(1000),)), "22003"),
+        (Func("substr", (t, lit(1), lit(-1))), "22011"),
+        (Func("date_part", (lit("fortnight"), d)), "22023"),
+        (Func("make_date", (lit(2023), lit(2), lit(29))), "22008"),
+        (Like(t, lit("a\\")), "22025"),
+    ],
+)
+def test_spark_failures_are_eval_errors_with_postgres_sqlstate(
+    spark: SparkSession, e: Expr, sqlstate: str
+) -> None:
+    with pytest.raises(EvalError) as reference:
+        e.eval(WIDE_ROWS[0])
+    assert reference.value.sqlstate == sqlstate
+    with pytest.raises(EvalError) as caught:
+        _spark_values(spark, [e], WIDE, WIDE_ROWS[:1])
+    assert caught.value.sqlstate == sqlstate, caught.value
+
+
+def test_bad_cast_message_names_the_value(spark: SparkSession) -> None:
+    with pytest.raises(EvalError, match='invalid input syntax for type boolean: "maybe"'):
+        _spark_values(spark, [Cast(lit("maybe"), BOOL)], WIDE, WIDE_ROWS[:1])
+    with pytest.raises(EvalError, match='invalid input syntax for type integer: "  Hello'):
+        _spark_values(spark, [Cast(t, INT4)], WIDE, WIDE_ROWS[:1])
+
+
+@pytest.mark.parametrize(
+    "e",
+    [
+        Cast(f, TEXT),
+        Cast(n, TEXT),
+        Like(t, t),
+        Func("round", (n, i)),
+        Func("date_part", (t, d)),
+    ],
+)
+def test_what_spark_cannot_compute_faithfully_is_refused(spark: SparkSession, e: Expr) -> None:
+    df = frame(spark, WIDE, {}).toDF(*(f"c{j}" for j in range(len(WIDE))), "_diff")
+    with pytest.raises(PlanError, match="cannot be computed on Spark"):
+        ExprCompiler(df, 0).compile(e)
