@@ -155,7 +155,7 @@ def test_drop_view_releases_its_inputs(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=plans(2), history=histories(TIMES), cut=st.integers(1, TIMES - 1))
 def test_a_view_hydrated_on_spark_is_exact_at_every_time(
     spark, tmp_path_factory, plan, history, cut

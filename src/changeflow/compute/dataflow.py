@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 from changeflow.compute import plan as P
-from changeflow.compute.operators import Inputs, Operator, build, hydrate
+from changeflow.compute.operators import Inputs, Operator, Reduce, build
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
@@ -170,16 +170,22 @@ class Dataflow:
         collection every stateful operator reads and the output, which goes to the sink as the
         first step; the subscriptions then start after the as_of."""
         from changeflow.compute.spark_eval import evaluate_spark
+        from changeflow.compute.spark_state import positional, reduce_groups
 
         started = time.monotonic()
         frames = {s: self.storage.snapshot(c, self.as_of, spark) for s, c in self.holds.items()}
 
-        def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
-            frame = evaluate_spark(plan, frames, self.as_of)
-            names = [f"c{i}" for i in range(len(plan.schema))]  # plan names may repeat
-            return _counted(frame.toDF(*names, DIFF).toArrow())
+        def frame_at(plan: P.Plan) -> DataFrame:
+            return positional(evaluate_spark(plan, frames, self.as_of), len(plan.schema))
 
-        hydrate(self.root, collection_at, self.as_of)
+        def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
+            return _counted(frame_at(plan).toArrow())
+
+        for op in self.root.walk():  # a reduce takes its groups' accumulators from Spark
+            if isinstance(op, Reduce):
+                op.groups = reduce_groups(frame_at(op.input_plans[0]), op.reduce)
+            else:
+                op.hydrate([collection_at(p) for p in op.input_plans], self.as_of)
         contents = [(row, self.as_of, c) for row, c in collection_at(self.plan)]
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)

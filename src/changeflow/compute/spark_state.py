@@ -1,0 +1,106 @@
+"""Operator state computed in bulk on Spark, for a dataflow hydrating at an as_of.
+
+A reduce's state is small even when its input is large: per group, the row count and per
+aggregate the count of non-NULL values and their total, or (for DISTINCT, min, max, bool_and,
+bool_or, string_agg) the values with their counts. Spark aggregates the input collection into
+exactly that, so only the groups reach the driver.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from changeflow.compute import plan as P
+from changeflow.compute.operators import Group, Row
+from changeflow.compute.spark_expr import ExprCompiler, exact_decimals, name
+from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.updates import DIFF
+
+
+def positional(frame: DataFrame, width: int) -> DataFrame:
+    """A collection's frame with its data columns named by position (``c0``…) and ``_diff``."""
+    return frame.toDF(*[name(i) for i in range(width)], DIFF)
+
+
+def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
+    """The groups of ``reduce`` over its input collection ``frame`` (positional columns and
+    ``_diff``), their accumulators computed on Spark."""
+    with exact_decimals(frame.sparkSession):
+        compiler = ExprCompiler(frame)
+        keys = [F.col(name(i)).alias(f"k{n}") for n, i in enumerate(reduce.group_by)]
+        diff = F.col(DIFF)
+        sums: list[Column] = [F.sum(diff).alias("count")]
+        for i, agg in enumerate(reduce.aggregates):
+            if agg.arg is None:
+                continue
+            arg = compiler.compile(agg.arg)
+            sums.append(F.sum(F.when(arg.isNotNull(), diff).otherwise(0)).alias(f"n{i}"))
+            if not _counts_values(agg) and agg.func != "count":
+                sums.append(F.sum(_exact(arg, agg) * diff).alias(f"t{i}"))
+        table = frame.groupBy(*keys).agg(*sums).toArrow()
+        groups = _groups(table, reduce)
+        for i, agg in enumerate(reduce.aggregates):
+            if agg.arg is not None and _counts_values(agg):
+                _values(frame, compiler.compile(agg.arg), keys, i, groups)
+    return {k: g for k, g in groups.items() if g.count}
+
+
+def _counts_values(agg: P.Aggregate) -> bool:
+    return agg.distinct or agg.func not in ("count", "sum", "avg")
+
+
+def _exact(arg: Column, agg: P.Aggregate) -> Column:
+    """The argument in a type whose sum cannot overflow before the total is checked."""
+    kind = agg.arg.type if agg.arg is not None else None
+    if kind == FLOAT8:
+        return arg.cast("double")
+    if kind == NUMERIC:
+        return arg
+    return arg.cast("decimal(38,0)")
+
+
+def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
+    width = len(reduce.group_by)
+    columns = {n: table.column(n).to_pylist() for n in table.column_names}
+    groups: dict[Row, Group] = {}
+    for r in range(table.num_rows):
+        key = tuple(columns[f"k{n}"][r] for n in range(width))
+        group = Group(reduce.aggregates)
+        group.count = columns["count"][r]
+        for i, agg in enumerate(reduce.aggregates):
+            if agg.arg is None:
+                continue
+            group.present[i] = columns[f"n{i}"][r]
+            total = columns.get(f"t{i}")
+            if total is not None and total[r] is not None:
+                value = total[r]
+                group.totals[i] = value if agg.arg.type in (FLOAT8, NUMERIC) else int(value)
+        groups[key] = group
+    return groups
+
+
+def _values(
+    frame: DataFrame, arg: Column, keys: list[Column], i: int, groups: dict[Row, Group]
+) -> None:
+    """Aggregate ``i``'s values with their counts, per group."""
+    counted = (
+        frame.where(arg.isNotNull())
+        .groupBy(*keys, arg.alias("v"))
+        .agg(F.sum(F.col(DIFF)).alias("c"))
+        .where(F.col("c") != 0)
+        .toArrow()
+    )
+    width = len(keys)
+    columns = {n: counted.column(n).to_pylist() for n in counted.column_names}
+    for r in range(counted.num_rows):
+        key = tuple(columns[f"k{n}"][r] for n in range(width))
+        values = groups[key].values[i]
+        assert values is not None
+        values[columns["v"][r]] = columns["c"][r]
+    for group in groups.values():
+        if group.values[i] is None:
+            group.values[i] = Counter()
