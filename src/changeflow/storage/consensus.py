@@ -65,7 +65,7 @@ class Consensus(ABC):
     @staticmethod
     def _check_next(expected: int | None, new: VersionedData) -> None:
         if new.seqno != (expected or 0) + 1:
-            raise ValueError(
+            raise InvalidInput(
                 f"the next seqno after {expected} is {(expected or 0) + 1}, not {new.seqno}"
             )
 
