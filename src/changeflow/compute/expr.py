@@ -445,7 +445,8 @@ def common_type(exprs: tuple[Expr, ...], where: str) -> SqlType:
 
 
 def _coerce(value: Any, kind: SqlType) -> Any:
-    return None if value is None or not kind.numeric else _as(value, kind)
+    """A branch's value in the unified type (numbers promoted; others as they are)."""
+    return _as(value, kind) if value is not None and kind.numeric else value
 
 
 @dataclass(frozen=True)
@@ -467,13 +468,8 @@ class Case(Expr):
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         for cond, result in self.whens:
             if cond.eval(row, now) is True:
-                return (
-                    _coerce(result.eval(row, now), self.type)
-                    if self.type.numeric
-                    else result.eval(row, now)
-                )
-        v = self.otherwise.eval(row, now)
-        return _coerce(v, self.type) if self.type.numeric else v
+                return _coerce(result.eval(row, now), self.type)
+        return _coerce(self.otherwise.eval(row, now), self.type)
 
     def __str__(self) -> str:
         body = " ".join(f"WHEN {c} THEN {r}" for c, r in self.whens)
@@ -496,7 +492,7 @@ class Coalesce(Expr):
         for a in self.args:
             v = a.eval(row, now)
             if v is not None:
-                return _coerce(v, self.type) if self.type.numeric else v
+                return _coerce(v, self.type)
         return None
 
     def __str__(self) -> str:
