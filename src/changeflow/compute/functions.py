@@ -14,7 +14,7 @@ from datetime import date, datetime
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any
 
-from changeflow.compute.expr import Expr, _as, _typed, check_range, common_type, to_text
+from changeflow.compute.expr import Expr, _coerce, _typed, check_range, common_type, to_text
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -386,8 +386,7 @@ class Func(Expr):
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
             ) from None
         object.__setattr__(self, "function", function)
-        nullable = any(a.nullable for a in self.args) if function.strict else True
-        _typed(self, kind, nullable or kind in (NUMERIC, FLOAT8) and self.name in ("sqrt", "ln"))
+        _typed(self, kind, any(a.nullable for a in self.args) if function.strict else True)
 
     def children(self) -> tuple[Expr, ...]:
         return self.args
@@ -395,11 +394,9 @@ class Func(Expr):
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         values = [a.eval(row, now) for a in self.args]
         if not self.function.strict:
-            pairs = [
-                (_as(v, self.type) if v is not None and self.type.numeric else v, a.type)
-                for v, a in zip(values, self.args, strict=True)
-            ]
-            return self.function.impl(*pairs)
+            return self.function.impl(
+                *((_coerce(v, self.type), a.type) for v, a in zip(values, self.args, strict=True))
+            )
         if any(v is None for v in values):
             return None
         result = self.function.impl(*values)
