@@ -380,7 +380,7 @@ def _substr(cc: ExprCompiler, e: Func) -> Column:
     taken = F.substr(s, F.least(lo, past).cast("int"), F.least(length, past).cast("int"))
     return (
         F.when(count < 0, fail("negative substring length not allowed", "22011"))
-        .when(length <= 0, F.lit(""))
+        .when(length <= 0, F.substr(s, F.lit(1), F.lit(0)))  # '' (NULL for a NULL string)
         .otherwise(taken)
     )
 
@@ -411,7 +411,8 @@ def _right(cc: ExprCompiler, e: Func) -> Column:
     s, n = cc.compile(e.args[0]), cc.compile(e.args[1]).cast("bigint")
     size = F.length(s).cast("bigint")
     start = F.when(n > 0, F.greatest(size - n + 1, F.lit(1))).otherwise(F.least(1 - n, size + 1))
-    return F.when(n == 0, F.lit("")).otherwise(F.substr(s, start.cast("int")))
+    nothing = F.substr(s, F.lit(1), F.lit(0))  # '' (NULL for a NULL string)
+    return F.when(n == 0, nothing).otherwise(F.substr(s, start.cast("int")))
 
 
 def _text(cc: ExprCompiler, a: X.Expr, e: Func) -> Column:
