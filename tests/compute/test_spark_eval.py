@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -312,9 +312,16 @@ def _same(ours: Any, theirs: Any) -> bool:
     return _norm(ours) == _norm(theirs)
 
 
+def _null_literal(e: Expr) -> bool:
+    return (isinstance(e, Lit) and e.value is None) or any(map(_null_literal, e.children()))
+
+
 def _agree(spark: SparkSession, e: Expr, schema: Schema, rows: list[tuple]) -> None:
     expected = [_reference_value(e, row) for row in rows]
     failures = {x.sqlstate for x in expected if isinstance(x, EvalError)}
+    # Spark folds an operation on a NULL literal to NULL without evaluating the other operand,
+    # where the reference evaluates it and may fail: a known difference, in errors only.
+    assume(not (failures and _null_literal(e)))
     if failures:
         with pytest.raises(EvalError) as caught:
             _spark_values(spark, [e], schema, rows)
