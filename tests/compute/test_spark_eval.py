@@ -124,7 +124,8 @@ def _reference(plan: P.Plan, history: dict[str, list]) -> dict[int, Version] | t
         return EvalError
 
 
-@settings(max_examples=40)
+@pytest.mark.slow
+@settings(max_examples=30)
 @given(plan=plans(), history=histories())
 def test_random_plans_agree_with_the_reference(
     spark: SparkSession, plan: P.Plan, history: dict[str, list]

@@ -166,7 +166,7 @@ class ExprCompiler:
         need = {"*": sa + sb, "/": NUMERIC_SCALE}.get(e.op, max(sa, sb))
         if so < min(need, 38):
             raise _unsupported(e, f"Spark keeps {so} decimal places of the {need} the result needs")
-        return out
+        return a, b, out
 
     def _scale(self, c: Column) -> int:
         kind = self.type_of(c)
