@@ -21,7 +21,7 @@ from changeflow.config import Config
 from changeflow.demo import generate_orders, run_demo
 from changeflow.errors import InvalidInput
 from changeflow.materialize.runtime import Progress
-from changeflow.storage import Storage
+from changeflow.storage import Storage, ingest
 from changeflow.storage.state import ShardState
 from changeflow.time import Antichain
 
@@ -124,15 +124,15 @@ def test_advances_beyond_the_shard_upper_are_trimmed_and_grouped(monkeypatch) ->
         ([], Antichain([7])),
         ([("f", 8, 1)], Antichain()),
     ]
-    assert list(demo._beyond(advances, Antichain([0]))) == advances
-    assert list(demo._beyond(advances, Antichain([4]))) == [
+    assert list(ingest._beyond(advances, Antichain([0]))) == advances
+    assert list(ingest._beyond(advances, Antichain([4]))) == [
         ([("d", 4, 1), ("e", 5, 1)], Antichain([6])),
         *advances[2:],
     ]
-    assert list(demo._beyond(advances, Antichain([7]))) == advances[3:]
-    assert list(demo._beyond(advances, Antichain())) == []
-    monkeypatch.setattr(demo, "APPEND_UPDATES", 3)
-    groups = list(demo._groups(advances))
+    assert list(ingest._beyond(advances, Antichain([7]))) == advances[3:]
+    assert list(ingest._beyond(advances, Antichain())) == []
+    monkeypatch.setattr(ingest, "APPEND_UPDATES", 3)
+    groups = list(ingest._groups(advances))
     assert [(len(u), f, n) for u, f, n in groups] == [(5, Antichain([6]), 2), (1, Antichain(), 2)]
 
 
@@ -256,7 +256,7 @@ def test_demo_recovers_the_exact_collection(spark, tmp_path: Path, monkeypatch) 
 
 @pytest.mark.spark
 def test_demo_resumes_after_an_interruption(spark, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(demo, "APPEND_ADVANCES", 1)  # one append per frontier advance
+    monkeypatch.setattr(ingest, "APPEND_ADVANCES", 1)  # one append per frontier advance
     config = Config.load(home=str(tmp_path), spark_master="local[2]")
     assert not run_demo(config, **SMALL, stop_after_appends=1)
     stopped = orders(tmp_path)

@@ -18,7 +18,7 @@ import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -29,14 +29,14 @@ from rich.status import Status
 from rich.table import Table
 
 from changeflow.cdc.chaos import chaos_copy
-from changeflow.cdc.files import open_source, write_messages
-from changeflow.cdc.reader import decode
+from changeflow.cdc.files import write_messages
 from changeflow.cdc.writer import write_history
 from changeflow.collection import read
 from changeflow.config import Config
 from changeflow.errors import InvalidInput
 from changeflow.materialize.runtime import Materialization, Progress, materialize
 from changeflow.storage import ReadCapability, Storage, WriteCapability
+from changeflow.storage.ingest import IngestStats, ingest
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, canonical_json
 
@@ -55,8 +55,6 @@ SCHEMA = pa.schema(
 )
 Fingerprint = tuple[int, str]  # a collection's rows and the sha256 of its canonical JSON
 MANIFEST = "manifest.json"  # in <home>/demo: what the last run generated there
-# One append takes consecutive frontier advances until it holds this many of them or updates.
-APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
 
 
 def generate_orders(
@@ -356,21 +354,23 @@ def _store(
         held = write_cap.frontier
         if held != Antichain([0]):
             _check_held(storage, read_cap, held, original, ticks)
-        source = open_source([chaos_dir], "parquet")
         resuming = f" from its upper {held.to_json()}" if held != Antichain([0]) else ""
         with _step(console, f"appending the decoded history to shard {SHARD!r}") as step:
-            appends = advances = updates = 0
-            for batch, frontier, n in _groups(_beyond(decode(source.messages()), held)):
-                storage.append(write_cap, batch, frontier)
-                appends, advances, updates = appends + 1, advances + n, updates + len(batch)
+
+            def show(stats: IngestStats) -> None:
                 step.update(
-                    f"appended {_n(updates, 'update')} to {SHARD!r}{resuming}: "
-                    f"{_n(advances, 'advance')} in {_n(appends, 'append')}, up to "
-                    f"{frontier.to_json()}"
+                    f"appended {_n(stats.updates, 'update')} to {SHARD!r}{resuming}: "
+                    f"{_n(stats.advances, 'advance')} in {_n(stats.appends, 'append')}, up to "
+                    f"{stats.upper.to_json()}"
                 )
-                if appends == stop_after:
-                    return False
-            if not appends:
+                if stats.appends == stop_after:
+                    raise _Stopped
+
+            try:
+                stats = ingest(storage, SHARD, [chaos_dir], "parquet", on_progress=show)
+            except _Stopped:
+                return False
+            if not stats.appends:
                 step.update(f"shard {SHARD!r} holds the history already: nothing to append")
         state = storage.state(SHARD)
         as_of = state.upper.elements[0] - 1 if state.upper else ticks - 1
@@ -468,30 +468,8 @@ def _check_held(
     )
 
 
-def _beyond(
-    advances: Iterable[tuple[list[Update], Antichain]], held: Antichain
-) -> Iterator[tuple[list[Update], Antichain]]:
-    """The frontier advances past ``held`` (the shard's upper), without updates it holds."""
-    for updates, frontier in advances:
-        if frontier <= held:  # every time before this frontier is in the shard already
-            continue
-        yield [u for u in updates if held.less_equal(u[1])], frontier
-
-
-def _groups(
-    advances: Iterable[tuple[list[Update], Antichain]],
-) -> Iterator[tuple[list[Update], Antichain, int]]:
-    """Consecutive advances merged into ``(updates, last frontier, how many advances)``."""
-    pending: list[Update] = []
-    count, frontier = 0, Antichain()
-    for updates, frontier in advances:
-        pending += updates
-        count += 1
-        if count >= APPEND_ADVANCES or len(pending) >= APPEND_UPDATES:
-            yield pending, frontier, count
-            pending, count = [], 0
-    if count:
-        yield pending, frontier, count
+class _Stopped(Exception):
+    """Stops the appends after as many as a test asked for."""
 
 
 def _n(n: int, noun: str) -> str:

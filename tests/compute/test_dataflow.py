@@ -152,3 +152,23 @@ def test_drop_view_releases_its_inputs(tmp_path: Path) -> None:
     assert "dataflow:v" in storage.registered_readers("r")
     drop_view(storage, "v", r)
     assert "dataflow:v" not in storage.registered_readers("r")
+
+
+@pytest.mark.spark
+@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=plans(2), history=histories(TIMES), cut=st.integers(1, TIMES - 1))
+def test_a_view_hydrated_on_spark_is_exact_at_every_time(
+    spark, tmp_path_factory, plan, history, cut
+) -> None:
+    if any(c.type not in (INT4, INT8) for c in plan.schema):
+        return
+    storage = open_storage(tmp_path_factory.mktemp("view"))
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, cut)
+    maintain_view(storage, "v", plan, "out").close()  # installs the output at since 0
+    storage.register_reader("out", "test:checker", "the test reads every time")
+    flow = maintain_view(storage, "v", plan, "out", spark=spark)
+    append_until(storage, caps, history, cut, TIMES)
+    flow.run(until=TIMES)
+    flow.close()
+    check_every_time(storage, plan, history, "out", TIMES)

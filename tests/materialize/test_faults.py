@@ -334,6 +334,11 @@ FAULTS = (
 )
 
 
+def upserts(kind: str, reduction: str) -> bool:
+    """lastWriteWins into a store that upserts by key: the runtime sends no Load."""
+    return reduction == "lww" and kind in AUTHORITATIVE
+
+
 def cases() -> list[Any]:
     out = []
     combos = [(k, "lww") for k in KINDS] + [(k, "sum") for k in TRANSACTIONAL]
@@ -341,8 +346,9 @@ def cases() -> list[Any]:
     for kind, reduction in combos:
         marks = [pytest.mark.postgres] if kind == "postgres" else []
         for fault, at in FAULTS:
-            if (kind == "jsonl" or reduction == "delta") and at == "during_load":
-                continue  # a push-only driver, and delta updates, never load
+            unloaded = kind == "jsonl" or reduction == "delta" or upserts(kind, reduction)
+            if unloaded and at == "during_load":
+                continue  # a push-only driver, delta updates and upserts by key never load
             name = f"{kind}-{reduction}-{fault}-{at.removeprefix('runtime.')}"
             out.append(pytest.param(kind, reduction, fault, at, marks=marks, id=name))
     return out
@@ -405,6 +411,7 @@ def test_the_suite_covers_every_driver_and_knows_its_traits() -> None:
         assert cls.authoritative == (kind in AUTHORITATIVE), kind
         assert cls.at_least_once == (kind == "kv"), kind
         assert cls.delta_only == (kind == "jsonl"), kind
+        assert cls.upserts == (kind in AUTHORITATIVE), kind
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from changeflow.errors import InvalidInput, ProtocolViolation
@@ -135,7 +136,7 @@ def test_files_a_new_session_reapplies_an_interrupted_apply_once(tmp_path: Path)
     driver = open_driver(url)  # Loads wait for the staged effects: the runner acknowledges first
     driver.open(Open("m", (ITEMS,), {}, state=state))
     with pytest.raises(ProtocolViolation, match="Acknowledge must come first"):
-        list(driver.load(0, [(1,)]))
+        driver.load_batch(0, pa.table({"id": [1]}))
 
     expected = {1: {"id": 1, "name": "a2", "qty": 2}, 2: {"id": 2, "name": "b", "qty": 2}}
     s = session(url, state)

@@ -143,7 +143,7 @@ def test_columns_are_matched_by_name(storage: Storage, tmp_path: Path) -> None:
     "schema, match",
     [
         (pa.schema([("id", pa.int64()), ("title", pa.string())]), "not shard 's'"),
-        (pa.schema([("id", pa.string()), ("name", pa.string())]), "column 'id'"),
+        (pa.schema([("id", pa.string()), ("name", pa.string())]), "column id is int64"),
     ],
 )
 def test_a_schema_mismatch_appends_nothing(storage, tmp_path: Path, schema, match) -> None:
@@ -194,3 +194,20 @@ def test_product_times_append_nothing(storage: Storage, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="product times"):
         ingest(storage, "s", [tmp_path / "cdc"])
     assert not storage.state("s").batches
+
+
+@pytest.mark.parametrize("value", [2.5, True, None])
+def test_a_value_the_column_cannot_hold_exactly_appends_nothing(storage, tmp_path, value) -> None:
+    """JSON data goes through storage's one validation rule: 2.5 is not an int64, True is not an
+    int, NULL is not allowed in a NOT NULL column."""
+    steps = [
+        ([(as_json((1, "a")), 0, 1)], Antichain([1])),
+        ([(as_json((value, "b")), 1, 1)], Antichain([2])),
+    ]
+    write_messages(tmp_path / "cdc", write_history(steps), "jsonl")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    storage.create("s", schema, "counter")
+    with pytest.raises(InvalidInput, match="column id") as caught:
+        ingest(storage, "s", [tmp_path / "cdc"])
+    assert "nothing was appended" in str(caught.value)
+    assert storage.state("s").upper == Antichain([0]) and not storage.state("s").batches

@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from changeflow.cli.cdc import cdc
+from changeflow.cli.dataflow import dataflow
 from changeflow.cli.demo import demo
 from changeflow.cli.materialize import materialize_command
 from changeflow.cli.shard import shard
@@ -19,5 +20,5 @@ def main() -> None:
     """changeflow: exact, consistent views of change streams on Spark."""
 
 
-for command in (demo, cdc, shard, materialize_command):
+for command in (demo, cdc, shard, materialize_command, dataflow):
     main.add_command(command)

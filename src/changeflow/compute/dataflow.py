@@ -20,13 +20,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 from changeflow.compute import plan as P
-from changeflow.compute.operators import Inputs, Operator, build
+from changeflow.compute.operators import Inputs, Operator, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
+from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
@@ -35,6 +39,7 @@ from changeflow.time import Antichain, Bound, show_bound, to_bound
 from changeflow.updates import DIFF, TIME
 
 HOLDER = "dataflow:{}"
+REPORT_SECONDS = 1.0  # a running dataflow reports its status at most this often
 
 
 @dataclass
@@ -47,10 +52,14 @@ class StepStats:
     seconds: list[float] = field(default_factory=list)
 
 
-def maintain_view(storage: Storage, name: str, plan: P.Plan, output: str) -> Dataflow:
+def maintain_view(
+    storage: Storage, name: str, plan: P.Plan, output: str, spark: SparkSession | None = None
+) -> Dataflow:
     """Install the dataflow ``name`` that keeps shard ``output`` equal to ``plan`` over the
     shards its :class:`~changeflow.compute.plan.Get` operators name. The output shard is
-    created with the plan's schema if it does not exist. Nothing is installed if a check fails."""
+    created with the plan's schema if it does not exist. Nothing is installed if a check fails.
+    With ``spark``, the dataflow hydrates in bulk on Spark; else its operators take the inputs'
+    snapshots as their first step."""
     check_inputs(storage, plan)
     names = set(storage.shards())
     wanted = _unique_names(arrow_schema(plan.schema))
@@ -71,7 +80,7 @@ def maintain_view(storage: Storage, name: str, plan: P.Plan, output: str) -> Dat
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
-    return Dataflow(storage, name, plan, output)
+    return Dataflow(storage, name, plan, output, spark)
 
 
 def check_inputs(storage: Storage, plan: P.Plan) -> None:
@@ -119,7 +128,14 @@ def _since(storage: Storage, shard: str) -> int:
 class Dataflow:
     """A running view: inputs held and subscribed, operators built, the output's sink open."""
 
-    def __init__(self, storage: Storage, name: str, plan: P.Plan, output: str) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        name: str,
+        plan: P.Plan,
+        output: str,
+        spark: SparkSession | None = None,
+    ) -> None:
         self.storage, self.name, self.plan, self.output = storage, name, plan, output
         self.stats = StepStats()
         reason = f"view {name!r} into {output!r} reads it from where the output is complete"
@@ -132,14 +148,45 @@ class Dataflow:
         for cap in self.holds.values():
             cap.downgrade(Antichain([self.as_of]))
         self.sink = SelfCorrectingSink(storage, output, as_of=self.as_of)
-        self.subscriptions = {
-            s: storage.subscribe_at(c, timeout=None) for s, c in self.holds.items()
-        }
-        self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
         self.inputs = Inputs()
         self.root: Operator = build(plan, self.inputs, at=self.as_of)
         self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
         self.schema = storage.state(output).schema
+        bulk = spark is not None and all(
+            not c.state().upper.less_equal(self.as_of) for c in self.holds.values()
+        )
+        self.subscriptions = {
+            s: storage.subscribe_at(c, timeout=None, snapshot=not bulk)
+            for s, c in self.holds.items()
+        }
+        self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
+        if bulk:
+            self._hydrate_on(spark)
+        self.reported = 0.0
+        self._report(running=True)
+
+    def _hydrate_on(self, spark: SparkSession) -> None:
+        """Hydrate in bulk: Spark computes, from the inputs' snapshots at the as_of, the
+        collection every stateful operator reads and the output, which goes to the sink as the
+        first step; the subscriptions then start after the as_of."""
+        from changeflow.compute.spark_eval import evaluate_spark
+
+        started = time.monotonic()
+        frames = {s: self.storage.snapshot(c, self.as_of, spark) for s, c in self.holds.items()}
+
+        def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
+            frame = evaluate_spark(plan, frames, self.as_of)
+            names = [f"c{i}" for i in range(len(plan.schema))]  # plan names may repeat
+            return _counted(frame.toDF(*names, DIFF).toArrow())
+
+        hydrate(self.root, collection_at, self.as_of)
+        contents = [(row, self.as_of, c) for row, c in collection_at(self.plan)]
+        self.frontier = self.as_of + 1
+        self.uppers = dict.fromkeys(self.holds, self.frontier)
+        self.sink.step(self._frame(contents), Antichain([self.frontier]))
+        self.stats.steps += 1
+        self.stats.updates_out += len(contents)
+        self.stats.seconds.append(time.monotonic() - started)
 
     def step(self, timeout: float = 0.0) -> bool:
         """Take what the inputs have appended (waiting up to ``timeout`` seconds for something)
@@ -170,6 +217,8 @@ class Dataflow:
         self.stats.steps += 1
         self.stats.updates_out += len(out)
         self.stats.seconds.append(time.monotonic() - started)
+        if time.monotonic() - self.reported >= REPORT_SECONDS:
+            self._report(running=True)
         return True
 
     def run(self, until: int | None = None, idle_timeout: float = 30.0) -> StepStats:
@@ -195,7 +244,31 @@ class Dataflow:
 
     def close(self) -> None:
         """Stop (the inputs stay held for a restart; :func:`drop_view` releases them)."""
+        self._report(running=False)
         self.sink.close()
+
+    def status(self) -> DataflowStatus:
+        """Where the dataflow is: frontiers, lag, state held and step durations."""
+        return DataflowStatus(
+            name=self.name,
+            output=self.output,
+            inputs=sorted(self.holds),
+            as_of=self.as_of,
+            frontier=self.frontier,
+            input_uppers=dict(self.uppers),
+            steps=self.stats.steps,
+            updates_in=self.stats.updates_in,
+            updates_out=self.stats.updates_out,
+            arranged=self.state_size(),
+            step_seconds=self.stats.seconds[-20:],
+            plan=self.plan.explain(),
+        )
+
+    def _report(self, running: bool) -> None:
+        status = self.status()
+        status.running = running
+        report(self.storage.consensus, status)
+        self.reported = time.monotonic()
 
     def _release_inputs(self) -> None:
         """Hold the inputs where the sink holds the output (the latest time a restart can
@@ -224,13 +297,20 @@ def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
     """Release the inputs a view's dataflow holds (its output shard stays)."""
     for shard in sorted(plan.collections()):
         storage.release_reader(shard, HOLDER.format(name))
+    forget(storage.consensus, name)
 
 
 def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+    """The updates of an update frame as ``(row, time, diff)``."""
+    times = table.column(TIME).to_pylist()
+    return [(row, t, d) for (row, d), t in zip(_counted(table), times, strict=True)]
+
+
+def _counted(table: pa.Table) -> list[tuple[tuple[Any, ...], int]]:
+    """``(row, count)`` pairs of a frame's data columns and ``_diff``."""
     data = [table.column(n).to_pylist() for n in table.column_names if not n.startswith("_")]
     rows = zip(*data, strict=True) if data else ([()] * table.num_rows)
-    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
-    return [(tuple(r), t, d) for r, t, d in zip(rows, times, diffs, strict=True)]
+    return list(zip(map(tuple, rows), table.column(DIFF).to_pylist(), strict=True))
 
 
 def _fit(value: Any) -> Any:

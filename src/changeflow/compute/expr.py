@@ -349,59 +349,44 @@ def _check_bool(e: Expr, where: str) -> None:
 
 
 @dataclass(frozen=True)
-class And(Expr):
+class _Junction(Expr):
+    """Three-valued AND or OR: ``wins`` (FALSE for AND, TRUE for OR) beats NULL."""
+
+    args: tuple[Expr, ...]
+    wins = False
+    word = "AND"
+
+    def __post_init__(self) -> None:
+        for a in self.args:
+            _check_bool(a, self.word)
+        _typed(self, BOOL, any(a.nullable for a in self.args))
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        result: bool | None = not self.wins
+        for a in self.args:
+            v = a.eval(row, now)
+            if v is self.wins:
+                return self.wins
+            if v is None:
+                result = None
+        return result
+
+    def __str__(self) -> str:
+        return "(" + f" {self.word} ".join(map(str, self.args)) + ")"
+
+
+class And(_Junction):
     """Three-valued AND: FALSE wins over NULL."""
 
-    args: tuple[Expr, ...]
 
-    def __post_init__(self) -> None:
-        for a in self.args:
-            _check_bool(a, "AND")
-        _typed(self, BOOL, any(a.nullable for a in self.args))
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.args
-
-    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
-        result: bool | None = True
-        for a in self.args:
-            v = a.eval(row, now)
-            if v is False:
-                return False
-            if v is None:
-                result = None
-        return result
-
-    def __str__(self) -> str:
-        return "(" + " AND ".join(map(str, self.args)) + ")"
-
-
-@dataclass(frozen=True)
-class Or(Expr):
+class Or(_Junction):
     """Three-valued OR: TRUE wins over NULL."""
 
-    args: tuple[Expr, ...]
-
-    def __post_init__(self) -> None:
-        for a in self.args:
-            _check_bool(a, "OR")
-        _typed(self, BOOL, any(a.nullable for a in self.args))
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.args
-
-    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
-        result: bool | None = False
-        for a in self.args:
-            v = a.eval(row, now)
-            if v is True:
-                return True
-            if v is None:
-                result = None
-        return result
-
-    def __str__(self) -> str:
-        return "(" + " OR ".join(map(str, self.args)) + ")"
+    wins = True
+    word = "OR"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ plan at that time; the tests check it on random plans and histories.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -36,9 +36,21 @@ class Operator:
 
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         self.inputs = inputs
+        self.input_plans: tuple[P.Plan, ...] = ()  # the plans whose collections it reads
 
     def step(self, upper: int) -> list[Update]:
         raise NotImplementedError
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        """Take on the state that the inputs' ``collections`` at ``as_of`` leave (one list of
+        ``(row, count)`` per input), emitting nothing for them: a dataflow that hydrates in
+        bulk hands the output's contents at ``as_of`` to its sink itself."""
+
+    def walk(self) -> Iterator[Operator]:
+        """This operator and every operator below it, inputs first."""
+        for i in self.inputs:
+            yield from i.walk()
+        yield self
 
     def state_size(self) -> int:
         """Rows held in this operator's arrangements and waiting updates, inputs included."""
@@ -95,6 +107,9 @@ class Constant(Operator):
         self.done = True
         return [(row, self.at, c) for row, c in self.rows if c]
 
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        self.done = True  # its rows are in the contents at as_of
+
 
 class Linear(Operator):
     """A stateless operator: a function from one update to its output updates."""
@@ -105,6 +120,28 @@ class Linear(Operator):
 
     def step(self, upper: int) -> list[Update]:
         return [out for i in self.inputs for u in i.step(upper) for out in self.fn(u)]
+
+
+class Window(Linear):
+    """A temporal filter: each row from the start of its window until its end. Hydrated, it
+    owes the updates its input's rows at ``as_of`` make later (insertions of windows that start
+    later, retractions of those that end) and emits them with its next step."""
+
+    def __init__(self, child: Operator, lower: tuple, upper: tuple) -> None:
+        super().__init__((child,), lambda u: _window(u, lower, upper))
+        self.owed: list[Update] = []
+
+    def step(self, upper: int) -> list[Update]:
+        owed, self.owed = self.owed, []
+        return owed + super().step(upper)
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        self.owed = [
+            u for row, c in collections[0] for u in self.fn((row, as_of, c)) if u[1] > as_of
+        ]
+
+    def state_size(self) -> int:
+        return super().state_size() + len(self.owed)
 
 
 class Stateful(Operator):
@@ -183,6 +220,10 @@ class KeyedRecompute(Stateful):
         rows = self.arrangement.get(key)
         return self.output(key, dict(rows)) if rows else {}
 
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        for row, count in collections[0]:
+            _accumulate(self.arrangement, _key(row, self.key), row, count)
+
     def state_size(self) -> int:
         return super().state_size() + sum(len(rows) for rows in self.arrangement.values())
 
@@ -218,6 +259,12 @@ class Reduce(Stateful):
             else:
                 self.groups.pop(key, None)
         return out
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        for row, count in collections[0]:
+            key = _key(row, self.reduce.group_by)
+            self.groups.setdefault(key, Group(self.reduce.aggregates)).add(row, count)
+        self.groups = {k: g for k, g in self.groups.items() if g.count}
 
     def state_size(self) -> int:
         held = sum(1 + g.held() for g in self.groups.values())
@@ -326,6 +373,9 @@ class InnerJoin(Stateful):
                     _accumulate(self.arrangements[side], key, row, diff)
         return out
 
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        _arrange(self.arrangements, self.keys, collections)
+
     def _pairs(
         self, t: int, lefts: list[tuple[Row, int]], rights: list[tuple[Row, int]]
     ) -> list[Update]:
@@ -372,6 +422,9 @@ class OuterJoin(Stateful):
             out += _difference(t, before, self._output(key))
         return out
 
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        _arrange(self.arrangements, self.keys, collections)
+
     def _unmatched(self, side: int, row: Row, t: int, diff: int) -> list[Update]:
         keeps = {0: ("left", "full"), 1: ("right", "full")}[side]
         if self.join.kind not in keeps:
@@ -406,7 +459,38 @@ class OuterJoin(Stateful):
         return super().state_size() + held
 
 
+def _arrange(
+    arrangements: tuple[dict[Row, Counter], ...],
+    keys: tuple[tuple[int, ...], ...],
+    collections: list[list[tuple[Row, int]]],
+) -> None:
+    """Both sides of a join arranged by key (rows with a NULL key match nothing)."""
+    for side, rows in enumerate(collections):
+        for row, count in rows:
+            key = _key(row, keys[side])
+            if None not in key:
+                _accumulate(arrangements[side], key, row, count)
+
+
+def hydrate(
+    root: Operator, collection_at: Callable[[P.Plan], list[tuple[Row, int]]], as_of: int
+) -> None:
+    """Give every operator under ``root`` the state its inputs' collections at ``as_of`` leave,
+    each collection computed by ``collection_at`` (in bulk: on Spark, or by the reference)."""
+    for op in root.walk():
+        op.hydrate([collection_at(p) for p in op.input_plans], as_of)
+
+
 def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
+    """The operators of ``plan``, reading its collections through ``sources``; ``at`` is the
+    first time (constants appear there)."""
+    op = _build(plan, sources, at)
+    if not op.input_plans and not isinstance(op, Source | Constant):
+        op.input_plans = plan.inputs()
+    return op
+
+
+def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
     """The operators of ``plan``, reading its collections through ``sources``; ``at`` is the
     first time (constants appear there)."""
     match plan:
@@ -431,7 +515,7 @@ def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
         case P.Negate():
             return Linear(children, lambda u: [(u[0], u[1], -u[2])])
         case P.TemporalFilter(lower=lower, upper=upper):
-            return Linear(children, lambda u: _window(u, lower, upper))
+            return Window(children[0], lower, upper)
         case P.Join():
             return _build_join(plan, children)
         case P.Reduce():
@@ -491,6 +575,7 @@ def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
     if join.kind != "inner":
         left_keys, right_keys = _split_keys(join.equivalences, len(join.inputs_[0].schema))
         return OuterJoin(join, *children, (left_keys, right_keys))
+    left_plan = join.inputs_[0]
     current, width = children[0], len(join.inputs_[0].schema)
     for i, child in enumerate(children[1:], start=1):
         inner_width = len(join.inputs_[i].schema)
@@ -503,6 +588,8 @@ def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
             else (lambda row, v=visible: _partial(row, join, v))
         )
         current = InnerJoin(current, child, (left_keys, right_keys), match)
+        current.input_plans = (left_plan, join.inputs_[i])
+        left_plan = P.Join(join.inputs_[: i + 1], _restrict(join.equivalences, visible))
         width = visible
     if len(children) == 1:
         return Linear(children, lambda u: [u] if _matches(u[0], join) else [])
@@ -510,7 +597,9 @@ def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
 
 
 def _restrict(classes: tuple[tuple[int, ...], ...], width: int) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(i for i in klass if i < width) for klass in classes)
+    """The equivalences among the first ``width`` columns (classes of two or more)."""
+    kept = (tuple(i for i in klass if i < width) for klass in classes)
+    return tuple(klass for klass in kept if len(klass) > 1)
 
 
 def _split_keys(

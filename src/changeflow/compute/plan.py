@@ -376,8 +376,8 @@ class Reduce(Plan):
 
 
 @dataclass(frozen=True)
-class Distinct(Plan):
-    """Each row whose count is positive, once."""
+class _SameRows(Plan):
+    """An operator on one input whose output has the input's columns."""
 
     input: Plan
     schema: Schema = field(init=False)
@@ -387,6 +387,10 @@ class Distinct(Plan):
 
     def inputs(self) -> tuple[Plan, ...]:
         return (self.input,)
+
+
+class Distinct(_SameRows):
+    """Each row whose count is positive, once."""
 
 
 @dataclass(frozen=True)
@@ -415,32 +419,12 @@ class Union(Plan):
         return self.inputs_
 
 
-@dataclass(frozen=True)
-class Negate(Plan):
+class Negate(_SameRows):
     """The input with every count negated (with :class:`Union`: EXCEPT ALL's difference)."""
 
-    input: Plan
-    schema: Schema = field(init=False)
 
-    def __post_init__(self) -> None:
-        _schema(self, self.input.schema)
-
-    def inputs(self) -> tuple[Plan, ...]:
-        return (self.input,)
-
-
-@dataclass(frozen=True)
-class Threshold(Plan):
+class Threshold(_SameRows):
     """The rows whose count is positive, with that count (negative counts dropped)."""
-
-    input: Plan
-    schema: Schema = field(init=False)
-
-    def __post_init__(self) -> None:
-        _schema(self, self.input.schema)
-
-    def inputs(self) -> tuple[Plan, ...]:
-        return (self.input,)
 
 
 @dataclass(frozen=True)

@@ -2,38 +2,58 @@
 
 A driver is a small class (open, acknowledge, load, store, start_commit); :func:`serve` owns the
 protocol's sequence and checks, so no driver re-implements it. Transports carry the messages:
-in-process (a thread) or out-of-process (JSON lines on a subprocess's stdin and stdout).
+in-process (called directly) or out-of-process (on a subprocess's stdin and stdout).
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from changeflow.errors import ProtocolViolation
+from changeflow.materialize.columns import (
+    DELETED,
+    EXISTS,
+    KEY_META,
+    documents,
+    keys_table,
+    stores_table,
+)
 from changeflow.materialize.protocol import (
     Acknowledge,
     Acknowledged,
+    Binding,
     Doc,
     DriverState,
     Flush,
     Flushed,
     Key,
     Load,
+    LoadBatch,
     Loaded,
+    LoadedBatch,
     Message,
     Open,
     Opened,
     StartCommit,
     StartedCommit,
     Store,
+    StoreBatch,
     name_of,
 )
 
 
 class Driver(ABC):
-    """A target store. The runner calls these methods in protocol order."""
+    """A target store. The runner calls these methods in protocol order.
+
+    Loads and stores come as Arrow tables (:meth:`load_batch`, :meth:`store_batch`; their
+    shapes are in :mod:`~changeflow.materialize.columns`). A driver that works a row at a time
+    implements :meth:`load` and :meth:`store` instead, and the defaults convert at its edge.
+    """
 
     #: Recovery-log drivers without transactions apply a retried transaction again: a ``sum``
     #: through them could count twice, so the runtime refuses it unless forced.
@@ -46,6 +66,9 @@ class Driver(ABC):
     #: The store keeps the runtime checkpoint with its data (and fences older instances): its
     #: checkpoint from Open wins over the recovery log's.
     authoritative: bool = False
+    #: The store upserts and deletes by key by itself (Stores with ``_exists`` null): without
+    #: reductions the runtime sends no Load at all.
+    upserts: bool = False
 
     @abstractmethod
     def open(self, request: Open) -> dict[str, Any] | None:
@@ -57,13 +80,28 @@ class Driver(ABC):
         apply of staged effects, for example)."""
         return None
 
-    @abstractmethod
-    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
-        """The stored documents of ``keys``; keys that do not exist are left out."""
+    def load_batch(self, binding: int, keys: pa.Table) -> pa.Table:
+        """The stored rows (every column) of the keys in ``keys``; keys that do not exist are
+        left out. By default through :meth:`load`."""
+        found = self.load(binding, list(zip(*keys.to_pydict().values(), strict=True)))
+        return pa.Table.from_pylist([doc for _, doc in found])
 
-    @abstractmethod
+    def store_batch(self, binding: int, rows: pa.Table) -> None:
+        """Stage the rows (and deletes) of the current transaction. By default through
+        :meth:`store`, a row at a time."""
+        key = json.loads(rows.schema.metadata[KEY_META])
+        for row in rows.to_pylist():
+            exists, delete = bool(row.pop(EXISTS)), row.pop(DELETED)
+            doc = None if delete else row
+            self.store(Store(binding, tuple(row[k] for k in key), doc, exists, delete))
+
+    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
+        """The stored documents of ``keys``, for a driver that loads a key at a time."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither load nor load_batch")
+
     def store(self, request: Store) -> None:
-        """Stage one document (or a delete) of the current transaction."""
+        """Stage one document (or a delete), for a driver that stores a row at a time."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither store nor store_batch")
 
     @abstractmethod
     def start_commit(self, runtime_checkpoint: dict[str, Any]) -> DriverState | None:
@@ -84,53 +122,84 @@ class Channel(Protocol):
 
 class Runner:
     """The driver's side of the protocol: checks each request's order, calls the driver and
-    returns the responses. Loads are deferred to Flush, as the protocol allows."""
+    returns the responses. Loads are deferred to Flush, as the protocol allows.
+
+    Per-key Loads and Stores are gathered into tables for the driver (a repeated Store of a
+    key keeps its first ``exists`` and its last document) and per-key Loads answered per key.
+    """
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.phase = "open"
-        self.queued: dict[int, list[Key]] = {}
+        self.bindings: tuple[Binding, ...] = ()
+        self.load_keys: dict[int, list[Key]] = {}  # per-key Loads, by binding
+        self.load_tables: dict[int, list[pa.Table]] = {}  # LoadBatch tables, by binding
+        self.stores: dict[int, dict[Key, tuple[Key, Doc | None, bool, bool]]] = {}
 
     def handle(self, request: Message) -> list[Message]:
         driver, phase = self.driver, self.phase
-        # the per-key requests first, without the match below
-        kind = type(request)
-        if kind is Store and phase == "store":
-            driver.store(request)
-            return []
-        if kind is Load and phase == "load":
-            queued = self.queued.get(request.binding)
-            if queued is None:
-                self.queued[request.binding] = [request.key]
-            else:
-                queued.append(request.key)
-            return []
         match phase, request:
             case "open", Open():
+                self.bindings = request.bindings
                 self.phase = "acknowledge"
                 return [Opened(driver.open(request))]
             case "acknowledge", Acknowledge():
                 self.phase = "load"
                 return [Acknowledged(driver.acknowledge())]
             case "load", Load():
-                self.queued.setdefault(request.binding, []).append(request.key)
+                self.load_keys.setdefault(self._index(request.binding), []).append(request.key)
+                return []
+            case "load", LoadBatch():
+                self.load_tables.setdefault(self._index(request.binding), []).append(request.keys)
                 return []
             case "load", Flush():
-                loaded: list[Message] = [
-                    Loaded(binding, tuple(key), doc)
-                    for binding, keys in self.queued.items()
-                    for key, doc in driver.load(binding, keys)
-                ]
-                self.queued.clear()
+                loaded = self._loads()
                 self.phase = "store"
                 return [*loaded, Flushed()]
             case "store", Store():
-                driver.store(request)
+                staged = self.stores.setdefault(self._index(request.binding), {})
+                key = tuple(request.key)
+                exists = staged[key][2] if key in staged else request.exists
+                staged[key] = (key, request.doc, exists, request.delete)
+                return []
+            case "store", StoreBatch():
+                self._stores()
+                driver.store_batch(self._index(request.binding), request.rows)
                 return []
             case "store", StartCommit():
+                self._stores()
                 self.phase = "acknowledge"
                 return [StartedCommit(driver.start_commit(request.runtime_checkpoint))]
         raise ProtocolViolation(f"driver: {name_of(request)} arrived in the {phase} phase")
+
+    def _index(self, binding: int) -> int:
+        if not 0 <= binding < len(self.bindings):
+            raise ProtocolViolation(
+                f"driver: binding {binding} does not exist ({len(self.bindings)} opened)"
+            )
+        return binding
+
+    def _loads(self) -> list[Message]:
+        """Evaluate the queued loads: a LoadedBatch per binding loaded in batches, a Loaded per
+        row for per-key Loads."""
+        out: list[Message] = []
+        for index, tables in self.load_tables.items():
+            keys = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            out.append(LoadedBatch(index, self.driver.load_batch(index, keys)))
+        for index, keys in self.load_keys.items():
+            binding = self.bindings[index]
+            rows = self.driver.load_batch(index, keys_table(binding, keys))
+            if rows.num_rows:
+                out += [Loaded(index, key, doc) for key, doc in documents(binding, rows)]
+        self.load_keys.clear()
+        self.load_tables.clear()
+        return out
+
+    def _stores(self) -> None:
+        """Hand the gathered per-key Stores to the driver as tables."""
+        for index, staged in self.stores.items():
+            self.driver.store_batch(index, stores_table(self.bindings[index], staged.values()))
+        self.stores.clear()
 
 
 def serve(driver: Driver, channel: Channel) -> None:

@@ -15,19 +15,20 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
+
+import pyarrow as pa
 
 from changeflow.errors import InvalidInput
 from changeflow.failpoints import EXIT_CODE
 from changeflow.materialize.driver import Driver
-from changeflow.materialize.protocol import Doc, DriverState, Key, Open, Store
+from changeflow.materialize.protocol import DriverState, Open
 
 #: The driver's protocol events, in the order of a transaction.
 EVENTS = (
     "after_open",  # the inner driver opened; Opened is not sent yet
     "during_load",  # the inner driver evaluated a Flush's loads; Loaded is not sent yet
-    "during_store",  # one Store was handed to the inner driver, more may follow
+    "during_store",  # one batch of stores was handed to the inner driver, more may follow
     "before_start_commit",  # all stores arrived; the inner commit has not begun
     "after_start_commit",  # the inner commit is done; StartedCommit is not sent yet
     "during_acknowledge",  # the inner acknowledge is done; Acknowledged is not sent yet
@@ -89,13 +90,13 @@ class FaultyDriver(Driver):
         self.event("during_acknowledge")
         return state
 
-    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
-        loaded = list(self.inner.load(binding, keys))
+    def load_batch(self, binding: int, keys: pa.Table) -> pa.Table:
+        loaded = self.inner.load_batch(binding, keys)
         self.event("during_load")
         return loaded
 
-    def store(self, request: Store) -> None:
-        self.inner.store(request)
+    def store_batch(self, binding: int, rows: pa.Table) -> None:
+        self.inner.store_batch(binding, rows)
         self.event("during_store")
 
     def start_commit(self, runtime_checkpoint: dict[str, Any]) -> DriverState | None:

@@ -4,15 +4,24 @@ Messages from the runtime are imperative (Open, Acknowledge, Load, Flush, Store,
 the driver answers in the past tense (Opened, Acknowledged, Loaded, Flushed, StartedCommit).
 Field names follow Estuary Flow's ``materialize.proto`` where it has one. On the wire a
 message is one JSON object per line: ``{"<message name>": {fields}}``.
+
+The runtime speaks in batches: one :class:`LoadBatch` of a transaction's keys, answered by one
+:class:`LoadedBatch` of the stored rows, and one :class:`StoreBatch` of its rows, each an Arrow
+table (see :mod:`~changeflow.materialize.columns`), so values keep their types (timestamps,
+decimals) and no per-row work is needed. On the wire a table field is ``{"arrow": N}`` in the
+JSON line, and the line is followed by N bytes of Arrow IPC stream. The per-key messages
+(Load, Loaded, Store) remain for drivers and tools that speak JSON alone.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import IO, Any
 
-from changeflow.errors import ProtocolViolation
+import pyarrow as pa
+
+from changeflow.errors import ProtocolViolation, from_wire
 
 Key = tuple  # the values of a binding's key columns
 Doc = dict[str, Any]  # a document: column name to JSON value
@@ -76,6 +85,22 @@ class Store:
 
 
 @dataclass(frozen=True)
+class LoadBatch:
+    """The keys to load, a table of the binding's key columns."""
+
+    binding: int
+    keys: pa.Table
+
+
+@dataclass(frozen=True)
+class StoreBatch:
+    """Rows to store: the binding's columns, ``_exists`` and ``_deleted``."""
+
+    binding: int
+    rows: pa.Table
+
+
+@dataclass(frozen=True)
 class StartCommit:
     runtime_checkpoint: dict[str, Any]
 
@@ -101,6 +126,14 @@ class Loaded:
 
 
 @dataclass(frozen=True)
+class LoadedBatch:
+    """The stored rows of a LoadBatch's keys (keys that do not exist are left out)."""
+
+    binding: int
+    rows: pa.Table
+
+
+@dataclass(frozen=True)
 class Flushed:
     state: DriverState | None = None
 
@@ -110,20 +143,23 @@ class StartedCommit:
     state: DriverState | None = None
 
 
-Request = Open | Acknowledge | Load | Flush | Store | StartCommit
-Response = Opened | Acknowledged | Loaded | Flushed | StartedCommit
+Request = Open | Acknowledge | Load | LoadBatch | Flush | Store | StoreBatch | StartCommit
+Response = Opened | Acknowledged | Loaded | LoadedBatch | Flushed | StartedCommit
 Message = Request | Response
 
 _NAMES: dict[str, type] = {
     "open": Open,
     "acknowledge": Acknowledge,
     "load": Load,
+    "load_batch": LoadBatch,
     "flush": Flush,
     "store": Store,
+    "store_batch": StoreBatch,
     "start_commit": StartCommit,
     "opened": Opened,
     "acknowledged": Acknowledged,
     "loaded": Loaded,
+    "loaded_batch": LoadedBatch,
     "flushed": Flushed,
     "started_commit": StartedCommit,
 }
@@ -134,9 +170,54 @@ def name_of(message: Message) -> str:
     return _KINDS[type(message)]
 
 
+_TABLES = {LoadBatch: "keys", StoreBatch: "rows", LoadedBatch: "rows"}  # the Arrow field
+
+
 def encode(message: Message) -> str:
-    """One JSON line (without the newline)."""
+    """One JSON line (without the newline), for a message without a table."""
+    if type(message) in _TABLES:
+        raise ProtocolViolation(f"{name_of(message)} carries a table: use to_bytes")
     return json.dumps({name_of(message): asdict(message)}, separators=(",", ":"), default=str)
+
+
+def to_bytes(message: Message) -> bytes:
+    """The wire form of any message: its JSON line, then the Arrow IPC stream of its table."""
+    column = _TABLES.get(type(message))
+    if column is None:
+        return (encode(message) + "\n").encode()
+    table: pa.Table = getattr(message, column)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    payload = sink.getvalue()
+    header = {name_of(message): {"binding": message.binding, column: {"arrow": payload.size}}}
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload.to_pybytes()
+
+
+def read_message(stream: IO[bytes]) -> Message | None:
+    """The next message of ``stream`` in its wire form (see :func:`to_bytes`); None at the end.
+    A driver's error line (``{"error": …}``) is raised as the error it was."""
+    line = stream.readline()
+    if not line:
+        return None
+    try:
+        ((name, body),) = json.loads(line).items()
+        column = None if name == "error" else _TABLES.get(_NAMES[name])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ProtocolViolation(f"not a materialization message: {line[:200]!r} ({e})") from None
+    if name == "error":  # the driver failed: its own error, rebuilt
+        raise from_wire(body)
+    if column is None:
+        return decode(line.decode())
+    try:
+        size = int(body[column]["arrow"])
+        payload = stream.read(size)
+        if len(payload) != size:
+            raise ValueError(f"{size} bytes announced, {len(payload)} arrived")
+        table = pa.ipc.open_stream(payload).read_all()
+        return _NAMES[name](binding=int(body["binding"]), **{column: table})
+    except (ValueError, KeyError, TypeError, pa.ArrowException) as e:
+        raise ProtocolViolation(f"a damaged {name} message: {e}") from None
 
 
 def decode(line: str) -> Message:

@@ -2,9 +2,12 @@
 
 Each transaction covers an interval of the shard's frontiers and closes at a frontier advance
 (or at a time boundary once it holds ``max_rows`` updates). Per transaction, exactly as the
-protocol says: Acknowledge (the previous transaction committed to the recovery log), then the
-Loads of this transaction's keys without waiting, Flush only after Acknowledged, the Stores of
-the reduced documents, and StartCommit with the runtime checkpoint (the frontier consumed). On
+protocol says: Acknowledge (the previous transaction committed to the recovery log), then one
+LoadBatch of this transaction's keys without waiting, Flush only after Acknowledged, one
+StoreBatch of the reduced rows (Arrow tables; reduced with Arrow over the whole transaction),
+and StartCommit with the runtime checkpoint (the frontier consumed). A driver that
+``upserts`` by key gets no load at all for lastWriteWins: the transaction's own changes say
+what to upsert and delete. On
 StartedCommit both checkpoints commit to the recovery log together (unless a newer session has
 fenced this one off), and the next transaction's loads overlap the driver's commit and
 acknowledgement.
@@ -23,14 +26,22 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from changeflow.errors import FrontierViolation, InvalidInput, ProtocolViolation
 from changeflow.failpoints import failpoint
+from changeflow.materialize.columns import (
+    DELETED,
+    EXISTS,
+    arrow_schema,
+    conform,
+    from_rows,
+    store_schema,
+)
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.drivers import DRIVERS, open_driver
 from changeflow.materialize.protocol import (
@@ -40,15 +51,15 @@ from changeflow.materialize.protocol import (
     Doc,
     Flush,
     Flushed,
-    Key,
-    Load,
+    LoadBatch,
     Loaded,
+    LoadedBatch,
     Message,
     Open,
     Opened,
     StartCommit,
     StartedCommit,
-    Store,
+    StoreBatch,
     name_of,
 )
 from changeflow.materialize.recovery import RecoveryLog
@@ -227,10 +238,14 @@ class Runtime:
             key=tuple(spec.key),
             delta_updates=delta,
         )
-        self.reducer = Reducer(
-            self.binding.columns, self.binding.key, spec.reductions, delta, kind.at_least_once
-        )
         check_types(schema, spec.reductions)
+        self.schema = arrow_schema(self.binding)
+        self.reducer = Reducer(
+            self.schema, self.binding.key, spec.reductions, delta, kind.at_least_once
+        )
+        #: the runtime loads the stored rows of a transaction's keys (not for delta updates,
+        #: nor for lastWriteWins into a store that upserts by key)
+        self.loads = not delta and (bool(spec.reductions) or not kind.upserts)
         if kind.at_least_once and "sum" in spec.reductions.values() and not spec.force:
             raise InvalidInput(
                 f"{spec.target}: this driver is at-least-once, so a retried transaction could "
@@ -368,8 +383,9 @@ class Runtime:
         begin = 0
         while begin < len(times):
             end = min(begin + limit, len(times))
-            while end < len(times) and times[end] == times[end - 1]:
-                end += 1
+            if end < len(times):  # on to the end of the last time's run of updates
+                other = np.flatnonzero(times[end:] != times[end - 1])
+                end = end + int(other[0]) if other.size else len(times)
             cut = Antichain([int(times[end])]) if end < len(times) else upper
             yield updates.slice(begin, end - begin), cut
             begin = end
@@ -377,20 +393,23 @@ class Runtime:
     # -- one transaction -----------------------------------------------------------------------
 
     def _transaction(self, updates: pa.Table, upper: Antichain) -> None:
-        changes = None if self.change_table else self._changes(updates)
+        changes = None if self.change_table else self.reducer.changes(updates)
         send = self.transport.send
         send(Acknowledge())
-        if changes is not None and not self.binding.delta_updates:
-            for key in changes:
-                send(Load(0, key))
+        if changes is not None and self.loads and changes.keys.num_rows:
+            send(LoadBatch(0, changes.keys))
         failpoint("runtime.during_loads")
         self._expect(Acknowledged, "acknowledge")
         send(Flush())
         loaded = self._flushed()
         if changes is None:
-            self._stored = self._store_changes(updates)
+            rows = self._change_rows(updates)
         else:
-            self._stored = self._store_documents(changes, loaded, upper)
+            where = f"at frontier {upper.to_json()}"
+            rows = self.reducer.reduce(changes, loaded if self.loads else None, where)
+        if rows.num_rows:
+            send(StoreBatch(0, rows))
+        self._stored = rows.num_rows
         # The lower frontier names the attempt: a replay starts from the same checkpoint.
         checkpoint = {"frontier": upper.to_json(), "lower": self.lower.to_json()}
         failpoint("runtime.before_start_commit")
@@ -402,75 +421,42 @@ class Runtime:
         self.lower = upper
         failpoint("runtime.after_log_commit")
 
-    def _flushed(self) -> dict[Key, Doc]:
-        """The documents Loaded up to Flushed, by key."""
-        loaded: dict[Key, Doc] = {}
+    def _flushed(self) -> pa.Table:
+        """The rows loaded (LoadedBatch, or Loaded per key) up to Flushed, as one table."""
+        tables: list[pa.Table] = []
+        docs: list[Doc] = []
         self.phase = "load"
         receive = self.transport.receive
         while True:
             response = receive(timeout=600)
-            kind = type(response)
-            if kind is not Loaded:
-                if isinstance(response, Flushed):
-                    return loaded
-                if not isinstance(response, Loaded):
-                    self._out_of_order(response)
-            loaded[tuple(response.key)] = response.doc
+            if isinstance(response, Flushed):
+                break
+            if isinstance(response, LoadedBatch):
+                tables.append(conform(response.rows, self.schema, self.spec.target))
+            elif isinstance(response, Loaded):
+                docs.append(response.doc)
+            else:
+                self._out_of_order(response)
+        if docs:
+            tables.append(from_rows(docs, self.schema, self.spec.target))
+        if not tables:
+            return self.schema.empty_table()
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
-    def _store_documents(
-        self, changes: dict[Key, list[tuple[tuple, int]]], loaded: dict[Key, Doc], upper: Antichain
-    ) -> int:
-        """Store each key's document as this transaction leaves it; how many were stored."""
-        where = f"at frontier {upper.to_json()}"
-        stored = 0
-        send = self.transport.send
-        reduce = self.reducer.reduce
-        found = loaded.get
-        for key, rows in changes.items():
-            doc = found(key)
-            doc, delete = reduce(key, rows, doc, where)
-            if doc is None and not delete:
-                continue
-            send(Store(0, key, doc, key in loaded, delete))
-            stored += 1
-        return stored
-
-    def _store_changes(self, updates: pa.Table) -> int:
-        """Store every update as a row of the change table (data, time, diff)."""
-        names = self.binding.columns
-        key_at = [names.index(c) for c in self.binding.key]
-        send = self.transport.send
-        for row in zip(*(updates.column(c).to_pylist() for c in names), strict=True):
-            key = tuple(row[at] for at in key_at)
-            send(Store(0, key, dict(zip(names, row, strict=True)), exists=False))
-        return updates.num_rows
+    def _change_rows(self, updates: pa.Table) -> pa.Table:
+        """Every update as a row of the change table (data, time, diff), none a delete."""
+        n = updates.num_rows
+        rows = updates.select(list(self.binding.columns)).cast(self.schema)
+        rows = rows.append_column(EXISTS, pa.nulls(n, pa.bool_()))
+        return rows.append_column(DELETED, pa.array(np.zeros(n, bool))).cast(
+            store_schema(self.binding)
+        )
 
     def _acknowledge_last(self) -> None:
         """Tell the driver the last transaction committed, and wait for it to finish."""
         self._send(Acknowledge())
         failpoint("runtime.during_acknowledge")
         self._expect(Acknowledged, "acknowledge")
-
-    def _changes(self, updates: pa.Table) -> dict[Key, list[tuple[tuple, int]]]:
-        """``(row, diff)`` per key, in time order."""
-        names = self.binding.columns
-        columns = [updates.column(c).to_pylist() for c in names]
-        diffs = updates.column(DIFF).to_pylist()
-        key = self.binding.key
-        keys = (
-            zip(*(columns[names.index(c)] for c in key), strict=True)
-            if key
-            else repeat((), len(diffs))
-        )
-        changes: dict[Key, list[tuple[tuple, int]]] = {}
-        get = changes.get
-        for key, row, diff in zip(keys, zip(*columns, strict=True), diffs, strict=True):
-            found = get(key)
-            if found is None:
-                changes[key] = [(row, diff)]
-            else:
-                found.append((row, diff))
-        return changes
 
     # -- messages ------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Transports between the runtime and a driver: in-process (a thread) or a subprocess speaking
-newline-delimited JSON on stdin and stdout, so a driver can be written in any language.
+"""Transports between the runtime and a driver: in-process (called directly) or a subprocess
+speaking the wire form of :mod:`~changeflow.materialize.protocol` on stdin and stdout (a JSON
+line per message, followed by Arrow IPC for a batch), so a driver can be written in any language.
 
 A driver that fails sends ``{"error": {"kind": …, "message": …}}`` before it stops; the runtime
 raises the same changeflow error.
@@ -17,9 +18,9 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import IO, Any
 
-from changeflow.errors import ChangeflowError, ProtocolViolation, Timeout, from_wire
+from changeflow.errors import ChangeflowError, ProtocolViolation, Timeout
 from changeflow.materialize.driver import Driver, Runner, serve
-from changeflow.materialize.protocol import Message, decode, encode
+from changeflow.materialize.protocol import Message, read_message, to_bytes
 
 
 class Transport(ABC):
@@ -91,8 +92,6 @@ class Subprocess(Transport):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
             env=env,
         )
         self.out = _Queues()
@@ -102,12 +101,15 @@ class Subprocess(Transport):
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
+        while True:
             try:
-                self.out.responses.put(_response(line))
+                message = read_message(self.process.stdout)
             except ChangeflowError as e:
                 self.out.responses.put(e)
                 return
+            if message is None:
+                break
+            self.out.responses.put(message)
         self.process.wait()
         tail = "".join(self.stderr[-20:]).strip()
         self.out.responses.put(
@@ -120,12 +122,12 @@ class Subprocess(Transport):
     def _drain_stderr(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
-            self.stderr.append(line)
+            self.stderr.append(line.decode(errors="replace"))
 
     def send(self, message: Message) -> None:
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(encode(message) + "\n")
+            self.process.stdin.write(to_bytes(message))
             self.process.stdin.flush()
         except BrokenPipeError:
             pass  # the process is gone: receive() says why
@@ -143,25 +145,19 @@ class Subprocess(Transport):
             self.process.kill()
 
 
-def _response(line: str) -> Message:
-    value = json.loads(line)
-    if isinstance(value, dict) and "error" in value:
-        raise from_wire(value["error"])
-    return decode(line)
-
-
 class StdioChannel:
     """The driver's end of :class:`Subprocess`: this process's stdin and stdout."""
 
-    def __init__(self, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout) -> None:
+    def __init__(
+        self, stdin: IO[bytes] = sys.stdin.buffer, stdout: IO[bytes] = sys.stdout.buffer
+    ) -> None:
         self.stdin, self.stdout = stdin, stdout
 
     def receive(self) -> Message | None:
-        line = self.stdin.readline()
-        return decode(line) if line else None
+        return read_message(self.stdin)
 
     def send(self, message: Message) -> None:
-        self.stdout.write(encode(message) + "\n")
+        self.stdout.write(to_bytes(message))
         self.stdout.flush()
 
 
@@ -172,6 +168,6 @@ def serve_stdio(driver: Driver) -> int:
         serve(driver, channel)
         return 0
     except ChangeflowError as e:
-        channel.stdout.write(json.dumps({"error": e.to_wire()}) + "\n")
+        channel.stdout.write(json.dumps({"error": e.to_wire()}).encode() + b"\n")
         channel.stdout.flush()
         return 1

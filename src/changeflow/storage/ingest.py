@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from changeflow.cdc.files import CdcSource, open_source
 from changeflow.cdc.reader import CdcReader
-from changeflow.errors import InvalidInput
+from changeflow.errors import InvalidInput, with_context
+from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
 from changeflow.time import Antichain, Product, Time, time_to_json
-from changeflow.updates import DIFF, TIME
 
 # One append takes consecutive frontier advances until it holds this many of them or updates.
 APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
@@ -151,20 +151,9 @@ def _row_maker(source: CdcSource, schema: pa.Schema, shard: str) -> Callable[[An
 def _table(
     updates: list, schema: pa.Schema, to_row: Callable[[Any, Time], tuple], shard: str
 ) -> pa.Table:
-    """An update frame of the shard's schema; an error names the column that does not fit."""
-    rows = [to_row(data, t) for data, t, _ in updates]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    arrays = []
-    for f, values in zip(schema, columns, strict=True):
-        try:
-            arrays.append(pa.array(values, f.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise InvalidInput(
-                f"column {f.name!r} of shard {shard!r} is {f.type}; the CDC files' values do "
-                f"not fit ({e}): nothing was appended"
-            ) from None
-    arrays += [pa.array([u[i] for u in updates], pa.int64()) for i in (1, 2)]
-    frame = schema.append(pa.field(TIME, pa.int64(), False)).append(
-        pa.field(DIFF, pa.int64(), False)
-    )
-    return pa.Table.from_arrays(arrays, schema=frame)
+    """An update frame of the shard's schema, checked by storage's one validation rule (exact
+    types or lossless casts, NOT NULL, integer times and diffs)."""
+    try:
+        return to_frame([(to_row(d, t), t, r) for d, t, r in updates], schema, shard)
+    except InvalidInput as e:
+        raise with_context(e, "the CDC files do not fit the shard; nothing was appended") from None

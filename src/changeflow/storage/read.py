@@ -139,11 +139,14 @@ class ReadCapability:
             keep = pc.and_(keep, pc.less(times, upper))
         return table.filter(keep).sort_by([(TIME, "ascending")])
 
-    def subscribe(self, timeout: float | None = 60.0, poll: float = 0.05) -> Subscription:
-        """The snapshot at this capability's frontier, then every later update in order."""
+    def subscribe(
+        self, timeout: float | None = 60.0, poll: float = 0.05, snapshot: bool = True
+    ) -> Subscription:
+        """The snapshot at this capability's frontier (unless ``snapshot`` is false: the caller
+        read it in bulk), then every later update in order."""
         to_bound(self._frontier, "the read capability's frontier")
         self.state()
-        return Subscription(self, timeout, poll, self._machine.lease_ms / 3000)
+        return Subscription(self, timeout, poll, self._machine.lease_ms / 3000, snapshot)
 
     def _readable(self, state: ShardState, as_of: int) -> ShardState:
         """``state``, if this capability is live and ``as_of`` is in ``[since, upper)``."""
@@ -162,10 +165,17 @@ class Subscription:
     the updates of each later upper, in order. The lease is renewed while it runs."""
 
     def __init__(
-        self, cap: ReadCapability, timeout: float | None, poll: float, renew_every: float
+        self,
+        cap: ReadCapability,
+        timeout: float | None,
+        poll: float,
+        renew_every: float,
+        snapshot: bool = True,
     ) -> None:
         self.cap, self.timeout, self.poll, self.renew_every = cap, timeout, poll, renew_every
-        self.progress: int | None = None  # updates before this time have been delivered
+        as_of = to_bound(cap.frontier, "the read capability's frontier")
+        # updates before this time have been delivered (None: not even the snapshot)
+        self.progress: int | None = None if snapshot or as_of is None else as_of + 1
         self.finished = False  # the upper reached [] and was delivered
         self._renewed = time.monotonic()
 

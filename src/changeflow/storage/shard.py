@@ -209,10 +209,15 @@ class Storage:
         return _reader(cap).snapshot_table(as_of)
 
     def subscribe_at(
-        self, cap: ReadCapability, timeout: float | None = 60.0, poll: float = 0.05
+        self,
+        cap: ReadCapability,
+        timeout: float | None = 60.0,
+        poll: float = 0.05,
+        snapshot: bool = True,
     ) -> Subscription:
-        """The snapshot at ``cap``'s frontier, then every later update in order of upper."""
-        return _reader(cap).subscribe(timeout, poll)
+        """The snapshot at ``cap``'s frontier (unless ``snapshot`` is false), then every later
+        update in order of upper."""
+        return _reader(cap).subscribe(timeout, poll, snapshot)
 
     # -- compaction and garbage --------------------------------------------------------------
 

@@ -24,18 +24,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from changeflow.errors import ChangeflowError, InvalidInput, ProtocolViolation
+from changeflow.materialize.columns import DELETED, EXISTS, KEY_META, arrow_schema, parse_type
 from changeflow.materialize.driver import Driver
-from changeflow.materialize.protocol import Binding, Doc, DriverState, Key, Open, Store
+from changeflow.materialize.protocol import Binding, DriverState, Key, Open
 
 SPARK_ROWS = 1_000_000  # tables (old rows + staged rows) this large are applied through Spark
-DELETED = "_deleted"  # the staged files' delete flag (user columns never start with "_")
-KEY_META = b"changeflow.key"  # staged files name their key columns in the schema's metadata
 KEEP_APPLIED = 16  # applied names kept in a manifest; only the last one can be named again
 
 
@@ -125,29 +125,6 @@ def write_atomic(path: Path, data: bytes, sync_folder: bool = True) -> None:
 # -- one binding's table -------------------------------------------------------------------------
 
 
-def parse_type(name: str) -> pa.DataType:
-    """An Arrow type from its name (``str(type)``): int64, string, timestamp[us, tz=UTC], …"""
-    with contextlib.suppress(ValueError, KeyError):
-        return pa.type_for_alias(name)
-    if m := re.fullmatch(r"timestamp\[(s|ms|us|ns), tz=(.+)\]", name):
-        return pa.timestamp(m[1], tz=m[2])
-    if m := re.fullmatch(r"decimal(128|256)\((\d+), (-?\d+)\)", name):
-        return (pa.decimal128 if m[1] == "128" else pa.decimal256)(int(m[2]), int(m[3]))
-    raise InvalidInput(f"files: {name!r} is not an Arrow type the files driver can write")
-
-
-def arrow_schema(binding: Binding) -> pa.Schema:
-    """The table schema of ``binding``: its columns with their Arrow types."""
-    if len(binding.types) != len(binding.columns):
-        raise InvalidInput(
-            f"files: {binding.resource}: {len(binding.columns)} columns but "
-            f"{len(binding.types)} types"
-        )
-    return pa.schema(
-        [(c, parse_type(t)) for c, t in zip(binding.columns, binding.types, strict=True)]
-    )
-
-
 class Table:
     """The versions, manifest and staged files of one resource under ``folder``."""
 
@@ -192,17 +169,15 @@ class Table:
         table = data.to_table(columns=schema.names, filter=where)
         return table.cast(schema)
 
-    def lookup(self, key: list[str], keys: list[Key]) -> pa.Table:
-        """The rows whose key is one of ``keys``."""
+    def lookup(self, key: list[str], wanted: pa.Table) -> pa.Table:
+        """The rows whose key is one of the rows of ``wanted`` (a table of the key columns)."""
         schema = self.schema()
-        if schema is None or not keys:
+        if schema is None or not wanted.num_rows:
             return pa.table({})
         key_schema = pa.schema([schema.field(k) for k in key])
         try:
-            wanted = pa.Table.from_pylist(
-                [dict(zip(key, k, strict=True)) for k in keys], schema=key_schema
-            )
-        except (pa.ArrowException, TypeError, ValueError) as e:
+            wanted = wanted.select(key).cast(key_schema)
+        except (pa.ArrowException, KeyError, ValueError) as e:
             raise InvalidInput(
                 f"files: {self.folder.name}: Load keys do not fit {key}: {e}"
             ) from None
@@ -210,12 +185,12 @@ class Table:
         rows = self.read(where=first)
         return rows.join(wanted, keys=key, join_type="left semi").select(schema.names)
 
-    def stage(self, rows: list[Doc], schema: pa.Schema, key: tuple[str, ...]) -> str:
-        """Write ``rows`` (each with a ``_deleted`` flag) to a fresh, flushed staged file."""
+    def stage(self, rows: pa.Table, schema: pa.Schema, key: tuple[str, ...]) -> str:
+        """Write ``rows`` (the columns and a ``_deleted`` flag) to a fresh, flushed staged file."""
         meta = {KEY_META: json.dumps(list(key)).encode()}
         full = schema.append(pa.field(DELETED, pa.bool_())).with_metadata(meta)
         try:
-            table = pa.Table.from_pylist(rows, schema=full)
+            table = rows.select(full.names).cast(full)
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
             raise InvalidInput(
                 f"files: {self.folder.name}: a stored document does not fit {schema.names} "
@@ -362,7 +337,7 @@ class FilesDriver(Driver):
         self.bindings: tuple[Binding, ...] = ()
         self.pending: dict[str, str] = {}  # resource -> staged file committed, not yet applied
         self.schemas: list[pa.Schema] = []
-        self.docs: list[dict[Key, Store]] = []
+        self.stores: list[list[pa.Table]] = []  # per binding, this transaction's Store tables
         self.first = True  # the next Acknowledge is the session's first
         self.spark_master: str | None = None
 
@@ -378,7 +353,7 @@ class FilesDriver(Driver):
             Table(self.root / b.resource).check(b)
         self.bindings = request.bindings
         self.schemas = [arrow_schema(b) for b in request.bindings]
-        self.docs = [{} for _ in request.bindings]
+        self.stores = [[] for _ in request.bindings]
         self.pending = dict(request.state.get("staged", {}))  # re-applied at the first Acknowledge
         self.first = True
         options = {**self.options, **request.config}
@@ -401,29 +376,26 @@ class FilesDriver(Driver):
         self.pending, self.first = {}, False
         return None
 
-    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
+    def load_batch(self, binding: int, keys: pa.Table) -> pa.Table:
         if self.pending:
             raise ProtocolViolation(
                 f"files: Load before the staged files {self.pending} were applied "
                 "(an Acknowledge must come first)"
             )
         b = self._binding(binding)
-        for key in keys:
-            check_key(b, key, "files")
-        rows = Table(self.root / b.resource).lookup(list(b.key), keys).to_pylist()
-        return [(tuple(row[k] for k in b.key), row) for row in rows]
+        return Table(self.root / b.resource).lookup(list(b.key), keys)
 
-    def store(self, request: Store) -> None:
-        check_key(self._binding(request.binding), request.key, "files")
-        self.docs[request.binding][tuple(request.key)] = request
+    def store_batch(self, binding: int, rows: pa.Table) -> None:
+        self._binding(binding)
+        self.stores[binding].append(rows)
 
     def start_commit(self, runtime_checkpoint: dict[str, Any]) -> DriverState | None:
         staged: dict[str, str] = {}
-        for b, schema, docs in zip(self.bindings, self.schemas, self.docs, strict=True):
-            if docs:
-                rows = [_row(b, s) for s in docs.values()]
+        for b, schema, tables in zip(self.bindings, self.schemas, self.stores, strict=True):
+            if tables:
+                rows = _last_per_key(pa.concat_tables(tables, promote_options="permissive"), b)
                 staged[b.resource] = Table(self.root / b.resource).stage(rows, schema, b.key)
-        self.docs = [{} for _ in self.bindings]
+        self.stores = [[] for _ in self.bindings]
         self.pending = staged
         return DriverState({"staged": staged})
 
@@ -433,10 +405,17 @@ class FilesDriver(Driver):
         return self.bindings[index]
 
 
-def _row(binding: Binding, store: Store) -> Doc:
-    """A staged row: the document's columns, the key from the Store, the delete flag."""
-    doc = {} if store.delete or store.doc is None else store.doc
-    row = {c: doc.get(c) for c in binding.columns}
-    row.update(zip(binding.key, store.key, strict=True))
-    row[DELETED] = bool(store.delete)
-    return row
+def _last_per_key(rows: pa.Table, binding: Binding) -> pa.Table:
+    """The last row of each key (a delete's other columns null): a staged file holds a key
+    once."""
+    key = list(binding.key)
+    at = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    last = rows.select(key).append_column("_at", at).group_by(key, use_threads=False)
+    positions = np.sort(last.aggregate([("_at", "max")])["_at_max"].to_numpy())
+    rows = rows.take(positions).drop_columns([EXISTS])
+    deleted = rows[DELETED]
+    columns = {
+        c: rows[c] if c in key else pc.if_else(deleted, pa.scalar(None, rows[c].type), rows[c])
+        for c in binding.columns
+    }
+    return pa.table({**columns, DELETED: deleted})

@@ -2,8 +2,10 @@
 
 A Flush's loads COPY the keys into a temporary table and join it with the target: a handful of
 round trips per Flush, none per key. A commit COPYs the staged rows into a temporary staging
-table and applies them set-based (DELETE … USING, UPDATE … FROM, INSERT … SELECT) in the
-transaction that updates the checkpoint where the fence is still this instance's.
+table and applies them set-based (DELETE … USING, INSERT … SELECT, INSERT … SELECT … ON
+CONFLICT DO UPDATE) in the transaction that updates the checkpoint where the fence is still
+this instance's. Both COPYs are binary, and their payload is built from the Arrow columns by
+:mod:`~changeflow.materialize.drivers.pgcopy` without a Python step per row.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 
+import numpy as np
 import psycopg
+import pyarrow as pa
 from psycopg import sql
 
 from changeflow.errors import InvalidInput
-from changeflow.materialize.drivers.sql import CHECKPOINTS, Row, Schema, SqlDriver, Table, Writes
+from changeflow.materialize.drivers.pgcopy import copy_data, stage_type
+from changeflow.materialize.drivers.sql import CHECKPOINTS, Column, Schema, SqlDriver, Table, Writes
 
 _SPLIT = "materialization = %s AND key_begin = %s AND key_end = %s"
-_OP = sql.Identifier("_changeflow_op")  # the staging table's 'i', 'u' or 'd'
+OP = "_changeflow_op"  # the staging table's 'd' (delete), 'i' (insert) or 'u' (upsert)
+_OP = sql.Identifier(OP)
 
 _COLUMNS = (
     "SELECT column_name, data_type FROM information_schema.columns "
@@ -54,6 +60,15 @@ class PostgresDriver(SqlDriver):
 
     invalid_errors = (psycopg.DataError, psycopg.IntegrityError)
     database_errors = (psycopg.Error,)
+    native = {
+        "date32": Column("DATE", "date"),
+        "timestamp[us, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
+        "timestamp[ms, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
+        "timestamp[s, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
+        "timestamp[ns, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
+        "timestamp": Column("TIMESTAMP", "timestamp without time zone"),
+        "decimal": Column("NUMERIC", "numeric"),
+    }
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -118,12 +133,11 @@ class PostgresDriver(SqlDriver):
 
     def _prepare(self, index: int, table: Table) -> None:
         """Temporary tables of this session, emptied by each commit: keys to load, and rows
-        to write."""
+        to write (in the types the binary COPY carries)."""
 
         def columns(names: Iterable[str]) -> sql.Composable:
-            types = dict(zip(table.columns, table.types, strict=True))
             return sql.SQL(", ").join(
-                sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(types[c])) for c in names
+                sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_stage(table, c))) for c in names
             )
 
         create = "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS"
@@ -145,18 +159,18 @@ class PostgresDriver(SqlDriver):
             fence, checkpoint = cur.fetchone() or (0, None)
         return fence, checkpoint
 
-    def _fetch(self, index: int, table: Table, keys: list[Row]) -> Iterable[Row]:
+    def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:
         temp, key = _temp("load", index), table.binding.key
         with self._transaction() as cur:
-            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(temp, _names(key))) as copy:
-                for k in keys:
-                    copy.write_row(k)
+            _copy(cur, temp, key, copy_data(keys))
             cur.execute(
                 sql.SQL("SELECT {} FROM {} AS k JOIN {} AS t USING ({})").format(
                     _names(table.columns, "t"), temp, sql.Identifier(table.name), _names(key)
                 )
             )
-            return cur.fetchall()
+            rows = cur.fetchall()
+        columns = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in table.columns]
+        return table.rows_of(columns, table.columns)
 
     def _commit(self, checkpoint: str, writes: list[Writes]) -> None:
         with self._transaction() as cur:
@@ -176,31 +190,42 @@ class PostgresDriver(SqlDriver):
     def _apply(self, cur: psycopg.Cursor, index: int, table: Table, writes: Writes) -> None:
         """COPY the rows into the staging table, then one statement per kind of write."""
         stage, target, columns = _temp("stage", index), sql.Identifier(table.name), table.columns
-        copy_sql = sql.SQL("COPY {} ({}, {}) FROM STDIN").format(stage, _names(columns), _OP)
-        with cur.copy(copy_sql) as copy:
-            for op, rows in (("d", writes.deletes), ("u", writes.updates), ("i", writes.inserts)):
-                for row in rows:
-                    copy.write_row((*row, op))
         key = table.binding.key
+        kinds = (("d", writes.deletes), ("i", writes.inserts), ("u", writes.upserts))
+        for op, tables in kinds:
+            for rows in tables:
+                names = list(rows.column_names)
+                ops = pa.array(np.full(rows.num_rows, op, dtype=object), pa.string())
+                _copy(cur, stage, [*names, OP], copy_data(rows.append_column(OP, ops)))
+        values = sql.SQL(", ").join(_value(table, c) for c in columns)
         if writes.deletes:
             cur.execute(
                 sql.SQL("DELETE FROM {} AS t USING {} AS s WHERE s.{} = 'd' AND {}").format(
                     target, stage, _OP, _equal(key)
                 )
             )
-        if writes.updates and table.values:
-            assign = sql.SQL(", ").join(
-                sql.SQL("{0} = s.{0}").format(sql.Identifier(c)) for c in table.values
-            )
-            cur.execute(
-                sql.SQL("UPDATE {} AS t SET {} FROM {} AS s WHERE s.{} = 'u' AND {}").format(
-                    target, assign, stage, _OP, _equal(key)
-                )
-            )
+        insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} AS s WHERE s.{} = {}")
         if writes.inserts:
+            try:
+                cur.execute(
+                    insert.format(target, _names(columns), values, stage, _OP, sql.Literal("i"))
+                )
+            except psycopg.errors.UniqueViolation as e:  # "Key (k)=(7) already exists."
+                detail = (e.diag.message_detail or "").removeprefix("Key ")
+                raise self.second_row(detail.removesuffix(" already exists.")) from None
+        if writes.upserts:
+            if table.values:
+                assign = sql.SQL(", ").join(
+                    sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in table.values
+                )
+                conflict = sql.SQL("DO UPDATE SET {}").format(assign)
+            else:
+                conflict = sql.SQL("DO NOTHING")
             cur.execute(
-                sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {} = 'i'").format(
-                    target, _names(columns), _names(columns), stage, _OP
+                sql.SQL("{} ON CONFLICT ({}) {}").format(
+                    insert.format(target, _names(columns), values, stage, _OP, sql.Literal("u")),
+                    _names(key),
+                    conflict,
                 )
             )
 
@@ -208,3 +233,24 @@ class PostgresDriver(SqlDriver):
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def _stage(table: Table, column: str) -> str:
+    """The staging type of a column: what the binary COPY carries for it."""
+    at = table.columns.index(column)
+    return stage_type(table.arrow.types[at]) or table.types[at]
+
+
+def _value(table: Table, column: str) -> sql.Composable:
+    """A staged column as the target's type (cast where the COPY carries text)."""
+    at = table.columns.index(column)
+    if stage_type(table.arrow.types[at]) and not table.sql[at].text:
+        return sql.SQL("s.{}::{}").format(sql.Identifier(column), sql.SQL(table.types[at]))
+    return sql.SQL("s.{}").format(sql.Identifier(column))
+
+
+def _copy(cur: psycopg.Cursor, into: sql.Identifier, names: Iterable[str], data: bytes) -> None:
+    """A binary COPY of ``data`` into the columns ``names`` of ``into``."""
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(into, _names(names))
+    with cur.copy(statement) as copy:
+        copy.write(data)

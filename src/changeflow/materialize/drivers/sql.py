@@ -5,28 +5,59 @@ key range), the runtime checkpoint and a fence. Open increments the fence in a t
 its own; each commit writes the staged stores and the checkpoint in one transaction, and only
 while the fence is still this instance's: an older instance (a zombie) can no longer commit.
 A dialect supplies the connection, the DDL, and the bulk paths of load and commit.
+
+Loads and stores arrive as Arrow tables and are written a column at a time: no value is
+converted in Python but nested ones (JSON text). Stores without ``_exists`` (the runtime did
+not load) are upserts by key. Types a dialect lacks travel as text and come back typed.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from changeflow.errors import ChangeflowError, FencedOff, InvalidInput, ProtocolViolation
+from changeflow.materialize.columns import (
+    DELETED,
+    EXISTS,
+    arrow_schema,
+    key_schema,
+    store_schema,
+)
 from changeflow.materialize.driver import Driver
-from changeflow.materialize.protocol import Binding, Doc, Key, Open, Store
+from changeflow.materialize.protocol import Binding, Open
+from changeflow.updates import canonical_json
 
 CHECKPOINTS = "changeflow_checkpoints"
 
-#: Arrow type -> SQL type; any other Arrow type is stored as JSON text
-SQL_TYPES = {
-    "int64": "BIGINT",
+
+@dataclass(frozen=True)
+class Column:
+    """How a column of an Arrow type lives in a dialect: ``ddl`` its SQL type, ``reported``
+    as the database lists it, and ``text``: the values travel as text (JSON for nested
+    values, else Arrow's cast to string) and are cast back on load."""
+
+    ddl: str
+    reported: str
+    text: bool = False
+
+
+#: the types every dialect stores natively (any other Arrow type is stored as JSON text)
+_NATIVE = {
+    "int8": "SMALLINT",
+    "int16": "SMALLINT",
+    "uint8": "SMALLINT",
     "int32": "INTEGER",
+    "uint16": "INTEGER",
+    "int64": "BIGINT",
+    "uint32": "BIGINT",
     "string": "TEXT",
     "large_string": "TEXT",
     "double": "DOUBLE PRECISION",
@@ -34,18 +65,43 @@ SQL_TYPES = {
     "bool": "BOOLEAN",
 }
 
-Row = tuple[Any, ...]  # a binding's encoded values, in column order
+
+def column_type(kind: pa.DataType, native: dict[str, Column]) -> Column:
+    """A column of Arrow type ``kind``: ``native`` of the dialect, else JSON text."""
+    name = str(kind)
+    if name in _NATIVE:
+        return Column(_NATIVE[name], _NATIVE[name].lower())
+    for prefix, column in native.items():
+        if name.startswith(prefix):
+            return column
+    return Column("TEXT", "text", text=True)
+
+
+def to_text(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A column as text: JSON for nested values, Arrow's own form for the rest."""
+    if pa.types.is_nested(values.type):
+        return pa.array(
+            [None if v is None else canonical_json(v) for v in values.to_pylist()], pa.string()
+        )
+    return values.cast(pa.string())
+
+
+def from_text(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    """The inverse of :func:`to_text`."""
+    if pa.types.is_nested(kind):
+        return pa.array([None if v is None else json.loads(v) for v in values.to_pylist()], kind)
+    return values.cast(kind)
 
 
 class Table:
-    """A binding as a table: its SQL types, and how a document becomes a row and back."""
+    """A binding as a table of a dialect: its columns' SQL types, and its key."""
 
-    def __init__(self, binding: Binding) -> None:
-        columns, types = binding.columns, binding.types
-        if len(columns) != len(types) or len(set(columns)) != len(columns):
+    def __init__(self, binding: Binding, native: dict[str, Column]) -> None:
+        columns = binding.columns
+        if len(columns) != len(binding.types) or len(set(columns)) != len(columns):
             raise InvalidInput(
                 f"binding {binding.resource!r}: columns {list(columns)} do not match "
-                f"types {list(types)} one to one"
+                f"types {list(binding.types)} one to one"
             )
         if missing := [k for k in binding.key if k not in columns]:
             raise InvalidInput(f"binding {binding.resource!r}: key columns {missing} missing")
@@ -54,91 +110,33 @@ class Table:
         self.binding = binding
         self.name = binding.resource
         self.columns = columns
-        self.types = tuple(SQL_TYPES.get(t, "TEXT") for t in types)
+        self.arrow = arrow_schema(binding)
+        self.sql = tuple(column_type(t, native) for t in self.arrow.types)
+        self.types = tuple(c.ddl for c in self.sql)
         self.delta = binding.delta_updates
         self.key = () if self.delta else binding.key  # the primary key
-        self.key_at = tuple(columns.index(k) for k in binding.key)
         self.values = tuple(c for c in columns if c not in binding.key)
-        # per column: how a value is written (JSON text) and read back as the value written
-        self._encode = tuple(None if t in SQL_TYPES else _json for t in types)
-        self._decode = tuple(_DECODE.get(t, None if t in SQL_TYPES else json.loads) for t in types)
-        # the common case converts nothing: rows and documents pass through as they are
-        self._plain_encode = all(f is None for f in self._encode)
-        self._plain_decode = all(f is None for f in self._decode)
-        self._plain_key = all(self._encode[at] is None for at in self.key_at)
-        self._one_key = self.key_at[0] if len(self.key_at) == 1 else None
 
     def schema(self) -> Schema:
         return Schema(
-            dict(zip(self.columns, (t.lower() for t in self.types), strict=True)), self.key
+            dict(zip(self.columns, (c.reported for c in self.sql), strict=True)), self.key
         )
 
-    def row(self, key: Key, doc: Doc | None) -> Row:
-        """The encoded row of a document; ``key`` wins over the document's key fields."""
-        if len(key) != len(self.key_at):
-            raise ProtocolViolation(
-                f"binding {self.name!r}: key {list(key)} does not match {list(self.binding.key)}"
-            )
-        values = list(map(doc.get, self.columns)) if doc else [None] * len(self.columns)
-        one = self._one_key
-        if one is not None:
-            values[one] = key[0]
-        else:
-            for at, value in zip(self.key_at, key, strict=True):
-                values[at] = value
-        if self._plain_encode:
-            return tuple(values)
-        return _convert(values, self._encode)
-
-    def keys(self, keys: list[Key]) -> list[Row]:
-        """The encoded keys (as :meth:`key_of` the rows of these keys)."""
-        if not self._plain_key:
-            return [self.key_of(self.row(key, None)) for key in keys]
-        width = len(self.key_at)
-        for key in keys:
-            if len(key) != width:
-                self.row(key, None)  # raises the clear error
-        return [tuple(key) for key in keys]
-
-    def key_of(self, row: Row) -> Row:
-        one = self._one_key
-        if one is not None:
-            return (row[one],)
-        return tuple(row[at] for at in self.key_at)
-
-    def document(self, row: Row) -> tuple[Key, Doc]:
-        """The key and the document of a stored row."""
-        values = row if self._plain_decode else _convert(row, self._decode)
-        return self.key_of(values), dict(zip(self.columns, values, strict=True))
-
-    def documents(self, rows: Iterable[Row]) -> list[tuple[Key, Doc]]:
-        """:meth:`document` of each row."""
-        if not self._plain_decode:
-            return [self.document(row) for row in rows]
-        columns, one = self.columns, self._one_key
-        if one is not None:
-            # a fetched row holds every column, in order
-            return [((row[one],), dict(zip(columns, row))) for row in rows]  # noqa: B905
-        key_of = self.key_of
-        return [(key_of(row), dict(zip(columns, row))) for row in rows]  # noqa: B905
-
-
-def _convert(values: Iterable[Any], how: tuple[Callable[[Any], Any] | None, ...]) -> Row:
-    return tuple(v if f is None or v is None else f(v) for v, f in zip(values, how, strict=True))
-
-
-def _float32(value: float) -> float:
-    """The float32 nearest ``value``: PostgreSQL prints a REAL in its shortest form (0.3),
-    which reads back as another double than the float32 stored (0.30000001192092896)."""
-    return struct.unpack("f", struct.pack("f", value))[0]
-
-
-_DECODE: dict[str, Callable[[Any], Any]] = {"bool": bool, "float": _float32}  # bool: SQLite's 0/1
-
-
-def _json(value: Any) -> str:
-    """JSON text; sorted keys, so equal values give equal keys."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    def rows_of(self, columns: list[list[Any]], names: Iterable[str]) -> pa.Table:
+        """Fetched columns (Python values) as an Arrow table of their binding types."""
+        arrays = []
+        for name, values in zip(names, columns, strict=True):
+            at = self.columns.index(name)
+            kind, column = self.arrow.types[at], self.sql[at]
+            if column.text:
+                arrays.append(from_text(pa.array(values, pa.string()), kind))
+            elif pa.types.is_boolean(kind):  # SQLite's 0 and 1
+                arrays.append(pa.array([None if v is None else bool(v) for v in values], kind))
+            elif pa.types.is_floating(kind):
+                arrays.append(pa.array(values, pa.float64()).cast(kind))
+            else:
+                arrays.append(pa.array(values, kind))
+        return pa.Table.from_arrays(arrays, names=list(names))
 
 
 @dataclass(frozen=True)
@@ -168,49 +166,52 @@ def _key(names: tuple[str, ...]) -> str:
 
 @dataclass
 class Writes:
-    """One binding's writes of a transaction, set apart by statement."""
+    """One binding's writes of a transaction, set apart by statement (Arrow tables)."""
 
-    inserts: list[Row] = field(default_factory=list)
-    updates: list[Row] = field(default_factory=list)
-    deletes: list[Row] = field(default_factory=list)  # rows with only the key filled in
+    deletes: list[pa.Table] = field(default_factory=list)  # the key columns
+    inserts: list[pa.Table] = field(default_factory=list)  # keys not stored (or appends)
+    upserts: list[pa.Table] = field(default_factory=list)  # stored or not known
 
     def __bool__(self) -> bool:
-        return bool(self.inserts or self.updates or self.deletes)
+        return bool(self.deletes or self.inserts or self.upserts)
 
 
 class SqlDriver(Driver):
     """Tables in a SQL database, with the runtime checkpoint and a fence in the same database.
 
-    Stores are staged in memory, one entry per key (a repeated key keeps its first ``exists``
-    and its last document), and written by :meth:`_commit` in one transaction. A delta-updates
-    binding is a table without a primary key that each stored document is appended to; the
-    runtime sends it every change as a document with ``_time`` and ``_diff`` (a change table).
+    Stores are staged in memory as Arrow tables, set apart into deletes, inserts (keys the
+    runtime loaded and did not find) and upserts, and written by :meth:`_commit` in one
+    transaction. A delta-updates binding is a table without a primary key that each stored row
+    is appended to; the runtime sends it every change as a row with ``_time`` and ``_diff`` (a
+    change table).
     """
 
     authoritative = True
     delta_changes = True
+    upserts = True
     #: the database's own errors: data that does not fit, and everything else
     invalid_errors: tuple[type[Exception], ...] = ()
     database_errors: tuple[type[Exception], ...] = ()
+
+    #: the dialect's own column types, by the start of the Arrow type's name
+    native: dict[str, Column] = {}
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.tables: list[Table] = []
         self.split: tuple[str, int, int] = ("", 0, 0)  # materialization, key_begin, key_end
         self.fence = 0
-        self._staged: list[dict[Row, tuple[bool, bool, Row]]] = []  # key -> exists, delete, row
-        self._appends: list[list[Row]] = []
+        self._writes: list[Writes] = []
 
     # -- the protocol ----------------------------------------------------------------------------
 
     def open(self, request: Open) -> dict[str, Any] | None:
         self.split = (request.materialization, request.key_begin, request.key_end)
-        self.tables = [Table(b) for b in request.bindings]
+        self.tables = [Table(b, self.native) for b in request.bindings]
         names = [t.name for t in self.tables]
         if repeated := sorted({n for n in names if names.count(n) > 1}):
             raise InvalidInput(f"{self._where()}: bindings share the tables {repeated}")
-        self._staged = [{} for _ in self.tables]
-        self._appends = [[] for _ in self.tables]
+        self._writes = [Writes() for _ in self.tables]
         with self._errors("open"):
             self._connect()
             for index, table in enumerate(self.tables):
@@ -227,53 +228,36 @@ class SqlDriver(Driver):
             self.fence, checkpoint = self._bump_fence()
         return None if checkpoint is None else json.loads(checkpoint)
 
-    def load(self, binding: int, keys: list[Key]) -> Iterable[tuple[Key, Doc]]:
+    def load_batch(self, binding: int, keys: pa.Table) -> pa.Table:
         table = self._table(binding)
-        if table.delta or not keys:
-            return []
-        encoded = table.keys(keys)
+        if table.delta or not keys.num_rows:
+            return table.arrow.empty_table()
+        keys = keys.select(list(table.binding.key)).cast(key_schema(table.binding))
         with self._errors(f"load from {table.name!r}"):
-            rows = self._fetch(binding, table, encoded)
-        return table.documents(rows)
+            return self._fetch(binding, table, keys)
 
-    def store(self, request: Store) -> None:
-        binding = request.binding
-        tables = self.tables
-        table = tables[binding] if 0 <= binding < len(tables) else self._table(binding)
-        one, key = table._one_key, request.key
-        if one is not None and table._plain_encode and not table.delta and len(key) == 1:
-            # the common case: one key column, no value to encode
-            doc = None if request.delete else request.doc
-            if doc:
-                values = list(map(doc.get, table.columns))
-                values[one] = key[0]
-                row = tuple(values)
-            else:
-                row = (None,) * len(table.columns)
-                row = (*row[:one], key[0], *row[one + 1 :])
-            staged = self._staged[binding]
-            encoded = (key[0],)
-            previous = staged.get(encoded)
-            exists = request.exists if previous is None else previous[0]
-            staged[encoded] = (exists, request.delete, row)
-            return
+    def store_batch(self, binding: int, rows: pa.Table) -> None:
+        table, writes = self._table(binding), self._writes[binding]
+        rows = rows.cast(store_schema(table.binding))
         if table.delta:
-            if not request.delete:
-                self._appends[request.binding].append(table.row(request.key, request.doc))
+            kept = rows.filter(pc.invert(rows[DELETED]))
+            writes.inserts.append(kept.select(list(table.columns)))
             return
-        row = table.row(request.key, None if request.delete else request.doc)
-        staged = self._staged[request.binding]
-        key = table.key_of(row)
-        exists = staged[key][0] if key in staged else request.exists
-        staged[key] = (exists, request.delete, row)
+        deleted, exists = rows[DELETED], rows[EXISTS]
+        for kind, where in (
+            (writes.deletes, deleted),
+            (writes.inserts, pc.and_not(pc.equal(exists, False), deleted)),
+            (writes.upserts, pc.and_not(pc.fill_null(exists, True), deleted)),
+        ):
+            picked = rows.filter(where)
+            if picked.num_rows:
+                names = table.binding.key if kind is writes.deletes else table.columns
+                kind.append(picked.select(list(names)))
 
     def start_commit(self, runtime_checkpoint: dict[str, Any]) -> None:
-        writes = [self._writes(index) for index in range(len(self.tables))]
+        writes, self._writes = self._writes, [Writes() for _ in self.tables]
         with self._errors("commit"):
             self._commit(json.dumps(runtime_checkpoint, separators=(",", ":")), writes)
-        for staged, appends in zip(self._staged, self._appends, strict=True):
-            staged.clear()
-            appends.clear()
         return None
 
     # -- for the dialects --------------------------------------------------------------------------
@@ -287,16 +271,14 @@ class SqlDriver(Driver):
             f"{newer}; this one (fence {self.fence}) stops"
         )
 
-    def _writes(self, index: int) -> Writes:
-        writes = Writes(inserts=list(self._appends[index]))
-        for exists, delete, row in self._staged[index].values():
-            if delete:
-                writes.deletes.append(row)
-            elif exists:
-                writes.updates.append(row)
-            else:
-                writes.inserts.append(row)
-        return writes
+    def second_row(self, key: str) -> InvalidInput:
+        """The error of an insert of a key the table holds already: the collection has two
+        rows of it (``key`` shown as ``(name=value, …)``)."""
+        return InvalidInput(
+            f"{self._where()}: commit: key {key} has 2 rows: the target holds one of an earlier "
+            "transaction; a materialization keeps one row per key: choose a key that is "
+            "unique, or reduce with --reduce"
+        )
 
     def _table(self, binding: int) -> Table:
         if not 0 <= binding < len(self.tables):
@@ -341,10 +323,11 @@ class SqlDriver(Driver):
         and the stored checkpoint (JSON text)."""
 
     @abstractmethod
-    def _fetch(self, index: int, table: Table, keys: list[Row]) -> Iterable[Row]:
-        """The stored rows of ``keys`` (encoded, in key order), all columns in order."""
+    def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:
+        """The stored rows of ``keys``, every column, as a table of the binding's types."""
 
     @abstractmethod
     def _commit(self, checkpoint: str, writes: list[Writes]) -> None:
         """In one transaction: update the checkpoint where the fence is still mine (else roll
-        back and raise :meth:`fenced_off`), apply ``writes``, commit."""
+        back and raise :meth:`fenced_off`), apply ``writes`` (deletes, then inserts, which fail
+        on a stored key, then upserts), commit."""

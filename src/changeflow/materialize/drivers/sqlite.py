@@ -1,7 +1,10 @@
 """The SQLite driver (``sqlite:PATH``): tables in one SQLite file, in WAL mode with full sync.
 
 Loads fill a temporary table of keys and join it with the target; a commit is one
-``BEGIN IMMEDIATE`` transaction of the checkpoint update and three ``executemany`` statements.
+``BEGIN IMMEDIATE`` transaction of the checkpoint update and an ``executemany`` per kind of
+write (delete, insert, upsert) over the rows' column lists, in key order (so the B-tree is
+walked once, not at random). Dates, timestamps and decimals are ISO text (SQLite has no such
+types; a decimal as text keeps its digits), cast back to their Arrow types on load.
 """
 
 from __future__ import annotations
@@ -9,10 +12,20 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable
-from operator import itemgetter
 from pathlib import Path
 
-from changeflow.materialize.drivers.sql import CHECKPOINTS, Row, Schema, SqlDriver, Table, Writes
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from changeflow.materialize.drivers.sql import (
+    CHECKPOINTS,
+    Column,
+    Schema,
+    SqlDriver,
+    Table,
+    Writes,
+    to_text,
+)
 
 _SPLIT = "materialization = ? AND key_begin = ? AND key_end = ?"
 
@@ -36,6 +49,11 @@ class SqliteDriver(SqlDriver):
 
     invalid_errors = (sqlite3.IntegrityError, sqlite3.DataError)
     database_errors = (sqlite3.Error,)
+    native = {
+        "date": Column("DATE", "date", text=True),
+        "timestamp": Column("TIMESTAMP", "timestamp", text=True),
+        "decimal": Column("TEXT", "text", text=True),
+    }
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -85,7 +103,8 @@ class SqliteDriver(SqlDriver):
     def _prepare(self, index: int, table: Table) -> None:
         if table.delta:
             return  # nothing to load
-        keys = zip(table.binding.key, (table.types[at] for at in table.key_at), strict=True)
+        at = [table.columns.index(k) for k in table.binding.key]
+        keys = zip(table.binding.key, (table.types[i] for i in at), strict=True)
         self._db.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS changeflow_load_{index} "
             f"({', '.join(f'{_q(c)} {t}' for c, t in keys)})"
@@ -107,19 +126,23 @@ class SqliteDriver(SqlDriver):
             raise
         return fence, checkpoint
 
-    def _fetch(self, index: int, table: Table, keys: list[Row]) -> Iterable[Row]:
+    def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:
         db, temp, key = self._db, f"temp.changeflow_load_{index}", table.binding.key
         db.execute("BEGIN")
         try:
             db.execute(f"DELETE FROM {temp}")
-            db.executemany(f"INSERT INTO {temp} VALUES ({', '.join('?' * len(key))})", keys)
+            db.executemany(
+                f"INSERT INTO {temp} VALUES ({', '.join('?' * len(key))})", _rows(table, keys)
+            )
             # CROSS JOIN keeps the keys as the outer loop: one primary-key search per key
-            return db.execute(
+            rows = db.execute(
                 f"SELECT {_list(table.columns, 't.')} FROM {temp} AS k "
                 f"CROSS JOIN main.{_q(table.name)} AS t WHERE {_equal(key, 't.', 'k.')}"
             ).fetchall()
         finally:
             db.execute("ROLLBACK")
+        columns = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in table.columns]
+        return table.rows_of(columns, table.columns)
 
     def _commit(self, checkpoint: str, writes: list[Writes]) -> None:
         db = self._db
@@ -143,24 +166,31 @@ class SqliteDriver(SqlDriver):
 
     def _apply(self, table: Table, writes: Writes) -> None:
         db, name, key = self._db, f"main.{_q(table.name)}", table.binding.key
-        if writes.deletes:
-            key_of = table.key_of
+        columns = _list(table.columns)
+        marks = ", ".join("?" * len(table.columns))
+        for rows in writes.deletes:
+            db.executemany(f"DELETE FROM {name} WHERE {_equal(key)}", _rows(table, rows))
+        for rows in writes.inserts:
+            values, before = _rows(table, rows), db.total_changes
+            try:
+                db.executemany(f"INSERT INTO {name} ({columns}) VALUES ({marks})", values)
+            except sqlite3.IntegrityError:
+                if table.delta or not table.key:
+                    raise
+                row = values[db.total_changes - before]  # the first row not inserted
+                names = rows.column_names
+                shown = ", ".join(f"{k}={row[names.index(k)]!r}" for k in table.key)
+                raise self.second_row(f"({shown})") from None
+        if table.values:
+            assign = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in table.values)
+            conflict = f"DO UPDATE SET {assign}"
+        else:
+            conflict = "DO NOTHING"
+        for rows in writes.upserts:
             db.executemany(
-                f"DELETE FROM {name} WHERE {_equal(key)}", [key_of(row) for row in writes.deletes]
-            )
-        if writes.updates and table.values:
-            at = [table.columns.index(c) for c in table.values] + list(table.key_at)
-            pick = itemgetter(*at) if len(at) > 1 else lambda row: (row[at[0]],)
-            db.executemany(
-                f"UPDATE {name} SET {', '.join(f'{_q(c)} = ?' for c in table.values)} "
-                f"WHERE {_equal(key)}",
-                list(map(pick, writes.updates)),
-            )
-        if writes.inserts:
-            db.executemany(
-                f"INSERT INTO {name} ({_list(table.columns)}) "
-                f"VALUES ({', '.join('?' * len(table.columns))})",
-                writes.inserts,
+                f"INSERT INTO {name} ({columns}) VALUES ({marks}) "
+                f"ON CONFLICT ({_list(key)}) {conflict}",
+                _rows(table, rows),
             )
 
     @property
@@ -172,3 +202,16 @@ class SqliteDriver(SqlDriver):
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+def _rows(table: Table, rows: pa.Table) -> list[tuple]:
+    """The rows of ``rows`` as tuples of SQLite values, in key order: each column converted as
+    a whole (text where SQLite lacks the type), then zipped."""
+    if rows.num_rows > 1 and table.binding.key:
+        rows = rows.take(pc.sort_indices(rows, [(k, "ascending") for k in table.binding.key]))
+    columns = []
+    for name in rows.column_names:
+        column = table.sql[table.columns.index(name)]
+        values = rows[name]
+        columns.append((to_text(values) if column.text else values).to_pylist())
+    return list(zip(*columns, strict=True))
