@@ -176,6 +176,10 @@ def _mod(a: Any, b: Any, kind: SqlType) -> Any:
         raise EvalError("division by zero", sqlstate="22012")
     if kind == FLOAT8:
         return math.fmod(a, b)
+    if kind == NUMERIC:
+        with localcontext() as ctx:
+            ctx.prec = 80
+            return a % b  # Decimal's remainder has the dividend's sign, as PostgreSQL's
     return a - b * _div(a, b, kind)  # the sign of the dividend
 
 

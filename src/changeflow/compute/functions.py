@@ -152,6 +152,13 @@ def _ln(x: float) -> float:
     return math.log(x)
 
 
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        raise EvalError("value out of range: overflow", sqlstate="22003") from None
+
+
 def _power(x: float, y: float) -> float:
     if x == 0 and y < 0:
         raise EvalError("zero raised to a negative power is undefined", sqlstate="2201F")
@@ -327,11 +334,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("sign", _sig(("num",), result="same"), _sign),
         Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x))),
         Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x))),
-        Function(
-            "exp",
-            _sig(("num",), result=FLOAT8),
-            lambda x: check_range(math.exp(min(float(x), 1e3)), FLOAT8),
-        ),
+        Function("exp", _sig(("num",), result=FLOAT8), lambda x: _exp(float(x))),
         Function(
             "power", _sig(("num", "num"), result=FLOAT8), lambda x, y: _power(float(x), float(y))
         ),

@@ -139,21 +139,25 @@ class ExprCompiler:
 
     def _arith(self, e: X.Arith) -> Column:
         if e.type == DATE:
-            days = self.compile(e.b).cast("int")
-            a = self.compile(e.a)
-            return F.date_add(a, days) if e.op == "+" else F.date_sub(a, days)
+            a, days = self.compile(e.a), self.compile(e.b).cast("int")
+            out = F.date_add(a, days) if e.op == "+" else F.date_sub(a, days)
+            return _eager(e, a, days, out)
         if e.a.type == DATE:
-            return F.datediff(self.compile(e.a), self.compile(e.b))
+            a, b = self.compile(e.a), self.compile(e.b)
+            return _eager(e, a, b, F.datediff(a, b))
         a, b = self.typed(e.a, e.type), self.typed(e.b, e.type)
         if e.type.integer:
             if e.op == "/":
-                return F.call_function("div", a, b).cast(spark_type(e.type))
-            return _BINARY[e.op](a, b)
-        if e.type == FLOAT8:
-            return _finite(_BINARY[e.op](a, b))
-        return self._numeric(e, a, b)
+                out = F.call_function("div", a, b).cast(spark_type(e.type))
+            else:
+                out = _BINARY[e.op](a, b)
+        elif e.type == FLOAT8:
+            out = _finite(_BINARY[e.op](a, b))
+        else:
+            a, b, out = self._numeric(e, a, b)
+        return _eager(e, a, b, out)
 
-    def _numeric(self, e: X.Arith, a: Column, b: Column) -> Column:
+    def _numeric(self, e: X.Arith, a: Column, b: Column) -> tuple[Column, Column, Column]:
         """A numeric operation, refused where Spark's 38 digits would round the result."""
         if e.op == "/":  # a wide divisor makes Spark keep at least 18 decimal places
             b = b.cast(f"decimal(38,{self._scale(b)})")
@@ -162,7 +166,7 @@ class ExprCompiler:
         need = {"*": sa + sb, "/": NUMERIC_SCALE}.get(e.op, max(sa, sb))
         if so < min(need, 38):
             raise _unsupported(e, f"Spark keeps {so} decimal places of the {need} the result needs")
-        return out
+        return a, b, out
 
     def _scale(self, c: Column) -> int:
         kind = self.type_of(c)
@@ -174,7 +178,8 @@ class ExprCompiler:
     # -- comparison and logic ----------------------------------------------------------------
 
     def _cmp(self, e: X.Cmp) -> Column:
-        return _COMPARE[e.op](self.compile(e.a), self.compile(e.b))
+        a, b = self.compile(e.a), self.compile(e.b)
+        return _eager(e, a, b, _COMPARE[e.op](a, b))
 
     def _bool(self, e: X.Expr) -> Column:
         c = self.compile(e)
@@ -213,8 +218,9 @@ class ExprCompiler:
         return F.coalesce(*(self._branch(a, e.type) for a in e.args))
 
     def _nullif(self, e: X.NullIf) -> Column:
-        a = self.compile(e.a)
-        return F.when(a == self.compile(e.b), F.lit(None).cast(spark_type(e.type))).otherwise(a)
+        a, b = self.compile(e.a), self.compile(e.b)
+        out = F.when(a == b, F.lit(None).cast(spark_type(e.type))).otherwise(a)
+        return _eager(e, a, b, out)
 
     def _inlist(self, e: X.InList) -> Column:
         found = self.compile(e.a).isin(*(self.compile(i) for i in e.items))
@@ -282,6 +288,16 @@ class ExprCompiler:
         if build is None:
             raise _unsupported(e, f"function {e.name}() is not compiled for Spark")
         return build(self, e)
+
+
+def _eager(e: X.Expr, a: Column, b: Column, out: Column) -> Column:
+    """``out``, computed from ``a`` and ``b`` so that both are evaluated, as the reference
+    evaluates both operands: Spark skips the second operand when the first is NULL, which
+    would turn an error in it (overflow, division by zero) into NULL."""
+    second = e.children()[1]
+    if isinstance(second, X.Col | X.Lit | X.MzNow):  # cannot fail: nothing to force
+        return out
+    return F.when(a.isNull() & b.isNull(), F.lit(None)).otherwise(out)
 
 
 _BINARY: dict[str, Callable[[Column, Column], Column]] = {
@@ -380,7 +396,7 @@ def _substr(cc: ExprCompiler, e: Func) -> Column:
     taken = F.substr(s, F.least(lo, past).cast("int"), F.least(length, past).cast("int"))
     return (
         F.when(count < 0, fail("negative substring length not allowed", "22011"))
-        .when(length <= 0, F.lit(""))
+        .when(length <= 0, F.substr(s, F.lit(1), F.lit(0)))  # '' (NULL for a NULL string)
         .otherwise(taken)
     )
 
@@ -411,7 +427,8 @@ def _right(cc: ExprCompiler, e: Func) -> Column:
     s, n = cc.compile(e.args[0]), cc.compile(e.args[1]).cast("bigint")
     size = F.length(s).cast("bigint")
     start = F.when(n > 0, F.greatest(size - n + 1, F.lit(1))).otherwise(F.least(1 - n, size + 1))
-    return F.when(n == 0, F.lit("")).otherwise(F.substr(s, start.cast("int")))
+    nothing = F.substr(s, F.lit(1), F.lit(0))  # '' (NULL for a NULL string)
+    return F.when(n == 0, nothing).otherwise(F.substr(s, start.cast("int")))
 
 
 def _text(cc: ExprCompiler, a: X.Expr, e: Func) -> Column:
