@@ -90,6 +90,7 @@ def test_dates() -> None:
     assert ev(Func("date_trunc", (lit("month"), lit(datetime(2024, 2, 28, 5))))) == datetime(
         2024, 2, 1
     )
+    assert ev(Func("date_trunc", (lit("month"), d))) == datetime(2024, 2, 1)
     assert ev(Func("date_part", (lit("dow"), d))) == 3.0
     assert ev(Func("extract", (lit("year"), d))) == Decimal(2024)
 

@@ -179,7 +179,8 @@ CASES = {
             P.TopK(R, (0,), (P.Order(1, desc=True), P.Order(2)), limit=2, offset=1), (0, 1, 2)
         ),
         "SELECT k, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY v DESC NULLS "
-        "FIRST, s ASC NULLS LAST, k, v, s) AS n FROM r) WHERE n BETWEEN 2 AND 3",
+        "FIRST, s ASC NULLS LAST, k NULLS FIRST, v NULLS FIRST, s NULLS FIRST) AS n FROM r) "
+        "WHERE n BETWEEN 2 AND 3",
     ),
     "map-filter": (
         P.Filter(

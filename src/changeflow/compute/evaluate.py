@@ -245,7 +245,7 @@ class _Desc(_Asc):
 
 def _cmp(a: Any, b: Any) -> int:
     if a is None or b is None:
-        return (a is not None) - (b is not None)  # NULLs after values (only in tie-breaks)
+        return (a is not None) - (b is not None)  # NULLs before values (only in tie-breaks)
     if compare_values("<", a, b):
         return -1
     return 1 if compare_values(">", a, b) else 0

@@ -250,12 +250,14 @@ def _extract(field_name: str, value: date) -> Decimal:
 _TRUNC = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
 
 
-def _date_trunc(unit: str, value: datetime) -> datetime:
+def _date_trunc(unit: str, value: date) -> datetime:
     u = unit.lower()
     if u not in _TRUNC:
         raise EvalError(
             f"unit {unit!r} not recognized; the units are {', '.join(_TRUNC)}", sqlstate="22023"
         )
+    if not isinstance(value, datetime):  # a date truncates as its midnight
+        value = datetime(value.year, value.month, value.day)
     if u == "microseconds":
         return value
     value = value.replace(microsecond=0)
