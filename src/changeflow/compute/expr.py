@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
@@ -564,12 +565,13 @@ class InList(Expr):
         return f"({self.a} {'NOT ' if self.negated else ''}IN ({items}))"
 
 
-def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
-    """A LIKE pattern (``%``, ``_``, backslash escapes) as a regular expression."""
+def like_pattern(pattern: str, quote: Callable[[str], str] = re.escape) -> str:
+    """A LIKE pattern (``%``, ``_``, backslash escapes) as regular-expression text, each literal
+    character quoted by ``quote`` (Python's or Java's way)."""
     out, escaped = [], False
     for ch in pattern:
         if escaped:
-            out.append(re.escape(ch))
+            out.append(quote(ch))
             escaped = False
         elif ch == "\\":
             escaped = True
@@ -578,10 +580,16 @@ def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
         elif ch == "_":
             out.append(".")
         else:
-            out.append(re.escape(ch))
+            out.append(quote(ch))
     if escaped:
         raise EvalError("LIKE pattern must not end with escape character", sqlstate="22025")
-    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if case_insensitive else 0))
+    return "".join(out)
+
+
+def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
+    """A LIKE pattern as a compiled regular expression (matched against the whole value)."""
+    flags = re.DOTALL | (re.IGNORECASE if case_insensitive else 0)
+    return re.compile(like_pattern(pattern), flags)
 
 
 @dataclass(frozen=True)

@@ -319,23 +319,8 @@ _COMPARE: dict[str, Callable[[Column, Column], Column]] = {
 
 def like_java_regex(pattern: str, case_insensitive: bool = False) -> str:
     """A LIKE pattern (``%``, ``_``, backslash escapes) as an anchored Java regular expression."""
-    out, escaped = [], False
-    for ch in pattern:
-        if escaped:
-            out.append(_quote(ch))
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == "%":
-            out.append(".*")
-        elif ch == "_":
-            out.append(".")
-        else:
-            out.append(_quote(ch))
-    if escaped:
-        raise EvalError("LIKE pattern must not end with escape character", sqlstate="22025")
     flags = "(?siu)" if case_insensitive else "(?s)"
-    return flags + r"\A" + "".join(out) + r"\z"
+    return flags + r"\A" + X.like_pattern(pattern, _quote) + r"\z"
 
 
 def _quote(ch: str) -> str:
