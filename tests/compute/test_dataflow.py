@@ -172,3 +172,24 @@ def test_a_view_hydrated_on_spark_is_exact_at_every_time(
     flow.run(until=TIMES)
     flow.close()
     check_every_time(storage, plan, history, "out", TIMES)
+
+
+def test_a_new_view_over_compacted_inputs_begins_at_their_since(tmp_path: Path) -> None:
+    """The output of a new view begins where its inputs can be read (its since and upper there)."""
+    r = P.Get("r", (Column("k", INT4), Column("v", INT4)))
+    plan = P.Reduce(r, (0,), (P.Aggregate("count"),))
+    history = {"r": [((i % 2, i), i, 1) for i in range(TIMES)], "s": []}
+    storage = open_storage(tmp_path)
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, TIMES)
+    for read, _ in caps.values():
+        read.downgrade(Antichain([3]))
+    flow = maintain_view(storage, "v", plan, "out")
+    assert flow.as_of == 3 and storage.state("out").since == Antichain([3])
+    flow.run(until=TIMES)
+    flow.close()
+    read, _ = storage.acquire_capabilities("out")
+    got = {
+        tuple(row.values())[:2]: row["_diff"] for row in storage.snapshot_table(read, 5).to_pylist()
+    }
+    assert got == {(0, 3): 1, (1, 3): 1}

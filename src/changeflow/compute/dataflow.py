@@ -76,7 +76,8 @@ def maintain_view(
     else:
         read, write = storage.create(output, wanted)
         as_of = max(_since(storage, n) for n in plan.collections()) if plan.collections() else 0
-        if as_of:
+        if as_of:  # the output begins at the as_of: nothing before it, and nothing to read there
+            storage.append(write, [], as_of)
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
@@ -185,7 +186,8 @@ class Dataflow:
             if isinstance(op, Reduce):
                 op.groups = reduce_groups(frame_at(op.input_plans[0]), op.reduce)
             else:
-                op.hydrate([collection_at(p) for p in op.input_plans], self.as_of)
+                inputs = op.input_plans if op.hydrates else ()
+                op.hydrate([collection_at(p) for p in inputs], self.as_of)
         contents = [(row, self.as_of, c) for row, c in collection_at(self.plan)]
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)

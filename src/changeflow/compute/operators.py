@@ -34,6 +34,8 @@ class Operator:
     """A built operator: ``step(upper)`` returns its output updates for the step below
     ``upper`` (and any later-time updates it can already tell)."""
 
+    hydrates = False  # does it take state from its inputs' collections at an as_of?
+
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         self.inputs = inputs
         self.input_plans: tuple[P.Plan, ...] = ()  # the plans whose collections it reads
@@ -127,6 +129,8 @@ class Window(Linear):
     owes the updates its input's rows at ``as_of`` make later (insertions of windows that start
     later, retractions of those that end) and emits them with its next step."""
 
+    hydrates = True
+
     def __init__(self, child: Operator, lower: tuple, upper: tuple) -> None:
         super().__init__((child,), lambda u: _window(u, lower, upper))
         self.owed: list[Update] = []
@@ -147,6 +151,8 @@ class Window(Linear):
 class Stateful(Operator):
     """An operator that needs its input in time order: it processes, time by time, the updates
     below ``upper`` and keeps later ones for a later step."""
+
+    hydrates = True
 
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         super().__init__(inputs)
@@ -478,7 +484,10 @@ def hydrate(
     """Give every operator under ``root`` the state its inputs' collections at ``as_of`` leave,
     each collection computed by ``collection_at`` (in bulk: on Spark, or by the reference)."""
     for op in root.walk():
-        op.hydrate([collection_at(p) for p in op.input_plans], as_of)
+        if op.hydrates:
+            op.hydrate([collection_at(p) for p in op.input_plans], as_of)
+        else:
+            op.hydrate([], as_of)
 
 
 def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:

@@ -15,9 +15,12 @@ import pyarrow as pa
 from changeflow.errors import PlanError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SqlType:
-    """A SQL type: its PostgreSQL name, its Arrow type and, for integers, its range."""
+    """A SQL type: its PostgreSQL name, its Arrow type and, for integers, its range.
+
+    There is one value of each type (the constants below), so types compare by identity, which
+    keeps the per-value type checks of evaluation cheap; unpickled, a type is that constant."""
 
     name: str
     arrow: pa.DataType
@@ -25,6 +28,9 @@ class SqlType:
 
     def __str__(self) -> str:
         return self.name
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (_named, (self.name,))
 
     @property
     def numeric(self) -> bool:
@@ -64,6 +70,10 @@ _BY_NAME = {t.name: t for t in TYPES} | {
     "string": TEXT,
     "timestamptz": TIMESTAMPTZ,
 }
+
+
+def _named(name: str) -> SqlType:
+    return NULLTYPE if name == NULLTYPE.name else _BY_NAME[name]
 
 
 def sql_type(name: str) -> SqlType:
