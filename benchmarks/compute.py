@@ -593,7 +593,8 @@ def run_steps(
                 spark_spent[view].append(secs)
         say(
             f"SF {scale:g} step {i + 1}/{len(steps)} ({refresh.changes():,} changes): "
-            + ", ".join(f"{v} {(spent[v] or [0])[-1] * 1000:.0f} ms" for v in views)
+            + ("(profiled)" if profiled else "")
+            + ", ".join(f"{v} {spent[v][-1] * 1000:.0f} ms" for v in views if not profiled)
         )
     last = steps[-1].time
     for view in views:
