@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from changeflow.updates import DIFF, TIME
@@ -30,7 +31,15 @@ from changeflow.updates import DIFF, TIME
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 TIMES, COPIES, FILES, STATEMENTS = 100_000, 3, 32, 100
-CONTENDERS = ["reader-parquet", "reader-stream", "spark-parquet", "spark-jsonl", "duckdb-parquet"]
+CONTENDERS = [
+    "reader-parquet",
+    "columnar-parquet",
+    "reader-stream",
+    "columnar-stream",
+    "spark-parquet",
+    "spark-jsonl",
+    "duckdb-parquet",
+]
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -122,6 +131,8 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
         seconds = time.perf_counter() - start
         assert len(per_time) <= TIMES and all(c == 0 for _, _, c in per_time)
         return _result(seconds, count, s, t, [])
+    if name.startswith("columnar"):
+        return _columnar(name, folder, n)
     from changeflow.cdc.reader import CdcReader
 
     reader = CdcReader()
@@ -142,6 +153,31 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
     seconds = time.perf_counter() - start
     result = _result(seconds, count, s, t, reader.frontier.to_json())
     if name == "reader-stream":
+        result["peak_pending_updates"] = peak
+    return result
+
+
+def _columnar(name: str, folder: Path, n: int) -> dict:
+    """The columnar reader on the Parquet files (Arrow tables), or on the in-order stream."""
+    from changeflow.cdc.columnar import ColumnarReader
+    from changeflow.cdc.files import open_source
+
+    reader = ColumnarReader(columns=["key", "val"])
+    count = s = t = peak = 0
+    start = time.perf_counter()
+    if name == "columnar-parquet":
+        messages = open_source([folder / "parquet"], "parquet").tables()
+    else:
+        messages = _in_order_stream(n)
+    for message in messages:
+        for table, _ in reader.feed(message):
+            count += len(table)
+            s += int(pc.sum(table.column(DIFF)).as_py() or 0)
+            t += int(pc.sum(table.column(TIME)).as_py() or 0)
+        peak = max(peak, reader.pending_updates()) if name == "columnar-stream" else peak
+    seconds = time.perf_counter() - start
+    result = _result(seconds, count, s, t, reader.frontier.to_json())
+    if name == "columnar-stream":
         result["peak_pending_updates"] = peak
     return result
 
@@ -222,7 +258,8 @@ def markdown(results: list[dict]) -> str:
         extra = (
             f" (peak pending {r['peak_pending_updates']:,})" if "peak_pending_updates" in r else ""
         )
-        rows_per_s = r["updates_per_s"] * (1 if r["contender"] == "reader-stream" else COPIES)
+        stream = r["contender"].endswith("-stream")
+        rows_per_s = r["updates_per_s"] * (1 if stream else COPIES)
         lines.append(
             f"| {r['n']:,} | {r['contender']}{extra} | {r['seconds']:.2f} | "
             f"{r['updates_per_s']:,} | {rows_per_s:,} | {r['peak_rss_mb']:,} | {ratio} |"
@@ -267,7 +304,7 @@ def main() -> None:
         sums = {
             tuple(r["checksum"])
             for r in results
-            if r["n"] == n and r["contender"] != "reader-stream"
+            if r["n"] == n and not r["contender"].endswith("-stream")
         }
         if len(sums) > 1:
             raise SystemExit(f"contenders disagree at {n}: {sums}")

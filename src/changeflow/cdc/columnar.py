@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
 
@@ -24,24 +23,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.cdc.messages import Message, Progress, Updates, freeze, without_gc
+from changeflow.cdc.messages import Message, UpdateTable, freeze, without_gc
 from changeflow.cdc.reader import CdcReader
 from changeflow.errors import CdcConflict, InvalidInput, InvalidTime, ProtocolViolation
 from changeflow.time import Antichain, MutableAntichain, Product, Time, time_to_json
-from changeflow.updates import DIFF, TIME
+from changeflow.updates import DIFF, TIME, data_columns
 
 DATA = "data"  # the one data column of updates whose data are single values
 SEEDS = tuple(f"changeflow{k:06d}" for k in range(8))  # hash keys: the next after a collision
 MIX = np.uint64(0x9E3779B97F4A7C15)
 ColumnarBatch = tuple[pa.Table, Antichain]
-
-
-@dataclass(frozen=True)
-class UpdateTable:
-    """Update statements as one Arrow table: the data columns, ``_time`` (int64) and ``_diff``
-    (int64); the columnar form of :class:`~changeflow.cdc.messages.Updates`."""
-
-    table: pa.Table
 
 
 class _Collision(Exception):
@@ -88,7 +79,7 @@ class _Index:
             if self.table.num_columns and self.table.column(0).num_chunks > 64:
                 self.table = self.table.combine_chunks()
         self.hashes = np.concatenate([self.hashes, hashes])
-        order = np.argsort(hashes)
+        order = np.argsort(hashes, kind="stable")  # cheap when sorted already
         at = np.searchsorted(self.keys, hashes[order])
         self.keys = np.insert(self.keys, at, hashes[order])
         self.pos = np.insert(self.pos, at, start + order)
@@ -166,7 +157,7 @@ class ColumnarReader(CdcReader):
 
     def triples(self, table: pa.Table) -> list[tuple[Hashable, Time, int]]:
         """An advance's updates as the reference reader reports them."""
-        names = data_names(table.column_names)
+        names = data_columns(table.column_names)
         data: list[Any]
         if self._columns is None and names == [DATA]:
             data = [freeze(v) for v in table.column(DATA).to_pylist()]
@@ -196,33 +187,15 @@ class ColumnarReader(CdcReader):
         if isinstance(first[1], Product) or isinstance(self._minimum, Product):
             super()._receive_updates(updates)
             return
-        self._receive_table(self._to_table(updates))
-
-    def _to_table(self, updates: Sequence[tuple[Hashable, Time, int]]) -> pa.Table:
-        for data, t, r in updates:
-            if type(t) is not int:
-                raise InvalidTime(f"time {t!r} of data {data!r} is not an int like the others")
-            if type(r) is not int:
-                raise ProtocolViolation(
-                    f"update {data!r} at time {time_to_json(t)} has diff {r!r}: "
-                    "CDC v2 updates carry non-zero integer diffs"
-                )
-        names = self._columns
-        data = [d for d, _, _ in updates]
-        try:
-            if names is None:
-                columns = {DATA: pa.array(data)}
-            else:
-                columns = {c: pa.array([d[i] for d in data]) for i, c in enumerate(names)}
-            times = pa.array([t for _, t, _ in updates], pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
-        return pa.table({**columns, TIME: times, DIFF: [r for _, _, r in updates]})
+        self._receive_table(to_table(updates, self._columns))
 
     def _receive_table(self, table: pa.Table) -> None:
         if not len(table):
             return
         if pa.types.is_list(table.schema.field(TIME).type):
+            names = data_columns(table.column_names)
+            if names != [DATA] and self._columns is None:
+                self._columns = names  # product updates are reported as tables of these
             super()._receive_updates(self.triples(table))
             return
         table = table.set_column(
@@ -231,7 +204,7 @@ class ColumnarReader(CdcReader):
         if self._minimum is None:
             self._start([0])
         self._check_kind(table.column(TIME)[0].as_py())
-        self._check_names(data_names(table.column_names))
+        self._check_names(data_columns(table.column_names))
         for _ in SEEDS:
             try:
                 return self._receive_rows(table)
@@ -280,15 +253,16 @@ class ColumnarReader(CdcReader):
         self._count(rows.column(TIME).to_numpy())
 
     def _distinct(self, table: pa.Table) -> tuple[pa.Table, np.ndarray]:
-        """One row per (data, time) of a message, with its hash; two diffs are a conflict."""
+        """One row per (data, time) of a message, in hash order, with the (sorted) hashes;
+        two diffs for one (data, time) are a conflict."""
         hashes = self._hash(table)
         order = np.argsort(hashes, kind="stable")
         sorted_hashes = hashes[order]
         first = np.empty(len(order), bool)
         first[0] = True
         np.not_equal(sorted_hashes[1:], sorted_hashes[:-1], out=first[1:])
-        if first.all():
-            return table, hashes
+        if first.all():  # in hash order: the index looks them up in one sweep
+            return table.take(order), sorted_hashes
         starts = np.flatnonzero(first)
         group = np.cumsum(first) - 1
         copies = ~first
@@ -300,8 +274,7 @@ class ColumnarReader(CdcReader):
         bad = np.flatnonzero(lo != hi)
         if len(bad):
             self._conflict(table, int(order[starts[bad[0]]]), int(lo[bad[0]]), int(hi[bad[0]]))
-        keep = np.sort(order[starts])
-        return table.take(keep), hashes[keep]
+        return table.take(order[starts]), sorted_hashes[starts]
 
     def _check_late_rows(self, rows: pa.Table) -> None:
         """In audit mode, rows at reported times must be the reported updates."""
@@ -417,13 +390,13 @@ class ColumnarReader(CdcReader):
         """A 64-bit hash of each row's data and time."""
         key = SEEDS[self._seed]
         h = _column_hash(table.column(TIME), key)
-        for c in data_names(table.column_names):
+        for c in data_columns(table.column_names):
             h = h * MIX + _column_hash(table.column(c), key)
             h ^= h >> np.uint64(29)
         return h
 
     def _data(self, table: pa.Table, i: int) -> Any:
-        row = [freeze(table.column(c)[i].as_py()) for c in data_names(table.column_names)]
+        row = [freeze(table.column(c)[i].as_py()) for c in data_columns(table.column_names)]
         return row[0] if self._columns is None and len(row) == 1 else tuple(row)
 
     def _conflict(self, table: pa.Table, i: int, a: int, b: int) -> None:
@@ -433,8 +406,32 @@ class ColumnarReader(CdcReader):
         )
 
 
-def data_names(names: Sequence[str]) -> list[str]:
-    return [n for n in names if n not in (TIME, DIFF)]
+def to_table(
+    updates: Sequence[tuple[Hashable, Time, int]], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Update triples as an update table: the data split into ``columns`` (of tuples), or one
+    column ``data``; product times as lists. Bad times and diffs are refused as the reference
+    refuses them."""
+    product = bool(updates) and isinstance(updates[0][1], Product)
+    for data, t, r in updates:
+        if isinstance(t, Product) != product or not isinstance(t, int | Product):
+            raise InvalidTime(f"time {t!r} of data {data!r} is not of the others' lattice")
+        if type(r) is not int:
+            raise ProtocolViolation(
+                f"update {data!r} at time {time_to_json(t)} has diff {r!r}: "
+                "CDC v2 updates carry non-zero integer diffs"
+            )
+    data = [d for d, _, _ in updates]
+    try:
+        if columns is None:
+            arrays = {DATA: pa.array(data)}
+        else:
+            arrays = {c: pa.array([d[i] for d in data]) for i, c in enumerate(columns)}  # type: ignore[index]
+        kind = pa.list_(pa.int64()) if product else pa.int64()
+        times = pa.array([list(t) if product else t for _, t, _ in updates], kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
+    return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
 
 
 def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
@@ -458,7 +455,7 @@ def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
 def _equal(a: pa.Table, b: pa.Table) -> np.ndarray:
     """Row by row: are the data and time of ``a`` and ``b`` the same (nulls and NaNs alike)?"""
     same = np.ones(len(a), bool)
-    for c in [*data_names(a.column_names), TIME]:
+    for c in [*data_columns(a.column_names), TIME]:
         x, y = a.column(c), b.column(c)
         try:
             eq = pc.fill_null(pc.equal(x, y), False)
@@ -477,6 +474,3 @@ def read_all(
 ) -> list[tuple[list[tuple[Hashable, Time, int]], Antichain]]:
     """Feed every message; the advances as reference triples (tests and small inputs)."""
     return [(reader.triples(t), f) for m in messages for t, f in reader.feed(m)]
-
-
-__all__ = ["ColumnarReader", "UpdateTable", "read_all", "Progress", "Updates"]
