@@ -2,12 +2,15 @@
 
 N updates (one per key) over 100k distinct times, every update written 3 times, shuffled
 across 32 files, progress statements duplicated and shuffled likewise. Contenders: the
-single-threaded reader (Parquet files, and an in-order stream that shows its memory bound),
-the Spark reader on local[2] (Parquet and JSON lines) and DuckDB running the same
-deduplicate-and-consolidate over the same Parquet files (the floor for a group-by here).
-Each contender runs in its own process; peak memory is the peak RSS of its process tree.
+reference reader and the columnar one (Parquet files, and an in-order stream from the writer
+that shows the memory bound), the Spark reader on local[2] (Parquet and JSON lines) and DuckDB
+running the same deduplicate-and-consolidate over the same Parquet files (the floor for a
+group-by here). Each contender runs in its own process; peak memory is the peak RSS of its
+process tree, CPU the user and system seconds of that tree (sampled), which matter on a shared
+machine where wall time depends on the load.
 
     python benchmarks/cdc_decode.py [--sizes 1000000,10000000] [--contenders a,b]
+        [--small-only reader-parquet,spark-jsonl]  (these run at the smallest size only)
 """
 
 from __future__ import annotations
@@ -205,10 +208,12 @@ def _result(seconds: float, count: int, s: int, t: int, frontier: list) -> dict:
 # -- the harness -------------------------------------------------------------------------------
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants."""
+def _tree_rss(pid: int, cpu: dict[int, float] | None = None) -> int:
+    """Resident bytes of ``pid`` and all its descendants; ``cpu`` gets each one's CPU seconds
+    (user and system) so far."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    ticks: dict[int, float] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -219,10 +224,13 @@ def _tree_rss(pid: int) -> int:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        ticks[int(entry)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        if cpu is not None and p in ticks:
+            cpu[p] = max(cpu.get(p, 0.0), ticks[p])
         todo.extend(children.get(p, []))
     return total
 
@@ -231,15 +239,16 @@ def measure(name: str, folder: Path, n: int) -> dict:
     """Run one contender in a child process, sampling the memory of its process tree."""
     cmd = [sys.executable, __file__, "--child", name, "--folder", str(folder), "--n", str(n)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    peak = 0
+    peak, cpu = 0, {}
     while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc.pid))
+        peak = max(peak, _tree_rss(proc.pid, cpu))
         time.sleep(0.1)
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"{name} at {n} failed (exit {proc.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_rss_mb"] = round(peak / 2**20)
+    result["cpu_seconds"] = round(sum(cpu.values()), 1)  # of the whole run, start-up included
     result["updates_per_s"] = round(n / result["seconds"])
     return result
 
@@ -247,8 +256,9 @@ def measure(name: str, folder: Path, n: int) -> dict:
 def markdown(results: list[dict]) -> str:
     """The results as a markdown table with ratios to DuckDB at the same size."""
     lines = [
-        "| updates | contender | seconds | updates/s | input rows/s | peak RSS (MB) | vs DuckDB |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| updates | contender | seconds | updates/s | input rows/s | CPU s (process) "
+        "| peak RSS (MB) | vs DuckDB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         floor = next(
@@ -262,7 +272,8 @@ def markdown(results: list[dict]) -> str:
         rows_per_s = r["updates_per_s"] * (1 if stream else COPIES)
         lines.append(
             f"| {r['n']:,} | {r['contender']}{extra} | {r['seconds']:.2f} | "
-            f"{r['updates_per_s']:,} | {rows_per_s:,} | {r['peak_rss_mb']:,} | {ratio} |"
+            f"{r['updates_per_s']:,} | {rows_per_s:,} | {r.get('cpu_seconds', '-')} | "
+            f"{r['peak_rss_mb']:,} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -280,6 +291,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--small-only", default="", help="contenders run at the smallest size")
     parser.add_argument("--data", default=str(HERE.parent / "changeflow-data" / "bench"))
     parser.add_argument("--child")
     parser.add_argument("--folder")
@@ -289,10 +301,14 @@ def main() -> None:
         print(json.dumps(run_contender(args.child, Path(args.folder), args.n)))
         return
     results = []
-    for n in map(int, args.sizes.split(",")):
+    sizes = [int(x) for x in args.sizes.split(",")]
+    small_only = set(filter(None, args.small_only.split(",")))
+    for n in sizes:
         print(f"preparing {n:,} updates…", file=sys.stderr)
         folder = prepare(n, Path(args.data))
         for name in args.contenders.split(","):
+            if name in small_only and n > min(sizes):
+                continue
             r = measure(name, folder, n)
             r.update(contender=name, n=n)
             results.append(r)
