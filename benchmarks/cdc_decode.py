@@ -48,10 +48,11 @@ CONTENDERS = [
 # -- data ---------------------------------------------------------------------------------------
 
 
-def prepare(n: int, root: Path) -> Path:
-    """Write (once) the Parquet and JSON-lines inputs for ``n`` updates under ``root``."""
+def prepare(n: int, root: Path, jsonl: bool = True) -> Path:
+    """Write (once) the Parquet and (if ``jsonl``) JSON-lines inputs for ``n`` updates under
+    ``root``."""
     folder = root / f"n{n}"
-    if (folder / "done").exists():
+    if (folder / "done").exists() and (not jsonl or (folder / "done-jsonl").exists()):
         return folder
     rng = np.random.default_rng(n)
     key = np.arange(n, dtype=np.int64)
@@ -60,12 +61,15 @@ def prepare(n: int, root: Path) -> Path:
     diff = rng.choice(np.array([-1, 1, 2], dtype=np.int64), n)
     order = rng.permutation(np.tile(np.arange(n), COPIES))
     progress = _progress_lines(np.bincount(times, minlength=TIMES), rng)
-    for fmt in ("parquet", "jsonl"):
+    formats = ("parquet", "jsonl") if jsonl else ("parquet",)
+    for fmt in formats:
         (folder / fmt).mkdir(parents=True, exist_ok=True)
     for k, part in enumerate(np.array_split(order, FILES)):
         table = pa.table({"key": key[part], "val": val[part], TIME: times[part]})
         table = table.append_column(DIFF, pa.array(diff[part]))
         pq.write_table(table, folder / "parquet" / f"u-{k:02d}.parquet")
+        if not jsonl:
+            continue
         with open(folder / "jsonl" / f"m-{k:02d}.jsonl", "w") as f:
             for chunk in np.array_split(part, max(1, len(part) // 10_000)):
                 body = ",".join(
@@ -80,10 +84,12 @@ def prepare(n: int, root: Path) -> Path:
                 )
                 f.write(f'{{"updates":[{body}]}}\n')
     for k, lines in enumerate(np.array_split(np.array(progress, dtype=object), FILES)):
-        for fmt in ("parquet", "jsonl"):
+        for fmt in formats:
             name = f"p-{k:02d}.progress.jsonl" if fmt == "parquet" else f"p-{k:02d}.jsonl"
             (folder / fmt / name).write_text("".join(f"{line}\n" for line in lines))
     (folder / "done").write_text("")
+    if jsonl:
+        (folder / "done-jsonl").write_text("")
     return folder
 
 
@@ -305,10 +311,9 @@ def main() -> None:
     small_only = set(filter(None, args.small_only.split(",")))
     for n in sizes:
         print(f"preparing {n:,} updates…", file=sys.stderr)
-        folder = prepare(n, Path(args.data))
-        for name in args.contenders.split(","):
-            if name in small_only and n > min(sizes):
-                continue
+        runs = [c for c in args.contenders.split(",") if c not in small_only or n == min(sizes)]
+        folder = prepare(n, Path(args.data), any(c.endswith("jsonl") for c in runs))
+        for name in runs:
             r = measure(name, folder, n)
             r.update(contender=name, n=n)
             results.append(r)

@@ -67,8 +67,9 @@ class _Index:
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def add(self, rows: pa.Table, hashes: np.ndarray) -> None:
-        """Hold ``rows`` (none of which is held yet; their hashes are new and distinct)."""
+    def add(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray | None = None) -> None:
+        """Hold ``rows`` (none of which is held yet; their hashes are new and distinct);
+        ``order`` sorts the hashes, if known."""
         if not len(rows):
             return
         start = len(self)
@@ -79,24 +80,26 @@ class _Index:
             if self.table.num_columns and self.table.column(0).num_chunks > 64:
                 self.table = self.table.combine_chunks()
         self.hashes = np.concatenate([self.hashes, hashes])
-        order = np.argsort(hashes, kind="stable")  # cheap when sorted already
+        order = np.argsort(hashes) if order is None else order
         at = np.searchsorted(self.keys, hashes[order])
         self.keys = np.insert(self.keys, at, hashes[order])
         self.pos = np.insert(self.pos, at, start + order)
 
-    def find(self, rows: pa.Table, hashes: np.ndarray) -> np.ndarray:
-        """The held row equal to each of ``rows`` in data and time, or -1."""
+    def find(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """The held row equal to each of ``rows`` in data and time, or -1. ``order`` sorts
+        the hashes: sorted, they are looked up in one sweep over the index."""
         out = np.full(len(hashes), -1, np.int64)
         if not len(self) or not len(hashes):
             return out
-        at = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
-        hit = self.keys[at] == hashes
+        needles = hashes[order]
+        at = np.minimum(np.searchsorted(self.keys, needles), len(self.keys) - 1)
+        hit = self.keys[at] == needles
         if hit.any():
-            held = self.pos[at[hit]]
+            rows_hit, held = order[hit], self.pos[at[hit]]
             assert self.table is not None
-            if not _equal(rows.filter(hit), self.table.take(held)).all():
+            if not _equal(rows.take(rows_hit), self.table.take(held)).all():
                 raise _Collision
-            out[hit] = held
+            out[rows_hit] = held
         return out
 
     def diffs(self, positions: np.ndarray) -> np.ndarray:
@@ -238,8 +241,8 @@ class ColumnarReader(CdcReader):
                 f"update {self._data(table, i)!r} at time {table.column(TIME)[i].as_py()} has "
                 "diff 0: CDC v2 updates carry non-zero integer diffs"
             )
-        rows, hashes = self._distinct(table)
-        held = self._pending.find(rows, hashes)
+        rows, hashes, order = self._distinct(table)
+        held = self._pending.find(rows, hashes, order)
         hit = np.flatnonzero(held >= 0)
         if len(hit):
             known, new = self._pending.diffs(held[hit]), rows.column(DIFF).to_numpy()[hit]
@@ -248,21 +251,21 @@ class ColumnarReader(CdcReader):
                 i = int(hit[bad[0]])
                 self._conflict(rows, i, int(known[bad[0]]), int(new[bad[0]]))
             fresh = held < 0
-            rows, hashes = rows.filter(fresh), hashes[fresh]
-        self._pending.add(rows, hashes)
+            rows, hashes, order = rows.filter(fresh), hashes[fresh], _kept(order, fresh)
+        self._pending.add(rows, hashes, order)
         self._count(rows.column(TIME).to_numpy())
 
-    def _distinct(self, table: pa.Table) -> tuple[pa.Table, np.ndarray]:
-        """One row per (data, time) of a message, in hash order, with the (sorted) hashes;
-        two diffs for one (data, time) are a conflict."""
+    def _distinct(self, table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """One row per (data, time) of a message, with the hashes and the order that sorts
+        them; two diffs for one (data, time) are a conflict."""
         hashes = self._hash(table)
         order = np.argsort(hashes, kind="stable")
         sorted_hashes = hashes[order]
         first = np.empty(len(order), bool)
         first[0] = True
         np.not_equal(sorted_hashes[1:], sorted_hashes[:-1], out=first[1:])
-        if first.all():  # in hash order: the index looks them up in one sweep
-            return table.take(order), sorted_hashes
+        if first.all():
+            return table, hashes, order
         starts = np.flatnonzero(first)
         group = np.cumsum(first) - 1
         copies = ~first
@@ -274,12 +277,14 @@ class ColumnarReader(CdcReader):
         bad = np.flatnonzero(lo != hi)
         if len(bad):
             self._conflict(table, int(order[starts[bad[0]]]), int(lo[bad[0]]), int(hi[bad[0]]))
-        return table.take(order[starts]), sorted_hashes[starts]
+        keep = np.zeros(len(order), bool)
+        keep[order[starts]] = True
+        return table.filter(keep), hashes[keep], _kept(order, keep)
 
     def _check_late_rows(self, rows: pa.Table) -> None:
         """In audit mode, rows at reported times must be the reported updates."""
         hashes = self._hash(rows)
-        held = self._done.find(rows, hashes)
+        held = self._done.find(rows, hashes, np.argsort(hashes))
         missing = np.flatnonzero(held < 0)
         if len(missing):
             i = int(missing[0])
@@ -432,6 +437,12 @@ def to_table(
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
         raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
     return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
+
+
+def _kept(order: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The order that sorts the kept rows, from the order that sorts all rows."""
+    rank = np.cumsum(keep) - 1
+    return rank[order[keep[order]]]
 
 
 def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
