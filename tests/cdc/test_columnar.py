@@ -117,3 +117,24 @@ def test_updates_at_product_times_take_the_reference_path() -> None:
     [(table, frontier)] = [b for m in messages for b in reader.feed(m)]
     assert frontier == A() and pa.types.is_list(table.schema.field(TIME).type)
     assert sorted(reader.triples(table)) == [("a", P([1, 0]), 1), ("b", P([0, 1]), -1)]
+
+
+def test_memory_stays_bounded_by_unreported_updates_on_a_long_stream() -> None:
+    """Reported rows leave the index at once and the table once they outnumber the live."""
+    rng = random.Random(5)
+    steps = [
+        ([(f"k{rng.randrange(50)}", f + rng.randrange(2), rng.choice([-1, 1])) for _ in range(40)],
+         A([f + 1]))
+        for f in range(400)
+    ]  # fmt: skip
+    messages = write_history(steps, batch_size=16)
+    reader = ColumnarReader()
+    reference = CdcReader()
+    for m in messages:
+        got, want = read_all(reader, [m]), reference.feed(m)
+        assert [(sorted(u, key=repr), f) for u, f in got] == [
+            (sorted(u, key=repr), f) for u, f in want
+        ]
+        held = reader._pending.table
+        assert held is None or held.num_rows <= 2 * reader.pending_updates() + 1024 + 16
+    assert reader.frontier == A() and reader.pending_updates() == 0

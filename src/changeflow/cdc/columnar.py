@@ -56,34 +56,43 @@ class _Counts(MutableAntichain):
 
 
 class _Index:
-    """Held update rows, their hashes, and the hashes sorted with the rows' positions."""
+    """Held update rows and, sorted by hash, the hash, row and time of each live one.
+
+    Rows taken out (reported) stay in the table, unreachable, until they outnumber the live
+    ones; then the table is compacted. So taking out costs a pass over the sorted arrays,
+    not a rewrite of the table, and memory stays within twice the live rows.
+    """
 
     def __init__(self) -> None:
         self.table: pa.Table | None = None
-        self.hashes = np.empty(0, np.uint64)  # per row
-        self.keys = np.empty(0, np.uint64)  # sorted
+        self.keys = np.empty(0, np.uint64)  # sorted hashes of the live rows
         self.pos = np.empty(0, np.int64)  # row of each key
+        self.times = np.empty(0, np.int64)  # time of each key
 
     def __len__(self) -> int:
-        return len(self.hashes)
+        return len(self.keys)
 
     def add(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray | None = None) -> None:
         """Hold ``rows`` (none of which is held yet; their hashes are new and distinct);
         ``order`` sorts the hashes, if known."""
         if not len(rows):
             return
-        start = len(self)
+        start = 0 if self.table is None else self.table.num_rows
         if self.table is None:
             self.table = rows
         else:
             self.table = pa.concat_tables([self.table, rows], promote_options="permissive")
             if self.table.num_columns and self.table.column(0).num_chunks > 64:
                 self.table = self.table.combine_chunks()
-        self.hashes = np.concatenate([self.hashes, hashes])
         order = np.argsort(hashes) if order is None else order
-        at = np.searchsorted(self.keys, hashes[order])
-        self.keys = np.insert(self.keys, at, hashes[order])
-        self.pos = np.insert(self.pos, at, start + order)
+        new = hashes[order]
+        at = np.searchsorted(self.keys, new) + np.arange(len(new))
+        old = np.ones(len(self.keys) + len(new), bool)
+        old[at] = False
+        times = rows.column(TIME).to_numpy()[order]
+        self.keys = _merge(self.keys, old, at, new)
+        self.pos = _merge(self.pos, old, at, start + order)
+        self.times = _merge(self.times, old, at, times)
 
     def find(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray) -> np.ndarray:
         """The held row equal to each of ``rows`` in data and time, or -1. ``order`` sorts
@@ -106,26 +115,42 @@ class _Index:
         assert self.table is not None
         return self.table.column(DIFF).take(positions).to_numpy()
 
+    def live_rows(self) -> tuple[pa.Table | None, np.ndarray]:
+        """The live rows, in the table's order, and their hashes."""
+        if self.table is None:
+            return None, self.keys
+        order = np.argsort(self.pos)
+        return self.table.take(self.pos[order]), self.keys[order]
+
     def remove_before(self, end: int | None) -> tuple[pa.Table, np.ndarray]:
         """Take out the rows at times before ``end`` (None: all); return them and their hashes."""
         if self.table is None:
             return pa.table({}), np.empty(0, np.uint64)
-        times = self.table.column(TIME).to_numpy()
-        keep = times >= end if end is not None else np.zeros(len(times), bool)
-        out, out_hashes = self.table.filter(~keep), self.hashes[~keep]
-        self.table, self.hashes = self.table.filter(keep), self.hashes[keep]
-        renumber = np.cumsum(keep) - 1
-        kept = keep[self.pos]
-        self.keys, self.pos = self.keys[kept], renumber[self.pos[kept]]
-        return out, out_hashes
+        live = self.times >= end if end is not None else np.zeros(len(self.keys), bool)
+        gone, gone_keys = self.pos[~live], self.keys[~live]
+        order = np.argsort(gone)
+        out = self.table.take(gone[order])
+        self.keys, self.pos, self.times = self.keys[live], self.pos[live], self.times[live]
+        if self.table.num_rows > 2 * len(self.keys) + 1024:
+            rows, hashes = self.live_rows()
+            self.__init__()  # type: ignore[misc]
+            self.add(rows, hashes)  # type: ignore[arg-type]
+        return out, gone_keys[order]
 
     def rehash(self, hasher: Any) -> None:
         """Hash every held row again (after a collision, with another seed)."""
-        rows, self.table = self.table, None
-        self.hashes = self.keys = np.empty(0, np.uint64)
-        self.pos = np.empty(0, np.int64)
+        rows, _ = self.live_rows()
+        self.__init__()  # type: ignore[misc]
         if rows is not None:
             self.add(rows, hasher(rows))
+
+
+def _merge(a: np.ndarray, old: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``a`` with ``new`` put at positions ``at`` of the result (``old`` marks the others)."""
+    out = np.empty(len(old), a.dtype if len(a) else new.dtype)
+    out[at] = new
+    out[old] = a
+    return out
 
 
 class ColumnarReader(CdcReader):
@@ -176,9 +201,7 @@ class ColumnarReader(CdcReader):
         return len(self._pending) + sum(len(v) for v in self._updates.values())
 
     def pending_times(self) -> set[Time]:
-        held = self._pending.table
-        times = set(held.column(TIME).to_pylist()) if held is not None else set()
-        return times | set(self._updates)
+        return set(self._pending.times.tolist()) | set(self._updates)
 
     # -- updates -----------------------------------------------------------------------------
 
