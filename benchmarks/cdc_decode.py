@@ -2,12 +2,15 @@
 
 N updates (one per key) over 100k distinct times, every update written 3 times, shuffled
 across 32 files, progress statements duplicated and shuffled likewise. Contenders: the
-single-threaded reader (Parquet files, and an in-order stream that shows its memory bound),
-the Spark reader on local[2] (Parquet and JSON lines) and DuckDB running the same
-deduplicate-and-consolidate over the same Parquet files (the floor for a group-by here).
-Each contender runs in its own process; peak memory is the peak RSS of its process tree.
+reference reader and the columnar one (Parquet files, and an in-order stream from the writer
+that shows the memory bound), the Spark reader on local[2] (Parquet and JSON lines) and DuckDB
+running the same deduplicate-and-consolidate over the same Parquet files (the floor for a
+group-by here). Each contender runs in its own process; peak memory is the peak RSS of its
+process tree, CPU the user and system seconds of that tree (sampled), which matter on a shared
+machine where wall time depends on the load.
 
     python benchmarks/cdc_decode.py [--sizes 1000000,10000000] [--contenders a,b]
+        [--small-only reader-parquet,spark-jsonl]  (these run at the smallest size only)
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from changeflow.updates import DIFF, TIME
@@ -30,16 +34,25 @@ from changeflow.updates import DIFF, TIME
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 TIMES, COPIES, FILES, STATEMENTS = 100_000, 3, 32, 100
-CONTENDERS = ["reader-parquet", "reader-stream", "spark-parquet", "spark-jsonl", "duckdb-parquet"]
+CONTENDERS = [
+    "reader-parquet",
+    "columnar-parquet",
+    "reader-stream",
+    "columnar-stream",
+    "spark-parquet",
+    "spark-jsonl",
+    "duckdb-parquet",
+]
 
 
 # -- data ---------------------------------------------------------------------------------------
 
 
-def prepare(n: int, root: Path) -> Path:
-    """Write (once) the Parquet and JSON-lines inputs for ``n`` updates under ``root``."""
+def prepare(n: int, root: Path, jsonl: bool = True) -> Path:
+    """Write (once) the Parquet and (if ``jsonl``) JSON-lines inputs for ``n`` updates under
+    ``root``."""
     folder = root / f"n{n}"
-    if (folder / "done").exists():
+    if (folder / "done").exists() and (not jsonl or (folder / "done-jsonl").exists()):
         return folder
     rng = np.random.default_rng(n)
     key = np.arange(n, dtype=np.int64)
@@ -48,12 +61,15 @@ def prepare(n: int, root: Path) -> Path:
     diff = rng.choice(np.array([-1, 1, 2], dtype=np.int64), n)
     order = rng.permutation(np.tile(np.arange(n), COPIES))
     progress = _progress_lines(np.bincount(times, minlength=TIMES), rng)
-    for fmt in ("parquet", "jsonl"):
+    formats = ("parquet", "jsonl") if jsonl else ("parquet",)
+    for fmt in formats:
         (folder / fmt).mkdir(parents=True, exist_ok=True)
     for k, part in enumerate(np.array_split(order, FILES)):
         table = pa.table({"key": key[part], "val": val[part], TIME: times[part]})
         table = table.append_column(DIFF, pa.array(diff[part]))
         pq.write_table(table, folder / "parquet" / f"u-{k:02d}.parquet")
+        if not jsonl:
+            continue
         with open(folder / "jsonl" / f"m-{k:02d}.jsonl", "w") as f:
             for chunk in np.array_split(part, max(1, len(part) // 10_000)):
                 body = ",".join(
@@ -68,10 +84,12 @@ def prepare(n: int, root: Path) -> Path:
                 )
                 f.write(f'{{"updates":[{body}]}}\n')
     for k, lines in enumerate(np.array_split(np.array(progress, dtype=object), FILES)):
-        for fmt in ("parquet", "jsonl"):
+        for fmt in formats:
             name = f"p-{k:02d}.progress.jsonl" if fmt == "parquet" else f"p-{k:02d}.jsonl"
             (folder / fmt / name).write_text("".join(f"{line}\n" for line in lines))
     (folder / "done").write_text("")
+    if jsonl:
+        (folder / "done-jsonl").write_text("")
     return folder
 
 
@@ -122,6 +140,8 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
         seconds = time.perf_counter() - start
         assert len(per_time) <= TIMES and all(c == 0 for _, _, c in per_time)
         return _result(seconds, count, s, t, [])
+    if name.startswith("columnar"):
+        return _columnar(name, folder, n)
     from changeflow.cdc.reader import CdcReader
 
     reader = CdcReader()
@@ -142,6 +162,31 @@ def run_contender(name: str, folder: Path, n: int) -> dict:
     seconds = time.perf_counter() - start
     result = _result(seconds, count, s, t, reader.frontier.to_json())
     if name == "reader-stream":
+        result["peak_pending_updates"] = peak
+    return result
+
+
+def _columnar(name: str, folder: Path, n: int) -> dict:
+    """The columnar reader on the Parquet files (Arrow tables), or on the in-order stream."""
+    from changeflow.cdc.columnar import ColumnarReader
+    from changeflow.cdc.files import open_source
+
+    reader = ColumnarReader(columns=["key", "val"])
+    count = s = t = peak = 0
+    start = time.perf_counter()
+    if name == "columnar-parquet":
+        messages = open_source([folder / "parquet"], "parquet").tables()
+    else:
+        messages = _in_order_stream(n)
+    for message in messages:
+        for table, _ in reader.feed(message):
+            count += len(table)
+            s += int(pc.sum(table.column(DIFF)).as_py() or 0)
+            t += int(pc.sum(table.column(TIME)).as_py() or 0)
+        peak = max(peak, reader.pending_updates()) if name == "columnar-stream" else peak
+    seconds = time.perf_counter() - start
+    result = _result(seconds, count, s, t, reader.frontier.to_json())
+    if name == "columnar-stream":
         result["peak_pending_updates"] = peak
     return result
 
@@ -169,10 +214,12 @@ def _result(seconds: float, count: int, s: int, t: int, frontier: list) -> dict:
 # -- the harness -------------------------------------------------------------------------------
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants."""
+def _tree_rss(pid: int, cpu: dict[int, float] | None = None) -> int:
+    """Resident bytes of ``pid`` and all its descendants; ``cpu`` gets each one's CPU seconds
+    (user and system) so far."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    ticks: dict[int, float] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -183,10 +230,13 @@ def _tree_rss(pid: int) -> int:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        ticks[int(entry)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        if cpu is not None and p in ticks:
+            cpu[p] = max(cpu.get(p, 0.0), ticks[p])
         todo.extend(children.get(p, []))
     return total
 
@@ -195,15 +245,16 @@ def measure(name: str, folder: Path, n: int) -> dict:
     """Run one contender in a child process, sampling the memory of its process tree."""
     cmd = [sys.executable, __file__, "--child", name, "--folder", str(folder), "--n", str(n)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    peak = 0
+    peak, cpu = 0, {}
     while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc.pid))
+        peak = max(peak, _tree_rss(proc.pid, cpu))
         time.sleep(0.1)
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"{name} at {n} failed (exit {proc.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_rss_mb"] = round(peak / 2**20)
+    result["cpu_seconds"] = round(sum(cpu.values()), 1)  # of the whole run, start-up included
     result["updates_per_s"] = round(n / result["seconds"])
     return result
 
@@ -211,8 +262,9 @@ def measure(name: str, folder: Path, n: int) -> dict:
 def markdown(results: list[dict]) -> str:
     """The results as a markdown table with ratios to DuckDB at the same size."""
     lines = [
-        "| updates | contender | seconds | updates/s | input rows/s | peak RSS (MB) | vs DuckDB |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| updates | contender | seconds | updates/s | input rows/s | CPU s (process) "
+        "| peak RSS (MB) | vs DuckDB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         floor = next(
@@ -222,10 +274,12 @@ def markdown(results: list[dict]) -> str:
         extra = (
             f" (peak pending {r['peak_pending_updates']:,})" if "peak_pending_updates" in r else ""
         )
-        rows_per_s = r["updates_per_s"] * (1 if r["contender"] == "reader-stream" else COPIES)
+        stream = r["contender"].endswith("-stream")
+        rows_per_s = r["updates_per_s"] * (1 if stream else COPIES)
         lines.append(
             f"| {r['n']:,} | {r['contender']}{extra} | {r['seconds']:.2f} | "
-            f"{r['updates_per_s']:,} | {rows_per_s:,} | {r['peak_rss_mb']:,} | {ratio} |"
+            f"{r['updates_per_s']:,} | {rows_per_s:,} | {r.get('cpu_seconds', '-')} | "
+            f"{r['peak_rss_mb']:,} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -243,6 +297,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--small-only", default="", help="contenders run at the smallest size")
     parser.add_argument("--data", default=str(HERE.parent / "changeflow-data" / "bench"))
     parser.add_argument("--child")
     parser.add_argument("--folder")
@@ -252,10 +307,13 @@ def main() -> None:
         print(json.dumps(run_contender(args.child, Path(args.folder), args.n)))
         return
     results = []
-    for n in map(int, args.sizes.split(",")):
+    sizes = [int(x) for x in args.sizes.split(",")]
+    small_only = set(filter(None, args.small_only.split(",")))
+    for n in sizes:
         print(f"preparing {n:,} updates…", file=sys.stderr)
-        folder = prepare(n, Path(args.data))
-        for name in args.contenders.split(","):
+        runs = [c for c in args.contenders.split(",") if c not in small_only or n == min(sizes)]
+        folder = prepare(n, Path(args.data), any(c.endswith("jsonl") for c in runs))
+        for name in runs:
             r = measure(name, folder, n)
             r.update(contender=name, n=n)
             results.append(r)
@@ -267,7 +325,7 @@ def main() -> None:
         sums = {
             tuple(r["checksum"])
             for r in results
-            if r["n"] == n and r["contender"] != "reader-stream"
+            if r["n"] == n and not r["contender"].endswith("-stream")
         }
         if len(sums) > 1:
             raise SystemExit(f"contenders disagree at {n}: {sums}")

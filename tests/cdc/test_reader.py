@@ -18,6 +18,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from changeflow.cdc.columnar import ColumnarReader
 from changeflow.cdc.messages import Message, Progress, Updates
 from changeflow.cdc.reader import CdcReader, decode
 from changeflow.cdc.writer import CdcWriter, write_history
@@ -33,6 +34,19 @@ from changeflow.time import Antichain, Product, Time, time_to_json
 
 A = Antichain
 P = Product
+
+
+class TriplesColumnarReader(ColumnarReader):
+    """The columnar reader with its advances as triples, to be checked like the reference."""
+
+    def feed(self, message):  # type: ignore[override]
+        return [(self.triples(table), f) for table, f in super().feed(message)]
+
+
+# Every property and conflict test runs against both readers: the answers must be the same.
+READERS = pytest.mark.parametrize(
+    "make", [CdcReader, TriplesColumnarReader], ids=["reference", "columnar"]
+)
 
 # -- histories ----------------------------------------------------------------------------------
 
@@ -183,14 +197,14 @@ def feed_checked(
     return reported, prev
 
 
-def check_chaos(history: History, data: st.DataObject) -> None:
+def check_chaos(history: History, data: st.DataObject, make=CdcReader) -> None:
     messages = history.write(data.draw(st.integers(1, 5), label="batch size"))
     if data.draw(st.booleans(), label="active-active"):
         # a second writer of the same history, batching updates and progress differently
         groups = data.draw(st.lists(st.integers(1, 3), max_size=4), label="groups")
         messages = messages + history.write(data.draw(st.integers(1, 5)), groups)
     mangled = mangle(messages, data)
-    reader = CdcReader(audit=data.draw(st.sampled_from([False, False, True]), label="audit"))
+    reader = make(audit=data.draw(st.sampled_from([False, False, True]), label="audit"))
     reported, frontier = feed_checked(reader, mangled, history)
     expected = history.expected()
     assert len(reported) == len(expected)  # each (data, time) reported once
@@ -205,29 +219,31 @@ def check_chaos(history: History, data: st.DataObject) -> None:
     assert reader.missing() == {}
 
 
+@READERS
 @settings(max_examples=1200)
 @given(int_histories(), st.data())
-def test_chaos_int_times(history, data):
-    check_chaos(history, data)
+def test_chaos_int_times(make, history, data):
+    check_chaos(history, data, make)
 
 
+@READERS
 @settings(max_examples=850)
 @given(product_histories(), st.data())
-def test_chaos_product_times(history, data):
-    check_chaos(history, data)
+def test_chaos_product_times(make, history, data):
+    check_chaos(history, data, make)
 
 
 # -- a missing message stalls the frontier ------------------------------------------------------
 
 
-def check_missing_updates(history: History, data: st.DataObject) -> None:
+def check_missing_updates(history: History, data: st.DataObject, make=CdcReader) -> None:
     messages = history.write(data.draw(st.integers(1, 4), label="batch size"))
     positions = [i for i, m in enumerate(messages) if isinstance(m, Updates)]
     assume(positions)
     drop = data.draw(st.sampled_from(positions), label="dropped")
     dropped = messages[drop].updates
     kept = messages[:drop] + messages[drop + 1 :]
-    reader = CdcReader()
+    reader = make()
     reported, frontier = feed_checked(reader, mangle(kept, data), history)
     assert frontier != Antichain() and frontier != history.final()
     assert consolidate(reported) == history.expected(frontier)
@@ -238,41 +254,45 @@ def check_missing_updates(history: History, data: st.DataObject) -> None:
     assert any(any(m <= t for m in missing) for _, t, _ in dropped)
 
 
+@READERS
 @settings(max_examples=150)
 @given(int_histories().filter(lambda h: h.closed), st.data())
-def test_missing_updates_stall_the_frontier_int(history, data):
-    check_missing_updates(history, data)
+def test_missing_updates_stall_the_frontier_int(make, history, data):
+    check_missing_updates(history, data, make)
 
 
+@READERS
 @settings(max_examples=150)
 @given(product_histories().filter(lambda h: h.closed), st.data())
-def test_missing_updates_stall_the_frontier_product(history, data):
-    check_missing_updates(history, data)
+def test_missing_updates_stall_the_frontier_product(make, history, data):
+    check_missing_updates(history, data, make)
 
 
-def check_missing_progress(history: History, data: st.DataObject) -> None:
+def check_missing_progress(history: History, data: st.DataObject, make=CdcReader) -> None:
     messages = history.write(data.draw(st.integers(1, 4), label="batch size"))
     positions = [i for i, m in enumerate(messages) if isinstance(m, Progress)]
     assume(positions)
     drop = data.draw(st.sampled_from(positions), label="dropped")
     lower = messages[drop].lower
     kept = messages[:drop] + messages[drop + 1 :]
-    reader = CdcReader()
+    reader = make()
     reported, frontier = feed_checked(reader, mangle(kept, data), history)
     assert frontier == lower
     assert consolidate(reported) == history.expected(lower)
 
 
+@READERS
 @settings(max_examples=150)
 @given(int_histories(), st.data())
-def test_missing_progress_stalls_the_frontier_int(history, data):
-    check_missing_progress(history, data)
+def test_missing_progress_stalls_the_frontier_int(make, history, data):
+    check_missing_progress(history, data, make)
 
 
+@READERS
 @settings(max_examples=150)
 @given(product_histories(), st.data())
-def test_missing_progress_stalls_the_frontier_product(history, data):
-    check_missing_progress(history, data)
+def test_missing_progress_stalls_the_frontier_product(make, history, data):
+    check_missing_progress(history, data, make)
 
 
 # -- conflicts ----------------------------------------------------------------------------------
@@ -284,10 +304,14 @@ def time_pattern(t: Time) -> str:
 
 def assert_conflict_in_every_order(messages: Sequence[Message], t: Time) -> None:
     for order in itertools.permutations(messages):
-        reader = CdcReader()
-        with pytest.raises(CdcConflict, match=time_pattern(t)):
-            for m in order:
-                reader.feed(m)
+        for make in (CdcReader, ColumnarReader):
+            check_conflict(make(), order, t)
+
+
+def check_conflict(reader: CdcReader, order: Sequence[Message], t: Time) -> None:
+    with pytest.raises(CdcConflict, match=time_pattern(t)):
+        for m in order:
+            reader.feed(m)
 
 
 # A blocker: time 1 is announced with one update that never comes, so nothing after it is ever
@@ -367,10 +391,11 @@ def test_updates_at_a_time_counted_zero(messages, t):
     assert_conflict_in_every_order(messages, t)
 
 
-def test_conflicts_after_the_time_is_reported_are_not_seen():
+@READERS
+def test_conflicts_after_the_time_is_reported_are_not_seen(make):
     """Once a time is reported the reader forgets it (bounded memory): later statements about
     it are dropped, not checked."""
-    reader = CdcReader()
+    reader = make()
     assert reader.feed(Progress(A([0]), A([5]), ((3, 1),))) == [([], A([3]))]
     assert reader.feed(Updates((("a", 3, 1),))) == [([("a", 3, 1)], A([5]))]
     assert reader.feed(Updates((("a", 3, 2), ("b", 3, 1)))) == []
@@ -447,37 +472,40 @@ def inject_conflict(history: History, kind: str, data: st.DataObject, block: boo
     return messages + extra, t
 
 
+@READERS
 @pytest.mark.parametrize("conflict", CONFLICTS)
 @settings(max_examples=60)
 @given(
     st.one_of(int_histories(), product_histories()).filter(lambda h: h.closed),
     st.data(),
 )
-def test_injected_conflicts_are_caught_in_any_order(conflict, history, data):
+def test_injected_conflicts_are_caught_in_any_order(make, conflict, history, data):
     messages, t = inject_conflict(history, conflict, data)
-    reader = CdcReader()
+    reader = make()
     with pytest.raises(CdcConflict, match=time_pattern(t)):
         for m in mangle(messages, data):
             reader.feed(m)
 
 
+@READERS
 @pytest.mark.parametrize("conflict", CONFLICTS)
 @settings(max_examples=40)
 @given(
     st.one_of(int_histories(), product_histories()).filter(lambda h: h.closed),
     st.data(),
 )
-def test_audit_catches_injected_conflicts_even_after_reporting(conflict, history, data):
+def test_audit_catches_injected_conflicts_even_after_reporting(make, conflict, history, data):
     messages, t = inject_conflict(history, conflict, data, block=False)
-    reader = CdcReader(audit=True)
+    reader = make(audit=True)
     with pytest.raises(CdcConflict, match=time_pattern(t)):
         for m in mangle(messages, data):
             reader.feed(m)
 
 
-def test_audit_checks_statements_about_reported_times():
+@READERS
+def test_audit_checks_statements_about_reported_times(make):
     def fed(*messages: Message) -> CdcReader:
-        reader = CdcReader(audit=True)
+        reader = make(audit=True)
         for m in messages:
             reader.feed(m)
         return reader

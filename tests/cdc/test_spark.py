@@ -175,6 +175,33 @@ def test_conflicts_raise_as_in_the_reader(spark, tmp_path: Path, fmt: str) -> No
         cases += 1
 
 
+def long_history(rng: random.Random) -> list[Message]:
+    """Many times with a few updates each: the Spark reader shuffles Parquet rows by time."""
+    return write_history(history(rng, 300), batch_size=rng.randint(3, 9))
+
+
+def test_rows_spread_over_many_times_shuffle_by_time_and_match_the_reader(spark, tmp_path):
+    from changeflow.cdc.formats.parquet import FORMAT
+    from changeflow.cdc.spark.read import _spread_over_times
+
+    kinds = ["none", "diff", "zero", "extra", "count"]
+    for seed, kind in enumerate(kinds):
+        rng, folder = random.Random(seed), tmp_path / f"case{seed}"
+        messages = long_history(rng)
+        t = None
+        if kind != "none":
+            messages, t = inject(messages, kind, "parquet", rng)
+        write_chaos(folder, messages, "parquet", rng)
+        raw = FORMAT.spark_read(spark, open_source([folder]).files)
+        assert raw.statements is not None and _spread_over_times(raw.statements, raw.rows)
+        expected = outcome(lambda folder=folder: reference([folder]))
+        if t is None:
+            assert spark_outcome(spark, [folder]) == expected
+        else:
+            with pytest.raises(expected, match=rf"time {t}\b"):
+                read_cdc(spark, [folder])
+
+
 def parquet_folder(folder: Path, seed: int = 1) -> list[Message]:
     rng = random.Random(seed)
     messages = history_messages("parquet", rng)

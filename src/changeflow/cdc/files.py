@@ -19,7 +19,7 @@ from typing import Any
 
 from changeflow.cdc.formats import detect_format, extensions, get_format
 from changeflow.cdc.formats.base import Format
-from changeflow.cdc.messages import Message, Updates
+from changeflow.cdc.messages import Message, Updates, UpdateTable
 from changeflow.errors import InvalidInput
 
 
@@ -61,6 +61,23 @@ class CdcSource:
             columns, messages = self.codec.read(path)
             self._set_columns(columns, path)
             yield from messages
+
+    def tables(self) -> Iterator[Message | UpdateTable]:
+        """Every message of every file for the columnar reader: updates of the formats that
+        hold rows as Arrow tables (Parquet's straight from the file), JSON lines as they are.
+        Copies of a progress line beside Parquet files are parsed once: a copy says nothing new.
+        """
+        from changeflow.cdc.columnar import to_table
+
+        seen: set[bytes] = set()
+        for path in self.files:
+            columns, messages = self.codec.read_columnar(path, seen)
+            self._set_columns(columns, path)
+            for message in messages:
+                if isinstance(message, Updates) and columns is not None:
+                    yield UpdateTable(to_table(message.updates, columns))
+                else:
+                    yield message
 
     def _set_columns(self, columns: list[str] | None, path: Path) -> None:
         if columns is None:

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Union
 
+import pyarrow as pa
+
 from changeflow.errors import InvalidTime, ProtocolViolation
 from changeflow.time import Antichain, Product, Time, time_to_json
 
@@ -66,6 +68,15 @@ class Progress:
                     f"counts time {time_to_json(t)}, which lies outside it"
                 )
         return self
+
+
+@dataclass(frozen=True)
+class UpdateTable:
+    """Update statements as one Arrow table: the data columns, ``_time`` (int64) and ``_diff``
+    (int64). The columnar form of :class:`Updates`, read by
+    :class:`~changeflow.cdc.columnar.ColumnarReader` (the reference reader takes tuples)."""
+
+    table: pa.Table
 
 
 Message = Union[Updates, Progress]  # noqa: UP007

@@ -50,14 +50,15 @@ def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
         frontier, updates = _decode_spark(paths, fmt)
         lines = [_history_line(frontier, updates)]
     else:
+        from changeflow.cdc.columnar import ColumnarReader
         from changeflow.cdc.files import open_source
-        from changeflow.cdc.reader import CdcReader
 
         source = open_source(paths, fmt)
-        reader = CdcReader(audit=True)
+        reader = ColumnarReader(audit=True)
         lines = [
-            _history_line(frontier, [(source.data_to_json(d), t, r) for d, t, r in batch])
-            for batch, frontier in reader.read(source.messages())
+            _history_line(frontier, _table_updates(table, source.codec.json_data))
+            for message in source.tables()
+            for table, frontier in reader.feed(message)
         ]
         frontier = reader.frontier
     # Printed only once every file was read and checked: a contradiction prints no history.
@@ -69,6 +70,19 @@ def decode(paths: tuple[str, ...], fmt: str | None, spark: bool) -> None:
             "`changeflow cdc stats` shows what is missing",
             err=True,
         )
+
+
+def _table_updates(table: Any, json_data: bool) -> list[tuple[Any, Any, int]]:
+    """The updates of a decoded table as (JSON data, time, diff)."""
+    columns = data_columns(table.column_names)
+    if json_data:
+        data = [json.loads(d) for d in table.column(columns[0]).to_pylist()]
+    else:
+        data = table.select(columns).to_pylist()
+    times = table.column(TIME).to_pylist()
+    if times and isinstance(times[0], list):
+        times = [time_from_json(t) for t in times]
+    return list(zip(data, times, table.column(DIFF).to_pylist(), strict=True))
 
 
 def _decode_spark(paths: Iterable[str], fmt: str | None) -> tuple[Antichain, list]:

@@ -65,6 +65,14 @@ class Format:
         messages; errors name the file."""
         raise NotImplementedError
 
+    def read_columnar(
+        self, path: Path, seen: set[bytes] | None = None
+    ) -> tuple[list[str] | None, Iterator[Any]]:
+        """Like :meth:`read`, for the columnar reader: formats that hold tables give their
+        updates as :class:`~changeflow.cdc.messages.UpdateTable` messages, and may skip
+        progress lines in ``seen`` (copies of a statement, parsed once; added to it)."""
+        return self.read(path)
+
     def write(
         self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None
     ) -> list[Path]:

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from changeflow.cdc.formats.base import PRODUCT_TIMES, Format, SparkRows, check_diffs
 from changeflow.cdc.formats.jsonl import JsonLines, read_progress, write_jsonl
-from changeflow.cdc.messages import Message, Progress, Updates, freeze, without_gc
+from changeflow.cdc.messages import Message, Progress, Updates, UpdateTable, freeze, without_gc
 from changeflow.errors import InvalidInput, InvalidTime
 from changeflow.time import MAX_TIME, Product, check_time
 from changeflow.updates import DIFF, TIME
@@ -62,8 +62,9 @@ def check_update_types(schema: pa.Schema, path: Path, product: bool = True) -> t
     return time_col, diff_col
 
 
-def read_parquet(path: Path) -> tuple[list[str], Updates]:
-    """The data column names of a Parquet update file, and its updates as one message."""
+def read_update_table(path: Path) -> tuple[list[str], pa.Table, str, str]:
+    """The data column names of a Parquet update file, its table (checked: integer times and
+    diffs, no nulls there) and the names of its time and diff columns."""
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
@@ -73,6 +74,19 @@ def read_parquet(path: Path) -> tuple[list[str], Updates]:
     for c in (time_col, diff_col):
         if table.column(c).null_count:
             raise InvalidInput(f"{path}: column {c!r} holds nulls")
+    return columns, table, time_col, diff_col
+
+
+def read_columnar(path: Path) -> tuple[list[str], UpdateTable]:
+    """A Parquet update file as one columnar message (data columns, ``_time``, ``_diff``)."""
+    columns, table, time_col, diff_col = read_update_table(path)
+    table = table.select([*columns, time_col, diff_col]).rename_columns([*columns, TIME, DIFF])
+    return columns, UpdateTable(table)
+
+
+def read_parquet(path: Path) -> tuple[list[str], Updates]:
+    """The data column names of a Parquet update file, and its updates as one message."""
+    columns, table, time_col, diff_col = read_update_table(path)
     times = _values(table.column(time_col))
     if pa.types.is_list(table.schema.field(time_col).type):
         times = [Product(t) for t in times]
@@ -136,6 +150,14 @@ class Parquet(Format):
             return None, read_progress(path, "Parquet")
         columns, updates = read_parquet(path)
         return columns, iter([updates])
+
+    def read_columnar(
+        self, path: Path, seen: set[bytes] | None = None
+    ) -> tuple[list[str] | None, Iterator[Any]]:
+        if path.suffix in self.companions:
+            return None, read_progress(path, "Parquet", seen)
+        columns, table = read_columnar(path)
+        return columns, iter([table])
 
     def write(
         self, stem: Path, messages: Sequence[Message], columns: Sequence[str] | None

@@ -31,6 +31,7 @@ from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
 ROWS_PER_PARTITION = 1_000_000  # input rows per shuffle partition, at most, for large inputs
+SPREAD = 64  # rows shuffle by time alone over this many times, none with more than 1/SPREAD
 
 
 def read_cdc(
@@ -48,9 +49,10 @@ def read_cdc(
     codec = source.codec
     with spark_errors(", ".join(paths)):
         raw = codec.spark_read(spark, source.files)
-        grouped = _group(raw.frame, raw.columns, raw.statements is None, raw.rows)
+        by_time = raw.statements is not None and _spread_over_times(raw.statements, raw.rows)
+        grouped = _group(raw.frame, raw.columns, raw.statements is None, raw.rows, by_time)
         try:
-            frame, frontier = _read(grouped, raw, codec, source.files)
+            frame, frontier = _read(grouped, raw, codec, source.files, by_time)
         except BaseException:
             grouped.unpersist()
             raise
@@ -60,7 +62,7 @@ def read_cdc(
 
 
 def _read(
-    grouped: DataFrame, raw: SparkRows, codec: Format, files: list[Path]
+    grouped: DataFrame, raw: SparkRows, codec: Format, files: list[Path], by_time: bool
 ) -> tuple[DataFrame, Antichain]:
     """The complete updates of the grouped rows (persisted) and their frontier."""
     columns, text = raw.columns, codec.json_data  # the reader holds data as JSON text, or rows
@@ -69,7 +71,7 @@ def _read(
         notes = grouped.filter(F.col(NOTE).isNotNull()).select(NOTE).collect()
         statements = [message_from_json(json.loads(n[0])) for n in notes]
     progress, announced = _progress(statements)
-    times, counts, beyond = _counts(grouped, columns, text, progress, raw.frame)
+    times, counts, beyond = _counts(grouped, columns, text, progress, raw.frame, by_time)
     if len(times) and times[0] == -1:
         codec.bad_time(files)
     frontier = _complete(grouped, columns, text, times, counts, announced, progress)
@@ -85,16 +87,34 @@ def _read(
     return frame, frontier
 
 
-def _group(raw: DataFrame, columns: list[str], with_notes: bool, rows: int = 0) -> DataFrame:
+def _spread_over_times(statements: Sequence[Progress], rows: int) -> bool:
+    """Do the announced counts spread the rows over many times, none holding more than a
+    partition's share? Then the rows are shuffled by time alone (see :func:`_group`)."""
+    counts = [c for s in statements for _, c in s.counts]
+    return len(counts) >= SPREAD and max(counts) * SPREAD <= rows
+
+
+def _group(
+    raw: DataFrame, columns: list[str], with_notes: bool, rows: int = 0, by_time: bool = False
+) -> DataFrame:
     """One persisted row per ``(data, time)``; ``_diff`` is null where the copies disagree.
 
     ``rows`` (an estimate of the input rows) sizes the shuffle: small hash tables are faster.
+    ``by_time`` shuffles the rows by time alone: every copy of an update still meets the
+    others, and the counts per time (:func:`_counts`) need no second shuffle, as every time
+    lies in one partition. Without counts that show the times spread out (one time may hold
+    most updates), the rows are shuffled by data and time.
     """
     keys = [*map(col, columns), F.col(TIME)] + ([F.col(NOTE)] if with_notes else [])
     diff = F.coalesce(F.col(DIFF), F.lit(0))
     lo, hi = F.col("_lo"), F.col("_hi")
+    spark = raw.sparkSession
+    partitions = max(
+        rows // ROWS_PER_PARTITION, int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
+    )
+    source = raw.repartition(partitions, F.col(TIME)) if by_time else raw
     grouped = (
-        raw.groupBy(*keys)
+        source.groupBy(*keys)
         .agg(F.min(diff).alias("_lo"), F.max(diff).alias("_hi"))
         .select(
             *map(col, columns),
@@ -105,8 +125,11 @@ def _group(raw: DataFrame, columns: list[str], with_notes: bool, rows: int = 0) 
     )
     # Copies of an update lie in different files: a map-side partial aggregation removes few
     # rows and costs a second hash table, so the plan (fixed when persisted) skips it.
-    settings = {"spark.sql.execution.bypassPartialAggregation": "true"}
-    spark = raw.sparkSession
+    # The cache is the result, read once or twice: compressing it costs more than it saves.
+    settings = {
+        "spark.sql.execution.bypassPartialAggregation": "true",
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    }
     if rows // ROWS_PER_PARTITION > int(spark.conf.get("spark.sql.shuffle.partitions") or 0):
         settings["spark.sql.shuffle.partitions"] = str(rows // ROWS_PER_PARTITION)
         settings["spark.sql.adaptive.coalescePartitions.enabled"] = "false"
@@ -137,11 +160,13 @@ def _counts(
     text: bool,
     progress: Antichain,
     raw: DataFrame,
+    by_time: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Distinct updates per time covered by ``progress``, and whether any lie beyond it.
 
     One small row per covered time comes to the driver (times beyond share one row; null or
-    negative times share the row at -1); disagreeing diffs raise here.
+    negative times share the row at -1); disagreeing diffs raise here. Rows grouped
+    ``by_time`` are counted per time where they lie, before the small rows are folded.
     """
     time = F.col(TIME)
     end = progress.elements[0] if progress else None
@@ -149,9 +174,11 @@ def _counts(
         time if end is None else F.least(time, F.lit(end))
     )
     rows = grouped.filter(F.col(NOTE).isNull()) if NOTE in grouped.columns else grouped
-    stats = rows.groupBy(key.alias("t")).agg(
-        F.count(F.lit(1)).alias("n"), F.count(DIFF).alias("ok")
-    )
+    n, ok = F.count(F.lit(1)).alias("n"), F.count(DIFF).alias("ok")
+    if by_time:
+        rows = rows.groupBy(TIME).agg(n, ok)
+        n, ok = F.sum("n").alias("n"), F.sum("ok").alias("ok")
+    stats = rows.groupBy(key.alias("t")).agg(n, ok)
     table = stats.toArrow().sort_by("t")
     times, counts, ok = (table.column(c).to_numpy() for c in ("t", "n", "ok"))
     if len(times) and times[0] == -1:

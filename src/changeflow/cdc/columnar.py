@@ -1,0 +1,510 @@
+"""The columnar CDC v2 reader: the reference reader's answers, a whole message at a time.
+
+:class:`ColumnarReader` takes the same messages as :class:`~changeflow.cdc.reader.CdcReader`,
+plus :class:`UpdateTable` (a message of updates as one Arrow table, as a Parquet file holds
+them), and reports the same advances with the updates as Arrow tables. Progress statements go
+through the reference code unchanged; updates at int times never become Python tuples: a
+message's rows are hashed (data and time) with numpy, deduplicated by sorting the hashes, and
+looked up in a sorted index of the held updates; every hash match is confirmed by comparing the
+rows, so a 64-bit collision costs a rehash, never a wrong answer. Counts per time are kept with
+numpy too. It holds the updates at unreported times only (and, in audit mode, the reported ones,
+as the reference does). Product times take the reference path, tuple by tuple.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Sequence
+from itertools import compress, repeat
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from changeflow.cdc.messages import Message, UpdateTable, freeze, without_gc
+from changeflow.cdc.reader import CdcReader
+from changeflow.errors import CdcConflict, InvalidInput, InvalidTime, ProtocolViolation
+from changeflow.time import Antichain, MutableAntichain, Product, Time, time_to_json
+from changeflow.updates import DIFF, TIME, data_columns
+
+DATA = "data"  # the one data column of updates whose data are single values
+SEEDS = tuple(f"changeflow{k:06d}" for k in range(8))  # hash keys: the next after a collision
+MIX = np.uint64(0x9E3779B97F4A7C15)
+ColumnarBatch = tuple[pa.Table, Antichain]
+
+
+class _Collision(Exception):
+    """Two different rows hashed alike: rehash with the next seed and retry the message."""
+
+
+class _Counts(MutableAntichain):
+    """The outstanding counts, with a bulk update for many int times at once."""
+
+    def subtract(self, times: list[int], k: np.ndarray) -> None:
+        """Subtract ``k[i]`` from the count at ``times[i]`` (distinct times)."""
+        counts = self._counts
+        old = np.fromiter(map(counts.get, times, repeat(0)), np.int64, len(times))
+        new = old - k
+        zero = new == 0
+        counts.update(zip(compress(times, ~zero), new[~zero].tolist(), strict=True))
+        for t in compress(times, zero):
+            del counts[t]
+        if ((old > 0) & (new <= 0)).any():
+            self._dirty = True
+
+
+class _Index:
+    """Held update rows and, sorted by hash, the hash, row and time of each live one.
+
+    Rows taken out (reported) stay in the table, unreachable, until they outnumber the live
+    ones; then the table is compacted. So taking out costs a pass over the sorted arrays,
+    not a rewrite of the table, and memory stays within twice the live rows.
+    """
+
+    def __init__(self) -> None:
+        self.table: pa.Table | None = None
+        self.keys = np.empty(0, np.uint64)  # sorted hashes of the live rows
+        self.pos = np.empty(0, np.int64)  # row of each key
+        self.times = np.empty(0, np.int64)  # time of each key
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray | None = None) -> None:
+        """Hold ``rows`` (none of which is held yet; their hashes are new and distinct);
+        ``order`` sorts the hashes, if known."""
+        if not len(rows):
+            return
+        start = 0 if self.table is None else self.table.num_rows
+        if self.table is None:
+            self.table = rows
+        else:
+            self.table = pa.concat_tables([self.table, rows], promote_options="permissive")
+            if self.table.num_columns and self.table.column(0).num_chunks > 64:
+                self.table = self.table.combine_chunks()
+        order = np.argsort(hashes) if order is None else order
+        new = hashes[order]
+        at = np.searchsorted(self.keys, new) + np.arange(len(new))
+        old = np.ones(len(self.keys) + len(new), bool)
+        old[at] = False
+        times = rows.column(TIME).to_numpy()[order]
+        self.keys = _merge(self.keys, old, at, new)
+        self.pos = _merge(self.pos, old, at, start + order)
+        self.times = _merge(self.times, old, at, times)
+
+    def find(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """The held row equal to each of ``rows`` in data and time, or -1. ``order`` sorts
+        the hashes: sorted, they are looked up in one sweep over the index."""
+        out = np.full(len(hashes), -1, np.int64)
+        if not len(self) or not len(hashes):
+            return out
+        needles = hashes[order]
+        at = np.minimum(np.searchsorted(self.keys, needles), len(self.keys) - 1)
+        hit = self.keys[at] == needles
+        if hit.any():
+            rows_hit, held = order[hit], self.pos[at[hit]]
+            assert self.table is not None
+            if not _equal(rows.take(rows_hit), self.table.take(held)).all():
+                raise _Collision
+            out[rows_hit] = held
+        return out
+
+    def diffs(self, positions: np.ndarray) -> np.ndarray:
+        assert self.table is not None
+        return self.table.column(DIFF).take(positions).to_numpy()
+
+    def live_rows(self) -> tuple[pa.Table | None, np.ndarray]:
+        """The live rows, in the table's order, and their hashes."""
+        if self.table is None:
+            return None, self.keys
+        order = np.argsort(self.pos)
+        return self.table.take(self.pos[order]), self.keys[order]
+
+    def remove_before(self, end: int | None) -> tuple[pa.Table, np.ndarray]:
+        """Take out the rows at times before ``end`` (None: all); return them and their hashes."""
+        if self.table is None:
+            return pa.table({}), np.empty(0, np.uint64)
+        live = self.times >= end if end is not None else np.zeros(len(self.keys), bool)
+        gone, gone_keys = self.pos[~live], self.keys[~live]
+        order = np.argsort(gone)
+        out = self.table.take(gone[order])
+        self.keys, self.pos, self.times = self.keys[live], self.pos[live], self.times[live]
+        if self.table.num_rows > 2 * len(self.keys) + 1024:
+            rows, hashes = self.live_rows()
+            self.__init__()  # type: ignore[misc]
+            self.add(rows, hashes)  # type: ignore[arg-type]
+        return out, gone_keys[order]
+
+    def rehash(self, hasher: Any) -> None:
+        """Hash every held row again (after a collision, with another seed)."""
+        rows, _ = self.live_rows()
+        self.__init__()  # type: ignore[misc]
+        if rows is not None:
+            self.add(rows, hasher(rows))
+
+
+def _merge(a: np.ndarray, old: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``a`` with ``new`` put at positions ``at`` of the result (``old`` marks the others)."""
+    out = np.empty(len(old), a.dtype if len(a) else new.dtype)
+    out[at] = new
+    out[old] = a
+    return out
+
+
+class ColumnarReader(CdcReader):
+    """The reference reader's state machine with updates held and matched as Arrow columns.
+
+    :meth:`feed` returns ``(table, frontier)`` advances: the updates as an Arrow table (data
+    columns, ``_time``, ``_diff``, in time order); :meth:`triples` turns one into the
+    reference's ``(data, time, diff)`` triples. ``columns`` names the data columns of the
+    tuples of :class:`Updates` messages; without it each piece of data is one value, held in
+    a column ``data``.
+    """
+
+    def __init__(self, audit: bool = False, columns: Sequence[str] | None = None) -> None:
+        super().__init__(audit)
+        self._outstanding = _Counts()
+        self._columns = list(columns) if columns is not None else None
+        self._names: list[str] | None = list(columns) if columns is not None else None
+        self._pending = _Index()
+        self._done = _Index()  # reported updates, in audit mode
+        self._seed = 0
+
+    # -- public ------------------------------------------------------------------------------
+
+    def feed(self, message: Message | UpdateTable) -> list[ColumnarBatch]:  # type: ignore[override]
+        """Take one message; return the ``(updates table, frontier)`` advances it allows."""
+        with without_gc():
+            if isinstance(message, UpdateTable):
+                self._receive_table(message.table)
+                self._drain_progress()
+                return self._advance()  # type: ignore[return-value]
+            return self._feed(message)  # type: ignore[return-value]
+
+    def triples(self, table: pa.Table) -> list[tuple[Hashable, Time, int]]:
+        """An advance's updates as the reference reader reports them."""
+        names = data_columns(table.column_names)
+        data: list[Any]
+        if self._columns is None and names == [DATA]:
+            data = [freeze(v) for v in table.column(DATA).to_pylist()]
+        else:
+            values = (map(freeze, table.column(c).to_pylist()) for c in names)
+            data = list(zip(*values, strict=True))
+        times = table.column(TIME).to_pylist()
+        if pa.types.is_list(table.schema.field(TIME).type):
+            times = [Product(t) for t in times]
+        return list(zip(data, times, table.column(DIFF).to_pylist(), strict=True))
+
+    def pending_updates(self) -> int:
+        return len(self._pending) + sum(len(v) for v in self._updates.values())
+
+    def pending_times(self) -> set[Time]:
+        return set(self._pending.times.tolist()) | set(self._updates)
+
+    # -- updates -----------------------------------------------------------------------------
+
+    def _receive_updates(self, updates: Any) -> None:
+        """An Updates message: int times as a table; product times by the reference."""
+        first = next(iter(updates), None)
+        if first is None:
+            return
+        if isinstance(first[1], Product) or isinstance(self._minimum, Product):
+            super()._receive_updates(updates)
+            return
+        self._receive_table(to_table(updates, self._columns))
+
+    def _receive_table(self, table: pa.Table) -> None:
+        if not len(table):
+            return
+        if pa.types.is_list(table.schema.field(TIME).type):
+            names = data_columns(table.column_names)
+            if names != [DATA] and self._columns is None:
+                self._columns = names  # product updates are reported as tables of these
+            super()._receive_updates(self.triples(table))
+            return
+        table = table.set_column(
+            table.schema.get_field_index(TIME), TIME, table.column(TIME).cast(pa.int64())
+        ).set_column(table.schema.get_field_index(DIFF), DIFF, table.column(DIFF).cast(pa.int64()))
+        if self._minimum is None:
+            self._start([0])
+        self._check_kind(table.column(TIME)[0].as_py())
+        self._check_names(data_columns(table.column_names))
+        for _ in SEEDS:
+            try:
+                return self._receive_rows(table)
+            except _Collision:
+                self._seed += 1
+                self._pending.rehash(self._hash)
+                self._done.rehash(self._hash)
+        raise AssertionError("every hash seed collided")
+
+    def _check_names(self, names: list[str]) -> None:
+        if self._names is None:
+            self._names = names
+        elif names != self._names:
+            raise InvalidInput(f"updates with data columns {names}; earlier ones had {self._names}")
+
+    def _receive_rows(self, table: pa.Table) -> None:
+        """Drop reported and known rows, check the rest, hold the novel ones and count them."""
+        end = self._bound(self.reported)
+        times = table.column(TIME).to_numpy()
+        late = times < end if end is not None else np.ones(len(times), bool)
+        if late.any():
+            if self._audit is not None:
+                self._check_late_rows(table.filter(late))
+            table = table.filter(~late)
+            if not len(table):
+                return
+        zero = np.flatnonzero(table.column(DIFF).to_numpy() == 0)
+        if len(zero):
+            i = int(zero[0])
+            raise ProtocolViolation(
+                f"update {self._data(table, i)!r} at time {table.column(TIME)[i].as_py()} has "
+                "diff 0: CDC v2 updates carry non-zero integer diffs"
+            )
+        rows, hashes, order = self._distinct(table)
+        held = self._pending.find(rows, hashes, order)
+        hit = np.flatnonzero(held >= 0)
+        if len(hit):
+            known, new = self._pending.diffs(held[hit]), rows.column(DIFF).to_numpy()[hit]
+            bad = np.flatnonzero(known != new)
+            if len(bad):
+                i = int(hit[bad[0]])
+                self._conflict(rows, i, int(known[bad[0]]), int(new[bad[0]]))
+            fresh = held < 0
+            rows, hashes, order = rows.filter(fresh), hashes[fresh], _kept(order, fresh)
+        self._pending.add(rows, hashes, order)
+        self._count(rows.column(TIME).to_numpy())
+
+    def _distinct(self, table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """One row per (data, time) of a message, with the hashes and the order that sorts
+        them; two diffs for one (data, time) are a conflict."""
+        hashes = self._hash(table)
+        order = np.argsort(hashes, kind="stable")
+        sorted_hashes = hashes[order]
+        first = np.empty(len(order), bool)
+        first[0] = True
+        np.not_equal(sorted_hashes[1:], sorted_hashes[:-1], out=first[1:])
+        if first.all():
+            return table, hashes, order
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
+        copies = ~first
+        same = _equal(table.take(order[copies]), table.take(order[starts][group[copies]]))
+        if not same.all():
+            raise _Collision
+        diffs = table.column(DIFF).to_numpy()[order]
+        lo, hi = np.minimum.reduceat(diffs, starts), np.maximum.reduceat(diffs, starts)
+        bad = np.flatnonzero(lo != hi)
+        if len(bad):
+            self._conflict(table, int(order[starts[bad[0]]]), int(lo[bad[0]]), int(hi[bad[0]]))
+        keep = np.zeros(len(order), bool)
+        keep[order[starts]] = True
+        return table.filter(keep), hashes[keep], _kept(order, keep)
+
+    def _check_late_rows(self, rows: pa.Table) -> None:
+        """In audit mode, rows at reported times must be the reported updates."""
+        hashes = self._hash(rows)
+        held = self._done.find(rows, hashes, np.argsort(hashes))
+        missing = np.flatnonzero(held < 0)
+        if len(missing):
+            i = int(missing[0])
+            t = rows.column(TIME)[i].as_py()
+            raise CdcConflict(
+                f"update for data {self._data(rows, i)!r} at time {t}, which was already "
+                f"complete with {self._audit_counts.get(t, 0)} updates"
+            )
+        known, new = self._done.diffs(held), rows.column(DIFF).to_numpy()
+        bad = np.flatnonzero(known != new)
+        if len(bad):
+            i = int(bad[0])
+            self._conflict(rows, i, int(known[i]), int(new[i]))
+
+    def _count(self, times: np.ndarray) -> None:
+        """The reference's counting of novel distinct updates per time, for int times."""
+        if not len(times):
+            return
+        at, k = np.unique(times, return_counts=True)
+        keys = at.tolist()
+        received = self._received
+        old = np.fromiter(map(received.get, keys, repeat(0)), np.int64, len(keys))
+        n = old + k
+        said = np.fromiter(map(self._announced.get, keys, repeat(-1)), np.int64, len(keys))
+        end = self._bound(self.progress)
+        covered = at < end if end is not None else np.ones(len(at), bool)
+        count = np.where(said >= 0, said, np.where(covered, 0, -1))
+        over = np.flatnonzero((count >= 0) & (n > count))
+        if len(over):
+            i = int(over[0])
+            raise CdcConflict(
+                f"time {keys[i]} has more distinct updates ({n[i]}) than its "
+                f"progress count ({count[i]}) allows"
+            )
+        for t in at[(said < 0) & ~covered & (old == 0)].tolist():
+            self._early_time(t)
+        received.update(zip(keys, n.tolist(), strict=True))
+        self._outstanding.subtract(keys, k)
+
+    def _early_time(self, t: int) -> None:
+        heapq.heappush(self._early, t)
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def _advance(self) -> list[ColumnarBatch]:  # type: ignore[override]
+        if isinstance(self._minimum, Product):
+            return [(self._table_of(out), f) for out, f in super()._advance()]
+        if self._minimum is None:
+            return []
+        frontier = self.progress.meet(self._outstanding.frontier())
+        if frontier == self.reported:
+            return []
+        self.reported = frontier
+        out, hashes = self._pending.remove_before(self._bound(frontier))
+        if len(out):
+            out = out.sort_by(TIME)
+            times, n = np.unique(out.column(TIME).to_numpy(), return_counts=True)
+            for t, c in zip(times.tolist(), n.tolist(), strict=True):
+                self._retire(t, c)
+            if self._audit is not None:
+                self._done.add(out, hashes)
+        else:
+            out = self._empty()
+        self._forget_order_before(frontier)
+        return [(out, frontier)]
+
+    def _retire(self, t: int, n: int) -> None:
+        """Forget a reported time; its distinct updates must be exactly its count."""
+        expected = self._announced.get(t, 0)
+        if n != expected:
+            raise CdcConflict(
+                f"time {t} has {n} distinct updates but its progress count is {expected}"
+            )
+        if self._audit is not None:
+            self._audit_counts[t] = n
+            self._audit_order.append(t)
+        del self._received[t]
+        if self._announced.pop(t, None) is not None:
+            self._outstanding.discard(t)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _bound(frontier: Antichain) -> int | None:
+        return frontier.elements[0] if frontier else None
+
+    def _empty(self) -> pa.Table:
+        names = self._names or [DATA]
+        fields = [pa.field(c, pa.null()) for c in names]
+        if self._pending.table is not None:
+            fields = [self._pending.table.schema.field(c) for c in names]
+        schema = pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
+        return schema.empty_table()
+
+    def _table_of(self, triples: list[tuple[Hashable, Time, int]]) -> pa.Table:
+        """Reference triples (product times) as an update table."""
+        data = [d for d, _, _ in triples]
+        names = self._columns
+        columns = (
+            {DATA: pa.array(data, pa.null() if not data else None)}
+            if names is None
+            else {c: [d[i] for d in data] for i, c in enumerate(names)}  # type: ignore[index]
+        )
+        times = pa.array([list(t) for _, t, _ in triples], pa.list_(pa.int64()))
+        return pa.table({**columns, TIME: times, DIFF: pa.array([r for *_, r in triples])})
+
+    def _hash(self, table: pa.Table) -> np.ndarray:
+        """A 64-bit hash of each row's data and time."""
+        key = SEEDS[self._seed]
+        h = _column_hash(table.column(TIME), key)
+        for c in data_columns(table.column_names):
+            h = h * MIX + _column_hash(table.column(c), key)
+            h ^= h >> np.uint64(29)
+        return h
+
+    def _data(self, table: pa.Table, i: int) -> Any:
+        row = [freeze(table.column(c)[i].as_py()) for c in data_columns(table.column_names)]
+        return row[0] if self._columns is None and len(row) == 1 else tuple(row)
+
+    def _conflict(self, table: pa.Table, i: int, a: int, b: int) -> None:
+        raise CdcConflict(
+            f"conflicting updates for data {self._data(table, i)!r} at time "
+            f"{table.column(TIME)[i].as_py()}: diff {a} and diff {b}"
+        )
+
+
+def to_table(
+    updates: Sequence[tuple[Hashable, Time, int]], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Update triples as an update table: the data split into ``columns`` (of tuples), or one
+    column ``data``; product times as lists. Bad times and diffs are refused as the reference
+    refuses them."""
+    product = bool(updates) and isinstance(updates[0][1], Product)
+    for data, t, r in updates:
+        if isinstance(t, Product) != product or not isinstance(t, int | Product):
+            raise InvalidTime(f"time {t!r} of data {data!r} is not of the others' lattice")
+        if type(r) is not int:
+            raise ProtocolViolation(
+                f"update {data!r} at time {time_to_json(t)} has diff {r!r}: "
+                "CDC v2 updates carry non-zero integer diffs"
+            )
+    data = [d for d, _, _ in updates]
+    try:
+        if columns is None:
+            arrays = {DATA: pa.array(data)}
+        else:
+            arrays = {c: pa.array([d[i] for d in data]) for i, c in enumerate(columns)}  # type: ignore[index]
+        kind = pa.list_(pa.int64()) if product else pa.int64()
+        times = pa.array([list(t) if product else t for _, t, _ in updates], kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
+    return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
+
+
+def _kept(order: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The order that sorts the kept rows, from the order that sorts all rows."""
+    rank = np.cumsum(keep) - 1
+    return rank[order[keep[order]]]
+
+
+def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
+    """A hash of each value, equal for equal values (nulls alike) whatever the chunking."""
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
+    elif pa.types.is_floating(kind):
+        values = pc.fill_null(column.cast(pa.float64()), 0.0).to_numpy() + 0.0  # -0.0 is 0.0
+        values[np.isnan(values)] = np.nan
+    else:
+        values = np.empty(len(column), object)
+        values[:] = [freeze(v) for v in column.to_pylist()]
+        return pd.util.hash_array(values, hash_key=key, categorize=False)
+    h = pd.util.hash_array(values, hash_key=key, categorize=False)
+    if column.null_count:
+        h[column.is_null().to_numpy(zero_copy_only=False)] ^= MIX
+    return h
+
+
+def _equal(a: pa.Table, b: pa.Table) -> np.ndarray:
+    """Row by row: are the data and time of ``a`` and ``b`` the same (nulls and NaNs alike)?"""
+    same = np.ones(len(a), bool)
+    for c in [*data_columns(a.column_names), TIME]:
+        x, y = a.column(c), b.column(c)
+        try:
+            eq = pc.fill_null(pc.equal(x, y), False)
+            both = pc.and_(pc.is_null(x), pc.is_null(y))
+            if pa.types.is_floating(x.type):
+                both = pc.or_(both, pc.and_(pc.is_nan(x), pc.is_nan(y)))
+            same &= pc.or_(eq, pc.fill_null(both, False)).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            pairs = zip(x.to_pylist(), y.to_pylist(), strict=True)
+            same &= np.fromiter((freeze(u) == freeze(v) for u, v in pairs), bool, len(a))
+    return same
+
+
+def read_all(
+    reader: ColumnarReader, messages: Sequence[Message | UpdateTable]
+) -> list[tuple[list[tuple[Hashable, Time, int]], Antichain]]:
+    """Feed every message; the advances as reference triples (tests and small inputs)."""
+    return [(reader.triples(t), f) for m in messages for t, f in reader.feed(m)]
