@@ -203,12 +203,33 @@ def _as(value: Any, kind: SqlType) -> Any:
 
 
 @dataclass(frozen=True)
-class Arith(Expr):
-    """``a op b`` for ``+ - * / %`` on numbers; ``date ± integer`` and ``date - date`` too."""
+class _Binary(Expr):
+    """``a op b``: both sides evaluated (an error on either is raised), NULL if either is."""
 
     op: str
     a: Expr
     b: Expr
+
+    def __post_init__(self) -> None:
+        """Each operator checks its operands' types and sets its own."""
+        raise NotImplementedError
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        a, b = self.a.eval(row, now), self.b.eval(row, now)
+        return None if a is None or b is None else self.apply(a, b)
+
+    def apply(self, a: Any, b: Any) -> Any:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return f"({self.a} {self.op} {self.b})"
+
+
+class Arith(_Binary):
+    """``a op b`` for ``+ - * / %`` on numbers; ``date ± integer`` and ``date - date`` too."""
 
     def __post_init__(self) -> None:
         if self.op not in _ARITH:
@@ -224,22 +245,13 @@ class Arith(Expr):
             raise _mismatch(f"operator {self.op}", self.a.type, self.b.type)
         _typed(self, common_numeric(ta, tb), nullable)
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a, self.b)
-
-    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
-        a, b = self.a.eval(row, now), self.b.eval(row, now)
-        if a is None or b is None:
-            return None
+    def apply(self, a: Any, b: Any) -> Any:
         if self.type == DATE:
             return _date_arith(self.op, a, b)
         if self.a.type == DATE:
             return (a - b).days
         kind = self.type
         return check_range(_ARITH[self.op](_as(a, kind), _as(b, kind), kind), kind)
-
-    def __str__(self) -> str:
-        return f"({self.a} {self.op} {self.b})"
 
 
 def _date_arith(op: str, a: date, days: int) -> date:
@@ -314,13 +326,8 @@ def compare_values(op: str, a: Any, b: Any) -> bool:
     return _CMP[op](a, b)
 
 
-@dataclass(frozen=True)
-class Cmp(Expr):
+class Cmp(_Binary):
     """``a op b`` for ``= <> < <= > >=``; NULL if either side is NULL."""
-
-    op: str
-    a: Expr
-    b: Expr
 
     def __post_init__(self) -> None:
         if self.op not in _CMP:
@@ -329,17 +336,8 @@ class Cmp(Expr):
             raise _mismatch(f"operator {self.op}", self.a.type, self.b.type)
         _typed(self, BOOL, self.a.nullable or self.b.nullable)
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a, self.b)
-
-    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
-        a, b = self.a.eval(row, now), self.b.eval(row, now)
-        if a is None or b is None:
-            return None
+    def apply(self, a: Any, b: Any) -> Any:
         return compare_values(self.op, a, b)
-
-    def __str__(self) -> str:
-        return f"({self.a} {self.op} {self.b})"
 
 
 def _check_bool(e: Expr, where: str) -> None:
