@@ -159,31 +159,9 @@ def test_a_bad_object_store_root_is_one_clear_error(
 
 # -- crashes at every failpoint, then recovery ----------------------------------------------
 
-PRELUDE = """
-import sys
-from changeflow.storage import Storage
-from changeflow.storage.blob import Blob
-from changeflow.storage.consensus import open_consensus
-storage = Storage(open_consensus(sys.argv[1]), Blob(sys.argv[2]))
-"""
-CHILD = {
-    "append": PRELUDE
-    + """
-read, write = storage.acquire_capabilities("t")
-storage.append(write, [(("crash", 1), 10, 1), (("a", 0), 11, -1)], 12)
-""",
-    "compact": PRELUDE + 'storage.compact("t")\n',
-    "gc": PRELUDE + 'storage.collect_garbage("t", grace_seconds=0)\n',
-}
-POINTS = [
-    ("append", "blob.partway", False),
-    ("append", "append.after_blob", False),
-    ("append", "append.after_cas", True),
-    ("compact", "blob.partway", False),
-    ("compact", "compact.after_blob", False),
-    ("compact", "compact.after_cas", False),
-    ("gc", "gc.partway", False),
-]
+# the child scripts and the failpoints of the local fault suite, run against S3 here
+sys.path.insert(0, str(Path(__file__).parent))
+from test_faults import CHILD, POINTS, PRELUDE  # noqa: E402
 
 
 @pytest.mark.parametrize("operation, point, lands", POINTS)
