@@ -1,0 +1,1 @@
+"""The adapter: SQL, the catalog, the timestamp oracle, timelines, sessions and transactions."""
