@@ -12,6 +12,7 @@ from changeflow.cli.dataflow import dataflow
 from changeflow.cli.demo import demo
 from changeflow.cli.materialize import materialize_command
 from changeflow.cli.shard import shard
+from changeflow.cli.sql import sql_command
 
 
 @click.group()
@@ -20,5 +21,5 @@ def main() -> None:
     """changeflow: exact, consistent views of change streams on Spark."""
 
 
-for command in (demo, cdc, shard, materialize_command, dataflow):
+for command in (demo, cdc, shard, materialize_command, dataflow, sql_command):
     main.add_command(command)

@@ -98,13 +98,14 @@ class Storage:
     # -- the catalog ---------------------------------------------------------------------------
 
     def create(
-        self, name: str, schema: pa.Schema, timeline: str = "epoch_ms"
+        self, name: str, schema: pa.Schema, timeline: str = "epoch_ms", writer: str | None = None
     ) -> tuple[ReadCapability, WriteCapability]:
-        """Bind ``name`` to a new GlobalId and an empty shard ``[since = upper = [0]]``."""
+        """Bind ``name`` to a new GlobalId and an empty shard ``[since = upper = [0]]``; the
+        write capability's id is ``writer`` if given (a holder that shares it by name)."""
         if not name or not isinstance(name, str) or "/" in name:
             raise InvalidInput(f"a shard name is a non-empty string without '/', not {name!r}")
         check_data_schema(schema)
-        read_id, write_id = new_id(), new_id()
+        read_id, write_id = new_id(), writer or new_id()
         gid = self.machine.create(name, schema, timeline, read_id, write_id)
         minimum = Antichain([0])
         return (

@@ -1,0 +1,466 @@
+"""DDL: items created, dropped and renamed, and the SHOW statements that list them.
+
+Creating an item that holds data takes three steps, each durable on its own: a GlobalId is
+allocated in the catalog (never handed out again), the item's shard is created (and a view's
+dataflow installed, or a source's files ingested once, so that a bad definition fails here),
+then the item is added to the catalog in one compare-and-set. A process killed before the last
+step leaves the catalog as it was (and an unnamed shard); a failure in any step removes what
+the earlier ones made. Dropping removes the items from the catalog first, then stops their
+dataflows and sinks and releases their shards.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlglot import exp
+
+from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.environment import (
+    EPOCH,
+    CatalogResolver,
+    Environment,
+    columns_of,
+    decode_plan,
+    encode_plan,
+    schema_of,
+)
+from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.sql.query import plan_query
+from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.adapter.sql.types import column_type
+from changeflow.adapter.timelines import Timeline, check_single
+from changeflow.adapter.txns import WRITER
+from changeflow.compute import plan as P
+from changeflow.compute.dataflow import drop_view, maintain_view
+from changeflow.errors import ChangeflowError, PlanError, with_context
+from changeflow.failpoints import failpoint
+
+TAGS = {
+    "table": "TABLE",
+    "source": "SOURCE",
+    "view": "VIEW",
+    "materialized view": "MATERIALIZED VIEW",
+    "index": "INDEX",
+    "sink": "SINK",
+}
+
+
+def collection(query: Any) -> P.Plan:
+    """A planned query as a collection: a LIMIT/OFFSET kept as a TopK, the visible columns
+    only (an ORDER BY alone means nothing in a view, as in PostgreSQL's views)."""
+    plan, f = query.plan, query.finishing
+    if f.limit is not None or f.offset:
+        plan = P.TopK(plan, (), f.order_by, f.limit, f.offset)
+    if f.width is not None and f.width < len(plan.schema):
+        plan = P.Project(plan, tuple(range(f.width)))
+    return plan
+
+
+def _timeline(query: Any, what: str) -> str:
+    check_single(query.timelines, what)
+    return next(iter(query.timelines), EPOCH)
+
+
+def _renamed(plan: P.Plan, names: list[str] | None) -> P.Plan:
+    if names is None:
+        return plan
+    if len(names) != len(plan.schema):
+        raise PlanError(
+            f"the view has {len(plan.schema)} columns, but {len(names)} names were given",
+            sqlstate="42601",
+        )
+    return P.Project(plan, tuple(range(len(names))), tuple(names))
+
+
+def _depends(state: CatalogState, names: frozenset[str]) -> tuple[str, ...]:
+    """The ids of the items named ``names``."""
+    return tuple(sorted(item.id for n in names if (item := state.by_name(n)) is not None))
+
+
+def _exists(env: Environment, name: str, if_not_exists: bool) -> Result | None:
+    item = env.catalog.load().by_name(name)
+    if item is None:
+        return None
+    if if_not_exists:
+        return Result(f"CREATE {TAGS[item.kind]}")
+    raise PlanError(f'{item.kind} "{name}" already exists', sqlstate="42P07")
+
+
+def _allocate(env: Environment) -> str:
+    return env.catalog.change(lambda s: tuple(reversed(s.allocate())))  # type: ignore[arg-type]
+
+
+def _add(env: Environment, item: Item) -> None:
+    env.catalog.change(lambda s: (s.with_item(item), None))
+
+
+def _create_shard(
+    env: Environment, item_id: str, columns: list[tuple[str, Any, bool]], timeline: str
+) -> None:
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field(n, a, nullable) for n, a, nullable in columns])
+    read, write = env.storage.create(item_id, schema, timeline, writer=WRITER)
+    env.storage.register_reader(item_id, WRITER, "the adapter reads it for queries")
+    env.storage.drop(read)
+
+
+def _undo(env: Environment, item_id: str) -> None:
+    """Remove what a failed CREATE made: its dataflow and holds, and its shard."""
+    env.stop_hosting([item_id])
+    if item_id in env.storage.catalog().entries:
+        env.storage.drop_shard(item_id, force=True)
+
+
+# -- CREATE ----------------------------------------------------------------------------------
+
+
+def table_columns(defs: list[exp.Expression]) -> list[tuple[str, Any, Any, bool, str | None]]:
+    """``(name, SqlType, Arrow type, nullable, default SQL)`` of column definitions."""
+    out = []
+    for d in defs:
+        if not isinstance(d, exp.ColumnDef):
+            continue  # PRIMARY KEY and other table constraints are accepted and not enforced
+        name = d.name
+        if d.args.get("kind") is None:
+            raise PlanError(f'column "{name}" needs a type', sqlstate="42601")
+        kind, arrow = column_type(d.args["kind"])
+        nullable, default = True, None
+        for c in d.args.get("constraints") or []:
+            k = c.args.get("kind")
+            if (
+                isinstance(k, exp.NotNullColumnConstraint)
+                and not k.args.get("allow_null")
+                or isinstance(k, exp.PrimaryKeyColumnConstraint)
+            ):
+                nullable = False
+            elif isinstance(k, exp.DefaultColumnConstraint):
+                default = k.this.sql(dialect="postgres")
+        if name.startswith("_"):
+            raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
+        out.append((name, kind, arrow, nullable, default))
+    names = [c[0] for c in out]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise PlanError(f'column "{dup}" specified more than once', sqlstate="42701")
+    if not out:
+        raise PlanError("a table needs at least one column", sqlstate="42601")
+    return out
+
+
+def create_table(env: Environment, stmt: Statement) -> Result:
+    create = stmt.ast
+    assert isinstance(create, exp.Create)
+    name = create.this.this.name if isinstance(create.this, exp.Schema) else create.this.name
+    name = name if _quoted(create) else name.lower()
+    if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
+        return done
+    columns = table_columns(create.this.expressions if isinstance(create.this, exp.Schema) else [])
+    item_id = _allocate(env)
+    _create_shard(env, item_id, [(n, a, nl) for n, _, a, nl, _ in columns], EPOCH)
+    item = Item(
+        item_id,
+        name,
+        "table",
+        stmt.text,
+        tuple((n, k.name, nl) for n, k, _, nl, _ in columns),
+        EPOCH,
+        (),
+        item_id,
+        {"defaults": [d for *_, d in columns]},
+    )
+    _finish(env, item)
+    return Result("CREATE TABLE")
+
+
+def _quoted(create: exp.Create) -> bool:
+    table = create.this.this if isinstance(create.this, exp.Schema) else create.this
+    ident = table.this if isinstance(table, exp.Table) else table
+    return bool(getattr(ident, "quoted", False))
+
+
+def _finish(env: Environment, item: Item) -> None:
+    """Add ``item`` to the catalog; if that fails (its name was taken meanwhile), undo."""
+    failpoint("ddl.before_catalog")
+    try:
+        _add(env, item)
+    except BaseException:
+        _undo(env, item.id)
+        raise
+
+
+def create_view(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+    materialized = g["materialized"]
+    tag = "CREATE MATERIALIZED VIEW" if materialized else "CREATE VIEW"
+    if g.get("as_of"):
+        raise PlanError("a view cannot be defined AS OF a time", sqlstate="0A000")
+    if g.get("replace"):
+        raise PlanError("CREATE OR REPLACE is not supported; DROP the view first", sqlstate="0A000")
+    if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
+        return done
+    state = env.catalog.load()
+    query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
+    timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
+    plan = _renamed(collection(query), g.get("columns"))
+    depends = _depends(state, query.items)
+    kind = "materialized view" if materialized else "view"
+    item_id = _allocate(env)
+    options = {"plan": encode_plan(plan)}
+    item = Item(
+        item_id,
+        g["name"],
+        kind,
+        stmt.text,
+        columns_of(plan.schema),
+        timeline,
+        depends,
+        item_id if materialized else None,
+        options,
+    )
+    if materialized:
+        _install(env, item, plan)
+    _finish(env, item)
+    return Result(tag)
+
+
+def _install(env: Environment, item: Item, plan: P.Plan) -> None:
+    """Create the output shard and start the dataflow of a materialized view or index."""
+    try:
+        flow = maintain_view(env.storage, item.id, plan, item.id)
+        env.dataflows[item.id] = flow
+        env.storage.register_reader(item.id, WRITER, "the adapter reads it for queries")
+    except BaseException:
+        _undo(env, item.id)
+        raise
+
+
+def create_index(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+    state = env.catalog.load()
+    on = state.get(g["item"])
+    if on.kind not in ("view", "materialized view", "table", "source"):
+        raise PlanError(f'cannot create an index on {on.kind} "{on.name}"', sqlstate="42809")
+    name = (g.get("name") or "").strip() or f"{on.name}_primary_idx"
+    from changeflow.adapter.sql.statements import name as ident
+
+    name = ident(name)
+    if (done := _exists(env, name, bool(g.get("ine")))) is not None:
+        return done
+    key = g.get("key") or [c[0] for c in on.columns]
+    unknown = [k for k in key if ident(k) not in {c[0] for c in on.columns}]
+    if unknown:
+        raise PlanError(
+            f'column "{unknown[0]}" does not exist in {on.kind} "{on.name}"', sqlstate="42703"
+        )
+    plan = CatalogResolver(state).plan(on)
+    item_id = _allocate(env)
+    item = Item(
+        item_id,
+        name,
+        "index",
+        stmt.text,
+        on.columns,
+        on.timeline,
+        (on.id,),
+        item_id,
+        {"plan": encode_plan(plan), "on": on.id, "key": [ident(k) for k in key]},
+    )
+    _install(env, item, plan)
+    _finish(env, item)
+    return Result("CREATE INDEX")
+
+
+def create_source(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+    if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
+        return done
+    fmt = g["format"].lower()
+    formats = {"json": "jsonl", "jsonl": "jsonl", "avro": "avro", "parquet": "parquet"}
+    if fmt not in formats:
+        raise PlanError(
+            f"unknown FORMAT {g['format']}; use JSON, AVRO or PARQUET", sqlstate="42601"
+        )
+    if not g.get("columns"):
+        raise PlanError(
+            f'source "{g["name"]}" needs its columns: CREATE SOURCE {g["name"]} FROM CDC '
+            f"'{g['path']}' FORMAT {g['format'].upper()} (name type, …)",
+            sqlstate="42601",
+        )
+    defs = parse_sql(f"CREATE TABLE x ({g['columns']})")
+    columns = table_columns(defs.this.expressions)
+    timeline = source_timeline(g["name"], g["with"])
+    item_id = _allocate(env)
+    _create_shard(env, item_id, [(n, a, nl) for n, _, a, nl, _ in columns], timeline)
+    item = Item(
+        item_id,
+        g["name"],
+        "source",
+        stmt.text,
+        tuple((n, k.name, nl) for n, k, _, nl, _ in columns),
+        timeline,
+        (),
+        item_id,
+        {"path": g["path"], "format": formats[fmt]},
+    )
+    try:
+        env.ingest(item, force=True)
+    except ChangeflowError as e:
+        _undo(env, item_id)
+        raise with_context(e, f'source "{g["name"]}"') from None
+    except BaseException:
+        _undo(env, item_id)
+        raise
+    _finish(env, item)
+    return Result("CREATE SOURCE")
+
+
+def source_timeline(name: str, options: dict[str, str]) -> str:
+    """A CDC source's timeline: its own (External), a named one (User), or wall-clock time."""
+    known = {"timeline", "epoch_ms_timeline"}
+    unknown = sorted(options.keys() - known)
+    if unknown:
+        raise PlanError(
+            f"unknown source option {unknown[0].upper()}; the options are "
+            "TIMELINE and EPOCH_MS_TIMELINE",
+            sqlstate="42601",
+        )
+    if "timeline" in options and options.get("epoch_ms_timeline", "false").lower() == "true":
+        raise PlanError("TIMELINE and EPOCH_MS_TIMELINE cannot both be given", sqlstate="42601")
+    if "timeline" in options:
+        return str(Timeline.user(options["timeline"]))
+    if options.get("epoch_ms_timeline", "false").lower() == "true":
+        return EPOCH
+    return str(Timeline.external(name))
+
+
+def create_sink(env: Environment, stmt: Statement) -> Result:
+    from changeflow.adapter.sinks import check_sink, run_sink
+
+    g = stmt.args
+    if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
+        return done
+    state = env.catalog.load()
+    source = state.get(g["item"])
+    if source.shard is None:
+        raise PlanError(
+            f'cannot sink {source.kind} "{source.name}": it holds no data; sink a table, '
+            "source or materialized view",
+            sqlstate="42809",
+        )
+    options = check_sink(source, g["target"], g["key"], g["with"])
+    item_id = _allocate(env)
+    item = Item(
+        item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options
+    )
+    try:
+        run_sink(env, item)
+    except BaseException:
+        from changeflow.adapter.sinks import forget_sink
+
+        forget_sink(env, item)
+        raise
+    _finish(env, item)
+    return Result("CREATE SINK")
+
+
+# -- DROP and ALTER --------------------------------------------------------------------------
+
+
+def drop(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+    kind, cascade = g["kind"], g["cascade"]
+
+    def remove(state: CatalogState) -> tuple[CatalogState, list[Item]]:
+        doomed: dict[str, Item] = {}
+        for n in g["names"]:
+            item = state.by_name(n)
+            if item is None or item.kind != kind:
+                if g.get("ie"):
+                    continue
+                raise PlanError(
+                    f'unknown {kind} "{n}"'
+                    if item is None
+                    else f'"{n}" is a {item.kind}, not a {kind}',
+                    sqlstate="42P01",
+                )
+            closure = state.closure(item.id)
+            others = [d for d in closure if d.id != item.id and d.id not in doomed]
+            if others and not cascade:
+                raise PlanError(
+                    f'cannot drop {kind} "{n}": still depended upon by {others[0].kind} '
+                    f'"{others[0].name}"; use DROP … CASCADE to drop them too',
+                    sqlstate="2BP01",
+                )
+            doomed.update({d.id: d for d in closure})
+        return state.without(list(doomed)), list(doomed.values())
+
+    gone = env.catalog.change(remove)
+    release(env, gone)
+    return Result(f"DROP {TAGS[kind]}")
+
+
+def release(env: Environment, items: list[Item]) -> None:
+    """Stop and release what dropped items held: dataflows, sinks and shards."""
+    from changeflow.adapter.sinks import forget_sink
+
+    env.stop_hosting([i.id for i in items])
+    for item in items:
+        if item.kind in ("materialized view", "index"):
+            drop_view(env.storage, item.id, decode_plan(item.options["plan"]))
+        if item.kind == "sink":
+            forget_sink(env, item)
+    for item in items:
+        if item.shard is not None and item.shard in env.storage.catalog().entries:
+            env.storage.drop_shard(item.shard, force=True)
+
+
+def rename(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        item = state.by_name(g["name"])
+        if item is None or item.kind != g["kind"]:
+            raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
+        sql = re.sub(re.escape(g["name"]), g["new"], item.sql, count=1, flags=re.I)
+        from dataclasses import replace
+
+        return state.without([item.id]).with_item(replace(item, name=g["new"], sql=sql)), None
+
+    env.catalog.change(change)
+    return Result(f"ALTER {TAGS[g['kind']]}")
+
+
+# -- SHOW ------------------------------------------------------------------------------------
+
+
+def show_items(env: Environment, stmt: Statement) -> Result:
+    kind = stmt.args["kind"]
+    state = env.catalog.load()
+    items = sorted((i for i in state.items.values() if i.kind == kind), key=lambda i: i.name)
+    if kind == "index":
+        rows = [
+            (i.name, state.items[i.options["on"]].name, ", ".join(i.options["key"])) for i in items
+        ]
+        return text_result(f"SELECT {len(rows)}", ["name", "on", "key"], rows)
+    if kind == "sink":
+        rows = [(i.name, state.items[i.depends_on[0]].name, i.options["target"]) for i in items]
+        return text_result(f"SELECT {len(rows)}", ["name", "from", "target"], rows)
+    if kind == "source":
+        rows = [(i.name, i.options["path"], i.timeline) for i in items]
+        return text_result(f"SELECT {len(rows)}", ["name", "path", "timeline"], rows)
+    rows = [(i.name,) for i in items]
+    return text_result(f"SELECT {len(rows)}", ["name"], rows)
+
+
+def show_create(env: Environment, stmt: Statement) -> Result:
+    item = env.catalog.load().get(stmt.args["name"], (stmt.args["kind"],))
+    return text_result("SELECT 1", ["name", "create_sql"], [(item.name, item.sql)])
+
+
+def show_columns(env: Environment, stmt: Statement) -> Result:
+    item = env.catalog.load().get(stmt.args["name"])
+    rows = [(c.name, "true" if c.nullable else "false", c.type.name) for c in schema_of(item)]
+    return text_result(f"SELECT {len(rows)}", ["name", "nullable", "type"], rows)

@@ -1,0 +1,279 @@
+"""An open home: its storage, catalog, write log and timestamp oracles, and the dataflows,
+sources and sinks this process hosts while the home is open.
+
+Every item that holds data has a shard named by its GlobalId. To read at a timestamp, the
+environment makes each input readable there first: a table's pending commits are applied and
+its upper moved past the timestamp (:mod:`~changeflow.adapter.txns`); a source ingests the CDC
+files that arrived; a materialized view or index has its inputs made readable and its dataflow
+stepped until its output is complete at the timestamp. A read never answers from a stale
+version: it waits (up to a timeout) instead.
+
+A background thread (the host) does the same every second for every item, so views, indexes
+and sinks keep up while nobody reads. One lock serialises the host and the sessions of this
+process; other processes coordinate through consensus.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.oracle import TimestampOracle
+from changeflow.adapter.relations import Relation
+from changeflow.adapter.txns import TxnLog, reader
+from changeflow.compute import plan as P
+from changeflow.compute.dataflow import Dataflow, maintain_view
+from changeflow.compute.evaluate import evaluate
+from changeflow.compute.types import Column, Schema, sql_type
+from changeflow.config import Config
+from changeflow.errors import ChangeflowError, PlanError, Timeout
+from changeflow.storage import Storage
+from changeflow.time import to_bound
+from changeflow.updates import DIFF, TIME
+
+EPOCH = "EpochMilliseconds"
+STORED = ("table", "source", "materialized view", "index")
+QUERYABLE = ("table", "source", "view", "materialized view")
+Counted = dict[tuple[Any, ...], int]
+
+
+def schema_of(item: Item) -> Schema:
+    return tuple(Column(n, sql_type(t), nullable) for n, t, nullable in item.columns)
+
+
+def columns_of(schema: Schema) -> tuple[tuple[str, str, bool], ...]:
+    return tuple((c.name, c.type.name, c.nullable) for c in schema)
+
+
+def encode_plan(plan: P.Plan) -> str:
+    return base64.b64encode(pickle.dumps(plan)).decode()
+
+
+def decode_plan(text: str) -> P.Plan:
+    return pickle.loads(base64.b64decode(text))
+
+
+class CatalogResolver:
+    """Names of one catalog version as the SQL planner sees them; an index on a view serves
+    reads of that view."""
+
+    def __init__(self, state: CatalogState) -> None:
+        self.state = state
+
+    def relation(self, name: str) -> Relation:
+        item = self.state.by_name(name)
+        if item is None or item.kind not in QUERYABLE:
+            raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
+        return Relation(item.name, item.kind, self.plan(item), item.timeline, defaults(item))
+
+    def plan(self, item: Item) -> P.Plan:
+        """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""
+        if item.kind in ("table", "source", "materialized view"):
+            return P.Get(item.id, schema_of(item))
+        index = next(
+            (
+                i
+                for i in self.state.items.values()
+                if i.kind == "index" and i.options.get("on") == item.id
+            ),
+            None,
+        )
+        if index is not None:
+            return P.Get(index.id, schema_of(index))
+        return decode_plan(item.options["plan"])
+
+
+def defaults(item: Item) -> tuple[str | None, ...]:
+    return tuple(item.options.get("defaults") or (None,) * len(item.columns))
+
+
+class Environment:
+    """One home opened by this process (see the module docstring)."""
+
+    def __init__(self, config: Config, host_seconds: float | None = 1.0) -> None:
+        self.config = config
+        self.storage = Storage.open(config)
+        self.catalog = Catalog(self.storage.consensus)
+        self.log = TxnLog(self.storage)
+        self.lock = threading.RLock()
+        self.dataflows: dict[str, Dataflow] = {}
+        self.oracles: dict[str, TimestampOracle] = {}
+        self.ingested: dict[str, float] = {}
+        self.closed = threading.Event()
+        self.host_error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+        if host_seconds:
+            self.thread = threading.Thread(
+                target=self._host, args=(host_seconds,), name="changeflow-host", daemon=True
+            )
+            self.thread.start()
+
+    # -- timestamps --------------------------------------------------------------------------
+
+    def oracle(self, timeline: str) -> TimestampOracle:
+        if timeline not in self.oracles:
+            self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
+        return self.oracles[timeline]
+
+    def read_ts(self, timeline: str, shards: Iterable[str]) -> int:
+        """The timestamp a query of ``shards`` in ``timeline`` reads at: for wall-clock
+        timelines the oracle's read timestamp (every acknowledged write is visible); for a
+        source's own timeline the latest time its data is complete at."""
+        oracle = self.oracle(timeline)
+        if timeline != EPOCH:
+            state = self.catalog.load()
+            uppers = []
+            for shard in self.stored_inputs(state, shards):
+                item = state.items[shard]
+                if item.kind == "source":
+                    self.ingest(item, force=True)
+                uppers.append(to_bound(self.storage.state(shard).upper))
+            complete = min((u for u in uppers if u is not None), default=None)
+            if complete is not None and complete > 0:
+                oracle.advance_to(complete - 1)
+        return oracle.read_ts()
+
+    def stored_inputs(self, state: CatalogState, shards: Iterable[str]) -> set[str]:
+        """The tables and sources that ``shards`` read, through views and indexes."""
+        out: set[str] = set()
+        for shard in shards:
+            item = state.items.get(shard)
+            if item is None:
+                continue
+            if item.kind in ("table", "source"):
+                out.add(shard)
+            else:
+                out |= self.stored_inputs(state, decode_plan(item.options["plan"]).collections())
+        return out
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def evaluate(self, plan: P.Plan, ts: int, timeout: float = 30.0) -> Counted:
+        """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``."""
+        shards = plan.collections()
+        self.make_readable(shards, ts, time.monotonic() + timeout)
+        return evaluate(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+
+    def snapshot(self, shard: str, ts: int) -> Counted:
+        table = reader(self.storage, shard).snapshot_table(ts)
+        return counted(table)
+
+    def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
+        """Wait until each shard of ``shards`` is complete at ``ts`` (see the module doc)."""
+        state = self.catalog.load()
+        shards = set(shards)
+        missing = shards - state.items.keys()
+        if missing:
+            raise PlanError(
+                f"{', '.join(sorted(missing))} was dropped while it was being read",
+                sqlstate="42P01",
+            )
+        tables = {s for s in shards if state.items[s].kind == "table"}
+        if tables:
+            self.log.ready(tables, ts)
+        for shard in sorted(shards - tables):
+            item = state.items[shard]
+            if item.kind != "source":
+                self.make_readable(decode_plan(item.options["plan"]).collections(), ts, deadline)
+            while not self._complete(shard, ts):
+                if item.kind == "source":
+                    self.ingest(item, force=True)
+                else:
+                    self.dataflow(item).step(timeout=0.05)
+                if self._complete(shard, ts):
+                    break
+                if time.monotonic() > deadline:
+                    upper = to_bound(self.storage.state(shard).upper)
+                    raise Timeout(
+                        f'{item.kind} "{item.name}" is not complete at {ts} yet (its data is '
+                        f"complete below {upper}); its inputs have not advanced that far",
+                        sqlstate="57014",
+                    )
+                if item.kind == "source":
+                    time.sleep(0.2)
+
+    def _complete(self, shard: str, ts: int) -> bool:
+        upper = to_bound(self.storage.state(shard).upper)
+        return upper is None or upper > ts
+
+    # -- hosting -----------------------------------------------------------------------------
+
+    def dataflow(self, item: Item) -> Dataflow:
+        """The dataflow of a materialized view or index, started in this process if needed."""
+        flow = self.dataflows.get(item.id)
+        if flow is None:
+            plan = decode_plan(item.options["plan"])
+            flow = maintain_view(self.storage, item.id, plan, item.id)
+            self.dataflows[item.id] = flow
+        return flow
+
+    def ingest(self, item: Item, force: bool = False) -> None:
+        """Append the source's newly arrived CDC files (at most once a second unless forced)."""
+        from changeflow.storage.ingest import ingest
+
+        now = time.monotonic()
+        if not force and now - self.ingested.get(item.id, 0.0) < 1.0:
+            return
+        self.ingested[item.id] = now
+        fmt = item.options.get("format")
+        ingest(self.storage, item.id, [item.options["path"]], fmt)
+
+    def stop_hosting(self, ids: Iterable[str]) -> None:
+        for i in ids:
+            flow = self.dataflows.pop(i, None)
+            if flow is not None:
+                flow.close()
+
+    def tick(self) -> None:
+        """One round of hosting: every table advanced to the oracle's read timestamp, every
+        source ingested, every dataflow stepped and every sink caught up."""
+        from changeflow.adapter.sinks import run_sink
+
+        with self.lock:
+            state = self.catalog.load()
+            gone = self.dataflows.keys() - state.items.keys()
+            self.stop_hosting(gone)
+            tables = {i.id for i in state.items.values() if i.kind == "table"}
+            if tables:
+                self.log.ready(tables, self.oracle(EPOCH).read_ts())
+            for item in state.items.values():
+                if item.kind == "source":
+                    self.ingest(item)
+                elif item.kind in ("materialized view", "index"):
+                    self.dataflow(item).step()
+                elif item.kind == "sink":
+                    run_sink(self, item)
+
+    def _host(self, seconds: float) -> None:
+        while not self.closed.wait(seconds):
+            try:
+                self.tick()
+            except ChangeflowError as e:  # reported to the next statement, and kept trying
+                self.host_error = e
+            except Exception as e:  # noqa: BLE001 — the host must not die silently
+                self.host_error = e
+
+    def close(self) -> None:
+        self.closed.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+        with self.lock:
+            self.stop_hosting(list(self.dataflows))
+            self.storage.close()
+
+
+def counted(table: pa.Table) -> Counted:
+    """An update frame's rows with their summed diffs (zeros left out)."""
+    names = [n for n in table.column_names if n not in (TIME, DIFF)]
+    columns = [table.column(n).to_pylist() for n in names]
+    out: Counted = {}
+    for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
+        out[row] = out.get(row, 0) + diff
+    return {r: c for r, c in out.items() if c}

@@ -1,0 +1,339 @@
+"""A session: statements run in order, with PostgreSQL's transaction rules as Materialize has them.
+
+- Outside ``BEGIN`` every statement is its own transaction.
+- A read-only transaction reads every query at the timestamp of its first, which fixes its
+  timeline: a later query of another timeline fails ("Transactions can only reference objects in
+  the same timedomain").
+- A write-only transaction buffers INSERTs, UPDATEs and DELETEs and commits them together at one
+  timestamp. Reads after writes, or writes after reads, in one transaction are refused.
+- UPDATE and DELETE read at a timestamp and write at a later one; the commit is refused with a
+  serialization failure (40001), and nothing is written, if a table they read changed between.
+- After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02), as in
+  PostgreSQL, and ``COMMIT`` then rolls back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from changeflow.adapter import ddl
+from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
+from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.sql.dml import plan_delete, plan_insert, plan_update
+from changeflow.adapter.sql.query import plan_query
+from changeflow.adapter.sql.statements import Statement, parse, split
+from changeflow.adapter.subscribe import Subscribe
+from changeflow.adapter.timelines import check_single, check_transaction
+from changeflow.adapter.txns import StaleTimestamp
+from changeflow.compute import plan as P
+from changeflow.compute.evaluate import sort_key
+from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
+
+DDL = {
+    "create_table": ddl.create_table,
+    "create_view": ddl.create_view,
+    "create_index": ddl.create_index,
+    "create_source": ddl.create_source,
+    "create_sink": ddl.create_sink,
+    "drop": ddl.drop,
+    "rename": ddl.rename,
+    "show_items": ddl.show_items,
+    "show_create": ddl.show_create,
+    "show_columns": ddl.show_columns,
+}
+SETTINGS = {
+    "transaction_isolation": "strict serializable",
+    "server_version": "15.0",
+    "client_encoding": "UTF8",
+    "datestyle": "ISO, MDY",
+    "timezone": "UTC",
+    "standard_conforming_strings": "on",
+    "application_name": "",
+}
+
+
+@dataclass
+class Transaction:
+    """An open transaction's state."""
+
+    explicit: bool
+    timeline: str | None = None
+    read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
+    reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
+    writes: dict[str, list[tuple[tuple[Any, ...], int]]] = field(default_factory=dict)
+    queried: bool = False
+    failed: bool = False
+
+
+class Session:
+    """One client's statements against an :class:`Environment` (see the module docstring)."""
+
+    def __init__(self, env: Environment, timeout: float = 30.0) -> None:
+        self.env, self.timeout = env, timeout
+        self.txn: Transaction | None = None
+        self.settings = dict(SETTINGS)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.txn is not None and self.txn.explicit
+
+    def execute(self, script: str) -> list[Result]:
+        """Run every statement of ``script`` in order; the results of those that ran."""
+        return [self.run(parse(text)) for text in split(script)]
+
+    def run(self, stmt: Statement) -> Result:
+        """Run one statement (see the module docstring for transactions)."""
+        if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
+            raise PlanError(
+                "current transaction is aborted, commands ignored until end of transaction block",
+                sqlstate="25P02",
+            )
+        try:
+            with self.env.lock:
+                return self._run(stmt)
+        except BaseException:
+            if self.txn is not None:
+                if self.txn.explicit:
+                    self.txn.failed = True
+                else:
+                    self.txn = None
+            raise
+
+    def _run(self, stmt: Statement) -> Result:
+        kind = stmt.kind
+        if kind == "begin":
+            if self.in_transaction:
+                return Result("BEGIN")  # PostgreSQL warns and carries on
+            self.txn = Transaction(explicit=True)
+            return Result("BEGIN")
+        if kind in ("commit", "rollback"):
+            txn, self.txn = self.txn, None
+            if kind == "commit" and txn is not None and not txn.failed:
+                self._commit(txn)
+            return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
+        if kind == "set":
+            self.settings[stmt.args["var"].lower()] = stmt.args["value"].strip().strip("'")
+            return Result("SET")
+        if kind == "show_var":
+            var = stmt.args["var"].lower()
+            if var not in self.settings:
+                raise PlanError(f'unrecognized configuration parameter "{var}"', sqlstate="42704")
+            return text_result("SHOW", [var], [(self.settings[var],)])
+        if kind in DDL:
+            if self.in_transaction:
+                raise PlanError(
+                    f"{stmt.text.split()[0].upper()} cannot run inside a transaction block",
+                    sqlstate="25001",
+                )
+            return DDL[kind](self.env, stmt)
+        if kind in ("select", "explain", "subscribe"):
+            return self._query(stmt)
+        if kind in ("insert", "update", "delete"):
+            return self._write(stmt)
+        raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def _query(self, stmt: Statement) -> Result:
+        if stmt.kind == "subscribe":
+            raise PlanError(
+                "SUBSCRIBE streams rows: use connection.subscribe(), or a cursor's fetch "
+                "methods (changeflow.connect), or `changeflow sql`",
+                sqlstate="0A000",
+            )
+        resolver = CatalogResolver(self.env.catalog.load())
+        query = plan_query(stmt.ast, resolver)
+        if stmt.kind == "explain":
+            lines = query.plan.explain().splitlines()
+            return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
+        txn = self._transaction()
+        if txn.writes:
+            raise PlanError(
+                "transaction in write-only mode: reads cannot follow writes", sqlstate="25006"
+            )
+        timeline = self._timeline(query.timelines, txn)
+        ts = self._read_ts(stmt, query.plan, timeline, txn)
+        rows = finish(self._evaluate(query.plan, ts), query.finishing)
+        txn.queried = True
+        self._end(txn)
+        return Result(f"SELECT {len(rows)}", _visible(query), rows)
+
+    def _timeline(self, timelines: frozenset[str], txn: Transaction) -> str:
+        check_single(timelines, "the query")
+        timeline = next(iter(timelines), txn.timeline or EPOCH)
+        if txn.timeline is not None and txn.timeline != timeline:
+            check_transaction(txn.timeline, timeline)
+        txn.timeline = timeline
+        return timeline
+
+    def _read_ts(self, stmt: Statement, plan: P.Plan, timeline: str, txn: Transaction) -> int:
+        as_of = stmt.args.get("as_of")
+        if as_of is not None:
+            return self._as_of(as_of, plan, timeline)
+        if txn.read_ts is None:
+            txn.read_ts = self.env.read_ts(timeline, plan.collections())
+        return txn.read_ts
+
+    def _as_of(self, text: str, plan: P.Plan, timeline: str) -> int:
+        ts = _int(text, "AS OF")
+        latest = self.env.read_ts(timeline, plan.collections())
+        if ts > latest or ts < 0:
+            raise PlanError(
+                f"AS OF {ts} is outside the readable times: the latest complete timestamp is "
+                f"{latest}",
+                sqlstate="22003",
+            )
+        return ts
+
+    def _evaluate(self, plan: P.Plan, ts: int) -> dict[tuple[Any, ...], int]:
+        try:
+            return self.env.evaluate(plan, ts, self.timeout)
+        except FrontierViolation as e:
+            raise PlanError(
+                f"cannot read at timestamp {ts}: it has been compacted away ({e})",
+                sqlstate="22003",
+            ) from None
+
+    def _transaction(self) -> Transaction:
+        if self.txn is None:
+            self.txn = Transaction(explicit=False)
+        return self.txn
+
+    def _end(self, txn: Transaction) -> None:
+        """Commit an implicit transaction at the end of its one statement."""
+        if not txn.explicit:
+            self.txn = None
+            self._commit(txn)
+
+    def subscribe(self, stmt: Statement) -> Subscribe:
+        """Open the subscription of a SUBSCRIBE statement."""
+        g = stmt.args
+        unknown = sorted(g["with"].keys() - {"progress", "snapshot"})
+        if unknown:
+            raise PlanError(f"unknown SUBSCRIBE option {unknown[0].upper()}", sqlstate="42601")
+        with self.env.lock:
+            resolver = CatalogResolver(self.env.catalog.load())
+            if g.get("item"):
+                relation = resolver.relation(g["item"])
+                plan, timelines = relation.plan, frozenset({relation.timeline})
+            else:
+                query = plan_query(stmt.ast, resolver, temporal_and_only=True)
+                plan, timelines = ddl.collection(query), query.timelines
+            txn = self._transaction()
+            timeline = self._timeline(timelines, txn)
+            as_of = self._read_ts(stmt, plan, timeline, txn)
+            self._end(txn)
+            up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
+            progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
+            return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _write(self, stmt: Statement) -> Result:
+        txn = self._transaction()
+        if txn.queried:
+            raise PlanError(
+                "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
+            )
+        resolver = CatalogResolver(self.env.catalog.load())
+        if stmt.kind == "insert":
+            planned = plan_insert(stmt.ast, resolver)
+            retract, add = None, planned.rows
+        elif stmt.kind == "delete":
+            planned = plan_delete(stmt.ast, resolver)
+            retract, add = planned.rows, None
+        else:
+            planned = plan_update(stmt.ast, resolver)
+            retract, add = planned.old, planned.new
+        table = resolver.relation(planned.table)
+        shard = table.plan.name  # type: ignore[attr-defined]
+        plans = [p for p in (retract, add) if p is not None]
+        reads = set().union(*(p.collections() for p in plans))
+        rows: list[tuple[tuple[Any, ...], int]] = []
+        if reads:
+            timeline = self._timeline(frozenset({table.timeline}), txn)
+            ts = txn.read_ts if txn.read_ts is not None else self.env.read_ts(timeline, reads)
+            txn.read_ts = ts
+            txn.reads |= reads
+        else:
+            ts = 0
+        for p, sign in ((retract, -1), (add, 1)):
+            if p is not None:
+                counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
+                rows += [(row, sign * c) for row, c in counted.items()]
+        _check_not_null(table, rows)
+        txn.writes.setdefault(shard, []).extend(rows)
+        count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
+        self._end(txn)
+        tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
+        return Result(f"{tag} {count}")
+
+    def _commit(self, txn: Transaction) -> None:
+        writes = {s: r for s, r in txn.writes.items() if r}
+        if not writes:
+            return
+        oracle = self.env.oracle(EPOCH)
+        read_ts = txn.read_ts if txn.reads else None
+        for _ in range(100):
+            ts = oracle.write_ts()
+            try:
+                self.env.log.commit(writes, ts, read_ts, frozenset(txn.reads))
+            except StaleTimestamp:
+                continue
+            oracle.apply_write(ts)
+            return
+        raise ChangeflowError("could not find a write timestamp after 100 tries; try again")
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise PlanError(
+            f"{what} takes an integer timestamp, not {text!r}", sqlstate="22P02"
+        ) from None
+
+
+def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:
+    from changeflow.compute.evaluate import evaluate
+
+    return evaluate(plan, {}, 0)
+
+
+def _check_not_null(table: Any, rows: list[tuple[tuple[Any, ...], int]]) -> None:
+    schema = table.plan.schema
+    for row, diff in rows:
+        if diff <= 0:
+            continue
+        for value, column in zip(row, schema, strict=True):
+            if value is None and not column.nullable:
+                raise PlanError(
+                    f'null value in column "{column.name}" of relation "{table.name}" violates '
+                    "not-null constraint",
+                    sqlstate="23502",
+                )
+
+
+def _visible(query: Any) -> tuple:
+    width = query.finishing.width
+    return query.plan.schema if width is None else query.plan.schema[:width]
+
+
+def finish(counted: dict[tuple[Any, ...], int], finishing: Any) -> list[tuple[Any, ...]]:
+    """A query's rows in order: each row as often as its count, sorted, then OFFSET, LIMIT
+    and the visible columns."""
+    rows: list[tuple[Any, ...]] = []
+    for row, count in counted.items():
+        if count < 0:
+            raise EvalError(
+                f"the query's result holds a row a negative number of times ({count}): {row}",
+                sqlstate="XX000",
+            )
+        rows += [row] * count
+    rows.sort(key=lambda r: sort_key(r, finishing.order_by))
+    end = None if finishing.limit is None else finishing.offset + finishing.limit
+    rows = rows[finishing.offset : end]
+    if finishing.width is not None:
+        rows = [r[: finishing.width] for r in rows]
+    return rows

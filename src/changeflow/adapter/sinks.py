@@ -1,0 +1,74 @@
+"""Sinks: a table, source or materialized view kept in an external store exactly once.
+
+A sink is a materialization (:mod:`changeflow.materialize.runtime`) named by the sink's
+GlobalId, so a rename changes nothing outside. Creating a sink runs it once to catch up, so a
+bad target or key fails at CREATE SINK; the host runs it again every tick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from changeflow.adapter.catalog import Item
+from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.errors import ChangeflowError, PlanError, with_context
+
+OPTIONS = {"delta": "a change table (_time, _diff) instead of current rows"}
+
+
+def check_sink(
+    source: Item, target: str, key: list[str], options: dict[str, str]
+) -> dict[str, Any]:
+    """A sink's options, checked against the item it reads."""
+    from changeflow.materialize.runtime import driver_class
+
+    unknown = sorted(options.keys() - OPTIONS.keys())
+    if unknown:
+        raise PlanError(
+            f"unknown sink option {unknown[0].upper()}; the options are "
+            + ", ".join(k.upper() for k in OPTIONS),
+            sqlstate="42601",
+        )
+    columns = {c[0] for c in source.columns}
+    missing = [k for k in key if k not in columns]
+    if not key or missing:
+        raise PlanError(
+            f'KEY column "{missing[0]}" is not a column of {source.kind} "{source.name}"'
+            if missing
+            else "a sink needs KEY (columns)",
+            sqlstate="42703",
+        )
+    driver_class(target)
+    delta = options.get("delta", "false").lower() in ("true", "on", "1")
+    return {"from": source.id, "target": target, "key": key, "delta": delta}
+
+
+def _log(env: Environment) -> Path:
+    return env.config.home / "materialize" / "recovery.sqlite"
+
+
+def run_sink(env: Environment, item: Item) -> None:
+    """Bring the sink's target up to date with what its input holds now."""
+    from changeflow.materialize.runtime import Materialization, materialize
+
+    o = item.options
+    if item.timeline == EPOCH:
+        env.make_readable({o["from"]}, env.oracle(EPOCH).read_ts(), deadline=float("inf"))
+    spec = Materialization(item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"])
+    _log(env).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        materialize(env.storage, spec, _log(env))
+    except ChangeflowError as e:
+        raise with_context(e, f'sink "{item.name}"') from None
+
+
+def forget_sink(env: Environment, item: Item) -> None:
+    """Release the sink's hold on its input and forget its checkpoint (the target keeps what
+    was written)."""
+    from changeflow.materialize.runtime import drop
+
+    if _log(env).exists():
+        with contextlib.suppress(ChangeflowError):  # it never ran far enough to record any
+            drop(env.storage, item.id, _log(env))

@@ -1,0 +1,251 @@
+"""SQL text into statements: split on semicolons, classified, and parsed.
+
+Standard SQL (queries, DML, CREATE TABLE) is parsed by sqlglot's PostgreSQL dialect. The
+statements that are Materialize's own (CREATE SOURCE … FROM CDC, CREATE SINK, CREATE
+MATERIALIZED VIEW, CREATE INDEX, SUBSCRIBE, SHOW, ``AS OF``) are recognised by their leading
+keywords here; the queries inside them go to sqlglot. A statement that is neither is a syntax
+error (SQLSTATE 42601) that quotes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
+
+from changeflow.errors import PlanError
+
+NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+QNAME = rf"{NAME}(?:\s*\.\s*{NAME}){{0,2}}"
+KIND_WORDS = {
+    "TABLE": "table",
+    "TABLES": "table",
+    "SOURCE": "source",
+    "SOURCES": "source",
+    "VIEW": "view",
+    "VIEWS": "view",
+    "MATERIALIZED VIEW": "materialized view",
+    "MATERIALIZED VIEWS": "materialized view",
+    "INDEX": "index",
+    "INDEXES": "index",
+    "SINK": "sink",
+    "SINKS": "sink",
+}
+KIND = r"(?P<kind>TABLES?|SOURCES?|MATERIALIZED\s+VIEWS?|VIEWS?|INDEX(?:ES)?|SINKS?)"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement: its ``kind`` (``select``, ``insert``, ``create_table``…), its text, the
+    sqlglot tree of its query or DML (if any) and the arguments its kind needs."""
+
+    kind: str
+    text: str
+    ast: exp.Expression | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def split(script: str) -> list[str]:
+    """The statements of ``script``, split at semicolons outside strings and comments."""
+    try:
+        tokens = Tokenizer(dialect="postgres").tokenize(script)
+    except TokenError as e:
+        raise PlanError(f"syntax error: {e}", sqlstate="42601") from None
+    out, start = [], 0
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            out.append(script[start : t.start])
+            start = t.end + 1
+    out.append(script[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def name(text: str) -> str:
+    """An identifier as SQL means it: unquoted folds to lower case; a schema prefix is dropped."""
+    parts = re.findall(NAME, text)
+    last = parts[-1]
+    return last[1:-1].replace('""', '"') if last.startswith('"') else last.lower()
+
+
+def names(text: str) -> list[str]:
+    return [name(n) for n in re.findall(QNAME, text)]
+
+
+def kind_of(word: str) -> str:
+    return KIND_WORDS[" ".join(word.upper().split())]
+
+
+def parse_sql(text: str) -> exp.Expression:
+    """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601."""
+    try:
+        parsed = sqlglot.parse(text, read="postgres")
+    except (ParseError, TokenError) as e:
+        raise PlanError(f"syntax error in {text!r}: {_first_line(e)}", sqlstate="42601") from None
+    if len(parsed) != 1 or parsed[0] is None:
+        raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
+    return parsed[0]
+
+
+def _first_line(e: Exception) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines()[0]
+
+
+def options(text: str | None) -> dict[str, str]:
+    """``k = v, k2 = 'v'`` (a WITH list) as lower-case keys to values (quotes removed); a
+    bare key is ``true``."""
+    out: dict[str, str] = {}
+    for part in _commas(text or ""):
+        key, _, value = part.partition("=")
+        if not key.strip():
+            continue
+        out[key.strip().lower()] = _unquote(value.strip()) if value.strip() else "true"
+    return out
+
+
+def _commas(text: str) -> list[str]:
+    parts, depth, quote, cur = [], 0, False, ""
+    for ch in text:
+        if ch == "'":
+            quote = not quote
+        elif not quote and ch in "([":
+            depth += 1
+        elif not quote and ch in ")]":
+            depth -= 1
+        elif not quote and depth == 0 and ch == ",":
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return [*parts, cur]
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    return value
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "create_source",
+        rf"CREATE\s+SOURCE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s+FROM\s+CDC\s+"
+        r"(?P<path>'(?:[^']|'')*')\s+FORMAT\s+(?P<format>\w+)\s*(?:\((?P<columns>.*?)\))?\s*"
+        r"(?:WITH\s*\((?P<with>.*)\))?",
+    ),
+    (
+        "create_sink",
+        rf"CREATE\s+SINK\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s+FROM\s+"
+        rf"(?P<item>{QNAME})\s+INTO\s+(?P<target>'(?:[^']|'')*')\s+KEY\s*\((?P<key>[^)]*)\)\s*"
+        r"(?:WITH\s*\((?P<with>.*)\))?",
+    ),
+    (
+        "create_view",
+        rf"CREATE\s+(?P<replace>OR\s+REPLACE\s+)?(?P<materialized>MATERIALIZED\s+)?VIEW\s+"
+        rf"(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s*(?:\((?P<columns>[^)]*)\))?\s+"
+        r"AS\s+(?P<query>.*)",
+    ),
+    (
+        "create_index",
+        rf"CREATE\s+(?P<default>DEFAULT\s+)?INDEX\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
+        rf"(?P<name>{QNAME}\s+)?ON\s+(?P<item>{QNAME})\s*(?:\((?P<key>[^)]*)\))?",
+    ),
+    (
+        "drop",
+        rf"DROP\s+{KIND}\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
+    ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
+    ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
+    ("show_items", rf"SHOW\s+{KIND}"),
+    (
+        "subscribe",
+        rf"SUBSCRIBE\s+(?:TO\s+)?(?:(?P<item>{QNAME})|\((?P<query>.*)\))\s*"
+        r"(?:WITH\s*\((?P<with>[^)]*)\))?\s*"
+        r"(?:AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>.+?))?\s*(?:UP\s+TO\s+(?P<up_to>.+?))?",
+    ),
+    ("explain", r"EXPLAIN\s+(?:(?:OPTIMIZED\s+|RAW\s+)?PLAN\s+FOR\s+)?(?P<query>.*)"),
+    ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
+    ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?"),
+    ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
+    ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
+]
+_COMPILED = [(k, re.compile(p, re.IGNORECASE | re.DOTALL)) for k, p in _PATTERNS]
+_AS_OF = re.compile(
+    r"^(?P<query>.*?)\s+AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>[^'\s)]+)\s*$", re.I | re.S
+)
+
+
+def parse(text: str) -> Statement:
+    """One statement of text (no trailing semicolon) as a :class:`Statement`."""
+    text = text.strip().rstrip(";").strip()
+    for kind, pattern in _COMPILED:
+        m = pattern.fullmatch(text)
+        if m:
+            return _statement(kind, text, m.groupdict())
+    head = text.split(None, 1)[0].upper() if text else ""
+    if head in ("SELECT", "WITH", "VALUES", "TABLE", "("):
+        return _query("select", text)
+    if head in ("INSERT", "UPDATE", "DELETE"):
+        return Statement(head.lower(), text, parse_sql(text))
+    if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
+        return Statement("create_table", text, parse_sql(text))
+    raise PlanError(
+        f"syntax error: {_short(text)} is not a statement changeflow knows", sqlstate="42601"
+    )
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) < 80 else text[:77] + "...")
+
+
+def _query(kind: str, text: str, args: dict[str, Any] | None = None) -> Statement:
+    """A query, with a trailing ``AS OF t`` taken off (sqlglot does not know it)."""
+    args = dict(args or {})
+    m = _AS_OF.fullmatch(text)
+    if m and not args.get("as_of"):
+        text, args["as_of"] = m["query"], m["as_of"]
+    return Statement(kind, text, parse_sql(text), args)
+
+
+def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
+    if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
+        for key in ("name", "item", "new"):
+            if g.get(key):
+                g[key] = name(g[key].strip())
+    if kind == "create_view":
+        query = _query("select", g["query"])
+        g["materialized"] = bool(g["materialized"])
+        g["columns"] = [name(c) for c in g["columns"].split(",")] if g.get("columns") else None
+        return Statement(kind, text, query.ast, {**g, **query.args})
+    if kind in ("explain",):
+        query = _query("select", g["query"])
+        return Statement(kind, text, query.ast, query.args)
+    if kind == "subscribe":
+        ast = parse_sql(g["query"]) if g.get("query") else None
+        if g.get("item"):
+            g["item"] = name(g["item"])
+        return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
+    if kind in ("drop", "rename", "show_create", "show_items"):
+        g["kind"] = kind_of(g["kind"])
+    if kind == "drop":
+        g["names"] = names(g["names"])
+        g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
+    if kind in ("show_create", "show_columns"):
+        g["name"] = name(g["name"])
+    if kind in ("create_source", "create_sink"):
+        g["with"] = options(g.get("with"))
+    for key in ("path", "target"):
+        if g.get(key):
+            g[key] = _unquote(g[key])
+    if kind == "create_sink":
+        g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
+    if kind == "create_index" and g.get("key"):
+        g["key"] = [k.strip() for k in _commas(g["key"])]
+    return Statement(kind, text, None, g)

@@ -1,0 +1,229 @@
+"""The table write log: atomic multi-table commits at one timestamp, applied to shards after.
+
+Tables live in shards, and a shard's compare-and-append is atomic for that shard only. A commit
+that writes several tables (or several sessions' writes grouped into one timestamp) is made
+atomic by this log, kept under one consensus key of the home:
+
+- ``commit`` writes each table's updates to a blob, then, in one compare-and-set, adds an entry
+  ``{ts, writes}`` iff ``ts`` is at or beyond the log's ``upper``, and moves ``upper`` past ``ts``.
+  Then the commit is durable and acknowledged. A read-then-write commit also names the tables it
+  read and its read timestamp: if any of them was written after that timestamp the commit is
+  refused with a serialization failure (SQLSTATE 40001) and nothing is written.
+- ``ready(shards, ts)`` makes the shards readable at ``ts``: the log's upper is moved past ``ts``
+  (so no later commit can land at or before it), every pending entry is applied to its shards in
+  timestamp order (compare-and-append with a token per entry and shard, so any process may apply
+  an entry and it applies once), and each shard's upper is moved past ``ts``.
+
+A process killed anywhere leaves the log before the commit (nothing written but a stray blob)
+or after it (the next ``ready`` applies it): never in between.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.errors import ChangeflowError, UpperMismatch
+from changeflow.failpoints import failpoint
+from changeflow.storage.consensus import VersionedData
+from changeflow.storage.frames import to_frame
+from changeflow.storage.read import ReadCapability
+from changeflow.storage.shard import Storage
+from changeflow.storage.write import WriteCapability
+from changeflow.time import Antichain, to_bound
+
+KEY = "adapter/txns"
+BLOBS = "adapter-txns"
+WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
+
+
+class SerializationFailure(ChangeflowError):
+    """A read-then-write commit whose inputs changed after its read (SQLSTATE 40001)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, sqlstate="40001")
+
+
+class StaleTimestamp(ChangeflowError):
+    """The commit's timestamp is behind the log's upper: take a new one and try again."""
+
+
+@dataclass
+class LogState:
+    upper: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)  # {ts, writes: {shard: key}}
+    last_write: dict[str, int] = field(default_factory=dict)  # shard -> ts of its last commit
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.__dict__).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LogState:
+        return cls(**json.loads(data))
+
+
+class TxnLog:
+    """The write log of one home (see the module docstring)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.consensus = storage.consensus
+
+    def _change(self, fn: Any) -> Any:
+        while True:
+            head = self.consensus.head(KEY)
+            state = LogState() if head is None else LogState.from_bytes(head.data)
+            new, result = fn(state)
+            if new is None:
+                return result
+            seqno = head.seqno if head else None
+            data = VersionedData((seqno or 0) + 1, new.to_bytes())
+            if self.consensus.compare_and_set(KEY, seqno, data):
+                if seqno and seqno % 64 == 0:
+                    self.consensus.truncate(KEY, seqno)
+                return result
+
+    def state(self) -> LogState:
+        head = self.consensus.head(KEY)
+        return LogState() if head is None else LogState.from_bytes(head.data)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def frame(self, shard: str, rows: list[tuple[tuple[Any, ...], int]], ts: int) -> pa.Table:
+        """``rows`` (row, diff) as an update frame of the shard at ``ts``, checked against its
+        schema (types, NOT NULL) before anything is written."""
+        schema = self.storage.state(shard).schema
+        return to_frame([(row, ts, diff) for row, diff in rows], schema, shard)
+
+    def commit(
+        self,
+        writes: dict[str, list[tuple[tuple[Any, ...], int]]],
+        ts: int,
+        read_ts: int | None = None,
+        read_shards: frozenset[str] = frozenset(),
+    ) -> None:
+        """Commit ``writes`` (shard -> rows with diffs) at ``ts`` atomically; see the module
+        docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log."""
+        frames = {s: self.frame(s, rows, ts) for s, rows in writes.items() if rows}
+        keys = {s: f"{BLOBS}/{uuid.uuid4().hex}.arrow" for s in frames}
+        for shard, table in frames.items():
+            self.storage.blob.set(keys[shard], _ipc(table))
+
+        def add(state: LogState) -> tuple[LogState | None, None]:
+            if ts < state.upper:
+                raise StaleTimestamp(f"timestamp {ts} is behind the write log at {state.upper}")
+            if read_ts is not None:
+                changed = sorted(s for s in read_shards if state.last_write.get(s, -1) > read_ts)
+                if changed:
+                    raise SerializationFailure(
+                        "could not serialize access due to concurrent update: "
+                        f"{', '.join(changed)} changed after this transaction read it"
+                    )
+            if not keys:
+                return LogState(ts + 1, state.pending, state.last_write), None
+            last = {**state.last_write, **dict.fromkeys(keys, ts)}
+            return LogState(ts + 1, [*state.pending, {"ts": ts, "writes": keys}], last), None
+
+        failpoint("txns.before_commit")
+        try:
+            self._change(add)
+        except BaseException:
+            for key in keys.values():
+                self.storage.blob.delete(key)
+            raise
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def ready(self, shards: set[str] | frozenset[str], ts: int) -> None:
+        """Make every shard of ``shards`` (tables) readable at ``ts``."""
+
+        def advance(state: LogState) -> tuple[LogState | None, None]:
+            if state.upper > ts:
+                return None, None
+            return LogState(ts + 1, state.pending, state.last_write), None
+
+        self._change(advance)
+        self.apply()
+        for shard in shards:
+            self._advance_shard(shard, ts + 1)
+
+    def apply(self) -> None:
+        """Apply every pending entry to its shards, in timestamp order, then forget it."""
+        pending = sorted(self.state().pending, key=lambda e: e["ts"])
+        for entry in pending:
+            for shard, key in entry["writes"].items():
+                self._apply(shard, key, entry["ts"])
+                failpoint("txns.partly_applied")
+        if not pending:
+            return
+        done = {e["ts"] for e in pending}
+
+        def forget(state: LogState) -> tuple[LogState | None, None]:
+            left = [e for e in state.pending if e["ts"] not in done]
+            return LogState(state.upper, left, state.last_write), None
+
+        self._change(forget)
+        for entry in pending:
+            for key in entry["writes"].values():
+                self.storage.blob.delete(key)
+
+    def _apply(self, shard: str, key: str, ts: int) -> None:
+        while True:
+            upper = self._upper(shard)
+            if upper is None or upper > ts:
+                return  # applied already (by this process or another), or the shard is gone
+            data = self.storage.blob.get(key)
+            if data is None:
+                return  # applied and forgotten by another process meanwhile
+            if upper < ts:
+                self._append(shard, [], upper, ts)
+                continue
+            table = pa.ipc.open_stream(data).read_all()
+            if self._append(shard, table, upper, ts + 1, token=f"txn-{ts}-{shard}"):
+                return
+
+    def _advance_shard(self, shard: str, to: int) -> None:
+        while True:
+            upper = self._upper(shard)
+            if upper is None or upper >= to or self._append(shard, [], upper, to):
+                return
+
+    def _upper(self, shard: str) -> int | None:
+        if shard not in self.storage.catalog().entries:
+            return None
+        return to_bound(self.storage.state(shard).upper)
+
+    def _append(
+        self, shard: str, updates: Any, upper: int, new_upper: int, token: str | None = None
+    ) -> bool:
+        """Compare-and-append at ``upper``; False if another process moved it first."""
+        cap = writer(self.storage, shard, upper)
+        try:
+            self.storage.append(cap, updates, new_upper, token)
+        except UpperMismatch:
+            return False
+        return True
+
+
+def writer(storage: Storage, shard: str, upper: int) -> WriteCapability:
+    """The table's shared write capability (created with the table), at ``upper``."""
+    gid = storage.machine.entry(shard).id
+    return WriteCapability(storage.machine, gid, shard, WRITER, Antichain([upper]))
+
+
+def reader(storage: Storage, shard: str) -> ReadCapability:
+    """The adapter's registered read capability of ``shard``, at its since."""
+    gid = storage.machine.entry(shard).id
+    since = storage.state(shard).since
+    return ReadCapability(storage.machine, gid, shard, WRITER, since, WRITER)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    return sink.getvalue().to_pybytes()

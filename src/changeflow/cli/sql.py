@@ -1,0 +1,180 @@
+"""``changeflow sql``: run SQL against a home, from -c/-f, standard input, or a shell."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from changeflow.cli.common import friendly
+from changeflow.cli.output import cell, emit, format_option
+
+HELP = """\
+  \\d [NAME]   list every item, or the columns of NAME
+  \\dt \\dv \\dm \\di \\ds  tables, views, materialized views, indexes, sources
+  \\q          quit
+  \\?          this help
+Statements end with ';' and may span lines. SUBSCRIBE streams until UP TO or Ctrl-C."""
+LISTS = {
+    "dt": "TABLES",
+    "dv": "VIEWS",
+    "dm": "MATERIALIZED VIEWS",
+    "di": "INDEXES",
+    "ds": "SOURCES",
+}
+
+
+@click.command("sql")
+@click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
+@click.option("-c", "--command", "commands", multiple=True, help="A statement to run (repeatable).")
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A file of statements to run (repeatable; - is standard input).",
+)
+@format_option
+@friendly
+def sql_command(
+    home: str | None, commands: tuple[str, ...], files: tuple[str, ...], fmt: str
+) -> None:
+    """Run SQL statements against a home, in order, in one session.
+
+    Query rows go to standard output (with --format json, one JSON object per line); status
+    lines such as CREATE TABLE go to standard error. With no -c or -f, statements are read
+    from standard input, or on a terminal an interactive shell starts (\\? for help).
+
+    \b
+    Example:
+      changeflow sql -c "CREATE TABLE t (id int NOT NULL, name text)" \\
+          -c "INSERT INTO t VALUES (1, 'one')" -c "SELECT * FROM t" --format json
+    """
+    from changeflow.adapter.connection import Connection, Error, connect
+
+    scripts = list(commands) + [_read(f) for f in files]
+    interactive = not scripts and sys.stdin.isatty()
+    if not scripts and not interactive:
+        scripts = [sys.stdin.read()]
+    conn: Connection = connect(home, host_seconds=1.0 if interactive else 0)
+    try:
+        if interactive:
+            _shell(conn, fmt)
+            return
+        for script in scripts:
+            try:
+                _run(conn, script, fmt)
+            except Error as e:
+                raise _as_changeflow(e) from None
+    finally:
+        conn.close()
+
+
+def _as_changeflow(e: Any) -> Any:
+    return e.error
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        from changeflow.errors import InvalidInput
+
+        raise InvalidInput(f"cannot read {path}: {e.strerror}") from None
+
+
+def _run(conn: Any, script: str, fmt: str) -> None:
+    """Run each statement of ``script``, printing rows and status lines."""
+    from changeflow.adapter.sql.statements import split
+
+    for text in split(script):
+        cur = conn.cursor()
+        if text.split(None, 1)[0].upper() == "SUBSCRIBE":
+            _stream(cur, text, fmt)
+            continue
+        cur.execute(text)
+        if cur.description is not None:
+            emit([d[0] for d in cur.description], cur.fetchall(), fmt)
+        click.echo(cur.statusmessage, err=True)
+
+
+def _stream(cur: Any, text: str, fmt: str) -> None:
+    """Print a subscription's rows as they come (a table prints one per poll)."""
+    cur.execute(text)
+    names = [d[0] for d in cur.description]
+    writer = csv.writer(sys.stdout, lineterminator="\n") if fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(names)
+    while rows := cur.fetchmany(1000):
+        if writer is not None:
+            writer.writerows([cell(v, csv_null="") for v in row] for row in rows)
+        else:
+            emit(names, rows, fmt)
+        sys.stdout.flush()
+
+
+def _shell(conn: Any, fmt: str) -> None:
+    """A read-eval-print loop with history, multi-line statements and \\ commands."""
+    import readline
+
+    from changeflow.adapter.connection import Error
+    from changeflow.errors import ChangeflowError
+
+    history = Path(os.path.expanduser("~/.changeflow_history"))
+    with contextlib.suppress(OSError):
+        readline.read_history_file(history)
+    click.echo(f"changeflow sql on {conn.env.config.home} — \\? for help, \\q to quit", err=True)
+    buffer = ""
+    while True:
+        try:
+            line = input("changeflow=> " if not buffer else "changeflow-> ")
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            buffer = ""
+            click.echo("", err=True)
+            continue
+        stripped = line.strip()
+        if not buffer and stripped.startswith("\\"):
+            if stripped in ("\\q", "\\quit"):
+                break
+            try:
+                _meta(conn, stripped, fmt)
+            except (Error, ChangeflowError) as e:
+                click.echo(f"error: {e}", err=True)
+            continue
+        buffer += line + "\n"
+        if not stripped.endswith(";"):
+            continue
+        script, buffer = buffer, ""
+        try:
+            _run(conn, script, fmt)
+        except (Error, ChangeflowError) as e:
+            click.echo(f"error: {e}", err=True)
+        except KeyboardInterrupt:
+            click.echo("cancelled", err=True)
+    with contextlib.suppress(OSError):
+        readline.write_history_file(history)
+
+
+def _meta(conn: Any, command: str, fmt: str) -> None:
+    word, _, arg = command[1:].partition(" ")
+    if word == "?":
+        click.echo(HELP)
+    elif word == "d" and arg.strip():
+        _run(conn, f"SHOW COLUMNS FROM {arg.strip()}", fmt)
+    elif word == "d":
+        for kind in LISTS.values():
+            _run(conn, f"SHOW {kind}", fmt)
+    elif word in LISTS:
+        _run(conn, f"SHOW {LISTS[word]}", fmt)
+    else:
+        click.echo(f"unknown command \\{word}; \\? lists them", err=True)

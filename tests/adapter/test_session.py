@@ -1,0 +1,287 @@
+"""The adapter end to end through ``changeflow.connect``: DDL, DML, queries, views, indexes,
+transactions, AS OF, SUBSCRIBE, timelines and errors, on a real home (SQLite consensus)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import changeflow
+from changeflow.adapter.connection import (
+    Connection,
+    IntegrityError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
+from changeflow.config import Config
+
+
+def open_home(home: Path, **kwargs) -> Connection:
+    return changeflow.connect(home, host_seconds=0, **kwargs)
+
+
+@pytest.fixture
+def conn(tmp_path: Path):
+    c = open_home(tmp_path / "home")
+    yield c
+    c.close()
+
+
+def rows(conn: Connection, sql: str, params=None) -> list[tuple]:
+    return conn.execute(sql, params).fetchall()
+
+
+def error(conn: Connection, sql: str, kind=ProgrammingError) -> Exception:
+    with pytest.raises(kind) as caught:
+        conn.execute(sql)
+    return caught.value
+
+
+def test_table_round_trip(conn: Connection) -> None:
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (id int NOT NULL, name text, price numeric(10,2) DEFAULT 1.5)")
+    assert cur.statusmessage == "CREATE TABLE"
+    cur.execute("INSERT INTO t VALUES (1, 'a', 2.25), (2, 'b', NULL)")
+    assert cur.rowcount == 2 and cur.statusmessage == "INSERT 0 2"
+    cur.execute("INSERT INTO t (id, name) VALUES (%s, %s)", (3, "it's"))
+    cur.execute("SELECT id, name, price FROM t ORDER BY id")
+    assert [d[0] for d in cur.description] == ["id", "name", "price"]
+    assert cur.fetchall() == [(1, "a", Decimal("2.25")), (2, "b", None), (3, "it's", Decimal("1.5"))]
+    cur.execute("UPDATE t SET name = upper(name) WHERE id < 3")
+    assert cur.statusmessage == "UPDATE 2"
+    cur.execute("DELETE FROM t WHERE id = 2")
+    assert cur.statusmessage == "DELETE 1"
+    assert rows(conn, "SELECT id, name FROM t ORDER BY id") == [(1, "A"), (3, "it's")]
+
+
+def test_bad_input_changes_nothing(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (id int NOT NULL, name text)")
+    conn.execute("INSERT INTO t VALUES (1, 'a')")
+    e = error(conn, "INSERT INTO t VALUES (2, 'b'), (NULL, 'c')", IntegrityError)
+    assert e.sqlstate == "23502" and '"id"' in str(e)
+    assert error(conn, "SELECT nope FROM t").sqlstate == "42703"
+    assert error(conn, "SELECT * FROM nowhere").sqlstate == "42P01"
+    assert error(conn, "INSERT INTO nowhere VALUES (1)").sqlstate == "42P01"
+    assert error(conn, "CREATE TABLE t (x int)").sqlstate == "42P07"
+    assert error(conn, "SELEC 1").sqlstate == "42601"
+    assert rows(conn, "SELECT * FROM t") == [(1, "a")]
+
+
+def test_views_indexes_and_materialized_views_agree(conn: Connection) -> None:
+    conn.execute("CREATE TABLE orders (id int NOT NULL, customer text, amount int)")
+    conn.execute("CREATE TABLE customers (name text, region text)")
+    conn.execute("INSERT INTO customers VALUES ('ann', 'north'), ('bob', 'south')")
+    conn.execute("INSERT INTO orders VALUES (1, 'ann', 10), (2, 'bob', 5), (3, 'ann', 7)")
+    query = (
+        "SELECT c.region, count(*) AS n, sum(o.amount) AS total FROM orders o "
+        "JOIN customers c ON o.customer = c.name GROUP BY c.region"
+    )
+    conn.execute(f"CREATE VIEW by_region AS {query}")
+    conn.execute(f"CREATE MATERIALIZED VIEW by_region_mv AS {query}")
+    conn.execute("CREATE INDEX by_region_idx ON by_region (region)")
+    expected = [("north", 2, 17), ("south", 1, 5)]
+    for source in ("by_region", "by_region_mv", f"({query}) q"):
+        assert rows(conn, f"SELECT * FROM {source} ORDER BY region") == expected
+    conn.execute("INSERT INTO orders VALUES (4, 'bob', 1)")
+    conn.execute("DELETE FROM orders WHERE id = 1")
+    expected = [("north", 1, 7), ("south", 2, 6)]
+    for source in ("by_region", "by_region_mv"):
+        assert rows(conn, f"SELECT * FROM {source} ORDER BY region") == expected
+    assert rows(conn, "SHOW MATERIALIZED VIEWS") == [("by_region_mv",)]
+    assert rows(conn, "SHOW INDEXES") == [("by_region_idx", "by_region", "region")]
+    assert rows(conn, "SHOW VIEWS") == [("by_region",)]
+    assert rows(conn, "SHOW TABLES") == [("customers",), ("orders",)]
+    (name, sql), = rows(conn, "SHOW CREATE VIEW by_region")
+    assert name == "by_region" and sql.startswith("CREATE VIEW by_region AS SELECT")
+    assert rows(conn, "SHOW COLUMNS FROM orders") == [
+        ("id", "false", "integer"), ("customer", "true", "text"), ("amount", "true", "integer")
+    ]
+    plan = rows(conn, "EXPLAIN SELECT * FROM by_region_mv")
+    assert any("Get" in line for line, in plan)
+
+
+def test_drop_refuses_to_orphan_and_cascades(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT a FROM t")
+    conn.execute("CREATE VIEW v AS SELECT a FROM m")
+    e = error(conn, "DROP TABLE t")
+    assert e.sqlstate == "2BP01" and '"m"' in str(e)
+    assert rows(conn, "SHOW TABLES") == [("t",)]
+    conn.execute("DROP TABLE t CASCADE")
+    assert rows(conn, "SHOW TABLES") == rows(conn, "SHOW VIEWS") == []
+    assert rows(conn, "SHOW MATERIALIZED VIEWS") == []
+    assert conn.env.storage.shards() == []
+    conn.execute("DROP TABLE IF EXISTS t")
+    conn.execute("CREATE TABLE t (b text)")  # the name is free again, with a new GlobalId
+    ids = sorted(conn.env.catalog.load().items)
+    assert ids == ["u4"]
+
+
+def test_rename(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.execute("ALTER TABLE t RENAME TO u")
+    assert rows(conn, "SELECT a FROM u") == [(1,)]
+    assert error(conn, "SELECT a FROM t").sqlstate == "42P01"
+    assert rows(conn, "SHOW CREATE TABLE u")[0][1].startswith("CREATE TABLE u")
+
+
+def test_writes_to_views_are_refused(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("CREATE VIEW v AS SELECT a FROM t")
+    assert error(conn, "INSERT INTO v VALUES (1)").sqlstate == "42809"
+
+
+def test_transactions(tmp_path: Path) -> None:
+    a, b = open_home(tmp_path / "h"), open_home(tmp_path / "h")
+    try:
+        a.execute("CREATE TABLE t (k int, v int)")
+        a.execute("INSERT INTO t VALUES (1, 10)")
+        # write-only: buffered, invisible until COMMIT, then all at one timestamp
+        a.execute("BEGIN")
+        a.execute("INSERT INTO t VALUES (2, 20)")
+        a.execute("INSERT INTO t VALUES (3, 30)")
+        assert rows(b, "SELECT count(*) FROM t") == [(1,)]
+        a.execute("COMMIT")
+        assert rows(b, "SELECT count(*) FROM t") == [(3,)]
+        # rollback discards
+        a.execute("BEGIN")
+        a.execute("DELETE FROM t")
+        a.execute("ROLLBACK")
+        assert rows(b, "SELECT count(*) FROM t") == [(3,)]
+        # read-only: one timestamp for every read
+        a.execute("BEGIN")
+        assert rows(a, "SELECT count(*) FROM t") == [(3,)]
+        b.execute("INSERT INTO t VALUES (4, 40)")
+        assert rows(a, "SELECT count(*) FROM t") == [(3,)]
+        e = error(a, "INSERT INTO t VALUES (5, 50)")
+        assert e.sqlstate == "25006"
+        assert error(a, "SELECT 1").sqlstate == "25P02"  # aborted until ROLLBACK
+        a.execute("ROLLBACK")
+        assert rows(a, "SELECT count(*) FROM t") == [(4,)]
+        # read-then-write: a write in between is a serialization failure, nothing applied
+        a.execute("BEGIN")
+        a.execute("UPDATE t SET v = v + 1 WHERE k = 1")
+        b.execute("UPDATE t SET v = 0 WHERE k = 2")
+        e = error(a, "COMMIT", OperationalError)
+        assert e.sqlstate == "40001"
+        assert rows(b, "SELECT k, v FROM t ORDER BY k") == [(1, 10), (2, 0), (3, 30), (4, 40)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_dbapi_transactions_without_autocommit(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.autocommit = False
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.rollback()
+    conn.execute("INSERT INTO t VALUES (2)")
+    conn.commit()
+    assert rows(conn, "SELECT a FROM t") == [(2,)]
+    conn.commit()
+
+
+def test_as_of_reads_the_past(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    ts = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO t VALUES (2)")
+    assert rows(conn, f"SELECT a FROM t AS OF {ts}") == [(1,)]
+    assert sorted(rows(conn, "SELECT a FROM t")) == [(1,), (2,)]
+    e = error(conn, f"SELECT a FROM t AS OF {ts + 10**9}")
+    assert e.sqlstate == "22003" and "latest" in str(e)
+
+
+def test_subscribe(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    start = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO t VALUES (2)")
+    conn.execute("DELETE FROM t WHERE a = 1")
+    end = conn.env.oracle("EpochMilliseconds").read_ts() + 1
+    got = list(conn.subscribe(f"SUBSCRIBE TO t AS OF {start} UP TO {end}"))
+    assert got[0] == (start, 1, 1)
+    assert [(d, a) for _, d, a in got[1:]] == [(1, 2), (-1, 1)]
+    times = [t for t, *_ in got]
+    assert times == sorted(times) and all(start <= t < end for t in times)
+    cur = conn.cursor()
+    cur.execute(f"SUBSCRIBE (SELECT a FROM t) WITH (PROGRESS) AS OF {end - 1} UP TO {end}")
+    assert [d[0] for d in cur.description] == ["mz_timestamp", "mz_progressed", "mz_diff", "a"]
+    assert cur.fetchall() == [(end - 1, False, 1, 2)]
+
+
+def test_subscribe_sees_new_writes(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    sub = conn.subscribe("t")
+    assert sub.poll(0.2) == []
+    other = conn.cursor()
+    other.execute("INSERT INTO t VALUES (7)")
+    got = sub.poll(5.0)
+    assert [(d, a) for _, d, a in got] == [(1, 7)]
+
+
+def test_mz_now_rules(conn: Connection) -> None:
+    conn.execute("CREATE TABLE events (at bigint)")
+    conn.execute("CREATE MATERIALIZED VIEW recent AS SELECT at FROM events WHERE mz_now() < at")
+    e = error(conn, "CREATE VIEW bad AS SELECT at FROM events WHERE mz_now() < at OR at > 1")
+    assert e.sqlstate == "0A000"
+    e = error(conn, "SELECT mz_now() FROM events")
+    assert e.sqlstate == "0A000"
+    now = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO events VALUES (%s), (%s)", (now - 1000, now + 10**9))
+    assert rows(conn, "SELECT at FROM recent") == [(now + 10**9,)]
+
+
+def test_ddl_inside_a_transaction_is_refused(conn: Connection) -> None:
+    conn.execute("BEGIN")
+    assert error(conn, "CREATE TABLE t (a int)").sqlstate == "25001"
+    conn.execute("ROLLBACK")
+
+
+def test_sql_result_converts(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int, b text)")
+    conn.execute("INSERT INTO t VALUES (1, 'x'), (2, NULL)")
+    result = conn.sql("SELECT a, b FROM t ORDER BY a")
+    assert result.to_arrow().to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": None}]
+    assert list(result.to_pandas()["a"]) == [1, 2]
+
+
+def test_unsupported_is_clear(conn: Connection) -> None:
+    e = error(conn, "SUBSCRIBE TO t WITH (FOO)", ProgrammingError)
+    assert "FOO" in str(e)
+    with pytest.raises(NotSupportedError):
+        conn.execute("SELECT * FROM (SELECT 1) AS x LATERAL nonsense")
+
+
+def test_a_second_process_sees_acknowledged_writes(tmp_path: Path) -> None:
+    """Strict serializability across processes: a write acknowledged in one process is seen
+    by a read that starts after it in another."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "h"
+    with open_home(home) as c:
+        c.execute("CREATE TABLE t (a int)")
+    script = (
+        "import changeflow, sys\n"
+        f"c = changeflow.connect({str(home)!r}, host_seconds=0)\n"
+        "c.execute('INSERT INTO t VALUES (%s)', (int(sys.argv[1]),))\n"
+        "print(c.execute('SELECT count(*) FROM t').fetchone()[0])\n"
+        "c.close()\n"
+    )
+    for i in range(3):
+        out = subprocess.run([sys.executable, "-c", script, str(i)], capture_output=True,
+                             text=True, check=True)
+        assert out.stdout.strip() == str(i + 1)
+    with open_home(home) as c:
+        assert sorted(rows(c, "SELECT a FROM t")) == [(0,), (1,), (2,)]
+
+
+def test_connect_default_config(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with changeflow.connect(host_seconds=0) as c:
+        assert c.env.config.home == Config.load().home
