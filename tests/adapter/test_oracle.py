@@ -175,11 +175,11 @@ ops = st.lists(
         st.integers(0, 2),
         st.integers(-40, 40),
     ),
-    max_size=40,
+    max_size=60,
 )
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(epoch=st.booleans(), ops=ops, offset=st.integers(-20, 20))
 def test_random_interleavings_keep_the_laws(
     consensus: Consensus, epoch: bool, ops: list[tuple[str, int, int]], offset: int
@@ -232,10 +232,12 @@ def test_random_interleavings_keep_the_laws(
 
 def run_workers(
     location: str, timeline: str, workers: int, count: int, tmp: Path
-) -> list[list[list]]:
-    """Run ``workers`` processes of ``count`` operations at once; their logs."""
+) -> tuple[list[list[list]], list[int]]:
+    """Run ``workers`` processes of ``count`` operations at once; their logs and the number of
+    compare-and-sets each lost (and retried)."""
     gate = tmp / "gate"
     gate.mkdir()
+    retries: list[int] = []  # compare-and-sets each worker lost
     logs = [tmp / f"log-{w}.jsonl" for w in range(workers)]
     args = [location, timeline]
     procs = [
@@ -256,14 +258,15 @@ def run_workers(
             time.sleep(0.01)
         (gate / "go").touch()
         for p in procs:
-            _, err = p.communicate(timeout=120)
+            out, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
+            retries.append(int(out))
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    return [[json.loads(line) for line in log.read_text().splitlines()] for log in logs]
+    return [[json.loads(line) for line in log.read_text().splitlines()] for log in logs], retries
 
 
 class Before:
@@ -289,7 +292,7 @@ def test_concurrent_processes_keep_the_laws(
 ) -> None:
     """Processes racing on one oracle; from their logs of (operation, invocation, completion,
     result), every pair of operations in real-time order keeps the laws."""
-    logs = run_workers(consensus_location, timeline, workers=4, count=60, tmp=tmp_path)
+    logs, _ = run_workers(consensus_location, timeline, workers=4, count=60, tmp=tmp_path)
     entries = [e for log in logs for e in log]
     by_op = {op: [e for e in entries if e[0] == op] for op in ("read_ts", "write_ts")}
     applied_before = Before([e for e in entries if e[0] in ("apply_write", "advance_to")])
