@@ -20,6 +20,7 @@ import bisect
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -316,3 +317,27 @@ def test_concurrent_processes_keep_the_laws(
         assert commands == sorted(commands)
     writes = [e[5] for e in by_op["write_ts"]]
     assert len(set(writes)) == len(writes)  # every write timestamp handed out once
+
+
+def test_threads_sharing_one_oracle(consensus: Consensus) -> None:
+    """Threads of one process may share an instance: every write timestamp is handed out once,
+    and each thread's write commands and reads never go backwards."""
+    oracle = TimestampOracle(consensus, "User(x)")
+    seen: list[list[int]] = [[] for _ in range(4)]
+
+    def work(mine: list[int]) -> None:
+        for _ in range(25):
+            ts = oracle.write_ts()
+            oracle.apply_write(ts)
+            assert oracle.read_ts() >= ts
+            mine.append(ts)
+
+    threads = [threading.Thread(target=work, args=(mine,)) for mine in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(mine == sorted(mine) and len(mine) == 25 for mine in seen)
+    every = sorted(ts for mine in seen for ts in mine)
+    assert every == list(range(1, 101))  # nothing else writes: no gaps either
+    assert oracle.read_ts() == oracle.peek_write_ts() == 100
