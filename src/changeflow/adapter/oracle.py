@@ -10,7 +10,12 @@ shares the consensus. The operations, as in Materialize's oracle:
   EpochMilliseconds (``now`` is 0 for other timelines).
 - ``apply_write(ts)``: ``read_ts := max(read_ts, ts)``, ``write_ts := max(write_ts, ts)``;
   afterwards every read_ts sees the write at ``ts``.
+- ``advance_to(ts)`` (non-epoch timelines, whose data sets the pace): the same as apply_write.
 - ``read_ts`` and ``peek_write_ts``: a read of the current head; nothing changes.
+
+A new key starts at the wall clock (EpochMilliseconds) or at 0. Every ``TRUNCATE_EVERY``-th
+version deletes the older ones. A :class:`~changeflow.errors.ConsensusUnavailable` leaves the
+outcome unknown; calling again is safe (a write timestamp may then be skipped, never reused).
 """
 
 from __future__ import annotations
