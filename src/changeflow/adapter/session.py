@@ -28,6 +28,7 @@ from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.adapter.txns import StaleTimestamp
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
+from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
 
 DDL = {
@@ -99,6 +100,22 @@ class Session:
                 else:
                     self.txn = None
             raise
+
+    def describe(self, stmt: Statement) -> Schema | None:
+        """The columns ``stmt`` returns, found without running it; None if it returns no rows
+        (SHOW statements, which only read, are run to find theirs)."""
+        with self.env.lock:
+            if stmt.kind in ("select", "explain"):
+                query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
+                if stmt.kind == "explain":
+                    return text_result("EXPLAIN", ["Optimized Plan"], []).columns
+                return _visible(query)
+            if stmt.kind == "subscribe":
+                sub = self.subscribe(stmt)
+                return sub.columns
+            if stmt.kind.startswith("show"):
+                return self._run(stmt).columns
+            return None
 
     def _run(self, stmt: Statement) -> Result:
         kind = stmt.kind
