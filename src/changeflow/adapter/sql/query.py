@@ -490,10 +490,9 @@ class Planner:
             rest = []
             for c in conjuncts(on):
                 e = sc(c)
-                if isinstance(e, X.Cmp) and e.op == "=" and isinstance(e.a, X.Col):
-                    if isinstance(e.b, X.Col) and X.comparable(e.a.type, e.b.type):
-                        equivalences.append((e.a.index, e.b.index))
-                        continue
+                if _column_equality(e):
+                    equivalences.append((e.a.index, e.b.index))  # type: ignore[attr-defined]
+                    continue
                 rest.append(e)
             if rest:
                 residual = rest[0] if len(rest) == 1 else X.And(tuple(rest))
@@ -913,6 +912,13 @@ class Stage:
         plan, start = self.attach(out, stats, marker=bool(k))
         n, v = _col(plan, start + k), _col(plan, start + k + 1)
         return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
+
+
+def _column_equality(e: X.Expr) -> bool:
+    if not (isinstance(e, X.Cmp) and e.op == "="):
+        return False
+    a, b = e.a, e.b
+    return isinstance(a, X.Col) and isinstance(b, X.Col) and X.comparable(a.type, b.type)
 
 
 def _col(plan: P.Plan, index: int, name: str = "") -> X.Col:

@@ -46,7 +46,8 @@ def _params(dt: exp.DataType) -> list[int]:
         try:
             out.append(int(node.name))
         except (ValueError, AttributeError):
-            raise PlanError(f"invalid type modifier in {dt.sql('postgres')}", sqlstate="22023")
+            shown = dt.sql("postgres")
+            raise PlanError(f"invalid type modifier in {shown}", sqlstate="22023") from None
     return out
 
 
