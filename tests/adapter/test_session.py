@@ -11,6 +11,7 @@ import pytest
 import changeflow
 from changeflow.adapter.connection import (
     Connection,
+    DatabaseError,
     IntegrityError,
     NotSupportedError,
     OperationalError,
@@ -34,7 +35,7 @@ def rows(conn: Connection, sql: str, params=None) -> list[tuple]:
     return conn.execute(sql, params).fetchall()
 
 
-def error(conn: Connection, sql: str, kind=ProgrammingError) -> Exception:
+def error(conn: Connection, sql: str, kind=DatabaseError) -> Exception:
     with pytest.raises(kind) as caught:
         conn.execute(sql)
     return caught.value
@@ -49,7 +50,11 @@ def test_table_round_trip(conn: Connection) -> None:
     cur.execute("INSERT INTO t (id, name) VALUES (%s, %s)", (3, "it's"))
     cur.execute("SELECT id, name, price FROM t ORDER BY id")
     assert [d[0] for d in cur.description] == ["id", "name", "price"]
-    assert cur.fetchall() == [(1, "a", Decimal("2.25")), (2, "b", None), (3, "it's", Decimal("1.5"))]
+    assert cur.fetchall() == [
+        (1, "a", Decimal("2.25")),
+        (2, "b", None),
+        (3, "it's", Decimal("1.5")),
+    ]
     cur.execute("UPDATE t SET name = upper(name) WHERE id < 3")
     assert cur.statusmessage == "UPDATE 2"
     cur.execute("DELETE FROM t WHERE id = 2")
@@ -94,13 +99,15 @@ def test_views_indexes_and_materialized_views_agree(conn: Connection) -> None:
     assert rows(conn, "SHOW INDEXES") == [("by_region_idx", "by_region", "region")]
     assert rows(conn, "SHOW VIEWS") == [("by_region",)]
     assert rows(conn, "SHOW TABLES") == [("customers",), ("orders",)]
-    (name, sql), = rows(conn, "SHOW CREATE VIEW by_region")
+    ((name, sql),) = rows(conn, "SHOW CREATE VIEW by_region")
     assert name == "by_region" and sql.startswith("CREATE VIEW by_region AS SELECT")
     assert rows(conn, "SHOW COLUMNS FROM orders") == [
-        ("id", "false", "integer"), ("customer", "true", "text"), ("amount", "true", "integer")
+        ("id", "false", "integer"),
+        ("customer", "true", "text"),
+        ("amount", "true", "integer"),
     ]
     plan = rows(conn, "EXPLAIN SELECT * FROM by_region_mv")
-    assert any("Get" in line for line, in plan)
+    assert any("Get" in line for (line,) in plan)
 
 
 def test_drop_refuses_to_orphan_and_cascades(conn: Connection) -> None:
@@ -274,8 +281,9 @@ def test_a_second_process_sees_acknowledged_writes(tmp_path: Path) -> None:
         "c.close()\n"
     )
     for i in range(3):
-        out = subprocess.run([sys.executable, "-c", script, str(i)], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(i)], capture_output=True, text=True, check=True
+        )
         assert out.stdout.strip() == str(i + 1)
     with open_home(home) as c:
         assert sorted(rows(c, "SELECT a FROM t")) == [(0,), (1,), (2,)]
