@@ -293,3 +293,29 @@ def test_connect_default_config(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with changeflow.connect(host_seconds=0) as c:
         assert c.env.config.home == Config.load().home
+
+
+def test_concurrent_sessions_commit_in_groups(tmp_path: Path) -> None:
+    """Sessions of one process share the write log through group commit: every acknowledged
+    insert is there once, and all of them may share log entries."""
+    import threading
+
+    from changeflow.adapter.session import Session
+
+    with open_home(tmp_path / "h") as conn:
+        conn.execute("CREATE TABLE t (worker int, i int)")
+        before = conn.env.committer.entries
+
+        def work(worker: int) -> None:
+            session = Session(conn.env)
+            for i in range(25):
+                session.execute(f"INSERT INTO t VALUES ({worker}, {i})")
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = sorted(rows(conn, "SELECT worker, i FROM t"))
+        assert got == [(w, i) for w in range(4) for i in range(25)]
+        assert 0 < conn.env.committer.entries - before <= 100

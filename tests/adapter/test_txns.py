@@ -44,7 +44,7 @@ def storage(tmp_path: Path):
 
 def test_a_commit_writes_every_table_at_one_timestamp(storage: Storage) -> None:
     log = TxnLog(storage)
-    log.commit({"a": [((1, "x"), 1)], "b": [((2, "y"), 1), ((3, "z"), 1)]}, ts=10)
+    log.commit(frames(log, {"a": [((1, "x"), 1)], "b": [((2, "y"), 1), ((3, "z"), 1)]}), ts=10)
     assert log.state().upper == 11 and len(log.state().pending) == 1
     log.ready({"a", "b"}, 10)
     assert contents(storage, "a", 10) == [(1, "x")]
@@ -57,23 +57,25 @@ def test_a_stale_timestamp_is_refused(storage: Storage) -> None:
     log = TxnLog(storage)
     log.ready({"a"}, 20)
     with pytest.raises(StaleTimestamp):
-        log.commit({"a": [((1, "x"), 1)]}, ts=20)
-    log.commit({"a": [((1, "x"), 1)]}, ts=21)
+        log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=20)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=21)
 
 
 def test_read_then_write_is_refused_when_its_inputs_changed(storage: Storage) -> None:
     log = TxnLog(storage)
-    log.commit({"a": [((1, "x"), 1)]}, ts=5)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=5)
     with pytest.raises(SerializationFailure) as caught:
-        log.commit({"b": [((1, "x"), 1)]}, ts=6, read_ts=4, read_shards=frozenset({"a"}))
+        log.commit(
+            frames(log, {"b": [((1, "x"), 1)]}), ts=6, read_ts=4, read_shards=frozenset({"a"})
+        )
     assert caught.value.fields["sqlstate"] == "40001"
-    log.commit({"b": [((1, "x"), 1)]}, ts=6, read_ts=5, read_shards=frozenset({"a"}))
+    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, read_ts=5, read_shards=frozenset({"a"}))
 
 
 def test_bad_rows_are_refused_before_anything_is_written(storage: Storage) -> None:
     log = TxnLog(storage)
     with pytest.raises(Exception, match="k"):
-        log.commit({"a": [((None, "x"), 1)]}, ts=5)
+        frames(log, {"a": [((None, "x"), 1)]})
     assert log.state().pending == [] and log.state().upper == 0
 
 
@@ -90,7 +92,8 @@ def test_a_crash_leaves_the_commit_whole_or_absent(tmp_path: Path, point: str) -
         "from changeflow.storage import Storage\n"
         f"s = Storage.open(Config.load(home={str(home)!r}))\n"
         "log = TxnLog(s)\n"
-        "log.commit({'a': [((1, 'x'), 1)], 'b': [((2, 'y'), 1)]}, ts=7)\n"
+        "rows = {'a': [((1, 'x'), 1)], 'b': [((2, 'y'), 1)]}\n"
+        "log.commit({s: log.frame(s, r) for s, r in rows.items()}, ts=7)\n"
         "log.ready({'a', 'b'}, 7)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], env={**_env(), ENV: point})
@@ -105,6 +108,10 @@ def test_a_crash_leaves_the_commit_whole_or_absent(tmp_path: Path, point: str) -
         assert (contents(s, "a", 9), contents(s, "b", 9)) == got
     finally:
         s.close()
+
+
+def frames(log: TxnLog, rows: dict) -> dict:
+    return {shard: log.frame(shard, r) for shard, r in rows.items()}
 
 
 def _env() -> dict[str, str]:

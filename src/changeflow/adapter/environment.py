@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.txns import TxnLog, reader
@@ -108,6 +109,7 @@ class Environment:
         self.dataflows: dict[str, Dataflow] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, float] = {}
+        self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
         self.thread: threading.Thread | None = None
