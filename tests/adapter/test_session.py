@@ -319,3 +319,57 @@ def test_concurrent_sessions_commit_in_groups(tmp_path: Path) -> None:
         got = sorted(rows(conn, "SELECT worker, i FROM t"))
         assert got == [(w, i) for w in range(4) for i in range(25)]
         assert 0 < conn.env.committer.entries - before <= 100
+
+
+@pytest.mark.postgres
+def test_two_processes_on_postgresql_consensus(postgres_url: str, tmp_path: Path) -> None:
+    from postgres_server import database_for_test
+
+    url = database_for_test(postgres_url, "adapter_pg")
+    config = Config.load(home=str(tmp_path / "h"), consensus=url)
+    a = changeflow.connect(config=config, host_seconds=0)
+    b = changeflow.connect(config=config, host_seconds=0)
+    try:
+        a.execute("CREATE TABLE t (k int, v int)")
+        a.execute("CREATE MATERIALIZED VIEW s AS SELECT sum(v) AS total FROM t")
+        a.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+        assert rows(b, "SELECT total FROM s") == [(30,)]
+        b.execute("BEGIN")
+        b.execute("UPDATE t SET v = 0 WHERE k = 1")
+        a.execute("DELETE FROM t WHERE k = 2")
+        assert error(b, "COMMIT").sqlstate == "40001"
+        assert rows(a, "SELECT total FROM s") == [(10,)]
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("point", ["ddl.before_catalog", "txns.before_commit"])
+def test_a_crash_in_ddl_or_a_write_leaves_things_before_or_after(tmp_path: Path, point) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from changeflow.failpoints import ENV, EXIT_CODE
+
+    home = tmp_path / "h"
+    with open_home(home) as c:
+        c.execute("CREATE TABLE t (a int)")
+        c.execute("INSERT INTO t VALUES (1)")
+    script = (
+        "import changeflow\n"
+        f"c = changeflow.connect({str(home)!r}, host_seconds=0)\n"
+        "c.execute('BEGIN')\n"
+        "c.execute('INSERT INTO t VALUES (2)')\n"
+        "c.execute('INSERT INTO t VALUES (3)')\n"
+        "c.execute('COMMIT')\n"
+        "c.execute('CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, ENV: point})
+    assert done.returncode == EXIT_CODE
+    with open_home(home) as c:
+        assert rows(c, "SHOW MATERIALIZED VIEWS") == []
+        expected = [(1,)] if point == "txns.before_commit" else [(1,), (2,), (3,)]
+        assert sorted(rows(c, "SELECT a FROM t")) == expected
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t")
+        assert rows(c, "SELECT n FROM m") == [(len(expected),)]
