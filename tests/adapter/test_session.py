@@ -387,3 +387,11 @@ def test_history_is_kept_for_a_window_then_reads_before_it_are_refused(conn: Con
     e = error(conn, f"SELECT a FROM t AS OF {old}")
     assert e.sqlstate == "22003" and "compacted" in str(e)
     assert sorted(rows(conn, f"SELECT a FROM t AS OF {now}")) == [(1,), (2,)]
+
+
+@pytest.mark.spark
+def test_sql_result_to_spark(conn: Connection, spark) -> None:
+    conn.execute("CREATE TABLE t (a int, b text)")
+    conn.execute("INSERT INTO t VALUES (1, 'x'), (2, NULL)")
+    frame = conn.sql("SELECT a, b FROM t").to_spark(spark)
+    assert sorted(tuple(r) for r in frame.collect()) == [(1, "x"), (2, None)]
