@@ -194,7 +194,17 @@ class Planner:
                         f'WITH query name "{name}" specified more than once', sqlstate="42712"
                     )
                 body = self.query(cte.this, outer)
-                env[name] = Output(resolve_unknown(body.plan), body.names)
+                names = list(body.names)
+                columns = alias.columns if alias is not None else []
+                if len(columns) > len(names):
+                    raise PlanError(
+                        f'WITH query "{name}" has {len(names)} columns available but '
+                        f"{len(columns)} columns specified",
+                        sqlstate="42P10",
+                    )
+                for i, c in enumerate(columns):
+                    names[i] = ident(c)
+                env[name] = Output(resolve_unknown(body.plan), names)
             bare = node.copy()
             bare.set("with_", None)
             bare.set("with", None)
