@@ -557,9 +557,14 @@ class Planner:
         aggs: list[P.Aggregate] = []
         slots: dict[int, int] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
+        filtered = {
+            id(n.this) for source in sources for n in walk(source) if _filtered_aggregate(n)
+        }
         for source in sources:
             for n in walk(source):
-                if is_aggregate(n) and id(n) not in slots:
+                if id(n) in filtered or id(n) in slots:
+                    continue
+                if is_aggregate(n) or _filtered_aggregate(n):
                     a = self.aggregate_call(n, agg_scalars)
                     if a not in aggs:
                         aggs.append(a)
@@ -643,6 +648,13 @@ class Planner:
         return pre(g)
 
     def aggregate_call(self, n: exp.Expression, sc: Scalars) -> P.Aggregate:
+        if isinstance(n, exp.Filter):
+            plain = self.aggregate_call(n.this, sc)
+            sc.clause = "FILTER"
+            cond = sc(n.expression.this)
+            arg = plain.arg if plain.arg is not None else X.Lit(True, BOOL)
+            when = X.Case(((cond, arg),), X.Lit(None))
+            return P.Aggregate(plain.func, when, plain.distinct, plain.separator)
         func = AGGREGATE_NODES.get(type(n), "bool_and")
         arg = n.this if not isinstance(n, exp.Anonymous) else n.expressions[0]
         distinct = isinstance(arg, exp.Distinct)
@@ -922,6 +934,10 @@ class Stage:
         plan, start = self.attach(out, stats, marker=bool(k))
         n, v = _col(plan, start + k), _col(plan, start + k + 1)
         return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
+
+
+def _filtered_aggregate(n: exp.Expression) -> bool:
+    return isinstance(n, exp.Filter) and is_aggregate(n.this)
 
 
 def _column_equality(e: X.Expr) -> bool:
