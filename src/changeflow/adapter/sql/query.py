@@ -253,7 +253,15 @@ class Planner:
         the key columns)."""
         limit_node, offset_node = node.args.get("limit"), node.args.get("offset")
         limit = None
-        if limit_node is not None:
+        if isinstance(limit_node, exp.Fetch):
+            options = limit_node.args.get("limit_options")
+            if options is not None and (
+                options.args.get("percent") or options.args.get("with_ties")
+            ):
+                raise unsupported("FETCH ... PERCENT or WITH TIES", limit_node)
+            count = limit_node.args.get("count")
+            limit = 1 if count is None else _int_constant(count, "FETCH")
+        elif limit_node is not None:
             limit = _int_constant(limit_node.expression, "LIMIT")
         offset = 0
         if offset_node is not None:
