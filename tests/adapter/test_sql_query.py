@@ -102,6 +102,7 @@ QUERIES = [
     "SELECT k FROM r WHERE v NOT IN (SELECT w FROM s WHERE w IS NOT NULL)",
     "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE w > 2)",
     "SELECT k FROM r WHERE NOT EXISTS (SELECT 1 FROM s)",
+    "SELECT k, k = ANY (SELECT w FROM s), v <> ALL (SELECT k FROM s) FROM r",
     "SELECT k, (SELECT max(w) FROM s) FROM r",
     "SELECT k FROM r WHERE v > (SELECT min(w) FROM s)",
     "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.k = r.k)",
@@ -410,7 +411,7 @@ ERRORS = [
     ("SELECT * FROM generate_series(1, 3)", "0A000", "FROM"),
     ("SELECT k FROM r LIMIT -1", "2201W", "LIMIT must not be negative"),
     ("SELECT k FROM r LIMIT k", "42703", 'column "k" does not exist'),
-    ("SELECT k = ANY(SELECT k FROM s) FROM r", "0A000", "ANY/ALL"),
+    ("SELECT k < ANY(SELECT k FROM s) FROM r", "0A000", "ANY/ALL"),
     (
         "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.k > r.k)",
         "0A000",

@@ -824,18 +824,25 @@ class Stage:
 
     def hoist(self, nodes: list[exp.Expression]) -> None:
         """Join each subquery in ``nodes`` on as columns; record its value expression."""
+        done: set[int] = set()
         for node in nodes:
             for n in walk(node):
-                if id(n) in self.replacements:
+                if id(n) in self.replacements or id(n) in done:
                     continue
-                if isinstance(n, exp.Exists):
+                if _quantified(n):
+                    quantifier = n.expression
+                    done.update({id(quantifier), id(quantifier.this)})
+                    probe = exp.In(this=n.this.copy(), query=quantifier.this.copy())
+                    value = self.in_(probe)
+                    self.replacements[id(n)] = value if isinstance(n, exp.EQ) else X.Not(value)
+                elif isinstance(n, exp.Exists):
                     self.replacements[id(n)] = self.exists(n.this)
                 elif isinstance(n, exp.In) and n.args.get("query") is not None:
                     self.replacements[id(n)] = self.in_(n)
                 elif isinstance(n, exp.Subquery):
                     self.replacements[id(n)] = self.scalar(n)
                 elif isinstance(n, exp.Any | exp.All):
-                    raise unsupported("ANY/ALL with a subquery", n)
+                    raise unsupported("ANY/ALL with a subquery other than = ANY, <> ALL", n)
 
     def sub(self, node: exp.Expression) -> Output:
         outer = self.rel.scope if self.hook is None else self.rel.scope.outer
@@ -942,6 +949,19 @@ class Stage:
         plan, start = self.attach(out, stats, marker=bool(k))
         n, v = _col(plan, start + k), _col(plan, start + k + 1)
         return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
+
+
+def _quantified(n: exp.Expression) -> bool:
+    """``x = ANY (subquery)`` (IN) or ``x <> ALL (subquery)`` (NOT IN)."""
+    q = n.args.get("expression")
+    if (
+        isinstance(n, exp.EQ)
+        and isinstance(q, exp.Any)
+        or isinstance(n, exp.NEQ)
+        and isinstance(q, exp.All)
+    ):
+        return isinstance(q.this, exp.Subquery | exp.Query)
+    return False
 
 
 def _filtered_aggregate(n: exp.Expression) -> bool:
