@@ -15,9 +15,11 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.relations import Relation, Resolver
-from changeflow.adapter.sql.query import ONE_ROW, Planner, Rel, Stage, unify_columns
+from changeflow.adapter.sql.query import Planner
+from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
 from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import DATE, NULLTYPE, TEXT, TIMESTAMP, TIMESTAMPTZ, Column, Schema

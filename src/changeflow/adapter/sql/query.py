@@ -8,13 +8,20 @@ decorrelated when their correlation is equalities AND-ed at the top of their WHE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing, Query, Resolver
-from changeflow.adapter.sql import temporal
+from changeflow.adapter.sql.rows import (
+    ONE_ROW,
+    Output,
+    Rel,
+    col_of,
+    one_row,
+    resolve_unknown,
+    unify_columns,
+)
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
     Scalars,
@@ -23,40 +30,11 @@ from changeflow.adapter.sql.scalar import (
     walk,
 )
 from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupported
+from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import BOOL, INT8, NULLTYPE, TEXT, Column
+from changeflow.compute.types import BOOL, NULLTYPE
 from changeflow.errors import PlanError
-
-ONE_ROW = P.Constant((((), 1),), ())
-TOO_MANY = "more than one row returned by a subquery used as an expression"
-
-
-@dataclass
-class Rel:
-    """Rows being built: a plan and the names its columns go by."""
-
-    plan: P.Plan
-    scope: Scope
-
-    @property
-    def width(self) -> int:
-        return len(self.plan.schema)
-
-
-@dataclass
-class Output:
-    """A planned query: ``plan`` holds ``keys`` correlation columns (equal to ``outer_keys``
-    of the enclosing row), then the query's columns, named ``names``. ``defaults`` is, for an
-    aggregate without GROUP BY, its row over no input (what a correlated scalar subquery gives
-    where no row of its input matches)."""
-
-    plan: P.Plan
-    names: list[str]
-    keys: int = 0
-    outer_keys: list[exp.Expression] = field(default_factory=list)
-    defaults: tuple[Any, ...] | None = None
-    finishing: Finishing | None = None
 
 
 def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
@@ -70,38 +48,6 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
         frozenset(planner.timelines),
         frozenset(planner.items),
     )
-
-
-def resolve_unknown(plan: P.Plan) -> P.Plan:
-    """Columns of a bare NULL (type unknown) become text, as PostgreSQL outputs them."""
-    if all(c.type != NULLTYPE for c in plan.schema):
-        return plan
-    width = len(plan.schema)
-    casts = [
-        (c.name, X.Cast(P.col(plan.schema, i), TEXT))
-        for i, c in enumerate(plan.schema)
-        if c.type == NULLTYPE
-    ]
-    mapped = P.Map(plan, tuple(casts))
-    columns, extra = [], width
-    for c in plan.schema:
-        columns.append(extra if c.type == NULLTYPE else len(columns))
-        extra += c.type == NULLTYPE
-    return P.Project(mapped, tuple(columns), tuple(c.name for c in plan.schema))
-
-
-def one_row(reduce: P.Plan) -> P.Plan:
-    """An aggregate without GROUP BY, with SQL's one row over no input: count 0, others NULL.
-
-    ``reduce`` has a row if its input has rows; its row plus the defaults minus the defaults
-    once for its row is that row, and the defaults alone when it has none."""
-    schema = reduce.schema
-    defaults = tuple(0 if c.type == INT8 and not c.nullable else None for c in schema)
-    constant = P.Constant(((defaults, 1),), tuple(Column(c.name, c.type, True) for c in schema))
-    width = len(schema)
-    lits = tuple((f"d{i}", X.Lit(v, schema[i].type)) for i, v in enumerate(defaults))
-    present = P.Project(P.Map(reduce, lits), tuple(range(width, 2 * width)))
-    return P.Union((reduce, constant, P.Negate(present)))
 
 
 def output_name(node: exp.Expression) -> str:
@@ -411,7 +357,7 @@ class Planner:
                         exp.to_identifier(f.name, quoted=True),
                         exp.to_identifier(f.table, quoted=True) if f.table else None,
                     )
-                    items.replacements[id(synthetic)] = _col(rel.plan, f.index, f.name)
+                    items.replacements[id(synthetic)] = col_of(rel.plan, f.index, f.name)
                     items.fields[id(synthetic)] = f
                     items.add(synthetic, f.name)
             else:
@@ -596,7 +542,7 @@ class Planner:
                 reduced = one_row(reduced)
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
-        agg_cols = {i: _col(reduced, width + j) for i, j in slots.items()}
+        agg_cols = {i: col_of(reduced, width + j) for i, j in slots.items()}
 
         def hook(n: exp.Expression) -> X.Expr | None:
             if id(n) in agg_cols:
@@ -612,7 +558,7 @@ class Planner:
             if e is not None and not isinstance(e, X.Lit):
                 for i, k in enumerate(keys):
                     if e == k:
-                        return _col(reduced, i)
+                        return col_of(reduced, i)
             if isinstance(n, exp.Column):
                 f = items.fields.get(id(n)) or rel.scope.resolve(n)
                 shown = f"{f.table}.{f.name}" if f.table else f.name
@@ -768,202 +714,6 @@ def _eval_default(e: X.Expr, row: tuple[Any, ...]) -> Any:
         return None
 
 
-@dataclass
-class Items:
-    """The select list: each item's node and output name (``*`` expanded)."""
-
-    nodes: list[exp.Expression] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    replacements: dict[int, X.Expr] = field(default_factory=dict)
-    fields: dict[int, Field] = field(default_factory=dict)
-
-    def add(self, node: exp.Expression, name: str) -> None:
-        self.nodes.append(node)
-        self.names.append(name)
-
-
-@dataclass
-class Stage:
-    """Rows at one step of a SELECT and how its clauses' expressions translate over them;
-    subqueries in those expressions are joined on as extra columns (:meth:`hoist`)."""
-
-    planner: Planner
-    rel: Rel
-    clause: str
-    hook: Any = None
-    allow_now: bool = False
-    replacements: dict[int, X.Expr] = field(default_factory=dict)
-    default_row: tuple[Any, ...] | None = None
-
-    def scalars(self) -> Scalars:
-        return Scalars(
-            self.rel.scope,
-            self.rel.plan.schema,
-            self.clause,
-            self.replacements,
-            self.hook,
-            self.allow_now,
-        )
-
-    def filter(self, predicates: list[exp.Expression]) -> Rel:
-        width = self.rel.width
-        self.hoist(predicates)
-        sc = self.scalars()
-        exprs = [sc(p) for p in predicates]
-        predicate = exprs[0] if len(exprs) == 1 else X.And(tuple(exprs))
-        try:
-            plan = temporal.apply(self.rel.plan, predicate, self.planner.temporal_and_only)
-        except PlanError as e:
-            if "clause" in e.fields:
-                raise
-            raise PlanError(f"{e.message} (in {self.clause})", **e.fields) from None
-        if len(plan.schema) > width:
-            plan = P.Project(plan, tuple(range(width)))
-        self.rel = Rel(plan, self.rel.scope)
-        return self.rel
-
-    def hoist(self, nodes: list[exp.Expression]) -> None:
-        """Join each subquery in ``nodes`` on as columns; record its value expression."""
-        done: set[int] = set()
-        for node in nodes:
-            for n in walk(node):
-                if id(n) in self.replacements or id(n) in done:
-                    continue
-                if _quantified(n):
-                    quantifier = n.expression
-                    done.update({id(quantifier), id(quantifier.this)})
-                    probe = exp.In(this=n.this.copy(), query=quantifier.this.copy())
-                    value = self.in_(probe)
-                    self.replacements[id(n)] = value if isinstance(n, exp.EQ) else X.Not(value)
-                elif isinstance(n, exp.Exists):
-                    self.replacements[id(n)] = self.exists(n.this)
-                elif isinstance(n, exp.In) and n.args.get("query") is not None:
-                    self.replacements[id(n)] = self.in_(n)
-                elif isinstance(n, exp.Subquery):
-                    self.replacements[id(n)] = self.scalar(n)
-                elif isinstance(n, exp.Any | exp.All):
-                    raise unsupported("ANY/ALL with a subquery other than = ANY, <> ALL", n)
-
-    def sub(self, node: exp.Expression) -> Output:
-        outer = self.rel.scope if self.hook is None else self.rel.scope.outer
-        return self.planner.query(node, outer, corr=True)
-
-    def attach(self, out: Output, right: P.Plan, marker: bool) -> tuple[P.Plan, int]:
-        """Join ``right`` (its first ``out.keys`` columns equal the outer key expressions) to
-        the stage's rows, keeping each of them once; returns the plan and where right starts."""
-        plan = self.rel.plan
-        if out.keys:
-            sc = self.scalars()
-            sc.clause = "a correlated subquery"
-            outer = [(f"outer{i}", sc(k)) for i, k in enumerate(out.outer_keys)]
-            plan = P.Map(plan, tuple(outer))
-        start = len(plan.schema)
-        width0 = len(self.rel.plan.schema)
-        equivalences = tuple((width0 + i, start + i) for i in range(out.keys))
-        if marker:
-            right = P.Map(right, (("found", X.Lit(True, BOOL)),))
-        kind = "left" if out.keys or marker else "inner"
-        plan = P.Join((plan, right), equivalences, kind)
-        self.rel = Rel(plan, self.rel.scope)
-        return plan, start
-
-    def exists(self, query: exp.Expression) -> X.Expr:
-        out = self.sub(query)
-        if out.keys and out.defaults is not None:
-            raise correlated()
-        keys = P.Distinct(P.Project(out.plan, tuple(range(out.keys))))
-        plan, start = self.attach(out, keys, marker=True)
-        return X.IsNull(_col(plan, start + out.keys), negated=True)
-
-    def in_(self, node: exp.In) -> X.Expr:
-        out = self.sub(node.args["query"])
-        k = out.keys
-        if len(out.plan.schema) - k != 1:
-            raise PlanError("subquery has too many columns", sqlstate="42601")
-        if k and out.defaults is not None:
-            raise correlated()
-        sc = self.scalars()
-        sc.clause = "IN"
-        lhs = sc(node.this)
-        value = _col(out.plan, k)
-        if not X.comparable(lhs.type, value.type):
-            raise PlanError(
-                f"operator does not exist: {lhs.type} = {value.type} (in IN)", sqlstate="42883"
-            )
-        stats = P.Reduce(
-            out.plan,
-            tuple(range(k)),
-            (P.Aggregate("count"), P.Aggregate("count", value)),
-            ("n", "nonnull"),
-        )
-        if not k:
-            stats = one_row(stats)
-        plan, start = self.attach(out, stats, marker=bool(k))
-        n = _col(plan, start + k)
-        nonnull = _col(plan, start + k + 1)
-        width = len(plan.schema)
-        mapped = P.Map(plan, (("lhs", lhs),))
-        values = P.Filter(P.Project(out.plan, tuple(range(k + 1))), (X.IsNull(value, True),))
-        found = P.Map(P.Distinct(values), (("found", X.Lit(True, BOOL)),))
-        sc_keys = tuple((i, width + 1 + i) for i in range(k))
-        if k:
-            sc_keys = tuple((start - k + i, width + 1 + i) for i in range(k))
-        equivalences = (*sc_keys, (width, width + 1 + k))
-        joined = P.Join((mapped, found), equivalences, "left")
-        self.rel = Rel(joined, self.rel.scope)
-        match = X.IsNull(_col(joined, width + 2 + k), negated=True)
-        count = X.Coalesce((n, X.Lit(0, INT8)))
-        lhs_col = _col(joined, width)
-        unknown = X.Or((X.IsNull(lhs_col), X.Cmp(">", count, nonnull)))
-        return X.Case(
-            (
-                (match, X.Lit(True, BOOL)),
-                (X.Cmp("=", count, X.Lit(0, INT8)), X.Lit(False, BOOL)),
-                (unknown, X.Lit(None, BOOL)),
-            ),
-            X.Lit(False, BOOL),
-        )
-
-    def scalar(self, node: exp.Subquery) -> X.Expr:
-        out = self.sub(node)
-        k = out.keys
-        if len(out.plan.schema) - k != 1:
-            raise PlanError("subquery must return only one column", sqlstate="42601")
-        value = _col(out.plan, k)
-        if k and out.defaults is not None:
-            plan, start = self.attach(out, out.plan, marker=True)
-            v = _col(plan, start + k)
-            found = _col(plan, start + k + 1)
-            default = X.Lit(out.defaults[0], v.type if out.defaults[0] is not None else NULLTYPE)
-            if out.defaults[0] is None:
-                return v
-            return X.Case(((X.IsNull(found, negated=True), v),), default)
-        stats = P.Reduce(
-            out.plan,
-            tuple(range(k)),
-            (P.Aggregate("count"), P.Aggregate("min", value)),
-            ("n", "value"),
-        )
-        if not k:
-            stats = one_row(stats)
-        plan, start = self.attach(out, stats, marker=bool(k))
-        n, v = _col(plan, start + k), _col(plan, start + k + 1)
-        return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
-
-
-def _quantified(n: exp.Expression) -> bool:
-    """``x = ANY (subquery)`` (IN) or ``x <> ALL (subquery)`` (NOT IN)."""
-    q = n.args.get("expression")
-    if (
-        isinstance(n, exp.EQ)
-        and isinstance(q, exp.Any)
-        or isinstance(n, exp.NEQ)
-        and isinstance(q, exp.All)
-    ):
-        return isinstance(q.this, exp.Subquery | exp.Query)
-    return False
-
-
 def _filtered_aggregate(n: exp.Expression) -> bool:
     return isinstance(n, exp.Filter) and is_aggregate(n.this)
 
@@ -973,11 +723,6 @@ def _column_equality(e: X.Expr) -> bool:
         return False
     a, b = e.a, e.b
     return isinstance(a, X.Col) and isinstance(b, X.Col) and X.comparable(a.type, b.type)
-
-
-def _col(plan: P.Plan, index: int, name: str = "") -> X.Col:
-    c = plan.schema[index]
-    return X.Col(index, c.type, c.nullable, name or c.name)
 
 
 def _order(index: int, o: exp.Ordered) -> P.Order:
@@ -1034,32 +779,3 @@ def _has_query(node: exp.Expression) -> bool:
         for n in walk(node)
         if n is not node
     ) or isinstance(node, exp.Query | exp.Exists)
-
-
-def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:
-    """``plans`` with each column cast to the type all of them unify to."""
-    width = len(plans[0].schema)
-    kinds = []
-    for i in range(width):
-        column = tuple(X.Lit(None, p.schema[i].type) for p in plans)
-        kinds.append(X.common_type(column, f"{what}"))
-    out = []
-    for p in plans:
-        casts = [
-            (c.name, X.Cast(P.col(p.schema, i), kinds[i]))
-            for i, c in enumerate(p.schema)
-            if c.type != kinds[i]
-        ]
-        if not casts:
-            out.append(p)
-            continue
-        mapped = P.Map(p, tuple(casts))
-        columns, extra = [], width
-        for i, c in enumerate(p.schema):
-            if c.type != kinds[i]:
-                columns.append(extra)
-                extra += 1
-            else:
-                columns.append(i)
-        out.append(P.Project(mapped, tuple(columns), tuple(c.name for c in p.schema)))
-    return out
