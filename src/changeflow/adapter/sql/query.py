@@ -391,6 +391,8 @@ class Planner:
         if isinstance(node, exp.Table):
             if not isinstance(node.this, exp.Identifier):
                 raise unsupported("a function in FROM", node)
+            if node.args.get("sample") is not None:
+                raise unsupported("TABLESAMPLE", node)
             name = ident(node.this)
             full = ".".join(ident(p) for p in (node.args.get("catalog"), node.args.get("db")) if p)
             out = self.lookup(f"{full}.{name}" if full else name)
@@ -618,6 +620,11 @@ class Planner:
             arg = arg.expressions[0]
         if isinstance(arg, exp.Order):
             raise unsupported("ORDER BY inside an aggregate", n)
+        if isinstance(n, exp.Count) and n.expressions:
+            raise PlanError(
+                f"function count() of {1 + len(n.expressions)} arguments does not exist",
+                sqlstate="42883",
+            )
         if isinstance(n, exp.Min | exp.Max) and n.expressions:
             raise unsupported(f"{func}() of several arguments", n)
         if contains(arg, is_aggregate):
@@ -632,7 +639,7 @@ class Planner:
             separator = str(sep.this)
         if isinstance(arg, exp.Star):
             if func != "count":
-                raise PlanError(f"{func}(*) is not an aggregate; only count(*) is")
+                raise PlanError(f"function {func}(*) does not exist", sqlstate="42883")
             return P.Aggregate("count")
         sc.clause = f"{func}()"
         return P.Aggregate(func, sc(arg), distinct, separator)
