@@ -120,6 +120,23 @@ QUERIES = [
     "SELECT k, count(*) FROM r GROUP BY k HAVING k IN (SELECT k FROM s)",
     "SELECT k, (SELECT count(*) FROM s WHERE s.k = r.k) FROM r GROUP BY k",
     "SELECT * FROM r WHERE k = (SELECT max(k) FROM s)",
+    # correlated beyond equalities: over the distinct values of the outer columns
+    "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.k > r.k)",
+    "SELECT k FROM r WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.k = r.k AND s.w > r.v)",
+    "SELECT k, v, (SELECT count(*) FROM s WHERE s.w > r.v OR r.v IS NULL) FROM r",
+    "SELECT k, v IN (SELECT w FROM s WHERE s.k < r.k) FROM r",
+    "SELECT k, v NOT IN (SELECT w FROM s WHERE s.k <> r.k) FROM r",
+    "SELECT k, (SELECT max(w) FROM s WHERE s.k = r.k AND s.w > r.v) FROM r",
+    "SELECT k, (SELECT min(r.v + w) FROM s) FROM r",
+    "SELECT k, NOT EXISTS (SELECT 1 FROM s WHERE s.w IS NOT DISTINCT FROM r.v) FROM r",
+    "SELECT k, (SELECT count(*) FROM s WHERE r.s IS NULL) FROM r",
+    "SELECT k, (SELECT w FROM s WHERE s.k <= r.k ORDER BY w DESC NULLS LAST LIMIT 1) FROM r",
+    "SELECT s, (SELECT count(DISTINCT w) FROM s WHERE w > r.v GROUP BY k ORDER BY 1 LIMIT 1)"
+    " FROM r",
+    "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE EXISTS"
+    " (SELECT 1 FROM r AS x WHERE x.v = s.w AND x.k = r.k))",
+    "SELECT k FROM r WHERE v IN (SELECT w FROM s WHERE s.k = r.k AND w IN"
+    " (SELECT x.v FROM r AS x WHERE x.s <> r.s))",
     # ORDER BY / LIMIT (total orders)
     "SELECT k, v, s FROM r ORDER BY k NULLS FIRST, v NULLS FIRST, s NULLS FIRST",
     "SELECT k, v, s FROM r ORDER BY 1 DESC NULLS LAST, 2 NULLS FIRST, 3 DESC NULLS FIRST",
@@ -139,11 +156,11 @@ QUERIES = [
 
 
 def _ordered(sql: str) -> bool:
-    return "ORDER BY" in sql and not sql.startswith("SELECT * FROM (")
+    return parse(sql).args.get("order") is not None
 
 
 @pytest.mark.parametrize("sql", QUERIES)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(r=r_rows, s=s_rows)
 def test_agrees_with_duckdb(sql: str, r: list[tuple], s: list[tuple]) -> None:
     data = {"r": r, "s": s}
@@ -427,17 +444,17 @@ ERRORS = [
     ("SELECT k FROM r LIMIT k", "42703", 'column "k" does not exist'),
     ("SELECT k < ANY(SELECT k FROM s) FROM r", "0A000", "ANY/ALL"),
     (
-        "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.k > r.k)",
+        "SELECT k FROM r WHERE EXISTS (SELECT 1 FROM s JOIN u ON u.id = r.k)",
         "0A000",
         "correlated subqueries of this form are not supported",
     ),
     (
-        "SELECT k FROM r WHERE EXISTS (SELECT r.v FROM s GROUP BY w)",
+        "SELECT k, (SELECT count(*) FROM s WHERE s.k > r.k) FROM r GROUP BY k",
         "0A000",
         "correlated subqueries of this form are not supported",
     ),
     (
-        "SELECT (SELECT r.v + w FROM s) FROM r",
+        "SELECT k FROM r WHERE EXISTS (SELECT count(*) FROM s WHERE s.k = r.k)",
         "0A000",
         "correlated subqueries of this form are not supported",
     ),
@@ -528,7 +545,7 @@ def _shapes(draw: st.DrawFn) -> str:
     return f"SELECT {distinct}{', '.join(select)} FROM {source} WHERE {where}"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sql=_shapes(), r=r_rows, s=s_rows)
 def test_generated_queries_agree_with_duckdb(sql: str, r: list[tuple], s: list[tuple]) -> None:
     data = {"r": r, "s": s}

@@ -8,6 +8,7 @@ decorrelated when their correlation is equalities AND-ed at the top of their WHE
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -93,6 +94,9 @@ def _int_constant(node: exp.Expression, what: str) -> int | None:
     return e.eval(())
 
 
+Domain = tuple[P.Plan, list[Field], list[exp.Expression]]
+
+
 class Planner:
     """Plans one statement; remembers the catalog items and timelines it read."""
 
@@ -106,18 +110,26 @@ class Planner:
     # -- queries -----------------------------------------------------------------------------
 
     def query(
-        self, node: exp.Expression, outer: Scope | None, top: bool = False, corr: bool = False
+        self,
+        node: exp.Expression,
+        outer: Scope | None,
+        top: bool = False,
+        corr: bool = False,
+        domain: Domain | None = None,
     ) -> Output:
         """Any query node; ``top``: ORDER BY/LIMIT go to finishing; ``corr``: correlation by
-        equalities in WHERE is allowed (and planned as key columns)."""
+        equalities in WHERE is allowed (and planned as key columns); ``domain``: the outer
+        columns' distinct values, joined to a SELECT's FROM to decorrelate it."""
         with_ = node.args.get("with_") or node.args.get("with")
         if with_ is not None:
-            return self.with_(node, with_, outer, top, corr)
+            return self.with_(node, with_, outer, top, corr, domain)
         if isinstance(node, exp.Subquery):
-            inner = self.query(node.this, outer, corr=corr)
+            inner = self.query(node.this, outer, corr=corr, domain=domain)
             return self.finish(inner, node, top, None)
         if isinstance(node, exp.Select):
-            return self.select(node, outer, top, corr)
+            return self.select(node, outer, top, corr, domain)
+        if domain is not None:
+            raise correlated()
         if isinstance(node, exp.Union | exp.Except | exp.Intersect):
             return self.setop(node, outer, top)
         if isinstance(node, exp.Values):
@@ -125,7 +137,13 @@ class Planner:
         raise unsupported(f"{type(node).__name__} as a query", node)
 
     def with_(
-        self, node: exp.Expression, with_: exp.With, outer: Scope | None, top: bool, corr: bool
+        self,
+        node: exp.Expression,
+        with_: exp.With,
+        outer: Scope | None,
+        top: bool,
+        corr: bool,
+        domain: Domain | None,
     ) -> Output:
         if with_.args.get("recursive"):
             raise unsupported("WITH RECURSIVE", with_)
@@ -154,7 +172,7 @@ class Planner:
             bare = node.copy()
             bare.set("with_", None)
             bare.set("with", None)
-            return self.query(bare, outer, top, corr)
+            return self.query(bare, outer, top, corr, domain)
         finally:
             self.ctes.pop()
 
@@ -220,7 +238,7 @@ class Planner:
         if top:
             shifted = tuple(orders)
             finishing = Finishing(shifted, limit, offset, width if width < full else None)
-            return Output(out.plan, out.names, out.keys, out.outer_keys, out.defaults, finishing)
+            return replace(out, finishing=finishing)
         plan = out.plan
         if limit is not None or offset:
             keys = tuple(range(out.keys))
@@ -230,7 +248,7 @@ class Planner:
             plan = P.TopK(plan, keys, shifted_orders, limit, offset)
         if width < full:
             plan = P.Project(plan, tuple(range(out.keys + width)))
-        return Output(plan, out.names[:width], out.keys, out.outer_keys, out.defaults)
+        return replace(out, plan=plan, names=out.names[:width])
 
     # -- set operations and VALUES -----------------------------------------------------------
 
@@ -274,7 +292,14 @@ class Planner:
 
     # -- SELECT ------------------------------------------------------------------------------
 
-    def select(self, node: exp.Select, outer: Scope | None, top: bool, corr: bool) -> Output:
+    def select(
+        self,
+        node: exp.Select,
+        outer: Scope | None,
+        top: bool,
+        corr: bool,
+        domain: Domain | None = None,
+    ) -> Output:
         distinct = node.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise unsupported("SELECT DISTINCT ON", distinct)
@@ -283,11 +308,15 @@ class Planner:
                 raise unsupported(key.upper(), node)
         rel = self.from_(node, outer)
         where = node.args.get("where")
-        local, pairs = self.split_correlation(where.this if where else None, rel.scope, corr)
         inner_keys: list[X.Expr] = []
+        outer_keys: list[exp.Expression] = []
+        if domain is not None:
+            rel, inner_keys, outer_keys = self.with_domain(rel, domain)
+        local, pairs = self.split_correlation(where.this if where else None, rel.scope, corr)
         if pairs:
             sc = Scalars(rel.scope, rel.plan.schema, "WHERE")
             inner_keys = [sc(inner) for inner, _ in pairs]
+            outer_keys = [o for _, o in pairs]
         if local:
             rel = self.filter(rel, local, "WHERE")
         if inner_keys:
@@ -305,7 +334,20 @@ class Planner:
             key_cols = list(range(len(inner_keys)))
         else:
             key_cols = [k.index for k in inner_keys]  # type: ignore[attr-defined]
-        return self.project(node, stage, items, key_cols, top, pairs, defaults)
+        out = self.project(node, stage, items, key_cols, top, outer_keys, defaults)
+        return replace(out, null_safe=domain is not None)
+
+    def with_domain(
+        self, rel: Rel, domain: Domain
+    ) -> tuple[Rel, list[X.Expr], list[exp.Expression]]:
+        """``rel`` joined with the domain, whose columns the query names as the outer ones."""
+        plan, bound, outer_keys = domain
+        width = rel.width
+        joined = P.Join((rel.plan, plan))
+        fields = [Field(b.table, b.name, width + b.index, star=False) for b in bound]
+        scope = Scope(rel.scope.fields, rel.scope.outer, fields)
+        keys: list[X.Expr] = [col_of(joined, width + i) for i in range(len(bound))]
+        return Rel(joined, scope), keys, outer_keys
 
     def split_correlation(
         self, where: exp.Expression | None, scope: Scope, corr: bool
@@ -653,7 +695,7 @@ class Planner:
         items: Items,
         key_cols: list[int],
         top: bool,
-        pairs: list[tuple[exp.Expression, exp.Expression]],
+        outer_keys: list[exp.Expression],
         defaults: tuple[Any, ...] | None,
     ) -> Output:
         order = node.args.get("order")
@@ -710,7 +752,7 @@ class Planner:
         out_defaults = None
         if defaults is not None and stage.default_row is not None:
             out_defaults = tuple(_eval_default(e, stage.default_row) for e in exprs)
-        out = Output(plan, names + hidden_names, len(key_cols), [o for _, o in pairs], out_defaults)
+        out = Output(plan, names + hidden_names, len(key_cols), outer_keys, out_defaults)
         return self.limit(out, node, top, orders, len(names))
 
 

@@ -34,7 +34,8 @@ class Output:
     """A planned query: ``plan`` holds ``keys`` correlation columns (equal to ``outer_keys``
     of the enclosing row), then the query's columns, named ``names``. ``defaults`` is, for an
     aggregate without GROUP BY, its row over no input (what a correlated scalar subquery gives
-    where no row of its input matches)."""
+    where no row of its input matches). ``null_safe`` keys are the values of a domain of outer
+    columns, NULLs included."""
 
     plan: P.Plan
     names: list[str]
@@ -42,6 +43,7 @@ class Output:
     outer_keys: list[exp.Expression] = field(default_factory=list)
     defaults: tuple[Any, ...] | None = None
     finishing: Finishing | None = None
+    null_safe: bool = False  # keys match NULL to NULL (a domain's keys)
 
 
 def resolve_unknown(plan: P.Plan) -> P.Plan:

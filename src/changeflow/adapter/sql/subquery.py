@@ -9,6 +9,7 @@ otherwise) and an expression over them with SQL's NULL semantics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -16,10 +17,19 @@ from sqlglot import exp
 from changeflow.adapter.sql import temporal
 from changeflow.adapter.sql.rows import Output, Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import Scalars, walk
-from changeflow.adapter.sql.scope import Field, correlated, unsupported
+from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupported
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import BOOL, INT8, NULLTYPE
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    INT4,
+    INT8,
+    NULLTYPE,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+)
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -105,24 +115,56 @@ class Stage:
                     raise unsupported("ANY/ALL with a subquery other than = ANY, <> ALL", n)
 
     def sub(self, node: exp.Expression) -> Output:
+        """A subquery, decorrelated: by its equalities with outer columns if it has only
+        those, else over the distinct values of the outer columns it names (its domain)."""
         outer = self.rel.scope if self.hook is None else self.rel.scope.outer
-        return self.planner.query(node, outer, corr=True)
+        try:
+            return self.planner.query(node, outer, corr=True)
+        except PlanError as e:
+            if not _is_correlated(e) or self.hook is not None:
+                raise
+        fields = _outer_fields(node, self.rel.scope)
+        if not fields:
+            raise correlated()
+        domain = P.Distinct(P.Project(self.rel.plan, tuple(f.index for f in fields)))
+        bound = [Field(f.table, f.name, i, star=False) for i, f in enumerate(fields)]
+        keys = [_reference(f) for f in fields]
+        return self.planner.query(node, outer, domain=(domain, bound, keys))
 
-    def attach(self, out: Output, right: P.Plan, marker: bool) -> tuple[P.Plan, int]:
-        """Join ``right`` (its first ``out.keys`` columns equal the outer key expressions) to
-        the stage's rows, keeping each of them once; returns the plan and where right starts."""
+    def attach(
+        self,
+        out: Output,
+        right: P.Plan,
+        marker: bool,
+        extra: tuple[tuple[int, int], ...] = (),
+    ) -> tuple[P.Plan, int]:
+        """Join ``right`` (its first ``out.keys`` columns equal the outer key expressions, NULL
+        equal to NULL for a domain) to the stage's rows, each of which it matches at most once;
+        ``extra`` pairs a stage column with a column of ``right`` that must also be equal.
+        Returns the plan and where right's columns start."""
         plan = self.rel.plan
-        if out.keys:
+        width0 = len(plan.schema)
+        k = out.keys
+        outer: list[X.Expr] = []
+        if k:
             sc = self.scalars()
             sc.clause = "a correlated subquery"
-            outer = [(f"outer{i}", sc(k)) for i, k in enumerate(out.outer_keys)]
-            plan = P.Map(plan, tuple(outer))
-        start = len(plan.schema)
-        width0 = len(self.rel.plan.schema)
-        equivalences = tuple((width0 + i, start + i) for i in range(out.keys))
+            outer = [sc(key) for key in out.outer_keys]
         if marker:
             right = P.Map(right, (("found", X.Lit(True, BOOL)),))
-        kind = "left" if out.keys or marker else "inner"
+        right_keys: list[X.Expr] = [col_of(right, i) for i in range(k)]
+        if out.null_safe:
+            outer, right_keys = _null_safe(outer), _null_safe(right_keys)
+            right = P.Map(right, tuple((f"key{i}", e) for i, e in enumerate(right_keys)))
+            right_at = [len(right.schema) - len(right_keys) + i for i in range(len(right_keys))]
+        else:
+            right_at = list(range(k))
+        if outer:
+            plan = P.Map(plan, tuple((f"outer{i}", e) for i, e in enumerate(outer)))
+        start = len(plan.schema)
+        equivalences = tuple((width0 + i, start + j) for i, j in enumerate(right_at))
+        equivalences += tuple((a, start + b) for a, b in extra)
+        kind = "left" if k or marker else "inner"
         plan = P.Join((plan, right), equivalences, kind)
         self.rel = Rel(plan, self.rel.scope)
         return plan, start
@@ -150,6 +192,9 @@ class Stage:
             raise PlanError(
                 f"operator does not exist: {lhs.type} = {value.type} (in IN)", sqlstate="42883"
             )
+        at = len(self.rel.plan.schema)
+        self.rel = Rel(P.Map(self.rel.plan, (("lhs", lhs),)), self.rel.scope)
+        lhs_col = col_of(self.rel.plan, at)
         stats = P.Reduce(
             out.plan,
             tuple(range(k)),
@@ -159,21 +204,11 @@ class Stage:
         if not k:
             stats = one_row(stats)
         plan, start = self.attach(out, stats, marker=bool(k))
-        n = col_of(plan, start + k)
-        nonnull = col_of(plan, start + k + 1)
-        width = len(plan.schema)
-        mapped = P.Map(plan, (("lhs", lhs),))
+        n, nonnull = col_of(plan, start + k), col_of(plan, start + k + 1)
         values = P.Filter(P.Project(out.plan, tuple(range(k + 1))), (X.IsNull(value, True),))
-        found = P.Map(P.Distinct(values), (("found", X.Lit(True, BOOL)),))
-        sc_keys = tuple((i, width + 1 + i) for i in range(k))
-        if k:
-            sc_keys = tuple((start - k + i, width + 1 + i) for i in range(k))
-        equivalences = (*sc_keys, (width, width + 1 + k))
-        joined = P.Join((mapped, found), equivalences, "left")
-        self.rel = Rel(joined, self.rel.scope)
-        match = X.IsNull(col_of(joined, width + 2 + k), negated=True)
+        plan, start = self.attach(out, P.Distinct(values), marker=True, extra=((at, k),))
+        match = X.IsNull(col_of(plan, start + k + 1), negated=True)
         count = X.Coalesce((n, X.Lit(0, INT8)))
-        lhs_col = col_of(joined, width)
         unknown = X.Or((X.IsNull(lhs_col), X.Cmp(">", count, nonnull)))
         return X.Case(
             (
@@ -222,3 +257,52 @@ def _quantified(n: exp.Expression) -> bool:
     ):
         return isinstance(q.this, exp.Subquery | exp.Query)
     return False
+
+
+def _is_correlated(e: PlanError) -> bool:
+    return e.fields.get("sqlstate") == "0A000" and "correlated subqueries" in e.message
+
+
+def _outer_fields(node: exp.Expression, scope: Scope) -> list[Field]:
+    """The fields of ``scope`` that columns anywhere in ``node`` may name (a superset: a name
+    that the subquery resolves itself costs a column of the domain, nothing more)."""
+    found: list[Field] = []
+    for c in node.find_all(exp.Column):
+        if isinstance(c.this, exp.Star):
+            continue
+        matches = scope.find(ident(c.this), ident(c.args.get("table")) or None)
+        if len(matches) == 1 and matches[0] not in found:
+            found.append(matches[0])
+    return found
+
+
+def _reference(f: Field) -> exp.Column:
+    """A column reference that names ``f`` in its scope."""
+    table = exp.to_identifier(f.table, quoted=True) if f.table else None
+    return exp.column(exp.to_identifier(f.name, quoted=True), table)
+
+
+_ZERO = {
+    BOOL: False,
+    TEXT: "",
+    DATE: date(1, 1, 1),
+    TIMESTAMP: datetime(1, 1, 1),
+    TIMESTAMPTZ: datetime(1, 1, 1, tzinfo=UTC),
+}
+
+
+def _null_safe(keys: list[X.Expr]) -> list[X.Expr]:
+    """Each key as (is it NULL, its value or a fixed one): equal pairs are equal keys or two
+    NULLs (a join's equality never matches NULL)."""
+    out: list[X.Expr] = []
+    for key in keys:
+        out.append(X.IsNull(key))
+        if key.type == NULLTYPE:
+            continue
+        zero = (
+            X.Cast(X.Lit(0, INT4), key.type)
+            if key.type.numeric
+            else X.Lit(_ZERO[key.type], key.type)
+        )
+        out.append(X.Coalesce((key, zero)))
+    return out
