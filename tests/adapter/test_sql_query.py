@@ -551,3 +551,32 @@ def test_generated_queries_agree_with_duckdb(sql: str, r: list[tuple], s: list[t
     data = {"r": r, "s": s}
     query = plan_query(parse(sql), Resolver())
     assert Counter(ours(query, data)) == Counter(duck(sql, data)), sql
+
+
+_inner_leaf = st.sampled_from(["t2.k", "t2.w", "r.k", "r.v", "1", "NULL::int"])
+
+
+@st.composite
+def _subquery_shapes(draw: st.DrawFn) -> str:
+    """Queries whose predicates and columns hold subqueries, correlated in any way."""
+    inner = draw(_preds(_inner_leaf))
+    kind = draw(st.sampled_from(["exists", "in", "count", "max", "not in"]))
+    sub = {
+        "exists": f"EXISTS (SELECT 1 FROM s AS t2 WHERE {inner})",
+        "in": f"r.v IN (SELECT t2.w FROM s AS t2 WHERE {inner})",
+        "not in": f"r.k NOT IN (SELECT t2.k FROM s AS t2 WHERE {inner})",
+        "count": f"(SELECT count(*) FROM s AS t2 WHERE {inner}) > 1",
+        "max": f"(SELECT max(t2.w) FROM s AS t2 WHERE {inner}) >= r.k",
+    }[kind]
+    outer = draw(_preds(_leaf))
+    if draw(st.booleans()):
+        return f"SELECT r.k, r.v, {sub} FROM r WHERE {outer}"
+    return f"SELECT r.k, r.s FROM r WHERE {outer} {draw(st.sampled_from(['AND', 'OR']))} {sub}"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sql=_subquery_shapes(), r=r_rows, s=s_rows)
+def test_generated_subqueries_agree_with_duckdb(sql: str, r: list[tuple], s: list[tuple]) -> None:
+    data = {"r": r, "s": s}
+    query = plan_query(parse(sql), Resolver())
+    assert Counter(ours(query, data)) == Counter(duck(sql, data)), sql
