@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from changeflow.adapter.relations import Relation
-from changeflow.adapter.sql.query import plan_query
+from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate
 from changeflow.compute.types import INT4, NUMERIC, TEXT, Column
@@ -226,6 +226,16 @@ def test_finishing_and_hidden_order_columns() -> None:
     assert _run("SELECT s FROM r ORDER BY v DESC, k LIMIT 2 OFFSET 1", R1) == [("b",), ("a",)]
     q = plan_query(parse("SELECT * FROM (SELECT k FROM r ORDER BY k LIMIT 1) x"), Resolver())
     assert "TopK" in q.plan.explain() and q.finishing.limit is None
+
+
+def test_view_plan_applies_limit_as_top_k() -> None:
+    q = plan_query(parse("SELECT s FROM r ORDER BY v DESC, k LIMIT 2 OFFSET 1"), Resolver())
+    plan = view_plan(q)
+    assert [c.name for c in plan.schema] == ["s"]
+    rows = evaluate(plan, {"r": {row: 1 for row in R1}}, 0)
+    assert rows == {("b",): 1, ("a",): 1}
+    q = plan_query(parse("SELECT k FROM r ORDER BY v"), Resolver())
+    assert "TopK" not in view_plan(q).explain()
 
 
 def test_aggregate_over_no_rows_has_one_row() -> None:

@@ -51,6 +51,18 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
     )
 
 
+def view_plan(query: Query) -> P.Plan:
+    """A planned query as a view's collection: LIMIT/OFFSET as a TopK by its ORDER BY, hidden
+    ORDER BY columns dropped (an ORDER BY alone orders nothing in a collection)."""
+    f = query.finishing
+    plan = query.plan
+    if f.limit is not None or f.offset:
+        plan = P.TopK(plan, (), f.order_by, f.limit, f.offset)
+    if f.width is not None:
+        plan = P.Project(plan, tuple(range(f.width)))
+    return plan
+
+
 def output_name(node: exp.Expression) -> str:
     """The column name PostgreSQL gives a select item."""
     if isinstance(node, exp.Alias):
