@@ -423,3 +423,16 @@ def test_big_queries_run_on_spark_with_the_same_answers(
     )
     assert [sorted(rows(conn, q)) for q in queries] == small
     assert len(calls) == len(queries)
+
+
+def test_assignment_rounds_numerics_and_checks_lengths(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (p numeric(4,2), v varchar(3))")
+    conn.execute("INSERT INTO t VALUES (1.235, 'abc'), (-1.005, NULL)")
+    assert sorted(rows(conn, "SELECT p, v FROM t"), key=str) == [
+        (Decimal("-1.01"), None),
+        (Decimal("1.24"), "abc"),
+    ]
+    assert error(conn, "INSERT INTO t VALUES (1, 'abcd')").sqlstate == "22001"
+    assert error(conn, "INSERT INTO t VALUES (100, 'a')").sqlstate == "22003"
+    assert error(conn, "UPDATE t SET p = p * 100").sqlstate == "22003"
+    assert len(rows(conn, "SELECT * FROM t")) == 2

@@ -12,7 +12,7 @@ dataflows and sinks and releases their shards.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -107,12 +107,25 @@ def _undo(env: Environment, item_id: str) -> None:
 # -- CREATE ----------------------------------------------------------------------------------
 
 
-def table_columns(defs: list[exp.Expression]) -> list[tuple[str, Any, Any, bool, str | None]]:
-    """``(name, SqlType, Arrow type, nullable, default SQL)`` of column definitions."""
+@dataclass(frozen=True)
+class ColumnDef:
+    """A column of CREATE TABLE or CREATE SOURCE: its SQL and Arrow types, NOT NULL, the SQL
+    of its DEFAULT, and the length limit of varchar(n) / char(n)."""
+
+    name: str
+    kind: Any
+    arrow: Any
+    nullable: bool = True
+    default: str | None = None
+    length: int | None = None
+
+
+def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
+    """The columns of column definitions (table constraints are accepted, not enforced)."""
     out = []
     for d in defs:
         if not isinstance(d, exp.ColumnDef):
-            continue  # PRIMARY KEY and other table constraints are accepted and not enforced
+            continue
         name = d.name
         if d.args.get("kind") is None:
             raise PlanError(f'column "{name}" needs a type', sqlstate="42601")
@@ -130,14 +143,35 @@ def table_columns(defs: list[exp.Expression]) -> list[tuple[str, Any, Any, bool,
                 default = k.this.sql(dialect="postgres")
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
-        out.append((name, kind, arrow, nullable, default))
-    names = [c[0] for c in out]
+        out.append(ColumnDef(name, kind, arrow, nullable, default, _length(d.args["kind"])))
+    names = [c.name for c in out]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise PlanError(f'column "{dup}" specified more than once', sqlstate="42701")
     if not out:
         raise PlanError("a table needs at least one column", sqlstate="42601")
     return out
+
+
+def _length(dt: exp.DataType) -> int | None:
+    """n of varchar(n) or char(n)."""
+    texts = (
+        exp.DataType.Type.VARCHAR,
+        exp.DataType.Type.CHAR,
+        exp.DataType.Type.NCHAR,
+        exp.DataType.Type.NVARCHAR,
+    )
+    if dt.this in texts and dt.expressions:
+        return int(dt.expressions[0].this.this)
+    return None
+
+
+def _columns(columns: list[ColumnDef]) -> tuple[tuple[str, str, bool], ...]:
+    return tuple((c.name, c.kind.name, c.nullable) for c in columns)
+
+
+def _arrow(columns: list[ColumnDef]) -> list[tuple[str, Any, bool]]:
+    return [(c.name, c.arrow, c.nullable) for c in columns]
 
 
 def create_table(env: Environment, stmt: Statement) -> Result:
@@ -149,18 +183,9 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         return done
     columns = table_columns(create.this.expressions if isinstance(create.this, exp.Schema) else [])
     item_id = _allocate(env)
-    _create_shard(env, item_id, [(n, a, nl) for n, _, a, nl, _ in columns], EPOCH)
-    item = Item(
-        item_id,
-        name,
-        "table",
-        stmt.text,
-        tuple((n, k.name, nl) for n, k, _, nl, _ in columns),
-        EPOCH,
-        (),
-        item_id,
-        {"defaults": [d for *_, d in columns]},
-    )
+    _create_shard(env, item_id, _arrow(columns), EPOCH)
+    options = {"defaults": [c.default for c in columns], "lengths": [c.length for c in columns]}
+    item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)
     return Result("CREATE TABLE")
 
@@ -283,17 +308,10 @@ def create_source(env: Environment, stmt: Statement) -> Result:
     columns = table_columns(defs.this.expressions)
     timeline = source_timeline(g["name"], g["with"])
     item_id = _allocate(env)
-    _create_shard(env, item_id, [(n, a, nl) for n, _, a, nl, _ in columns], timeline)
+    _create_shard(env, item_id, _arrow(columns), timeline)
+    options = {"path": g["path"], "format": formats[fmt]}
     item = Item(
-        item_id,
-        g["name"],
-        "source",
-        stmt.text,
-        tuple((n, k.name, nl) for n, k, _, nl, _ in columns),
-        timeline,
-        (),
-        item_id,
-        {"path": g["path"], "format": formats[fmt]},
+        item_id, g["name"], "source", stmt.text, _columns(columns), timeline, (), item_id, options
     )
     try:
         env.ingest(item, force=True)

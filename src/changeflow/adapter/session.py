@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from changeflow.adapter import ddl
+from changeflow.adapter.assign import assign
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
@@ -286,11 +287,14 @@ class Session:
             if p is not None:
                 counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
                 rows += [(row, sign * c) for row, c in counted.items()]
+        item = resolver.state.by_name(table.name)
+        shape = self.env.storage.state(shard).schema
+        rows = assign(rows, shape, item.options.get("lengths") if item else None, table.name)
         for row, diff in rows:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
         if rows:
-            txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows))
+            txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows, table.name))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]

@@ -94,11 +94,14 @@ class TxnLog:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def frame(self, shard: str, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
+    def frame(
+        self, shard: str, rows: list[tuple[tuple[Any, ...], int]], name: str | None = None
+    ) -> pa.Table:
         """``rows`` (row, diff) as an update frame of the shard (its time set at commit),
-        checked against its schema (types, NOT NULL) before anything is written."""
+        checked against its schema (types, NOT NULL) before anything is written; errors name
+        the table ``name``."""
         schema = self.storage.state(shard).schema
-        return to_frame([(row, 0, diff) for row, diff in rows], schema, shard)
+        return to_frame([(row, 0, diff) for row, diff in rows], schema, name or shard)
 
     def commit(
         self,

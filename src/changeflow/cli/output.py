@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from decimal import Decimal
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -57,8 +58,8 @@ def cell(value: Any, csv_null: str = "null") -> str:
     """A value as text: strings as they are, NULL as ``null``, others as JSON."""
     if value is None:
         return csv_null
-    if isinstance(value, str):
-        return value
+    if isinstance(value, str | Decimal):
+        return str(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}" if csv_null == "null" else str(value)
     return json.dumps(value, default=str, ensure_ascii=False)

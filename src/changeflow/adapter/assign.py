@@ -1,0 +1,59 @@
+"""Values as a table column stores them, by PostgreSQL's assignment rules: a numeric rounded
+(half away from zero) to the column's scale, with an error if it has more digits before the
+point than the column allows (22003); text longer than varchar(n) is an error (22001)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.errors import EvalError
+
+Rows = list[tuple[tuple[Any, ...], int]]
+
+
+def assign(rows: Rows, schema: pa.Schema, lengths: list[int | None], table: str) -> Rows:
+    """``rows`` with each value fitted to its column of ``schema`` (see the module docstring)."""
+    fits = [
+        _fitter(f, n, table) for f, n in zip(schema, lengths or [None] * len(schema), strict=True)
+    ]
+    if all(f is None for f in fits):
+        return rows
+    return [
+        (tuple(v if f is None or v is None else f(v) for v, f in zip(row, fits, strict=True)), d)
+        for row, d in rows
+    ]
+
+
+def _fitter(field: pa.Field, length: int | None, table: str) -> Any:
+    if pa.types.is_decimal(field.type):
+        precision, scale = field.type.precision, field.type.scale
+        quantum = Decimal(1).scaleb(-scale)
+
+        def fit_numeric(value: Any) -> Decimal:
+            rounded = Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP)
+            if rounded.adjusted() >= precision - scale:
+                raise EvalError(
+                    f'numeric field overflow in column "{field.name}" of "{table}": a field with '
+                    f"precision {precision}, scale {scale} must round to an absolute value less "
+                    f"than 10^{precision - scale}, not {value}",
+                    sqlstate="22003",
+                )
+            return rounded
+
+        return fit_numeric
+    if length is not None:
+
+        def fit_text(value: Any) -> Any:
+            if isinstance(value, str) and len(value) > length:
+                raise EvalError(
+                    f"value too long for type character varying({length}) in column "
+                    f'"{field.name}" of "{table}"',
+                    sqlstate="22001",
+                )
+            return value
+
+        return fit_text
+    return None
