@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from decimal import Decimal
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import click
