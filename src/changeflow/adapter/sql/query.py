@@ -34,6 +34,7 @@ from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupp
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute.optimize import optimize
 from changeflow.compute.types import BOOL, NULLTYPE
 from changeflow.errors import PlanError
 
@@ -42,7 +43,7 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
     """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
-    plan = resolve_unknown(out.plan)
+    plan = optimize(resolve_unknown(out.plan))
     return Query(
         plan,
         out.finishing or Finishing(),

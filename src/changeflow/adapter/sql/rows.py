@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlglot import exp
@@ -64,18 +64,21 @@ def resolve_unknown(plan: P.Plan) -> P.Plan:
     return P.Project(mapped, tuple(columns), tuple(c.name for c in plan.schema))
 
 
-def one_row(reduce: P.Plan) -> P.Plan:
+def one_row(reduce: P.Reduce) -> P.Plan:
     """An aggregate without GROUP BY, with SQL's one row over no input: count 0, others NULL.
 
-    ``reduce`` has a row if its input has rows; its row plus the defaults minus the defaults
-    once for its row is that row, and the defaults alone when it has none."""
-    schema = reduce.schema
-    defaults = tuple(0 if c.type == INT8 and not c.nullable else None for c in schema)
-    constant = P.Constant(((defaults, 1),), tuple(Column(c.name, c.type, True) for c in schema))
-    width = len(schema)
-    lits = tuple((f"d{i}", X.Lit(v, schema[i].type)) for i, v in enumerate(defaults))
-    present = P.Project(P.Map(reduce, lits), tuple(range(width, 2 * width)))
-    return P.Union((reduce, constant, P.Negate(present)))
+    The reduce runs over its input plus one row of NULLs, which every aggregate skips
+    (``count(*)`` becomes a count of a column that is NULL only there): it always has its one
+    group, and its input is read once."""
+    assert isinstance(reduce, P.Reduce) and not reduce.group_by
+    source = reduce.input
+    width = len(source.schema)
+    marked = P.Map(source, (("present", X.Lit(1, INT8)),))
+    nulls = tuple(Column(c.name, c.type, True) for c in marked.schema)
+    padded = P.Union((marked, P.Constant((((None,) * (width + 1), 1),), nulls)))
+    present = P.col(padded.schema, width)
+    aggs = tuple(replace(a, arg=present) if a.arg is None else a for a in reduce.aggregates)
+    return P.Reduce(padded, (), aggs, reduce.names)
 
 
 def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:

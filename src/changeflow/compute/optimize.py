@@ -1,0 +1,88 @@
+"""Plan rewrites that keep a plan's meaning and make its joins keyed.
+
+SQL's ``FROM a, b, c WHERE a.k = b.k AND b.j = c.j`` plans as cross joins under a filter; run as
+written, each join would hold the product of its inputs. :func:`optimize` rewrites, bottom up:
+
+- an inner join whose first input is an inner join becomes one n-way join (the inputs' columns
+  keep their positions, so equivalences and residuals carry over unchanged);
+- a filter directly over an inner join gives the join each predicate that equates two of its
+  columns (NULL equals nothing in both places), as an equivalence the join is keyed on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+
+
+def optimize(plan: P.Plan) -> P.Plan:
+    """``plan`` with its joins flattened and keyed (see the module docstring)."""
+    plan = _with_inputs(plan, tuple(optimize(p) for p in plan.inputs()))
+    if isinstance(plan, P.Join) and plan.kind == "inner":
+        return _flatten(plan)
+    if isinstance(plan, P.Filter) and _inner(plan.input):
+        return _push_equalities(plan)
+    return plan
+
+
+def _inner(plan: P.Plan) -> bool:
+    return isinstance(plan, P.Join) and plan.kind == "inner"
+
+
+def _with_inputs(plan: P.Plan, inputs: tuple[P.Plan, ...]) -> P.Plan:
+    if inputs == plan.inputs():
+        return plan
+    names = {f.name for f in fields(plan)}  # type: ignore[arg-type]
+    if "inputs_" in names:
+        return replace(plan, inputs_=inputs)  # type: ignore[type-var]
+    return replace(plan, input=inputs[0])  # type: ignore[type-var]
+
+
+def _flatten(join: P.Join) -> P.Join:
+    first = join.inputs_[0]
+    if not _inner(first):
+        return join
+    assert isinstance(first, P.Join)
+    residuals = [r for r in (first.residual, join.residual) if r is not None]
+    return P.Join(
+        (*first.inputs_, *join.inputs_[1:]),
+        _classes(first.equivalences + join.equivalences),
+        "inner",
+        residuals[0] if len(residuals) == 1 else X.And(tuple(residuals)) if residuals else None,
+    )
+
+
+def _push_equalities(flt: P.Filter) -> P.Plan:
+    join = flt.input
+    assert isinstance(join, P.Join)
+    pairs, rest = [], []
+    for p in flt.predicates:
+        if (
+            isinstance(p, X.Cmp)
+            and p.op == "="
+            and isinstance(p.a, X.Col)
+            and isinstance(p.b, X.Col)
+            and p.a.index != p.b.index
+            and X.comparable(p.a.type, p.b.type)
+        ):
+            pairs.append((p.a.index, p.b.index))
+        else:
+            rest.append(p)
+    if not pairs:
+        return flt
+    keyed = replace(join, equivalences=_classes(join.equivalences + tuple(pairs)))
+    return P.Filter(keyed, tuple(rest)) if rest else keyed
+
+
+def _classes(pairs: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """Equivalence classes merged where they share a column, each sorted."""
+    merged: list[set[int]] = []
+    for klass in pairs:
+        group = set(klass)
+        for other in [m for m in merged if m & group]:
+            group |= other
+            merged.remove(other)
+        merged.append(group)
+    return tuple(sorted(tuple(sorted(g)) for g in merged if len(g) > 1))
