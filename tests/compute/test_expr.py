@@ -28,6 +28,7 @@ from changeflow.compute.expr import (
     Not,
     NullIf,
     Or,
+    Raise,
     float_text,
     lit,
 )
@@ -142,6 +143,14 @@ def test_case_coalesce_nullif_in_like() -> None:
     assert Like(lit("abc"), lit("a_c")).eval(()) is True
     assert Like(lit("ABC"), lit("a%"), case_insensitive=True).eval(()) is True
     assert Like(lit("abc"), lit("b%")).eval(()) is False
+
+
+def test_raise_fails_only_where_evaluated() -> None:
+    check = Case(((Cmp(">", Col(0, INT8), lit(1)), Raise("too many", "21000")),), Col(1, INT4))
+    assert check.type == INT4 and check.eval((1, 7)) == 7
+    with pytest.raises(EvalError, match="too many") as e:
+        check.eval((2, 7))
+    assert e.value.sqlstate == "21000"
 
 
 def test_functions() -> None:

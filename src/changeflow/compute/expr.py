@@ -146,6 +146,23 @@ class MzNow(Expr):
         return "mz_now()"
 
 
+@dataclass(frozen=True)
+class Raise(Expr):
+    """An error when evaluated, of no type of its own (NULL-typed): with :class:`Case`, a
+    condition that fails the query (a scalar subquery that returns more than one row)."""
+
+    message: str
+    sqlstate: str = "XX000"
+    type: SqlType = field(init=False, default=NULLTYPE)
+    nullable: bool = field(init=False, default=True)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        raise EvalError(self.message, sqlstate=self.sqlstate)
+
+    def __str__(self) -> str:
+        return "error(" + repr(self.message) + ")"
+
+
 # -- arithmetic ------------------------------------------------------------------------------
 
 

@@ -135,6 +135,9 @@ class ExprCompiler:
             raise PlanError("mz_now() may appear only where a time is known (a view's filter)")
         return F.lit(self.now).cast("bigint")
 
+    def _raise(self, e: X.Raise) -> Column:
+        return fail(e.message, e.sqlstate)
+
     # -- arithmetic --------------------------------------------------------------------------
 
     def _arith(self, e: X.Arith) -> Column:

@@ -1,0 +1,266 @@
+"""INSERT, UPDATE and DELETE into plans over the table they change.
+
+Each returns the rows to add or retract as plans (collections); the adapter applies them.
+Values are assigned with PostgreSQL's assignment casts (numbers convert with rounding, anything
+converts to text, quoted literals are read as the column's type); NOT NULL is for the adapter to
+check on the rows (:func:`check_not_null`), as a plan cannot know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from changeflow.adapter.relations import Relation, Resolver
+from changeflow.adapter.sql.query import ONE_ROW, Planner, Rel, Stage, unify_columns
+from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal
+from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute.types import DATE, NULLTYPE, TEXT, TIMESTAMP, TIMESTAMPTZ, Column, Schema
+from changeflow.errors import EvalError, PlanError
+
+_STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
+
+
+@dataclass(frozen=True)
+class InsertPlan:
+    """Rows to insert into ``table`` (columns in the table's order); ``schema`` is the table's
+    (its nullable flags are the NOT NULL constraints to check)."""
+
+    table: str
+    rows: P.Plan
+    schema: Schema = ()
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    """Rows of ``table`` to retract."""
+
+    table: str
+    rows: P.Plan
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """Rows of ``table`` to retract (``old``) and to insert in their place (``new``)."""
+
+    table: str
+    old: P.Plan
+    new: P.Plan
+    schema: Schema = ()
+
+
+def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
+    """PostgreSQL's error (23502) if ``row`` has NULL in a NOT NULL column of ``table``."""
+    for value, c in zip(row, schema, strict=True):
+        if value is None and not c.nullable:
+            raise EvalError(
+                f'null value in column "{c.name}" of relation "{table}" violates not-null '
+                "constraint",
+                sqlstate="23502",
+            )
+
+
+def _target(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[exp.Table, Relation]:
+    table = node.this if isinstance(node, exp.Schema) else node
+    if not isinstance(table, exp.Table):
+        raise unsupported(f"{verb} into {type(table).__name__}", node)
+    name = ident(table.this)
+    relation = resolver.relation(name)
+    if relation.kind != "table":
+        raise PlanError(f'cannot {verb} {relation.kind} "{name}"', sqlstate="42809")
+    return table, relation
+
+
+def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
+    """``e`` as a value of ``column``, by PostgreSQL's assignment cast."""
+    target = column.type
+    if node is not None and is_string_literal(node):
+        return coerce_text(str(node.this), target)
+    source = e.type
+    if source == target:
+        return e
+    ok = (
+        source == NULLTYPE
+        or (source.numeric and target.numeric)
+        or target == TEXT
+        or (source in _STAMPS and target in _STAMPS)
+    )
+    if not ok:
+        raise PlanError(
+            f'column "{column.name}" is of type {target} but expression is of type {source}',
+            sqlstate="42804",
+            column=column.name,
+        )
+    return X.Cast(e, target)
+
+
+def _default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:
+    """A column's DEFAULT as an expression (NULL without one) and its SQL node."""
+    defaults = relation.defaults
+    text = defaults[index] if index < len(defaults) else None
+    if text is None:
+        return X.Lit(None), None
+    try:
+        node = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError as e:
+        raise PlanError(f"invalid DEFAULT {text!r}: {e}", sqlstate="42601") from None
+    return Scalars(Scope(), (), "DEFAULT")(node), node
+
+
+def _is_default(node: exp.Expression) -> bool:
+    """The DEFAULT keyword (a bare, unquoted ``default``)."""
+    if isinstance(node, exp.Var):
+        return node.name.upper() == "DEFAULT"
+    if isinstance(node, exp.Column) and not node.args.get("table"):
+        return not node.this.quoted and node.this.this.upper() == "DEFAULT"
+    return False
+
+
+def _columns(insert: exp.Insert, schema: Schema, table: str) -> list[int]:
+    target = insert.this
+    if not isinstance(target, exp.Schema):
+        return list(range(len(schema)))
+    names = [c.name for c in schema]
+    out: list[int] = []
+    for node in target.expressions:
+        name = ident(node)
+        if name not in names:
+            raise PlanError(
+                f'column "{name}" of relation "{table}" does not exist', sqlstate="42703"
+            )
+        if names.index(name) in out:
+            raise PlanError(f'column "{name}" specified more than once', sqlstate="42701")
+        out.append(names.index(name))
+    return out
+
+
+def _count_error(values: int, targets: int) -> None:
+    if values > targets:
+        raise PlanError("INSERT has more expressions than target columns", sqlstate="42601")
+    if values < targets:
+        raise PlanError("INSERT has more target columns than expressions", sqlstate="42601")
+
+
+def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
+    """``INSERT INTO t [(columns)] VALUES ... | query``."""
+    for key in ("returning", "conflict", "where"):
+        if insert.args.get(key):
+            raise unsupported(f"INSERT with {key.upper()}", insert)
+    table, relation = _target(insert.this, resolver, "insert into")
+    name = ident(table.this)
+    schema = relation.plan.schema
+    targets = _columns(insert, schema, name)
+    source = insert.expression
+    if isinstance(source, exp.Values):
+        rows = [_values_row(row, relation, targets) for row in source.expressions]
+        rows = unify_columns(rows, "VALUES")
+        plan = rows[0] if len(rows) == 1 else P.Union(tuple(rows))
+    else:
+        planner = Planner(resolver, False)
+        out = planner.query(source, None)
+        _count_error(len(out.names), len(targets))
+        plan = _fill(out.plan, relation, targets)
+    return InsertPlan(name, plan, schema)
+
+
+def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
+    schema = relation.plan.schema
+    items = row.expressions if isinstance(row, exp.Tuple) else [row]
+    _count_error(len(items), len(targets))
+    given = dict(zip(targets, items, strict=True))
+    sc = Scalars(Scope(), (), "VALUES")
+    exprs = []
+    for i, column in enumerate(schema):
+        node = given.get(i)
+        if node is None or _is_default(node):
+            e, node = _default(relation, i)
+        else:
+            e = sc(node)
+        exprs.append((column.name, assign(e, node, column)))
+    return P.Map(ONE_ROW, tuple(exprs))
+
+
+def _fill(rows: P.Plan, relation: Relation, targets: list[int]) -> P.Plan:
+    """The query's rows as the table's columns: given ones cast, missing ones defaulted."""
+    schema = relation.plan.schema
+    exprs = []
+    for i, column in enumerate(schema):
+        if i in targets:
+            j = targets.index(i)
+            e, node = P.col(rows.schema, j), None
+        else:
+            e, node = _default(relation, i)
+        exprs.append((column.name, assign(e, node, column)))
+    width = len(rows.schema)
+    mapped = P.Map(rows, tuple(exprs))
+    return P.Project(mapped, tuple(range(width, width + len(schema))))
+
+
+def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stage, Relation]:
+    """The target table's rows that match WHERE, as a stage for further expressions."""
+    table, relation = _target(node.this, resolver, verb)
+    planner = Planner(resolver, False)
+    planner.items.add(relation.name)
+    alias = table.args.get("alias")
+    qualifier = ident(alias.this) if alias is not None else ident(table.this)
+    fields = [Field(qualifier, c.name, i) for i, c in enumerate(relation.plan.schema)]
+    stage = Stage(planner, Rel(relation.plan, Scope(fields)), "WHERE")
+    where = node.args.get("where")
+    if where is not None:
+        stage.filter([where.this])
+    return stage, relation
+
+
+def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
+    """``DELETE FROM t [WHERE ...]``: the rows to retract."""
+    for key in ("using", "returning", "limit", "order"):
+        if delete.args.get(key):
+            raise unsupported(f"DELETE with {key.upper()}", delete)
+    stage, relation = _matching(delete, resolver, "delete from")
+    return DeletePlan(ident(delete.this.this), stage.rel.plan)
+
+
+def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
+    """``UPDATE t SET c = e, ... [WHERE ...]``: the matching rows and their new values."""
+    for key in ("from", "from_", "returning", "limit", "order"):
+        if update.args.get(key):
+            raise unsupported(f"UPDATE with {key.upper().rstrip('_')}", update)
+    stage, relation = _matching(update, resolver, "update")
+    schema = relation.plan.schema
+    old = stage.rel.plan
+    names = [c.name for c in schema]
+    sets: dict[int, exp.Expression] = {}
+    for assignment in update.expressions:
+        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
+            raise unsupported("this SET clause", assignment)
+        name = ident(assignment.this.this)
+        if name not in names:
+            table = ident(update.this.this)
+            raise PlanError(
+                f'column "{name}" of relation "{table}" does not exist', sqlstate="42703"
+            )
+        if names.index(name) in sets:
+            raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
+        sets[names.index(name)] = assignment.expression
+    stage.clause = "UPDATE SET"
+    stage.hoist(list(sets.values()))
+    sc = stage.scalars()
+    exprs = []
+    for i, column in enumerate(schema):
+        node = sets.get(i)
+        if node is None:
+            e: X.Expr = P.col(stage.rel.plan.schema, i)
+        elif _is_default(node):
+            e, node = _default(relation, i)
+        else:
+            e = sc(node)
+        exprs.append((column.name, assign(e, node, column)))
+    plan = stage.rel.plan
+    width = len(plan.schema)
+    new = P.Project(P.Map(plan, tuple(exprs)), tuple(range(width, width + len(schema))))
+    return UpdatePlan(ident(update.this.this), old, new, schema)

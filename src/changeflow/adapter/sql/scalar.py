@@ -1,0 +1,467 @@
+"""SQL scalar expressions (sqlglot trees) into compute expressions over a plan's columns.
+
+A :class:`Scalars` translates one clause's expressions over one input: columns by name through
+a :class:`~changeflow.adapter.sql.scope.Scope`, literals with PostgreSQL's types (a quoted
+literal next to a typed value takes that value's type), operators and functions through
+:mod:`changeflow.compute.expr` and :mod:`changeflow.compute.functions`. Subqueries and
+aggregates are planned elsewhere and arrive as ``replacements`` (or through ``hook``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.types import cast_target
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    NULLTYPE,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    Schema,
+    SqlType,
+)
+from changeflow.errors import EvalError, PlanError
+
+AGGREGATE_NODES: dict[type, str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.Avg: "avg",
+    exp.LogicalAnd: "bool_and",
+    exp.LogicalOr: "bool_or",
+    exp.GroupConcat: "string_agg",
+}
+SUBQUERY_NODES = (exp.Subquery, exp.Exists)
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_SIMPLE_FUNCS = {
+    exp.Lower: "lower",
+    exp.Upper: "upper",
+    exp.Length: "length",
+    exp.Reverse: "reverse",
+    exp.Abs: "abs",
+    exp.Floor: "floor",
+    exp.Ceil: "ceil",
+    exp.Sign: "sign",
+    exp.Sqrt: "sqrt",
+    exp.Ln: "ln",
+    exp.Exp: "exp",
+}
+STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    if type(node) in AGGREGATE_NODES:
+        return True
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() in ("every",)
+
+
+def is_string_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def is_mz_now(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "mz_now"
+
+
+def contains(node: exp.Expression, test: Callable[[exp.Expression], bool]) -> bool:
+    """Does ``node`` or a descendant pass ``test``, not looking into subqueries?"""
+    return any(test(n) for n in walk(node))
+
+
+def walk(node: exp.Expression) -> list[exp.Expression]:
+    """``node`` and its descendants, without entering a nested query."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if n is not node and isinstance(n, exp.Query):
+            continue
+        if isinstance(n, exp.In) and n.args.get("query") is not None:
+            todo.append(n.this)
+            continue
+        if isinstance(n, SUBQUERY_NODES) and n is not node:
+            continue
+        todo.extend(n.iter_expressions())
+    return out
+
+
+def literal_value(node: exp.Literal) -> X.Lit:
+    """A literal with PostgreSQL's type: integer, bigint, numeric or text."""
+    text = str(node.this)
+    if node.is_string:
+        return X.Lit(text, TEXT)
+    try:
+        if text.isdigit():
+            value = int(text)
+            return X.lit(value) if value < 2**63 else X.Lit(Decimal(text), NUMERIC)
+        number = Decimal(text)
+    except ArithmeticError:
+        raise PlanError(f"invalid number {text!r}", sqlstate="22P02") from None
+    if "e" in text.lower():
+        number = Decimal(format(number, "f"))
+    return X.Lit(number, NUMERIC)
+
+
+def coerce_text(value: str, kind: SqlType) -> X.Lit:
+    """A quoted literal read as a value of ``kind`` (PostgreSQL's unknown-type literal)."""
+    try:
+        return X.Lit(X.from_text(value, kind), kind)
+    except EvalError as e:
+        raise PlanError(e.message, sqlstate=e.fields.get("sqlstate", "22P02")) from None
+
+
+@dataclass
+class Scalars:
+    """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
+    whose named columns are ``scope``."""
+
+    scope: Scope
+    schema: Schema
+    clause: str
+    replacements: dict[int, X.Expr] = field(default_factory=dict)
+    hook: Callable[[exp.Expression], X.Expr | None] | None = None
+    allow_now: bool = False
+
+    def __call__(self, node: exp.Expression) -> X.Expr:
+        """``node`` as a compute expression; type errors say in which clause."""
+        try:
+            return self.expr(node)
+        except PlanError as e:
+            if "clause" in e.fields:
+                raise
+            fields = {**e.fields, "clause": self.clause}
+            raise PlanError(
+                f"{e.message} (in {self.clause}: {node.sql(dialect='postgres')})", **fields
+            ) from None
+
+    def expr(self, node: exp.Expression) -> X.Expr:
+        if id(node) in self.replacements:
+            return self.replacements[id(node)]
+        if self.hook is not None:
+            found = self.hook(node)
+            if found is not None:
+                return found
+        method = getattr(self, "_" + type(node).__name__.lower(), None)
+        if method is not None:
+            return method(node)
+        if type(node) in _ARITH:
+            return self._arith(node)
+        if type(node) in _CMP:
+            return self._cmp(_CMP[type(node)], node.this, node.expression)
+        if type(node) in _SIMPLE_FUNCS:
+            return self.func(_SIMPLE_FUNCS[type(node)], [node.this])
+        if is_aggregate(node):
+            raise PlanError(
+                f"aggregate functions are not allowed in {self.clause}", sqlstate="42803"
+            )
+        raise unsupported(f"{type(node).__name__} in {self.clause}", node)
+
+    # -- leaves ------------------------------------------------------------------------------
+
+    def column(self, index: int, name: str = "") -> X.Col:
+        c = self.schema[index]
+        return X.Col(index, c.type, c.nullable, name or c.name)
+
+    def _column(self, node: exp.Column) -> X.Expr:
+        if isinstance(node.this, exp.Star):
+            raise unsupported(f"* in {self.clause}", node)
+        f = self.scope.resolve(node)
+        return self.column(f.index, f.name)
+
+    def _literal(self, node: exp.Literal) -> X.Expr:
+        return literal_value(node)
+
+    def _null(self, node: exp.Null) -> X.Expr:
+        return X.Lit(None)
+
+    def _boolean(self, node: exp.Boolean) -> X.Expr:
+        return X.Lit(bool(node.this), BOOL)
+
+    def _paren(self, node: exp.Paren) -> X.Expr:
+        return self.expr(node.this)
+
+    def _star(self, node: exp.Star) -> X.Expr:
+        raise unsupported(f"* in {self.clause}", node)
+
+    def _anonymous(self, node: exp.Anonymous) -> X.Expr:
+        name = str(node.this).lower()
+        if name == "mz_now":
+            if node.expressions:
+                raise PlanError("mz_now() takes no arguments", sqlstate="42883")
+            if not self.allow_now:
+                raise PlanError(
+                    f"mz_now() is not allowed in {self.clause}: it may appear only in WHERE "
+                    "or HAVING, compared with an expression",
+                    sqlstate="0A000",
+                )
+            return X.MzNow()
+        if name == "every":
+            raise PlanError(
+                f"aggregate functions are not allowed in {self.clause}", sqlstate="42803"
+            )
+        return self.func(name, list(node.expressions))
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def pair(self, a: exp.Expression, b: exp.Expression) -> tuple[X.Expr, X.Expr]:
+        """Both operands; a quoted literal takes the other side's type."""
+        ea, eb = self.expr(a), self.expr(b)
+        if is_string_literal(a) and eb.type not in (TEXT, NULLTYPE):
+            ea = self.retype(str(a.this), eb)
+        if is_string_literal(b) and ea.type not in (TEXT, NULLTYPE):
+            eb = self.retype(str(b.this), ea)
+        return ea, eb
+
+    def retype(self, text: str, other: X.Expr) -> X.Lit:
+        kind = TIMESTAMPTZ if isinstance(other, X.MzNow) else other.type
+        value = coerce_text(text, kind)
+        if isinstance(other, X.MzNow):
+            return X.Lit(int(value.value.timestamp() * 1000), other.type)
+        return value
+
+    def _arith(self, node: exp.Expression) -> X.Expr:
+        a, b = self.pair(node.this, node.expression)
+        return X.Arith(_ARITH[type(node)], a, b)
+
+    def _neg(self, node: exp.Neg) -> X.Expr:
+        inner = node.this
+        if isinstance(inner, exp.Literal) and not inner.is_string:
+            value = literal_value(inner).value
+            return X.lit(-value) if isinstance(value, int) else X.Lit(-value, NUMERIC)
+        return X.Neg(self.expr(inner))
+
+    def _cmp(self, op: str, a: exp.Expression, b: exp.Expression) -> X.Expr:
+        ea, eb = self.pair(a, b)
+        if isinstance(ea, X.MzNow) and eb.type in STAMPS:
+            eb = Func("epoch_ms", (eb,))
+        if isinstance(eb, X.MzNow) and ea.type in STAMPS:
+            ea = Func("epoch_ms", (ea,))
+        return X.Cmp(op, ea, eb)
+
+    def _nullsafeeq(self, node: exp.NullSafeEQ) -> X.Expr:
+        a, b = self.pair(node.this, node.expression)
+        both_null = X.And((X.IsNull(a), X.IsNull(b)))
+        return X.Coalesce((X.Cmp("=", a, b), both_null))
+
+    def _nullsafeneq(self, node: exp.NullSafeNEQ) -> X.Expr:
+        a, b = self.pair(node.this, node.expression)
+        both_null = X.And((X.IsNull(a), X.IsNull(b)))
+        return X.Not(X.Coalesce((X.Cmp("=", a, b), both_null)))
+
+    def _and(self, node: exp.And) -> X.Expr:
+        return X.And((self.expr(node.this), self.expr(node.expression)))
+
+    def _or(self, node: exp.Or) -> X.Expr:
+        return X.Or((self.expr(node.this), self.expr(node.expression)))
+
+    def _not(self, node: exp.Not) -> X.Expr:
+        inner = node.this
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            return X.IsNull(self.expr(inner.this), negated=True)
+        return X.Not(self.expr(inner))
+
+    def _is(self, node: exp.Is) -> X.Expr:
+        a = self.expr(node.this)
+        target = node.expression
+        negated = bool(node.args.get("negate"))
+        if isinstance(target, exp.Null):
+            return X.IsNull(a, negated=negated)
+        if isinstance(target, exp.Boolean):
+            cond = a if target.this else X.Not(a)
+            out = X.Case(((cond, X.Lit(True, BOOL)),), X.Lit(False, BOOL))
+            return X.Not(out) if negated else out
+        raise unsupported("IS with this operand", node)
+
+    def _between(self, node: exp.Between) -> X.Expr:
+        if node.args.get("symmetric"):
+            raise unsupported("BETWEEN SYMMETRIC", node)
+        lo = self._cmp(">=", node.this, node.args["low"])
+        hi = self._cmp("<=", node.this, node.args["high"])
+        return X.And((lo, hi))
+
+    def _in(self, node: exp.In) -> X.Expr:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise unsupported(f"a subquery in {self.clause}", node)
+        a = self.expr(node.this)
+        items = []
+        for item in node.expressions:
+            e = self.expr(item)
+            if is_string_literal(item) and a.type not in (TEXT, NULLTYPE):
+                e = coerce_text(str(item.this), a.type)
+            items.append(e)
+        return X.InList(a, tuple(items))
+
+    def _like(self, node: exp.Expression, case_insensitive: bool = False) -> X.Expr:
+        if node.args.get("escape") is not None:
+            raise unsupported("LIKE ... ESCAPE", node)
+        negated = bool(node.args.get("negate"))
+        a, p = self.expr(node.this), self.expr(node.expression)
+        return X.Like(a, p, negated=negated, case_insensitive=case_insensitive)
+
+    def _ilike(self, node: exp.ILike) -> X.Expr:
+        return self._like(node, case_insensitive=True)
+
+    def _escape(self, node: exp.Escape) -> X.Expr:
+        raise unsupported("LIKE ... ESCAPE", node)
+
+    def _dpipe(self, node: exp.DPipe) -> X.Expr:
+        a, b = self.expr(node.this), self.expr(node.expression)
+        texts = tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in (a, b))
+        return Func("textcat", texts)
+
+    # -- conditionals ------------------------------------------------------------------------
+
+    def unify(self, nodes: list[exp.Expression]) -> list[X.Expr]:
+        """Branches of CASE or COALESCE; quoted literals take the other branches' type."""
+        exprs = [self.expr(n) for n in nodes]
+        typed = [e for n, e in zip(nodes, exprs, strict=True) if not is_string_literal(n)]
+        try:
+            kind = X.common_type(tuple(typed), "CASE")
+        except PlanError:
+            return exprs
+        if kind in (TEXT, NULLTYPE):
+            return exprs
+        return [
+            coerce_text(str(n.this), kind) if is_string_literal(n) else e
+            for n, e in zip(nodes, exprs, strict=True)
+        ]
+
+    def _case(self, node: exp.Case) -> X.Expr:
+        subject = node.this
+        ifs = node.args.get("ifs") or []
+        default = node.args.get("default")
+        results = self.unify([i.args["true"] for i in ifs] + ([default] if default else []))
+        whens = []
+        for i, result in zip(ifs, results, strict=False):
+            cond = self._cmp("=", subject, i.this) if subject is not None else self.expr(i.this)
+            whens.append((cond, result))
+        otherwise = results[-1] if default is not None else X.Lit(None)
+        return X.Case(tuple(whens), otherwise)
+
+    def _if(self, node: exp.If) -> X.Expr:
+        results = self.unify([node.args["true"]] + [node.args.get("false") or exp.Null()])
+        return X.Case(((self.expr(node.this), results[0]),), results[1])
+
+    def _coalesce(self, node: exp.Coalesce) -> X.Expr:
+        return X.Coalesce(tuple(self.unify([node.this, *node.expressions])))
+
+    def _nullif(self, node: exp.Nullif) -> X.Expr:
+        a, b = self.pair(node.this, node.expression)
+        return X.NullIf(a, b)
+
+    def _cast(self, node: exp.Cast) -> X.Expr:
+        kind, scale = cast_target(node.to)
+        inner = node.this
+        if is_string_literal(inner):
+            value: X.Expr = coerce_text(str(inner.this), kind)
+        else:
+            value = self.expr(inner)
+            if value.type != kind:
+                value = X.Cast(value, kind)
+        if scale is not None:
+            value = Func("round", (value, X.lit(scale)))
+        return value
+
+    def _trycast(self, node: exp.TryCast) -> X.Expr:
+        return self._cast(node)
+
+    def _interval(self, node: exp.Interval) -> X.Expr:
+        raise unsupported("the interval type", node)
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
+        return Func(name, tuple(self.expr(a) for a in args))
+
+    def _substring(self, node: exp.Substring) -> X.Expr:
+        args = [node.this, node.args.get("start") or exp.Literal.number(1)]
+        if node.args.get("length") is not None:
+            args.append(node.args["length"])
+        return self.func("substring", args)
+
+    def _trim(self, node: exp.Trim) -> X.Expr:
+        position = str(node.args.get("position") or "BOTH").upper()
+        name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "btrim")
+        chars = node.args.get("expression")
+        return self.func(name, [node.this] + ([chars] if chars is not None else []))
+
+    def _replace(self, node: exp.Replace) -> X.Expr:
+        return self.func("replace", [node.this, node.expression, node.args["replacement"]])
+
+    def _strposition(self, node: exp.StrPosition) -> X.Expr:
+        return self.func("strpos", [node.this, node.args["substr"]])
+
+    def _left(self, node: exp.Left) -> X.Expr:
+        return self.func("left", [node.this, node.expression])
+
+    def _right(self, node: exp.Right) -> X.Expr:
+        return self.func("right", [node.this, node.expression])
+
+    def _startswith(self, node: exp.StartsWith) -> X.Expr:
+        return self.func("starts_with", [node.this, node.expression])
+
+    def _repeat(self, node: exp.Repeat) -> X.Expr:
+        return self.func("repeat", [node.this, node.args["times"]])
+
+    def _concat(self, node: exp.Concat) -> X.Expr:
+        return self.func("concat", list(node.expressions))
+
+    def _round(self, node: exp.Round) -> X.Expr:
+        places = node.args.get("decimals")
+        return self.func("round", [node.this] + ([places] if places is not None else []))
+
+    def _trunc(self, node: exp.Expression) -> X.Expr:
+        places = node.args.get("decimals") or node.args.get("expression")
+        return self.func("trunc", [node.this] + ([places] if places is not None else []))
+
+    def _pow(self, node: exp.Pow) -> X.Expr:
+        return self.func("power", [node.this, node.expression])
+
+    def _greatest(self, node: exp.Greatest) -> X.Expr:
+        return Func("greatest", tuple(self.unify([node.this, *node.expressions])))
+
+    def _least(self, node: exp.Least) -> X.Expr:
+        return Func("least", tuple(self.unify([node.this, *node.expressions])))
+
+    def _extract(self, node: exp.Extract) -> X.Expr:
+        unit = node.this
+        name = ident(unit) if isinstance(unit, exp.Var | exp.Identifier) else None
+        part = X.Lit(name, TEXT) if name else self.expr(unit)
+        return Func("extract", (part, self.expr(node.expression)))
+
+    def _timestamptrunc(self, node: exp.TimestampTrunc) -> X.Expr:
+        unit = node.args.get("unit")
+        text = unit.name.lower() if isinstance(unit, exp.Var) else None
+        part = X.Lit(text, TEXT) if text else self.expr(unit)
+        return Func("date_trunc", (part, self.expr(node.this)))
+
+    def _datetrunc(self, node: exp.Expression) -> X.Expr:
+        return self._timestamptrunc(node)  # type: ignore[arg-type]
+
+    def _unixtotime(self, node: exp.UnixToTime) -> X.Expr:
+        return self.func("to_timestamp", [node.this])
+
+    def _window(self, node: exp.Window) -> X.Expr:
+        raise unsupported("window functions", node)
+
+    def _currenttimestamp(self, node: exp.Expression) -> X.Expr:
+        raise unsupported("now() (use mz_now())", node)
+
+    def _subquery(self, node: exp.Subquery) -> X.Expr:
+        raise unsupported(f"a subquery in {self.clause}", node)
+
+    def _exists(self, node: exp.Exists) -> X.Expr:
+        raise unsupported(f"a subquery in {self.clause}", node)

@@ -1,0 +1,102 @@
+"""Names in a query: identifiers folded as PostgreSQL folds them, and the columns a FROM clause
+makes visible (:class:`Scope`), resolved with PostgreSQL's errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from changeflow.errors import PlanError
+
+
+def ident(node: exp.Expression | str | None) -> str:
+    """An identifier's name: lower case unless it was quoted."""
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        return node.lower()
+    if isinstance(node, exp.Identifier):
+        return node.this if node.quoted else node.this.lower()
+    return ident(node.this) if isinstance(node.this, exp.Identifier) else node.name.lower()
+
+
+def unsupported(what: str, node: exp.Expression | None = None) -> PlanError:
+    """A PlanError (0A000) for SQL this planner does not support, quoting the fragment."""
+    shown = f": {node.sql(dialect='postgres')}" if node is not None else ""
+    return PlanError(f"{what} is not supported{shown}", sqlstate="0A000")
+
+
+def correlated() -> PlanError:
+    return PlanError("correlated subqueries of this form are not supported", sqlstate="0A000")
+
+
+@dataclass(frozen=True)
+class Field:
+    """A column a query can name: ``table.name`` at plan position ``index``; ``star``: shown by
+    an unqualified ``*``; ``bare``: reachable without its table name (USING hides the sides'
+    copies of a merged column behind the merged one)."""
+
+    table: str | None
+    name: str
+    index: int
+    star: bool = True
+    bare: bool = True
+
+
+@dataclass
+class Scope:
+    """The columns visible at one level of a query; ``outer`` is the enclosing query's scope
+    (a reference into it is a correlation)."""
+
+    fields: list[Field] = field(default_factory=list)
+    outer: Scope | None = None
+
+    @property
+    def tables(self) -> set[str]:
+        return {f.table for f in self.fields if f.table is not None}
+
+    def find(self, name: str, table: str | None) -> list[Field]:
+        """The fields ``table.name`` (or a bare ``name``) names here, without looking out."""
+        if table is None:
+            return [f for f in self.fields if f.bare and f.name == name]
+        return [f for f in self.fields if f.table == table and f.name == name]
+
+    def resolve(self, column: exp.Column) -> Field:
+        """The field a column reference names, or PostgreSQL's error for it."""
+        name, table = ident(column.this), ident(column.args.get("table")) or None
+        shown = f"{table}.{name}" if table else name
+        found = self.find(name, table)
+        if len(found) > 1:
+            raise PlanError(f'column reference "{shown}" is ambiguous', sqlstate="42702")
+        if found:
+            return found[0]
+        if self.outer is not None and self.outer.knows(name, table):
+            raise correlated()
+        if table is not None and table not in self.tables:
+            raise PlanError(
+                f'missing FROM-clause entry for table "{table}"', sqlstate="42P01", column=shown
+            )
+        searched = ", ".join(sorted(self.tables))
+        where = f" (searched: {searched})" if searched else ""
+        raise PlanError(f'column "{shown}" does not exist{where}', sqlstate="42703")
+
+    def knows(self, name: str, table: str | None) -> bool:
+        """Does this scope or an enclosing one have a field ``table.name``?"""
+        if self.find(name, table):
+            return True
+        return self.outer is not None and self.outer.knows(name, table)
+
+    def star(self, table: str | None) -> list[Field]:
+        """The fields ``*`` (or ``table.*``) expands to, in order."""
+        if table is None:
+            return [f for f in self.fields if f.star]
+        found = [f for f in self.fields if f.table == table]
+        if not found and table not in self.tables:
+            raise PlanError(f'missing FROM-clause entry for table "{table}"', sqlstate="42P01")
+        return found
+
+    def shifted(self, offset: int) -> Scope:
+        """The same fields, ``offset`` positions further right (the right side of a join)."""
+        fields = [Field(f.table, f.name, f.index + offset, f.star, f.bare) for f in self.fields]
+        return Scope(fields, self.outer)

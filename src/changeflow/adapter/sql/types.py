@@ -1,0 +1,95 @@
+"""SQL type names (sqlglot ``DataType`` nodes) into compute types and Arrow storage types."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
+from changeflow.errors import PlanError
+
+T = exp.DataType.Type
+
+_SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
+    T.BOOLEAN: (BOOL, pa.bool_()),
+    T.SMALLINT: (INT2, pa.int16()),
+    T.INT: (INT4, pa.int32()),
+    T.BIGINT: (INT8, pa.int64()),
+    T.FLOAT: (FLOAT8, pa.float32()),
+    T.DOUBLE: (FLOAT8, pa.float64()),
+    T.TEXT: (TEXT, pa.string()),
+    T.VARCHAR: (TEXT, pa.string()),
+    T.CHAR: (TEXT, pa.string()),
+    T.BPCHAR: (TEXT, pa.string()),
+    T.DATE: (DATE, pa.date32()),
+    T.TIMESTAMP: (TIMESTAMP, pa.timestamp("us")),
+    T.TIMESTAMPTZ: (TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
+}
+
+
+def _params(dt: exp.DataType) -> list[int]:
+    out = []
+    for p in dt.expressions:
+        node = p.this if isinstance(p, exp.DataTypeParam) else p
+        try:
+            out.append(int(node.name))
+        except (ValueError, AttributeError):
+            shown = dt.sql("postgres")
+            raise PlanError(f"invalid type modifier in {shown}", sqlstate="22023") from None
+    return out
+
+
+def type_name(dt: exp.DataType) -> str:
+    return dt.sql(dialect="postgres").lower()
+
+
+def _unknown(dt: exp.DataType) -> PlanError:
+    return PlanError(f'type "{type_name(dt)}" does not exist', sqlstate="42704")
+
+
+def _decimal(dt: exp.DataType) -> tuple[int, int] | None:
+    """numeric's (precision, scale), None without them."""
+    params = _params(dt)
+    if not params:
+        return None
+    precision, scale = params[0], params[1] if len(params) > 1 else 0
+    if not 1 <= precision <= 38:
+        raise PlanError(
+            f"NUMERIC precision {precision} must be between 1 and 38 here", sqlstate="22023"
+        )
+    if not 0 <= scale <= precision:
+        raise PlanError(
+            f"NUMERIC scale {scale} must be between 0 and precision {precision}", sqlstate="22023"
+        )
+    return precision, scale
+
+
+def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
+    """A column's SQL type and Arrow storage type (CREATE TABLE); 42704 for an unknown type."""
+    if dt.this in _SIMPLE:
+        return _SIMPLE[dt.this]
+    if dt.this == T.DECIMAL:
+        found = _decimal(dt)
+        precision, scale = found if found is not None else (38, 10)
+        return NUMERIC, pa.decimal128(precision, scale)
+    raise _unknown(dt)
+
+
+def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
+    """The type of ``CAST(x AS dt)`` and, for ``numeric(p, s)``, the scale it rounds to."""
+    if dt.this == T.DECIMAL:
+        found = _decimal(dt)
+        return NUMERIC, None if found is None else found[1]
+    return column_type(dt)[0], None
