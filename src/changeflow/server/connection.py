@@ -579,19 +579,21 @@ class ClientConnection:
     def copy_out(self, copy: C.Copy, columns: Schema, rows: Iterator[Any]) -> str:
         binary = copy.format == "binary"
         self.wire.send(*W.copy_out_response(1 if binary else 0, len(columns)))
-        head = copy_header(copy, columns)
-        if head:
+        head = copy_header(copy, columns)  # binary: sent with the first row, as PostgreSQL does
+        if head and not binary:
             self.wire.send(b"d", head)
+            head = b""
         n = 0
         for row in rows:
             if row is FLUSH:
                 self.wire.flush()
                 continue
-            self.wire.send(b"d", copy_line(copy, columns, row))
+            self.wire.send(b"d", head + copy_line(copy, columns, row))
+            head = b""
             n += 1
         tail = copy_trailer(copy)
         if tail:
-            self.wire.send(b"d", tail)
+            self.wire.send(b"d", head + tail)
         self.wire.send(b"c")
         return f"COPY {n}"
 

@@ -47,7 +47,7 @@ def copy_line(copy: Copy, columns: Schema, row: tuple[Any, ...]) -> bytes:
 def _line(copy: Copy, values: list[str | None]) -> str:
     if copy.format == "csv":
         return copy.delimiter.join(_csv_field(copy, v) for v in values) + "\n"
-    escapes = {**_ESCAPES, copy.delimiter: "\\" + copy.delimiter}
+    escapes = {copy.delimiter: "\\" + copy.delimiter, **_ESCAPES}
     return (
         copy.delimiter.join(
             copy.null if v is None else "".join(escapes.get(ch, ch) for ch in v) for v in values
