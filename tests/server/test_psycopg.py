@@ -111,7 +111,8 @@ def test_binary_parameters_decoded_by_declared_type(
     conn.cursor().execute(f"INSERT INTO {table_name} VALUES (%b, %b, %b, %b)", params)
     assert conn.execute(f"SELECT * FROM {table_name}").fetchone() == params
     got = conn.cursor().execute(
-        f"SELECT t FROM {table_name} WHERE f = %s AND n = %s", (2.75, Decimal("-1234.5678")),
+        f"SELECT t FROM {table_name} WHERE f = %s AND n = %s",
+        (2.75, Decimal("-1234.5678")),
         binary=True,
     )
     assert got.fetchall() == [("x'y",)]
@@ -246,9 +247,10 @@ def test_copy_subscribe_to_stdout(server, table_name: str) -> None:
             pass
 
         rows = []
-        with pytest.raises(Enough), c.cursor().copy(
-            f"COPY (SUBSCRIBE {table_name}) TO STDOUT"
-        ) as copy:
+        with (
+            pytest.raises(Enough),
+            c.cursor().copy(f"COPY (SUBSCRIBE {table_name}) TO STDOUT") as copy,
+        ):
             for row in copy.rows():
                 rows.append(row)
                 if len(rows) == 1:
@@ -277,7 +279,7 @@ def test_copy_query_formats_and_copy_in(conn: psycopg.Connection, table_name: st
     with cur.copy(f"COPY {order} TO STDOUT") as copy:
         assert b"".join(copy) == b"1\ttab\\there\t1.5\n2\t\\N\t\\N\n"
     with cur.copy(f"COPY {order} TO STDOUT WITH (FORMAT csv, HEADER)") as copy:
-        assert b"".join(copy) == b'k,v,f\n1,tab\there,1.5\n2,,\n'
+        assert b"".join(copy) == b"k,v,f\n1,tab\there,1.5\n2,,\n"
     with cur.copy(f"COPY {order} TO STDOUT (FORMAT binary)") as copy:
         copy.set_types(["int4", "text", "float8"])
         assert list(copy.rows()) == [(1, "tab\there", 1.5), (2, None, None)]
