@@ -15,6 +15,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+if str(Path(__file__).parent) not in sys.path:  # --import-mode=importlib leaves sys.path alone
+    sys.path.insert(0, str(Path(__file__).parent))
+
 
 @dataclass
 class Served:
