@@ -180,13 +180,17 @@ def row_description(fields: Sequence[tuple[str, int, int, int]]) -> tuple[bytes,
     return b"T", bytes(body)
 
 
+_NULL = struct.pack("!i", -1)
+_INT32 = struct.Struct("!i").pack
+
+
 def data_row(values: Sequence[bytes | None]) -> tuple[bytes, bytes]:
     parts = [int16(len(values))]
     for v in values:
         if v is None:
-            parts.append(int32(-1))
+            parts.append(_NULL)
         else:
-            parts.append(int32(len(v)))
+            parts.append(_INT32(len(v)))
             parts.append(v)
     return b"D", b"".join(parts)
 

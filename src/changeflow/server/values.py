@@ -191,6 +191,10 @@ def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
     """The function that puts a value of type ``t`` on the wire in format ``fmt`` (0 text,
     1 binary)."""
     if fmt == 0:
+        if t.name in ("smallint", "integer", "bigint"):
+            return lambda v: None if v is None else str(v).encode()
+        if t.name == "text":
+            return lambda v: None if v is None else v.encode("utf-8")
         return encode_text
     binary = BINARY.get(t.name, BINARY["text"])
     return lambda v: None if v is None else binary(v)
