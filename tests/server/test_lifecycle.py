@@ -1,0 +1,57 @@
+"""Stopping: SIGTERM ends the server cleanly (exit 0) while clients are connected, one of them
+waiting in a FETCH; a restart on the same home has every acknowledged write."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+
+def test_sigterm_stops_cleanly_and_restart_keeps_acknowledged_writes(start_server) -> None:
+    server = start_server()
+    acknowledged = 0
+    with server.connect() as c:
+        c.execute("CREATE TABLE kept (a int NOT NULL, b text)")
+        c.execute("CREATE MATERIALIZED VIEW kept_count AS SELECT count(*) AS n FROM kept")
+        for i in range(30):
+            c.execute("INSERT INTO kept VALUES (%s, %s)", (i, f"row {i}"))
+            acknowledged += 1
+        with c.transaction():
+            for i in range(30, 40):
+                c.execute("INSERT INTO kept VALUES (%s, %s)", (i, f"row {i}"))
+        acknowledged += 10
+    idle = server.connect()
+    waiting = server.connect()
+    waiting.execute("BEGIN")
+    waiting.execute("DECLARE w CURSOR FOR SUBSCRIBE (SELECT * FROM kept WHERE a < 0)")
+    outcome: list[BaseException | None] = []
+
+    def fetch() -> None:
+        try:
+            waiting.execute("FETCH ALL w")
+            outcome.append(None)
+        except psycopg.Error as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=fetch)
+    thread.start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - start < 30
+    thread.join(10)
+    assert outcome and isinstance(outcome[0], psycopg.OperationalError)
+    with pytest.raises(psycopg.OperationalError):
+        idle.execute("SELECT 1")
+    idle.close()
+    waiting.close()
+    assert "Traceback" not in server.stderr()
+
+    again = start_server(home=server.home)
+    with again.connect() as c:
+        assert c.execute("SELECT count(*), min(a), max(a) FROM kept").fetchone() == (40, 0, 39)
+        assert c.execute("SELECT n FROM kept_count").fetchone() == (acknowledged,)
+    assert again.stop() == 0
