@@ -225,6 +225,7 @@ def test_demo_recovers_the_exact_collection(spark, tmp_path: Path, monkeypatch) 
     assert dict.fromkeys(rows, 1) == read(history, SMALL["ticks"])
     assert json.loads(checkpoint)["frontier"] == []  # kept by the SQLite driver with its data
     assert runs[0].transactions > 0 and runs[0].frontier == Antichain()
+    assert (tmp_path / "sql-demo" / "revenue.sqlite").is_file()  # the SQL half ran and agreed
     written = files_of(tmp_path / "demo")
 
     def generate(*args: Any) -> None:

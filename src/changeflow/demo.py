@@ -194,10 +194,16 @@ def run_demo(
             and upper == Antichain()
             and remembered.files == _digests(config.home / "demo")
         ):
-            return _rerun(console, storage, config, remembered)
-        return _run(console, storage, config, run, stop_after_appends)
+            exact = _rerun(console, storage, config, remembered)
+        else:
+            exact = _run(console, storage, config, run, stop_after_appends)
     finally:
         storage.close()
+    if stop_after_appends is not None:
+        return exact
+    from changeflow.demo_sql import run_sql_demo
+
+    return run_sql_demo(config, console) and exact
 
 
 @dataclass(frozen=True)

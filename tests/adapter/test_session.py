@@ -11,6 +11,7 @@ import pytest
 import changeflow
 from changeflow.adapter.connection import (
     Connection,
+    DatabaseError,
     IntegrityError,
     NotSupportedError,
     OperationalError,
@@ -34,7 +35,7 @@ def rows(conn: Connection, sql: str, params=None) -> list[tuple]:
     return conn.execute(sql, params).fetchall()
 
 
-def error(conn: Connection, sql: str, kind=ProgrammingError) -> Exception:
+def error(conn: Connection, sql: str, kind=DatabaseError) -> Exception:
     with pytest.raises(kind) as caught:
         conn.execute(sql)
     return caught.value
@@ -49,7 +50,11 @@ def test_table_round_trip(conn: Connection) -> None:
     cur.execute("INSERT INTO t (id, name) VALUES (%s, %s)", (3, "it's"))
     cur.execute("SELECT id, name, price FROM t ORDER BY id")
     assert [d[0] for d in cur.description] == ["id", "name", "price"]
-    assert cur.fetchall() == [(1, "a", Decimal("2.25")), (2, "b", None), (3, "it's", Decimal("1.5"))]
+    assert cur.fetchall() == [
+        (1, "a", Decimal("2.25")),
+        (2, "b", None),
+        (3, "it's", Decimal("1.5")),
+    ]
     cur.execute("UPDATE t SET name = upper(name) WHERE id < 3")
     assert cur.statusmessage == "UPDATE 2"
     cur.execute("DELETE FROM t WHERE id = 2")
@@ -94,13 +99,15 @@ def test_views_indexes_and_materialized_views_agree(conn: Connection) -> None:
     assert rows(conn, "SHOW INDEXES") == [("by_region_idx", "by_region", "region")]
     assert rows(conn, "SHOW VIEWS") == [("by_region",)]
     assert rows(conn, "SHOW TABLES") == [("customers",), ("orders",)]
-    (name, sql), = rows(conn, "SHOW CREATE VIEW by_region")
+    ((name, sql),) = rows(conn, "SHOW CREATE VIEW by_region")
     assert name == "by_region" and sql.startswith("CREATE VIEW by_region AS SELECT")
     assert rows(conn, "SHOW COLUMNS FROM orders") == [
-        ("id", "false", "integer"), ("customer", "true", "text"), ("amount", "true", "integer")
+        ("id", "false", "integer"),
+        ("customer", "true", "text"),
+        ("amount", "true", "integer"),
     ]
     plan = rows(conn, "EXPLAIN SELECT * FROM by_region_mv")
-    assert any("Get" in line for line, in plan)
+    assert any("Get" in line for (line,) in plan)
 
 
 def test_drop_refuses_to_orphan_and_cascades(conn: Connection) -> None:
@@ -274,8 +281,9 @@ def test_a_second_process_sees_acknowledged_writes(tmp_path: Path) -> None:
         "c.close()\n"
     )
     for i in range(3):
-        out = subprocess.run([sys.executable, "-c", script, str(i)], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(i)], capture_output=True, text=True, check=True
+        )
         assert out.stdout.strip() == str(i + 1)
     with open_home(home) as c:
         assert sorted(rows(c, "SELECT a FROM t")) == [(0,), (1,), (2,)]
@@ -285,3 +293,83 @@ def test_connect_default_config(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with changeflow.connect(host_seconds=0) as c:
         assert c.env.config.home == Config.load().home
+
+
+def test_concurrent_sessions_commit_in_groups(tmp_path: Path) -> None:
+    """Sessions of one process share the write log through group commit: every acknowledged
+    insert is there once, and all of them may share log entries."""
+    import threading
+
+    from changeflow.adapter.session import Session
+
+    with open_home(tmp_path / "h") as conn:
+        conn.execute("CREATE TABLE t (worker int, i int)")
+        before = conn.env.committer.entries
+
+        def work(worker: int) -> None:
+            session = Session(conn.env)
+            for i in range(25):
+                session.execute(f"INSERT INTO t VALUES ({worker}, {i})")
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = sorted(rows(conn, "SELECT worker, i FROM t"))
+        assert got == [(w, i) for w in range(4) for i in range(25)]
+        assert 0 < conn.env.committer.entries - before <= 100
+
+
+@pytest.mark.postgres
+def test_two_processes_on_postgresql_consensus(postgres_url: str, tmp_path: Path) -> None:
+    from postgres_server import database_for_test
+
+    url = database_for_test(postgres_url, "adapter_pg")
+    config = Config.load(home=str(tmp_path / "h"), consensus=url)
+    a = changeflow.connect(config=config, host_seconds=0)
+    b = changeflow.connect(config=config, host_seconds=0)
+    try:
+        a.execute("CREATE TABLE t (k int, v int)")
+        a.execute("CREATE MATERIALIZED VIEW s AS SELECT sum(v) AS total FROM t")
+        a.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+        assert rows(b, "SELECT total FROM s") == [(30,)]
+        b.execute("BEGIN")
+        b.execute("UPDATE t SET v = 0 WHERE k = 1")
+        a.execute("DELETE FROM t WHERE k = 2")
+        assert error(b, "COMMIT").sqlstate == "40001"
+        assert rows(a, "SELECT total FROM s") == [(10,)]
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("point", ["ddl.before_catalog", "txns.before_commit"])
+def test_a_crash_in_ddl_or_a_write_leaves_things_before_or_after(tmp_path: Path, point) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from changeflow.failpoints import ENV, EXIT_CODE
+
+    home = tmp_path / "h"
+    with open_home(home) as c:
+        c.execute("CREATE TABLE t (a int)")
+        c.execute("INSERT INTO t VALUES (1)")
+    script = (
+        "import changeflow\n"
+        f"c = changeflow.connect({str(home)!r}, host_seconds=0)\n"
+        "c.execute('BEGIN')\n"
+        "c.execute('INSERT INTO t VALUES (2)')\n"
+        "c.execute('INSERT INTO t VALUES (3)')\n"
+        "c.execute('COMMIT')\n"
+        "c.execute('CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, ENV: point})
+    assert done.returncode == EXIT_CODE
+    with open_home(home) as c:
+        assert rows(c, "SHOW MATERIALIZED VIEWS") == []
+        expected = [(1,)] if point == "txns.before_commit" else [(1,), (2,), (3,)]
+        assert sorted(rows(c, "SELECT a FROM t")) == expected
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t")
+        assert rows(c, "SELECT n FROM m") == [(len(expected),)]

@@ -31,13 +31,17 @@ threadsafety = 1
 paramstyle = "format"
 
 
-class Error(Exception):
-    """PEP 249's base error; ``sqlstate`` and the underlying error are kept."""
+class Error(ChangeflowError):
+    """PEP 249's base error (a changeflow error too); ``sqlstate`` and the underlying error
+    are kept."""
 
     def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
+        super().__init__(str(error), sqlstate=sqlstate(error))
         self.sqlstate = sqlstate(error)
         self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.error,))
 
 
 class InterfaceError(Error):

@@ -12,6 +12,7 @@ dataflows and sinks and releases their shards.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -28,7 +29,7 @@ from changeflow.adapter.environment import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.query import plan_query
-from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.txns import WRITER
@@ -350,7 +351,7 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
             "source or materialized view",
             sqlstate="42809",
         )
-    options = check_sink(source, g["target"], g["key"], g["with"])
+    options = check_sink(g["name"], source, g["target"], g["key"], g["with"])
     item_id = _allocate(env)
     item = Item(
         item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options
@@ -387,7 +388,7 @@ def drop(env: Environment, stmt: Statement) -> Result:
                     sqlstate="42P01",
                 )
             closure = state.closure(item.id)
-            others = [d for d in closure if d.id != item.id and d.id not in doomed]
+            others = [d for d in state.dependents(item.id) if d.id not in doomed]
             if others and not cascade:
                 raise PlanError(
                     f'cannot drop {kind} "{n}": still depended upon by {others[0].kind} '
@@ -417,6 +418,20 @@ def release(env: Environment, items: list[Item]) -> None:
             env.storage.drop_shard(item.shard, force=True)
 
 
+_HEAD = re.compile(
+    r"^(CREATE\s+(?:OR\s+REPLACE\s+)?(?:MATERIALIZED\s+|DEFAULT\s+)?"
+    rf"(?:TABLE|VIEW|SOURCE|INDEX|SINK)\s+(?:IF\s+NOT\s+EXISTS\s+)?){QNAME}",
+    re.IGNORECASE,
+)
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as SQL writes it: bare if that reads back the same, else double-quoted."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
 def rename(env: Environment, stmt: Statement) -> Result:
     g = stmt.args
 
@@ -424,9 +439,7 @@ def rename(env: Environment, stmt: Statement) -> Result:
         item = state.by_name(g["name"])
         if item is None or item.kind != g["kind"]:
             raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
-        sql = re.sub(re.escape(g["name"]), g["new"], item.sql, count=1, flags=re.I)
-        from dataclasses import replace
-
+        sql = _HEAD.sub(lambda m: m.group(1) + quote_ident(g["new"]), item.sql, count=1)
         return state.without([item.id]).with_item(replace(item, name=g["new"], sql=sql)), None
 
     env.catalog.change(change)

@@ -20,11 +20,14 @@ import pickle
 import threading
 import time
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.txns import TxnLog, reader
@@ -106,6 +109,7 @@ class Environment:
         self.dataflows: dict[str, Dataflow] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, float] = {}
+        self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
         self.thread: threading.Thread | None = None
@@ -129,16 +133,31 @@ class Environment:
         oracle = self.oracle(timeline)
         if timeline != EPOCH:
             state = self.catalog.load()
-            uppers = []
+            open_, closed = [], []
             for shard in self.stored_inputs(state, shards):
                 item = state.items[shard]
                 if item.kind == "source":
                     self.ingest(item, force=True)
-                uppers.append(to_bound(self.storage.state(shard).upper))
-            complete = min((u for u in uppers if u is not None), default=None)
-            if complete is not None and complete > 0:
-                oracle.advance_to(complete - 1)
+                upper = to_bound(self.storage.state(shard).upper)
+                if upper is None:
+                    closed.append(self.last_time(shard))
+                else:
+                    open_.append(upper - 1)
+            # complete below the open inputs' uppers; closed inputs are complete at every time
+            latest = min(open_) if open_ else max(closed, default=-1)
+            if latest >= 0:
+                oracle.advance_to(latest)
         return oracle.read_ts()
+
+    def last_time(self, shard: str) -> int:
+        """The latest time of a closed shard's data (where its contents last changed)."""
+        state = self.storage.state(shard)
+        last = [b for b in state.batches if b.rows][-1:]
+        if not last:
+            lowers = [to_bound(b.lower) for b in state.batches]
+            return max([x for x in lowers if x is not None], default=0)
+        times = self.storage.machine.read(state, last).column(TIME)
+        return max(pc.max(times).as_py(), to_bound(last[0].lower) or 0)
 
     def stored_inputs(self, state: CatalogState, shards: Iterable[str]) -> set[str]:
         """The tables and sources that ``shards`` read, through views and indexes."""
@@ -272,8 +291,24 @@ class Environment:
 def counted(table: pa.Table) -> Counted:
     """An update frame's rows with their summed diffs (zeros left out)."""
     names = [n for n in table.column_names if n not in (TIME, DIFF)]
-    columns = [table.column(n).to_pylist() for n in names]
+    columns = [_plain(table.column(n)) for n in names]
     out: Counted = {}
     for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
         out[row] = out.get(row, 0) + diff
     return {r: c for r, c in out.items() if c}
+
+
+def _plain(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values; numerics without the trailing zeros of storage's fixed scale (a
+    stored 5.0000000000 reads as 5, as the query computed it)."""
+    values = column.to_pylist()
+    if not pa.types.is_decimal(column.type):
+        return values
+    return [v if v is None else plain(v) for v in values]
+
+
+def plain(value: Decimal) -> Decimal:
+    """``value`` without trailing zeros after the point (and no exponent)."""
+    if value == value.to_integral_value():
+        return value.quantize(Decimal(1))
+    return value.normalize()

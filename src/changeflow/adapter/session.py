@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from changeflow.adapter import ddl
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
@@ -25,11 +27,10 @@ from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.timelines import check_single, check_transaction
-from changeflow.adapter.txns import StaleTimestamp
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import Schema
-from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
+from changeflow.errors import EvalError, FrontierViolation, PlanError
 
 DDL = {
     "create_table": ddl.create_table,
@@ -62,7 +63,7 @@ class Transaction:
     timeline: str | None = None
     read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
-    writes: dict[str, list[tuple[tuple[Any, ...], int]]] = field(default_factory=dict)
+    writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     queried: bool = False
     failed: bool = False
 
@@ -73,6 +74,7 @@ class Session:
     def __init__(self, env: Environment, timeout: float = 30.0) -> None:
         self.env, self.timeout = env, timeout
         self.txn: Transaction | None = None
+        self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.settings = dict(SETTINGS)
 
     @property
@@ -92,8 +94,13 @@ class Session:
             )
         try:
             with self.env.lock:
-                return self._run(stmt)
+                result = self._run(stmt)
+            if self.committing is not None:  # outside the lock: sessions commit as a group
+                txn, self.committing = self.committing, None
+                self._commit(txn)
+            return result
         except BaseException:
+            self.committing = None
             if self.txn is not None:
                 if self.txn.explicit:
                     self.txn.failed = True
@@ -127,7 +134,7 @@ class Session:
         if kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
             if kind == "commit" and txn is not None and not txn.failed:
-                self._commit(txn)
+                self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
             self.settings[stmt.args["var"].lower()] = stmt.args["value"].strip().strip("'")
@@ -221,7 +228,7 @@ class Session:
         """Commit an implicit transaction at the end of its one statement."""
         if not txn.explicit:
             self.txn = None
-            self._commit(txn)
+            self.committing = txn
 
     def subscribe(self, stmt: Statement) -> Subscribe:
         """Open the subscription of a SUBSCRIBE statement."""
@@ -280,27 +287,18 @@ class Session:
                 counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
                 rows += [(row, sign * c) for row, c in counted.items()]
         _check_not_null(table, rows)
-        txn.writes.setdefault(shard, []).extend(rows)
+        if rows:
+            txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
         return Result(f"{tag} {count}")
 
     def _commit(self, txn: Transaction) -> None:
-        writes = {s: r for s, r in txn.writes.items() if r}
-        if not writes:
-            return
-        oracle = self.env.oracle(EPOCH)
-        read_ts = txn.read_ts if txn.reads else None
-        for _ in range(100):
-            ts = oracle.write_ts()
-            try:
-                self.env.log.commit(writes, ts, read_ts, frozenset(txn.reads))
-            except StaleTimestamp:
-                continue
-            oracle.apply_write(ts)
-            return
-        raise ChangeflowError("could not find a write timestamp after 100 tries; try again")
+        frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
+        if frames:
+            read_ts = txn.read_ts if txn.reads else None
+            self.env.committer.commit(frames, read_ts, frozenset(txn.reads))
 
 
 def _int(text: str, what: str) -> int:

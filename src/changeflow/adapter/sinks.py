@@ -15,11 +15,14 @@ from changeflow.adapter.catalog import Item
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.errors import ChangeflowError, PlanError, with_context
 
-OPTIONS = {"delta": "a change table (_time, _diff) instead of current rows"}
+OPTIONS = {
+    "delta": "a change table (_time, _diff) instead of current rows",
+    "table": "the table (or file) name in the target; default: the sink's name",
+}
 
 
 def check_sink(
-    source: Item, target: str, key: list[str], options: dict[str, str]
+    name: str, source: Item, target: str, key: list[str], options: dict[str, str]
 ) -> dict[str, Any]:
     """A sink's options, checked against the item it reads."""
     from changeflow.materialize.runtime import driver_class
@@ -42,7 +45,8 @@ def check_sink(
         )
     driver_class(target)
     delta = options.get("delta", "false").lower() in ("true", "on", "1")
-    return {"from": source.id, "target": target, "key": key, "delta": delta}
+    table = options.get("table", name)
+    return {"from": source.id, "target": target, "key": key, "delta": delta, "table": table}
 
 
 def _log(env: Environment) -> Path:
@@ -56,7 +60,9 @@ def run_sink(env: Environment, item: Item) -> None:
     o = item.options
     if item.timeline == EPOCH:
         env.make_readable({o["from"]}, env.oracle(EPOCH).read_ts(), deadline=float("inf"))
-    spec = Materialization(item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"])
+    spec = Materialization(
+        item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"], resource=o["table"]
+    )
     _log(env).parent.mkdir(parents=True, exist_ok=True)
     try:
         materialize(env.storage, spec, _log(env))

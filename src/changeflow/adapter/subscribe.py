@@ -16,9 +16,10 @@ import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
-from changeflow.adapter.environment import Environment
+from changeflow.adapter.environment import Environment, plain
 from changeflow.adapter.txns import WRITER
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import _rows
@@ -112,6 +113,7 @@ class Subscribe:
     def _rows(self, updates: list[tuple[tuple[Any, ...], int, int]]) -> list[tuple[Any, ...]]:
         summed: dict[tuple[int, tuple[Any, ...]], int] = defaultdict(int)
         for row, t, diff in updates:
+            row = tuple(plain(v) if isinstance(v, Decimal) else v for v in row)
             summed[(max(t, self.as_of), row)] += diff
         ordered = sorted((k for k, d in summed.items() if d), key=lambda k: k[0])
         mark = (False,) if self.progress else ()

@@ -35,6 +35,7 @@ from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.write import WriteCapability
 from changeflow.time import Antichain, to_bound
+from changeflow.updates import TIME
 
 KEY = "adapter/txns"
 BLOBS = "adapter-txns"
@@ -93,22 +94,22 @@ class TxnLog:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def frame(self, shard: str, rows: list[tuple[tuple[Any, ...], int]], ts: int) -> pa.Table:
-        """``rows`` (row, diff) as an update frame of the shard at ``ts``, checked against its
-        schema (types, NOT NULL) before anything is written."""
+    def frame(self, shard: str, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
+        """``rows`` (row, diff) as an update frame of the shard (its time set at commit),
+        checked against its schema (types, NOT NULL) before anything is written."""
         schema = self.storage.state(shard).schema
-        return to_frame([(row, ts, diff) for row, diff in rows], schema, shard)
+        return to_frame([(row, 0, diff) for row, diff in rows], schema, shard)
 
     def commit(
         self,
-        writes: dict[str, list[tuple[tuple[Any, ...], int]]],
+        frames: dict[str, pa.Table],
         ts: int,
         read_ts: int | None = None,
         read_shards: frozenset[str] = frozenset(),
     ) -> None:
-        """Commit ``writes`` (shard -> rows with diffs) at ``ts`` atomically; see the module
-        docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log."""
-        frames = {s: self.frame(s, rows, ts) for s, rows in writes.items() if rows}
+        """Commit ``frames`` (shard -> update frame from :meth:`frame`) at ``ts`` atomically;
+        see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log."""
+        frames = {s: _at(f, ts) for s, f in frames.items() if f.num_rows}
         keys = {s: f"{BLOBS}/{uuid.uuid4().hex}.arrow" for s in frames}
         for shard, table in frames.items():
             self.storage.blob.set(keys[shard], _ipc(table))
@@ -220,6 +221,12 @@ def reader(storage: Storage, shard: str) -> ReadCapability:
     gid = storage.machine.entry(shard).id
     since = storage.state(shard).since
     return ReadCapability(storage.machine, gid, shard, WRITER, since, WRITER)
+
+
+def _at(frame: pa.Table, ts: int) -> pa.Table:
+    """``frame`` with every update at ``ts``."""
+    at = frame.schema.get_field_index(TIME)
+    return frame.set_column(at, TIME, pa.array([ts] * frame.num_rows, pa.int64()))
 
 
 def _ipc(table: pa.Table) -> bytes:

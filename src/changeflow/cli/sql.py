@@ -29,7 +29,25 @@ LISTS = {
 }
 
 
-@click.command("sql")
+class _InOrder(click.Command):
+    """A command that remembers the order its options were given in (``ctx.meta["order"]``),
+    so -c and -f run interleaved as written."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        ctx.meta["order"] = [p.name for p in order]
+        return super().parse_args(ctx, args)
+
+
+def _scripts(commands: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
+    """The -c statements and -f files' contents in the order they were given."""
+    order = click.get_current_context().meta.get("order", [])
+    pending = {"commands": iter(commands), "files": (_read(f) for f in files)}
+    out = [next(pending[name]) for name in order if name in pending]
+    return out + list(pending["commands"]) + list(pending["files"])
+
+
+@click.command("sql", cls=_InOrder)
 @click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
 @click.option("-c", "--command", "commands", multiple=True, help="A statement to run (repeatable).")
 @click.option(
@@ -58,7 +76,7 @@ def sql_command(
     """
     from changeflow.adapter.connection import Connection, Error, connect
 
-    scripts = list(commands) + [_read(f) for f in files]
+    scripts = _scripts(commands, files)
     interactive = not scripts and sys.stdin.isatty()
     if not scripts and not interactive:
         scripts = [sys.stdin.read()]

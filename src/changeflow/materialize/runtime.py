@@ -84,6 +84,7 @@ class Materialization:
     delta_updates: bool = False
     force: bool = False  # allow a sum through an at-least-once driver
     max_rows: int = 10_000  # a transaction closes at the next time boundary beyond this
+    resource: str | None = None  # the target's table or file name (default: the shard's)
 
 
 @dataclass
@@ -232,7 +233,7 @@ class Runtime:
             )
         extra = (TIME, DIFF) if self.change_table else ()
         self.binding = Binding(
-            resource=spec.shard,
+            resource=spec.resource or spec.shard,
             columns=(*schema.names, *extra),
             types=(*(str(f.type) for f in schema), *("int64" for _ in extra)),
             key=tuple(spec.key),

@@ -165,7 +165,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("show_items", rf"SHOW\s+{KIND}"),
     (
         "subscribe",
-        rf"SUBSCRIBE\s+(?:TO\s+)?(?:(?P<item>{QNAME})|\((?P<query>.*)\))\s*"
+        rf"SUBSCRIBE\s+(?:TO\s+)?(?:(?P<item>{QNAME})|(?P<query>\(.*\)))\s*"
         r"(?:WITH\s*\((?P<with>[^)]*)\))?\s*"
         r"(?:AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>.+?))?\s*(?:UP\s+TO\s+(?P<up_to>.+?))?",
     ),
@@ -214,6 +214,37 @@ def _query(kind: str, text: str, args: dict[str, Any] | None = None) -> Statemen
     return Statement(kind, text, parse_sql(text), args)
 
 
+def _parenthesised(text: str) -> tuple[str, str]:
+    """The inside of the parentheses ``text`` starts with, and what follows them."""
+    depth, quote = 0, False
+    for i, ch in enumerate(text):
+        if ch == "'":
+            quote = not quote
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[1:i], text[i + 1 :].strip()
+    raise PlanError(f"unbalanced parentheses in {_short(text)}", sqlstate="42601")
+
+
+_TAIL = re.compile(
+    r"(?:WITH\s*\((?P<with>[^)]*)\))?\s*(?:AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>.+?))?\s*"
+    r"(?:UP\s+TO\s+(?P<up_to>.+?))?",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
+    """The parts of ``SUBSCRIBE (query) <tail>`` with the query cut at its parenthesis."""
+    tail = text[text.index(query) + len(query) + 1 :].strip()
+    m = _TAIL.fullmatch(tail)
+    if m is None:
+        raise PlanError(f"syntax error at {_short(tail)} in SUBSCRIBE", sqlstate="42601")
+    return {"item": None, "query": f"({query})", **m.groupdict()}
+
+
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
@@ -228,6 +259,11 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         query = _query("select", g["query"])
         return Statement(kind, text, query.ast, query.args)
     if kind == "subscribe":
+        if g.get("query"):  # the regex may have taken more than the parenthesised query
+            query, rest = _parenthesised(g["query"])
+            if rest:
+                return _statement(kind, text, _subscribe_tail(text, query))
+            g["query"] = query
         ast = parse_sql(g["query"]) if g.get("query") else None
         if g.get("item"):
             g["item"] = name(g["item"])

@@ -1,0 +1,120 @@
+"""The table write log: commits are atomic across tables, applied once by any process, and
+refused when stale or when a read-then-write's inputs changed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from changeflow.adapter.txns import WRITER, SerializationFailure, StaleTimestamp, TxnLog, reader
+from changeflow.config import Config
+from changeflow.failpoints import ENV, EXIT_CODE
+from changeflow.storage import Storage
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def open_storage(home: Path) -> Storage:
+    return Storage.open(Config.load(home=str(home)))
+
+
+def make_table(storage: Storage, name: str) -> None:
+    read, _ = storage.create(name, SCHEMA, "EpochMilliseconds", writer=WRITER)
+    storage.register_reader(name, WRITER, "test")
+    storage.drop(read)
+
+
+def contents(storage: Storage, shard: str, ts: int) -> list[tuple]:
+    table = reader(storage, shard).snapshot_table(ts)
+    return sorted(zip(table.column("k").to_pylist(), table.column("v").to_pylist(), strict=True))
+
+
+@pytest.fixture
+def storage(tmp_path: Path):
+    s = open_storage(tmp_path / "home")
+    make_table(s, "a")
+    make_table(s, "b")
+    yield s
+    s.close()
+
+
+def test_a_commit_writes_every_table_at_one_timestamp(storage: Storage) -> None:
+    log = TxnLog(storage)
+    log.commit(frames(log, {"a": [((1, "x"), 1)], "b": [((2, "y"), 1), ((3, "z"), 1)]}), ts=10)
+    assert log.state().upper == 11 and len(log.state().pending) == 1
+    log.ready({"a", "b"}, 10)
+    assert contents(storage, "a", 10) == [(1, "x")]
+    assert contents(storage, "b", 10) == [(2, "y"), (3, "z")]
+    assert log.state().pending == []
+    assert not storage.blob.list("adapter-txns")
+
+
+def test_a_stale_timestamp_is_refused(storage: Storage) -> None:
+    log = TxnLog(storage)
+    log.ready({"a"}, 20)
+    with pytest.raises(StaleTimestamp):
+        log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=20)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=21)
+
+
+def test_read_then_write_is_refused_when_its_inputs_changed(storage: Storage) -> None:
+    log = TxnLog(storage)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=5)
+    with pytest.raises(SerializationFailure) as caught:
+        log.commit(
+            frames(log, {"b": [((1, "x"), 1)]}), ts=6, read_ts=4, read_shards=frozenset({"a"})
+        )
+    assert caught.value.fields["sqlstate"] == "40001"
+    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, read_ts=5, read_shards=frozenset({"a"}))
+
+
+def test_bad_rows_are_refused_before_anything_is_written(storage: Storage) -> None:
+    log = TxnLog(storage)
+    with pytest.raises(Exception, match="k"):
+        frames(log, {"a": [((None, "x"), 1)]})
+    assert log.state().pending == [] and log.state().upper == 0
+
+
+@pytest.mark.parametrize("point", ["txns.before_commit", "txns.partly_applied"])
+def test_a_crash_leaves_the_commit_whole_or_absent(tmp_path: Path, point: str) -> None:
+    home = tmp_path / "home"
+    s = open_storage(home)
+    make_table(s, "a")
+    make_table(s, "b")
+    s.close()
+    script = (
+        "from changeflow.adapter.txns import TxnLog\n"
+        "from changeflow.config import Config\n"
+        "from changeflow.storage import Storage\n"
+        f"s = Storage.open(Config.load(home={str(home)!r}))\n"
+        "log = TxnLog(s)\n"
+        "rows = {'a': [((1, 'x'), 1)], 'b': [((2, 'y'), 1)]}\n"
+        "log.commit({s: log.frame(s, r) for s, r in rows.items()}, ts=7)\n"
+        "log.ready({'a', 'b'}, 7)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**_env(), ENV: point})
+    assert done.returncode == EXIT_CODE
+    s = open_storage(home)
+    try:
+        TxnLog(s).ready({"a", "b"}, 8)
+        got = (contents(s, "a", 8), contents(s, "b", 8))
+        committed = point != "txns.before_commit"
+        assert got == (([(1, "x")], [(2, "y")]) if committed else ([], []))
+        TxnLog(s).ready({"a", "b"}, 9)  # applying again changes nothing
+        assert (contents(s, "a", 9), contents(s, "b", 9)) == got
+    finally:
+        s.close()
+
+
+def frames(log: TxnLog, rows: dict) -> dict:
+    return {shard: log.frame(shard, r) for shard, r in rows.items()}
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
