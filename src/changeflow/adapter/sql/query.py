@@ -194,7 +194,17 @@ class Planner:
                         f'WITH query name "{name}" specified more than once', sqlstate="42712"
                     )
                 body = self.query(cte.this, outer)
-                env[name] = Output(resolve_unknown(body.plan), body.names)
+                names = list(body.names)
+                columns = alias.columns if alias is not None else []
+                if len(columns) > len(names):
+                    raise PlanError(
+                        f'WITH query "{name}" has {len(names)} columns available but '
+                        f"{len(columns)} columns specified",
+                        sqlstate="42P10",
+                    )
+                for i, c in enumerate(columns):
+                    names[i] = ident(c)
+                env[name] = Output(resolve_unknown(body.plan), names)
             bare = node.copy()
             bare.set("with_", None)
             bare.set("with", None)
@@ -243,7 +253,15 @@ class Planner:
         the key columns)."""
         limit_node, offset_node = node.args.get("limit"), node.args.get("offset")
         limit = None
-        if limit_node is not None:
+        if isinstance(limit_node, exp.Fetch):
+            options = limit_node.args.get("limit_options")
+            if options is not None and (
+                options.args.get("percent") or options.args.get("with_ties")
+            ):
+                raise unsupported("FETCH ... PERCENT or WITH TIES", limit_node)
+            count = limit_node.args.get("count")
+            limit = 1 if count is None else _int_constant(count, "FETCH")
+        elif limit_node is not None:
             limit = _int_constant(limit_node.expression, "LIMIT")
         offset = 0
         if offset_node is not None:
@@ -547,9 +565,14 @@ class Planner:
         aggs: list[P.Aggregate] = []
         slots: dict[int, int] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
+        filtered = {
+            id(n.this) for source in sources for n in walk(source) if _filtered_aggregate(n)
+        }
         for source in sources:
             for n in walk(source):
-                if is_aggregate(n) and id(n) not in slots:
+                if id(n) in filtered or id(n) in slots:
+                    continue
+                if is_aggregate(n) or _filtered_aggregate(n):
                     a = self.aggregate_call(n, agg_scalars)
                     if a not in aggs:
                         aggs.append(a)
@@ -633,6 +656,13 @@ class Planner:
         return pre(g)
 
     def aggregate_call(self, n: exp.Expression, sc: Scalars) -> P.Aggregate:
+        if isinstance(n, exp.Filter):
+            plain = self.aggregate_call(n.this, sc)
+            sc.clause = "FILTER"
+            cond = sc(n.expression.this)
+            arg = plain.arg if plain.arg is not None else X.Lit(True, BOOL)
+            when = X.Case(((cond, arg),), X.Lit(None))
+            return P.Aggregate(plain.func, when, plain.distinct, plain.separator)
         func = AGGREGATE_NODES.get(type(n), "bool_and")
         arg = n.this if not isinstance(n, exp.Anonymous) else n.expressions[0]
         distinct = isinstance(arg, exp.Distinct)
@@ -912,6 +942,10 @@ class Stage:
         plan, start = self.attach(out, stats, marker=bool(k))
         n, v = _col(plan, start + k), _col(plan, start + k + 1)
         return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
+
+
+def _filtered_aggregate(n: exp.Expression) -> bool:
+    return isinstance(n, exp.Filter) and is_aggregate(n.this)
 
 
 def _column_equality(e: X.Expr) -> bool:

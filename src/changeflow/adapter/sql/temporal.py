@@ -53,6 +53,9 @@ def check(e: X.Expr, top: bool, and_only: bool) -> None:
     if isinstance(e, X.Arith | X.Neg):
         raise _rule("arithmetic on mz_now() is not supported; compare mz_now() with an expression")
     if isinstance(e, X.Cmp):
+        for side in (e.a, e.b):
+            if not isinstance(side, X.MzNow) and side.mentions_now():
+                check(side, top, and_only)
         if e.op == "<>":
             raise _rule("mz_now() may be compared with =, <, <=, >, >=, BETWEEN only, not <>")
         raise _rule("mz_now() must be compared with an expression free of mz_now()")

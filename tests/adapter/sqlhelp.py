@@ -1,0 +1,100 @@
+"""Shared pieces of the SQL planner tests: a resolver over fixed tables, random table
+contents, DuckDB loaded with the same rows, and results made comparable."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+import sqlglot
+from hypothesis import strategies as st
+
+from changeflow.adapter.relations import Finishing, Query, Relation
+from changeflow.compute.evaluate import evaluate, sort_key
+from changeflow.compute.plan import Get
+from changeflow.compute.types import BOOL, DATE, INT4, INT8, TEXT, Column
+from changeflow.errors import PlanError
+
+TABLES = {
+    "r": Get("r", (Column("k", INT4), Column("v", INT4), Column("s", TEXT))),
+    "s": Get("s", (Column("k", INT4), Column("w", INT8))),
+    "u": Get(
+        "u",
+        (Column("id", INT4, False), Column("b", BOOL), Column("d", DATE), Column("t", TEXT)),
+    ),
+}
+DUCK_TYPES = {"r": "k INTEGER, v INTEGER, s VARCHAR", "s": "k INTEGER, w BIGINT"}
+DEFAULTS = {"u": (None, "true", None, "'none'")}
+
+
+class Resolver:
+    """Tables by name, plus whatever ``extra`` relations a test adds (views, sources)."""
+
+    def __init__(self, extra: dict[str, Relation] | None = None) -> None:
+        self.extra = extra or {}
+        self.asked: list[str] = []
+
+    def relation(self, name: str) -> Relation:
+        self.asked.append(name)
+        if name in self.extra:
+            return self.extra[name]
+        if name not in TABLES:
+            raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
+        return Relation(name, "table", TABLES[name], "EpochMilliseconds", DEFAULTS.get(name, ()))
+
+
+def parse(sql: str) -> sqlglot.exp.Expression:
+    return sqlglot.parse_one(sql, read="postgres")
+
+
+small_int = st.one_of(st.none(), st.integers(-2, 3))
+small_text = st.one_of(st.none(), st.sampled_from(["a", "b", "B", "", "ab", "a%"]))
+r_rows = st.lists(st.tuples(small_int, small_int, small_text), max_size=6)
+s_rows = st.lists(st.tuples(small_int, small_int), max_size=5)
+
+
+def version(rows: list[tuple]) -> dict[tuple, int]:
+    return dict(Counter(rows))
+
+
+_con = duckdb.connect()
+
+
+def load(data: dict[str, list[tuple]]) -> duckdb.DuckDBPyConnection:
+    for name, rows in data.items():
+        _con.execute(f"CREATE OR REPLACE TABLE {name} ({DUCK_TYPES[name]})")
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            _con.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+    return _con
+
+
+def norm(v: Any) -> Any:
+    if isinstance(v, Decimal | float):
+        f = float(v)
+        return f if math.isnan(f) else round(f, 6)
+    if isinstance(v, datetime | date):
+        return v.isoformat()
+    return v
+
+
+def duck(sql: str, data: dict[str, list[tuple]]) -> list[tuple]:
+    return [tuple(norm(v) for v in row) for row in load(data).execute(sql).fetchall()]
+
+
+def finish(query: Query, rows: dict[tuple, int]) -> list[tuple]:
+    """The rows a client sees: sorted, offset, limited, hidden columns dropped."""
+    f: Finishing = query.finishing
+    listed = sorted(rows.items(), key=lambda rc: sort_key(rc[0], f.order_by))
+    expanded = [row for row, c in listed for _ in range(c)]
+    end = None if f.limit is None else f.offset + f.limit
+    kept = expanded[f.offset : end]
+    return [tuple(norm(v) for v in row[: f.width]) for row in kept]
+
+
+def ours(query: Query, data: dict[str, list[tuple]], now: int = 0) -> list[tuple]:
+    return finish(query, evaluate(query.plan, {n: version(r) for n, r in data.items()}, now))
