@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -16,47 +15,7 @@ import time
 import psycopg
 import pytest
 from psycopg import errors
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
-
-
-def _message(sock: socket.socket) -> tuple[bytes, bytes]:
-    head = _recv_exact(sock, 5)
-    return head[:1], _recv_exact(sock, struct.unpack("!i", head[1:])[0] - 4)
-
-
-def _packet(code: int, body: bytes = b"") -> bytes:
-    return struct.pack("!ii", len(body) + 8, code) + body
-
-
-def _raw(server, startup: bool = True) -> socket.socket:
-    sock = socket.create_connection((server.host, server.port), timeout=20)
-    if startup:
-        sock.sendall(_packet(196608, b"user\0raw\0database\0materialize\0\0"))
-        while _message(sock)[0] != b"Z":
-            pass
-    return sock
-
-
-def _closed_after(sock: socket.socket) -> list[bytes]:
-    """The kinds of the messages the server sends before it closes the connection."""
-    kinds = []
-    try:
-        while True:
-            kind, _ = _message(sock)
-            kinds.append(kind)
-    except (EOFError, ConnectionResetError):
-        return kinds
-    finally:
-        sock.close()
+from serve_clients import closed_after, message, packet, raw, recv_exact
 
 
 def _still_serves(server) -> None:
@@ -65,18 +24,18 @@ def _still_serves(server) -> None:
 
 
 def test_ssl_and_gssenc_requests_without_tls(server) -> None:
-    sock = _raw(server, startup=False)
-    sock.sendall(_packet(80877103))
-    assert _recv_exact(sock, 1) == b"N"
-    sock.sendall(_packet(80877104))
-    assert _recv_exact(sock, 1) == b"N"
-    sock.sendall(_packet(196608, b"user\0raw\0\0"))
+    sock = raw(server, startup=False)
+    sock.sendall(packet(80877103))
+    assert recv_exact(sock, 1) == b"N"
+    sock.sendall(packet(80877104))
+    assert recv_exact(sock, 1) == b"N"
+    sock.sendall(packet(196608, b"user\0raw\0\0"))
     kinds = []
     while not kinds or kinds[-1] != b"Z":
-        kinds.append(_message(sock)[0])
+        kinds.append(message(sock)[0])
     assert kinds[0] == b"R" and b"K" in kinds and b"S" in kinds
     sock.sendall(b"X\0\0\0\4")
-    assert _closed_after(sock) == []
+    assert closed_after(sock) == []
 
 
 @pytest.mark.parametrize(
@@ -84,13 +43,13 @@ def test_ssl_and_gssenc_requests_without_tls(server) -> None:
     [
         os.urandom(64),  # not even a startup packet
         b"\xff\xff\xff\xff" + os.urandom(16),  # a negative length
-        _packet(0x00020000, b"user\0raw\0\0"),  # protocol 2
+        packet(0x00020000, b"user\0raw\0\0"),  # protocol 2
     ],
 )
 def test_garbage_before_startup(server, garbage: bytes) -> None:
-    sock = _raw(server, startup=False)
+    sock = raw(server, startup=False)
     sock.sendall(garbage)
-    kinds = _closed_after(sock)
+    kinds = closed_after(sock)
     assert kinds in ([], [b"E"])
     _still_serves(server)
 
@@ -105,18 +64,18 @@ def test_garbage_before_startup(server, garbage: bytes) -> None:
     ],
 )
 def test_garbage_after_startup(server, garbage: bytes) -> None:
-    sock = _raw(server)
+    sock = raw(server)
     sock.sendall(garbage)
-    kinds = _closed_after(sock)
+    kinds = closed_after(sock)
     assert set(kinds) <= {b"E", b"1", b"2", b"C", b"Z", b"n", b"T", b"D", b"I", b"N"}
     _still_serves(server)
 
 
 def test_truncated_message_then_gone(server) -> None:
-    sock = _raw(server)
+    sock = raw(server)
     sock.sendall(b"Q\0\0\0\x64SELECT")  # promises 100 bytes, sends 6
     sock.close()
-    sock = _raw(server, startup=False)
+    sock = raw(server, startup=False)
     sock.sendall(struct.pack("!i", 200) + b"\0\3\0\0user")  # a truncated startup packet
     sock.close()
     _still_serves(server)
@@ -140,7 +99,7 @@ def test_client_killed_mid_query(server, table_name: str) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     # a raw client vanishing while its query's result is being sent
-    sock = _raw(server)
+    sock = raw(server)
     sock.sendall(b"Q" + struct.pack("!i", 4 + 29) + f"SELECT * FROM {table_name};\0".encode())
     sock.close()
     _still_serves(server)
@@ -182,10 +141,10 @@ def test_huge_result_is_streamed(server, table_name: str) -> None:
             cur.execute(query)
             assert sum(1 for _ in cur) == n * n
     # a client that asks for it all and reads only the start
-    sock = _raw(server)
+    sock = raw(server)
     text = f"{query};\0".encode()
     sock.sendall(b"Q" + struct.pack("!i", 4 + len(text)) + text)
-    _recv_exact(sock, 4096)
+    recv_exact(sock, 4096)
     sock.close()
     _still_serves(server)
 
