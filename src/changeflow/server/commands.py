@@ -5,7 +5,7 @@ CLOSE), COPY … TO STDOUT, DISCARD, and the few catalog questions that clients 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from changeflow.adapter.sql.statements import NAME, QNAME, name
 from changeflow.errors import PlanError
@@ -55,7 +55,6 @@ class Copy:
     header: bool = False
     delimiter: str = "\t"
     null: str = "\\N"
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def strip(text: str) -> str:

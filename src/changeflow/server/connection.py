@@ -15,6 +15,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.connection import sqlstate
@@ -87,11 +88,14 @@ class ClientConnection(Startup, Extended, Runner):
         if self.busy:
             self.cancel.set()
 
-    def wait_readable(self) -> None:
-        """Wait for the client's next message; raise :class:`Shutdown` if the server stops."""
+    def wait_readable(self, deadline: float | None = None) -> None:
+        """Wait for the client's next message; raise :class:`Shutdown` if the server stops,
+        :class:`~changeflow.server.pgwire.ClientGone` past ``deadline`` (monotonic)."""
         while True:
             if self.server.stopping.is_set():
                 raise Shutdown()
+            if deadline is not None and time.monotonic() > deadline:
+                raise W.ClientGone("the client did not finish its startup in time")
             if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
                 return
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 import socket
 import struct
+import time
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.session import Session
@@ -14,6 +15,8 @@ from changeflow.server.auth import MECHANISM, AuthFailed, Scram, md5_expected
 
 if TYPE_CHECKING:
     from changeflow.server.server import Server
+
+STARTUP_SECONDS = 60.0
 
 
 class Startup:
@@ -27,8 +30,9 @@ class Startup:
     pid: int
     secret: int
     tls: bool
+    startup_deadline: float | None = None
 
-    def wait_readable(self) -> None:
+    def wait_readable(self, deadline: float | None = None) -> None:
         raise NotImplementedError
 
     def _fatal(self, code: str, message: str) -> None:
@@ -37,9 +41,11 @@ class Startup:
     # -- startup -----------------------------------------------------------------------------
 
     def startup(self) -> bool:
-        """The startup phase; False if the connection ends with it (a cancel request)."""
+        """The startup phase; False if the connection ends with it (a cancel request). A client
+        gets :data:`STARTUP_SECONDS` to finish it, as PostgreSQL's authentication_timeout."""
+        self.startup_deadline = time.monotonic() + STARTUP_SECONDS
         while True:
-            self.wait_readable()
+            self.wait_readable(self.startup_deadline)
             code, body = self.wire.read_startup()
             if code == W.SSL_REQUEST:
                 if self.server.ssl_context is not None and not self.tls:
@@ -115,7 +121,7 @@ class Startup:
         self.wire.send(*W.auth(12, final.encode()))
 
     def _password_message(self) -> bytes:
-        self.wait_readable()
+        self.wait_readable(self.startup_deadline)
         msg = self.wire.read()
         if msg.kind != b"p":
             raise W.ProtocolError(f"expected a password message, got {msg.kind!r}")
