@@ -373,3 +373,25 @@ def test_a_crash_in_ddl_or_a_write_leaves_things_before_or_after(tmp_path: Path,
         assert sorted(rows(c, "SELECT a FROM t")) == expected
         c.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t")
         assert rows(c, "SELECT n FROM m") == [(len(expected),)]
+
+
+def test_history_is_kept_for_a_window_then_reads_before_it_are_refused(conn: Connection) -> None:
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    old = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO t VALUES (2)")
+    now = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.env.tick()  # keeps an hour: the old time is still readable
+    assert rows(conn, f"SELECT a FROM t AS OF {old}") == [(1,)]
+    conn.env.allow_compaction(conn.env.catalog.load(), now)
+    e = error(conn, f"SELECT a FROM t AS OF {old}")
+    assert e.sqlstate == "22003" and "compacted" in str(e)
+    assert sorted(rows(conn, f"SELECT a FROM t AS OF {now}")) == [(1,), (2,)]
+
+
+@pytest.mark.spark
+def test_sql_result_to_spark(conn: Connection, spark) -> None:
+    conn.execute("CREATE TABLE t (a int, b text)")
+    conn.execute("INSERT INTO t VALUES (1, 'x'), (2, NULL)")
+    frame = conn.sql("SELECT a, b FROM t").to_spark(spark)
+    assert sorted(tuple(r) for r in frame.collect()) == [(1, "x"), (2, None)]

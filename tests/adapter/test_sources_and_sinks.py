@@ -144,3 +144,13 @@ def test_a_sink_keeps_sqlite_exact(conn: Connection, tmp_path: Path) -> None:
     assert e.sqlstate == "42703"
     conn.execute("DROP MATERIALIZED VIEW totals CASCADE")
     assert rows(conn, "SHOW SINKS") == []
+
+
+def test_insert_select_from_another_timeline_is_refused(conn: Connection, tmp_path: Path) -> None:
+    feed = Feed(tmp_path / "cdc")
+    feed.step((1, "a", 1))
+    conn.execute(f"CREATE SOURCE s FROM CDC '{feed.folder}' FORMAT JSON (id bigint, name text)")
+    conn.execute("CREATE TABLE t (id bigint, name text)")
+    e = error(conn, "INSERT INTO t SELECT id, name FROM s")
+    assert e.sqlstate == "0A000" and "External(s)" in str(e)
+    assert rows(conn, "SELECT count(*) FROM t") == [(0,)]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
@@ -25,6 +25,9 @@ from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.config import Config
 from changeflow.errors import ChangeflowError, InvalidInput
+
+if TYPE_CHECKING:
+    from changeflow.adapter.remote import RemoteConnection
 
 apilevel = "2.0"
 threadsafety = 1
@@ -91,9 +94,20 @@ def _wrapped(error: BaseException) -> Error:
 
 
 def connect(
-    home: str | Path | None = None, *, config: Config | None = None, host_seconds: float = 1.0
-) -> Connection:
-    """A connection to the home at ``home`` (default ``./changeflow-data``), hosted here."""
+    home: str | Path | None = None,
+    *,
+    url: str | None = None,
+    config: Config | None = None,
+    host_seconds: float = 1.0,
+) -> Connection | RemoteConnection:
+    """A connection to the home at ``home`` (default ``./changeflow-data``), hosted in this
+    process; or, with ``url`` (``postgresql://host:6875/…``), to a ``changeflow serve``."""
+    if url is not None:
+        if home is not None or config is not None:
+            raise InterfaceError(InvalidInput("give a home or a server's url, not both"))
+        from changeflow.adapter.remote import RemoteConnection
+
+        return RemoteConnection(url)
     if config is None:
         config = Config.load(home=str(home) if home is not None else None)
     return Connection(Environment(config, host_seconds=host_seconds))

@@ -42,6 +42,7 @@ from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 
 EPOCH = "EpochMilliseconds"
+HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
 QUERYABLE = ("table", "source", "view", "materialized view")
 Counted = dict[tuple[Any, ...], int]
@@ -260,8 +261,10 @@ class Environment:
             gone = self.dataflows.keys() - state.items.keys()
             self.stop_hosting(gone)
             tables = {i.id for i in state.items.values() if i.kind == "table"}
+            now = self.oracle(EPOCH).read_ts()
             if tables:
-                self.log.ready(tables, self.oracle(EPOCH).read_ts())
+                self.log.ready(tables, now)
+            self.allow_compaction(state, now - HISTORY_MS)
             for item in state.items.values():
                 if item.kind == "source":
                     self.ingest(item)
@@ -269,6 +272,18 @@ class Environment:
                     self.dataflow(item).step()
                 elif item.kind == "sink":
                     run_sink(self, item)
+
+    def allow_compaction(self, state: CatalogState, before: int) -> None:
+        """Let the wall-clock items' shards compact up to ``before``: reads AS OF an older time
+        are refused from then on (the adapter keeps :data:`HISTORY_MS` of history)."""
+        shards = set(self.storage.shards())
+        for item in state.items.values():
+            if item.shard is None or item.timeline != EPOCH or item.id not in shards:
+                continue
+            cap = reader(self.storage, item.id)
+            since = to_bound(cap.frontier)
+            if since is not None and since < before:
+                cap.downgrade(before)
 
     def _host(self, seconds: float) -> None:
         while not self.closed.wait(seconds):

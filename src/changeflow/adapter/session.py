@@ -276,7 +276,9 @@ class Session:
         reads = set().union(*(p.collections() for p in plans))
         rows: list[tuple[tuple[Any, ...], int]] = []
         if reads:
-            timeline = self._timeline(frozenset({table.timeline}), txn)
+            items = resolver.state.items
+            read = {items[s].timeline for s in reads if s in items}
+            timeline = self._timeline(frozenset({table.timeline, *read}), txn)
             ts = txn.read_ts if txn.read_ts is not None else self.env.read_ts(timeline, reads)
             txn.read_ts = ts
             txn.reads |= reads

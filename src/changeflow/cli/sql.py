@@ -6,6 +6,7 @@ import contextlib
 import csv
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ def _scripts(commands: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
 
 @click.command("sql", cls=_InOrder)
 @click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
+@click.option("--url", help="A changeflow serve to talk to (postgresql://host:6875/…).")
 @click.option("-c", "--command", "commands", multiple=True, help="A statement to run (repeatable).")
 @click.option(
     "-f",
@@ -61,7 +63,7 @@ def _scripts(commands: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
 @format_option
 @friendly
 def sql_command(
-    home: str | None, commands: tuple[str, ...], files: tuple[str, ...], fmt: str
+    home: str | None, url: str | None, commands: tuple[str, ...], files: tuple[str, ...], fmt: str
 ) -> None:
     """Run SQL statements against a home, in order, in one session.
 
@@ -74,28 +76,42 @@ def sql_command(
       changeflow sql -c "CREATE TABLE t (id int NOT NULL, name text)" \\
           -c "INSERT INTO t VALUES (1, 'one')" -c "SELECT * FROM t" --format json
     """
-    from changeflow.adapter.connection import Connection, Error, connect
+    from changeflow.adapter.connection import connect
 
     scripts = _scripts(commands, files)
     interactive = not scripts and sys.stdin.isatty()
     if not scripts and not interactive:
         scripts = [sys.stdin.read()]
-    conn: Connection = connect(home, host_seconds=1.0 if interactive else 0)
+    conn = _connect(connect, home, url, interactive)
     try:
         if interactive:
             _shell(conn, fmt)
             return
         for script in scripts:
-            try:
+            with _remote_errors():
                 _run(conn, script, fmt)
-            except Error as e:
-                raise _as_changeflow(e) from None
     finally:
         conn.close()
 
 
-def _as_changeflow(e: Any) -> Any:
-    return e.error
+def _connect(connect: Any, home: str | None, url: str | None, interactive: bool) -> Any:
+    if url is None:
+        return connect(home, host_seconds=1.0 if interactive else 0)
+    with _remote_errors():
+        return connect(home, url=url)
+
+
+@contextlib.contextmanager
+def _remote_errors() -> Iterator[None]:
+    """A server's errors (psycopg's) as changeflow's, so they print as one line."""
+    import psycopg
+
+    from changeflow.errors import ChangeflowError
+
+    try:
+        yield
+    except psycopg.Error as e:
+        raise ChangeflowError(str(e).strip(), sqlstate=e.sqlstate) from None
 
 
 def _read(path: str) -> str:
@@ -116,7 +132,7 @@ def _run(conn: Any, script: str, fmt: str) -> None:
     for text in split(script):
         cur = conn.cursor()
         if text.split(None, 1)[0].upper() == "SUBSCRIBE":
-            _stream(cur, text, fmt)
+            _stream(conn, text, fmt)
             continue
         cur.execute(text)
         if cur.description is not None:
@@ -124,19 +140,21 @@ def _run(conn: Any, script: str, fmt: str) -> None:
         click.echo(cur.statusmessage, err=True)
 
 
-def _stream(cur: Any, text: str, fmt: str) -> None:
+def _stream(conn: Any, text: str, fmt: str) -> None:
     """Print a subscription's rows as they come (a table prints one per poll)."""
-    cur.execute(text)
-    names = [d[0] for d in cur.description]
+    sub = conn.subscribe(text)
+    rows = sub.poll(1.0)
+    names = [c.name for c in sub.columns]
     writer = csv.writer(sys.stdout, lineterminator="\n") if fmt == "csv" else None
     if writer is not None:
         writer.writerow(names)
-    while rows := cur.fetchmany(1000):
+    while rows or not sub.done:
         if writer is not None:
             writer.writerows([cell(v, csv_null="") for v in row] for row in rows)
-        else:
+        elif rows:
             emit(names, rows, fmt)
         sys.stdout.flush()
+        rows = sub.poll(1.0)
 
 
 def _shell(conn: Any, fmt: str) -> None:
@@ -149,7 +167,8 @@ def _shell(conn: Any, fmt: str) -> None:
     history = Path(os.path.expanduser("~/.changeflow_history"))
     with contextlib.suppress(OSError):
         readline.read_history_file(history)
-    click.echo(f"changeflow sql on {conn.env.config.home} — \\? for help, \\q to quit", err=True)
+    where = getattr(conn, "url", None) or conn.env.config.home
+    click.echo(f"changeflow sql on {where} — \\? for help, \\q to quit", err=True)
     buffer = ""
     while True:
         try:
