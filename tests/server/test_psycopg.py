@@ -59,6 +59,9 @@ def test_startup_parameters(conn: psycopg.Connection) -> None:
     assert conn.execute("SELECT version()").fetchone()[0].startswith("PostgreSQL 15.0")
     assert conn.execute("SELECT current_database()").fetchone() == ("materialize",)
     assert conn.execute("SELECT 1 + 1").fetchone() == (2,)
+    conn.execute("SET application_name = 'tests'")
+    assert conn.execute("SHOW application_name").fetchone() == ("tests",)
+    assert conn.execute("SHOW transaction_isolation").fetchone() == ("strict serializable",)
 
 
 @pytest.mark.parametrize("mode", ["text", "binary", "prepared"])
