@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("changeflow.server")
 IDLE_POLL = 0.5
+PASS_THROUGH = (W.ClientGone, W.ProtocolError, Shutdown, ssl.SSLError, OSError)
 
 
 class ClientConnection(Startup, Extended, Runner):
@@ -169,10 +170,14 @@ class ClientConnection(Startup, Extended, Runner):
                 raise W.ProtocolError(f"invalid frontend message type {kind!r}")
             try:
                 handler(W.Reader(msg.body))
-            except W.ProtocolError:
-                raise
             except ChangeflowError as e:
                 self._error(e)
+                skipping = True
+            except PASS_THROUGH:
+                raise
+            except Exception as e:  # noqa: BLE001 — a bug answers this message, not the server
+                log.exception("%r message failed", kind)
+                self._error(PlanError(f"internal error: {e}", sqlstate="XX000"))
                 skipping = True
 
     def _error(self, e: BaseException) -> None:
@@ -204,9 +209,9 @@ class ClientConnection(Startup, Extended, Runner):
             except ChangeflowError as e:
                 self._error(e)
                 break
+            except PASS_THROUGH:
+                raise
             except Exception as e:  # noqa: BLE001 — a bug answers this query, not the server
-                if isinstance(e, W.ClientGone | Shutdown):
-                    raise
                 log.exception("statement %r failed", statement)
                 self._error(PlanError(f"internal error: {e}", sqlstate="XX000"))
                 break
