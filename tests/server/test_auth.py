@@ -46,12 +46,22 @@ def test_tls(start_server, tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    server = start_server("--tls-cert", str(cert), "--tls-key", str(key))
+    server = start_server("--tls-cert", str(cert), "--tls-key", str(key), "--require-tls")
     with server.connect(sslmode="require") as c:
         assert c.pgconn.ssl_in_use
         assert c.execute("SELECT 'over tls'").fetchone() == ("over tls",)
-    with server.connect(sslmode="disable") as c:
-        assert not c.pgconn.ssl_in_use
+        c.execute("CREATE TABLE secure (a int)")
+        c.execute("INSERT INTO secure VALUES (1)")
+        c.execute("BEGIN")
+        c.execute("DECLARE s CURSOR FOR SUBSCRIBE secure")
+        assert [r[2:] for r in c.execute("FETCH ALL s WITH (timeout = '2s')")] == [(1,)]
+        assert c.execute("FETCH ALL s WITH (timeout = '0.6s')").fetchall() == []
+        c.execute("COMMIT")
+    with pytest.raises(psycopg.OperationalError) as e:
+        server.connect(sslmode="disable")
+    assert "requires TLS" in str(e.value)
+    with server.connect(sslmode="prefer") as c:
+        assert c.pgconn.ssl_in_use
     plain = start_server()
     with pytest.raises(psycopg.OperationalError):
         plain.connect(sslmode="require")

@@ -97,7 +97,7 @@ class ClientConnection(Startup, Extended, Runner):
                 raise Shutdown()
             if deadline is not None and time.monotonic() > deadline:
                 raise W.ClientGone("the client did not finish its startup in time")
-            if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            if self.wire.pending or (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
                 return
             try:
                 ready, _, _ = select.select([self.sock], [], [], IDLE_POLL)
@@ -108,13 +108,7 @@ class ClientConnection(Startup, Extended, Runner):
 
     def client_gone(self) -> bool:
         """Whether the client has closed its end (checked while a stream waits for rows)."""
-        if isinstance(self.sock, ssl.SSLSocket):
-            return False
-        try:
-            ready, _, _ = select.select([self.sock], [], [], 0)
-            return bool(ready) and self.sock.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
+        return self.wire.closed_by_peer()
 
     def check_interrupt(self) -> None:
         if self.cancel.is_set():

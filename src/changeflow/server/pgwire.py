@@ -8,7 +8,9 @@ streamed rather than built whole.
 
 from __future__ import annotations
 
+import select
 import socket
+import ssl
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ CANCEL_REQUEST = 80877102
 MAX_MESSAGE = 256 * 1024 * 1024  # longer is garbage, not a message
 MAX_STARTUP = 10_000
 FLUSH_AT = 64 * 1024
+SOCKET_TIMEOUT = 120.0  # a client that stops mid-message or stops reading for this long is gone
 
 
 class ProtocolError(Exception):
@@ -88,9 +91,14 @@ class Wire:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.out = bytearray()
+        self.pending = b""  # read ahead while checking that a TLS client is still there
 
     def _recv_exact(self, n: int) -> bytes:
         chunks, got = [], 0
+        if self.pending:
+            chunks.append(self.pending[:n])
+            got = len(chunks[0])
+            self.pending = self.pending[n:]
         while got < n:
             try:
                 chunk = self.sock.recv(min(n - got, 1 << 20))
@@ -116,6 +124,27 @@ class Wire:
         if length < 4 or length > MAX_MESSAGE:
             raise ProtocolError(f"invalid message length {length} for message type {kind!r}")
         return Message(kind, self._recv_exact(length - 4))
+
+    def closed_by_peer(self) -> bool:
+        """Whether the client closed its end, without losing anything it sent: a plain socket
+        is peeked at; a TLS one is read without blocking, its data kept for the next read."""
+        try:
+            ready, _, _ = select.select([self.sock], [], [], 0)
+            if not ready:
+                return False
+            if not isinstance(self.sock, ssl.SSLSocket):
+                return self.sock.recv(1, socket.MSG_PEEK) == b""
+            self.sock.setblocking(False)
+            try:
+                data = self.sock.recv(1 << 16)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                return False
+            finally:
+                self.sock.settimeout(SOCKET_TIMEOUT)
+            self.pending += data
+            return data == b""
+        except (OSError, ValueError):
+            return True
 
     def send(self, kind: bytes, body: bytes = b"") -> None:
         self.out += kind + struct.pack("!i", len(body) + 4) + body

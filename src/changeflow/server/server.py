@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from changeflow.adapter.environment import Environment
 from changeflow.server.auth import ScramSecret
 from changeflow.server.connection import ClientConnection
+from changeflow.server.pgwire import SOCKET_TIMEOUT
 
 log = logging.getLogger("changeflow.server")
 
@@ -110,7 +111,7 @@ class Server:
                 sock, peer = self.listener.accept()
             except OSError:
                 continue
-            sock.settimeout(120)
+            sock.settimeout(SOCKET_TIMEOUT)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client = ClientConnection(self, sock, peer)
             with self.lock:
