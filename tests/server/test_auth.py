@@ -38,7 +38,7 @@ def test_password_file(start_server, tmp_path: Path, method: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
-def test_tls(start_server, tmp_path: Path) -> None:
+def test_tls(start_server, server, tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
@@ -46,8 +46,8 @@ def test_tls(start_server, tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    server = start_server("--tls-cert", str(cert), "--tls-key", str(key), "--require-tls")
-    with server.connect(sslmode="require") as c:
+    tls = start_server("--tls-cert", str(cert), "--tls-key", str(key), "--require-tls")
+    with tls.connect(sslmode="require") as c:
         assert c.pgconn.ssl_in_use
         assert c.execute("SELECT 'over tls'").fetchone() == ("over tls",)
         c.execute("CREATE TABLE secure (a int)")
@@ -58,12 +58,11 @@ def test_tls(start_server, tmp_path: Path) -> None:
         assert c.execute("FETCH ALL s WITH (timeout = '0.6s')").fetchall() == []
         c.execute("COMMIT")
     with pytest.raises(psycopg.OperationalError) as e:
-        server.connect(sslmode="disable")
+        tls.connect(sslmode="disable")
     assert "requires TLS" in str(e.value)
-    with server.connect(sslmode="prefer") as c:
+    with tls.connect(sslmode="prefer") as c:
         assert c.pgconn.ssl_in_use
-    plain = start_server()
-    with pytest.raises(psycopg.OperationalError):
-        plain.connect(sslmode="require")
-    with plain.connect(sslmode="prefer") as c:
+    with pytest.raises(psycopg.OperationalError):  # a server without a certificate
+        server.connect(sslmode="require")
+    with server.connect(sslmode="prefer") as c:
         assert not c.pgconn.ssl_in_use
