@@ -11,7 +11,7 @@ import pytest
 
 
 def test_sigterm_stops_cleanly_and_restart_keeps_acknowledged_writes(start_server) -> None:
-    server = start_server()
+    server = start_server("--max-clients", "2")
     acknowledged = 0
     with server.connect() as c:
         c.execute("CREATE TABLE kept (a int NOT NULL, b text)")
@@ -25,6 +25,9 @@ def test_sigterm_stops_cleanly_and_restart_keeps_acknowledged_writes(start_serve
         acknowledged += 10
     idle = server.connect()
     waiting = server.connect()
+    with pytest.raises(psycopg.OperationalError) as refused:  # a third client at once
+        server.connect()
+    assert "too many clients" in str(refused.value)
     waiting.execute("BEGIN")
     waiting.execute("DECLARE w CURSOR FOR SUBSCRIBE (SELECT * FROM kept WHERE a < 0)")
     outcome: list[BaseException | None] = []

@@ -36,6 +36,13 @@ from changeflow.cli.common import friendly
 @click.option("--tls-cert", type=click.Path(dir_okay=False), help="TLS certificate (PEM).")
 @click.option("--tls-key", type=click.Path(dir_okay=False), help="TLS private key (PEM).")
 @click.option("--require-tls", is_flag=True, help="Refuse clients that do not use TLS.")
+@click.option(
+    "--max-clients",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Clients served at once; more are refused (SQLSTATE 53300).",
+)
 @friendly
 def serve(
     home: str | None,
@@ -45,6 +52,7 @@ def serve(
     tls_cert: str | None,
     tls_key: str | None,
     require_tls: bool,
+    max_clients: int,
 ) -> None:
     """Host a home's views, sources and sinks and speak the PostgreSQL wire protocol.
 
@@ -83,7 +91,9 @@ def serve(
     env = Environment(config, host_seconds=1.0)
     try:
         try:
-            server = Server(env, host, port, passwords, auth_method, context, require_tls)
+            server = Server(
+                env, host, port, passwords, auth_method, context, require_tls, max_clients
+            )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None
 

@@ -46,6 +46,7 @@ class Server:
         auth_method: str = "scram",
         ssl_context: ssl.SSLContext | None = None,
         ssl_required: bool = False,
+        max_clients: int = 100,
     ) -> None:
         self.env = env
         self.passwords = passwords
@@ -53,6 +54,7 @@ class Server:
         self.scram_secrets = {u: ScramSecret.of(p) for u, p in (passwords or {}).items()}
         self.ssl_context = ssl_context
         self.ssl_required = ssl_required and ssl_context is not None
+        self.max_clients = max_clients
         self.version = package_version()
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -83,6 +85,11 @@ class Server:
                 pid = secrets.randbits(30) + 1
                 if pid not in self.clients:
                     return pid
+
+    def full(self) -> bool:
+        """Whether more clients are connected than ``max_clients`` (the newest is refused)."""
+        with self.lock:
+            return len(self.clients) > self.max_clients
 
     def forget(self, client: ClientConnection) -> None:
         with self.lock:

@@ -73,6 +73,9 @@ class Startup:
                 return False
             self.params = _startup_params(body)
             break
+        if self.server.full():
+            self._fatal("53300", f"sorry, too many clients already ({self.server.max_clients})")
+            return False
         user = self.params.get("user")
         if not user:
             self._fatal("28000", "no user name specified in startup packet")
