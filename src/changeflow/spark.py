@@ -68,7 +68,10 @@ def _cores(master: str) -> int:
 
 @cache
 def get_spark(master: str | None = None) -> SparkSession:
-    """The shared SparkSession for ``master`` (default: the configured one)."""
+    """The shared SparkSession for ``master`` (default: the configured one). A process holds
+    one SparkContext: if one runs already, its session is the one returned."""
+    if SparkContext._active_spark_context is not None:
+        return SparkSession.builder.getOrCreate()
     master = master or Config.load().spark_master
     check_java()
     partitions = max(2, 2 * _cores(master)) if master.startswith("local") else 200

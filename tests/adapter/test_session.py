@@ -395,3 +395,31 @@ def test_sql_result_to_spark(conn: Connection, spark) -> None:
     conn.execute("INSERT INTO t VALUES (1, 'x'), (2, NULL)")
     frame = conn.sql("SELECT a, b FROM t").to_spark(spark)
     assert sorted(tuple(r) for r in frame.collect()) == [(1, "x"), (2, None)]
+
+
+@pytest.mark.spark
+def test_big_queries_run_on_spark_with_the_same_answers(
+    conn: Connection, spark, monkeypatch
+) -> None:
+    from changeflow.adapter import environment
+
+    conn.execute("CREATE TABLE t (k int, v int, s text)")
+    conn.execute(
+        "INSERT INTO t VALUES " + ", ".join(f"({i % 7}, {i}, 's{i % 3}')" for i in range(200))
+    )
+    queries = [
+        "SELECT k, count(*), sum(v) FROM t GROUP BY k",
+        "SELECT a.s, count(*) FROM t a JOIN t b ON a.k = b.k WHERE a.v < b.v GROUP BY a.s",
+        "SELECT DISTINCT s FROM t",
+    ]
+    small = [sorted(rows(conn, q)) for q in queries]
+    monkeypatch.setattr(environment, "SPARK_ROWS", 0)
+    calls = []
+    original = environment.Environment._evaluate_on_spark
+    monkeypatch.setattr(
+        environment.Environment,
+        "_evaluate_on_spark",
+        lambda self, *a: calls.append(a) or original(self, *a),
+    )
+    assert [sorted(rows(conn, q)) for q in queries] == small
+    assert len(calls) == len(queries)

@@ -115,6 +115,7 @@ def test_insert_defaults_and_assignment_casts() -> None:
         (2, True, None, "none"),
         (4, True, None, "none"),
     ]
+    assert _insert("INSERT INTO u DEFAULT VALUES") == [(None, True, None, "none")]
     plan = plan_insert(parse("INSERT INTO u (id) VALUES (1)"), Resolver())
     assert plan.schema == TABLES["u"].schema and not plan.schema[0].nullable
     n = plan_insert(parse("INSERT INTO s VALUES (1, 2)"), Resolver())
@@ -127,6 +128,15 @@ def test_not_null_is_the_adapters_to_check() -> None:
     with pytest.raises(EvalError, match='null value in column "id" of relation "u"') as e:
         check_not_null(row, plan.schema, plan.table)
     assert e.value.sqlstate == "23502"
+
+
+def test_dml_says_what_it_reads() -> None:
+    i = plan_insert(parse("INSERT INTO r SELECT k, w, 'x' FROM s"), Resolver())
+    assert i.reads == {"s"} and i.timelines == {"EpochMilliseconds"}
+    d = plan_delete(parse("DELETE FROM r WHERE k IN (SELECT k FROM s)"), Resolver())
+    assert d.reads == {"r", "s"}
+    u = plan_update(parse("UPDATE r SET v = 1"), Resolver())
+    assert u.reads == {"r"} and u.timelines == {"EpochMilliseconds"}
 
 
 def test_update_and_delete_plans() -> None:

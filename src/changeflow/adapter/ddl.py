@@ -28,7 +28,7 @@ from changeflow.adapter.environment import (
     schema_of,
 )
 from changeflow.adapter.result import Result, text_result
-from changeflow.adapter.sql.query import plan_query
+from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
@@ -46,17 +46,6 @@ TAGS = {
     "index": "INDEX",
     "sink": "SINK",
 }
-
-
-def collection(query: Any) -> P.Plan:
-    """A planned query as a collection: a LIMIT/OFFSET kept as a TopK, the visible columns
-    only (an ORDER BY alone means nothing in a view, as in PostgreSQL's views)."""
-    plan, f = query.plan, query.finishing
-    if f.limit is not None or f.offset:
-        plan = P.TopK(plan, (), f.order_by, f.limit, f.offset)
-    if f.width is not None and f.width < len(plan.schema):
-        plan = P.Project(plan, tuple(range(f.width)))
-    return plan
 
 
 def _timeline(query: Any, what: str) -> str:
@@ -205,7 +194,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     state = env.catalog.load()
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
-    plan = _renamed(collection(query), g.get("columns"))
+    plan = _renamed(view_plan(query), g.get("columns"))
     depends = _depends(state, query.items)
     kind = "materialized view" if materialized else "view"
     item_id = _allocate(env)

@@ -42,6 +42,7 @@ from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 
 EPOCH = "EpochMilliseconds"
+SPARK_ROWS = 500_000  # a query reading more stored rows than this is evaluated on Spark
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
 QUERYABLE = ("table", "source", "view", "materialized view")
@@ -176,10 +177,23 @@ class Environment:
     # -- reading -----------------------------------------------------------------------------
 
     def evaluate(self, plan: P.Plan, ts: int, timeout: float = 30.0) -> Counted:
-        """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``."""
+        """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: in
+        this process for small inputs, on Spark when they hold more than :data:`SPARK_ROWS`
+        rows (stored rows, before consolidation) and the plan does more than read one input."""
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
+        stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
+        if stored > SPARK_ROWS and not isinstance(plan, P.Get):
+            return self._evaluate_on_spark(plan, shards, ts)
         return evaluate(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+
+    def _evaluate_on_spark(self, plan: P.Plan, shards: set[str], ts: int) -> Counted:
+        from changeflow.compute.spark_eval import evaluate_spark
+        from changeflow.spark import get_spark
+
+        spark = get_spark(self.config.spark_master)
+        frames = {s: self.storage.snapshot(reader(self.storage, s), ts, spark) for s in shards}
+        return counted(evaluate_spark(plan, frames, ts).toArrow())
 
     def snapshot(self, shard: str, ts: int) -> Counted:
         table = reader(self.storage, shard).snapshot_table(ts)

@@ -22,8 +22,8 @@ import pyarrow as pa
 from changeflow.adapter import ddl
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
-from changeflow.adapter.sql.dml import plan_delete, plan_insert, plan_update
-from changeflow.adapter.sql.query import plan_query
+from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
+from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.timelines import check_single, check_transaction
@@ -243,7 +243,7 @@ class Session:
                 plan, timelines = relation.plan, frozenset({relation.timeline})
             else:
                 query = plan_query(stmt.ast, resolver, temporal_and_only=True)
-                plan, timelines = ddl.collection(query), query.timelines
+                plan, timelines = view_plan(query), query.timelines
             txn = self._transaction()
             timeline = self._timeline(timelines, txn)
             as_of = self._read_ts(stmt, plan, timeline, txn)
@@ -276,9 +276,7 @@ class Session:
         reads = set().union(*(p.collections() for p in plans))
         rows: list[tuple[tuple[Any, ...], int]] = []
         if reads:
-            items = resolver.state.items
-            read = {items[s].timeline for s in reads if s in items}
-            timeline = self._timeline(frozenset({table.timeline, *read}), txn)
+            timeline = self._timeline(frozenset({table.timeline, *planned.timelines}), txn)
             ts = txn.read_ts if txn.read_ts is not None else self.env.read_ts(timeline, reads)
             txn.read_ts = ts
             txn.reads |= reads
@@ -288,7 +286,9 @@ class Session:
             if p is not None:
                 counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
                 rows += [(row, sign * c) for row, c in counted.items()]
-        _check_not_null(table, rows)
+        for row, diff in rows:
+            if diff > 0:
+                check_not_null(row, table.plan.schema, table.name)
         if rows:
             txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
@@ -316,20 +316,6 @@ def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:
     from changeflow.compute.evaluate import evaluate
 
     return evaluate(plan, {}, 0)
-
-
-def _check_not_null(table: Any, rows: list[tuple[tuple[Any, ...], int]]) -> None:
-    schema = table.plan.schema
-    for row, diff in rows:
-        if diff <= 0:
-            continue
-        for value, column in zip(row, schema, strict=True):
-            if value is None and not column.nullable:
-                raise PlanError(
-                    f'null value in column "{column.name}" of relation "{table.name}" violates '
-                    "not-null constraint",
-                    sqlstate="23502",
-                )
 
 
 def _visible(query: Any) -> tuple:

@@ -15,9 +15,11 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.relations import Relation, Resolver
-from changeflow.adapter.sql.query import ONE_ROW, Planner, Rel, Stage, unify_columns
+from changeflow.adapter.sql.query import Planner
+from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
 from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import DATE, NULLTYPE, TEXT, TIMESTAMP, TIMESTAMPTZ, Column, Schema
@@ -34,6 +36,8 @@ class InsertPlan:
     table: str
     rows: P.Plan
     schema: Schema = ()
+    reads: frozenset[str] = frozenset()  # the items a query or subquery in it reads
+    timelines: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class DeletePlan:
 
     table: str
     rows: P.Plan
+    reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
+    timelines: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class UpdatePlan:
     old: P.Plan
     new: P.Plan
     schema: Schema = ()
+    reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
+    timelines: frozenset[str] = frozenset()
 
 
 def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
@@ -156,16 +164,19 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
-    if isinstance(source, exp.Values):
+    planner = Planner(resolver, False)
+    if source is None:  # DEFAULT VALUES
+        plan = _values_row(exp.Tuple(expressions=[]), relation, [])
+    elif isinstance(source, exp.Values):
         rows = [_values_row(row, relation, targets) for row in source.expressions]
         rows = unify_columns(rows, "VALUES")
         plan = rows[0] if len(rows) == 1 else P.Union(tuple(rows))
     else:
-        planner = Planner(resolver, False)
         out = planner.query(source, None)
         _count_error(len(out.names), len(targets))
         plan = _fill(out.plan, relation, targets)
-    return InsertPlan(name, plan, schema)
+    reads = frozenset(planner.items)
+    return InsertPlan(name, plan, schema, reads, frozenset(planner.timelines))
 
 
 def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
@@ -206,6 +217,7 @@ def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stag
     table, relation = _target(node.this, resolver, verb)
     planner = Planner(resolver, False)
     planner.items.add(relation.name)
+    planner.timelines.add(relation.timeline)
     alias = table.args.get("alias")
     qualifier = ident(alias.this) if alias is not None else ident(table.this)
     fields = [Field(qualifier, c.name, i) for i, c in enumerate(relation.plan.schema)]
@@ -222,7 +234,9 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
         if delete.args.get(key):
             raise unsupported(f"DELETE with {key.upper()}", delete)
     stage, relation = _matching(delete, resolver, "delete from")
-    return DeletePlan(ident(delete.this.this), stage.rel.plan)
+    planner = stage.planner
+    reads, timelines = frozenset(planner.items), frozenset(planner.timelines)
+    return DeletePlan(ident(delete.this.this), stage.rel.plan, reads, timelines)
 
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
@@ -263,4 +277,5 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     plan = stage.rel.plan
     width = len(plan.schema)
     new = P.Project(P.Map(plan, tuple(exprs)), tuple(range(width, width + len(schema))))
-    return UpdatePlan(ident(update.this.this), old, new, schema)
+    reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
+    return UpdatePlan(ident(update.this.this), old, new, schema, reads, timelines)

@@ -8,13 +8,21 @@ decorrelated when their correlation is equalities AND-ed at the top of their WHE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing, Query, Resolver
-from changeflow.adapter.sql import temporal
+from changeflow.adapter.sql.rows import (
+    ONE_ROW,
+    Output,
+    Rel,
+    col_of,
+    one_row,
+    resolve_unknown,
+    unify_columns,
+)
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
     Scalars,
@@ -23,40 +31,11 @@ from changeflow.adapter.sql.scalar import (
     walk,
 )
 from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupported
+from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import BOOL, INT8, NULLTYPE, TEXT, Column
+from changeflow.compute.types import BOOL, NULLTYPE
 from changeflow.errors import PlanError
-
-ONE_ROW = P.Constant((((), 1),), ())
-TOO_MANY = "more than one row returned by a subquery used as an expression"
-
-
-@dataclass
-class Rel:
-    """Rows being built: a plan and the names its columns go by."""
-
-    plan: P.Plan
-    scope: Scope
-
-    @property
-    def width(self) -> int:
-        return len(self.plan.schema)
-
-
-@dataclass
-class Output:
-    """A planned query: ``plan`` holds ``keys`` correlation columns (equal to ``outer_keys``
-    of the enclosing row), then the query's columns, named ``names``. ``defaults`` is, for an
-    aggregate without GROUP BY, its row over no input (what a correlated scalar subquery gives
-    where no row of its input matches)."""
-
-    plan: P.Plan
-    names: list[str]
-    keys: int = 0
-    outer_keys: list[exp.Expression] = field(default_factory=list)
-    defaults: tuple[Any, ...] | None = None
-    finishing: Finishing | None = None
 
 
 def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
@@ -72,36 +51,16 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
     )
 
 
-def resolve_unknown(plan: P.Plan) -> P.Plan:
-    """Columns of a bare NULL (type unknown) become text, as PostgreSQL outputs them."""
-    if all(c.type != NULLTYPE for c in plan.schema):
-        return plan
-    width = len(plan.schema)
-    casts = [
-        (c.name, X.Cast(P.col(plan.schema, i), TEXT))
-        for i, c in enumerate(plan.schema)
-        if c.type == NULLTYPE
-    ]
-    mapped = P.Map(plan, tuple(casts))
-    columns, extra = [], width
-    for c in plan.schema:
-        columns.append(extra if c.type == NULLTYPE else len(columns))
-        extra += c.type == NULLTYPE
-    return P.Project(mapped, tuple(columns), tuple(c.name for c in plan.schema))
-
-
-def one_row(reduce: P.Plan) -> P.Plan:
-    """An aggregate without GROUP BY, with SQL's one row over no input: count 0, others NULL.
-
-    ``reduce`` has a row if its input has rows; its row plus the defaults minus the defaults
-    once for its row is that row, and the defaults alone when it has none."""
-    schema = reduce.schema
-    defaults = tuple(0 if c.type == INT8 and not c.nullable else None for c in schema)
-    constant = P.Constant(((defaults, 1),), tuple(Column(c.name, c.type, True) for c in schema))
-    width = len(schema)
-    lits = tuple((f"d{i}", X.Lit(v, schema[i].type)) for i, v in enumerate(defaults))
-    present = P.Project(P.Map(reduce, lits), tuple(range(width, 2 * width)))
-    return P.Union((reduce, constant, P.Negate(present)))
+def view_plan(query: Query) -> P.Plan:
+    """A planned query as a view's collection: LIMIT/OFFSET as a TopK by its ORDER BY, hidden
+    ORDER BY columns dropped (an ORDER BY alone orders nothing in a collection)."""
+    f = query.finishing
+    plan = query.plan
+    if f.limit is not None or f.offset:
+        plan = P.TopK(plan, (), f.order_by, f.limit, f.offset)
+    if f.width is not None:
+        plan = P.Project(plan, tuple(range(f.width)))
+    return plan
 
 
 def output_name(node: exp.Expression) -> str:
@@ -147,6 +106,9 @@ def _int_constant(node: exp.Expression, what: str) -> int | None:
     return e.eval(())
 
 
+Domain = tuple[P.Plan, list[Field], list[exp.Expression]]
+
+
 class Planner:
     """Plans one statement; remembers the catalog items and timelines it read."""
 
@@ -160,18 +122,26 @@ class Planner:
     # -- queries -----------------------------------------------------------------------------
 
     def query(
-        self, node: exp.Expression, outer: Scope | None, top: bool = False, corr: bool = False
+        self,
+        node: exp.Expression,
+        outer: Scope | None,
+        top: bool = False,
+        corr: bool = False,
+        domain: Domain | None = None,
     ) -> Output:
         """Any query node; ``top``: ORDER BY/LIMIT go to finishing; ``corr``: correlation by
-        equalities in WHERE is allowed (and planned as key columns)."""
+        equalities in WHERE is allowed (and planned as key columns); ``domain``: the outer
+        columns' distinct values, joined to a SELECT's FROM to decorrelate it."""
         with_ = node.args.get("with_") or node.args.get("with")
         if with_ is not None:
-            return self.with_(node, with_, outer, top, corr)
+            return self.with_(node, with_, outer, top, corr, domain)
         if isinstance(node, exp.Subquery):
-            inner = self.query(node.this, outer, corr=corr)
+            inner = self.query(node.this, outer, corr=corr, domain=domain)
             return self.finish(inner, node, top, None)
         if isinstance(node, exp.Select):
-            return self.select(node, outer, top, corr)
+            return self.select(node, outer, top, corr, domain)
+        if domain is not None:
+            raise correlated()
         if isinstance(node, exp.Union | exp.Except | exp.Intersect):
             return self.setop(node, outer, top)
         if isinstance(node, exp.Values):
@@ -179,7 +149,13 @@ class Planner:
         raise unsupported(f"{type(node).__name__} as a query", node)
 
     def with_(
-        self, node: exp.Expression, with_: exp.With, outer: Scope | None, top: bool, corr: bool
+        self,
+        node: exp.Expression,
+        with_: exp.With,
+        outer: Scope | None,
+        top: bool,
+        corr: bool,
+        domain: Domain | None,
     ) -> Output:
         if with_.args.get("recursive"):
             raise unsupported("WITH RECURSIVE", with_)
@@ -208,7 +184,7 @@ class Planner:
             bare = node.copy()
             bare.set("with_", None)
             bare.set("with", None)
-            return self.query(bare, outer, top, corr)
+            return self.query(bare, outer, top, corr, domain)
         finally:
             self.ctes.pop()
 
@@ -274,7 +250,7 @@ class Planner:
         if top:
             shifted = tuple(orders)
             finishing = Finishing(shifted, limit, offset, width if width < full else None)
-            return Output(out.plan, out.names, out.keys, out.outer_keys, out.defaults, finishing)
+            return replace(out, finishing=finishing)
         plan = out.plan
         if limit is not None or offset:
             keys = tuple(range(out.keys))
@@ -284,7 +260,7 @@ class Planner:
             plan = P.TopK(plan, keys, shifted_orders, limit, offset)
         if width < full:
             plan = P.Project(plan, tuple(range(out.keys + width)))
-        return Output(plan, out.names[:width], out.keys, out.outer_keys, out.defaults)
+        return replace(out, plan=plan, names=out.names[:width])
 
     # -- set operations and VALUES -----------------------------------------------------------
 
@@ -328,7 +304,14 @@ class Planner:
 
     # -- SELECT ------------------------------------------------------------------------------
 
-    def select(self, node: exp.Select, outer: Scope | None, top: bool, corr: bool) -> Output:
+    def select(
+        self,
+        node: exp.Select,
+        outer: Scope | None,
+        top: bool,
+        corr: bool,
+        domain: Domain | None = None,
+    ) -> Output:
         distinct = node.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise unsupported("SELECT DISTINCT ON", distinct)
@@ -337,11 +320,15 @@ class Planner:
                 raise unsupported(key.upper(), node)
         rel = self.from_(node, outer)
         where = node.args.get("where")
-        local, pairs = self.split_correlation(where.this if where else None, rel.scope, corr)
         inner_keys: list[X.Expr] = []
+        outer_keys: list[exp.Expression] = []
+        if domain is not None:
+            rel, inner_keys, outer_keys = self.with_domain(rel, domain)
+        local, pairs = self.split_correlation(where.this if where else None, rel.scope, corr)
         if pairs:
             sc = Scalars(rel.scope, rel.plan.schema, "WHERE")
             inner_keys = [sc(inner) for inner, _ in pairs]
+            outer_keys = [o for _, o in pairs]
         if local:
             rel = self.filter(rel, local, "WHERE")
         if inner_keys:
@@ -359,7 +346,20 @@ class Planner:
             key_cols = list(range(len(inner_keys)))
         else:
             key_cols = [k.index for k in inner_keys]  # type: ignore[attr-defined]
-        return self.project(node, stage, items, key_cols, top, pairs, defaults)
+        out = self.project(node, stage, items, key_cols, top, outer_keys, defaults)
+        return replace(out, null_safe=domain is not None)
+
+    def with_domain(
+        self, rel: Rel, domain: Domain
+    ) -> tuple[Rel, list[X.Expr], list[exp.Expression]]:
+        """``rel`` joined with the domain, whose columns the query names as the outer ones."""
+        plan, bound, outer_keys = domain
+        width = rel.width
+        joined = P.Join((rel.plan, plan))
+        fields = [Field(b.table, b.name, width + b.index, star=False) for b in bound]
+        scope = Scope(rel.scope.fields, rel.scope.outer, fields)
+        keys: list[X.Expr] = [col_of(joined, width + i) for i in range(len(bound))]
+        return Rel(joined, scope), keys, outer_keys
 
     def split_correlation(
         self, where: exp.Expression | None, scope: Scope, corr: bool
@@ -411,7 +411,7 @@ class Planner:
                         exp.to_identifier(f.name, quoted=True),
                         exp.to_identifier(f.table, quoted=True) if f.table else None,
                     )
-                    items.replacements[id(synthetic)] = _col(rel.plan, f.index, f.name)
+                    items.replacements[id(synthetic)] = col_of(rel.plan, f.index, f.name)
                     items.fields[id(synthetic)] = f
                     items.add(synthetic, f.name)
             else:
@@ -445,6 +445,8 @@ class Planner:
         if isinstance(node, exp.Table):
             if not isinstance(node.this, exp.Identifier):
                 raise unsupported("a function in FROM", node)
+            if node.args.get("sample") is not None:
+                raise unsupported("TABLESAMPLE", node)
             name = ident(node.this)
             full = ".".join(ident(p) for p in (node.args.get("catalog"), node.args.get("db")) if p)
             out = self.lookup(f"{full}.{name}" if full else name)
@@ -596,7 +598,7 @@ class Planner:
                 reduced = one_row(reduced)
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
-        agg_cols = {i: _col(reduced, width + j) for i, j in slots.items()}
+        agg_cols = {i: col_of(reduced, width + j) for i, j in slots.items()}
 
         def hook(n: exp.Expression) -> X.Expr | None:
             if id(n) in agg_cols:
@@ -612,7 +614,7 @@ class Planner:
             if e is not None and not isinstance(e, X.Lit):
                 for i, k in enumerate(keys):
                     if e == k:
-                        return _col(reduced, i)
+                        return col_of(reduced, i)
             if isinstance(n, exp.Column):
                 f = items.fields.get(id(n)) or rel.scope.resolve(n)
                 shown = f"{f.table}.{f.name}" if f.table else f.name
@@ -672,6 +674,11 @@ class Planner:
             arg = arg.expressions[0]
         if isinstance(arg, exp.Order):
             raise unsupported("ORDER BY inside an aggregate", n)
+        if isinstance(n, exp.Count) and n.expressions:
+            raise PlanError(
+                f"function count() of {1 + len(n.expressions)} arguments does not exist",
+                sqlstate="42883",
+            )
         if isinstance(n, exp.Min | exp.Max) and n.expressions:
             raise unsupported(f"{func}() of several arguments", n)
         if contains(arg, is_aggregate):
@@ -686,7 +693,7 @@ class Planner:
             separator = str(sep.this)
         if isinstance(arg, exp.Star):
             if func != "count":
-                raise PlanError(f"{func}(*) is not an aggregate; only count(*) is")
+                raise PlanError(f"function {func}(*) does not exist", sqlstate="42883")
             return P.Aggregate("count")
         sc.clause = f"{func}()"
         return P.Aggregate(func, sc(arg), distinct, separator)
@@ -700,7 +707,7 @@ class Planner:
         items: Items,
         key_cols: list[int],
         top: bool,
-        pairs: list[tuple[exp.Expression, exp.Expression]],
+        outer_keys: list[exp.Expression],
         defaults: tuple[Any, ...] | None,
     ) -> Output:
         order = node.args.get("order")
@@ -757,7 +764,7 @@ class Planner:
         out_defaults = None
         if defaults is not None and stage.default_row is not None:
             out_defaults = tuple(_eval_default(e, stage.default_row) for e in exprs)
-        out = Output(plan, names + hidden_names, len(key_cols), [o for _, o in pairs], out_defaults)
+        out = Output(plan, names + hidden_names, len(key_cols), outer_keys, out_defaults)
         return self.limit(out, node, top, orders, len(names))
 
 
@@ -766,182 +773,6 @@ def _eval_default(e: X.Expr, row: tuple[Any, ...]) -> Any:
         return e.eval(row)
     except Exception:  # noqa: BLE001 - an error over no rows surfaces when the plan runs
         return None
-
-
-@dataclass
-class Items:
-    """The select list: each item's node and output name (``*`` expanded)."""
-
-    nodes: list[exp.Expression] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    replacements: dict[int, X.Expr] = field(default_factory=dict)
-    fields: dict[int, Field] = field(default_factory=dict)
-
-    def add(self, node: exp.Expression, name: str) -> None:
-        self.nodes.append(node)
-        self.names.append(name)
-
-
-@dataclass
-class Stage:
-    """Rows at one step of a SELECT and how its clauses' expressions translate over them;
-    subqueries in those expressions are joined on as extra columns (:meth:`hoist`)."""
-
-    planner: Planner
-    rel: Rel
-    clause: str
-    hook: Any = None
-    allow_now: bool = False
-    replacements: dict[int, X.Expr] = field(default_factory=dict)
-    default_row: tuple[Any, ...] | None = None
-
-    def scalars(self) -> Scalars:
-        return Scalars(
-            self.rel.scope,
-            self.rel.plan.schema,
-            self.clause,
-            self.replacements,
-            self.hook,
-            self.allow_now,
-        )
-
-    def filter(self, predicates: list[exp.Expression]) -> Rel:
-        width = self.rel.width
-        self.hoist(predicates)
-        sc = self.scalars()
-        exprs = [sc(p) for p in predicates]
-        predicate = exprs[0] if len(exprs) == 1 else X.And(tuple(exprs))
-        try:
-            plan = temporal.apply(self.rel.plan, predicate, self.planner.temporal_and_only)
-        except PlanError as e:
-            if "clause" in e.fields:
-                raise
-            raise PlanError(f"{e.message} (in {self.clause})", **e.fields) from None
-        if len(plan.schema) > width:
-            plan = P.Project(plan, tuple(range(width)))
-        self.rel = Rel(plan, self.rel.scope)
-        return self.rel
-
-    def hoist(self, nodes: list[exp.Expression]) -> None:
-        """Join each subquery in ``nodes`` on as columns; record its value expression."""
-        for node in nodes:
-            for n in walk(node):
-                if id(n) in self.replacements:
-                    continue
-                if isinstance(n, exp.Exists):
-                    self.replacements[id(n)] = self.exists(n.this)
-                elif isinstance(n, exp.In) and n.args.get("query") is not None:
-                    self.replacements[id(n)] = self.in_(n)
-                elif isinstance(n, exp.Subquery):
-                    self.replacements[id(n)] = self.scalar(n)
-                elif isinstance(n, exp.Any | exp.All):
-                    raise unsupported("ANY/ALL with a subquery", n)
-
-    def sub(self, node: exp.Expression) -> Output:
-        outer = self.rel.scope if self.hook is None else self.rel.scope.outer
-        return self.planner.query(node, outer, corr=True)
-
-    def attach(self, out: Output, right: P.Plan, marker: bool) -> tuple[P.Plan, int]:
-        """Join ``right`` (its first ``out.keys`` columns equal the outer key expressions) to
-        the stage's rows, keeping each of them once; returns the plan and where right starts."""
-        plan = self.rel.plan
-        if out.keys:
-            sc = self.scalars()
-            sc.clause = "a correlated subquery"
-            outer = [(f"outer{i}", sc(k)) for i, k in enumerate(out.outer_keys)]
-            plan = P.Map(plan, tuple(outer))
-        start = len(plan.schema)
-        width0 = len(self.rel.plan.schema)
-        equivalences = tuple((width0 + i, start + i) for i in range(out.keys))
-        if marker:
-            right = P.Map(right, (("found", X.Lit(True, BOOL)),))
-        kind = "left" if out.keys or marker else "inner"
-        plan = P.Join((plan, right), equivalences, kind)
-        self.rel = Rel(plan, self.rel.scope)
-        return plan, start
-
-    def exists(self, query: exp.Expression) -> X.Expr:
-        out = self.sub(query)
-        if out.keys and out.defaults is not None:
-            raise correlated()
-        keys = P.Distinct(P.Project(out.plan, tuple(range(out.keys))))
-        plan, start = self.attach(out, keys, marker=True)
-        return X.IsNull(_col(plan, start + out.keys), negated=True)
-
-    def in_(self, node: exp.In) -> X.Expr:
-        out = self.sub(node.args["query"])
-        k = out.keys
-        if len(out.plan.schema) - k != 1:
-            raise PlanError("subquery has too many columns", sqlstate="42601")
-        if k and out.defaults is not None:
-            raise correlated()
-        sc = self.scalars()
-        sc.clause = "IN"
-        lhs = sc(node.this)
-        value = _col(out.plan, k)
-        if not X.comparable(lhs.type, value.type):
-            raise PlanError(
-                f"operator does not exist: {lhs.type} = {value.type} (in IN)", sqlstate="42883"
-            )
-        stats = P.Reduce(
-            out.plan,
-            tuple(range(k)),
-            (P.Aggregate("count"), P.Aggregate("count", value)),
-            ("n", "nonnull"),
-        )
-        if not k:
-            stats = one_row(stats)
-        plan, start = self.attach(out, stats, marker=bool(k))
-        n = _col(plan, start + k)
-        nonnull = _col(plan, start + k + 1)
-        width = len(plan.schema)
-        mapped = P.Map(plan, (("lhs", lhs),))
-        values = P.Filter(P.Project(out.plan, tuple(range(k + 1))), (X.IsNull(value, True),))
-        found = P.Map(P.Distinct(values), (("found", X.Lit(True, BOOL)),))
-        sc_keys = tuple((i, width + 1 + i) for i in range(k))
-        if k:
-            sc_keys = tuple((start - k + i, width + 1 + i) for i in range(k))
-        equivalences = (*sc_keys, (width, width + 1 + k))
-        joined = P.Join((mapped, found), equivalences, "left")
-        self.rel = Rel(joined, self.rel.scope)
-        match = X.IsNull(_col(joined, width + 2 + k), negated=True)
-        count = X.Coalesce((n, X.Lit(0, INT8)))
-        lhs_col = _col(joined, width)
-        unknown = X.Or((X.IsNull(lhs_col), X.Cmp(">", count, nonnull)))
-        return X.Case(
-            (
-                (match, X.Lit(True, BOOL)),
-                (X.Cmp("=", count, X.Lit(0, INT8)), X.Lit(False, BOOL)),
-                (unknown, X.Lit(None, BOOL)),
-            ),
-            X.Lit(False, BOOL),
-        )
-
-    def scalar(self, node: exp.Subquery) -> X.Expr:
-        out = self.sub(node)
-        k = out.keys
-        if len(out.plan.schema) - k != 1:
-            raise PlanError("subquery must return only one column", sqlstate="42601")
-        value = _col(out.plan, k)
-        if k and out.defaults is not None:
-            plan, start = self.attach(out, out.plan, marker=True)
-            v = _col(plan, start + k)
-            found = _col(plan, start + k + 1)
-            default = X.Lit(out.defaults[0], v.type if out.defaults[0] is not None else NULLTYPE)
-            if out.defaults[0] is None:
-                return v
-            return X.Case(((X.IsNull(found, negated=True), v),), default)
-        stats = P.Reduce(
-            out.plan,
-            tuple(range(k)),
-            (P.Aggregate("count"), P.Aggregate("min", value)),
-            ("n", "value"),
-        )
-        if not k:
-            stats = one_row(stats)
-        plan, start = self.attach(out, stats, marker=bool(k))
-        n, v = _col(plan, start + k), _col(plan, start + k + 1)
-        return X.Case(((X.Cmp(">", n, X.Lit(1, INT8)), X.Raise(TOO_MANY, "21000")),), v)
 
 
 def _filtered_aggregate(n: exp.Expression) -> bool:
@@ -953,11 +784,6 @@ def _column_equality(e: X.Expr) -> bool:
         return False
     a, b = e.a, e.b
     return isinstance(a, X.Col) and isinstance(b, X.Col) and X.comparable(a.type, b.type)
-
-
-def _col(plan: P.Plan, index: int, name: str = "") -> X.Col:
-    c = plan.schema[index]
-    return X.Col(index, c.type, c.nullable, name or c.name)
 
 
 def _order(index: int, o: exp.Ordered) -> P.Order:
@@ -1014,32 +840,3 @@ def _has_query(node: exp.Expression) -> bool:
         for n in walk(node)
         if n is not node
     ) or isinstance(node, exp.Query | exp.Exists)
-
-
-def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:
-    """``plans`` with each column cast to the type all of them unify to."""
-    width = len(plans[0].schema)
-    kinds = []
-    for i in range(width):
-        column = tuple(X.Lit(None, p.schema[i].type) for p in plans)
-        kinds.append(X.common_type(column, f"{what}"))
-    out = []
-    for p in plans:
-        casts = [
-            (c.name, X.Cast(P.col(p.schema, i), kinds[i]))
-            for i, c in enumerate(p.schema)
-            if c.type != kinds[i]
-        ]
-        if not casts:
-            out.append(p)
-            continue
-        mapped = P.Map(p, tuple(casts))
-        columns, extra = [], width
-        for i, c in enumerate(p.schema):
-            if c.type != kinds[i]:
-                columns.append(extra)
-                extra += 1
-            else:
-                columns.append(i)
-        out.append(P.Project(mapped, tuple(columns), tuple(c.name for c in p.schema)))
-    return out

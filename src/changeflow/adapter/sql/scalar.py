@@ -280,6 +280,12 @@ class Scalars:
         if isinstance(target, exp.Null):
             return X.IsNull(a, negated=negated)
         if isinstance(target, exp.Boolean):
+            if a.type not in (BOOL, NULLTYPE):
+                word = "TRUE" if target.this else "FALSE"
+                raise PlanError(
+                    f"argument of IS {word} must be type boolean, not type {a.type}",
+                    sqlstate="42804",
+                )
             cond = a if target.this else X.Not(a)
             out = X.Case(((cond, X.Lit(True, BOOL)),), X.Lit(False, BOOL))
             return X.Not(out) if negated else out

@@ -51,16 +51,16 @@ class Scope:
 
     fields: list[Field] = field(default_factory=list)
     outer: Scope | None = None
+    bound: list[Field] = field(default_factory=list)
 
     @property
     def tables(self) -> set[str]:
-        return {f.table for f in self.fields if f.table is not None}
+        return {f.table for f in self.fields + self.bound if f.table is not None}
 
     def find(self, name: str, table: str | None) -> list[Field]:
-        """The fields ``table.name`` (or a bare ``name``) names here, without looking out."""
-        if table is None:
-            return [f for f in self.fields if f.bare and f.name == name]
-        return [f for f in self.fields if f.table == table and f.name == name]
+        """The fields ``table.name`` (or a bare ``name``) names here, without looking out;
+        ``bound`` fields (outer columns joined in to decorrelate) after the query's own."""
+        return _named(self.fields, name, table) or _named(self.bound, name, table)
 
     def resolve(self, column: exp.Column) -> Field:
         """The field a column reference names, or PostgreSQL's error for it."""
@@ -100,3 +100,9 @@ class Scope:
         """The same fields, ``offset`` positions further right (the right side of a join)."""
         fields = [Field(f.table, f.name, f.index + offset, f.star, f.bare) for f in self.fields]
         return Scope(fields, self.outer)
+
+
+def _named(fields: list[Field], name: str, table: str | None) -> list[Field]:
+    if table is None:
+        return [f for f in fields if f.bare and f.name == name]
+    return [f for f in fields if f.table == table and f.name == name]

@@ -1,0 +1,112 @@
+"""What the query planner passes around: rows being built (:class:`Rel`), planned queries
+(:class:`Output`), and plan constructions shared by its parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from changeflow.adapter.relations import Finishing
+from changeflow.adapter.sql.scope import Scope
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute.types import INT8, NULLTYPE, TEXT, Column
+
+ONE_ROW = P.Constant((((), 1),), ())
+
+
+@dataclass
+class Rel:
+    """Rows being built: a plan and the names its columns go by."""
+
+    plan: P.Plan
+    scope: Scope
+
+    @property
+    def width(self) -> int:
+        return len(self.plan.schema)
+
+
+@dataclass
+class Output:
+    """A planned query: ``plan`` holds ``keys`` correlation columns (equal to ``outer_keys``
+    of the enclosing row), then the query's columns, named ``names``. ``defaults`` is, for an
+    aggregate without GROUP BY, its row over no input (what a correlated scalar subquery gives
+    where no row of its input matches). ``null_safe`` keys are the values of a domain of outer
+    columns, NULLs included."""
+
+    plan: P.Plan
+    names: list[str]
+    keys: int = 0
+    outer_keys: list[exp.Expression] = field(default_factory=list)
+    defaults: tuple[Any, ...] | None = None
+    finishing: Finishing | None = None
+    null_safe: bool = False  # keys match NULL to NULL (a domain's keys)
+
+
+def resolve_unknown(plan: P.Plan) -> P.Plan:
+    """Columns of a bare NULL (type unknown) become text, as PostgreSQL outputs them."""
+    if all(c.type != NULLTYPE for c in plan.schema):
+        return plan
+    width = len(plan.schema)
+    casts = [
+        (c.name, X.Cast(P.col(plan.schema, i), TEXT))
+        for i, c in enumerate(plan.schema)
+        if c.type == NULLTYPE
+    ]
+    mapped = P.Map(plan, tuple(casts))
+    columns, extra = [], width
+    for c in plan.schema:
+        columns.append(extra if c.type == NULLTYPE else len(columns))
+        extra += c.type == NULLTYPE
+    return P.Project(mapped, tuple(columns), tuple(c.name for c in plan.schema))
+
+
+def one_row(reduce: P.Plan) -> P.Plan:
+    """An aggregate without GROUP BY, with SQL's one row over no input: count 0, others NULL.
+
+    ``reduce`` has a row if its input has rows; its row plus the defaults minus the defaults
+    once for its row is that row, and the defaults alone when it has none."""
+    schema = reduce.schema
+    defaults = tuple(0 if c.type == INT8 and not c.nullable else None for c in schema)
+    constant = P.Constant(((defaults, 1),), tuple(Column(c.name, c.type, True) for c in schema))
+    width = len(schema)
+    lits = tuple((f"d{i}", X.Lit(v, schema[i].type)) for i, v in enumerate(defaults))
+    present = P.Project(P.Map(reduce, lits), tuple(range(width, 2 * width)))
+    return P.Union((reduce, constant, P.Negate(present)))
+
+
+def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:
+    """``plans`` with each column cast to the type all of them unify to."""
+    width = len(plans[0].schema)
+    kinds = []
+    for i in range(width):
+        column = tuple(X.Lit(None, p.schema[i].type) for p in plans)
+        kinds.append(X.common_type(column, f"{what}"))
+    out = []
+    for p in plans:
+        casts = [
+            (c.name, X.Cast(P.col(p.schema, i), kinds[i]))
+            for i, c in enumerate(p.schema)
+            if c.type != kinds[i]
+        ]
+        if not casts:
+            out.append(p)
+            continue
+        mapped = P.Map(p, tuple(casts))
+        columns, extra = [], width
+        for i, c in enumerate(p.schema):
+            if c.type != kinds[i]:
+                columns.append(extra)
+                extra += 1
+            else:
+                columns.append(i)
+        out.append(P.Project(mapped, tuple(columns), tuple(c.name for c in p.schema)))
+    return out
+
+
+def col_of(plan: P.Plan, index: int, name: str = "") -> X.Col:
+    c = plan.schema[index]
+    return X.Col(index, c.type, c.nullable, name or c.name)
