@@ -41,7 +41,7 @@ def test_ssl_and_gssenc_requests_without_tls(server) -> None:
 @pytest.mark.parametrize(
     "garbage",
     [
-        os.urandom(64),  # not even a startup packet
+        b"\0\0\x27\x11" + os.urandom(60),  # random bytes after too long a length
         b"\xff\xff\xff\xff" + os.urandom(16),  # a negative length
         packet(0x00020000, b"user\0raw\0\0"),  # protocol 2
     ],
@@ -60,7 +60,7 @@ def test_garbage_before_startup(server, garbage: bytes) -> None:
         b"Q\xff\xff\xff\xf0",  # a message length that is no length
         b"?\0\0\0\4",  # an unknown message type
         b"P\0\0\0\x08abc\0",  # Parse without its query and parameter fields
-        os.urandom(200),
+        b"\x01\0\0\0\xc8" + os.urandom(196),  # random bytes of a type no message has
     ],
 )
 def test_garbage_after_startup(server, garbage: bytes) -> None:
