@@ -24,7 +24,7 @@ ROWS = [
         2**40,
         Decimal("12.5"),
         1.25,
-        "it's",
+        "it's é 🙂",
         dt.date(2024, 2, 29),
         dt.datetime(2024, 1, 2, 3, 4, 5, 123456),
         dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
@@ -119,6 +119,13 @@ def test_binary_parameters_decoded_by_declared_type(
         binary=True,
     )
     assert got.fetchall() == [("x'y",)]
+
+
+def test_nulls_and_streaming(conn: psycopg.Connection) -> None:
+    assert conn.execute("SELECT NULL", binary=True).fetchone() == (None,)
+    assert conn.execute("SELECT %s::integer", (None,), binary=True).fetchone() == (None,)
+    rows = list(conn.cursor().stream("SELECT * FROM (VALUES (1), (2), (3)) AS v (a) ORDER BY a"))
+    assert rows == [(1,), (2,), (3,)]
 
 
 def test_placeholders_inside_quotes_are_left_alone(conn: psycopg.Connection) -> None:
