@@ -11,6 +11,7 @@ from changeflow.cli.cdc import cdc
 from changeflow.cli.dataflow import dataflow
 from changeflow.cli.demo import demo
 from changeflow.cli.materialize import materialize_command
+from changeflow.cli.serve import serve
 from changeflow.cli.shard import shard
 from changeflow.cli.sql import sql_command
 
@@ -21,5 +22,5 @@ def main() -> None:
     """changeflow: exact, consistent views of change streams on Spark."""
 
 
-for command in (demo, cdc, shard, materialize_command, dataflow, sql_command):
+for command in (demo, cdc, shard, materialize_command, dataflow, sql_command, serve):
     main.add_command(command)

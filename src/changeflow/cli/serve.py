@@ -1,0 +1,118 @@
+"""``changeflow serve``: host a home and answer PostgreSQL clients (psql, psycopg…)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import ssl
+from types import FrameType
+
+import click
+
+from changeflow.cli.common import friendly
+
+
+@click.command("serve")
+@click.option("--home", help="Data folder (default: $CHANGEFLOW_HOME or ./changeflow-data).")
+@click.option(
+    "--listen",
+    default="127.0.0.1:6875",
+    show_default=True,
+    help="HOST:PORT to accept PostgreSQL clients on (port 0: any free port).",
+)
+@click.option(
+    "--password-file",
+    type=click.Path(dir_okay=False),
+    help="A file of user:password lines; clients must then authenticate (else: trust).",
+)
+@click.option(
+    "--auth",
+    "auth_method",
+    type=click.Choice(["scram", "md5"]),
+    default="scram",
+    show_default=True,
+    help="How clients prove their password (with --password-file).",
+)
+@click.option("--tls-cert", type=click.Path(dir_okay=False), help="TLS certificate (PEM).")
+@click.option("--tls-key", type=click.Path(dir_okay=False), help="TLS private key (PEM).")
+@click.option("--require-tls", is_flag=True, help="Refuse clients that do not use TLS.")
+@click.option(
+    "--max-clients",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Clients served at once; more are refused (SQLSTATE 53300).",
+)
+@friendly
+def serve(
+    home: str | None,
+    listen: str,
+    password_file: str | None,
+    auth_method: str,
+    tls_cert: str | None,
+    tls_key: str | None,
+    require_tls: bool,
+    max_clients: int,
+) -> None:
+    """Host a home's views, sources and sinks and speak the PostgreSQL wire protocol.
+
+    One process per home; each client gets its own session. SIGTERM or Ctrl-C stops it
+    cleanly: the listener closes, running statements finish, the home is closed.
+
+    \b
+    Example:
+      changeflow serve --home ./data &
+      psql -h 127.0.0.1 -p 6875 -U me -c "SELECT 1"
+    """
+    from changeflow.adapter.environment import Environment
+    from changeflow.config import Config
+    from changeflow.errors import InvalidInput
+    from changeflow.server.auth import read_passwords
+    from changeflow.server.server import Server, parse_listen
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as e:
+        raise InvalidInput(str(e)) from None
+    passwords = read_passwords(password_file) if password_file else None
+    context = None
+    if tls_cert or tls_key:
+        if not (tls_cert and tls_key):
+            raise InvalidInput("--tls-cert and --tls-key go together")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidInput(f"cannot load the TLS certificate or key: {e}") from None
+    elif require_tls:
+        raise InvalidInput("--require-tls needs --tls-cert and --tls-key")
+    config = Config.load(home=home)
+    env = Environment(config, host_seconds=1.0)
+    try:
+        try:
+            server = Server(
+                env, host, port, passwords, auth_method, context, require_tls, max_clients
+            )
+        except OSError as e:
+            raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            server.stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        shown = f"[{server.host}]" if ":" in server.host else server.host
+        auth = f"{auth_method} passwords" if passwords is not None else "trust"
+        click.echo(
+            f"changeflow serve: listening on {shown}:{server.port} for {config.home} "
+            f"({auth}{', TLS' if context else ''})"
+        )
+        click.echo(f"  psql -h {server.host} -p {server.port} -U $USER", err=True)
+        try:
+            server.serve_forever()
+        finally:
+            server.shutdown()
+            click.echo("changeflow serve: stopped", err=True)
+    finally:
+        env.close()

@@ -1,0 +1,191 @@
+"""The extended query protocol for a client: Parse, Bind, Describe (without running the
+statement), Execute with a row limit, Close."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from changeflow.adapter.sql.statements import parse, split
+from changeflow.compute.types import Schema
+from changeflow.errors import PlanError
+from changeflow.server import commands as C
+from changeflow.server import pgwire as W
+from changeflow.server.params import placeholders, substitute
+from changeflow.server.runner import Outcome
+from changeflow.server.values import TYPE_NAMES, from_binary, from_text
+from changeflow.server.values import sql_literal as param_literal
+
+if TYPE_CHECKING:
+    from changeflow.adapter.session import Session
+
+
+@dataclass
+class Prepared:
+    """A parsed statement of the extended protocol: its text and parameter type OIDs."""
+
+    text: str
+    oids: list[int]
+
+
+@dataclass
+class Portal:
+    """A bound statement of the extended protocol."""
+
+    text: str
+    formats: list[int]
+    described: bool = False
+    columns: Schema | None = None
+    outcome: Outcome | None = None
+    sent: int = 0
+
+
+class Extended:
+    """The extended-protocol part of a client connection (statements run through
+    :class:`~changeflow.server.runner.Runner`)."""
+
+    session: Session | None
+    wire: W.Wire
+    prepared: dict[str, Prepared]
+    portals: dict[str, Portal]
+    cursors: dict[str, Any]
+    busy: bool
+
+    # -- extended query ----------------------------------------------------------------------
+
+    def parse(self, r: W.Reader) -> None:
+        name, text = r.cstr(), r.cstr()
+        oids = [r.int32() for _ in range(r.int16())]
+        statements = split(text)
+        if len(statements) > 1:
+            raise PlanError(
+                "cannot insert multiple commands into a prepared statement", sqlstate="42601"
+            )
+        if name and name in self.prepared:
+            raise PlanError(f'prepared statement "{name}" already exists', sqlstate="42P05")
+        needed = placeholders(text)
+        oids += [0] * (needed - len(oids))
+        self.prepared[name] = Prepared(statements[0] if statements else "", oids)
+        self.wire.send(b"1")
+
+    def bind(self, r: W.Reader) -> None:
+        portal, name = r.cstr(), r.cstr()
+        param_formats = [r.int16() for _ in range(r.int16())]
+        raw: list[bytes | None] = []
+        for _ in range(r.int16()):
+            n = r.int32()
+            raw.append(None if n < 0 else r.bytes(n))
+        result_formats = [r.int16() for _ in range(r.int16())]
+        prepared = self.prepared.get(name)
+        if prepared is None:
+            raise PlanError(f'prepared statement "{name}" does not exist', sqlstate="26000")
+        if len(raw) != len(prepared.oids):
+            raise W.ProtocolError(
+                f"bind message supplies {len(raw)} parameters, but prepared statement "
+                f'"{name}" requires {len(prepared.oids)}'
+            )
+        literals = []
+        for i, (value, oid) in enumerate(zip(raw, prepared.oids, strict=True), 1):
+            if value is None:
+                type_name = TYPE_NAMES.get(oid)
+                literals.append(f"NULL::{type_name}" if type_name else "NULL")
+            elif _format(param_formats, i - 1) == 1:
+                literals.append(param_literal(from_binary(value, oid, i)))
+            else:
+                try:
+                    decoded = value.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise PlanError(f"invalid UTF-8 in parameter ${i}", sqlstate="22021") from None
+                literals.append(param_literal(from_text(decoded, oid, i)))
+        text = substitute(prepared.text, literals) if literals else prepared.text
+        self.portals[portal] = Portal(text, result_formats)
+        self.wire.send(b"2")
+
+    def describe(self, r: W.Reader) -> None:
+        what, name = r.byte(), r.cstr()
+        if what == b"S":
+            prepared = self.prepared.get(name)
+            if prepared is None:
+                raise PlanError(f'prepared statement "{name}" does not exist', sqlstate="26000")
+            self.wire.send(*W.parameter_description([o or 25 for o in prepared.oids]))
+            nulls = [f"NULL::{TYPE_NAMES[o]}" if o in TYPE_NAMES else "NULL" for o in prepared.oids]
+            columns = self._describe_text(substitute(prepared.text, nulls), None)
+            formats: list[int] = []
+        elif what == b"P":
+            portal = self._portal(name)
+            if not portal.described:
+                portal.columns = self._describe_text(portal.text, portal)
+                portal.described = True
+            columns, formats = portal.columns, portal.formats
+        else:
+            raise W.ProtocolError(f"invalid Describe target {what!r}")
+        if columns is None:
+            self.wire.send(b"n")
+        else:
+            self._row_description(columns, formats)
+
+    def _describe_text(self, text: str, portal: Portal | None) -> Schema | None:
+        """The columns a statement will return, found without running it."""
+        assert self.session is not None
+        text = C.strip(text)
+        if not text:
+            return None
+        special = self._special(text, describe=True)
+        if special is not None:
+            return special.columns
+        stmt = parse(text)
+        if stmt.kind == "subscribe":
+            if portal is None:
+                return self.session.describe(stmt)
+            portal.outcome = self.run(text)
+            self.busy = False
+            return portal.outcome.columns
+        return self.session.describe(stmt)
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            cursor = self.cursors.get(name)
+            if cursor is not None:  # a DECLAREd cursor is a portal too
+                return Portal("", [], described=True, columns=cursor.columns)
+            raise PlanError(f'portal "{name}" does not exist', sqlstate="34000")
+        return portal
+
+    def execute(self, r: W.Reader) -> None:
+        name, limit = r.cstr(), r.int32()
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PlanError(f'portal "{name}" does not exist', sqlstate="34000")
+        if not portal.text.strip():
+            self.wire.send(b"I")
+            return
+        try:
+            if portal.outcome is None:
+                portal.outcome = self.run(portal.text)
+            self._send_outcome(portal.outcome, portal.formats, max(limit, 0))
+        except Exception:
+            if portal.outcome is not None:
+                portal.outcome = Outcome(portal.outcome.tag)
+            raise
+        finally:
+            self.busy = False
+
+    def close(self, r: W.Reader) -> None:
+        what, name = r.byte(), r.cstr()
+        if what == b"S":
+            self.prepared.pop(name, None)
+        elif what == b"P":
+            self.portals.pop(name, None)
+            self.cursors.pop(name, None)
+        else:
+            raise W.ProtocolError(f"invalid Close target {what!r}")
+        self.wire.send(b"3")
+
+    def function_call(self, r: W.Reader) -> None:
+        raise PlanError("the function call protocol is not supported", sqlstate="0A000")
+
+
+def _format(formats: list[int], i: int) -> int:
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[i] if i < len(formats) else 0

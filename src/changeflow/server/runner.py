@@ -1,0 +1,323 @@
+"""Running one statement for a client: the session's statements, and those answered here
+(cursors over queries and subscriptions, COPY in and out, DISCARD, catalog functions)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from changeflow.adapter.sql.statements import options, parse
+from changeflow.adapter.subscribe import Subscribe
+from changeflow.compute.types import INT4, TEXT, Column, Schema
+from changeflow.errors import ChangeflowError, PlanError
+from changeflow.server import commands as C
+from changeflow.server import pgwire as W
+from changeflow.server.copy import copy_header, copy_line, copy_trailer
+
+if TYPE_CHECKING:
+    from changeflow.adapter.session import Session
+    from changeflow.server.server import Server
+
+
+FLUSH = object()  # in a row stream: send what is buffered now
+POLL = 0.25
+
+
+class Interrupted(ChangeflowError):
+    """A statement cancelled by the client, or by the server shutting down."""
+
+
+class Shutdown(Exception):
+    """The server is stopping; the connection ends after its current statement."""
+
+
+@dataclass
+class Outcome:
+    """What a statement produced: a tag, and for queries columns and rows (or a stream that
+    writes its own messages and returns the tag)."""
+
+    tag: str = ""
+    columns: Schema | None = None
+    rows: Iterator[Any] = field(default_factory=lambda: iter(()))
+    counted: str | None = None  # "SELECT" or "FETCH": the tag is this and the rows sent
+    stream: Callable[[], str] | None = None
+
+
+@dataclass
+class Cursor:
+    """A cursor from DECLARE: a query's rows, or a subscription's as they come."""
+
+    columns: Schema
+    rows: Iterator[tuple[Any, ...]] | None = None
+    subscribe: Subscribe | None = None
+    buffer: list[tuple[Any, ...]] = field(default_factory=list)
+    in_transaction: bool = False
+
+
+class Runner:
+    """The statement-running part of a client connection (:class:`ClientConnection` gives
+    the socket, the session and the interrupt checks)."""
+
+    session: Session | None
+    wire: W.Wire
+    server: Server
+    params: dict[str, str]
+    cursors: dict[str, Cursor]
+    prepared: dict[str, Any]
+    cancel: threading.Event
+    busy: bool
+
+    def check_interrupt(self) -> None:
+        raise NotImplementedError
+
+    def wait_readable(self) -> None:
+        raise NotImplementedError
+
+    # -- running one statement ---------------------------------------------------------------
+
+    def run(self, text: str) -> Outcome:
+        """Run one statement; its outcome (rows may still be streaming)."""
+        assert self.session is not None
+        self.cancel.clear()
+        self.busy = True
+        text = C.strip(text)
+        special = self._special(text, describe=False)
+        if special is not None:
+            return special
+        stmt = parse(text)
+        if stmt.kind == "subscribe":
+            sub = self.session.subscribe(stmt)
+            return Outcome(columns=sub.columns, rows=self._follow(sub), counted="SUBSCRIBE")
+        if stmt.kind == "begin" and self.session.in_transaction:
+            self.wire.send(
+                *W.notice("25001", "there is already a transaction in progress", "WARNING")
+            )
+        if stmt.kind in ("commit", "rollback") and self.session.txn is None:
+            self.wire.send(*W.notice("25P01", "there is no transaction in progress", "WARNING"))
+        try:
+            result = self.session.run(stmt)
+        finally:
+            self._end_cursors()
+        if result.columns or result.status.startswith("SELECT"):
+            counted = "SELECT" if result.status.startswith("SELECT") else None
+            return Outcome(result.status, result.columns, iter(result.rows), counted)
+        return Outcome(result.status)
+
+    def _failed_check(self) -> None:
+        txn = self.session.txn if self.session else None
+        if txn is not None and txn.failed:
+            raise PlanError(
+                "current transaction is aborted, commands ignored until end of transaction block",
+                sqlstate="25P02",
+            )
+
+    def _end_cursors(self) -> None:
+        """Cursors declared in a transaction close when it ends (WITH HOLD ones stay)."""
+        if self.session is not None and not self.session.in_transaction:
+            for key in [k for k, c in self.cursors.items() if c.in_transaction]:
+                del self.cursors[key]
+
+    def _special(self, text: str, describe: bool) -> Outcome | None:
+        """A statement answered here rather than by the session (None if it is not one).
+        With ``describe`` only its columns are found: nothing runs."""
+        if m := C.DECLARE.fullmatch(text):
+            if not describe:
+                self._failed_check()
+                self.declare(C.cursor_name(m["name"]), m["query"], m["hold"])
+            return Outcome("DECLARE CURSOR")
+        if m := C.FETCH.fullmatch(text):
+            cursor = self._cursor(m["name"])
+            if describe:
+                return Outcome(columns=cursor.columns)
+            self._failed_check()
+            count = None if (m["count"] or "").upper() == "ALL" else int(m["count"] or 1)
+            opts = options(m["with"])
+            timeout = C.timeout_seconds(opts["timeout"]) if "timeout" in opts else None
+            rows = self.fetch(cursor, count, timeout)
+            return Outcome(columns=cursor.columns, rows=iter(rows), counted="FETCH")
+        if m := C.CLOSE.fullmatch(text):
+            if m["name"].upper() == "ALL":
+                if not describe:
+                    self.cursors.clear()
+            elif not describe:
+                key = C.cursor_name(m["name"])
+                if key not in self.cursors:
+                    raise PlanError(f'cursor "{key}" does not exist', sqlstate="34000")
+                del self.cursors[key]
+            return Outcome("CLOSE CURSOR")
+        if m := C.COPY.fullmatch(text):
+            copy = C.copy_statement(m)
+            if describe:
+                return Outcome("COPY")
+            self._failed_check()
+            return self.copy(copy)
+        if C.DISCARD.fullmatch(text):
+            if not describe:
+                self.cursors.clear()
+                self.prepared = {k: v for k, v in self.prepared.items() if not k}
+            return Outcome(text.upper())
+        if C.MOVE.fullmatch(text):
+            raise PlanError("MOVE is not supported: cursors only go forward", sqlstate="0A000")
+        if m := C.FUNCTION.fullmatch(text):
+            return self._function(m["fn"].lower(), m["alias"])
+        if m := C.PG_CURSORS.fullmatch(text):
+            found = m["name"].replace("''", "'") in self.cursors
+            column = (Column("?column?", INT4, False),)
+            return Outcome(columns=column, rows=iter([(1,)] if found else []), counted="SELECT")
+        if C.CATALOG.search(text) and re.match(r"\s*(SELECT|WITH)\b", text, re.I):
+            raise PlanError(
+                "the PostgreSQL system catalogs (pg_catalog, information_schema, and so psql's "
+                "\\d commands) are not available: use SHOW TABLES, SHOW VIEWS, SHOW SOURCES or "
+                "SHOW COLUMNS FROM name",
+                sqlstate="0A000",
+            )
+        return None
+
+    def _function(self, fn: str, alias: str | None) -> Outcome:
+        database = self.params.get("database") or self.params.get("user", "")
+        values = {
+            "version": f"PostgreSQL 15.0 on changeflow {self.server.version}",
+            "current_database": database,
+            "current_schema": "public",
+            "current_user": self.params.get("user", ""),
+            "session_user": self.params.get("user", ""),
+            "current_role": self.params.get("user", ""),
+            "user": self.params.get("user", ""),
+        }
+        label = (alias or fn).strip('"')
+        return Outcome(
+            columns=(Column(label, TEXT, False),), rows=iter([(values[fn],)]), counted="SELECT"
+        )
+
+    # -- cursors -----------------------------------------------------------------------------
+
+    def declare(self, key: str, query: str, hold: str | None) -> None:
+        assert self.session is not None
+        if key in self.cursors:
+            raise PlanError(f'cursor "{key}" already exists', sqlstate="42P03")
+        in_txn = self.session.in_transaction and (hold or "").upper() != "WITH"
+        stmt = parse(C.strip(query))
+        if stmt.kind == "subscribe":
+            sub = self.session.subscribe(stmt)
+            self.cursors[key] = Cursor(sub.columns, subscribe=sub, in_transaction=in_txn)
+            return
+        if stmt.kind not in ("select", "show_items", "show_columns", "show_create", "show_var"):
+            raise PlanError("DECLARE takes a query or a SUBSCRIBE", sqlstate="42601")
+        result = self.session.run(stmt)
+        self.cursors[key] = Cursor(result.columns, rows=iter(result.rows), in_transaction=in_txn)
+
+    def _cursor(self, raw: str) -> Cursor:
+        key = C.cursor_name(raw)
+        cursor = self.cursors.get(key)
+        if cursor is None:
+            raise PlanError(f'cursor "{key}" does not exist', sqlstate="34000")
+        return cursor
+
+    def fetch(self, cursor: Cursor, count: int | None, timeout: float | None) -> list[Any]:
+        """Up to ``count`` rows (None: all there are); a subscription's FETCH waits for its
+        first rows up to ``timeout`` seconds (None: until some come or it ends)."""
+        if cursor.subscribe is None:
+            assert cursor.rows is not None
+            return list(itertools.islice(cursor.rows, count))
+        sub = cursor.subscribe
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not cursor.buffer and not sub.done:
+            self.check_interrupt()
+            left = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
+            cursor.buffer += sub.poll(left)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        take = len(cursor.buffer) if count is None else count
+        out, cursor.buffer = cursor.buffer[:take], cursor.buffer[take:]
+        return out
+
+    def _follow(self, sub: Subscribe) -> Iterator[Any]:
+        """A subscription's rows as they come, a FLUSH after each batch, until it ends."""
+        while not sub.done:
+            self.check_interrupt()
+            rows = sub.poll(POLL)
+            yield from rows
+            if rows:
+                yield FLUSH
+
+    # -- COPY --------------------------------------------------------------------------------
+
+    def copy(self, copy: C.Copy) -> Outcome:
+        assert self.session is not None
+        if copy.direction == "from":
+            return Outcome(stream=lambda: self.copy_in(copy))
+        stmt = parse(C.strip(copy.query))
+        if stmt.kind == "subscribe":
+            sub = self.session.subscribe(stmt)
+            columns, rows = sub.columns, self._follow(sub)
+        else:
+            if stmt.kind not in ("select", "show_items", "show_columns", "show_create"):
+                raise PlanError("COPY takes a query or a SUBSCRIBE", sqlstate="42601")
+            result = self.session.run(stmt)
+            columns, rows = result.columns, iter(result.rows)
+        return Outcome(stream=lambda: self.copy_out(copy, columns, rows))
+
+    def copy_out(self, copy: C.Copy, columns: Schema, rows: Iterator[Any]) -> str:
+        binary = copy.format == "binary"
+        self.wire.send(*W.copy_out_response(1 if binary else 0, len(columns)))
+        head = copy_header(copy, columns)  # binary: sent with the first row, as PostgreSQL does
+        if head and not binary:
+            self.wire.send(b"d", head)
+            head = b""
+        n = 0
+        for row in rows:
+            if row is FLUSH:
+                self.wire.flush()
+                continue
+            self.wire.send(b"d", head + copy_line(copy, columns, row))
+            head = b""
+            n += 1
+        tail = copy_trailer(copy)
+        if tail:
+            self.wire.send(b"d", head + tail)
+        self.wire.send(b"c")
+        return f"COPY {n}"
+
+    def copy_in(self, copy: C.Copy) -> str:
+        from changeflow.server.copy import insert_statements
+
+        assert self.session is not None and copy.table is not None
+        if copy.format == "binary":
+            raise PlanError("COPY FROM STDIN in binary format is not supported", sqlstate="0A000")
+        self.wire.send(*W.copy_in_response(0, len(copy.columns or ())))
+        self.wire.flush()
+        data = bytearray()
+        while True:
+            self.wait_readable()
+            msg = self.wire.read()
+            if msg.kind == b"d":
+                data += msg.body
+            elif msg.kind == b"c":
+                break
+            elif msg.kind == b"f":
+                reason = W.Reader(msg.body).cstr()
+                raise PlanError(f"COPY from stdin failed: {reason}", sqlstate="57014")
+            elif msg.kind in (b"H", b"S"):
+                continue
+            else:
+                raise W.ProtocolError(f"unexpected message type {msg.kind!r} during COPY")
+        own = not self.session.in_transaction
+        if own:
+            self.session.run(parse("BEGIN"))
+        count = 0
+        try:
+            for statement, n in insert_statements(copy, bytes(data)):
+                self.session.run(parse(statement))
+                count += n
+        except BaseException:
+            if own:
+                self.session.run(parse("ROLLBACK"))
+            raise
+        if own:
+            self.session.run(parse("COMMIT"))
+        return f"COPY {count}"

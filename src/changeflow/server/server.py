@@ -1,0 +1,144 @@
+"""The listener: accepts clients, one thread each, on one :class:`Environment`; answers cancel
+requests; stops cleanly (listener closed, running statements finished, clients told why)."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import select
+import socket
+import ssl
+import threading
+from importlib.metadata import PackageNotFoundError, version
+
+from changeflow.adapter.environment import Environment
+from changeflow.server.auth import ScramSecret
+from changeflow.server.connection import ClientConnection
+from changeflow.server.pgwire import SOCKET_TIMEOUT
+
+log = logging.getLogger("changeflow.server")
+
+
+def package_version() -> str:
+    try:
+        return version("changeflow")
+    except PackageNotFoundError:
+        return "dev"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:6875`` for IPv6) as a host and a port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"--listen takes HOST:PORT, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class Server:
+    """A PostgreSQL wire protocol server over one environment (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: Environment,
+        host: str = "127.0.0.1",
+        port: int = 6875,
+        passwords: dict[str, str] | None = None,
+        auth_method: str = "scram",
+        ssl_context: ssl.SSLContext | None = None,
+        ssl_required: bool = False,
+        max_clients: int = 100,
+    ) -> None:
+        self.env = env
+        self.passwords = passwords
+        self.auth_method = auth_method
+        self.scram_secrets = {u: ScramSecret.of(p) for u, p in (passwords or {}).items()}
+        self.ssl_context = ssl_context
+        self.ssl_required = ssl_required and ssl_context is not None
+        self.max_clients = max_clients
+        self.version = package_version()
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.clients: dict[int, ClientConnection] = {}
+        self.threads: list[threading.Thread] = []
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.listener = socket.create_server((host, port), family=family, backlog=64)
+        self.host, self.port = self.listener.getsockname()[:2]
+
+    def parameters(self, application_name: str) -> dict[str, str]:
+        """The ParameterStatus values every client gets after startup."""
+        return {
+            "server_version": "15.0",
+            "server_encoding": "UTF8",
+            "client_encoding": "UTF8",
+            "DateStyle": "ISO, MDY",
+            "IntervalStyle": "postgres",
+            "integer_datetimes": "on",
+            "standard_conforming_strings": "on",
+            "TimeZone": "UTC",
+            "is_superuser": "off",
+            "application_name": application_name,
+        }
+
+    def new_pid(self) -> int:
+        with self.lock:
+            while True:
+                pid = secrets.randbits(30) + 1
+                if pid not in self.clients:
+                    return pid
+
+    def full(self) -> bool:
+        """Whether more clients are connected than ``max_clients`` (the newest is refused)."""
+        with self.lock:
+            return len(self.clients) > self.max_clients
+
+    def forget(self, client: ClientConnection) -> None:
+        with self.lock:
+            if self.clients.get(client.pid) is client:
+                del self.clients[client.pid]
+
+    def cancel(self, pid: int, secret: int) -> None:
+        """A CancelRequest: the matching client's running statement is interrupted."""
+        with self.lock:
+            client = self.clients.get(pid)
+        if client is not None and secrets.compare_digest(
+            secret.to_bytes(4, "big", signed=True), client.secret.to_bytes(4, "big", signed=True)
+        ):
+            client.request_cancel()
+
+    def serve_forever(self) -> None:
+        """Accept clients until :meth:`stop`."""
+        while not self.stopping.is_set():
+            try:
+                ready, _, _ = select.select([self.listener], [], [], 0.5)
+            except (OSError, ValueError):
+                break
+            if not ready:
+                continue
+            try:
+                sock, peer = self.listener.accept()
+            except OSError:
+                continue
+            sock.settimeout(SOCKET_TIMEOUT)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            client = ClientConnection(self, sock, peer)
+            with self.lock:
+                self.clients[client.pid] = client
+            thread = threading.Thread(
+                target=client.serve, name=f"pg-client-{client.pid}", daemon=True
+            )
+            self.threads = [t for t in self.threads if t.is_alive()]
+            self.threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        """Ask the server to stop (safe from a signal handler)."""
+        self.stopping.set()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Close the listener and wait for the clients' running statements to finish."""
+        self.stopping.set()
+        self.listener.close()
+        for thread in list(self.threads):
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("a client thread did not stop within %.0f s", timeout)

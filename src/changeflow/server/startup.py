@@ -1,0 +1,141 @@
+"""The startup phase of a client: SSL and GSSENC requests, cancel requests, protocol 3.0
+startup parameters and password authentication."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import struct
+import time
+from typing import TYPE_CHECKING
+
+from changeflow.adapter.session import Session
+from changeflow.server import pgwire as W
+from changeflow.server.auth import MECHANISM, AuthFailed, Scram, md5_expected
+
+if TYPE_CHECKING:
+    from changeflow.server.server import Server
+
+STARTUP_SECONDS = 60.0
+
+
+class Startup:
+    """The startup part of a client connection."""
+
+    sock: socket.socket
+    wire: W.Wire
+    server: Server
+    params: dict[str, str]
+    session: Session | None
+    pid: int
+    secret: int
+    tls: bool
+    startup_deadline: float | None = None
+
+    def wait_readable(self, deadline: float | None = None) -> None:
+        raise NotImplementedError
+
+    def _fatal(self, code: str, message: str) -> None:
+        raise NotImplementedError
+
+    # -- startup -----------------------------------------------------------------------------
+
+    def startup(self) -> bool:
+        """The startup phase; False if the connection ends with it (a cancel request). A client
+        gets :data:`STARTUP_SECONDS` to finish it, as PostgreSQL's authentication_timeout."""
+        self.startup_deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            self.wait_readable(self.startup_deadline)
+            code, body = self.wire.read_startup()
+            if code == W.SSL_REQUEST:
+                if self.server.ssl_context is not None and not self.tls:
+                    self.wire.send_raw(b"S")
+                    self.sock = self.server.ssl_context.wrap_socket(self.sock, server_side=True)
+                    self.wire.sock = self.sock
+                    self.tls = True
+                else:
+                    self.wire.send_raw(b"N")
+                continue
+            if code == W.GSSENC_REQUEST:
+                self.wire.send_raw(b"N")
+                continue
+            if code == W.CANCEL_REQUEST:
+                if len(body) >= 8:
+                    pid, secret = struct.unpack("!ii", body[:8])
+                    self.server.cancel(pid, secret)
+                return False
+            if code >> 16 != 3:
+                self._fatal(
+                    "0A000",
+                    f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}: "
+                    "the server supports 3.0",
+                )
+                return False
+            self.params = _startup_params(body)
+            break
+        if self.server.full():
+            self._fatal("53300", f"sorry, too many clients already ({self.server.max_clients})")
+            return False
+        user = self.params.get("user")
+        if not user:
+            self._fatal("28000", "no user name specified in startup packet")
+            return False
+        if self.server.ssl_required and not self.tls:
+            self._fatal("28000", "the server requires TLS (sslmode=require)")
+            return False
+        self.authenticate(user)
+        self.session = Session(self.server.env)
+        app = self.params.get("application_name", "")
+        self.session.settings["application_name"] = app
+        self.wire.send(*W.auth(0))
+        for key, value in self.server.parameters(app).items():
+            self.wire.send(*W.parameter_status(key, value))
+        self.wire.send(*W.backend_key(self.pid, self.secret))
+        self.wire.send(*W.ready("I"))
+        self.wire.flush()
+        return True
+
+    def authenticate(self, user: str) -> None:
+        passwords = self.server.passwords
+        if passwords is None:
+            return
+        if self.server.auth_method == "md5":
+            salt = secrets.token_bytes(4)
+            self.wire.send(*W.auth(5, salt))
+            self.wire.flush()
+            sent = self._password_message().rstrip(b"\0").decode("utf-8", "replace")
+            password = passwords.get(user)
+            if password is None or not secrets.compare_digest(
+                sent, md5_expected(user, password, salt)
+            ):
+                raise AuthFailed(user)
+            return
+        self.wire.send(*W.auth(10, W.cstr(MECHANISM) + b"\0"))
+        self.wire.flush()
+        r = W.Reader(self._password_message())
+        mechanism, length = r.cstr(), r.int32()
+        if mechanism != MECHANISM or length < 0:
+            raise AuthFailed(user)
+        scram = Scram(self.server.scram_secrets.get(user))
+        first = scram.first(r.bytes(length).decode("utf-8", "replace"))
+        self.wire.send(*W.auth(11, first.encode()))
+        self.wire.flush()
+        final = scram.final(self._password_message().decode("utf-8", "replace"))
+        self.wire.send(*W.auth(12, final.encode()))
+
+    def _password_message(self) -> bytes:
+        self.wait_readable(self.startup_deadline)
+        msg = self.wire.read()
+        if msg.kind != b"p":
+            raise W.ProtocolError(f"expected a password message, got {msg.kind!r}")
+        return msg.body
+
+
+def _startup_params(body: bytes) -> dict[str, str]:
+    parts = body.split(b"\0")
+    out = {}
+    for key, value in zip(parts[0::2], parts[1::2], strict=False):
+        if not key:
+            break
+        out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out

@@ -1,0 +1,309 @@
+"""Values on the wire: PostgreSQL type OIDs, text and binary formats out, and bound parameters
+in (decoded by the OID the client declared for them, never by guessing from the bytes).
+
+Text output is PostgreSQL's: ``t``/``f``, ``Infinity``/``NaN``, numeric without trailing zeros
+(as Materialize prints it), timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` with ``+00`` for
+``timestamptz`` (the session's time zone is UTC).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import struct
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from changeflow.adapter.connection import literal
+from changeflow.compute.types import SqlType
+from changeflow.errors import PlanError
+
+BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
+JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
+DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB = 1082, 1114, 1184, 1700, 3802
+
+# SQL type name -> (OID, type size)
+OIDS: dict[str, tuple[int, int]] = {
+    "boolean": (BOOL, 1),
+    "smallint": (INT2, 2),
+    "integer": (INT4, 4),
+    "bigint": (INT8, 8),
+    "numeric": (NUMERIC, -1),
+    "double precision": (FLOAT8, 8),
+    "text": (TEXT, -1),
+    "date": (DATE, 4),
+    "timestamp": (TIMESTAMP, 8),
+    "timestamp with time zone": (TIMESTAMPTZ, 8),
+}
+TYPE_NAMES = {
+    BOOL: "boolean",
+    INT2: "smallint",
+    INT4: "integer",
+    INT8: "bigint",
+    OID: "bigint",
+    NUMERIC: "numeric",
+    FLOAT4: "double precision",
+    FLOAT8: "double precision",
+    DATE: "date",
+    TIMESTAMP: "timestamp",
+    TIMESTAMPTZ: "timestamptz",
+}
+STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
+PG_EPOCH = dt.datetime(2000, 1, 1)
+PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+PG_EPOCH_DATE = dt.date(2000, 1, 1)
+WIDE = decimal.Context(prec=1000)
+
+
+def oid_of(t: SqlType) -> tuple[int, int]:
+    """The OID and size PostgreSQL gives the type (text for one it has no name for)."""
+    return OIDS.get(t.name, (TEXT, -1))
+
+
+# -- text format ----------------------------------------------------------------------------
+
+
+def text(value: Any) -> str:
+    """``value`` in PostgreSQL's text format."""
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, Decimal):
+        return numeric_text(value)
+    if isinstance(value, dt.datetime):
+        return timestamp_text(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def float_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    out = repr(value)
+    return out[:-2] if out.endswith(".0") else out
+
+
+def numeric_text(value: Decimal) -> str:
+    if value.is_nan():
+        return "NaN"
+    if value.is_infinite():
+        return "Infinity" if value > 0 else "-Infinity"
+    out = format(value, "f")
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return "0" if out in ("-0", "") else out
+
+
+def timestamp_text(value: dt.datetime) -> str:
+    tz = value.tzinfo is not None
+    if tz:
+        value = value.astimezone(dt.UTC)
+    out = value.strftime("%Y-%m-%d %H:%M:%S")
+    if value.microsecond:
+        out += f".{value.microsecond:06d}".rstrip("0")
+    return out + ("+00" if tz else "")
+
+
+def encode_text(value: Any) -> bytes | None:
+    return None if value is None else text(value).encode("utf-8")
+
+
+# -- binary format --------------------------------------------------------------------------
+
+
+def numeric_binary(value: Decimal) -> bytes:
+    """PostgreSQL's binary numeric: ndigits, weight, sign, dscale, then base-10000 digits."""
+    if value.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    if value.is_infinite():
+        return struct.pack("!hhHh", 0, 0, 0xD000 if value > 0 else 0xF000, 0)
+    sign = 0x4000 if value.is_signed() else 0
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    ds = "".join(map(str, digits))
+    if exponent >= 0:
+        whole, frac = ds + "0" * exponent, ""
+    else:
+        ds = ds.rjust(-exponent, "0")
+        whole, frac = ds[:exponent] or "0", ds[exponent:]
+    frac = frac.rstrip("0")
+    dscale = len(frac)
+    whole = whole.rjust(-(-len(whole) // 4) * 4, "0")
+    frac = frac.ljust(-(-len(frac) // 4) * 4, "0")
+    groups = [int(whole[i : i + 4]) for i in range(0, len(whole), 4)]
+    weight = len(groups) - 1
+    groups += [int(frac[i : i + 4]) for i in range(0, len(frac), 4)]
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    head = struct.pack("!hhHh", len(groups), weight, sign, dscale)
+    return head + struct.pack(f"!{len(groups)}h", *groups)
+
+
+def numeric_from_binary(data: bytes) -> Decimal:
+    ndigits, weight, sign, dscale = struct.unpack("!hhHh", data[:8])
+    if sign == 0xC000:
+        return Decimal("NaN")
+    if sign in (0xD000, 0xF000):
+        return Decimal("Infinity") if sign == 0xD000 else Decimal("-Infinity")
+    if len(data) != 8 + 2 * ndigits or ndigits < 0 or sign not in (0, 0x4000):
+        raise ValueError("bad numeric")
+    groups = struct.unpack(f"!{ndigits}h", data[8:])
+    n = 0
+    for g in groups:
+        n = n * 10000 + g
+    value = WIDE.scaleb(Decimal(n), 4 * (weight - ndigits + 1))
+    value = value.quantize(Decimal(1).scaleb(-dscale), context=WIDE)
+    return -value if sign == 0x4000 else value
+
+
+def _micros(value: dt.datetime) -> int:
+    if value.tzinfo is not None:
+        return (value - PG_EPOCH_TZ) // dt.timedelta(microseconds=1)
+    return (value - PG_EPOCH) // dt.timedelta(microseconds=1)
+
+
+BINARY: dict[str, Callable[[Any], bytes]] = {
+    "boolean": lambda v: b"\x01" if v else b"\x00",
+    "smallint": lambda v: struct.pack("!h", v),
+    "integer": lambda v: struct.pack("!i", v),
+    "bigint": lambda v: struct.pack("!q", v),
+    "double precision": lambda v: struct.pack("!d", v),
+    "numeric": lambda v: numeric_binary(Decimal(v)),
+    "text": lambda v: str(v).encode("utf-8"),
+    "date": lambda v: struct.pack("!i", (v - PG_EPOCH_DATE).days),
+    "timestamp": lambda v: struct.pack("!q", _micros(v)),
+    "timestamp with time zone": lambda v: struct.pack("!q", _micros(v)),
+}
+
+
+def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
+    """The function that puts a value of type ``t`` on the wire in format ``fmt`` (0 text,
+    1 binary)."""
+    if fmt == 0:
+        if t.name in ("smallint", "integer", "bigint"):
+            return lambda v: None if v is None else str(v).encode()
+        if t.name == "text":
+            return lambda v: None if v is None else v.encode("utf-8")
+        return encode_text
+    binary = BINARY.get(t.name, BINARY["text"])
+    return lambda v: None if v is None else binary(v)
+
+
+# -- parameters in --------------------------------------------------------------------------
+
+
+class Typed(str):
+    """A parameter given as text for a type whose literal is ``'text'::type``."""
+
+    type_name: str = "text"
+
+
+def _typed(value: str, type_name: str) -> Typed:
+    out = Typed(value)
+    out.type_name = type_name
+    return out
+
+
+TRUE = {"t", "true", "y", "yes", "on", "1"}
+FALSE = {"f", "false", "n", "no", "off", "0"}
+
+
+def _bad(index: int, oid: int, raw: Any) -> PlanError:
+    name = TYPE_NAMES.get(oid, f"OID {oid}")
+    return PlanError(
+        f"invalid input syntax for type {name} in parameter ${index}: {raw!r}", sqlstate="22P02"
+    )
+
+
+def from_text(raw: str, oid: int, index: int) -> Any:
+    """A parameter sent in text format, as a Python value of its declared type."""
+    try:
+        if oid == BOOL:
+            word = raw.strip().lower()
+            if word in TRUE or word in FALSE:
+                return word in TRUE
+            raise ValueError(raw)
+        if oid in (INT2, INT4, INT8, OID):
+            return int(raw.strip())
+        if oid in (FLOAT4, FLOAT8):
+            return float(raw.strip())
+        if oid == NUMERIC:
+            value = Decimal(raw.strip())
+            if value.is_snan():
+                raise ValueError(raw)
+            return value
+    except (ValueError, decimal.InvalidOperation):
+        raise _bad(index, oid, raw) from None
+    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ):
+        return _typed(raw, TYPE_NAMES[oid])
+    return raw
+
+
+def from_binary(raw: bytes, oid: int, index: int) -> Any:
+    """A parameter sent in binary format, decoded by its declared OID."""
+    fixed = {BOOL: 1, INT2: 2, INT4: 4, INT8: 8, OID: 4, FLOAT4: 4, FLOAT8: 8, DATE: 4}
+    fixed |= {TIMESTAMP: 8, TIMESTAMPTZ: 8}
+    if oid in fixed and len(raw) != fixed[oid]:
+        raise PlanError(
+            f"incorrect binary data format in parameter ${index}: {len(raw)} bytes for "
+            f"{TYPE_NAMES[oid]}",
+            sqlstate="22P03",
+        )
+    if oid == BOOL:
+        return raw != b"\x00"
+    if oid in (INT2, INT4, INT8):
+        return int.from_bytes(raw, "big", signed=True)
+    if oid == OID:
+        return int.from_bytes(raw, "big", signed=False)
+    if oid == FLOAT4:
+        return float(struct.unpack("!f", raw)[0])
+    if oid == FLOAT8:
+        return struct.unpack("!d", raw)[0]
+    if oid == NUMERIC:
+        try:
+            return numeric_from_binary(raw)
+        except (ValueError, struct.error):
+            raise PlanError(
+                f"incorrect binary data format in parameter ${index} (numeric)", sqlstate="22P03"
+            ) from None
+    if oid == DATE:
+        return PG_EPOCH_DATE + dt.timedelta(days=struct.unpack("!i", raw)[0])
+    if oid in (TIMESTAMP, TIMESTAMPTZ):
+        micros = struct.unpack("!q", raw)[0]
+        try:
+            value = PG_EPOCH + dt.timedelta(microseconds=micros)
+        except OverflowError:
+            raise PlanError(
+                f"timestamp out of range in parameter ${index}", sqlstate="22008"
+            ) from None
+        return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ else value
+    if oid in STRINGS:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PlanError(f"invalid UTF-8 in parameter ${index}", sqlstate="22021") from None
+    raise PlanError(
+        f"binary parameters of type OID {oid} are not supported (parameter ${index}); "
+        "send it in text format",
+        sqlstate="0A000",
+    )
+
+
+def sql_literal(value: Any) -> str:
+    """A decoded parameter as a SQL literal (negative numbers parenthesised, so that ``-$1``
+    never becomes a comment)."""
+    if isinstance(value, Typed):
+        return "'" + value.replace("'", "''") + f"'::{value.type_name}"
+    out = literal(value)
+    return f"({out})" if out.startswith("-") else out
