@@ -26,6 +26,7 @@ WORKERS = 2
 # appends; the output checked at every time against the reference evaluator.
 CHILD = r"""
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -78,12 +79,16 @@ cut = 2
 append_until(0, cut)
 maintain_view(storage, "v", plan, "out").close()  # installs the output at since 0
 storage.register_reader("out", "test:checker", "the test reads every time")
+started = time.monotonic()
 spark = get_spark()
+phases = {"session": time.monotonic() - started}
 flow = maintain_view(storage, "v", plan, "out", spark=spark)
+phases["hydration"] = time.monotonic() - started - sum(phases.values())
 for upper in range(cut + 1, TIMES + 1):  # one append a step
     append_until(upper - 1, upper)
     flow.run(until=upper)
 flow.close()
+phases["steps"] = time.monotonic() - started - sum(phases.values())
 master = spark.sparkContext.master
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # less the driver
 inputs = {}
@@ -97,7 +102,8 @@ for t in range(TIMES):
     want = evaluate(plan, {n: inputs[n].read(t) for n in inputs}, t)
     assert want, f"the view is empty at {t}: the test checks nothing"
     assert rows == dict(want), f"time {t}: got {rows}, want {dict(want)}"
-print(f"ok master={master} executors={executors} steps={flow.stats.steps}")
+shown = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+print(f"ok master={master} executors={executors} steps={flow.stats.steps}: {shown}")
 """
 
 
@@ -158,7 +164,8 @@ def standalone_cluster(work: Path) -> Iterator[str]:
             start(work / f"worker{i}.log", "org.apache.spark.deploy.worker.Worker", "--host",
                   "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
                   "--work-dir", str(work / f"worker{i}"), url)  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
+        started = time.monotonic()
+        deadline = started + START_TIMEOUT
         while master_log.read_text(errors="replace").count("Registering worker") < WORKERS:
             dead = [d.args[1] for d in daemons if d.poll() is not None]
             if dead:
@@ -169,6 +176,7 @@ def standalone_cluster(work: Path) -> Iterator[str]:
                     f"{START_TIMEOUT:.0f} s; see {work}/*.log"
                 )
             time.sleep(0.5)
+        print(f"cluster up in {time.monotonic() - started:.1f} s")
         yield url
     finally:
         for daemon in reversed(daemons):
@@ -200,5 +208,6 @@ def test_a_view_runs_unchanged_on_a_standalone_cluster(tmp_path: Path) -> None:
             pytest.fail(f"the view did not finish on {url} within {RUN_TIMEOUT:.0f} s: {e.stderr}")
         assert run.returncode == 0, run.stderr[-4000:]
         assert f"ok master={url} executors={WORKERS}" in run.stdout, run.stdout
+        print(run.stdout.strip())
         apps = list((work / "worker0").glob("app-*")) + list((work / "worker1").glob("app-*"))
         assert len(apps) == WORKERS, "each worker ran an executor of the view's application"
