@@ -256,15 +256,14 @@ def _run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
-    plain, temporal = result["views"]["plain"], result["views"]["temporal"]
     lines = [
         "Temporal filter cost (`benchmarks/temporal.py`, also in `make bench`): a plain "
         "Filter/Map view and the same view under `TemporalFilter(lower=ts, upper=ts + 100 "
         "years)`, whose retractions all wait in the output sink's Correction buffer, over one "
         f"shard of {result['rows']:,} rows `(id, ts, v)`, stepped side by side in one process. "
         f"{meta['steps']} steps of {result['changes_per_step']:,} "
-        f"changes ({meta['share']:.1%} of the rows inserted, as many deleted); hydration: {meta['hydrate']}; seconds from "
-        "the append to the output's upper passing the step:",
+        f"changes ({meta['share']:.1%} of the rows inserted, as many deleted); hydration: "
+        f"{meta['hydrate']}; seconds from the append to the output's upper passing the step:",
         "",
         "| view | hydration s | step median | step p90 | correction buffer after hydration "
         "(as staged) | after the steps (consolidated) | operator rows |",
