@@ -27,9 +27,11 @@ between the ``bench:temporal`` markers.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import platform
+import pstats
 import shutil
 import statistics
 import sys
@@ -236,6 +238,8 @@ def _run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         if i in checked:
             result["checks"].append(check(storage, flows, rows, t))
             say(f"check at step {i}: {result['checks'][-1]}")
+    if args.profile:
+        profile_step(storage, write, rows, flows, k, T0 + (args.steps + 1) * STEP_MS, result)
     for view, flow in flows.items():
         r = result["views"][view]
         r["step_s"] = statistics.median(spent[view])
@@ -256,6 +260,36 @@ def _run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     result["exact"] = all(c[v] == "ok" for c in result["checks"] for v in VIEWS)
     storage.close()
     return result
+
+
+def profile_step(
+    storage: Storage,
+    write: Any,
+    rows: Rows,
+    flows: dict[str, Dataflow],
+    k: int,
+    t: int,
+    result: dict[str, Any],
+) -> None:
+    """One more step (not among the timed ones), each view under cProfile: where it goes."""
+    inserted, deleted = rows.step(k, t)
+    frame = pa.concat_tables([stamped(inserted, t, 1), stamped(deleted, t, -1)])
+    storage.append(write, frame, t + 1)
+    for view, flow in flows.items():
+        profile = cProfile.Profile()
+        profile.enable()
+        flow.run(until=t + 1)
+        profile.disable()
+        stats = pstats.Stats(profile)
+        total = sum(entry[2] for entry in stats.stats.values())
+        top = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:5]
+        result["views"][view]["profile"] = {
+            "total_s": round(total, 4),
+            "top": [
+                {"function": f"{Path(f).name}:{line}({fn})", "own_s": round(e[2], 4)}
+                for (f, line, fn), e in top
+            ],
+        }
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -297,6 +331,13 @@ def markdown(result: dict[str, Any], meta: dict[str, Any], control: dict | None)
         f"- both outputs against the reference evaluator on all {result['rows']:,} rows at "
         f"{times}: {verdict}",
     ]
+    profiled = [v for v in VIEWS if "profile" in result["views"][v]]
+    if profiled:
+        lines += ["", "One more step under cProfile (own time of the top functions):", ""]
+        for view in profiled:
+            p = result["views"][view]["profile"]
+            top = ", ".join(f"{e['function']} {e['own_s'] * 1000:.0f} ms" for e in p["top"][:4])
+            lines.append(f"- {view} ({p['total_s'] * 1000:.0f} ms profiled): {top}")
     if control is not None:
         lines += [
             "",
@@ -335,6 +376,12 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]", help="the Spark master (--hydrate spark)")
     parser.add_argument("--work", default=".bench-work", help="where the data home goes")
     parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the one profiled step after the timed ones",
+    )
+    parser.add_argument(
         "--no-control",
         dest="control",
         action="store_false",
@@ -364,7 +411,9 @@ def main() -> None:
     }
     control = None
     if args.control:
-        small = argparse.Namespace(**{**vars(args), "rows": args.rows // 10, "checks": 0})
+        small = argparse.Namespace(
+            **{**vars(args), "rows": args.rows // 10, "checks": 0, "profile": False}
+        )
         small.share = args.share * args.rows / small.rows  # the same changes a step
         say(
             f"control: {small.rows:,} rows, the same {2 * round(small.share * small.rows):,} "
