@@ -16,7 +16,13 @@ append to the view's output upper passing the step's time (the views take turns 
 first); the report gives median and p90 of each view, the ratios temporal / plain (target
 about 1x) and temporal / open (what the far-future retractions themselves cost), and the
 Correction buffer's size. After hydration and on ``--checks`` steps every output is compared
-with the reference evaluator (``compute.evaluate``) on all the live rows.
+with the reference evaluator (``compute.evaluate``) on all the live rows. A control run
+takes a tenth of the rows with the same changes a step: does the buffer's size cost a step?
+
+Python hydration is the default: measured here at 200k rows, it took 3.7 s (plain) and 5.0 s
+(temporal) against 14.8 s and 11.3 s for bulk hydration on a warm ``local[2]`` session. These
+views keep no arrangement, so Spark's part is only handing every row to Python, twice for the
+temporal filter (its input, for the updates it owes, and the output).
 
 Writes ``results/temporal.json`` and ``results/temporal.md`` and refreshes the README table
 between the ``bench:temporal`` markers.
