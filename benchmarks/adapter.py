@@ -437,8 +437,26 @@ def selects(args: argparse.Namespace) -> dict:
     conn.execute("SELECT n, total FROM v_mat WHERE grp = 1").fetchall()
     prof.disable()
     out["fresh_materialized_profile"] = profile_top(prof)
+    out["adhoc_join"] = adhoc_join(conn, args.join_rows)
     conn.close()
     shutil.rmtree(home, ignore_errors=True)
+    return out
+
+
+def adhoc_join(conn: Connection, sizes: list[int]) -> list[dict]:
+    """``SELECT count(*)`` of an equi-join of two ``n``-row tables (one match a row), run ad
+    hoc (no view), at each size: how the adapter's query evaluation grows with its input."""
+    out = []
+    for n in sizes:
+        keys = pa.array(np.arange(n, dtype=np.int64))
+        for side in ("ja", "jb"):
+            conn.execute(f"CREATE TABLE {side}_{n} (k bigint, v bigint)")
+            commit_arrow(conn, f"{side}_{n}", pa.table({"k": keys, "v": keys}))
+        conn.execute(f"SELECT count(*) FROM ja_{n}; SELECT count(*) FROM jb_{n}")
+        query = f"SELECT count(*) FROM ja_{n} a JOIN jb_{n} b ON a.k = b.k"
+        secs, got = timed(lambda q=query: conn.execute(q).fetchall())
+        out.append({"rows": n, "seconds": secs, "check": "ok" if got == [(n,)] else str(got)})
+        say(f"ad hoc join of two {n:,}-row tables: {secs:.2f} s ({out[-1]['check']})")
     return out
 
 
@@ -753,6 +771,21 @@ def markdown(results: dict) -> str:
                 f"{f['p99_ms']:.1f} ms |"
             )
         lines.append(f"\nThe three answered alike: {sel['check']}.")
+        if sel.get("adhoc_join"):
+            first = sel["adhoc_join"][0]
+            lines += [
+                "",
+                "An ad hoc `SELECT count(*) FROM a JOIN b ON a.k = b.k` of two n-row tables "
+                "(one match a row):",
+                "",
+                "| n | seconds | vs the smallest n | rows |",
+                "|---:|---:|---:|---|",
+            ]
+            for j in sel["adhoc_join"]:
+                lines.append(
+                    f"| {j['rows']:,} | {j['seconds']:.2f} | "
+                    f"{j['seconds'] / first['seconds']:.1f}x | {j['check']} |"
+                )
     tp = results.get("tpch")
     if tp:
         lines += [
@@ -837,6 +870,7 @@ def main() -> None:
     )
     parser.add_argument("--select-rows", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=50, help="SELECTs per kind and mode")
+    parser.add_argument("--join-rows", type=int, nargs="*", default=[250, 500, 1000])
     parser.add_argument("--scale", type=float, default=0.01, help="TPC-H scale")
     parser.add_argument("--tpch-steps", type=int, default=5, help="refresh steps")
     parser.add_argument("--no-postgres", dest="postgres", action="store_false")
