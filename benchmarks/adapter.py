@@ -438,6 +438,13 @@ def selects(args: argparse.Namespace) -> dict:
     prof.disable()
     out["fresh_materialized_profile"] = profile_top(prof)
     out["adhoc_join"] = adhoc_join(conn, args.join_rows)
+    if args.join_rows:
+        n = args.join_rows[0]
+        prof = cProfile.Profile()
+        prof.enable()
+        conn.execute(f"SELECT count(*) FROM ja_{n} a JOIN jb_{n} b ON a.k = b.k").fetchall()
+        prof.disable()
+        out["adhoc_join_profile"] = profile_top(prof)
     conn.close()
     shutil.rmtree(home, ignore_errors=True)
     return out
@@ -850,6 +857,9 @@ def markdown(results: dict) -> str:
                 sel["fresh_materialized_profile"],
             ),
         ]
+        if "adhoc_join_profile" in sel:
+            n = sel["adhoc_join"][0]["rows"]
+            profiles.append((f"the ad hoc join of two {n:,}-row tables", sel["adhoc_join_profile"]))
     if profiles:
         lines += ["", "Where the time goes (cProfile, own time of the top functions):", ""]
         for what, p in profiles:
