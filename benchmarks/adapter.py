@@ -899,6 +899,7 @@ def main() -> None:
     args.cache = args.work / "tpch"
     args.cache.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
+    load_at_start = os.getloadavg()
     if "writes" in args.only:
         results["writes"] = writes(args)
     if "insert_select" in args.only:
@@ -912,7 +913,8 @@ def main() -> None:
     meta = {
         "machine": platform.platform(),
         "cpus": os.cpu_count(),
-        "load_average": os.getloadavg(),
+        "load_average_start": load_at_start,
+        "load_average_end": os.getloadavg(),
         "when": time.strftime("%F %T"),
         "args": {k: v for k, v in vars(args).items() if k not in ("work", "cache")},
         "seconds": time.perf_counter() - _START,
@@ -921,7 +923,10 @@ def main() -> None:
     (RESULTS / "adapter.json").write_text(
         json.dumps({"meta": meta, **results}, indent=2, default=str) + "\n"
     )
-    table = markdown(results)
+    table = markdown(results) + (
+        f"\n\nLoad average (1 min) {load_at_start[0]:.1f} at the start, "
+        f"{meta['load_average_end'][0]:.1f} at the end, on {os.cpu_count()} cores."
+    )
     (RESULTS / "adapter.md").write_text(table + "\n")
     if not update_readme("adapter", table):
         say("README.md has no bench:adapter markers; its table is left alone")
