@@ -5,17 +5,19 @@ thread: work happens in the statements), except one write case with the host thr
 
 - writes: single-row ``INSERT`` transactions (autocommit) from one session, from 4 sessions
   on one environment (threads sharing group commit) and from 4 processes on one home (each its
-  own connection); txns/s, p50/p99 latency, log entries per transaction, the rate of the first
+  own connection); txns/s, p50/p99/max latency, log entries per transaction, the rate of the first
   and the last tenth (the write log keeps its pending entries until a read applies them), and
   the first read after the writes (it applies them). On SQLite consensus and, when a
   throwaway server starts, PostgreSQL consensus (``fsync=off``).
 - insert-select: ``INSERT INTO dst SELECT * FROM src`` of ``--insert-rows`` rows in a child
   process (its peak RSS is the statement's); ``src`` is created in SQL and filled with one
-  Arrow frame through the write log (``TxnLog.frame`` checks, ``GroupCommit.commit`` takes
-  the oracle's write timestamp and commits it).
+  Arrow frame through the write log (checked against the shard's schema by storage's
+  ``to_frame``, as ``TxnLog.frame`` does for rows; ``conn.env.committer.commit`` takes the
+  oracle's write timestamp and commits it with ``TxnLog.commit``).
 - select: a small result (one group) of a GROUP BY view over ``--select-rows`` rows, from a
   materialized view, from an index on a view and from a plain view (evaluated from scratch),
-  interleaved; warm (no write between queries) and fresh (one INSERT before each query).
+  interleaved; warm (no write between queries) and fresh (one INSERT before each query);
+  and an ad hoc equi-join SELECT of two tables at ``--join-rows`` sizes.
 - tpch: TPC-H Q1 and Q3 (``benchmarks/compute.py``'s data and refresh steps at ``--scale``)
   as SQL ``CREATE MATERIALIZED VIEW`` over SQL tables, against the hand-built plans of
   ``compute.plans()`` maintained over the same shards: rows compared (and against
@@ -25,7 +27,8 @@ thread: work happens in the statements), except one write case with the host thr
 Writes ``results/adapter.json`` and ``results/adapter.md`` and refreshes the README table
 between the ``bench:adapter`` markers.
 
-    python benchmarks/adapter.py [--txns 400] [--insert-rows 1000000] [--select-rows 100000]
+    python benchmarks/adapter.py [--txns 600] [--insert-rows 1000000] [--select-rows 100000]
+        [--scale 0.01] [--no-postgres] [--only writes insert_select select tpch]
 """
 
 from __future__ import annotations
