@@ -149,9 +149,9 @@ def insert_rows(session: Session, first: int, count: int) -> tuple[float, list[f
     return start, ends, latencies
 
 
-def _process_writer(
-    config: Config, first: int, count: int, barrier: Any, queue: Any
-) -> None:  # pragma: no cover - runs in a child process
+def _process_writer(config: Config, first: int, count: int, barrier: Any, queue: Any) -> None:
+    """One of the 4 writer processes: its own connection to the home, INSERTs after the
+    barrier; puts its start, ends, latencies and log entries on ``queue``."""
     conn = changeflow.connect(config=config, host_seconds=0)
     try:
         insert_rows(conn.session, first + 10_000_000, 5)  # warm-up, not counted
