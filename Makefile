@@ -37,6 +37,7 @@ bench: $(BENCH_STAMP) java
 	$(BIN)/python benchmarks/materialize.py
 	$(BIN)/python benchmarks/compute.py
 	$(BIN)/python benchmarks/temporal.py
+	$(BIN)/python benchmarks/adapter.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
