@@ -183,10 +183,7 @@ class TxnLog:
             data = self.storage.blob.get(key)
             if data is None:
                 return  # applied and forgotten by another process meanwhile
-            if upper < ts:
-                self._append(shard, [], upper, ts)
-                continue
-            table = pa.ipc.open_stream(data).read_all()
+            table = pa.ipc.open_stream(data).read_all()  # at ts, in [upper, ts + 1)
             if self._append(shard, table, upper, ts + 1, token=f"txn-{ts}-{shard}"):
                 return
 
