@@ -590,3 +590,26 @@ def test_generated_subqueries_agree_with_duckdb(sql: str, r: list[tuple], s: lis
     data = {"r": r, "s": s}
     query = plan_query(parse(sql), Resolver())
     assert Counter(ours(query, data)) == Counter(duck(sql, data)), sql
+
+
+def test_date_plus_or_minus_whole_days_of_interval() -> None:
+    """``date ± INTERVAL 'n' DAY|WEEK`` moves by whole days (PostgreSQL's result is a
+    timestamp at midnight; here it stays a date, which compares the same with dates)."""
+    from datetime import date
+
+    from changeflow.adapter.sql.statements import parse_sql
+    from changeflow.compute.types import DATE
+
+    days = P.Get("days", (Column("d", DATE),))
+    resolver = Resolver({"t": Relation("t", "table", days, "EpochMilliseconds")})
+    rows = {(date(1998, 12, 1),): 1}
+    for sql, want in [
+        ("SELECT d - INTERVAL '90' DAY FROM t", date(1998, 9, 2)),
+        ("SELECT d + INTERVAL '2 weeks' FROM t", date(1998, 12, 15)),
+        ("SELECT d + INTERVAL '1' DAY FROM t", date(1998, 12, 2)),
+    ]:
+        query = plan_query(parse_sql(sql), resolver)
+        assert evaluate(query.plan, {"days": rows}, 0) == {(want,): 1}
+    with pytest.raises(PlanError) as caught:
+        plan_query(parse_sql("SELECT d + INTERVAL '1' MONTH FROM t"), resolver)
+    assert caught.value.sqlstate == "0A000"

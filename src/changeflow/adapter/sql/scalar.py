@@ -22,6 +22,7 @@ from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     DATE,
+    INT4,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -233,6 +234,10 @@ class Scalars:
         return value
 
     def _arith(self, node: exp.Expression) -> X.Expr:
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            a = self(node.this)
+            if a.type == DATE:  # date ± whole days (PostgreSQL gives a timestamp at midnight)
+                return X.Arith(_ARITH[type(node)], a, X.Lit(_days(node.expression), INT4))
         a, b = self.pair(node.this, node.expression)
         return X.Arith(_ARITH[type(node)], a, b)
 
@@ -385,7 +390,7 @@ class Scalars:
         return self._cast(node)
 
     def _interval(self, node: exp.Interval) -> X.Expr:
-        raise unsupported("the interval type", node)
+        raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -471,3 +476,19 @@ class Scalars:
 
     def _exists(self, node: exp.Exists) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)
+
+
+_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7}
+
+
+def _days(node: exp.Interval) -> int:
+    """The whole days of ``INTERVAL 'n' DAY`` / ``'n days'`` / weeks; others are refused."""
+    text = node.this.name if isinstance(node.this, exp.Literal) else ""
+    unit = node.args.get("unit")
+    parts = text.split() + ([unit.name] if unit is not None else [])
+    if len(parts) == 2 and parts[1].lower() in _DAYS:
+        try:
+            return int(parts[0]) * _DAYS[parts[1].lower()]
+        except ValueError:
+            pass
+    raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
