@@ -33,9 +33,7 @@ def cross_then_filter() -> P.Plan:
 
 
 def test_cross_joins_under_equalities_become_one_keyed_join() -> None:
-    plan = optimize(cross_then_filter())
-    assert isinstance(plan, P.Filter) and len(plan.predicates) == 1
-    join = plan.input
+    join = optimize(cross_then_filter())
     assert isinstance(join, P.Join) and len(join.inputs_) == 3
     assert join.equivalences == ((0, 2), (3, 5))
 
@@ -55,3 +53,27 @@ def test_any_plan_means_the_same_after_optimizing(plan: P.Plan, history: dict, t
     except EvalError:
         return
     assert evaluate(optimize(plan), inputs, t) == expected
+
+
+def test_one_sided_predicates_move_below_the_join() -> None:
+    join = optimize(cross_then_filter())
+    assert isinstance(join, P.Join)
+    first = join.inputs_[0]
+    assert isinstance(first, P.Filter) and str(first.predicates[0]) == str(
+        X.Cmp(">", P.col(R.schema, 1), X.lit(0))
+    )
+
+
+def test_map_columns_reaches_every_kind_of_child() -> None:
+    from changeflow.compute.functions import Func
+
+    schema = (*R.schema, *S.schema)
+    k, w = P.col(schema, 2), P.col(schema, 3)
+    e = X.Case(
+        ((X.InList(k, (w, X.lit(1))), Func("abs", (w,))),),
+        X.Coalesce((k, X.Arith("+", w, X.lit(2)))),
+    )
+    moved = X.map_columns(e, lambda i: i - 2)
+    assert moved.columns() == {0, 1} and e.columns() == {2, 3}
+    row = (None, None, 5, -7)
+    assert moved.eval(row[2:]) == e.eval(row)

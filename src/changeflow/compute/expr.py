@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -55,6 +55,23 @@ class Expr:
         """The input columns the expression reads."""
         own = {self.index} if isinstance(self, Col) else set()
         return own.union(*(c.columns() for c in self.children()))
+
+
+def map_columns(expr: Expr, fn: Callable[[int], int]) -> Expr:
+    """``expr`` with every column reference's index mapped by ``fn`` (to move a predicate
+    onto another input)."""
+    if isinstance(expr, Col):
+        return replace(expr, index=fn(expr.index))
+    changed = {f.name: _mapped(getattr(expr, f.name), fn) for f in fields(expr) if f.init}  # type: ignore[arg-type]
+    return replace(expr, **changed)  # type: ignore[type-var]
+
+
+def _mapped(value: Any, fn: Callable[[int], int]) -> Any:
+    if isinstance(value, Expr):
+        return map_columns(value, fn)
+    if isinstance(value, tuple):
+        return tuple(_mapped(v, fn) for v in value)
+    return value
 
 
 def _typed(obj: Any, kind: SqlType, nullable: bool) -> None:

@@ -5,8 +5,9 @@ written, each join would hold the product of its inputs. :func:`optimize` rewrit
 
 - an inner join whose first input is an inner join becomes one n-way join (the inputs' columns
   keep their positions, so equivalences and residuals carry over unchanged);
-- a filter directly over an inner join gives the join each predicate that equates two of its
-  columns (NULL equals nothing in both places), as an equivalence the join is keyed on.
+- a filter directly over an inner join moves each predicate that reads one input's columns
+  only down onto that input, and gives the join each predicate that equates columns of two
+  inputs (NULL equals nothing in both places) as an equivalence the join is keyed on.
 """
 
 from __future__ import annotations
@@ -57,23 +58,45 @@ def _flatten(join: P.Join) -> P.Join:
 def _push_equalities(flt: P.Filter) -> P.Plan:
     join = flt.input
     assert isinstance(join, P.Join)
+    starts = [0]
+    for p in join.inputs_:
+        starts.append(starts[-1] + len(p.schema))
+    below: dict[int, list[X.Expr]] = {}
     pairs, rest = [], []
     for p in flt.predicates:
-        if (
-            isinstance(p, X.Cmp)
-            and p.op == "="
-            and isinstance(p.a, X.Col)
-            and isinstance(p.b, X.Col)
-            and p.a.index != p.b.index
-            and X.comparable(p.a.type, p.b.type)
-        ):
-            pairs.append((p.a.index, p.b.index))
+        side = _one_input(p.columns(), starts)
+        if side is not None:
+            below.setdefault(side, []).append(X.map_columns(p, lambda i, s=starts[side]: i - s))
+        elif _equality(p):
+            pairs.append((p.a.index, p.b.index))  # type: ignore[attr-defined]
         else:
             rest.append(p)
-    if not pairs:
+    if not pairs and not below:
         return flt
-    keyed = replace(join, equivalences=_classes(join.equivalences + tuple(pairs)))
+    inputs = tuple(
+        optimize(P.Filter(p, tuple(below[i]))) if i in below else p
+        for i, p in enumerate(join.inputs_)
+    )
+    keyed = replace(join, inputs_=inputs, equivalences=_classes(join.equivalences + tuple(pairs)))
     return P.Filter(keyed, tuple(rest)) if rest else keyed
+
+
+def _one_input(columns: set[int], starts: list[int]) -> int | None:
+    """The input whose columns are all of ``columns`` (None: none, or several)."""
+    if not columns:
+        return None
+    sides = {next(i for i in range(len(starts) - 1) if c < starts[i + 1]) for c in columns}
+    return sides.pop() if len(sides) == 1 else None
+
+
+def _equality(p: X.Expr) -> bool:
+    return (
+        isinstance(p, X.Cmp)
+        and p.op == "="
+        and isinstance(p.a, X.Col)
+        and isinstance(p.b, X.Col)
+        and X.comparable(p.a.type, p.b.type)
+    )
 
 
 def _classes(pairs: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
