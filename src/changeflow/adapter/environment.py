@@ -110,7 +110,7 @@ class Environment:
         self.lock = threading.RLock()
         self.dataflows: dict[str, Dataflow] = {}
         self.oracles: dict[str, TimestampOracle] = {}
-        self.ingested: dict[str, float] = {}
+        self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
@@ -249,15 +249,24 @@ class Environment:
         return flow
 
     def ingest(self, item: Item, force: bool = False) -> None:
-        """Append the source's newly arrived CDC files (at most once a second unless forced)."""
+        """Append the source's newly arrived CDC files (at most once a second unless forced;
+        nothing is decoded while the folder's files are those it held last time)."""
+        from changeflow.cdc.files import list_files
         from changeflow.storage.ingest import ingest
 
-        now = time.monotonic()
-        if not force and now - self.ingested.get(item.id, 0.0) < 1.0:
+        now, path = time.monotonic(), item.options["path"]
+        last, seen = self.ingested.get(item.id, (0.0, None))
+        if not force and now - last < 1.0:
             return
-        self.ingested[item.id] = now
-        fmt = item.options.get("format")
-        ingest(self.storage, item.id, [item.options["path"]], fmt)
+        try:
+            files = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in list_files([path])]
+        except OSError:
+            files = None  # changing under us: decode
+        if files is not None and files == seen:
+            self.ingested[item.id] = (now, seen)
+            return
+        ingest(self.storage, item.id, [path], item.options.get("format"))
+        self.ingested[item.id] = (now, files)
 
     def stop_hosting(self, ids: Iterable[str]) -> None:
         for i in ids:
