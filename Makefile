@@ -43,6 +43,7 @@ bench: $(BENCH_STAMP) java
 	$(BIN)/python benchmarks/correction.py
 	$(BIN)/python benchmarks/materialize.py
 	$(BIN)/python benchmarks/compute.py
+	$(BIN)/python benchmarks/serve.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
