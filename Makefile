@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test bench lint format java
+.PHONY: run test bench lint format java browser
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,10 +23,17 @@ java:
 	  echo "Install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless) or set JAVA_HOME."; \
 	  exit 1; }
 
+# Chromium for the status page's browser test: installed from Debian's packages when missing,
+# only as root with apt-get (quietly; without it that test is skipped, never failed)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq chromium >/dev/null 2>&1; }; } || true
+
 run: $(STAMP) java
 	$(BIN)/changeflow demo
 
-test: $(STAMP) java
+test: $(STAMP) java browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest
 
@@ -38,6 +45,7 @@ bench: $(BENCH_STAMP) java
 	$(BIN)/python benchmarks/compute.py
 	$(BIN)/python benchmarks/temporal.py
 	$(BIN)/python benchmarks/adapter.py
+	$(BIN)/python benchmarks/serve.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -21,6 +21,13 @@ from changeflow.cli.common import friendly
     help="HOST:PORT to accept PostgreSQL clients on (port 0: any free port).",
 )
 @click.option(
+    "--http",
+    "http",
+    default="127.0.0.1:6876",
+    show_default=True,
+    help="HOST:PORT of the status page (/, /status.json, /metrics, /health); 'off': none.",
+)
+@click.option(
     "--password-file",
     type=click.Path(dir_okay=False),
     help="A file of user:password lines; clients must then authenticate (else: trust).",
@@ -47,6 +54,7 @@ from changeflow.cli.common import friendly
 def serve(
     home: str | None,
     listen: str,
+    http: str,
     password_file: str | None,
     auth_method: str,
     tls_cert: str | None,
@@ -73,6 +81,7 @@ def serve(
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     try:
         host, port = parse_listen(listen)
+        status_at = None if http.lower() == "off" else parse_listen(http, "--http")
     except ValueError as e:
         raise InvalidInput(str(e)) from None
     passwords = read_passwords(password_file) if password_file else None
@@ -96,6 +105,26 @@ def serve(
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None
+        page = None
+        if status_at is not None:
+            from changeflow.server.http import StatusPage
+
+            try:
+                page = StatusPage(env, *status_at, server=server)
+            except OSError as e:
+                source = click.get_current_context().get_parameter_source("http")
+                if source != click.core.ParameterSource.DEFAULT:
+                    server.shutdown()
+                    raise InvalidInput(
+                        f"cannot serve the status page on {http}: {e.strerror}"
+                    ) from None
+                click.echo(
+                    f"changeflow serve: no status page ({http}: {e.strerror}); "
+                    "choose one with --http HOST:PORT",
+                    err=True,
+                )
+            else:
+                page.start()
 
         def stop(signum: int, frame: FrameType | None) -> None:
             server.stop()
@@ -109,9 +138,14 @@ def serve(
             f"({auth}{', TLS' if context else ''})"
         )
         click.echo(f"  psql -h {server.host} -p {server.port} -U $USER", err=True)
+        if page is not None:
+            where = f"[{page.host}]" if ":" in page.host else page.host
+            click.echo(f"changeflow serve: status page on http://{where}:{page.port}/")
         try:
             server.serve_forever()
         finally:
+            if page is not None:
+                page.close()
             server.shutdown()
             click.echo("changeflow serve: stopped", err=True)
     finally:

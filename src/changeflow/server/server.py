@@ -26,11 +26,11 @@ def package_version() -> str:
         return "dev"
 
 
-def parse_listen(text: str) -> tuple[str, int]:
+def parse_listen(text: str, option: str = "--listen") -> tuple[str, int]:
     """``host:port`` (``[::1]:6875`` for IPv6) as a host and a port."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise ValueError(f"--listen takes HOST:PORT, not {text!r}")
+    if not sep or not port.isdigit() or not host or int(port) > 65535:
+        raise ValueError(f"{option} takes HOST:PORT, not {text!r}")
     return host.strip("[]"), int(port)
 
 

@@ -1,0 +1,211 @@
+"""Benchmark: ``changeflow serve`` under 1, 4 and 16 concurrent psycopg clients.
+
+Each run starts a server on a fresh home (``--http off``) with one table ``bench (client int,
+n int, v int)`` and a materialized view counting it by client (so the host keeps a dataflow up
+to date while the clients work). Every client has its own connection (autocommit) and runs, in
+turn, for a fixed time:
+
+- INSERT a new row ``(client, n, 0)``;
+- UPDATE its first row's ``v`` (a write that reads: a concurrent write to the table can fail it
+  with 40001, and the client runs it again; its latency includes the retries);
+- SELECT ``count(*), max(v)`` of its rows (at the oracle's read timestamp: every acknowledged
+  write is visible).
+
+Reported per client count and per kind: transactions acknowledged per second and p50/p99
+latency (ms), plus the retries. The clients are threads of this process, on the same two cores
+as the server.
+
+Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README table between
+the ``bench:serve`` markers.
+
+    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from readme import update_readme
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+KINDS = ("insert", "update", "select")
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def start(home: Path) -> tuple[subprocess.Popen[str], str]:
+    """A server on ``home``; its process and a psycopg connection string."""
+    cmd = [sys.executable, "-m", "changeflow.cli", "serve", "--home", str(home)]
+    cmd += ["--listen", "127.0.0.1:0", "--http", "off"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    m = re.search(r"listening on ([\d.]+):(\d+)", line)
+    if not m:
+        proc.kill()
+        raise SystemExit(f"the server did not start: {line!r}")
+    return proc, f"host={m[1]} port={m[2]} user=bench dbname=materialize connect_timeout=10"
+
+
+def client(dsn: str, k: int, until: float, go: threading.Barrier, out: dict[str, Any]) -> None:
+    """One client's loop (see the module docstring); its latencies by kind and its retries."""
+    latencies: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    retries = 0
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO bench VALUES (%s, 0, 0)", (k,))
+        n = 0
+        go.wait()  # every client connected: ``until`` is set now
+        while time.monotonic() < until[0]:
+            kind = KINDS[n % 3]
+            started = time.perf_counter()
+            if kind == "insert":
+                c.execute("INSERT INTO bench VALUES (%s, %s, 0)", (k, n + 1))
+            elif kind == "update":
+                while True:
+                    try:
+                        c.execute("UPDATE bench SET v = v + 1 WHERE client = %s AND n = 0", (k,))
+                        break
+                    except psycopg.errors.SerializationFailure:
+                        retries += 1
+            else:
+                c.execute("SELECT count(*), max(v) FROM bench WHERE client = %s", (k,)).fetchall()
+            latencies[kind].append(time.perf_counter() - started)
+            n += 1
+    out.update(latencies=latencies, retries=retries)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def run(clients: int, seconds: float) -> dict[str, Any]:
+    """One measurement: ``clients`` clients for ``seconds`` against a fresh server."""
+    with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
+        proc, dsn = start(Path(tmp) / "home")
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("CREATE TABLE bench (client int NOT NULL, n int NOT NULL, v int)")
+                c.execute(
+                    "CREATE MATERIALIZED VIEW bench_totals AS SELECT client, count(*) AS n, "
+                    "sum(v) AS v FROM bench GROUP BY client"
+                )
+            outs: list[dict[str, Any]] = [{} for _ in range(clients)]
+            go = threading.Barrier(clients + 1)
+            until = [0.0]
+            threads = [
+                threading.Thread(target=client, args=(dsn, k, until, go, outs[k]))
+                for k in range(clients)
+            ]
+            for t in threads:
+                t.start()
+            while go.n_waiting < clients:  # each client has connected and made its first row
+                time.sleep(0.01)
+            begin = time.monotonic()
+            until[0] = begin + seconds
+            go.wait()
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - begin
+            with psycopg.connect(dsn, autocommit=True) as c:
+                total = c.execute("SELECT sum(n) FROM bench_totals").fetchone()[0]
+                rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
+            assert total == rows, (total, rows)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+    result: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 2), "rows": rows}
+    every: list[float] = []
+    for kind in KINDS:
+        values = [v for o in outs for v in o["latencies"][kind]]
+        every += values
+        result[kind] = {
+            "count": len(values),
+            "per_second": round(len(values) / elapsed, 1),
+            "p50_ms": round(percentile(values, 0.5) * 1000, 2),
+            "p99_ms": round(percentile(values, 0.99) * 1000, 2),
+        }
+    result["all"] = {
+        "count": len(every),
+        "per_second": round(len(every) / elapsed, 1),
+        "p50_ms": round(percentile(every, 0.5) * 1000, 2),
+        "p99_ms": round(percentile(every, 0.99) * 1000, 2),
+    }
+    result["update_retries"] = sum(o["retries"] for o in outs)
+    return result
+
+
+def markdown(results: list[dict[str, Any]], seconds: float) -> str:
+    head = "| clients | kind | transactions/s | p50 ms | p99 ms |\n|---:|---|---:|---:|---:|"
+    lines = [head]
+    for r in results:
+        for kind in (*KINDS, "all"):
+            x = r[kind]
+            label = f"**{kind}**" if kind == "all" else kind
+            lines.append(
+                f"| {r['clients']} | {label} | {x['per_second']:,.1f} | {x['p50_ms']:.1f} | "
+                f"{x['p99_ms']:.1f} |"
+            )
+    retries = ", ".join(f"{r['clients']} clients: {r['update_retries']:,}" for r in results)
+    return (
+        "\n".join(lines)
+        + f"\n\n{seconds:g} s per client count, each client in turn INSERT, UPDATE (retried on "
+        f"40001; retries: {retries}), SELECT; one materialized view kept up to date meanwhile; "
+        f"clients and server on the same {os.cpu_count()} cores."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", default="1,4,16")
+    args = parser.parse_args()
+    seconds = 3.0 if args.quick else args.seconds
+    results = []
+    for clients in (int(x) for x in args.clients.split(",")):
+        say(f"{clients} clients for {seconds:g} s…")
+        results.append(run(clients, seconds))
+        r = results[-1]["all"]
+        say(f"  {r['per_second']:,.1f} transactions/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
+    table = markdown(results, seconds)
+    if args.quick:
+        print(table)
+        return
+    meta = {
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%F %T"),
+        "seconds": seconds,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "serve.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
+    )
+    (RESULTS / "serve.md").write_text(table + "\n")
+    if not update_readme("serve", table):
+        say("README.md has no bench:serve markers; its table is left alone")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
