@@ -15,6 +15,7 @@ plan at that time; the tests check it on random plans and histories.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, localcontext
@@ -561,8 +562,17 @@ def _window(u: Update, lower: tuple, upper: tuple) -> list[Update]:
 
 def _top_k(top: P.TopK, rows: Version) -> Version:
     _positive(rows, "TopK")
-    ordered = sorted(rows.items(), key=lambda rc: sort_key(rc[0], top.order_by))
     end = None if top.limit is None else top.offset + top.limit
+
+    def by_order(rc: tuple[Row, int]) -> tuple:
+        return sort_key(rc[0], top.order_by)
+
+    # each row holds at least one position: the first ``end`` rows in order cover the window
+    ordered = (
+        sorted(rows.items(), key=by_order)
+        if end is None
+        else heapq.nsmallest(end, rows.items(), key=by_order)
+    )
     kept: Counter = Counter()
     position = 0
     for row, count in ordered:
