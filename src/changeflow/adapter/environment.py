@@ -36,7 +36,7 @@ from changeflow.compute.dataflow import Dataflow, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import Column, Schema, sql_type
 from changeflow.config import Config
-from changeflow.errors import ChangeflowError, PlanError, Timeout
+from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
 from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
@@ -312,9 +312,7 @@ class Environment:
         while not self.closed.wait(seconds):
             try:
                 self.tick()
-            except ChangeflowError as e:  # reported to the next statement, and kept trying
-                self.host_error = e
-            except Exception as e:  # noqa: BLE001 — the host must not die silently
+            except Exception as e:  # noqa: BLE001 — kept for the status page; the host goes on
                 self.host_error = e
 
     def close(self) -> None:
