@@ -15,11 +15,12 @@ plan at that time; the tests check it on random plans and histories.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, localcontext
 from typing import Any
+
+from sortedcontainers import SortedKeyList
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, _matches, _positive, aggregate_values, sort_key
@@ -343,6 +344,82 @@ def _average(total: Any, n: int, kind: SqlType) -> Any:
         return Decimal(total) / n
 
 
+class TopK(Stateful):
+    """Per group, the rows ranked ``offset`` to ``offset + limit``. Each group's rows are kept
+    sorted (a sorted list of the distinct rows, their counts beside it), so a step costs its
+    changes times the log of the group's size plus the window it reads, not the group's size."""
+
+    def __init__(self, child: Operator, top: P.TopK) -> None:
+        super().__init__((child,))
+        self.top = top
+        self.end = None if top.limit is None else top.offset + top.limit
+        self.groups: dict[Row, tuple[SortedKeyList, Counter]] = {}
+
+    def _group(self, key: Row) -> tuple[SortedKeyList, Counter]:
+        group = self.groups.get(key)
+        if group is None:
+            order = self.top.order_by
+            group = self.groups[key] = (SortedKeyList(key=lambda r: sort_key(r, order)), Counter())
+        return group
+
+    def _add(self, key: Row, row: Row, diff: int) -> None:
+        rows, counts = self._group(key)
+        before = counts[row]
+        counts[row] = after = before + diff
+        if not after:
+            del counts[row]
+            rows.remove(row)
+        elif not before:
+            rows.add(row)
+
+    def _window(self, key: Row) -> Version:
+        """The group's output: its rows from position ``offset`` up to ``offset + limit``."""
+        group = self.groups.get(key)
+        if group is None:
+            return {}
+        kept: Version = {}
+        position, offset, end = 0, self.top.offset, self.end
+        for row in group[0]:
+            count = group[1][row]
+            hi = position + count if end is None else min(position + count, end)
+            if hi > max(position, offset):
+                kept[row] = hi - max(position, offset)
+            position += count
+            if end is not None and position >= end:
+                break
+        return kept
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        touched: dict[Row, list[Update]] = defaultdict(list)
+        for u in changes[0]:
+            touched[_key(u[0], self.top.group_by)].append(u)
+        out: list[Update] = []
+        for key, updates in touched.items():
+            before = self._window(key)
+            for row, _, diff in updates:
+                self._add(key, row, diff)
+            counts = self.groups[key][1]
+            _positive({row: counts[row] for row, _, _ in updates if row in counts}, "TopK")
+            if not counts:
+                del self.groups[key]
+            out += _difference(t, before, self._window(key))
+        return out
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        grouped: dict[Row, Counter] = defaultdict(Counter)
+        for row, count in collections[0]:
+            grouped[_key(row, self.top.group_by)][row] += count
+        order = self.top.order_by
+        for key, counts in grouped.items():
+            counts = Counter(_positive({r: c for r, c in counts.items() if c}, "TopK"))
+            if counts:
+                rows = SortedKeyList(counts, key=lambda r: sort_key(r, order))
+                self.groups[key] = (rows, counts)
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(len(c) for _, c in self.groups.values())
+
+
 class InnerJoin(Stateful):
     """Two inputs joined on key columns (NULL keys match nothing), a residual predicate on the
     pair: at each time, ``dA ⋈ B + A ⋈ dB + dA ⋈ dB`` with ``A`` and ``B`` arranged by key."""
@@ -540,8 +617,8 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             return KeyedRecompute(
                 children[0], width, lambda key, rows: {r: c for r, c in rows.items() if c > 0}
             )
-        case P.TopK(group_by=group_by):
-            return KeyedRecompute(children[0], group_by, lambda key, rows: _top_k(plan, rows))
+        case P.TopK():
+            return TopK(children[0], plan)
     raise PlanError(f"no operator for {type(plan).__name__}")
 
 
@@ -558,34 +635,6 @@ def _window(u: Update, lower: tuple, upper: tuple) -> list[Update]:
         return []
     out = [(row, start, diff)]
     return out + ([(row, end, -diff)] if end is not None else [])
-
-
-def _top_k(top: P.TopK, rows: Version) -> Version:
-    _positive(rows, "TopK")
-    end = None if top.limit is None else top.offset + top.limit
-
-    def by_order(rc: tuple[Row, int]) -> tuple:
-        return sort_key(rc[0], top.order_by)
-
-    # each row holds at least one position: the first ``end`` rows in order cover the window
-    ordered = (
-        sorted(rows.items(), key=by_order)
-        if end is None
-        else heapq.nsmallest(end, rows.items(), key=by_order)
-    )
-    kept: Counter = Counter()
-    position = 0
-    for row, count in ordered:
-        lo, hi = (
-            max(position, top.offset),
-            position + count if end is None else min(position + count, end),
-        )
-        if hi > lo:
-            kept[row] += hi - lo
-        position += count
-        if end is not None and position >= end:
-            break
-    return dict(kept)
 
 
 def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
