@@ -30,6 +30,14 @@ browser:
 	  && { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq chromium >/dev/null 2>&1; }; } || true
 
+# Pathway, the compute benchmark's peer, needs an older pyarrow: it gets an environment of its own
+PEER := .venv-pathway
+PEER_STAMP := $(PEER)/.installed-$(shell cksum benchmarks/pathway-requirements.txt | cut -d' ' -f1)
+$(PEER_STAMP): benchmarks/pathway-requirements.txt
+	@test -x $(PEER)/bin/python || $(PYTHON) -m venv $(PEER)
+	$(PEER)/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	@rm -f $(PEER)/.installed-* && touch $(PEER_STAMP)
+
 run: $(STAMP) java
 	$(BIN)/changeflow demo
 
@@ -37,7 +45,7 @@ test: $(STAMP) java browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest
 
-bench: $(BENCH_STAMP) java
+bench: $(BENCH_STAMP) $(PEER_STAMP) java
 	$(BIN)/python benchmarks/cdc_decode.py
 	$(BIN)/python benchmarks/storage.py
 	$(BIN)/python benchmarks/correction.py

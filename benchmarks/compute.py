@@ -63,6 +63,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from readme import update_readme
 
@@ -77,6 +78,7 @@ from changeflow.storage.consensus import open_consensus
 from changeflow.updates import DIFF, TIME
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 RESULTS = HERE / "results"
 LEASE = 24 * 3600.0
 DAY_MS = 86_400_000
@@ -102,6 +104,7 @@ TABLES = {
     ],
 }
 VIEWS = ("q1", "q3", "window")
+PEER_VIEWS = ("q1", "q3")  # Pathway has no counterpart of a window on mz_now()
 TARGETS = {"hydration": 1.5, "step_speedup": 20.0, "scale_growth": 2.0}
 _START = time.perf_counter()
 
@@ -423,6 +426,76 @@ def profile_top(profile: cProfile.Profile, limit: int = 6) -> dict:
     return {"total_s": round(total, 4), "top": top}
 
 
+# -- the peer ------------------------------------------------------------------------------------
+
+
+def peer_table(table: pa.Table) -> pa.Table:
+    """``table`` as the peer reads it: decimals (two places) as integer hundredths, dates as days
+    since 1970-01-01."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_decimal(column.type):
+            column = pc.multiply(column, 100).cast(pa.int64())
+        elif pa.types.is_date32(column.type):
+            column = column.cast(pa.int32())
+        columns.append(column)
+    return pa.table(columns, names=table.column_names)
+
+
+def write_peer_inputs(folder: Path, tables: dict[str, pa.Table], steps: list[Refresh]) -> None:
+    """The snapshot and the refresh steps as Parquet files for ``pathway_peer.py``."""
+    for name, table in tables.items():
+        pq.write_table(peer_table(table), folder / f"{name}.parquet")
+    for i, refresh in enumerate(steps, start=1):
+        directory = folder / "steps" / str(i)
+        directory.mkdir(parents=True)
+        for change, parts in (("inserted", refresh.inserted), ("deleted", refresh.deleted)):
+            for name, table in parts.items():
+                pq.write_table(peer_table(table), directory / f"{name}-{change}.parquet")
+
+
+def run_peer(python: Path, folder: Path, view: str, budget: float) -> dict:
+    """Pathway maintaining ``view`` over the peer inputs: hydration, step times and its rows (or
+    why not)."""
+    out = folder / f"{view}.json"
+    command = [str(python), str(HERE / "pathway_peer.py"), str(folder), view, str(out)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=budget)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish within {budget:.0f} s"}
+    if done.returncode:
+        errors = [line for line in done.stderr.splitlines() if "Error" in line]
+        return {"error": (errors or done.stderr.strip().splitlines() or ["failed"])[-1]}
+    result = json.loads(out.read_text())
+    result["step_s"] = statistics.median(result["steps_s"])
+    return result
+
+
+def peer_rows(view: str, rows: list[dict]) -> list[tuple]:
+    """The peer's rows as the view's rows: integer sums scaled back, averages divided out of
+    them; Q3 its top 10, dates back as dates."""
+    if view == "q1":
+        out = []
+        for r in rows:
+            n = r["count_order"]
+            qty, price = r["sum_qty"] / 100, r["sum_base_price"] / 100
+            disc_price, charge = r["sum_disc_price"] / 10**4, r["sum_charge"] / 10**6
+            key = (r["l_returnflag"], r["l_linestatus"])
+            averages = (qty / n, price / n, r["sum_disc"] / 100 / n)
+            out.append((*key, qty, price, disc_price, charge, *averages, n))
+        return out
+    ranked = sorted(rows, key=lambda r: (-r["revenue"], r["o_orderdate"], r["l_orderkey"]))[:10]
+    return [
+        (
+            r["l_orderkey"],
+            date.fromordinal(EPOCH.toordinal() + r["o_orderdate"]),
+            r["o_shippriority"],
+            r["revenue"] / 10**4,
+        )
+        for r in ranked
+    ]
+
+
 # -- checks -------------------------------------------------------------------------------------
 
 
@@ -542,11 +615,40 @@ def _run_scale(
             profile.disable()
             discard(shards, flow)
             result["views"][view]["spark_hydration_profile"] = profile_top(profile)
-    run_steps(scale, args, spark, shards, views, flows, steps, tables, result)
+    final = run_steps(scale, args, spark, shards, views, flows, steps, tables, result)
     for flow in flows.values():
         flow.close()
     shards.storage.close()
+    if args.pathway:
+        run_peers(scale, args, tables, steps, final, result, home)
     return result
+
+
+def run_peers(
+    scale: float,
+    args: argparse.Namespace,
+    tables: dict[str, pa.Table],
+    steps: list[Refresh],
+    final: dict[str, list[tuple]],
+    result: dict,
+    home: Path,
+) -> None:
+    """Pathway on the same snapshot and steps, each view checked against DuckDB's final rows."""
+    folder = home / "peer"
+    folder.mkdir()
+    write_peer_inputs(folder, tables, steps)
+    for view in PEER_VIEWS:
+        say(f"SF {scale:g} {view}: Pathway…")
+        peer = run_peer(args.pathway, folder, view, args.pathway_budget)
+        if "rows" in peer:
+            peer["check"] = same_rows(peer_rows(view, peer.pop("rows")), final[view]) or "ok"
+            say(
+                f"SF {scale:g} {view}: Pathway hydration {peer['hydration_s']:.1f} s, step "
+                f"{peer['step_s'] * 1000:.0f} ms; check: {peer['check']}"
+            )
+        else:
+            say(f"SF {scale:g} {view}: Pathway failed: {peer['error']}")
+        result["views"][view]["pathway"] = peer
 
 
 def run_steps(
@@ -559,9 +661,10 @@ def run_steps(
     steps: list[Refresh],
     tables: dict[str, pa.Table],
     result: dict,
-) -> None:
+) -> dict[str, list[tuple]]:
     """The refresh steps: each appended, then each view run until it passes the step's time;
-    DuckDB recomputes on its own copy, Spark at two of the steps; the last step is profiled."""
+    DuckDB recomputes on its own copy, Spark at two of the steps; the last step is profiled.
+    Returns DuckDB's rows of each view after the last step."""
     duck = duck_tables(tables)
     names = {n: n for n in TABLES}
     spent: dict[str, list[float]] = {v: [] for v in views}
@@ -596,7 +699,7 @@ def run_steps(
             + ("(profiled)" if profiled else "")
             + ", ".join(f"{v} {spent[v][-1] * 1000:.0f} ms" for v in views if not profiled)
         )
-    last = steps[-1].time
+    last, final = steps[-1].time, {}
     for view in views:
         r = result["views"][view]
         r["step_s"] = statistics.median(spent[view])
@@ -607,7 +710,8 @@ def run_steps(
         r["step_met"] = r["step_speedup"] >= TARGETS["step_speedup"]
         r["state_rows_after"] = flows[view].state_size()
         got = output_rows(shards.storage, flows[view].output, last)
-        r["check"] = same_rows(got, duck.execute(sql(view, names, last)).fetchall()) or "ok"
+        final[view] = duck.execute(sql(view, names, last)).fetchall()
+        r["check"] = same_rows(got, final[view]) or "ok"
         say(
             f"SF {scale:g} {view}: step {r['step_s'] * 1000:.0f} ms, Spark recompute "
             f"{r['spark_recompute_s']:.2f} s ({r['step_speedup']:.1f}x), DuckDB "
@@ -616,6 +720,7 @@ def run_steps(
     result["changes_per_step"] = statistics.median(s.changes() for s in steps)
     result["steps"] = len(steps) - 1
     duck.close()
+    return final
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -717,6 +822,15 @@ def main() -> None:
     )
     parser.add_argument("--work", default=".bench-work", help="cached data and data homes")
     parser.add_argument(
+        "--pathway",
+        type=Path,
+        default=ROOT / ".venv-pathway" / "bin" / "python",
+        help="the Python of an environment with Pathway (the peer is skipped if it is missing)",
+    )
+    parser.add_argument(
+        "--pathway-budget", type=float, default=900.0, help="seconds for each Pathway run"
+    )
+    parser.add_argument(
         "--no-profile-spark-hydration",
         dest="profile_spark_hydration",
         action="store_false",
@@ -726,6 +840,9 @@ def main() -> None:
     if args.steps < 3 or args.repeats < 1 or any(s <= 0 for s in args.scale):
         parser.error("--steps must be at least 3, --repeats at least 1, scales positive")
     args.work = Path(args.work).resolve()
+    if not args.pathway.exists():
+        say(f"no Pathway at {args.pathway} (make bench installs it): the peer is skipped")
+        args.pathway = None
     args.cache = args.work / "tpch"
     args.cache.mkdir(parents=True, exist_ok=True)
     from changeflow.spark import get_spark
