@@ -765,6 +765,28 @@ def markdown(results: list[dict], growth: dict[str, dict]) -> str:
                 f"{r['spark_recompute_s']:.2f} | {r['duckdb_recompute_s']:.3f} | "
                 f"{r['step_speedup']:.1f}x | {_met(r['step_met'])} | {r['check']} |"
             )
+    peers = [(res, v, r) for res in results for v, r in res["views"].items() if "pathway" in r]
+    if peers:
+        lines += [
+            "",
+            "The peer, Pathway, on the same snapshot and steps (rows in through its Python "
+            "connector; Q3 without the top 10, which it cannot maintain):",
+            "",
+            "| SF | view | Pathway hydration | changeflow hydration (Spark) | Pathway / changeflow "
+            "| Pathway step | changeflow step | changeflow / Pathway | Pathway vs DuckDB |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for res, view, r in peers:
+            peer = r["pathway"]
+            if "error" in peer:
+                lines.append(f"| {res['scale']:g} | {view} | failed: {peer['error']} |||||||")
+                continue
+            lines.append(
+                f"| {res['scale']:g} | {view} | {peer['hydration_s']:.1f} | "
+                f"{r['spark_hydration_s']:.1f} | "
+                f"{peer['hydration_s'] / r['spark_hydration_s']:.1f}x | {peer['step_s']:.3f} | "
+                f"{r['step_s']:.3f} | {r['step_s'] / peer['step_s']:.1f}x | {peer['check']} |"
+            )
     if growth:
         lines += ["", "Step at the largest scale against the smallest (target at most 2x):", ""]
         for view, g in growth.items():
@@ -787,6 +809,38 @@ def markdown(results: list[dict], growth: dict[str, dict]) -> str:
                         f"profiled): {top}"
                     )
     return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    """Median step (and recompute) latency against the rows the view's inputs hold, per view
+    and contender, on log-log axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(1, len(VIEWS), figsize=(5 * len(VIEWS), 4), sharey=True)
+    contenders = (
+        ("changeflow step", lambda r: r["step_s"], "o-"),
+        ("Pathway step", lambda r: r.get("pathway", {}).get("step_s"), "s-"),
+        ("DuckDB recompute", lambda r: r["duckdb_recompute_s"], "^--"),
+        ("Spark recompute", lambda r: r["spark_recompute_s"], "v--"),
+    )
+    for axis, view in zip(axes, VIEWS, strict=True):
+        for label, value, style in contenders:
+            points = [
+                (res["views"][view]["input_rows"], value(res["views"][view])) for res in results
+            ]
+            points = [(x, y) for x, y in points if y is not None]
+            if points:
+                axis.plot(*zip(*points, strict=True), style, label=label)
+        axis.set(xscale="log", yscale="log", title=view, xlabel="input rows held")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("seconds per refresh step (median)")
+    axes[0].legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
 
 
 def growth_of(results: list[dict]) -> dict[str, dict]:
@@ -871,7 +925,11 @@ def main() -> None:
         json.dumps({"meta": meta, "results": results, "growth": growth}, indent=2, default=str)
         + "\n"
     )
-    table = markdown(results, growth)
+    plot(results, RESULTS / "compute.png")
+    table = (
+        markdown(results, growth)
+        + "\n\n![Step latency against state size](benchmarks/results/compute.png)"
+    )
     (RESULTS / "compute.md").write_text(table + "\n")
     if not update_readme("compute", table):
         say("README.md has no bench:compute markers; its table is left alone")

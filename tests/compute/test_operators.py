@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from changeflow.collection import PTVC, consolidate
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate, evaluate_history
-from changeflow.compute.operators import Inputs, build, hydrate
+from changeflow.compute.operators import Inputs, Operator, Reduce, TopK, build, hydrate
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
 
@@ -32,7 +32,20 @@ def run_steps(plan: P.Plan, history: dict[str, list], bounds: list[int]) -> list
             sources.feed(name, (u for u in history[name] if lower <= u[1] < upper))
         out += root.step(upper)
         lower = upper
+        for op in root.walk():
+            assert getattr(op, "held", 0) == recount(op), type(op).__name__
     return out
+
+
+def recount(op: Operator) -> int:
+    """The distinct rows an operator's state holds, counted afresh (its ``held`` is kept up to
+    date as the state changes)."""
+    if isinstance(op, Reduce):
+        return sum(1 + g.held() for g in op.groups.values())
+    if isinstance(op, TopK):
+        return sum(len(counts) for _, counts in op.groups.values())
+    sides = getattr(op, "arrangements", None) or [getattr(op, "arrangement", {})]
+    return sum(len(rows) for side in sides for rows in side.values())
 
 
 def reference(plan: P.Plan, history: dict[str, list]) -> list:
@@ -108,6 +121,7 @@ def test_operators_hydrated_in_bulk_continue_exactly(
     sources = Inputs()
     root = build(plan, sources, at=as_of)
     hydrate(root, lambda p: list(evaluate(p, at, as_of).items()), as_of)
+    assert all(getattr(op, "held", 0) == recount(op) for op in root.walk())
     out, lower = [], as_of + 1
     for upper in [*sorted(c for c in cuts if c > as_of + 1), TIMES]:
         for name in sources.names():

@@ -184,7 +184,7 @@ class Dataflow:
 
         for op in self.root.walk():  # a reduce takes its groups' accumulators from Spark
             if isinstance(op, Reduce):
-                op.groups = reduce_groups(frame_at(op.input_plans[0]), op.reduce)
+                op.adopt(reduce_groups(frame_at(op.input_plans[0]), op.reduce))
             else:
                 inputs = op.input_plans if op.hydrates else ()
                 op.hydrate([collection_at(p) for p in inputs], self.as_of)

@@ -159,6 +159,7 @@ class Stateful(Operator):
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         super().__init__(inputs)
         self.waiting: list[list[Update]] = [[] for _ in inputs]
+        self.held = 0  # rows in the arrangement, kept as they change (a status read is cheap)
 
     def step(self, upper: int) -> list[Update]:
         by_time: dict[int, list[list[Update]]] = defaultdict(lambda: [[] for _ in self.inputs])
@@ -179,20 +180,24 @@ class Stateful(Operator):
         raise NotImplementedError
 
     def state_size(self) -> int:
-        return super().state_size() + sum(map(len, self.waiting))
+        return super().state_size() + sum(map(len, self.waiting)) + self.held
 
 
 def _key(row: Row, columns: tuple[int, ...]) -> Row:
     return tuple(row[i] for i in columns)
 
 
-def _accumulate(arrangement: dict[Row, Counter], key: Row, row: Row, diff: int) -> None:
+def _accumulate(arrangement: dict[Row, Counter], key: Row, row: Row, diff: int) -> int:
+    """Add ``diff`` copies of ``row`` under ``key``; the change in distinct rows held."""
     rows = arrangement.setdefault(key, Counter())
-    rows[row] += diff
-    if not rows[row]:
-        del rows[row]
-        if not rows:
-            del arrangement[key]
+    before = rows[row]
+    rows[row] = before + diff
+    if rows[row]:
+        return 0 if before else 1
+    del rows[row]
+    if not rows:
+        del arrangement[key]
+    return -1 if before else 0
 
 
 def _difference(t: int, before: Version, after: Version) -> list[Update]:
@@ -220,7 +225,7 @@ class KeyedRecompute(Stateful):
         for key, updates in touched.items():
             before = self._output(key)
             for row, _, diff in updates:
-                _accumulate(self.arrangement, key, row, diff)
+                self.held += _accumulate(self.arrangement, key, row, diff)
             out += _difference(t, before, self._output(key))
         return out
 
@@ -230,10 +235,7 @@ class KeyedRecompute(Stateful):
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
         for row, count in collections[0]:
-            _accumulate(self.arrangement, _key(row, self.key), row, count)
-
-    def state_size(self) -> int:
-        return super().state_size() + sum(len(rows) for rows in self.arrangement.values())
+            self.held += _accumulate(self.arrangement, _key(row, self.key), row, count)
 
 
 class Reduce(Stateful):
@@ -254,10 +256,13 @@ class Reduce(Stateful):
             touched[_key(u[0], self.reduce.group_by)].append(u)
         out: list[Update] = []
         for key, updates in touched.items():
-            group = self.groups.get(key) or Group(self.reduce.aggregates)
+            group = self.groups.get(key)
+            self.held -= 0 if group is None else 1 + group.held()
+            group = group or Group(self.reduce.aggregates)
             before = group.row(key, self.kinds)
             for row, _, diff in updates:
                 group.add(row, diff)
+            self.held += 1 + group.held() if group.count else 0
             after = group.row(key, self.kinds)
             if before != after:
                 out += [(before, t, -1)] if before is not None else []
@@ -272,11 +277,12 @@ class Reduce(Stateful):
         for row, count in collections[0]:
             key = _key(row, self.reduce.group_by)
             self.groups.setdefault(key, Group(self.reduce.aggregates)).add(row, count)
-        self.groups = {k: g for k, g in self.groups.items() if g.count}
+        self.adopt(self.groups)
 
-    def state_size(self) -> int:
-        held = sum(1 + g.held() for g in self.groups.values())
-        return super().state_size() + held
+    def adopt(self, groups: dict[Row, Group]) -> None:
+        """Take ``groups`` (computed in bulk) as the state."""
+        self.groups = {k: g for k, g in groups.items() if g.count}
+        self.held = sum(1 + g.held() for g in self.groups.values())
 
 
 class Group:
@@ -369,8 +375,10 @@ class TopK(Stateful):
         if not after:
             del counts[row]
             rows.remove(row)
+            self.held -= 1
         elif not before:
             rows.add(row)
+            self.held += 1
 
     def _window(self, key: Row) -> Version:
         """The group's output: its rows from position ``offset`` up to ``offset + limit``."""
@@ -415,9 +423,7 @@ class TopK(Stateful):
             if counts:
                 rows = SortedKeyList(counts, key=lambda r: sort_key(r, order))
                 self.groups[key] = (rows, counts)
-
-    def state_size(self) -> int:
-        return super().state_size() + sum(len(c) for _, c in self.groups.values())
+                self.held += len(counts)
 
 
 class InnerJoin(Stateful):
@@ -454,11 +460,11 @@ class InnerJoin(Stateful):
         for side in (0, 1):
             for key, rows in deltas[side].items():
                 for row, diff in rows:
-                    _accumulate(self.arrangements[side], key, row, diff)
+                    self.held += _accumulate(self.arrangements[side], key, row, diff)
         return out
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        _arrange(self.arrangements, self.keys, collections)
+        self.held += _arrange(self.arrangements, self.keys, collections)
 
     def _pairs(
         self, t: int, lefts: list[tuple[Row, int]], rights: list[tuple[Row, int]]
@@ -466,10 +472,6 @@ class InnerJoin(Stateful):
         return [
             (lr + rr, t, lc * rc) for lr, lc in lefts for rr, rc in rights if self.match(lr + rr)
         ]
-
-    def state_size(self) -> int:
-        held = sum(len(rows) for side in self.arrangements for rows in side.values())
-        return super().state_size() + held
 
 
 class OuterJoin(Stateful):
@@ -502,12 +504,12 @@ class OuterJoin(Stateful):
         for key, updates in touched.items():
             before = self._output(key)
             for side, row, diff in updates:
-                _accumulate(self.arrangements[side], key, row, diff)
+                self.held += _accumulate(self.arrangements[side], key, row, diff)
             out += _difference(t, before, self._output(key))
         return out
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        _arrange(self.arrangements, self.keys, collections)
+        self.held += _arrange(self.arrangements, self.keys, collections)
 
     def _unmatched(self, side: int, row: Row, t: int, diff: int) -> list[Update]:
         keeps = {0: ("left", "full"), 1: ("right", "full")}[side]
@@ -538,22 +540,21 @@ class OuterJoin(Stateful):
                     out[(None,) * self.widths[0] + rr] += rc
         return {r: c for r, c in out.items() if c}
 
-    def state_size(self) -> int:
-        held = sum(len(rows) for side in self.arrangements for rows in side.values())
-        return super().state_size() + held
-
 
 def _arrange(
     arrangements: tuple[dict[Row, Counter], ...],
     keys: tuple[tuple[int, ...], ...],
     collections: list[list[tuple[Row, int]]],
-) -> None:
-    """Both sides of a join arranged by key (rows with a NULL key match nothing)."""
+) -> int:
+    """Both sides of a join arranged by key (rows with a NULL key match nothing); the distinct
+    rows they hold."""
+    held = 0
     for side, rows in enumerate(collections):
         for row, count in rows:
             key = _key(row, keys[side])
             if None not in key:
-                _accumulate(arrangements[side], key, row, count)
+                held += _accumulate(arrangements[side], key, row, count)
+    return held
 
 
 def hydrate(
