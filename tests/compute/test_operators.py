@@ -122,6 +122,11 @@ def test_operators_hydrated_in_bulk_continue_exactly(
     root = build(plan, sources, at=as_of)
     hydrate(root, lambda p: list(evaluate(p, at, as_of).items()), as_of)
     assert all(getattr(op, "held", 0) == recount(op) for op in root.walk())
+    known = root.contents()  # what the state tells of the output at the as_of, where it can
+    if known is not None:
+        assert consolidate((row, as_of, c) for row, c in known) == consolidate(
+            (row, as_of, c) for row, c in evaluate(plan, at, as_of).items()
+        ), plan.explain()
     out, lower = [], as_of + 1
     for upper in [*sorted(c for c in cuts if c > as_of + 1), TIMES]:
         for name in sources.names():

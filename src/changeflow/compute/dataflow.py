@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 from changeflow.compute import plan as P
-from changeflow.compute.operators import Inputs, Operator, Reduce, build
+from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
@@ -182,13 +182,13 @@ class Dataflow:
         def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
             return _counted(frame_at(plan).toArrow())
 
-        for op in self.root.walk():  # a reduce takes its groups' accumulators from Spark
-            if isinstance(op, Reduce):
-                op.adopt(reduce_groups(frame_at(op.input_plans[0]), op.reduce))
-            else:
-                inputs = op.input_plans if op.hydrates else ()
-                op.hydrate([collection_at(p) for p in inputs], self.as_of)
-        contents = [(row, self.as_of, c) for row, c in collection_at(self.plan)]
+        def groups_at(op: Reduce) -> dict:  # a reduce's accumulators, computed on Spark
+            return reduce_groups(frame_at(op.input_plans[0]), op.reduce)
+
+        hydrate(self.root, collection_at, self.as_of, groups_at)
+        known = self.root.contents()  # the root's state may tell the output: no job for it
+        collection = collection_at(self.plan) if known is None else known
+        contents = [(row, self.as_of, c) for row, c in collection]
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.step(self._frame(contents), Antichain([self.frontier]))

@@ -24,8 +24,8 @@ from sortedcontainers import SortedKeyList
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, _matches, _positive, aggregate_values, sort_key
-from changeflow.compute.expr import _as, check_range
-from changeflow.compute.types import FLOAT8, SqlType
+from changeflow.compute.expr import Cmp, Lit, _as, check_range
+from changeflow.compute.types import FLOAT8, INT8, SqlType
 from changeflow.errors import EvalError, PlanError
 
 Update = tuple[Row, int, int]
@@ -49,6 +49,15 @@ class Operator:
         """Take on the state that the inputs' ``collections`` at ``as_of`` leave (one list of
         ``(row, count)`` per input), emitting nothing for them: a dataflow that hydrates in
         bulk hands the output's contents at ``as_of`` to its sink itself."""
+
+    def contents(self) -> list[tuple[Row, int]] | None:
+        """After hydration, the output's collection at the as_of, if the state tells it (so a
+        dataflow need not compute it again); None if it does not."""
+        return None
+
+    def hydration_inputs(self, as_of: int) -> tuple[P.Plan, ...]:
+        """The plans of the collections :meth:`hydrate` needs at ``as_of``."""
+        return self.input_plans
 
     def walk(self) -> Iterator[Operator]:
         """This operator and every operator below it, inputs first."""
@@ -114,9 +123,14 @@ class Constant(Operator):
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
         self.done = True  # its rows are in the contents at as_of
 
+    def contents(self) -> list[tuple[Row, int]] | None:
+        return [(row, c) for row, c in self.rows if c]
+
 
 class Linear(Operator):
     """A stateless operator: a function from one update to its output updates."""
+
+    as_of = 0
 
     def __init__(self, inputs: tuple[Operator, ...], fn: Callable[[Update], Iterable[Update]]):
         super().__init__(inputs)
@@ -124,6 +138,16 @@ class Linear(Operator):
 
     def step(self, upper: int) -> list[Update]:
         return [out for i in self.inputs for u in i.step(upper) for out in self.fn(u)]
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        self.as_of = as_of
+
+    def contents(self) -> list[tuple[Row, int]] | None:
+        known = [i.contents() for i in self.inputs]
+        if any(k is None for k in known):
+            return None
+        updates = (u for rows in known for row, c in rows for u in self.fn((row, self.as_of, c)))
+        return [(row, c) for row, _, c in updates]
 
 
 class Window(Linear):
@@ -135,16 +159,28 @@ class Window(Linear):
 
     def __init__(self, child: Operator, lower: tuple, upper: tuple) -> None:
         super().__init__((child,), lambda u: _window(u, lower, upper))
+        self.upper = upper
         self.owed: list[Update] = []
+        self.live: list[tuple[Row, int]] | None = None
 
     def step(self, upper: int) -> list[Update]:
         owed, self.owed = self.owed, []
         return owed + super().step(upper)
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        self.owed = [
-            u for row, c in collections[0] for u in self.fn((row, as_of, c)) if u[1] > as_of
-        ]
+        updates = [u for row, c in collections[0] for u in self.fn((row, as_of, c))]
+        self.owed = [u for u in updates if u[1] > as_of]
+        self.live = [(row, c) for row, t, c in updates if t == as_of]
+
+    def contents(self) -> list[tuple[Row, int]] | None:
+        return self.live
+
+    def hydration_inputs(self, as_of: int) -> tuple[P.Plan, ...]:
+        """Only the rows whose window has not ended by ``as_of`` make later updates."""
+        (child,) = self.input_plans
+        if not self.upper:
+            return (child,)
+        return (P.Filter(child, tuple(Cmp(">", e, Lit(as_of, INT8)) for e in self.upper)),)
 
     def state_size(self) -> int:
         return super().state_size() + len(self.owed)
@@ -237,6 +273,9 @@ class KeyedRecompute(Stateful):
         for row, count in collections[0]:
             self.held += _accumulate(self.arrangement, _key(row, self.key), row, count)
 
+    def contents(self) -> list[tuple[Row, int]] | None:
+        return [rc for key in self.arrangement for rc in self._output(key).items()]
+
 
 class Reduce(Stateful):
     """Group and aggregate with an accumulator per group and aggregate: counts, sums and
@@ -278,6 +317,10 @@ class Reduce(Stateful):
             key = _key(row, self.reduce.group_by)
             self.groups.setdefault(key, Group(self.reduce.aggregates)).add(row, count)
         self.adopt(self.groups)
+
+    def contents(self) -> list[tuple[Row, int]] | None:
+        rows = (g.row(key, self.kinds) for key, g in self.groups.items())
+        return [(row, 1) for row in rows if row is not None]
 
     def adopt(self, groups: dict[Row, Group]) -> None:
         """Take ``groups`` (computed in bulk) as the state."""
@@ -425,6 +468,9 @@ class TopK(Stateful):
                 self.groups[key] = (rows, counts)
                 self.held += len(counts)
 
+    def contents(self) -> list[tuple[Row, int]] | None:
+        return [rc for key in self.groups for rc in self._window(key).items()]
+
 
 class InnerJoin(Stateful):
     """Two inputs joined on key columns (NULL keys match nothing), a residual predicate on the
@@ -558,15 +604,26 @@ def _arrange(
 
 
 def hydrate(
-    root: Operator, collection_at: Callable[[P.Plan], list[tuple[Row, int]]], as_of: int
+    root: Operator,
+    collection_at: Callable[[P.Plan], list[tuple[Row, int]]],
+    as_of: int,
+    groups_at: Callable[[Reduce], dict[Row, Group]] | None = None,
 ) -> None:
-    """Give every operator under ``root`` the state its inputs' collections at ``as_of`` leave,
-    each collection computed by ``collection_at`` (in bulk: on Spark, or by the reference)."""
+    """Give every operator under ``root`` the state its inputs' collections at ``as_of`` leave.
+    Inputs first: an input whose state tells its output (a reduce's groups, a top-k's windows)
+    hands it on; the other collections are computed by ``collection_at`` (in bulk: on Spark, or
+    by the reference), a reduce's groups by ``groups_at`` where given."""
     for op in root.walk():
-        if op.hydrates:
-            op.hydrate([collection_at(p) for p in op.input_plans], as_of)
-        else:
+        if not op.hydrates:
             op.hydrate([], as_of)
+            continue
+        known = [child.contents() for child in op.inputs]
+        if len(op.inputs) == len(op.input_plans) and all(k is not None for k in known):
+            op.hydrate(known, as_of)
+        elif groups_at is not None and isinstance(op, Reduce):
+            op.adopt(groups_at(op))
+        else:
+            op.hydrate([collection_at(p) for p in op.hydration_inputs(as_of)], as_of)
 
 
 def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
