@@ -220,7 +220,9 @@ class Stateful(Operator):
 
 
 def _key(row: Row, columns: tuple[int, ...]) -> Row:
-    return tuple(row[i] for i in columns)
+    if len(columns) == 1:
+        return (row[columns[0]],)
+    return tuple(map(row.__getitem__, columns))
 
 
 def _accumulate(arrangement: dict[Row, Counter], key: Row, row: Row, diff: int) -> int:
@@ -594,13 +596,21 @@ def _arrange(
 ) -> int:
     """Both sides of a join arranged by key (rows with a NULL key match nothing); the distinct
     rows they hold."""
-    held = 0
     for side, rows in enumerate(collections):
-        for row, count in rows:
-            key = _key(row, keys[side])
+        arrangement, columns = arrangements[side], keys[side]
+        for row, count in rows:  # inlined: hydration feeds every row of the input through here
+            key = _key(row, columns)
             if None not in key:
-                held += _accumulate(arrangements[side], key, row, count)
-    return held
+                held = arrangement.get(key)
+                if held is None:
+                    arrangement[key] = Counter({row: count})
+                else:
+                    held[row] = held.get(row, 0) + count
+        for key in [k for k, held in arrangement.items() if 0 in held.values()]:
+            arrangement[key] = Counter({r: c for r, c in arrangement[key].items() if c})
+            if not arrangement[key]:
+                del arrangement[key]
+    return sum(len(held) for side in arrangements for held in side.values())
 
 
 def hydrate(
