@@ -18,9 +18,9 @@ Cases, side by side at each scale:
 
 - hydration: a new dataflow hydrating in Python (``spark=None``; only while the estimate from
   the smallest scale fits ``--python-budget``) and in bulk on Spark (after one untimed warm-up,
-  as the batch has), each until its output's upper passes ``T0``; against Spark evaluating the same plan on the shards' snapshots
-  (``evaluate_spark(...).collect()``, a warm-up first, best of ``--repeats``) and DuckDB running
-  the SQL on the Parquet files. Target: Spark hydration within 1.5x the Spark batch.
+  as the batch has), each until its output's upper passes ``T0``; against Spark evaluating the
+  same plan on the shards' snapshots (``evaluate_spark(...).collect()``, a warm-up first, best of
+  ``--repeats``) and DuckDB running the SQL on the Parquet files. Target: Spark hydration within 1.5x the Spark batch.
 - refresh steps, the TPC-H way: each inserts 0.1% new orders (copies of random orders under new
   keys) with their lineitems and deletes 0.1% of the original orders with theirs; timed from
   the appends to each view's output upper passing the step's time (median of ``--steps``);
@@ -29,13 +29,18 @@ Cases, side by side at each scale:
   recompute, and the step at the largest scale at most 2x the step at the smallest.
 - after the steps, each view's output is checked against DuckDB (floats within 1e-9).
 
+The peer: Pathway (``pathway_peer.py``, in its own environment ``.venv-pathway``, which ``make
+bench`` makes) maintains Q1 and Q3 on the same snapshot and steps, its final rows checked against
+DuckDB too; skipped if ``--pathway`` names no Python.
+
 One more step runs under cProfile (not in the median), and at the smallest scale one more Spark
 hydration of each view: the results say where the time goes.
 
-Writes ``results/compute.json`` and ``results/compute.md`` and refreshes the README table between
+Writes ``results/compute.json``, ``results/compute.md`` and ``results/compute.png`` (step latency
+against the rows held, every contender) and refreshes the README table between
 the ``bench:compute`` markers.
 
-    python benchmarks/compute.py [--scale 0.1 0.3] [--steps 12] [--work .bench-work]
+    python benchmarks/compute.py [--scale 0.1 0.3 1] [--steps 12] [--work .bench-work]
 """
 
 from __future__ import annotations
@@ -865,14 +870,16 @@ def growth_of(results: list[dict]) -> dict[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", type=float, nargs="+", default=[0.1], help="TPC-H scales")
+    parser.add_argument(
+        "--scale", type=float, nargs="+", default=[0.1, 0.3, 1.0], help="TPC-H scales"
+    )
     parser.add_argument("--steps", type=int, default=12, help="timed refresh steps per scale")
     parser.add_argument("--repeats", type=int, default=2, help="timed batch runs after a warm-up")
     parser.add_argument("--master", default="local[2]", help="the Spark master")
     parser.add_argument(
         "--python-budget",
         type=float,
-        default=300.0,
+        default=60.0,
         help="skip Python hydration where the estimate exceeds these seconds",
     )
     parser.add_argument("--work", default=".bench-work", help="cached data and data homes")
