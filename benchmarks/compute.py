@@ -20,7 +20,8 @@ Cases, side by side at each scale:
   the smallest scale fits ``--python-budget``) and in bulk on Spark (after one untimed warm-up,
   as the batch has), each until its output's upper passes ``T0``; against Spark evaluating the
   same plan on the shards' snapshots (``evaluate_spark(...).collect()``, a warm-up first, best of
-  ``--repeats``) and DuckDB running the SQL on the Parquet files. Target: Spark hydration within 1.5x the Spark batch.
+  ``--repeats``) and DuckDB running the SQL on the Parquet files. Target: Spark hydration within
+  1.5x the Spark batch.
 - refresh steps, the TPC-H way: each inserts 0.1% new orders (copies of random orders under new
   keys) with their lineitems and deletes 0.1% of the original orders with theirs; timed from
   the appends to each view's output upper passing the step's time (median of ``--steps``);
