@@ -11,11 +11,14 @@ Rows go in through Pathway's Python connector (one subject per view, all tables 
 ``kind`` column, so that a step's changes are one commit). Pathway's end-of-time callback alone
 does not say which commit a time holds, so each commit also adds one marker row that reaches the
 view's output (a group of its own): a step is done at the end of the time whose output holds that
-step's marker. Timed from the first row pushed until then; the markers are left out of the rows
-reported. Sums are of integers (Pathway's sum of doubles drifts from the exact answer after
-retractions: its Q1 over doubles came out a whole row's quantity off), so they are exact, and the
-averages are divided out of them afterwards. Q3 stops at the revenue per order: Pathway has no
-incremental top-k, so the top 10 is taken from the maintained rows after the run (not timed).
+step's marker. Timed from the first row pushed until then (for the snapshot, converting its rows
+to the connector's dicts is in the time: they are converted as they are pushed, since all at once
+they would not fit in memory at SF 1; a step's rows are converted before); the markers are left
+out of the rows reported. Sums are of integers (Pathway's sum of doubles drifts from the exact
+answer after retractions: its Q1 over doubles came out a whole row's quantity off), so they are
+exact, and the averages are divided out of them afterwards. Q3 stops at the revenue per order:
+Pathway has no incremental top-k, so the top 10 is taken from the maintained rows after the run
+(not timed).
 
     python pathway_peer.py FOLDER VIEW OUT.json
 """
@@ -24,6 +27,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pathway as pw
@@ -36,50 +40,61 @@ MARKER = "~"  # the marker rows' returnflag (Q1) and segment (Q3)
 MARKER_KEY = -1  # the marker customer's and order's key (Q3)
 
 
-class Event(pw.Schema):
-    """One row of any table: ``kind`` names the table, ``pk`` is its key within the table (so a
-    deletion retracts exactly the row it names); unused columns are zero or empty."""
-
-    pk: str = pw.column_definition(primary_key=True)
-    kind: str
-    l_orderkey: int
-    l_linenumber: int
-    l_quantity: int
-    l_extendedprice: int
-    l_discount: int
-    l_tax: int
-    l_returnflag: str
-    l_linestatus: str
-    l_shipdate: int
-    o_orderkey: int
-    o_custkey: int
-    o_orderdate: int
-    o_shippriority: int
-    c_custkey: int
-    c_mktsegment: str
-
-
-BLANK = {n: t() for n, t in Event.typehints().items() if n not in ("pk", "kind")}
+TYPES = {
+    "l_orderkey": int,
+    "l_quantity": int,
+    "l_extendedprice": int,
+    "l_discount": int,
+    "l_tax": int,
+    "l_returnflag": str,
+    "l_linestatus": str,
+    "l_shipdate": int,
+    "o_orderkey": int,
+    "o_custkey": int,
+    "o_orderdate": int,
+    "o_shippriority": int,
+    "c_custkey": int,
+    "c_mktsegment": str,
+}
+COLUMNS = {  # what each view reads, of every table
+    "q1": [c for c in TYPES if c.startswith("l_")],
+    "q3": ["c_custkey", "c_mktsegment", "o_orderkey", "o_custkey", "o_orderdate"]
+    + ["o_shippriority", "l_orderkey", "l_extendedprice", "l_discount", "l_shipdate"],
+}
 KEYS = {
     "lineitem": ("l_orderkey", "l_linenumber"),
     "orders": ("o_orderkey",),
     "customer": ("c_custkey",),
 }
+BATCH = 65_536
 
 
-def events(kind: str, table: pa.Table) -> list[dict]:
-    """The rows of ``table`` as events of ``kind``."""
+def event_schema(view: str) -> type[pw.Schema]:
+    """One row of any table the view reads: ``kind`` names the table, ``pk`` is the row's key
+    within it (so a deletion retracts exactly the row it names); columns of other tables are
+    zero or empty."""
+    columns = {"pk": pw.column_definition(dtype=str, primary_key=True)}
+    columns["kind"] = pw.column_definition(dtype=str)
+    columns |= {c: pw.column_definition(dtype=TYPES[c]) for c in COLUMNS[view]}
+    return pw.schema_builder(columns, name=f"{view}_events")
+
+
+def events(view: str, kind: str, table: pa.Table) -> Iterator[dict]:
+    """The rows of ``table`` as the view's events of ``kind``, converted a batch at a time."""
+    blank = {c: TYPES[c]() for c in COLUMNS[view]}
+    mine = [c for c in COLUMNS[view] if c in table.column_names]
     key = KEYS[kind]
-    return [
-        {**BLANK, **row, "kind": kind, "pk": f"{kind}:{':'.join(str(row[k]) for k in key)}"}
-        for row in table.to_pylist()
-    ]
+    for batch in table.select(sorted({*mine, *key})).to_batches(BATCH):
+        for row in batch.to_pylist():
+            pk = f"{kind}:{':'.join(str(row[k]) for k in key)}"
+            yield {**blank, **{c: row[c] for c in mine}, "kind": kind, "pk": pk}
 
 
 def marker_rows(view: str, step: int) -> list[dict]:
     """What each commit adds so that its end shows in the output; the first also adds the
     marker customer and order of Q3."""
-    line = {**BLANK, "kind": "lineitem", "pk": f"marker:{step}", "l_linenumber": step}
+    blank = {c: TYPES[c]() for c in COLUMNS[view]}
+    line = {**blank, "kind": "lineitem", "pk": f"marker:{step}"}
     if view == "q1":
         return [{**line, "l_returnflag": MARKER, "l_linestatus": MARKER}]
     line.update(l_orderkey=MARKER_KEY, l_shipdate=Q3_DATE + 1)
@@ -87,8 +102,8 @@ def marker_rows(view: str, step: int) -> list[dict]:
     if step == 0:
         customer = {"c_custkey": MARKER_KEY, "c_mktsegment": Q3_SEGMENT}
         order = {"o_orderkey": MARKER_KEY, "o_custkey": MARKER_KEY}
-        rows.append({**BLANK, "kind": "customer", "pk": "marker:customer", **customer})
-        rows.append({**BLANK, "kind": "orders", "pk": "marker:order", **order})
+        rows.append({**blank, "kind": "customer", "pk": "marker:customer", **customer})
+        rows.append({**blank, "kind": "orders", "pk": "marker:order", **order})
     return rows
 
 
@@ -162,10 +177,10 @@ class Feed(pw.io.python.ConnectorSubject):
         self.folder, self.view, self.tables, self.progress = folder, view, tables, progress
         self.timings: list[float] = []
 
-    def _push(self, rows: list[dict], step: int) -> None:
+    def _push(self, changes: Iterable[tuple[bool, dict]], step: int) -> None:
         start = time.perf_counter()
-        for row in rows:
-            if row.pop("_delete", False):
+        for deleted, row in changes:
+            if deleted:
                 self.delete(**row)
             else:
                 self.next(**row)
@@ -176,24 +191,27 @@ class Feed(pw.io.python.ConnectorSubject):
         self.timings.append(time.perf_counter() - start)
 
     def run(self) -> None:
-        snapshot = [
-            row
-            for name in self.tables
-            for row in events(name, pq.read_table(self.folder / f"{name}.parquet"))
-        ]
-        self._push(snapshot, 0)
+        # the snapshot is converted while it is pushed (as a whole it would not fit in memory)
+        tables = {name: pq.read_table(self.folder / f"{name}.parquet") for name in self.tables}
+        self._push(
+            (
+                (False, row)
+                for name, table in tables.items()
+                for row in events(self.view, name, table)
+            ),
+            0,
+        )
+        del tables
         steps = sorted((self.folder / "steps").iterdir(), key=lambda p: int(p.name))
         for step, directory in enumerate(steps, start=1):
-            rows = []
+            changes = []  # a step's rows are converted before its timing starts
             for name in self.tables:
                 for change in ("deleted", "inserted"):
                     path = directory / f"{name}-{change}.parquet"
                     if path.exists():
-                        part = events(name, pq.read_table(path))
-                        if change == "deleted":
-                            part = [{**row, "_delete": True} for row in part]
-                        rows += part
-            self._push(rows, step)
+                        rows = events(self.view, name, pq.read_table(path))
+                        changes += [(change == "deleted", row) for row in rows]
+            self._push(changes, step)
 
 
 def main() -> None:
@@ -201,7 +219,8 @@ def main() -> None:
     tables = ["lineitem"] if view == "q1" else ["customer", "orders", "lineitem"]
     progress = Progress()
     feed = Feed(folder, view, tables, progress)
-    source = pw.io.python.read(feed, schema=Event, autocommit_duration_ms=None)
+    schema = event_schema(view)
+    source = pw.io.python.read(feed, schema=schema, autocommit_duration_ms=None)
     result = view_table(view, source)
     rows: dict = {}
 
