@@ -828,19 +828,19 @@ def plot(results: list[dict], path: Path) -> None:
 
     figure, axes = pyplot.subplots(1, len(VIEWS), figsize=(5 * len(VIEWS), 4), sharey=True)
     contenders = (
-        ("changeflow step", lambda r: r["step_s"], "o-"),
-        ("Pathway step", lambda r: r.get("pathway", {}).get("step_s"), "s-"),
-        ("DuckDB recompute", lambda r: r["duckdb_recompute_s"], "^--"),
-        ("Spark recompute", lambda r: r["spark_recompute_s"], "v--"),
+        ("changeflow step", lambda r: r["step_s"], "o-", "tab:blue"),
+        ("Pathway step", lambda r: r.get("pathway", {}).get("step_s"), "s-", "tab:orange"),
+        ("DuckDB recompute", lambda r: r["duckdb_recompute_s"], "^--", "tab:green"),
+        ("Spark recompute", lambda r: r["spark_recompute_s"], "v--", "tab:red"),
     )
     for axis, view in zip(axes, VIEWS, strict=True):
-        for label, value, style in contenders:
+        for label, value, style, color in contenders:
             points = [
                 (res["views"][view]["input_rows"], value(res["views"][view])) for res in results
             ]
             points = [(x, y) for x, y in points if y is not None]
             if points:
-                axis.plot(*zip(*points, strict=True), style, label=label)
+                axis.plot(*zip(*points, strict=True), style, color=color, label=label)
         axis.set(xscale="log", yscale="log", title=view, xlabel="input rows held")
         axis.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("seconds per refresh step (median)")
