@@ -138,3 +138,20 @@ def test_memory_stays_bounded_by_unreported_updates_on_a_long_stream() -> None:
         held = reader._pending.table
         assert held is None or held.num_rows <= 2 * reader.pending_updates() + 1024 + 16
     assert reader.frontier == A() and reader.pending_updates() == 0
+
+
+def test_rows_make_row_tuples_even_of_a_column_named_data(tmp_path: Path) -> None:
+    table = pa.table({"data": ["x", "y"], TIME: [0, 0], DIFF: [1, -1]})
+    pq.write_table(table, tmp_path / "u.parquet")
+    (tmp_path / "p.progress.jsonl").write_text(
+        '{"progress": {"lower": [0], "upper": [], "counts": [{"time": 0, "count": 2}]}}\n'
+    )
+    expected = decoded(open_source([tmp_path]).messages(), CdcReader(audit=True))
+    reader = ColumnarReader(audit=True)
+    got = [
+        u
+        for m in open_source([tmp_path]).tables()
+        for t, _ in reader.feed(m)
+        for u in reader.triples(t, rows=True)
+    ]
+    assert (sorted(got, key=repr), reader.frontier) == expected

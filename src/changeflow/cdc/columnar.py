@@ -183,11 +183,14 @@ class ColumnarReader(CdcReader):
                 return self._advance()  # type: ignore[return-value]
             return self._feed(message)  # type: ignore[return-value]
 
-    def triples(self, table: pa.Table) -> list[tuple[Hashable, Time, int]]:
-        """An advance's updates as the reference reader reports them."""
+    def triples(
+        self, table: pa.Table, rows: bool | None = None
+    ) -> list[tuple[Hashable, Time, int]]:
+        """An advance's updates as the reference reader reports them; ``rows`` makes every
+        piece of data a row tuple (as row formats hold it), even of a column named ``data``."""
         names = data_columns(table.column_names)
         data: list[Any]
-        if self._columns is None and names == [DATA]:
+        if not rows and self._columns is None and names == [DATA]:
             data = [freeze(v) for v in table.column(DATA).to_pylist()]
         else:
             values = (map(freeze, table.column(c).to_pylist()) for c in names)
