@@ -90,9 +90,12 @@ def equal_numeric(a: tuple, i: np.ndarray, b: tuple, j: np.ndarray) -> np.ndarra
     return (eq & va & vb) | (~va & ~vb)
 
 
-def _grow(a: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
-    out = np.full(size, fill, a.dtype)
+def _grow(a: np.ndarray, size: int, fill: object | None = None) -> np.ndarray:
+    """``a`` in a buffer of ``size``; the rest filled with ``fill`` (or left as it comes)."""
+    out = np.empty(size, a.dtype)
     out[: len(a)] = a
+    if fill is not None:
+        out[len(a) :] = fill
     return out
 
 
@@ -288,7 +291,7 @@ class HeldIndex:
         gone = np.flatnonzero(alive)
         if not len(gone):
             return None, np.empty(0, np.uint64)
-        gone = gone[np.argsort(self.rows.ints(TIME, gone), kind="stable")]
+        gone = gone[np.argsort(self.rows.ints(TIME, gone))]  # any order within a time
         out, hashes = self.rows.take(gone), self.hashes[gone]
         self.alive[gone] = False
         self.live -= len(gone)
