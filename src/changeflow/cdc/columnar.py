@@ -229,7 +229,7 @@ class ColumnarReader(CdcReader):
         """The reference's counting of novel distinct updates per time, for int times."""
         if not len(times):
             return
-        at, k = np.unique(times, return_counts=True)
+        at, k = _tally(times)
         keys = at.tolist()
         received = self._received
         old = np.fromiter(map(received.get, keys, repeat(0)), np.int64, len(keys))
@@ -266,7 +266,7 @@ class ColumnarReader(CdcReader):
         self.reported = frontier
         out, hashes = self._pending.remove_before(self._bound(frontier))
         if out is not None:
-            times, n = np.unique(out.column(TIME).to_numpy(), return_counts=True)
+            times, n = _tally(out.column(TIME).to_numpy())
             for t, c in zip(times.tolist(), n.tolist(), strict=True):
                 self._retire(t, c)
             if self._audit is not None:
@@ -363,6 +363,17 @@ def to_table(
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
         raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
     return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
+
+
+def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct times, increasing, and how many of each: by counting when they span a
+    short range (as the times of a message mostly do), else by sorting."""
+    lo, hi = int(times.min()), int(times.max())
+    if hi - lo > 4 * len(times) + 4096:
+        return np.unique(times, return_counts=True)
+    counts = np.bincount(times - lo)
+    at = np.flatnonzero(counts)
+    return at + lo, counts[at]
 
 
 def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
