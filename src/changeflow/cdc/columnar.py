@@ -35,6 +35,9 @@ from changeflow.updates import DIFF, TIME, data_columns
 DATA = "data"  # the one data column of updates whose data are single values
 SEEDS = tuple(f"changeflow{k:06d}" for k in range(8))  # hash keys: the next after a collision
 MIX = np.uint64(0x9E3779B97F4A7C15)
+# Numbers hash alike under every key: the columns are combined with a multiplier of the seed's.
+MIXES = tuple(np.uint64((0x9E3779B97F4A7C15 + k * 0x632BE59BD9B4E01A) % 2**64) for k in range(8))
+NULL = pd.util.hash_array(np.zeros(1, np.int64))[0] ^ MIX  # a null, whatever the column's type
 ColumnarBatch = tuple[pa.Table, Antichain]
 
 
@@ -322,7 +325,7 @@ class ColumnarReader(CdcReader):
         key = SEEDS[self._seed]
         h = _column_hash(table.column(TIME), key)
         for c in data_columns(table.column_names):
-            h = h * MIX + _column_hash(table.column(c), key)
+            h = h * MIXES[self._seed] + _column_hash(table.column(c), key)
             h ^= h >> np.uint64(29)
         return h
 
@@ -377,8 +380,11 @@ def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
-    """A hash of each value, equal for equal values (nulls alike) whatever the chunking."""
+    """A hash of each value, equal for equal values (nulls alike, whatever the column's type)
+    whatever the chunking."""
     kind = column.type
+    if pa.types.is_null(kind):
+        return np.full(len(column), NULL, np.uint64)
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
         values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
     elif pa.types.is_floating(kind):
@@ -387,10 +393,9 @@ def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
     else:
         values = np.empty(len(column), object)
         values[:] = [freeze(v) for v in column.to_pylist()]
-        return pd.util.hash_array(values, hash_key=key, categorize=False)
     h = pd.util.hash_array(values, hash_key=key, categorize=False)
     if column.null_count:
-        h[column.is_null().to_numpy(zero_copy_only=False)] ^= MIX
+        h[column.is_null().to_numpy(zero_copy_only=False)] = NULL
     return h
 
 
