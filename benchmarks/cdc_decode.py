@@ -297,7 +297,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
-    parser.add_argument("--small-only", default="", help="contenders run at the smallest size")
+    parser.add_argument(
+        "--small-only",
+        default="reader-parquet,reader-stream,columnar-stream,spark-jsonl",
+        help="contenders run at the smallest size only",
+    )
     parser.add_argument("--data", default=str(HERE.parent / "changeflow-data" / "bench"))
     parser.add_argument("--child")
     parser.add_argument("--folder")

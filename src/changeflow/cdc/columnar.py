@@ -4,11 +4,12 @@
 plus :class:`UpdateTable` (a message of updates as one Arrow table, as a Parquet file holds
 them), and reports the same advances with the updates as Arrow tables. Progress statements go
 through the reference code unchanged; updates at int times never become Python tuples: a
-message's rows are hashed (data and time) with numpy, deduplicated by sorting the hashes, and
-looked up in a sorted index of the held updates; every hash match is confirmed by comparing the
-rows, so a 64-bit collision costs a rehash, never a wrong answer. Counts per time are kept with
-numpy too. It holds the updates at unreported times only (and, in audit mode, the reported ones,
-as the reference does). Product times take the reference path, tuple by tuple.
+message's rows are hashed (data and time) with numpy, looked up in a hash table of the held
+updates (:mod:`changeflow.cdc.held`) and the novel ones deduplicated within the message the same
+way; every hash match is confirmed by comparing the rows, so a 64-bit collision costs a rehash,
+never a wrong answer. Counts per time are kept with numpy too. It holds the updates at
+unreported times only (and, in audit mode, the reported ones, as the reference does).
+Product times take the reference path, tuple by tuple.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pandas._libs.hashtable import Int64HashTable
 
+from changeflow.cdc.held import Collision, HeldIndex, equal_arrays
 from changeflow.cdc.messages import Message, UpdateTable, freeze, without_gc
 from changeflow.cdc.reader import CdcReader
 from changeflow.errors import CdcConflict, InvalidInput, InvalidTime, ProtocolViolation
@@ -32,11 +35,10 @@ from changeflow.updates import DIFF, TIME, data_columns
 DATA = "data"  # the one data column of updates whose data are single values
 SEEDS = tuple(f"changeflow{k:06d}" for k in range(8))  # hash keys: the next after a collision
 MIX = np.uint64(0x9E3779B97F4A7C15)
+# Numbers hash alike under every key: the columns are combined with a multiplier of the seed's.
+MIXES = tuple(np.uint64((0x9E3779B97F4A7C15 + k * 0x632BE59BD9B4E01A) % 2**64) for k in range(8))
+NULL = pd.util.hash_array(np.zeros(1, np.int64))[0] ^ MIX  # a null, whatever the column's type
 ColumnarBatch = tuple[pa.Table, Antichain]
-
-
-class _Collision(Exception):
-    """Two different rows hashed alike: rehash with the next seed and retry the message."""
 
 
 class _Counts(MutableAntichain):
@@ -55,104 +57,6 @@ class _Counts(MutableAntichain):
             self._dirty = True
 
 
-class _Index:
-    """Held update rows and, sorted by hash, the hash, row and time of each live one.
-
-    Rows taken out (reported) stay in the table, unreachable, until they outnumber the live
-    ones; then the table is compacted. So taking out costs a pass over the sorted arrays,
-    not a rewrite of the table, and memory stays within twice the live rows.
-    """
-
-    def __init__(self) -> None:
-        self.table: pa.Table | None = None
-        self.keys = np.empty(0, np.uint64)  # sorted hashes of the live rows
-        self.pos = np.empty(0, np.int64)  # row of each key
-        self.times = np.empty(0, np.int64)  # time of each key
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def add(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray | None = None) -> None:
-        """Hold ``rows`` (none of which is held yet; their hashes are new and distinct);
-        ``order`` sorts the hashes, if known."""
-        if not len(rows):
-            return
-        start = 0 if self.table is None else self.table.num_rows
-        if self.table is None:
-            self.table = rows
-        else:
-            self.table = pa.concat_tables([self.table, rows], promote_options="permissive")
-            if self.table.num_columns and self.table.column(0).num_chunks > 64:
-                self.table = self.table.combine_chunks()
-        order = np.argsort(hashes) if order is None else order
-        new = hashes[order]
-        at = np.searchsorted(self.keys, new) + np.arange(len(new))
-        old = np.ones(len(self.keys) + len(new), bool)
-        old[at] = False
-        times = rows.column(TIME).to_numpy()[order]
-        self.keys = _merge(self.keys, old, at, new)
-        self.pos = _merge(self.pos, old, at, start + order)
-        self.times = _merge(self.times, old, at, times)
-
-    def find(self, rows: pa.Table, hashes: np.ndarray, order: np.ndarray) -> np.ndarray:
-        """The held row equal to each of ``rows`` in data and time, or -1. ``order`` sorts
-        the hashes: sorted, they are looked up in one sweep over the index."""
-        out = np.full(len(hashes), -1, np.int64)
-        if not len(self) or not len(hashes):
-            return out
-        needles = hashes[order]
-        at = np.minimum(np.searchsorted(self.keys, needles), len(self.keys) - 1)
-        hit = self.keys[at] == needles
-        if hit.any():
-            rows_hit, held = order[hit], self.pos[at[hit]]
-            assert self.table is not None
-            if not _equal(rows.take(rows_hit), self.table.take(held)).all():
-                raise _Collision
-            out[rows_hit] = held
-        return out
-
-    def diffs(self, positions: np.ndarray) -> np.ndarray:
-        assert self.table is not None
-        return self.table.column(DIFF).take(positions).to_numpy()
-
-    def live_rows(self) -> tuple[pa.Table | None, np.ndarray]:
-        """The live rows, in the table's order, and their hashes."""
-        if self.table is None:
-            return None, self.keys
-        order = np.argsort(self.pos)
-        return self.table.take(self.pos[order]), self.keys[order]
-
-    def remove_before(self, end: int | None) -> tuple[pa.Table, np.ndarray]:
-        """Take out the rows at times before ``end`` (None: all); return them and their hashes."""
-        if self.table is None:
-            return pa.table({}), np.empty(0, np.uint64)
-        live = self.times >= end if end is not None else np.zeros(len(self.keys), bool)
-        gone, gone_keys = self.pos[~live], self.keys[~live]
-        order = np.argsort(gone)
-        out = self.table.take(gone[order])
-        self.keys, self.pos, self.times = self.keys[live], self.pos[live], self.times[live]
-        if self.table.num_rows > 2 * len(self.keys) + 1024:
-            rows, hashes = self.live_rows()
-            self.__init__()  # type: ignore[misc]
-            self.add(rows, hashes)  # type: ignore[arg-type]
-        return out, gone_keys[order]
-
-    def rehash(self, hasher: Any) -> None:
-        """Hash every held row again (after a collision, with another seed)."""
-        rows, _ = self.live_rows()
-        self.__init__()  # type: ignore[misc]
-        if rows is not None:
-            self.add(rows, hasher(rows))
-
-
-def _merge(a: np.ndarray, old: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """``a`` with ``new`` put at positions ``at`` of the result (``old`` marks the others)."""
-    out = np.empty(len(old), a.dtype if len(a) else new.dtype)
-    out[at] = new
-    out[old] = a
-    return out
-
-
 class ColumnarReader(CdcReader):
     """The reference reader's state machine with updates held and matched as Arrow columns.
 
@@ -168,8 +72,8 @@ class ColumnarReader(CdcReader):
         self._outstanding = _Counts()
         self._columns = list(columns) if columns is not None else None
         self._names: list[str] | None = list(columns) if columns is not None else None
-        self._pending = _Index()
-        self._done = _Index()  # reported updates, in audit mode
+        self._pending = HeldIndex()
+        self._done = HeldIndex()  # reported updates, in audit mode
         self._seed = 0
 
     # -- public ------------------------------------------------------------------------------
@@ -183,11 +87,14 @@ class ColumnarReader(CdcReader):
                 return self._advance()  # type: ignore[return-value]
             return self._feed(message)  # type: ignore[return-value]
 
-    def triples(self, table: pa.Table) -> list[tuple[Hashable, Time, int]]:
-        """An advance's updates as the reference reader reports them."""
+    def triples(
+        self, table: pa.Table, rows: bool | None = None
+    ) -> list[tuple[Hashable, Time, int]]:
+        """An advance's updates as the reference reader reports them; ``rows`` makes every
+        piece of data a row tuple (as row formats hold it), even of a column named ``data``."""
         names = data_columns(table.column_names)
         data: list[Any]
-        if self._columns is None and names == [DATA]:
+        if not rows and self._columns is None and names == [DATA]:
             data = [freeze(v) for v in table.column(DATA).to_pylist()]
         else:
             values = (map(freeze, table.column(c).to_pylist()) for c in names)
@@ -201,7 +108,7 @@ class ColumnarReader(CdcReader):
         return len(self._pending) + sum(len(v) for v in self._updates.values())
 
     def pending_times(self) -> set[Time]:
-        return set(self._pending.times.tolist()) | set(self._updates)
+        return set(self._pending.times().tolist()) | set(self._updates)
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -234,7 +141,7 @@ class ColumnarReader(CdcReader):
         for _ in SEEDS:
             try:
                 return self._receive_rows(table)
-            except _Collision:
+            except Collision:
                 self._seed += 1
                 self._pending.rehash(self._hash)
                 self._done.rehash(self._hash)
@@ -257,57 +164,56 @@ class ColumnarReader(CdcReader):
             table = table.filter(~late)
             if not len(table):
                 return
-        zero = np.flatnonzero(table.column(DIFF).to_numpy() == 0)
+        diffs = table.column(DIFF).to_numpy()
+        zero = np.flatnonzero(diffs == 0)
         if len(zero):
             i = int(zero[0])
             raise ProtocolViolation(
                 f"update {self._data(table, i)!r} at time {table.column(TIME)[i].as_py()} has "
                 "diff 0: CDC v2 updates carry non-zero integer diffs"
             )
-        rows, hashes, order = self._distinct(table)
-        held = self._pending.find(rows, hashes, order)
+        hashes = self._hash(table)
+        held = self._pending.find(table, hashes)
         hit = np.flatnonzero(held >= 0)
         if len(hit):
-            known, new = self._pending.diffs(held[hit]), rows.column(DIFF).to_numpy()[hit]
+            known, new = self._pending.diffs(held[hit]), diffs[hit]
             bad = np.flatnonzero(known != new)
             if len(bad):
-                i = int(hit[bad[0]])
-                self._conflict(rows, i, int(known[bad[0]]), int(new[bad[0]]))
+                self._conflict(table, int(hit[bad[0]]), int(known[bad[0]]), int(new[bad[0]]))
             fresh = held < 0
-            rows, hashes, order = rows.filter(fresh), hashes[fresh], _kept(order, fresh)
-        self._pending.add(rows, hashes, order)
-        self._count(rows.column(TIME).to_numpy())
+            if not fresh.any():
+                return
+            table, hashes, diffs = table.filter(fresh), hashes[fresh], diffs[fresh]
+        table, hashes = self._distinct(table, hashes, diffs)
+        self._pending.add(table, hashes)
+        self._count(table.column(TIME).to_numpy())
 
-    def _distinct(self, table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """One row per (data, time) of a message, with the hashes and the order that sorts
-        them; two diffs for one (data, time) are a conflict."""
-        hashes = self._hash(table)
-        order = np.argsort(hashes, kind="stable")
-        sorted_hashes = hashes[order]
-        first = np.empty(len(order), bool)
-        first[0] = True
-        np.not_equal(sorted_hashes[1:], sorted_hashes[:-1], out=first[1:])
-        if first.all():
-            return table, hashes, order
-        starts = np.flatnonzero(first)
-        group = np.cumsum(first) - 1
-        copies = ~first
-        same = _equal(table.take(order[copies]), table.take(order[starts][group[copies]]))
-        if not same.all():
-            raise _Collision
-        diffs = table.column(DIFF).to_numpy()[order]
-        lo, hi = np.minimum.reduceat(diffs, starts), np.maximum.reduceat(diffs, starts)
-        bad = np.flatnonzero(lo != hi)
+    def _distinct(
+        self, table: pa.Table, hashes: np.ndarray, diffs: np.ndarray
+    ) -> tuple[pa.Table, np.ndarray]:
+        """The first row of each (data, time) of a message, and their hashes; two diffs for one
+        (data, time) are a conflict."""
+        n = len(hashes)
+        local = Int64HashTable(n)
+        local.map_locations(np.ascontiguousarray(hashes[::-1]).view(np.int64))
+        first = n - 1 - local.lookup(hashes.view(np.int64))  # the first row of each hash
+        copies = np.flatnonzero(first != np.arange(n))
+        if not len(copies):
+            return table, hashes
+        originals = first[copies]
+        if not _equal(table.take(copies), table.take(originals)).all():
+            raise Collision
+        bad = np.flatnonzero(diffs[copies] != diffs[originals])
         if len(bad):
-            self._conflict(table, int(order[starts[bad[0]]]), int(lo[bad[0]]), int(hi[bad[0]]))
-        keep = np.zeros(len(order), bool)
-        keep[order[starts]] = True
-        return table.filter(keep), hashes[keep], _kept(order, keep)
+            i = int(copies[bad[0]])
+            self._conflict(table, i, int(diffs[originals[bad[0]]]), int(diffs[i]))
+        keep = np.ones(n, bool)
+        keep[copies] = False
+        return table.filter(keep), hashes[keep]
 
     def _check_late_rows(self, rows: pa.Table) -> None:
         """In audit mode, rows at reported times must be the reported updates."""
-        hashes = self._hash(rows)
-        held = self._done.find(rows, hashes, np.argsort(hashes))
+        held = self._done.find(rows, self._hash(rows))
         missing = np.flatnonzero(held < 0)
         if len(missing):
             i = int(missing[0])
@@ -326,7 +232,7 @@ class ColumnarReader(CdcReader):
         """The reference's counting of novel distinct updates per time, for int times."""
         if not len(times):
             return
-        at, k = np.unique(times, return_counts=True)
+        at, k = _tally(times)
         keys = at.tolist()
         received = self._received
         old = np.fromiter(map(received.get, keys, repeat(0)), np.int64, len(keys))
@@ -362,9 +268,8 @@ class ColumnarReader(CdcReader):
             return []
         self.reported = frontier
         out, hashes = self._pending.remove_before(self._bound(frontier))
-        if len(out):
-            out = out.sort_by(TIME)
-            times, n = np.unique(out.column(TIME).to_numpy(), return_counts=True)
+        if out is not None:
+            times, n = _tally(out.column(TIME).to_numpy())
             for t, c in zip(times.tolist(), n.tolist(), strict=True):
                 self._retire(t, c)
             if self._audit is not None:
@@ -397,8 +302,9 @@ class ColumnarReader(CdcReader):
     def _empty(self) -> pa.Table:
         names = self._names or [DATA]
         fields = [pa.field(c, pa.null()) for c in names]
-        if self._pending.table is not None:
-            fields = [self._pending.table.schema.field(c) for c in names]
+        schema = self._pending.rows.schema()
+        if schema is not None:
+            fields = [schema.field(c) for c in names]
         schema = pa.schema([*fields, pa.field(TIME, pa.int64()), pa.field(DIFF, pa.int64())])
         return schema.empty_table()
 
@@ -419,7 +325,7 @@ class ColumnarReader(CdcReader):
         key = SEEDS[self._seed]
         h = _column_hash(table.column(TIME), key)
         for c in data_columns(table.column_names):
-            h = h * MIX + _column_hash(table.column(c), key)
+            h = h * MIXES[self._seed] + _column_hash(table.column(c), key)
             h ^= h >> np.uint64(29)
         return h
 
@@ -462,15 +368,23 @@ def to_table(
     return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
 
 
-def _kept(order: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The order that sorts the kept rows, from the order that sorts all rows."""
-    rank = np.cumsum(keep) - 1
-    return rank[order[keep[order]]]
+def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct times, increasing, and how many of each: by counting when they span a
+    short range (as the times of a message mostly do), else by sorting."""
+    lo, hi = int(times.min()), int(times.max())
+    if hi - lo > 4 * len(times) + 4096:
+        return np.unique(times, return_counts=True)
+    counts = np.bincount(times - lo)
+    at = np.flatnonzero(counts)
+    return at + lo, counts[at]
 
 
 def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
-    """A hash of each value, equal for equal values (nulls alike) whatever the chunking."""
+    """A hash of each value, equal for equal values (nulls alike, whatever the column's type)
+    whatever the chunking."""
     kind = column.type
+    if pa.types.is_null(kind):
+        return np.full(len(column), NULL, np.uint64)
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
         values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
     elif pa.types.is_floating(kind):
@@ -479,10 +393,9 @@ def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
     else:
         values = np.empty(len(column), object)
         values[:] = [freeze(v) for v in column.to_pylist()]
-        return pd.util.hash_array(values, hash_key=key, categorize=False)
     h = pd.util.hash_array(values, hash_key=key, categorize=False)
     if column.null_count:
-        h[column.is_null().to_numpy(zero_copy_only=False)] ^= MIX
+        h[column.is_null().to_numpy(zero_copy_only=False)] = NULL
     return h
 
 
@@ -490,16 +403,7 @@ def _equal(a: pa.Table, b: pa.Table) -> np.ndarray:
     """Row by row: are the data and time of ``a`` and ``b`` the same (nulls and NaNs alike)?"""
     same = np.ones(len(a), bool)
     for c in [*data_columns(a.column_names), TIME]:
-        x, y = a.column(c), b.column(c)
-        try:
-            eq = pc.fill_null(pc.equal(x, y), False)
-            both = pc.and_(pc.is_null(x), pc.is_null(y))
-            if pa.types.is_floating(x.type):
-                both = pc.or_(both, pc.and_(pc.is_nan(x), pc.is_nan(y)))
-            same &= pc.or_(eq, pc.fill_null(both, False)).to_numpy(zero_copy_only=False)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-            pairs = zip(x.to_pylist(), y.to_pylist(), strict=True)
-            same &= np.fromiter((freeze(u) == freeze(v) for u, v in pairs), bool, len(a))
+        same &= equal_arrays(a.column(c), b.column(c))
     return same
 
 

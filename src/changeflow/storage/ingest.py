@@ -1,11 +1,11 @@
 """Ingest a folder of CDC v2 files into an existing shard, resuming at the shard's upper.
 
-The files are decoded by the single-threaded reader (in audit mode, so every contradiction in
-them is found) and every frontier advance is turned into rows of the shard's schema before
-anything is appended: a bad file, a conflict or data that does not fit the shard appends
-nothing. Advances the shard's upper covers already are skipped (a rerun appends nothing);
-consecutive advances are grouped into one append, as the main job does. The decoded history is
-held in memory.
+The files are decoded by the columnar reader (in audit mode, so every contradiction in them is
+found; Parquet rows are deduplicated as Arrow tables, not one tuple at a time) and every
+frontier advance is turned into rows of the shard's schema before anything is appended: a bad
+file, a conflict or data that does not fit the shard appends nothing. Advances the shard's
+upper covers already are skipped (a rerun appends nothing); consecutive advances are grouped
+into one append, as the main job does. The decoded history is held in memory.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from changeflow.cdc.columnar import ColumnarReader
 from changeflow.cdc.files import CdcSource, open_source
-from changeflow.cdc.reader import CdcReader
 from changeflow.errors import InvalidInput, with_context
 from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
@@ -59,8 +59,13 @@ def ingest(
     """
     schema = storage.state(shard).schema
     source = open_source(paths, fmt)
-    reader = CdcReader(audit=True)
-    advances = list(reader.read(source.messages()))  # every file read and checked first
+    reader = ColumnarReader(audit=True)
+    rows = not source.codec.json_data  # row formats: data are row tuples, even of one column
+    advances = [  # every file read and checked first
+        (reader.triples(table, rows), frontier)
+        for message in source.tables()
+        for table, frontier in reader.feed(message)
+    ]
     _check_int_times(advances)
     to_row = _row_maker(source, schema, shard)
     write_cap = _write_capability(storage, shard)
