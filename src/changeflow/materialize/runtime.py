@@ -205,6 +205,19 @@ def _cyclic_gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _run_end(times: np.ndarray, end: int) -> int:
+    """The first position from ``end`` on whose time differs from ``times[end - 1]`` (the
+    length if none): searched in doubling windows, so a cut reads about as far as it moves."""
+    last, step = times[end - 1], 1024
+    while end < len(times):
+        window = times[end : end + step]
+        other = np.flatnonzero(window != last)
+        if other.size:
+            return end + int(other[0])
+        end, step = end + len(window), step * 2
+    return len(times)
+
+
 class Runtime:
     """One session of a materialization; see the module docstring."""
 
@@ -385,8 +398,7 @@ class Runtime:
         while begin < len(times):
             end = min(begin + limit, len(times))
             if end < len(times):  # on to the end of the last time's run of updates
-                other = np.flatnonzero(times[end:] != times[end - 1])
-                end = end + int(other[0]) if other.size else len(times)
+                end = _run_end(times, end)
             cut = Antichain([int(times[end])]) if end < len(times) else upper
             yield updates.slice(begin, end - begin), cut
             begin = end
