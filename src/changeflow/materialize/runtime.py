@@ -71,6 +71,10 @@ from changeflow.storage import ReadCapability, Storage
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
+#: seconds between moves of the hold on the shard's since (each is a durable write); between
+#: them it stays at an earlier checkpoint, which holds more of the shard, never less
+HOLD_EVERY = 0.5
+
 
 @dataclass(frozen=True)
 class Materialization:
@@ -300,9 +304,11 @@ class Runtime:
         self, read: ReadCapability, resume: Antichain | None, follow: bool, idle: float | None
     ) -> None:
         """Commit transactions up to the goal (the shard's upper now, or none with ``follow``),
-        moving the hold ``read`` to each durable checkpoint."""
+        moving the hold ``read`` to a durable checkpoint at most every ``HOLD_EVERY`` seconds
+        and to the last one at the end."""
         progress = self.progress
         goal = None if follow else self.storage.state(self.spec.shard).upper
+        held, moved = Antichain([0]), 0.0  # where the hold was last moved to, and when
         for updates, upper in self._steps(read, resume, goal, idle):
             with _cyclic_gc_paused():
                 self._transaction(updates, upper)
@@ -311,12 +317,20 @@ class Runtime:
             progress.stores += self._stored
             progress.frontier = upper
             progress.shard_upper = self.storage.state(self.spec.shard).upper
-            if upper.elements:  # the checkpoint is durable: a resume reads from upper - 1
-                self.storage.downgrade(read, upper.elements[0] - 1)
+            if upper.elements and time.monotonic() - moved >= HOLD_EVERY:
+                held, moved = self._hold(read, upper), time.monotonic()
             self.on_progress(progress)
             self.after_commit()
             if not upper or (goal is not None and goal <= upper):
                 break
+        # after a failure the hold stays where it was: behind the checkpoint, which is safe
+        if progress.transactions and progress.frontier.elements and progress.frontier != held:
+            self._hold(read, progress.frontier)
+
+    def _hold(self, read: ReadCapability, checkpoint: Antichain) -> Antichain:
+        """Move the hold to a durable checkpoint: a resume reads from its time - 1."""
+        self.storage.downgrade(read, checkpoint.elements[0] - 1)
+        return checkpoint
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
