@@ -237,6 +237,7 @@ class Runtime:
         """``kind`` is the driver's class, for its traits (default: from the target URL)."""
         self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
         self.on_progress = on_progress or (lambda _: None)
+        self.watched = on_progress is not None  # the shard's upper, for its lag, each time
         self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
         kind = kind or driver_class(spec.target)
         schema = storage.state(spec.shard).schema
@@ -316,13 +317,15 @@ class Runtime:
             progress.updates += updates.num_rows
             progress.stores += self._stored
             progress.frontier = upper
-            progress.shard_upper = self.storage.state(self.spec.shard).upper
+            if self.watched:
+                progress.shard_upper = self.storage.state(self.spec.shard).upper
             if upper.elements and time.monotonic() - moved >= HOLD_EVERY:
                 held, moved = self._hold(read, upper), time.monotonic()
             self.on_progress(progress)
             self.after_commit()
             if not upper or (goal is not None and goal <= upper):
                 break
+        progress.shard_upper = self.storage.state(self.spec.shard).upper
         # after a failure the hold stays where it was: behind the checkpoint, which is safe
         if progress.transactions and progress.frontier.elements and progress.frontier != held:
             self._hold(read, progress.frontier)
