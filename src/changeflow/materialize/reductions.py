@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -75,12 +76,23 @@ _LAST = "_last"  # the position of a key's last insert
 @dataclass(frozen=True)
 class Changes:
     """A transaction's updates, ready to reduce: ``table`` holds the data columns, ``_diff``
-    and ``_row`` (consolidated by row for lastWriteWins, as they came for the folds), and
-    ``keys`` the distinct keys to load."""
+    and ``_row`` (consolidated by row for lastWriteWins, as they came for the folds);
+    ``updates`` as they came. The key sets are worked out when asked for: a transaction that
+    loads nothing needs neither."""
 
     table: pa.Table
-    keys: pa.Table
-    touched: pa.Table  # every key the updates name, consolidated away or not
+    updates: pa.Table
+    key: tuple[str, ...]
+
+    @cached_property
+    def keys(self) -> pa.Table:
+        """The distinct keys to load."""
+        return _distinct(self.table, list(self.key))
+
+    @cached_property
+    def touched(self) -> pa.Table:
+        """Every key the updates name, consolidated away or not."""
+        return _distinct(self.updates, list(self.key))
 
 
 @dataclass(frozen=True)
@@ -114,11 +126,8 @@ class Reducer:
         """The transaction's ``updates`` (an update frame) prepared for :meth:`reduce`."""
         table = updates.select([*self.columns, DIFF]).cast(self.schema.append(_diff_field()))
         table = table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        touched = _distinct(table, list(self.key))
-        if not self.reductions:
-            table = _consolidate(table, self.columns)
-            return Changes(table, _distinct(table, list(self.key)), touched)
-        return Changes(table, touched, touched)
+        net = table if self.reductions else _consolidate(table, self.columns)
+        return Changes(net, table, self.key)
 
     def reduce(self, changes: Changes, loaded: pa.Table | None, where: str) -> pa.Table:
         """The rows to store (columns, ``_exists``, ``_deleted``). ``loaded`` holds the stored
@@ -140,11 +149,14 @@ class Reducer:
         present = net.filter(pc.greater(net[DIFF], 0))
         self._one_row_per_key(present, None, where)
         key = list(self.key)
-        gone = changes.touched if self.delta else changes.keys
-        gone = _anti(gone, present.select(key), key)
+        retractions = net.filter(pc.less(net[DIFF], 0))
+        if self.delta:
+            gone = _anti(changes.touched, present.select(key), key)
+        else:  # the keys of the net retractions that keep no row
+            gone = _distinct(_anti(retractions.select(key), present.select(key), key), key)
         exists = pa.nulls(present.num_rows, pa.bool_())
         if not self.delta:
-            retracted = _key_text(net.filter(pc.less(net[DIFF], 0)), key)
+            retracted = _key_text(retractions, key)
             upserted = pc.is_in(_key_text(present, key), value_set=retracted)
             exists = pc.if_else(upserted, pa.scalar(None, pa.bool_()), False)
         return self._rows(present, exists, gone, None)

@@ -10,7 +10,8 @@ and StartCommit with the runtime checkpoint (the frontier consumed). A driver th
 what to upsert and delete. On
 StartedCommit both checkpoints commit to the recovery log together (unless a newer session has
 fenced this one off), and the next transaction's loads overlap the driver's commit and
-acknowledgement.
+acknowledgement. Each transaction is reduced in a worker thread, the next one's while this one
+waits for the driver (Arrow and the database drivers release the GIL while they work).
 
 A materialization holds its shard's since at its checkpoint, durably and between runs (a
 registered reader, ``materialization:NAME``), so no other reader's compaction can take away
@@ -24,6 +25,7 @@ import gc
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,13 +65,17 @@ from changeflow.materialize.protocol import (
     name_of,
 )
 from changeflow.materialize.recovery import RecoveryLog
-from changeflow.materialize.reductions import Reducer, check_types
+from changeflow.materialize.reductions import Changes, Reducer, check_types
 from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
 from changeflow.storage import ReadCapability, Storage
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
+
+#: seconds between moves of the hold on the shard's since (each is a durable write); between
+#: them it stays at an earlier checkpoint, which holds more of the shard, never less
+HOLD_EVERY = 0.5
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,30 @@ def _cyclic_gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _run_end(times: np.ndarray, end: int) -> int:
+    """The first position from ``end`` on whose time differs from ``times[end - 1]`` (the
+    length if none): searched in doubling windows, so a cut reads about as far as it moves."""
+    last, step = times[end - 1], 1024
+    while end < len(times):
+        window = times[end : end + step]
+        other = np.flatnonzero(window != last)
+        if other.size:
+            return end + int(other[0])
+        end, step = end + len(window), step * 2
+    return len(times)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A transaction's updates up to ``upper``, and its reduction under way: the changes
+    (None for a change table) and, when it loads nothing, the rows to store."""
+
+    updates: pa.Table
+    upper: Antichain
+    changes: Future[Changes] | None
+    rows: Future[pa.Table] | None
+
+
 class Runtime:
     """One session of a materialization; see the module docstring."""
 
@@ -220,6 +250,7 @@ class Runtime:
         """``kind`` is the driver's class, for its traits (default: from the target URL)."""
         self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
         self.on_progress = on_progress or (lambda _: None)
+        self.watched = on_progress is not None  # the shard's upper, for its lag, each time
         self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
         kind = kind or driver_class(spec.target)
         schema = storage.state(spec.shard).schema
@@ -287,23 +318,40 @@ class Runtime:
         self, read: ReadCapability, resume: Antichain | None, follow: bool, idle: float | None
     ) -> None:
         """Commit transactions up to the goal (the shard's upper now, or none with ``follow``),
-        moving the hold ``read`` to each durable checkpoint."""
+        moving the hold ``read`` to a durable checkpoint at most every ``HOLD_EVERY`` seconds
+        and to the last one at the end."""
         progress = self.progress
         goal = None if follow else self.storage.state(self.spec.shard).upper
-        for updates, upper in self._steps(read, resume, goal, idle):
-            with _cyclic_gc_paused():
-                self._transaction(updates, upper)
-            progress.transactions += 1
-            progress.updates += updates.num_rows
-            progress.stores += self._stored
-            progress.frontier = upper
-            progress.shard_upper = self.storage.state(self.spec.shard).upper
-            if upper.elements:  # the checkpoint is durable: a resume reads from upper - 1
-                self.storage.downgrade(read, upper.elements[0] - 1)
-            self.on_progress(progress)
-            self.after_commit()
-            if not upper or (goal is not None and goal <= upper):
-                break
+        held, moved = Antichain([0]), 0.0  # where the hold was last moved to, and when
+        pool = ThreadPoolExecutor(1, thread_name_prefix=f"reduce-{self.spec.name}")
+        try:
+            for step in self._steps(read, resume, goal, idle, pool):
+                upper = step.upper
+                with _cyclic_gc_paused():
+                    self._transaction(step)
+                progress.transactions += 1
+                progress.updates += step.updates.num_rows
+                progress.stores += self._stored
+                progress.frontier = upper
+                if self.watched:
+                    progress.shard_upper = self.storage.state(self.spec.shard).upper
+                if upper.elements and time.monotonic() - moved >= HOLD_EVERY:
+                    held, moved = self._hold(read, upper), time.monotonic()
+                self.on_progress(progress)
+                self.after_commit()
+                if not upper or (goal is not None and goal <= upper):
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        progress.shard_upper = self.storage.state(self.spec.shard).upper
+        # after a failure the hold stays where it was: behind the checkpoint, which is safe
+        if progress.transactions and progress.frontier.elements and progress.frontier != held:
+            self._hold(read, progress.frontier)
+
+    def _hold(self, read: ReadCapability, checkpoint: Antichain) -> Antichain:
+        """Move the hold to a durable checkpoint: a resume reads from its time - 1."""
+        self.storage.downgrade(read, checkpoint.elements[0] - 1)
+        return checkpoint
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
@@ -332,8 +380,10 @@ class Runtime:
         resume: Antichain | None,
         goal: Antichain | None,
         idle: float | None,
-    ) -> Iterator[tuple[pa.Table, Antichain]]:
-        """The shard's updates beyond the checkpoint, cut into transactions.
+        pool: Executor,
+    ) -> Iterator[_Step]:
+        """The shard's updates beyond the checkpoint, cut into transactions, each reduced
+        in ``pool`` (see :meth:`_ahead`).
 
         A fresh start begins with the snapshot where the hold ``read`` is (the shard's since,
         for a new materialization); a resumed one subscribes as of the last time the target
@@ -370,9 +420,42 @@ class Runtime:
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue
-            yield from self._cut(updates, upper)
+            yield from self._ahead(self._cut(updates, upper), pool)
             if not upper:
                 return
+
+    def _ahead(self, cuts: Iterator[tuple[pa.Table, Antichain]], pool: Executor) -> Iterator[_Step]:
+        """The transactions of one read, each reduced in ``pool``, the next one's reduction
+        begun before this one is handed out: it runs while this one's loads and commit wait
+        for the driver. The cuts of one read are in memory, so looking ahead never waits."""
+        ahead = None
+        for updates, upper in cuts:
+            step = self._start(updates, upper, pool)
+            if ahead is not None:
+                yield ahead
+            ahead = step
+        if ahead is not None:
+            yield ahead
+
+    def _start(self, updates: pa.Table, upper: Antichain, pool: Executor) -> _Step:
+        """Begin a transaction's reduction in ``pool``: its changes (and the keys to load),
+        and without a load the rows to store too."""
+        if self.change_table:
+            return _Step(updates, upper, None, None)
+        changes = pool.submit(self._changes, updates)
+        rows = None if self.loads else pool.submit(self._unloaded, changes, upper)
+        return _Step(updates, upper, changes, rows)
+
+    def _changes(self, updates: pa.Table) -> Changes:
+        changes = self.reducer.changes(updates)
+        if self.loads:
+            changes.keys  # noqa: B018 - work out the keys to load here, off the runtime's thread
+        return changes
+
+    def _unloaded(self, changes: Future[Changes], upper: Antichain) -> pa.Table:
+        """The rows to store of a transaction that loads nothing (the pool has one worker:
+        its changes are ready)."""
+        return self.reducer.reduce(changes.result(), None, f"at frontier {upper.to_json()}")
 
     def _cut(self, updates: pa.Table, upper: Antichain) -> Iterator[tuple[pa.Table, Antichain]]:
         """Split a step at time boundaries once a transaction holds ``max_rows`` updates."""
@@ -385,16 +468,16 @@ class Runtime:
         while begin < len(times):
             end = min(begin + limit, len(times))
             if end < len(times):  # on to the end of the last time's run of updates
-                other = np.flatnonzero(times[end:] != times[end - 1])
-                end = end + int(other[0]) if other.size else len(times)
+                end = _run_end(times, end)
             cut = Antichain([int(times[end])]) if end < len(times) else upper
             yield updates.slice(begin, end - begin), cut
             begin = end
 
     # -- one transaction -----------------------------------------------------------------------
 
-    def _transaction(self, updates: pa.Table, upper: Antichain) -> None:
-        changes = None if self.change_table else self.reducer.changes(updates)
+    def _transaction(self, step: _Step) -> None:
+        updates, upper = step.updates, step.upper
+        changes = None if step.changes is None else step.changes.result()
         send = self.transport.send
         send(Acknowledge())
         if changes is not None and self.loads and changes.keys.num_rows:
@@ -405,9 +488,10 @@ class Runtime:
         loaded = self._flushed()
         if changes is None:
             rows = self._change_rows(updates)
+        elif step.rows is not None:
+            rows = step.rows.result()
         else:
-            where = f"at frontier {upper.to_json()}"
-            rows = self.reducer.reduce(changes, loaded if self.loads else None, where)
+            rows = self.reducer.reduce(changes, loaded, f"at frontier {upper.to_json()}")
         if rows.num_rows:
             send(StoreBatch(0, rows))
         self._stored = rows.num_rows
