@@ -174,6 +174,18 @@ class Target:
         server's background work does not run into the next run's time."""
 
 
+def _sqlite_table(db: sqlite3.Connection, table: str) -> str:
+    """Create ``table`` (the benchmark's schema) and return its upsert statement."""
+    db.execute(
+        f"CREATE TABLE {table} (key BIGINT NOT NULL PRIMARY KEY, value TEXT, amount BIGINT)"
+        " WITHOUT ROWID"
+    )
+    return (
+        f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "value = excluded.value, amount = excluded.amount"
+    )
+
+
 class SqliteTarget(Target):
     name = "SQLite"
 
@@ -187,14 +199,7 @@ class SqliteTarget(Target):
         db = sqlite3.connect(self.folder / f"{table}.sqlite", isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        db.execute(
-            f"CREATE TABLE {table} (key BIGINT NOT NULL PRIMARY KEY, value TEXT, amount BIGINT)"
-            " WITHOUT ROWID"
-        )
-        upsert = (
-            f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-            "value = excluded.value, amount = excluded.amount"
-        )
+        upsert = _sqlite_table(db, table)
         start = time.perf_counter()
         for batch in rows:
             db.execute("BEGIN")
@@ -217,14 +222,7 @@ class SqliteTarget(Target):
             f"wal_autocheckpoint={CHECKPOINT_PAGES}",
         ):
             db.execute(f"PRAGMA {pragma}")
-        db.execute(
-            f"CREATE TABLE {table} (key BIGINT NOT NULL PRIMARY KEY, value TEXT, amount BIGINT)"
-            " WITHOUT ROWID"
-        )
-        upsert = (
-            f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-            "value = excluded.value, amount = excluded.amount"
-        )
+        upsert = _sqlite_table(db, table)
         ordered = [sorted(batch) for batch in rows]
         steps = {"upsert": 0.0, "commit": 0.0}
         start = time.perf_counter()
