@@ -18,8 +18,10 @@ before anything is installed, then returns a :class:`Dataflow`. A dataflow
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -32,6 +34,7 @@ from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrat
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
+from changeflow.compute.values import python_values
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
@@ -310,15 +313,18 @@ def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
 
 def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
     """The updates of an update frame as ``(row, time, diff)``."""
-    times = table.column(TIME).to_pylist()
-    return [(row, t, d) for (row, d), t in zip(_counted(table), times, strict=True)]
+    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
+    return list(zip(_data_rows(table), times, diffs, strict=True))
 
 
 def _counted(table: pa.Table) -> list[tuple[tuple[Any, ...], int]]:
     """``(row, count)`` pairs of a frame's data columns and ``_diff``."""
-    data = [table.column(n).to_pylist() for n in table.column_names if not n.startswith("_")]
-    rows = zip(*data, strict=True) if data else ([()] * table.num_rows)
-    return list(zip(map(tuple, rows), table.column(DIFF).to_pylist(), strict=True))
+    return list(zip(_data_rows(table), table.column(DIFF).to_pylist(), strict=True))
+
+
+def _data_rows(table: pa.Table) -> Iterable[tuple[Any, ...]]:
+    data = [python_values(table.column(n)) for n in table.column_names if not n.startswith("_")]
+    return zip(*data, strict=True) if data else repeat((), table.num_rows)
 
 
 def _fit(value: Any) -> Any:

@@ -1,0 +1,32 @@
+"""Arrow columns as Python values, as ``to_pylist`` gives them, without its cost per value.
+
+Every update a dataflow reads becomes a row of Python values, and Arrow builds a ``Decimal`` or a
+``date`` slowly (about 1 µs each). Decimals go through their text instead (Arrow formats them in
+C, at their scale, and ``Decimal`` parses that in C); dates are built once per distinct day.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_EPOCH = date(1970, 1, 1).toordinal()
+
+
+def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """The column's values as Python objects, equal to (and formatted as) ``to_pylist``'s."""
+    kind = column.type
+    if pa.types.is_decimal(kind) and kind.scale >= 0:
+        text = column.cast(pa.string()).to_pylist()
+        if not column.null_count:
+            return list(map(Decimal, text))
+        return [None if v is None else Decimal(v) for v in text]
+    if pa.types.is_date32(kind) and not column.null_count and len(column):
+        days, where = np.unique(column.cast(pa.int32()).to_numpy(), return_inverse=True)
+        dates = np.array([date.fromordinal(_EPOCH + d) for d in days.tolist()], dtype=object)
+        return dates[where].tolist()
+    return column.to_pylist()
