@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import cProfile
 import dataclasses
-import json
 import multiprocessing as mp
 import os
 import platform
@@ -70,7 +69,7 @@ from compute import (
     stamped,
 )
 from compute import sql as duck_sql
-from readme import update_readme
+from readme import publish
 
 import changeflow
 from changeflow.adapter.connection import Connection
@@ -83,7 +82,6 @@ from changeflow.config import Config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 _START = time.perf_counter()
 
 
@@ -922,18 +920,11 @@ def main() -> None:
         "args": {k: v for k, v in vars(args).items() if k not in ("work", "cache")},
         "seconds": time.perf_counter() - _START,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "adapter.json").write_text(
-        json.dumps({"meta": meta, **results}, indent=2, default=str) + "\n"
-    )
     table = markdown(results) + (
         f"\n\nLoad average (1 min) {load_at_start[0]:.1f} at the start, "
         f"{meta['load_average_end'][0]:.1f} at the end, on {os.cpu_count()} cores."
     )
-    (RESULTS / "adapter.md").write_text(table + "\n")
-    if not update_readme("adapter", table):
-        say("README.md has no bench:adapter markers; its table is left alone")
-    print(table)
+    publish("adapter", {"meta": meta, **results}, table)
 
 
 if __name__ == "__main__":

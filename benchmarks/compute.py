@@ -71,7 +71,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from readme import update_readme
+from readme import RESULTS, publish
 
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, drop_view, maintain_view
@@ -85,7 +85,6 @@ from changeflow.updates import DIFF, TIME
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 LEASE = 24 * 3600.0
 DAY_MS = 86_400_000
 EPOCH = date(1970, 1, 1)
@@ -930,19 +929,12 @@ def main() -> None:
         "targets": TARGETS,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "compute.json").write_text(
-        json.dumps({"meta": meta, "results": results, "growth": growth}, indent=2, default=str)
-        + "\n"
-    )
     plot(results, RESULTS / "compute.png")
     table = (
         markdown(results, growth)
         + "\n\n![Step latency against state size](benchmarks/results/compute.png)"
     )
-    (RESULTS / "compute.md").write_text(table + "\n")
-    if not update_readme("compute", table):
-        say("README.md has no bench:compute markers; its table is left alone")
-    print(table)
+    publish("compute", {"meta": meta, "results": results, "growth": growth}, table)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import sys
@@ -55,7 +54,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from readme import update_readme
+from readme import publish
 
 from changeflow.compute.correction import Correction
 from changeflow.storage.frames import frame_schema
@@ -63,7 +62,6 @@ from changeflow.testing.correction import CorrectionReference
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 SCHEMA = pa.schema([("key", pa.int64()), ("value", pa.int64())])
 FRAME = frame_schema(SCHEMA)
 FAR = 2**40  # how far ahead a temporal filter's retraction lies
@@ -417,14 +415,7 @@ def main() -> None:
     if args.quick:  # development runs leave the results and the README alone
         print(table)
         return
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "correction.json").write_text(
-        json.dumps({"meta": meta, "results": results, "targets": targets}, indent=2) + "\n"
-    )
-    (RESULTS / "correction.md").write_text(table + "\n")
-    if not update_readme("correction", table):
-        say("README.md has no bench:correction markers; its table is left alone")
-    print(table)
+    publish("correction", {"meta": meta, "results": results, "targets": targets}, table)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from readme import update_readme
+from readme import publish
 
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.drivers import open_driver
@@ -63,7 +63,6 @@ from changeflow.time import Antichain
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 SCHEMA = pa.schema([("key", pa.int64()), ("value", pa.string()), ("amount", pa.int64())])
 UPSERTS, KEYS, BATCH = 1_000_000, 100_000, 10_000
 TARGET_RATE, TARGET_RATIO = 300_000, 3.0  # upserts/s at least; times the naive loop at least
@@ -697,14 +696,8 @@ def main() -> None:
         "batch": BATCH,
         "targets": {"upserts_per_s": TARGET_RATE, "vs_naive": TARGET_RATIO},
     }
-    RESULTS.mkdir(exist_ok=True)
-    out: dict[str, Any] = {"meta": meta, "results": results, "profiles": profiles}
-    (RESULTS / "materialize.json").write_text(json.dumps(out, indent=2) + "\n")
     table = markdown(results, profiles)
-    (RESULTS / "materialize.md").write_text(table + "\n")
-    if not update_readme("materialize", table):
-        say("README.md has no bench:materialize markers; its table is left alone")
-    print(table)
+    publish("materialize", {"meta": meta, "results": results, "profiles": profiles}, table)
     for p in profiles:
         print(f"\n{p['target']}: cumulative {json.dumps(p['cumulative_s'])}")
         for t in p["top"][:10]:

@@ -24,7 +24,6 @@ the ``bench:serve`` markers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -38,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from readme import update_readme
+from readme import publish
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 KINDS = ("insert", "update", "select")
 
 
@@ -197,14 +195,7 @@ def main() -> None:
         "when": time.strftime("%F %T"),
         "seconds": seconds,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "serve.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
-    )
-    (RESULTS / "serve.md").write_text(table + "\n")
-    if not update_readme("serve", table):
-        say("README.md has no bench:serve markers; its table is left alone")
-    print(table)
+    publish("serve", {"meta": meta, "results": results}, table)
 
 
 if __name__ == "__main__":

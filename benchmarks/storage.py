@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from readme import update_readme
+from readme import publish
 
 from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
@@ -47,7 +46,6 @@ from changeflow.storage.consensus import open_consensus
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 SCHEMA = pa.schema([("key", pa.int64()), ("value", pa.string()), ("amount", pa.int64())])
 DATA = SCHEMA.names
 STEP = 1_000  # the i-th append holds times in [i * STEP, (i + 1) * STEP)
@@ -435,15 +433,7 @@ def main() -> None:
         "repeats": args.repeats,
         "small_append_seconds": seconds,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "storage.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
-    )
-    table = markdown(results)
-    (RESULTS / "storage.md").write_text(table + "\n")
-    if not update_readme("storage", table):
-        say("README.md has no bench:storage markers; its table is left alone")
-    print(table)
+    publish("storage", {"meta": meta, "results": results}, markdown(results))
 
 
 if __name__ == "__main__":

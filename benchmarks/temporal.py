@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from readme import update_readme
+from readme import publish
 
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, maintain_view
@@ -62,7 +62,6 @@ from changeflow.storage.consensus import open_consensus
 from changeflow.updates import DIFF, TIME
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 LEASE = 24 * 3600.0
 T0 = 1_735_689_600_000  # 2025-01-01 in epoch milliseconds
 SPREAD_MS = 30 * 86_400_000  # ts lies in the 30 days before T0
@@ -435,13 +434,7 @@ def main() -> None:
     print(table)
     if not args.readme:
         return
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "temporal.json").write_text(
-        json.dumps({"meta": meta, "result": result, "control": control}, indent=2) + "\n"
-    )
-    (RESULTS / "temporal.md").write_text(table + "\n")
-    if not update_readme("temporal", table):
-        say("README.md has no bench:temporal markers; its table is left alone")
+    publish("temporal", {"meta": meta, "result": result, "control": control}, table)
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ class Window(Linear):
         self.live: list[tuple[Row, int]] | None = None
 
     def step(self, upper: int) -> list[Update]:
-        owed, self.owed = self.owed, []
+        owed, self.owed, self.live = self.owed, [], None  # the live rows served hydration only
         return owed + super().step(upper)
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
