@@ -56,13 +56,22 @@ class StepStats:
 
 
 def maintain_view(
-    storage: Storage, name: str, plan: P.Plan, output: str, spark: SparkSession | None = None
+    storage: Storage,
+    name: str,
+    plan: P.Plan,
+    output: str,
+    spark: SparkSession | None = None,
+    cluster: bool = False,
 ) -> Dataflow:
     """Install the dataflow ``name`` that keeps shard ``output`` equal to ``plan`` over the
     shards its :class:`~changeflow.compute.plan.Get` operators name. The output shard is
     created with the plan's schema if it does not exist. Nothing is installed if a check fails.
-    With ``spark``, the dataflow hydrates in bulk on Spark; else its operators take the inputs'
-    snapshots as their first step."""
+    With ``cluster`` (and ``spark``), the dataflow runs on the cluster tier: its arrangements
+    live on the executors (:mod:`changeflow.compute.cluster`). Else it runs in the process; with
+    ``spark`` it hydrates in bulk on Spark, without, its operators take the inputs' snapshots
+    as their first step."""
+    if cluster and spark is None:
+        raise PlanError(f"view {name!r}: the cluster tier needs a Spark session")
     check_inputs(storage, plan)
     names = set(storage.shards())
     wanted = _unique_names(arrow_schema(plan.schema))
@@ -84,6 +93,10 @@ def maintain_view(
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
+    if cluster:
+        from changeflow.compute.cluster.dataflow import ClusterDataflow
+
+        return ClusterDataflow(storage, name, plan, output, spark)
     return Dataflow(storage, name, plan, output, spark)
 
 
@@ -152,22 +165,28 @@ class Dataflow:
         for cap in self.holds.values():
             cap.downgrade(Antichain([self.as_of]))
         self.sink = SelfCorrectingSink(storage, output, as_of=self.as_of)
-        self.inputs = Inputs()
-        self.root: Operator = build(plan, self.inputs, at=self.as_of)
         self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
         self.schema = storage.state(output).schema
+        self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
+        self._install(spark)
+        self.reported = 0.0
+        self._report(running=True)
+
+    tier = "process"  # where the dataflow's arrangements live
+
+    def _install(self, spark: SparkSession | None) -> None:
+        """Build the operators and subscribe to the inputs (hydrating in bulk with Spark)."""
+        self.inputs = Inputs()
+        self.root: Operator = build(self.plan, self.inputs, at=self.as_of)
         bulk = spark is not None and all(
             not c.state().upper.less_equal(self.as_of) for c in self.holds.values()
         )
         self.subscriptions = {
-            s: storage.subscribe_at(c, timeout=None, snapshot=not bulk)
+            s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk)
             for s, c in self.holds.items()
         }
-        self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
         if bulk:
             self._hydrate_on(spark)
-        self.reported = 0.0
-        self._report(running=True)
 
     def _hydrate_on(self, spark: SparkSession) -> None:
         """Hydrate in bulk: Spark computes, from the inputs' snapshots at the as_of, the
@@ -208,7 +227,7 @@ class Dataflow:
             for shard, subscription in self.subscriptions.items():
                 while (got := subscription.next(0.0)) is not None:
                     updates, upper = got
-                    self.inputs.feed(shard, _rows(updates))
+                    self._take(shard, updates)
                     self.stats.updates_in += updates.num_rows
                     self.uppers[shard] = to_bound(upper)
             meet = _meet(self.uppers.values()) if self.uppers else None
@@ -219,18 +238,30 @@ class Dataflow:
                 return False
             time.sleep(0.01)
         failpoint("dataflow.before_step")
-        out = self.root.step(meet if meet is not None else 2**63 - 1)
+        out = self._compute(meet if meet is not None else 2**63 - 1)
         failpoint("dataflow.after_operators")
-        self.sink.step(self._frame(out), Antichain() if meet is None else Antichain([meet]))
+        self.sink.step(out, Antichain() if meet is None else Antichain([meet]))
         failpoint("dataflow.after_sink")
         self.frontier = meet
+        self._stepped()
         self._release_inputs()
         self.stats.steps += 1
-        self.stats.updates_out += len(out)
+        self.stats.updates_out += out.num_rows
         self.stats.seconds.append(time.monotonic() - started)
         if time.monotonic() - self.reported >= REPORT_SECONDS:
             self._report(running=True)
         return True
+
+    def _take(self, shard: str, updates: pa.Table) -> None:
+        """Take an input's appended updates for the next step."""
+        self.inputs.feed(shard, _rows(updates))
+
+    def _compute(self, upper: int) -> pa.Table:
+        """The output's updates for the step below ``upper``, as an update frame."""
+        return self._frame(self.root.step(upper))
+
+    def _stepped(self) -> None:
+        """After a step's output went to the sink (the cluster tier moves its state here)."""
 
     def run(self, until: int | None = None, idle_timeout: float = 30.0) -> StepStats:
         """Step until the output holds every time below ``until`` (None: until the inputs
@@ -273,6 +304,7 @@ class Dataflow:
             arranged=self.state_size(),
             step_seconds=self.stats.seconds[-20:],
             plan=self.plan.explain(),
+            tier=self.tier,
         )
 
     def _report(self, running: bool) -> None:

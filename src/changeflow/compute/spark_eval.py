@@ -56,6 +56,14 @@ def evaluate_spark(plan: P.Plan, inputs: Mapping[str, DataFrame], as_of: int) ->
         return out.select(*data, F.col(_D))
 
 
+def positional_frame(plan: P.Plan, inputs: Mapping[str, DataFrame], as_of: int = 0) -> DataFrame:
+    """The output of ``plan`` over ``inputs`` with columns named by position and ``_diff``, not
+    consolidated (the cluster tier's operators compose it with their own steps)."""
+    spark = _session(inputs)
+    with exact_decimals(spark):
+        return _Evaluator(inputs, as_of, spark).frame(plan)
+
+
 def _session(inputs: Mapping[str, DataFrame]) -> SparkSession:
     for frame in inputs.values():
         return frame.sparkSession

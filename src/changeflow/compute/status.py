@@ -37,6 +37,7 @@ class DataflowStatus:
     running: bool = True
     reported_ms: int = 0
     plan: str = ""
+    tier: str = "process"  # where its arrangements live: the process or the cluster
 
     @property
     def lag(self) -> int | None:

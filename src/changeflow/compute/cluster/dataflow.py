@@ -1,0 +1,245 @@
+"""A dataflow on the cluster tier: the same contract as the in-process one (holds, a
+self-correcting sink, exact at every time), with its arrangements on the executors.
+
+The driver keeps the plan, the frontiers, and each step's input changes as Arrow until they
+become Spark frames. A step's output changes are collected to the driver for the sink; the
+state, however large, stays in :class:`~changeflow.compute.cluster.spine.Spine` s under the blob
+root (``dataflows/<name>/``), cached on the executors. Hydration reads the inputs' snapshots
+on the executors and runs as a first step from empty state.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from changeflow.compute import plan as P
+from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.spine import Spine
+from changeflow.compute.dataflow import Dataflow
+from changeflow.compute.spark_eval import positional_frame
+from changeflow.compute.spark_expr import exact_decimals, name, spark_type
+from changeflow.time import Antichain
+from changeflow.updates import DIFF, TIME
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PREFIX = "dataflows/{}"  # where a cluster-tier dataflow keeps its arrangements in the blob root
+
+
+class Node:
+    """An operator of the plan on the cluster tier: its children, and for a stateful one the
+    spine of each input (its collection so far) and, where an input may carry changes beyond
+    the step (a temporal filter's), the spine of those waiting."""
+
+    def __init__(self, plan: P.Plan, children: list[Node], flow: ClusterDataflow) -> None:
+        self.plan, self.children = plan, children
+        self.join = isinstance(plan, P.Join) and plan.kind == "inner" and len(children) > 1
+        keyed = isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK) or (
+            isinstance(plan, P.Join) and plan.kind != "inner"
+        )
+        self.keyed = D.keyed(plan) if keyed else None
+        self.stateful = self.join or keyed
+        where = f"{len(flow.nodes)}"
+        flow.nodes.append(self)
+        widths = [len(c.plan.schema) for c in children] if self.stateful else []
+        self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(widths)]
+        self.waiting = [
+            flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
+            for i, w in enumerate(widths)
+        ]
+        self.late = isinstance(plan, P.TemporalFilter) or (
+            not self.stateful and any(c.late for c in children)
+        )
+        self.now: list[DataFrame | None] = []  # this step's input changes (below the step)
+        self.later: list[DataFrame | None] = []  # and those beyond it
+
+    def rows(self) -> int:
+        return sum(s.rows() for s in (*self.spines, *self.waiting) if s is not None)
+
+
+class ClusterDataflow(Dataflow):
+    """A view maintained on the Spark cluster (see the module docstring)."""
+
+    tier = "cluster"
+
+    def _install(self, spark: SparkSession | None) -> None:
+        assert spark is not None
+        self.spark = spark
+        self.blob = self.storage.machine.blob
+        self.prefix = f"{PREFIX.format(self.name)}/{uuid.uuid4().hex}"
+        self.nodes: list[Node] = []
+        self.root = self._build(self.plan)
+        self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
+        self.first = True  # constants appear in the first step
+        ready = all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
+        self.subscriptions = {
+            s: self.storage.subscribe_at(c, timeout=None, snapshot=not ready)
+            for s, c in self.holds.items()
+        }
+        if ready:
+            self._hydrate()
+
+    def spine(self, where: str, width: int, timed: bool) -> Spine:
+        return Spine(self.spark, self.blob, f"{self.prefix}/{where}", width, timed)
+
+    def _build(self, plan: P.Plan) -> Node:
+        return Node(plan, [self._build(p) for p in plan.inputs()], self)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _hydrate(self) -> None:
+        """The inputs' snapshots at the as_of, read by the executors, as the first step."""
+        started = time.monotonic()
+        changes = {}
+        for shard, cap in self.holds.items():
+            frame = self.storage.snapshot(cap, self.as_of, self.spark)
+            width = len([c for c in frame.columns if not c.startswith("_")])
+            cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
+            at = F.lit(self.as_of).cast("bigint").alias(TIME)
+            changes[shard] = frame.select(*cols, at, F.col(DIFF).cast("bigint").alias(DIFF))
+        out = self._run(changes, self.as_of + 1, small=False, at=self.as_of)
+        self.frontier = self.as_of + 1
+        self.uppers = dict.fromkeys(self.holds, self.frontier)
+        self.sink.step(out, Antichain([self.frontier]))
+        self._stepped()
+        self.stats.steps += 1
+        self.stats.updates_out += out.num_rows
+        self.stats.seconds.append(time.monotonic() - started)
+
+    def _take(self, shard: str, updates: pa.Table) -> None:
+        if updates.num_rows:
+            self.pending[shard].append(updates)
+
+    def _compute(self, upper: int) -> pa.Table:
+        changes = {}
+        for shard, tables in self.pending.items():
+            if tables:
+                table = pa.concat_tables(tables)
+                data = [c for c in table.column_names if not c.startswith("_")]
+                positional = table.select([*data, TIME, DIFF]).rename_columns(
+                    [*(name(i) for i in range(len(data))), TIME, DIFF]
+                )
+                changes[shard] = self.spark.createDataFrame(positional)
+            self.pending[shard] = []
+        return self._run(changes, upper, small=True, at=None)
+
+    def _run(
+        self, changes: dict[str, DataFrame], upper: int, small: bool, at: int | None
+    ) -> pa.Table:
+        """The output's changes for the step below ``upper`` from the inputs' ``changes``."""
+        memo: dict[int, DataFrame | None] = {}
+        with exact_decimals(self.spark):
+            out = self._delta(self.root, changes, upper, small, at, memo)
+            if out is None:
+                return self._frame([])
+            width = len(self.plan.schema)
+            summed = D.consolidated(out, width)
+            cols = [
+                F.col(name(i)).cast(spark_type(c.type)).alias(f.name)
+                for i, (c, f) in enumerate(zip(self.plan.schema, self.schema, strict=True))
+            ]
+            table = summed.select(*cols, TIME, DIFF).toArrow()
+        self.first = False
+        return _fit(table, self.schema)
+
+    def _delta(
+        self,
+        node: Node,
+        changes: dict[str, DataFrame],
+        upper: int,
+        small: bool,
+        at: int | None,
+        memo: dict[int, DataFrame | None],
+    ) -> DataFrame | None:
+        if id(node) in memo:
+            return memo[id(node)]
+        plan = node.plan
+        if isinstance(plan, P.Get):
+            out = changes.get(plan.name)
+        elif isinstance(plan, P.Constant):
+            out = None
+            if self.first and plan.rows:
+                frame = positional_frame(plan, {})
+                out = frame.withColumn(TIME, F.lit(self.as_of).cast("bigint")).select(
+                    *D.data(len(plan.schema)), TIME, DIFF
+                )
+        else:
+            inputs = [self._delta(c, changes, upper, small, at, memo) for c in node.children]
+            out = self._stateful(node, inputs, upper, small, at) if node.stateful else None
+            if not node.stateful:
+                out = D.linear(plan, inputs)
+        memo[id(node)] = out
+        return out
+
+    def _stateful(
+        self,
+        node: Node,
+        inputs: list[DataFrame | None],
+        upper: int,
+        small: bool,
+        at: int | None,
+    ) -> DataFrame | None:
+        """A stateful operator's output changes: its inputs' changes below the step against
+        the collections its spines hold; changes beyond the step wait in a spine."""
+        node.now, node.later = [], []
+        for frame, waiting in zip(inputs, node.waiting, strict=True):
+            if waiting is not None:
+                frame = D.union([frame, waiting.frame()])
+            later = None
+            if frame is not None and waiting is not None:
+                later = frame.where(F.col(TIME) >= upper)
+                frame = frame.where(F.col(TIME) < upper)
+            node.now.append(frame.persist() if frame is not None else None)
+            node.later.append(later)
+        arranged = [s.frame() for s in node.spines]
+        if node.join:
+            assert isinstance(node.plan, P.Join)
+            return D.join(node.now, arranged, node.plan, small)
+        assert node.keyed is not None
+        return node.keyed.delta(node.now, arranged, small, at)
+
+    def _stepped(self) -> None:
+        """Add each stateful operator's changes to its spines (inputs before the operators
+        above them have read them: every frame still reads the batches it was built on)."""
+        with exact_decimals(self.spark):
+            for node in self.nodes:
+                if not node.stateful:
+                    continue
+                for i, spine in enumerate(node.spines):
+                    if i < len(node.now) and node.now[i] is not None:
+                        spine.add(node.now[i].drop(TIME))
+                for i, waiting in enumerate(node.waiting):
+                    if waiting is not None and i < len(node.later):
+                        waiting.replace(node.later[i])
+        for node in self.nodes:
+            for frame in node.now:
+                if frame is not None:
+                    frame.unpersist()
+            node.now, node.later = [], []
+            for spine in (*node.spines, *node.waiting):
+                if spine is not None:
+                    spine.forget_retired()
+
+    def state_size(self) -> int:
+        return sum(n.rows() for n in self.nodes)
+
+    def close(self) -> None:
+        super().close()
+        for node in self.nodes:
+            for spine in (*node.spines, *node.waiting):
+                if spine is not None:
+                    spine.drop()
+
+
+def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Spark's Arrow output in the output shard's column types."""
+    arrays = [table.column(f.name).cast(f.type) for f in schema]
+    arrays += [table.column(TIME).cast(pa.int64()), table.column(DIFF).cast(pa.int64())]
+    return pa.Table.from_arrays(arrays, names=[*schema.names, TIME, DIFF])

@@ -1,0 +1,408 @@
+"""Deltas on Spark: the output changes of each operator for one step, from its inputs' changes.
+
+Every frame here has a plan's columns named by position (``c0``…), then ``_time`` and ``_diff``:
+the updates of one step, at their times (a temporal filter's retraction may lie beyond the
+step). Arrangements (an operator's accumulated input) have no ``_time``. Operators:
+
+- **Linear** ones (Map, Filter, Project, Union, Negate, a temporal filter, a one-input join) map
+  each update on its own, so their delta is the same operator applied to the input's delta.
+- **Inner joins** are delta joins, as Materialize plans them: with ``Xj = Aj + dAj``, the change
+  of ``A1 ⋈ … ⋈ An`` is the sum over ``i`` of ``X1 ⋈ … ⋈ X(i-1) ⋈ dAi ⋈ A(i+1) ⋈ … ⋈ An``, each
+  pair at the later of its updates' times (arranged rows have none). Only the inputs are
+  arranged, never an intermediate; each term starts from a delta and is broadcast into the
+  arrangements it probes.
+- **Keyed** ones (Reduce, Distinct, Threshold, TopK and outer joins) depend per key on that key's
+  input rows only. For the keys a step touches, the operator runs (by the Spark evaluator, the
+  same one hydration and recomputation use) over the key's collection at each version: before
+  the step, and at each time the step changes it. A version's rows are emitted at its time and
+  retracted at the key's next version, which is exact at every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce as fold
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from changeflow.compute import plan as P
+from changeflow.compute.expr import map_columns
+from changeflow.compute.spark_eval import positional_frame
+from changeflow.compute.spark_expr import ExprCompiler, name, spark_type
+from changeflow.compute.types import INT8, Schema
+from changeflow.compute.types import Column as Col
+from changeflow.errors import PlanError
+from changeflow.updates import DIFF, TIME
+
+BEFORE = -1  # the version of a key before the step
+LAST = -2  # "no next version": the key's last version in the step
+_V, _NX = "_v", "_nx"
+
+
+def data(width: int, offset: int = 0) -> list[Column]:
+    """The data columns ``c{offset}``… of a frame, ``width`` of them."""
+    return [F.col(name(offset + i)) for i in range(width)]
+
+
+def union(frames: Sequence[DataFrame | None]) -> DataFrame | None:
+    present = [f for f in frames if f is not None]
+    return fold(DataFrame.union, present) if present else None
+
+
+def empty(spark: SparkSession, schema: Schema, timed: bool) -> DataFrame:
+    """A frame of no updates with the columns of ``schema``."""
+    cols = [f"{name(i)} {_spark_type(c)}" for i, c in enumerate(schema)]
+    cols += [f"{TIME} bigint"] if timed else []
+    return spark.createDataFrame([], ", ".join([*cols, f"{DIFF} bigint"]))
+
+
+def _spark_type(c: Col) -> str:
+    kind = spark_type(c.type)
+    return "string" if kind == "void" else kind
+
+
+def consolidated(frame: DataFrame, width: int) -> DataFrame:
+    """One row per distinct row and time, counts summed, zeros dropped."""
+    keys = [*(name(i) for i in range(width)), TIME]
+    return frame.groupBy(*keys).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+
+
+# -- linear operators --------------------------------------------------------------------------
+
+
+def linear(plan: P.Plan, inputs: list[DataFrame | None]) -> DataFrame | None:
+    """The delta of a linear operator over its inputs' deltas (None: no change)."""
+    if isinstance(plan, P.Union):
+        return union(inputs)
+    (frame,) = inputs
+    if frame is None:
+        return None
+    match plan:
+        case P.Map(exprs=exprs):
+            width = len(plan.input.schema)
+            cc = ExprCompiler(frame)
+            added = [cc.compile(e).alias(name(width + i)) for i, (_, e) in enumerate(exprs)]
+            return frame.select(*data(width), *added, TIME, DIFF)
+        case P.Filter(predicates=predicates):
+            cc = ExprCompiler(frame)
+            return frame.where(fold(lambda a, b: a & b, (cc.compile(p) for p in predicates)))
+        case P.Project(columns=columns):
+            cols = [F.col(name(i)).alias(name(j)) for j, i in enumerate(columns)]
+            return frame.select(*cols, TIME, DIFF)
+        case P.Negate():
+            return frame.withColumn(DIFF, -F.col(DIFF))
+        case P.TemporalFilter():
+            return _window(plan, frame)
+        case P.Join():  # one input: the equivalences and residual filter it
+            return join([frame], [None], plan, small=False)
+    raise PlanError(f"{type(plan).__name__} is not a linear operator")
+
+
+def _window(plan: P.TemporalFilter, frame: DataFrame) -> DataFrame:
+    """Each row from ``max(t, lower)`` until ``max(t, upper)``: an insertion and a retraction;
+    nothing if a bound is NULL or the window is empty (as the in-process operator does)."""
+    cc = ExprCompiler(frame)
+    t = F.col(TIME)
+    lows = [cc.compile(e).cast("bigint") for e in plan.lower]
+    highs = [cc.compile(e).cast("bigint") for e in plan.upper]
+    known = fold(lambda a, b: a & b, (c.isNotNull() for c in (*lows, *highs)), F.lit(True))
+    start = F.greatest(t, *lows) if lows else t
+    width = len(plan.schema)
+    if not highs:
+        return frame.where(known).select(*data(width), start.alias(TIME), DIFF)
+    end = F.greatest(t, F.least(*highs) if len(highs) > 1 else highs[0])
+    kept = frame.where(known & (end > start))
+    inserted = kept.select(*data(width), start.alias(TIME), DIFF)
+    return inserted.union(kept.select(*data(width), end.alias(TIME), (-F.col(DIFF)).alias(DIFF)))
+
+
+# -- inner joins -------------------------------------------------------------------------------
+
+
+def join(
+    deltas: list[DataFrame | None],
+    arranged: list[DataFrame | None],
+    plan: P.Join,
+    small: bool,
+) -> DataFrame | None:
+    """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
+    collections before the step). With ``small``, each term's running result is broadcast."""
+    terms = []
+    for i, delta in enumerate(deltas):
+        if delta is None or any(a is None for a in arranged[i + 1 :]):
+            continue
+        sides: dict[int, DataFrame] = {i: delta}
+        for j in range(len(deltas)):
+            if j != i:
+                old = _untimed(arranged[j])
+                side = union([old, deltas[j]]) if j < i else old
+                if side is None:
+                    break
+                sides[j] = side
+        else:
+            terms.append(_join_term(plan, sides, i, small))
+    return union(terms)
+
+
+def _untimed(frame: DataFrame | None) -> DataFrame | None:
+    """An arrangement as updates that have been there all along (no time)."""
+    if frame is None:
+        return None
+    width = len(frame.columns) - 1
+    return frame.select(*data(width), F.lit(None).cast("bigint").alias(TIME), DIFF)
+
+
+def _join_term(plan: P.Join, sides: dict[int, DataFrame], first: int, small: bool) -> DataFrame:
+    widths = [len(p.schema) for p in plan.inputs_]
+    offsets = [sum(widths[:k]) for k in range(len(widths))]
+    owner = [k for k, w in enumerate(widths) for _ in range(w)]
+    renamed = {
+        k: frame.select(
+            *(F.col(name(i)).alias(name(offsets[k] + i)) for i in range(widths[k])),
+            F.col(TIME).alias(f"_t{k}"),
+            F.col(DIFF).alias(f"_d{k}"),
+        )
+        for k, frame in sides.items()
+    }
+    joined = {first}
+    running = renamed[first].where(_own(plan, owner, first))
+    while len(joined) < len(widths):
+        k = _next_side(plan, owner, joined)
+        side = renamed[k].where(_own(plan, owner, k))
+        on = _link(plan, owner, joined, k)
+        if on is None:
+            running = running.crossJoin(side)
+        elif small:  # the running result is small: broadcast it into the arrangement
+            running = side.join(F.broadcast(running), on)
+        else:
+            running = running.join(side, on)
+        joined.add(k)
+    if plan.residual is not None:
+        running = running.where(ExprCompiler(running).compile(plan.residual))
+    times = [F.col(f"_t{k}") for k in range(len(widths))]
+    time = F.greatest(*times) if len(times) > 1 else times[0]
+    count = fold(lambda a, b: a * b, (F.col(f"_d{k}") for k in range(len(widths))))
+    return running.select(*data(sum(widths)), time.alias(TIME), count.alias(DIFF))
+
+
+def _next_side(plan: P.Join, owner: list[int], joined: set[int]) -> int:
+    """The next input to join: one an equivalence connects to those joined, else the first."""
+    rest = [k for k in range(len(plan.inputs_)) if k not in joined]
+    for klass in plan.equivalences:
+        sides = {owner[i] for i in klass}
+        if sides & joined:
+            for k in rest:
+                if k in sides:
+                    return k
+    return rest[0]
+
+
+def _own(plan: P.Join, owner: list[int], k: int) -> Column:
+    """The equalities among input ``k``'s own columns (NULL equals nothing)."""
+    out = [F.lit(True)]
+    for klass in plan.equivalences:
+        mine = [i for i in klass if owner[i] == k]
+        out += [F.col(name(i)) == F.col(name(mine[0])) for i in mine[1:]]
+        if len(mine) == 1 and len(klass) == 1:
+            out.append(F.col(name(mine[0])).isNotNull())
+    return fold(lambda a, b: a & b, out)
+
+
+def _link(plan: P.Join, owner: list[int], joined: set[int], k: int) -> Column | None:
+    """The equalities that join input ``k`` to the inputs ``joined``; None if there are none."""
+    out = []
+    for klass in plan.equivalences:
+        mine = [i for i in klass if owner[i] == k]
+        done = [i for i in klass if owner[i] in joined]
+        if mine and done:
+            out.append(F.col(name(mine[0])) == F.col(name(done[0])))
+    return fold(lambda a, b: a & b, out) if out else None
+
+
+# -- keyed operators ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """An operator whose output for a key depends on that key's input rows only: ``keys``
+    are each input's key columns; ``versioned`` is the operator over its inputs with two
+    columns more (the version and the next version), which it groups by too."""
+
+    plan: P.Plan
+    keys: tuple[tuple[int, ...], ...]
+    direct: P.Plan  # the operator over Gets of its inputs (``_in0``…)
+    versioned: P.Plan  # the same over the inputs with version columns
+    out_data: tuple[int, ...]  # where the versioned output's data columns are
+    out_versions: tuple[tuple[int, int], ...]  # where its version columns are (coalesced)
+
+    def delta(
+        self,
+        deltas: list[DataFrame | None],
+        arranged: list[DataFrame | None],
+        small: bool,
+        at: int | None,
+    ) -> DataFrame | None:
+        """The output's delta for the inputs' ``deltas`` over their ``arranged`` collections.
+        ``at``: every delta is at this one time and nothing is arranged (hydration)."""
+        if all(d is None for d in deltas):
+            return None
+        spark = next(d for d in deltas if d is not None).sparkSession
+        schemas = [p.schema for p in self.plan.inputs()]
+        if at is not None:
+            frames = {
+                f"_in{i}": (d if d is not None else empty(spark, schemas[i], True)).drop(TIME)
+                for i, d in enumerate(deltas)
+            }
+            out = positional_frame(self.direct, frames)
+            width = len(self.plan.schema)
+            return out.select(*data(width), F.lit(at).cast("bigint").alias(TIME), DIFF)
+        versions = self._versions(deltas, small)
+        frames = {
+            f"_in{i}": self._at_versions(i, deltas[i], arranged[i], versions, spark, schemas[i])
+            for i in range(len(deltas))
+        }
+        out = positional_frame(self.versioned, frames)
+        cols = [F.col(name(i)).alias(name(j)) for j, i in enumerate(self.out_data)]
+        version = F.coalesce(*(F.col(name(v)) for v, _ in self.out_versions))
+        following = F.coalesce(*(F.col(name(n)) for _, n in self.out_versions))
+        out = out.select(*cols, version.alias(_V), following.alias(_NX), DIFF)
+        width = len(self.out_data)
+        now = out.where(F.col(_V) >= 0).select(*data(width), F.col(_V).alias(TIME), DIFF)
+        later = out.where(F.col(_NX) != LAST).select(
+            *data(width), F.col(_NX).alias(TIME), (-F.col(DIFF)).alias(DIFF)
+        )
+        return now.union(later)
+
+    def _versions(self, deltas: list[DataFrame | None], small: bool) -> DataFrame:
+        """Per touched key (``_k0``…), each version ``_v`` and the next ``_nx``."""
+        touched = union(
+            [
+                d.select(*self._key_columns(i), F.col(TIME).alias(_V))
+                for i, d in enumerate(deltas)
+                if d is not None
+            ]
+        )
+        assert touched is not None
+        keys = [f"_k{n}" for n in range(len(self.keys[0]))]
+        before = touched.select(*keys, F.lit(BEFORE).cast("bigint").alias(_V))
+        versions = touched.union(before).distinct()
+        order = Window.partitionBy(*keys).orderBy(_V) if keys else Window.orderBy(_V)
+        following = F.coalesce(F.lead(_V).over(order), F.lit(LAST).cast("bigint"))
+        versions = versions.withColumn(_NX, following)
+        return F.broadcast(versions) if small else versions
+
+    def _key_columns(self, side: int) -> list[Column]:
+        return [F.col(name(c)).alias(f"_k{n}") for n, c in enumerate(self.keys[side])]
+
+    def _at_versions(
+        self,
+        side: int,
+        delta: DataFrame | None,
+        old: DataFrame | None,
+        versions: DataFrame,
+        spark: SparkSession,
+        schema: Schema,
+    ) -> DataFrame:
+        """Input ``side``'s rows of each touched key at each of its versions, with the version
+        columns after the data."""
+        width = len(schema)
+        same_key = [
+            F.col(name(c)).eqNullSafe(versions[f"_k{n}"]) for n, c in enumerate(self.keys[side])
+        ]
+        on = fold(lambda a, b: a & b, same_key, F.lit(True))
+        parts = []
+        if old is not None:
+            parts.append(old.join(versions, on))
+        if delta is not None:
+            parts.append(delta.join(versions, on & (delta[TIME] <= versions[_V])))
+        picked = [
+            p.select(
+                *data(width),
+                F.col(_V).alias(name(width)),
+                F.col(_NX).alias(name(width + 1)),
+                F.col(DIFF),
+            )
+            for p in parts
+        ]
+        found = union(picked)
+        if found is None:
+            versioned = (*schema, Col("v", INT8), Col("nx", INT8))
+            return empty(spark, versioned, False)
+        return found
+
+
+def keyed(plan: P.Plan) -> Keyed:
+    """The keyed form of a Reduce, Distinct, Threshold, TopK or outer Join."""
+    inputs = plan.inputs()
+    gets = tuple(P.Get(f"_in{i}", p.schema) for i, p in enumerate(inputs))
+    tagged = tuple(
+        P.Get(f"_in{i}", (*p.schema, Col("v", INT8, False), Col("nx", INT8, False)))
+        for i, p in enumerate(inputs)
+    )
+    width = len(inputs[0].schema)
+    versions = (width, width + 1)
+    match plan:
+        case P.Reduce(group_by=group_by, aggregates=aggregates, names=names):
+            g = len(group_by)
+            n = len(plan.schema)
+            return Keyed(
+                plan,
+                (group_by,),
+                P.Reduce(gets[0], group_by, aggregates, names),
+                P.Reduce(tagged[0], (*group_by, *versions), aggregates, names),
+                (*range(g), *range(g + 2, n + 2)),
+                ((g, g + 1),),
+            )
+        case P.Distinct() | P.Threshold():
+            every = tuple(range(width))
+            kind = type(plan)
+            return Keyed(plan, (every,), kind(gets[0]), kind(tagged[0]), every, (versions,))
+        case P.TopK(group_by=group_by, order_by=order_by, limit=limit, offset=offset):
+            return Keyed(
+                plan,
+                (group_by,),
+                P.TopK(gets[0], group_by, order_by, limit, offset),
+                P.TopK(tagged[0], (*group_by, *versions), order_by, limit, offset),
+                tuple(range(width)),
+                (versions,),
+            )
+        case P.Join(equivalences=classes, kind=kind, residual=residual) if kind != "inner":
+            return _outer(plan, gets, tagged, classes, kind, residual)
+    raise PlanError(f"{type(plan).__name__} is not a keyed operator")
+
+
+def _outer(
+    plan: P.Join,
+    gets: tuple[P.Get, ...],
+    tagged: tuple[P.Get, ...],
+    classes: tuple[tuple[int, ...], ...],
+    kind: str,
+    residual: object,
+) -> Keyed:
+    """An outer join keyed by its equivalences: the right input's columns move two places
+    right to make room for the left input's version columns, which must equal the right's."""
+    left, right = (len(p.schema) for p in plan.inputs_)
+    keys: tuple[list[int], list[int]] = ([], [])
+    for klass in classes:
+        lo = [i for i in klass if i < left]
+        hi = [i - left for i in klass if i >= left]
+        if lo and hi:
+            keys[0].append(lo[0])
+            keys[1].append(hi[0])
+
+    def moved(i: int) -> int:
+        return i if i < left else i + 2
+
+    shifted = tuple(tuple(map(moved, klass)) for klass in classes)
+    shifted += ((left, left + 2 + right), (left + 1, left + 3 + right))
+    moved_residual = map_columns(residual, moved) if residual is not None else None
+    return Keyed(
+        plan,
+        (tuple(keys[0]), tuple(keys[1])),
+        P.Join(gets, classes, kind, residual),  # type: ignore[arg-type]
+        P.Join(tagged, shifted, kind, moved_residual),  # type: ignore[arg-type]
+        (*range(left), *range(left + 2, left + 2 + right)),
+        ((left, left + 1), (left + 2 + right, left + 3 + right)),
+    )

@@ -1,0 +1,115 @@
+"""Arrangements on the executors: a collection as a few consolidated batches.
+
+A batch is a Parquet folder under the blob root, written by the executors and read back cached,
+so the driver holds only its location and row count, and a batch's lineage is a file scan (a
+step never replays the history). A new batch is merged with the ones before it while they are
+not more than twice its size, so the number of batches grows with the log of the collection and
+each row is rewritten a logarithmic number of times (differential dataflow's spine).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from functools import reduce as fold
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from changeflow.compute.spark_expr import name
+from changeflow.storage.blob import Blob
+from changeflow.updates import DIFF, TIME
+
+
+@dataclass
+class Batch:
+    """One batch: its blob key (a Parquet folder) and rows."""
+
+    key: str
+    rows: int
+
+
+@dataclass
+class Spine:
+    """A collection of ``width`` positional columns (with ``_time`` when ``timed``: updates
+    waiting for a later step) as batches under ``prefix`` of the blob root."""
+
+    spark: SparkSession
+    blob: Blob
+    prefix: str
+    width: int
+    timed: bool = False
+    batches: list[Batch] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)  # merged away: deleted once not needed
+    _frames: dict[str, DataFrame] = field(default_factory=dict)
+
+    def rows(self) -> int:
+        return sum(b.rows for b in self.batches)
+
+    def frame(self) -> DataFrame | None:
+        """The collection (unconsolidated across batches), or None when it holds nothing."""
+        frames = [self._read(b.key) for b in self.batches]
+        return fold(DataFrame.unionByName, frames) if frames else None
+
+    def add(self, delta: DataFrame) -> None:
+        """Add ``delta`` (positional columns, ``_diff``; and ``_time`` when timed) as a batch,
+        then merge while the batch before is not more than twice the size of the last."""
+        self._append(delta)
+        while len(self.batches) > 1 and self.batches[-2].rows <= 2 * self.batches[-1].rows:
+            last, before = self.batches.pop(), self.batches.pop()
+            merged = self._read(before.key).unionByName(self._read(last.key))
+            self._append(merged)
+            self.retired += [before.key, last.key]
+
+    def replace(self, collection: DataFrame | None) -> None:
+        """Hold exactly ``collection`` (for waiting updates, rewritten each step)."""
+        self.retired += [b.key for b in self.batches]
+        self.batches = []
+        if collection is not None:
+            self._append(collection)
+
+    def forget_retired(self) -> None:
+        """Uncache and delete the batches merged away (after the state that names them is gone)."""
+        for key in self.retired:
+            frame = self._frames.pop(key, None)
+            if frame is not None:
+                frame.unpersist()
+            self.blob.delete_dir(key)
+        self.retired = []
+
+    def drop(self) -> None:
+        """Uncache every batch (their files stay for a restart)."""
+        for frame in self._frames.values():
+            frame.unpersist()
+        self._frames.clear()
+
+    def to_json(self) -> list[list]:
+        return [[b.key, b.rows] for b in self.batches]
+
+    def load(self, batches: list[list]) -> None:
+        self.batches = [Batch(key, rows) for key, rows in batches]
+
+    def _columns(self) -> list[str]:
+        return [name(i) for i in range(self.width)] + ([TIME] if self.timed else [])
+
+    def _append(self, delta: DataFrame) -> None:
+        columns = self._columns()
+        summed = delta.groupBy(*columns).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+        key = f"{self.prefix}/{uuid.uuid4().hex}"
+        summed.write.parquet(self.blob.uri(key))
+        frame = self._read(key)
+        rows = frame.count()
+        if rows:
+            self.batches.append(Batch(key, rows))
+        else:
+            self._frames.pop(key).unpersist()
+            self.blob.delete_dir(key)
+
+    def _read(self, key: str) -> DataFrame:
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = self.spark.read.parquet(self.blob.uri(key))
+            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            self._frames[key] = frame
+        return frame
