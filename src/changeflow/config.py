@@ -15,6 +15,7 @@ class Config:
     consensus: str
     blob_root: str
     spark_master: str
+    cluster_rows: int = 1_000_000  # a view over this many stored input rows runs on the cluster
 
     @classmethod
     def load(cls, **flags: str | None) -> Config:
@@ -31,4 +32,20 @@ class Config:
             consensus=pick("consensus", f"sqlite:{home / 'consensus.sqlite'}"),
             blob_root=pick("blob_root", str(home / "blob")),
             spark_master=pick("spark_master", "local[*]"),
+            cluster_rows=_count(pick("cluster_rows", "1000000")),
         )
+
+
+def _count(text: str) -> int:
+    """A row count setting (``1000000`` or ``1_000_000``)."""
+    from changeflow.errors import ChangeflowError
+
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ChangeflowError(
+            f"CHANGEFLOW_CLUSTER_ROWS must be a whole number of rows, not {text!r}"
+        )
+    return value

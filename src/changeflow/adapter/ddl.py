@@ -34,7 +34,7 @@ from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.txns import WRITER
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import drop_view, maintain_view
+from changeflow.compute.dataflow import drop_view
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
 
@@ -222,8 +222,11 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     plan = _renamed(view_plan(query), g.get("columns"))
     depends = _depends(state, query.items)
     kind = "materialized view" if materialized else "view"
+    setting = _cluster_setting(g.get("with") or {}, materialized)
     item_id = _allocate(env)
     options = {"plan": encode_plan(plan)}
+    if materialized:
+        options["tier"] = env.choose_tier(plan, setting)
     item = Item(
         item_id,
         g["name"],
@@ -241,11 +244,33 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     return Result(tag)
 
 
+def _cluster_setting(options: dict[str, str], materialized: bool) -> bool | None:
+    """The view's ``WITH (CLUSTER = true|false)``: None leaves the tier to the inputs' size."""
+    unknown = sorted(set(options) - {"cluster"})
+    if unknown:
+        raise PlanError(
+            f"unknown view option {unknown[0].upper()}; a materialized view takes "
+            "WITH (CLUSTER = true | false)",
+            sqlstate="42601",
+        )
+    if "cluster" not in options:
+        return None
+    if not materialized:
+        raise PlanError(
+            "CLUSTER applies to materialized views: a view keeps no state", sqlstate="42601"
+        )
+    value = options["cluster"].strip().lower()
+    if value not in ("true", "false", "on", "off"):
+        raise PlanError(
+            f"CLUSTER takes true or false, not {options['cluster']!r}", sqlstate="22023"
+        )
+    return value in ("true", "on")
+
+
 def _install(env: Environment, item: Item, plan: P.Plan) -> None:
     """Create the output shard and start the dataflow of a materialized view or index."""
     try:
-        flow = maintain_view(env.storage, item.id, plan, item.id)
-        env.dataflows[item.id] = flow
+        env.start_dataflow(item, plan)
         env.storage.register_reader(item.id, WRITER, "the adapter reads it for queries")
     except BaseException:
         _undo(env, item.id)
@@ -281,7 +306,12 @@ def create_index(env: Environment, stmt: Statement) -> Result:
         on.timeline,
         (on.id,),
         item_id,
-        {"plan": encode_plan(plan), "on": on.id, "key": [ident(k) for k in key]},
+        {
+            "plan": encode_plan(plan),
+            "on": on.id,
+            "key": [ident(k) for k in key],
+            "tier": env.choose_tier(plan, None),
+        },
     )
     _install(env, item, plan)
     _finish(env, item)
@@ -473,6 +503,20 @@ def show_items(env: Environment, stmt: Statement) -> Result:
         return text_result(f"SELECT {len(rows)}", ["name", "path", "timeline"], rows)
     rows = [(i.name,) for i in items]
     return text_result(f"SELECT {len(rows)}", ["name"], rows)
+
+
+TIERS = {
+    "cluster": "cluster (arrangements on the Spark executors)",
+    "process": "process (arrangements in this process)",
+}
+
+
+def explain_item(env: Environment, stmt: Statement) -> Result:
+    """``EXPLAIN MATERIALIZED VIEW|INDEX name``: where its dataflow runs, then its plan."""
+    item = env.catalog.load().get(stmt.args["name"], (stmt.args["kind"],))
+    lines = [f"Tier: {TIERS[item.options.get('tier', 'process')]}"]
+    lines += decode_plan(item.options["plan"]).explain().splitlines()
+    return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
 
 
 def show_create(env: Environment, stmt: Statement) -> Result:

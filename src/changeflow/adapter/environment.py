@@ -32,7 +32,7 @@ from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.txns import TxnLog, reader
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import Dataflow, maintain_view
+from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import Column, Schema, sql_type
 from changeflow.config import Config
@@ -243,10 +243,26 @@ class Environment:
         """The dataflow of a materialized view or index, started in this process if needed."""
         flow = self.dataflows.get(item.id)
         if flow is None:
-            plan = decode_plan(item.options["plan"])
-            flow = maintain_view(self.storage, item.id, plan, item.id)
-            self.dataflows[item.id] = flow
+            flow = self.start_dataflow(item, decode_plan(item.options["plan"]))
         return flow
+
+    def start_dataflow(self, item: Item, plan: P.Plan) -> Dataflow:
+        """Install the dataflow of a materialized view or index on the tier its item names
+        (``cluster``: its arrangements on the Spark executors; else in this process)."""
+        spark = None
+        if item.options.get("tier") == "cluster":
+            from changeflow.spark import get_spark
+
+            spark = get_spark(self.config.spark_master)
+        flow = maintain_view(self.storage, item.id, plan, item.id, spark, cluster=spark is not None)
+        self.dataflows[item.id] = flow
+        return flow
+
+    def choose_tier(self, plan: P.Plan, setting: bool | None) -> str:
+        """The tier of a new dataflow: as ``setting`` (the view's CLUSTER option) says, else by
+        its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS``."""
+        chosen = cluster_tier(self.storage, plan, setting, self.config.cluster_rows)
+        return "cluster" if chosen else "process"
 
     def ingest(self, item: Item, force: bool = False) -> None:
         """Append the source's newly arrived CDC files (at most once a second unless forced;

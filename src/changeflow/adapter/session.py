@@ -113,6 +113,8 @@ class Session:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
         (SHOW statements, which only read, are run to find theirs)."""
         with self.env.lock:
+            if stmt.kind == "explain_view":
+                return text_result("EXPLAIN", ["Optimized Plan"], []).columns
             if stmt.kind in ("select", "explain"):
                 query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
                 if stmt.kind == "explain":
@@ -145,6 +147,8 @@ class Session:
             if var not in self.settings:
                 raise PlanError(f'unrecognized configuration parameter "{var}"', sqlstate="42704")
             return text_result("SHOW", [var], [(self.settings[var],)])
+        if kind == "explain_view":
+            return ddl.explain_item(self.env, stmt)
         if kind in DDL:
             if self.in_transaction:
                 raise PlanError(

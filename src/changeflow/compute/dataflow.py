@@ -100,6 +100,14 @@ def maintain_view(
     return Dataflow(storage, name, plan, output, spark)
 
 
+def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
+    """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
+    ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
+    if setting is not None:
+        return setting
+    return sum(storage.state(s).rows for s in plan.collections()) >= threshold
+
+
 def check_inputs(storage: Storage, plan: P.Plan) -> None:
     """Every collection the plan reads is a shard with the schema the plan expects."""
     names = set(storage.shards())

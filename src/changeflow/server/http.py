@@ -185,6 +185,7 @@ class Collector:
                 row["dataflow"] = {
                     "name": flow.name,
                     "running": flow.running,
+                    "tier": flow.tier,
                     "frontier": flow.frontier,
                     "arranged": flow.arranged,
                     "steps": flow.steps,
@@ -588,7 +589,8 @@ function render(st) {
     const since = i.since !== null && epoch ?
       '<span title="' + i.since + '">' + ms(st.now_ms - i.since) + " ago</span>" : num(i.since);
     return '<tr data-id="' + esc(i.id) + '"><td><b>' + esc(i.name) + '</b><br><small>' +
-      esc(i.kind) + ' <span class="id">' + esc(i.id) + "</span>" +
+      esc(i.kind) + (d ? " · " + esc(d.tier) + " tier" : "") +
+      ' <span class="id">' + esc(i.id) + "</span>" +
       (epoch ? "" : " · " + esc(i.timeline)) + '</small></td><td class="n">' + since +
       '</td><td class="n">' + (i.closed ? "closed" : frontier(i.upper)) +
       '</td><td class="n wall">' + ms(i.lag_ms) + '</td><td class="n lag ' +

@@ -146,8 +146,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "create_view",
         rf"CREATE\s+(?P<replace>OR\s+REPLACE\s+)?(?P<materialized>MATERIALIZED\s+)?VIEW\s+"
-        rf"(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s*(?:\((?P<columns>[^)]*)\))?\s+"
-        r"AS\s+(?P<query>.*)",
+        rf"(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s*(?:\((?P<columns>[^)]*)\))?\s*"
+        r"(?:WITH\s*\((?P<with>[^)]*)\)\s*)?AS\s+(?P<query>.*)",
     ),
     (
         "create_index",
@@ -168,6 +168,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"SUBSCRIBE\s+(?:TO\s+)?(?:(?P<item>{QNAME})|(?P<query>\(.*\)))\s*"
         r"(?:WITH\s*\((?P<with>[^)]*)\))?\s*"
         r"(?:AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>.+?))?\s*(?:UP\s+TO\s+(?P<up_to>.+?))?",
+    ),
+    (
+        "explain_view",
+        r"EXPLAIN\s+(?:(?:OPTIMIZED\s+|RAW\s+)?PLAN\s+FOR\s+)?(?P<kind>MATERIALIZED\s+VIEW|INDEX)\s+"
+        rf"(?P<name>{QNAME})",
     ),
     ("explain", r"EXPLAIN\s+(?:(?:OPTIMIZED\s+|RAW\s+)?PLAN\s+FOR\s+)?(?P<query>.*)"),
     ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
@@ -253,6 +258,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "create_view":
         query = _query("select", g["query"])
         g["materialized"] = bool(g["materialized"])
+        g["with"] = options(g.get("with"))
         g["columns"] = [name(c) for c in g["columns"].split(",")] if g.get("columns") else None
         return Statement(kind, text, query.ast, {**g, **query.args})
     if kind in ("explain",):
@@ -273,7 +279,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "drop":
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
-    if kind in ("show_create", "show_columns"):
+    if kind == "explain_view":
+        g["kind"] = kind_of(g["kind"])
+    if kind in ("show_create", "show_columns", "explain_view"):
         g["name"] = name(g["name"])
     if kind in ("create_source", "create_sink"):
         g["with"] = options(g.get("with"))
