@@ -22,7 +22,8 @@ from test_dataflow import TIMES, append_until, check_every_time, load_inputs, op
 pytestmark = pytest.mark.spark
 
 
-def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int) -> None:
+def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool = False) -> None:
+    """Hydrate at ``cut``, then step a time at a time (or, ``at_once``, all in one step)."""
     storage = open_storage(root)
     caps = load_inputs(storage, history, [])
     append_until(storage, caps, history, 0, cut)
@@ -30,21 +31,47 @@ def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int) -> None:
     storage.register_reader("out", "test:checker", "the test reads every time")
     flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
     assert flow.tier == "cluster" and flow.status().tier == "cluster"
-    for t in range(cut, TIMES):  # one append a time: a step each
-        append_until(storage, caps, history, t, t + 1)
-        flow.run(until=t + 1)
+    for lower, upper in [(cut, TIMES)] if at_once else [(t, t + 1) for t in range(cut, TIMES)]:
+        append_until(storage, caps, history, lower, upper)
+        flow.run(until=upper)
     flow.close()
     check_every_time(storage, plan, history, "out", TIMES)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(plan=plans(2), history=histories(TIMES), cut=st.integers(1, TIMES - 1))
+@given(
+    plan=plans(2), history=histories(TIMES), cut=st.integers(1, TIMES - 1), at_once=st.booleans()
+)
 def test_random_plans_on_the_cluster_tier_are_exact_at_every_time(
-    spark, tmp_path_factory, plan, history, cut
+    spark, tmp_path_factory, plan, history, cut, at_once
 ) -> None:
     if any(c.type not in (INT4, INT8) for c in plan.schema):
         return  # numeric outputs round to the column's scale; covered elsewhere
-    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut)
+    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once)
+
+
+@st.composite
+def totals(draw: st.DrawFn) -> P.Plan:
+    """A reduce of running totals (count, sum) over a random plan, grouped or not."""
+    child = draw(plans(1))
+    ints = [i for i, c in enumerate(child.schema) if c.type in (INT4, INT8)]
+    key = tuple(draw(st.lists(st.sampled_from(ints), max_size=1)))
+    args = [P.col(child.schema, i) for i in ints]
+    aggs = [P.Aggregate("count")]
+    aggs += [P.Aggregate(draw(st.sampled_from(["sum", "count"])), a) for a in args]
+    return P.Reduce(child, key, tuple(aggs))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    plan=totals(), history=histories(TIMES), cut=st.integers(1, TIMES - 1), at_once=st.booleans()
+)
+def test_reduces_of_running_totals_are_exact_at_every_time(
+    spark, tmp_path_factory, plan, history, cut, at_once
+) -> None:
+    if any(c.type not in (INT4, INT8) for c in plan.schema):
+        return
+    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once)
 
 
 R = P.Get("r", (Column("k", INT4), Column("v", INT4)))
@@ -58,10 +85,11 @@ S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
         P.Join((R, S, R), ((0, 2, 4),)),
         P.Join((R, S), ((0, 2),), "full"),
         P.Reduce(P.Join((R, S), ((0, 2),)), (1,), (P.Aggregate("count"),)),
+        P.Reduce(R, (), (P.Aggregate("count"), P.Aggregate("sum", P.col(R.schema, 1)))),
         P.TopK(R, (0,), (P.Order(1, True),), 2, 0),
         P.Threshold(P.Union((R, P.Negate(S)))),
     ],
-    ids=["join", "three-way", "full", "join-reduce", "topk", "except"],
+    ids=["join", "three-way", "full", "join-reduce", "global-sum", "topk", "except"],
 )
 def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan) -> None:
     history = {

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import Dataflow
 from changeflow.compute.spark_eval import positional_frame
@@ -44,12 +45,17 @@ class Node:
         keyed = isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK) or (
             isinstance(plan, P.Join) and plan.kind != "inner"
         )
-        self.keyed = D.keyed(plan) if keyed else None
+        self.totals = Accumulated(plan) if accumulable(plan) else None  # type: ignore[arg-type]
+        self.keyed = D.keyed(plan) if keyed and self.totals is None else None
         self.stateful = self.join or keyed
         where = f"{len(flow.nodes)}"
         flow.nodes.append(self)
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
         self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(widths)]
+        if self.totals is not None:  # a reduce of running totals holds one row per group
+            self.spines = [
+                flow.spine(f"{where}/totals", self.totals.width, False, self.totals.values())
+            ]
         self.waiting = [
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
@@ -86,8 +92,10 @@ class ClusterDataflow(Dataflow):
         if ready:
             self._hydrate()
 
-    def spine(self, where: str, width: int, timed: bool) -> Spine:
-        return Spine(self.spark, self.blob, f"{self.prefix}/{where}", width, timed)
+    def spine(
+        self, where: str, width: int, timed: bool, values: tuple[str, ...] = (DIFF,)
+    ) -> Spine:
+        return Spine(self.spark, self.blob, f"{self.prefix}/{where}", width, timed, values)
 
     def _build(self, plan: P.Plan) -> Node:
         return Node(plan, [self._build(p) for p in plan.inputs()], self)
@@ -202,6 +210,8 @@ class ClusterDataflow(Dataflow):
         if node.join:
             assert isinstance(node.plan, P.Join)
             return D.join(node.now, arranged, node.plan, small)
+        if node.totals is not None:
+            return node.totals.delta(node.now[0], arranged[0], small, at)
         assert node.keyed is not None
         return node.keyed.delta(node.now, arranged, small, at)
 
@@ -213,8 +223,11 @@ class ClusterDataflow(Dataflow):
                 if not node.stateful:
                     continue
                 for i, spine in enumerate(node.spines):
-                    if i < len(node.now) and node.now[i] is not None:
-                        spine.add(node.now[i].drop(TIME))
+                    changes = node.now[i] if i < len(node.now) else None
+                    if changes is not None and node.totals is not None:
+                        changes = node.totals.totals(changes)
+                    if changes is not None:
+                        spine.add(changes.drop(TIME))
                 for i, waiting in enumerate(node.waiting):
                     if waiting is not None and i < len(node.later):
                         waiting.replace(node.later[i])

@@ -33,13 +33,16 @@ class Batch:
 @dataclass
 class Spine:
     """A collection of ``width`` positional columns (with ``_time`` when ``timed``: updates
-    waiting for a later step) as batches under ``prefix`` of the blob root."""
+    waiting for a later step) as batches under ``prefix`` of the blob root. ``values`` are the
+    columns summed per distinct row (``_diff``; or a reduce's running totals, the first of
+    which is the group's row count)."""
 
     spark: SparkSession
     blob: Blob
     prefix: str
     width: int
     timed: bool = False
+    values: tuple[str, ...] = (DIFF,)
     batches: list[Batch] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)  # merged away: deleted once not needed
     _frames: dict[str, DataFrame] = field(default_factory=dict)
@@ -53,7 +56,7 @@ class Spine:
         return fold(DataFrame.unionByName, frames) if frames else None
 
     def add(self, delta: DataFrame) -> None:
-        """Add ``delta`` (positional columns, ``_diff``; and ``_time`` when timed) as a batch,
+        """Add ``delta`` (positional columns, the values; and ``_time`` when timed) as a batch,
         then merge while the batch before is not more than twice the size of the last."""
         self._append(delta)
         while len(self.batches) > 1 and self.batches[-2].rows <= 2 * self.batches[-1].rows:
@@ -95,7 +98,8 @@ class Spine:
 
     def _append(self, delta: DataFrame) -> None:
         columns = self._columns()
-        summed = delta.groupBy(*columns).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+        sums = [F.sum(v).alias(v) for v in self.values]
+        summed = delta.groupBy(*columns).agg(*sums).where(F.col(self.values[0]) != 0)
         key = f"{self.prefix}/{uuid.uuid4().hex}"
         summed.write.parquet(self.blob.uri(key))
         frame = self._read(key)

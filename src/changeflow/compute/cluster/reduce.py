@@ -1,0 +1,174 @@
+"""Reduces whose aggregates are running totals (count, sum and avg without DISTINCT) on the
+cluster tier: the state is one row of totals per group, not the group's input rows.
+
+A step sums its changes per group and time, adds them up in time order onto the totals the
+spine holds for the touched groups (a join against the small set of changed groups), and emits
+each touched group's row before and after each of its times; the spine then adds the step's
+totals. So a step reads the groups it changes, never their input rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce as fold
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from changeflow.compute import plan as P
+from changeflow.compute.spark_expr import ExprCompiler, fail, name
+from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.updates import DIFF, TIME
+
+COUNT = "_n"  # the group's row count: the first value, so a spine drops groups without rows
+
+
+def accumulable(plan: P.Plan) -> bool:
+    """Is ``plan`` a reduce whose aggregates are all running totals?"""
+    return isinstance(plan, P.Reduce) and all(
+        not a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggregates
+    )
+
+
+def _total_type(agg: P.Aggregate) -> str:
+    """The type a running total is kept in: exact for integers and numerics."""
+    kind = agg.arg.type if agg.arg is not None else None
+    if kind == FLOAT8:
+        return "double"
+    return "decimal(38,10)" if kind == NUMERIC else "decimal(38,0)"
+
+
+@dataclass(frozen=True)
+class Accumulated:
+    """A reduce kept as totals per group (see the module docstring)."""
+
+    plan: P.Reduce
+
+    @property
+    def width(self) -> int:
+        return len(self.plan.group_by)
+
+    def values(self) -> tuple[str, ...]:
+        """The totals per group: rows, then per aggregate with an argument its non-NULL
+        values' count (``_p``) and, for sum and avg, their total (``_s``)."""
+        out = [COUNT]
+        for i, agg in enumerate(self.plan.aggregates):
+            if agg.arg is not None:
+                out.append(f"_p{i}")
+                if agg.func != "count":
+                    out.append(f"_s{i}")
+        return tuple(out)
+
+    def totals(self, frame: DataFrame) -> DataFrame:
+        """A step's changes (the input's columns, ``_time``, ``_diff``) as totals per group
+        and time: the group's columns (``c0``…), ``_time`` and :meth:`values`."""
+        cc = ExprCompiler(frame)
+        d = F.col(DIFF)
+        parts: list[Column] = [d.alias(COUNT)]
+        for i, agg in enumerate(self.plan.aggregates):
+            if agg.arg is None:
+                continue
+            arg = cc.compile(agg.arg)
+            parts.append(F.when(arg.isNotNull(), d).otherwise(F.lit(0)).alias(f"_p{i}"))
+            if agg.func != "count":
+                kind = _total_type(agg)
+                times = d.cast("double") if kind == "double" else d.cast("decimal(10,0)")
+                value = (arg.cast(kind) * times).cast(kind)
+                parts.append(F.when(arg.isNotNull(), value).otherwise(F.lit(0).cast(kind)))
+                parts[-1] = parts[-1].alias(f"_s{i}")
+        keys = [F.col(name(c)).alias(name(j)) for j, c in enumerate(self.plan.group_by)]
+        picked = frame.select(*keys, TIME, *parts)
+        sums = [F.sum(v).alias(v) for v in self.values()]
+        grouped = picked.groupBy(*(name(j) for j in range(self.width)), TIME).agg(*sums)
+        return grouped.select(
+            *(name(j) for j in range(self.width)), TIME, *self._typed(self.values())
+        )
+
+    def delta(
+        self, changes: DataFrame | None, held: DataFrame | None, small: bool, at: int | None
+    ) -> DataFrame | None:
+        """The reduce's output changes for its input's ``changes`` and the totals ``held``."""
+        if changes is None:
+            return None
+        step = self.totals(changes)
+        keys = [name(j) for j in range(self.width)]
+        values = self.values()
+        if at is not None:  # hydration: nothing held, one time
+            return self._rows(step, dict.fromkeys(values, None), 1)
+        order = Window.partitionBy(*keys).orderBy(TIME) if keys else Window.orderBy(TIME)
+        upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        running = step.select(*keys, TIME, *(F.sum(v).over(upto).alias(v) for v in values))
+        if held is None:
+            after = running.select(*keys, TIME, *(F.col(v).alias(f"a{v}") for v in values))
+        else:
+            old = held.select(*keys, *(F.col(v).alias(f"o{v}") for v in values))
+            on = fold(
+                lambda a, b: a & b,
+                (running[k].eqNullSafe(old[k]) for k in keys),
+                F.lit(True),
+            )
+            side = F.broadcast(running) if small else running
+            joined = old.join(side, on, "right").drop(*(old[k] for k in keys))
+            after = joined.select(
+                *keys,
+                TIME,
+                *(
+                    (F.coalesce(F.col(f"o{v}"), F.lit(0).cast(t)) + F.col(v)).alias(f"a{v}")
+                    for v, t in zip(values, self._types(), strict=True)
+                ),
+                *(F.col(f"o{v}") for v in values),
+            )
+        previous = [
+            F.lag(F.col(f"a{v}")).over(order) for v in values
+        ]  # the totals at the group's time before
+        first = F.row_number().over(order) == 1
+        befores = [
+            F.when(first, F.col(f"o{v}") if held is not None else F.lit(None)).otherwise(p)
+            for v, p in zip(values, previous, strict=True)
+        ]
+        both = after.select(
+            *keys, TIME, *(F.col(f"a{v}") for v in values),
+            *(b.alias(f"b{v}") for v, b in zip(values, befores, strict=True)),
+        )  # fmt: skip
+        now = self._rows(both, {v: f"a{v}" for v in values}, 1)
+        gone = self._rows(both, {v: f"b{v}" for v in values}, -1)
+        return now.union(gone)
+
+    def _types(self) -> list[str]:
+        kinds = {COUNT: "bigint"}
+        for i, agg in enumerate(self.plan.aggregates):
+            kinds[f"_p{i}"] = "bigint"
+            kinds[f"_s{i}"] = _total_type(agg)
+        return [kinds[v] for v in self.values()]
+
+    def _typed(self, values: tuple[str, ...]) -> list[Column]:
+        return [F.col(v).cast(t).alias(v) for v, t in zip(values, self._types(), strict=True)]
+
+    def _rows(self, frame: DataFrame, columns: dict[str, str | None], diff: int) -> DataFrame:
+        """The reduce's output row of each group whose totals are in ``columns`` (a column
+        per value; None: its own name), where the group has rows, counted ``diff``."""
+
+        def total(v: str) -> Column:
+            return F.col(columns[v] or v)
+
+        rows = total(COUNT)
+        bad = fail("Reduce: a group has a negative count", "XX000")
+        outs = []
+        for i, agg in enumerate(self.plan.aggregates):
+            if agg.arg is None:
+                outs.append(rows)
+                continue
+            present = total(f"_p{i}")
+            if agg.func == "count":
+                outs.append(present)
+                continue
+            value = total(f"_s{i}")
+            if agg.func == "avg":
+                kind = agg.arg.type
+                value = value / present if kind == FLOAT8 else value / present.cast("decimal(20,0)")
+            outs.append(F.when(present > 0, value))
+        width = self.width
+        data = [F.col(name(j)) for j in range(width)]
+        data += [o.alias(name(width + i)) for i, o in enumerate(outs)]
+        checked = frame.where(F.when(rows < 0, bad).otherwise(rows) > 0)
+        return checked.select(*data, TIME, F.lit(diff).cast("bigint").alias(DIFF))
