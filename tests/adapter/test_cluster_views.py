@@ -54,6 +54,10 @@ def test_a_cluster_view_is_exact_through_writes_and_a_restart(spark, tmp_path: P
     again.execute("UPDATE customers SET region = 'r0' WHERE id = 100")
     assert _tier(again, "spend").startswith("Tier: cluster")
     assert _sorted(again, "SELECT * FROM spend") == _sorted(again, VIEW)
+    kept = home / "blob" / "dataflows"
+    assert [p.name for p in kept.iterdir()], "the arrangements are under the blob root"
+    again.execute("DROP MATERIALIZED VIEW spend")
+    assert not list(kept.iterdir()), "a dropped view's arrangements are deleted"
     again.close()
 
 

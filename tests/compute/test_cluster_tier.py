@@ -30,8 +30,13 @@ def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool
     maintain_view(storage, "v", plan, "out").close()  # installs the output at since 0
     storage.register_reader("out", "test:checker", "the test reads every time")
     flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
-    assert flow.tier == "cluster" and flow.status().tier == "cluster"
-    for lower, upper in [(cut, TIMES)] if at_once else [(t, t + 1) for t in range(cut, TIMES)]:
+    assert flow.tier == "cluster" and flow.status().tier == "cluster" and not flow.resumed
+    steps = [(cut, TIMES)] if at_once else [(t, t + 1) for t in range(cut, TIMES)]
+    for n, (lower, upper) in enumerate(steps):
+        if n and n == len(steps) // 2:  # a restart resumes from the checkpoint
+            flow.close()
+            flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
+            assert flow.resumed
         append_until(storage, caps, history, lower, upper)
         flow.run(until=upper)
     flow.close()

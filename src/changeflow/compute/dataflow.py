@@ -169,7 +169,8 @@ class Dataflow:
             for shard in sorted(plan.collections())
         }
         since = to_bound(storage.state(output).since)
-        self.as_of = max([since or 0, *(to_bound(c.frontier) or 0 for c in self.holds.values())])
+        held = (to_bound(c.frontier) or 0 for c in self.holds.values())
+        self.as_of = self._start_at(max([since or 0, *held]))
         for cap in self.holds.values():
             cap.downgrade(Antichain([self.as_of]))
         self.sink = SelfCorrectingSink(storage, output, as_of=self.as_of)
@@ -181,6 +182,10 @@ class Dataflow:
         self._report(running=True)
 
     tier = "process"  # where the dataflow's arrangements live
+
+    def _start_at(self, earliest: int) -> int:
+        """The as_of: the earliest time the inputs and the output can be read from."""
+        return earliest
 
     def _install(self, spark: SparkSession | None) -> None:
         """Build the operators and subscribe to the inputs (hydrating in bulk with Spark)."""
@@ -325,10 +330,17 @@ class Dataflow:
         """Hold the inputs where the sink holds the output (the latest time a restart can
         read back from), so they compact as the output does."""
         since = to_bound(self.sink.read_cap.frontier)
+        limit = self._hold_limit()
+        if since is not None and limit is not None:
+            since = min(since, limit)
         for cap in self.holds.values():
             held = to_bound(cap.frontier)
             if since is not None and held is not None and held < since:
                 cap.downgrade(Antichain([since]))
+
+    def _hold_limit(self) -> int | None:
+        """How far the inputs may be released at most (None: as far as the output)."""
+        return None
 
     def _frame(self, updates: list) -> pa.Table:
         names = self.schema.names
@@ -345,10 +357,14 @@ class Dataflow:
 
 
 def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
-    """Release the inputs a view's dataflow holds (its output shard stays)."""
+    """Release the inputs a view's dataflow holds (its output shard stays) and delete the
+    arrangements a cluster-tier dataflow kept under the blob root."""
+    from changeflow.compute.cluster.checkpoint import forget_state
+
     for shard in sorted(plan.collections()):
         storage.release_reader(shard, HOLDER.format(name))
     forget(storage.consensus, name)
+    forget_state(storage, name)
 
 
 def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
+from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
@@ -30,8 +31,6 @@ from changeflow.updates import DIFF, TIME
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-PREFIX = "dataflows/{}"  # where a cluster-tier dataflow keeps its arrangements in the blob root
 
 
 class Node:
@@ -79,18 +78,58 @@ class ClusterDataflow(Dataflow):
         assert spark is not None
         self.spark = spark
         self.blob = self.storage.machine.blob
-        self.prefix = f"{PREFIX.format(self.name)}/{uuid.uuid4().hex}"
+        self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{uuid.uuid4().hex}"
         self.nodes: list[Node] = []
         self.root = self._build(self.plan)
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
         self.first = True  # constants appear in the first step
         ready = all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
+        resume = self.resume is not None and self._load(self.resume)
         self.subscriptions = {
-            s: self.storage.subscribe_at(c, timeout=None, snapshot=not ready)
+            s: self.storage.subscribe_at(c, timeout=None, snapshot=not (ready or resume))
             for s, c in self.holds.items()
         }
-        if ready:
+        self.resumed = bool(resume)  # from a checkpoint, without hydrating
+        if resume:
+            self._resume()
+        elif ready:
             self._hydrate()
+
+    def _start_at(self, earliest: int) -> int:
+        """Just before the checkpoint's frontier, where it can resume (see
+        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``."""
+        self.resume = checkpoint.load(self.storage, self.name)
+        frontier = self.resume.get("frontier") if self.resume else None
+        written = self.storage.state(self.output).upper
+        if frontier is None or frontier - 1 < earliest or written.less_equal(frontier - 1):
+            self.resume = None
+            return earliest
+        return frontier - 1
+
+    def _load(self, state: dict) -> bool:
+        """Take the checkpoint's spines (False if they do not fit this plan's operators)."""
+        nodes = state.get("nodes", [])
+        if len(nodes) != len(self.nodes):
+            return False
+        for node, saved in zip(self.nodes, nodes, strict=True):
+            spines = [*node.spines, *(w for w in node.waiting if w is not None)]
+            if len(saved) != len(spines):
+                return False
+            for spine, batches in zip(spines, saved, strict=True):
+                spine.load(batches)
+        self.first = False
+        return True
+
+    def _resume(self) -> None:
+        """Start from the checkpoint: the output's contents there go to the sink as the
+        first step (the output holds them: the checkpoint is never ahead of it)."""
+        contents = self.storage.snapshot_table(self.sink.read_cap, self.as_of)
+        times = pa.array([self.as_of] * contents.num_rows, pa.int64())
+        data = contents.select(self.schema.names)
+        frame = data.append_column(TIME, times).append_column(DIFF, contents.column(DIFF))
+        self.frontier = self.as_of + 1
+        self.uppers = dict.fromkeys(self.holds, self.frontier)
+        self.sink.step(_fit(frame, self.schema), Antichain([self.frontier]))
 
     def spine(
         self, where: str, width: int, timed: bool, values: tuple[str, ...] = (DIFF,)
@@ -231,6 +270,11 @@ class ClusterDataflow(Dataflow):
                 for i, waiting in enumerate(node.waiting):
                     if waiting is not None and i < len(node.later):
                         waiting.replace(node.later[i])
+        saved = [
+            [s.to_json() for s in (*n.spines, *(w for w in n.waiting if w is not None))]
+            for n in self.nodes
+        ]
+        checkpoint.save(self.storage, self.name, {"frontier": self.frontier, "nodes": saved})
         for node in self.nodes:
             for frame in node.now:
                 if frame is not None:
@@ -239,6 +283,10 @@ class ClusterDataflow(Dataflow):
             for spine in (*node.spines, *node.waiting):
                 if spine is not None:
                     spine.forget_retired()
+
+    def _hold_limit(self) -> int | None:
+        """The checkpoint's frontier less one: a restart subscribes from there."""
+        return None if self.frontier is None else self.frontier - 1
 
     def state_size(self) -> int:
         return sum(n.rows() for n in self.nodes)
