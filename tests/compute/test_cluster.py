@@ -25,7 +25,10 @@ WORKERS = 2
 # The child process: two CDC sources in one timeline, a SQL materialized view joining and
 # aggregating them on the cluster tier, stepped file by file; the view checked against the
 # collections at every step, and the tasks each executor completed counted around each phase.
+# An executor is killed between two steps.
 CHILD = r"""
+import os
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -108,7 +111,24 @@ tier = conn.execute("EXPLAIN MATERIALIZED VIEW spend").fetchall()[0][0]
 assert tier.startswith("Tier: cluster"), tier
 got = sorted(conn.execute("SELECT * FROM spend").fetchall())
 assert got == expected(), (got, expected())
+def kill_executor(executor_id):
+    # SIGKILL the executor's JVM: its cached batches are lost, its Parquet files are not
+    for pid in os.listdir("/proc"):
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args:
+            at = args.index(b"--executor-id")
+            if args[at + 1] == executor_id.encode():
+                os.kill(int(pid), signal.SIGKILL)
+                return
+    raise AssertionError(f"no executor {executor_id} to kill")
+
+
 for step in range(STEPS):
+    if step == 2:  # an executor lost between steps: the view stays exact
+        kill_executor("0")
     orders.step({i: ({"id": i, "customer": (i + step) % 60, "amount": step}
                      if i % 3 else None) for i in range(step * 100, step * 100 + 90)})
     customers.step({50 + step: {"id": 50 + step, "region": "new"}, step: None})
