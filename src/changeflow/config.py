@@ -16,6 +16,7 @@ class Config:
     blob_root: str
     spark_master: str
     cluster_rows: int = 1_000_000  # a view over this many stored input rows runs on the cluster
+    spark_ingest_bytes: int = 64 << 20  # a source folder this large is decoded on Spark
 
     @classmethod
     def load(cls, **flags: str | None) -> Config:
@@ -32,12 +33,13 @@ class Config:
             consensus=pick("consensus", f"sqlite:{home / 'consensus.sqlite'}"),
             blob_root=pick("blob_root", str(home / "blob")),
             spark_master=pick("spark_master", "local[*]"),
-            cluster_rows=_count(pick("cluster_rows", "1000000")),
+            cluster_rows=_count("cluster_rows", pick("cluster_rows", "1000000")),
+            spark_ingest_bytes=_count("spark_ingest_bytes", pick("spark_ingest_bytes", "67108864")),
         )
 
 
-def _count(text: str) -> int:
-    """A row count setting (``1000000`` or ``1_000_000``)."""
+def _count(name: str, text: str) -> int:
+    """A count setting (``1000000`` or ``1_000_000``)."""
     from changeflow.errors import ChangeflowError
 
     try:
@@ -45,7 +47,5 @@ def _count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise ChangeflowError(
-            f"CHANGEFLOW_CLUSTER_ROWS must be a whole number of rows, not {text!r}"
-        )
+        raise ChangeflowError(f"CHANGEFLOW_{name.upper()} must be a whole number, not {text!r}")
     return value

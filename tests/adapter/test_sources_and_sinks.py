@@ -154,3 +154,41 @@ def test_insert_select_from_another_timeline_is_refused(conn: Connection, tmp_pa
     e = error(conn, "INSERT INTO t SELECT id, name FROM s")
     assert e.sqlstate == "0A000" and "External(s)" in str(e)
     assert rows(conn, "SELECT count(*) FROM t") == [(0,)]
+
+
+@pytest.fixture
+def spark_conn(spark, tmp_path: Path, monkeypatch):
+    """A connection whose sources decode every folder on Spark."""
+    monkeypatch.setenv("CHANGEFLOW_SPARK_INGEST_BYTES", "0")
+    c = changeflow.connect(tmp_path / "spark-home", host_seconds=0)
+    yield c
+    c.close()
+
+
+def _tasks(spark) -> int:
+    listed = spark.sparkContext._jsc.sc().statusStore().executorList(True)
+    return sum(listed.apply(i).completedTasks() for i in range(listed.size()))
+
+
+@pytest.mark.spark
+def test_a_large_source_decodes_on_spark(spark, spark_conn: Connection, tmp_path: Path) -> None:
+    before = _tasks(spark)
+    test_a_source_reads_its_folder_as_files_arrive(spark_conn, tmp_path)
+    assert _tasks(spark) > before, "Spark decoded the folder"
+
+
+@pytest.mark.spark
+def test_a_source_decoded_on_spark_refuses_data_that_does_not_fit(
+    spark_conn: Connection, tmp_path: Path
+) -> None:
+    feed = Feed(tmp_path / "cdc")
+    feed.step((1, "a", 1))
+    sql = f"CREATE SOURCE s FROM CDC '{feed.folder}' FORMAT JSON (id bigint NOT NULL, name text)"
+    spark_conn.execute(sql)
+    writer, t = feed.writer, feed.t
+    bad = [(canonical_json({"id": 2, "nam": "b"}), t, 1)]
+    write_messages(feed.folder, list(writer.write(bad, Antichain([t + 1]))), "jsonl", "bad")
+    e = error(spark_conn, "SELECT * FROM s")
+    assert "shard" in str(e) and "nam" in str(e), e
+    shard = spark_conn.env.storage.state(spark_conn.env.catalog.load().get("s").id)
+    assert shard.upper == Antichain([t]), "nothing was appended"

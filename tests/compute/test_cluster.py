@@ -229,6 +229,7 @@ def test_a_sql_view_hydrates_and_steps_on_the_executors(tmp_path: Path) -> None:
             "CHANGEFLOW_SPARK_MASTER": url,
             "CHANGEFLOW_HOME": str(data),
             "CHANGEFLOW_DRIVER_MEMORY": "1g",
+            "CHANGEFLOW_SPARK_INGEST_BYTES": "0",  # the sources decode on the executors too
             "PYSPARK_PYTHON": sys.executable,
             "SPARK_LOCAL_IP": "127.0.0.1",
         }

@@ -268,7 +268,7 @@ class Environment:
         """Append the source's newly arrived CDC files (at most once a second unless forced;
         nothing is decoded while the folder's files are those it held last time)."""
         from changeflow.cdc.files import list_files
-        from changeflow.storage.ingest import ingest
+        from changeflow.storage.ingest import ingest, ingest_spark
 
         now, path = time.monotonic(), item.options["path"]
         last, seen = self.ingested.get(item.id, (0.0, None))
@@ -281,7 +281,14 @@ class Environment:
         if files is not None and files == seen:
             self.ingested[item.id] = (now, seen)
             return
-        ingest(self.storage, item.id, [path], item.options.get("format"))
+        fmt = item.options.get("format")
+        if files and sum(size for _, size, _ in files) >= self.config.spark_ingest_bytes:
+            from changeflow.spark import get_spark
+
+            spark = get_spark(self.config.spark_master)
+            ingest_spark(self.storage, item.id, [path], fmt, spark)  # decoded on the executors
+        else:
+            ingest(self.storage, item.id, [path], fmt)
         self.ingested[item.id] = (now, files)
 
     def stop_hosting(self, ids: Iterable[str]) -> None:

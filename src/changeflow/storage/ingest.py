@@ -6,6 +6,11 @@ frontier advance is turned into rows of the shard's schema before anything is ap
 file, a conflict or data that does not fit the shard appends nothing. Advances the shard's
 upper covers already are skipped (a rerun appends nothing); consecutive advances are grouped
 into one append, as the main job does. The decoded history is held in memory.
+
+:func:`ingest_spark` does the same data-parallel for large folders: Spark's reader decodes the
+files (:func:`~changeflow.cdc.spark.read.read_cdc`, the same answer and errors) and the
+executors write the updates beyond the shard's upper as its blobs, in one append; the driver
+sees the progress statements only.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -23,7 +28,11 @@ from changeflow.cdc.files import CdcSource, open_source
 from changeflow.errors import InvalidInput, with_context
 from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
-from changeflow.time import Antichain, Product, Time, time_to_json
+from changeflow.time import Antichain, Product, Time, time_to_json, to_bound
+from changeflow.updates import DIFF, TIME
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 # One append takes consecutive frontier advances until it holds this many of them or updates.
 APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
@@ -84,6 +93,69 @@ def ingest(
     finally:
         storage.drop(write_cap)
     return stats
+
+
+def ingest_spark(
+    storage: Storage, shard: str, paths: Iterable[str | Path], fmt: str | None, spark: SparkSession
+) -> IngestStats:
+    """:func:`ingest` on Spark: the updates never come to the driver."""
+    from changeflow.cdc.spark.read import read_cdc
+
+    schema = storage.state(shard).schema
+    frame, frontier = read_cdc(spark, paths, fmt)
+    try:
+        _check_int_times([([], frontier)])
+        rows = _spark_rows(frame, schema, shard, bool(open_source(paths, fmt).codec.json_data))
+        write_cap = _write_capability(storage, shard)
+        try:
+            held = write_cap.frontier
+            stats = IngestStats(shard, held, held)
+            if frontier <= held:
+                stats.skipped = 1
+                return stats
+            lower = to_bound(held)
+            assert lower is not None
+            from pyspark.sql import functions as F
+
+            try:
+                storage.append(write_cap, rows.where(F.col(TIME) >= lower), frontier)
+            except InvalidInput as e:
+                note = "the CDC files do not fit the shard; nothing was appended"
+                raise with_context(e, note) from None
+            stats.appends, stats.advances, stats.upper = 1, 1, frontier
+        finally:
+            storage.drop(write_cap)
+    finally:
+        frame.unpersist()
+    return stats
+
+
+def _spark_rows(frame: DataFrame, schema: pa.Schema, shard: str, json_data: bool) -> DataFrame:
+    """The decoded updates as the shard's columns, ``_time`` and ``_diff``. JSON data must have
+    exactly the shard's keys, with values of its types (checked before anything is written)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    names = schema.names
+    if not json_data:
+        columns = [c for c in frame.columns if c not in (TIME, DIFF)]
+        if sorted(columns) != sorted(names):
+            raise InvalidInput(
+                f"the CDC files' data columns {columns} are not shard {shard!r}'s columns "
+                f"{names}: nothing was appended"
+            )
+        return frame.select(*names, TIME, DIFF)
+    data = F.col(frame.columns[0])
+    keys = F.sort_array(F.json_object_keys(data))
+    wrong = frame.where(keys != F.array(*(F.lit(n) for n in sorted(names)))).limit(1).collect()
+    if wrong:
+        raise InvalidInput(
+            f"an update at time {wrong[0][TIME]} has data {wrong[0][0]}; shard {shard!r} has "
+            f"columns {names}: nothing was appended"
+        )
+    parsed = F.from_json(data, from_arrow_schema(schema), {"mode": "FAILFAST"}).alias("_row")
+    values = frame.select(parsed, TIME, DIFF)
+    return values.select(*(F.col(f"_row.{n}").alias(n) for n in names), TIME, DIFF)
 
 
 def _write_capability(storage: Storage, shard: str) -> WriteCapability:
