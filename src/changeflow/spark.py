@@ -89,6 +89,7 @@ def get_spark(master: str | None = None) -> SparkSession:
             ("spark.sql.shuffle.partitions", str(partitions)),
             ("spark.sql.session.timeZone", "UTC"),
             ("spark.driver.memory", os.environ.get("CHANGEFLOW_DRIVER_MEMORY", "4g")),
+            ("spark.executor.memory", os.environ.get("CHANGEFLOW_EXECUTOR_MEMORY", "1g")),
             ("spark.sql.ansi.enabled", "true"),
             ("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}"),
         ]

@@ -219,11 +219,22 @@ class ClusterDataflow(Dataflow):
                 )
         else:
             inputs = [self._delta(c, changes, upper, small, at, memo) for c in node.children]
-            out = self._stateful(node, inputs, upper, small, at) if node.stateful else None
-            if not node.stateful:
+            if node.stateful:
+                out = self._stateful(node, inputs, upper, small, at)
+                out = self._small(out) if small and node is not self.root else out
+            else:
                 out = D.linear(plan, inputs)
         memo[id(node)] = out
         return out
+
+    def _small(self, frame: DataFrame | None) -> DataFrame | None:
+        """A step's changes of an operator brought to the driver and sent back as a local
+        frame: they are small, and the operators above then plan over them alone, not over
+        the whole step's lineage (None when there are none)."""
+        if frame is None:
+            return None
+        table = frame.toArrow()
+        return self.spark.createDataFrame(table) if table.num_rows else None
 
     def _stateful(
         self,

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from functools import reduce as fold
 
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -102,13 +103,17 @@ class Spine:
         summed = delta.groupBy(*columns).agg(*sums).where(F.col(self.values[0]) != 0)
         key = f"{self.prefix}/{uuid.uuid4().hex}"
         summed.write.parquet(self.blob.uri(key))
-        frame = self._read(key)
-        rows = frame.count()
+        rows = self._rows_written(key)
         if rows:
             self.batches.append(Batch(key, rows))
         else:
-            self._frames.pop(key).unpersist()
             self.blob.delete_dir(key)
+
+    def _rows_written(self, key: str) -> int:
+        """The rows of a written batch, from its Parquet footers (no Spark job)."""
+        files = [m.key for m in self.blob.list(key) if m.key.endswith(".parquet")]
+        fs = self.blob.fs
+        return sum(pq.read_metadata(self.blob.path(f), filesystem=fs).num_rows for f in files)
 
     def _read(self, key: str) -> DataFrame:
         frame = self._frames.get(key)
