@@ -104,3 +104,15 @@ def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan) ->
         + [((i % 5, i % 4), 4, -1) for i in range(0, 10, 3)],
     }
     _run(spark, tmp_path, plan, history, 2)
+
+
+def test_a_reduce_reads_its_groups_across_every_batch(spark, tmp_path) -> None:
+    """Steps that touch one group leave the totals in several batches (a small batch is not
+    merged into a large one): the group's totals are summed across them."""
+    plan = P.Reduce(R, (0,), (P.Aggregate("count"), P.Aggregate("sum", P.col(R.schema, 1))))
+    history = {
+        "r": [((k, v), 0, 1) for k in range(8) for v in range(3)]
+        + [((1, 10 + t), t, 1) for t in range(1, TIMES)],
+        "s": [],
+    }
+    _run(spark, tmp_path, plan, history, 1)

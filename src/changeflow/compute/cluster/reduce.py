@@ -101,7 +101,7 @@ class Accumulated:
         if held is None:
             after = running.select(*keys, TIME, *(F.col(v).alias(f"a{v}") for v in values))
         else:
-            old = held.select(*keys, *(F.col(v).alias(f"o{v}") for v in values))
+            old = self._held(held, running, keys, small)
             on = fold(
                 lambda a, b: a & b,
                 (running[k].eqNullSafe(old[k]) for k in keys),
@@ -133,6 +133,23 @@ class Accumulated:
         now = self._rows(both, {v: f"a{v}" for v in values}, 1)
         gone = self._rows(both, {v: f"b{v}" for v in values}, -1)
         return now.union(gone)
+
+    def _held(self, held: DataFrame, running: DataFrame, keys: list[str], small: bool) -> DataFrame:
+        """The held totals of the groups the step touches, summed across the spine's batches
+        (a group may have a row in several), as ``o<value>`` columns."""
+        touched = running.select(*keys).distinct()
+        touched = F.broadcast(touched) if small else touched
+        same = fold(
+            lambda a, b: a & b,
+            (held[k].eqNullSafe(touched[k]) for k in keys),
+            F.lit(True),
+        )
+        mine = held.join(touched, same, "left_semi")
+        sums = [
+            F.sum(v).cast(t).alias(f"o{v}")
+            for v, t in zip(self.values(), self._types(), strict=True)
+        ]
+        return mine.groupBy(*keys).agg(*sums) if keys else mine.agg(*sums)
 
     def _types(self) -> list[str]:
         kinds = {COUNT: "bigint"}
