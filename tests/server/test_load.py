@@ -148,7 +148,7 @@ def load(server: Any, seconds: float, logs: list[Log]) -> list[threading.Thread]
 def test_sixteen_clients_strict_serializable_and_sigkill_under_load(
     start_server, tmp_path: Path
 ) -> None:
-    server = start_server("--http", "off")
+    server = start_server("--http", "off", "--allow-path", str(tmp_path))
     target = tmp_path / "sink.sqlite"
     with server.connect() as c:
         c.execute("CREATE TABLE load (client int NOT NULL, n int NOT NULL, v int NOT NULL)")

@@ -91,7 +91,7 @@ def parse_metrics(text: str) -> dict[str, dict[str, Any]]:
 
 
 def test_status_json_metrics_health_and_the_page_in_chromium(start_server, tmp_path: Path):
-    server = start_server("--http", "127.0.0.1:0")
+    server = start_server("--http", "127.0.0.1:0", "--allow-path", str(tmp_path))
     url = status_url(server)
     target = tmp_path / "sink.sqlite"
     with server.connect() as c:

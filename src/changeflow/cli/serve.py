@@ -50,6 +50,20 @@ from changeflow.cli.common import friendly
     show_default=True,
     help="Clients served at once; more are refused (SQLSTATE 53300).",
 )
+@click.option(
+    "--allow-path",
+    "allow_paths",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder whose files sources may read and sinks may write (repeatable; default: "
+    "the home). Clients also need a role for that (see --password-file).",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow listening beyond loopback without --password-file, and the status page "
+    "(which has no authentication) beyond loopback.",
+)
 @friendly
 def serve(
     home: str | None,
@@ -61,11 +75,19 @@ def serve(
     tls_key: str | None,
     require_tls: bool,
     max_clients: int,
+    allow_paths: tuple[str, ...],
+    insecure: bool,
 ) -> None:
     """Host a home's views, sources and sinks and speak the PostgreSQL wire protocol.
 
     One process per home; each client gets its own session. SIGTERM or Ctrl-C stops it
     cleanly: the listener closes, running statements finish, the home is closed.
+
+    Beyond loopback the server needs --password-file (or --insecure). The password file may
+    give users roles after a line "[roles]", one "user: role, role" line each: superuser,
+    pg_read_server_files (CREATE SOURCE), pg_write_server_files (file sinks). Without a
+    password file every client is a superuser. Files are only read and written under
+    --allow-path folders.
 
     \b
     Example:
@@ -75,8 +97,8 @@ def serve(
     from changeflow.adapter.environment import Environment
     from changeflow.config import Config
     from changeflow.errors import InvalidInput
-    from changeflow.server.auth import read_passwords
-    from changeflow.server.server import Server, parse_listen
+    from changeflow.server.auth import read_password_file
+    from changeflow.server.server import Server, is_loopback, parse_listen
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     try:
@@ -84,7 +106,17 @@ def serve(
         status_at = None if http.lower() == "off" else parse_listen(http, "--http")
     except ValueError as e:
         raise InvalidInput(str(e)) from None
-    passwords = read_passwords(password_file) if password_file else None
+    passwords, roles = read_password_file(password_file) if password_file else (None, {})
+    if not insecure and passwords is None and not is_loopback(host):
+        raise InvalidInput(
+            f"--listen {listen} accepts clients beyond this machine without passwords: "
+            "give --password-file (or --insecure to allow it anyway)"
+        )
+    if not insecure and status_at is not None and not is_loopback(status_at[0]):
+        raise InvalidInput(
+            f"--http {http}: the status page has no authentication; keep it on loopback "
+            "(or give --insecure to serve it beyond this machine)"
+        )
     context = None
     if tls_cert or tls_key:
         if not (tls_cert and tls_key):
@@ -101,7 +133,16 @@ def serve(
     try:
         try:
             server = Server(
-                env, host, port, passwords, auth_method, context, require_tls, max_clients
+                env,
+                host,
+                port,
+                passwords,
+                auth_method,
+                context,
+                require_tls,
+                max_clients,
+                roles,
+                allow_paths or None,
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None

@@ -84,11 +84,12 @@ class Startup:
             self._fatal("28000", "the server requires TLS (sslmode=require)")
             return False
         self.authenticate(user)
-        self.session = Session(self.server.env)
+        access = self.server.access(user)
+        self.session = Session(self.server.env, access=access)
         app = self.params.get("application_name", "")
         self.session.settings["application_name"] = app
         self.wire.send(*W.auth(0))
-        for key, value in self.server.parameters(app).items():
+        for key, value in self.server.parameters(app, access.superuser).items():
             self.wire.send(*W.parameter_status(key, value))
         self.wire.send(*W.backend_key(self.pid, self.secret))
         self.wire.send(*W.ready("I"))
