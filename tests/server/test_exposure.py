@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from postgres_server import database_for_test
+from test_status import status_url
 
+import changeflow
 from changeflow.cdc.files import write_messages
 from changeflow.cdc.writer import CdcWriter
 from changeflow.time import Antichain
@@ -122,8 +128,6 @@ def test_the_default_allowed_folder_is_the_home(start_server, tmp_path: Path) ->
 
 
 def test_the_embedded_api_keeps_full_access(tmp_path: Path) -> None:
-    import changeflow
-
     outside = _cdc(tmp_path / "outside")
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)
     try:
@@ -131,3 +135,54 @@ def test_the_embedded_api_keeps_full_access(tmp_path: Path) -> None:
         assert conn.execute("SELECT a FROM s").fetchall() == [(1,)]
     finally:
         conn.close()
+
+
+SECRET = "SeCrEt-pw-42"
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return answer.read().decode()
+
+
+@pytest.mark.postgres
+def test_a_sink_password_never_shows(start_server, tmp_path: Path, postgres_url: str) -> None:
+    """The password of a sink's URL is in no answer, page, metric, error or log line."""
+    url = urlsplit(database_for_test(postgres_url, "secret"))
+    user = url.username or "postgres"
+    with_secret = url._replace(netloc=f"{user}:{SECRET}@{url.hostname}:{url.port}").geturl()
+    closed = f"postgresql://{user}:{SECRET}@127.0.0.1:1/nowhere"
+    server = start_server("--http", "127.0.0.1:0")
+    page = status_url(server)
+    seen: list[str] = []
+    with server.connect() as c:
+        c.execute("CREATE TABLE pay (id int NOT NULL, v int)")
+        c.execute("INSERT INTO pay VALUES (1, 2)")
+        c.execute(f"CREATE SINK pay_out FROM pay INTO '{with_secret}' KEY (id)")
+        for sql in ("SHOW CREATE SINK pay_out", "SHOW SINKS"):
+            seen.append(repr(c.execute(sql).fetchall()))
+        assert "***" in seen[0] and user in seen[0], seen[0]
+        with pytest.raises(psycopg.Error) as e:
+            c.execute(f"CREATE SINK nowhere FROM pay INTO '{closed}' KEY (id)")
+        seen.append(str(e.value))
+        with pytest.raises(psycopg.Error) as e:  # a statement the server cannot parse
+            c.execute(f"CREATE SINK bad FROM pay INTO '{closed}' KEY id")
+        seen.append(str(e.value))
+    deadline = time.monotonic() + 60
+    while "pay_out" not in fetch(page + "status.json"):  # the page samples every second
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    seen += [fetch(page + path) for path in ("", "status.json", "metrics")]
+    assert "***" in seen[-2], seen[-2]
+    embedded = changeflow.connect(tmp_path / "embedded", host_seconds=0)
+    try:
+        embedded.execute("CREATE TABLE t (id int NOT NULL)")
+        with pytest.raises(changeflow.Error) as e:
+            embedded.execute(f"CREATE SINK s FROM t INTO '{closed}' KEY (id)")
+        seen.append(str(e.value))
+    finally:
+        embedded.close()
+    assert server.stop() == 0
+    seen.append(server.stderr())
+    for text in seen:
+        assert SECRET not in text, text

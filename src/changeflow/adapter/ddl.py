@@ -37,6 +37,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view, maintain_view
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
+from changeflow.redact import redact
 
 TAGS = {
     "table": "TABLE",
@@ -466,7 +467,9 @@ def show_items(env: Environment, stmt: Statement) -> Result:
         ]
         return text_result(f"SELECT {len(rows)}", ["name", "on", "key"], rows)
     if kind == "sink":
-        rows = [(i.name, state.items[i.depends_on[0]].name, i.options["target"]) for i in items]
+        rows = [
+            (i.name, state.items[i.depends_on[0]].name, redact(i.options["target"])) for i in items
+        ]
         return text_result(f"SELECT {len(rows)}", ["name", "from", "target"], rows)
     if kind == "source":
         rows = [(i.name, i.options["path"], i.timeline) for i in items]
@@ -477,7 +480,7 @@ def show_items(env: Environment, stmt: Statement) -> Result:
 
 def show_create(env: Environment, stmt: Statement) -> Result:
     item = env.catalog.load().get(stmt.args["name"], (stmt.args["kind"],))
-    return text_result("SELECT 1", ["name", "create_sql"], [(item.name, item.sql)])
+    return text_result("SELECT 1", ["name", "create_sql"], [(item.name, redact(item.sql))])
 
 
 def show_columns(env: Environment, stmt: Statement) -> Result:

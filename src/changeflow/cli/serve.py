@@ -97,10 +97,13 @@ def serve(
     from changeflow.adapter.environment import Environment
     from changeflow.config import Config
     from changeflow.errors import InvalidInput
+    from changeflow.redact import RedactingFormatter
     from changeflow.server.auth import read_password_file
     from changeflow.server.server import Server, is_loopback, parse_listen
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         host, port = parse_listen(listen)
         status_at = None if http.lower() == "off" else parse_listen(http, "--http")

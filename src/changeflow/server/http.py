@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from changeflow.adapter.environment import EPOCH, decode_plan
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.compute.status import DataflowStatus, statuses
+from changeflow.redact import redact
 from changeflow.time import Antichain
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class Collector:
                 frontier = checkpoints.get(item.id)
                 source = item.options.get("from")
                 row["sink"] = {
-                    "target": item.options.get("target"),
+                    "target": redact(item.options.get("target") or ""),
                     "table": item.options.get("table"),
                     "frontier": frontier,
                     "input_upper": upper_of(source) if source else None,
@@ -276,7 +277,7 @@ class Collector:
         if not outcome:
             return f"consensus did not answer within {HEALTH_TIMEOUT:.0f} s"
         if outcome[0] is not None:
-            return f"consensus does not answer: {outcome[0]}"
+            return redact(f"consensus does not answer: {outcome[0]}")
         return None
 
 
