@@ -365,7 +365,7 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
         item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options
     )
     try:
-        run_sink(env, item)
+        run_sink(env, item, first=True)
     except BaseException:
         from changeflow.adapter.sinks import forget_sink
 
