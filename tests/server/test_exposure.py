@@ -3,6 +3,7 @@ beyond loopback needs passwords (or --insecure), and credentials never leak."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -186,3 +187,36 @@ def test_a_sink_password_never_shows(start_server, tmp_path: Path, postgres_url:
     seen.append(server.stderr())
     for text in seen:
         assert SECRET not in text, text
+
+
+def test_silent_sockets_hold_no_slot_and_a_superuser_keeps_one(
+    start_server, tmp_path: Path
+) -> None:
+    """Connections that send nothing hold no client slot and are closed after 10 s, not 60;
+    the last slot of --max-clients is a superuser's (53300 for anyone else)."""
+    server = start_server(
+        *("--password-file", str(_passwords(tmp_path)), "--http", "off"),
+        *("--max-clients", "3", "--reserved-connections", "1"),
+    )
+    silent = [socket.create_connection((server.host, server.port)) for _ in range(5)]
+    opened = time.monotonic()
+    try:
+        first = server.connect(user="plain", password="p")
+        second = server.connect(user="writer", password="w")
+        with pytest.raises(psycopg.OperationalError) as e:
+            server.connect(user="reader", password="r")
+        assert "reserved for roles with the SUPERUSER attribute" in str(e.value)
+        root = server.connect(user="root", password="r00t")
+        assert root.execute("SELECT 1").fetchone() == (1,)
+        with pytest.raises(psycopg.OperationalError) as e:
+            server.connect(user="root", password="r00t")
+        assert "too many clients already" in str(e.value)
+        for conn in (first, second, root):
+            conn.close()
+        for sock in silent:
+            sock.settimeout(40)
+            assert sock.recv(1) == b""  # closed by the server
+        assert time.monotonic() - opened < 30
+    finally:
+        for sock in silent:
+            sock.close()

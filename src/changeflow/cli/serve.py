@@ -48,7 +48,13 @@ from changeflow.cli.common import friendly
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="Clients served at once; more are refused (SQLSTATE 53300).",
+    help="Clients served at once; more are refused (SQLSTATE 53300). A connection still in "
+    "its startup holds no slot (it must send its first packet within 10 s).",
+)
+@click.option(
+    "--reserved-connections",
+    type=click.IntRange(min=0),
+    help="Of --max-clients, the slots only a superuser may take (default: 1).",
 )
 @click.option(
     "--allow-path",
@@ -75,6 +81,7 @@ def serve(
     tls_key: str | None,
     require_tls: bool,
     max_clients: int,
+    reserved_connections: int | None,
     allow_paths: tuple[str, ...],
     insecure: bool,
 ) -> None:
@@ -109,6 +116,8 @@ def serve(
         status_at = None if http.lower() == "off" else parse_listen(http, "--http")
     except ValueError as e:
         raise InvalidInput(str(e)) from None
+    if reserved_connections is not None and reserved_connections >= max_clients:
+        raise InvalidInput("--reserved-connections must be less than --max-clients")
     passwords, roles = read_password_file(password_file) if password_file else (None, {})
     if not insecure and passwords is None and not is_loopback(host):
         raise InvalidInput(
@@ -146,6 +155,7 @@ def serve(
                 max_clients,
                 roles,
                 allow_paths or None,
+                reserved_connections,
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None

@@ -67,6 +67,7 @@ class Server:
         max_clients: int = 100,
         roles: dict[str, frozenset[str]] | None = None,
         allow_paths: tuple[str | Path, ...] | None = None,
+        reserved: int | None = None,
     ) -> None:
         self.env = env
         self.passwords = passwords
@@ -77,6 +78,8 @@ class Server:
         self.ssl_context = ssl_context
         self.ssl_required = ssl_required and ssl_context is not None
         self.max_clients = max_clients
+        #: slots only a superuser may take, as PostgreSQL's superuser_reserved_connections
+        self.reserved = min(1, max_clients - 1) if reserved is None else reserved
         self.version = package_version()
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -115,10 +118,25 @@ class Server:
                 if pid not in self.clients:
                     return pid
 
-    def full(self) -> bool:
-        """Whether more clients are connected than ``max_clients`` (the newest is refused)."""
+    def admit(self, client: ClientConnection, superuser: bool) -> str | None:
+        """Give an authenticated client a slot; else why not. The last ``reserved`` of the
+        ``max_clients`` slots are a superuser's. Connections still in their startup hold none
+        (they are bounded apart, see :meth:`serve_forever`)."""
         with self.lock:
-            return len(self.clients) > self.max_clients
+            taken = sum(c.admitted for c in self.clients.values())
+            if taken >= self.max_clients:
+                return f"sorry, too many clients already ({self.max_clients})"
+            if not superuser and taken >= self.max_clients - self.reserved:
+                return (
+                    "remaining connection slots are reserved for roles with the SUPERUSER attribute"
+                )
+            client.admitted = True
+            return None
+
+    def starting(self) -> int:
+        """How many connections are still in their startup."""
+        with self.lock:
+            return sum(not c.admitted for c in self.clients.values())
 
     def forget(self, client: ClientConnection) -> None:
         with self.lock:
@@ -146,6 +164,10 @@ class Server:
             try:
                 sock, peer = self.listener.accept()
             except OSError:
+                continue
+            if self.starting() >= 2 * self.max_clients:  # as PostgreSQL's postmaster
+                log.warning("too many connections in startup; closing one from %s", peer)
+                sock.close()
                 continue
             sock.settimeout(SOCKET_TIMEOUT)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
