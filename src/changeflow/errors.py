@@ -16,6 +16,9 @@ class ChangeflowError(Exception):
     """Base of every changeflow error; its message says what, where, and what to do."""
 
     def __init__(self, message: str, **fields: Any) -> None:
+        from changeflow.redact import redact
+
+        message = redact(message)  # a target's URL may hold a password
         super().__init__(message)
         self.message = message
         self.fields = fields

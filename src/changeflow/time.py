@@ -328,6 +328,7 @@ def to_bound(frontier: Antichain | int | None, what: str = "a frontier") -> Boun
         return None
     if not isinstance(frontier, Antichain):
         return check_int_time(frontier, what)
+    check_frontier(frontier, what)
     if not frontier:
         return None
     if len(frontier) != 1 or isinstance(frontier.elements[0], Product):
@@ -340,8 +341,24 @@ def to_frontier(value: Antichain | int | None, what: str = "a frontier") -> Anti
     if value is None:
         return Antichain()
     if isinstance(value, Antichain):
-        return value
+        return check_frontier(value, what)
     return Antichain.single(check_int_time(value, what))
+
+
+def check_frontier(frontier: Antichain, what: str = "a frontier") -> Antichain:
+    """``frontier`` if it is a well-formed Antichain of valid times (an InvalidTime if not: a
+    frontier built by hand may hold floats, None or out-of-range ints)."""
+    elements = getattr(frontier, "_elements", None)
+    if not isinstance(elements, tuple):
+        raise InvalidTime(f"{what} is not a well-formed frontier")
+    for t in elements:
+        try:
+            check_time(t)
+        except InvalidTime as e:
+            raise InvalidTime(f"{what} {list(elements)!r} holds an invalid time: {e}") from None
+    if len(elements) > 1 and Antichain(elements).elements != elements:
+        raise InvalidTime(f"{what} {list(elements)!r} is not an antichain")
+    return frontier
 
 
 def check_int_time(value: Any, what: str = "a time") -> int:

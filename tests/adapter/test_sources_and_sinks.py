@@ -11,6 +11,7 @@ import changeflow
 from changeflow.adapter.connection import Connection, DatabaseError
 from changeflow.cdc.files import write_messages
 from changeflow.cdc.writer import CdcWriter
+from changeflow.errors import InvalidInput
 from changeflow.time import Antichain
 from changeflow.updates import canonical_json
 
@@ -192,3 +193,54 @@ def test_a_source_decoded_on_spark_refuses_data_that_does_not_fit(
     assert "shard" in str(e) and "nam" in str(e), e
     shard = spark_conn.env.storage.state(spark_conn.env.catalog.load().get("s").id)
     assert shard.upper == Antichain([t]), "nothing was appended"
+
+
+def _tables(target: str) -> set[str]:
+    """The tables of a sink's target: a SQLite file or a PostgreSQL database."""
+    if target.startswith("sqlite:"):
+        if not Path(target[7:]).exists():
+            return set()
+        with sqlite3.connect(target[7:]) as db:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    import psycopg
+
+    with psycopg.connect(target) as db:
+        found = db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return {r[0] for r in found}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sink_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'out.sqlite'}"
+    from postgres_server import database_for_test
+
+    return database_for_test(request.getfixturevalue("postgres_url"), "nullkey")
+
+
+def test_a_null_in_a_sink_key_is_refused_up_front(conn: Connection, sink_target: str) -> None:
+    """CREATE SINK over rows with a NULL key column names the column and a row (23502) and
+    leaves no table, no checkpoint and no hold; a NULL arriving later stops the sink with the
+    same error, and the target keeps what it had."""
+    conn.execute("CREATE TABLE emp (id int NOT NULL, dept text, pay int)")
+    conn.execute("INSERT INTO emp VALUES (1, NULL, 10), (2, NULL, 20), (3, 'a', 5)")
+    conn.execute(
+        "CREATE MATERIALIZED VIEW per AS SELECT dept, sum(pay) AS total FROM emp GROUP BY dept"
+    )
+    for source, shown in [("emp", "id=1, dept=NULL, pay=10"), ("per", "dept=NULL, total=30")]:
+        e = error(conn, f"CREATE SINK out_{source} FROM {source} INTO '{sink_target}' KEY (dept)")
+        assert e.sqlstate == "23502", e
+        assert "key column 'dept' is NULL in" in str(e) and shown in str(e), e
+        assert "rows at frontier" not in str(e) and "earlier transaction" not in str(e)
+    assert _tables(sink_target) == set()
+    assert rows(conn, "SHOW SINKS") == []
+    shard = conn.env.catalog.load().get("emp").shard
+    held = conn.env.storage.registered_readers(shard)
+    assert not [h for h in held if "sink" in h or "materialization" in h], held
+    conn.execute("DELETE FROM emp WHERE dept IS NULL")
+    conn.execute(f"CREATE SINK later FROM emp INTO '{sink_target}' KEY (dept)")
+    conn.execute("INSERT INTO emp VALUES (4, NULL, 1)")
+    with pytest.raises(InvalidInput) as caught:
+        conn.env.tick()
+    assert "key column 'dept' is NULL in 1 row (the first: id=4, dept=NULL" in str(caught.value)
+    assert "later" in _tables(sink_target)

@@ -527,3 +527,59 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != ENV}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "files"])
+def test_a_zombie_between_transactions_learns_it_was_fenced(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Instance A follows the shard and stops between two transactions; B takes the name over,
+    catches up and moves the hold (and the shard's since) on. A's next step ends
+    with FencedOff naming B's fence (not a missing reader or a moved since), and the target
+    stays exact."""
+    target = make_target(kind, tmp_path, request)
+    setup = Setup.make(tmp_path, target, "sum")
+    setup.append(0, SPLIT)
+    first_read = setup.storage.state(SHARD).upper
+    paused, released = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def between(progress: Any) -> None:  # once all that A read first is committed
+        if not paused.is_set() and progress.frontier == first_read:
+            paused.set()
+            assert released.wait(120), "never released"
+
+    def run_a() -> None:
+        storage = Storage(open_consensus(setup.consensus), Blob(setup.blob))
+        try:
+            materialize(
+                storage,
+                setup.spec,
+                recovery_log=setup.log,
+                follow=True,
+                idle_timeout=20,
+                on_progress=between,
+            )
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+            errors.append(e)
+        finally:
+            storage.close()
+
+    a = threading.Thread(target=run_a)
+    a.start()
+    assert paused.wait(60), errors
+    setup.append(SPLIT, len(HISTORY))
+    # an hour later (the appends' leases expired), B fences A off, catches up and moves the
+    # hold, and with it the shard's since, to its checkpoint
+    wall = setup.storage.clock
+    setup.storage.clock = lambda: wall() + 3600
+    setup.run()
+    check(setup, target, "sum")
+    released.set()
+    a.join(120)
+    assert not a.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], FencedOff), errors
+    assert "a newer instance" in str(errors[0]) and "fence 2" in str(errors[0]), errors
+    check(setup, target, "sum")
+    setup.run()
+    check(setup, target, "sum")

@@ -18,7 +18,9 @@ import pytest
 
 CLIENTS = 16
 SECONDS = 8.0
-STATEMENT_DEADLINE = 30.0  # a statement that takes longer than this counts as a hang
+#: a client that completes no statement (nor a 40001 answer) for this long counts as hung;
+#: how long the whole run takes is not bounded (a loaded machine may take long over it)
+STATEMENT_DEADLINE = 120.0
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Log:
     retries: int = 0  # writes retried after 40001 (a concurrent write won)
     error: BaseException | None = None
     ended: float = 0.0
+    progress: float = field(default_factory=time.monotonic)  # when a statement last ended
 
 
 def write(c: psycopg.Connection, log: Log, sql: str, params: tuple[int, ...]) -> None:
@@ -41,19 +44,23 @@ def write(c: psycopg.Connection, log: Log, sql: str, params: tuple[int, ...]) ->
     while True:
         try:
             c.execute(sql, params)
+            log.progress = time.monotonic()
             return
         except psycopg.errors.SerializationFailure:
+            log.progress = time.monotonic()
             log.retries += 1
 
 
 def run_client(dsn: str, k: int, log: Log, until: float, go: threading.Event) -> None:
     """Insert rows (k, n), bump row (k, 0)'s version, and read every client's progress, in
-    turn, until ``until`` or an error; the row (k, 0) exists first."""
+    turn, until ``until`` or an error; the row (k, 0) exists first. Each client does at least
+    one whole turn and ends on a read, however late it started (a loaded machine may take
+    longer than the run to connect sixteen clients)."""
     try:
         with psycopg.connect(dsn, autocommit=True) as c:
             go.wait()
             step = 0
-            while time.monotonic() < until:
+            while step == 0 or step % 3 != 0 or time.monotonic() < until:
                 step += 1
                 if step % 3 == 1:
                     log.tried_insert += 1
@@ -73,7 +80,7 @@ def run_client(dsn: str, k: int, log: Log, until: float, go: threading.Event) ->
                     got = c.execute(
                         "SELECT client, max(n), max(v), count(*) FROM load GROUP BY client"
                     ).fetchall()
-                    ended = time.monotonic()
+                    ended = log.progress = time.monotonic()
                     for client, top, _, count in got:
                         assert count == top + 1, f"client {client}: {count} rows up to {top}"
                     seen = {client: (top, version) for client, top, version, _ in got}
@@ -82,6 +89,16 @@ def run_client(dsn: str, k: int, log: Log, until: float, go: threading.Event) ->
         log.error = e
     finally:
         log.ended = time.monotonic()
+
+
+def join(threads: list[threading.Thread], logs: list[Log]) -> None:
+    """Wait for the clients to end, failing if one makes no progress for STATEMENT_DEADLINE
+    (a hang), however long they take in all."""
+    for t, log in zip(threads, logs, strict=True):
+        while t.is_alive():
+            t.join(0.5)
+            hung = time.monotonic() - max(log.progress, log.ended)
+            assert not t.is_alive() or hung < STATEMENT_DEADLINE, "a client hangs"
 
 
 def last_before(acks: list[tuple[float, int]], t: float) -> int:
@@ -133,7 +150,7 @@ def load(server: Any, seconds: float, logs: list[Log]) -> list[threading.Thread]
     """Start the clients (each on its own connection); they stop after ``seconds``."""
     go = threading.Event()
     until = time.monotonic() + seconds
-    dsn = server.dsn(connect_timeout="5")
+    dsn = server.dsn(connect_timeout=str(int(STATEMENT_DEADLINE)))
     threads = [
         threading.Thread(target=run_client, args=(dsn, k, logs[k], until, go), daemon=True)
         for k in range(len(logs))
@@ -148,7 +165,7 @@ def load(server: Any, seconds: float, logs: list[Log]) -> list[threading.Thread]
 def test_sixteen_clients_strict_serializable_and_sigkill_under_load(
     start_server, tmp_path: Path
 ) -> None:
-    server = start_server("--http", "off")
+    server = start_server("--http", "off", "--allow-path", str(tmp_path))
     target = tmp_path / "sink.sqlite"
     with server.connect() as c:
         c.execute("CREATE TABLE load (client int NOT NULL, n int NOT NULL, v int NOT NULL)")
@@ -160,9 +177,7 @@ def test_sixteen_clients_strict_serializable_and_sigkill_under_load(
 
     # 1. a bounded run: every read consistent with the acknowledgements
     logs = [Log() for _ in range(CLIENTS)]
-    for t in load(server, SECONDS, logs):
-        t.join(SECONDS + STATEMENT_DEADLINE)
-        assert not t.is_alive()
+    join(load(server, SECONDS, logs), logs)
     assert [log.error for log in logs] == [None] * CLIENTS
     assert sum(len(log.reads) for log in logs) >= CLIENTS
     assert check_strict_serializable(logs) == []
@@ -176,26 +191,27 @@ def test_sixteen_clients_strict_serializable_and_sigkill_under_load(
     # 2. SIGKILL in the middle of more of it
     logs = [Log(tried_insert=log.tried_insert, tried_update=log.tried_update) for log in logs]
     acked_before = [(log.tried_insert, log.tried_update) for log in logs]
-    threads = load(server, 60.0, logs)
-    time.sleep(2.0)
+    threads = load(server, 600.0, logs)
+    deadline = time.monotonic() + 300  # killed once every client has a write acknowledged
+    while not all(log.inserts or log.error for log in logs) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not any(log.error for log in logs)
+    assert all(log.inserts for log in logs)
     server.proc.kill()
     server.proc.wait()
-    killed = time.monotonic()
     for t in threads:
         t.join(STATEMENT_DEADLINE)
         assert not t.is_alive(), "a client hangs after the server was killed"
     assert all(isinstance(log.error, psycopg.OperationalError) for log in logs), [
         log.error for log in logs
     ]
-    assert max(log.ended for log in logs) - killed < 10
     started = time.monotonic()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(server.dsn(connect_timeout="5"))
     assert time.monotonic() - started < 6
 
     again = start_server("--http", "off", home=server.home)
-    with again.connect() as c:
+    with again.connect(connect_timeout=str(int(STATEMENT_DEADLINE))) as c:
         got = c.execute("SELECT client, max(n), max(v), count(*) FROM load GROUP BY client")
         progress = {k: (top, version, count) for k, top, version, count in got.fetchall()}
         for k, log in enumerate(logs):
@@ -210,7 +226,7 @@ def test_sixteen_clients_strict_serializable_and_sigkill_under_load(
         ).fetchall()
         assert c.execute("SELECT * FROM load_totals ORDER BY client").fetchall() == direct
         everything = sorted(c.execute("SELECT client, n, v FROM load").fetchall())
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 600  # a bound, not an expectation: it takes seconds
     while sink_rows(target) != everything and time.monotonic() < deadline:
         time.sleep(0.5)
     assert sink_rows(target) == everything

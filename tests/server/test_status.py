@@ -91,7 +91,7 @@ def parse_metrics(text: str) -> dict[str, dict[str, Any]]:
 
 
 def test_status_json_metrics_health_and_the_page_in_chromium(start_server, tmp_path: Path):
-    server = start_server("--http", "127.0.0.1:0")
+    server = start_server("--http", "127.0.0.1:0", "--allow-path", str(tmp_path))
     url = status_url(server)
     target = tmp_path / "sink.sqlite"
     with server.connect() as c:
@@ -175,6 +175,13 @@ def test_status_json_metrics_health_and_the_page_in_chromium(start_server, tmp_p
     assert "materialized view" in by_name["totals"] and "ms" in by_name["totals"]
     assert f"sqlite:{target}" in by_name["totals_out"] and "behind its input" in dom
     assert "host running" in dom
+    groups = re.findall(r'<tr class="group" data-kind="([^"]+)"><th colspan="11">([^<]+)<', dom)
+    assert groups == [
+        ("materialized view", "materialized view (1)"),
+        ("sink", "sink (1)"),
+        ("table", "table (1)"),
+    ], groups
+    assert 'id="filter"' in dom
 
 
 def test_http_values(start_server, tmp_path: Path) -> None:
@@ -205,3 +212,34 @@ def test_health_names_what_is_wrong(tmp_path: Path) -> None:
     finally:
         env.close()
     assert Collector(env).health() == "the environment is closed"
+
+
+def test_an_item_not_yet_at_a_wall_clock_time_has_no_lag(tmp_path: Path) -> None:
+    """An upper of 0 (a table or view before the host first moves it) is not 55 years
+    behind: no lag, no freshness sample, so the chart is not flattened by an epoch."""
+    from changeflow.adapter.session import Session
+
+    env = Environment(Config.load(home=str(tmp_path / "home")), host_seconds=None)
+    try:
+        session = Session(env)
+        session.execute("CREATE TABLE t (a int)")
+        session.execute("CREATE MATERIALIZED VIEW v AS SELECT count(*) AS n FROM t")
+        status = Collector(env).status()
+        items = {i["name"]: i for i in status["items"]}
+        assert {items[n]["upper"] for n in ("t", "v")} == {0}
+        for name in ("t", "v"):
+            lags = [items[name][k] for k in ("lag_ms", "write_lag", "input_lag", "freshness")]
+            assert lags == [None] * 4, (name, items[name])
+        assert status["history"]["series"] == {}
+        env.tick()
+        status = Collector(env).status()
+        fresh = [i["freshness"] for i in status["items"]]
+        assert all(f is not None and f < 3_600_000 for f in fresh), status["items"]
+    finally:
+        env.close()
+
+
+def test_the_page_groups_items_by_kind_and_filters_them() -> None:
+    from changeflow.server.page import PAGE
+
+    assert 'id="filter"' in PAGE and 'class="group"' in PAGE and "no item matches" in PAGE

@@ -22,6 +22,7 @@ from changeflow.errors import InvalidInput
 from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus
+from changeflow.time import Antichain, Product
 from changeflow.updates import DIFF, TIME
 
 SCHEMA = pa.schema(
@@ -327,3 +328,37 @@ def _row_json(frame: Any, column: str, value: Any) -> str:
 
 def _as(kind: type, value: Any) -> Any:
     return None if value is None else kind(value)
+
+
+# -- frontiers built by hand ------------------------------------------------------------------
+
+FORGED = {
+    "float": Antichain([9.0]),
+    "beyond 2^63": Antichain([2**70]),
+    "None": Antichain([None]),
+    "bool": Antichain([True]),
+    "string": Antichain(["9"]),
+    "bool coordinate": Antichain([Product((True,))]),
+    "no coordinates": Antichain([Product(())]),
+    "no elements": Antichain.__new__(Antichain),
+}
+
+
+@pytest.mark.parametrize("forged", FORGED)
+def test_a_forged_frontier_is_refused_and_the_shard_stays_readable(store, forged: str) -> None:
+    """A hand-built frontier with a real write capability is an InvalidInput, as a new upper
+    and as the capability's frontier; nothing is written and the shard still loads."""
+    storage, write = store
+    state, files = storage.state("t"), blob_files(storage)
+    with pytest.raises(InvalidInput):
+        storage.append(write, as_triples(rows()), FORGED[forged])
+    with pytest.raises(InvalidInput):
+        storage.downgrade(write, FORGED[forged])
+    real, write._frontier = write._frontier, FORGED[forged]
+    with pytest.raises(InvalidInput):
+        storage.append(write, as_triples(rows()), 9)
+    write._frontier = real
+    assert storage.state("t") == state
+    assert blob_files(storage) == files
+    storage.append(write, as_triples(rows()), 9)
+    assert storage.state("t").upper == Antichain([9])

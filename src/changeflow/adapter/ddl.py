@@ -37,6 +37,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
+from changeflow.redact import redact
 
 TAGS = {
     "table": "TABLE",
@@ -394,7 +395,7 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
         item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options
     )
     try:
-        run_sink(env, item)
+        run_sink(env, item, first=True)
     except BaseException:
         from changeflow.adapter.sinks import forget_sink
 
@@ -496,7 +497,9 @@ def show_items(env: Environment, stmt: Statement) -> Result:
         ]
         return text_result(f"SELECT {len(rows)}", ["name", "on", "key"], rows)
     if kind == "sink":
-        rows = [(i.name, state.items[i.depends_on[0]].name, i.options["target"]) for i in items]
+        rows = [
+            (i.name, state.items[i.depends_on[0]].name, redact(i.options["target"])) for i in items
+        ]
         return text_result(f"SELECT {len(rows)}", ["name", "from", "target"], rows)
     if kind == "source":
         rows = [(i.name, i.options["path"], i.timeline) for i in items]
@@ -521,7 +524,7 @@ def explain_item(env: Environment, stmt: Statement) -> Result:
 
 def show_create(env: Environment, stmt: Statement) -> Result:
     item = env.catalog.load().get(stmt.args["name"], (stmt.args["kind"],))
-    return text_result("SELECT 1", ["name", "create_sql"], [(item.name, item.sql)])
+    return text_result("SELECT 1", ["name", "create_sql"], [(item.name, redact(item.sql))])
 
 
 def show_columns(env: Environment, stmt: Statement) -> Result:

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from changeflow.adapter import ddl
+from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
@@ -72,8 +73,11 @@ class Transaction:
 class Session:
     """One client's statements against an :class:`Environment` (see the module docstring)."""
 
-    def __init__(self, env: Environment, timeout: float = 30.0) -> None:
+    def __init__(
+        self, env: Environment, timeout: float = 30.0, access: Access | None = None
+    ) -> None:
         self.env, self.timeout = env, timeout
+        self.access = access  # None: the process owner, who may touch any file
         self.txn: Transaction | None = None
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.settings = dict(SETTINGS)
@@ -155,6 +159,10 @@ class Session:
                     f"{stmt.text.split()[0].upper()} cannot run inside a transaction block",
                     sqlstate="25001",
                 )
+            if self.access is not None and kind == "create_source":
+                self.access.check_source(stmt.args["name"], stmt.args["path"])
+            if self.access is not None and kind == "create_sink":
+                self.access.check_sink(stmt.args["name"], stmt.args["target"])
             return DDL[kind](self.env, stmt)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)

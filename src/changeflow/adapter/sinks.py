@@ -53,13 +53,19 @@ def _log(env: Environment) -> Path:
     return env.config.home / "materialize" / "recovery.sqlite"
 
 
-def run_sink(env: Environment, item: Item) -> None:
-    """Bring the sink's target up to date with what its input holds now."""
+def run_sink(env: Environment, item: Item, first: bool = False) -> None:
+    """Bring the sink's target up to date with what its input holds now; the ``first`` time
+    (CREATE SINK) a NULL in a key column is refused before anything is written."""
     from changeflow.materialize.runtime import Materialization, materialize
 
     o = item.options
     if item.timeline == EPOCH:
         env.make_readable({o["from"]}, env.oracle(EPOCH).read_ts(), deadline=float("inf"))
+    if first:
+        try:
+            _refuse_null_keys(env, item)
+        except ChangeflowError as e:
+            raise with_context(e, f'sink "{item.name}"') from None
     spec = Materialization(
         item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"], resource=o["table"]
     )
@@ -68,6 +74,27 @@ def run_sink(env: Environment, item: Item) -> None:
         materialize(env.storage, spec, _log(env))
     except ChangeflowError as e:
         raise with_context(e, f'sink "{item.name}"') from None
+
+
+def _refuse_null_keys(env: Environment, item: Item) -> None:
+    """A NULL in a nullable key column of the input's contents now is an error (so no table
+    or checkpoint is left behind by a sink that could not run)."""
+    from changeflow.materialize.reductions import check_null_keys
+
+    o = item.options
+    shard = env.catalog.load().items[o["from"]].shard
+    state = env.storage.state(shard)
+    key = [k for k in o["key"] if state.schema.field(k).nullable]
+    upper = state.upper.elements[0] if state.upper else None
+    if not key or upper is None or upper == 0:
+        return
+    read = env.storage.register_reader(shard, f"sink-check:{item.id}", "CREATE SINK checks keys")
+    try:
+        as_of = max(upper - 1, read.frontier.elements[0]) if read.frontier else None
+        if as_of is not None:
+            check_null_keys(env.storage.snapshot_table(read, as_of), key)
+    finally:
+        env.storage.release_reader(shard, f"sink-check:{item.id}")
 
 
 def forget_sink(env: Environment, item: Item) -> None:

@@ -48,7 +48,27 @@ from changeflow.cli.common import friendly
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="Clients served at once; more are refused (SQLSTATE 53300).",
+    help="Clients served at once; more are refused (SQLSTATE 53300). A connection still in "
+    "its startup holds no slot (it must send its first packet within 10 s).",
+)
+@click.option(
+    "--reserved-connections",
+    type=click.IntRange(min=0),
+    help="Of --max-clients, the slots only a superuser may take (default: 1).",
+)
+@click.option(
+    "--allow-path",
+    "allow_paths",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder whose files sources may read and sinks may write (repeatable; default: "
+    "the home). Clients also need a role for that (see --password-file).",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow listening beyond loopback without --password-file, and the status page "
+    "(which has no authentication) beyond loopback.",
 )
 @friendly
 def serve(
@@ -61,11 +81,20 @@ def serve(
     tls_key: str | None,
     require_tls: bool,
     max_clients: int,
+    reserved_connections: int | None,
+    allow_paths: tuple[str, ...],
+    insecure: bool,
 ) -> None:
     """Host a home's views, sources and sinks and speak the PostgreSQL wire protocol.
 
     One process per home; each client gets its own session. SIGTERM or Ctrl-C stops it
     cleanly: the listener closes, running statements finish, the home is closed.
+
+    Beyond loopback the server needs --password-file (or --insecure). The password file may
+    give users roles after a line "[roles]", one "user: role, role" line each: superuser,
+    pg_read_server_files (CREATE SOURCE), pg_write_server_files (file sinks). Without a
+    password file every client is a superuser. Files are only read and written under
+    --allow-path folders.
 
     \b
     Example:
@@ -75,16 +104,31 @@ def serve(
     from changeflow.adapter.environment import Environment
     from changeflow.config import Config
     from changeflow.errors import InvalidInput
-    from changeflow.server.auth import read_passwords
-    from changeflow.server.server import Server, parse_listen
+    from changeflow.redact import RedactingFormatter
+    from changeflow.server.auth import read_password_file
+    from changeflow.server.server import Server, is_loopback, parse_listen
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         host, port = parse_listen(listen)
         status_at = None if http.lower() == "off" else parse_listen(http, "--http")
     except ValueError as e:
         raise InvalidInput(str(e)) from None
-    passwords = read_passwords(password_file) if password_file else None
+    if reserved_connections is not None and reserved_connections >= max_clients:
+        raise InvalidInput("--reserved-connections must be less than --max-clients")
+    passwords, roles = read_password_file(password_file) if password_file else (None, {})
+    if not insecure and passwords is None and not is_loopback(host):
+        raise InvalidInput(
+            f"--listen {listen} accepts clients beyond this machine without passwords: "
+            "give --password-file (or --insecure to allow it anyway)"
+        )
+    if not insecure and status_at is not None and not is_loopback(status_at[0]):
+        raise InvalidInput(
+            f"--http {http}: the status page has no authentication; keep it on loopback "
+            "(or give --insecure to serve it beyond this machine)"
+        )
     context = None
     if tls_cert or tls_key:
         if not (tls_cert and tls_key):
@@ -101,7 +145,17 @@ def serve(
     try:
         try:
             server = Server(
-                env, host, port, passwords, auth_method, context, require_tls, max_clients
+                env,
+                host,
+                port,
+                passwords,
+                auth_method,
+                context,
+                require_tls,
+                max_clients,
+                roles,
+                allow_paths or None,
+                reserved_connections,
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None

@@ -15,6 +15,15 @@ from changeflow.errors import FencedOff
 from changeflow.materialize.protocol import DriverState, apply_state
 
 
+def fenced_off(name: str, newest: int | None, mine: int) -> FencedOff:
+    """The error of a session that a newer one of the same materialization took over."""
+    return FencedOff(
+        f"materialization {name!r}: a newer instance took it over (fence {newest}); this one "
+        f"(fence {mine}) stops",
+        fence=newest,
+    )
+
+
 class RecoveryLog:
     """``load`` what was last committed; ``commit`` both checkpoints atomically."""
 
@@ -61,6 +70,13 @@ class RecoveryLog:
             raise
         return fence
 
+    def current_fence(self, name: str) -> int | None:
+        """The fence of the newest session of ``name`` (None: none ever opened)."""
+        row = self.db.execute(
+            "SELECT fence FROM recovery_fences WHERE materialization = ?", (name,)
+        ).fetchone()
+        return None if row is None else row[0]
+
     def commit(
         self,
         name: str,
@@ -77,10 +93,7 @@ class RecoveryLog:
                     "SELECT fence FROM recovery_fences WHERE materialization = ?", (name,)
                 ).fetchone()
                 if row is None or row[0] != fence:
-                    raise FencedOff(
-                        f"materialization {name!r}: a newer session took it over (fence "
-                        f"{row[0] if row else None}); this one (fence {fence}) stops"
-                    )
+                    raise fenced_off(name, row[0] if row else None, fence)
             _, current = self.load(name)
             state = apply_state(current, driver)
             self.db.execute(

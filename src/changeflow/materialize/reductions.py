@@ -127,6 +127,7 @@ class Reducer:
         table = updates.select([*self.columns, DIFF]).cast(self.schema.append(_diff_field()))
         table = table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
         net = table if self.reductions else _consolidate(table, self.columns)
+        check_null_keys(net, self.key)
         return Changes(net, table, self.key)
 
     def reduce(self, changes: Changes, loaded: pa.Table | None, where: str) -> pa.Table:
@@ -343,6 +344,34 @@ class Reducer:
                 doc = doc if doc is None or isinstance(doc, str) else canonical_json(doc)
             out.append(doc)
         return pa.array(out, kind)
+
+
+def check_null_keys(updates: pa.Table, key: tuple[str, ...] | list[str], where: str = "") -> None:
+    """Refuse rows (of a nonzero diff) with a NULL key column: a key column must be NOT NULL
+    (a NULL matches no row, so the target could not keep one row per key). The error names
+    the column, how many rows and the first of them."""
+    for name in key:
+        column = updates[name]
+        if not column.null_count:
+            continue
+        nulls = pc.is_null(column)
+        if DIFF in updates.column_names:
+            nulls = pc.and_(nulls, pc.not_equal(updates[DIFF], 0))
+        bad = updates.filter(nulls)
+        if not bad.num_rows:
+            continue
+        data = [c for c in bad.column_names if not c.startswith("_")]
+        (first,) = bad.slice(0, 1).select(data).to_pylist()
+        shown = ", ".join(f"{c}={'NULL' if v is None else repr(v)}" for c, v in first.items())
+        raise InvalidInput(
+            f"{where}key column {name!r} is NULL in {bad.num_rows} "
+            f"row{'s' if bad.num_rows != 1 else ''} (the first: {shown}); a materialization's "
+            f"key must be NOT NULL: filter them out (WHERE {name} IS NOT NULL) or choose "
+            "another key",
+            sqlstate="23502",  # not_null_violation
+            column=name,
+            rows=bad.num_rows,
+        )
 
 
 def _diff_field() -> pa.Field:

@@ -34,7 +34,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from changeflow.errors import FrontierViolation, InvalidInput, ProtocolViolation
+from changeflow.errors import (
+    ChangeflowError,
+    FencedOff,
+    FrontierViolation,
+    InvalidInput,
+    ProtocolViolation,
+)
 from changeflow.failpoints import failpoint
 from changeflow.materialize.columns import (
     DELETED,
@@ -64,7 +70,7 @@ from changeflow.materialize.protocol import (
     StoreBatch,
     name_of,
 )
-from changeflow.materialize.recovery import RecoveryLog
+from changeflow.materialize.recovery import RecoveryLog, fenced_off
 from changeflow.materialize.reductions import Changes, Reducer, check_types
 from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
@@ -307,7 +313,12 @@ class Runtime:
         )
         try:
             self._follow(read, resume, follow, idle_timeout)
-        except BaseException:
+        except BaseException as e:
+            newest = self.log.current_fence(self.spec.name)
+            if newest != self.fence:  # a newer instance took over: the hold is its now
+                if isinstance(e, ChangeflowError) and not isinstance(e, FencedOff):
+                    raise fenced_off(self.spec.name, newest, self.fence) from None
+                raise
             if resume is None and not progress.transactions:  # no checkpoint to hold for
                 self.storage.release_reader(self.spec.shard, holder(self.spec.name))
             raise

@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from changeflow.adapter.access import check_role
 from changeflow.errors import InvalidInput
 
 ITERATIONS = 4096
@@ -27,19 +28,39 @@ class AuthFailed(Exception):
 
 def read_passwords(path: str | Path) -> dict[str, str]:
     """``user:password`` lines (blank lines and ``#`` comments skipped)."""
+    return read_password_file(path)[0]
+
+
+def read_password_file(path: str | Path) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    """The users' passwords and roles: ``user:password`` lines, then optionally a ``[roles]``
+    line followed by ``user: role, role`` lines (``superuser``, ``pg_read_server_files``,
+    ``pg_write_server_files``). Blank lines and ``#`` comments are skipped."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise InvalidInput(f"cannot read the password file {path}: {e.strerror}") from None
-    out: dict[str, str] = {}
+    passwords: dict[str, str] = {}
+    roles: dict[str, frozenset[str]] = {}
+    in_roles = False
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        user, sep, password = line.partition(":")
+        if line.strip() == "[roles]":
+            in_roles = True
+            continue
+        user, sep, rest = line.partition(":")
+        if in_roles:
+            user = user.strip()
+            where = f"{path}, line {number}"
+            if not sep or user not in passwords:
+                raise InvalidInput(f"{where}: expected user: role, … for a user given above")
+            named = [r.strip() for r in rest.split(",") if r.strip()]
+            roles[user] = roles.get(user, frozenset()) | {check_role(r, where) for r in named}
+            continue
         if not sep or not user:
             raise InvalidInput(f"{path}, line {number}: expected user:password")
-        out[user] = password
-    return out
+        passwords[user] = rest
+    return passwords, roles
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from changeflow.redact import redact
+
 PROTOCOL_3 = 196608
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
@@ -237,6 +239,7 @@ def copy_in_response(overall: int, columns: int) -> tuple[bytes, bytes]:
 
 
 def notice_fields(severity: str, code: str, message: str, detail: str = "") -> bytes:
+    message, detail = redact(message), redact(detail)  # no password reaches a client
     body = b"S" + cstr(severity) + b"V" + cstr(severity) + b"C" + cstr(code)
     body += b"M" + cstr(message)
     if detail:

@@ -3,6 +3,7 @@ requests; stops cleanly (listener closed, running statements finished, clients t
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import secrets
 import select
@@ -10,7 +11,9 @@ import socket
 import ssl
 import threading
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
+from changeflow.adapter.access import SUPERUSER, Access
 from changeflow.adapter.environment import Environment
 from changeflow.server.auth import ScramSecret
 from changeflow.server.connection import ClientConnection
@@ -34,6 +37,21 @@ def parse_listen(text: str, option: str = "--listen") -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (127.0.0.0/8, ::1)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
+
+
 class Server:
     """A PostgreSQL wire protocol server over one environment (see the module docstring)."""
 
@@ -47,14 +65,21 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
         ssl_required: bool = False,
         max_clients: int = 100,
+        roles: dict[str, frozenset[str]] | None = None,
+        allow_paths: tuple[str | Path, ...] | None = None,
+        reserved: int | None = None,
     ) -> None:
         self.env = env
         self.passwords = passwords
+        self.roles = roles or {}
+        self.allow_paths = (env.config.home,) if allow_paths is None else allow_paths
         self.auth_method = auth_method
         self.scram_secrets = {u: ScramSecret.of(p) for u, p in (passwords or {}).items()}
         self.ssl_context = ssl_context
         self.ssl_required = ssl_required and ssl_context is not None
         self.max_clients = max_clients
+        #: slots only a superuser may take, as PostgreSQL's superuser_reserved_connections
+        self.reserved = min(1, max_clients - 1) if reserved is None else reserved
         self.version = package_version()
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -64,7 +89,14 @@ class Server:
         self.listener = socket.create_server((host, port), family=family, backlog=64)
         self.host, self.port = self.listener.getsockname()[:2]
 
-    def parameters(self, application_name: str) -> dict[str, str]:
+    def access(self, user: str) -> Access:
+        """What ``user`` may do with the server's files: its roles from the password file (in
+        trust mode every client is a superuser, as anyone may then claim any user name),
+        within the allowed folders."""
+        roles = {SUPERUSER} if self.passwords is None else self.roles.get(user, frozenset())
+        return Access.of(user, roles, self.allow_paths)
+
+    def parameters(self, application_name: str, superuser: bool = False) -> dict[str, str]:
         """The ParameterStatus values every client gets after startup."""
         return {
             "server_version": "15.0",
@@ -75,7 +107,7 @@ class Server:
             "integer_datetimes": "on",
             "standard_conforming_strings": "on",
             "TimeZone": "UTC",
-            "is_superuser": "off",
+            "is_superuser": "on" if superuser else "off",
             "application_name": application_name,
         }
 
@@ -86,10 +118,25 @@ class Server:
                 if pid not in self.clients:
                     return pid
 
-    def full(self) -> bool:
-        """Whether more clients are connected than ``max_clients`` (the newest is refused)."""
+    def admit(self, client: ClientConnection, superuser: bool) -> str | None:
+        """Give an authenticated client a slot; else why not. The last ``reserved`` of the
+        ``max_clients`` slots are a superuser's. Connections still in their startup hold none
+        (they are bounded apart, see :meth:`serve_forever`)."""
         with self.lock:
-            return len(self.clients) > self.max_clients
+            taken = sum(c.admitted for c in self.clients.values())
+            if taken >= self.max_clients:
+                return f"sorry, too many clients already ({self.max_clients})"
+            if not superuser and taken >= self.max_clients - self.reserved:
+                return (
+                    "remaining connection slots are reserved for roles with the SUPERUSER attribute"
+                )
+            client.admitted = True
+            return None
+
+    def starting(self) -> int:
+        """How many connections are still in their startup."""
+        with self.lock:
+            return sum(not c.admitted for c in self.clients.values())
 
     def forget(self, client: ClientConnection) -> None:
         with self.lock:
@@ -117,6 +164,10 @@ class Server:
             try:
                 sock, peer = self.listener.accept()
             except OSError:
+                continue
+            if self.starting() >= 2 * self.max_clients:  # as PostgreSQL's postmaster
+                log.warning("too many connections in startup; closing one from %s", peer)
+                sock.close()
                 continue
             sock.settimeout(SOCKET_TIMEOUT)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

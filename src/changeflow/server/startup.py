@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from changeflow.server.server import Server
 
 STARTUP_SECONDS = 60.0
+#: a connection that sends no startup packet within this is closed (it holds no client slot
+#: meanwhile, but a thread and a socket)
+FIRST_PACKET_SECONDS = 10.0
 
 
 class Startup:
@@ -31,6 +34,7 @@ class Startup:
     secret: int
     tls: bool
     startup_deadline: float | None = None
+    admitted = False  # holds one of the server's client slots (after authentication)
 
     def wait_readable(self, deadline: float | None = None) -> None:
         raise NotImplementedError
@@ -42,10 +46,14 @@ class Startup:
 
     def startup(self) -> bool:
         """The startup phase; False if the connection ends with it (a cancel request). A client
-        gets :data:`STARTUP_SECONDS` to finish it, as PostgreSQL's authentication_timeout."""
-        self.startup_deadline = time.monotonic() + STARTUP_SECONDS
+        gets :data:`STARTUP_SECONDS` to finish it, as PostgreSQL's authentication_timeout, and
+        :data:`FIRST_PACKET_SECONDS` to send its first packet."""
+        start = time.monotonic()
+        self.startup_deadline = start + STARTUP_SECONDS
+        first: float | None = start + FIRST_PACKET_SECONDS
         while True:
-            self.wait_readable(self.startup_deadline)
+            self.wait_readable(first or self.startup_deadline)
+            first = None
             code, body = self.wire.read_startup()
             if code == W.SSL_REQUEST:
                 if self.server.ssl_context is not None and not self.tls:
@@ -73,9 +81,6 @@ class Startup:
                 return False
             self.params = _startup_params(body)
             break
-        if self.server.full():
-            self._fatal("53300", f"sorry, too many clients already ({self.server.max_clients})")
-            return False
         user = self.params.get("user")
         if not user:
             self._fatal("28000", "no user name specified in startup packet")
@@ -84,11 +89,16 @@ class Startup:
             self._fatal("28000", "the server requires TLS (sslmode=require)")
             return False
         self.authenticate(user)
-        self.session = Session(self.server.env)
+        access = self.server.access(user)
+        refused = self.server.admit(self, access.superuser)
+        if refused is not None:
+            self._fatal("53300", refused)
+            return False
+        self.session = Session(self.server.env, access=access)
         app = self.params.get("application_name", "")
         self.session.settings["application_name"] = app
         self.wire.send(*W.auth(0))
-        for key, value in self.server.parameters(app).items():
+        for key, value in self.server.parameters(app, access.superuser).items():
             self.wire.send(*W.parameter_status(key, value))
         self.wire.send(*W.backend_key(self.pid, self.secret))
         self.wire.send(*W.ready("I"))
