@@ -42,6 +42,16 @@ class Function:
     impl: Callable[..., Any]
     strict: bool = True
 
+    def __reduce__(self) -> tuple[Callable[[str], Function], tuple[str]]:
+        """A stored plan names its functions: rules and implementations may be closures or
+        lambdas, which do not pickle, and a plan read back uses today's definition."""
+        return (function_named, (self.name,))
+
+
+def function_named(name: str) -> Function:
+    """The function of :data:`FUNCTIONS` called ``name`` (how a pickled plan finds it)."""
+    return FUNCTIONS[name]
+
 
 def _sig(*shapes: tuple[SqlType | str, ...], result: SqlType | str) -> Rule:
     """A rule from argument shapes; ``"num"`` is any numeric type, ``"same"`` the result is the
