@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import changeflow
-from changeflow.adapter.connection import Connection
+from changeflow.adapter.connection import Connection, DatabaseError
 from changeflow.compute.functions import FUNCTIONS
 
 
@@ -85,3 +87,83 @@ def test_every_function_in_a_materialized_view_survives_a_restart(tmp_path: Path
         assert conn.execute("SELECT id FROM recent ORDER BY id").fetchall() == [(1,), (2,)]
     finally:
         conn.close()
+
+
+# Statements PostgreSQL refuses, with the SQLSTATE both give and words our message must have.
+REFUSED = [
+    ("SELECT id FROM t WHERE", "42601", "syntax error at end of input"),
+    ("SELECT id FROM t WHERE id = = 2", "42601", 'syntax error at or near "="'),
+    ("SELECT upper('a', 'b')", "42883", "function upper(text, text) does not exist"),
+    ("SELECT nofunc(id, name) FROM t", "42883", "function nofunc(integer, text) does not exist"),
+]
+
+
+def _postgres_error(cur, sql: str) -> str:
+    import psycopg
+
+    try:
+        cur.execute(sql)
+    except psycopg.Error as e:
+        cur.connection.rollback()
+        return e.sqlstate
+    raise AssertionError(f"PostgreSQL accepted {sql}")
+
+
+@pytest.mark.postgres
+def test_errors_as_postgres_gives_them(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url) as pg, pg.cursor() as cur:
+        for c in (conn, cur):
+            c.execute("CREATE TABLE t (id int, x int, name text)")
+        pg.commit()
+        for sql, sqlstate, words in REFUSED:
+            with pytest.raises(DatabaseError) as caught:
+                conn.execute(sql)
+            assert caught.value.sqlstate == sqlstate == _postgres_error(cur, sql), sql
+            assert words in str(caught.value) and "sqlglot" not in str(caught.value), sql
+        cur.execute("DROP TABLE t")
+        pg.commit()
+    conn.close()
+
+
+def test_window_functions_are_refused_as_unsupported(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int, x int)")
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute("SELECT id, sum(x) OVER (ORDER BY id) FROM t")
+    assert caught.value.sqlstate == "0A000" and "window functions" in str(caught.value)
+    conn.close()
+
+
+def test_as_of_before_order_by_and_limit(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int)")
+    conn.execute("INSERT INTO t VALUES (2), (1), (3)")
+    ts = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO t VALUES (0)")
+    got = conn.execute(f"SELECT id FROM t AS OF {ts} ORDER BY id LIMIT 2").fetchall()
+    assert got == [(1,), (2,)]
+    conn.close()
+
+
+def test_drop_table_drops_its_own_indexes(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int)")
+    conn.execute("CREATE INDEX t_id ON t (id)")
+    conn.execute("CREATE VIEW v AS SELECT id FROM t")
+    conn.execute("CREATE INDEX v_id ON v (id)")
+    with pytest.raises(DatabaseError) as caught:  # a view still depends on t
+        conn.execute("DROP TABLE t")
+    assert caught.value.sqlstate == "2BP01" and '"v"' in str(caught.value)
+    conn.execute("DROP VIEW v")
+    assert conn.execute("SHOW INDEXES").fetchall() == [("t_id", "t", "id")]
+    conn.execute("DROP TABLE t")
+    assert conn.execute("SHOW INDEXES").fetchall() == []
+    assert conn.execute("SHOW TABLES").fetchall() == []
+    conn.close()

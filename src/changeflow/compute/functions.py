@@ -390,9 +390,10 @@ class Func(Expr):
 
     def __post_init__(self) -> None:
         function = FUNCTIONS.get(self.name.lower())
-        if function is None:
-            raise PlanError(f"function {self.name}() does not exist", sqlstate="42883")
         kinds = tuple(a.type for a in self.args)
+        if function is None:
+            shown = ", ".join(map(str, kinds))
+            raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
         try:
             kind = function.rule(kinds)
         except PlanError:
