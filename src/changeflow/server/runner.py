@@ -17,7 +17,10 @@ from changeflow.compute.types import INT4, TEXT, Column, Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
+from changeflow.server import prepare as P
 from changeflow.server.copy import copy_header, copy_line, copy_trailer
+from changeflow.server.params import placeholders, substitute
+from changeflow.server.values import TYPE_NAMES
 
 if TYPE_CHECKING:
     from changeflow.adapter.session import Session
@@ -161,6 +164,9 @@ class Runner:
                 self.cursors.clear()
                 self.prepared = {k: v for k, v in self.prepared.items() if not k}
             return Outcome(text.upper())
+        prepared = self._prepared_statement(text, describe)
+        if prepared is not None:
+            return prepared
         if C.MOVE.fullmatch(text):
             raise PlanError("MOVE is not supported: cursors only go forward", sqlstate="0A000")
         if m := C.FUNCTION.fullmatch(text):
@@ -176,6 +182,52 @@ class Runner:
                 "SHOW COLUMNS FROM name",
                 sqlstate="0A000",
             )
+        return None
+
+    def _prepared_statement(self, text: str, describe: bool) -> Outcome | None:
+        """SQL's PREPARE, EXECUTE and DEALLOCATE [ALL] (None if ``text`` is none of them); they
+        share the extended protocol's prepared statements, as in PostgreSQL."""
+        if m := P.PREPARE.fullmatch(text):
+            key = P.statement_name(m["name"])
+            if not describe:
+                if key in self.prepared:
+                    raise PlanError(f'prepared statement "{key}" already exists', sqlstate="42P05")
+                query = C.strip(m["query"])
+                oids = P.type_oids(m["types"])
+                oids += [0] * (placeholders(query) - len(oids))
+                self.prepared[key] = P.Prepared(query, oids)
+            return Outcome("PREPARE")
+        if m := P.EXECUTE.fullmatch(text):
+            key = P.statement_name(m["name"])
+            found = self.prepared.get(key)
+            if found is None:
+                raise PlanError(f'prepared statement "{key}" does not exist', sqlstate="26000")
+            args = P.arguments(m["args"])
+            if len(args) != len(found.oids):
+                raise PlanError(
+                    f'wrong number of parameters for prepared statement "{key}": expected '
+                    f"{len(found.oids)}, got {len(args)}",
+                    sqlstate="42601",
+                )
+            literals = [
+                f"CAST(({a}) AS {TYPE_NAMES[o]})" if o in TYPE_NAMES else f"({a})"
+                for a, o in zip(args, found.oids, strict=True)
+            ]
+            query = substitute(found.text, literals)
+            if describe:
+                return Outcome(columns=self._describe_text(query, None))  # type: ignore[attr-defined]
+            return self.run(query)
+        if m := P.DEALLOCATE.fullmatch(text):
+            if m["name"].upper() == "ALL":
+                if not describe:
+                    self.prepared = {k: v for k, v in self.prepared.items() if not k}
+                return Outcome("DEALLOCATE ALL")
+            key = P.statement_name(m["name"])
+            if not describe:
+                if key not in self.prepared:
+                    raise PlanError(f'prepared statement "{key}" does not exist', sqlstate="26000")
+                del self.prepared[key]
+            return Outcome("DEALLOCATE")
         return None
 
     def _function(self, fn: str, alias: str | None) -> Outcome:
