@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.sql.statements import options, parse
 from changeflow.adapter.subscribe import Subscribe
-from changeflow.compute.types import INT4, TEXT, Column, Schema
+from changeflow.adapter.system import answer, mentions_catalog
+from changeflow.compute.types import BOOL, FLOAT8, INT4, INT8, TEXT, Column, Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
@@ -175,13 +176,8 @@ class Runner:
             found = m["name"].replace("''", "'") in self.cursors
             column = (Column("?column?", INT4, False),)
             return Outcome(columns=column, rows=iter([(1,)] if found else []), counted="SELECT")
-        if C.CATALOG.search(text) and re.match(r"\s*(SELECT|WITH)\b", text, re.I):
-            raise PlanError(
-                "the PostgreSQL system catalogs (pg_catalog, information_schema, and so psql's "
-                "\\d commands) are not available: use SHOW TABLES, SHOW VIEWS, SHOW SOURCES or "
-                "SHOW COLUMNS FROM name",
-                sqlstate="0A000",
-            )
+        if mentions_catalog(text) and re.match(r"\s*(SELECT|WITH)\b", text, re.I):
+            return self._catalog(text)
         return None
 
     def _prepared_statement(self, text: str, describe: bool) -> Outcome | None:
@@ -229,6 +225,16 @@ class Runner:
                 del self.prepared[key]
             return Outcome("DEALLOCATE")
         return None
+
+    def _catalog(self, text: str) -> Outcome:
+        """A query of the system catalogs, answered from changeflow's catalog."""
+        assert self.session is not None
+        user = self.params.get("user", "")
+        database = self.params.get("database") or user
+        got = answer(text, self.session.env.catalog.load(), user, database)
+        kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
+        columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+        return Outcome(columns=columns, rows=iter(got.rows), counted="SELECT")
 
     def _function(self, fn: str, alias: str | None) -> Outcome:
         database = self.params.get("database") or self.params.get("user", "")
