@@ -167,3 +167,18 @@ def test_drop_table_drops_its_own_indexes(tmp_path: Path) -> None:
     assert conn.execute("SHOW INDEXES").fetchall() == []
     assert conn.execute("SHOW TABLES").fetchall() == []
     conn.close()
+
+
+def test_session_statements_drivers_send(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    assert conn.execute("SHOW TRANSACTION ISOLATION LEVEL").fetchall() == [("serializable",)]
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute("SET TIME ZONE UTC")
+    assert conn.execute("SHOW timezone").fetchall() == [("UTC",)]
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute("SET TIME ZONE 'Europe/Berlin'")
+    assert caught.value.sqlstate == "0A000"
+    settings = dict((n, v) for n, v, _ in conn.execute("SHOW ALL").fetchall())
+    assert settings["timezone"] == "UTC" and settings["server_version"] == "15.0"
+    conn.close()

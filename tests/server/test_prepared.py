@@ -82,3 +82,22 @@ def test_asyncpg_infers_parameter_types(server, table_name: str) -> None:
             await c.close()
 
     assert asyncio.run(main()) == [(1, "a", Decimal("1.5")), (2, "B", Decimal("-2"))]
+
+
+def test_savepoints_around_reads(server, table_name: str) -> None:
+    with server.connect(autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table_name} (id int)")
+        conn.autocommit = False
+        with conn.transaction():
+            conn.execute(f"SELECT * FROM {table_name}")
+            with pytest.raises(errors.UndefinedTable), conn.transaction():  # SAVEPOINT
+                conn.execute("SELECT * FROM no_such_table")  # then ROLLBACK TO SAVEPOINT
+            assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
+        conn.execute(f"INSERT INTO {table_name} VALUES (1)")
+        conn.execute("SAVEPOINT s")
+        with pytest.raises(errors.FeatureNotSupported):  # writes cannot be partly undone
+            conn.execute("ROLLBACK TO SAVEPOINT s")
+        conn.rollback()
+        conn.autocommit = True
+        assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
+        conn.execute(f"DROP TABLE {table_name}")

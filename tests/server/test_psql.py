@@ -134,7 +134,7 @@ def test_describe_commands(start_server) -> None:
     assert table[0] == 'Table "public.items"'
     assert table[2:5] == [
         "id|integer||not null|",
-        "name|text|||'x'",
+        "name|text|||'x'::text",  # as PostgreSQL deparses it
         "price|numeric(12,2)|||",
     ]
     assert '"items_id" btree (id)' in "\n".join(table)

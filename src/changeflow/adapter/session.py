@@ -45,6 +45,7 @@ DDL = {
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
 }
+UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
 SETTINGS = {
     "transaction_isolation": "strict serializable",
     "server_version": "15.0",
@@ -138,8 +139,21 @@ class Session:
                 self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
-            self.settings[stmt.args["var"].lower()] = stmt.args["value"].strip().strip("'")
+            var, value = stmt.args["var"].lower(), stmt.args["value"].strip().strip("'")
+            if var == "timezone" and value.upper() not in UTC_NAMES:
+                raise PlanError(
+                    f"time zone {value!r} is not supported: timestamps are shown in UTC",
+                    sqlstate="0A000",
+                )
+            self.settings[var] = "UTC" if var == "timezone" else value
             return Result("SET")
+        if kind == "show_isolation":
+            # PostgreSQL's name for the level (drivers accept only theirs); changeflow's
+            # transactions are strict serializable, which is serializable and more
+            return text_result("SHOW", ["transaction_isolation"], [("serializable",)])
+        if kind == "show_all":
+            rows = [(k, v, "") for k, v in sorted(self.settings.items())]
+            return text_result("SHOW", ["name", "setting", "description"], rows)
         if kind == "show_var":
             var = stmt.args["var"].lower()
             if var not in self.settings:

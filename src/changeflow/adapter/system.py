@@ -14,6 +14,7 @@ relations answers no rows; anything else is refused with 0A000.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable
@@ -119,10 +120,12 @@ TABLES: dict[str, str] = {
     "pg_trigger": "oid INTEGER, tgrelid INTEGER, tgname TEXT, tgisinternal BOOL",
     "pg_rewrite": "oid INTEGER, rulename TEXT, ev_class INTEGER",
     "pg_foreign_table": "ftrelid INTEGER, ftserver INTEGER, ftoptions TEXT",
-    "pg_sequence": "seqrelid INTEGER",
+    "pg_sequence": "seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, "
+    "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
     "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
     "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
     "pg_cursors": "name TEXT, statement TEXT",
+    "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
 }
 INFO_TABLES: dict[str, str] = {
     "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
@@ -150,6 +153,14 @@ EMPTY = {
     "pg_enum",
     "pg_extension",
     "pg_description",
+    "pg_constraint",
+    "pg_opclass",
+}
+SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
+    "pg_class": 1259,
+    "pg_constraint": 2606,
+    "pg_type": 1247,
+    "pg_proc": 1255,
 }
 NAMES = set(TABLES) | {f"information_schema.{t}" for t in INFO_TABLES}
 BOOLS = {
@@ -250,6 +261,8 @@ def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple
         for n, (col, type_name, nullable) in enumerate(columns, 1):
             type_oid, length, _ = _type(type_name)
             default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
+            if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
+                default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
                 + ("i", "p", "")
@@ -305,6 +318,15 @@ def _typmods(item: Item) -> dict[str, int]:
     return out
 
 
+def _type_oid(name: Any) -> int | None:
+    """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
+    text = str(name).lower().split(".")[-1].strip('"')
+    for sql_name, (oid, _, internal) in TYPES.items():
+        if text in (sql_name, internal):
+            return oid
+    return None
+
+
 def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
     if oid is None:
         return None
@@ -338,7 +360,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         text = text[1:-1].replace('""', '"') if text.startswith('"') else text.lower()
         item = by_name.get(text)
         if item is None:
-            raise sqlite3.OperationalError(f'relation "{value}" does not exist')
+            return SYSTEM_OIDS.get(text)
         return relation_oid(item)
 
     def indexdef(oid: int, column: int = 0, pretty: Any = None) -> str | None:
@@ -367,9 +389,20 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     return {
         "regexp": regexp,
         "regclass": regclass,
-        "regtype": lambda oid: FORMAT.get(oid, str(oid)),
+        "regtype": lambda oid: (
+            FORMAT.get(oid, str(oid)) if isinstance(oid, int) else _type_oid(oid)
+        ),
+        "to_regtype": _type_oid,
+        "to_regclass": lambda name: (
+            by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
+        ),
         "regnamespace": lambda oid: {PUBLIC: "public", PG_CATALOG: "pg_catalog"}.get(oid, oid),
         "pg_table_is_visible": lambda oid: 1,
+        "pg_collation_is_visible": lambda oid: 1,
+        "pg_get_serial_sequence": lambda table, column: None,
+        "json_build_object": lambda *args: json.dumps(
+            dict(zip(args[::2], args[1::2], strict=False))
+        ),
         "pg_type_is_visible": lambda oid: 1,
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
@@ -416,7 +449,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         pattern = node.expression
         pattern = pattern.this if isinstance(pattern, exp.Collate) else pattern
         return exp.RegexpLike(this=node.this, expression=pattern)
-    if isinstance(node, exp.Table) and node.db.lower() == "pg_catalog":
+    if isinstance(node, exp.Table | exp.Column) and node.text("db").lower() == "pg_catalog":
         node.set("db", None)
     if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
         inner = node.expression.this
@@ -466,7 +499,11 @@ def _reads_nothing(tree: exp.Expression) -> bool:
         return False
     sources = [tree.args["from_"].this] if tree.args.get("from_") else []
     sources += [j.this for j in tree.args.get("joins") or [] if (j.side or "").upper() != "LEFT"]
-    return any(isinstance(t, exp.Table) and t.name.lower() in EMPTY for t in sources)
+    return any(
+        (isinstance(t, exp.Table) and t.name.lower() in EMPTY)
+        or (isinstance(t, exp.Subquery) and _reads_nothing(t.this))
+        for t in sources
+    )
 
 
 def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:

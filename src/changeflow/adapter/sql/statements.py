@@ -207,7 +207,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
     ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?"),
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
+    ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
+    ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
 ]
 _COMPILED = [(k, re.compile(p, re.IGNORECASE | re.DOTALL)) for k, p in _PATTERNS]
@@ -282,6 +285,8 @@ def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
 
 
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
+    if kind == "set_time_zone":
+        return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
             if g.get(key):
