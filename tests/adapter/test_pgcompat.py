@@ -37,6 +37,12 @@ CALLS = {
     "starts_with": "starts_with(name, 'a')",
     "reverse": "reverse(name)",
     "repeat": "repeat(name, 2)",
+    "split_part": "split_part(name, 'b', 1)",
+    "lpad": "lpad(name, 5, 'xy')",
+    "rpad": "rpad(name, 4)",
+    "initcap": "initcap(name)",
+    "md5": "md5(name)",
+    "regexp_replace": "regexp_replace(name, '([ab])', '<\\1>', 'g')",
     "concat": "concat(name, id, x)",
     "textcat": "name || '!'",
     "abs": "abs(x)",
@@ -181,4 +187,44 @@ def test_session_statements_drivers_send(tmp_path: Path) -> None:
     assert caught.value.sqlstate == "0A000"
     settings = dict((n, v) for n, v, _ in conn.execute("SHOW ALL").fetchall())
     assert settings["timezone"] == "UTC" and settings["server_version"] == "15.0"
+    conn.close()
+
+
+STRING_CALLS = [
+    "split_part(s, ',', 2)",
+    "split_part(s, ',', -1)",
+    "split_part(s, '', 1)",
+    "lpad(s, 6, 'xy')",
+    "lpad(s, 2)",
+    "rpad(s, 7, '-')",
+    "rpad(s, 0)",
+    "initcap(s)",
+    "md5(s)",
+    "regexp_replace(s, '[aeiou]', '_')",
+    "regexp_replace(s, '([a-z])([a-z])', '\\2\\1', 'g')",
+    "regexp_replace(s, 'B', '<\\&>', 'gi')",
+    "left(s, 2)",
+    "right(s, -1)",
+    "reverse(s)",
+]
+
+
+@pytest.mark.postgres
+def test_string_functions_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y"]
+    select = ", ".join(STRING_CALLS)
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("CREATE TABLE strs (id int, s text)")
+            for i, v in enumerate(values):
+                c.execute("INSERT INTO strs VALUES (%s, %s)", (i, v))
+        try:
+            sql = f"SELECT id, {select} FROM strs ORDER BY id"
+            assert conn.execute(sql).fetchall() == [tuple(r) for r in pg.execute(sql).fetchall()]
+        finally:
+            pg.execute("DROP TABLE strs")
     conn.close()
