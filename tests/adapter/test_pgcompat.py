@@ -228,3 +228,41 @@ def test_string_functions_as_postgres(tmp_path: Path, postgres_url: str) -> None
         finally:
             pg.execute("DROP TABLE strs")
     conn.close()
+
+
+DML = [
+    "INSERT INTO w VALUES (1, 'a', 1.5), (2, 'b', NULL) RETURNING *",
+    "INSERT INTO w (id, name) VALUES (3, 'c') RETURNING id * 10 AS ten, upper(name), price",
+    "UPDATE w SET price = 9.25 WHERE id >= 2 RETURNING id, price",
+    "DELETE FROM w WHERE id = 1 RETURNING name, w.id",
+    "UPDATE w SET name = 'none' WHERE id = 99 RETURNING id",
+]
+
+
+@pytest.mark.postgres
+def test_returning_and_truncate_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("CREATE TABLE w (id int NOT NULL, name text, price numeric(10,2))")
+            c.execute("CREATE TABLE w2 (id int)")
+            c.execute("INSERT INTO w2 VALUES (1)")
+        try:
+            for sql in DML:
+                ours, theirs = conn.cursor(), pg.cursor()
+                ours.execute(sql)
+                theirs.execute(sql)
+                assert ours.statusmessage == theirs.statusmessage, sql
+                assert [d[0] for d in ours.description] == [d.name for d in theirs.description]
+                got = sorted(ours.fetchall())
+                assert got == sorted(tuple(r) for r in theirs.fetchall()), sql
+            for c in (conn, pg):
+                assert c.execute("TRUNCATE w, w2").statusmessage == "TRUNCATE TABLE"
+                assert c.execute("SELECT count(*) FROM w").fetchall() == [(0,)]
+                assert c.execute("SELECT count(*) FROM w2").fetchall() == [(0,)]
+        finally:
+            pg.execute("DROP TABLE w, w2")
+    conn.close()

@@ -101,3 +101,18 @@ def test_savepoints_around_reads(server, table_name: str) -> None:
         conn.autocommit = True
         assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
         conn.execute(f"DROP TABLE {table_name}")
+
+
+def test_returning_over_the_wire(conn: psycopg.Connection, table_name: str) -> None:
+    conn.execute(f"CREATE TABLE {table_name} (id int, name text)")
+    cur = conn.execute(
+        f"INSERT INTO {table_name} VALUES (%s, %s), (%s, %s) RETURNING id, upper(name) AS u",
+        (1, "a", 2, "b"),
+    )
+    assert cur.statusmessage == "INSERT 0 2" and [d.name for d in cur.description] == ["id", "u"]
+    assert sorted(cur.fetchall()) == [(1, "A"), (2, "B")]
+    cur = conn.execute(f"DELETE FROM {table_name} WHERE id = %s RETURNING *", (2,))
+    assert cur.fetchall() == [(2, "b")]
+    assert conn.execute(f"TRUNCATE {table_name}").statusmessage == "TRUNCATE TABLE"
+    assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
+    conn.execute(f"DROP TABLE {table_name}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from changeflow.adapter import ddl
 from changeflow.adapter.assign import assign
@@ -25,6 +26,7 @@ from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.timelines import check_single, check_transaction
@@ -124,6 +126,13 @@ class Session:
                 return sub.columns
             if stmt.kind.startswith("show"):
                 return self._run(stmt).columns
+            if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
+                target = stmt.ast.this
+                table = target.this if isinstance(target, exp.Schema) else target
+                resolver = CatalogResolver(self.env.catalog.load())
+                relation = resolver.relation(table.name)
+                returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
+                return returning.columns if returning is not None else None
             return None
 
     def _run(self, stmt: Statement) -> Result:
@@ -168,6 +177,17 @@ class Session:
             return DDL[kind](self.env, stmt)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
+        if kind == "truncate":  # a DELETE of every row of each table, in one transaction
+            implicit = self.txn is None
+            txn = self._transaction()
+            txn.explicit = True  # held open across the DELETEs
+            try:
+                for name in stmt.args["names"]:
+                    self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
+            finally:
+                txn.explicit = not implicit
+            self._end(txn)
+            return Result("TRUNCATE TABLE")
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
@@ -310,9 +330,13 @@ class Session:
         if rows:
             txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows, table.name))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
+        returning = plan_returning(stmt.ast, table.name, table.plan.schema)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
-        return Result(f"{tag} {count}")
+        if returning is None:
+            return Result(f"{tag} {count}")
+        written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
+        return Result(f"{tag} {count}", returning.columns, returning.rows(written))
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}

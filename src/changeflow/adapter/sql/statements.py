@@ -193,6 +193,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"DROP\s+{KIND}\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
+    (
+        "truncate",
+        rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
+    ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
@@ -311,7 +316,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
     if kind in ("drop", "rename", "show_create", "show_items"):
         g["kind"] = kind_of(g["kind"])
-    if kind == "drop":
+    if kind in ("drop", "truncate"):
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind in ("show_create", "show_columns"):
