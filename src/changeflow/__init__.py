@@ -16,6 +16,7 @@ _ERRORS = (
     "IntegrityError",
     "ProgrammingError",
     "NotSupportedError",
+    "InternalError",
 )
 
 

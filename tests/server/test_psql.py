@@ -62,8 +62,8 @@ def test_errors_and_catalog_queries(server) -> None:
     out = psql(server, "-c", "SELECT * FROM no_such_table")
     assert out.returncode == 1
     assert 'ERROR:  relation "no_such_table" does not exist' in out.stderr
-    out = psql(server, "-c", "\\dt")
-    assert out.returncode == 1 and "SHOW TABLES" in out.stderr
+    out = psql(server, "-c", "SELECT * FROM pg_catalog.pg_policy p, pg_catalog.pg_type t")
+    assert out.returncode == 0 and "(0 rows)" in out.stdout, out.stderr
     out = psql(server, "-At", "-c", "SHOW TABLES")
     assert out.returncode == 0, out.stderr
 
@@ -107,3 +107,39 @@ def test_subscribe_in_psql(server, table_name: str) -> None:
     assert out.returncode == 0, out.stderr
     row = [line for line in out.stdout.splitlines() if line.endswith("|1|7")]
     assert len(row) == 1
+
+
+def test_describe_commands(start_server) -> None:
+    server = start_server()
+    setup = [
+        "CREATE TABLE items (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2))",
+        "CREATE INDEX items_id ON items (id)",
+        "CREATE VIEW named AS SELECT id, name FROM items",
+        "CREATE MATERIALIZED VIEW totals AS SELECT count(*) AS n FROM items",
+    ]
+    for sql in setup:
+        assert psql(server, "-c", sql).returncode == 0
+
+    def run(command: str) -> list[str]:
+        out = psql(server, "-A", "-F", "|", "-c", command)
+        assert out.returncode == 0 and "ERROR" not in out.stderr, (command, out.stderr)
+        return out.stdout.splitlines()
+
+    assert run("\\dt")[1:4] == ["Schema|Name|Type|Owner", "public|items|table|tester", "(1 row)"]
+    assert run("\\dv")[2] == "public|named|view|tester"
+    assert run("\\dm")[2] == "public|totals|materialized view|tester"
+    assert run("\\di")[2] == "public|items_id|index|tester|items"
+    assert [line.split("|")[1] for line in run("\\d")[2:5]] == ["items", "named", "totals"]
+    table = run("\\d items")
+    assert table[0] == 'Table "public.items"'
+    assert table[2:5] == [
+        "id|integer||not null|",
+        "name|text|||'x'::text",  # as PostgreSQL deparses it
+        "price|numeric(12,2)|||",
+    ]
+    assert '"items_id" btree (id)' in "\n".join(table)
+    assert run("\\d named")[0] == 'View "public.named"'
+    assert run("\\d totals")[2] == "n|bigint||not null|"
+    assert run("\\d items_id")[0] == 'Index "public.items_id"'
+    assert run("\\l")[2].startswith("materialize|tester|UTF8|")
+    assert run("\\dn")[2] == "public|tester"

@@ -98,7 +98,7 @@ def test_special_values_and_text_format(conn: psycopg.Connection) -> None:
     assert values == [
         b"Infinity",
         b"1.5",
-        b"2.5",
+        b"2.50",  # PostgreSQL keeps a numeric's scale
         b"t",
         b"2024-01-02 03:04:05.5",
         b"2024-01-02 03:04:05+00",

@@ -75,6 +75,10 @@ class NotSupportedError(DatabaseError):
     pass
 
 
+class InternalError(DatabaseError):
+    """A bug (XX000): its one-line message here, the original exception as the cause."""
+
+
 def sqlstate(error: BaseException) -> str:
     """The PostgreSQL SQLSTATE of an error (XX000 when it has none)."""
     fields = getattr(error, "fields", {}) or {}
@@ -193,6 +197,9 @@ class Connection:
                 out.append(self.session.run(stmt))
         except ChangeflowError as e:
             raise _wrapped(e) from None
+        except Exception as e:  # a bug: one line, as the server answers it (XX000)
+            message = f"internal error: {type(e).__name__}: {e}"
+            raise InternalError(ChangeflowError(message, sqlstate="XX000")) from e
         return out
 
 

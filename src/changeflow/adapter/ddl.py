@@ -426,7 +426,11 @@ def drop(env: Environment, stmt: Statement) -> Result:
                     sqlstate="42P01",
                 )
             closure = state.closure(item.id)
-            others = [d for d in state.dependents(item.id) if d.id not in doomed]
+            others = [
+                d
+                for d in state.dependents(item.id)
+                if d.id not in doomed and not _own_index(d, item)
+            ]
             if others and not cascade:
                 raise PlanError(
                     f'cannot drop {kind} "{n}": still depended upon by {others[0].kind} '
@@ -439,6 +443,12 @@ def drop(env: Environment, stmt: Statement) -> Result:
     gone = env.catalog.change(remove)
     release(env, gone)
     return Result(f"DROP {TAGS[kind]}")
+
+
+def _own_index(dependent: Item, item: Item) -> bool:
+    """Is ``dependent`` an index of ``item`` and nothing else (dropped with it, as PostgreSQL
+    drops a table's indexes)?"""
+    return dependent.kind == "index" and tuple(dependent.depends_on) == (item.id,)
 
 
 def release(env: Environment, items: list[Item]) -> None:

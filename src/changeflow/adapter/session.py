@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
@@ -26,6 +27,7 @@ from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.timelines import check_single, check_transaction
@@ -46,6 +48,7 @@ DDL = {
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
 }
+UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
 SETTINGS = {
     "transaction_isolation": "strict serializable",
     "server_version": "15.0",
@@ -129,6 +132,13 @@ class Session:
                 return sub.columns
             if stmt.kind.startswith("show"):
                 return self._run(stmt).columns
+            if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
+                target = stmt.ast.this
+                table = target.this if isinstance(target, exp.Schema) else target
+                resolver = CatalogResolver(self.env.catalog.load())
+                relation = resolver.relation(table.name)
+                returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
+                return returning.columns if returning is not None else None
             return None
 
     def _run(self, stmt: Statement) -> Result:
@@ -144,8 +154,21 @@ class Session:
                 self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
-            self.settings[stmt.args["var"].lower()] = stmt.args["value"].strip().strip("'")
+            var, value = stmt.args["var"].lower(), stmt.args["value"].strip().strip("'")
+            if var == "timezone" and value.upper() not in UTC_NAMES:
+                raise PlanError(
+                    f"time zone {value!r} is not supported: timestamps are shown in UTC",
+                    sqlstate="0A000",
+                )
+            self.settings[var] = "UTC" if var == "timezone" else value
             return Result("SET")
+        if kind == "show_isolation":
+            # PostgreSQL's name for the level (drivers accept only theirs); changeflow's
+            # transactions are strict serializable, which is serializable and more
+            return text_result("SHOW", ["transaction_isolation"], [("serializable",)])
+        if kind == "show_all":
+            rows = [(k, v, "") for k, v in sorted(self.settings.items())]
+            return text_result("SHOW", ["name", "setting", "description"], rows)
         if kind == "show_var":
             var = stmt.args["var"].lower()
             if var not in self.settings:
@@ -166,6 +189,17 @@ class Session:
             return DDL[kind](self.env, stmt)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
+        if kind == "truncate":  # a DELETE of every row of each table, in one transaction
+            implicit = self.txn is None
+            txn = self._transaction()
+            txn.explicit = True  # held open across the DELETEs
+            try:
+                for name in stmt.args["names"]:
+                    self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
+            finally:
+                txn.explicit = not implicit
+            self._end(txn)
+            return Result("TRUNCATE TABLE")
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
@@ -308,9 +342,13 @@ class Session:
         if rows:
             txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows, table.name))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
+        returning = plan_returning(stmt.ast, table.name, table.plan.schema)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
-        return Result(f"{tag} {count}")
+        if returning is None:
+            return Result(f"{tag} {count}")
+        written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
+        return Result(f"{tag} {count}", returning.columns, returning.rows(written))
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}

@@ -42,6 +42,16 @@ class Function:
     impl: Callable[..., Any]
     strict: bool = True
 
+    def __reduce__(self) -> tuple[Callable[[str], Function], tuple[str]]:
+        """A stored plan names its functions: rules and implementations may be closures or
+        lambdas, which do not pickle, and a plan read back uses today's definition."""
+        return (function_named, (self.name,))
+
+
+def function_named(name: str) -> Function:
+    """The function of :data:`FUNCTIONS` called ``name`` (how a pickled plan finds it)."""
+    return FUNCTIONS[name]
+
 
 def _sig(*shapes: tuple[SqlType | str, ...], result: SqlType | str) -> Rule:
     """A rule from argument shapes; ``"num"`` is any numeric type, ``"same"`` the result is the
@@ -100,6 +110,77 @@ def _left(s: str, n: int) -> str:
 
 def _right(s: str, n: int) -> str:
     return s[-n:] if n > 0 else ("" if n == 0 else s[min(-n, len(s)) :])
+
+
+def _split_part(s: str, delimiter: str, n: int) -> str:
+    if n == 0:
+        raise EvalError("field position must not be zero", sqlstate="22023")
+    parts = s.split(delimiter) if delimiter else [s]
+    if s == "":
+        parts = []
+    index = n - 1 if n > 0 else len(parts) + n
+    return parts[index] if 0 <= index < len(parts) else ""
+
+
+def _pad(left: bool) -> Callable[..., str]:
+    def pad(s: str, n: int, fill: str = " ") -> str:
+        if n <= 0:
+            return ""
+        if len(s) >= n or not fill:
+            return s[:n]
+        filler = (fill * (n // len(fill) + 1))[: n - len(s)]
+        return filler + s if left else s + filler
+
+    return pad
+
+
+def _initcap(s: str) -> str:
+    out, word = [], False
+    for ch in s:
+        out.append(ch.lower() if word else ch.upper())
+        word = ch.isalnum()
+    return "".join(out)
+
+
+def _md5(s: str) -> str:
+    import hashlib
+
+    return hashlib.md5(s.encode("utf-8")).hexdigest()
+
+
+def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> str:
+    """PostgreSQL's regexp_replace: the first match (every one with flag ``g``) replaced;
+    ``\\n`` in the replacement is the n-th group, ``\\&`` the match."""
+    import re
+
+    unknown = set(flags) - set("gic")
+    if unknown:
+        raise EvalError(
+            f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
+        )
+    options = re.IGNORECASE if "i" in flags and "c" not in flags else 0
+    try:
+        compiled = re.compile(pattern, options)
+    except re.error as e:
+        raise EvalError(f"invalid regular expression: {e}", sqlstate="2201B") from None
+
+    def expand(m: re.Match[str]) -> str:
+        out, i = [], 0
+        while i < len(replacement):
+            ch, nxt = replacement[i], replacement[i + 1 : i + 2]
+            if ch == "\\" and nxt.isdigit():
+                n = int(nxt)
+                out.append((m.group(n) or "") if n <= compiled.groups else "")
+            elif ch == "\\" and nxt in ("&", "\\"):
+                out.append(m.group(0) if nxt == "&" else "\\")
+            else:
+                out.append(ch)
+                i += 1
+                continue
+            i += 2
+        return "".join(out)
+
+    return compiled.sub(expand, s, count=0 if "g" in flags else 1)
 
 
 def _concat(*args: Any) -> str:
@@ -325,6 +406,16 @@ FUNCTIONS: dict[str, Function] = {
         Function("starts_with", _sig((TEXT, TEXT), result=BOOL), str.startswith),
         Function("reverse", _sig((TEXT,), result=TEXT), lambda s: s[::-1]),
         Function("repeat", _sig((TEXT, "int"), result=TEXT), lambda s, n: s * max(n, 0)),
+        Function("split_part", _sig((TEXT, TEXT, "int"), result=TEXT), _split_part),
+        Function("lpad", _sig((TEXT, "int"), (TEXT, "int", TEXT), result=TEXT), _pad(True)),
+        Function("rpad", _sig((TEXT, "int"), (TEXT, "int", TEXT), result=TEXT), _pad(False)),
+        Function("initcap", _sig((TEXT,), result=TEXT), _initcap),
+        Function("md5", _sig((TEXT,), result=TEXT), _md5),
+        Function(
+            "regexp_replace",
+            _sig((TEXT, TEXT, TEXT), (TEXT, TEXT, TEXT, TEXT), result=TEXT),
+            _regexp_replace,
+        ),
         Function("concat", lambda args: TEXT, _concat, strict=False),
         Function("textcat", _sig((TEXT, TEXT), result=TEXT), lambda a, b: a + b),
         Function("abs", _sig(("num",), result="same"), abs),
@@ -380,9 +471,10 @@ class Func(Expr):
 
     def __post_init__(self) -> None:
         function = FUNCTIONS.get(self.name.lower())
-        if function is None:
-            raise PlanError(f"function {self.name}() does not exist", sqlstate="42883")
         kinds = tuple(a.type for a in self.args)
+        if function is None:
+            shown = ", ".join(map(str, kinds))
+            raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
         try:
             kind = function.rule(kinds)
         except PlanError:

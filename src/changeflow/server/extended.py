@@ -6,26 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.ddl import quote_ident
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
 from changeflow.server.params import placeholders, substitute
+from changeflow.server.prepare import Prepared, infer_oids
 from changeflow.server.runner import Outcome
 from changeflow.server.values import TYPE_NAMES, from_binary, from_text
 from changeflow.server.values import sql_literal as param_literal
 
 if TYPE_CHECKING:
     from changeflow.adapter.session import Session
-
-
-@dataclass
-class Prepared:
-    """A parsed statement of the extended protocol: its text and parameter type OIDs."""
-
-    text: str
-    oids: list[int]
 
 
 @dataclass
@@ -107,7 +101,8 @@ class Extended:
             prepared = self.prepared.get(name)
             if prepared is None:
                 raise PlanError(f'prepared statement "{name}" does not exist', sqlstate="26000")
-            self.wire.send(*W.parameter_description([o or 25 for o in prepared.oids]))
+            prepared.oids = infer_oids(prepared.text, prepared.oids, self._columns_of)
+            self.wire.send(*W.parameter_description(prepared.oids))
             nulls = [f"NULL::{TYPE_NAMES[o]}" if o in TYPE_NAMES else "NULL" for o in prepared.oids]
             columns = self._describe_text(substitute(prepared.text, nulls), None)
             formats: list[int] = []
@@ -123,6 +118,11 @@ class Extended:
             self.wire.send(b"n")
         else:
             self._row_description(columns, formats)
+
+    def _columns_of(self, relation: str) -> Schema | None:
+        """A relation's columns (to type the parameters compared with or written to them)."""
+        assert self.session is not None
+        return self.session.describe(parse(f"SELECT * FROM {quote_ident(relation)}"))
 
     def _describe_text(self, text: str, portal: Portal | None) -> Schema | None:
         """The columns a statement will return, found without running it."""

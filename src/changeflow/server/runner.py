@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.sql.statements import options, parse
 from changeflow.adapter.subscribe import Subscribe
-from changeflow.compute.types import INT4, TEXT, Column, Schema
+from changeflow.adapter.system import answer, mentions_catalog
+from changeflow.compute.types import BOOL, FLOAT8, INT4, INT8, TEXT, Column, Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
+from changeflow.server import prepare as P
 from changeflow.server.copy import copy_header, copy_line, copy_trailer
+from changeflow.server.params import placeholders, substitute
+from changeflow.server.values import TYPE_NAMES
 
 if TYPE_CHECKING:
     from changeflow.adapter.session import Session
@@ -161,6 +165,9 @@ class Runner:
                 self.cursors.clear()
                 self.prepared = {k: v for k, v in self.prepared.items() if not k}
             return Outcome(text.upper())
+        prepared = self._prepared_statement(text, describe)
+        if prepared is not None:
+            return prepared
         if C.MOVE.fullmatch(text):
             raise PlanError("MOVE is not supported: cursors only go forward", sqlstate="0A000")
         if m := C.FUNCTION.fullmatch(text):
@@ -169,14 +176,95 @@ class Runner:
             found = m["name"].replace("''", "'") in self.cursors
             column = (Column("?column?", INT4, False),)
             return Outcome(columns=column, rows=iter([(1,)] if found else []), counted="SELECT")
-        if C.CATALOG.search(text) and re.match(r"\s*(SELECT|WITH)\b", text, re.I):
+        if mentions_catalog(text) and re.match(r"\s*(SELECT|WITH)\b", text, re.I):
+            return self._catalog(text)
+        return None
+
+    def _prepared_statement(self, text: str, describe: bool) -> Outcome | None:
+        """SQL's PREPARE, EXECUTE and DEALLOCATE [ALL] (None if ``text`` is none of them); they
+        share the extended protocol's prepared statements, as in PostgreSQL."""
+        if m := P.PREPARE.fullmatch(text):
+            key = P.statement_name(m["name"])
+            if not describe:
+                if key in self.prepared:
+                    raise PlanError(f'prepared statement "{key}" already exists', sqlstate="42P05")
+                query = C.strip(m["query"])
+                oids = P.type_oids(m["types"])
+                oids += [0] * (placeholders(query) - len(oids))
+                self.prepared[key] = P.Prepared(query, oids)
+            return Outcome("PREPARE")
+        if m := P.EXECUTE.fullmatch(text):
+            key = P.statement_name(m["name"])
+            found = self.prepared.get(key)
+            if found is None:
+                raise PlanError(f'prepared statement "{key}" does not exist', sqlstate="26000")
+            args = P.arguments(m["args"])
+            if len(args) != len(found.oids):
+                raise PlanError(
+                    f'wrong number of parameters for prepared statement "{key}": expected '
+                    f"{len(found.oids)}, got {len(args)}",
+                    sqlstate="42601",
+                )
+            literals = [
+                f"CAST(({a}) AS {TYPE_NAMES[o]})" if o in TYPE_NAMES else f"({a})"
+                for a, o in zip(args, found.oids, strict=True)
+            ]
+            query = substitute(found.text, literals)
+            if describe:
+                return Outcome(columns=self._describe_text(query, None))  # type: ignore[attr-defined]
+            return self.run(query)
+        if (
+            P.SAVEPOINT.fullmatch(text)
+            or P.RELEASE.fullmatch(text)
+            or P.ROLLBACK_TO.fullmatch(text)
+        ):
+            return self._savepoint(text, describe)
+        if m := P.DEALLOCATE.fullmatch(text):
+            if m["name"].upper() == "ALL":
+                if not describe:
+                    self.prepared = {k: v for k, v in self.prepared.items() if not k}
+                return Outcome("DEALLOCATE ALL")
+            key = P.statement_name(m["name"])
+            if not describe:
+                if key not in self.prepared:
+                    raise PlanError(f'prepared statement "{key}" does not exist', sqlstate="26000")
+                del self.prepared[key]
+            return Outcome("DEALLOCATE")
+        return None
+
+    def _savepoint(self, text: str, describe: bool) -> Outcome:
+        """SAVEPOINT and RELEASE are accepted in a transaction block; ROLLBACK TO a savepoint
+        only while the transaction has written nothing (undoing reads is a no-op, which is what
+        drivers' nested blocks around catalog lookups need)."""
+        assert self.session is not None
+        word = text.split(None, 1)[0].upper()
+        txn = self.session.txn
+        if txn is None or not txn.explicit:
+            raise PlanError(f"{word} can only be used in transaction blocks", sqlstate="25P01")
+        if word == "SAVEPOINT":
+            self._failed_check()
+            return Outcome("SAVEPOINT")
+        if word == "RELEASE":
+            self._failed_check()
+            return Outcome("RELEASE")
+        if txn.writes:
             raise PlanError(
-                "the PostgreSQL system catalogs (pg_catalog, information_schema, and so psql's "
-                "\\d commands) are not available: use SHOW TABLES, SHOW VIEWS, SHOW SOURCES or "
-                "SHOW COLUMNS FROM name",
+                "ROLLBACK TO SAVEPOINT after writes is not supported: roll back the transaction",
                 sqlstate="0A000",
             )
-        return None
+        if not describe:
+            txn.failed = False
+        return Outcome("ROLLBACK")
+
+    def _catalog(self, text: str) -> Outcome:
+        """A query of the system catalogs, answered from changeflow's catalog."""
+        assert self.session is not None
+        user = self.params.get("user", "")
+        database = self.params.get("database") or user
+        got = answer(text, self.session.env.catalog.load(), user, database)
+        kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
+        columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+        return Outcome(columns=columns, rows=iter(got.rows), counted="SELECT")
 
     def _function(self, fn: str, alias: str | None) -> Outcome:
         database = self.params.get("database") or self.params.get("user", "")

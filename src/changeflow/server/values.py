@@ -1,9 +1,9 @@
 """Values on the wire: PostgreSQL type OIDs, text and binary formats out, and bound parameters
 in (decoded by the OID the client declared for them, never by guessing from the bytes).
 
-Text output is PostgreSQL's: ``t``/``f``, ``Infinity``/``NaN``, numeric without trailing zeros
-(as Materialize prints it), timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` with ``+00`` for
-``timestamptz`` (the session's time zone is UTC).
+Text output is PostgreSQL's: ``t``/``f``, ``Infinity``/``NaN``, numeric at the value's scale
+(a ``numeric(12,2)`` column's 1470.10), timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` with
+``+00`` for ``timestamptz`` (the session's time zone is UTC).
 """
 
 from __future__ import annotations
@@ -94,10 +94,9 @@ def numeric_text(value: Decimal) -> str:
         return "NaN"
     if value.is_infinite():
         return "Infinity" if value > 0 else "-Infinity"
-    out = format(value, "f")
-    if "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return "0" if out in ("-0", "") else out
+    if value.is_zero():
+        value = abs(value)  # PostgreSQL has no negative zero
+    return format(value, "f")  # at the value's own scale, as PostgreSQL's (1470.10)
 
 
 def timestamp_text(value: dt.datetime) -> str:
@@ -132,8 +131,8 @@ def numeric_binary(value: Decimal) -> bytes:
     else:
         ds = ds.rjust(-exponent, "0")
         whole, frac = ds[:exponent] or "0", ds[exponent:]
+    dscale = len(frac)  # the value's own scale; trailing zero groups are left out below
     frac = frac.rstrip("0")
-    dscale = len(frac)
     whole = whole.rjust(-(-len(whole) // 4) * 4, "0")
     frac = frac.ljust(-(-len(frac) // 4) * 4, "0")
     groups = [int(whole[i : i + 4]) for i in range(0, len(whole), 4)]

@@ -156,7 +156,7 @@ def _count_error(values: int, targets: int) -> None:
 
 def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     """``INSERT INTO t [(columns)] VALUES ... | query``."""
-    for key in ("returning", "conflict", "where"):
+    for key in ("conflict", "where"):
         if insert.args.get(key):
             raise unsupported(f"INSERT with {key.upper()}", insert)
     table, relation = _target(insert.this, resolver, "insert into")
@@ -230,7 +230,7 @@ def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stag
 
 def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     """``DELETE FROM t [WHERE ...]``: the rows to retract."""
-    for key in ("using", "returning", "limit", "order"):
+    for key in ("using", "limit", "order"):
         if delete.args.get(key):
             raise unsupported(f"DELETE with {key.upper()}", delete)
     stage, relation = _matching(delete, resolver, "delete from")
@@ -241,7 +241,7 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     """``UPDATE t SET c = e, ... [WHERE ...]``: the matching rows and their new values."""
-    for key in ("from", "from_", "returning", "limit", "order"):
+    for key in ("from", "from_", "limit", "order"):
         if update.args.get(key):
             raise unsupported(f"UPDATE with {key.upper().rstrip('_')}", update)
     stage, relation = _matching(update, resolver, "update")

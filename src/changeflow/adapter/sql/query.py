@@ -391,6 +391,8 @@ class Planner:
         raise correlated()
 
     def aggregating(self, node: exp.Select, nodes: list[exp.Expression]) -> bool:
+        for window in (w for n in nodes for w in walk(n) if isinstance(w, exp.Window)):
+            raise unsupported("window functions (OVER)", window)
         if node.args.get("group") is not None or node.args.get("having") is not None:
             return True
         return any(contains(n, is_aggregate) for n in nodes)

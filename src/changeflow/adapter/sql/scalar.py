@@ -409,6 +409,25 @@ class Scalars:
         chars = node.args.get("expression")
         return self.func(name, [node.this] + ([chars] if chars is not None else []))
 
+    def _splitpart(self, node: exp.SplitPart) -> X.Expr:
+        return self.func("split_part", [node.this, node.args["delimiter"], node.args["part_index"]])
+
+    def _pad(self, node: exp.Pad) -> X.Expr:
+        fill = node.args.get("fill_pattern")
+        args = [node.this, node.expression] + ([fill] if fill is not None else [])
+        return self.func("lpad" if node.args.get("is_left") else "rpad", args)
+
+    def _md5(self, node: exp.MD5) -> X.Expr:
+        return self.func("md5", [node.this])
+
+    def _initcap(self, node: exp.Initcap) -> X.Expr:
+        return self.func("initcap", [node.this])
+
+    def _regexpreplace(self, node: exp.RegexpReplace) -> X.Expr:
+        flags = node.args.get("modifiers")
+        args = [node.this, node.expression, node.args["replacement"]]
+        return self.func("regexp_replace", args + ([flags] if flags is not None else []))
+
     def _replace(self, node: exp.Replace) -> X.Expr:
         return self.func("replace", [node.this, node.expression, node.args["replacement"]])
 

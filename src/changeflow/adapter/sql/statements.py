@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
@@ -80,15 +81,48 @@ def kind_of(word: str) -> str:
     return KIND_WORDS[" ".join(word.upper().split())]
 
 
+class PostgresCalls(Postgres):
+    """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
+    than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
+    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error."""
+
+    class Parser(Postgres.Parser):
+        def validate_expression(self, expression: Any, args: list | None = None) -> Any:
+            if (
+                args is not None
+                and isinstance(expression, exp.Func)
+                and not isinstance(expression, exp.Anonymous)
+                and any(
+                    "number of provided arguments" in m for m in expression.error_messages(args)
+                )
+            ):
+                return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
+            return super().validate_expression(expression, args)
+
+
 def parse_sql(text: str) -> exp.Expression:
-    """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601."""
+    """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601
+    worded as PostgreSQL's (``syntax error at or near "x"``, ``at end of input``)."""
     try:
-        parsed = sqlglot.parse(text, read="postgres")
-    except (ParseError, TokenError) as e:
-        raise PlanError(f"syntax error in {text!r}: {_first_line(e)}", sqlstate="42601") from None
+        parsed = sqlglot.parse(text, read=PostgresCalls)
+    except ParseError as e:
+        raise PlanError(_syntax_message(e), sqlstate="42601") from None
+    except TokenError as e:
+        raise PlanError(f"syntax error: {_first_line(e)}", sqlstate="42601") from None
     if len(parsed) != 1 or parsed[0] is None:
         raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
     return parsed[0]
+
+
+def _syntax_message(e: ParseError) -> str:
+    if not e.errors:
+        return f"syntax error: {_first_line(e)}"
+    first = e.errors[0]
+    near, after = str(first.get("highlight") or ""), str(first.get("end_context") or "")
+    incomplete = re.match(r"Required keyword|Expecting|Expected", first.get("description", ""))
+    if not near.strip() or (incomplete and not after.strip()):
+        return "syntax error at end of input"
+    return f'syntax error at or near "{near}"'
 
 
 def _first_line(e: Exception) -> str:
@@ -159,6 +193,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"DROP\s+{KIND}\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
+    (
+        "truncate",
+        rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
+    ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
@@ -178,12 +217,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
     ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?"),
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
+    ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
+    ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
 ]
 _COMPILED = [(k, re.compile(p, re.IGNORECASE | re.DOTALL)) for k, p in _PATTERNS]
 _AS_OF = re.compile(
-    r"^(?P<query>.*?)\s+AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>[^'\s)]+)\s*$", re.I | re.S
+    r"^(?P<query>.*?)\s+AS\s+OF\s+(?:AT\s+LEAST\s+)?(?P<as_of>[^'\s)]+)"
+    r"(?P<tail>\s+(?:ORDER\s+BY|LIMIT|OFFSET|FETCH)\s(?:[^()']|'[^']*')*)?\s*$",
+    re.I | re.S,
 )
 
 
@@ -215,7 +259,7 @@ def _query(kind: str, text: str, args: dict[str, Any] | None = None) -> Statemen
     args = dict(args or {})
     m = _AS_OF.fullmatch(text)
     if m and not args.get("as_of"):
-        text, args["as_of"] = m["query"], m["as_of"]
+        text, args["as_of"] = m["query"] + (m["tail"] or ""), m["as_of"]
     return Statement(kind, text, parse_sql(text), args)
 
 
@@ -251,6 +295,8 @@ def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
 
 
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
+    if kind == "set_time_zone":
+        return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
             if g.get(key):
@@ -276,7 +322,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
     if kind in ("drop", "rename", "show_create", "show_items"):
         g["kind"] = kind_of(g["kind"])
-    if kind == "drop":
+    if kind in ("drop", "truncate"):
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind == "explain_view":

@@ -1,0 +1,565 @@
+"""PostgreSQL's system catalogs (``pg_catalog``, ``information_schema``) generated from
+changeflow's catalog, so clients' catalog queries (psql's ``\\d`` family, SQLAlchemy's
+inspector) get answers.
+
+These queries use much of PostgreSQL that the view planner does not (regular expressions,
+``OPERATOR(pg_catalog.~)``, ``= ANY(ARRAY[…])``, ``::regclass``, correlated subqueries,
+catalog functions), and they read a few hundred rows at most, none of them incrementally. So a
+catalog query runs on an in-memory SQLite database built for it from the current catalog: the
+query is rewritten by sqlglot (PostgreSQL's dialect in, SQLite's out; catalog functions become
+Python functions registered in SQLite). A relation changeflow has no rows for (policies,
+publications, inheritance…) is an empty table; a query SQLite cannot run that reads only such
+relations answers no rows; anything else is refused with 0A000.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.errors import PlanError
+
+PUBLIC, PG_CATALOG, INFO_SCHEMA = 2200, 11, 13000
+OWNER = 10
+RELATION_BASE = 16384
+# SQL type name -> (OID, typlen, pg_type name)
+TYPES = {
+    "boolean": (16, 1, "bool"),
+    "smallint": (21, 2, "int2"),
+    "integer": (23, 4, "int4"),
+    "bigint": (20, 8, "int8"),
+    "numeric": (1700, -1, "numeric"),
+    "double precision": (701, 8, "float8"),
+    "real": (700, 4, "float4"),
+    "text": (25, -1, "text"),
+    "character varying": (1043, -1, "varchar"),
+    "date": (1082, 4, "date"),
+    "timestamp": (1114, 8, "timestamp"),
+    "timestamp without time zone": (1114, 8, "timestamp"),
+    "timestamp with time zone": (1184, 8, "timestamptz"),
+    "oid": (26, 4, "oid"),
+    "name": (19, 64, "name"),
+    "char": (18, 1, "char"),
+}
+FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {1114: "timestamp without time zone"}
+KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
+
+# name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)
+TABLES: dict[str, str] = {
+    "pg_namespace": "oid INTEGER, nspname TEXT, nspowner INTEGER, nspacl TEXT",
+    "pg_class": "oid INTEGER, relname TEXT, relnamespace INTEGER, reltype INTEGER, "
+    "reloftype INTEGER, relowner INTEGER, relam INTEGER, relfilenode INTEGER, "
+    "reltablespace INTEGER, relpages INTEGER, reltuples REAL, relallvisible INTEGER, "
+    "reltoastrelid INTEGER, relhasindex BOOL, relisshared BOOL, relpersistence TEXT, "
+    "relkind TEXT, relnatts INTEGER, relchecks INTEGER, relhasrules BOOL, relhastriggers BOOL, "
+    "relhassubclass BOOL, relrowsecurity BOOL, relforcerowsecurity BOOL, relispopulated BOOL, "
+    "relreplident TEXT, relispartition BOOL, relrewrite INTEGER, relfrozenxid INTEGER, "
+    "relminmxid INTEGER, relacl TEXT, reloptions TEXT, relpartbound TEXT",
+    "pg_attribute": "attrelid INTEGER, attname TEXT, atttypid INTEGER, attstattarget INTEGER, "
+    "attlen INTEGER, attnum INTEGER, attndims INTEGER, attcacheoff INTEGER, atttypmod INTEGER, "
+    "attbyval BOOL, attalign TEXT, attstorage TEXT, attcompression TEXT, attnotnull BOOL, "
+    "atthasdef BOOL, atthasmissing BOOL, attidentity TEXT, attgenerated TEXT, "
+    "attisdropped BOOL, attislocal BOOL, attinhcount INTEGER, attcollation INTEGER, "
+    "attacl TEXT, attoptions TEXT, attfdwoptions TEXT, attmissingval TEXT",
+    "pg_type": "oid INTEGER, typname TEXT, typnamespace INTEGER, typowner INTEGER, "
+    "typlen INTEGER, typbyval BOOL, typtype TEXT, typcategory TEXT, typispreferred BOOL, "
+    "typisdefined BOOL, typdelim TEXT, typrelid INTEGER, typelem INTEGER, typarray INTEGER, "
+    "typinput TEXT, typoutput TEXT, typreceive TEXT, typsend TEXT, typmodin TEXT, "
+    "typmodout TEXT, typanalyze TEXT, typalign TEXT, typstorage TEXT, typnotnull BOOL, "
+    "typbasetype INTEGER, typtypmod INTEGER, typndims INTEGER, typcollation INTEGER, "
+    "typdefaultbin TEXT, typdefault TEXT, typacl TEXT",
+    "pg_index": "indexrelid INTEGER, indrelid INTEGER, indnatts INTEGER, indnkeyatts INTEGER, "
+    "indisunique BOOL, indnullsnotdistinct BOOL, indisprimary BOOL, indisexclusion BOOL, "
+    "indimmediate BOOL, indisclustered BOOL, indisvalid BOOL, indcheckxmin BOOL, "
+    "indisready BOOL, indislive BOOL, indisreplident BOOL, indkey TEXT, indcollation TEXT, "
+    "indclass TEXT, indoption TEXT, indexprs TEXT, indpred TEXT",
+    "pg_constraint": "oid INTEGER, conname TEXT, connamespace INTEGER, contype TEXT, "
+    "condeferrable BOOL, condeferred BOOL, convalidated BOOL, conrelid INTEGER, "
+    "contypid INTEGER, conindid INTEGER, conparentid INTEGER, confrelid INTEGER, "
+    "confupdtype TEXT, confdeltype TEXT, confmatchtype TEXT, conislocal BOOL, "
+    "coninhcount INTEGER, connoinherit BOOL, conkey TEXT, confkey TEXT, conbin TEXT",
+    "pg_database": "oid INTEGER, datname TEXT, datdba INTEGER, encoding INTEGER, "
+    "datlocprovider TEXT, datistemplate BOOL, datallowconn BOOL, datconnlimit INTEGER, "
+    "dattablespace INTEGER, datcollate TEXT, datctype TEXT, daticulocale TEXT, "
+    "datcollversion TEXT, datacl TEXT",
+    "pg_settings": "name TEXT, setting TEXT, unit TEXT, category TEXT, short_desc TEXT, "
+    "extra_desc TEXT, context TEXT, vartype TEXT, source TEXT, min_val TEXT, max_val TEXT, "
+    "enumvals TEXT, boot_val TEXT, reset_val TEXT, sourcefile TEXT, sourceline INTEGER, "
+    "pending_restart BOOL",
+    "pg_description": "objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT",
+    "pg_proc": "oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
+    "prolang INTEGER, prokind TEXT, proisstrict BOOL, proretset BOOL, provolatile TEXT, "
+    "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT",
+    "pg_am": "oid INTEGER, amname TEXT, amhandler TEXT, amtype TEXT",
+    "pg_attrdef": "oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT",
+    "pg_collation": "oid INTEGER, collname TEXT, collnamespace INTEGER",
+    "pg_roles": "oid INTEGER, rolname TEXT, rolsuper BOOL, rolcanlogin BOOL",
+    "pg_user": "usesysid INTEGER, usename TEXT, usesuper BOOL",
+    "pg_tablespace": "oid INTEGER, spcname TEXT",
+    "pg_views": "schemaname TEXT, viewname TEXT, viewowner TEXT, definition TEXT",
+    "pg_matviews": "schemaname TEXT, matviewname TEXT, matviewowner TEXT, definition TEXT",
+    "pg_tables": "schemaname TEXT, tablename TEXT, tableowner TEXT, hasindexes BOOL",
+    "pg_indexes": "schemaname TEXT, tablename TEXT, indexname TEXT, indexdef TEXT",
+    "pg_policy": "oid INTEGER, polname TEXT, polrelid INTEGER, polcmd TEXT, "
+    "polpermissive BOOL, polroles TEXT, polqual TEXT, polwithcheck TEXT",
+    "pg_statistic_ext": "oid INTEGER, stxrelid INTEGER, stxname TEXT, stxnamespace INTEGER, "
+    "stxowner INTEGER, stxstattarget INTEGER, stxkeys TEXT, stxkind TEXT, stxexprs TEXT",
+    "pg_publication": "oid INTEGER, pubname TEXT, puballtables BOOL",
+    "pg_publication_namespace": "oid INTEGER, pnpubid INTEGER, pnnspid INTEGER",
+    "pg_publication_rel": "oid INTEGER, prpubid INTEGER, prrelid INTEGER, prqual TEXT, "
+    "prattrs TEXT",
+    "pg_inherits": "inhrelid INTEGER, inhparent INTEGER, inhseqno INTEGER, inhdetachpending BOOL",
+    "pg_trigger": "oid INTEGER, tgrelid INTEGER, tgname TEXT, tgisinternal BOOL",
+    "pg_rewrite": "oid INTEGER, rulename TEXT, ev_class INTEGER",
+    "pg_foreign_table": "ftrelid INTEGER, ftserver INTEGER, ftoptions TEXT",
+    "pg_sequence": "seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, "
+    "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
+    "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
+    "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
+    "pg_cursors": "name TEXT, statement TEXT",
+    "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
+}
+INFO_TABLES: dict[str, str] = {
+    "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
+    "is_insertable_into TEXT, is_typed TEXT",
+    "columns": "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, "
+    "ordinal_position INTEGER, column_default TEXT, is_nullable TEXT, data_type TEXT, "
+    "character_maximum_length INTEGER, numeric_precision INTEGER, numeric_scale INTEGER, "
+    "datetime_precision INTEGER, udt_catalog TEXT, udt_schema TEXT, udt_name TEXT, "
+    "is_identity TEXT, is_generated TEXT, is_updatable TEXT",
+    "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
+    "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
+    "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
+}
+EMPTY = {
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_namespace",
+    "pg_publication_rel",
+    "pg_inherits",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_foreign_table",
+    "pg_sequence",
+    "pg_enum",
+    "pg_extension",
+    "pg_description",
+    "pg_constraint",
+    "pg_opclass",
+}
+SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
+    "pg_class": 1259,
+    "pg_constraint": 2606,
+    "pg_type": 1247,
+    "pg_proc": 1255,
+}
+NAMES = set(TABLES) | {f"information_schema.{t}" for t in INFO_TABLES}
+BOOLS = {
+    c.split()[0]
+    for cols in (*TABLES.values(), *INFO_TABLES.values())
+    for c in cols.split(", ")
+    if c.endswith(" BOOL")
+} | {"relhasoids"}
+_MENTION = re.compile(
+    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:" + "|".join(TABLES) + r")\b)", re.I
+)
+
+
+def mentions_catalog(text: str) -> bool:
+    """Does ``text`` read a system relation (``pg_class``, ``information_schema.tables``…)?"""
+    return _MENTION.search(text) is not None
+
+
+@dataclass
+class Answer:
+    """A catalog query's result: column names, their kinds (``int``, ``bool``, ``text``,
+    ``float``) and rows."""
+
+    names: list[str]
+    kinds: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def relation_oid(item: Item) -> int:
+    return RELATION_BASE + int(item.id.lstrip("u") or 0)
+
+
+def _type(name: str) -> tuple[int, int, str]:
+    return TYPES.get(name, (25, -1, "text"))
+
+
+def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
+    info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
+    for oid, name in (
+        (PG_CATALOG, "pg_catalog"),
+        (PUBLIC, "public"),
+        (INFO_SCHEMA, "information_schema"),
+    ):
+        out["pg_namespace"].append((oid, name, OWNER, None))
+        info["schemata"].append((database, name, user))
+    out["pg_am"].append((403, "btree", "bthandler", "i"))
+    out["pg_roles"].append((OWNER, user, True, True))
+    out["pg_user"].append((OWNER, user, True))
+    out["pg_database"].append(
+        (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
+    )
+    for name, (oid, length, typname) in TYPES.items():
+        if name == typname or name in ("double precision", "character varying", "date"):
+            category = "N" if oid in (20, 21, 23, 700, 701, 1700, 26) else "S"
+            out["pg_type"].append(
+                (oid, typname, PG_CATALOG, OWNER, length, length > 0, "b", category, False, True)
+                + (",", 0, 0, 0, None, None, None, None, None, None, None, "i", "p", False, 0)
+                + (-1, 0, 0, None, None, None)
+            )
+    items = state.items.values()
+    by_id = {i.id: i for i in items}
+    indexed = {i.depends_on[0] for i in items if i.kind == "index" and i.depends_on}
+    for item in items:
+        kind = KINDS.get(item.kind)
+        if kind is None:
+            continue
+        oid = relation_oid(item)
+        columns = item.columns
+        if item.kind == "index":
+            subject = by_id.get(item.depends_on[0]) if item.depends_on else None
+            if subject is None:
+                continue
+            names = [c[0] for c in subject.columns]
+            keys = [str(k).strip().strip('"') for k in item.options.get("key") or names]
+            columns = tuple(c for c in subject.columns if c[0] in keys)
+            nums = " ".join(str(names.index(k) + 1) if k in names else "0" for k in keys)
+            out["pg_index"].append(
+                (oid, relation_oid(subject), len(keys), len(keys), False, False, False, False)
+                + (True, False, True, False, True, True, False, nums, None, None, None, None, None)
+            )
+            keylist = ", ".join(keys)
+            out["pg_indexes"].append(
+                (
+                    "public",
+                    subject.name,
+                    item.name,
+                    f"CREATE INDEX {item.name} ON public.{subject.name} USING btree ({keylist})",
+                )
+            )
+        out["pg_class"].append(
+            (oid, item.name, PUBLIC, 0, 0, OWNER, 403 if kind == "i" else 0, oid, 0, 0, -1.0, 0)
+            + (0, item.id in indexed, False, "p", kind, len(columns), 0, False, False, False)
+            + (False, False, True, "d", False, 0, 0, 0, None, None, None)
+        )
+        defaults = item.options.get("defaults") or []
+        typmods = _typmods(item) if item.kind == "table" else {}
+        for n, (col, type_name, nullable) in enumerate(columns, 1):
+            type_oid, length, _ = _type(type_name)
+            default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
+            if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
+                default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
+            out["pg_attribute"].append(
+                (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
+                + ("i", "p", "")
+                + (not nullable, default is not None, False, "", "", False, True, 0, 0)
+                + (None, None, None, None)
+            )
+            if default is not None:
+                out["pg_attrdef"].append((oid * 1000 + n, oid, n, default))
+            if kind != "i":
+                info["columns"].append(
+                    (
+                        database,
+                        "public",
+                        item.name,
+                        col,
+                        n,
+                        default,
+                        "NO" if not nullable else "YES",
+                    )
+                    + (FORMAT.get(type_oid, type_name), None, None, None, None, database)
+                    + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
+                )
+        if kind == "r":
+            out["pg_tables"].append(("public", item.name, user, item.id in indexed))
+            info["tables"].append((database, "public", item.name, "BASE TABLE", "YES", "NO"))
+        elif kind in ("v", "m"):
+            definition = _definition(item)
+            view = "pg_views" if kind == "v" else "pg_matviews"
+            out[view].append(("public", item.name, user, definition))
+            info["tables"].append((database, "public", item.name, "VIEW", "NO", "NO"))
+            info["views"].append((database, "public", item.name, definition, "NONE", "NO", "NO"))
+    return out | {f"information_schema.{k}": v for k, v in info.items()}
+
+
+def _typmods(item: Item) -> dict[str, int]:
+    """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
+    ``(p << 16 | s) + 4``; varchar(n): ``n + 4``), read from its CREATE statement."""
+    try:
+        create = sqlglot.parse_one(item.sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return {}
+    out = {}
+    for column in create.find_all(exp.ColumnDef):
+        kind = column.args.get("kind")
+        params = [int(p.name) for p in kind.expressions if p.name.isdigit()] if kind else []
+        if not params:
+            continue
+        if kind.this == exp.DataType.Type.DECIMAL:
+            scale = params[1] if len(params) > 1 else 0
+            out[column.name.lower()] = ((params[0] << 16) | scale) + 4
+        elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
+            out[column.name.lower()] = params[0] + 4
+    return out
+
+
+def _type_oid(name: Any) -> int | None:
+    """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
+    text = str(name).lower().split(".")[-1].strip('"')
+    for sql_name, (oid, _, internal) in TYPES.items():
+        if text in (sql_name, internal):
+            return oid
+    return None
+
+
+def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
+    if oid is None:
+        return None
+    name = FORMAT.get(oid, "text")
+    if typmod is not None and typmod >= 4:
+        if oid == 1700:
+            return f"numeric({(typmod - 4) >> 16},{(typmod - 4) & 0xFFFF})"
+        if oid == 1043:
+            return f"character varying({typmod - 4})"
+    return name
+
+
+def _definition(item: Item) -> str:
+    m = re.search(r"\bAS\s+(.*)$", item.sql, re.I | re.S)
+    return (m[1] if m else item.sql).strip().rstrip(";") + ";"
+
+
+def _functions(state: CatalogState, user: str, database: str) -> dict[str, Callable[..., Any]]:
+    items = [i for i in state.items.values() if i.kind in KINDS]
+    by_oid = {relation_oid(i): i for i in items}
+    by_name = {i.name: i for i in items}
+
+    def regclass(value: Any) -> Any:
+        if isinstance(value, int):
+            item = by_oid.get(value)
+            return item.name if item else str(value)
+        text = str(value)
+        if text.isdigit():
+            return int(text)
+        text = text.split(".")[-1]
+        text = text[1:-1].replace('""', '"') if text.startswith('"') else text.lower()
+        item = by_name.get(text)
+        if item is None:
+            return SYSTEM_OIDS.get(text)
+        return relation_oid(item)
+
+    def indexdef(oid: int, column: int = 0, pretty: Any = None) -> str | None:
+        item = by_oid.get(oid)
+        if item is None or item.kind != "index" or not item.depends_on:
+            return None
+        subject = state.items.get(item.depends_on[0])
+        keys = [str(k) for k in item.options.get("key") or [c[0] for c in subject.columns]]
+        if column:
+            return keys[column - 1] if column <= len(keys) else None
+        return f"CREATE INDEX {item.name} ON public.{subject.name} USING btree ({', '.join(keys)})"
+
+    def viewdef(oid: Any, pretty: Any = None) -> str | None:
+        item = by_oid.get(oid) if isinstance(oid, int) else by_name.get(str(oid))
+        return (
+            _definition(item)
+            if item is not None and item.kind in ("view", "materialized view")
+            else None
+        )
+
+    def regexp(pattern: str | None, value: str | None) -> int | None:
+        if pattern is None or value is None:
+            return None
+        return 1 if re.search(pattern, value) else 0
+
+    return {
+        "regexp": regexp,
+        "regclass": regclass,
+        "regtype": lambda oid: (
+            FORMAT.get(oid, str(oid)) if isinstance(oid, int) else _type_oid(oid)
+        ),
+        "to_regtype": _type_oid,
+        "to_regclass": lambda name: (
+            by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
+        ),
+        "regnamespace": lambda oid: {PUBLIC: "public", PG_CATALOG: "pg_catalog"}.get(oid, oid),
+        "pg_table_is_visible": lambda oid: 1,
+        "pg_collation_is_visible": lambda oid: 1,
+        "pg_get_serial_sequence": lambda table, column: None,
+        "json_build_object": lambda *args: json.dumps(
+            dict(zip(args[::2], args[1::2], strict=False))
+        ),
+        "pg_type_is_visible": lambda oid: 1,
+        "pg_get_userbyid": lambda oid: user,
+        "format_type": _format_type,
+        "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
+        "pg_get_indexdef": indexdef,
+        "pg_get_viewdef": viewdef,
+        "pg_get_constraintdef": lambda oid, pretty=None: None,
+        "pg_encoding_to_char": lambda n: "UTF8",
+        "pg_relation_is_publishable": lambda oid: 0,
+        "obj_description": lambda *args: None,
+        "col_description": lambda *args: None,
+        "shobj_description": lambda *args: None,
+        "array_to_string": lambda value, sep=",", *rest: value,
+        "current_schema": lambda: "public",
+        "current_database": lambda: database,
+        "current_user": lambda: user,
+        "version": lambda: "PostgreSQL 15.0 on changeflow",
+        "has_table_privilege": lambda *args: 1,
+        "has_schema_privilege": lambda *args: 1,
+        "pg_is_other_temp_schema": lambda oid: 0,
+        "quote_ident": lambda s: s if re.fullmatch(r"[a-z_][a-z0-9_$]*", s or "") else f'"{s}"',
+    }
+
+
+_SQLITE_CASTS = {
+    "text": "TEXT",
+    "name": "TEXT",
+    "varchar": "TEXT",
+    "char": "TEXT",
+    "bpchar": "TEXT",
+}
+
+
+def _rewrite(node: exp.Expression) -> exp.Expression:
+    """A PostgreSQL catalog query's nodes as SQLite can run them."""
+    schema = node.this.name.lower() if isinstance(node, exp.Dot) else ""
+    if schema in ("pg_catalog", "information_schema") and isinstance(node.expression, exp.Func):
+        return node.expression
+    if isinstance(node, exp.Collate):
+        return node.this
+    if isinstance(node, exp.ByteString):
+        return exp.Literal.string(str(node.this))
+    if isinstance(node, exp.Operator) and str(node.args.get("operator", "")).endswith("~"):
+        pattern = node.expression
+        pattern = pattern.this if isinstance(pattern, exp.Collate) else pattern
+        return exp.RegexpLike(this=node.this, expression=pattern)
+    if isinstance(node, exp.Table | exp.Column) and node.text("db").lower() == "pg_catalog":
+        node.set("db", None)
+    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
+        inner = node.expression.this
+        inner = inner.this if isinstance(inner, exp.Paren) else inner
+        if isinstance(inner, exp.Array):
+            return exp.In(this=node.this, expressions=inner.expressions)
+        return exp.false()
+    if isinstance(node, exp.Cast):
+        to = node.to
+        name = (to.sql("postgres") if isinstance(to, exp.DataType) else str(to.this)).lower()
+        name = name.split(".")[-1].strip('"')
+        if name in ("regclass", "regtype", "regnamespace"):
+            return exp.Anonymous(this=name, expressions=[node.this])
+        if name in _SQLITE_CASTS:
+            node.set("to", exp.DataType.build("TEXT"))  # in place: its operand is rewritten
+            return node
+        if name in ("oid", "int", "int2", "int4", "int8", "integer", "bigint", "smallint"):
+            node.set("to", exp.DataType.build("INTEGER"))
+            return node
+        return node.this
+    return node
+
+
+def _name_outputs(tree: exp.Expression) -> None:
+    """Name the select list's unnamed expressions as PostgreSQL does (a function by its name,
+    anything else ``?column?``)."""
+    for select in [tree] if isinstance(tree, exp.Select) else list(tree.find_all(exp.Select))[:1]:
+        for i, e in enumerate(select.expressions):
+            if isinstance(e, exp.Alias | exp.Column | exp.Star):
+                continue
+            inner = e.expression if isinstance(e, exp.Dot) else e
+            name = "?column?"
+            if isinstance(inner, exp.Anonymous):
+                name = str(inner.this).lower()
+            elif isinstance(inner, exp.Func):
+                name = inner.sql_name().lower()
+            elif isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Column):
+                name = inner.this.name
+            select.expressions[i] = exp.alias_(e, name, quoted=True)
+
+
+def _reads_nothing(tree: exp.Expression) -> bool:
+    """Does every branch of the query inner-join a relation that changeflow has no rows for?"""
+    if isinstance(tree, exp.SetOperation):
+        return _reads_nothing(tree.this) and _reads_nothing(tree.expression)
+    if not isinstance(tree, exp.Select):
+        return False
+    sources = [tree.args["from_"].this] if tree.args.get("from_") else []
+    sources += [j.this for j in tree.args.get("joins") or [] if (j.side or "").upper() != "LEFT"]
+    return any(
+        (isinstance(t, exp.Table) and t.name.lower() in EMPTY)
+        or (isinstance(t, exp.Subquery) and _reads_nothing(t.this))
+        for t in sources
+    )
+
+
+def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:
+    """Run the catalog query ``text`` over the system relations of ``state``."""
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError as e:
+        raise PlanError(f"syntax error in a catalog query: {e}", sqlstate="42601") from None
+    _name_outputs(tree)
+    for _ in range(4):  # a rewritten node's children are rewritten in the next pass
+        tree = tree.transform(_rewrite)
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("ATTACH DATABASE ':memory:' AS information_schema")
+        for name, rows in _rows(state, user, database).items():
+            schema = TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
+            db.execute(f"CREATE TABLE {name} ({schema})")
+            width = schema.count(",") + 1
+            if rows:
+                marks = ", ".join("?" * width)
+                db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+        for fn, impl in _functions(state, user, database).items():
+            db.create_function(fn, -1, impl, deterministic=True)
+        sql = tree.sql(dialect="sqlite")
+        try:
+            cur = db.execute(sql)
+        except sqlite3.Error as e:
+            if _reads_nothing(tree):
+                names = (
+                    [s.alias_or_name for s in tree.selects] if isinstance(tree, exp.Query) else []
+                )
+                return Answer(names, ["text"] * len(names), [])
+            raise PlanError(
+                f"this catalog query is not supported ({e}); SHOW TABLES, SHOW VIEWS and "
+                "SHOW COLUMNS FROM name answer the common questions",
+                sqlstate="0A000",
+            ) from None
+        names = [d[0] for d in cur.description or ()]
+        rows = cur.fetchall()
+    finally:
+        db.close()
+    kinds = []
+    for i, n in enumerate(names):
+        values = [r[i] for r in rows if r[i] is not None]
+        if n in BOOLS and all(v in (0, 1) for v in values):
+            kinds.append("bool")
+        elif values and all(isinstance(v, int) for v in values):
+            kinds.append("int")
+        elif values and all(isinstance(v, float) for v in values):
+            kinds.append("float")
+        else:
+            kinds.append("text")
+    rows = [
+        tuple(
+            bool(v) if k == "bool" and v is not None else v for v, k in zip(r, kinds, strict=True)
+        )
+        for r in rows
+    ]
+    return Answer(names, kinds, rows)

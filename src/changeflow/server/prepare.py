@@ -1,0 +1,169 @@
+"""Prepared statements: the extended protocol's (Parse) and SQL's (``PREPARE``, ``EXECUTE``,
+``DEALLOCATE [ALL]``), and the types of their parameters.
+
+A parameter the client declares with OID 0 gets the type PostgreSQL would infer from where it
+stands: an INSERT's target column, the column an UPDATE sets, the column on the other side of a
+comparison or ``IN``, or a cast. Describe reports those types and Bind decodes by them (asyncpg
+sends parameters in binary by the described types). Any other parameter is text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.statements import NAME, PostgresCalls, name
+from changeflow.adapter.sql.types import cast_target
+from changeflow.compute.types import Schema, SqlType
+from changeflow.errors import ChangeflowError, PlanError
+from changeflow.server.values import TEXT, oid_of
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+PREPARE = re.compile(
+    rf"PREPARE\s+(?P<name>{NAME})\s*(?:\((?P<types>[^)]*)\))?\s*AS\s+(?P<query>.+)", _FLAGS
+)
+EXECUTE = re.compile(rf"EXECUTE\s+(?P<name>{NAME})\s*(?:\((?P<args>.*)\))?", _FLAGS)
+SAVEPOINT = re.compile(rf"SAVEPOINT\s+(?P<name>{NAME})", _FLAGS)
+RELEASE = re.compile(rf"RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})", _FLAGS)
+ROLLBACK_TO = re.compile(
+    rf"ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})", _FLAGS
+)
+DEALLOCATE = re.compile(rf"DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>{NAME})", _FLAGS)
+
+
+@dataclass
+class Prepared:
+    """A prepared statement: its text and parameter type OIDs (0: not known yet)."""
+
+    text: str
+    oids: list[int]
+
+
+def statement_name(raw: str) -> str:
+    return name(raw)
+
+
+def type_oids(types: str | None) -> list[int]:
+    """The OIDs of ``PREPARE name (type, …)``'s type list."""
+    out = []
+    for part in _commas(types or ""):
+        if part.strip():
+            try:
+                dt = exp.DataType.build(part.strip(), dialect="postgres")
+            except Exception:
+                raise PlanError(f'type "{part.strip()}" does not exist', sqlstate="42704") from None
+            out.append(oid_of(cast_target(dt)[0])[0])
+    return out
+
+
+def arguments(args: str | None) -> list[str]:
+    """``EXECUTE name (a, b)``'s argument expressions, as SQL text."""
+    return [a.strip() for a in _commas(args or "") if a.strip()]
+
+
+def _commas(text: str) -> list[str]:
+    parts, depth, quote, cur = [], 0, False, ""
+    for ch in text:
+        if ch == "'":
+            quote = not quote
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+        elif not quote and depth == 0 and ch == ",":
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return [*parts, cur]
+
+
+def infer_oids(text: str, oids: list[int], columns_of: Callable[[str], Schema | None]) -> list[int]:
+    """``oids`` with each 0 replaced by the OID of the type the parameter's place implies
+    (text where nothing does). ``columns_of`` gives a relation's columns (None if unknown)."""
+    if all(oids):
+        return list(oids)
+    try:
+        tree = PostgresCalls().parse(text)[0]
+    except Exception:  # the statement's own error comes when it runs
+        tree = None
+    found = _infer(tree, columns_of) if tree is not None else {}
+    return [o or (oid_of(found[i])[0] if i in found else TEXT) for i, o in enumerate(oids, 1)]
+
+
+def _param(node: exp.Expression | None) -> int | None:
+    if isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal):
+        try:
+            return int(node.this.this)
+        except ValueError:
+            return None
+    return None
+
+
+def _cast_type(dt: exp.DataType) -> SqlType | None:
+    try:
+        return cast_target(dt)[0]
+    except PlanError:
+        return None
+
+
+def _infer(tree: exp.Expression, columns_of: Callable[[str], Schema | None]) -> dict[int, SqlType]:
+    tables: dict[str, dict[str, SqlType]] = {}
+    for table in tree.find_all(exp.Table):
+        try:
+            schema = columns_of(table.name)
+        except ChangeflowError:
+            schema = None
+        if schema:
+            tables[table.name.lower()] = {c.name: c.type for c in schema}
+            if table.alias:
+                tables[table.alias.lower()] = tables[table.name.lower()]
+
+    def column(node: exp.Expression) -> SqlType | None:
+        if not isinstance(node, exp.Column):
+            return None
+        if node.table:
+            return tables.get(node.table.lower(), {}).get(node.name)
+        for cols in tables.values():
+            if node.name in cols:
+                return cols[node.name]
+        return None
+
+    found: dict[int, SqlType] = {}
+
+    def give(node: exp.Expression | None, kind: SqlType | None) -> None:
+        n = _param(node)
+        if n is not None and kind is not None:
+            found.setdefault(n, kind)
+
+    if isinstance(tree, exp.Insert):
+        target = tree.this
+        table = target.this if isinstance(target, exp.Schema) else target
+        cols = tables.get(table.name.lower(), {}) if isinstance(table, exp.Table) else {}
+        names = (
+            [c.name for c in target.expressions] if isinstance(target, exp.Schema) else list(cols)
+        )
+        values = tree.expression
+        if isinstance(values, exp.Values):
+            for row in values.expressions:
+                for i, item in enumerate(row.expressions if isinstance(row, exp.Tuple) else [row]):
+                    if i < len(names):
+                        give(item, cols.get(names[i]))
+    for node in tree.walk():
+        if isinstance(node, exp.Cast):
+            give(node.this, _cast_type(node.to))
+        elif isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+            give(node.expression, column(node.this))
+            give(node.this, column(node.expression))
+        elif isinstance(node, exp.In):
+            for item in node.expressions:
+                give(item, column(node.this))
+        elif isinstance(node, exp.Between):
+            give(node.args.get("low"), column(node.this))
+            give(node.args.get("high"), column(node.this))
+    return found

@@ -1,0 +1,268 @@
+"""PostgreSQL compatibility of the adapter: plans that store and reload, errors as PostgreSQL
+words them, DROP with indexes, numeric scale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import changeflow
+from changeflow.adapter.connection import Connection, DatabaseError
+from changeflow.compute.functions import FUNCTIONS
+
+
+def open_home(home: Path) -> Connection:
+    return changeflow.connect(home, host_seconds=0)
+
+
+# One call of every function of the table, over t(id int, name text, x numeric(12,2), f float8,
+# d date, ts timestamptz).
+CALLS = {
+    "lower": "lower(name)",
+    "upper": "upper(name)",
+    "length": "length(name)",
+    "char_length": "char_length(name)",
+    "substr": "substr(name, 2)",
+    "substring": "substring(name, 2, 1)",
+    "btrim": "btrim(name, 'a')",
+    "trim": "trim(name)",
+    "ltrim": "ltrim(name)",
+    "rtrim": "rtrim(name)",
+    "replace": "replace(name, 'a', 'b')",
+    "strpos": "strpos(name, 'b')",
+    "position": "position('b' IN name)",
+    "left": "left(name, 2)",
+    "right": "right(name, 2)",
+    "starts_with": "starts_with(name, 'a')",
+    "reverse": "reverse(name)",
+    "repeat": "repeat(name, 2)",
+    "split_part": "split_part(name, 'b', 1)",
+    "lpad": "lpad(name, 5, 'xy')",
+    "rpad": "rpad(name, 4)",
+    "initcap": "initcap(name)",
+    "md5": "md5(name)",
+    "regexp_replace": "regexp_replace(name, '([ab])', '<\\1>', 'g')",
+    "concat": "concat(name, id, x)",
+    "textcat": "name || '!'",
+    "abs": "abs(x)",
+    "round": "round(x, 1)",
+    "trunc": "trunc(x)",
+    "floor": "floor(f)",
+    "ceil": "ceil(x)",
+    "ceiling": "ceiling(f)",
+    "sign": "sign(x)",
+    "sqrt": "sqrt(f)",
+    "ln": "ln(f)",
+    "exp": "exp(f)",
+    "power": "power(f, 2)",
+    "pow": "pow(x, 2)",
+    "greatest": "greatest(id, 2)",
+    "least": "least(x, 2)",
+    "date_part": "date_part('month', d)",
+    "extract": "extract(year FROM ts)",
+    "date_trunc": "date_trunc('month', ts)",
+    "make_date": "make_date(2020, 1, id)",
+    "to_timestamp": "to_timestamp(f)",
+    "epoch_ms": "epoch_ms(ts)",
+}
+
+
+def test_every_function_in_a_materialized_view_survives_a_restart(tmp_path: Path) -> None:
+    missing = set(FUNCTIONS) - set(CALLS)
+    assert not missing, f"add a call of {sorted(missing)} to CALLS"
+    select = ", ".join(f"{call} AS {name}" for name, call in CALLS.items())
+    conn = open_home(tmp_path / "home")
+    conn.execute(
+        "CREATE TABLE t (id int, name text, x numeric(12,2), f float8, d date, ts timestamptz)"
+    )
+    conn.execute(
+        "INSERT INTO t VALUES (1, 'abc', -3.25, 2.5, '2024-03-05', '2024-03-05 10:00:00+00'),"
+        " (2, 'ba ', 7.25, 0.5, '2023-12-31', '2023-12-31 23:59:59+00')"
+    )
+    expected = conn.execute(f"SELECT id, {select} FROM t ORDER BY id").fetchall()
+    conn.execute(f"CREATE MATERIALIZED VIEW v AS SELECT id, {select} FROM t")
+    conn.execute("CREATE MATERIALIZED VIEW recent AS SELECT id FROM t WHERE ts <= mz_now()")
+    conn.execute(f"CREATE VIEW plain AS SELECT id, {select} FROM t")
+    assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+    conn.close()
+    conn = open_home(tmp_path / "home")
+    try:
+        assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+        assert conn.execute("SELECT * FROM plain ORDER BY id").fetchall() == expected
+        assert conn.execute("SELECT id FROM recent ORDER BY id").fetchall() == [(1,), (2,)]
+    finally:
+        conn.close()
+
+
+# Statements PostgreSQL refuses, with the SQLSTATE both give and words our message must have.
+REFUSED = [
+    ("SELECT id FROM t WHERE", "42601", "syntax error at end of input"),
+    ("SELECT id FROM t WHERE id = = 2", "42601", 'syntax error at or near "="'),
+    ("SELECT upper('a', 'b')", "42883", "function upper(text, text) does not exist"),
+    ("SELECT nofunc(id, name) FROM t", "42883", "function nofunc(integer, text) does not exist"),
+]
+
+
+def _postgres_error(cur, sql: str) -> str:
+    import psycopg
+
+    try:
+        cur.execute(sql)
+    except psycopg.Error as e:
+        cur.connection.rollback()
+        return e.sqlstate
+    raise AssertionError(f"PostgreSQL accepted {sql}")
+
+
+@pytest.mark.postgres
+def test_errors_as_postgres_gives_them(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url) as pg, pg.cursor() as cur:
+        for c in (conn, cur):
+            c.execute("CREATE TABLE t (id int, x int, name text)")
+        pg.commit()
+        for sql, sqlstate, words in REFUSED:
+            with pytest.raises(DatabaseError) as caught:
+                conn.execute(sql)
+            assert caught.value.sqlstate == sqlstate == _postgres_error(cur, sql), sql
+            assert words in str(caught.value) and "sqlglot" not in str(caught.value), sql
+        cur.execute("DROP TABLE t")
+        pg.commit()
+    conn.close()
+
+
+def test_window_functions_are_refused_as_unsupported(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int, x int)")
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute("SELECT id, sum(x) OVER (ORDER BY id) FROM t")
+    assert caught.value.sqlstate == "0A000" and "window functions" in str(caught.value)
+    conn.close()
+
+
+def test_as_of_before_order_by_and_limit(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int)")
+    conn.execute("INSERT INTO t VALUES (2), (1), (3)")
+    ts = conn.env.oracle("EpochMilliseconds").read_ts()
+    conn.execute("INSERT INTO t VALUES (0)")
+    got = conn.execute(f"SELECT id FROM t AS OF {ts} ORDER BY id LIMIT 2").fetchall()
+    assert got == [(1,), (2,)]
+    conn.close()
+
+
+def test_drop_table_drops_its_own_indexes(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int)")
+    conn.execute("CREATE INDEX t_id ON t (id)")
+    conn.execute("CREATE VIEW v AS SELECT id FROM t")
+    conn.execute("CREATE INDEX v_id ON v (id)")
+    with pytest.raises(DatabaseError) as caught:  # a view still depends on t
+        conn.execute("DROP TABLE t")
+    assert caught.value.sqlstate == "2BP01" and '"v"' in str(caught.value)
+    conn.execute("DROP VIEW v")
+    assert conn.execute("SHOW INDEXES").fetchall() == [("t_id", "t", "id")]
+    conn.execute("DROP TABLE t")
+    assert conn.execute("SHOW INDEXES").fetchall() == []
+    assert conn.execute("SHOW TABLES").fetchall() == []
+    conn.close()
+
+
+def test_session_statements_drivers_send(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    assert conn.execute("SHOW TRANSACTION ISOLATION LEVEL").fetchall() == [("serializable",)]
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute("SET TIME ZONE UTC")
+    assert conn.execute("SHOW timezone").fetchall() == [("UTC",)]
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute("SET TIME ZONE 'Europe/Berlin'")
+    assert caught.value.sqlstate == "0A000"
+    settings = dict((n, v) for n, v, _ in conn.execute("SHOW ALL").fetchall())
+    assert settings["timezone"] == "UTC" and settings["server_version"] == "15.0"
+    conn.close()
+
+
+STRING_CALLS = [
+    "split_part(s, ',', 2)",
+    "split_part(s, ',', -1)",
+    "split_part(s, '', 1)",
+    "lpad(s, 6, 'xy')",
+    "lpad(s, 2)",
+    "rpad(s, 7, '-')",
+    "rpad(s, 0)",
+    "initcap(s)",
+    "md5(s)",
+    "regexp_replace(s, '[aeiou]', '_')",
+    "regexp_replace(s, '([a-z])([a-z])', '\\2\\1', 'g')",
+    "regexp_replace(s, 'B', '<\\&>', 'gi')",
+    "left(s, 2)",
+    "right(s, -1)",
+    "reverse(s)",
+]
+
+
+@pytest.mark.postgres
+def test_string_functions_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y"]
+    select = ", ".join(STRING_CALLS)
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("CREATE TABLE strs (id int, s text)")
+            for i, v in enumerate(values):
+                c.execute("INSERT INTO strs VALUES (%s, %s)", (i, v))
+        try:
+            sql = f"SELECT id, {select} FROM strs ORDER BY id"
+            assert conn.execute(sql).fetchall() == [tuple(r) for r in pg.execute(sql).fetchall()]
+        finally:
+            pg.execute("DROP TABLE strs")
+    conn.close()
+
+
+DML = [
+    "INSERT INTO w VALUES (1, 'a', 1.5), (2, 'b', NULL) RETURNING *",
+    "INSERT INTO w (id, name) VALUES (3, 'c') RETURNING id * 10 AS ten, upper(name), price",
+    "UPDATE w SET price = 9.25 WHERE id >= 2 RETURNING id, price",
+    "DELETE FROM w WHERE id = 1 RETURNING name, w.id",
+    "UPDATE w SET name = 'none' WHERE id = 99 RETURNING id",
+]
+
+
+@pytest.mark.postgres
+def test_returning_and_truncate_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("CREATE TABLE w (id int NOT NULL, name text, price numeric(10,2))")
+            c.execute("CREATE TABLE w2 (id int)")
+            c.execute("INSERT INTO w2 VALUES (1)")
+        try:
+            for sql in DML:
+                ours, theirs = conn.cursor(), pg.cursor()
+                ours.execute(sql)
+                theirs.execute(sql)
+                assert ours.statusmessage == theirs.statusmessage, sql
+                assert [d[0] for d in ours.description] == [d.name for d in theirs.description]
+                got = sorted(ours.fetchall())
+                assert got == sorted(tuple(r) for r in theirs.fetchall()), sql
+            for c in (conn, pg):
+                assert c.execute("TRUNCATE w, w2").statusmessage == "TRUNCATE TABLE"
+                assert c.execute("SELECT count(*) FROM w").fetchall() == [(0,)]
+                assert c.execute("SELECT count(*) FROM w2").fetchall() == [(0,)]
+        finally:
+            pg.execute("DROP TABLE w, w2")
+    conn.close()

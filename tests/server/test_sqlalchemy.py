@@ -1,0 +1,46 @@
+"""SQLAlchemy's inspector against ``changeflow serve``, compared with the same calls against
+PostgreSQL 15 holding the same tables."""
+
+from __future__ import annotations
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+
+DDL = [
+    "CREATE TABLE {p}items (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2), "
+    "at timestamptz, ok boolean, n bigint, f double precision, d date)",
+    "CREATE VIEW {p}named AS SELECT id, name FROM {p}items",
+]
+
+
+def _inspect(url: str, prefix: str) -> dict:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for sql in DDL:
+                conn.execute(sa.text(sql.format(p=prefix)))
+        insp = sa.inspect(engine)
+        columns = [{**c, "type": str(c["type"])} for c in insp.get_columns(f"{prefix}items")]
+        out = {
+            "tables": [t for t in insp.get_table_names() if t.startswith(prefix)],
+            "views": [v for v in insp.get_view_names() if v.startswith(prefix)],
+            "columns": columns,
+            "has": (insp.has_table(f"{prefix}items"), insp.has_table(f"{prefix}nope")),
+        }
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text(f"DROP VIEW {prefix}named"))
+            conn.execute(sa.text(f"DROP TABLE {prefix}items"))
+        return out
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_inspector_as_on_postgres(server, postgres_url: str, table_name: str) -> None:
+    ours = _inspect(
+        f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize", table_name
+    )
+    theirs = _inspect(postgres_url.replace("postgresql://", "postgresql+psycopg://"), table_name)
+    assert ours == theirs
+    assert ours["tables"] == [f"{table_name}items"] and ours["views"] == [f"{table_name}named"]
