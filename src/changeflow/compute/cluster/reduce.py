@@ -20,7 +20,7 @@ from changeflow.compute.spark_expr import ExprCompiler, fail, name
 from changeflow.compute.types import FLOAT8, NUMERIC
 from changeflow.updates import DIFF, TIME
 
-COUNT = "_n"  # the group's row count: the first value, so a spine drops groups without rows
+COUNT = "_n"  # the group's row count
 
 
 def accumulable(plan: P.Plan) -> bool:

@@ -35,8 +35,8 @@ class Batch:
 class Spine:
     """A collection of ``width`` positional columns (with ``_time`` when ``timed``: updates
     waiting for a later step) as batches under ``prefix`` of the blob root. ``values`` are the
-    columns summed per distinct row (``_diff``; or a reduce's running totals, the first of
-    which is the group's row count)."""
+    columns summed per distinct row (``_diff``; or a reduce's running totals); a row whose
+    values all sum to zero is dropped."""
 
     spark: SparkSession
     blob: Blob
@@ -74,12 +74,15 @@ class Spine:
             self._append(collection)
 
     def forget_retired(self) -> None:
-        """Uncache and delete the batches merged away (after the state that names them is gone)."""
+        """Uncache the batches merged away and delete those this spine wrote (after the state
+        that names them is gone). A batch loaded from a checkpoint is left in place: another
+        replica resumed from the same checkpoint may still read it."""
         for key in self.retired:
             frame = self._frames.pop(key, None)
             if frame is not None:
                 frame.unpersist()
-            self.blob.delete_dir(key)
+            if key.startswith(self.prefix + "/"):
+                self.blob.delete_dir(key)
         self.retired = []
 
     def drop(self) -> None:
@@ -100,7 +103,8 @@ class Spine:
     def _append(self, delta: DataFrame) -> None:
         columns = self._columns()
         sums = [F.sum(v).alias(v) for v in self.values]
-        summed = delta.groupBy(*columns).agg(*sums).where(F.col(self.values[0]) != 0)
+        nonzero = fold(lambda a, b: a | b, (F.col(v) != 0 for v in self.values))
+        summed = delta.groupBy(*columns).agg(*sums).where(nonzero)
         key = f"{self.prefix}/{uuid.uuid4().hex}"
         summed.write.parquet(self.blob.uri(key))
         rows = self._rows_written(key)
