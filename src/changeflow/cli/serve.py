@@ -57,6 +57,13 @@ from changeflow.cli.common import friendly
     help="Of --max-clients, the slots only a superuser may take (default: 1).",
 )
 @click.option(
+    "--query-memory",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="MB a query may grow the server by; past it the query fails (SQLSTATE 53200).",
+)
+@click.option(
     "--allow-path",
     "allow_paths",
     multiple=True,
@@ -82,6 +89,7 @@ def serve(
     require_tls: bool,
     max_clients: int,
     reserved_connections: int | None,
+    query_memory: int,
     allow_paths: tuple[str, ...],
     insecure: bool,
 ) -> None:
@@ -156,6 +164,7 @@ def serve(
                 roles,
                 allow_paths or None,
                 reserved_connections,
+                query_memory << 20,
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None
