@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import ssl
@@ -194,6 +195,8 @@ def serve(
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        if hasattr(signal, "SIGUSR1"):  # every thread's stack on stderr, to see what waits
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         shown = f"[{server.host}]" if ":" in server.host else server.host
         auth = f"{auth_method} passwords" if passwords is not None else "trust"
         click.echo(
