@@ -77,3 +77,34 @@ def test_map_columns_reaches_every_kind_of_child() -> None:
     assert moved.columns() == {0, 1} and e.columns() == {2, 3}
     row = (None, None, 5, -7)
     assert moved.eval(row[2:]) == e.eval(row)
+
+
+def disconnected_first() -> P.Plan:
+    """``FROM r, r AS r2, s, s AS s2 WHERE r.k = s.k AND r2.k = s2.k AND s.w = s2.w``: as
+    written, r and r2 share no equality, so running left to right starts with r x r2."""
+    four = P.Join((P.Join((P.Join((R, R)), S)), S))
+    schema = four.schema  # r: 0-1, r2: 2-3, s: 4-5, s2: 6-7
+    return P.Filter(four, (eq(schema, 0, 4), eq(schema, 2, 6), eq(schema, 5, 7)))
+
+
+def test_join_inputs_are_ordered_so_none_is_a_cross_product() -> None:
+    plan = optimize(disconnected_first())
+    assert isinstance(plan, P.Project)
+    join = plan.input
+    assert isinstance(join, P.Join)
+    assert [p.name for p in join.inputs_] == ["r", "s", "s", "r"]
+    widths = [len(p.schema) for p in join.inputs_]
+    sides = [i for i, w in enumerate(widths) for _ in range(w)]
+    for n in range(1, len(widths)):  # each input shares an equivalence with one before it
+        assert any(
+            n in {sides[c] for c in klass} and min(sides[c] for c in klass) < n
+            for klass in join.equivalences
+        )
+    assert plan.schema == disconnected_first().schema
+
+
+@given(history=histories(4), t=st.integers(0, 3))
+def test_the_reordered_join_means_the_same(history: dict, t: int) -> None:
+    inputs = {name: read(updates, t) for name, updates in history.items()}
+    plan = disconnected_first()
+    assert evaluate(optimize(plan), inputs, t) == evaluate(plan, inputs, t)

@@ -23,6 +23,7 @@ from sqlglot import exp
 from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
+from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
@@ -77,10 +78,15 @@ class Session:
     """One client's statements against an :class:`Environment` (see the module docstring)."""
 
     def __init__(
-        self, env: Environment, timeout: float = 30.0, access: Access | None = None
+        self,
+        env: Environment,
+        timeout: float = 30.0,
+        access: Access | None = None,
+        memory_budget: int | None = DEFAULT_BUDGET,
     ) -> None:
         self.env, self.timeout = env, timeout
         self.access = access  # None: the process owner, who may touch any file
+        self.memory_budget = memory_budget  # bytes a query may grow the process by (53200)
         self.txn: Transaction | None = None
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.settings = dict(SETTINGS)
@@ -259,7 +265,9 @@ class Session:
 
     def _evaluate(self, plan: P.Plan, ts: int) -> dict[tuple[Any, ...], int]:
         try:
-            return self.env.evaluate(plan, ts, self.timeout)
+            return within_budget(
+                self.memory_budget, lambda: self.env.evaluate(plan, ts, self.timeout)
+            )
         except FrontierViolation as e:
             raise PlanError(
                 f"cannot read at timestamp {ts}: it has been compacted away ({e})",

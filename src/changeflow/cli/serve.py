@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import ssl
@@ -57,6 +58,13 @@ from changeflow.cli.common import friendly
     help="Of --max-clients, the slots only a superuser may take (default: 1).",
 )
 @click.option(
+    "--query-memory",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="MB a query may grow the server by; past it the query fails (SQLSTATE 53200).",
+)
+@click.option(
     "--allow-path",
     "allow_paths",
     multiple=True,
@@ -82,6 +90,7 @@ def serve(
     require_tls: bool,
     max_clients: int,
     reserved_connections: int | None,
+    query_memory: int,
     allow_paths: tuple[str, ...],
     insecure: bool,
 ) -> None:
@@ -156,6 +165,7 @@ def serve(
                 roles,
                 allow_paths or None,
                 reserved_connections,
+                query_memory << 20,
             )
         except OSError as e:
             raise InvalidInput(f"cannot listen on {listen}: {e.strerror}") from None
@@ -185,6 +195,8 @@ def serve(
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        if hasattr(signal, "SIGUSR1"):  # every thread's stack on stderr, to see what waits
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         shown = f"[{server.host}]" if ":" in server.host else server.host
         auth = f"{auth_method} passwords" if passwords is not None else "trust"
         click.echo(

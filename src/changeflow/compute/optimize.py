@@ -7,7 +7,11 @@ written, each join would hold the product of its inputs. :func:`optimize` rewrit
   keep their positions, so equivalences and residuals carry over unchanged);
 - a filter directly over an inner join moves each predicate that reads one input's columns
   only down onto that input, and gives the join each predicate that equates columns of two
-  inputs (NULL equals nothing in both places) as an equivalence the join is keyed on.
+  inputs (NULL equals nothing in both places) as an equivalence the join is keyed on;
+- a keyed n-way join's inputs are put in an order where each input shares an equivalence with
+  one before it, where the join graph allows (joins run left to right, so an input that shares
+  none would be a cross product of everything before it), under a projection that puts the
+  columns back where they were.
 """
 
 from __future__ import annotations
@@ -78,7 +82,44 @@ def _push_equalities(flt: P.Filter) -> P.Plan:
         for i, p in enumerate(join.inputs_)
     )
     keyed = replace(join, inputs_=inputs, equivalences=_classes(join.equivalences + tuple(pairs)))
-    return P.Filter(keyed, tuple(rest)) if rest else keyed
+    ordered = _connected(keyed)
+    return P.Filter(ordered, tuple(rest)) if rest else ordered
+
+
+def _connected(join: P.Join) -> P.Plan:
+    """``join`` with its inputs in an order where each shares an equivalence with one before
+    it (greedily from the first), under a Project that restores the columns' positions; the
+    join itself if it is in such an order already (or no order avoids a cross product)."""
+    n = len(join.inputs_)
+    if join.kind != "inner" or n < 3:
+        return join
+    starts = [0]
+    for p in join.inputs_:
+        starts.append(starts[-1] + len(p.schema))
+    side = [i for i in range(n) for _ in range(len(join.inputs_[i].schema))]
+    links = [{side[c] for c in klass} for klass in join.equivalences]
+    order, left = [0], list(range(1, n))
+    while left:
+        placed = set(order)
+        nxt = next((i for i in left if any(i in s and s & placed for s in links)), left[0])
+        order.append(nxt)
+        left.remove(nxt)
+    if order == list(range(n)):
+        return join
+    new_at: dict[int, int] = {}
+    at = 0
+    for i in order:
+        for c in range(starts[i], starts[i + 1]):
+            new_at[c] = at
+            at += 1
+    residual = join.residual
+    reordered = P.Join(
+        tuple(join.inputs_[i] for i in order),
+        _classes(tuple(tuple(new_at[c] for c in klass) for klass in join.equivalences)),
+        "inner",
+        None if residual is None else X.map_columns(residual, new_at.__getitem__),
+    )
+    return P.Project(reordered, tuple(new_at[c] for c in range(starts[-1])))
 
 
 def _one_input(columns: set[int], starts: list[int]) -> int | None:

@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from changeflow.adapter.access import SUPERUSER, Access
+from changeflow.adapter.budget import DEFAULT_BUDGET
 from changeflow.adapter.environment import Environment
 from changeflow.server.auth import ScramSecret
 from changeflow.server.connection import ClientConnection
@@ -68,6 +69,7 @@ class Server:
         roles: dict[str, frozenset[str]] | None = None,
         allow_paths: tuple[str | Path, ...] | None = None,
         reserved: int | None = None,
+        query_memory: int | None = DEFAULT_BUDGET,
     ) -> None:
         self.env = env
         self.passwords = passwords
@@ -78,6 +80,7 @@ class Server:
         self.ssl_context = ssl_context
         self.ssl_required = ssl_required and ssl_context is not None
         self.max_clients = max_clients
+        self.query_memory = query_memory  # bytes a query may grow the process by
         #: slots only a superuser may take, as PostgreSQL's superuser_reserved_connections
         self.reserved = min(1, max_clients - 1) if reserved is None else reserved
         self.version = package_version()

@@ -94,7 +94,9 @@ class Startup:
         if refused is not None:
             self._fatal("53300", refused)
             return False
-        self.session = Session(self.server.env, access=access)
+        self.session = Session(
+            self.server.env, access=access, memory_budget=self.server.query_memory
+        )
         app = self.params.get("application_name", "")
         self.session.settings["application_name"] = app
         self.wire.send(*W.auth(0))
