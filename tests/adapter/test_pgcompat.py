@@ -266,3 +266,27 @@ def test_returning_and_truncate_as_postgres(tmp_path: Path, postgres_url: str) -
         finally:
             pg.execute("DROP TABLE w, w2")
     conn.close()
+
+
+def test_now_and_current_date(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    before = datetime.now(UTC)
+    ((now, today, stamp),) = conn.execute(
+        "SELECT now(), current_date, current_timestamp"
+    ).fetchall()
+    assert before <= now <= datetime.now(UTC) and abs(stamp - now) < timedelta(seconds=1)
+    assert today == now.date()
+    conn.execute("CREATE TABLE ev (at timestamptz)")
+    conn.execute("INSERT INTO ev VALUES (now())")
+    assert conn.execute("SELECT count(*) FROM ev WHERE at <= now()").fetchall() == [(1,)]
+    for sql in (
+        "CREATE VIEW v AS SELECT now()",
+        "CREATE MATERIALIZED VIEW v AS SELECT current_date",
+    ):
+        with pytest.raises(DatabaseError) as caught:
+            conn.execute(sql)
+        assert caught.value.sqlstate == "0A000"
+    conn.close()
