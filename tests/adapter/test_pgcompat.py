@@ -290,3 +290,21 @@ def test_now_and_current_date(tmp_path: Path) -> None:
             conn.execute(sql)
         assert caught.value.sqlstate == "0A000"
     conn.close()
+
+
+@pytest.mark.postgres
+def test_numeric_division_scale_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    # quotients whose PostgreSQL scale is at least 10 (below that changeflow keeps 10: a view
+    # stores numerics at 10 decimals, and Spark's hydration of it computes at least as many)
+    pairs = [("1", "3"), ("2950.20", "2"), ("10", "4"), ("0.001", "7"), ("12345", "0.003")]
+    pairs += [("-7.5", "2.25"), ("0", "9"), ("1", "10000"), ("99999", "0.5"), ("1e-5", "3")]
+    exprs = ", ".join(f"{a}::numeric / {b}::numeric" for a, b in pairs)
+    sql = f"SELECT {exprs}, 7 / 2.0, 1.00 / 3"
+    conn = open_home(tmp_path / "home")
+    with psycopg.connect(postgres_url) as pg:
+        theirs = [str(v) for v in pg.execute(sql).fetchone()]
+    ours = [str(v) for v in conn.execute(sql).fetchone()]
+    assert ours == theirs
+    conn.close()
