@@ -308,3 +308,37 @@ def test_numeric_division_scale_as_postgres(tmp_path: Path, postgres_url: str) -
     ours = [str(v) for v in conn.execute(sql).fetchone()]
     assert ours == theirs
     conn.close()
+
+
+@pytest.mark.postgres
+def test_avg_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    create = "CREATE TABLE a (g int, i int, x numeric(12,2), f double precision)"
+    insert = (
+        "INSERT INTO a VALUES (1, 1, 1470.10, 0.5), (1, 2, 5, 1.5), (1, 2, NULL, NULL),"
+        " (2, 7, 0.01, 2), (2, NULL, 287.5, NULL), (3, NULL, NULL, NULL)"
+    )
+    sql = (
+        "SELECT g, avg(i), avg(x), avg(f), avg(DISTINCT i), sum(x) / count(x), count(*)"
+        " FROM a GROUP BY g ORDER BY g"
+    )
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute(create)
+            c.execute(insert)
+        try:
+            theirs = [tuple(map(str, r)) for r in pg.execute(sql).fetchall()]
+            whole = "SELECT avg(x), avg(i) FROM a"
+            theirs_whole = [tuple(map(str, r)) for r in pg.execute(whole).fetchall()]
+        finally:
+            pg.execute("DROP TABLE a")
+    assert [tuple(map(str, r)) for r in conn.execute(sql).fetchall()] == theirs
+    assert [tuple(map(str, r)) for r in conn.execute(whole).fetchall()] == theirs_whole
+    # a view stores numerics at 10 decimals: PostgreSQL's value rounded there
+    conn.execute("CREATE MATERIALIZED VIEW av AS SELECT g, avg(i) AS ai FROM a GROUP BY g")
+    got = dict(conn.execute("SELECT g, ai FROM av").fetchall())
+    assert str(got[1]) == "1.6666666667" and got[3] is None
+    conn.close()
