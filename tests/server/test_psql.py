@@ -143,3 +143,24 @@ def test_describe_commands(start_server) -> None:
     assert run("\\d items_id")[0] == 'Index "public.items_id"'
     assert run("\\l")[2].startswith("materialize|tester|UTF8|")
     assert run("\\dn")[2] == "public|tester"
+
+
+def test_settings_functions_and_information_schema(server, table_name: str) -> None:
+    assert psql(server, "-c", f"CREATE TABLE {table_name} (a int NOT NULL, b text)").returncode == 0
+
+    def rows(sql: str) -> list[str]:
+        out = psql(server, "-At", "-c", sql)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.splitlines()
+
+    assert rows("SELECT setting FROM pg_settings WHERE name = 'server_version'") == ["15.0"]
+    assert rows("SELECT count(*) > 0 FROM pg_catalog.pg_proc WHERE proname = 'upper'") == ["t"]
+    assert rows(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        f"WHERE table_name = '{table_name}' ORDER BY ordinal_position"
+    ) == ["a|integer|NO", "b|text|YES"]
+    assert rows(
+        f"SELECT table_type FROM information_schema.tables WHERE table_name = '{table_name}'"
+    ) == ["BASE TABLE"]
+    assert "public" in rows("SELECT schema_name FROM information_schema.schemata")
+    assert psql(server, "-c", f"DROP TABLE {table_name}").returncode == 0

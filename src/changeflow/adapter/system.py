@@ -197,8 +197,21 @@ def _type(name: str) -> tuple[int, int, str]:
     return TYPES.get(name, (25, -1, "text"))
 
 
-def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple[Any, ...]]]:
+def _rows(
+    state: CatalogState, user: str, database: str, settings: dict[str, str]
+) -> dict[str, list[tuple[Any, ...]]]:
+    from changeflow.compute.functions import FUNCTIONS
+
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
+    for name, value in sorted(settings.items()):
+        out["pg_settings"].append(
+            (name, value, None, "changeflow", "", None, "user", "string", "session")
+            + (None, None, None, value, value, None, None, False)
+        )
+    for i, name in enumerate(sorted(FUNCTIONS)):
+        strict = FUNCTIONS[name].strict
+        out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
+        out["pg_proc"][-1] += (-1, 0, "", name)
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
         (PG_CATALOG, "pg_catalog"),
@@ -506,19 +519,31 @@ def _reads_nothing(tree: exp.Expression) -> bool:
     )
 
 
-def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:
+def answer(
+    text: str,
+    state: CatalogState,
+    user: str,
+    database: str,
+    settings: dict[str, str] | None = None,
+) -> Answer:
     """Run the catalog query ``text`` over the system relations of ``state``."""
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except sqlglot.errors.ParseError as e:
         raise PlanError(f"syntax error in a catalog query: {e}", sqlstate="42601") from None
     _name_outputs(tree)
+    top = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)
+    truths = {
+        i
+        for i, e in enumerate(top.expressions if top is not None else [])
+        if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
+    }
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
         tree = tree.transform(_rewrite)
     db = sqlite3.connect(":memory:")
     try:
         db.execute("ATTACH DATABASE ':memory:' AS information_schema")
-        for name, rows in _rows(state, user, database).items():
+        for name, rows in _rows(state, user, database, settings or {}).items():
             schema = TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
             db.execute(f"CREATE TABLE {name} ({schema})")
             width = schema.count(",") + 1
@@ -548,7 +573,7 @@ def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:
     kinds = []
     for i, n in enumerate(names):
         values = [r[i] for r in rows if r[i] is not None]
-        if n in BOOLS and all(v in (0, 1) for v in values):
+        if (n in BOOLS or i in truths) and all(v in (0, 1) for v in values):
             kinds.append("bool")
         elif values and all(isinstance(v, int) for v in values):
             kinds.append("int")
