@@ -116,3 +116,23 @@ def test_returning_over_the_wire(conn: psycopg.Connection, table_name: str) -> N
     assert conn.execute(f"TRUNCATE {table_name}").statusmessage == "TRUNCATE TABLE"
     assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
     conn.execute(f"DROP TABLE {table_name}")
+
+
+def test_views_calling_functions_survive_a_server_restart(start_server, tmp_path) -> None:
+    home = tmp_path / "fnhome"
+    server = start_server(home=home)
+    query = (
+        "SELECT id, upper(name) AS u, length(name) AS n, name || '!' AS bang, round(x, 1) AS r,"
+        " extract(year FROM at) AS y FROM t"
+    )
+    with server.connect() as conn:
+        conn.execute("CREATE TABLE t (id int, name text, x numeric(12,2), at timestamptz)")
+        conn.execute("INSERT INTO t VALUES (1, 'ab', 2.25, '2024-05-06 00:00:00+00')")
+        conn.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+        expected = conn.execute(f"{query} ORDER BY id").fetchall()
+        assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+    assert server.stop() == 0
+    server = start_server(home=home)
+    with server.connect() as conn:
+        assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+    assert "Traceback" not in server.stderr()
