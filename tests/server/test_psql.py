@@ -164,3 +164,18 @@ def test_settings_functions_and_information_schema(server, table_name: str) -> N
     ) == ["BASE TABLE"]
     assert "public" in rows("SELECT schema_name FROM information_schema.schemata")
     assert psql(server, "-c", f"DROP TABLE {table_name}").returncode == 0
+
+
+def test_catalog_words_in_a_user_query_are_not_catalog_queries(server, table_name: str) -> None:
+    out = psql(
+        server,
+        "-At",
+        "-c",
+        f"CREATE TABLE {table_name} (name text)",
+        "-c",
+        f"INSERT INTO {table_name} VALUES ('pg_class')",
+        "-c",
+        f"SELECT count(*) FROM {table_name} WHERE name = 'pg_class'",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "1"

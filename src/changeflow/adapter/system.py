@@ -176,7 +176,19 @@ _MENTION = re.compile(
 
 def mentions_catalog(text: str) -> bool:
     """Does ``text`` read a system relation (``pg_class``, ``information_schema.tables``…)?"""
-    return _MENTION.search(text) is not None
+    if _MENTION.search(text) is None:
+        return False
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.SqlglotError:
+        return False  # the planner words the syntax error
+    for table in tree.find_all(exp.Table):
+        schema = table.text("db").lower()
+        if schema in ("pg_catalog", "information_schema") or (
+            not schema and table.name.lower() in TABLES
+        ):
+            return True
+    return any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot))
 
 
 @dataclass
