@@ -162,7 +162,6 @@ SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
     "pg_type": 1247,
     "pg_proc": 1255,
 }
-NAMES = set(TABLES) | {f"information_schema.{t}" for t in INFO_TABLES}
 BOOLS = {
     c.split()[0]
     for cols in (*TABLES.values(), *INFO_TABLES.values())
@@ -291,7 +290,17 @@ def _rows(
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
                 + ("i", "p", "")
-                + (not nullable, default is not None, False, "", "", False, True, 0, 0)
+                + (
+                    not nullable and kind in ("r", "i"),
+                    default is not None,
+                    False,
+                    "",
+                    "",
+                    False,
+                    True,
+                    0,
+                    0,
+                )
                 + (None, None, None, None)
             )
             if default is not None:
@@ -305,7 +314,7 @@ def _rows(
                         col,
                         n,
                         default,
-                        "NO" if not nullable else "YES",
+                        "NO" if not nullable and kind == "r" else "YES",
                     )
                     + (FORMAT.get(type_oid, type_name), None, None, None, None, database)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
