@@ -179,3 +179,44 @@ def test_catalog_words_in_a_user_query_are_not_catalog_queries(server, table_nam
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "1"
+
+
+@pytest.mark.postgres
+def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
+    import subprocess
+
+    from serve_clients import PSQL
+
+    server = start_server()
+    setup = [
+        "CREATE TABLE pgd (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2),"
+        " at timestamptz, ok boolean)",
+        "CREATE INDEX pgd_id ON pgd (id)",
+        "CREATE VIEW pgd_v AS SELECT id, name FROM pgd",
+    ]
+    commands = [
+        "\\d pgd",
+        "\\d pgd_v",
+        "\\dt pgd*",
+        "\\dv pgd*",
+        "\\di pgd*",
+        "\\d pgd_id",
+    ]
+
+    def on_postgres(*args: str) -> str:
+        cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    for sql in setup:
+        on_postgres("-c", sql)
+        assert psql(server, "-c", sql).returncode == 0
+    try:
+        for command in commands:
+            theirs = on_postgres("-c", command).replace("|postgres", "|tester")
+            ours = psql(server, "-A", "-F", "|", "-c", command)
+            assert ours.returncode == 0, ours.stderr
+            assert ours.stdout == theirs, command
+    finally:
+        on_postgres("-c", "DROP VIEW pgd_v", "-c", "DROP TABLE pgd")
