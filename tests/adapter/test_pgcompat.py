@@ -342,3 +342,18 @@ def test_avg_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     got = dict(conn.execute("SELECT g, ai FROM av").fetchall())
     assert str(got[1]) == "1.6666666667" and got[3] is None
     conn.close()
+
+
+@pytest.mark.postgres
+def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    names = ["search_path", "integer_datetimes", "max_identifier_length", "intervalstyle"]
+    names += ["standard_conforming_strings", "client_encoding", "datestyle"]
+    conn = open_home(tmp_path / "home")
+    with psycopg.connect(postgres_url) as pg:
+        for name in names:
+            ours = conn.execute(f"SHOW {name}").fetchall()
+            assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
+    assert conn.execute("SHOW server_version_num").fetchall()[0][0].startswith("15")
+    conn.close()

@@ -56,6 +56,13 @@ SETTINGS = {
     "timezone": "UTC",
     "standard_conforming_strings": "on",
     "application_name": "",
+    "server_version_num": "150000",
+    "search_path": '"$user", public',
+    "integer_datetimes": "on",
+    "intervalstyle": "postgres",
+    "max_identifier_length": "63",
+    "is_superuser": "off",
+    "default_transaction_isolation": "serializable",
 }
 
 
