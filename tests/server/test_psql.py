@@ -220,3 +220,28 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
             assert ours.stdout == theirs, command
     finally:
         on_postgres("-c", "DROP VIEW pgd_v", "-c", "DROP TABLE pgd")
+
+
+@pytest.mark.postgres
+def test_information_schema_columns_as_postgres(server, postgres_url: str, table_name: str) -> None:
+    import psycopg
+
+    create = (
+        f"CREATE TABLE {table_name} (a int NOT NULL, b bigint, c smallint, d numeric(12,2), "
+        "e numeric, f double precision, g text DEFAULT 'x', h date, i timestamp, j timestamptz, "
+        "k boolean)"
+    )
+    sql = (
+        "SELECT column_name, ordinal_position, column_default, is_nullable, data_type, "
+        "numeric_precision, numeric_scale, datetime_precision, udt_name "
+        f"FROM information_schema.columns WHERE table_name = '{table_name}' "
+        "ORDER BY ordinal_position"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(create)
+        try:
+            assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE {table_name}")

@@ -316,7 +316,9 @@ def _rows(
                         default,
                         "NO" if not nullable and kind == "r" else "YES",
                     )
-                    + (FORMAT.get(type_oid, type_name), None, None, None, None, database)
+                    + (FORMAT.get(type_oid, type_name), None)
+                    + _precision(type_oid, typmods.get(col, -1))
+                    + (database,)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
                 )
         if kind == "r":
@@ -350,6 +352,16 @@ def _typmods(item: Item) -> dict[str, int]:
         elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
             out[column.name.lower()] = params[0] + 4
     return out
+
+
+def _precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:
+    """information_schema's numeric_precision, numeric_scale and datetime_precision."""
+    if oid == 1700 and typmod >= 4:
+        return (typmod - 4) >> 16, (typmod - 4) & 0xFFFF, None
+    fixed = {21: 16, 23: 32, 20: 64, 700: 24, 701: 53}
+    if oid in fixed:
+        return fixed[oid], 0 if oid in (20, 21, 23) else None, None
+    return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
 
 
 def _type_oid(name: Any) -> int | None:
