@@ -357,3 +357,20 @@ def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) ->
             assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
     assert conn.execute("SHOW server_version_num").fetchall()[0][0].startswith("15")
     conn.close()
+
+
+def test_system_catalogs_embedded(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int NOT NULL, name text)")
+    conn.execute("CREATE VIEW v AS SELECT id FROM t")
+    got = conn.execute(
+        "SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name"
+    ).fetchall()
+    assert got == [("t", "BASE TABLE"), ("v", "VIEW")]
+    got = conn.execute(
+        "SELECT a.attname, a.attnotnull FROM pg_catalog.pg_attribute a"
+        " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE c.relname = 't' ORDER BY a.attnum"
+    ).fetchall()
+    assert got == [("id", True), ("name", False)]
+    conn.close()

@@ -29,10 +29,11 @@ from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
+from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
-from changeflow.compute.types import Schema
+from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
 from changeflow.errors import EvalError, FrontierViolation, PlanError
 
 DDL = {
@@ -182,6 +183,13 @@ class Session:
                     sqlstate="25001",
                 )
             return DDL[kind](self.env, stmt)
+        if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
+            got = answer(
+                stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
+            )
+            kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
+            columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+            return Result(f"SELECT {len(got.rows)}", columns, got.rows)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
         if kind == "truncate":  # a DELETE of every row of each table, in one transaction
