@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
+from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
@@ -78,6 +80,7 @@ class Transaction:
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     queried: bool = False
     failed: bool = False
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
 
 
 class Session:
@@ -99,6 +102,8 @@ class Session:
 
     def run(self, stmt: Statement) -> Result:
         """Run one statement (see the module docstring for transactions)."""
+        explicit = self.txn is not None and self.txn.explicit
+        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise PlanError(
                 "current transaction is aborted, commands ignored until end of transaction block",
