@@ -5,6 +5,7 @@ binds parameters in binary by the types Describe reports."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from decimal import Decimal
 
 import psycopg
@@ -66,7 +67,7 @@ def test_asyncpg_infers_parameter_types(server, table_name: str) -> None:
             )
             await c.executemany(
                 f"INSERT INTO {table_name} VALUES ($1, $2, $3, $4)",
-                [(1, "a", Decimal("1.5"), None), (2, "b", Decimal("-2"), None)],
+                [(1, "a", Decimal("1.5"), None), (2, "b", Decimal("-2"), dt.date(2024, 2, 29))],
             )
             await c.execute(f"UPDATE {table_name} SET name = $1 WHERE id = $2", "B", 2)
             rows = await c.fetch(
@@ -76,6 +77,10 @@ def test_asyncpg_infers_parameter_types(server, table_name: str) -> None:
                 2,
                 Decimal("-5"),
             )
+            dated = await c.fetchval(
+                f"SELECT id FROM {table_name} WHERE at = $1", dt.date(2024, 2, 29)
+            )
+            assert dated == 2
             await c.execute(f"DROP TABLE {table_name}")
             return [tuple(r) for r in rows]
         finally:
