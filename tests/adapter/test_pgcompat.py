@@ -266,3 +266,116 @@ def test_returning_and_truncate_as_postgres(tmp_path: Path, postgres_url: str) -
         finally:
             pg.execute("DROP TABLE w, w2")
     conn.close()
+
+
+def test_now_and_current_date(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    before = datetime.now(UTC)
+    ((now, today, stamp),) = conn.execute(
+        "SELECT now(), current_date, current_timestamp"
+    ).fetchall()
+    assert before <= now <= datetime.now(UTC) and stamp == now  # one value a statement
+    assert today == now.date()
+    conn.execute("CREATE TABLE ev (at timestamptz)")
+    conn.execute("BEGIN")
+    first = conn.execute("SELECT now()").fetchall()
+    assert conn.execute("SELECT now()").fetchall() == first  # the transaction's start
+    conn.execute("COMMIT")
+    assert conn.execute("SELECT now()").fetchall() != first
+    conn.execute("INSERT INTO ev VALUES (now())")
+    assert conn.execute("SELECT count(*) FROM ev WHERE at <= now()").fetchall() == [(1,)]
+    for sql in (
+        "CREATE VIEW v AS SELECT now()",
+        "CREATE MATERIALIZED VIEW v AS SELECT current_date",
+    ):
+        with pytest.raises(DatabaseError) as caught:
+            conn.execute(sql)
+        assert caught.value.sqlstate == "0A000"
+    conn.close()
+
+
+@pytest.mark.postgres
+def test_numeric_division_scale_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    # quotients whose PostgreSQL scale is at least 10 (below that changeflow keeps 10: a view
+    # stores numerics at 10 decimals, and Spark's hydration of it computes at least as many)
+    pairs = [("1", "3"), ("2950.20", "2"), ("10", "4"), ("0.001", "7"), ("12345", "0.003")]
+    pairs += [("-7.5", "2.25"), ("0", "9"), ("1", "10000"), ("99999", "0.5"), ("1e-5", "3")]
+    exprs = ", ".join(f"{a}::numeric / {b}::numeric" for a, b in pairs)
+    sql = f"SELECT {exprs}, 7 / 2.0, 1.00 / 3"
+    conn = open_home(tmp_path / "home")
+    with psycopg.connect(postgres_url) as pg:
+        theirs = [str(v) for v in pg.execute(sql).fetchone()]
+    ours = [str(v) for v in conn.execute(sql).fetchone()]
+    assert ours == theirs
+    conn.close()
+
+
+@pytest.mark.postgres
+def test_avg_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    create = "CREATE TABLE a (g int, i int, x numeric(12,2), f double precision)"
+    insert = (
+        "INSERT INTO a VALUES (1, 1, 1470.10, 0.5), (1, 2, 5, 1.5), (1, 2, NULL, NULL),"
+        " (2, 7, 0.01, 2), (2, NULL, 287.5, NULL), (3, NULL, NULL, NULL)"
+    )
+    sql = (
+        "SELECT g, avg(i), avg(x), avg(f), avg(DISTINCT i), sum(x) / count(x), count(*)"
+        " FROM a GROUP BY g ORDER BY g"
+    )
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute(create)
+            c.execute(insert)
+        try:
+            theirs = [tuple(map(str, r)) for r in pg.execute(sql).fetchall()]
+            whole = "SELECT avg(x), avg(i) FROM a"
+            theirs_whole = [tuple(map(str, r)) for r in pg.execute(whole).fetchall()]
+        finally:
+            pg.execute("DROP TABLE a")
+    assert [tuple(map(str, r)) for r in conn.execute(sql).fetchall()] == theirs
+    assert [tuple(map(str, r)) for r in conn.execute(whole).fetchall()] == theirs_whole
+    # a view stores numerics at 10 decimals: PostgreSQL's value rounded there
+    conn.execute("CREATE MATERIALIZED VIEW av AS SELECT g, avg(i) AS ai FROM a GROUP BY g")
+    got = dict(conn.execute("SELECT g, ai FROM av").fetchall())
+    assert str(got[1]) == "1.6666666667" and got[3] is None
+    conn.close()
+
+
+@pytest.mark.postgres
+def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    names = ["search_path", "integer_datetimes", "max_identifier_length", "intervalstyle"]
+    names += ["standard_conforming_strings", "client_encoding", "datestyle"]
+    conn = open_home(tmp_path / "home")
+    with psycopg.connect(postgres_url) as pg:
+        for name in names:
+            ours = conn.execute(f"SHOW {name}").fetchall()
+            assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
+    assert conn.execute("SHOW server_version_num").fetchall()[0][0].startswith("15")
+    conn.close()
+
+
+def test_system_catalogs_embedded(tmp_path: Path) -> None:
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id int NOT NULL, name text)")
+    conn.execute("CREATE VIEW v AS SELECT id FROM t")
+    got = conn.execute(
+        "SELECT table_name, table_type FROM information_schema.tables ORDER BY table_name"
+    ).fetchall()
+    assert got == [("t", "BASE TABLE"), ("v", "VIEW")]
+    got = conn.execute(
+        "SELECT a.attname, a.attnotnull FROM pg_catalog.pg_attribute a"
+        " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE c.relname = 't' ORDER BY a.attnum"
+    ).fetchall()
+    assert got == [("id", True), ("name", False)]
+    conn.close()

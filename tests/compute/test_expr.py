@@ -165,6 +165,31 @@ def test_functions() -> None:
         Func("lower", (lit(1),))
     with pytest.raises(PlanError, match=r"function nope\(\) does not exist"):
         Func("nope", ())
+    with pytest.raises(PlanError, match=r"function nope\(integer, text\) does not exist"):
+        Func("nope", (lit(1), lit("a")))
+
+
+def test_string_functions_of_postgres() -> None:
+    assert ev(Func("split_part", (lit("a,b,c"), lit(","), lit(-1)))) == "c"
+    assert ev(Func("split_part", (lit("a,b"), lit(","), lit(5)))) == ""
+    with pytest.raises(EvalError, match="field position must not be zero"):
+        ev(Func("split_part", (lit("a"), lit(","), lit(0))))
+    assert ev(Func("lpad", (lit("hi"), lit(5), lit("xy")))) == "xyxhi"
+    assert ev(Func("rpad", (lit("hello"), lit(3)))) == "hel"
+    assert ev(Func("initcap", (lit("hELLO wORLD-x1y"),))) == "Hello World-X1y"
+    assert ev(Func("md5", (lit(""),))) == "d41d8cd98f00b204e9800998ecf8427e"
+    assert ev(Func("regexp_replace", (lit("abab"), lit("(a)"), lit("<\\1>")))) == "<a>bab"
+    assert ev(Func("regexp_replace", (lit("abab"), lit("A"), lit("-"), lit("gi")))) == "-b-b"
+
+
+def test_numeric_division_has_postgres_scale() -> None:
+    def div(a: str, b: str) -> str:
+        num = (Lit(Decimal(a), NUMERIC), Lit(Decimal(b), NUMERIC))
+        return str(ev(Arith("/", *num)))
+
+    assert div("1", "3") == "0.33333333333333333333"
+    assert div("2950.20", "2") == "1475.1000000000000000"
+    assert div("1", "8") == "0.12500000000000000000"
 
 
 def test_type_errors_before_running() -> None:

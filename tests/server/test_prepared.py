@@ -5,6 +5,7 @@ binds parameters in binary by the types Describe reports."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from decimal import Decimal
 
 import psycopg
@@ -66,7 +67,7 @@ def test_asyncpg_infers_parameter_types(server, table_name: str) -> None:
             )
             await c.executemany(
                 f"INSERT INTO {table_name} VALUES ($1, $2, $3, $4)",
-                [(1, "a", Decimal("1.5"), None), (2, "b", Decimal("-2"), None)],
+                [(1, "a", Decimal("1.5"), None), (2, "b", Decimal("-2"), dt.date(2024, 2, 29))],
             )
             await c.execute(f"UPDATE {table_name} SET name = $1 WHERE id = $2", "B", 2)
             rows = await c.fetch(
@@ -76,6 +77,10 @@ def test_asyncpg_infers_parameter_types(server, table_name: str) -> None:
                 2,
                 Decimal("-5"),
             )
+            dated = await c.fetchval(
+                f"SELECT id FROM {table_name} WHERE at = $1", dt.date(2024, 2, 29)
+            )
+            assert dated == 2
             await c.execute(f"DROP TABLE {table_name}")
             return [tuple(r) for r in rows]
         finally:
@@ -116,3 +121,23 @@ def test_returning_over_the_wire(conn: psycopg.Connection, table_name: str) -> N
     assert conn.execute(f"TRUNCATE {table_name}").statusmessage == "TRUNCATE TABLE"
     assert conn.execute(f"SELECT count(*) FROM {table_name}").fetchone() == (0,)
     conn.execute(f"DROP TABLE {table_name}")
+
+
+def test_views_calling_functions_survive_a_server_restart(start_server, tmp_path) -> None:
+    home = tmp_path / "fnhome"
+    server = start_server(home=home)
+    query = (
+        "SELECT id, upper(name) AS u, length(name) AS n, name || '!' AS bang, round(x, 1) AS r,"
+        " extract(year FROM at) AS y FROM t"
+    )
+    with server.connect() as conn:
+        conn.execute("CREATE TABLE t (id int, name text, x numeric(12,2), at timestamptz)")
+        conn.execute("INSERT INTO t VALUES (1, 'ab', 2.25, '2024-05-06 00:00:00+00')")
+        conn.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+        expected = conn.execute(f"{query} ORDER BY id").fetchall()
+        assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+    assert server.stop() == 0
+    server = start_server(home=home)
+    with server.connect() as conn:
+        assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
+    assert "Traceback" not in server.stderr()

@@ -139,7 +139,109 @@ def test_describe_commands(start_server) -> None:
     ]
     assert '"items_id" btree (id)' in "\n".join(table)
     assert run("\\d named")[0] == 'View "public.named"'
-    assert run("\\d totals")[2] == "n|bigint||not null|"
+    assert run("\\d totals")[2] == "n|bigint|||"  # PostgreSQL's views have no NOT NULL
     assert run("\\d items_id")[0] == 'Index "public.items_id"'
     assert run("\\l")[2].startswith("materialize|tester|UTF8|")
     assert run("\\dn")[2] == "public|tester"
+
+
+def test_settings_functions_and_information_schema(server, table_name: str) -> None:
+    assert psql(server, "-c", f"CREATE TABLE {table_name} (a int NOT NULL, b text)").returncode == 0
+
+    def rows(sql: str) -> list[str]:
+        out = psql(server, "-At", "-c", sql)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.splitlines()
+
+    assert rows("SELECT setting FROM pg_settings WHERE name = 'server_version'") == ["15.0"]
+    assert rows("SELECT count(*) > 0 FROM pg_catalog.pg_proc WHERE proname = 'upper'") == ["t"]
+    assert rows(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        f"WHERE table_name = '{table_name}' ORDER BY ordinal_position"
+    ) == ["a|integer|NO", "b|text|YES"]
+    assert rows(
+        f"SELECT table_type FROM information_schema.tables WHERE table_name = '{table_name}'"
+    ) == ["BASE TABLE"]
+    assert "public" in rows("SELECT schema_name FROM information_schema.schemata")
+    assert psql(server, "-c", f"DROP TABLE {table_name}").returncode == 0
+
+
+def test_catalog_words_in_a_user_query_are_not_catalog_queries(server, table_name: str) -> None:
+    out = psql(
+        server,
+        "-At",
+        "-c",
+        f"CREATE TABLE {table_name} (name text)",
+        "-c",
+        f"INSERT INTO {table_name} VALUES ('pg_class')",
+        "-c",
+        f"SELECT count(*) FROM {table_name} WHERE name = 'pg_class'",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "1"
+
+
+@pytest.mark.postgres
+def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
+    import subprocess
+
+    from serve_clients import PSQL
+
+    server = start_server()
+    setup = [
+        "CREATE TABLE pgd (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2),"
+        " at timestamptz, ok boolean)",
+        "CREATE INDEX pgd_id ON pgd (id)",
+        "CREATE VIEW pgd_v AS SELECT id, name FROM pgd",
+    ]
+    commands = [
+        "\\d pgd",
+        "\\d pgd_v",
+        "\\dt pgd*",
+        "\\dv pgd*",
+        "\\di pgd*",
+        "\\d pgd_id",
+    ]
+
+    def on_postgres(*args: str) -> str:
+        cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    for sql in setup:
+        on_postgres("-c", sql)
+        assert psql(server, "-c", sql).returncode == 0
+    try:
+        for command in commands:
+            theirs = on_postgres("-c", command).replace("|postgres", "|tester")
+            ours = psql(server, "-A", "-F", "|", "-c", command)
+            assert ours.returncode == 0, ours.stderr
+            assert ours.stdout == theirs, command
+    finally:
+        on_postgres("-c", "DROP VIEW pgd_v", "-c", "DROP TABLE pgd")
+
+
+@pytest.mark.postgres
+def test_information_schema_columns_as_postgres(server, postgres_url: str, table_name: str) -> None:
+    import psycopg
+
+    create = (
+        f"CREATE TABLE {table_name} (a int NOT NULL, b bigint, c smallint, d numeric(12,2), "
+        "e numeric, f double precision, g text DEFAULT 'x', h date, i timestamp, j timestamptz, "
+        "k boolean)"
+    )
+    sql = (
+        "SELECT column_name, ordinal_position, column_default, is_nullable, data_type, "
+        "numeric_precision, numeric_scale, datetime_precision, udt_name "
+        f"FROM information_schema.columns WHERE table_name = '{table_name}' "
+        "ORDER BY ordinal_position"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(create)
+        try:
+            assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE {table_name}")

@@ -215,6 +215,12 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         raise PlanError("a view cannot be defined AS OF a time", sqlstate="0A000")
     if g.get("replace"):
         raise PlanError("CREATE OR REPLACE is not supported; DROP the view first", sqlstate="0A000")
+    if stmt.ast is not None and stmt.ast.find(exp.CurrentTimestamp, exp.CurrentDate):
+        raise PlanError(
+            "now() and current_date are not allowed in a view: its rows would not change as "
+            "time passes; use mz_now() in a temporal filter",
+            sqlstate="0A000",
+        )
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()

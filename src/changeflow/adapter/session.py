@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -29,12 +30,14 @@ from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
+from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
+from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
-from changeflow.compute.types import Schema
+from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
 from changeflow.errors import EvalError, FrontierViolation, PlanError
 
 DDL = {
@@ -58,6 +61,13 @@ SETTINGS = {
     "timezone": "UTC",
     "standard_conforming_strings": "on",
     "application_name": "",
+    "server_version_num": "150000",
+    "search_path": '"$user", public',
+    "integer_datetimes": "on",
+    "intervalstyle": "postgres",
+    "max_identifier_length": "63",
+    "is_superuser": "off",
+    "default_transaction_isolation": "serializable",
 }
 
 
@@ -72,6 +82,7 @@ class Transaction:
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     queried: bool = False
     failed: bool = False
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
 
 
 class Session:
@@ -101,6 +112,8 @@ class Session:
 
     def run(self, stmt: Statement) -> Result:
         """Run one statement (see the module docstring for transactions)."""
+        explicit = self.txn is not None and self.txn.explicit
+        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise PlanError(
                 "current transaction is aborted, commands ignored until end of transaction block",
@@ -193,6 +206,13 @@ class Session:
             if self.access is not None and kind == "create_sink":
                 self.access.check_sink(stmt.args["name"], stmt.args["target"])
             return DDL[kind](self.env, stmt)
+        if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
+            got = answer(
+                stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
+            )
+            kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
+            columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+            return Result(f"SELECT {len(got.rows)}", columns, got.rows)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
         if kind == "truncate":  # a DELETE of every row of each table, in one transaction

@@ -25,150 +25,23 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.system_tables import (
+    BOOLS,
+    EMPTY,
+    FORMAT,
+    INFO_SCHEMA,
+    INFO_TABLES,
+    KINDS,
+    OWNER,
+    PG_CATALOG,
+    PUBLIC,
+    RELATION_BASE,
+    SYSTEM_OIDS,
+    TABLES,
+    TYPES,
+)
 from changeflow.errors import PlanError
 
-PUBLIC, PG_CATALOG, INFO_SCHEMA = 2200, 11, 13000
-OWNER = 10
-RELATION_BASE = 16384
-# SQL type name -> (OID, typlen, pg_type name)
-TYPES = {
-    "boolean": (16, 1, "bool"),
-    "smallint": (21, 2, "int2"),
-    "integer": (23, 4, "int4"),
-    "bigint": (20, 8, "int8"),
-    "numeric": (1700, -1, "numeric"),
-    "double precision": (701, 8, "float8"),
-    "real": (700, 4, "float4"),
-    "text": (25, -1, "text"),
-    "character varying": (1043, -1, "varchar"),
-    "date": (1082, 4, "date"),
-    "timestamp": (1114, 8, "timestamp"),
-    "timestamp without time zone": (1114, 8, "timestamp"),
-    "timestamp with time zone": (1184, 8, "timestamptz"),
-    "oid": (26, 4, "oid"),
-    "name": (19, 64, "name"),
-    "char": (18, 1, "char"),
-}
-FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {1114: "timestamp without time zone"}
-KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
-
-# name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)
-TABLES: dict[str, str] = {
-    "pg_namespace": "oid INTEGER, nspname TEXT, nspowner INTEGER, nspacl TEXT",
-    "pg_class": "oid INTEGER, relname TEXT, relnamespace INTEGER, reltype INTEGER, "
-    "reloftype INTEGER, relowner INTEGER, relam INTEGER, relfilenode INTEGER, "
-    "reltablespace INTEGER, relpages INTEGER, reltuples REAL, relallvisible INTEGER, "
-    "reltoastrelid INTEGER, relhasindex BOOL, relisshared BOOL, relpersistence TEXT, "
-    "relkind TEXT, relnatts INTEGER, relchecks INTEGER, relhasrules BOOL, relhastriggers BOOL, "
-    "relhassubclass BOOL, relrowsecurity BOOL, relforcerowsecurity BOOL, relispopulated BOOL, "
-    "relreplident TEXT, relispartition BOOL, relrewrite INTEGER, relfrozenxid INTEGER, "
-    "relminmxid INTEGER, relacl TEXT, reloptions TEXT, relpartbound TEXT",
-    "pg_attribute": "attrelid INTEGER, attname TEXT, atttypid INTEGER, attstattarget INTEGER, "
-    "attlen INTEGER, attnum INTEGER, attndims INTEGER, attcacheoff INTEGER, atttypmod INTEGER, "
-    "attbyval BOOL, attalign TEXT, attstorage TEXT, attcompression TEXT, attnotnull BOOL, "
-    "atthasdef BOOL, atthasmissing BOOL, attidentity TEXT, attgenerated TEXT, "
-    "attisdropped BOOL, attislocal BOOL, attinhcount INTEGER, attcollation INTEGER, "
-    "attacl TEXT, attoptions TEXT, attfdwoptions TEXT, attmissingval TEXT",
-    "pg_type": "oid INTEGER, typname TEXT, typnamespace INTEGER, typowner INTEGER, "
-    "typlen INTEGER, typbyval BOOL, typtype TEXT, typcategory TEXT, typispreferred BOOL, "
-    "typisdefined BOOL, typdelim TEXT, typrelid INTEGER, typelem INTEGER, typarray INTEGER, "
-    "typinput TEXT, typoutput TEXT, typreceive TEXT, typsend TEXT, typmodin TEXT, "
-    "typmodout TEXT, typanalyze TEXT, typalign TEXT, typstorage TEXT, typnotnull BOOL, "
-    "typbasetype INTEGER, typtypmod INTEGER, typndims INTEGER, typcollation INTEGER, "
-    "typdefaultbin TEXT, typdefault TEXT, typacl TEXT",
-    "pg_index": "indexrelid INTEGER, indrelid INTEGER, indnatts INTEGER, indnkeyatts INTEGER, "
-    "indisunique BOOL, indnullsnotdistinct BOOL, indisprimary BOOL, indisexclusion BOOL, "
-    "indimmediate BOOL, indisclustered BOOL, indisvalid BOOL, indcheckxmin BOOL, "
-    "indisready BOOL, indislive BOOL, indisreplident BOOL, indkey TEXT, indcollation TEXT, "
-    "indclass TEXT, indoption TEXT, indexprs TEXT, indpred TEXT",
-    "pg_constraint": "oid INTEGER, conname TEXT, connamespace INTEGER, contype TEXT, "
-    "condeferrable BOOL, condeferred BOOL, convalidated BOOL, conrelid INTEGER, "
-    "contypid INTEGER, conindid INTEGER, conparentid INTEGER, confrelid INTEGER, "
-    "confupdtype TEXT, confdeltype TEXT, confmatchtype TEXT, conislocal BOOL, "
-    "coninhcount INTEGER, connoinherit BOOL, conkey TEXT, confkey TEXT, conbin TEXT",
-    "pg_database": "oid INTEGER, datname TEXT, datdba INTEGER, encoding INTEGER, "
-    "datlocprovider TEXT, datistemplate BOOL, datallowconn BOOL, datconnlimit INTEGER, "
-    "dattablespace INTEGER, datcollate TEXT, datctype TEXT, daticulocale TEXT, "
-    "datcollversion TEXT, datacl TEXT",
-    "pg_settings": "name TEXT, setting TEXT, unit TEXT, category TEXT, short_desc TEXT, "
-    "extra_desc TEXT, context TEXT, vartype TEXT, source TEXT, min_val TEXT, max_val TEXT, "
-    "enumvals TEXT, boot_val TEXT, reset_val TEXT, sourcefile TEXT, sourceline INTEGER, "
-    "pending_restart BOOL",
-    "pg_description": "objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT",
-    "pg_proc": "oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
-    "prolang INTEGER, prokind TEXT, proisstrict BOOL, proretset BOOL, provolatile TEXT, "
-    "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT",
-    "pg_am": "oid INTEGER, amname TEXT, amhandler TEXT, amtype TEXT",
-    "pg_attrdef": "oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT",
-    "pg_collation": "oid INTEGER, collname TEXT, collnamespace INTEGER",
-    "pg_roles": "oid INTEGER, rolname TEXT, rolsuper BOOL, rolcanlogin BOOL",
-    "pg_user": "usesysid INTEGER, usename TEXT, usesuper BOOL",
-    "pg_tablespace": "oid INTEGER, spcname TEXT",
-    "pg_views": "schemaname TEXT, viewname TEXT, viewowner TEXT, definition TEXT",
-    "pg_matviews": "schemaname TEXT, matviewname TEXT, matviewowner TEXT, definition TEXT",
-    "pg_tables": "schemaname TEXT, tablename TEXT, tableowner TEXT, hasindexes BOOL",
-    "pg_indexes": "schemaname TEXT, tablename TEXT, indexname TEXT, indexdef TEXT",
-    "pg_policy": "oid INTEGER, polname TEXT, polrelid INTEGER, polcmd TEXT, "
-    "polpermissive BOOL, polroles TEXT, polqual TEXT, polwithcheck TEXT",
-    "pg_statistic_ext": "oid INTEGER, stxrelid INTEGER, stxname TEXT, stxnamespace INTEGER, "
-    "stxowner INTEGER, stxstattarget INTEGER, stxkeys TEXT, stxkind TEXT, stxexprs TEXT",
-    "pg_publication": "oid INTEGER, pubname TEXT, puballtables BOOL",
-    "pg_publication_namespace": "oid INTEGER, pnpubid INTEGER, pnnspid INTEGER",
-    "pg_publication_rel": "oid INTEGER, prpubid INTEGER, prrelid INTEGER, prqual TEXT, "
-    "prattrs TEXT",
-    "pg_inherits": "inhrelid INTEGER, inhparent INTEGER, inhseqno INTEGER, inhdetachpending BOOL",
-    "pg_trigger": "oid INTEGER, tgrelid INTEGER, tgname TEXT, tgisinternal BOOL",
-    "pg_rewrite": "oid INTEGER, rulename TEXT, ev_class INTEGER",
-    "pg_foreign_table": "ftrelid INTEGER, ftserver INTEGER, ftoptions TEXT",
-    "pg_sequence": "seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, "
-    "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
-    "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
-    "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
-    "pg_cursors": "name TEXT, statement TEXT",
-    "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
-}
-INFO_TABLES: dict[str, str] = {
-    "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
-    "is_insertable_into TEXT, is_typed TEXT",
-    "columns": "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, "
-    "ordinal_position INTEGER, column_default TEXT, is_nullable TEXT, data_type TEXT, "
-    "character_maximum_length INTEGER, numeric_precision INTEGER, numeric_scale INTEGER, "
-    "datetime_precision INTEGER, udt_catalog TEXT, udt_schema TEXT, udt_name TEXT, "
-    "is_identity TEXT, is_generated TEXT, is_updatable TEXT",
-    "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
-    "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
-    "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
-}
-EMPTY = {
-    "pg_policy",
-    "pg_statistic_ext",
-    "pg_publication",
-    "pg_publication_namespace",
-    "pg_publication_rel",
-    "pg_inherits",
-    "pg_trigger",
-    "pg_rewrite",
-    "pg_foreign_table",
-    "pg_sequence",
-    "pg_enum",
-    "pg_extension",
-    "pg_description",
-    "pg_constraint",
-    "pg_opclass",
-}
-SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
-    "pg_class": 1259,
-    "pg_constraint": 2606,
-    "pg_type": 1247,
-    "pg_proc": 1255,
-}
-NAMES = set(TABLES) | {f"information_schema.{t}" for t in INFO_TABLES}
-BOOLS = {
-    c.split()[0]
-    for cols in (*TABLES.values(), *INFO_TABLES.values())
-    for c in cols.split(", ")
-    if c.endswith(" BOOL")
-} | {"relhasoids"}
 _MENTION = re.compile(
     r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:" + "|".join(TABLES) + r")\b)", re.I
 )
@@ -176,7 +49,19 @@ _MENTION = re.compile(
 
 def mentions_catalog(text: str) -> bool:
     """Does ``text`` read a system relation (``pg_class``, ``information_schema.tables``…)?"""
-    return _MENTION.search(text) is not None
+    if _MENTION.search(text) is None:
+        return False
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.SqlglotError:
+        return False  # the planner words the syntax error
+    for table in tree.find_all(exp.Table):
+        schema = table.text("db").lower()
+        if schema in ("pg_catalog", "information_schema") or (
+            not schema and table.name.lower() in TABLES
+        ):
+            return True
+    return any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot))
 
 
 @dataclass
@@ -197,8 +82,21 @@ def _type(name: str) -> tuple[int, int, str]:
     return TYPES.get(name, (25, -1, "text"))
 
 
-def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple[Any, ...]]]:
+def _rows(
+    state: CatalogState, user: str, database: str, settings: dict[str, str]
+) -> dict[str, list[tuple[Any, ...]]]:
+    from changeflow.compute.functions import FUNCTIONS
+
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
+    for name, value in sorted(settings.items()):
+        out["pg_settings"].append(
+            (name, value, None, "changeflow", "", None, "user", "string", "session")
+            + (None, None, None, value, value, None, None, False)
+        )
+    for i, name in enumerate(sorted(FUNCTIONS)):
+        strict = FUNCTIONS[name].strict
+        out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
+        out["pg_proc"][-1] += (-1, 0, "", name)
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
         (PG_CATALOG, "pg_catalog"),
@@ -266,7 +164,17 @@ def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
                 + ("i", "p", "")
-                + (not nullable, default is not None, False, "", "", False, True, 0, 0)
+                + (
+                    not nullable and kind in ("r", "i"),
+                    default is not None,
+                    False,
+                    "",
+                    "",
+                    False,
+                    True,
+                    0,
+                    0,
+                )
                 + (None, None, None, None)
             )
             if default is not None:
@@ -280,9 +188,11 @@ def _rows(state: CatalogState, user: str, database: str) -> dict[str, list[tuple
                         col,
                         n,
                         default,
-                        "NO" if not nullable else "YES",
+                        "NO" if not nullable and kind == "r" else "YES",
                     )
-                    + (FORMAT.get(type_oid, type_name), None, None, None, None, database)
+                    + (FORMAT.get(type_oid, type_name), None)
+                    + _precision(type_oid, typmods.get(col, -1))
+                    + (database,)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
                 )
         if kind == "r":
@@ -316,6 +226,16 @@ def _typmods(item: Item) -> dict[str, int]:
         elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
             out[column.name.lower()] = params[0] + 4
     return out
+
+
+def _precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:
+    """information_schema's numeric_precision, numeric_scale and datetime_precision."""
+    if oid == 1700 and typmod >= 4:
+        return (typmod - 4) >> 16, (typmod - 4) & 0xFFFF, None
+    fixed = {21: 16, 23: 32, 20: 64, 700: 24, 701: 53}
+    if oid in fixed:
+        return fixed[oid], 0 if oid in (20, 21, 23) else None, None
+    return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
 
 
 def _type_oid(name: Any) -> int | None:
@@ -506,19 +426,31 @@ def _reads_nothing(tree: exp.Expression) -> bool:
     )
 
 
-def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:
+def answer(
+    text: str,
+    state: CatalogState,
+    user: str,
+    database: str,
+    settings: dict[str, str] | None = None,
+) -> Answer:
     """Run the catalog query ``text`` over the system relations of ``state``."""
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except sqlglot.errors.ParseError as e:
         raise PlanError(f"syntax error in a catalog query: {e}", sqlstate="42601") from None
     _name_outputs(tree)
+    top = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)
+    truths = {
+        i
+        for i, e in enumerate(top.expressions if top is not None else [])
+        if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
+    }
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
         tree = tree.transform(_rewrite)
     db = sqlite3.connect(":memory:")
     try:
         db.execute("ATTACH DATABASE ':memory:' AS information_schema")
-        for name, rows in _rows(state, user, database).items():
+        for name, rows in _rows(state, user, database, settings or {}).items():
             schema = TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
             db.execute(f"CREATE TABLE {name} ({schema})")
             width = schema.count(",") + 1
@@ -548,7 +480,7 @@ def answer(text: str, state: CatalogState, user: str, database: str) -> Answer:
     kinds = []
     for i, n in enumerate(names):
         values = [r[i] for r in rows if r[i] is not None]
-        if n in BOOLS and all(v in (0, 1) for v in values):
+        if (n in BOOLS or i in truths) and all(v in (0, 1) for v in values):
             kinds.append("bool")
         elif values and all(isinstance(v, int) for v in values):
             kinds.append("int")

@@ -200,10 +200,36 @@ def _div(a: Any, b: Any, kind: SqlType) -> Any:
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q  # truncates toward zero
     if kind == NUMERIC:
-        with localcontext() as ctx:
-            ctx.prec = 40
-            return a / b
+        return numeric_div(Decimal(a), Decimal(b))
     return a / b
+
+
+def _weight(x: Decimal) -> tuple[int, int]:
+    """A numeric's base-10000 weight and first base-10000 digit, as PostgreSQL stores it."""
+    x = abs(x)
+    if x == 0:
+        return 0, 0
+    weight = x.adjusted() // 4
+    return weight, int(x.scaleb(-4 * weight))
+
+
+def div_scale(a: Decimal, b: Decimal) -> int:
+    """The scale of PostgreSQL's numeric quotient a / b (``select_div_scale``): at least 16
+    significant digits, and no fewer decimals than either operand shows."""
+    (w1, f1), (w2, f2) = _weight(a), _weight(b)
+    qweight = w1 - w2 - (1 if f1 <= f2 else 0)
+    scales = (max(-int(x.as_tuple().exponent), 0) for x in (a, b))
+    return min(max(16 - qweight * 4, *scales, 0), 1000)
+
+
+def numeric_div(a: Decimal, b: Decimal) -> Decimal:
+    """``a / b`` rounded (half away from zero) to PostgreSQL's scale for it, but to no fewer
+    than the 10 decimals a view stores numerics at: Spark's hydration of a view computes the
+    quotient with at least that many, and the two must agree."""
+    scale = max(div_scale(a, b), 10)
+    with localcontext() as ctx:
+        ctx.prec = max(a.adjusted() - b.adjusted(), 0) + scale + 10
+        return (a / b).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
 
 
 def _mod(a: Any, b: Any, kind: SqlType) -> Any:

@@ -261,7 +261,8 @@ class Runner:
         assert self.session is not None
         user = self.params.get("user", "")
         database = self.params.get("database") or user
-        got = answer(text, self.session.env.catalog.load(), user, database)
+        state = self.session.env.catalog.load()
+        got = answer(text, state, user, database, self.session.settings)
         kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
         columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
         return Outcome(columns=columns, rows=iter(got.rows), counted="SELECT")

@@ -14,6 +14,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing, Query, Resolver
+from changeflow.adapter.sql import avg
 from changeflow.adapter.sql.rows import (
     ONE_ROW,
     Output,
@@ -391,8 +392,7 @@ class Planner:
         raise correlated()
 
     def aggregating(self, node: exp.Select, nodes: list[exp.Expression]) -> bool:
-        for window in (w for n in nodes for w in walk(n) if isinstance(w, exp.Window)):
-            raise unsupported("window functions (OVER)", window)
+        avg.refuse_windows(nodes)
         if node.args.get("group") is not None or node.args.get("having") is not None:
             return True
         return any(contains(n, is_aggregate) for n in nodes)
@@ -562,13 +562,12 @@ class Planner:
         rel = stage.rel
         pre = Scalars(rel.scope, rel.plan.schema, "GROUP BY", dict(items.replacements))
         group = node.args.get("group")
-        keys: list[X.Expr] = list(inner_keys)
-        for g in group.expressions if group is not None else []:
-            keys.append(self.group_key(g, pre, items))
+        groups = group.expressions if group is not None else []
+        keys = list(inner_keys) + [self.group_key(g, pre, items) for g in groups]
         having = node.args.get("having")
         sources = items.nodes + ([having.this] if having else []) + order_nodes
         aggs: list[P.Aggregate] = []
-        slots: dict[int, int] = {}
+        slots: dict[int, list[int]] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
         filtered = {
             id(n.this) for source in sources for n in walk(source) if _filtered_aggregate(n)
@@ -578,10 +577,9 @@ class Planner:
                 if id(n) in filtered or id(n) in slots:
                     continue
                 if is_aggregate(n) or _filtered_aggregate(n):
-                    a = self.aggregate_call(n, agg_scalars)
-                    if a not in aggs:
-                        aggs.append(a)
-                    slots[id(n)] = aggs.index(a)
+                    parts = avg.parts(self.aggregate_call(n, agg_scalars))
+                    aggs += [a for a in parts if a not in aggs]
+                    slots[id(n)] = [aggs.index(a) for a in parts]
         plan = rel.plan
         extra = [(f"group{i}", k) for i, k in enumerate(keys) if not isinstance(k, X.Col)]
         if extra:
@@ -601,7 +599,7 @@ class Planner:
                 reduced = one_row(reduced)
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
-        agg_cols = {i: col_of(reduced, width + j) for i, j in slots.items()}
+        agg_cols = {i: avg.combine(reduced, width, js) for i, js in slots.items()}
 
         def hook(n: exp.Expression) -> X.Expr | None:
             if id(n) in agg_cols:

@@ -10,7 +10,9 @@ aggregates are planned elsewhere and arrive as ``replacements`` (or through ``ho
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from sqlglot import exp
@@ -33,6 +35,9 @@ from changeflow.compute.types import (
 )
 from changeflow.errors import EvalError, PlanError
 
+# now()'s value for the statement being planned: the start of its transaction (the session
+# sets it; planning outside a session reads the clock)
+STATEMENT_TIME: ContextVar[datetime | None] = ContextVar("statement_time", default=None)
 AGGREGATE_NODES: dict[type, str] = {
     exp.Count: "count",
     exp.Sum: "sum",
@@ -409,6 +414,13 @@ class Scalars:
         chars = node.args.get("expression")
         return self.func(name, [node.this] + ([chars] if chars is not None else []))
 
+    def _currenttimestamp(self, node: exp.CurrentTimestamp) -> X.Expr:
+        """now(): the start of the session's transaction, as PostgreSQL's (views refuse it)."""
+        return X.Lit(STATEMENT_TIME.get() or datetime.now(UTC), TIMESTAMPTZ)
+
+    def _currentdate(self, node: exp.CurrentDate) -> X.Expr:
+        return X.Lit((STATEMENT_TIME.get() or datetime.now(UTC)).date(), DATE)
+
     def _splitpart(self, node: exp.SplitPart) -> X.Expr:
         return self.func("split_part", [node.this, node.args["delimiter"], node.args["part_index"]])
 
@@ -486,9 +498,6 @@ class Scalars:
 
     def _window(self, node: exp.Window) -> X.Expr:
         raise unsupported("window functions", node)
-
-    def _currenttimestamp(self, node: exp.Expression) -> X.Expr:
-        raise unsupported("now() (use mz_now())", node)
 
     def _subquery(self, node: exp.Subquery) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)

@@ -1,0 +1,146 @@
+"""The shapes of the system relations changeflow answers (``pg_catalog`` tables and
+``information_schema`` views, as SQLite column lists), their type OIDs and which are empty."""
+
+from __future__ import annotations
+
+PUBLIC, PG_CATALOG, INFO_SCHEMA = 2200, 11, 13000
+OWNER = 10
+RELATION_BASE = 16384
+# SQL type name -> (OID, typlen, pg_type name)
+TYPES = {
+    "boolean": (16, 1, "bool"),
+    "smallint": (21, 2, "int2"),
+    "integer": (23, 4, "int4"),
+    "bigint": (20, 8, "int8"),
+    "numeric": (1700, -1, "numeric"),
+    "double precision": (701, 8, "float8"),
+    "real": (700, 4, "float4"),
+    "text": (25, -1, "text"),
+    "character varying": (1043, -1, "varchar"),
+    "date": (1082, 4, "date"),
+    "timestamp": (1114, 8, "timestamp"),
+    "timestamp without time zone": (1114, 8, "timestamp"),
+    "timestamp with time zone": (1184, 8, "timestamptz"),
+    "oid": (26, 4, "oid"),
+    "name": (19, 64, "name"),
+    "char": (18, 1, "char"),
+}
+FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {1114: "timestamp without time zone"}
+KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
+
+# name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)
+TABLES: dict[str, str] = {
+    "pg_namespace": "oid INTEGER, nspname TEXT, nspowner INTEGER, nspacl TEXT",
+    "pg_class": "oid INTEGER, relname TEXT, relnamespace INTEGER, reltype INTEGER, "
+    "reloftype INTEGER, relowner INTEGER, relam INTEGER, relfilenode INTEGER, "
+    "reltablespace INTEGER, relpages INTEGER, reltuples REAL, relallvisible INTEGER, "
+    "reltoastrelid INTEGER, relhasindex BOOL, relisshared BOOL, relpersistence TEXT, "
+    "relkind TEXT, relnatts INTEGER, relchecks INTEGER, relhasrules BOOL, relhastriggers BOOL, "
+    "relhassubclass BOOL, relrowsecurity BOOL, relforcerowsecurity BOOL, relispopulated BOOL, "
+    "relreplident TEXT, relispartition BOOL, relrewrite INTEGER, relfrozenxid INTEGER, "
+    "relminmxid INTEGER, relacl TEXT, reloptions TEXT, relpartbound TEXT",
+    "pg_attribute": "attrelid INTEGER, attname TEXT, atttypid INTEGER, attstattarget INTEGER, "
+    "attlen INTEGER, attnum INTEGER, attndims INTEGER, attcacheoff INTEGER, atttypmod INTEGER, "
+    "attbyval BOOL, attalign TEXT, attstorage TEXT, attcompression TEXT, attnotnull BOOL, "
+    "atthasdef BOOL, atthasmissing BOOL, attidentity TEXT, attgenerated TEXT, "
+    "attisdropped BOOL, attislocal BOOL, attinhcount INTEGER, attcollation INTEGER, "
+    "attacl TEXT, attoptions TEXT, attfdwoptions TEXT, attmissingval TEXT",
+    "pg_type": "oid INTEGER, typname TEXT, typnamespace INTEGER, typowner INTEGER, "
+    "typlen INTEGER, typbyval BOOL, typtype TEXT, typcategory TEXT, typispreferred BOOL, "
+    "typisdefined BOOL, typdelim TEXT, typrelid INTEGER, typelem INTEGER, typarray INTEGER, "
+    "typinput TEXT, typoutput TEXT, typreceive TEXT, typsend TEXT, typmodin TEXT, "
+    "typmodout TEXT, typanalyze TEXT, typalign TEXT, typstorage TEXT, typnotnull BOOL, "
+    "typbasetype INTEGER, typtypmod INTEGER, typndims INTEGER, typcollation INTEGER, "
+    "typdefaultbin TEXT, typdefault TEXT, typacl TEXT",
+    "pg_index": "indexrelid INTEGER, indrelid INTEGER, indnatts INTEGER, indnkeyatts INTEGER, "
+    "indisunique BOOL, indnullsnotdistinct BOOL, indisprimary BOOL, indisexclusion BOOL, "
+    "indimmediate BOOL, indisclustered BOOL, indisvalid BOOL, indcheckxmin BOOL, "
+    "indisready BOOL, indislive BOOL, indisreplident BOOL, indkey TEXT, indcollation TEXT, "
+    "indclass TEXT, indoption TEXT, indexprs TEXT, indpred TEXT",
+    "pg_constraint": "oid INTEGER, conname TEXT, connamespace INTEGER, contype TEXT, "
+    "condeferrable BOOL, condeferred BOOL, convalidated BOOL, conrelid INTEGER, "
+    "contypid INTEGER, conindid INTEGER, conparentid INTEGER, confrelid INTEGER, "
+    "confupdtype TEXT, confdeltype TEXT, confmatchtype TEXT, conislocal BOOL, "
+    "coninhcount INTEGER, connoinherit BOOL, conkey TEXT, confkey TEXT, conbin TEXT",
+    "pg_database": "oid INTEGER, datname TEXT, datdba INTEGER, encoding INTEGER, "
+    "datlocprovider TEXT, datistemplate BOOL, datallowconn BOOL, datconnlimit INTEGER, "
+    "dattablespace INTEGER, datcollate TEXT, datctype TEXT, daticulocale TEXT, "
+    "datcollversion TEXT, datacl TEXT",
+    "pg_settings": "name TEXT, setting TEXT, unit TEXT, category TEXT, short_desc TEXT, "
+    "extra_desc TEXT, context TEXT, vartype TEXT, source TEXT, min_val TEXT, max_val TEXT, "
+    "enumvals TEXT, boot_val TEXT, reset_val TEXT, sourcefile TEXT, sourceline INTEGER, "
+    "pending_restart BOOL",
+    "pg_description": "objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT",
+    "pg_proc": "oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
+    "prolang INTEGER, prokind TEXT, proisstrict BOOL, proretset BOOL, provolatile TEXT, "
+    "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT",
+    "pg_am": "oid INTEGER, amname TEXT, amhandler TEXT, amtype TEXT",
+    "pg_attrdef": "oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT",
+    "pg_collation": "oid INTEGER, collname TEXT, collnamespace INTEGER",
+    "pg_roles": "oid INTEGER, rolname TEXT, rolsuper BOOL, rolcanlogin BOOL",
+    "pg_user": "usesysid INTEGER, usename TEXT, usesuper BOOL",
+    "pg_tablespace": "oid INTEGER, spcname TEXT",
+    "pg_views": "schemaname TEXT, viewname TEXT, viewowner TEXT, definition TEXT",
+    "pg_matviews": "schemaname TEXT, matviewname TEXT, matviewowner TEXT, definition TEXT",
+    "pg_tables": "schemaname TEXT, tablename TEXT, tableowner TEXT, hasindexes BOOL",
+    "pg_indexes": "schemaname TEXT, tablename TEXT, indexname TEXT, indexdef TEXT",
+    "pg_policy": "oid INTEGER, polname TEXT, polrelid INTEGER, polcmd TEXT, "
+    "polpermissive BOOL, polroles TEXT, polqual TEXT, polwithcheck TEXT",
+    "pg_statistic_ext": "oid INTEGER, stxrelid INTEGER, stxname TEXT, stxnamespace INTEGER, "
+    "stxowner INTEGER, stxstattarget INTEGER, stxkeys TEXT, stxkind TEXT, stxexprs TEXT",
+    "pg_publication": "oid INTEGER, pubname TEXT, puballtables BOOL",
+    "pg_publication_namespace": "oid INTEGER, pnpubid INTEGER, pnnspid INTEGER",
+    "pg_publication_rel": "oid INTEGER, prpubid INTEGER, prrelid INTEGER, prqual TEXT, "
+    "prattrs TEXT",
+    "pg_inherits": "inhrelid INTEGER, inhparent INTEGER, inhseqno INTEGER, inhdetachpending BOOL",
+    "pg_trigger": "oid INTEGER, tgrelid INTEGER, tgname TEXT, tgisinternal BOOL",
+    "pg_rewrite": "oid INTEGER, rulename TEXT, ev_class INTEGER",
+    "pg_foreign_table": "ftrelid INTEGER, ftserver INTEGER, ftoptions TEXT",
+    "pg_sequence": "seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, "
+    "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
+    "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
+    "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
+    "pg_cursors": "name TEXT, statement TEXT",
+    "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
+}
+INFO_TABLES: dict[str, str] = {
+    "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
+    "is_insertable_into TEXT, is_typed TEXT",
+    "columns": "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, "
+    "ordinal_position INTEGER, column_default TEXT, is_nullable TEXT, data_type TEXT, "
+    "character_maximum_length INTEGER, numeric_precision INTEGER, numeric_scale INTEGER, "
+    "datetime_precision INTEGER, udt_catalog TEXT, udt_schema TEXT, udt_name TEXT, "
+    "is_identity TEXT, is_generated TEXT, is_updatable TEXT",
+    "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
+    "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
+    "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
+}
+EMPTY = {
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_namespace",
+    "pg_publication_rel",
+    "pg_inherits",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_foreign_table",
+    "pg_sequence",
+    "pg_enum",
+    "pg_extension",
+    "pg_description",
+    "pg_constraint",
+    "pg_opclass",
+}
+SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
+    "pg_class": 1259,
+    "pg_constraint": 2606,
+    "pg_type": 1247,
+    "pg_proc": 1255,
+}
+BOOLS = {
+    c.split()[0]
+    for cols in (*TABLES.values(), *INFO_TABLES.values())
+    for c in cols.split(", ")
+    if c.endswith(" BOOL")
+} | {"relhasoids"}
