@@ -45,6 +45,7 @@ import duckdb
 from compute import (
     T0,
     TABLES,
+    _met,
     duck_apply,
     duck_tables,
     generate,
@@ -196,9 +197,6 @@ def run_steps(scale, args, spark, shards, views, flows, steps, tables, result) -
 
 
 def markdown(results: list[dict]) -> str:
-    def met(value: bool) -> str:
-        return "yes" if value else "**no**"
-
     lines = [
         "| SF | view | rows held | hydration | Spark batch | ratio (≤1.5x) | step p50 / p90 "
         "| Spark recompute | speedup (≥20x) | DuckDB recompute | tasks/step | check |",
@@ -209,8 +207,8 @@ def markdown(results: list[dict]) -> str:
             lines.append(
                 f"| {res['scale']:g} | {view} | {r['state_rows']:,} | {r['hydration_s']:.1f} s "
                 f"| {r['spark_batch_s']:.1f} s | {r['hydration_ratio']:.2f}x "
-                f"{met(r['hydration_met'])} | {r['step_s']:.2f} / {r['step_p90_s']:.2f} s "
-                f"| {r['spark_recompute_s']:.1f} s | {r['step_speedup']:.1f}x {met(r['step_met'])} "
+                f"{_met(r['hydration_met'])} | {r['step_s']:.2f} / {r['step_p90_s']:.2f} s "
+                f"| {r['spark_recompute_s']:.1f} s | {r['step_speedup']:.1f}x {_met(r['step_met'])} "
                 f"| {r['duckdb_recompute_s'] * 1000:.0f} ms | {r['tasks_per_step']:.0f} "
                 f"| {r['check']} |"
             )
