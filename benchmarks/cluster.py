@@ -208,7 +208,8 @@ def markdown(results: list[dict]) -> str:
                 f"| {res['scale']:g} | {view} | {r['state_rows']:,} | {r['hydration_s']:.1f} s "
                 f"| {r['spark_batch_s']:.1f} s | {r['hydration_ratio']:.2f}x "
                 f"{_met(r['hydration_met'])} | {r['step_s']:.2f} / {r['step_p90_s']:.2f} s "
-                f"| {r['spark_recompute_s']:.1f} s | {r['step_speedup']:.1f}x {_met(r['step_met'])} "
+                f"| {r['spark_recompute_s']:.1f} s "
+                f"| {r['step_speedup']:.1f}x {_met(r['step_met'])} "
                 f"| {r['duckdb_recompute_s'] * 1000:.0f} ms | {r['tasks_per_step']:.0f} "
                 f"| {r['check']} |"
             )
