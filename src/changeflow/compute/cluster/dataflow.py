@@ -50,11 +50,11 @@ class Node:
         where = f"{len(flow.nodes)}"
         flow.nodes.append(self)
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
-        self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(widths)]
         if self.totals is not None:  # a reduce of running totals holds one row per group
-            self.spines = [
-                flow.spine(f"{where}/totals", self.totals.width, False, self.totals.values())
-            ]
+            totals = self.totals
+            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
+        else:
+            self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(widths)]
         self.waiting = [
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
