@@ -17,6 +17,7 @@ class Config:
     spark_master: str
     cluster_rows: int = 1_000_000  # a view over this many stored input rows runs on the cluster
     spark_ingest_bytes: int = 64 << 20  # a source folder this large is decoded on Spark
+    cluster_step_rows: int = 200_000  # a cluster-tier step this small runs in the driver
 
     @classmethod
     def load(cls, **flags: str | None) -> Config:
@@ -35,6 +36,7 @@ class Config:
             spark_master=pick("spark_master", "local[*]"),
             cluster_rows=_count("cluster_rows", pick("cluster_rows", "1000000")),
             spark_ingest_bytes=_count("spark_ingest_bytes", pick("spark_ingest_bytes", "67108864")),
+            cluster_step_rows=_count("cluster_step_rows", pick("cluster_step_rows", "200000")),
         )
 
 

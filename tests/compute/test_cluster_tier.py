@@ -4,6 +4,7 @@ in-process tier's), across a restart; its state lives under the blob root, not i
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,8 +23,24 @@ from test_dataflow import TIMES, append_until, check_every_time, load_inputs, op
 pytestmark = pytest.mark.spark
 
 
-def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool = False) -> None:
-    """Hydrate at ``cut``, then step a time at a time (or, ``at_once``, all in one step)."""
+def _run(
+    spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool = False, **kw
+) -> None:
+    """Hydrate at ``cut``, then step a time at a time (or, ``at_once``, all in one step); with
+    ``on_spark`` every step runs wholly on Spark, else in the driver (the steps are small)."""
+    key = "CHANGEFLOW_CLUSTER_STEP_ROWS"
+    old = os.environ.get(key)
+    os.environ[key] = "0" if kw.get("on_spark") else "1000000"
+    try:
+        _steps(spark, root, plan, history, cut, at_once)
+    finally:
+        if old is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = old
+
+
+def _steps(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool) -> None:
     storage = open_storage(root)
     caps = load_inputs(storage, history, [])
     append_until(storage, caps, history, 0, cut)
@@ -45,14 +62,18 @@ def _run(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bool
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    plan=plans(2), history=histories(TIMES), cut=st.integers(1, TIMES - 1), at_once=st.booleans()
+    plan=plans(2),
+    history=histories(TIMES),
+    cut=st.integers(1, TIMES - 1),
+    at_once=st.booleans(),
+    on_spark=st.booleans(),
 )
 def test_random_plans_on_the_cluster_tier_are_exact_at_every_time(
-    spark, tmp_path_factory, plan, history, cut, at_once
+    spark, tmp_path_factory, plan, history, cut, at_once, on_spark
 ) -> None:
     if any(c.type not in (INT4, INT8) for c in plan.schema):
         return  # numeric outputs round to the column's scale; covered elsewhere
-    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once)
+    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once, on_spark=on_spark)
 
 
 @st.composite
@@ -96,14 +117,15 @@ S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
     ],
     ids=["join", "three-way", "full", "join-reduce", "global-sum", "topk", "except"],
 )
-def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan) -> None:
+@pytest.mark.parametrize("on_spark", [False, True], ids=["driver-steps", "spark-steps"])
+def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan, on_spark) -> None:
     history = {
         "r": [((i % 4, i % 3), i % TIMES, 1) for i in range(24)]
         + [((i % 4, i % 3), 5, -1) for i in range(0, 12, 5)],
         "s": [((i % 5, i % 4), i % TIMES, 1) for i in range(15)]
         + [((i % 5, i % 4), 4, -1) for i in range(0, 10, 3)],
     }
-    _run(spark, tmp_path, plan, history, 2)
+    _run(spark, tmp_path, plan, history, 2, on_spark=on_spark)
 
 
 def test_a_reduce_reads_its_groups_across_every_batch(spark, tmp_path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -21,11 +22,20 @@ from pyspark.sql import functions as F
 from changeflow.compute import plan as P
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.local import (
+    LinearStep,
+    Update,
+    consolidated,
+    frame_table,
+    updates_of,
+)
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import Dataflow
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, name, spark_type
+from changeflow.config import Config
+from changeflow.spark import session_conf
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -62,8 +72,18 @@ class Node:
         self.late = isinstance(plan, P.TemporalFilter) or (
             not self.stateful and any(c.late for c in children)
         )
-        self.now: list[DataFrame | None] = []  # this step's input changes (below the step)
-        self.later: list[DataFrame | None] = []  # and those beyond it
+        self.linear = (
+            LinearStep(plan)
+            if not self.stateful and not isinstance(plan, P.Get | P.Constant)
+            else None
+        )
+        # this step's input changes below the step, and those beyond it: frames, or update
+        # lists in the driver for a small step (with the waiting updates that fell due, and a
+        # reduce's totals of the step as Arrow)
+        self.now: list = []
+        self.later: list = []
+        self.due: list[list[Update]] = []
+        self.step_totals: pa.Table | None = None
 
     def rows(self) -> int:
         return sum(s.rows() for s in (*self.spines, *self.waiting) if s is not None)
@@ -83,6 +103,8 @@ class ClusterDataflow(Dataflow):
         self.root = self._build(self.plan)
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
         self.first = True  # constants appear in the first step
+        self.local = False  # the last step ran in the driver (small)
+        self.step_rows = Config.load().cluster_step_rows
         ready = all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         resume = self.resume is not None and self._load(self.resume)
         self.subscriptions = {
@@ -151,7 +173,7 @@ class ClusterDataflow(Dataflow):
             cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
             at = F.lit(self.as_of).cast("bigint").alias(TIME)
             changes[shard] = frame.select(*cols, at, F.col(DIFF).cast("bigint").alias(DIFF))
-        out = self._run(changes, self.as_of + 1, small=False, at=self.as_of)
+        out = self._run(changes, self.as_of + 1, at=self.as_of)
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.step(out, Antichain([self.frontier]))
@@ -165,25 +187,25 @@ class ClusterDataflow(Dataflow):
             self.pending[shard].append(updates)
 
     def _compute(self, upper: int) -> pa.Table:
-        changes = {}
-        for shard, tables in self.pending.items():
-            if tables:
-                table = pa.concat_tables(tables)
+        tables = {}
+        for shard, pending in self.pending.items():
+            if pending:
+                table = pa.concat_tables(pending)
                 data = [c for c in table.column_names if not c.startswith("_")]
-                positional = table.select([*data, TIME, DIFF]).rename_columns(
+                tables[shard] = table.select([*data, TIME, DIFF]).rename_columns(
                     [*(name(i) for i in range(len(data))), TIME, DIFF]
                 )
-                changes[shard] = self.spark.createDataFrame(positional)
             self.pending[shard] = []
-        return self._run(changes, upper, small=True, at=None)
+        if sum(t.num_rows for t in tables.values()) <= self.step_rows:
+            return self._run_local({s: updates_of(t) for s, t in tables.items()}, upper)
+        changes = {s: self.spark.createDataFrame(t) for s, t in tables.items()}
+        return self._run(changes, upper, at=None)
 
-    def _run(
-        self, changes: dict[str, DataFrame], upper: int, small: bool, at: int | None
-    ) -> pa.Table:
+    def _run(self, changes: dict[str, DataFrame], upper: int, at: int | None) -> pa.Table:
         """The output's changes for the step below ``upper`` from the inputs' ``changes``."""
         memo: dict[int, DataFrame | None] = {}
         with exact_decimals(self.spark):
-            out = self._delta(self.root, changes, upper, small, at, memo)
+            out = self._delta(self.root, changes, upper, at, memo)
             if out is None:
                 return self._frame([])
             width = len(self.plan.schema)
@@ -194,14 +216,86 @@ class ClusterDataflow(Dataflow):
             ]
             table = summed.select(*cols, TIME, DIFF).toArrow()
         self.first = False
+        self.local = False
         return _fit(table, self.schema)
+
+    def _run_local(self, changes: dict[str, list[Update]], upper: int) -> pa.Table:
+        """A small step: the output's changes below ``upper``, the changes in the driver."""
+        memo: dict[int, list[Update]] = {}
+        with exact_decimals(self.spark), self._step_conf():
+            out = consolidated(self._local(self.root, changes, upper, memo))
+        self.first = False
+        self.local = True
+        table = frame_table(out, self.plan.schema)
+        return _fit(table.rename_columns([*self.schema.names, TIME, DIFF]), self.schema)
+
+    def _local(
+        self,
+        node: Node,
+        changes: dict[str, list[Update]],
+        upper: int,
+        memo: dict[int, list[Update]],
+    ) -> list[Update]:
+        if id(node) in memo:
+            return memo[id(node)]
+        plan = node.plan
+        if isinstance(plan, P.Get):
+            out = changes.get(plan.name, [])
+        elif isinstance(plan, P.Constant):
+            out = [(row, self.as_of, c) for row, c in plan.rows] if self.first else []
+        else:
+            inputs = [self._local(c, changes, upper, memo) for c in node.children]
+            if node.stateful:
+                out = self._probe(node, inputs, upper)
+            else:
+                assert node.linear is not None
+                out = node.linear(inputs, upper)
+        memo[id(node)] = out
+        return out
+
+    def _probe(self, node: Node, inputs: list[list[Update]], upper: int) -> list[Update]:
+        """A stateful operator's output changes for a small step: its inputs' changes (and
+        the waiting ones that fell due) broadcast into its arrangements on the executors."""
+        node.now, node.later, node.due = [], [], []
+        frames: list[DataFrame | None] = []
+        for child, updates, waiting in zip(node.children, inputs, node.waiting, strict=True):
+            due: list[Update] = []
+            later: list[Update] = []
+            if waiting is not None:
+                if waiting.batches:
+                    held = waiting.frame()
+                    assert held is not None
+                    due = updates_of(held.where(F.col(TIME) < upper).toArrow())
+                later = [u for u in updates if u[1] >= upper]
+                updates = [u for u in updates if u[1] < upper] + due
+            now = consolidated(updates)
+            node.now.append(now)
+            node.later.append(later)
+            node.due.append(due)
+            table = frame_table(now, child.plan.schema) if now else None
+            frames.append(self.spark.createDataFrame(table) if table is not None else None)
+        arranged = [s.frame() for s in node.spines]
+        out: DataFrame | None
+        if node.join:
+            assert isinstance(node.plan, P.Join)
+            out = D.join(frames, arranged, node.plan, small=True)
+        elif node.totals is not None:
+            node.step_totals = None
+            if frames[0] is None:
+                return []
+            node.step_totals = node.totals.totals(frames[0]).toArrow()
+            step = self.spark.createDataFrame(node.step_totals)
+            out = node.totals.delta_of(step, arranged[0], small=True, at=None)
+        else:
+            assert node.keyed is not None
+            out = node.keyed.delta(frames, arranged, small=True, at=None)
+        return [] if out is None else updates_of(out.toArrow())
 
     def _delta(
         self,
         node: Node,
         changes: dict[str, DataFrame],
         upper: int,
-        small: bool,
         at: int | None,
         memo: dict[int, DataFrame | None],
     ) -> DataFrame | None:
@@ -218,30 +312,26 @@ class ClusterDataflow(Dataflow):
                     *D.data(len(plan.schema)), TIME, DIFF
                 )
         else:
-            inputs = [self._delta(c, changes, upper, small, at, memo) for c in node.children]
+            inputs = [self._delta(c, changes, upper, at, memo) for c in node.children]
             if node.stateful:
-                out = self._stateful(node, inputs, upper, small, at)
-                out = self._small(out) if small and node is not self.root else out
+                out = self._stateful(node, inputs, upper, at)
             else:
                 out = D.linear(plan, inputs)
         memo[id(node)] = out
         return out
 
-    def _small(self, frame: DataFrame | None) -> DataFrame | None:
-        """A step's changes of an operator brought to the driver and sent back as a local
-        frame: they are small, and the operators above then plan over them alone, not over
-        the whole step's lineage (None when there are none)."""
-        if frame is None:
-            return None
-        table = frame.toArrow()
-        return self.spark.createDataFrame(table) if table.num_rows else None
+    def _step_conf(self) -> AbstractContextManager[None]:
+        """A small step's settings: a shuffle partition per core, and no adaptive execution
+        (which runs each stage of a query as a job of its own)."""
+        cores = str(max(2, self.spark.sparkContext.defaultParallelism))
+        settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": cores}
+        return session_conf(self.spark, settings)
 
     def _stateful(
         self,
         node: Node,
         inputs: list[DataFrame | None],
         upper: int,
-        small: bool,
         at: int | None,
     ) -> DataFrame | None:
         """A stateful operator's output changes: its inputs' changes below the step against
@@ -259,11 +349,11 @@ class ClusterDataflow(Dataflow):
         arranged = [s.frame() for s in node.spines]
         if node.join:
             assert isinstance(node.plan, P.Join)
-            return D.join(node.now, arranged, node.plan, small)
+            return D.join(node.now, arranged, node.plan, small=False)
         if node.totals is not None:
-            return node.totals.delta(node.now[0], arranged[0], small, at)
+            return node.totals.delta(node.now[0], arranged[0], small=False, at=at)
         assert node.keyed is not None
-        return node.keyed.delta(node.now, arranged, small, at)
+        return node.keyed.delta(node.now, arranged, small=False, at=at)
 
     def _stepped(self) -> None:
         """Add each stateful operator's changes to its spines (inputs before the operators
@@ -271,6 +361,9 @@ class ClusterDataflow(Dataflow):
         with exact_decimals(self.spark):
             for node in self.nodes:
                 if not node.stateful:
+                    continue
+                if self.local:
+                    self._add_local(node)
                     continue
                 for i, spine in enumerate(node.spines):
                     changes = node.now[i] if i < len(node.now) else None
@@ -288,12 +381,30 @@ class ClusterDataflow(Dataflow):
         checkpoint.save(self.storage, self.name, {"frontier": self.frontier, "nodes": saved})
         for node in self.nodes:
             for frame in node.now:
-                if frame is not None:
+                if isinstance(frame, DataFrame):
                     frame.unpersist()
-            node.now, node.later = [], []
+            node.now, node.later, node.due, node.step_totals = [], [], [], None
             for spine in (*node.spines, *node.waiting):
                 if spine is not None:
                     spine.forget_retired()
+
+    def _add_local(self, node: Node) -> None:
+        """Add a small step's changes (in the driver) to a stateful operator's spines."""
+        schemas = [c.plan.schema for c in node.children]
+        if node.totals is not None:
+            if node.step_totals is not None:
+                node.spines[0].add(node.step_totals.drop_columns([TIME]))
+        else:
+            for spine, now, schema in zip(node.spines, node.now, schemas, strict=True):
+                if now:
+                    spine.add(frame_table(now, schema, timed=False))
+        for i, waiting in enumerate(node.waiting):
+            if waiting is None or i >= len(node.later):
+                continue
+            gone = [(row, t, -d) for row, t, d in node.due[i]]
+            changes = consolidated([*node.later[i], *gone])
+            if changes:
+                waiting.add(frame_table(changes, schemas[i]))
 
     def _hold_limit(self) -> int | None:
         """The checkpoint's frontier less one: a restart subscribes from there."""

@@ -88,9 +88,12 @@ class Accumulated:
         self, changes: DataFrame | None, held: DataFrame | None, small: bool, at: int | None
     ) -> DataFrame | None:
         """The reduce's output changes for its input's ``changes`` and the totals ``held``."""
-        if changes is None:
-            return None
-        step = self.totals(changes)
+        return None if changes is None else self.delta_of(self.totals(changes), held, small, at)
+
+    def delta_of(
+        self, step: DataFrame, held: DataFrame | None, small: bool, at: int | None
+    ) -> DataFrame:
+        """The reduce's output changes for a step's :meth:`totals` and the totals ``held``."""
         keys = [name(j) for j in range(self.width)]
         values = self.values()
         if at is not None:  # hydration: nothing held, one time

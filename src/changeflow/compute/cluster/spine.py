@@ -5,14 +5,21 @@ so the driver holds only its location and row count, and a batch's lineage is a 
 step never replays the history). A new batch is merged with the ones before it while they are
 not more than twice its size, so the number of batches grows with the log of the collection and
 each row is rewritten a logarithmic number of times (differential dataflow's spine).
+
+A small step's changes come from the driver as Arrow: the driver writes them as one Parquet
+file, and merges such batches itself while they stay small (``LOCAL_MERGE_ROWS``), so a small
+step adds to a spine without a Spark job.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import dataclass, field
 from functools import reduce as fold
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +29,8 @@ from changeflow.compute.spark_expr import name
 from changeflow.storage.blob import Blob
 from changeflow.updates import DIFF, TIME
 
+LOCAL_MERGE_ROWS = 1_000_000  # batches the driver wrote are merged there up to this size
+
 
 @dataclass
 class Batch:
@@ -29,6 +38,7 @@ class Batch:
 
     key: str
     rows: int
+    local: bool = False  # one Parquet file the driver wrote
 
 
 @dataclass
@@ -56,13 +66,19 @@ class Spine:
         frames = [self._read(b.key) for b in self.batches]
         return fold(DataFrame.unionByName, frames) if frames else None
 
-    def add(self, delta: DataFrame) -> None:
-        """Add ``delta`` (positional columns, the values; and ``_time`` when timed) as a batch,
-        then merge while the batch before is not more than twice the size of the last."""
+    def add(self, delta: DataFrame | pa.Table) -> None:
+        """Add ``delta`` (positional columns, the values; and ``_time`` when timed; a frame, or
+        a small step's Arrow table) as a batch, then merge while the batch before is not more
+        than twice the size of the last."""
         self._append(delta)
         while len(self.batches) > 1 and self.batches[-2].rows <= 2 * self.batches[-1].rows:
             last, before = self.batches.pop(), self.batches.pop()
-            merged = self._read(before.key).unionByName(self._read(last.key))
+            merged: DataFrame | pa.Table
+            if last.local and before.local and last.rows + before.rows <= LOCAL_MERGE_ROWS:
+                tables = [self._table(before.key), self._table(last.key)]
+                merged = pa.concat_tables(tables, promote_options="permissive")
+            else:
+                merged = self._read(before.key).unionByName(self._read(last.key))
             self._append(merged)
             self.retired += [before.key, last.key]
 
@@ -92,15 +108,18 @@ class Spine:
         self._frames.clear()
 
     def to_json(self) -> list[list]:
-        return [[b.key, b.rows] for b in self.batches]
+        return [[b.key, b.rows, b.local] for b in self.batches]
 
     def load(self, batches: list[list]) -> None:
-        self.batches = [Batch(key, rows) for key, rows in batches]
+        self.batches = [Batch(*b) for b in batches]
 
     def _columns(self) -> list[str]:
         return [name(i) for i in range(self.width)] + ([TIME] if self.timed else [])
 
-    def _append(self, delta: DataFrame) -> None:
+    def _append(self, delta: DataFrame | pa.Table) -> None:
+        if isinstance(delta, pa.Table):
+            self._append_local(delta)
+            return
         columns = self._columns()
         sums = [F.sum(v).alias(v) for v in self.values]
         nonzero = fold(lambda a, b: a | b, (F.col(v) != 0 for v in self.values))
@@ -112,6 +131,27 @@ class Spine:
             self.batches.append(Batch(key, rows))
         else:
             self.blob.delete_dir(key)
+
+    def _append_local(self, delta: pa.Table) -> None:
+        """Write an Arrow batch from the driver, summed per distinct row where Arrow can group
+        its columns (a batch need not be consolidated: readers sum)."""
+        columns = self._columns()
+        with contextlib.suppress(pa.ArrowNotImplementedError):
+            summed = delta.group_by(columns).aggregate([(v, "sum") for v in self.values])
+            delta = summed.select([*columns, *(f"{v}_sum" for v in self.values)])
+            delta = delta.rename_columns([*columns, *self.values])
+        nonzero = fold(pc.or_, (pc.not_equal(delta[v], 0) for v in self.values))
+        delta = delta.filter(pc.fill_null(nonzero, False))
+        if delta.num_rows:
+            key = f"{self.prefix}/{uuid.uuid4().hex}"
+            self.blob.set_table(f"{key}/part-0.parquet", delta)
+            self.batches.append(Batch(key, delta.num_rows, local=True))
+
+    def _table(self, key: str) -> pa.Table:
+        """A batch the driver wrote, read back by the driver."""
+        data = self.blob.get(f"{key}/part-0.parquet")
+        assert data is not None, f"batch {key} is missing"
+        return pq.read_table(pa.BufferReader(data))
 
     def _rows_written(self, key: str) -> int:
         """The rows of a written batch, from its Parquet footers (no Spark job)."""
