@@ -283,7 +283,7 @@ class ClusterDataflow(Dataflow):
             node.step_totals = None
             if frames[0] is None:
                 return []
-            node.step_totals = node.totals.totals(frames[0]).toArrow()
+            node.step_totals = node.totals.local_totals(node.now[0])
             step = self.spark.createDataFrame(node.step_totals)
             out = node.totals.delta_of(step, arranged[0], small=True, at=None)
         else:

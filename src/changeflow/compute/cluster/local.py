@@ -68,7 +68,7 @@ def frame_table(updates: list[Update], schema: Schema, timed: bool = True) -> pa
     arrays = []
     for i, c in enumerate(schema):
         kind = c.type.arrow
-        values = [_fit(u[0][i], kind) for u in updates]
+        values = [fit_value(u[0][i], kind) for u in updates]
         arrays.append(pa.array(values, type=kind))
     names = [name(i) for i in range(len(schema))]
     if timed:
@@ -78,7 +78,7 @@ def frame_table(updates: list[Update], schema: Schema, timed: bool = True) -> pa
     return pa.Table.from_arrays(arrays, names=[*names, DIFF])
 
 
-def _fit(value: Any, kind: pa.DataType) -> Any:
+def fit_value(value: Any, kind: pa.DataType) -> Any:
     """A value as a column of ``kind`` holds it (a numeric rounded to the column's scale, as
     every stored numeric is)."""
     if isinstance(value, Decimal) and pa.types.is_decimal(kind):

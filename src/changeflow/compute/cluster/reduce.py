@@ -10,17 +10,40 @@ totals. So a step reads the groups it changes, never their input rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from functools import reduce as fold
+from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
+from changeflow.compute.cluster.local import fit_value
 from changeflow.compute.spark_expr import ExprCompiler, fail, name
 from changeflow.compute.types import FLOAT8, NUMERIC
 from changeflow.updates import DIFF, TIME
 
 COUNT = "_n"  # the group's row count
+
+
+_ARROW = {
+    "bigint": pa.int64(),
+    "double": pa.float64(),
+    "decimal(38,0)": pa.decimal128(38, 0),
+    "decimal(38,10)": pa.decimal128(38, 10),
+}
+
+
+_ZERO = {"bigint": 0, "double": 0.0, "decimal(38,0)": Decimal(0), "decimal(38,10)": Decimal(0)}
+
+
+def _as_total(value: Any, kind: str) -> Any:
+    """A value as Spark casts it to its total's type (a decimal rounded half up)."""
+    if kind == "double":
+        return float(value)
+    scale = Decimal(1) if kind == "decimal(38,0)" else Decimal("1e-10")
+    return Decimal(value).quantize(scale, rounding=ROUND_HALF_UP)
 
 
 def accumulable(plan: P.Plan) -> bool:
@@ -83,6 +106,39 @@ class Accumulated:
         return grouped.select(
             *(name(j) for j in range(self.width)), TIME, *self._typed(self.values())
         )
+
+    def local_totals(self, updates: list[tuple[tuple, int, int]]) -> pa.Table:
+        """:meth:`totals` of a small step's updates, computed in the driver, in the same
+        columns and types."""
+        group_by, aggregates = self.plan.group_by, self.plan.aggregates
+        kinds = dict(zip(self.values(), self._types(), strict=True))
+        zeros = {v: _ZERO[kind] for v, kind in kinds.items()}
+        sums: dict[tuple, dict[str, Any]] = {}
+        with localcontext() as exact:
+            exact.prec = 80  # wider than any total: Spark's overflow check comes after
+            for row, t, d in updates:
+                key = (*(row[c] for c in group_by), t)
+                acc = sums.get(key)
+                if acc is None:
+                    acc = sums[key] = dict(zeros)
+                acc[COUNT] += d
+                for i, agg in enumerate(aggregates):
+                    value = None if agg.arg is None else agg.arg.eval(row)
+                    if value is None:
+                        continue
+                    acc[f"_p{i}"] += d
+                    if agg.func != "count":
+                        acc[f"_s{i}"] += _as_total(value, kinds[f"_s{i}"]) * d
+        schema = self.plan.input.schema
+        arrays = []
+        for j, c in enumerate(group_by):
+            kind = schema[c].type.arrow
+            arrays.append(pa.array([fit_value(k[j], kind) for k in sums], kind))
+        arrays.append(pa.array([k[-1] for k in sums], pa.int64()))
+        for v, kind in kinds.items():
+            arrays.append(pa.array([acc[v] for acc in sums.values()], _ARROW[kind]))
+        names = [*(name(j) for j in range(self.width)), TIME, *kinds]
+        return pa.Table.from_arrays(arrays, names=names)
 
     def delta(
         self, changes: DataFrame | None, held: DataFrame | None, small: bool, at: int | None

@@ -14,6 +14,7 @@ step adds to a spine without a Spark job.
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from dataclasses import dataclass, field
 from functools import reduce as fold
@@ -24,6 +25,8 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from changeflow.compute.spark_expr import name
 from changeflow.storage.blob import Blob
@@ -39,6 +42,7 @@ class Batch:
     key: str
     rows: int
     local: bool = False  # one Parquet file the driver wrote
+    schema: str | None = None  # its Spark schema (JSON), so reading it infers nothing
 
 
 @dataclass
@@ -63,7 +67,7 @@ class Spine:
 
     def frame(self) -> DataFrame | None:
         """The collection (unconsolidated across batches), or None when it holds nothing."""
-        frames = [self._read(b.key) for b in self.batches]
+        frames = [self._read(b) for b in self.batches]
         return fold(DataFrame.unionByName, frames) if frames else None
 
     def add(self, delta: DataFrame | pa.Table) -> None:
@@ -78,7 +82,7 @@ class Spine:
                 tables = [self._table(before.key), self._table(last.key)]
                 merged = pa.concat_tables(tables, promote_options="permissive")
             else:
-                merged = self._read(before.key).unionByName(self._read(last.key))
+                merged = self._read(before).unionByName(self._read(last))
             self._append(merged)
             self.retired += [before.key, last.key]
 
@@ -108,7 +112,7 @@ class Spine:
         self._frames.clear()
 
     def to_json(self) -> list[list]:
-        return [[b.key, b.rows, b.local] for b in self.batches]
+        return [[b.key, b.rows, b.local, b.schema] for b in self.batches]
 
     def load(self, batches: list[list]) -> None:
         self.batches = [Batch(*b) for b in batches]
@@ -128,7 +132,7 @@ class Spine:
         summed.write.parquet(self.blob.uri(key))
         rows = self._rows_written(key)
         if rows:
-            self.batches.append(Batch(key, rows))
+            self.batches.append(Batch(key, rows, schema=summed.schema.json()))
         else:
             self.blob.delete_dir(key)
 
@@ -145,7 +149,8 @@ class Spine:
         if delta.num_rows:
             key = f"{self.prefix}/{uuid.uuid4().hex}"
             self.blob.set_table(f"{key}/part-0.parquet", delta)
-            self.batches.append(Batch(key, delta.num_rows, local=True))
+            schema = from_arrow_schema(delta.schema, prefer_timestamp_ntz=True).json()
+            self.batches.append(Batch(key, delta.num_rows, True, schema))
 
     def _table(self, key: str) -> pa.Table:
         """A batch the driver wrote, read back by the driver."""
@@ -159,10 +164,13 @@ class Spine:
         fs = self.blob.fs
         return sum(pq.read_metadata(self.blob.path(f), filesystem=fs).num_rows for f in files)
 
-    def _read(self, key: str) -> DataFrame:
-        frame = self._frames.get(key)
+    def _read(self, batch: Batch) -> DataFrame:
+        frame = self._frames.get(batch.key)
         if frame is None:
-            frame = self.spark.read.parquet(self.blob.uri(key))
+            reader = self.spark.read
+            if batch.schema is not None:
+                reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
+            frame = reader.parquet(self.blob.uri(batch.key))
             frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-            self._frames[key] = frame
+            self._frames[batch.key] = frame
         return frame
