@@ -83,7 +83,7 @@ class Spine:
                 merged = pa.concat_tables(tables, promote_options="permissive")
             else:
                 merged = self._read(before).unionByName(self._read(last))
-            self._append(merged)
+            self._append(merged, consolidate=True)
             self.retired += [before.key, last.key]
 
     def replace(self, collection: DataFrame | None) -> None:
@@ -120,14 +120,20 @@ class Spine:
     def _columns(self) -> list[str]:
         return [name(i) for i in range(self.width)] + ([TIME] if self.timed else [])
 
-    def _append(self, delta: DataFrame | pa.Table) -> None:
+    def _append(self, delta: DataFrame | pa.Table, consolidate: bool = False) -> None:
+        """Write ``delta`` as a batch. Only a merge sums its rows per distinct row on Spark (a
+        shuffle): a batch need not be consolidated, as its readers sum, and the merges cancel
+        what a step retracts."""
         if isinstance(delta, pa.Table):
             self._append_local(delta)
             return
         columns = self._columns()
-        sums = [F.sum(v).alias(v) for v in self.values]
         nonzero = fold(lambda a, b: a | b, (F.col(v) != 0 for v in self.values))
-        summed = delta.groupBy(*columns).agg(*sums).where(nonzero)
+        if consolidate:
+            sums = [F.sum(v).alias(v) for v in self.values]
+            summed = delta.groupBy(*columns).agg(*sums).where(nonzero)
+        else:
+            summed = delta.select(*columns, *self.values).where(nonzero)
         key = f"{self.prefix}/{uuid.uuid4().hex}"
         summed.write.parquet(self.blob.uri(key))
         rows = self._rows_written(key)
@@ -138,7 +144,7 @@ class Spine:
 
     def _append_local(self, delta: pa.Table) -> None:
         """Write an Arrow batch from the driver, summed per distinct row where Arrow can group
-        its columns (a batch need not be consolidated: readers sum)."""
+        its columns (cheap here)."""
         columns = self._columns()
         with contextlib.suppress(pa.ArrowNotImplementedError):
             summed = delta.group_by(columns).aggregate([(v, "sum") for v in self.values])
