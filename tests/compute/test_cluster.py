@@ -169,3 +169,136 @@ def test_a_sql_view_hydrates_and_steps_on_the_executors(tmp_path: Path) -> None:
         print(run.stdout.strip())
         apps = list((work / "worker0").glob("app-*")) + list((work / "worker1").glob("app-*"))
         assert len(apps) == WORKERS, "each worker ran an executor of the view's application"
+
+
+# The child process of the capped driver: a watchdog ends it if its resident memory passes
+# CAP_MIB; the driver JVM has 512 MiB. Sources of ORDERS orders (and 100,000 customers) are
+# written as CDC by the executors, the view joins and aggregates them on the cluster tier, and
+# two refresh steps follow; each result is checked against Spark's own batch answer.
+CAPPED = r"""
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+import changeflow
+from changeflow.cdc.spark.write import write_cdc
+from changeflow.spark import get_spark
+
+root, cap, n = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+
+
+def resident(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) // 1024
+    raise AssertionError(field)
+
+
+def watchdog():
+    while True:
+        if resident("VmRSS:") > cap:
+            print(f"the driver's Python process passed {cap} MiB", flush=True)
+            os._exit(3)
+        time.sleep(0.02)
+
+
+threading.Thread(target=watchdog, daemon=True).start()
+spark = get_spark()
+customers = spark.range(100_000).select(
+    F.col("id"), F.concat(F.lit("r"), (F.col("id") % 7).cast("string")).alias("region")
+)
+orders = spark.range(n).select(
+    F.col("id"),
+    (F.col("id") * 7919 % 100_003).alias("customer"),
+    (F.col("id") % 97).alias("amount"),
+)
+
+
+def at(frame, t, diff=1):
+    return frame.withColumn("_time", F.lit(t).cast("bigint")).withColumn(
+        "_diff", F.lit(diff).cast("bigint")
+    )
+
+
+def cdc(frame, folder, t):
+    write_cdc(at(frame, t), root / folder, t, t + 1, "parquet")
+
+
+def expected(live):
+    joined = live.join(customers.withColumnRenamed("id", "cid"), F.col("customer") == F.col("cid"))
+    grouped = joined.groupBy("region").agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
+    return sorted(tuple(r) for r in grouped.collect())
+
+
+cdc(customers, "customers", 0)
+cdc(orders, "orders", 0)
+conn = changeflow.connect(root / "home", host_seconds=0)
+shop = "WITH (TIMELINE = 'shop')"
+conn.execute(f"CREATE SOURCE orders FROM CDC '{root / 'orders'}' FORMAT PARQUET "
+             f"(id bigint NOT NULL, customer bigint, amount bigint) {shop}")
+conn.execute(f"CREATE SOURCE customers FROM CDC '{root / 'customers'}' FORMAT PARQUET "
+             f"(id bigint NOT NULL, region text) {shop}")
+conn.execute("CREATE MATERIALIZED VIEW spend AS SELECT c.region, count(*) AS n, "
+             "sum(o.amount) AS total FROM orders o JOIN customers c ON o.customer = c.id "
+             "GROUP BY c.region")
+tier = conn.execute("EXPLAIN MATERIALIZED VIEW spend").fetchall()[0][0]
+assert tier.startswith("Tier: cluster"), tier  # chosen by the inputs' size
+live = orders
+assert sorted(conn.execute("SELECT * FROM spend").fetchall()) == expected(live)
+for step in (1, 2):
+    gone = orders.where((F.col("id") >= step * 1000) & (F.col("id") < step * 1000 + 500))
+    new = spark.range(n + step * 1000, n + step * 1000 + 700).select(
+        F.col("id"),
+        (F.col("id") % 100_000).alias("customer"),
+        F.lit(step).cast("bigint").alias("amount"),
+    )
+    changes = at(gone, step, -1).unionByName(at(new, step))
+    write_cdc(changes, root / "orders", step, step + 1, "parquet")
+    cdc(customers.limit(0), "customers", step)  # the customers' frontier moves on
+    live = live.join(gone.select("id"), "id", "left_anti").unionByName(new)
+    got = sorted(conn.execute("SELECT * FROM spend").fetchall())
+    assert got == expected(live), (step, got)
+conn.close()
+print(f"ok peak Python RSS {resident('VmHWM:')} MiB, cap {cap} MiB, {n:,} orders arranged")
+"""
+
+ORDERS = 3_000_000  # about 1 GiB arranged in the process (330 bytes a row), 2.5x the cap
+CAP_MIB = 400  # the driver's Python process (its peak here is under 200 MiB)
+
+
+def test_a_view_with_state_beyond_the_driver_hydrates_and_steps(tmp_path: Path) -> None:
+    """The driver JVM gets 512 MiB and its Python process at most CAP_MIB: the arranged state
+    lives on the executors, and the view is exact after hydration and each step."""
+    data, work = tmp_path / "data", tmp_path / "cluster"
+    data.mkdir()
+    work.mkdir()
+    with standalone_cluster(work, worker_memory="2g") as url:
+        env = {
+            **os.environ,
+            "CHANGEFLOW_SPARK_MASTER": url,
+            "CHANGEFLOW_HOME": str(data),
+            "CHANGEFLOW_DRIVER_MEMORY": "512m",
+            "CHANGEFLOW_EXECUTOR_MEMORY": "2g",
+            "CHANGEFLOW_SPARK_INGEST_BYTES": "0",
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+        }
+        try:
+            run = subprocess.run(
+                [sys.executable, "-c", CAPPED, str(data), str(CAP_MIB), str(ORDERS)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT * 2,
+            )
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(
+                f"the capped view did not finish within {2 * RUN_TIMEOUT:.0f} s: {e.stdout}"
+            )
+        assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-4000:])
+        assert "ok peak Python RSS" in run.stdout, run.stdout
+        print(run.stdout.strip())
