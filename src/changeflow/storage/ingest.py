@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from changeflow.cdc.columnar import ColumnarReader
-from changeflow.cdc.files import CdcSource, open_source
+from changeflow.cdc.files import CdcSource, list_files, open_source
 from changeflow.errors import InvalidInput, with_context
 from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 # One append takes consecutive frontier advances until it holds this many of them or updates.
 APPEND_ADVANCES, APPEND_UPDATES = 50, 20_000
+PARTITION_BYTES = 64 << 20  # CDC file bytes per shuffle partition on Spark
 
 Advance = tuple[list[tuple[Any, Time, int]], Antichain]
 
@@ -98,7 +99,21 @@ def ingest(
 def ingest_spark(
     storage: Storage, shard: str, paths: Iterable[str | Path], fmt: str | None, spark: SparkSession
 ) -> IngestStats:
-    """:func:`ingest` on Spark: the updates never come to the driver."""
+    """:func:`ingest` on Spark: the updates never come to the driver. Its shuffles get a
+    partition per :data:`PARTITION_BYTES` of files (at least one per core), not Spark's 200."""
+    from changeflow.spark import session_conf
+
+    paths = list(paths)
+    size = sum(f.stat().st_size for f in list_files(paths))
+    cores = spark.sparkContext.defaultParallelism
+    partitions = str(max(cores, size // PARTITION_BYTES))
+    with session_conf(spark, {"spark.sql.shuffle.partitions": partitions}):
+        return _ingest_spark(storage, shard, paths, fmt, spark)
+
+
+def _ingest_spark(
+    storage: Storage, shard: str, paths: list[str | Path], fmt: str | None, spark: SparkSession
+) -> IngestStats:
     from changeflow.cdc.spark.read import read_cdc
 
     schema = storage.state(shard).schema
