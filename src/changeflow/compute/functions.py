@@ -14,7 +14,8 @@ from datetime import date, datetime
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any
 
-from changeflow.compute.expr import Expr, _coerce, _typed, check_range, common_type, to_text
+from changeflow.compute.expr import Expr, _typed, common_type
+from changeflow.compute.scalars import check_range, coerce, to_text
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -492,7 +493,7 @@ class Func(Expr):
         values = [a.eval(row, now) for a in self.args]
         if not self.function.strict:
             return self.function.impl(
-                *((_coerce(v, self.type), a.type) for v, a in zip(values, self.args, strict=True))
+                *((coerce(v, self.type), a.type) for v, a in zip(values, self.args, strict=True))
             )
         if any(v is None for v in values):
             return None
