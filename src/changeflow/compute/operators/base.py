@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 
+import pyarrow as pa
+
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
-
-Update = tuple[Row, int, int]
-
+from changeflow.compute.operators.batch import Batch, Update, concat
+from changeflow.compute.types import SqlType
 
 Version = dict[Row, int]
 
@@ -20,12 +21,17 @@ class Operator:
     ``upper`` (and any later-time updates it can already tell)."""
 
     hydrates = False  # does it take state from its inputs' collections at an as_of?
+    columnar = False  # does it give its output a batch at a time (:meth:`step_batch`)?
 
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         self.inputs = inputs
         self.input_plans: tuple[P.Plan, ...] = ()  # the plans whose collections it reads
 
     def step(self, upper: int) -> list[Update]:
+        raise NotImplementedError
+
+    def step_batch(self, upper: int) -> Batch:
+        """:meth:`step`'s updates as a batch (only where :attr:`columnar`)."""
         raise NotImplementedError
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
@@ -54,17 +60,34 @@ class Operator:
 
 
 class Source(Operator):
-    """An input collection: the dataflow feeds it each step's updates."""
+    """An input collection: the dataflow feeds it each step's updates, as rows or as update
+    frames (which become rows only if an operator above asks for rows)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, kinds: tuple[SqlType, ...]) -> None:
         super().__init__(())
-        self.name = name
-        self.pending: list[Update] = []
+        self.name, self.kinds = name, kinds
+        self.pending: list[list[Update] | Batch] = []
 
-    def feed(self, updates: Iterable[Update]) -> None:
-        self.pending.extend(updates)
+    def feed(self, updates: Iterable[Update] | Batch) -> None:
+        self.pending.append(updates if isinstance(updates, Batch) else list(updates))
+
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        """Fed update frames only (rows fed stay rows)."""
+        return all(isinstance(p, Batch) for p in self.pending)
 
     def step(self, upper: int) -> list[Update]:
+        out: list[Update] = []
+        for part in self._take():
+            out += part.updates() if isinstance(part, Batch) else part
+        return out
+
+    def step_batch(self, upper: int) -> Batch:
+        parts = self._take()
+        batches = [p if isinstance(p, Batch) else Batch.of_updates(p, self.kinds) for p in parts]
+        return concat(batches, self.kinds)
+
+    def _take(self) -> list[list[Update] | Batch]:
         out, self.pending = self.pending, []
         return out
 
@@ -76,8 +99,8 @@ class Inputs:
     def __init__(self) -> None:
         self.readers: dict[str, list[Source]] = defaultdict(list)
 
-    def reader(self, name: str) -> Source:
-        source = Source(name)
+    def reader(self, name: str, kinds: tuple[SqlType, ...] = ()) -> Source:
+        source = Source(name, kinds)
         self.readers[name].append(source)
         return source
 
@@ -88,6 +111,12 @@ class Inputs:
         batch = list(updates)
         for source in self.readers[name]:
             source.feed(batch)
+
+    def feed_table(self, name: str, updates: pa.Table) -> None:
+        """An update frame of the collection's updates (its data columns, ``_time``,
+        ``_diff``), kept as columns."""
+        for source in self.readers[name]:
+            source.feed(Batch.of_table(updates, source.kinds))
 
 
 class Constant(Operator):

@@ -7,11 +7,19 @@ from collections.abc import Callable
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
 from changeflow.compute.operators.base import Constant, Inputs, Operator, Source, _key
+from changeflow.compute.operators.batch import (
+    Update,
+    filter_batch,
+    map_batch,
+    negate_batch,
+    project_batch,
+)
 from changeflow.compute.operators.join import _build_join
 from changeflow.compute.operators.linear import Linear, Window
 from changeflow.compute.operators.reduce import Group, Reduce
 from changeflow.compute.operators.threshold import KeyedRecompute
 from changeflow.compute.operators.topk import TopK
+from changeflow.compute.types import SqlType
 from changeflow.errors import PlanError
 
 
@@ -47,32 +55,47 @@ def build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
     return op
 
 
+def _kinds(plan: P.Plan) -> tuple[SqlType, ...]:
+    return tuple(c.type for c in plan.schema)
+
+
 def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
     """The operators of ``plan``, reading its collections through ``sources``; ``at`` is the
     first time (constants appear there)."""
     match plan:
         case P.Get(name=name):
-            return sources.reader(name)
+            return sources.reader(name, _kinds(plan))
         case P.Constant(rows=rows):
             return Constant(rows, at)
     children = tuple(build(p, sources, at) for p in plan.inputs())
+    kinds = _kinds(plan)
     match plan:
         case P.Map(exprs=exprs):
-            return Linear(
-                children, lambda u: [(u[0] + tuple(e.eval(u[0]) for _, e in exprs), u[1], u[2])]
-            )
+            added = tuple(e for _, e in exprs)
+
+            def mapped(u: Update) -> list[Update]:
+                return [(u[0] + tuple(e.eval(u[0]) for e in added), u[1], u[2])]
+
+            return Linear(children, mapped, lambda b: map_batch(b, added, mapped, kinds), kinds)
         case P.Project(columns=columns):
-            return Linear(children, lambda u: [(_key(u[0], columns), u[1], u[2])])
-        case P.Filter(predicates=predicates):
             return Linear(
-                children, lambda u: [u] if all(p.eval(u[0]) is True for p in predicates) else []
+                children,
+                lambda u: [(_key(u[0], columns), u[1], u[2])],
+                lambda b: project_batch(b, columns, kinds),
+                kinds,
             )
+        case P.Filter(predicates=predicates):
+
+            def kept(u: Update) -> list[Update]:
+                return [u] if all(p.eval(u[0]) is True for p in predicates) else []
+
+            return Linear(children, kept, lambda b: filter_batch(b, predicates, kept), kinds)
         case P.Union():
-            return Linear(children, lambda u: [u])
+            return Linear(children, lambda u: [u], lambda b: b, kinds)
         case P.Negate():
-            return Linear(children, lambda u: [(u[0], u[1], -u[2])])
+            return Linear(children, lambda u: [(u[0], u[1], -u[2])], negate_batch, kinds)
         case P.TemporalFilter(lower=lower, upper=upper):
-            return Window(children[0], lower, upper)
+            return Window(children[0], lower, upper, kinds)
         case P.Join():
             return _build_join(plan, children)
         case P.Reduce():

@@ -8,24 +8,41 @@ from collections.abc import Callable, Iterable
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
 from changeflow.compute.expr import Cmp, Lit
-from changeflow.compute.operators.base import (
-    Operator,
-    Update,
-)
-from changeflow.compute.types import INT8
+from changeflow.compute.operators.base import Operator, Update
+from changeflow.compute.operators.batch import Batch, concat, window_batch
+from changeflow.compute.types import INT8, SqlType
 
 
 class Linear(Operator):
-    """A stateless operator: a function from one update to its output updates."""
+    """A stateless operator: a function from one update to its output updates, and where it
+    has one (``on_batch``), the same function on a batch, used while its inputs give batches
+    (an input fed rows keeps the rows: no conversion there and back)."""
 
     as_of = 0
 
-    def __init__(self, inputs: tuple[Operator, ...], fn: Callable[[Update], Iterable[Update]]):
+    def __init__(
+        self,
+        inputs: tuple[Operator, ...],
+        fn: Callable[[Update], Iterable[Update]],
+        on_batch: Callable[[Batch], Batch] | None = None,
+        kinds: tuple[SqlType, ...] = (),
+    ):
         super().__init__(inputs)
-        self.fn = fn
+        self.fn, self.on_batch, self.kinds = fn, on_batch, kinds
+
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        return self.on_batch is not None and all(i.columnar for i in self.inputs)
 
     def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
         return [out for i in self.inputs for u in i.step(upper) for out in self.fn(u)]
+
+    def step_batch(self, upper: int) -> Batch:
+        assert self.on_batch is not None
+        parts = [i.step_batch(upper) for i in self.inputs]
+        return self.on_batch(parts[0] if len(parts) == 1 else concat(parts, self.kinds))
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
         self.as_of = as_of
@@ -45,15 +62,27 @@ class Window(Linear):
 
     hydrates = True
 
-    def __init__(self, child: Operator, lower: tuple, upper: tuple) -> None:
-        super().__init__((child,), lambda u: _window(u, lower, upper))
+    def __init__(
+        self, child: Operator, lower: tuple, upper: tuple, kinds: tuple[SqlType, ...]
+    ) -> None:
+        def fn(u: Update) -> list[Update]:
+            return _window(u, lower, upper)
+
+        super().__init__((child,), fn, lambda b: window_batch(b, lower, upper, fn), kinds)
         self.upper = upper
         self.owed: list[Update] = []
         self.live: list[tuple[Row, int]] | None = None
 
     def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
         owed, self.owed, self.live = self.owed, [], None  # the live rows served hydration only
         return owed + super().step(upper)
+
+    def step_batch(self, upper: int) -> Batch:
+        owed, self.owed, self.live = self.owed, [], None
+        fresh = super().step_batch(upper)
+        return concat([Batch.of_updates(owed, self.kinds), fresh], self.kinds) if owed else fresh
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
         updates = [u for row, c in collections[0] for u in self.fn((row, as_of, c))]
