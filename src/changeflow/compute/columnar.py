@@ -170,7 +170,7 @@ def _digits(x: Decimal | None) -> int:
     return 1 if x is None or x < 1 else x.adjusted() + 1
 
 
-def _narrow(v: Value) -> Value:
+def narrow(v: Value) -> Value:
     """A decimal in a decimal256 just wide enough for its values (so products fit)."""
     scale = v.type.scale
     precision = _digits(_max_abs(v)) + scale
@@ -195,7 +195,7 @@ def _exact_in_rows(out: Value) -> Value:
 def _numeric(op: str, a: Value, b: Value) -> Value:
     if op not in ("+", "-", "*"):
         raise NoKernel(f"numeric {op}")
-    a, b = _narrow(a), _narrow(b)
+    a, b = narrow(a), narrow(b)
     pa_, pb = a.type.precision, b.type.precision
     sa, sb = a.type.scale, b.type.scale
     width = pa_ + pb + 1 if op == "*" else max(pa_ - sa, pb - sb) + max(sa, sb) + 1

@@ -98,17 +98,19 @@ def concat(batches: list[Batch], kinds: tuple[SqlType, ...]) -> Batch:
         return Batch([pa.array([], k.arrow) for k in kinds], _empty(), _empty(), kinds)
     if len(batches) == 1:
         return batches[0]
-    columns = []
-    for i, kind in enumerate(kinds):
-        parts = [b.columns[i] for b in batches]
-        types = {p.type for p in parts if p.type != pa.null()}
-        if len(types) > 1 and kind == NUMERIC:
-            target: pa.DataType = pa.decimal256(76, max(t.scale for t in types))
-        else:
-            target = next(iter(types), kind.arrow)
-        columns.append(pa.concat_arrays([p.cast(target) for p in parts]))
+    columns = [unify([b.columns[i] for b in batches], k) for i, k in enumerate(kinds)]
     times = pa.concat_arrays([b.times for b in batches])
     return Batch(columns, times, pa.concat_arrays([b.diffs for b in batches]), kinds)
+
+
+def unify(parts: list[pa.Array], kind: SqlType) -> pa.Array:
+    """Arrays of one SQL type as one (numerics of different scales brought to the largest)."""
+    types = {p.type for p in parts if p.type != pa.null()}
+    if len(types) > 1 and kind == NUMERIC:
+        target: pa.DataType = pa.decimal256(76, max(t.scale for t in types))
+    else:
+        target = next(iter(types), kind.arrow)
+    return pa.concat_arrays([p.cast(target) for p in parts])
 
 
 def _empty() -> pa.Array:
