@@ -413,8 +413,8 @@ def test_big_queries_run_on_spark_with_the_same_answers(
         "SELECT DISTINCT s FROM t",
     ]
     small = [sorted(rows(conn, q)) for q in queries]
-    monkeypatch.setattr(environment, "SPARK_ROWS", 0)
-    monkeypatch.setattr(environment, "PROCESS_ROWS", 0)
+    for name in ("SPARK_ROWS", "COLUMNAR_ROWS", "PROCESS_ROWS"):
+        monkeypatch.setattr(environment, name, 0)
     calls = []
     original = environment.Environment._evaluate_on_spark
     monkeypatch.setattr(
@@ -449,7 +449,7 @@ def test_big_queries_run_on_columns_with_the_same_answers(conn: Connection, monk
         "SELECT k, avg(f) FROM t WHERE s LIKE 's1%' GROUP BY k",
     ]
     small = [sorted(rows(conn, q), key=str) for q in queries]
-    monkeypatch.setattr(environment, "SPARK_ROWS", 0)
+    monkeypatch.setattr(environment, "COLUMNAR_ROWS", 0)
     answered = []
     original = environment.Environment._evaluate_columnar
     monkeypatch.setattr(

@@ -40,9 +40,9 @@ def supported(plan: P.Plan) -> bool:
     return True
 
 
-def snapshot(get: P.Get, version: dict[tuple, int]) -> pa.Table:
-    """A consolidated snapshot: the data columns and ``_diff``."""
-    rows = list(version.items())
+def snapshot(get: P.Get, version: dict[tuple, int] | list[tuple[tuple, int]]) -> pa.Table:
+    """Rows and counts as a table of the data columns and ``_diff``."""
+    rows = list(version.items()) if isinstance(version, dict) else version
     columns = [pa.array([r[i] for r, _ in rows], c.type.arrow) for i, c in enumerate(get.schema)]
     columns.append(pa.array([c for _, c in rows], pa.int64()))
     return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), DIFF])
@@ -59,21 +59,31 @@ def collection(rel: Rel) -> dict[tuple, int]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(plan=plans(3).filter(supported), history=histories(TIMES), at=st.integers(0, TIMES - 1))
-def test_arrow_plans_equal_the_reference(plan: P.Plan, history: dict[str, list], at: int) -> None:
-    versions = {}
+@given(
+    plan=plans(3).filter(supported),
+    history=histories(TIMES),
+    at=st.integers(0, TIMES - 1),
+    consolidated=st.booleans(),
+)
+def test_arrow_plans_equal_the_reference(
+    plan: P.Plan, history: dict[str, list], at: int, consolidated: bool
+) -> None:
+    """On snapshots, or on the raw updates up to the time read (deletions included)."""
+    versions, tables = {}, {}
     for name, updates in history.items():
         ptvc = PTVC.empty(name=name)
         ptvc.append(updates, Antichain([TIMES]))
         versions[name] = ptvc.read(at)
+        raw = [(row, c) for row, t, c in updates if t <= at]
+        tables[name] = snapshot(INPUTS[name], versions[name] if consolidated else raw)
     try:
         expected = evaluate(plan, versions, at)
     except Exception as error:  # the rows refuse it (an overflow): the columns must not answer
         with pytest.raises((Unsupported, type(error))):
-            evaluate_arrow(plan, {n: snapshot(INPUTS[n], v) for n, v in versions.items()})
+            evaluate_arrow(plan, tables)
         return
     try:
-        got = evaluate_arrow(plan, {n: snapshot(INPUTS[n], v) for n, v in versions.items()})
+        got = evaluate_arrow(plan, tables)
     except Unsupported:
         return
     assert collection(got) == expected, plan.explain()

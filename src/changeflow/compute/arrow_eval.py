@@ -2,9 +2,10 @@
 ``pyarrow.compute`` kernels and Acero's hash joins and hash aggregations, for an ad hoc query
 over inputs too large for rows and too small to be worth a Spark job.
 
-Each relation is columns plus a count per row (a snapshot is consolidated: its counts are
-positive). The meaning is the reference evaluator's (:func:`changeflow.compute.evaluate.evaluate`):
-NULL keys group together and match nothing in a join, ``sum`` of integers is ``bigint`` or
+Each relation is columns plus a count per row; an input need not be consolidated (its rows
+are summed where an operator needs them distinct or positive). The meaning is the reference
+evaluator's (:func:`changeflow.compute.evaluate.evaluate`): NULL keys group together and
+match nothing in a join, ``sum`` of integers is ``bigint`` or
 ``numeric`` as the plan types it, ``avg`` divides the exact total as the reference does. What
 has no kernel here (an outer join, a top-k, a temporal filter, string_agg…) raises
 :class:`Unsupported` before any work is wasted on it, and a kernel that cannot tell what the rows
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -62,7 +64,8 @@ class Rel:
 
 
 def evaluate_arrow(plan: P.Plan, inputs: Mapping[str, pa.Table]) -> Rel:
-    """``plan`` over ``inputs`` (each a consolidated snapshot: data columns and ``_diff``)."""
+    """``plan`` over ``inputs`` (each the updates up to the time read, times ignored: data
+    columns and ``_diff``)."""
     check(plan)
     return _eval(plan, inputs)
 
@@ -182,19 +185,35 @@ def _positive(rel: Rel) -> Rel:
 
 def _weighted_sum(x: pa.Array, counts: pa.Array, kind: SqlType) -> pa.Array:
     """``x * count`` in the representation the sum is taken in (``kind``, the sum's type)."""
+    ones = pc.min_max(counts)
+    if ones["min"].as_py() == 1 and ones["max"].as_py() == 1:  # each row once: ``x`` itself
+        if kind == NUMERIC and not pa.types.is_decimal(x.type):
+            return x.cast(pa.decimal128(38, 0))
+        if kind != FLOAT8 and kind != NUMERIC:
+            _no_overflow(x, counts)
+            return x.cast(pa.int64())
+        return x.cast(pa.float64()) if kind == FLOAT8 else x
     if kind == FLOAT8:
         return pc.multiply(x.cast(pa.float64()), counts.cast(pa.float64()))
     if kind == NUMERIC:
         dec = x if pa.types.is_decimal(x.type) else x.cast(pa.decimal128(19, 0))
         return pc.multiply(C.narrow(dec), C.narrow(counts.cast(pa.decimal128(19, 0))))
-    reach = pc.sum(pc.multiply(pc.abs(x.cast(pa.float64())), counts.cast(pa.float64())))
-    if (reach.as_py() or 0) >= _SAFE_SUM:
-        raise Unsupported("an integer sum that may overflow")
+    _no_overflow(x, counts)
     return pc.multiply(x.cast(pa.int64()), counts)
 
 
+def _no_overflow(x: pa.Array, counts: pa.Array) -> None:
+    """:class:`Unsupported` unless an integer sum of ``x * count`` stays inside bigint."""
+    weights = pc.abs(counts).cast(pa.float64())
+    reach = pc.sum(pc.multiply(pc.abs(x.cast(pa.float64())), weights))
+    if (reach.as_py() or 0) >= _SAFE_SUM:
+        raise Unsupported("an integer sum that may overflow")
+
+
 def _reduce(plan: P.Reduce, rel: Rel, kinds: tuple[SqlType, ...]) -> Rel:
-    rel = _positive(rel)
+    linear = all(a.func in _LINEAR_AGGREGATES and not a.distinct for a in plan.aggregates)
+    if not linear:  # the others need each row once, with a positive count
+        rel = _positive(rel)
     if not len(rel):
         return Rel([pa.array([], k.arrow) for k in kinds], pa.array([], pa.int64()), kinds)
     keys = [f"k{i}" for i in range(len(plan.group_by))]
@@ -242,7 +261,13 @@ def _reduce(plan: P.Reduce, rel: Rel, kinds: tuple[SqlType, ...]) -> Rel:
     for name, how in finish:
         columns.append(_finish(grouped, name, how))
     ones = pa.repeat(pa.scalar(1, pa.int64()), grouped.num_rows)
-    return Rel(columns, ones, kinds)
+    out = Rel(columns, ones, kinds)
+    if linear:  # groups whose rows were all deleted are gone; fewer than none is an error
+        rows = _array(grouped.column("n_sum"))
+        if pc.any(pc.less(rows, 0)).as_py():
+            raise Unsupported("negative counts")
+        out = out.filter(pc.greater(rows, 0))
+    return out
 
 
 def _finish(grouped: pa.Table, name: str, how: tuple | None) -> pa.Array:
@@ -312,17 +337,21 @@ def _join(join: P.Join, children: list[Rel], kinds: tuple[SqlType, ...]) -> Rel:
     return current
 
 
+def _positions(n: int) -> pa.Array:
+    return pa.array(np.arange(n, dtype=np.int64))
+
+
 def _hash_join(left: Rel, right: Rel, lk: tuple[int, ...], rk: tuple[int, ...]) -> Rel:
     kinds = left.kinds + right.kinds
     if not lk:  # a product (the planner joins on keys wherever it can)
         n, m = len(left), len(right)
-        li = pc.divide(pa.array(range(n * m), pa.int64()), m) if m else pa.array([], pa.int64())
-        ri = pc.subtract(pa.array(range(n * m), pa.int64()), pc.multiply(li, m))
+        li = pc.divide(_positions(n * m), m) if m else _positions(0)
+        ri = pc.subtract(_positions(n * m), pc.multiply(li, m))
         columns = [c.take(li) for c in left.columns] + [c.take(ri) for c in right.columns]
         return Rel(columns, pc.multiply(left.counts.take(li), right.counts.take(ri)), kinds)
     lt, rt = _names(left, "l"), _names(right, "r")
-    lt = lt.append_column("l_row", pa.array(range(len(left)), pa.int64()))
-    rt = rt.append_column("r_row", pa.array(range(len(right)), pa.int64()))
+    lt = lt.append_column("l_row", _positions(len(left)))
+    rt = rt.append_column("r_row", _positions(len(right)))
     lnames, rnames = [], []
     for j, (i, k) in enumerate(zip(lk, rk, strict=True)):
         common = _key_type(left.columns[i].type, right.columns[k].type)
