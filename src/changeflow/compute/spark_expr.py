@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,7 +23,6 @@ from pyspark.sql.types import DataType, DecimalType
 
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
-from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -39,6 +39,9 @@ from changeflow.compute.types import (
 )
 from changeflow.errors import EvalError, PlanError
 from changeflow.spark import raise_column, session_conf
+
+if TYPE_CHECKING:
+    from changeflow.compute.functions import Func
 
 SPARK_TYPES = {
     BOOL: "boolean",
@@ -287,9 +290,7 @@ class ExprCompiler:
     # -- functions ---------------------------------------------------------------------------
 
     def _func(self, e: Func) -> Column:
-        from changeflow.compute.spark_functions import SPARK_FUNCTIONS
-
-        build = SPARK_FUNCTIONS.get(e.name.lower())
+        build = e.function.spark
         if build is None:
             raise unsupported(e, f"function {e.name}() is not compiled for Spark")
         return build(self, e)
