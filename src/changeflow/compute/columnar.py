@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
 from changeflow.compute.scalars import like_pattern
 from changeflow.compute.types import (
     BOOL,
@@ -110,6 +111,13 @@ def _any(v: Value) -> bool:
     if isinstance(v, pa.Scalar):
         return v.as_py() is True
     return pc.any(v).as_py() is True
+
+
+def full_or_scalar_all(v: Value) -> bool:
+    """Is no value FALSE (NULLs aside)?"""
+    if isinstance(v, pa.Scalar):
+        return v.as_py() is not False
+    return pc.all(v).as_py() is not False
 
 
 def _arrow(kind: SqlType) -> pa.DataType:
@@ -430,6 +438,21 @@ def _cast(e: X.Cast, cx: _Cx) -> Value:
     raise NoKernel(f"cast {source} to {target}")
 
 
+def _func(e: Any, cx: _Cx) -> Value:
+    """A function with an Arrow form (:attr:`Function.arrow`); the others have no kernel."""
+    kernel = e.function.arrow
+    if kernel is None or not e.function.strict:
+        raise NoKernel(f"{e.name}()")
+    args = [_eval(a, cx) for a in e.args]
+    try:
+        out = kernel(*args)
+    except pa.ArrowInvalid:
+        raise Rows(f"{e.name}() failed") from None
+    if e.type == NUMERIC or out.type == _arrow(e.type):
+        return out
+    return out.cast(_arrow(e.type))
+
+
 _KERNELS: dict[type, Callable[[Any, _Cx], Value]] = {
     X.Col: _col,
     X.Lit: _lit,
@@ -447,4 +470,5 @@ _KERNELS: dict[type, Callable[[Any, _Cx], Value]] = {
     X.InList: _inlist,
     X.Like: _like,
     X.Cast: _cast,
+    Func: _func,
 }

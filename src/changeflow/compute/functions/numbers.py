@@ -7,6 +7,8 @@ from collections.abc import Callable
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
 from changeflow.compute import expr as X
 from changeflow.compute.expr import common_type
 from changeflow.compute.functions.base import (
@@ -230,6 +232,7 @@ FUNCTIONS = [
         _sig(("num",), result="same"),
         abs,
         spark=lambda cc, e: _spark_same(cc, e, F.abs(cc.compile(e.args[0]))),
+        arrow=pc.abs_checked,
     ),
     Function("round", _sig(("num",), ("num", "int"), result="same"), _round, spark=_spark_round),
     Function("trunc", _sig(("num",), ("num", "int"), result="same"), _trunc, spark=_spark_trunc),

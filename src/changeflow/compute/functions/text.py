@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
 from changeflow.compute import expr as X
 from changeflow.compute.functions.base import (
     Builder,
@@ -193,6 +195,19 @@ def _spark_concat(cc: ExprCompiler, e: Func) -> Column:
     return F.concat_ws("", *parts) if parts else F.lit("")
 
 
+def _ascii(kernel: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """An Arrow kernel for ASCII text only (Python's case mapping of the rest differs)."""
+
+    def run(a: Any) -> Any:
+        from changeflow.compute.columnar import NoKernel, full_or_scalar_all
+
+        if not full_or_scalar_all(pc.string_is_ascii(a)):
+            raise NoKernel("case mapping beyond ASCII")
+        return kernel(a)
+
+    return run
+
+
 def _spark_split_part(cc: ExprCompiler, e: Func) -> Column:
     s, delimiter, n = _args(cc, e)
     zero = s.isNotNull() & delimiter.isNotNull() & (n == 0)
@@ -277,10 +292,30 @@ def _spark_regexp_replace(cc: ExprCompiler, e: Func) -> Column:
 
 
 FUNCTIONS = [
-    Function("lower", _sig((TEXT,), result=TEXT), str.lower, spark=_simple("lower")),
-    Function("upper", _sig((TEXT,), result=TEXT), str.upper, spark=_simple("upper")),
-    Function("length", _sig((TEXT,), result=INT4), len, spark=_simple("length")),
-    Function("char_length", _sig((TEXT,), result=INT4), len, spark=_simple("length")),
+    Function(
+        "lower",
+        _sig((TEXT,), result=TEXT),
+        str.lower,
+        spark=_simple("lower"),
+        arrow=_ascii(pc.ascii_lower),
+    ),
+    Function(
+        "upper",
+        _sig((TEXT,), result=TEXT),
+        str.upper,
+        spark=_simple("upper"),
+        arrow=_ascii(pc.ascii_upper),
+    ),
+    Function(
+        "length", _sig((TEXT,), result=INT4), len, spark=_simple("length"), arrow=pc.utf8_length
+    ),
+    Function(
+        "char_length",
+        _sig((TEXT,), result=INT4),
+        len,
+        spark=_simple("length"),
+        arrow=pc.utf8_length,
+    ),
     Function(
         "substr",
         _sig((TEXT, "int"), (TEXT, "int", "int"), result=TEXT),
@@ -331,7 +366,13 @@ FUNCTIONS = [
     Function(
         "starts_with", _sig((TEXT, TEXT), result=BOOL), str.startswith, spark=_simple("startswith")
     ),
-    Function("reverse", _sig((TEXT,), result=TEXT), lambda s: s[::-1], spark=_simple("reverse")),
+    Function(
+        "reverse",
+        _sig((TEXT,), result=TEXT),
+        lambda s: s[::-1],
+        spark=_simple("reverse"),
+        arrow=pc.utf8_reverse,
+    ),
     Function(
         "repeat",
         _sig((TEXT, "int"), result=TEXT),
@@ -363,6 +404,10 @@ FUNCTIONS = [
     ),
     Function("concat", lambda args: TEXT, _concat, strict=False, spark=_spark_concat),
     Function(
-        "textcat", _sig((TEXT, TEXT), result=TEXT), lambda a, b: a + b, spark=_simple("concat")
+        "textcat",
+        _sig((TEXT, TEXT), result=TEXT),
+        lambda a, b: a + b,
+        spark=_simple("concat"),
+        arrow=lambda a, b: pc.binary_join_element_wise(a, b, ""),
     ),
 ]
