@@ -53,6 +53,8 @@ bench: $(BENCH_STAMP) $(PEER_STAMP) java
 	$(BIN)/python benchmarks/compute.py
 	$(BIN)/python benchmarks/cluster.py
 	$(BIN)/python benchmarks/temporal.py
+	$(BIN)/python benchmarks/columnar.py
+	$(BIN)/python benchmarks/adhoc.py
 	$(BIN)/python benchmarks/adapter.py
 	$(BIN)/python benchmarks/serve.py
 

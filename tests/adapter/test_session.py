@@ -413,7 +413,8 @@ def test_big_queries_run_on_spark_with_the_same_answers(
         "SELECT DISTINCT s FROM t",
     ]
     small = [sorted(rows(conn, q)) for q in queries]
-    monkeypatch.setattr(environment, "SPARK_ROWS", 0)
+    for name in ("SPARK_ROWS", "COLUMNAR_ROWS", "PROCESS_ROWS"):
+        monkeypatch.setattr(environment, name, 0)
     calls = []
     original = environment.Environment._evaluate_on_spark
     monkeypatch.setattr(
@@ -423,6 +424,51 @@ def test_big_queries_run_on_spark_with_the_same_answers(
     )
     assert [sorted(rows(conn, q)) for q in queries] == small
     assert len(calls) == len(queries)
+
+
+def test_big_queries_run_on_columns_with_the_same_answers(conn: Connection, monkeypatch) -> None:
+    """Above the row operators' size, a query runs on the snapshot's Arrow columns (no Spark):
+    NULL group keys, sums, averages, count(DISTINCT), joins, as the row operators answer."""
+    from changeflow.adapter import environment
+
+    conn.execute("CREATE TABLE t (k int, v bigint, n numeric, f double precision, s text)")
+    values = ", ".join(
+        f"({'NULL' if i % 5 == 0 else i % 7}, {i * 10**9}, {i}.{i % 10}5, {i / 3}, "
+        f"{'NULL' if i % 4 == 0 else repr('s' + str(i % 3))})"
+        for i in range(200)
+    )
+    conn.execute("INSERT INTO t VALUES " + values)
+    conn.execute("DELETE FROM t WHERE v < 10 * 10^9")
+    queries = [
+        "SELECT count(*) FROM t",
+        "SELECT k, count(*), sum(v), sum(n), avg(n), count(DISTINCT s), min(s), max(f)"
+        " FROM t GROUP BY k",
+        "SELECT a.s, count(*), sum(b.k) FROM t a JOIN t b ON a.k = b.k WHERE a.v < b.v"
+        " GROUP BY a.s",
+        "SELECT DISTINCT s FROM t",
+        "SELECT k, avg(f) FROM t WHERE s LIKE 's1%' GROUP BY k",
+    ]
+    small = [sorted(rows(conn, q), key=str) for q in queries]
+    monkeypatch.setattr(environment, "COLUMNAR_ROWS", 0)
+    answered = []
+    original = environment.Environment._evaluate_columnar
+    monkeypatch.setattr(
+        environment.Environment,
+        "_evaluate_columnar",
+        lambda self, *a: answered.append(out := original(self, *a)) or out,
+    )
+    monkeypatch.setattr(
+        environment.Environment, "_evaluate_on_spark", lambda *a: pytest.fail("Spark ran")
+    )
+    big = [sorted(rows(conn, q), key=str) for q in queries]
+    assert all(a is not None for a in answered) and len(answered) == len(queries)
+    for ours, reference in zip(big, small, strict=True):
+        assert len(ours) == len(reference)
+        for a, b in zip(ours, reference, strict=True):
+            assert all(
+                x == y or (isinstance(x, float) and abs(x - y) < 1e-9 * max(1, abs(y)))
+                for x, y in zip(a, b, strict=True)
+            ), (a, b)
 
 
 def test_assignment_rounds_numerics_and_checks_lengths(conn: Connection) -> None:

@@ -29,10 +29,10 @@ from changeflow.compute.expr import (
     NullIf,
     Or,
     Raise,
-    float_text,
     lit,
 )
 from changeflow.compute.functions import Func
+from changeflow.compute.scalars import float_text
 from changeflow.compute.types import (
     BOOL,
     DATE,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,26 +16,41 @@ from changeflow.compute.evaluate import evaluate, evaluate_history
 from changeflow.compute.operators import Inputs, Operator, Reduce, TopK, build, hydrate
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
+from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import histories, plans  # noqa: E402
+from plans import INPUTS, histories, plans  # noqa: E402
 
 TIMES = 8
 
 
-def run_steps(plan: P.Plan, history: dict[str, list], bounds: list[int]) -> list:
-    """The operators' output over steps ending at each of ``bounds``."""
+def run_steps(
+    plan: P.Plan, history: dict[str, list], bounds: list[int], columnar: bool = False
+) -> list:
+    """The operators' output over steps ending at each of ``bounds``; ``columnar``: the inputs
+    fed as update frames, so the stateless operators above them run on Arrow batches."""
     sources = Inputs()
     root = build(plan, sources, at=0)
     out, lower = [], 0
     for upper in bounds:
         for name in sources.names():
-            sources.feed(name, (u for u in history[name] if lower <= u[1] < upper))
+            updates = [u for u in history[name] if lower <= u[1] < upper]
+            if columnar:
+                sources.feed_table(name, frame(INPUTS[name], updates))
+            else:
+                sources.feed(name, updates)
         out += root.step(upper)
         lower = upper
         for op in root.walk():
             assert getattr(op, "held", 0) == recount(op), type(op).__name__
     return out
+
+
+def frame(get: P.Get, updates: list) -> pa.Table:
+    """Updates as an update frame of ``get``'s schema."""
+    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(get.schema)]
+    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
+    return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), TIME, DIFF])
 
 
 def recount(op: Operator) -> int:
@@ -61,20 +77,22 @@ def reference(plan: P.Plan, history: dict[str, list]) -> list:
     plan=plans(3),
     history=histories(TIMES),
     cuts=st.lists(st.integers(1, TIMES - 1), max_size=4, unique=True),
+    columnar=st.booleans(),
 )
 def test_operators_agree_with_the_reference_at_every_time(
-    plan: P.Plan, history: dict[str, list], cuts: list[int]
+    plan: P.Plan, history: dict[str, list], cuts: list[int], columnar: bool
 ) -> None:
+    bounds = [*sorted(cuts), TIMES]
     try:
         expected = reference(plan, history)
     except EvalError as e:  # e.g. a reduce over negative counts: the operators refuse it too
         try:
-            run_steps(plan, history, [*sorted(cuts), TIMES])
+            run_steps(plan, history, bounds, columnar)
         except EvalError as ours:
             assert type(ours) is type(e)
             return
         raise AssertionError(f"the reference refused ({e}), the operators did not") from None
-    got = run_steps(plan, history, [*sorted(cuts), TIMES])
+    got = run_steps(plan, history, bounds, columnar)
     within = consolidate(u for u in got if u[1] < TIMES)
     assert within == expected, plan.explain()
     assert all(u[1] >= 0 for u in got)

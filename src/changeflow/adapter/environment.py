@@ -42,7 +42,9 @@ from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 
 EPOCH = "EpochMilliseconds"
-SPARK_ROWS = 500_000  # a query reading more stored rows than this is evaluated on Spark
+COLUMNAR_ROWS = 20_000  # a query reading more stored rows than this runs on Arrow columns
+PROCESS_ROWS = 50_000_000  # in this process, up to this many
+SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
 QUERYABLE = ("table", "source", "view", "materialized view")
@@ -177,15 +179,49 @@ class Environment:
     # -- reading -----------------------------------------------------------------------------
 
     def evaluate(self, plan: P.Plan, ts: int, timeout: float = 30.0) -> Counted:
-        """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: in
-        this process for small inputs, on Spark when they hold more than :data:`SPARK_ROWS`
-        rows (stored rows, before consolidation) and the plan does more than read one input."""
+        """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: by the
+        row operators for small inputs; when they hold more than :data:`COLUMNAR_ROWS` rows
+        (stored rows, before consolidation) and the plan does more than read one input, on
+        Arrow columns in this process (up to :data:`PROCESS_ROWS`); on Spark beyond, or
+        where the columns have no kernel for the plan and the inputs pass :data:`SPARK_ROWS`.
+        """
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
-        if stored > SPARK_ROWS and not isinstance(plan, P.Get):
+        if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
+            return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+        if stored <= PROCESS_ROWS:
+            found = self._evaluate_columnar(plan, shards, ts)
+            if found is not None:
+                return found
+        if stored > SPARK_ROWS:
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+
+    def _evaluate_columnar(self, plan: P.Plan, shards: set[str], ts: int) -> Counted | None:
+        """``plan`` on the snapshots' Arrow columns in this process; None where it has a node
+        without a kernel or only the rows can tell (an overflow): Spark evaluates it then."""
+        from changeflow.compute.arrow_eval import Unsupported, check, evaluate_arrow
+        from changeflow.compute.values import python_values
+
+        try:
+            check(plan)
+            tables = {s: reader(self.storage, s).updates_until(ts) for s in shards}
+            rel = evaluate_arrow(plan, tables)
+        except Unsupported:
+            return None
+        columns = []
+        for column, kind in zip(rel.columns, rel.kinds, strict=True):
+            values = python_values(column)
+            if kind == NUMERIC and getattr(column.type, "scale", 0) >= NUMERIC.arrow.scale:
+                # from unconstrained numerics: without storage's zeros, as the rows read them
+                values = [v if v is None else plain(v) for v in values]
+            columns.append(values)
+        rows = zip(*columns, strict=True) if columns else [()] * len(rel)
+        out: Counted = {}
+        for row, diff in zip(rows, rel.counts.to_pylist(), strict=True):
+            out[row] = out.get(row, 0) + diff
+        return {r: c for r, c in out.items() if c}
 
     def _evaluate_on_spark(self, plan: P.Plan, shards: set[str], ts: int) -> Counted:
         from changeflow.compute.spark_eval import evaluate_spark

@@ -267,11 +267,16 @@ class Dataflow:
 
     def _take(self, shard: str, updates: pa.Table) -> None:
         """Take an input's appended updates for the next step."""
-        self.inputs.feed(shard, _rows(updates))
+        self.inputs.feed_table(shard, updates)
 
     def _compute(self, upper: int) -> pa.Table:
-        """The output's updates for the step below ``upper``, as an update frame."""
-        return self._frame(self.root.step(upper))
+        """The output's updates for the step below ``upper``, as an update frame (as columns
+        throughout where every operator is stateless)."""
+        if not self.root.columnar:
+            return self._frame(self.root.step(upper))
+        batch = self.root.step_batch(upper)
+        table = batch.table(self.schema)
+        return self._frame(batch.updates()) if table is None else table
 
     def _stepped(self) -> None:
         """After a step's output went to the sink (the cluster tier moves its state here)."""

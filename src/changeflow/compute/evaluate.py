@@ -18,7 +18,7 @@ from typing import Any
 from changeflow.collection import PTVC, CollectionVersion, Update, consolidate
 from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
-from changeflow.compute.expr import _as, check_range, compare_values
+from changeflow.compute.scalars import as_type, check_range, compare_values
 from changeflow.compute.types import FLOAT8
 from changeflow.errors import EvalError, PlanError
 
@@ -178,7 +178,7 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         return None
     match agg.func:
         case "sum":
-            total = sum(_as(v, kind) * c for v, c in values)
+            total = sum(as_type(v, kind) * c for v, c in values)
             return check_range(total, kind)
         case "avg":
             n = sum(c for _, c in values)

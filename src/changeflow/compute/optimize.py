@@ -20,6 +20,7 @@ from dataclasses import fields, replace
 
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute import scalars as S
 
 
 def optimize(plan: P.Plan) -> P.Plan:
@@ -136,7 +137,7 @@ def _equality(p: X.Expr) -> bool:
         and p.op == "="
         and isinstance(p.a, X.Col)
         and isinstance(p.b, X.Col)
-        and X.comparable(p.a.type, p.b.type)
+        and S.comparable(p.a.type, p.b.type)
     )
 
 

@@ -249,7 +249,7 @@ class Join(Plan):
         for klass in self.equivalences:
             found = [_check_index(i, tuple(columns), "Join") for i in klass]
             for c in found[1:]:
-                from changeflow.compute.expr import comparable
+                from changeflow.compute.scalars import comparable
 
                 if not comparable(found[0].type, c.type):
                     raise PlanError(

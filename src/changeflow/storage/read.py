@@ -88,6 +88,11 @@ class ReadCapability:
 
     def snapshot_table(self, as_of: int) -> pa.Table:
         """The consolidated contents at ``as_of`` as an Arrow table (for small shards)."""
+        return consolidate(self.updates_until(as_of), as_of)
+
+    def updates_until(self, as_of: int) -> pa.Table:
+        """The updates at times up to ``as_of``, not consolidated: the contents at ``as_of``
+        once summed (for a reader that sums them itself, as a count or a hash join does)."""
         attempts = 0
         while True:
             state = self._readable(self._machine.load(self.shard), as_of)
@@ -100,8 +105,7 @@ class ReadCapability:
                 attempts += 1
                 if attempts == 3:
                     raise
-        table = table.filter(pc.less_equal(table.column(TIME), as_of))
-        return consolidate(table, as_of)
+        return table.filter(pc.less_equal(table.column(TIME), as_of))
 
     def snapshot(self, as_of: int, spark: SparkSession | None = None) -> DataFrame:
         """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame.

@@ -1,5 +1,5 @@
 """avg of an exact number planned as PostgreSQL computes it: its sum divided by its count as
-numerics, so the quotient has PostgreSQL's scale (``compute.expr.numeric_div``) whether a query
+numerics, so the quotient has PostgreSQL's scale (``compute.scalars.numeric_div``) whether a query
 runs once or a view maintains it. avg of double precision stays an aggregate of its own."""
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupp
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute import scalars as S
 from changeflow.compute.optimize import optimize
 from changeflow.compute.types import BOOL, NULLTYPE
 from changeflow.errors import PlanError
@@ -784,7 +785,7 @@ def _column_equality(e: X.Expr) -> bool:
     if not (isinstance(e, X.Cmp) and e.op == "="):
         return False
     a, b = e.a, e.b
-    return isinstance(a, X.Col) and isinstance(b, X.Col) and X.comparable(a.type, b.type)
+    return isinstance(a, X.Col) and isinstance(b, X.Col) and S.comparable(a.type, b.type)
 
 
 def _order(index: int, o: exp.Ordered) -> P.Order:

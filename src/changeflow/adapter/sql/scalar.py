@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
+from changeflow.compute import scalars as S
 from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
@@ -124,7 +125,7 @@ def literal_value(node: exp.Literal) -> X.Lit:
 def coerce_text(value: str, kind: SqlType) -> X.Lit:
     """A quoted literal read as a value of ``kind`` (PostgreSQL's unknown-type literal)."""
     try:
-        return X.Lit(X.from_text(value, kind), kind)
+        return X.Lit(S.from_text(value, kind), kind)
     except EvalError as e:
         raise PlanError(e.message, sqlstate=e.fields.get("sqlstate", "22P02")) from None
 

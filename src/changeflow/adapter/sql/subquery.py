@@ -20,6 +20,7 @@ from changeflow.adapter.sql.scalar import Scalars, walk
 from changeflow.adapter.sql.scope import Field, Scope, correlated, ident, unsupported
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute import scalars as S
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -188,7 +189,7 @@ class Stage:
         sc.clause = "IN"
         lhs = sc(node.this)
         value = col_of(out.plan, k)
-        if not X.comparable(lhs.type, value.type):
+        if not S.comparable(lhs.type, value.type):
             raise PlanError(
                 f"operator does not exist: {lhs.type} = {value.type} (in IN)", sqlstate="42883"
             )

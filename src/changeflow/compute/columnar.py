@@ -1,0 +1,474 @@
+"""Scalar expressions evaluated on Arrow columns with ``pyarrow.compute`` kernels.
+
+The row evaluator (``Expr.eval``) is the meaning; this backend computes the same values a column
+at a time. Where a node has no kernel here (a function, a numeric quotient, ILIKE…) the whole
+expression is evaluated row by row over the batch (:func:`evaluate` does it); where a kernel
+*might* disagree with the rows (an overflow, a division by zero, a numeric wider than the rows'
+28 digits) it does not guess: :class:`Rows` is raised and the caller evaluates the expression
+(or the operator) row by row, which raises the exact error the rows raise, or none when the
+offending row is one the rows never evaluate (a FALSE AND, a CASE branch not taken).
+
+Values are held in each SQL type's Arrow type, except numerics: an exact decimal of any scale
+(``a * b`` of two scale-10 numerics has scale 20, as Python's ``Decimal`` product has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.scalars import like_pattern
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    FLOAT8,
+    NULLTYPE,
+    NUMERIC,
+    TIMESTAMP,
+    SqlType,
+)
+from changeflow.compute.values import python_values
+from changeflow.errors import EvalError
+
+Value = pa.Array | pa.Scalar
+_EPOCH = date(1970, 1, 1).toordinal()
+_DAYS = (date(1, 1, 1).toordinal() - _EPOCH, date(9999, 12, 31).toordinal() - _EPOCH)
+_EXACT_FLOAT_INT = 2**53  # integers up to this compare with a double exactly once converted
+_ROW_DIGITS = 28  # Python's decimal context: a result with more digits is rounded by the rows
+
+
+class NoKernel(Exception):
+    """No kernel for a node of the expression: evaluate it row by row."""
+
+
+class Rows(Exception):
+    """The kernels might not give what the rows give (an error, a rounding): use the rows."""
+
+
+def evaluate(e: X.Expr, columns: list[pa.Array], n: int, now: int | None = None) -> pa.Array:
+    """``e`` over ``n`` rows of ``columns``: with kernels, or row by row where one is missing.
+    Raises :class:`Rows` when only the rows can tell (an error among them)."""
+    try:
+        return full(_eval(e, _Cx(columns, n, now)), n, e.type)
+    except NoKernel:
+        return row_values(e, columns, n, now)
+
+
+def row_values(e: X.Expr, columns: list[pa.Array], n: int, now: int | None = None) -> pa.Array:
+    """``e`` evaluated row by row (the reference), as an Arrow array."""
+    used = sorted(e.columns())
+    values = {i: python_values(columns[i]) for i in used}
+    width = max(used, default=-1) + 1
+    out = []
+    for r in range(n):
+        row = [None] * width
+        for i in used:
+            row[i] = values[i][r]
+        out.append(e.eval(tuple(row), now))
+    return to_array(out, e.type)
+
+
+def to_array(values: list[Any], kind: SqlType) -> pa.Array:
+    """Python values of ``kind`` as an array (numerics exactly, at their largest scale)."""
+    if kind == NUMERIC:
+        scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
+        return pa.array(values, pa.decimal256(76, max(scale, 0)))
+    return pa.array(values, _arrow(kind))
+
+
+def full(v: Value, n: int, kind: SqlType) -> pa.Array:
+    """An array of ``n`` values from a kernel's result (a scalar repeated)."""
+    if isinstance(v, pa.ChunkedArray):
+        v = v.combine_chunks()
+    if isinstance(v, pa.Scalar):
+        if not v.is_valid:
+            return pa.nulls(n, _arrow(kind) if v.type == pa.null() else v.type)
+        return pa.repeat(v, n)
+    if v.type == pa.null() and kind != NULLTYPE:
+        return pa.nulls(n, _arrow(kind))
+    return v
+
+
+@dataclass(frozen=True)
+class _Cx:
+    """What a kernel evaluates over: the batch's columns, its length and ``mz_now()``."""
+
+    columns: list[pa.Array]
+    n: int
+    now: int | None
+
+
+def _any(v: Value) -> bool:
+    """Is any value TRUE?"""
+    if isinstance(v, pa.Scalar):
+        return v.as_py() is True
+    return pc.any(v).as_py() is True
+
+
+def full_or_scalar_all(v: Value) -> bool:
+    """Is no value FALSE (NULLs aside)?"""
+    if isinstance(v, pa.Scalar):
+        return v.as_py() is not False
+    return pc.all(v).as_py() is not False
+
+
+def _arrow(kind: SqlType) -> pa.DataType:
+    return kind.arrow
+
+
+def _eval(e: X.Expr, cx: _Cx) -> Value:
+    fn = _KERNELS.get(type(e))
+    if fn is None:
+        raise NoKernel(type(e).__name__)
+    return fn(e, cx)
+
+
+def _col(e: X.Col, cx: _Cx) -> Value:
+    return cx.columns[e.index]
+
+
+def _lit(e: X.Lit, cx: _Cx) -> Value:
+    if e.value is None:
+        return pa.scalar(None, _arrow(e.type))
+    if e.type == NUMERIC:
+        return pa.scalar(e.value)  # a decimal at its own scale, as the rows keep it
+    return pa.scalar(e.value, _arrow(e.type))
+
+
+def _mznow(e: X.MzNow, cx: _Cx) -> Value:
+    if cx.now is None:
+        raise NoKernel("mz_now() without a time")  # the rows raise the planning error
+    return pa.scalar(cx.now, pa.int64())
+
+
+# -- numbers ---------------------------------------------------------------------------------
+
+
+def _as(v: Value, source: SqlType, kind: SqlType) -> Value:
+    """An operand in the representation of ``kind`` (``_as`` of the rows)."""
+    if v.type == pa.null():
+        return v.cast(_arrow(kind)) if kind != NUMERIC else v.cast(pa.decimal128(1, 0))
+    if kind == NUMERIC:
+        return v if pa.types.is_decimal(v.type) else v.cast(pa.decimal128(19, 0))
+    if kind == FLOAT8 and source == NUMERIC:
+        raise NoKernel("numeric to double")  # Arrow's conversion is not correctly rounded
+    if kind == FLOAT8:
+        return v.cast(pa.float64(), safe=False)  # rounds to nearest, as float(int)
+    return v.cast(_arrow(kind))  # a widening of integers
+
+
+def _max_abs(v: Value) -> Decimal | None:
+    if isinstance(v, pa.Scalar):
+        x = v.as_py()
+        return None if x is None else abs(Decimal(x))
+    x = pc.max(pc.abs(v)).as_py()
+    return None if x is None else Decimal(x)
+
+
+def _digits(x: Decimal | None) -> int:
+    """Digits left of the point of ``x`` (at least 1)."""
+    return 1 if x is None or x < 1 else x.adjusted() + 1
+
+
+def narrow(v: Value) -> Value:
+    """A decimal in a decimal256 just wide enough for its values (so products fit)."""
+    scale = v.type.scale
+    precision = _digits(_max_abs(v)) + scale
+    if precision > 76:
+        raise Rows("numeric too wide")
+    return v.cast(pa.decimal256(max(precision, 1), scale))
+
+
+def _exact_in_rows(out: Value) -> Value:
+    """``out`` if the rows' 28-digit decimal arithmetic keeps it exactly; else :class:`Rows`."""
+    biggest = _max_abs(out)
+    if biggest is None or biggest == 0:
+        return out
+    keep = _ROW_DIGITS - 1 - biggest.adjusted()  # decimals the rows keep at this magnitude
+    if keep >= out.type.scale:
+        return out
+    if keep < 0 or not pc.all(pc.equal(pc.round(out, ndigits=keep), out)).as_py():
+        raise Rows("numeric rounded by the rows")
+    return out
+
+
+def _numeric(op: str, a: Value, b: Value) -> Value:
+    if op not in ("+", "-", "*"):
+        raise NoKernel(f"numeric {op}")
+    a, b = narrow(a), narrow(b)
+    pa_, pb = a.type.precision, b.type.precision
+    sa, sb = a.type.scale, b.type.scale
+    width = pa_ + pb + 1 if op == "*" else max(pa_ - sa, pb - sb) + max(sa, sb) + 1
+    if width > 76:
+        raise Rows("numeric too wide")
+    kernel = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}[op]
+    return _exact_in_rows(kernel(a, b))
+
+
+def _fails_on_zero(b: Value, a: Value) -> None:
+    """Division by zero: where both operands are present and the divisor is 0."""
+    zero = pc.and_kleene(pc.equal(b, 0), pc.is_valid(a))
+    if _any(zero):
+        raise Rows("division by zero")
+
+
+def _arith(e: X.Arith, cx: _Cx) -> Value:
+    a, b = _eval(e.a, cx), _eval(e.b, cx)
+    if e.type == DATE:
+        kernel = pc.add if e.op == "+" else pc.subtract
+        days = kernel(a.cast(pa.int32()).cast(pa.int64()), b.cast(pa.int64()))
+        outside = pc.or_(pc.less(days, _DAYS[0]), pc.greater(days, _DAYS[1]))
+        if _any(outside):
+            raise Rows("date out of range")
+        return days.cast(pa.int32()).cast(pa.date32())
+    if e.a.type == DATE:
+        return pc.subtract(a.cast(pa.int32()), b.cast(pa.int32()))
+    kind = e.type
+    a, b = _as(a, e.a.type, kind), _as(b, e.b.type, kind)
+    if kind == NUMERIC:
+        return _numeric(e.op, a, b)
+    if e.op in "/%":
+        _fails_on_zero(b, a)
+    try:
+        if kind == FLOAT8:
+            if e.op == "%":
+                raise NoKernel("double %")  # fmod
+            out = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}[e.op](a, b)
+            if _any(pc.is_inf(out)):
+                raise Rows("double overflow")
+            return out
+        if e.op == "%":
+            return pc.subtract(a, pc.multiply(b, pc.divide_checked(a, b)))  # dividend's sign
+        kernel = {
+            "+": pc.add_checked,
+            "-": pc.subtract_checked,
+            "*": pc.multiply_checked,
+            "/": pc.divide_checked,  # truncates toward zero, as the rows do
+        }[e.op]
+        return kernel(a, b)
+    except pa.ArrowInvalid:
+        raise Rows("integer overflow") from None
+
+
+def _neg(e: X.Neg, cx: _Cx) -> Value:
+    a = _eval(e.a, cx)
+    if e.type.integer:
+        try:
+            return pc.negate_checked(a)
+        except pa.ArrowInvalid:
+            raise Rows("integer overflow") from None
+    return pc.negate(a)
+
+
+# -- comparison and logic --------------------------------------------------------------------
+
+
+def _comparable(a: Value, ta: SqlType, b: Value, tb: SqlType) -> tuple[Value, Value]:
+    """Both sides in one Arrow type, compared as the rows compare them."""
+    if NULLTYPE in (ta, tb):
+        kind = tb if ta == NULLTYPE else ta
+        return a.cast(_arrow(kind)), b.cast(_arrow(kind))
+    if ta.numeric and tb.numeric and ta != tb:
+        if FLOAT8 in (ta, tb):
+            if NUMERIC in (ta, tb):
+                raise NoKernel("numeric against double")
+            ints = b if ta == FLOAT8 else a
+            big = _max_abs(ints)
+            if big is not None and big > _EXACT_FLOAT_INT:
+                raise NoKernel("integer beyond a double's exact range")
+            return a.cast(pa.float64()), b.cast(pa.float64())
+        if NUMERIC in (ta, tb):
+            return _as(a, ta, NUMERIC), _as(b, tb, NUMERIC)
+        return a.cast(pa.int64()), b.cast(pa.int64())
+    if ta != tb:  # a date against a timestamp: its midnight
+        return a.cast(_arrow(TIMESTAMP)), b.cast(_arrow(TIMESTAMP))
+    return a, b
+
+
+_CMP: dict[str, Callable[[Value, Value], Value]] = {
+    "=": pc.equal,
+    "<>": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _compare(op: str, a: Value, ta: SqlType, b: Value, tb: SqlType) -> Value:
+    a, b = _comparable(a, ta, b, tb)
+    return _CMP[op](a, b)
+
+
+def _cmp(e: X.Cmp, cx: _Cx) -> Value:
+    a, b = _eval(e.a, cx), _eval(e.b, cx)
+    return _compare(e.op, a, e.a.type, b, e.b.type)
+
+
+def _bool(v: Value) -> Value:
+    return v.cast(pa.bool_()) if v.type == pa.null() else v
+
+
+def _and(e: X.And, cx: _Cx) -> Value:
+    out = pa.scalar(True)
+    for a in e.args:
+        out = pc.and_kleene(out, _bool(_eval(a, cx)))
+    return out
+
+
+def _or(e: X.Or, cx: _Cx) -> Value:
+    out = pa.scalar(False)
+    for a in e.args:
+        out = pc.or_kleene(out, _bool(_eval(a, cx)))
+    return out
+
+
+def _not(e: X.Not, cx: _Cx) -> Value:
+    return pc.invert(_bool(_eval(e.a, cx)))
+
+
+def _isnull(e: X.IsNull, cx: _Cx) -> Value:
+    a = _eval(e.a, cx)
+    if isinstance(a, pa.Scalar):
+        return pa.scalar(a.is_valid == e.negated)
+    return pc.is_valid(a) if e.negated else pc.is_null(a)
+
+
+def _branch(v: Value, source: SqlType, kind: SqlType) -> Value:
+    """A CASE or COALESCE branch in the unified type."""
+    if kind == NUMERIC and source != NUMERIC:
+        if v.type != pa.null() and not source.integer:
+            raise NoKernel("branch type")
+        return v.cast(pa.decimal128(19, 0))
+    if kind == NUMERIC:
+        return v
+    return _as(v, source, kind) if kind.numeric else v.cast(_arrow(kind))
+
+
+def _unified(values: list[Value], kind: SqlType) -> list[Value]:
+    """Branches in one Arrow type; numerics only when they share a scale (so each value's
+    digits are those the rows give)."""
+    if kind != NUMERIC:
+        return values
+    scales = {v.type.scale for v in values if pa.types.is_decimal(v.type)}
+    if len(scales) > 1:
+        raise NoKernel("numeric branches of different scales")
+    return [v.cast(pa.decimal256(76, next(iter(scales), 0))) for v in values]
+
+
+def _case(e: X.Case, cx: _Cx) -> Value:
+    n = cx.n
+    conds = [full(_bool(_eval(c, cx)), n, BOOL) for c, _ in e.whens]
+    results = [_branch(_eval(r, cx), r.type, e.type) for _, r in e.whens]
+    results.append(_branch(_eval(e.otherwise, cx), e.otherwise.type, e.type))
+    results = [full(r, n, e.type) for r in _unified(results, e.type)]
+    if e.type == NULLTYPE:
+        return pa.nulls(n)
+    taken = pa.StructArray.from_arrays(conds, names=[str(i) for i in range(len(conds))])
+    return pc.case_when(taken, *results)
+
+
+def _coalesce(e: X.Coalesce, cx: _Cx) -> Value:
+    args = [_branch(_eval(a, cx), a.type, e.type) for a in e.args]
+    if e.type == NULLTYPE:
+        return pa.scalar(None)
+    return pc.coalesce(*_unified(args, e.type))
+
+
+def _nullif(e: X.NullIf, cx: _Cx) -> Value:
+    a, b = _eval(e.a, cx), _eval(e.b, cx)
+    if e.a.type == NULLTYPE:
+        return a
+    same = pc.fill_null(_compare("=", a, e.a.type, b, e.b.type), False)
+    return pc.if_else(same, pa.scalar(None, a.type), a)
+
+
+def _inlist(e: X.InList, cx: _Cx) -> Value:
+    a = _eval(e.a, cx)
+    out = pa.scalar(False)
+    for item in e.items:
+        v = _eval(item, cx)
+        out = pc.or_kleene(out, _bool(_compare("=", a, e.a.type, v, item.type)))
+    return pc.invert(out) if e.negated else out
+
+
+def _quote(ch: str) -> str:
+    return "\\" + ch if ch.isascii() and not ch.isalnum() and ch != " " else ch
+
+
+def _like(e: X.Like, cx: _Cx) -> Value:
+    if e.case_insensitive or not isinstance(e.pattern, X.Lit):
+        raise NoKernel("ILIKE or a pattern that is not a constant")
+    a = _eval(e.a, cx)
+    if e.pattern.value is None or e.a.type == NULLTYPE:
+        return pa.scalar(None, pa.bool_())
+    try:
+        regex = r"(?s)\A" + like_pattern(e.pattern.value, _quote) + r"\z"
+    except EvalError:
+        raise Rows("bad LIKE pattern") from None
+    out = pc.match_substring_regex(a, regex)
+    return pc.invert(out) if e.negated else out
+
+
+def _cast(e: X.Cast, cx: _Cx) -> Value:
+    a, source, target = _eval(e.a, cx), e.a.type, e.to
+    if source in (target, NULLTYPE):
+        return a if source == target else a.cast(_arrow(target)) if target != NUMERIC else a
+    try:
+        if source.integer and target.integer:
+            return a.cast(_arrow(target))  # a safe cast: out of range raises
+        if source.integer and target in (FLOAT8, NUMERIC):
+            return _as(a, source, target)
+    except pa.ArrowInvalid:
+        raise Rows("integer out of range") from None
+    if source == BOOL and target.integer:
+        return a.cast(_arrow(target))
+    if source.integer and target == BOOL:
+        return pc.not_equal(a, 0)
+    if source == DATE and target == TIMESTAMP:
+        return a.cast(_arrow(TIMESTAMP))
+    raise NoKernel(f"cast {source} to {target}")
+
+
+def _func(e: Any, cx: _Cx) -> Value:
+    """A function with an Arrow form (:attr:`Function.arrow`); the others have no kernel."""
+    kernel = e.function.arrow
+    if kernel is None or not e.function.strict:
+        raise NoKernel(f"{e.name}()")
+    args = [_eval(a, cx) for a in e.args]
+    try:
+        out = kernel(*args)
+    except pa.ArrowInvalid:
+        raise Rows(f"{e.name}() failed") from None
+    if e.type == NUMERIC or out.type == _arrow(e.type):
+        return out
+    return out.cast(_arrow(e.type))
+
+
+_KERNELS: dict[type, Callable[[Any, _Cx], Value]] = {
+    X.Col: _col,
+    X.Lit: _lit,
+    X.MzNow: _mznow,
+    X.Arith: _arith,
+    X.Neg: _neg,
+    X.Cmp: _cmp,
+    X.And: _and,
+    X.Or: _or,
+    X.Not: _not,
+    X.IsNull: _isnull,
+    X.Case: _case,
+    X.Coalesce: _coalesce,
+    X.NullIf: _nullif,
+    X.InList: _inlist,
+    X.Like: _like,
+    X.Cast: _cast,
+    Func: _func,
+}

@@ -1,0 +1,69 @@
+"""Scalar functions by name: the common string, numeric and date/time functions of PostgreSQL.
+
+Each :class:`Function` is defined once, in its family's module (``text``, ``numbers``,
+``times``): a type rule (argument types to result type, or a :class:`PlanError`), its meaning on
+Python values (the reference), its Spark form and, where Arrow has a kernel that means the
+same, its Arrow form. A strict function (most) is NULL when any argument is NULL; ``concat``,
+``greatest`` and ``least`` skip NULLs as PostgreSQL's do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from changeflow.compute.expr import Expr, _typed
+from changeflow.compute.functions import numbers, text, times
+from changeflow.compute.functions.base import Function, function_named
+from changeflow.compute.scalars import check_range, coerce
+from changeflow.compute.types import INT4, INT8
+from changeflow.errors import PlanError
+
+FUNCTIONS: dict[str, Function] = {
+    f.name: f for family in (text, numbers, times) for f in family.FUNCTIONS
+}
+
+
+@dataclass(frozen=True)
+class Func(Expr):
+    """A call of a function in :data:`FUNCTIONS`."""
+
+    name: str
+    args: tuple[Expr, ...]
+    function: Function = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        function = FUNCTIONS.get(self.name.lower())
+        kinds = tuple(a.type for a in self.args)
+        if function is None:
+            shown = ", ".join(map(str, kinds))
+            raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
+        try:
+            kind = function.rule(kinds)
+        except PlanError:
+            shown = ", ".join(map(str, kinds))
+            raise PlanError(
+                f"function {self.name}({shown}) does not exist", sqlstate="42883"
+            ) from None
+        object.__setattr__(self, "function", function)
+        _typed(self, kind, any(a.nullable for a in self.args) if function.strict else True)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        values = [a.eval(row, now) for a in self.args]
+        if not self.function.strict:
+            return self.function.impl(
+                *((coerce(v, self.type), a.type) for v, a in zip(values, self.args, strict=True))
+            )
+        if any(v is None for v in values):
+            return None
+        result = self.function.impl(*values)
+        return check_range(result, self.type) if self.type in (INT4, INT8) else result
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+__all__ = ["FUNCTIONS", "Func", "Function", "function_named"]

@@ -1,0 +1,262 @@
+"""Numeric functions (PostgreSQL's): each defined once, on Python values and on Spark."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+
+from changeflow.compute import expr as X
+from changeflow.compute.expr import common_type
+from changeflow.compute.functions.base import (
+    Builder,
+    F,
+    Function,
+    _double,
+    _sig,
+    fail,
+    finite,
+    spark_type,
+    unsupported,
+)
+from changeflow.compute.scalars import check_range
+from changeflow.compute.types import (
+    FLOAT8,
+    NUMERIC,
+    SqlType,
+)
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+def _round(x: Any, places: int = 0) -> Any:
+    if isinstance(x, float):
+        if places == 0:
+            return float(round(x))  # rint: half to even, as PostgreSQL's round(double)
+        raise EvalError("round(double precision, integer) does not exist; cast to numeric")
+    if isinstance(x, Decimal):
+        return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return x
+
+
+def _trunc(x: Any, places: int = 0) -> Any:
+    if isinstance(x, float):
+        return float(math.trunc(x))
+    if isinstance(x, Decimal):
+        return x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN")
+    return x
+
+
+def _floor(x: Any) -> Any:
+    if isinstance(x, Decimal):
+        return x.quantize(Decimal(1), rounding=ROUND_FLOOR)
+    return float(math.floor(x)) if isinstance(x, float) else x
+
+
+def _ceil(x: Any) -> Any:
+    if isinstance(x, Decimal):
+        return x.quantize(Decimal(1), rounding="ROUND_CEILING")
+    return float(math.ceil(x)) if isinstance(x, float) else x
+
+
+def _sqrt(x: float) -> float:
+    if x < 0:
+        raise EvalError("cannot take square root of a negative number", sqlstate="2201F")
+    return math.sqrt(x)
+
+
+def _ln(x: float) -> float:
+    if x <= 0:
+        what = "zero" if x == 0 else "a negative number"
+        raise EvalError(f"cannot take logarithm of {what}", sqlstate="2201E")
+    return math.log(x)
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        raise EvalError("value out of range: overflow", sqlstate="22003") from None
+
+
+def _power(x: float, y: float) -> float:
+    if x == 0 and y < 0:
+        raise EvalError("zero raised to a negative power is undefined", sqlstate="2201F")
+    if x < 0 and not float(y).is_integer():
+        raise EvalError(
+            "a negative number raised to a non-integer power yields a complex result",
+            sqlstate="2201F",
+        )
+    try:
+        return check_range(math.pow(x, y), FLOAT8)
+    except OverflowError:
+        raise EvalError("value out of range: overflow", sqlstate="22003") from None
+
+
+def _sign(x: Any) -> Any:
+    return type(x)((x > 0) - (x < 0))
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
+    def extreme(*args: Any) -> Any:
+        present = [v for v, _ in args if v is not None]
+        return pick(present) if present else None
+
+    return extreme
+
+
+def _extreme_rule(args: tuple[SqlType, ...]) -> SqlType:
+    from changeflow.compute.expr import Lit
+
+    return common_type(tuple(Lit(None, a) for a in args), "GREATEST/LEAST")
+
+
+# -- on Spark --------------------------------------------------------------------------------
+
+
+_MAX_DOUBLE_EXP = 709.782712893384
+
+
+def _spark_same(cc: ExprCompiler, e: Func, c: Column) -> Column:
+    """``c`` cast back to the argument's own type (numeric keeps its decimal)."""
+    return c if e.type == NUMERIC else c.cast(spark_type(e.type))
+
+
+def _spark_places(e: Func) -> int:
+    if len(e.args) == 1:
+        return 0
+    arg = e.args[1]
+    if not isinstance(arg, X.Lit) or arg.value is None:
+        raise unsupported(e, "the number of places must be a constant")
+    return int(arg.value)
+
+
+def _spark_round(cc: ExprCompiler, e: Func) -> Column:
+    x = cc.compile(e.args[0])
+    if e.type.integer:
+        return x
+    if e.type == FLOAT8:
+        if len(e.args) > 1:
+            raise PlanError("round(double precision, integer) does not exist; cast to numeric")
+        return F.rint(x)
+    return F.round(x, _spark_places(e))
+
+
+def _spark_float_trunc(x: Column) -> Column:
+    return x - x % F.lit(1.0)
+
+
+def _spark_trunc(cc: ExprCompiler, e: Func) -> Column:
+    x = cc.compile(e.args[0])
+    if e.type.integer:
+        return x
+    if e.type == FLOAT8:
+        return _spark_float_trunc(x)
+    places = F.lit(_spark_places(e))
+    return F.when(x >= 0, F.floor(x, places)).otherwise(F.ceil(x, places))
+
+
+def _spark_floor(up: bool) -> Builder:
+    def build(cc: ExprCompiler, e: Func) -> Column:
+        x = cc.compile(e.args[0])
+        if e.type.integer:
+            return x
+        if e.type == NUMERIC:
+            return F.ceil(x, F.lit(0)) if up else F.floor(x, F.lit(0))
+        t = _spark_float_trunc(x)
+        return F.when(t < x, t + 1.0).otherwise(t) if up else F.when(t > x, t - 1.0).otherwise(t)
+
+    return build
+
+
+def _spark_sign(cc: ExprCompiler, e: Func) -> Column:
+    s = F.signum(cc.compile(e.args[0]))
+    return s.cast("decimal(1,0)") if e.type == NUMERIC else s.cast(spark_type(e.type))
+
+
+def _spark_sqrt(cc: ExprCompiler, e: Func) -> Column:
+    x = _double(cc, e)
+    bad = fail("cannot take square root of a negative number", "2201F")
+    return F.when(x < 0, bad).otherwise(F.sqrt(x))
+
+
+def _spark_ln(cc: ExprCompiler, e: Func) -> Column:
+    x = _double(cc, e)
+    return (
+        F.when(x == 0, fail("cannot take logarithm of zero", "2201E"))
+        .when(x < 0, fail("cannot take logarithm of a negative number", "2201E"))
+        .otherwise(F.log(x))
+    )
+
+
+def _spark_exp(cc: ExprCompiler, e: Func) -> Column:
+    x = _double(cc, e)
+    return F.when(x > _MAX_DOUBLE_EXP, fail("value out of range: overflow", "22003")).otherwise(
+        F.exp(x)
+    )
+
+
+def _spark_power(cc: ExprCompiler, e: Func) -> Column:
+    x, y = _double(cc, e, 0), _double(cc, e, 1)
+    return (
+        F.when((x == 0) & (y < 0), fail("zero raised to a negative power is undefined", "2201F"))
+        .when(
+            (x < 0) & (y % F.lit(1.0) != 0),
+            fail(
+                "a negative number raised to a non-integer power yields a complex result", "2201F"
+            ),
+        )
+        .otherwise(finite(F.pow(x, y)))
+    )
+
+
+def _spark_extreme(fn: str) -> Builder:
+    def build(cc: ExprCompiler, e: Func) -> Column:
+        args = [cc._branch(a, e.type) for a in e.args]
+        return args[0] if len(args) == 1 else getattr(F, fn)(*args)
+
+    return build
+
+
+FUNCTIONS = [
+    Function(
+        "abs",
+        _sig(("num",), result="same"),
+        abs,
+        spark=lambda cc, e: _spark_same(cc, e, F.abs(cc.compile(e.args[0]))),
+        arrow=pc.abs_checked,
+    ),
+    Function("round", _sig(("num",), ("num", "int"), result="same"), _round, spark=_spark_round),
+    Function("trunc", _sig(("num",), ("num", "int"), result="same"), _trunc, spark=_spark_trunc),
+    Function("floor", _sig(("num",), result="same"), _floor, spark=_spark_floor(up=False)),
+    Function("ceil", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
+    Function("ceiling", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
+    Function("sign", _sig(("num",), result="same"), _sign, spark=_spark_sign),
+    Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x)), spark=_spark_sqrt),
+    Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x)), spark=_spark_ln),
+    Function("exp", _sig(("num",), result=FLOAT8), lambda x: _exp(float(x)), spark=_spark_exp),
+    Function(
+        "power",
+        _sig(("num", "num"), result=FLOAT8),
+        lambda x, y: _power(float(x), float(y)),
+        spark=_spark_power,
+    ),
+    Function(
+        "pow",
+        _sig(("num", "num"), result=FLOAT8),
+        lambda x, y: _power(float(x), float(y)),
+        spark=_spark_power,
+    ),
+    Function(
+        "greatest", _extreme_rule, _extreme(max), strict=False, spark=_spark_extreme("greatest")
+    ),
+    Function("least", _extreme_rule, _extreme(min), strict=False, spark=_spark_extreme("least")),
+]

@@ -1,0 +1,262 @@
+"""Date and time functions (PostgreSQL's): each defined once, on Python values and on Spark."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions.base import (
+    F,
+    Function,
+    _double,
+    _sig,
+    _simple,
+    fail,
+    spark_type,
+    unsupported,
+)
+from changeflow.compute.types import (
+    DATE,
+    FLOAT8,
+    INT8,
+    NULLTYPE,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+_FIELDS = (
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "hour",
+    "minute",
+    "second",
+    "dow",
+    "doy",
+    "epoch",
+)
+
+
+def _part(field_name: str, value: date) -> float:
+    f = field_name.lower()
+    stamp = value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
+    if f == "year":
+        return stamp.year
+    if f == "quarter":
+        return (stamp.month - 1) // 3 + 1
+    if f == "month":
+        return stamp.month
+    if f == "week":
+        return stamp.isocalendar()[1]
+    if f == "day":
+        return stamp.day
+    if f == "hour":
+        return stamp.hour
+    if f == "minute":
+        return stamp.minute
+    if f == "second":
+        return stamp.second + stamp.microsecond / 1e6
+    if f == "dow":
+        return (stamp.weekday() + 1) % 7
+    if f == "doy":
+        return stamp.timetuple().tm_yday
+    if f == "epoch":
+        from datetime import UTC
+
+        aware = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+        return aware.timestamp()
+    raise EvalError(
+        f"unit {field_name!r} not recognized; the units are {', '.join(_FIELDS)}", sqlstate="22023"
+    )
+
+
+def _date_part(field_name: str, value: date) -> float:
+    return float(_part(field_name, value))
+
+
+def _extract(field_name: str, value: date) -> Decimal:
+    return (
+        Decimal(repr(_part(field_name, value))).normalize()
+        if field_name.lower() in ("second", "epoch")
+        else Decimal(int(_part(field_name, value)))
+    )
+
+
+_TRUNC = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
+
+
+def _date_trunc(unit: str, value: date) -> datetime:
+    u = unit.lower()
+    if u not in _TRUNC:
+        raise EvalError(
+            f"unit {unit!r} not recognized; the units are {', '.join(_TRUNC)}", sqlstate="22023"
+        )
+    if not isinstance(value, datetime):  # a date truncates as its midnight
+        value = datetime(value.year, value.month, value.day)
+    if u == "microseconds":
+        return value
+    value = value.replace(microsecond=0)
+    if u == "second":
+        return value
+    value = value.replace(second=0)
+    if u == "minute":
+        return value
+    value = value.replace(minute=0)
+    if u == "hour":
+        return value
+    value = value.replace(hour=0)
+    if u == "day":
+        return value
+    if u == "week":
+        return datetime.fromordinal(value.toordinal() - value.weekday()).replace(
+            tzinfo=value.tzinfo
+        )
+    if u == "month":
+        return value.replace(day=1)
+    if u == "quarter":
+        return value.replace(day=1, month=(value.month - 1) // 3 * 3 + 1)
+    return value.replace(day=1, month=1)
+
+
+def _make_date(y: int, m: int, d: int) -> date:
+    try:
+        return date(y, m, d)
+    except ValueError:
+        raise EvalError(
+            f"date field value out of range: {y}-{m:02d}-{d:02d}", sqlstate="22008"
+        ) from None
+
+
+def _stamp_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) == 2 and args[0] in (TEXT, NULLTYPE) and args[1] in (TIMESTAMP, TIMESTAMPTZ, DATE):
+        return TIMESTAMP if args[1] == DATE else args[1]
+    raise PlanError("no match", sqlstate="42883")
+
+
+def _from_epoch(seconds: float) -> datetime:
+    from datetime import UTC
+
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, ValueError, OSError):
+        raise EvalError("timestamp out of range", sqlstate="22008") from None
+
+
+# -- on Spark --------------------------------------------------------------------------------
+
+
+def _spark_unit(e: Func, known: tuple[str, ...]) -> str | None:
+    """The constant unit argument of ``e`` (lower case), None if it is not one of ``known``."""
+    unit = e.args[0]
+    if not isinstance(unit, X.Lit) or not isinstance(unit.value, str):
+        raise unsupported(e, "the unit must be a constant")
+    return unit.value.lower() if unit.value.lower() in known else None
+
+
+_spark_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "dow", "doy")
+
+
+def _spark_stamp(cc: ExprCompiler, a: X.Expr) -> Column:
+    """A date, timestamp or timestamptz as a Spark timestamp (a date is its UTC midnight)."""
+    c = cc.compile(a)
+    return c.cast("timestamp") if a.type in (DATE, TIMESTAMP) else c
+
+
+def _spark_epoch_micros(cc: ExprCompiler, a: X.Expr) -> Column:
+    return F.unix_micros(_spark_stamp(cc, a))
+
+
+def _spark_part(cc: ExprCompiler, e: Func, numeric: bool) -> Column:
+    unit = _spark_unit(e, (*_spark_PARTS, "epoch"))
+    value = e.args[1]
+    if unit is None:
+        units = ", ".join((*_spark_PARTS, "epoch"))
+        shown = e.args[0].value  # type: ignore[attr-defined]
+        bad = fail(f"unit {shown!r} not recognized; the units are {units}", "22023")
+        return F.when(cc.compile(value).isNotNull(), bad).cast(spark_type(e.type))
+    if unit == "epoch":
+        micros = _spark_epoch_micros(cc, value)
+        if numeric:
+            return micros.cast("decimal(20,0)") * F.lit(Decimal("0.000001"))
+        return micros.cast("double") / 1e6
+    stamp = _spark_stamp(cc, value)
+    part = F.dayofweek(stamp) - 1 if unit == "dow" else F.date_part(F.lit(unit), stamp)
+    return part if numeric and unit == "second" else part.cast(spark_type(e.type))
+
+
+def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
+    units = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
+    unit = _spark_unit(e, units)
+    value = e.args[1]
+    if unit is None:
+        shown = e.args[0].value  # type: ignore[attr-defined]
+        bad = fail(f"unit {shown!r} not recognized; the units are {', '.join(units)}", "22023")
+        return F.when(cc.compile(value).isNotNull(), bad).cast(spark_type(e.type))
+    stamp = _spark_stamp(cc, value)
+    if unit != "microseconds":
+        stamp = F.date_trunc(unit, stamp)
+    return stamp.cast(spark_type(e.type))
+
+
+def _spark_to_timestamp(cc: ExprCompiler, e: Func) -> Column:
+    s = _double(cc, e)
+    in_range = (s >= -62135596800) & (s < 253402300800)
+    micros = F.bround(s * 1e6, 0).cast("bigint")
+    return F.when(~in_range, fail("timestamp out of range", "22008")).otherwise(
+        F.timestamp_micros(micros)
+    )
+
+
+def _spark_epoch_ms(cc: ExprCompiler, e: Func) -> Column:
+    micros = _spark_epoch_micros(cc, e.args[0])
+    return F.bround(micros.cast("decimal(20,0)") / F.lit(Decimal(1000)), 0).cast("bigint")
+
+
+FUNCTIONS = [
+    Function(
+        "date_part",
+        _sig((TEXT, "stamp"), result=FLOAT8),
+        _date_part,
+        spark=lambda cc, e: _spark_part(cc, e, numeric=False),
+    ),
+    Function(
+        "extract",
+        _sig((TEXT, "stamp"), result=NUMERIC),
+        _extract,
+        spark=lambda cc, e: _spark_part(cc, e, numeric=True),
+    ),
+    Function("date_trunc", _stamp_rule, _date_trunc, spark=_spark_date_trunc),
+    Function(
+        "make_date",
+        _sig(("int", "int", "int"), result=DATE),
+        _make_date,
+        spark=_simple(lambda y, m, d: F.make_date(y, m, d)),
+    ),
+    Function(
+        "to_timestamp",
+        _sig(("num",), result=TIMESTAMPTZ),
+        lambda s: _from_epoch(float(s)),
+        spark=_spark_to_timestamp,
+    ),
+    Function(
+        "epoch_ms",
+        _sig(("stamp",), result=INT8),
+        lambda v: int(round(_part("epoch", v) * 1000)),
+        spark=_spark_epoch_ms,
+    ),
+]

@@ -1,0 +1,135 @@
+"""Reduce: group and aggregate with running accumulators per group."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from decimal import Decimal, localcontext
+from typing import Any
+
+from changeflow.compute import plan as P
+from changeflow.compute.evaluate import Row, aggregate_values
+from changeflow.compute.operators.base import (
+    Operator,
+    Stateful,
+    Update,
+    _key,
+)
+from changeflow.compute.scalars import as_type, check_range
+from changeflow.compute.types import FLOAT8, SqlType
+from changeflow.errors import EvalError
+
+
+class Reduce(Stateful):
+    """Group and aggregate with an accumulator per group and aggregate: counts, sums and
+    averages are running totals (a step costs what its changes touch, not the group's size);
+    DISTINCT, min, max, bool_and, bool_or and string_agg keep each group's values with their
+    counts."""
+
+    def __init__(self, child: Operator, reduce: P.Reduce) -> None:
+        super().__init__((child,))
+        self.reduce = reduce
+        self.kinds = [c.type for c in reduce.schema[len(reduce.group_by) :]]
+        self.groups: dict[Row, Group] = {}
+
+    def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
+        touched: dict[Row, list[Update]] = defaultdict(list)
+        for u in changes[0]:
+            touched[_key(u[0], self.reduce.group_by)].append(u)
+        out: list[Update] = []
+        for key, updates in touched.items():
+            group = self.groups.get(key)
+            self.held -= 0 if group is None else 1 + group.held()
+            group = group or Group(self.reduce.aggregates)
+            before = group.row(key, self.kinds)
+            for row, _, diff in updates:
+                group.add(row, diff)
+            self.held += 1 + group.held() if group.count else 0
+            after = group.row(key, self.kinds)
+            if before != after:
+                out += [(before, t, -1)] if before is not None else []
+                out += [(after, t, 1)] if after is not None else []
+            if group.count:
+                self.groups[key] = group
+            else:
+                self.groups.pop(key, None)
+        return out
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        for row, count in collections[0]:
+            key = _key(row, self.reduce.group_by)
+            self.groups.setdefault(key, Group(self.reduce.aggregates)).add(row, count)
+        self.adopt(self.groups)
+
+    def contents(self) -> list[tuple[Row, int]] | None:
+        rows = (g.row(key, self.kinds) for key, g in self.groups.items())
+        return [(row, 1) for row in rows if row is not None]
+
+    def adopt(self, groups: dict[Row, Group]) -> None:
+        """Take ``groups`` (computed in bulk) as the state."""
+        self.groups = {k: g for k, g in groups.items() if g.count}
+        self.held = sum(1 + g.held() for g in self.groups.values())
+
+
+class Group:
+    """One group's accumulators: its row count, then per aggregate the count of non-NULL values
+    and their running total, or (when the aggregate needs them) the values and their counts."""
+
+    def __init__(self, aggregates: tuple[P.Aggregate, ...]) -> None:
+        self.aggregates = aggregates
+        self.count = 0
+        self.present = [0] * len(aggregates)
+        self.totals: list[Any] = [0] * len(aggregates)
+        self.values: list[Counter | None] = [
+            Counter() if a.distinct or a.func not in ("count", "sum", "avg") else None
+            for a in aggregates
+        ]
+
+    def add(self, row: Row, diff: int) -> None:
+        self.count += diff
+        for i, agg in enumerate(self.aggregates):
+            if agg.arg is None:
+                continue
+            v = agg.arg.eval(row)
+            if v is None:
+                continue
+            self.present[i] += diff
+            values = self.values[i]
+            if values is not None:
+                values[v] += diff
+                if not values[v]:
+                    del values[v]
+            elif agg.func != "count":
+                self.totals[i] += v * diff
+
+    def row(self, key: Row, kinds: list[SqlType]) -> Row | None:
+        """The group's output row; None when it has no rows."""
+        if self.count < 0 or any(c < 0 for v in self.values if v for c in v.values()):
+            raise EvalError(f"Reduce: group {key!r} has a negative count", sqlstate="XX000")
+        if not self.count:
+            return None
+        return key + tuple(self._result(i, k) for i, k in enumerate(kinds))
+
+    def _result(self, i: int, kind: SqlType) -> Any:
+        agg, values = self.aggregates[i], self.values[i]
+        if agg.arg is None:
+            return self.count
+        if values is not None:
+            return aggregate_values(agg, list(values.items()), kind)
+        if agg.func == "count":
+            return self.present[i]
+        if not self.present[i]:
+            return None
+        if agg.func == "sum":
+            return check_range(as_type(self.totals[i], kind), kind)
+        return _average(self.totals[i], self.present[i], kind)
+
+    def held(self) -> int:
+        return sum(len(v) for v in self.values if v)
+
+
+def _average(total: Any, n: int, kind: SqlType) -> Any:
+    if kind == FLOAT8:
+        return float(total) / n
+    with localcontext() as ctx:
+        ctx.prec = 40
+        return Decimal(total) / n

@@ -1,0 +1,316 @@
+"""Values of SQL types: the meaning of arithmetic, comparison, LIKE and casts on non-NULL
+values, with PostgreSQL's semantics (integer overflow and division by zero are
+:class:`EvalError`; numeric division at PostgreSQL's scale; text forms as PostgreSQL prints and
+reads them). The expression tree (:mod:`expr`) and every backend evaluate through these.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from typing import Any
+
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    FLOAT8,
+    INT_RANGES,
+    NULLTYPE,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
+from changeflow.errors import EvalError
+
+# -- arithmetic ------------------------------------------------------------------------------
+
+
+def check_range(value: Any, kind: SqlType) -> Any:
+    """``value`` if it fits ``kind``; an integer out of range or a float overflow is an error."""
+    bound = INT_RANGES.get(kind)
+    if bound is not None and not -bound <= value < bound:
+        raise EvalError(f"{kind} out of range", sqlstate="22003")
+    if kind == FLOAT8 and isinstance(value, float) and math.isinf(value):
+        raise EvalError("value out of range: overflow", sqlstate="22003")
+    return value
+
+
+def _div(a: Any, b: Any, kind: SqlType) -> Any:
+    if b == 0:
+        raise EvalError("division by zero", sqlstate="22012")
+    if kind.integer:
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q  # truncates toward zero
+    if kind == NUMERIC:
+        return numeric_div(Decimal(a), Decimal(b))
+    return a / b
+
+
+def _weight(x: Decimal) -> tuple[int, int]:
+    """A numeric's base-10000 weight and first base-10000 digit, as PostgreSQL stores it."""
+    x = abs(x)
+    if x == 0:
+        return 0, 0
+    weight = x.adjusted() // 4
+    return weight, int(x.scaleb(-4 * weight))
+
+
+def div_scale(a: Decimal, b: Decimal) -> int:
+    """The scale of PostgreSQL's numeric quotient a / b (``select_div_scale``): at least 16
+    significant digits, and no fewer decimals than either operand shows."""
+    (w1, f1), (w2, f2) = _weight(a), _weight(b)
+    qweight = w1 - w2 - (1 if f1 <= f2 else 0)
+    scales = (max(-int(x.as_tuple().exponent), 0) for x in (a, b))
+    return min(max(16 - qweight * 4, *scales, 0), 1000)
+
+
+def numeric_div(a: Decimal, b: Decimal) -> Decimal:
+    """``a / b`` rounded (half away from zero) to PostgreSQL's scale for it, but to no fewer
+    than the 10 decimals a view stores numerics at: Spark's hydration of a view computes the
+    quotient with at least that many, and the two must agree."""
+    scale = max(div_scale(a, b), 10)
+    with localcontext() as ctx:
+        ctx.prec = max(a.adjusted() - b.adjusted(), 0) + scale + 10
+        return (a / b).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+
+
+def _mod(a: Any, b: Any, kind: SqlType) -> Any:
+    if b == 0:
+        raise EvalError("division by zero", sqlstate="22012")
+    if kind == FLOAT8:
+        return math.fmod(a, b)
+    if kind == NUMERIC:
+        with localcontext() as ctx:
+            ctx.prec = 80
+            return a % b  # Decimal's remainder has the dividend's sign, as PostgreSQL's
+    return a - b * _div(a, b, kind)  # the sign of the dividend
+
+
+ARITH = {
+    "+": lambda a, b, k: a + b,
+    "-": lambda a, b, k: a - b,
+    "*": lambda a, b, k: a * b,
+    "/": _div,
+    "%": _mod,
+}
+
+
+def as_type(value: Any, kind: SqlType) -> Any:
+    """A numeric operand in the representation of ``kind``."""
+    if kind == FLOAT8:
+        return float(value)
+    if kind == NUMERIC and not isinstance(value, Decimal):
+        return Decimal(value)
+    return value
+
+
+def date_arith(op: str, a: date, days: int) -> date:
+    try:
+        return date.fromordinal(a.toordinal() + (days if op == "+" else -days))
+    except (ValueError, OverflowError):
+        raise EvalError("date out of range", sqlstate="22008") from None
+
+
+# -- comparison and logic --------------------------------------------------------------------
+
+
+def comparable(a: SqlType, b: SqlType) -> bool:
+    """Can values of ``a`` and ``b`` be compared (and so be equal)?"""
+    if NULLTYPE in (a, b) or a == b:
+        return True
+    if a.numeric and b.numeric:
+        return True
+    stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
+    return a in stamps and b in stamps and TIMESTAMPTZ not in (a, b) or {a, b} == {DATE, TIMESTAMP}
+
+
+def _stamp(value: Any) -> Any:
+    """A date compared with a timestamp is its midnight."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day)
+    return value
+
+
+CMP = {
+    "=": lambda a, b: a == b,
+    "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def compare_values(op: str, a: Any, b: Any) -> bool:
+    """``a op b`` for non-NULL values of comparable types."""
+    if isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
+        if isinstance(a, date):
+            a, b = _stamp(a), _stamp(b)
+        elif isinstance(a, Decimal) or isinstance(b, Decimal):
+            if isinstance(a, float) or isinstance(b, float):
+                a, b = float(a), float(b)
+            else:
+                a, b = Decimal(a), Decimal(b)
+    return CMP[op](a, b)
+
+
+def coerce(value: Any, kind: SqlType) -> Any:
+    """A branch's value in the unified type (numbers promoted; others as they are)."""
+    return as_type(value, kind) if value is not None and kind.numeric else value
+
+
+def like_pattern(pattern: str, quote: Callable[[str], str] = re.escape) -> str:
+    """A LIKE pattern (``%``, ``_``, backslash escapes) as regular-expression text, each literal
+    character quoted by ``quote`` (Python's or Java's way)."""
+    out, escaped = [], False
+    for ch in pattern:
+        if escaped:
+            out.append(quote(ch))
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(quote(ch))
+    if escaped:
+        raise EvalError("LIKE pattern must not end with escape character", sqlstate="22025")
+    return "".join(out)
+
+
+def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
+    """A LIKE pattern as a compiled regular expression (matched against the whole value)."""
+    flags = re.DOTALL | (re.IGNORECASE if case_insensitive else 0)
+    return re.compile(like_pattern(pattern), flags)
+
+
+# -- casts -----------------------------------------------------------------------------------
+
+
+def float_text(f: float) -> str:
+    """A double as PostgreSQL prints it: the shortest exact digits, an exponent beyond 1e15."""
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    d = Decimal(repr(f))
+    exponent = d.adjusted()
+    if -4 <= exponent < 15:
+        text = format(d, "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    sign, digits, _ = d.as_tuple()
+    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
+    body = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    return f"{'-' if sign else ''}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+
+
+def to_text(value: Any, kind: SqlType) -> str:
+    """A non-NULL value as PostgreSQL's text output."""
+    if kind == BOOL:
+        return "true" if value else "false"
+    if kind == FLOAT8:
+        return float_text(value)
+    if kind in (TIMESTAMP, TIMESTAMPTZ):
+        text = value.replace(tzinfo=None).isoformat(sep=" ")
+        return text + ("+00" if kind == TIMESTAMPTZ else "")
+    if kind == DATE:
+        return value.isoformat()
+    return str(value)
+
+
+_TRUE = {"t", "true", "y", "yes", "on", "1"}
+_FALSE = {"f", "false", "n", "no", "off", "0"}
+
+
+def _syntax(kind: SqlType, text: str) -> EvalError:
+    return EvalError(f'invalid input syntax for type {kind}: "{text}"', sqlstate="22P02")
+
+
+def from_text(text: str, kind: SqlType) -> Any:
+    """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
+    s = text.strip()
+    try:
+        if kind == BOOL:
+            if s.lower() in _TRUE | _FALSE:
+                return s.lower() in _TRUE
+            raise _syntax(kind, text)
+        if kind.integer:
+            return check_range(int(s), kind)
+        if kind == NUMERIC:
+            return Decimal(s)
+        if kind == FLOAT8:
+            return float(s)
+        if kind == DATE:
+            return date.fromisoformat(s)
+        if kind in (TIMESTAMP, TIMESTAMPTZ):
+            stamp = datetime.fromisoformat(s)
+            if kind == TIMESTAMPTZ:
+                from datetime import UTC
+
+                stamp = stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+            else:
+                stamp = stamp.replace(tzinfo=None)
+            return stamp
+    except (ValueError, InvalidOperation):
+        raise _syntax(kind, text) from None
+    return text
+
+
+def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
+    """``value::target`` for a non-NULL value of ``source``."""
+    if source in (target, NULLTYPE):
+        return value
+    if target == TEXT:
+        return to_text(value, source)
+    if source == TEXT:
+        return from_text(value, target)
+    if target.integer and source.numeric:
+        if source == FLOAT8:
+            if math.isnan(value) or math.isinf(value):
+                raise EvalError(f"{target} out of range", sqlstate="22003")
+            return check_range(round(value), target)  # half to even, as rint
+        if source == NUMERIC:
+            return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
+        return check_range(value, target)
+    if target == NUMERIC and source.numeric:
+        if source == FLOAT8 and (math.isnan(value) or math.isinf(value)):
+            raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
+        return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
+    if target == FLOAT8 and source.numeric:
+        return float(value)
+    if target == BOOL and source.integer:
+        return value != 0
+    if target.integer and source == BOOL:
+        return int(value)
+    if target == DATE and source in (TIMESTAMP, TIMESTAMPTZ):
+        return value.date()
+    if target == TIMESTAMP and source == DATE:
+        return datetime(value.year, value.month, value.day)
+    if target == TIMESTAMPTZ and source == DATE:
+        from datetime import UTC
+
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if {source, target} == {TIMESTAMP, TIMESTAMPTZ}:
+        from datetime import UTC
+
+        return value.replace(tzinfo=UTC if target == TIMESTAMPTZ else None)
+    raise EvalError(f"cannot cast type {source} to {target}", sqlstate="42846")
+
+
+def castable(source: SqlType, target: SqlType) -> bool:
+    """Is there a cast from ``source`` to ``target``?"""
+    if source in (target, NULLTYPE) or TEXT in (source, target):
+        return True
+    if source.numeric and target.numeric:
+        return True
+    if (source.integer and target == BOOL) or (source == BOOL and target.integer):
+        return True
+    stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
+    return source in stamps and target in stamps
