@@ -13,17 +13,20 @@ turn, for a fixed time:
 
 Reported per client count and per kind: transactions acknowledged per second and p50/p99
 latency (ms), plus the retries. The clients are threads of this process, on the same two cores
-as the server.
+as the server. The same clients then run against a throwaway PostgreSQL 15 started in the same
+run (``tests/postgres_server.py``: fsync off, as changeflow's SQLite consensus here), the same
+table without the view (PostgreSQL has no incrementally maintained one), side by side.
 
 Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README table between
 the ``bench:serve`` markers.
 
-    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16]
+    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--no-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -33,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from readme import publish
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("insert", "update", "select")
+SYSTEMS = ("changeflow", "postgresql")
 
 
 def say(text: str) -> None:
@@ -96,8 +101,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-def run(clients: int, seconds: float) -> dict[str, Any]:
-    """One measurement: ``clients`` clients for ``seconds`` against a fresh server."""
+@contextlib.contextmanager
+def changeflow_server() -> Iterator[str]:
+    """A fresh ``changeflow serve`` with the benchmark's table and view; its DSN."""
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
         proc, dsn = start(Path(tmp) / "home")
         try:
@@ -107,23 +113,7 @@ def run(clients: int, seconds: float) -> dict[str, Any]:
                     "CREATE MATERIALIZED VIEW bench_totals AS SELECT client, count(*) AS n, "
                     "sum(v) AS v FROM bench GROUP BY client"
                 )
-            outs: list[dict[str, Any]] = [{} for _ in range(clients)]
-            go = threading.Barrier(clients + 1)
-            until = [0.0]
-            threads = [
-                threading.Thread(target=client, args=(dsn, k, until, go, outs[k]))
-                for k in range(clients)
-            ]
-            for t in threads:
-                t.start()
-            while go.n_waiting < clients:  # each client has connected and made its first row
-                time.sleep(0.01)
-            begin = time.monotonic()
-            until[0] = begin + seconds
-            go.wait()
-            for t in threads:
-                t.join()
-            elapsed = time.monotonic() - begin
+            yield dsn
             with psycopg.connect(dsn, autocommit=True) as c:
                 total = c.execute("SELECT sum(n) FROM bench_totals").fetchone()[0]
                 rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
@@ -131,44 +121,106 @@ def run(clients: int, seconds: float) -> dict[str, Any]:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+@contextlib.contextmanager
+def postgres_database(url: str, name: str) -> Iterator[str]:
+    """A fresh database on the throwaway PostgreSQL server with the benchmark's table."""
+    from postgres_server import create_database
+
+    dsn = create_database(url, name)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE TABLE bench (client int NOT NULL, n int NOT NULL, v int)")
+    yield dsn
+
+
+def run(clients: int, seconds: float, dsn: str) -> dict[str, Any]:
+    """One measurement: ``clients`` clients for ``seconds`` against the server of ``dsn``."""
+    outs: list[dict[str, Any]] = [{} for _ in range(clients)]
+    go = threading.Barrier(clients + 1)
+    until = [0.0]
+    threads = [
+        threading.Thread(target=client, args=(dsn, k, until, go, outs[k])) for k in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    while go.n_waiting < clients:  # each client has connected and made its first row
+        time.sleep(0.01)
+    begin = time.monotonic()
+    until[0] = begin + seconds
+    go.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - begin
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
     result: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 2), "rows": rows}
     every: list[float] = []
     for kind in KINDS:
         values = [v for o in outs for v in o["latencies"][kind]]
         every += values
-        result[kind] = {
-            "count": len(values),
-            "per_second": round(len(values) / elapsed, 1),
-            "p50_ms": round(percentile(values, 0.5) * 1000, 2),
-            "p99_ms": round(percentile(values, 0.99) * 1000, 2),
-        }
-    result["all"] = {
-        "count": len(every),
-        "per_second": round(len(every) / elapsed, 1),
-        "p50_ms": round(percentile(every, 0.5) * 1000, 2),
-        "p99_ms": round(percentile(every, 0.99) * 1000, 2),
-    }
+        result[kind] = summary(values, elapsed)
+    result["all"] = summary(every, elapsed)
     result["update_retries"] = sum(o["retries"] for o in outs)
     return result
 
 
-def markdown(results: list[dict[str, Any]], seconds: float) -> str:
-    head = "| clients | kind | transactions/s | p50 ms | p99 ms |\n|---:|---|---:|---:|---:|"
+def summary(values: list[float], elapsed: float) -> dict[str, Any]:
+    return {
+        "count": len(values),
+        "per_second": round(len(values) / elapsed, 1),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 2),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 2),
+    }
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str | None]:
+    """The URL of a throwaway PostgreSQL server; None if none starts here."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    try:
+        from postgres_server import throwaway_postgres
+
+        server = throwaway_postgres()
+        url = server.__enter__()
+    except (ImportError, RuntimeError) as e:
+        say(f"PostgreSQL skipped: {str(e).splitlines()[0]}")
+        yield None
+        return
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)
+
+
+def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+    """One table: each client count and kind, changeflow's numbers then PostgreSQL's."""
+    systems = [s for s in SYSTEMS if results.get(s)]
+    head = (
+        "| clients | kind |"
+        + "".join(f" {s} tx/s | p50 ms | p99 ms |" for s in systems)
+        + "\n|---:|---|"
+        + "---:|---:|---:|" * len(systems)
+    )
     lines = [head]
-    for r in results:
+    for i, first in enumerate(results[systems[0]]):
         for kind in (*KINDS, "all"):
-            x = r[kind]
             label = f"**{kind}**" if kind == "all" else kind
-            lines.append(
-                f"| {r['clients']} | {label} | {x['per_second']:,.1f} | {x['p50_ms']:.1f} | "
-                f"{x['p99_ms']:.1f} |"
-            )
-    retries = ", ".join(f"{r['clients']} clients: {r['update_retries']:,}" for r in results)
+            cells = ""
+            for system in systems:
+                x = results[system][i][kind]
+                cells += f" {x['per_second']:,.1f} | {x['p50_ms']:.1f} | {x['p99_ms']:.1f} |"
+            lines.append(f"| {first['clients']} | {label} |{cells}")
+    retries = "; ".join(
+        f"{s}: " + ", ".join(f"{r['clients']} clients {r['update_retries']:,}" for r in results[s])
+        for s in systems
+    )
     return (
         "\n".join(lines)
-        + f"\n\n{seconds:g} s per client count, each client in turn INSERT, UPDATE (retried on "
-        f"40001; retries: {retries}), SELECT; one materialized view kept up to date meanwhile; "
-        f"clients and server on the same {os.cpu_count()} cores."
+        + f"\n\n{seconds:g} s per client count and system, one run; each client in turn INSERT, "
+        f"UPDATE (retried on 40001; retries: {retries}), SELECT; on changeflow one materialized "
+        f"view kept up to date meanwhile; PostgreSQL 15 with fsync off; clients and servers on "
+        f"the same {os.cpu_count()} cores."
     )
 
 
@@ -177,14 +229,29 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
     args = parser.parse_args()
     seconds = 3.0 if args.quick else args.seconds
-    results = []
-    for clients in (int(x) for x in args.clients.split(",")):
-        say(f"{clients} clients for {seconds:g} s…")
-        results.append(run(clients, seconds))
-        r = results[-1]["all"]
-        say(f"  {r['per_second']:,.1f} transactions/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
+    counts = [int(x) for x in args.clients.split(",")]
+    results: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
+    with contextlib.ExitStack() as stack:
+        url = None if args.no_postgres else stack.enter_context(postgres())
+        for clients in counts:
+            for system in SYSTEMS:
+                if system == "postgresql" and url is None:
+                    continue
+                say(f"{system}: {clients} clients for {seconds:g} s…")
+                if system == "changeflow":
+                    server = changeflow_server()
+                else:
+                    server = postgres_database(url, f"bench_serve_{clients}")
+                with server as dsn:
+                    results[system].append(run(clients, seconds, dsn))
+                r = results[system][-1]["all"]
+                say(
+                    f"  {r['per_second']:,.1f} statements/s, p50 {r['p50_ms']} ms, "
+                    f"p99 {r['p99_ms']} ms"
+                )
     table = markdown(results, seconds)
     if args.quick:
         print(table)
