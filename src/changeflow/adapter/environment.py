@@ -9,8 +9,12 @@ stepped until its output is complete at the timestamp. A read never answers from
 version: it waits (up to a timeout) instead.
 
 A background thread (the host) does the same every second for every item, so views, indexes
-and sinks keep up while nobody reads. One lock serialises the host and the sessions of this
-process; other processes coordinate through consensus.
+and sinks keep up while nobody reads. Locks, always taken in this order: ``lock`` serialises
+catalog changes (DDL) with the host's look at the catalog, never held while anything steps;
+one lock per item (:meth:`Environment.item_lock`) serialises the steps of a dataflow, the
+ingests of a source and the runs of a sink, so a read waits only for the items it reads; a
+small leaf lock guards the table of hosted dataflows. Reads of tables take no lock at all.
+Other processes coordinate through consensus.
 """
 
 from __future__ import annotations
@@ -107,7 +111,10 @@ class Environment:
         self.storage = Storage.open(config)
         self.catalog = Catalog(self.storage.consensus)
         self.log = TxnLog(self.storage)
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # catalog changes (see the module docstring)
+        self._hosting = threading.Lock()  # a leaf: the tables below
+        self._item_locks: dict[str, threading.Lock] = {}
+        self._stopped: set[str] = set()  # dropped items' ids (never reused): not restarted
         self.dataflows: dict[str, Dataflow] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
@@ -124,9 +131,21 @@ class Environment:
     # -- timestamps --------------------------------------------------------------------------
 
     def oracle(self, timeline: str) -> TimestampOracle:
-        if timeline not in self.oracles:
-            self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
-        return self.oracles[timeline]
+        oracle = self.oracles.get(timeline)
+        if oracle is None:
+            with self._hosting:
+                if timeline not in self.oracles:
+                    self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
+                oracle = self.oracles[timeline]
+        return oracle
+
+    def item_lock(self, item_id: str) -> threading.Lock:
+        """The lock that serialises the steps of one dataflow, source or sink."""
+        lock = self._item_locks.get(item_id)
+        if lock is None:
+            with self._hosting:
+                lock = self._item_locks.setdefault(item_id, threading.Lock())
+        return lock
 
     def read_ts(self, timeline: str, shards: Iterable[str]) -> int:
         """The timestamp a query of ``shards`` in ``timeline`` reads at: for wall-clock
@@ -139,7 +158,8 @@ class Environment:
             for shard in self.stored_inputs(state, shards):
                 item = state.items[shard]
                 if item.kind == "source":
-                    self.ingest(item, force=True)
+                    with self.item_lock(item.id):
+                        self.ingest(item, force=True)
                 upper = to_bound(self.storage.state(shard).upper)
                 if upper is None:
                     closed.append(self.last_time(shard))
@@ -217,10 +237,14 @@ class Environment:
             if item.kind != "source":
                 self.make_readable(decode_plan(item.options["plan"]).collections(), ts, deadline)
             while not self._complete(shard, ts):
-                if item.kind == "source":
-                    self.ingest(item, force=True)
-                else:
-                    self.dataflow(item).step(timeout=0.05)
+                flow = None if item.kind == "source" else self.dataflow(item)
+                with self.item_lock(shard):  # waits only for this item's step in progress
+                    if self._complete(shard, ts):
+                        break
+                    if flow is None:
+                        self.ingest(item, force=True)
+                    elif self.dataflows.get(shard) is flow:  # not closed meanwhile
+                        flow.step(timeout=0.05)
                 if self._complete(shard, ts):
                     break
                 if time.monotonic() > deadline:
@@ -243,12 +267,24 @@ class Environment:
         """The dataflow of a materialized view or index, started in this process if needed."""
         flow = self.dataflows.get(item.id)
         if flow is None:
-            flow = self.start_dataflow(item, decode_plan(item.options["plan"]))
+            with self._hosting:
+                flow = self.dataflows.get(item.id)
+                if flow is None:
+                    if item.id in self._stopped:
+                        raise PlanError(
+                            f'{item.kind} "{item.name}" was dropped while it was being read',
+                            sqlstate="42P01",
+                        )
+                    flow = self._start(item, decode_plan(item.options["plan"]))
         return flow
 
     def start_dataflow(self, item: Item, plan: P.Plan) -> Dataflow:
         """Install the dataflow of a materialized view or index on the tier its item names
         (``cluster``: its arrangements on the Spark executors; else in this process)."""
+        with self._hosting:
+            return self._start(item, plan)
+
+    def _start(self, item: Item, plan: P.Plan) -> Dataflow:
         spark = None
         if item.options.get("tier") == "cluster":
             from changeflow.spark import get_spark
@@ -291,32 +327,48 @@ class Environment:
             ingest(self.storage, item.id, [path], fmt)
         self.ingested[item.id] = (now, files)
 
-    def stop_hosting(self, ids: Iterable[str]) -> None:
+    def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:
+        """Close the dataflows of ``ids`` once their step in progress ends; ``dropped`` ones
+        are never started again by this environment."""
         for i in ids:
-            flow = self.dataflows.pop(i, None)
-            if flow is not None:
-                flow.close()
+            with self.item_lock(i):
+                with self._hosting:
+                    if dropped:
+                        self._stopped.add(i)
+                    flow = self.dataflows.pop(i, None)
+                if flow is not None:
+                    flow.close()
 
     def tick(self) -> None:
         """One round of hosting: every table advanced to the oracle's read timestamp, every
-        source ingested, every dataflow stepped and every sink caught up."""
+        source ingested, every dataflow stepped and every sink caught up. The catalog is read
+        under :attr:`lock`; each item is then stepped under its own lock only, so sessions
+        reading other items (or tables) never wait for this round."""
         from changeflow.adapter.sinks import run_sink
 
         with self.lock:
             state = self.catalog.load()
             gone = self.dataflows.keys() - state.items.keys()
-            self.stop_hosting(gone)
-            tables = {i.id for i in state.items.values() if i.kind == "table"}
-            now = self.oracle(EPOCH).read_ts()
-            if tables:
-                self.log.ready(tables, now)
-            self.allow_compaction(state, now - HISTORY_MS)
-            for item in state.items.values():
+            flows = {
+                i.id: self.dataflow(i)
+                for i in state.items.values()
+                if i.kind in ("materialized view", "index")
+            }
+        self.stop_hosting(gone)
+        tables = {i.id for i in state.items.values() if i.kind == "table"}
+        now = self.oracle(EPOCH).read_ts()
+        if tables:
+            self.log.ready(tables, now)
+        self.allow_compaction(state, now - HISTORY_MS)
+        for item in state.items.values():
+            if self.closed.is_set():
+                return
+            with self.item_lock(item.id):
                 if item.kind == "source":
                     self.ingest(item)
-                elif item.kind in ("materialized view", "index"):
-                    self.dataflow(item).step()
-                elif item.kind == "sink":
+                elif item.id in flows and self.dataflows.get(item.id) is flows[item.id]:
+                    flows[item.id].step()
+                elif item.kind == "sink" and item.id not in self._stopped:
                     run_sink(self, item)
 
     def allow_compaction(self, state: CatalogState, before: int) -> None:
@@ -343,7 +395,7 @@ class Environment:
         if self.thread is not None:
             self.thread.join(timeout=30)
         with self.lock:
-            self.stop_hosting(list(self.dataflows))
+            self.stop_hosting(list(self.dataflows), dropped=False)
             self.storage.close()
 
 

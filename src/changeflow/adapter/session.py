@@ -120,7 +120,10 @@ class Session:
                 sqlstate="25P02",
             )
         try:
-            with self.env.lock:
+            if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
+                with self.env.lock:
+                    result = self._run(stmt)
+            else:
                 result = self._run(stmt)
             if self.committing is not None:  # outside the lock: sessions commit as a group
                 txn, self.committing = self.committing, None
@@ -138,27 +141,26 @@ class Session:
     def describe(self, stmt: Statement) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
         (SHOW statements, which only read, are run to find theirs)."""
-        with self.env.lock:
-            if stmt.kind == "explain_view":
+        if stmt.kind == "explain_view":
+            return text_result("EXPLAIN", ["Optimized Plan"], []).columns
+        if stmt.kind in ("select", "explain"):
+            query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
+            if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
-            if stmt.kind in ("select", "explain"):
-                query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
-                if stmt.kind == "explain":
-                    return text_result("EXPLAIN", ["Optimized Plan"], []).columns
-                return _visible(query)
-            if stmt.kind == "subscribe":
-                sub = self.subscribe(stmt)
-                return sub.columns
-            if stmt.kind.startswith("show"):
-                return self._run(stmt).columns
-            if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
-                target = stmt.ast.this
-                table = target.this if isinstance(target, exp.Schema) else target
-                resolver = CatalogResolver(self.env.catalog.load())
-                relation = resolver.relation(table.name)
-                returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
-                return returning.columns if returning is not None else None
-            return None
+            return _visible(query)
+        if stmt.kind == "subscribe":
+            sub = self.subscribe(stmt)
+            return sub.columns
+        if stmt.kind.startswith("show"):
+            return self._run(stmt).columns
+        if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
+            target = stmt.ast.this
+            table = target.this if isinstance(target, exp.Schema) else target
+            resolver = CatalogResolver(self.env.catalog.load())
+            relation = resolver.relation(table.name)
+            returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
+            return returning.columns if returning is not None else None
+        return None
 
     def _run(self, stmt: Statement) -> Result:
         kind = stmt.kind
@@ -311,21 +313,20 @@ class Session:
         unknown = sorted(g["with"].keys() - {"progress", "snapshot"})
         if unknown:
             raise PlanError(f"unknown SUBSCRIBE option {unknown[0].upper()}", sqlstate="42601")
-        with self.env.lock:
-            resolver = CatalogResolver(self.env.catalog.load())
-            if g.get("item"):
-                relation = resolver.relation(g["item"])
-                plan, timelines = relation.plan, frozenset({relation.timeline})
-            else:
-                query = plan_query(stmt.ast, resolver, temporal_and_only=True)
-                plan, timelines = view_plan(query), query.timelines
-            txn = self._transaction()
-            timeline = self._timeline(timelines, txn)
-            as_of = self._read_ts(stmt, plan, timeline, txn)
-            self._end(txn)
-            up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
-            progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
-            return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
+        resolver = CatalogResolver(self.env.catalog.load())
+        if g.get("item"):
+            relation = resolver.relation(g["item"])
+            plan, timelines = relation.plan, frozenset({relation.timeline})
+        else:
+            query = plan_query(stmt.ast, resolver, temporal_and_only=True)
+            plan, timelines = view_plan(query), query.timelines
+        txn = self._transaction()
+        timeline = self._timeline(timelines, txn)
+        as_of = self._read_ts(stmt, plan, timeline, txn)
+        self._end(txn)
+        up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
+        progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
+        return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
 
     # -- writes ------------------------------------------------------------------------------
 
