@@ -118,3 +118,22 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_read_then_write_asks_whether_what_it_read_changed(storage: Storage) -> None:
+    log = TxnLog(storage)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=5)
+    asked: list[tuple[int, set[str]]] = []
+
+    def unchanged(upper: int, moved: set[str]) -> bool:
+        asked.append((upper, moved))
+        assert storage.state("a").upper.elements[0] >= upper  # readable up to there
+        return len(asked) == 1
+
+    read = {"read_ts": 4, "read_shards": frozenset({"a", "b"}), "unchanged": unchanged}
+    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, **read)
+    assert asked == [(6, {"a"})]
+    log.commit(frames(log, {"a": [((2, "y"), 1)]}), ts=8)
+    with pytest.raises(SerializationFailure):
+        log.commit(frames(log, {"b": [((2, "y"), 1)]}), ts=9, **read)
+    assert asked[1] == (9, {"a", "b"})

@@ -219,6 +219,15 @@ class Environment:
         table = reader(self.storage, shard).snapshot_table(ts)
         return counted(table)
 
+    def changes(self, shard: str, after: int, upper: int) -> Counted | None:
+        """The net changes of ``shard`` at times in ``(after, upper)`` (its upper is at least
+        ``upper``); None if it has been compacted past ``after`` (they cannot be told)."""
+        state = self.storage.state(shard)
+        since = to_bound(state.since)
+        if since is None or since > after:
+            return None
+        return counted(reader(self.storage, shard).updates(state, after + 1, upper))
+
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
         """Wait until each shard of ``shards`` is complete at ``ts`` (see the module doc)."""
         state = self.catalog.load()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from changeflow.adapter.oracle import TimestampOracle
-from changeflow.adapter.txns import StaleTimestamp, TxnLog
+from changeflow.adapter.txns import StaleTimestamp, TxnLog, Unchanged
 from changeflow.errors import ChangeflowError
 
 TRIES = 100
@@ -44,11 +44,13 @@ class GroupCommit:
         frames: dict[str, pa.Table],
         read_ts: int | None = None,
         reads: frozenset[str] = frozenset(),
+        unchanged: Unchanged | None = None,
     ) -> int:
         """Commit ``frames`` and return their timestamp once durable; a read-then-write
-        transaction gives its ``read_ts`` and the shards it read."""
+        transaction gives its ``read_ts``, the shards it read and its check that what it read
+        is unchanged (:meth:`TxnLog.commit`)."""
         if read_ts is not None:
-            return self._write(frames, read_ts, reads)
+            return self._write(frames, read_ts, reads, unchanged)
         mine = _Pending(frames)
         with self.cond:
             self.queue.append(mine)
@@ -86,11 +88,12 @@ class GroupCommit:
         frames: dict[str, pa.Table],
         read_ts: int | None = None,
         reads: frozenset[str] = frozenset(),
+        unchanged: Unchanged | None = None,
     ) -> int:
         for _ in range(TRIES):
             ts = self.oracle.write_ts()
             try:
-                self.log.commit(frames, ts, read_ts, reads)
+                self.log.commit(frames, ts, read_ts, reads, unchanged)
             except StaleTimestamp:
                 continue
             self.oracle.apply_write(ts)

@@ -7,7 +7,8 @@
 - A write-only transaction buffers INSERTs, UPDATEs and DELETEs and commits them together at one
   timestamp. Reads after writes, or writes after reads, in one transaction are refused.
 - UPDATE and DELETE read at a timestamp and write at a later one; the commit is refused with a
-  serialization failure (40001), and nothing is written, if a table they read changed between.
+  serialization failure (40001), and nothing is written, if what they read changed between
+  (rows another commit changed in a table they read, not merely a write to that table).
 - After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02), as in
   PostgreSQL, and ``COMMIT`` then rolls back.
 """
@@ -25,6 +26,7 @@ from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
+from changeflow.adapter.conflicts import reads_unchanged
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
@@ -79,6 +81,7 @@ class Transaction:
     timeline: str | None = None
     read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
+    read_rows: list[tuple[P.Plan, dict[tuple[Any, ...], int]]] = field(default_factory=list)
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     queried: bool = False
     failed: bool = False
@@ -361,6 +364,8 @@ class Session:
         for p, sign in ((retract, -1), (add, 1)):
             if p is not None:
                 counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
+                if reads:
+                    txn.read_rows.append((p, counted))  # what the commit checks is unchanged
                 rows += [(row, sign * c) for row, c in counted.items()]
         item = resolver.state.by_name(table.name)
         shape = self.env.storage.state(shard).schema
@@ -383,7 +388,12 @@ class Session:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
         if frames:
             read_ts = txn.read_ts if txn.reads else None
-            self.env.committer.commit(frames, read_ts, frozenset(txn.reads))
+
+            def unchanged(upper: int, moved: set[str]) -> bool:
+                assert read_ts is not None
+                return reads_unchanged(self.env, txn.read_rows, read_ts, upper, moved)
+
+            self.env.committer.commit(frames, read_ts, frozenset(txn.reads), unchanged)
 
 
 def _int(text: str, what: str) -> int:

@@ -7,8 +7,9 @@ atomic by this log, kept under one consensus key of the home:
 - ``commit`` writes each table's updates to a blob, then, in one compare-and-set, adds an entry
   ``{ts, writes}`` iff ``ts`` is at or beyond the log's ``upper``, and moves ``upper`` past ``ts``.
   Then the commit is durable and acknowledged. A read-then-write commit also names the tables it
-  read and its read timestamp: if any of them was written after that timestamp the commit is
-  refused with a serialization failure (SQLSTATE 40001) and nothing is written.
+  read and its read timestamp: if any of them was written after that timestamp and what the
+  transaction read is not the same any more (:mod:`~changeflow.adapter.conflicts`), the
+  commit is refused with a serialization failure (SQLSTATE 40001) and nothing is written.
 - ``ready(shards, ts)`` makes the shards readable at ``ts``: the log's upper is moved past ``ts``
   (so no later commit can land at or before it), every pending entry is applied to its shards in
   timestamp order (compare-and-append with a token per entry and shard, so any process may apply
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +53,17 @@ class SerializationFailure(ChangeflowError):
 
 class StaleTimestamp(ChangeflowError):
     """The commit's timestamp is behind the log's upper: take a new one and try again."""
+
+
+Unchanged = Callable[[int, set[str]], bool]
+
+
+class _Moved(Exception):  # noqa: N818 — a signal inside commit, never seen outside
+    """Tables the committing transaction read were written after what was checked."""
+
+    def __init__(self, upper: int, moved: set[str]) -> None:
+        super().__init__(upper, moved)
+        self.upper, self.moved = upper, moved
 
 
 @dataclass
@@ -109,24 +122,27 @@ class TxnLog:
         ts: int,
         read_ts: int | None = None,
         read_shards: frozenset[str] = frozenset(),
+        unchanged: Unchanged | None = None,
     ) -> None:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) at ``ts`` atomically;
-        see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log."""
+        see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log.
+        A read-then-write commit gives its ``read_ts`` and the shards it read; if one of them
+        was written since, ``unchanged(upper, moved)`` tells whether what it read is the same
+        just below ``upper`` (the log's upper then; the ``moved`` tables readable up to it):
+        if not (or without ``unchanged``), 40001."""
         frames = {s: _at(f, ts) for s, f in frames.items() if f.num_rows}
         keys = {s: f"{BLOBS}/{uuid.uuid4().hex}.arrow" for s in frames}
         for shard, table in frames.items():
             self.storage.blob.set(keys[shard], _ipc(table))
+        checked = -1 if read_ts is None else read_ts  # writes to the reads up to here are fine
 
         def add(state: LogState) -> tuple[LogState | None, None]:
             if ts < state.upper:
                 raise StaleTimestamp(f"timestamp {ts} is behind the write log at {state.upper}")
             if read_ts is not None:
-                changed = sorted(s for s in read_shards if state.last_write.get(s, -1) > read_ts)
-                if changed:
-                    raise SerializationFailure(
-                        "could not serialize access due to concurrent update: "
-                        f"{', '.join(changed)} changed after this transaction read it"
-                    )
+                moved = {s for s in read_shards if state.last_write.get(s, -1) > checked}
+                if moved:
+                    raise _Moved(state.upper, moved)
             if not keys:
                 return LogState(ts + 1, state.pending, state.last_write), None
             last = {**state.last_write, **dict.fromkeys(keys, ts)}
@@ -134,11 +150,28 @@ class TxnLog:
 
         failpoint("txns.before_commit")
         try:
-            self._change(add)
+            while True:
+                try:
+                    self._change(add)
+                    return
+                except _Moved as m:
+                    if unchanged is None:
+                        raise self._conflict(m.moved) from None
+                    self.ready(m.moved, m.upper - 1)
+                    if not unchanged(m.upper, m.moved):
+                        raise self._conflict(m.moved) from None
+                    checked = m.upper - 1
         except BaseException:
             for key in keys.values():
                 self.storage.blob.delete(key)
             raise
+
+    @staticmethod
+    def _conflict(moved: set[str]) -> SerializationFailure:
+        return SerializationFailure(
+            "could not serialize access due to concurrent update: "
+            f"{', '.join(sorted(moved))} changed what this transaction read"
+        )
 
     # -- reading -----------------------------------------------------------------------------
 
