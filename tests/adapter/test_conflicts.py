@@ -76,3 +76,41 @@ def test_a_commit_fails_iff_what_it_read_changed(
     assert refused == (changed and bool(seen))  # one that wrote nothing commits anyway
     if refused:  # nothing of it was written
         assert rows(b, f"SELECT k, v FROM {t}") == before
+
+
+def test_concurrent_increments_lose_nothing_and_disjoint_ones_never_conflict(
+    env: Environment,
+) -> None:
+    """Threads of one process commit in groups: increments of one row by several sessions
+    (retried on 40001) all count; increments of each session's own row never fail."""
+    import threading
+
+    t = f"t{next(names)}"
+    Session(env).execute(
+        f"CREATE TABLE {t} (k int, v int); INSERT INTO {t} VALUES (0, 0), (1, 0), (2, 0), (3, 0)"
+    )
+    failures: list[int] = []
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        s = Session(env)
+        try:
+            for _ in range(10):
+                s.execute(f"UPDATE {t} SET v = v + 1 WHERE k = {k}")  # its own row
+                while True:
+                    try:
+                        s.execute(f"UPDATE {t} SET v = v + 1 WHERE k = 0")  # a shared one
+                        break
+                    except ChangeflowError as e:
+                        assert e.fields.get("sqlstate") == "40001", e
+                        failures.append(k)
+        except BaseException as e:  # noqa: BLE001 — reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in (1, 2, 3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert errors == []
+    assert rows(Session(env), f"SELECT k, v FROM {t}") == [(0, 30), (1, 10), (2, 10), (3, 10)]

@@ -10,7 +10,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from changeflow.adapter.txns import WRITER, SerializationFailure, StaleTimestamp, TxnLog, reader
+from changeflow.adapter.txns import (
+    WRITER,
+    Moved,
+    SerializationFailure,
+    StaleTimestamp,
+    TxnLog,
+    reader,
+)
 from changeflow.config import Config
 from changeflow.failpoints import ENV, EXIT_CODE
 from changeflow.storage import Storage
@@ -120,20 +127,12 @@ def _env() -> dict[str, str]:
     return dict(os.environ)
 
 
-def test_read_then_write_asks_whether_what_it_read_changed(storage: Storage) -> None:
+def test_a_guarded_commit_is_refused_when_its_shards_moved(storage: Storage) -> None:
     log = TxnLog(storage)
     log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=5)
-    asked: list[tuple[int, set[str]]] = []
-
-    def unchanged(upper: int, moved: set[str]) -> bool:
-        asked.append((upper, moved))
-        assert storage.state("a").upper.elements[0] >= upper  # readable up to there
-        return len(asked) == 1
-
-    read = {"read_ts": 4, "read_shards": frozenset({"a", "b"}), "unchanged": unchanged}
-    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, **read)
-    assert asked == [(6, {"a"})]
-    log.commit(frames(log, {"a": [((2, "y"), 1)]}), ts=8)
-    with pytest.raises(SerializationFailure):
-        log.commit(frames(log, {"b": [((2, "y"), 1)]}), ts=9, **read)
-    assert asked[1] == (9, {"a", "b"})
+    with pytest.raises(Moved) as caught:
+        log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, guard={"a": 4, "b": 4})
+    assert (caught.value.upper, caught.value.moved) == (6, {"a"})
+    assert log.state().upper == 6 and "b" not in log.state().last_write  # nothing written
+    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, guard={"a": 5, "b": 4})
+    assert log.state().last_write == {"a": 5, "b": 6}

@@ -8,12 +8,15 @@ whether the plans still give those rows just below the commit's timestamp. A pla
 linear in its inputs (Get, Filter, Map, Project, Union, Negate) gives the same rows iff it
 maps the tables' changes since the read to nothing, so only the changed rows are evaluated;
 any other plan (joins, aggregates, subqueries) is evaluated again in full and compared.
+:func:`reads_unaffected` asks the same of the writes committed before it in one group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from changeflow.compute import plan as P
 
@@ -55,5 +58,24 @@ def reads_unchanged(
             if evaluate_once(plan, changes, upper - 1):
                 return False
         elif env.evaluate(plan, upper - 1) != before:
+            return False
+    return True
+
+
+def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str, pa.Table]) -> bool:
+    """Does every plan of ``reads`` give what it gave once the update frames ``written``
+    (shard -> frame) are added to its inputs? A plan that is not linear and reads one of those
+    shards is taken to be affected (its transaction then waits for a later group)."""
+    from changeflow.adapter.environment import counted, evaluate_once
+
+    changes = {shard: counted(frame) for shard, frame in written.items()}
+    for plan, _ in reads:
+        shards = plan.collections()
+        if not shards & changes.keys():
+            continue
+        if not linear(plan):
+            return False
+        inputs = {s: changes.get(s, {}) for s in shards}
+        if evaluate_once(plan, inputs, 0):
             return False
     return True

@@ -26,8 +26,9 @@ from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
-from changeflow.adapter.conflicts import reads_unchanged
+from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
+from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
@@ -386,14 +387,18 @@ class Session:
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
-        if frames:
-            read_ts = txn.read_ts if txn.reads else None
-
-            def unchanged(upper: int, moved: set[str]) -> bool:
-                assert read_ts is not None
-                return reads_unchanged(self.env, txn.read_rows, read_ts, upper, moved)
-
-            self.env.committer.commit(frames, read_ts, frozenset(txn.reads), unchanged)
+        if not frames:
+            return
+        reads = None
+        if txn.reads and txn.read_ts is not None:
+            env, read_ts, read_rows = self.env, txn.read_ts, txn.read_rows
+            reads = Reads(
+                read_ts,
+                frozenset(txn.reads),
+                lambda upper, moved: reads_unchanged(env, read_rows, read_ts, upper, moved),
+                lambda written: reads_unaffected(read_rows, written),
+            )
+        self.env.committer.commit(frames, reads)
 
 
 def _int(text: str, what: str) -> int:

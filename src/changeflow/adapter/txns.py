@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,15 +54,20 @@ class StaleTimestamp(ChangeflowError):
     """The commit's timestamp is behind the log's upper: take a new one and try again."""
 
 
-Unchanged = Callable[[int, set[str]], bool]
-
-
-class _Moved(Exception):  # noqa: N818 — a signal inside commit, never seen outside
-    """Tables the committing transaction read were written after what was checked."""
+class Moved(ChangeflowError):
+    """A guarded commit's shards were written after its guard's times (nothing was written):
+    ``upper`` is the log's upper then, ``moved`` those shards."""
 
     def __init__(self, upper: int, moved: set[str]) -> None:
-        super().__init__(upper, moved)
+        super().__init__(f"{', '.join(sorted(moved))} written before {upper}")
         self.upper, self.moved = upper, moved
+
+
+def conflict(moved: set[str]) -> SerializationFailure:
+    return SerializationFailure(
+        "could not serialize access due to concurrent update: "
+        f"{', '.join(sorted(moved))} changed what this transaction read"
+    )
 
 
 @dataclass
@@ -122,27 +126,27 @@ class TxnLog:
         ts: int,
         read_ts: int | None = None,
         read_shards: frozenset[str] = frozenset(),
-        unchanged: Unchanged | None = None,
+        guard: dict[str, int] | None = None,
     ) -> None:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) at ``ts`` atomically;
         see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log.
-        A read-then-write commit gives its ``read_ts`` and the shards it read; if one of them
-        was written since, ``unchanged(upper, moved)`` tells whether what it read is the same
-        just below ``upper`` (the log's upper then; the ``moved`` tables readable up to it):
-        if not (or without ``unchanged``), 40001."""
+        ``guard`` (shard -> time): raise :class:`Moved` if one of those shards was written
+        after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
+        a read-then-write commit that cannot check its reads: a serialization failure."""
+        guard = dict(guard or {})
+        for shard in read_shards:
+            guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
         frames = {s: _at(f, ts) for s, f in frames.items() if f.num_rows}
         keys = {s: f"{BLOBS}/{uuid.uuid4().hex}.arrow" for s in frames}
         for shard, table in frames.items():
             self.storage.blob.set(keys[shard], _ipc(table))
-        checked = -1 if read_ts is None else read_ts  # writes to the reads up to here are fine
 
         def add(state: LogState) -> tuple[LogState | None, None]:
             if ts < state.upper:
                 raise StaleTimestamp(f"timestamp {ts} is behind the write log at {state.upper}")
-            if read_ts is not None:
-                moved = {s for s in read_shards if state.last_write.get(s, -1) > checked}
-                if moved:
-                    raise _Moved(state.upper, moved)
+            moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
+            if moved:
+                raise Moved(state.upper, moved)
             if not keys:
                 return LogState(ts + 1, state.pending, state.last_write), None
             last = {**state.last_write, **dict.fromkeys(keys, ts)}
@@ -150,28 +154,17 @@ class TxnLog:
 
         failpoint("txns.before_commit")
         try:
-            while True:
-                try:
-                    self._change(add)
-                    return
-                except _Moved as m:
-                    if unchanged is None:
-                        raise self._conflict(m.moved) from None
-                    self.ready(m.moved, m.upper - 1)
-                    if not unchanged(m.upper, m.moved):
-                        raise self._conflict(m.moved) from None
-                    checked = m.upper - 1
+            self._change(add)
+        except Moved as m:
+            for key in keys.values():
+                self.storage.blob.delete(key)
+            if read_shards:
+                raise conflict(m.moved & read_shards or m.moved) from None
+            raise
         except BaseException:
             for key in keys.values():
                 self.storage.blob.delete(key)
             raise
-
-    @staticmethod
-    def _conflict(moved: set[str]) -> SerializationFailure:
-        return SerializationFailure(
-            "could not serialize access due to concurrent update: "
-            f"{', '.join(sorted(moved))} changed what this transaction read"
-        )
 
     # -- reading -----------------------------------------------------------------------------
 
