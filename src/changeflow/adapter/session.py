@@ -15,9 +15,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -26,6 +27,7 @@ from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
+from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.group_commit import Reads
@@ -43,6 +45,7 @@ from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
 from changeflow.errors import EvalError, FrontierViolation, PlanError
 
+T = TypeVar("T")
 DDL = {
     "create_table": ddl.create_table,
     "create_view": ddl.create_view,
@@ -119,17 +122,17 @@ class Session:
         explicit = self.txn is not None and self.txn.explicit
         STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
-            raise PlanError(
-                "current transaction is aborted, commands ignored until end of transaction block",
-                sqlstate="25P02",
-            )
+            raise _aborted()
+        if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
+            return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
+        return self._guarded(lambda: self._run(stmt))
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """``fn()``, then the commit of the transaction it ended; on an error the transaction
+        is rolled back (implicit) or marked failed (explicit)."""
         try:
-            if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
-                with self.env.lock:
-                    result = self._run(stmt)
-            else:
-                result = self._run(stmt)
-            if self.committing is not None:  # outside the lock: sessions commit as a group
+            result = fn()
+            if self.committing is not None:  # sessions commit as a group
                 txn, self.committing = self.committing, None
                 self._commit(txn)
             return result
@@ -141,6 +144,50 @@ class Session:
                 else:
                     self.txn = None
             raise
+
+    def insert_columns(
+        self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
+    ) -> int | None:
+        """Insert the rows of ``data``'s columns (named ``names``, default every column) into
+        ``table`` as one INSERT would, without SQL text (COPY FROM); ``text``: the values are
+        text to read as the columns' types. The row count; None if a column left out has a
+        DEFAULT (the caller inserts by statements then)."""
+        if self.txn is not None and self.txn.failed:
+            raise _aborted()
+        try:
+            return self._guarded(lambda: self._insert_columns(table, names, data, text))
+        except NeedsDefaults:
+            return None
+
+    def _insert_columns(
+        self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
+    ) -> int:
+        txn = self._transaction()
+        if txn.queried:
+            raise PlanError(
+                "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
+            )
+        state = self.env.catalog.load()
+        relation = CatalogResolver(state).relation(table)
+        if relation.kind != "table":
+            raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
+        item = state.by_name(relation.name)
+        assert item is not None and item.shard is not None
+        shape = self.env.storage.state(item.id).schema
+        frame = table_frame(
+            relation.plan.schema,
+            shape,
+            relation.defaults,
+            item.options.get("lengths"),
+            relation.name,
+            names,
+            data,
+            text,
+        )
+        if frame.num_rows:
+            txn.writes.setdefault(item.id, []).append(frame)
+        self._end(txn)
+        return frame.num_rows
 
     def describe(self, stmt: Statement) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
@@ -399,6 +446,18 @@ class Session:
                 lambda written: reads_unaffected(read_rows, written),
             )
         self.env.committer.commit(frames, reads)
+
+
+def _aborted() -> PlanError:
+    return PlanError(
+        "current transaction is aborted, commands ignored until end of transaction block",
+        sqlstate="25P02",
+    )
+
+
+def _locked(lock: Any, fn: Callable[[], T]) -> T:
+    with lock:
+        return fn()
 
 
 def _int(text: str, what: str) -> int:
