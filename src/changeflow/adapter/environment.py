@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from changeflow.adapter.arrangements import Arrangement, index_keys, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
@@ -46,6 +47,7 @@ from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 
 EPOCH = "EpochMilliseconds"
+ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
 SPARK_ROWS = 500_000  # a query reading more stored rows than this is evaluated on Spark
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
@@ -116,6 +118,7 @@ class Environment:
         self._item_locks: dict[str, threading.Lock] = {}
         self._stopped: set[str] = set()  # dropped items' ids (never reused): not restarted
         self.dataflows: dict[str, Dataflow] = {}
+        self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
@@ -202,10 +205,60 @@ class Environment:
         rows (stored rows, before consolidation) and the plan does more than read one input."""
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
+        served = self._served(plan, ts)
+        if served is not None:  # a point read through an index's arrangement
+            return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
         if stored > SPARK_ROWS and not isinstance(plan, P.Get):
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+
+    def _served(self, plan: P.Plan, ts: int) -> dict[str, Counted] | None:
+        """The rows of ``plan``'s input that a filter above it can pass, found through an
+        index's arrangement (:mod:`~changeflow.adapter.arrangements`); None without one."""
+        found = point(plan)
+        if found is None:
+            return None
+        shard, fixed = found
+        for key in index_keys(self.catalog.load(), shard):
+            if all(i in fixed for i in key):
+                arrangement = self.arrangement(shard, key)
+                rows = (
+                    None
+                    if arrangement is None
+                    else arrangement.read(tuple(fixed[i] for i in key), ts)
+                )
+                if rows is not None:
+                    return {shard: rows}
+        return None
+
+    def arrangement(self, shard: str, key: tuple[int, ...]) -> Arrangement | None:
+        """The arrangement of ``shard`` by ``key``, made if need be; None for a shard too
+        large to keep in this process's memory (:data:`ARRANGE_ROWS` stored rows)."""
+        found = self.arrangements.get((shard, key))
+        if found is None:
+            if sum(b.rows for b in self.storage.state(shard).batches) > ARRANGE_ROWS:
+                return None
+            with self._hosting:
+                found = self.arrangements.setdefault((shard, key), Arrangement(self, shard, key))
+        return found
+
+    def _keep_arrangements(self, state: CatalogState) -> None:
+        """Build or move forward the arrangement of every index (the host's part)."""
+        wanted = set()
+        for item in state.items.values():
+            if item.kind == "index" and item.options.get("tier") != "cluster":
+                for shard in (item.id, item.options.get("on")):
+                    for key in index_keys(state, shard) if shard else ():
+                        wanted.add((shard, key))
+        for gone in self.arrangements.keys() - wanted:
+            self.arrangements.pop(gone, None)
+        for shard, key in wanted:
+            if self.closed.is_set():
+                return
+            arrangement = self.arrangement(shard, key)
+            if arrangement is not None:
+                arrangement.catch_up()
 
     def _evaluate_on_spark(self, plan: P.Plan, shards: set[str], ts: int) -> Counted:
         from changeflow.compute.spark_eval import evaluate_spark
@@ -379,6 +432,7 @@ class Environment:
                     flows[item.id].step()
                 elif item.kind == "sink" and item.id not in self._stopped:
                     run_sink(self, item)
+        self._keep_arrangements(state)
 
     def allow_compaction(self, state: CatalogState, before: int) -> None:
         """Let the wall-clock items' shards compact up to ``before``: reads AS OF an older time
@@ -431,6 +485,14 @@ def counted(table: pa.Table) -> Counted:
     for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
         out[row] = out.get(row, 0) + diff
     return {r: c for r, c in out.items() if c}
+
+
+def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+    """An update frame's ``(row, time, diff)`` triples, values as :func:`counted` gives them."""
+    names = [n for n in table.column_names if n not in (TIME, DIFF)]
+    rows = zip(*(_plain(table.column(n)) for n in names), strict=True)
+    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
+    return list(zip(rows, times, diffs, strict=True))
 
 
 def _plain(column: pa.ChunkedArray) -> list[Any]:
