@@ -20,13 +20,19 @@ table without the view (PostgreSQL has no incrementally maintained one), side by
 Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README table between
 the ``bench:serve`` markers.
 
-    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--no-postgres]
+Then, one client on each system: single-row INSERT latency; ``COPY … FROM STDIN`` of narrow
+CSV rows (rows/s); and on a table of ``--rows`` rows with ``CREATE INDEX`` on its key, point
+SELECT, UPDATE and DELETE by that key (latency).
+
+    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--rows 1000000]
+                               [--no-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import platform
 import re
@@ -117,7 +123,7 @@ def changeflow_server() -> Iterator[str]:
             with psycopg.connect(dsn, autocommit=True) as c:
                 total = c.execute("SELECT sum(n) FROM bench_totals").fetchone()[0]
                 rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
-            assert total == rows, (total, rows)
+            assert (total or 0) == rows, (total, rows)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
@@ -163,6 +169,54 @@ def run(clients: int, seconds: float, dsn: str) -> dict[str, Any]:
     result["all"] = summary(every, elapsed)
     result["update_retries"] = sum(o["retries"] for o in outs)
     return result
+
+
+def one_client(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
+    """Single-row INSERTs, COPY FROM of ``rows`` narrow rows, and point reads and writes by an
+    indexed key on them, from one client (see the module docstring)."""
+    out: dict[str, Any] = {}
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE TABLE single (id bigint NOT NULL, v int)")
+        latencies, until, n = [], time.monotonic() + seconds, 0
+        while time.monotonic() < until:
+            started = time.perf_counter()
+            c.execute("INSERT INTO single VALUES (%s, 0)", (n,))
+            latencies.append(time.perf_counter() - started)
+            n += 1
+        out["insert"] = summary(latencies, seconds)
+        c.execute(
+            "CREATE TABLE narrow (id bigint NOT NULL, grp int NOT NULL, amount double precision,"
+            " name text)"
+        )
+        data = "".join(f"{i},{i % 1000},{i * 0.5},name {i % 1000}\n" for i in range(rows))
+        started = time.perf_counter()
+        with c.cursor().copy("COPY narrow FROM STDIN (FORMAT csv)") as copy:
+            copy.write(data.encode())
+        elapsed = time.perf_counter() - started
+        out["copy"] = {
+            "rows": rows,
+            "seconds": round(elapsed, 3),
+            "rows_per_s": round(rows / elapsed),
+        }
+        started = time.perf_counter()
+        c.execute("CREATE INDEX narrow_id ON narrow (id)")
+        c.execute("SELECT * FROM narrow WHERE id = 0").fetchall()  # the index is ready
+        out["index_ready_s"] = round(time.perf_counter() - started, 3)
+        ids = ((i * 7919) % rows for i in itertools.count(1))  # each id once (7919 is prime)
+        for kind, sql in (
+            ("point select", "SELECT * FROM narrow WHERE id = %s"),
+            ("point update", "UPDATE narrow SET amount = amount + 1 WHERE id = %s"),
+            ("point delete", "DELETE FROM narrow WHERE id = %s"),
+        ):
+            latencies, until = [], time.monotonic() + seconds
+            while time.monotonic() < until:
+                started = time.perf_counter()
+                cur = c.execute(sql, (next(ids),))
+                if kind == "point select":
+                    assert len(cur.fetchall()) == 1
+                latencies.append(time.perf_counter() - started)
+            out[kind] = summary(latencies, seconds)
+    return out
 
 
 def summary(values: list[float], elapsed: float) -> dict[str, Any]:
@@ -224,11 +278,31 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
     )
 
 
+def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
+    """The one-client table: latencies (p50/p99 ms) and COPY's rate, each system a column."""
+    systems = [s for s in SYSTEMS if results.get(s)]
+    lines = ["| one client | " + " | ".join(systems) + " |", "|---|" + "---:|" * len(systems)]
+    for kind in ("insert", "point select", "point update", "point delete"):
+        cells = [
+            f"{results[s][kind]['p50_ms']:.2f} / {results[s][kind]['p99_ms']:.2f}" for s in systems
+        ]
+        lines.append(f"| {kind} p50 / p99 ms | " + " | ".join(cells) + " |")
+    cells = [f"{results[s]['copy']['rows_per_s']:,}" for s in systems]
+    lines.append("| COPY FROM csv, rows/s | " + " | ".join(cells) + " |")
+    cells = [f"{results[s]['index_ready_s']:.2f}" for s in systems]
+    lines.append("| CREATE INDEX + first read, s | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + (
+        f"\n\nPoint reads and writes by an indexed bigint key on a table of {rows:,} narrow rows "
+        "loaded by COPY; single-row INSERTs into an empty table."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the point table")
     parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
     args = parser.parse_args()
     seconds = 3.0 if args.quick else args.seconds
@@ -252,7 +326,20 @@ def main() -> None:
                     f"  {r['per_second']:,.1f} statements/s, p50 {r['p50_ms']} ms, "
                     f"p99 {r['p99_ms']} ms"
                 )
-    table = markdown(results, seconds)
+        single: dict[str, dict[str, Any]] = {}
+        for system in SYSTEMS:
+            if system == "postgresql" and url is None:
+                continue
+            say(f"{system}: one client, {args.rows:,} rows…")
+            server = (
+                changeflow_server()
+                if system == "changeflow"
+                else postgres_database(url, "bench_serve_one")
+            )
+            with server as dsn:
+                single[system] = one_client(dsn, args.rows, min(seconds, 5.0))
+            say(f"  {single[system]}")
+    table = markdown(results, seconds) + "\n\n" + one_client_markdown(single, args.rows)
     if args.quick:
         print(table)
         return
@@ -262,7 +349,7 @@ def main() -> None:
         "when": time.strftime("%F %T"),
         "seconds": seconds,
     }
-    publish("serve", {"meta": meta, "results": results}, table)
+    publish("serve", {"meta": meta, "results": results, "one_client": single}, table)
 
 
 if __name__ == "__main__":
