@@ -25,6 +25,7 @@ from changeflow.adapter.txns import Moved, StaleTimestamp, TxnLog, conflict
 from changeflow.errors import ChangeflowError
 
 TRIES = 100
+APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class GroupCommit:
                     guard[shard] = min(guard.get(shard, p.checked), p.checked)
             ts = self.oracle.write_ts()
             try:
-                self.log.commit(_merged(group), ts, guard=guard)
+                pending = self.log.commit(_merged(group), ts, guard=guard)
             except StaleTimestamp:
                 continue
             except Moved as m:
@@ -120,7 +121,8 @@ class GroupCommit:
             self.entries += 1
             for p in group:
                 p.ts = ts
-            self.log.apply()  # to the shards now, so the log stays short
+            if pending >= APPLY_AT:  # else a reader or the host applies them, in one go
+                self.log.apply()
             return
         raise ChangeflowError(f"no write timestamp held after {TRIES} tries; try again")
 

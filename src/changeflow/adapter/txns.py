@@ -4,16 +4,18 @@ Tables live in shards, and a shard's compare-and-append is atomic for that shard
 that writes several tables (or several sessions' writes grouped into one timestamp) is made
 atomic by this log, kept under one consensus key of the home:
 
-- ``commit`` writes each table's updates to a blob, then, in one compare-and-set, adds an entry
-  ``{ts, writes}`` iff ``ts`` is at or beyond the log's ``upper``, and moves ``upper`` past ``ts``.
-  Then the commit is durable and acknowledged. A read-then-write commit also names the tables it
-  read and its read timestamp: if any of them was written after that timestamp and what the
-  transaction read is not the same any more (:mod:`~changeflow.adapter.conflicts`), the
-  commit is refused with a serialization failure (SQLSTATE 40001) and nothing is written.
+- ``commit`` puts each table's updates in the entry itself (up to :data:`INLINE_BYTES`, so a
+  small write costs no blob) or in a blob, then, in one compare-and-set, adds an entry
+  ``{ts, writes}`` iff ``ts`` is at or beyond the log's ``upper``, and moves ``upper`` past
+  ``ts``. Then the commit is durable and acknowledged. A guarded commit names shards and times
+  (what a read-then-write transaction read, and up to when that is known to hold): if one of
+  them was written since, nothing is written and :class:`Moved` says which
+  (:mod:`~changeflow.adapter.group_commit` then checks whether what was read really changed).
 - ``ready(shards, ts)`` makes the shards readable at ``ts``: the log's upper is moved past ``ts``
-  (so no later commit can land at or before it), every pending entry is applied to its shards in
-  timestamp order (compare-and-append with a token per entry and shard, so any process may apply
-  an entry and it applies once), and each shard's upper is moved past ``ts``.
+  (so no later commit can land at or before it), every pending entry is applied to its shards
+  (one compare-and-append per shard for all its pending entries, in timestamp order, with a
+  token, so any process may apply them and each lands once), and each shard's upper is moved
+  past ``ts``. Entries wait for a reader, the host or a long enough log to be applied.
 
 A process killed anywhere leaves the log before the commit (nothing written but a stray blob)
 or after it (the next ``ready`` applies it): never in between.
@@ -21,7 +23,9 @@ or after it (the next ``ready`` applies it): never in between.
 
 from __future__ import annotations
 
+import base64
 import json
+import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +44,8 @@ from changeflow.updates import TIME
 
 KEY = "adapter/txns"
 BLOBS = "adapter-txns"
+INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
+INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
 
@@ -90,6 +96,7 @@ class TxnLog:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.consensus = storage.consensus
+        self._applying = threading.Lock()
 
     def _change(self, fn: Any) -> Any:
         while True:
@@ -127,42 +134,50 @@ class TxnLog:
         read_ts: int | None = None,
         read_shards: frozenset[str] = frozenset(),
         guard: dict[str, int] | None = None,
-    ) -> None:
+    ) -> int:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) at ``ts`` atomically;
         see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log.
         ``guard`` (shard -> time): raise :class:`Moved` if one of those shards was written
         after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
-        a read-then-write commit that cannot check its reads: a serialization failure."""
+        a read-then-write commit that cannot check its reads: a serialization failure.
+        Returns how many entries are pending (not applied to the shards) now."""
         guard = dict(guard or {})
         for shard in read_shards:
             guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
-        frames = {s: _at(f, ts) for s, f in frames.items() if f.num_rows}
-        keys = {s: f"{BLOBS}/{uuid.uuid4().hex}.arrow" for s in frames}
-        for shard, table in frames.items():
-            self.storage.blob.set(keys[shard], _ipc(table))
+        keys = {}
+        for shard, frame in frames.items():
+            if frame.num_rows:
+                data = _ipc(_at(frame, ts))
+                if len(data) <= INLINE_BYTES:  # a small write rides in the entry itself
+                    keys[shard] = INLINE + base64.b64encode(data).decode()
+                else:
+                    keys[shard] = f"{BLOBS}/{uuid.uuid4().hex}.arrow"
+                    self.storage.blob.set(keys[shard], data)
+        blobs = [k for k in keys.values() if not k.startswith(INLINE)]
 
-        def add(state: LogState) -> tuple[LogState | None, None]:
+        def add(state: LogState) -> tuple[LogState | None, int]:
             if ts < state.upper:
                 raise StaleTimestamp(f"timestamp {ts} is behind the write log at {state.upper}")
             moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
             if moved:
                 raise Moved(state.upper, moved)
             if not keys:
-                return LogState(ts + 1, state.pending, state.last_write), None
+                return LogState(ts + 1, state.pending, state.last_write), len(state.pending)
             last = {**state.last_write, **dict.fromkeys(keys, ts)}
-            return LogState(ts + 1, [*state.pending, {"ts": ts, "writes": keys}], last), None
+            pending = [*state.pending, {"ts": ts, "writes": keys}]
+            return LogState(ts + 1, pending, last), len(pending)
 
         failpoint("txns.before_commit")
         try:
-            self._change(add)
+            return self._change(add)
         except Moved as m:
-            for key in keys.values():
+            for key in blobs:
                 self.storage.blob.delete(key)
             if read_shards:
                 raise conflict(m.moved & read_shards or m.moved) from None
             raise
         except BaseException:
-            for key in keys.values():
+            for key in blobs:
                 self.storage.blob.delete(key)
             raise
 
@@ -182,36 +197,55 @@ class TxnLog:
             self._advance_shard(shard, ts + 1)
 
     def apply(self) -> None:
-        """Apply every pending entry to its shards, in timestamp order, then forget it."""
-        pending = sorted(self.state().pending, key=lambda e: e["ts"])
-        for entry in pending:
-            for shard, key in entry["writes"].items():
-                self._apply(shard, key, entry["ts"])
+        """Apply every pending entry to its shards (one append per shard for all its entries,
+        in timestamp order), then forget them. One thread of this process applies at a time;
+        other processes may apply the same entries (each lands once)."""
+        with self._applying:
+            pending = sorted(self.state().pending, key=lambda e: e["ts"])
+            if not pending:
+                return
+            by_shard: dict[str, list[tuple[int, str]]] = {}
+            for entry in pending:
+                for shard, key in entry["writes"].items():
+                    by_shard.setdefault(shard, []).append((entry["ts"], key))
+            for shard, writes in by_shard.items():
+                self._apply(shard, writes)
                 failpoint("txns.partly_applied")
-        if not pending:
-            return
-        done = {e["ts"] for e in pending}
+            done = {e["ts"] for e in pending}
 
-        def forget(state: LogState) -> tuple[LogState | None, None]:
-            left = [e for e in state.pending if e["ts"] not in done]
-            return LogState(state.upper, left, state.last_write), None
+            def forget(state: LogState) -> tuple[LogState | None, None]:
+                left = [e for e in state.pending if e["ts"] not in done]
+                return LogState(state.upper, left, state.last_write), None
 
-        self._change(forget)
-        for entry in pending:
-            for key in entry["writes"].values():
-                self.storage.blob.delete(key)
+            self._change(forget)
+            for entry in pending:
+                for key in entry["writes"].values():
+                    if not key.startswith(INLINE):
+                        self.storage.blob.delete(key)
 
-    def _apply(self, shard: str, key: str, ts: int) -> None:
+    def _apply(self, shard: str, writes: list[tuple[int, str]]) -> None:
+        """Append the writes ``(ts, key)`` (in timestamp order) the shard does not have yet."""
         while True:
             upper = self._upper(shard)
-            if upper is None or upper > ts:
+            todo = [(ts, key) for ts, key in writes if upper is not None and ts >= upper]
+            if not todo:
                 return  # applied already (by this process or another), or the shard is gone
-            data = self.storage.blob.get(key)
-            if data is None:
-                return  # applied and forgotten by another process meanwhile
-            table = pa.ipc.open_stream(data).read_all()  # at ts, in [upper, ts + 1)
-            if self._append(shard, table, upper, ts + 1, token=f"txn-{ts}-{shard}"):
+            tables = [self._load(key) for _, key in todo]
+            if any(t is None for t in tables):
+                continue  # applied and forgotten by another process meanwhile: look again
+            table = pa.concat_tables(tables)  # type: ignore[arg-type]
+            last = todo[-1][0]
+            token = f"txn-{todo[0][0]}-{last}-{shard}"
+            if self._append(shard, table, upper, last + 1, token=token):  # type: ignore[arg-type]
                 return
+
+    def _load(self, key: str) -> pa.Table | None:
+        """A write's update frame: inline in the entry, or in its blob (None if deleted)."""
+        if key.startswith(INLINE):
+            data: bytes | None = base64.b64decode(key[len(INLINE) :])
+        else:
+            data = self.storage.blob.get(key)
+        return None if data is None else pa.ipc.open_stream(data).read_all()
 
     def _advance_shard(self, shard: str, to: int) -> None:
         while True:
