@@ -177,7 +177,11 @@ def test_transactions(tmp_path: Path) -> None:
         b.execute("INSERT INTO t VALUES (5, 50)")
         a.execute("COMMIT")
         assert rows(b, "SELECT k, v FROM t ORDER BY k") == [
-            (1, 11), (2, 0), (3, 30), (4, 40), (5, 50)
+            (1, 11),
+            (2, 0),
+            (3, 30),
+            (4, 40),
+            (5, 50),
         ]
         a.execute("BEGIN")
         a.execute("UPDATE t SET v = v + 1 WHERE k = 1")
@@ -190,7 +194,12 @@ def test_transactions(tmp_path: Path) -> None:
         e = error(a, "COMMIT", OperationalError)
         assert e.sqlstate == "40001"
         assert rows(b, "SELECT k, v FROM t ORDER BY k") == [
-            (1, 0), (1, 11), (2, 0), (3, 30), (4, 40), (5, 50)
+            (1, 0),
+            (1, 11),
+            (2, 0),
+            (3, 30),
+            (4, 40),
+            (5, 50),
         ]
     finally:
         a.close()

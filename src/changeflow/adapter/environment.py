@@ -3,7 +3,7 @@ sources and sinks this process hosts while the home is open.
 
 Every item that holds data has a shard named by its GlobalId. To read at a timestamp, the
 environment makes each input readable there first: a table's pending commits are applied and
-its upper moved past the timestamp (:mod:`~changeflow.adapter.txns`); a source ingests the CDC
+its upper moved past the timestamp (:mod:`~changeflow.storage.txns`); a source ingests the CDC
 files that arrived; a materialized view or index has its inputs made readable and its dataflow
 stepped until its output is complete at the timestamp. A read never answers from a stale
 version: it waits (up to a timeout) instead.
@@ -35,7 +35,6 @@ from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
-from changeflow.adapter.txns import TxnLog, reader
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
@@ -43,6 +42,7 @@ from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
+from changeflow.storage.txns import TxnLog, reader
 from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from changeflow.adapter.oracle import TimestampOracle
-from changeflow.adapter.txns import Moved, StaleTimestamp, TxnLog, conflict
 from changeflow.errors import ChangeflowError
+from changeflow.storage.txns import Moved, StaleTimestamp, TxnLog, conflict
 
 TRIES = 100
 APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait

@@ -21,13 +21,13 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.environment import Environment, plain
-from changeflow.adapter.txns import WRITER
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import _rows
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import BOOL, INT8, Column, Schema
 from changeflow.errors import Timeout
 from changeflow.storage.read import ReadCapability
+from changeflow.storage.txns import WRITER
 from changeflow.time import Antichain, to_bound
 
 

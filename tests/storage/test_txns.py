@@ -1,5 +1,5 @@
-"""The table write log: commits are atomic across tables, applied once by any process, and
-refused when stale or when a read-then-write's inputs changed."""
+"""Multi-shard transactions (the write log): commits are atomic across shards, applied once by
+any process, and refused when stale or when a guarded commit's shards moved."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from changeflow.adapter.txns import (
+from changeflow.config import Config
+from changeflow.failpoints import ENV, EXIT_CODE
+from changeflow.storage import Storage
+from changeflow.storage.txns import (
     WRITER,
     Moved,
     SerializationFailure,
@@ -18,9 +21,6 @@ from changeflow.adapter.txns import (
     TxnLog,
     reader,
 )
-from changeflow.config import Config
-from changeflow.failpoints import ENV, EXIT_CODE
-from changeflow.storage import Storage
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
@@ -94,7 +94,7 @@ def test_a_crash_leaves_the_commit_whole_or_absent(tmp_path: Path, point: str) -
     make_table(s, "b")
     s.close()
     script = (
-        "from changeflow.adapter.txns import TxnLog\n"
+        "from changeflow.storage.txns import TxnLog\n"
         "from changeflow.config import Config\n"
         "from changeflow.storage import Storage\n"
         f"s = Storage.open(Config.load(home={str(home)!r}))\n"

@@ -1,8 +1,9 @@
-"""The table write log: atomic multi-table commits at one timestamp, applied to shards after.
+"""Multi-shard transactions: atomic commits to several shards at one timestamp, through a write
+log applied to the shards after (the adapter's tables are written this way).
 
-Tables live in shards, and a shard's compare-and-append is atomic for that shard only. A commit
-that writes several tables (or several sessions' writes grouped into one timestamp) is made
-atomic by this log, kept under one consensus key of the home:
+A shard's compare-and-append is atomic for that shard only. A commit that writes several shards
+(or several sessions' writes grouped into one timestamp) is made atomic by this log, kept under
+one consensus key of the home (``adapter/txns``, its name from when the adapter kept it):
 
 - ``commit`` puts each table's updates in the entry itself (up to :data:`INLINE_BYTES`, so a
   small write costs no blob) or in a blob, then, in one compare-and-set, adds an entry
@@ -10,7 +11,7 @@ atomic by this log, kept under one consensus key of the home:
   ``ts``. Then the commit is durable and acknowledged. A guarded commit names shards and times
   (what a read-then-write transaction read, and up to when that is known to hold): if one of
   them was written since, nothing is written and :class:`Moved` says which
-  (:mod:`~changeflow.adapter.group_commit` then checks whether what was read really changed).
+  (the adapter's group commit then checks whether what was read really changed).
 - ``ready(shards, ts)`` makes the shards readable at ``ts``: the log's upper is moved past ``ts``
   (so no later commit can land at or before it), every pending entry is applied to its shards
   (one compare-and-append per shard for all its pending entries, in timestamp order, with a
