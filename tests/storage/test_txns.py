@@ -56,8 +56,22 @@ def test_a_commit_writes_every_table_at_one_timestamp(storage: Storage) -> None:
     log.ready({"a", "b"}, 10)
     assert contents(storage, "a", 10) == [(1, "x")]
     assert contents(storage, "b", 10) == [(2, "y"), (3, "z")]
+    assert len(log.state().pending) == 1  # applied; the next commit forgets it
+    assert log.commit(frames(log, {"a": [((4, "w"), 1)]})) == 11  # at the log's upper
+    assert [e["ts"] for e in log.state().pending] == [11]
+    log.ready({"a", "b"}, 11, tidy=True)
+    assert contents(storage, "a", 11) == [(1, "x"), (4, "w")]
     assert log.state().pending == []
     assert not storage.blob.list("adapter-txns")
+
+
+def test_a_commit_without_a_timestamp_takes_one_in_its_compare_and_set(storage: Storage) -> None:
+    log = TxnLog(storage)
+    assert log.commit(frames(log, {"a": [((1, "x"), 1)]}), floor=100) == 100
+    assert log.commit(frames(log, {"a": [((2, "y"), 1)]}), floor=50) == 101  # past the upper
+    log.ready({"a"}, 500)  # a reader moved the upper: later commits land after it
+    assert log.commit(frames(log, {"b": [((3, "z"), 1)]}), floor=50) == 501
+    assert contents(storage, "a", 500) == [(1, "x"), (2, "y")]
 
 
 def test_a_stale_timestamp_is_refused(storage: Storage) -> None:

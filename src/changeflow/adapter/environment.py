@@ -422,7 +422,7 @@ class Environment:
         oracle.apply_write(int(time.time() * 1000))
         now = oracle.read_ts()  # time moves by itself: idle tables and mz_now() follow the clock
         if tables:
-            self.log.ready(tables, now)
+            self.log.ready(tables, now, tidy=True)
         self.allow_compaction(state, now - HISTORY_MS)
         for item in state.items.values():
             if self.closed.is_set():

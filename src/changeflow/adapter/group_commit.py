@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.errors import ChangeflowError
-from changeflow.storage.txns import Moved, StaleTimestamp, TxnLog, conflict
+from changeflow.storage.txns import Moved, TxnLog, conflict
 
 TRIES = 100
 APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait
@@ -107,21 +107,18 @@ class GroupCommit:
             for p in group:
                 for shard in p.reads.shards if p.reads else ():
                     guard[shard] = min(guard.get(shard, p.checked), p.checked)
-            ts = self.oracle.write_ts()
-            try:
-                pending = self.log.commit(_merged(group), ts, guard=guard)
-            except StaleTimestamp:
-                continue
+            try:  # the log takes the timestamp: at least the clock, past every reader's
+                ts = self.log.commit(_merged(group), guard=guard, floor=self.oracle.now())
             except Moved as m:
                 group = self._recheck(group, m)
                 if not group:
                     return
                 continue
-            self.oracle.apply_write(ts)
+            self.oracle.apply_write(ts)  # every later read timestamp sees it
             self.entries += 1
             for p in group:
                 p.ts = ts
-            if pending >= APPLY_AT:  # else a reader or the host applies them, in one go
+            if self.log.pending >= APPLY_AT:  # else a reader or the host applies them at once
                 self.log.apply()
             return
         raise ChangeflowError(f"no write timestamp held after {TRIES} tries; try again")

@@ -47,6 +47,7 @@ KEY = "adapter/txns"
 BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
+FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
 
@@ -98,6 +99,9 @@ class TxnLog:
         self.storage = storage
         self.consensus = storage.consensus
         self._applying = threading.Lock()
+        self._lock = threading.Lock()
+        self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
+        self.pending = 0  # entries waiting to be applied after this process's last commit
 
     def _change(self, fn: Any) -> Any:
         while True:
@@ -131,46 +135,55 @@ class TxnLog:
     def commit(
         self,
         frames: dict[str, pa.Table],
-        ts: int,
+        ts: int | None = None,
         read_ts: int | None = None,
         read_shards: frozenset[str] = frozenset(),
         guard: dict[str, int] | None = None,
+        floor: int = 0,
     ) -> int:
-        """Commit ``frames`` (shard -> update frame from :meth:`frame`) at ``ts`` atomically;
-        see the module docstring. Raises :class:`StaleTimestamp` if ``ts`` is behind the log.
+        """Commit ``frames`` (shard -> update frame from :meth:`frame`) atomically and return
+        their timestamp; see the module docstring. At ``ts`` (:class:`StaleTimestamp` if it
+        is behind the log), or, without one, at the log's upper or ``floor`` if later: the
+        timestamp is taken in the compare-and-set itself, so no oracle round trip is needed
+        (a reader moves the log's upper past its timestamp before it reads).
         ``guard`` (shard -> time): raise :class:`Moved` if one of those shards was written
         after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
         a read-then-write commit that cannot check its reads: a serialization failure.
-        Returns how many entries are pending (not applied to the shards) now."""
+        :attr:`pending` is then how many entries wait to be applied."""
         guard = dict(guard or {})
         for shard in read_shards:
             guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
         keys = {}
         for shard, frame in frames.items():
             if frame.num_rows:
-                data = _ipc(_at(frame, ts))
+                data = _ipc(frame)  # its time is the entry's (set when applied)
                 if len(data) <= INLINE_BYTES:  # a small write rides in the entry itself
                     keys[shard] = INLINE + base64.b64encode(data).decode()
                 else:
                     keys[shard] = f"{BLOBS}/{uuid.uuid4().hex}.arrow"
                     self.storage.blob.set(keys[shard], data)
         blobs = [k for k in keys.values() if not k.startswith(INLINE)]
+        with self._lock:
+            applied = frozenset(self._applied)
+        waiting = [0]  # entries not applied after the commit (of the try that won)
 
         def add(state: LogState) -> tuple[LogState | None, int]:
-            if ts < state.upper:
-                raise StaleTimestamp(f"timestamp {ts} is behind the write log at {state.upper}")
+            at = max(state.upper, floor) if ts is None else ts
+            if at < state.upper:
+                raise StaleTimestamp(f"timestamp {at} is behind the write log at {state.upper}")
             moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
             if moved:
                 raise Moved(state.upper, moved)
+            kept = [e for e in state.pending if e["ts"] not in applied]  # forgotten now
+            waiting[0] = len(kept) + bool(keys)
             if not keys:
-                return LogState(ts + 1, state.pending, state.last_write), len(state.pending)
-            last = {**state.last_write, **dict.fromkeys(keys, ts)}
-            pending = [*state.pending, {"ts": ts, "writes": keys}]
-            return LogState(ts + 1, pending, last), len(pending)
+                return LogState(at + 1, kept, state.last_write), at
+            last = {**state.last_write, **dict.fromkeys(keys, at)}
+            return LogState(at + 1, [*kept, {"ts": at, "writes": keys}], last), at
 
         failpoint("txns.before_commit")
         try:
-            return self._change(add)
+            at = self._change(add)
         except Moved as m:
             for key in blobs:
                 self.storage.blob.delete(key)
@@ -181,11 +194,16 @@ class TxnLog:
             for key in blobs:
                 self.storage.blob.delete(key)
             raise
+        with self._lock:
+            self._applied -= applied
+        self.pending = waiting[0]
+        return at
 
     # -- reading -----------------------------------------------------------------------------
 
-    def ready(self, shards: set[str] | frozenset[str], ts: int) -> None:
-        """Make every shard of ``shards`` (tables) readable at ``ts``."""
+    def ready(self, shards: set[str] | frozenset[str], ts: int, tidy: bool = False) -> None:
+        """Make every shard of ``shards`` (tables) readable at ``ts`` (``tidy``: and leave no
+        applied entry in the log)."""
 
         def advance(state: LogState) -> tuple[LogState | None, None]:
             if state.upper > ts:
@@ -193,14 +211,16 @@ class TxnLog:
             return LogState(ts + 1, state.pending, state.last_write), None
 
         self._change(advance)
-        self.apply()
+        self.apply(tidy)
         for shard in shards:
             self._advance_shard(shard, ts + 1)
 
-    def apply(self) -> None:
+    def apply(self, tidy: bool = False) -> None:
         """Apply every pending entry to its shards (one append per shard for all its entries,
-        in timestamp order), then forget them. One thread of this process applies at a time;
-        other processes may apply the same entries (each lands once)."""
+        in timestamp order), then forget them: at once if they have blobs, if :data:`FORGET_AT`
+        wait, or if ``tidy``; else this process's next commit forgets them in its own
+        compare-and-set. One thread of this process applies at a time; other processes may
+        apply the same entries (each lands once)."""
         with self._applying:
             pending = sorted(self.state().pending, key=lambda e: e["ts"])
             if not pending:
@@ -213,6 +233,11 @@ class TxnLog:
                 self._apply(shard, writes)
                 failpoint("txns.partly_applied")
             done = {e["ts"] for e in pending}
+            inline = all(k.startswith(INLINE) for e in pending for k in e["writes"].values())
+            if inline and not tidy and len(pending) < FORGET_AT:
+                with self._lock:  # the next commit forgets them in its own compare-and-set
+                    self._applied |= done
+                return
 
             def forget(state: LogState) -> tuple[LogState | None, None]:
                 left = [e for e in state.pending if e["ts"] not in done]
@@ -231,7 +256,7 @@ class TxnLog:
             todo = [(ts, key) for ts, key in writes if upper is not None and ts >= upper]
             if not todo:
                 return  # applied already (by this process or another), or the shard is gone
-            tables = [self._load(key) for _, key in todo]
+            tables = [self._load(key, ts) for ts, key in todo]
             if any(t is None for t in tables):
                 continue  # applied and forgotten by another process meanwhile: look again
             table = pa.concat_tables(tables)  # type: ignore[arg-type]
@@ -240,13 +265,14 @@ class TxnLog:
             if self._append(shard, table, upper, last + 1, token=token):  # type: ignore[arg-type]
                 return
 
-    def _load(self, key: str) -> pa.Table | None:
-        """A write's update frame: inline in the entry, or in its blob (None if deleted)."""
+    def _load(self, key: str, ts: int) -> pa.Table | None:
+        """A write's update frame at ``ts``: inline in the entry, or in its blob (None if
+        deleted)."""
         if key.startswith(INLINE):
             data: bytes | None = base64.b64decode(key[len(INLINE) :])
         else:
             data = self.storage.blob.get(key)
-        return None if data is None else pa.ipc.open_stream(data).read_all()
+        return None if data is None else _at(pa.ipc.open_stream(data).read_all(), ts)
 
     def _advance_shard(self, shard: str, to: int) -> None:
         while True:
