@@ -1,5 +1,5 @@
-"""Indexes that serve: point reads (SELECT, UPDATE, DELETE with the key fixed) through an
-index's arrangement give what the same statements give on a table without an index (the
+"""Indexes that serve: point and range reads (SELECT, UPDATE, DELETE with the key fixed or
+bounded) through an index's arrangement give what the same statements give on a table without an index (the
 reference path: the whole table read and filtered), on random writes over time, at the latest
 timestamp and at a transaction's earlier one."""
 
@@ -70,6 +70,9 @@ def test_point_reads_through_an_index_match_a_table_without_one(env: Environment
             for query in (
                 "SELECT k, v, n FROM {} WHERE k = {}",
                 "SELECT count(*), sum(n) FROM {} WHERE {} = k AND n >= 1",
+                "SELECT k, v, n FROM {0} WHERE k >= {1} AND k < {1} + 2",
+                "SELECT k, v FROM {0} WHERE {1} < k",
+                "SELECT k FROM {0} WHERE k <= {1} AND k > 5",
             ):
                 got = [rows(s, query.format(t, k)) for t in (indexed, plain)]
                 assert got[0] == got[1], (query, k)

@@ -13,8 +13,11 @@ timestamp) subtracts them; older reads, and reads of compacted history, take the
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute import expr as X
@@ -41,21 +44,46 @@ class Arrangement:
         self.floor = 0  # the earliest time a read may ask for
         self.recent: list[tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = []
         self.served = 0  # reads answered (a measure for tests and the status page)
+        self.sorted: list[Any] | None = None  # the keys in order, once a range asks for them
 
     def read(self, values: tuple[Any, ...], ts: int) -> Counted | None:
         """The rows whose key is ``values`` at ``ts`` (the shard is complete there); None if
         this arrangement cannot tell (``ts`` too far behind it)."""
+        return self._read(ts, lambda: [values], lambda key: key == values)
+
+    def read_range(self, low: int | None, high: int | None, ts: int) -> Counted | None:
+        """The rows whose (one-column, integer) key is in ``[low, high]`` at ``ts``."""
+
+        def keys() -> list[tuple[Any, ...]]:
+            if self.sorted is None:
+                self.sorted = sorted(k[0] for k in self.rows if k[0] is not None)
+            start = 0 if low is None else bisect.bisect_left(self.sorted, low)
+            end = len(self.sorted) if high is None else bisect.bisect_right(self.sorted, high)
+            return [(k,) for k in self.sorted[start:end]]
+
+        def within(key: tuple[Any, ...]) -> bool:
+            k = key[0]
+            return k is not None and (low is None or k >= low) and (high is None or k <= high)
+
+        return self._read(ts, keys, within)
+
+    def _read(
+        self, ts: int, keys: Callable[[], list[tuple[Any, ...]]], wanted: Callable[[Any], bool]
+    ) -> Counted | None:
         with self.lock:
             if self.at is None or not self._advance(ts + 1):
                 self._build(ts)
             if ts < self.floor:
                 return None
             self.served += 1
-            out = dict(self.rows.get(values, {}))
+            out: Counted = {}
+            for key in keys():
+                for row, count in self.rows.get(key, {}).items():
+                    out[row] = out.get(row, 0) + count
             for time, key, row, diff in reversed(self.recent):
                 if time <= ts:
                     break
-                if key == values:
+                if wanted(key):
                     out[row] = out.get(row, 0) - diff
             return {r: c for r, c in out.items() if c}
 
@@ -72,7 +100,7 @@ class Arrangement:
         self.rows = defaultdict(dict)
         for row, count in self.env.snapshot(self.shard, ts).items():
             self.rows[tuple(row[i] for i in self.key)][row] = count
-        self.at, self.floor, self.recent = ts + 1, ts, []
+        self.at, self.floor, self.recent, self.sorted = ts + 1, ts, [], None
 
     def _advance(self, to: int) -> bool:
         """Apply the updates in ``[at, to)``; False if the shard was compacted past ``at``."""
@@ -89,6 +117,7 @@ class Arrangement:
         updates = reader(self.env.storage, self.shard).updates(state, self.at, to)
         for row, time, diff in triples(updates):
             key = tuple(row[i] for i in self.key)
+            new_key = key not in self.rows
             group = self.rows[key]
             count = group.get(row, 0) + diff
             if count:
@@ -97,6 +126,11 @@ class Arrangement:
                 group.pop(row, None)
                 if not group:
                     del self.rows[key]
+            if self.sorted is not None and key[0] is not None:
+                if new_key and key in self.rows:
+                    bisect.insort(self.sorted, key[0])
+                elif not new_key and key not in self.rows:
+                    del self.sorted[bisect.bisect_left(self.sorted, key[0])]
             self.recent.append((time, key, row, diff))
         self.at = to
         horizon = to - 1 - RECENT_MS
@@ -106,9 +140,22 @@ class Arrangement:
         return True
 
 
-def point(plan: P.Plan) -> tuple[str, dict[int, Any]] | None:
-    """The shard of ``plan``'s only input and the literal each column of it is fixed to by a
-    filter right above it; None if the plan reads it otherwise."""
+@dataclass
+class Fixed:
+    """What a filter right above a plan's only input says of its columns: the literal each
+    column equals, and the integer range ``[low, high]`` (None: open) some are bound to."""
+
+    shard: str
+    equal: dict[int, Any] = field(default_factory=dict)
+    ranges: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+
+
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def point(plan: P.Plan) -> Fixed | None:
+    """What a filter right above ``plan``'s only input fixes of it; None if the plan reads
+    that input otherwise, or nothing is fixed."""
     gets: list[tuple[P.Get, P.Plan | None]] = []
 
     def walk(node: P.Plan, parent: P.Plan | None) -> None:
@@ -120,13 +167,29 @@ def point(plan: P.Plan) -> tuple[str, dict[int, Any]] | None:
     walk(plan, None)
     if len(gets) != 1 or not isinstance(gets[0][1], P.Filter):
         return None
-    fixed: dict[int, Any] = {}
+    fixed = Fixed(gets[0][0].name)
     for predicate in gets[0][1].predicates:
-        if isinstance(predicate, X.Cmp) and predicate.op == "=":
-            for col, lit in ((predicate.a, predicate.b), (predicate.b, predicate.a)):
-                if isinstance(col, X.Col) and isinstance(lit, X.Lit) and _same(col, lit):
-                    fixed[col.index] = lit.value
-    return (gets[0][0].name, fixed) if fixed else None
+        if not isinstance(predicate, X.Cmp) or predicate.op not in FLIP:
+            continue
+        for col, lit, op in (
+            (predicate.a, predicate.b, predicate.op),
+            (predicate.b, predicate.a, FLIP[predicate.op]),
+        ):
+            if not (isinstance(col, X.Col) and isinstance(lit, X.Lit) and _same(col, lit)):
+                continue
+            if op == "=":
+                fixed.equal[col.index] = lit.value
+            elif type(lit.value) is int:
+                low, high = fixed.ranges.get(col.index, (None, None))
+                v = lit.value
+                if op in (">", ">="):
+                    bound = v + 1 if op == ">" else v
+                    low = bound if low is None else max(low, bound)
+                else:
+                    bound = v - 1 if op == "<" else v
+                    high = bound if high is None else min(high, bound)
+                fixed.ranges[col.index] = (low, high)
+    return fixed if fixed.equal or fixed.ranges else None
 
 
 def _same(col: X.Col, lit: X.Lit) -> bool:

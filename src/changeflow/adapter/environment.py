@@ -219,17 +219,21 @@ class Environment:
         found = point(plan)
         if found is None:
             return None
-        shard, fixed = found
+        shard = found.shard
         for key in index_keys(self.catalog.load(), shard):
-            if all(i in fixed for i in key):
+            arrangement = None
+            if all(i in found.equal for i in key):
                 arrangement = self.arrangement(shard, key)
-                rows = (
-                    None
-                    if arrangement is None
-                    else arrangement.read(tuple(fixed[i] for i in key), ts)
-                )
-                if rows is not None:
-                    return {shard: rows}
+                values = tuple(found.equal[i] for i in key)
+                rows = None if arrangement is None else arrangement.read(values, ts)
+            elif len(key) == 1 and key[0] in found.ranges and _integer(plan, key[0]):
+                arrangement = self.arrangement(shard, key)
+                low, high = found.ranges[key[0]]
+                rows = None if arrangement is None else arrangement.read_range(low, high, ts)
+            else:
+                continue
+            if rows is not None:
+                return {shard: rows}
         return None
 
     def arrangement(self, shard: str, key: tuple[int, ...]) -> Arrangement | None:
@@ -462,6 +466,17 @@ class Environment:
         with self.lock:
             self.stop_hosting(list(self.dataflows), dropped=False)
             self.storage.close()
+
+
+def _integer(plan: P.Plan, column: int) -> bool:
+    """Is column ``column`` of ``plan``'s only input an integer?"""
+    get = next(p for p in _gets(plan))
+    return get.schema[column].type.integer
+
+
+def _gets(plan: P.Plan) -> list[P.Get]:
+    own = [plan] if isinstance(plan, P.Get) else []
+    return own + [g for p in plan.inputs() for g in _gets(p)]
 
 
 def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
