@@ -38,3 +38,26 @@ def test_rows_retire_as_the_clock_passes_without_a_write(tmp_path: Path) -> None
         assert to_bound(env.storage.state(table.id).upper) > max(before or 0, soon)
     finally:
         env.close()
+
+
+def test_a_commit_whose_process_died_before_the_oracle_heard_is_read_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The log holds the commit (durable), the oracle never heard of it (the process was
+    killed between the two): a process that opens the home reads it at once, so a read never
+    shows less than what a sink may already have delivered from the shard."""
+    config = Config.load(home=str(tmp_path / "home"))
+    env = Environment(config, host_seconds=None)
+    Session(env).execute("CREATE TABLE t (v int)")
+    table = env.catalog.load().by_name("t")
+    assert table is not None
+    frame = env.log.frame(table.id, [((1,), 1)])
+    ts = env.log.commit({table.id: frame}, floor=env.oracle(EPOCH).read_ts() + 60_000)
+    env.log.apply(tidy=True)  # a reader applied it to the shard; then the process died
+    env.close()
+    again = Environment(config, host_seconds=None)
+    try:
+        assert again.oracle(EPOCH).read_ts() >= ts
+        assert rows(Session(again), "SELECT v FROM t") == [(1,)]
+    finally:
+        again.close()

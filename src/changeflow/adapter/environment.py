@@ -122,6 +122,10 @@ class Environment:
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
+        # a commit in the log whose process died before telling the oracle is visible now
+        written = self.log.state().last_write.values()
+        if written:
+            self.oracle(EPOCH).apply_write(max(written))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
         self.thread: threading.Thread | None = None
