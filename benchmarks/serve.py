@@ -13,17 +13,26 @@ turn, for a fixed time:
 
 Reported per client count and per kind: transactions acknowledged per second and p50/p99
 latency (ms), plus the retries. The clients are threads of this process, on the same two cores
-as the server.
+as the server. The same clients then run against a throwaway PostgreSQL 15 started in the same
+run (``tests/postgres_server.py``: fsync off, as changeflow's SQLite consensus here), the same
+table without the view (PostgreSQL has no incrementally maintained one), side by side.
 
 Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README table between
 the ``bench:serve`` markers.
 
-    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16]
+Then, one client on each system: single-row INSERT latency; ``COPY … FROM STDIN`` of narrow
+CSV rows (rows/s); and on a table of ``--rows`` rows with ``CREATE INDEX`` on its key, point
+SELECT, UPDATE and DELETE by that key (latency).
+
+    python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--rows 1000000]
+                               [--no-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import os
 import platform
 import re
@@ -33,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +51,7 @@ from readme import publish
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("insert", "update", "select")
+SYSTEMS = ("changeflow", "postgresql")
 
 
 def say(text: str) -> None:
@@ -96,8 +107,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-def run(clients: int, seconds: float) -> dict[str, Any]:
-    """One measurement: ``clients`` clients for ``seconds`` against a fresh server."""
+@contextlib.contextmanager
+def changeflow_server() -> Iterator[str]:
+    """A fresh ``changeflow serve`` with the benchmark's table and view; its DSN."""
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
         proc, dsn = start(Path(tmp) / "home")
         try:
@@ -107,68 +119,181 @@ def run(clients: int, seconds: float) -> dict[str, Any]:
                     "CREATE MATERIALIZED VIEW bench_totals AS SELECT client, count(*) AS n, "
                     "sum(v) AS v FROM bench GROUP BY client"
                 )
-            outs: list[dict[str, Any]] = [{} for _ in range(clients)]
-            go = threading.Barrier(clients + 1)
-            until = [0.0]
-            threads = [
-                threading.Thread(target=client, args=(dsn, k, until, go, outs[k]))
-                for k in range(clients)
-            ]
-            for t in threads:
-                t.start()
-            while go.n_waiting < clients:  # each client has connected and made its first row
-                time.sleep(0.01)
-            begin = time.monotonic()
-            until[0] = begin + seconds
-            go.wait()
-            for t in threads:
-                t.join()
-            elapsed = time.monotonic() - begin
+            yield dsn
             with psycopg.connect(dsn, autocommit=True) as c:
                 total = c.execute("SELECT sum(n) FROM bench_totals").fetchone()[0]
                 rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
-            assert total == rows, (total, rows)
+            assert (total or 0) == rows, (total, rows)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+@contextlib.contextmanager
+def postgres_database(url: str, name: str) -> Iterator[str]:
+    """A fresh database on the throwaway PostgreSQL server with the benchmark's table."""
+    from postgres_server import create_database
+
+    dsn = create_database(url, name)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE TABLE bench (client int NOT NULL, n int NOT NULL, v int)")
+    yield dsn
+
+
+def run(clients: int, seconds: float, dsn: str) -> dict[str, Any]:
+    """One measurement: ``clients`` clients for ``seconds`` against the server of ``dsn``."""
+    outs: list[dict[str, Any]] = [{} for _ in range(clients)]
+    go = threading.Barrier(clients + 1)
+    until = [0.0]
+    threads = [
+        threading.Thread(target=client, args=(dsn, k, until, go, outs[k])) for k in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    while go.n_waiting < clients:  # each client has connected and made its first row
+        time.sleep(0.01)
+    begin = time.monotonic()
+    until[0] = begin + seconds
+    go.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - begin
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
     result: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 2), "rows": rows}
     every: list[float] = []
     for kind in KINDS:
         values = [v for o in outs for v in o["latencies"][kind]]
         every += values
-        result[kind] = {
-            "count": len(values),
-            "per_second": round(len(values) / elapsed, 1),
-            "p50_ms": round(percentile(values, 0.5) * 1000, 2),
-            "p99_ms": round(percentile(values, 0.99) * 1000, 2),
-        }
-    result["all"] = {
-        "count": len(every),
-        "per_second": round(len(every) / elapsed, 1),
-        "p50_ms": round(percentile(every, 0.5) * 1000, 2),
-        "p99_ms": round(percentile(every, 0.99) * 1000, 2),
-    }
+        result[kind] = summary(values, elapsed)
+    result["all"] = summary(every, elapsed)
     result["update_retries"] = sum(o["retries"] for o in outs)
     return result
 
 
-def markdown(results: list[dict[str, Any]], seconds: float) -> str:
-    head = "| clients | kind | transactions/s | p50 ms | p99 ms |\n|---:|---|---:|---:|---:|"
+def one_client(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
+    """Single-row INSERTs, COPY FROM of ``rows`` narrow rows, and point reads and writes by an
+    indexed key on them, from one client (see the module docstring)."""
+    out: dict[str, Any] = {}
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE TABLE single (id bigint NOT NULL, v int)")
+        latencies, until, n = [], time.monotonic() + seconds, 0
+        while time.monotonic() < until:
+            started = time.perf_counter()
+            c.execute("INSERT INTO single VALUES (%s, 0)", (n,))
+            latencies.append(time.perf_counter() - started)
+            n += 1
+        out["insert"] = summary(latencies, seconds)
+        c.execute(
+            "CREATE TABLE narrow (id bigint NOT NULL, grp int NOT NULL, amount double precision,"
+            " name text)"
+        )
+        data = "".join(f"{i},{i % 1000},{i * 0.5},name {i % 1000}\n" for i in range(rows))
+        started = time.perf_counter()
+        with c.cursor().copy("COPY narrow FROM STDIN (FORMAT csv)") as copy:
+            copy.write(data.encode())
+        elapsed = time.perf_counter() - started
+        out["copy"] = {
+            "rows": rows,
+            "seconds": round(elapsed, 3),
+            "rows_per_s": round(rows / elapsed),
+        }
+        started = time.perf_counter()
+        c.execute("CREATE INDEX narrow_id ON narrow (id)")
+        c.execute("SELECT * FROM narrow WHERE id = 0").fetchall()  # the index is ready
+        out["index_ready_s"] = round(time.perf_counter() - started, 3)
+        ids = ((i * 7919) % rows for i in itertools.count(1))  # each id once (7919 is prime)
+        for kind, sql in (
+            ("point select", "SELECT * FROM narrow WHERE id = %s"),
+            ("point update", "UPDATE narrow SET amount = amount + 1 WHERE id = %s"),
+            ("point delete", "DELETE FROM narrow WHERE id = %s"),
+        ):
+            latencies, until = [], time.monotonic() + seconds
+            while time.monotonic() < until:
+                started = time.perf_counter()
+                cur = c.execute(sql, (next(ids),))
+                if kind == "point select":
+                    assert len(cur.fetchall()) == 1
+                latencies.append(time.perf_counter() - started)
+            out[kind] = summary(latencies, seconds)
+    return out
+
+
+def summary(values: list[float], elapsed: float) -> dict[str, Any]:
+    return {
+        "count": len(values),
+        "per_second": round(len(values) / elapsed, 1),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 2),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 2),
+    }
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str | None]:
+    """The URL of a throwaway PostgreSQL server; None if none starts here."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    try:
+        from postgres_server import throwaway_postgres
+
+        server = throwaway_postgres()
+        url = server.__enter__()
+    except (ImportError, RuntimeError) as e:
+        say(f"PostgreSQL skipped: {str(e).splitlines()[0]}")
+        yield None
+        return
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)
+
+
+def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+    """One table: each client count and kind, changeflow's numbers then PostgreSQL's."""
+    systems = [s for s in SYSTEMS if results.get(s)]
+    head = (
+        "| clients | kind |"
+        + "".join(f" {s} tx/s | p50 ms | p99 ms |" for s in systems)
+        + "\n|---:|---|"
+        + "---:|---:|---:|" * len(systems)
+    )
     lines = [head]
-    for r in results:
+    for i, first in enumerate(results[systems[0]]):
         for kind in (*KINDS, "all"):
-            x = r[kind]
             label = f"**{kind}**" if kind == "all" else kind
-            lines.append(
-                f"| {r['clients']} | {label} | {x['per_second']:,.1f} | {x['p50_ms']:.1f} | "
-                f"{x['p99_ms']:.1f} |"
-            )
-    retries = ", ".join(f"{r['clients']} clients: {r['update_retries']:,}" for r in results)
+            cells = ""
+            for system in systems:
+                x = results[system][i][kind]
+                cells += f" {x['per_second']:,.1f} | {x['p50_ms']:.1f} | {x['p99_ms']:.1f} |"
+            lines.append(f"| {first['clients']} | {label} |{cells}")
+    retries = "; ".join(
+        f"{s}: " + ", ".join(f"{r['clients']} clients {r['update_retries']:,}" for r in results[s])
+        for s in systems
+    )
     return (
         "\n".join(lines)
-        + f"\n\n{seconds:g} s per client count, each client in turn INSERT, UPDATE (retried on "
-        f"40001; retries: {retries}), SELECT; one materialized view kept up to date meanwhile; "
-        f"clients and server on the same {os.cpu_count()} cores."
+        + f"\n\n{seconds:g} s per client count and system, one run; each client in turn INSERT, "
+        f"UPDATE (retried on 40001; retries: {retries}), SELECT; on changeflow one materialized "
+        f"view kept up to date meanwhile; PostgreSQL 15 with fsync off; clients and servers on "
+        f"the same {os.cpu_count()} cores."
+    )
+
+
+def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
+    """The one-client table: latencies (p50/p99 ms) and COPY's rate, each system a column."""
+    systems = [s for s in SYSTEMS if results.get(s)]
+    lines = ["| one client | " + " | ".join(systems) + " |", "|---|" + "---:|" * len(systems)]
+    for kind in ("insert", "point select", "point update", "point delete"):
+        cells = [
+            f"{results[s][kind]['p50_ms']:.2f} / {results[s][kind]['p99_ms']:.2f}" for s in systems
+        ]
+        lines.append(f"| {kind} p50 / p99 ms | " + " | ".join(cells) + " |")
+    cells = [f"{results[s]['copy']['rows_per_s']:,}" for s in systems]
+    lines.append("| COPY FROM csv, rows/s | " + " | ".join(cells) + " |")
+    cells = [f"{results[s]['index_ready_s']:.2f}" for s in systems]
+    lines.append("| CREATE INDEX + first read, s | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + (
+        f"\n\nPoint reads and writes by an indexed bigint key on a table of {rows:,} narrow rows "
+        "loaded by COPY; single-row INSERTs into an empty table."
     )
 
 
@@ -177,15 +302,44 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the point table")
+    parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
     args = parser.parse_args()
     seconds = 3.0 if args.quick else args.seconds
-    results = []
-    for clients in (int(x) for x in args.clients.split(",")):
-        say(f"{clients} clients for {seconds:g} s…")
-        results.append(run(clients, seconds))
-        r = results[-1]["all"]
-        say(f"  {r['per_second']:,.1f} transactions/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
-    table = markdown(results, seconds)
+    counts = [int(x) for x in args.clients.split(",")]
+    results: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
+    with contextlib.ExitStack() as stack:
+        url = None if args.no_postgres else stack.enter_context(postgres())
+        for clients in counts:
+            for system in SYSTEMS:
+                if system == "postgresql" and url is None:
+                    continue
+                say(f"{system}: {clients} clients for {seconds:g} s…")
+                if system == "changeflow":
+                    server = changeflow_server()
+                else:
+                    server = postgres_database(url, f"bench_serve_{clients}")
+                with server as dsn:
+                    results[system].append(run(clients, seconds, dsn))
+                r = results[system][-1]["all"]
+                say(
+                    f"  {r['per_second']:,.1f} statements/s, p50 {r['p50_ms']} ms, "
+                    f"p99 {r['p99_ms']} ms"
+                )
+        single: dict[str, dict[str, Any]] = {}
+        for system in SYSTEMS:
+            if system == "postgresql" and url is None:
+                continue
+            say(f"{system}: one client, {args.rows:,} rows…")
+            server = (
+                changeflow_server()
+                if system == "changeflow"
+                else postgres_database(url, "bench_serve_one")
+            )
+            with server as dsn:
+                single[system] = one_client(dsn, args.rows, min(seconds, 5.0))
+            say(f"  {single[system]}")
+    table = markdown(results, seconds) + "\n\n" + one_client_markdown(single, args.rows)
     if args.quick:
         print(table)
         return
@@ -195,7 +349,7 @@ def main() -> None:
         "when": time.strftime("%F %T"),
         "seconds": seconds,
     }
-    publish("serve", {"meta": meta, "results": results}, table)
+    publish("serve", {"meta": meta, "results": results, "one_client": single}, table)
 
 
 if __name__ == "__main__":

@@ -169,13 +169,38 @@ def test_transactions(tmp_path: Path) -> None:
         assert error(a, "SELECT 1").sqlstate == "25P02"  # aborted until ROLLBACK
         a.execute("ROLLBACK")
         assert rows(a, "SELECT count(*) FROM t") == [(4,)]
-        # read-then-write: a write in between is a serialization failure, nothing applied
+        # read-then-write: a write in between to rows it read is a serialization failure,
+        # nothing applied; a write to other rows of the table is no conflict
         a.execute("BEGIN")
         a.execute("UPDATE t SET v = v + 1 WHERE k = 1")
         b.execute("UPDATE t SET v = 0 WHERE k = 2")
+        b.execute("INSERT INTO t VALUES (5, 50)")
+        a.execute("COMMIT")
+        assert rows(b, "SELECT k, v FROM t ORDER BY k") == [
+            (1, 11),
+            (2, 0),
+            (3, 30),
+            (4, 40),
+            (5, 50),
+        ]
+        a.execute("BEGIN")
+        a.execute("UPDATE t SET v = v + 1 WHERE k = 1")
+        b.execute("INSERT INTO t VALUES (1, 12)")  # a row its WHERE matches
         e = error(a, "COMMIT", OperationalError)
         assert e.sqlstate == "40001"
-        assert rows(b, "SELECT k, v FROM t ORDER BY k") == [(1, 10), (2, 0), (3, 30), (4, 40)]
+        a.execute("BEGIN")
+        a.execute("DELETE FROM t WHERE k = 1")
+        b.execute("UPDATE t SET v = 0 WHERE k = 1 AND v = 12")
+        e = error(a, "COMMIT", OperationalError)
+        assert e.sqlstate == "40001"
+        assert rows(b, "SELECT k, v FROM t ORDER BY k") == [
+            (1, 0),
+            (1, 11),
+            (2, 0),
+            (3, 30),
+            (4, 40),
+            (5, 50),
+        ]
     finally:
         a.close()
         b.close()
@@ -336,9 +361,9 @@ def test_two_processes_on_postgresql_consensus(postgres_url: str, tmp_path: Path
         assert rows(b, "SELECT total FROM s") == [(30,)]
         b.execute("BEGIN")
         b.execute("UPDATE t SET v = 0 WHERE k = 1")
-        a.execute("DELETE FROM t WHERE k = 2")
+        a.execute("DELETE FROM t WHERE k = 1")
         assert error(b, "COMMIT").sqlstate == "40001"
-        assert rows(a, "SELECT total FROM s") == [(10,)]
+        assert rows(a, "SELECT total FROM s") == [(20,)]
     finally:
         a.close()
         b.close()

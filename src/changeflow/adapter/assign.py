@@ -17,7 +17,7 @@ Rows = list[tuple[tuple[Any, ...], int]]
 def assign(rows: Rows, schema: pa.Schema, lengths: list[int | None], table: str) -> Rows:
     """``rows`` with each value fitted to its column of ``schema`` (see the module docstring)."""
     fits = [
-        _fitter(f, n, table) for f, n in zip(schema, lengths or [None] * len(schema), strict=True)
+        fitter(f, n, table) for f, n in zip(schema, lengths or [None] * len(schema), strict=True)
     ]
     if all(f is None for f in fits):
         return rows
@@ -27,7 +27,8 @@ def assign(rows: Rows, schema: pa.Schema, lengths: list[int | None], table: str)
     ]
 
 
-def _fitter(field: pa.Field, length: int | None, table: str) -> Any:
+def fitter(field: pa.Field, length: int | None, table: str) -> Any:
+    """The function that fits a (non-NULL) value to ``field``; None if values fit as they are."""
     if pa.types.is_decimal(field.type):
         precision, scale = field.type.precision, field.type.scale
         quantum = Decimal(1).scaleb(-scale)

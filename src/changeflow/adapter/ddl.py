@@ -32,12 +32,12 @@ from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
-from changeflow.adapter.txns import WRITER
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
 from changeflow.redact import redact
+from changeflow.storage.txns import WRITER
 
 TAGS = {
     "table": "TABLE",

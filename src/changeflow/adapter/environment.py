@@ -3,14 +3,18 @@ sources and sinks this process hosts while the home is open.
 
 Every item that holds data has a shard named by its GlobalId. To read at a timestamp, the
 environment makes each input readable there first: a table's pending commits are applied and
-its upper moved past the timestamp (:mod:`~changeflow.adapter.txns`); a source ingests the CDC
+its upper moved past the timestamp (:mod:`~changeflow.storage.txns`); a source ingests the CDC
 files that arrived; a materialized view or index has its inputs made readable and its dataflow
 stepped until its output is complete at the timestamp. A read never answers from a stale
 version: it waits (up to a timeout) instead.
 
 A background thread (the host) does the same every second for every item, so views, indexes
-and sinks keep up while nobody reads. One lock serialises the host and the sessions of this
-process; other processes coordinate through consensus.
+and sinks keep up while nobody reads. Locks, always taken in this order: ``lock`` serialises
+catalog changes (DDL) with the host's look at the catalog, never held while anything steps;
+one lock per item (:meth:`Environment.item_lock`) serialises the steps of a dataflow, the
+ingests of a source and the runs of a sink, so a read waits only for the items it reads; a
+small leaf lock guards the table of hosted dataflows. Reads of tables take no lock at all.
+Other processes coordinate through consensus.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from changeflow.adapter.arrangements import Arrangement, index_keys, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
-from changeflow.adapter.txns import TxnLog, reader
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
@@ -38,13 +42,15 @@ from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
+from changeflow.storage.txns import TxnLog, reader
 from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
 
 EPOCH = "EpochMilliseconds"
 COLUMNAR_ROWS = 20_000  # a query reading more stored rows than this runs on Arrow columns
-PROCESS_ROWS = 50_000_000  # in this process, up to this many
+PROCESS_ROWS = 10_000_000  # in this process, up to this many (a few GiB of columns at most)
 SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
+ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
 QUERYABLE = ("table", "source", "view", "materialized view")
@@ -109,11 +115,19 @@ class Environment:
         self.storage = Storage.open(config)
         self.catalog = Catalog(self.storage.consensus)
         self.log = TxnLog(self.storage)
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # catalog changes (see the module docstring)
+        self._hosting = threading.Lock()  # a leaf: the tables below
+        self._item_locks: dict[str, threading.Lock] = {}
+        self._stopped: set[str] = set()  # dropped items' ids (never reused): not restarted
         self.dataflows: dict[str, Dataflow] = {}
+        self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
+        # a commit in the log whose process died before telling the oracle is visible now
+        written = self.log.state().last_write.values()
+        if written:
+            self.oracle(EPOCH).apply_write(max(written))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
         self.thread: threading.Thread | None = None
@@ -126,9 +140,21 @@ class Environment:
     # -- timestamps --------------------------------------------------------------------------
 
     def oracle(self, timeline: str) -> TimestampOracle:
-        if timeline not in self.oracles:
-            self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
-        return self.oracles[timeline]
+        oracle = self.oracles.get(timeline)
+        if oracle is None:
+            with self._hosting:
+                if timeline not in self.oracles:
+                    self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
+                oracle = self.oracles[timeline]
+        return oracle
+
+    def item_lock(self, item_id: str) -> threading.Lock:
+        """The lock that serialises the steps of one dataflow, source or sink."""
+        lock = self._item_locks.get(item_id)
+        if lock is None:
+            with self._hosting:
+                lock = self._item_locks.setdefault(item_id, threading.Lock())
+        return lock
 
     def read_ts(self, timeline: str, shards: Iterable[str]) -> int:
         """The timestamp a query of ``shards`` in ``timeline`` reads at: for wall-clock
@@ -141,7 +167,8 @@ class Environment:
             for shard in self.stored_inputs(state, shards):
                 item = state.items[shard]
                 if item.kind == "source":
-                    self.ingest(item, force=True)
+                    with self.item_lock(item.id):
+                        self.ingest(item, force=True)
                 upper = to_bound(self.storage.state(shard).upper)
                 if upper is None:
                     closed.append(self.last_time(shard))
@@ -187,6 +214,9 @@ class Environment:
         """
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
+        served = self._served(plan, ts)
+        if served is not None:  # a point read through an index's arrangement
+            return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
             return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
@@ -223,6 +253,57 @@ class Environment:
             out[row] = out.get(row, 0) + diff
         return {r: c for r, c in out.items() if c}
 
+    def _served(self, plan: P.Plan, ts: int) -> dict[str, Counted] | None:
+        """The rows of ``plan``'s input that a filter above it can pass, found through an
+        index's arrangement (:mod:`~changeflow.adapter.arrangements`); None without one."""
+        found = point(plan)
+        if found is None:
+            return None
+        shard = found.shard
+        for key in index_keys(self.catalog.load(), shard):
+            arrangement = None
+            if all(i in found.equal for i in key):
+                arrangement = self.arrangement(shard, key)
+                values = tuple(found.equal[i] for i in key)
+                rows = None if arrangement is None else arrangement.read(values, ts)
+            elif len(key) == 1 and key[0] in found.ranges and _integer(plan, key[0]):
+                arrangement = self.arrangement(shard, key)
+                low, high = found.ranges[key[0]]
+                rows = None if arrangement is None else arrangement.read_range(low, high, ts)
+            else:
+                continue
+            if rows is not None:
+                return {shard: rows}
+        return None
+
+    def arrangement(self, shard: str, key: tuple[int, ...]) -> Arrangement | None:
+        """The arrangement of ``shard`` by ``key``, made if need be; None for a shard too
+        large to keep in this process's memory (:data:`ARRANGE_ROWS` stored rows)."""
+        found = self.arrangements.get((shard, key))
+        if found is None:
+            if sum(b.rows for b in self.storage.state(shard).batches) > ARRANGE_ROWS:
+                return None
+            with self._hosting:
+                found = self.arrangements.setdefault((shard, key), Arrangement(self, shard, key))
+        return found
+
+    def _keep_arrangements(self, state: CatalogState) -> None:
+        """Build or move forward the arrangement of every index (the host's part)."""
+        wanted = set()
+        for item in state.items.values():
+            if item.kind == "index" and item.options.get("tier") != "cluster":
+                for shard in (item.id, item.options.get("on")):
+                    for key in index_keys(state, shard) if shard else ():
+                        wanted.add((shard, key))
+        for gone in self.arrangements.keys() - wanted:
+            self.arrangements.pop(gone, None)
+        for shard, key in wanted:
+            if self.closed.is_set():
+                return
+            arrangement = self.arrangement(shard, key)
+            if arrangement is not None:
+                arrangement.catch_up()
+
     def _evaluate_on_spark(self, plan: P.Plan, shards: set[str], ts: int) -> Counted:
         from changeflow.compute.spark_eval import evaluate_spark
         from changeflow.spark import get_spark
@@ -234,6 +315,15 @@ class Environment:
     def snapshot(self, shard: str, ts: int) -> Counted:
         table = reader(self.storage, shard).snapshot_table(ts)
         return counted(table)
+
+    def changes(self, shard: str, after: int, upper: int) -> Counted | None:
+        """The net changes of ``shard`` at times in ``(after, upper)`` (its upper is at least
+        ``upper``); None if it has been compacted past ``after`` (they cannot be told)."""
+        state = self.storage.state(shard)
+        since = to_bound(state.since)
+        if since is None or since > after:
+            return None
+        return counted(reader(self.storage, shard).updates(state, after + 1, upper))
 
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
         """Wait until each shard of ``shards`` is complete at ``ts`` (see the module doc)."""
@@ -253,10 +343,14 @@ class Environment:
             if item.kind != "source":
                 self.make_readable(decode_plan(item.options["plan"]).collections(), ts, deadline)
             while not self._complete(shard, ts):
-                if item.kind == "source":
-                    self.ingest(item, force=True)
-                else:
-                    self.dataflow(item).step(timeout=0.05)
+                flow = None if item.kind == "source" else self.dataflow(item)
+                with self.item_lock(shard):  # waits only for this item's step in progress
+                    if self._complete(shard, ts):
+                        break
+                    if flow is None:
+                        self.ingest(item, force=True)
+                    elif self.dataflows.get(shard) is flow:  # not closed meanwhile
+                        flow.step(timeout=0.05)
                 if self._complete(shard, ts):
                     break
                 if time.monotonic() > deadline:
@@ -279,12 +373,24 @@ class Environment:
         """The dataflow of a materialized view or index, started in this process if needed."""
         flow = self.dataflows.get(item.id)
         if flow is None:
-            flow = self.start_dataflow(item, decode_plan(item.options["plan"]))
+            with self._hosting:
+                flow = self.dataflows.get(item.id)
+                if flow is None:
+                    if item.id in self._stopped:
+                        raise PlanError(
+                            f'{item.kind} "{item.name}" was dropped while it was being read',
+                            sqlstate="42P01",
+                        )
+                    flow = self._start(item, decode_plan(item.options["plan"]))
         return flow
 
     def start_dataflow(self, item: Item, plan: P.Plan) -> Dataflow:
         """Install the dataflow of a materialized view or index on the tier its item names
         (``cluster``: its arrangements on the Spark executors; else in this process)."""
+        with self._hosting:
+            return self._start(item, plan)
+
+    def _start(self, item: Item, plan: P.Plan) -> Dataflow:
         spark = None
         if item.options.get("tier") == "cluster":
             from changeflow.spark import get_spark
@@ -327,33 +433,52 @@ class Environment:
             ingest(self.storage, item.id, [path], fmt)
         self.ingested[item.id] = (now, files)
 
-    def stop_hosting(self, ids: Iterable[str]) -> None:
+    def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:
+        """Close the dataflows of ``ids`` once their step in progress ends; ``dropped`` ones
+        are never started again by this environment."""
         for i in ids:
-            flow = self.dataflows.pop(i, None)
-            if flow is not None:
-                flow.close()
+            with self.item_lock(i):
+                with self._hosting:
+                    if dropped:
+                        self._stopped.add(i)
+                    flow = self.dataflows.pop(i, None)
+                if flow is not None:
+                    flow.close()
 
     def tick(self) -> None:
         """One round of hosting: every table advanced to the oracle's read timestamp, every
-        source ingested, every dataflow stepped and every sink caught up."""
+        source ingested, every dataflow stepped and every sink caught up. The catalog is read
+        under :attr:`lock`; each item is then stepped under its own lock only, so sessions
+        reading other items (or tables) never wait for this round."""
         from changeflow.adapter.sinks import run_sink
 
         with self.lock:
             state = self.catalog.load()
             gone = self.dataflows.keys() - state.items.keys()
-            self.stop_hosting(gone)
-            tables = {i.id for i in state.items.values() if i.kind == "table"}
-            now = self.oracle(EPOCH).read_ts()
-            if tables:
-                self.log.ready(tables, now)
-            self.allow_compaction(state, now - HISTORY_MS)
-            for item in state.items.values():
+            flows = {
+                i.id: self.dataflow(i)
+                for i in state.items.values()
+                if i.kind in ("materialized view", "index")
+            }
+        self.stop_hosting(gone)
+        tables = {i.id for i in state.items.values() if i.kind == "table"}
+        oracle = self.oracle(EPOCH)
+        oracle.apply_write(int(time.time() * 1000))
+        now = oracle.read_ts()  # time moves by itself: idle tables and mz_now() follow the clock
+        if tables:
+            self.log.ready(tables, now, tidy=True)
+        self.allow_compaction(state, now - HISTORY_MS)
+        for item in state.items.values():
+            if self.closed.is_set():
+                return
+            with self.item_lock(item.id):
                 if item.kind == "source":
                     self.ingest(item)
-                elif item.kind in ("materialized view", "index"):
-                    self.dataflow(item).step()
-                elif item.kind == "sink":
+                elif item.id in flows and self.dataflows.get(item.id) is flows[item.id]:
+                    flows[item.id].step()
+                elif item.kind == "sink" and item.id not in self._stopped:
                     run_sink(self, item)
+        self._keep_arrangements(state)
 
     def allow_compaction(self, state: CatalogState, before: int) -> None:
         """Let the wall-clock items' shards compact up to ``before``: reads AS OF an older time
@@ -379,8 +504,19 @@ class Environment:
         if self.thread is not None:
             self.thread.join(timeout=30)
         with self.lock:
-            self.stop_hosting(list(self.dataflows))
+            self.stop_hosting(list(self.dataflows), dropped=False)
             self.storage.close()
+
+
+def _integer(plan: P.Plan, column: int) -> bool:
+    """Is column ``column`` of ``plan``'s only input an integer?"""
+    get = next(p for p in _gets(plan))
+    return get.schema[column].type.integer
+
+
+def _gets(plan: P.Plan) -> list[P.Get]:
+    own = [plan] if isinstance(plan, P.Get) else []
+    return own + [g for p in plan.inputs() for g in _gets(p)]
 
 
 def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
@@ -406,6 +542,14 @@ def counted(table: pa.Table) -> Counted:
     for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
         out[row] = out.get(row, 0) + diff
     return {r: c for r, c in out.items() if c}
+
+
+def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+    """An update frame's ``(row, time, diff)`` triples, values as :func:`counted` gives them."""
+    names = [n for n in table.column_names if n not in (TIME, DIFF)]
+    rows = zip(*(_plain(table.column(n)) for n in names), strict=True)
+    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
+    return list(zip(rows, times, diffs, strict=True))
 
 
 def _plain(column: pa.ChunkedArray) -> list[Any]:

@@ -1,32 +1,56 @@
-"""Group commit: the write-only transactions of concurrent sessions in one process commit
-together, at one timestamp, in one entry of the write log.
+"""Group commit: the transactions of concurrent sessions in one process commit together, at
+one timestamp, in one entry of the write log (one compare-and-set of the log, one of the
+oracle, one append per table).
 
 A session hands its checked frames to :meth:`GroupCommit.commit` and waits. The first waiting
-session becomes the leader: it takes every transaction queued so far, merges their frames by
-table, takes one write timestamp from the oracle and commits them in one compare-and-set; the
-others wake with the result. Read-then-write transactions (UPDATE, DELETE) are checked for
-conflicts against their own read timestamp, so each commits in an entry of its own.
+session becomes the leader: it takes every transaction queued so far and commits them as
+groups, each at one write timestamp; the others wake with their result. A group is serial in
+this order: the read-then-write transactions (UPDATE, DELETE), each unaffected by the writes
+of those before it in the group (:attr:`Reads.unaffected`; one that is affected waits for the
+next group), then the blind writes. The log refuses the group if a table a transaction read
+was written since what was checked; the leader then asks each such transaction whether what
+it read is unchanged (:attr:`Reads.unchanged`): if so it stays, else it alone fails (40001).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from changeflow.adapter.oracle import TimestampOracle
-from changeflow.adapter.txns import StaleTimestamp, TxnLog
 from changeflow.errors import ChangeflowError
+from changeflow.storage.txns import Moved, TxnLog, conflict
 
 TRIES = 100
+APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a read-then-write transaction read at ``ts`` (``shards``), and its checks: is it
+    the same just below ``upper`` given the ``moved`` tables' changes (readable up to there),
+    and is it the same after these frames (shard -> update frame) are added?"""
+
+    ts: int
+    shards: frozenset[str]
+    unchanged: Callable[[int, set[str]], bool]
+    unaffected: Callable[[dict[str, pa.Table]], bool]
 
 
 @dataclass
 class _Pending:
     frames: dict[str, pa.Table]
+    reads: Reads | None
+    checked: int = -1  # writes to the reads up to this time are known not to matter
     ts: int | None = None
     error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.ts is not None or self.error is not None
 
 
 class GroupCommit:
@@ -39,25 +63,18 @@ class GroupCommit:
         self.leading = False
         self.entries = 0  # log entries written (a measure of grouping)
 
-    def commit(
-        self,
-        frames: dict[str, pa.Table],
-        read_ts: int | None = None,
-        reads: frozenset[str] = frozenset(),
-    ) -> int:
-        """Commit ``frames`` and return their timestamp once durable; a read-then-write
-        transaction gives its ``read_ts`` and the shards it read."""
-        if read_ts is not None:
-            return self._write(frames, read_ts, reads)
-        mine = _Pending(frames)
+    def commit(self, frames: dict[str, pa.Table], reads: Reads | None = None) -> int:
+        """Commit ``frames`` and return their timestamp once durable (see the module doc)."""
+        mine = _Pending(frames, reads, reads.ts if reads is not None else -1)
         with self.cond:
             self.queue.append(mine)
-            while self.leading and mine.ts is None and mine.error is None:
+            while self.leading and not mine.done:
                 self.cond.wait()
-            if mine.ts is None and mine.error is None:
+            lead = not mine.done
+            if lead:
                 self.leading = True
                 batch, self.queue = self.queue, []
-        if mine.ts is None and mine.error is None:
+        if lead:
             self._lead(batch)
         if mine.error is not None:
             raise mine.error
@@ -65,36 +82,85 @@ class GroupCommit:
         return mine.ts
 
     def _lead(self, batch: list[_Pending]) -> None:
-        merged: dict[str, list[pa.Table]] = {}
-        for p in batch:
-            for shard, frame in p.frames.items():
-                merged.setdefault(shard, []).append(frame)
         try:
-            ts = self._write({s: pa.concat_tables(f) for s, f in merged.items()})
-            for p in batch:
-                p.ts = ts
-        except BaseException as e:
-            for p in batch:
-                p.error = e
+            while batch:
+                group, batch = _compatible(batch)
+                try:
+                    self._commit(group)
+                except BaseException as e:
+                    for p in group:
+                        if not p.done:
+                            p.error = e
+                with self.cond:
+                    self.cond.notify_all()
         finally:
+            for p in batch:
+                if not p.done:
+                    p.error = ChangeflowError("the group commit stopped; try again")
             with self.cond:
                 self.leading = False
                 self.cond.notify_all()
 
-    def _write(
-        self,
-        frames: dict[str, pa.Table],
-        read_ts: int | None = None,
-        reads: frozenset[str] = frozenset(),
-    ) -> int:
+    def _commit(self, group: list[_Pending]) -> None:
         for _ in range(TRIES):
-            ts = self.oracle.write_ts()
-            try:
-                self.log.commit(frames, ts, read_ts, reads)
-            except StaleTimestamp:
+            guard: dict[str, int] = {}
+            for p in group:
+                for shard in p.reads.shards if p.reads else ():
+                    guard[shard] = min(guard.get(shard, p.checked), p.checked)
+            try:  # the log takes the timestamp: at least the clock, past every reader's
+                ts = self.log.commit(_merged(group), guard=guard, floor=self.oracle.now())
+            except Moved as m:
+                group = self._recheck(group, m)
+                if not group:
+                    return
                 continue
-            self.oracle.apply_write(ts)
+            self.oracle.apply_write(ts)  # every later read timestamp sees it
             self.entries += 1
-            self.log.apply()  # to the shards now, so the log stays short
-            return ts
+            for p in group:
+                p.ts = ts
+            if self.log.pending >= APPLY_AT:  # else a reader or the host applies them at once
+                self.log.apply()
+            return
         raise ChangeflowError(f"no write timestamp held after {TRIES} tries; try again")
+
+    def _recheck(self, group: list[_Pending], m: Moved) -> list[_Pending]:
+        """The transactions of ``group`` that still hold after the writes ``m`` reports; the
+        others fail with 40001."""
+        self.log.ready(m.moved, m.upper - 1)
+        kept = []
+        for p in group:
+            hit = set(p.reads.shards & m.moved) if p.reads else set()
+            if hit:
+                assert p.reads is not None
+                if not p.reads.unchanged(m.upper, hit):
+                    p.error = conflict(hit)
+                    continue
+                p.checked = m.upper - 1
+            kept.append(p)
+        return kept
+
+
+def _compatible(batch: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
+    """A group of ``batch`` that commits at one timestamp (see the module docstring), and the
+    rest."""
+    group: list[_Pending] = []
+    rest: list[_Pending] = []
+    written: dict[str, list[pa.Table]] = {}
+    for p in sorted(batch, key=lambda p: p.reads is None):  # read-then-write ones first
+        if p.reads is not None and p.reads.shards & written.keys():
+            before = {s: pa.concat_tables(written[s]) for s in p.reads.shards & written.keys()}
+            if not p.reads.unaffected(before):
+                rest.append(p)
+                continue
+        group.append(p)
+        for shard, frame in p.frames.items():
+            written.setdefault(shard, []).append(frame)
+    return group, rest
+
+
+def _merged(group: list[_Pending]) -> dict[str, pa.Table]:
+    merged: dict[str, list[pa.Table]] = {}
+    for p in group:
+        for shard, frame in p.frames.items():
+            merged.setdefault(shard, []).append(frame)
+    return {s: pa.concat_tables(f) for s, f in merged.items()}

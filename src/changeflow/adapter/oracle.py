@@ -93,6 +93,11 @@ class TimestampOracle:
     def __repr__(self) -> str:
         return f"TimestampOracle({self.timeline}, {self.consensus.location})"
 
+    def now(self) -> int:
+        """The lowest write timestamp the clock allows: the wall clock in ms for
+        EpochMilliseconds, else 0."""
+        return self._now()
+
     def _now(self) -> int:
         """The wall clock in ms for EpochMilliseconds, else 0 (no lower bound)."""
         if not self.timeline.is_epoch:

@@ -7,16 +7,18 @@
 - A write-only transaction buffers INSERTs, UPDATEs and DELETEs and commits them together at one
   timestamp. Reads after writes, or writes after reads, in one transaction are refused.
 - UPDATE and DELETE read at a timestamp and write at a later one; the commit is refused with a
-  serialization failure (40001), and nothing is written, if a table they read changed between.
+  serialization failure (40001), and nothing is written, if what they read changed between
+  (rows another commit changed in a table they read, not merely a write to that table).
 - After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02), as in
   PostgreSQL, and ``COMMIT`` then rolls back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -25,7 +27,10 @@ from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
+from changeflow.adapter.bulk import NeedsDefaults, table_frame
+from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
+from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
 from changeflow.adapter.sql.query import plan_query, view_plan
@@ -40,6 +45,7 @@ from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
 from changeflow.errors import EvalError, FrontierViolation, PlanError
 
+T = TypeVar("T")
 DDL = {
     "create_table": ddl.create_table,
     "create_view": ddl.create_view,
@@ -79,6 +85,7 @@ class Transaction:
     timeline: str | None = None
     read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
+    read_rows: list[tuple[P.Plan, dict[tuple[Any, ...], int]]] = field(default_factory=list)
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     queried: bool = False
     failed: bool = False
@@ -115,14 +122,17 @@ class Session:
         explicit = self.txn is not None and self.txn.explicit
         STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
-            raise PlanError(
-                "current transaction is aborted, commands ignored until end of transaction block",
-                sqlstate="25P02",
-            )
+            raise _aborted()
+        if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
+            return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
+        return self._guarded(lambda: self._run(stmt))
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """``fn()``, then the commit of the transaction it ended; on an error the transaction
+        is rolled back (implicit) or marked failed (explicit)."""
         try:
-            with self.env.lock:
-                result = self._run(stmt)
-            if self.committing is not None:  # outside the lock: sessions commit as a group
+            result = fn()
+            if self.committing is not None:  # sessions commit as a group
                 txn, self.committing = self.committing, None
                 self._commit(txn)
             return result
@@ -135,30 +145,73 @@ class Session:
                     self.txn = None
             raise
 
+    def insert_columns(
+        self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
+    ) -> int | None:
+        """Insert the rows of ``data``'s columns (named ``names``, default every column) into
+        ``table`` as one INSERT would, without SQL text (COPY FROM); ``text``: the values are
+        text to read as the columns' types. The row count; None if a column left out has a
+        DEFAULT (the caller inserts by statements then)."""
+        if self.txn is not None and self.txn.failed:
+            raise _aborted()
+        try:
+            return self._guarded(lambda: self._insert_columns(table, names, data, text))
+        except NeedsDefaults:
+            return None
+
+    def _insert_columns(
+        self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
+    ) -> int:
+        txn = self._transaction()
+        if txn.queried:
+            raise PlanError(
+                "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
+            )
+        state = self.env.catalog.load()
+        relation = CatalogResolver(state).relation(table)
+        if relation.kind != "table":
+            raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
+        item = state.by_name(relation.name)
+        assert item is not None and item.shard is not None
+        shape = self.env.storage.state(item.id).schema
+        frame = table_frame(
+            relation.plan.schema,
+            shape,
+            relation.defaults,
+            item.options.get("lengths"),
+            relation.name,
+            names,
+            data,
+            text,
+        )
+        if frame.num_rows:
+            txn.writes.setdefault(item.id, []).append(frame)
+        self._end(txn)
+        return frame.num_rows
+
     def describe(self, stmt: Statement) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
         (SHOW statements, which only read, are run to find theirs)."""
-        with self.env.lock:
-            if stmt.kind == "explain_view":
+        if stmt.kind == "explain_view":
+            return text_result("EXPLAIN", ["Optimized Plan"], []).columns
+        if stmt.kind in ("select", "explain"):
+            query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
+            if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
-            if stmt.kind in ("select", "explain"):
-                query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
-                if stmt.kind == "explain":
-                    return text_result("EXPLAIN", ["Optimized Plan"], []).columns
-                return _visible(query)
-            if stmt.kind == "subscribe":
-                sub = self.subscribe(stmt)
-                return sub.columns
-            if stmt.kind.startswith("show"):
-                return self._run(stmt).columns
-            if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
-                target = stmt.ast.this
-                table = target.this if isinstance(target, exp.Schema) else target
-                resolver = CatalogResolver(self.env.catalog.load())
-                relation = resolver.relation(table.name)
-                returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
-                return returning.columns if returning is not None else None
-            return None
+            return _visible(query)
+        if stmt.kind == "subscribe":
+            sub = self.subscribe(stmt)
+            return sub.columns
+        if stmt.kind.startswith("show"):
+            return self._run(stmt).columns
+        if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
+            target = stmt.ast.this
+            table = target.this if isinstance(target, exp.Schema) else target
+            resolver = CatalogResolver(self.env.catalog.load())
+            relation = resolver.relation(table.name)
+            returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
+            return returning.columns if returning is not None else None
+        return None
 
     def _run(self, stmt: Statement) -> Result:
         kind = stmt.kind
@@ -311,21 +364,20 @@ class Session:
         unknown = sorted(g["with"].keys() - {"progress", "snapshot"})
         if unknown:
             raise PlanError(f"unknown SUBSCRIBE option {unknown[0].upper()}", sqlstate="42601")
-        with self.env.lock:
-            resolver = CatalogResolver(self.env.catalog.load())
-            if g.get("item"):
-                relation = resolver.relation(g["item"])
-                plan, timelines = relation.plan, frozenset({relation.timeline})
-            else:
-                query = plan_query(stmt.ast, resolver, temporal_and_only=True)
-                plan, timelines = view_plan(query), query.timelines
-            txn = self._transaction()
-            timeline = self._timeline(timelines, txn)
-            as_of = self._read_ts(stmt, plan, timeline, txn)
-            self._end(txn)
-            up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
-            progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
-            return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
+        resolver = CatalogResolver(self.env.catalog.load())
+        if g.get("item"):
+            relation = resolver.relation(g["item"])
+            plan, timelines = relation.plan, frozenset({relation.timeline})
+        else:
+            query = plan_query(stmt.ast, resolver, temporal_and_only=True)
+            plan, timelines = view_plan(query), query.timelines
+        txn = self._transaction()
+        timeline = self._timeline(timelines, txn)
+        as_of = self._read_ts(stmt, plan, timeline, txn)
+        self._end(txn)
+        up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
+        progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
+        return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -360,6 +412,8 @@ class Session:
         for p, sign in ((retract, -1), (add, 1)):
             if p is not None:
                 counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
+                if reads:
+                    txn.read_rows.append((p, counted))  # what the commit checks is unchanged
                 rows += [(row, sign * c) for row, c in counted.items()]
         item = resolver.state.by_name(table.name)
         shape = self.env.storage.state(shard).schema
@@ -380,9 +434,30 @@ class Session:
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
-        if frames:
-            read_ts = txn.read_ts if txn.reads else None
-            self.env.committer.commit(frames, read_ts, frozenset(txn.reads))
+        if not frames:
+            return
+        reads = None
+        if txn.reads and txn.read_ts is not None:
+            env, read_ts, read_rows = self.env, txn.read_ts, txn.read_rows
+            reads = Reads(
+                read_ts,
+                frozenset(txn.reads),
+                lambda upper, moved: reads_unchanged(env, read_rows, read_ts, upper, moved),
+                lambda written: reads_unaffected(read_rows, written),
+            )
+        self.env.committer.commit(frames, reads)
+
+
+def _aborted() -> PlanError:
+    return PlanError(
+        "current transaction is aborted, commands ignored until end of transaction block",
+        sqlstate="25P02",
+    )
+
+
+def _locked(lock: Any, fn: Callable[[], T]) -> T:
+    with lock:
+        return fn()
 
 
 def _int(text: str, what: str) -> int:

@@ -8,13 +8,15 @@ bad target or key fails at CREATE SINK; the host runs it again every tick.
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
 from changeflow.adapter.catalog import Item
 from changeflow.adapter.environment import EPOCH, Environment
-from changeflow.errors import ChangeflowError, PlanError, with_context
+from changeflow.errors import ChangeflowError, PlanError, Timeout, with_context
 
+WAIT_SECONDS = 5.0  # how long a host's run of a sink waits for its input to be complete
 OPTIONS = {
     "delta": "a change table (_time, _diff) instead of current rows",
     "table": "the table (or file) name in the target; default: the sink's name",
@@ -60,7 +62,12 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
 
     o = item.options
     if item.timeline == EPOCH:
-        env.make_readable({o["from"]}, env.oracle(EPOCH).read_ts(), deadline=float("inf"))
+        # the host's run waits a little for its input, then leaves the sink to the next tick
+        deadline = float("inf") if first else time.monotonic() + WAIT_SECONDS
+        try:
+            env.make_readable({o["from"]}, env.oracle(EPOCH).read_ts(), deadline)
+        except Timeout:
+            return
     if first:
         try:
             _refuse_null_keys(env, item)

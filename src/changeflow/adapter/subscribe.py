@@ -13,6 +13,7 @@ input shards; each poll first makes its inputs readable at the timeline's latest
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -20,13 +21,13 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.environment import Environment, plain
-from changeflow.adapter.txns import WRITER
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import _rows
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import BOOL, INT8, Column, Schema
 from changeflow.errors import Timeout
 from changeflow.storage.read import ReadCapability
+from changeflow.storage.txns import WRITER
 from changeflow.time import Antichain, to_bound
 
 
@@ -52,6 +53,7 @@ class Subscribe:
         progress: bool = False,
     ) -> None:
         self.env, self.plan, self.timeline = env, plan, timeline
+        self.lock = threading.Lock()
         self.as_of, self.up_to, self.progress = as_of, up_to, progress
         self.columns = columns(plan.schema, progress)
         self.inputs = Inputs()
@@ -83,7 +85,7 @@ class Subscribe:
         return []
 
     def _step(self) -> list[tuple[Any, ...]]:
-        with self.env.lock:
+        with self.lock:  # this subscription's own state; the items read lock their steps
             shards = set(self.subscriptions)
             if shards:
                 ts = self.env.read_ts(self.timeline, shards)

@@ -25,6 +25,7 @@ from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import pgwire as W
 from changeflow.server.auth import AuthFailed
+from changeflow.server.batch import Batch
 from changeflow.server.extended import Extended, Portal, Prepared, _format
 from changeflow.server.runner import FLUSH, Cursor, Interrupted, Outcome, Runner, Shutdown
 from changeflow.server.startup import Startup
@@ -53,6 +54,7 @@ class ClientConnection(Startup, Extended, Runner):
         self.cursors: dict[str, Cursor] = {}
         self.cancel = threading.Event()
         self.busy = False
+        self.batch: Batch | None = None  # rows of prepared INSERTs not inserted yet
         self.tls = False
 
     # -- life cycle --------------------------------------------------------------------------
@@ -136,12 +138,19 @@ class ClientConnection(Startup, Extended, Runner):
             kind = msg.kind
             if kind == b"X":
                 return
-            if kind == b"Q":
+            if kind in (b"Q", b"S"):  # collected INSERT rows go in first (one commit)
                 skipping = False
+                try:
+                    self.flush_batch()
+                except ChangeflowError as e:
+                    self._error(e)
+                    if kind == b"Q":
+                        self.wire.send(*W.ready(self.status))
+                        continue
+            if kind == b"Q":
                 self.simple_query(W.Reader(msg.body).cstr())
                 continue
             if kind == b"S":
-                skipping = False
                 self.wire.send(*W.ready(self.status))
                 self.wire.flush()
                 continue
@@ -165,12 +174,14 @@ class ClientConnection(Startup, Extended, Runner):
             try:
                 handler(W.Reader(msg.body))
             except ChangeflowError as e:
+                self.batch = None  # the implicit transaction until Sync fails as a whole
                 self._error(e)
                 skipping = True
             except PASS_THROUGH:
                 raise
             except Exception as e:  # noqa: BLE001 — a bug answers this message, not the server
                 log.exception("%r message failed", kind)
+                self.batch = None
                 self._error(PlanError(f"internal error: {e}", sqlstate="XX000"))
                 skipping = True
 

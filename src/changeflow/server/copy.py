@@ -1,5 +1,7 @@
-"""COPY's row formats: text and CSV lines and the binary format out, text and CSV lines in
-(turned into INSERT statements of quoted literals, which the planner casts to the columns)."""
+"""COPY's row formats: text and CSV lines and the binary format out; in, text and CSV read into
+columns of text by Arrow's CSV reader, the binary format decoded by the columns' types (the
+session inserts either without SQL text), or, for a table whose left-out columns have
+DEFAULTs, text and CSV lines turned into INSERT statements of quoted literals."""
 
 from __future__ import annotations
 
@@ -9,10 +11,14 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server.commands import Copy
-from changeflow.server.values import encoder, text
+from changeflow.server.values import encoder, from_binary, oid_of, text
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 BATCH = 500
@@ -120,3 +126,92 @@ def _quote(name: str) -> str:
 
 def _literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def text_columns(copy: Copy, data: bytes, width: int) -> list[pa.Array]:
+    """COPY FROM's text or CSV input as ``width`` columns of text values (None for NULL)."""
+    names = [f"c{i}" for i in range(width)]
+    if copy.format != "csv":
+        data = b"\n".join(line for line in data.split(b"\n") if line != b"\\.")
+    if not data.strip():
+        return [pa.array([], pa.string()) for _ in names]
+    csv_format = copy.format == "csv"
+    parse = pacsv.ParseOptions(
+        delimiter=copy.delimiter,
+        quote_char='"' if csv_format else False,
+        double_quote=csv_format,
+        newlines_in_values=csv_format,
+        escape_char=False,
+    )
+    convert = pacsv.ConvertOptions(
+        column_types=dict.fromkeys(names, pa.string()),
+        null_values=[copy.null],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+    )
+    read = pacsv.ReadOptions(
+        column_names=names, skip_rows=1 if copy.header else 0, block_size=1 << 24
+    )
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data), read_options=read, parse_options=parse, convert_options=convert
+        )
+    except pa.ArrowInvalid as e:
+        message = str(e)
+        if "UTF8" in message:
+            raise PlanError("COPY data is not valid UTF-8", sqlstate="22021") from None
+        raise PlanError(
+            f"COPY data does not fit the columns: {message}", sqlstate="22P04"
+        ) from None
+    columns = [table.column(i).combine_chunks() for i in range(width)]
+    if not csv_format:
+        columns = [_unescaped(c) for c in columns]
+    return columns
+
+
+def _unescaped(column: pa.Array) -> pa.Array:
+    """A text-format column with its backslash escapes read (only values that have one)."""
+    if not pc.any(pc.match_substring(column, "\\")).as_py():
+        return column
+    return pa.array([None if v is None else _unescape(v) for v in column.to_pylist()], pa.string())
+
+
+def binary_columns(data: bytes, names: list[str], columns: Schema) -> list[pa.Array]:
+    """COPY FROM's binary input as columns of values, decoded by ``columns``' types."""
+    if not data.startswith(SIGNATURE[:11]):
+        raise PlanError("COPY file signature not recognized", sqlstate="22P04")
+    oids = [oid_of(c.type)[0] for c in columns]
+    values: list[list[Any]] = [[] for _ in columns]
+    try:
+        (extension,) = struct.unpack_from("!i", data, 15)
+        pos = 19 + extension
+        while True:
+            (count,) = struct.unpack_from("!h", data, pos)
+            pos += 2
+            if count == -1:
+                break
+            if count != len(columns):
+                raise PlanError(
+                    f"row field count is {count}, expected {len(columns)}", sqlstate="22P04"
+                )
+            for i, oid in enumerate(oids):
+                (size,) = struct.unpack_from("!i", data, pos)
+                pos += 4
+                if size == -1:
+                    values[i].append(None)
+                    continue
+                if pos + size > len(data):
+                    raise struct.error("short field")
+                values[i].append(_decoded(data[pos : pos + size], oid, names[i]))
+                pos += size
+    except struct.error:
+        raise PlanError("unexpected EOF in COPY data", sqlstate="22P04") from None
+    return [pa.array(v, c.type.arrow) for v, c in zip(values, columns, strict=True)]
+
+
+def _decoded(raw: bytes, oid: int, name: str) -> Any:
+    try:
+        return from_binary(raw, oid, 0)
+    except PlanError as e:
+        message = e.message.replace("parameter $0", f'COPY column "{name}"')
+        raise PlanError(message, sqlstate=e.fields.get("sqlstate", "22P03")) from None

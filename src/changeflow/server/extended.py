@@ -12,6 +12,7 @@ from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
+from changeflow.server.batch import MAX_ROWS, Batch, Shape, Target, bound_row, target
 from changeflow.server.params import placeholders, substitute
 from changeflow.server.prepare import Prepared, infer_oids
 from changeflow.server.runner import Outcome
@@ -32,6 +33,7 @@ class Portal:
     columns: Schema | None = None
     outcome: Outcome | None = None
     sent: int = 0
+    row: tuple[Target, list[Any]] | None = None  # a prepared INSERT's row, collected
 
 
 class Extended:
@@ -44,6 +46,7 @@ class Extended:
     portals: dict[str, Portal]
     cursors: dict[str, Any]
     busy: bool
+    batch: Batch | None
 
     # -- extended query ----------------------------------------------------------------------
 
@@ -92,8 +95,59 @@ class Extended:
                     raise PlanError(f"invalid UTF-8 in parameter ${i}", sqlstate="22021") from None
                 literals.append(param_literal(from_text(decoded, oid, i)))
         text = substitute(prepared.text, literals) if literals else prepared.text
-        self.portals[portal] = Portal(text, result_formats)
+        self.portals[portal] = Portal(
+            text, result_formats, row=self._row(prepared, raw, param_formats)
+        )
         self.wire.send(b"2")
+
+    def _row(
+        self, prepared: Prepared, raw: list[bytes | None], formats: list[int]
+    ) -> tuple[Target, list[Any]] | None:
+        """A plain prepared INSERT's row, to collect instead of running its text
+        (:mod:`~changeflow.server.batch`); None for any other statement."""
+        found = target(prepared.text)
+        session = self.session
+        if found is None or session is None or (session.txn is not None and session.txn.failed):
+            return None
+        if prepared.columns is None:
+            prepared.columns = self._shape(found)
+        if not prepared.columns:
+            return None
+        row = bound_row(found, prepared.columns, prepared.oids, raw, formats)
+        return None if row is None else (found, row)
+
+    def _shape(self, found: Target) -> Shape | bool:
+        """The target table's :class:`~changeflow.server.batch.Shape`; False if it is none."""
+        from changeflow.adapter.environment import CatalogResolver
+
+        assert self.session is not None
+        env = self.session.env
+        state = env.catalog.load()
+        try:
+            relation = CatalogResolver(state).relation(found.table)
+        except PlanError:
+            return False  # the statement path gives the error
+        item = state.by_name(relation.name)
+        if relation.kind != "table" or item is None:
+            return False
+        stored = env.storage.state(item.id).schema
+        lengths = item.options.get("lengths") or [None] * len(relation.plan.schema)
+        plain = frozenset(
+            c.name
+            for c, n in zip(relation.plan.schema, lengths, strict=True)
+            if n is None and stored.field(c.name).type == c.type.arrow
+        )
+        defaults = frozenset(
+            c.name for c, d in zip(relation.plan.schema, relation.defaults, strict=False) if d
+        )
+        return Shape(relation.plan.schema, defaults, plain)
+
+    def flush_batch(self) -> None:
+        """Insert the rows collected from prepared INSERTs (before anything else runs)."""
+        batch, self.batch = self.batch, None
+        if batch is not None and batch.rows:
+            assert self.session is not None
+            batch.insert(self.session)
 
     def describe(self, r: W.Reader) -> None:
         what, name = r.byte(), r.cstr()
@@ -159,6 +213,19 @@ class Extended:
         if not portal.text.strip():
             self.wire.send(b"I")
             return
+        if portal.row is not None and portal.outcome is None:
+            found, row = portal.row
+            batch = self.batch
+            if batch is None or batch.target != found or len(batch.rows[0]) != len(row):
+                self.flush_batch()
+                batch = self.batch = Batch(found)
+            batch.rows.append(row)
+            batch.texts.append(portal.text)
+            if len(batch.rows) >= MAX_ROWS:
+                self.flush_batch()
+            self.wire.send(*W.command_complete("INSERT 0 1"))
+            return
+        self.flush_batch()
         try:
             if portal.outcome is None:
                 portal.outcome = self.run(portal.text)

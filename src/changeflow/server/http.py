@@ -217,17 +217,20 @@ class Collector:
         }
 
     def _live_flows(self) -> dict[str, DataflowStatus]:
-        """The status of the dataflows this process hosts, taken from them when the host is
-        between steps (else the last reports in consensus stand)."""
-        env = self.env
-        if not env.lock.acquire(blocking=False):
-            return {}
-        try:
-            return {i: flow.status() for i, flow in list(env.dataflows.items())}
-        except Exception:  # noqa: BLE001 — a dataflow closing meanwhile
-            return {}
-        finally:
-            env.lock.release()
+        """The status of the dataflows this process hosts, taken from each that is between
+        steps (for one stepping now, its last report in consensus stands)."""
+        env, out = self.env, {}
+        for i, flow in list(env.dataflows.items()):
+            lock = env.item_lock(i)
+            if not lock.acquire(blocking=False):
+                continue
+            try:
+                out[i] = flow.status()
+            except Exception:  # noqa: BLE001 — a dataflow closing meanwhile
+                continue
+            finally:
+                lock.release()
+        return out
 
     def _inputs(self, item: Any) -> list[str]:
         """The shards an item reads: a dataflow's inputs, a sink's input, a view's shards."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -40,6 +41,7 @@ class Prepared:
 
     text: str
     oids: list[int]
+    columns: Any = None  # a plain INSERT's target columns, once looked up (server/batch.py)
 
 
 def statement_name(raw: str) -> str:

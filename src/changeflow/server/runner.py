@@ -373,34 +373,45 @@ class Runner:
         return f"COPY {n}"
 
     def copy_in(self, copy: C.Copy) -> str:
-        from changeflow.server.copy import insert_statements
+        """COPY FROM STDIN: the data read to the end, then inserted as columns (one frame,
+        no SQL text); by INSERT statements for a table whose left-out columns have DEFAULTs."""
+        from changeflow.adapter.environment import CatalogResolver
+        from changeflow.server.copy import binary_columns, insert_statements, text_columns
 
         assert self.session is not None and copy.table is not None
-        if copy.format == "binary":
-            raise PlanError("COPY FROM STDIN in binary format is not supported", sqlstate="0A000")
-        self.wire.send(*W.copy_in_response(0, len(copy.columns or ())))
+        schema = CatalogResolver(self.session.env.catalog.load()).relation(copy.table).plan.schema
+        by_name = {c.name: c for c in schema}
+        names = copy.columns or [c.name for c in schema]
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise PlanError(
+                f'column "{unknown[0]}" of relation "{copy.table}" does not exist',
+                sqlstate="42703",
+            )
+        self.wire.send(*W.copy_in_response(1 if copy.format == "binary" else 0, len(names)))
         self.wire.flush()
-        data = bytearray()
-        while True:
-            self.wait_readable()
-            msg = self.wire.read()
-            if msg.kind == b"d":
-                data += msg.body
-            elif msg.kind == b"c":
-                break
-            elif msg.kind == b"f":
-                reason = W.Reader(msg.body).cstr()
-                raise PlanError(f"COPY from stdin failed: {reason}", sqlstate="57014")
-            elif msg.kind in (b"H", b"S"):
-                continue
-            else:
-                raise W.ProtocolError(f"unexpected message type {msg.kind!r} during COPY")
+        data = self._copy_data()
+        if copy.format == "binary":
+            columns = binary_columns(data, names, tuple(by_name[n] for n in names))
+        else:
+            columns = text_columns(copy, data, len(names))
+        count = self.session.insert_columns(
+            copy.table, copy.columns, columns, text=copy.format != "binary"
+        )
+        if count is not None:
+            return f"COPY {count}"
+        if copy.format == "binary":
+            raise PlanError(
+                "COPY FROM in binary format into a table whose left-out columns have DEFAULTs "
+                "is not supported; name every column",
+                sqlstate="0A000",
+            )
         own = not self.session.in_transaction
         if own:
             self.session.run(parse("BEGIN"))
         count = 0
         try:
-            for statement, n in insert_statements(copy, bytes(data)):
+            for statement, n in insert_statements(copy, data):
                 self.session.run(parse(statement))
                 count += n
         except BaseException:
@@ -410,3 +421,21 @@ class Runner:
         if own:
             self.session.run(parse("COMMIT"))
         return f"COPY {count}"
+
+    def _copy_data(self) -> bytes:
+        """The CopyData messages' bytes up to CopyDone (CopyFail: an error)."""
+        data = bytearray()
+        while True:
+            self.wait_readable()
+            msg = self.wire.read()
+            if msg.kind == b"d":
+                data += msg.body
+            elif msg.kind == b"c":
+                return bytes(data)
+            elif msg.kind == b"f":
+                reason = W.Reader(msg.body).cstr()
+                raise PlanError(f"COPY from stdin failed: {reason}", sqlstate="57014")
+            elif msg.kind in (b"H", b"S"):
+                continue
+            else:
+                raise W.ProtocolError(f"unexpected message type {msg.kind!r} during COPY")

@@ -25,6 +25,7 @@ from changeflow.errors import (
     UpperMismatch,
 )
 from changeflow.storage.blob import Blob
+from changeflow.storage.cache import BlobCache
 from changeflow.storage.consensus import Consensus, VersionedData
 from changeflow.storage.frames import empty_frame, frame_schema
 from changeflow.storage.state import (
@@ -95,6 +96,7 @@ class Machine:
         self.lease_ms = int(lease_seconds * 1000)
         self.spark_master = spark_master
         self.clock = clock
+        self.cache = BlobCache()
 
     # -- reading state ---------------------------------------------------------------------
 
@@ -167,14 +169,22 @@ class Machine:
             )
 
     def read(self, state: ShardState, batches: Iterable[Batch]) -> pa.Table:
-        """The updates of ``batches``, read in the driver."""
-        paths = [self.blob.path(k) for b in batches for k in b.keys]
-        if not paths:
+        """The updates of ``batches``, read in the driver (each blob decoded once while it
+        stays in :attr:`cache`)."""
+        keys = [k for b in batches for k in b.keys]
+        if not keys:
             return empty_frame(state.schema)
         schema = frame_schema(state.schema)
-        return pa_dataset.dataset(
-            paths, schema, format="parquet", filesystem=self.blob.fs
-        ).to_table()
+        tables = []
+        for key in keys:
+            table = self.cache.get(key, schema)
+            if table is None:
+                table = pa_dataset.dataset(
+                    [self.blob.path(key)], schema, format="parquet", filesystem=self.blob.fs
+                ).to_table()
+                self.cache.put(key, schema, table)
+            tables.append(table)
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def spark(self) -> SparkSession:
         from changeflow.spark import get_spark
@@ -184,6 +194,7 @@ class Machine:
     def delete_keys(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.blob.delete(key)
+            self.cache.forget(key)
 
     # -- the catalog -----------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The table write log: commits are atomic across tables, applied once by any process, and
-refused when stale or when a read-then-write's inputs changed."""
+"""Multi-shard transactions (the write log): commits are atomic across shards, applied once by
+any process, and refused when stale or when a guarded commit's shards moved."""
 
 from __future__ import annotations
 
@@ -10,10 +10,17 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from changeflow.adapter.txns import WRITER, SerializationFailure, StaleTimestamp, TxnLog, reader
 from changeflow.config import Config
 from changeflow.failpoints import ENV, EXIT_CODE
 from changeflow.storage import Storage
+from changeflow.storage.txns import (
+    WRITER,
+    Moved,
+    SerializationFailure,
+    StaleTimestamp,
+    TxnLog,
+    reader,
+)
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
@@ -49,8 +56,22 @@ def test_a_commit_writes_every_table_at_one_timestamp(storage: Storage) -> None:
     log.ready({"a", "b"}, 10)
     assert contents(storage, "a", 10) == [(1, "x")]
     assert contents(storage, "b", 10) == [(2, "y"), (3, "z")]
+    assert len(log.state().pending) == 1  # applied; the next commit forgets it
+    assert log.commit(frames(log, {"a": [((4, "w"), 1)]})) == 11  # at the log's upper
+    assert [e["ts"] for e in log.state().pending] == [11]
+    log.ready({"a", "b"}, 11, tidy=True)
+    assert contents(storage, "a", 11) == [(1, "x"), (4, "w")]
     assert log.state().pending == []
     assert not storage.blob.list("adapter-txns")
+
+
+def test_a_commit_without_a_timestamp_takes_one_in_its_compare_and_set(storage: Storage) -> None:
+    log = TxnLog(storage)
+    assert log.commit(frames(log, {"a": [((1, "x"), 1)]}), floor=100) == 100
+    assert log.commit(frames(log, {"a": [((2, "y"), 1)]}), floor=50) == 101  # past the upper
+    log.ready({"a"}, 500)  # a reader moved the upper: later commits land after it
+    assert log.commit(frames(log, {"b": [((3, "z"), 1)]}), floor=50) == 501
+    assert contents(storage, "a", 500) == [(1, "x"), (2, "y")]
 
 
 def test_a_stale_timestamp_is_refused(storage: Storage) -> None:
@@ -87,7 +108,7 @@ def test_a_crash_leaves_the_commit_whole_or_absent(tmp_path: Path, point: str) -
     make_table(s, "b")
     s.close()
     script = (
-        "from changeflow.adapter.txns import TxnLog\n"
+        "from changeflow.storage.txns import TxnLog\n"
         "from changeflow.config import Config\n"
         "from changeflow.storage import Storage\n"
         f"s = Storage.open(Config.load(home={str(home)!r}))\n"
@@ -118,3 +139,14 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_a_guarded_commit_is_refused_when_its_shards_moved(storage: Storage) -> None:
+    log = TxnLog(storage)
+    log.commit(frames(log, {"a": [((1, "x"), 1)]}), ts=5)
+    with pytest.raises(Moved) as caught:
+        log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, guard={"a": 4, "b": 4})
+    assert (caught.value.upper, caught.value.moved) == (6, {"a"})
+    assert log.state().upper == 6 and "b" not in log.state().last_write  # nothing written
+    log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, guard={"a": 5, "b": 4})
+    assert log.state().last_write == {"a": 5, "b": 6}

@@ -1,0 +1,215 @@
+"""Indexes that serve: an index's arrangement, its input's rows by the index's key in this
+process's memory, read by queries that fix the key with equalities.
+
+``CREATE INDEX … (k)`` on a table (or a view, whose index shard is what its queries read)
+makes the host keep an :class:`Arrangement` of that shard by ``k``: built from a snapshot once,
+then moved forward with the shard's updates (a few new rows a step). A query whose only input
+is that shard, read through a filter with ``k = literal`` for every key column (a point
+SELECT, UPDATE or DELETE), is evaluated over the rows of that key alone, so the filter and the
+rest of the plan run on a handful of rows instead of the table. The recent updates are kept
+for :data:`RECENT_MS`, so a read a little behind the arrangement (a transaction's earlier
+timestamp) subtracts them; older reads, and reads of compacted history, take the usual path.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute.types import TEXT
+from changeflow.time import to_bound
+
+if TYPE_CHECKING:
+    from changeflow.adapter.catalog import CatalogState
+    from changeflow.adapter.environment import Environment
+
+Counted = dict[tuple[Any, ...], int]
+RECENT_MS = 60_000  # how far behind the arrangement a read may be and still use it
+
+
+class Arrangement:
+    """``shard``'s rows by the values of ``key`` (column indexes), at times below ``at``."""
+
+    def __init__(self, env: Environment, shard: str, key: tuple[int, ...]) -> None:
+        self.env, self.shard, self.key = env, shard, key
+        self.lock = threading.Lock()
+        self.rows: dict[tuple[Any, ...], Counted] = defaultdict(dict)
+        self.at: int | None = None  # every update below this is in ``rows``
+        self.floor = 0  # the earliest time a read may ask for
+        self.recent: list[tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = []
+        self.served = 0  # reads answered (a measure for tests and the status page)
+        self.sorted: list[Any] | None = None  # the keys in order, once a range asks for them
+
+    def read(self, values: tuple[Any, ...], ts: int) -> Counted | None:
+        """The rows whose key is ``values`` at ``ts`` (the shard is complete there); None if
+        this arrangement cannot tell (``ts`` too far behind it)."""
+        return self._read(ts, lambda: [values], lambda key: key == values)
+
+    def read_range(self, low: int | None, high: int | None, ts: int) -> Counted | None:
+        """The rows whose (one-column, integer) key is in ``[low, high]`` at ``ts``."""
+
+        def keys() -> list[tuple[Any, ...]]:
+            if self.sorted is None:
+                self.sorted = sorted(k[0] for k in self.rows if k[0] is not None)
+            start = 0 if low is None else bisect.bisect_left(self.sorted, low)
+            end = len(self.sorted) if high is None else bisect.bisect_right(self.sorted, high)
+            return [(k,) for k in self.sorted[start:end]]
+
+        def within(key: tuple[Any, ...]) -> bool:
+            k = key[0]
+            return k is not None and (low is None or k >= low) and (high is None or k <= high)
+
+        return self._read(ts, keys, within)
+
+    def _read(
+        self, ts: int, keys: Callable[[], list[tuple[Any, ...]]], wanted: Callable[[Any], bool]
+    ) -> Counted | None:
+        with self.lock:
+            if self.at is None or not self._advance(ts + 1):
+                self._build(ts)
+            if ts < self.floor:
+                return None
+            self.served += 1
+            out: Counted = {}
+            for key in keys():
+                for row, count in self.rows.get(key, {}).items():
+                    out[row] = out.get(row, 0) + count
+            for time, key, row, diff in reversed(self.recent):
+                if time <= ts:
+                    break
+                if wanted(key):
+                    out[row] = out.get(row, 0) - diff
+            return {r: c for r, c in out.items() if c}
+
+    def catch_up(self) -> None:
+        """Build, or move forward to the shard's upper (the host does this every tick)."""
+        upper = to_bound(self.env.storage.state(self.shard).upper)
+        if upper is None or upper == 0:
+            return
+        with self.lock:
+            if self.at is None or not self._advance(upper):
+                self._build(upper - 1)
+
+    def _build(self, ts: int) -> None:
+        self.rows = defaultdict(dict)
+        for row, count in self.env.snapshot(self.shard, ts).items():
+            self.rows[tuple(row[i] for i in self.key)][row] = count
+        self.at, self.floor, self.recent, self.sorted = ts + 1, ts, [], None
+
+    def _advance(self, to: int) -> bool:
+        """Apply the updates in ``[at, to)``; False if the shard was compacted past ``at``."""
+        from changeflow.adapter.environment import triples
+        from changeflow.storage.txns import reader
+
+        assert self.at is not None
+        if to <= self.at:
+            return True
+        state = self.env.storage.state(self.shard)
+        since = to_bound(state.since)
+        if since is None or since > self.at:
+            return False  # updates below ``at`` may have been moved into the range
+        updates = reader(self.env.storage, self.shard).updates(state, self.at, to)
+        for row, time, diff in triples(updates):
+            key = tuple(row[i] for i in self.key)
+            new_key = key not in self.rows
+            group = self.rows[key]
+            count = group.get(row, 0) + diff
+            if count:
+                group[row] = count
+            else:
+                group.pop(row, None)
+                if not group:
+                    del self.rows[key]
+            if self.sorted is not None and key[0] is not None:
+                if new_key and key in self.rows:
+                    bisect.insort(self.sorted, key[0])
+                elif not new_key and key not in self.rows:
+                    del self.sorted[bisect.bisect_left(self.sorted, key[0])]
+            self.recent.append((time, key, row, diff))
+        self.at = to
+        horizon = to - 1 - RECENT_MS
+        if self.recent and self.recent[0][0] <= horizon:
+            self.recent = [u for u in self.recent if u[0] > horizon]
+            self.floor = max(self.floor, horizon)
+        return True
+
+
+@dataclass
+class Fixed:
+    """What a filter right above a plan's only input says of its columns: the literal each
+    column equals, and the integer range ``[low, high]`` (None: open) some are bound to."""
+
+    shard: str
+    equal: dict[int, Any] = field(default_factory=dict)
+    ranges: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+
+
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def point(plan: P.Plan) -> Fixed | None:
+    """What a filter right above ``plan``'s only input fixes of it; None if the plan reads
+    that input otherwise, or nothing is fixed."""
+    gets: list[tuple[P.Get, P.Plan | None]] = []
+
+    def walk(node: P.Plan, parent: P.Plan | None) -> None:
+        if isinstance(node, P.Get):
+            gets.append((node, parent))
+        for child in node.inputs():
+            walk(child, node)
+
+    walk(plan, None)
+    if len(gets) != 1 or not isinstance(gets[0][1], P.Filter):
+        return None
+    fixed = Fixed(gets[0][0].name)
+    for predicate in gets[0][1].predicates:
+        if not isinstance(predicate, X.Cmp) or predicate.op not in FLIP:
+            continue
+        for col, lit, op in (
+            (predicate.a, predicate.b, predicate.op),
+            (predicate.b, predicate.a, FLIP[predicate.op]),
+        ):
+            if not (isinstance(col, X.Col) and isinstance(lit, X.Lit) and _same(col, lit)):
+                continue
+            if op == "=":
+                fixed.equal[col.index] = lit.value
+            elif type(lit.value) is int:
+                low, high = fixed.ranges.get(col.index, (None, None))
+                v = lit.value
+                if op in (">", ">="):
+                    bound = v + 1 if op == ">" else v
+                    low = bound if low is None else max(low, bound)
+                else:
+                    bound = v - 1 if op == "<" else v
+                    high = bound if high is None else min(high, bound)
+                fixed.ranges[col.index] = (low, high)
+    return fixed if fixed.equal or fixed.ranges else None
+
+
+def _same(col: X.Col, lit: X.Lit) -> bool:
+    """Is SQL's ``col = lit`` Python's equality of their values (so a dict finds the rows)?"""
+    if type(lit.value) is int:
+        return col.type.integer and lit.type.integer
+    return type(lit.value) is str and col.type == TEXT and lit.type == TEXT
+
+
+def index_keys(state: CatalogState, shard: str) -> list[tuple[int, ...]]:
+    """The keys (column indexes of ``shard``) of the indexes that arrange it: a table's
+    indexes, or the index whose own shard it is."""
+    item = state.items.get(shard)
+    if item is None:
+        return []
+    names = [c[0] for c in item.columns]
+    keys = []
+    for index in state.items.values():
+        if index.kind == "index" and shard in (index.id, index.options.get("on")):
+            key = index.options.get("key") or []
+            if key and all(k in names for k in key):
+                keys.append(tuple(names.index(k) for k in key))
+    return keys

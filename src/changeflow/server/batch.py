@@ -1,0 +1,162 @@
+"""Prepared INSERTs without SQL text: ``INSERT INTO t [(columns)] VALUES ($1, …, $n)`` executed
+again and again (psycopg's ``executemany``, any driver's prepared INSERT) collects its bound
+rows as columns and inserts them through the session in one frame, without substituting the
+parameters into SQL for sqlglot to parse.
+
+A run of such Executes of one statement is collected until anything else happens on the
+connection (Sync, another statement, the end of a batch of :data:`MAX_ROWS`), then inserted at
+once: one commit, as PostgreSQL commits the implicit transaction of the Executes before a
+Sync. A row is taken only when its parameters mean what its columns read: a parameter of
+unknown or text type, or of the column's own type (read by the column's type, as a quoted
+literal would be, or decoded from binary), an integer type into an integer, float or numeric
+column, a float or numeric into a float column. Anything else (another type, RETURNING, a
+DEFAULT to compute) takes the statement path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from changeflow.compute.expr import check_range, from_text
+from changeflow.compute.types import FLOAT8, NUMERIC, Column, SqlType
+from changeflow.errors import EvalError, PlanError
+from changeflow.server import values as V
+
+if TYPE_CHECKING:
+    from changeflow.adapter.session import Session
+
+MAX_ROWS = 10_000
+_NAME = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
+_INSERT = re.compile(
+    rf"\s*INSERT\s+INTO\s+({_NAME})\s*(?:\(\s*({_NAME}(?:\s*,\s*{_NAME})*)\s*\))?\s*"
+    r"VALUES\s*\(\s*(\$\d+(?:\s*,\s*\$\d+)*)\s*\)\s*;?\s*",
+    re.IGNORECASE,
+)
+_UNKNOWN = {0, V.TEXT, V.VARCHAR, V.UNKNOWN}
+_INTS = {V.INT2, V.INT4, V.INT8}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A prepared INSERT of one row of parameters into ``table`` (``columns``: None for all)."""
+
+    table: str
+    columns: list[str] | None
+
+
+def target(text: str) -> Target | None:
+    """The target of ``text`` if it is a plain prepared INSERT of ``$1…$n`` in order."""
+    m = _INSERT.fullmatch(text)
+    if m is None:
+        return None
+    params = [int(p.strip()[1:]) for p in m[3].split(",")]
+    if params != list(range(1, len(params) + 1)):
+        return None
+    columns = [_ident(c) for c in re.findall(_NAME, m[2])] if m[2] else None
+    if columns is not None and len(columns) != len(params):
+        return None
+    return Target(_ident(m[1]), columns)
+
+
+def _ident(name: str) -> str:
+    name = name.strip()
+    return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
+
+
+def _fits(oid: int, kind: SqlType) -> bool:
+    """Does a parameter of type ``oid`` mean, read as ``kind``, what the SQL path makes it?"""
+    if oid in _UNKNOWN or oid == V.oid_of(kind)[0]:
+        return True
+    if kind.integer:
+        return oid in _INTS
+    if kind == FLOAT8:
+        return oid in _INTS | {V.FLOAT4, V.NUMERIC}
+    if kind == NUMERIC:
+        return oid in _INTS
+    return False
+
+
+def _value(raw: bytes, oid: int, binary: bool, kind: SqlType, index: int) -> Any:
+    """A parameter as a value of its column: text read by the column's type (as a quoted
+    literal would be), binary decoded by its own type, then converted."""
+    if not binary:
+        return from_text(raw.decode("utf-8"), kind)
+    value = V.from_binary(raw, oid, index)
+    if kind.integer:
+        return check_range(int(value), kind)
+    if kind == FLOAT8:
+        return float(value)
+    if kind == NUMERIC:
+        return Decimal(value)
+    return value
+
+
+@dataclass
+class Batch:
+    """Rows collected for one target (see the module docstring)."""
+
+    target: Target
+    texts: list[str] = field(default_factory=list)  # each row's SQL, for the statement path
+    rows: list[list[Any]] = field(default_factory=list)
+
+    def insert(self, session: Session) -> None:
+        """Insert the rows, by columns if the table allows, else statement by statement."""
+        width = len(self.rows[0])
+        columns = [pa.array([r[i] for r in self.rows]) for i in range(width)]
+        done = session.insert_columns(self.target.table, self.target.columns, columns, text=False)
+        if done is None:
+            from changeflow.adapter.sql.statements import parse
+
+            for text in self.texts:
+                session.run(parse(text))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a Bind needs of the target table: its columns, which of them have a DEFAULT, and
+    which store exactly their SQL type (no numeric(p,s) or varchar(n) to fit a value to)."""
+
+    columns: tuple[Column, ...]
+    defaults: frozenset[str]
+    plain: frozenset[str]
+
+
+def bound_row(
+    found: Target, shape: Shape, oids: list[int], raw: list[bytes | None], formats: list[int]
+) -> list[Any] | None:
+    """The row a Bind gives ``found``'s columns, as their values; None if it should take the
+    statement path. A value its column refuses (bad input, NULL in a NOT NULL column) is its
+    error now, so nothing is left to fail when the rows are inserted."""
+    by_name = {c.name: c for c in shape.columns}
+    names = found.columns if found.columns is not None else [c.name for c in shape.columns]
+    if len(names) != len(raw) or any(n not in shape.plain for n in names):
+        return None
+    for c in shape.columns:  # a left-out column is NULL: its DEFAULT or NOT NULL is theirs
+        if c.name not in names and (c.name in shape.defaults or not c.nullable):
+            return None
+    row: list[Any] = []
+    for i, (value, oid, name) in enumerate(zip(raw, oids, names, strict=True)):
+        column = by_name[name]
+        if not _fits(oid, column.type):
+            return None
+        binary = (formats[0] if len(formats) == 1 else formats[i]) if formats else 0
+        try:
+            row.append(
+                None if value is None else _value(value, oid, binary == 1, column.type, i + 1)
+            )
+        except UnicodeDecodeError:
+            return None  # the statement path gives its error
+        except EvalError as e:
+            raise PlanError(e.message, sqlstate=e.fields.get("sqlstate", "22P02")) from None
+        if row[-1] is None and not column.nullable:
+            raise PlanError(
+                f'null value in column "{name}" of relation "{found.table}" violates not-null '
+                "constraint",
+                sqlstate="23502",
+            )
+    return row

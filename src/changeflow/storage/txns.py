@@ -1,0 +1,323 @@
+"""Multi-shard transactions: atomic commits to several shards at one timestamp, through a write
+log applied to the shards after (the adapter's tables are written this way).
+
+A shard's compare-and-append is atomic for that shard only. A commit that writes several shards
+(or several sessions' writes grouped into one timestamp) is made atomic by this log, kept under
+one consensus key of the home (``adapter/txns``, its name from when the adapter kept it):
+
+- ``commit`` puts each table's updates in the entry itself (up to :data:`INLINE_BYTES`, so a
+  small write costs no blob) or in a blob, then, in one compare-and-set, adds an entry
+  ``{ts, writes}`` iff ``ts`` is at or beyond the log's ``upper``, and moves ``upper`` past
+  ``ts``. Then the commit is durable and acknowledged. A guarded commit names shards and times
+  (what a read-then-write transaction read, and up to when that is known to hold): if one of
+  them was written since, nothing is written and :class:`Moved` says which
+  (the adapter's group commit then checks whether what was read really changed).
+- ``ready(shards, ts)`` makes the shards readable at ``ts``: the log's upper is moved past ``ts``
+  (so no later commit can land at or before it), every pending entry is applied to its shards
+  (one compare-and-append per shard for all its pending entries, in timestamp order, with a
+  token, so any process may apply them and each lands once), and each shard's upper is moved
+  past ``ts``. Entries wait for a reader, the host or a long enough log to be applied.
+
+A process killed anywhere leaves the log before the commit (nothing written but a stray blob)
+or after it (the next ``ready`` applies it): never in between.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.errors import ChangeflowError, UpperMismatch
+from changeflow.failpoints import failpoint
+from changeflow.storage.consensus import VersionedData
+from changeflow.storage.frames import to_frame
+from changeflow.storage.read import ReadCapability
+from changeflow.storage.shard import Storage
+from changeflow.storage.write import WriteCapability
+from changeflow.time import Antichain, to_bound
+from changeflow.updates import TIME
+
+KEY = "adapter/txns"
+BLOBS = "adapter-txns"
+INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
+INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
+FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
+WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
+
+
+class SerializationFailure(ChangeflowError):
+    """A read-then-write commit whose inputs changed after its read (SQLSTATE 40001)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, sqlstate="40001")
+
+
+class StaleTimestamp(ChangeflowError):
+    """The commit's timestamp is behind the log's upper: take a new one and try again."""
+
+
+class Moved(ChangeflowError):
+    """A guarded commit's shards were written after its guard's times (nothing was written):
+    ``upper`` is the log's upper then, ``moved`` those shards."""
+
+    def __init__(self, upper: int, moved: set[str]) -> None:
+        super().__init__(f"{', '.join(sorted(moved))} written before {upper}")
+        self.upper, self.moved = upper, moved
+
+
+def conflict(moved: set[str]) -> SerializationFailure:
+    return SerializationFailure(
+        "could not serialize access due to concurrent update: "
+        f"{', '.join(sorted(moved))} changed what this transaction read"
+    )
+
+
+@dataclass
+class LogState:
+    upper: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)  # {ts, writes: {shard: key}}
+    last_write: dict[str, int] = field(default_factory=dict)  # shard -> ts of its last commit
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.__dict__).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LogState:
+        return cls(**json.loads(data))
+
+
+class TxnLog:
+    """The write log of one home (see the module docstring)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.consensus = storage.consensus
+        self._applying = threading.Lock()
+        self._lock = threading.Lock()
+        self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
+        self.pending = 0  # entries waiting to be applied after this process's last commit
+
+    def _change(self, fn: Any) -> Any:
+        while True:
+            head = self.consensus.head(KEY)
+            state = LogState() if head is None else LogState.from_bytes(head.data)
+            new, result = fn(state)
+            if new is None:
+                return result
+            seqno = head.seqno if head else None
+            data = VersionedData((seqno or 0) + 1, new.to_bytes())
+            if self.consensus.compare_and_set(KEY, seqno, data):
+                if seqno and seqno % 64 == 0:
+                    self.consensus.truncate(KEY, seqno)
+                return result
+
+    def state(self) -> LogState:
+        head = self.consensus.head(KEY)
+        return LogState() if head is None else LogState.from_bytes(head.data)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def frame(
+        self, shard: str, rows: list[tuple[tuple[Any, ...], int]], name: str | None = None
+    ) -> pa.Table:
+        """``rows`` (row, diff) as an update frame of the shard (its time set at commit),
+        checked against its schema (types, NOT NULL) before anything is written; errors name
+        the table ``name``."""
+        schema = self.storage.state(shard).schema
+        return to_frame([(row, 0, diff) for row, diff in rows], schema, name or shard)
+
+    def commit(
+        self,
+        frames: dict[str, pa.Table],
+        ts: int | None = None,
+        read_ts: int | None = None,
+        read_shards: frozenset[str] = frozenset(),
+        guard: dict[str, int] | None = None,
+        floor: int = 0,
+    ) -> int:
+        """Commit ``frames`` (shard -> update frame from :meth:`frame`) atomically and return
+        their timestamp; see the module docstring. At ``ts`` (:class:`StaleTimestamp` if it
+        is behind the log), or, without one, at the log's upper or ``floor`` if later: the
+        timestamp is taken in the compare-and-set itself, so no oracle round trip is needed
+        (a reader moves the log's upper past its timestamp before it reads).
+        ``guard`` (shard -> time): raise :class:`Moved` if one of those shards was written
+        after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
+        a read-then-write commit that cannot check its reads: a serialization failure.
+        :attr:`pending` is then how many entries wait to be applied."""
+        guard = dict(guard or {})
+        for shard in read_shards:
+            guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
+        keys = {}
+        for shard, frame in frames.items():
+            if frame.num_rows:
+                data = _ipc(frame)  # its time is the entry's (set when applied)
+                if len(data) <= INLINE_BYTES:  # a small write rides in the entry itself
+                    keys[shard] = INLINE + base64.b64encode(data).decode()
+                else:
+                    keys[shard] = f"{BLOBS}/{uuid.uuid4().hex}.arrow"
+                    self.storage.blob.set(keys[shard], data)
+        blobs = [k for k in keys.values() if not k.startswith(INLINE)]
+        with self._lock:
+            applied = frozenset(self._applied)
+        waiting = [0]  # entries not applied after the commit (of the try that won)
+
+        def add(state: LogState) -> tuple[LogState | None, int]:
+            at = max(state.upper, floor) if ts is None else ts
+            if at < state.upper:
+                raise StaleTimestamp(f"timestamp {at} is behind the write log at {state.upper}")
+            moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
+            if moved:
+                raise Moved(state.upper, moved)
+            kept = [e for e in state.pending if e["ts"] not in applied]  # forgotten now
+            waiting[0] = len(kept) + bool(keys)
+            if not keys:
+                return LogState(at + 1, kept, state.last_write), at
+            last = {**state.last_write, **dict.fromkeys(keys, at)}
+            return LogState(at + 1, [*kept, {"ts": at, "writes": keys}], last), at
+
+        failpoint("txns.before_commit")
+        try:
+            at = self._change(add)
+        except Moved as m:
+            for key in blobs:
+                self.storage.blob.delete(key)
+            if read_shards:
+                raise conflict(m.moved & read_shards or m.moved) from None
+            raise
+        except BaseException:
+            for key in blobs:
+                self.storage.blob.delete(key)
+            raise
+        with self._lock:
+            self._applied -= applied
+        self.pending = waiting[0]
+        return at
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def ready(self, shards: set[str] | frozenset[str], ts: int, tidy: bool = False) -> None:
+        """Make every shard of ``shards`` (tables) readable at ``ts`` (``tidy``: and leave no
+        applied entry in the log)."""
+
+        def advance(state: LogState) -> tuple[LogState | None, None]:
+            if state.upper > ts:
+                return None, None
+            return LogState(ts + 1, state.pending, state.last_write), None
+
+        self._change(advance)
+        self.apply(tidy)
+        for shard in shards:
+            self._advance_shard(shard, ts + 1)
+
+    def apply(self, tidy: bool = False) -> None:
+        """Apply every pending entry to its shards (one append per shard for all its entries,
+        in timestamp order), then forget them: at once if they have blobs, if :data:`FORGET_AT`
+        wait, or if ``tidy``; else this process's next commit forgets them in its own
+        compare-and-set. One thread of this process applies at a time; other processes may
+        apply the same entries (each lands once)."""
+        with self._applying:
+            pending = sorted(self.state().pending, key=lambda e: e["ts"])
+            if not pending:
+                return
+            by_shard: dict[str, list[tuple[int, str]]] = {}
+            for entry in pending:
+                for shard, key in entry["writes"].items():
+                    by_shard.setdefault(shard, []).append((entry["ts"], key))
+            for shard, writes in by_shard.items():
+                self._apply(shard, writes)
+                failpoint("txns.partly_applied")
+            done = {e["ts"] for e in pending}
+            inline = all(k.startswith(INLINE) for e in pending for k in e["writes"].values())
+            if inline and not tidy and len(pending) < FORGET_AT:
+                with self._lock:  # the next commit forgets them in its own compare-and-set
+                    self._applied |= done
+                return
+
+            def forget(state: LogState) -> tuple[LogState | None, None]:
+                left = [e for e in state.pending if e["ts"] not in done]
+                return LogState(state.upper, left, state.last_write), None
+
+            self._change(forget)
+            for entry in pending:
+                for key in entry["writes"].values():
+                    if not key.startswith(INLINE):
+                        self.storage.blob.delete(key)
+
+    def _apply(self, shard: str, writes: list[tuple[int, str]]) -> None:
+        """Append the writes ``(ts, key)`` (in timestamp order) the shard does not have yet."""
+        while True:
+            upper = self._upper(shard)
+            todo = [(ts, key) for ts, key in writes if upper is not None and ts >= upper]
+            if not todo:
+                return  # applied already (by this process or another), or the shard is gone
+            tables = [self._load(key, ts) for ts, key in todo]
+            if any(t is None for t in tables):
+                continue  # applied and forgotten by another process meanwhile: look again
+            table = pa.concat_tables(tables)  # type: ignore[arg-type]
+            last = todo[-1][0]
+            token = f"txn-{todo[0][0]}-{last}-{shard}"
+            if self._append(shard, table, upper, last + 1, token=token):  # type: ignore[arg-type]
+                return
+
+    def _load(self, key: str, ts: int) -> pa.Table | None:
+        """A write's update frame at ``ts``: inline in the entry, or in its blob (None if
+        deleted)."""
+        if key.startswith(INLINE):
+            data: bytes | None = base64.b64decode(key[len(INLINE) :])
+        else:
+            data = self.storage.blob.get(key)
+        return None if data is None else _at(pa.ipc.open_stream(data).read_all(), ts)
+
+    def _advance_shard(self, shard: str, to: int) -> None:
+        while True:
+            upper = self._upper(shard)
+            if upper is None or upper >= to or self._append(shard, [], upper, to):
+                return
+
+    def _upper(self, shard: str) -> int | None:
+        if shard not in self.storage.catalog().entries:
+            return None
+        return to_bound(self.storage.state(shard).upper)
+
+    def _append(
+        self, shard: str, updates: Any, upper: int, new_upper: int, token: str | None = None
+    ) -> bool:
+        """Compare-and-append at ``upper``; False if another process moved it first."""
+        cap = writer(self.storage, shard, upper)
+        try:
+            self.storage.append(cap, updates, new_upper, token)
+        except UpperMismatch:
+            return False
+        return True
+
+
+def writer(storage: Storage, shard: str, upper: int) -> WriteCapability:
+    """The table's shared write capability (created with the table), at ``upper``."""
+    gid = storage.machine.entry(shard).id
+    return WriteCapability(storage.machine, gid, shard, WRITER, Antichain([upper]))
+
+
+def reader(storage: Storage, shard: str) -> ReadCapability:
+    """The adapter's registered read capability of ``shard``, at its since."""
+    gid = storage.machine.entry(shard).id
+    since = storage.state(shard).since
+    return ReadCapability(storage.machine, gid, shard, WRITER, since, WRITER)
+
+
+def _at(frame: pa.Table, ts: int) -> pa.Table:
+    """``frame`` with every update at ``ts``."""
+    at = frame.schema.get_field_index(TIME)
+    return frame.set_column(at, TIME, pa.array([ts] * frame.num_rows, pa.int64()))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    return sink.getvalue().to_pybytes()

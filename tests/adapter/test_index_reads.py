@@ -1,0 +1,85 @@
+"""Indexes that serve: point and range reads (SELECT, UPDATE, DELETE with the key fixed or
+bounded) through an index's arrangement give what the same statements give on a table without an index (the
+reference path: the whole table read and filtered), on random writes over time, at the latest
+timestamp and at a transaction's earlier one."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from changeflow.adapter.environment import Environment
+from changeflow.adapter.session import Session
+from changeflow.config import Config
+
+keys = st.integers(0, 4)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("insert"), keys, st.sampled_from(["a", "b", "it's"])),
+        st.tuples(st.just("update"), keys, st.just("")),
+        st.tuples(st.just("delete"), keys, st.sampled_from(["a", "b"])),
+        st.tuples(st.just("tick"), st.just(0), st.just("")),
+        st.tuples(st.just("read"), keys, st.just("")),
+    ),
+    max_size=10,
+)
+names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("index") / "home"
+    environment = Environment(Config.load(home=str(home)), host_seconds=None)
+    yield environment
+    environment.close()
+
+
+def rows(session: Session, sql: str) -> list[tuple]:
+    return sorted(session.execute(sql)[-1].rows)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=ops)
+def test_point_reads_through_an_index_match_a_table_without_one(env: Environment, ops) -> None:
+    n = next(names)
+    indexed, plain = f"ix{n}", f"px{n}"
+    s, old = Session(env), Session(env)
+    for t in (indexed, plain):
+        s.execute(f"CREATE TABLE {t} (k int NOT NULL, v text, n int NOT NULL)")
+    s.execute(f"CREATE INDEX {indexed}_k ON {indexed} (k)")
+    served = sum(a.served for a in env.arrangements.values())
+    old.execute("BEGIN")  # a read-only transaction: every read at its first read's timestamp
+    old_seen: dict[str, list] = {}
+    for kind, k, v in ops:
+        value = "'" + v.replace("'", "''") + "'"
+        for t in (indexed, plain):
+            if kind == "insert":
+                s.execute(f"INSERT INTO {t} VALUES ({k}, {value}, 0)")
+            elif kind == "update":
+                s.execute(f"UPDATE {t} SET n = n + 1 WHERE k = {k}")
+            elif kind == "delete":
+                s.execute(f"DELETE FROM {t} WHERE k = {k} AND v = {value}")
+        if kind == "tick":
+            env.tick()
+        if kind == "read":
+            for query in (
+                "SELECT k, v, n FROM {} WHERE k = {}",
+                "SELECT count(*), sum(n) FROM {} WHERE {} = k AND n >= 1",
+                "SELECT k, v, n FROM {0} WHERE k >= {1} AND k < {1} + 2",
+                "SELECT k, v FROM {0} WHERE {1} < k",
+                "SELECT k FROM {0} WHERE k <= {1} AND k > 5",
+            ):
+                got = [rows(s, query.format(t, k)) for t in (indexed, plain)]
+                assert got[0] == got[1], (query, k)
+                past = [rows(old, query.format(t, k)) for t in (indexed, plain)]
+                assert past[0] == past[1], ("in the transaction", query, k)
+                old_seen.setdefault(query.format("_", k), past[0])
+                assert old_seen[query.format("_", k)] == past[0]  # one timestamp throughout
+    old.execute("COMMIT")
+    if any(kind == "read" for kind, _, _ in ops):
+        assert sum(a.served for a in env.arrangements.values()) > served

@@ -1,0 +1,87 @@
+"""Prepared INSERTs without SQL text (``server/batch.py``): psycopg's ``executemany`` in text
+and binary, compared with PostgreSQL 15: the same rows, the same errors, all or nothing per
+Sync; and a prepared INSERT that cannot take that path still works."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from decimal import Decimal
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+COLUMNS = "(k int NOT NULL, v text, f double precision, d numeric(8,2), b boolean, day date)"
+ROWS = [
+    (1, "a", 1.5, Decimal("3.14"), True, dt.date(2024, 1, 2)),
+    (2, None, None, None, None, None),
+    (3, "it's", -2.0, Decimal("-1.5"), False, dt.date(1999, 12, 31)),
+]
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_url: str) -> Iterator[psycopg.Connection]:
+    from postgres_server import create_database
+
+    url = create_database(postgres_url, "executemany")
+    with psycopg.connect(url, autocommit=True) as c:
+        yield c
+
+
+def contents(c: psycopg.Connection, name: str) -> list[tuple]:
+    return c.execute(f"SELECT k, v, f, d, b, day FROM {name} ORDER BY k").fetchall()
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_executemany_inserts_as_postgresql_does(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str, binary: bool
+) -> None:
+    name = f"{table_name}_{int(binary)}"
+    for c in (conn, pg):
+        c.execute(f"CREATE TABLE {name} {COLUMNS}")
+        c.cursor(binary=binary).executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s, %s, %s, %s)", ROWS
+        )
+        c.cursor(binary=binary).executemany(
+            f"INSERT INTO {name} (day, k) VALUES (%s, %s)",
+            [(dt.date(2000, 1, 1), 10 + i) for i in range(50)],
+        )
+    assert contents(conn, name) == contents(pg, name)
+    assert len(contents(conn, name)) == 53
+
+
+def test_a_bad_row_stops_executemany_as_in_postgresql(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str
+) -> None:
+    codes, got = [], []
+    for c in (pg, conn):
+        c.execute(f"CREATE TABLE {table_name} {COLUMNS}")
+        with pytest.raises(psycopg.Error) as caught:
+            c.cursor().executemany(
+                f"INSERT INTO {table_name} (k, v) VALUES (%s, %s)",
+                [(1, "a"), (None, "b"), (3, "c")],
+            )
+        codes.append(caught.value.sqlstate)
+        got.append(contents(c, table_name))
+        c.cursor().executemany(f"INSERT INTO {table_name} (k, v) VALUES (%s, %s)", [(4, "d")])
+    assert codes == ["23502", "23502"]
+    assert got[0] == got[1]
+    assert contents(conn, table_name) == contents(pg, table_name)
+
+
+def test_prepared_inserts_the_batch_cannot_take_still_work(
+    conn: psycopg.Connection, table_name: str
+) -> None:
+    conn.execute(f"CREATE TABLE {table_name} (k int, v text DEFAULT 'dflt')")
+    conn.cursor().executemany(
+        f"INSERT INTO {table_name} (k) VALUES (%s)", [(1,), (2,)]
+    )  # a DEFAULT
+    conn.cursor().executemany(
+        f"INSERT INTO {table_name} VALUES (%s + 1, %s)", [(3, "x")]
+    )  # not plain
+    with conn.transaction():
+        conn.execute(f"INSERT INTO {table_name} VALUES (%s, %s)", (10, "in a block"))
+    got = conn.execute(f"SELECT k, v FROM {table_name} ORDER BY k").fetchall()
+    assert got == [(1, "dflt"), (2, "dflt"), (4, "x"), (10, "in a block")]
