@@ -1,7 +1,7 @@
 """Indexes that serve: point and range reads (SELECT, UPDATE, DELETE with the key fixed or
-bounded) through an index's arrangement give what the same statements give on a table without an index (the
-reference path: the whole table read and filtered), on random writes over time, at the latest
-timestamp and at a transaction's earlier one."""
+bounded) through an index's arrangement give what the same statements give on a table without
+an index (the reference path: the whole table read and filtered), on random writes over time,
+at the latest timestamp and at a transaction's earlier one."""
 
 from __future__ import annotations
 

@@ -296,9 +296,7 @@ def test_a_view_with_state_beyond_the_driver_hydrates_and_steps(tmp_path: Path) 
                 timeout=RUN_TIMEOUT,
             )
         except subprocess.TimeoutExpired as e:
-            pytest.fail(
-                f"the capped view did not finish within {RUN_TIMEOUT:.0f} s: {e.stdout}"
-            )
+            pytest.fail(f"the capped view did not finish within {RUN_TIMEOUT:.0f} s: {e.stdout}")
         assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-4000:])
         assert "ok peak Python RSS" in run.stdout, run.stdout
         print(run.stdout.strip())
