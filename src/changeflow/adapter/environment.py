@@ -50,11 +50,21 @@ Counted = dict[tuple[Any, ...], int]
 
 
 def schema_of(item: Item) -> Schema:
-    return tuple(Column(n, sql_type(t), nullable) for n, t, nullable in item.columns)
+    """An item's columns as a plan reads them (numeric ones with the scale they show)."""
+    scales = item.options.get("scales") or [None] * len(item.columns)
+    return tuple(
+        Column(n, sql_type(t), nullable, scale)
+        for (n, t, nullable), scale in zip(item.columns, scales, strict=True)
+    )
 
 
 def columns_of(schema: Schema) -> tuple[tuple[str, str, bool], ...]:
     return tuple((c.name, c.type.name, c.nullable) for c in schema)
+
+
+def scales_of(schema: Schema) -> list[int | None]:
+    """The scales of a schema's columns, as an item keeps them in its options."""
+    return [c.scale for c in schema]
 
 
 def encode_plan(plan: P.Plan) -> str:

@@ -346,9 +346,10 @@ class Dataflow:
         names = self.schema.names
         columns: list[list[Any]] = [[] for _ in names]
         times, diffs = [], []
+        quanta = [_quantum(f.type) for f in self.schema]
         for row, t, d in updates:
-            for column, value in zip(columns, row, strict=True):
-                column.append(_fit(value))
+            for column, value, quantum in zip(columns, row, quanta, strict=True):
+                column.append(value.quantize(quantum) if isinstance(value, Decimal) else value)
             times.append(t)
             diffs.append(d)
         arrays = [pa.array(c, type=f.type) for c, f in zip(columns, self.schema, strict=True)]
@@ -383,11 +384,9 @@ def _data_rows(table: pa.Table) -> Iterable[tuple[Any, ...]]:
     return zip(*data, strict=True) if data else repeat((), table.num_rows)
 
 
-def _fit(value: Any) -> Any:
-    """A value as its output column holds it (numeric to the column's scale)."""
-    if isinstance(value, Decimal):
-        return value.quantize(Decimal("1e-10"))
-    return value
+def _quantum(kind: pa.DataType) -> Decimal | None:
+    """The step a stored decimal column holds its values at (numeric to the column's scale)."""
+    return Decimal(1).scaleb(-kind.scale) if pa.types.is_decimal(kind) else None
 
 
 def _meet(uppers: Any) -> Bound:
