@@ -35,6 +35,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
+from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
@@ -193,7 +194,7 @@ class Environment:
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
-        if stored > SPARK_ROWS and not isinstance(plan, P.Get):
+        if stored > SPARK_ROWS and not isinstance(plan, P.Get) and not has_window(plan):
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
 

@@ -23,6 +23,7 @@ from typing import Any
 from sortedcontainers import SortedKeyList
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.evaluate import Row, _matches, _positive, aggregate_values, sort_key
 from changeflow.compute.expr import Cmp, Lit, _as, check_range
 from changeflow.compute.types import FLOAT8, INT8, SqlType
@@ -687,6 +688,10 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             )
         case P.TopK():
             return TopK(children[0], plan)
+        case W.Window(partition_by=partition_by):  # a change recomputes its partition
+            return KeyedRecompute(
+                children[0], partition_by, lambda key, rows: dict(W.partition_output(plan, rows))
+            )
     raise PlanError(f"no operator for {type(plan).__name__}")
 
 

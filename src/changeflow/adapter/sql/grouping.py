@@ -12,6 +12,7 @@ from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, contains, is_aggregate, walk
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.adapter.sql.windows import windowed_functions
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import BOOL
@@ -22,10 +23,10 @@ class Grouping:
     """The Planner's GROUP BY and aggregates."""
 
     def aggregating(self, node: exp.Select, nodes: list[exp.Expression]) -> bool:
-        avg.refuse_windows(nodes)
         if node.args.get("group") is not None or node.args.get("having") is not None:
             return True
-        return any(contains(n, is_aggregate) for n in nodes)
+        windowed = windowed_functions(nodes)
+        return any(contains(n, lambda m: is_aggregate(m) and id(m) not in windowed) for n in nodes)
 
     def aggregate(
         self,
@@ -47,9 +48,10 @@ class Grouping:
         aggs: list[P.Aggregate] = []
         slots: dict[int, list[int]] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
+        windowed = windowed_functions(sources)
         filtered = {
             id(n.this) for source in sources for n in walk(source) if _filtered_aggregate(n)
-        }
+        } | windowed
         for source in sources:
             for n in walk(source):
                 if id(n) in filtered or id(n) in slots:

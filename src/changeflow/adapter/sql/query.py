@@ -28,6 +28,7 @@ from changeflow.adapter.sql.rows import (
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.adapter.sql.windows import Windows, function_name
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import optimize
@@ -67,6 +68,9 @@ def output_name(node: exp.Expression) -> str:
         return ident(node.this)
     if isinstance(node, exp.Paren):
         return output_name(node.this)
+    if isinstance(node, exp.Window):
+        fn = node.this.this if isinstance(node.this, exp.Filter) else node.this
+        return function_name(fn)
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Literal):
         return output_name(node.this)
     if type(node) in AGGREGATE_NODES:
@@ -82,7 +86,7 @@ def output_name(node: exp.Expression) -> str:
     return "?column?"
 
 
-class Planner(FromClause, Grouping, Ordering, Correlation):
+class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
     """Plans one statement; remembers the catalog items and timelines it read."""
 
     def __init__(self, resolver: Resolver, temporal_and_only: bool) -> None:
@@ -214,7 +218,7 @@ class Planner(FromClause, Grouping, Ordering, Correlation):
         distinct = node.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise unsupported("SELECT DISTINCT ON", distinct)
-        for key in ("windows", "qualify", "connect", "laterals", "into"):
+        for key in ("qualify", "connect", "laterals", "into"):
             if node.args.get(key):
                 raise unsupported(key.upper(), node)
         rel = self.from_(node, outer)
@@ -245,6 +249,7 @@ class Planner(FromClause, Grouping, Ordering, Correlation):
             key_cols = list(range(len(inner_keys)))
         else:
             key_cols = [k.index for k in inner_keys]  # type: ignore[attr-defined]
+        stage = self.windows(node, stage, items.nodes + order_nodes)
         out = self.project(node, stage, items, key_cols, top, outer_keys, defaults)
         return replace(out, null_safe=domain is not None)
 

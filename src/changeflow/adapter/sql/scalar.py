@@ -497,7 +497,7 @@ class Scalars:
         return self.func("to_timestamp", [node.this])
 
     def _window(self, node: exp.Window) -> X.Expr:
-        raise unsupported("window functions", node)
+        raise PlanError(f"window functions are not allowed in {self.clause}", sqlstate="42P20")
 
     def _subquery(self, node: exp.Subquery) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)
