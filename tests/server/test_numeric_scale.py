@@ -90,8 +90,9 @@ def test_numeric_scale_in_materialized_views(server, postgres_url: str, table_na
 
 @pytest.mark.postgres
 def test_numeric_scale_in_a_sink(tmp_path, postgres_url: str) -> None:
-    import changeflow
     from postgres_server import database_for_test
+
+    import changeflow
 
     target = database_for_test(postgres_url, "numeric_sink")
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)

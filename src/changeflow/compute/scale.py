@@ -42,13 +42,13 @@ def scale_of(e: X.Expr, schema: Schema) -> int | None:
         return scale_of(e.a, schema)
     if isinstance(e, X.Case | X.Coalesce):
         branches = [v for _, v in e.whens] + [e.otherwise] if isinstance(e, X.Case) else e.args
-        return _common(branches, schema)
+        return common_scale(branches, schema)
     if isinstance(e, Func):
         return _func_scale(e, schema)
     return None
 
 
-def _common(exprs: list[X.Expr] | tuple[X.Expr, ...], schema: Schema) -> int | None:
+def common_scale(exprs: list[X.Expr] | tuple[X.Expr, ...], schema: Schema) -> int | None:
     """The scale all of ``exprs`` share (a NULL literal shares any), else None."""
     scales = {scale_of(x, schema) for x in exprs if not _null(x)}
     return scales.pop() if len(scales) == 1 else None
@@ -72,5 +72,5 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
             return max(places.value, 0)
         return None
     if name in ("greatest", "least"):
-        return _common(e.args, schema)
+        return common_scale(e.args, schema)
     return None

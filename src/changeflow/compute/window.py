@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, aggregate_values, sort_key
-from changeflow.compute.expr import Expr, numeric_div
-from changeflow.compute.scale import scale_of
+from changeflow.compute.expr import Expr, div_scale
+from changeflow.compute.scale import common_scale
 from changeflow.compute.types import FLOAT8, INT4, INT8, Column, Schema, SqlType
 from changeflow.errors import EvalError, PlanError
 
@@ -96,7 +96,8 @@ class WindowFunc:
             agg = P.Aggregate(self.func, self.args[0] if self.args else None)
             return agg.output(schema, name)
         value = self.args[0]
-        return Column(name, value.type, True, scale_of(value, schema))
+        shown = [value, self.args[2]] if self.func in OFFSETS and len(self.args) > 2 else [value]
+        return Column(name, value.type, True, common_scale(shown, schema))
 
     def __str__(self) -> str:
         return f"{self.func}({', '.join(map(str, self.args))}) OVER ({self.frame})"
@@ -316,6 +317,14 @@ def _range_bound(b: Bound, window: Window, rows: list[Row], peer: int, i: int, s
     return inside[-1] if inside else -1
 
 
+def _average(total: Decimal, n: int) -> Decimal:
+    """PostgreSQL's numeric avg: the quotient at its division's scale."""
+    scale = div_scale(total, Decimal(n))
+    with localcontext() as ctx:
+        ctx.prec = max(total.adjusted(), 0) + scale + 10
+        return (total / n).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+
+
 def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType) -> Any:
     if f.func == "first_value":
         return f.args[0].eval(frame[0]) if frame else None
@@ -336,6 +345,6 @@ def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType) -> Any:
         if not values:
             return None
         total = sum((Decimal(v) for v, _ in values), Decimal(0))
-        return numeric_div(total, Decimal(len(values)))
+        return _average(total, len(values))
     agg = P.Aggregate(f.func, arg)
     return aggregate_values(agg, values, kind)
