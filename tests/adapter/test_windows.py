@@ -51,8 +51,7 @@ QUERIES = [
     "rank() OVER v FROM w WINDOW v AS (PARTITION BY g ORDER BY s)",
 ]
 GROUPED = [
-    "SELECT g, sum(x), rank() OVER (ORDER BY sum(x) DESC), sum(sum(x)) OVER () FROM w "
-    "GROUP BY g",
+    "SELECT g, sum(x), rank() OVER (ORDER BY sum(x) DESC), sum(sum(x)) OVER () FROM w GROUP BY g",
     "SELECT DISTINCT g, count(*) OVER (PARTITION BY g) FROM w",
     "SELECT g, count(*), lag(count(*)) OVER (ORDER BY g) FROM w WHERE x IS NOT NULL GROUP BY g",
 ]
