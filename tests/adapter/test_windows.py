@@ -168,3 +168,18 @@ def test_a_change_recomputes_only_its_partition(tmp_path: Path) -> None:
     changed = {row[1] for row in before ^ after}
     assert changed == {1} and flow.tier == "process"
     conn.close()
+
+
+def test_a_window_view_runs_on_the_process_tier(tmp_path: Path) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE p (id int, g int)")
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute(
+            "CREATE MATERIALIZED VIEW c WITH (CLUSTER = true) AS SELECT id, rank() OVER "
+            "(ORDER BY id) FROM p"
+        )
+    assert caught.value.sqlstate == "0A000" and "in-process tier" in str(caught.value)
+    conn.execute("CREATE MATERIALIZED VIEW c AS SELECT id, rank() OVER (ORDER BY id) FROM p")
+    assert "Tier: process" in conn.execute("EXPLAIN MATERIALIZED VIEW c").fetchall()[0][0]
+    conn.close()
