@@ -434,7 +434,6 @@ ERRORS = [
     ("SELECT k::interval FROM r", "42704", 'type "interval" does not exist'),
     ("SELECT k::nosuchtype FROM r", "42704", "nosuchtype"),
     ("SELECT interval '1 day'", "0A000", "interval"),
-    ("SELECT DISTINCT ON (k) k FROM r", "0A000", "DISTINCT ON"),
     ("WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x", "0A000", "WITH RECURSIVE"),
     ("SELECT * FROM r, LATERAL (SELECT 1) x", "0A000", "LATERAL"),
     ("SELECT * FROM generate_series(1, 3)", "0A000", "FROM"),

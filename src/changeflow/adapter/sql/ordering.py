@@ -111,37 +111,26 @@ class Ordering:
     ) -> Output:
         order = node.args.get("order")
         ordered = list(order.expressions) if order is not None else []
-        stage.hoist(items.nodes + [o.this for o in ordered])
+        on_node = (node.args.get("distinct") or exp.Distinct()).args.get("on")
+        on = list(on_node.expressions) if isinstance(on_node, exp.Tuple) else []
+        on += [on_node] if on_node is not None and not on else []
+        stage.hoist(items.nodes + [o.this for o in ordered] + on)
         sc = stage.scalars()
         exprs = [sc(n) for n in items.nodes]
         names = list(items.names)
-        distinct = node.args.get("distinct") is not None
-        orders: list[P.Order] = []
+        distinct = node.args.get("distinct") is not None and not on
         hidden: list[X.Expr] = []
-        for o in ordered:
-            target = o.this
-            index = self.ordinal(target, len(exprs))
-            if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
-                name = ident(target.this)
-                matches = [i for i, n in enumerate(names) if n == name]
-                if len({exprs[i] for i in matches}) > 1:
-                    raise PlanError(f'ORDER BY "{name}" is ambiguous', sqlstate="42702")
-                index = matches[0] if matches else None
-            if index is None:
-                sc.clause = "ORDER BY"
-                e = sc(target)
-                sc.clause = "SELECT"
-                if e in exprs:
-                    index = exprs.index(e)
-                elif distinct:
-                    raise PlanError(
-                        "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
-                        sqlstate="42P10",
-                    )
-                else:
-                    index = len(exprs) + len(hidden)
-                    hidden.append(e)
-            orders.append(_order(index, o))
+        orders = [
+            _order(self.item_index(o.this, exprs, names, hidden, sc, distinct, "ORDER BY"), o)
+            for o in ordered
+        ]
+        on_cols = [self.item_index(n, exprs, names, hidden, sc, False, "DISTINCT ON") for n in on]
+        leading = {o.column for o in orders[: len(on_cols)]}
+        if orders and (len(orders) < len(set(on_cols)) or leading != set(on_cols)):
+            raise PlanError(
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                sqlstate="42P10",
+            )
         plan = stage.rel.plan
         base = len(plan.schema)
         all_exprs = exprs + hidden
@@ -160,11 +149,52 @@ class Ordering:
         plan = P.Project(plan, tuple(columns), tuple(key_names + names + hidden_names))
         if distinct:
             plan = P.Distinct(plan)
+        if on_cols:  # the first row of each DISTINCT ON group in ORDER BY's order
+            k = len(key_cols)
+            group = tuple(range(k)) + tuple(k + c for c in dict.fromkeys(on_cols))
+            shifted = tuple(P.Order(o.column + k, o.desc, o.nulls_last) for o in orders)
+            plan = P.TopK(plan, group, shifted, 1)
         out_defaults = None
         if defaults is not None and stage.default_row is not None:
             out_defaults = tuple(_eval_default(e, stage.default_row) for e in exprs)
         out = Output(plan, names + hidden_names, len(key_cols), outer_keys, out_defaults)
         return self.limit(out, node, top, orders, len(names))
+
+    def item_index(
+        self,
+        target: exp.Expression,
+        exprs: list[X.Expr],
+        names: list[str],
+        hidden: list[X.Expr],
+        sc: Scalars,
+        distinct: bool,
+        clause: str,
+    ) -> int:
+        """The column an ORDER BY or DISTINCT ON item names: a select item by position, by
+        output name or by being the same expression, else a hidden column added for it."""
+        index = self.ordinal(target, len(exprs))
+        if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
+            name = ident(target.this)
+            matches = [i for i, n in enumerate(names) if n == name]
+            if len({exprs[i] for i in matches}) > 1:
+                raise PlanError(f'{clause} "{name}" is ambiguous', sqlstate="42702")
+            index = matches[0] if matches else None
+        if index is not None:
+            return index
+        sc.clause = clause
+        e = sc(target)
+        sc.clause = "SELECT"
+        if e in exprs:
+            return exprs.index(e)
+        if e in hidden:
+            return len(exprs) + hidden.index(e)
+        if distinct:
+            raise PlanError(
+                "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                sqlstate="42P10",
+            )
+        hidden.append(e)
+        return len(exprs) + len(hidden) - 1
 
 
 def _int_constant(node: exp.Expression, what: str) -> int | None:

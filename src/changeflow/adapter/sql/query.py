@@ -215,9 +215,6 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         corr: bool,
         domain: Domain | None = None,
     ) -> Output:
-        distinct = node.args.get("distinct")
-        if distinct is not None and distinct.args.get("on") is not None:
-            raise unsupported("SELECT DISTINCT ON", distinct)
         for key in ("qualify", "connect", "laterals", "into"):
             if node.args.get(key):
                 raise unsupported(key.upper(), node)
