@@ -28,12 +28,20 @@ MAINTAINED = [
     "SELECT DISTINCT ON (g) g, id, x FROM q ORDER BY g, x DESC NULLS LAST, id",
     "SELECT DISTINCT ON (g, h) id, g, h FROM q ORDER BY h, g, id DESC",
     "SELECT DISTINCT ON (g % 2) g % 2 AS parity, s FROM q ORDER BY g % 2, s",
+    "SELECT g, h, sum(x), count(*), grouping(g, h) FROM q GROUP BY ROLLUP (g, h) ORDER BY 5, 1, 2",
+    "SELECT g, h, count(*), max(s), grouping(h) FROM q GROUP BY CUBE (g, h) ORDER BY 5, 4, 1, 2",
+    "SELECT g, h, min(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) HAVING count(*) > 1 "
+    "ORDER BY 1, 2, 3",
+    "SELECT g, h, count(*) FROM q GROUP BY g, ROLLUP (h) ORDER BY 1, 2, 3",
 ]
 AD_HOC = [
+    "SELECT g, h, avg(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) ORDER BY 1, 2, 3",
     "SELECT DISTINCT ON (h) h, id FROM q ORDER BY h NULLS FIRST, id LIMIT 2",
 ]
 REFUSED = [
     "SELECT DISTINCT ON (g) g, id FROM q ORDER BY id",
+    "SELECT g, grouping(id) FROM q GROUP BY ROLLUP (g)",
+    "SELECT g, h FROM q GROUP BY ROLLUP (g)",
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql import avg
+from changeflow.adapter.sql import avg, grouping_sets
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, contains, is_aggregate, walk
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
@@ -15,7 +15,7 @@ from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.windows import windowed_functions
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import BOOL
+from changeflow.compute.types import BOOL, INT4
 from changeflow.errors import PlanError
 
 
@@ -42,6 +42,10 @@ class Grouping:
         pre = Scalars(rel.scope, rel.plan.schema, "GROUP BY", dict(items.replacements))
         group = node.args.get("group")
         groups = group.expressions if group is not None else []
+        expanded = grouping_sets.expand(groups)
+        sets = None
+        if expanded is not None:
+            groups, sets = expanded
         keys = list(inner_keys) + [self.group_key(g, pre, items) for g in groups]
         having = node.args.get("having")
         sources = items.nodes + ([having.this] if having else []) + order_nodes
@@ -72,7 +76,13 @@ class Grouping:
                 indices.append(fresh)
                 fresh += 1
         names = tuple(f"{a.func}" for a in aggs)
+        calls = [n for source in sources for n in walk(source) if isinstance(n, exp.Grouping)]
+        arguments = [self.grouping_arguments(c, pre, keys, len(inner_keys)) for c in calls]
         reduced: P.Plan = P.Reduce(plan, tuple(indices), tuple(aggs), names)
+        if sets is not None:
+            reduced = grouping_sets.reduce_sets(
+                plan, indices, len(inner_keys), sets, tuple(aggs), names, arguments
+            )
         defaults = None
         if not keys or (group is None and inner_keys):
             if not inner_keys:
@@ -80,6 +90,9 @@ class Grouping:
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
         agg_cols = {i: avg.combine(reduced, width, js) for i, js in slots.items()}
+        for j, c in enumerate(calls):  # GROUPING(…): 0 without grouping sets
+            at = width + len(aggs) + j
+            agg_cols[id(c)] = col_of(reduced, at) if sets is not None else X.Lit(0, INT4)
 
         def hook(n: exp.Expression) -> X.Expr | None:
             if id(n) in agg_cols:
@@ -117,6 +130,23 @@ class Grouping:
             grouped.clause = "SELECT"
         grouped.default_row = (None,) * width + defaults if defaults is not None else None
         return grouped, defaults
+
+    def grouping_arguments(
+        self, call: exp.Grouping, pre: Scalars, keys: list[X.Expr], inner: int
+    ) -> list[int]:
+        """The grouping keys ``GROUPING(args)`` names (past the correlation keys)."""
+        out = []
+        for arg in call.expressions:
+            e = pre(arg)
+            found = [i for i, k in enumerate(keys) if i >= inner and k == e]
+            if not found:
+                raise PlanError(
+                    "arguments to GROUPING must be grouping expressions of the associated "
+                    "query level",
+                    sqlstate="42803",
+                )
+            out.append(found[0] - inner)
+        return out
 
     def group_key(self, g: exp.Expression, pre: Scalars, items: Items) -> X.Expr:
         if isinstance(g, exp.Literal) and not g.is_string and str(g.this).isdigit():
