@@ -33,8 +33,17 @@ MAINTAINED = [
     "SELECT g, h, min(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) HAVING count(*) > 1 "
     "ORDER BY 1, 2, 3",
     "SELECT g, h, count(*) FROM q GROUP BY g, ROLLUP (h) ORDER BY 1, 2, 3",
+    "SELECT s.i, count(q.id) FROM generate_series(0, 4) AS s(i) LEFT JOIN q ON q.g = s.i "
+    "GROUP BY s.i ORDER BY 1",
+    "SELECT u.h, u.n, q.id FROM unnest(ARRAY['a', 'b', NULL]) WITH ORDINALITY AS u(h, n) "
+    "JOIN q ON q.h = u.h ORDER BY 3",
 ]
 AD_HOC = [
+    "SELECT * FROM generate_series(10, 1, -3) ORDER BY 1",
+    "SELECT x, x * 2 FROM generate_series(1.5, 3, 0.5) AS x ORDER BY 1",
+    "SELECT * FROM unnest(ARRAY[1, 2, 3], ARRAY['a', 'b']) AS u ORDER BY 1",
+    "SELECT * FROM generate_series(1, 3) WITH ORDINALITY ORDER BY 1",
+    "SELECT count(*) FROM generate_series(5, 1)",
     "SELECT g, h, avg(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) ORDER BY 1, 2, 3",
     "SELECT DISTINCT ON (h) h, id FROM q ORDER BY h NULLS FIRST, id LIMIT 2",
 ]
@@ -42,6 +51,8 @@ REFUSED = [
     "SELECT DISTINCT ON (g) g, id FROM q ORDER BY id",
     "SELECT g, grouping(id) FROM q GROUP BY ROLLUP (g)",
     "SELECT g, h FROM q GROUP BY ROLLUP (g)",
+    "SELECT * FROM generate_series(1, 3, 0)",
+    "SELECT * FROM generate_series('a'::text, 'b'::text)",
 ]
 
 

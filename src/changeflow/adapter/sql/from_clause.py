@@ -9,6 +9,7 @@ from changeflow.adapter.sql.correlation import conjuncts
 from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
 from changeflow.adapter.sql.scalar import Scalars, contains
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.table_functions import table_function
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.errors import PlanError
@@ -37,7 +38,12 @@ class FromClause:
 
     def table_ref(self, node: exp.Expression, outer: Scope | None) -> Rel:
         alias = node.args.get("alias")
-        if isinstance(node, exp.Table):
+        function = table_function(node, alias)
+        if function is not None:
+            out, default = function, function.names[0] if function.names else None
+            if isinstance(node, exp.Table):
+                default = "generate_series"
+        elif isinstance(node, exp.Table):
             if not isinstance(node.this, exp.Identifier):
                 raise unsupported("a function in FROM", node)
             if node.args.get("sample") is not None:
