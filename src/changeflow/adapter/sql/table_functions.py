@@ -48,10 +48,9 @@ def table_function(node: exp.Expression, alias: exp.TableAlias | None) -> Output
 
 
 def _constant(node: exp.Expression, what: str) -> X.Expr:
-    e = Scalars(Scope(), (), what)(node)
-    if e.columns():
+    if node.find(exp.Column) is not None:
         raise unsupported(f"{what} with arguments that name columns (LATERAL)", node)
-    return e
+    return Scalars(Scope(), (), what)(node)
 
 
 def _series(
@@ -89,10 +88,10 @@ def _unnest(
     for array in arrays:
         if not isinstance(array, exp.Array):
             raise unsupported("unnest of anything but an ARRAY[…] of constants", array)
+        if array.find(exp.Column) is not None:
+            raise unsupported("unnest with arguments that name columns (LATERAL)", array)
         sc = Scalars(Scope(), (), "unnest")
         elements = sc.unify(list(array.expressions)) if array.expressions else []
-        if any(e.columns() for e in elements):
-            raise unsupported("unnest with arguments that name columns (LATERAL)", array)
         kind = X.common_type(tuple(elements), "ARRAY") if elements else TEXT
         kind = TEXT if kind is NULLTYPE else kind
         values = [
