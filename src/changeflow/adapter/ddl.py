@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import (
     EPOCH,
     CatalogResolver,
@@ -184,13 +185,18 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     name = name if _quoted(create) else name.lower()
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
-    columns = table_columns(create.this.expressions if isinstance(create.this, exp.Schema) else [])
+    defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
+    columns = table_columns(defs)
+    unique = table_constraints(name, defs, [c.name for c in columns])
+    keyed = {i for u in unique if u.primary for i in u.columns}  # a primary key is NOT NULL
+    columns = [replace(c, nullable=False) if i in keyed else c for i, c in enumerate(columns)]
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
     options = {
         "defaults": [c.default for c in columns],
         "lengths": [c.length for c in columns],
         "scales": [numeric_scale(c.arrow) for c in columns],
+        "unique": [u.to_json() for u in unique],
     }
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)

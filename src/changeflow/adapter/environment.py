@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
@@ -87,7 +88,9 @@ class CatalogResolver:
         item = self.state.by_name(name)
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
-        return Relation(item.name, item.kind, self.plan(item), item.timeline, defaults(item))
+        unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
+        plan = self.plan(item)
+        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique)
 
     def plan(self, item: Item) -> P.Plan:
         """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""
