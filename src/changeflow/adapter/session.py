@@ -45,7 +45,7 @@ from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
-from changeflow.errors import EvalError, FrontierViolation, PlanError
+from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
 
 DDL = {
     "create_table": ddl.create_table,
@@ -421,6 +421,18 @@ class Session:
         if frames:
             read_ts = txn.read_ts if txn.reads else None
             self.env.committer.commit(frames, read_ts, frozenset(txn.reads))
+
+
+def one_transaction(session: Session, texts: list[str]) -> bool:
+    """Do the statements of one Query message run as one implicit transaction? As in
+    PostgreSQL, several writes outside a transaction block commit together or not at all
+    (a batch with reads, DDL or transaction control runs statement by statement)."""
+    if len(texts) < 2 or session.txn is not None:
+        return False
+    try:
+        return all(parse(t).kind in ("insert", "update", "delete") for t in texts)
+    except ChangeflowError:
+        return False
 
 
 def _int(text: str, what: str) -> int:
