@@ -44,6 +44,7 @@ AD_HOC = [
     "SELECT * FROM unnest(ARRAY[1, 2, 3], ARRAY['a', 'b']) AS u ORDER BY 1",
     "SELECT * FROM generate_series(1, 3) WITH ORDINALITY ORDER BY 1",
     "SELECT count(*) FROM generate_series(5, 1)",
+    "SELECT count(*), min(q.id) FROM public.q",
     "SELECT g, h, avg(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) ORDER BY 1, 2, 3",
     "SELECT DISTINCT ON (h) h, id FROM q ORDER BY h NULLS FIRST, id LIMIT 2",
 ]

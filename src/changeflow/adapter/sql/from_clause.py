@@ -50,6 +50,7 @@ class FromClause:
                 raise unsupported("TABLESAMPLE", node)
             name = ident(node.this)
             full = ".".join(ident(p) for p in (node.args.get("catalog"), node.args.get("db")) if p)
+            full = "" if full.split(".")[-1] == "public" else full  # every item is in public
             out = self.lookup(f"{full}.{name}" if full else name)
             default = name
         elif isinstance(node, exp.Subquery):
