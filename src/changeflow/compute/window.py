@@ -14,6 +14,7 @@ recomputes for each partition a change touches.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, localcontext
@@ -24,6 +25,7 @@ from changeflow.compute.evaluate import Row, aggregate_values, sort_key
 from changeflow.compute.expr import Expr, div_scale
 from changeflow.compute.scale import common_scale
 from changeflow.compute.types import FLOAT8, INT4, INT8, Column, Schema, SqlType
+from changeflow.compute.window_frames import frame_values
 from changeflow.errors import EvalError, PlanError
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -163,8 +165,12 @@ def evaluate_window(window: Window, version: dict[Row, int]) -> list[tuple[Row, 
     return [pair for rows in partitions.values() for pair in partition_output(window, rows)]
 
 
-def partition_output(window: Window, rows: dict[Row, int]) -> list[tuple[Row, int]]:
-    """The output rows of one partition's input ``rows`` (with their counts)."""
+def partition_output(
+    window: Window, rows: dict[Row, int], fast: bool = True
+) -> list[tuple[Row, int]]:
+    """The output rows of one partition's input ``rows`` (with their counts); without
+    ``fast``, every frame function visits its frame's rows (the plain meaning, against
+    which the shortcuts of :mod:`~changeflow.compute.window_frames` are tested)."""
     for row, count in rows.items():
         if count < 0:
             raise EvalError(f"Window: row {row!r} has a negative count {count}", sqlstate="XX000")
@@ -172,7 +178,7 @@ def partition_output(window: Window, rows: dict[Row, int]) -> list[tuple[Row, in
     ordered = [r for _, r in keyed for _ in range(rows[r])]
     peers = [k[:-1] for k, r in keyed for _ in range(rows[r])]
     groups = _peer_groups(peers)
-    columns = [_values(f, window, ordered, groups) for f in window.functions]
+    columns = [_values(f, window, ordered, groups, fast) for f in window.functions]
     out: Counter[Row] = Counter()
     for i, row in enumerate(ordered):
         out[row + tuple(c[i] for c in columns)] += 1
@@ -189,7 +195,9 @@ def _peer_groups(peers: list[tuple]) -> list[int]:
     return groups
 
 
-def _values(f: WindowFunc, window: Window, rows: list[Row], groups: list[int]) -> list[Any]:
+def _values(
+    f: WindowFunc, window: Window, rows: list[Row], groups: list[int], fast: bool
+) -> list[Any]:
     n = len(rows)
     first = {}
     last = {}
@@ -211,10 +219,16 @@ def _values(f: WindowFunc, window: Window, rows: list[Row], groups: list[int]) -
             return [_ntile(f.args[0].eval(rows[i]), i, n) for i in range(n)]
         case "lag" | "lead":
             return [_offset(f, rows, i) for i in range(n)]
-    out = []
     kind = f.output(window.input.schema, f.func).type
-    for i in range(n):
-        frame = _frame(f.frame, window, rows, groups, first, last, i)
+    ranges = _RangeIndex(window, rows) if f.frame.mode == "range" else None
+    spans = [_span(f.frame, ranges, groups, first, last, i) for i in range(n)]
+    if fast and f.frame.exclude == "no others":
+        found = frame_values(f, rows, spans, kind)
+        if found is not None:
+            return found
+    out = []
+    for i, (lo, hi) in enumerate(spans):
+        frame = _excluded(f.frame.exclude, range(lo, hi + 1), groups, i)
         out.append(_over_frame(f, [rows[j] for j in frame], kind))
     return out
 
@@ -242,17 +256,16 @@ def _offset(f: WindowFunc, rows: list[Row], i: int) -> Any:
     return f.args[2].eval(row) if len(f.args) > 2 else None
 
 
-def _frame(
+def _span(
     frame: Frame,
-    window: Window,
-    rows: list[Row],
+    ranges: _RangeIndex | None,
     groups: list[int],
     first: dict[int, int],
     last: dict[int, int],
     i: int,
-) -> list[int]:
-    """The positions in row ``i``'s frame, in order."""
-    n, g = len(rows), groups[i]
+) -> tuple[int, int]:
+    """The first and last positions of row ``i``'s frame before EXCLUDE (empty: lo > hi)."""
+    n, g = len(groups), groups[i]
     if frame.mode == "rows":
         lo, hi = _row_bound(frame.start, i, 0), _row_bound(frame.end, i, n - 1)
     elif frame.mode == "groups":
@@ -261,14 +274,20 @@ def _frame(
         lo = first[lo_g] if 0 <= lo_g <= top else (0 if lo_g < 0 else n)
         hi = last[hi_g] if 0 <= hi_g <= top else (n - 1 if hi_g > top else -1)
     else:
-        lo = _range_bound(frame.start, window, rows, first[g], i, start=True)
-        hi = _range_bound(frame.end, window, rows, last[g], i, start=False)
-    chosen = range(max(lo, 0), min(hi, n - 1) + 1)
-    if frame.exclude == "current row":
+        assert ranges is not None
+        lo = ranges.bound(frame.start, first[g], i, start=True)
+        hi = ranges.bound(frame.end, last[g], i, start=False)
+    return max(lo, 0), min(hi, n - 1)
+
+
+def _excluded(exclude: str, chosen: range, groups: list[int], i: int) -> list[int]:
+    """The frame's positions without those EXCLUDE takes out."""
+    g = groups[i]
+    if exclude == "current row":
         return [j for j in chosen if j != i]
-    if frame.exclude == "group":
+    if exclude == "group":
         return [j for j in chosen if groups[j] != g]
-    if frame.exclude == "ties":
+    if exclude == "ties":
         return [j for j in chosen if j == i or groups[j] != g]
     return list(chosen)
 
@@ -289,32 +308,41 @@ def _check_offset(offset: Any) -> Any:
     return offset
 
 
-def _range_bound(b: Bound, window: Window, rows: list[Row], peer: int, i: int, start: bool) -> int:
-    """A RANGE bound as a position: the current row's first (last) peer, the partition's
-    edge, or the first (last) row whose ORDER BY value is within the offset (NULLs never are;
-    a NULL current row's frame is its peers)."""
-    if b.kind == "current":
-        return peer
-    if b.kind == "unbounded":
-        return 0 if start else len(rows) - 1
-    order = window.order_by[0]
-    value = rows[i][order.column]
-    if value is None:
-        return peer
-    offset = _check_offset(b.offset)
-    offset = float(offset) if isinstance(value, float) else offset
-    sign = (-1 if b.preceding else 1) * (-1 if order.desc else 1)
-    limit = value + sign * offset
-    after = start != order.desc  # a start bound keeps values >= limit when ascending
-    inside = [
-        j
-        for j, r in enumerate(rows)
-        if r[order.column] is not None
-        and (r[order.column] >= limit if after else r[order.column] <= limit)
-    ]
-    if start:
-        return inside[0] if inside else len(rows)
-    return inside[-1] if inside else -1
+class _RangeIndex:
+    """RANGE bounds with offsets found by bisection: the single ORDER BY column's non-NULL
+    values are sorted (ascending, or descending), so the first (last) row within an offset
+    is a binary search. A NULL current row's frame is its peers; NULLs are never within an
+    offset of a value."""
+
+    def __init__(self, window: Window, rows: list[Row]) -> None:
+        self.n = len(rows)
+        self.order = window.order_by[0] if window.order_by else None
+        if self.order is None:
+            return
+        column = self.order.column
+        present = [j for j, r in enumerate(rows) if r[column] is not None]
+        self.start = present[0] if present else 0
+        sign = -1 if self.order.desc else 1
+        self.keys = [sign * rows[j][column] for j in present] if present else []
+        self.values = [r[column] for r in rows]
+
+    def bound(self, b: Bound, peer: int, i: int, start: bool) -> int:
+        if b.kind == "current":
+            return peer
+        if b.kind == "unbounded":
+            return 0 if start else self.n - 1
+        assert self.order is not None
+        value = self.values[i]
+        if value is None:
+            return peer
+        offset = _check_offset(b.offset)
+        offset = float(offset) if isinstance(value, float) else offset
+        sign = -1 if self.order.desc else 1
+        # in sort order (keys ascending), the bound lies offset before or after the value
+        limit = sign * value + (-offset if b.preceding else offset)
+        if start:  # the first key >= limit
+            return self.start + bisect_left(self.keys, limit)
+        return self.start + bisect_right(self.keys, limit) - 1
 
 
 def _average(total: Decimal, n: int) -> Decimal:
