@@ -99,3 +99,24 @@ def test_two_primary_keys_are_refused(tmp_path: Path) -> None:
         conn.execute("CREATE TABLE bad (a int PRIMARY KEY, b int, PRIMARY KEY (b))")
     assert caught.value.sqlstate == "42P16"
     conn.close()
+
+
+def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -> None:
+    """Each checks the key against the table it read; the second to commit finds the table
+    written since and fails (40001), so the key is never in the table twice."""
+    from changeflow.adapter.session import Session
+    from changeflow.adapter.sql.statements import parse
+
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE u (id int PRIMARY KEY, who text)")
+    a, b = Session(conn.env), Session(conn.env)
+    for session, who in ((a, "a"), (b, "b")):
+        session.run(parse("BEGIN"))
+        session.run(parse(f"INSERT INTO u VALUES (1, '{who}')"))
+    b.run(parse("COMMIT"))
+    with pytest.raises(Exception) as caught:
+        a.run(parse("COMMIT"))
+    assert getattr(caught.value, "fields", {}).get("sqlstate") == "40001"
+    assert conn.execute("SELECT * FROM u").fetchall() == [(1, "b")]
+    conn.close()
