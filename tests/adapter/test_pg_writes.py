@@ -120,3 +120,16 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
     assert getattr(caught.value, "fields", {}).get("sqlstate") == "40001"
     assert conn.execute("SELECT * FROM u").fetchall() == [(1, "b")]
     conn.close()
+
+
+@pytest.mark.parametrize(
+    "sql", ["ALTER TABLE k ADD COLUMN c int", "ALTER TABLE k DROP COLUMN n", "CREATE SCHEMA s"]
+)
+def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE k (id int, n int)")
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute(sql)
+    assert caught.value.sqlstate == "0A000" and "not supported" in str(caught.value)
+    conn.close()
