@@ -169,16 +169,6 @@ def test_errors_as_postgres_gives_them(tmp_path: Path, postgres_url: str) -> Non
     conn.close()
 
 
-def test_window_functions_are_refused_as_unsupported(tmp_path: Path) -> None:
-    conn = open_home(tmp_path / "home")
-    conn.autocommit = True
-    conn.execute("CREATE TABLE t (id int, x int)")
-    with pytest.raises(DatabaseError) as caught:
-        conn.execute("SELECT id, sum(x) OVER (ORDER BY id) FROM t")
-    assert caught.value.sqlstate == "0A000" and "window functions" in str(caught.value)
-    conn.close()
-
-
 def test_as_of_before_order_by_and_limit(tmp_path: Path) -> None:
     conn = open_home(tmp_path / "home")
     conn.autocommit = True

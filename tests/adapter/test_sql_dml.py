@@ -170,7 +170,7 @@ DML_ERRORS = [
     ("UPDATE r SET k = 1 WHERE nope", "42703", 'column "nope" does not exist'),
     ("DELETE FROM r WHERE k", "42804", "argument of WHERE must be type boolean"),
     ("DELETE FROM r WHERE mz_now() > k", "0A000", "mz_now()"),
-    ("INSERT INTO r VALUES (1, 2, 'a') ON CONFLICT DO NOTHING", "0A000", "CONFLICT"),
+    ("INSERT INTO r VALUES (1, 2, 'a') ON CONFLICT (k) DO NOTHING", "42P10", "no unique"),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.expr import And, Arith, Cast, Cmp, Coalesce, Expr, IsNull, Not, lit
 from changeflow.compute.types import INT4, INT8, Column, Schema
 
@@ -55,32 +56,62 @@ def _two_ints(plan: P.Plan) -> P.Plan:
     return P.Project(P.Map(plan, casts), (width, width + 1))
 
 
-def plans(depth: int = 3) -> st.SearchStrategy[P.Plan]:
-    """Random type-correct plans over ``r(k, v)`` and ``s(k, w)``."""
+def _bound(draw: st.DrawFn, start: bool) -> W.Bound:
+    kind = draw(st.sampled_from(["unbounded", "current", "offset"]))
+    preceding = start if kind == "unbounded" else draw(st.booleans())
+    return W.Bound(kind, draw(st.integers(0, 2)) if kind == "offset" else 0, preceding)
+
+
+def window_function(draw: st.DrawFn, schema: Schema, ordered: bool) -> W.WindowFunc:
+    """A random window function over ``schema`` with a random frame."""
+    arg = draw(int_expr(schema))
+    func = draw(st.sampled_from(W.FUNCTIONS))
+    modes = ["rows", "range", "groups"] if ordered else ["rows", "range"]
+    frame = W.Frame(
+        draw(st.sampled_from(modes)),
+        _bound(draw, True),
+        _bound(draw, False),
+        draw(st.sampled_from(["no others", "current row", "group", "ties"])),
+    )
+    args: tuple[Expr, ...] = ()
+    if func == "ntile":
+        args = (lit(draw(st.integers(1, 3))),)
+    elif func in ("lag", "lead"):
+        args = (arg, lit(draw(st.integers(0, 2))), lit(draw(st.integers(-1, 1))))
+        args = args[: draw(st.integers(1, 3))]
+    elif func in ("bool_and", "bool_or"):
+        args = (draw(predicate(schema)),)
+    elif func == "nth_value":
+        args = (arg, lit(draw(st.integers(1, 3))))
+    elif func in W.VALUES or func in W.AGGREGATES and (func != "count" or draw(st.booleans())):
+        args = (arg,)
+    return W.WindowFunc(func, args, frame)
+
+
+def plans(depth: int = 3, windows: bool = True) -> st.SearchStrategy[P.Plan]:
+    """Random type-correct plans over ``r(k, v)`` and ``s(k, w)`` (with window functions
+    unless ``windows`` is False)."""
     if depth == 0:
         return st.sampled_from([R, S])
-    sub = plans(depth - 1)
+    sub = plans(depth - 1, windows)
+    kinds = [
+        "filter",
+        "map",
+        "project",
+        "join",
+        "reduce",
+        "distinct",
+        "union",
+        "except",
+        "topk",
+        "temporal",
+        "threshold",
+    ] + (["window"] if windows else [])
 
     @st.composite
     def one(draw: st.DrawFn) -> P.Plan:
         child = draw(sub)
-        kind = draw(
-            st.sampled_from(
-                [
-                    "filter",
-                    "map",
-                    "project",
-                    "join",
-                    "reduce",
-                    "distinct",
-                    "union",
-                    "except",
-                    "topk",
-                    "temporal",
-                    "threshold",
-                ]
-            )
-        )
+        kind = draw(st.sampled_from(kinds))
         schema = child.schema
         ints = int_columns(schema)
         if kind == "filter":
@@ -128,6 +159,26 @@ def plans(depth: int = 3) -> st.SearchStrategy[P.Plan]:
             )
             limit = draw(st.one_of(st.none(), st.integers(0, 3)))
             return P.TopK(child, group, order, limit, draw(st.integers(0, 2)))
+        if kind == "window":
+            ints_only = int_columns(schema)
+            partition = tuple(draw(st.lists(st.sampled_from(ints_only), max_size=1)))
+            order = tuple(
+                P.Order(c, draw(st.booleans()), draw(st.sampled_from([None, True, False])))
+                for c in draw(st.lists(st.sampled_from(ints_only), max_size=2))
+            )
+            funcs = tuple(
+                window_function(draw, schema, bool(order)) for _ in range(draw(st.integers(1, 2)))
+            )
+            funcs = tuple(
+                f
+                if f.frame.mode != "range"
+                or "offset" not in (f.frame.start.kind, f.frame.end.kind)
+                or len(order) == 1
+                else W.WindowFunc(f.func, f.args, W.Frame("rows", *_edges(f.frame)))
+                for f in funcs
+            )
+            window = W.Window(child, partition, order, funcs)
+            return P.Project(window, tuple(int_columns(window.schema)))
         ts = draw(st.sampled_from(ints))
         c = P.col(schema, ts)
         lower = Arith("+", Coalesce((c, lit(0))), lit(draw(st.integers(0, 4))))
@@ -135,6 +186,10 @@ def plans(depth: int = 3) -> st.SearchStrategy[P.Plan]:
         return P.TemporalFilter(child, (lower,), (upper,))
 
     return one()
+
+
+def _edges(frame: W.Frame) -> tuple[W.Bound, W.Bound, str]:
+    return frame.start, frame.end, frame.exclude
 
 
 def histories(times: int = 8) -> st.SearchStrategy[dict[str, list]]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
-from changeflow.adapter.session import Session
+from changeflow.adapter.session import Session, one_transaction
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.config import Config
@@ -185,8 +185,13 @@ class Connection:
 
     def _run(self, script: str) -> list[Result]:
         out = []
+        block = False
         try:
-            for text in split(script):
+            texts = split(script)
+            block = self.autocommit and one_transaction(self.session, texts)  # all or none
+            if block:
+                self.session.run(parse("BEGIN"))
+            for text in texts:
                 stmt = parse(text)
                 if (
                     not self.autocommit
@@ -195,7 +200,12 @@ class Connection:
                 ):
                     self.session.run(parse("BEGIN"))
                 out.append(self.session.run(stmt))
+            if block:
+                block = False
+                self.session.run(parse("COMMIT"))
         except ChangeflowError as e:
+            if block:
+                self.session.run(parse("ROLLBACK"))
             raise _wrapped(e) from None
         except Exception as e:  # a bug: one line, as the server answers it (XX000)
             message = f"internal error: {type(e).__name__}: {e}"

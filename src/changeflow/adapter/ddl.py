@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import (
     EPOCH,
     CatalogResolver,
@@ -25,6 +26,7 @@ from changeflow.adapter.environment import (
     columns_of,
     decode_plan,
     encode_plan,
+    scales_of,
     schema_of,
 )
 from changeflow.adapter.result import Result, text_result
@@ -34,6 +36,7 @@ from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
+from changeflow.compute.types import numeric_scale
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
 from changeflow.redact import redact
@@ -182,10 +185,19 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     name = name if _quoted(create) else name.lower()
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
-    columns = table_columns(create.this.expressions if isinstance(create.this, exp.Schema) else [])
+    defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
+    columns = table_columns(defs)
+    unique = table_constraints(name, defs, [c.name for c in columns])
+    keyed = {i for u in unique if u.primary for i in u.columns}  # a primary key is NOT NULL
+    columns = [replace(c, nullable=False) if i in keyed else c for i, c in enumerate(columns)]
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
-    options = {"defaults": [c.default for c in columns], "lengths": [c.length for c in columns]}
+    options = {
+        "defaults": [c.default for c in columns],
+        "lengths": [c.length for c in columns],
+        "scales": [numeric_scale(c.arrow) for c in columns],
+        "unique": [u.to_json() for u in unique],
+    }
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)
     return Result("CREATE TABLE")
@@ -231,7 +243,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     kind = "materialized view" if materialized else "view"
     setting = _cluster_setting(g.get("with") or {}, materialized)
     item_id = _allocate(env)
-    options = {"plan": encode_plan(plan)}
+    options = {"plan": encode_plan(plan), "scales": scales_of(plan.schema)}
     if materialized:
         options["tier"] = env.choose_tier(plan, setting)
     item = Item(
@@ -318,6 +330,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             "on": on.id,
             "key": [ident(k) for k in key],
             "tier": env.choose_tier(plan, None),
+            "scales": on.options.get("scales"),
         },
     )
     _install(env, item, plan)
@@ -346,7 +359,11 @@ def create_source(env: Environment, stmt: Statement) -> Result:
     timeline = source_timeline(g["name"], g["with"])
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), timeline)
-    options = {"path": g["path"], "format": formats[fmt]}
+    options = {
+        "path": g["path"],
+        "format": formats[fmt],
+        "scales": [numeric_scale(c.arrow) for c in columns],
+    }
     item = Item(
         item_id, g["name"], "source", stmt.text, _columns(columns), timeline, (), item_id, options
     )

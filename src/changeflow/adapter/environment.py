@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from changeflow.adapter.arrangements import Arrangement, index_keys, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
@@ -39,6 +40,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
+from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
@@ -58,11 +60,21 @@ Counted = dict[tuple[Any, ...], int]
 
 
 def schema_of(item: Item) -> Schema:
-    return tuple(Column(n, sql_type(t), nullable) for n, t, nullable in item.columns)
+    """An item's columns as a plan reads them (numeric ones with the scale they show)."""
+    scales = item.options.get("scales") or [None] * len(item.columns)
+    return tuple(
+        Column(n, sql_type(t), nullable, scale)
+        for (n, t, nullable), scale in zip(item.columns, scales, strict=True)
+    )
 
 
 def columns_of(schema: Schema) -> tuple[tuple[str, str, bool], ...]:
     return tuple((c.name, c.type.name, c.nullable) for c in schema)
+
+
+def scales_of(schema: Schema) -> list[int | None]:
+    """The scales of a schema's columns, as an item keeps them in its options."""
+    return [c.scale for c in schema]
 
 
 def encode_plan(plan: P.Plan) -> str:
@@ -84,7 +96,9 @@ class CatalogResolver:
         item = self.state.by_name(name)
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
-        return Relation(item.name, item.kind, self.plan(item), item.timeline, defaults(item))
+        unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
+        plan = self.plan(item)
+        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique)
 
     def plan(self, item: Item) -> P.Plan:
         """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""
@@ -224,7 +238,7 @@ class Environment:
             found = self._evaluate_columnar(plan, shards, ts)
             if found is not None:
                 return found
-        if stored > SPARK_ROWS:
+        if stored > SPARK_ROWS and not has_window(plan):
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
 

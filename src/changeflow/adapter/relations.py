@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from changeflow.adapter.constraints import Unique
 from changeflow.compute.plan import Order, Plan
 
 KINDS = ("table", "source", "view", "materialized view", "index", "sink")
@@ -30,6 +31,7 @@ class Relation:
     plan: Plan
     timeline: str
     defaults: tuple[str | None, ...] = ()
+    unique: tuple[Unique, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
 
 
 class Resolver(Protocol):

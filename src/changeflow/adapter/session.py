@@ -29,10 +29,17 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
-from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
+from changeflow.adapter.constraints import check_unique, resolve
+from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
-from changeflow.adapter.sql.dml import check_not_null, plan_delete, plan_insert, plan_update
+from changeflow.adapter.sql.dml import (
+    check_not_null,
+    plan_delete,
+    plan_insert,
+    plan_update,
+    whole_rows,
+)
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
@@ -43,7 +50,7 @@ from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
-from changeflow.errors import EvalError, FrontierViolation, PlanError
+from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
 
 T = TypeVar("T")
 DDL = {
@@ -415,15 +422,23 @@ class Session:
                 if reads:
                     txn.read_rows.append((p, counted))  # what the commit checks is unchanged
                 rows += [(row, sign * c) for row, c in counted.items()]
+        if getattr(planned, "whole", False):  # UPDATE … FROM, DELETE … USING
+            table_rows = self.env.evaluate(table.plan, ts, self.timeout)
+            rows = whole_rows(rows, table_rows, len(table.plan.schema))
         item = resolver.state.by_name(table.name)
         shape = self.env.storage.state(shard).schema
-        rows = assign(rows, shape, item.options.get("lengths") if item else None, table.name)
+        lengths = item.options.get("lengths") if item else None
+        rows = assign(rows, shape, lengths, table.name)
+        if table.unique:
+            rows = self._constrain(txn, table, planned, rows, (shape, lengths))
         for row, diff in rows:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
         if rows:
             txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows, table.name))
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
+        if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
+            count = sum(c for _, c in rows if c > 0)
         returning = plan_returning(stmt.ast, table.name, table.plan.schema)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
@@ -431,6 +446,29 @@ class Session:
             return Result(f"{tag} {count}")
         written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
         return Result(f"{tag} {count}", returning.columns, returning.rows(written))
+
+    def _constrain(
+        self, txn: Transaction, table: Any, planned: Any, rows: list, fit: tuple
+    ) -> list[tuple[tuple[Any, ...], int]]:
+        """PRIMARY KEY and UNIQUE: ON CONFLICT resolved, then every key checked (23505),
+        against the table as this transaction leaves it; the table joins the transaction's
+        reads, so a concurrent write to it makes the commit fail (40001), not a duplicate."""
+        shard = table.plan.name
+        timeline = self._timeline(frozenset({table.timeline}), txn)
+        if txn.read_ts is None:
+            txn.read_ts = self.env.read_ts(timeline, {shard})
+        txn.reads.add(shard)
+        before = dict(self.env.evaluate(table.plan, txn.read_ts, self.timeout))
+        for frame in txn.writes.get(shard, []):
+            for row, c in counted(frame).items():
+                before[row] = before.get(row, 0) + c
+        unique = list(table.unique)
+        conflict = getattr(planned, "conflict", None)
+        if conflict is not None:
+            rows = assign(resolve(conflict, unique, before, rows), *fit, table.name)
+        names = [c.name for c in table.plan.schema]
+        check_unique(unique, before, rows, table.name, names)
+        return rows
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
@@ -458,6 +496,18 @@ def _aborted() -> PlanError:
 def _locked(lock: Any, fn: Callable[[], T]) -> T:
     with lock:
         return fn()
+
+
+def one_transaction(session: Session, texts: list[str]) -> bool:
+    """Do the statements of one Query message run as one implicit transaction? As in
+    PostgreSQL, several writes outside a transaction block commit together or not at all
+    (a batch with reads, DDL or transaction control runs statement by statement)."""
+    if len(texts) < 2 or session.txn is not None:
+        return False
+    try:
+        return all(parse(t).kind in ("insert", "update", "delete") for t in texts)
+    except ChangeflowError:
+        return False
 
 
 def _int(text: str, what: str) -> int:

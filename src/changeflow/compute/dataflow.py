@@ -35,6 +35,7 @@ from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
 from changeflow.compute.values import python_values
+from changeflow.compute.window import has_window
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
@@ -72,6 +73,8 @@ def maintain_view(
     as their first step."""
     if cluster and spark is None:
         raise PlanError(f"view {name!r}: the cluster tier needs a Spark session")
+    if cluster:
+        cluster_tier(storage, plan, True, 0)  # refuses a plan the cluster tier cannot run
     check_inputs(storage, plan)
     names = set(storage.shards())
     wanted = _unique_names(arrow_schema(plan.schema))
@@ -103,6 +106,14 @@ def maintain_view(
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
     """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
     ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
+    if has_window(plan):
+        if setting:
+            raise PlanError(
+                "this view runs on the in-process tier only (window functions): CLUSTER = true "
+                "is not supported for it",
+                sqlstate="0A000",
+            )
+        return False
     if setting is not None:
         return setting
     return sum(storage.state(s).rows for s in plan.collections()) >= threshold
@@ -191,8 +202,10 @@ class Dataflow:
         """Build the operators and subscribe to the inputs (hydrating in bulk with Spark)."""
         self.inputs = Inputs()
         self.root: Operator = build(self.plan, self.inputs, at=self.as_of)
-        bulk = spark is not None and all(
-            not c.state().upper.less_equal(self.as_of) for c in self.holds.values()
+        bulk = (
+            spark is not None
+            and not has_window(self.plan)
+            and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {
             s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk)
@@ -351,9 +364,10 @@ class Dataflow:
         names = self.schema.names
         columns: list[list[Any]] = [[] for _ in names]
         times, diffs = [], []
+        quanta = [_quantum(f.type) for f in self.schema]
         for row, t, d in updates:
-            for column, value in zip(columns, row, strict=True):
-                column.append(_fit(value))
+            for column, value, quantum in zip(columns, row, quanta, strict=True):
+                column.append(value.quantize(quantum) if isinstance(value, Decimal) else value)
             times.append(t)
             diffs.append(d)
         arrays = [pa.array(c, type=f.type) for c, f in zip(columns, self.schema, strict=True)]
@@ -388,11 +402,9 @@ def _data_rows(table: pa.Table) -> Iterable[tuple[Any, ...]]:
     return zip(*data, strict=True) if data else repeat((), table.num_rows)
 
 
-def _fit(value: Any) -> Any:
-    """A value as its output column holds it (numeric to the column's scale)."""
-    if isinstance(value, Decimal):
-        return value.quantize(Decimal("1e-10"))
-    return value
+def _quantum(kind: pa.DataType) -> Decimal | None:
+    """The step a stored decimal column holds its values at (numeric to the column's scale)."""
+    return Decimal(1).scaleb(-kind.scale) if pa.types.is_decimal(kind) else None
 
 
 def _meet(uppers: Any) -> Bound:

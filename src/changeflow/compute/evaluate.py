@@ -91,6 +91,10 @@ def _rows(
             return [
                 (row, c) for row, c in _rows(child, inputs, now) if _live(row, lower, upper, now)
             ]
+    from changeflow.compute.window import Window, evaluate_window
+
+    if isinstance(plan, Window):
+        return evaluate_window(plan, _positive(evaluate(plan.input, inputs, now), "Window"))
     raise PlanError(f"the reference evaluator does not know {type(plan).__name__}")
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changeflow.compute.expr import Col, Expr
+from changeflow.compute.scale import scale_of
 from changeflow.compute.types import (
     BOOL,
     FLOAT8,
@@ -157,7 +158,8 @@ class Map(Plan):
         for name, e in self.exprs:
             check_expr(e, self.input.schema, f"Map {name}")
             _no_now(e, f"Map {name}")
-        added = (Column(name, e.type, e.nullable) for name, e in self.exprs)
+        schema = self.input.schema
+        added = (Column(name, e.type, e.nullable, scale_of(e, schema)) for name, e in self.exprs)
         _schema(self, (*self.input.schema, *added))
 
     def inputs(self) -> tuple[Plan, ...]:
@@ -183,7 +185,8 @@ class Project(Plan):
             if len(self.names) != len(picked):
                 raise PlanError("Project: as many names as columns are needed")
             picked = [
-                Column(n, c.type, c.nullable) for n, c in zip(self.names, picked, strict=True)
+                Column(n, c.type, c.nullable, c.scale)
+                for n, c in zip(self.names, picked, strict=True)
             ]
         _schema(self, picked)
 
@@ -283,7 +286,7 @@ class Join(Plan):
 
 
 def _nullable(c: Column) -> Column:
-    return Column(c.name, c.type, True)
+    return Column(c.name, c.type, True, c.scale)
 
 
 AGGREGATES = (
@@ -324,7 +327,10 @@ class Aggregate:
         result = _aggregate_type(self.func, kind)
         if result is None:
             raise PlanError(f"function {self.func}({kind}) does not exist", sqlstate="42883")
-        return Column(name, result, self.func != "count")
+        scale = None
+        if result is NUMERIC and self.func in ("sum", "min", "max"):
+            scale = scale_of(self.arg, schema)
+        return Column(name, result, self.func != "count", scale)
 
     def __str__(self) -> str:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + str(self.arg)
@@ -412,8 +418,13 @@ class Union(Plan):
                     f"({', '.join(str(c.type) for c in first)}) and ({', '.join(map(str, kinds))})",
                     sqlstate="42804",
                 )
-        nullable = [any(p.schema[i].nullable for p in self.inputs_) for i in range(len(first))]
-        _schema(self, (Column(c.name, c.type, n) for c, n in zip(first, nullable, strict=True)))
+        columns = []
+        for i, c in enumerate(first):
+            nullable = any(p.schema[i].nullable for p in self.inputs_)
+            scales = {p.schema[i].scale for p in self.inputs_}
+            scale = scales.pop() if len(scales) == 1 else None
+            columns.append(Column(c.name, c.type, nullable, scale))
+        _schema(self, columns)
 
     def inputs(self) -> tuple[Plan, ...]:
         return self.inputs_

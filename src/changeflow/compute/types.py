@@ -110,11 +110,14 @@ def common_numeric(a: SqlType, b: SqlType) -> SqlType:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of a plan's output: name, type and whether it may be NULL."""
+    """A column of a plan's output: name, type, whether it may be NULL and, for a numeric
+    whose values all show the same number of decimals (``numeric(12,2)``, ``x * 2`` of it,
+    ``sum(x)``), that scale; None: each value shows its own, as PostgreSQL's numerics do."""
 
     name: str
     type: SqlType
     nullable: bool = True
+    scale: int | None = None
 
     def __str__(self) -> str:
         return f"{self.name} {self.type}{'' if self.nullable else ' not null'}"
@@ -123,11 +126,28 @@ class Column:
 Schema = tuple[Column, ...]
 
 
+def storage_type(column: Column) -> pa.DataType:
+    """The Arrow type a column is stored as: a numeric of known scale keeps it."""
+    if column.type is NUMERIC and column.scale is not None:
+        return pa.decimal128(38, column.scale)
+    return column.type.arrow
+
+
 def arrow_schema(schema: Schema) -> pa.Schema:
-    """The Arrow schema of a plan's output (NOT NULL kept)."""
-    return pa.schema([pa.field(c.name, c.type.arrow, c.nullable) for c in schema])
+    """The Arrow schema of a plan's output (NOT NULL and numeric scales kept)."""
+    return pa.schema([pa.field(c.name, storage_type(c), c.nullable) for c in schema])
+
+
+def numeric_scale(kind: pa.DataType) -> int | None:
+    """The scale a stored decimal column shows (a declared ``numeric(p, s)``'s ``s``); None
+    for the storage of an unconstrained numeric."""
+    if pa.types.is_decimal(kind) and not kind.equals(NUMERIC.arrow):
+        return kind.scale
+    return None
 
 
 def from_arrow_schema(schema: pa.Schema) -> Schema:
     """A plan schema from an Arrow schema (a shard's)."""
-    return tuple(Column(f.name, from_arrow(f.type), f.nullable) for f in schema)
+    return tuple(
+        Column(f.name, from_arrow(f.type), f.nullable, numeric_scale(f.type)) for f in schema
+    )

@@ -19,8 +19,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.connection import sqlstate
-from changeflow.adapter.session import Session
-from changeflow.adapter.sql.statements import split
+from changeflow.adapter.session import Session, one_transaction
+from changeflow.adapter.sql.statements import parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import pgwire as W
@@ -205,6 +205,13 @@ class ClientConnection(Startup, Extended, Runner):
             self._error(e)
         if statements is not None and not statements:
             self.wire.send(b"I")
+        block = (
+            self.session is not None
+            and bool(statements)
+            and one_transaction(self.session, statements or [])
+        )
+        if block:  # several writes in one message: one implicit transaction
+            self.session.run(parse("BEGIN"))
         for statement in statements or ():
             try:
                 outcome = self.run(statement)
@@ -212,16 +219,27 @@ class ClientConnection(Startup, Extended, Runner):
                     self._row_description(outcome.columns, [])
                 self._send_outcome(outcome, [], 0)
             except ChangeflowError as e:
+                if block:
+                    block = False
+                    self.session.run(parse("ROLLBACK"))
                 self._error(e)
                 break
             except PASS_THROUGH:
                 raise
             except Exception as e:  # noqa: BLE001 — a bug answers this query, not the server
                 log.exception("statement %r failed", statement)
+                if block:
+                    block = False
+                    self.session.run(parse("ROLLBACK"))
                 self._error(PlanError(f"internal error: {e}", sqlstate="XX000"))
                 break
             finally:
                 self.busy = False
+        if block:
+            try:
+                self.session.run(parse("COMMIT"))
+            except ChangeflowError as e:
+                self._error(e)
         self.wire.send(*W.ready(self.status))
         self.wire.flush()
 

@@ -4,9 +4,6 @@ runs once or a view maintains it. avg of double precision stays an aggregate of 
 
 from __future__ import annotations
 
-from sqlglot import exp
-
-from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import FLOAT8, NUMERIC
@@ -26,12 +23,3 @@ def combine(reduced: P.Plan, first: int, slots: list[int]) -> X.Expr:
         return columns[0]
     total, count = columns  # no values: the sum is NULL, and so is the quotient
     return X.Arith("/", X.Cast(total, NUMERIC), X.Cast(count, NUMERIC))
-
-
-def refuse_windows(nodes: list[exp.Expression]) -> None:
-    """Window functions (``sum(x) OVER (…)``) are not planned: 0A000, before the aggregate
-    inside one is taken for a grouping aggregate."""
-    for node in nodes:
-        window = node.find(exp.Window)
-        if window is not None:
-            raise unsupported("window functions (OVER)", window)

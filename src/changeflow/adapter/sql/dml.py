@@ -14,6 +14,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.constraints import Conflict
 from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
@@ -38,6 +39,7 @@ class InsertPlan:
     schema: Schema = ()
     reads: frozenset[str] = frozenset()  # the items a query or subquery in it reads
     timelines: frozenset[str] = frozenset()
+    conflict: Conflict | None = None  # ON CONFLICT
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class DeletePlan:
     rows: P.Plan
     reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
     timelines: frozenset[str] = frozenset()
+    whole: bool = False  # USING: ``rows`` are the distinct matched rows (see whole_rows)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,24 @@ class UpdatePlan:
     schema: Schema = ()
     reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
     timelines: frozenset[str] = frozenset()
+    whole: bool = False  # FROM: ``old`` distinct matched rows, ``new`` (old, new) pairs
+
+
+def whole_rows(
+    rows: list[tuple[tuple[Any, ...], int]], table: dict[tuple[Any, ...], int], width: int
+) -> list[tuple[tuple[Any, ...], int]]:
+    """The changes of an UPDATE … FROM or DELETE … USING: every copy of each matched row
+    retracted once however many rows it joined, and (UPDATE) replaced by the new values of
+    one of its matches (the first in sort order; PostgreSQL leaves the choice open)."""
+    from changeflow.compute.evaluate import sort_key
+
+    old = {row for row, diff in rows if diff < 0}
+    out = [(row, -table[row]) for row in old if table.get(row)]
+    chosen: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for pair, _ in sorted((r for r in rows if r[1] > 0), key=lambda rc: sort_key(rc[0], ())):
+        chosen.setdefault(pair[:width], pair[width:])
+    out += [(new, table[row]) for row, new in chosen.items() if table.get(row)]
+    return out
 
 
 def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
@@ -154,13 +175,23 @@ def _count_error(values: int, targets: int) -> None:
         raise PlanError("INSERT has more target columns than expressions", sqlstate="42601")
 
 
+def plan_conflict(node: exp.OnConflict, relation: Relation, alias: str) -> Conflict:
+    from changeflow.adapter.sql.conflict import plan_conflict as planned
+
+    return planned(node, relation, alias)
+
+
 def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     """``INSERT INTO t [(columns)] VALUES ... | query``."""
-    for key in ("conflict", "where"):
-        if insert.args.get(key):
-            raise unsupported(f"INSERT with {key.upper()}", insert)
+    if insert.args.get("where"):
+        raise unsupported("INSERT with WHERE", insert)
     table, relation = _target(insert.this, resolver, "insert into")
     name = ident(table.this)
+    conflict = None
+    if insert.args.get("conflict") is not None:
+        alias = table.args.get("alias")
+        shown = ident(alias.this) if alias is not None else name
+        conflict = plan_conflict(insert.args["conflict"], relation, shown)
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
@@ -176,7 +207,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
         _count_error(len(out.names), len(targets))
         plan = _fill(out.plan, relation, targets)
     reads = frozenset(planner.items)
-    return InsertPlan(name, plan, schema, reads, frozenset(planner.timelines))
+    return InsertPlan(name, plan, schema, reads, frozenset(planner.timelines), conflict)
 
 
 def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
@@ -212,8 +243,12 @@ def _fill(rows: P.Plan, relation: Relation, targets: list[int]) -> P.Plan:
     return P.Project(mapped, tuple(range(width, width + len(schema))))
 
 
-def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stage, Relation]:
-    """The target table's rows that match WHERE, as a stage for further expressions."""
+def _matching(
+    node: exp.Expression, resolver: Resolver, verb: str, sources: list[exp.Expression] = ()
+) -> tuple[Stage, Relation]:
+    """The target table's rows that match WHERE (joined with the ``sources`` of UPDATE's
+    FROM or DELETE's USING, after the table's columns), as a stage for further
+    expressions."""
     table, relation = _target(node.this, resolver, verb)
     planner = Planner(resolver, False)
     planner.items.add(relation.name)
@@ -221,7 +256,12 @@ def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stag
     alias = table.args.get("alias")
     qualifier = ident(alias.this) if alias is not None else ident(table.this)
     fields = [Field(qualifier, c.name, i) for i, c in enumerate(relation.plan.schema)]
-    stage = Stage(planner, Rel(relation.plan, Scope(fields)), "WHERE")
+    rel = Rel(relation.plan, Scope(fields))
+    for source in sources:
+        rel = planner.join(rel, planner.table_ref(source, None), exp.Join(this=source), None)
+        for j in source.args.get("joins") or []:
+            rel = planner.join(rel, planner.table_ref(j.this, None), j, None)
+    stage = Stage(planner, rel, "WHERE")
     where = node.args.get("where")
     if where is not None:
         stage.filter([where.this])
@@ -230,21 +270,27 @@ def _matching(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[Stag
 
 def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     """``DELETE FROM t [WHERE ...]``: the rows to retract."""
-    for key in ("using", "limit", "order"):
+    for key in ("limit", "order"):
         if delete.args.get(key):
             raise unsupported(f"DELETE with {key.upper()}", delete)
-    stage, relation = _matching(delete, resolver, "delete from")
+    sources = list(delete.args.get("using") or [])
+    stage, relation = _matching(delete, resolver, "delete from", sources)
     planner = stage.planner
     reads, timelines = frozenset(planner.items), frozenset(planner.timelines)
-    return DeletePlan(ident(delete.this.this), stage.rel.plan, reads, timelines)
+    rows = stage.rel.plan
+    if sources:
+        rows = P.Distinct(P.Project(rows, tuple(range(len(relation.plan.schema)))))
+    return DeletePlan(ident(delete.this.this), rows, reads, timelines, bool(sources))
 
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     """``UPDATE t SET c = e, ... [WHERE ...]``: the matching rows and their new values."""
-    for key in ("from", "from_", "limit", "order"):
+    for key in ("limit", "order"):
         if update.args.get(key):
-            raise unsupported(f"UPDATE with {key.upper().rstrip('_')}", update)
-    stage, relation = _matching(update, resolver, "update")
+            raise unsupported(f"UPDATE with {key.upper()}", update)
+    source = update.args.get("from_") or update.args.get("from")
+    sources = [source.this] if source is not None else []
+    stage, relation = _matching(update, resolver, "update", sources)
     schema = relation.plan.schema
     old = stage.rel.plan
     names = [c.name for c in schema]
@@ -276,6 +322,11 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
         exprs.append((column.name, assign(e, node, column)))
     plan = stage.rel.plan
     width = len(plan.schema)
-    new = P.Project(P.Map(plan, tuple(exprs)), tuple(range(width, width + len(schema))))
+    n = len(schema)
+    kept = tuple(range(n)) if sources else ()
+    new = P.Project(P.Map(plan, tuple(exprs)), kept + tuple(range(width, width + n)))
+    if sources:
+        old = P.Distinct(P.Project(old, tuple(range(n))))
     reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
-    return UpdatePlan(ident(update.this.this), old, new, schema, reads, timelines)
+    name = ident(update.this.this)
+    return UpdatePlan(name, old, new, schema, reads, timelines, bool(sources))

@@ -74,7 +74,7 @@ def one_row(reduce: P.Reduce) -> P.Plan:
     source = reduce.input
     width = len(source.schema)
     marked = P.Map(source, (("present", X.Lit(1, INT8)),))
-    nulls = tuple(Column(c.name, c.type, True) for c in marked.schema)
+    nulls = tuple(Column(c.name, c.type, True, c.scale) for c in marked.schema)
     padded = P.Union((marked, P.Constant((((None,) * (width + 1), 1),), nulls)))
     present = P.col(padded.schema, width)
     aggs = tuple(replace(a, arg=present) if a.arg is None else a for a in reduce.aggregates)

@@ -498,7 +498,11 @@ class Scalars:
         return self.func("to_timestamp", [node.this])
 
     def _window(self, node: exp.Window) -> X.Expr:
-        raise unsupported("window functions", node)
+        if self.clause.endswith("()") or self.clause == "an aggregate":
+            raise PlanError(
+                "aggregate function calls cannot contain window function calls", sqlstate="42803"
+            )
+        raise PlanError(f"window functions are not allowed in {self.clause}", sqlstate="42P20")
 
     def _subquery(self, node: exp.Subquery) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)

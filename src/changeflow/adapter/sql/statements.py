@@ -231,6 +231,19 @@ _AS_OF = re.compile(
 )
 
 
+_UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
+    (
+        re.compile(r"ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?:ADD|DROP|ALTER)\b", re.I),
+        "changing a table's columns is not supported: a table keeps the columns it was "
+        "created with",
+    ),
+    (
+        re.compile(r"(?:CREATE|DROP|ALTER)\s+SCHEMA\b", re.I),
+        "schemas other than public are not supported: every item is in the public schema",
+    ),
+]
+
+
 def parse(text: str) -> Statement:
     """One statement of text (no trailing semicolon) as a :class:`Statement`."""
     text = text.strip().rstrip(";").strip()
@@ -245,6 +258,9 @@ def parse(text: str) -> Statement:
         return Statement(head.lower(), text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
         return Statement("create_table", text, parse_sql(text))
+    for pattern, why in _UNSUPPORTED:
+        if pattern.match(text):
+            raise PlanError(f"{_short(text)}: {why}", sqlstate="0A000")
     raise PlanError(
         f"syntax error: {_short(text)} is not a statement changeflow knows", sqlstate="42601"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.evaluate import Row
 from changeflow.compute.operators.base import Constant, Inputs, Operator, Source, _key
 from changeflow.compute.operators.batch import (
@@ -112,4 +113,8 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             )
         case P.TopK():
             return TopK(children[0], plan)
+        case W.Window(partition_by=partition_by):  # a change recomputes its partition
+            return KeyedRecompute(
+                children[0], partition_by, lambda key, rows: dict(W.partition_output(plan, rows))
+            )
     raise PlanError(f"no operator for {type(plan).__name__}")

@@ -1,0 +1,163 @@
+"""FROM: tables, views, CTEs, subqueries and VALUES as named relations, and their joins
+(ON, USING, NATURAL; inner and outer) with PostgreSQL's errors."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.correlation import conjuncts
+from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
+from changeflow.adapter.sql.scalar import Scalars, contains
+from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.table_functions import table_function
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.errors import PlanError
+
+
+class FromClause:
+    """The Planner's FROM clause."""
+
+    def from_(self, node: exp.Select, outer: Scope | None) -> Rel:
+        source = node.args.get("from_") or node.args.get("from")
+        if source is None:
+            return Rel(ONE_ROW, Scope([], outer))
+        rel = self.table_ref(source.this, outer)
+        for j in node.args.get("joins") or []:
+            rel = self.join(rel, self.table_ref(j.this, outer), j, outer)
+        return rel
+
+    def lookup(self, name: str) -> Output:
+        for env in reversed(self.ctes):
+            if name in env:
+                return env[name]
+        relation = self.resolver.relation(name)
+        self.items.add(relation.name)
+        self.timelines.add(relation.timeline)
+        return Output(relation.plan, [c.name for c in relation.plan.schema])
+
+    def table_ref(self, node: exp.Expression, outer: Scope | None) -> Rel:
+        alias = node.args.get("alias")
+        function = table_function(node, alias)
+        if function is not None:
+            out, default = function, function.names[0] if function.names else None
+            if isinstance(node, exp.Table):
+                default = "generate_series"
+        elif isinstance(node, exp.Table):
+            if not isinstance(node.this, exp.Identifier):
+                raise unsupported("a function in FROM", node)
+            if node.args.get("sample") is not None:
+                raise unsupported("TABLESAMPLE", node)
+            name = ident(node.this)
+            full = ".".join(ident(p) for p in (node.args.get("catalog"), node.args.get("db")) if p)
+            full = "" if full.split(".")[-1] == "public" else full  # every item is in public
+            out = self.lookup(f"{full}.{name}" if full else name)
+            default = name
+        elif isinstance(node, exp.Subquery):
+            inner = self.query(node.this, outer)
+            out = self.finish(inner, node, False, None)
+            out = Output(resolve_unknown(out.plan), out.names)
+            default = None
+        elif isinstance(node, exp.Values):
+            out = self.values(node, outer)
+            default = None
+        elif isinstance(node, exp.Lateral):
+            raise unsupported("LATERAL", node)
+        else:
+            raise unsupported(f"{type(node).__name__} in FROM", node)
+        table = ident(alias.this) if alias is not None and alias.this else default
+        names = list(out.names)
+        columns = alias.columns if alias is not None else []
+        if len(columns) > len(names):
+            raise PlanError(
+                f'table "{table}" has {len(names)} columns available but {len(columns)} '
+                "columns specified",
+                sqlstate="42P10",
+            )
+        for i, c in enumerate(columns):
+            names[i] = ident(c)
+        fields = [Field(table, n, i) for i, n in enumerate(names)]
+        return Rel(out.plan, Scope(fields, outer))
+
+    def join(self, left: Rel, right: Rel, j: exp.Join, outer: Scope | None) -> Rel:
+        clash = left.scope.tables & right.scope.tables
+        if clash:
+            name = sorted(clash)[0]
+            raise PlanError(f'table name "{name}" specified more than once', sqlstate="42712")
+        side = str(j.args.get("side") or "").lower()
+        kind = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
+        if str(j.args.get("kind") or "").upper() in ("SEMI", "ANTI", "ASOF"):
+            raise unsupported(f"{j.args['kind']} JOIN", j)
+        width = left.width
+        shifted = right.scope.shifted(width)
+        using = [ident(u) for u in j.args.get("using") or []]
+        if str(j.args.get("method") or "").upper() == "NATURAL":
+            right_names = {f.name for f in right.scope.star(None)}
+            using = [f.name for f in left.scope.star(None) if f.name in right_names]
+        equivalences: list[tuple[int, int]] = []
+        merged: list[tuple[str, int, int]] = []
+        for name in using:
+            lf = _using_side(left.scope, name, "left")
+            rf = _using_side(shifted, name, "right")
+            equivalences.append((lf.index, rf.index))
+            merged.append((name, lf.index, rf.index))
+        residual = None
+        on = j.args.get("on")
+        scope = Scope(left.scope.fields + shifted.fields, outer)
+        if on is not None:
+            if contains(on, lambda n: isinstance(n, exp.Query | exp.Exists)):
+                raise unsupported("a subquery in JOIN/ON", on)
+            probe = P.Join((left.plan, right.plan))
+            sc = Scalars(scope, probe.schema, "JOIN/ON")
+            rest = []
+            for c in conjuncts(on):
+                e = sc(c)
+                if _column_equality(e):
+                    equivalences.append((e.a.index, e.b.index))  # type: ignore[attr-defined]
+                    continue
+                rest.append(e)
+            if rest:
+                residual = rest[0] if len(rest) == 1 else X.And(tuple(rest))
+        plan: P.Plan = P.Join((left.plan, right.plan), tuple(equivalences), kind, residual)
+        if not merged:
+            return Rel(plan, scope)
+        hidden = {i for _, li, ri in merged for i in (li, ri)}
+        fields = []
+        coalesced = []
+        for name, li, ri in merged:
+            index = {"inner": li, "left": li, "right": ri}.get(kind)
+            if index is None:
+                a, b = P.col(plan.schema, li), P.col(plan.schema, ri)
+                index = len(plan.schema) + len(coalesced)
+                coalesced.append((name, X.Coalesce((a, b))))
+            fields.append(Field(None, name, index))
+        if coalesced:
+            plan = P.Map(plan, tuple(coalesced))
+        for f in scope.fields:
+            if f.index in hidden:
+                fields.append(Field(f.table, f.name, f.index, star=False, bare=False))
+            else:
+                fields.append(f)
+        return Rel(plan, Scope(fields, outer))
+
+
+def _column_equality(e: X.Expr) -> bool:
+    if not (isinstance(e, X.Cmp) and e.op == "="):
+        return False
+    a, b = e.a, e.b
+    return isinstance(a, X.Col) and isinstance(b, X.Col) and X.comparable(a.type, b.type)
+
+
+def _using_side(scope: Scope, name: str, side: str) -> Field:
+    found = scope.find(name, None)
+    if not found:
+        raise PlanError(
+            f'column "{name}" specified in USING clause does not exist in {side} table',
+            sqlstate="42703",
+        )
+    if len(found) > 1:
+        raise PlanError(
+            f'common column name "{name}" appears more than once in {side} table',
+            sqlstate="42702",
+        )
+    return found[0]

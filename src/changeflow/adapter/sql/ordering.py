@@ -1,0 +1,221 @@
+"""ORDER BY, LIMIT/OFFSET and the select list's projection (with DISTINCT) of a query.
+
+At the top of a statement ORDER BY/LIMIT become its finishing; inside one, a LIMIT is a TopK
+per correlation key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlglot import exp
+
+from changeflow.adapter.relations import Finishing
+from changeflow.adapter.sql.rows import Output
+from changeflow.adapter.sql.scalar import Scalars
+from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute.types import NULLTYPE
+from changeflow.errors import PlanError
+
+
+class Ordering:
+    """The Planner's ORDER BY, LIMIT and select-list projection."""
+
+    def finish(
+        self, out: Output, node: exp.Expression, top: bool, hidden: list[P.Order] | None
+    ) -> Output:
+        """ORDER BY/LIMIT/OFFSET of a set operation, VALUES or parenthesized query."""
+        order = node.args.get("order")
+        orders = []
+        if order is not None:
+            for o in order.expressions:
+                orders.append(self.output_order(o, out.names))
+        return self.limit(out, node, top, orders, len(out.names))
+
+    def output_order(self, o: exp.Ordered, names: list[str]) -> P.Order:
+        """An ORDER BY item that must name an output column (by position or name)."""
+        target = o.this
+        index = self.ordinal(target, len(names))
+        if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
+            matches = [i for i, n in enumerate(names) if n == ident(target.this)]
+            if len(matches) > 1:
+                raise PlanError(f'ORDER BY "{names[matches[0]]}" is ambiguous', sqlstate="42702")
+            index = matches[0] if matches else None
+            if index is None:
+                raise PlanError(f'column "{ident(target.this)}" does not exist', sqlstate="42703")
+        if index is None:
+            raise unsupported("ORDER BY on a set operation other than by result columns", target)
+        return _order(index, o)
+
+    def ordinal(self, node: exp.Expression, width: int) -> int | None:
+        if isinstance(node, exp.Literal) and not node.is_string and str(node.this).isdigit():
+            n = int(node.this)
+            if not 1 <= n <= width:
+                raise PlanError(f"ORDER BY position {n} is not in select list", sqlstate="42P10")
+            return n - 1
+        return None
+
+    def limit(
+        self, out: Output, node: exp.Expression, top: bool, orders: list[P.Order], width: int
+    ) -> Output:
+        """Apply ORDER BY ``orders`` and LIMIT/OFFSET; keep the first ``width`` columns (past
+        the key columns)."""
+        limit_node, offset_node = node.args.get("limit"), node.args.get("offset")
+        limit = None
+        if isinstance(limit_node, exp.Fetch):
+            options = limit_node.args.get("limit_options")
+            if options is not None and (
+                options.args.get("percent") or options.args.get("with_ties")
+            ):
+                raise unsupported("FETCH ... PERCENT or WITH TIES", limit_node)
+            count = limit_node.args.get("count")
+            limit = 1 if count is None else _int_constant(count, "FETCH")
+        elif limit_node is not None:
+            limit = _int_constant(limit_node.expression, "LIMIT")
+        offset = 0
+        if offset_node is not None:
+            offset = _int_constant(offset_node.expression, "OFFSET") or 0
+        if limit is not None and limit < 0:
+            raise PlanError("LIMIT must not be negative", sqlstate="2201W")
+        if offset < 0:
+            raise PlanError("OFFSET must not be negative", sqlstate="2201X")
+        full = len(out.plan.schema) - out.keys
+        if top:
+            shifted = tuple(orders)
+            finishing = Finishing(shifted, limit, offset, width if width < full else None)
+            return replace(out, finishing=finishing)
+        plan = out.plan
+        if limit is not None or offset:
+            keys = tuple(range(out.keys))
+            shifted_orders = tuple(
+                P.Order(o.column + out.keys, o.desc, o.nulls_last) for o in orders
+            )
+            plan = P.TopK(plan, keys, shifted_orders, limit, offset)
+        if width < full:
+            plan = P.Project(plan, tuple(range(out.keys + width)))
+        return replace(out, plan=plan, names=out.names[:width])
+
+    def project(
+        self,
+        node: exp.Select,
+        stage: Stage,
+        items: Items,
+        key_cols: list[int],
+        top: bool,
+        outer_keys: list[exp.Expression],
+        defaults: tuple[Any, ...] | None,
+    ) -> Output:
+        order = node.args.get("order")
+        ordered = list(order.expressions) if order is not None else []
+        on_node = (node.args.get("distinct") or exp.Distinct()).args.get("on")
+        on = list(on_node.expressions) if isinstance(on_node, exp.Tuple) else []
+        on += [on_node] if on_node is not None and not on else []
+        stage.hoist(items.nodes + [o.this for o in ordered] + on)
+        sc = stage.scalars()
+        exprs = [sc(n) for n in items.nodes]
+        names = list(items.names)
+        distinct = node.args.get("distinct") is not None and not on
+        hidden: list[X.Expr] = []
+        orders = [
+            _order(self.item_index(o.this, exprs, names, hidden, sc, distinct, "ORDER BY"), o)
+            for o in ordered
+        ]
+        on_cols = [self.item_index(n, exprs, names, hidden, sc, False, "DISTINCT ON") for n in on]
+        leading = {o.column for o in orders[: len(on_cols)]}
+        if orders and (len(orders) < len(set(on_cols)) or leading != set(on_cols)):
+            raise PlanError(
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                sqlstate="42P10",
+            )
+        plan = stage.rel.plan
+        base = len(plan.schema)
+        all_exprs = exprs + hidden
+        new = [(f"c{i}", e) for i, e in enumerate(all_exprs) if not isinstance(e, X.Col)]
+        if new:
+            plan = P.Map(plan, tuple(new))
+        columns, fresh = list(key_cols), base
+        for e in all_exprs:
+            if isinstance(e, X.Col):
+                columns.append(e.index)
+            else:
+                columns.append(fresh)
+                fresh += 1
+        key_names = [f"key{i}" for i in range(len(key_cols))]
+        hidden_names = [f"order{i}" for i in range(len(hidden))]
+        plan = P.Project(plan, tuple(columns), tuple(key_names + names + hidden_names))
+        if distinct:
+            plan = P.Distinct(plan)
+        if on_cols:  # the first row of each DISTINCT ON group in ORDER BY's order
+            k = len(key_cols)
+            group = tuple(range(k)) + tuple(k + c for c in dict.fromkeys(on_cols))
+            shifted = tuple(P.Order(o.column + k, o.desc, o.nulls_last) for o in orders)
+            plan = P.TopK(plan, group, shifted, 1)
+        out_defaults = None
+        if defaults is not None and stage.default_row is not None:
+            out_defaults = tuple(_eval_default(e, stage.default_row) for e in exprs)
+        out = Output(plan, names + hidden_names, len(key_cols), outer_keys, out_defaults)
+        return self.limit(out, node, top, orders, len(names))
+
+    def item_index(
+        self,
+        target: exp.Expression,
+        exprs: list[X.Expr],
+        names: list[str],
+        hidden: list[X.Expr],
+        sc: Scalars,
+        distinct: bool,
+        clause: str,
+    ) -> int:
+        """The column an ORDER BY or DISTINCT ON item names: a select item by position, by
+        output name or by being the same expression, else a hidden column added for it."""
+        index = self.ordinal(target, len(exprs))
+        if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
+            name = ident(target.this)
+            matches = [i for i, n in enumerate(names) if n == name]
+            if len({exprs[i] for i in matches}) > 1:
+                raise PlanError(f'{clause} "{name}" is ambiguous', sqlstate="42702")
+            index = matches[0] if matches else None
+        if index is not None:
+            return index
+        sc.clause = clause
+        e = sc(target)
+        sc.clause = "SELECT"
+        if e in exprs:
+            return exprs.index(e)
+        if e in hidden:
+            return len(exprs) + hidden.index(e)
+        if distinct:
+            raise PlanError(
+                "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                sqlstate="42P10",
+            )
+        hidden.append(e)
+        return len(exprs) + len(hidden) - 1
+
+
+def _int_constant(node: exp.Expression, what: str) -> int | None:
+    if isinstance(node, exp.Var) and node.name.upper() == "ALL" or isinstance(node, exp.Null):
+        return None
+    sc = Scalars(Scope(), (), what)
+    e = sc(node)
+    if e.columns() or not e.type.integer and e.type != NULLTYPE:
+        raise PlanError(f"argument of {what} must be an integer constant", sqlstate="42804")
+    return e.eval(())
+
+
+def _eval_default(e: X.Expr, row: tuple[Any, ...]) -> Any:
+    try:
+        return e.eval(row)
+    except Exception:  # noqa: BLE001 - an error over no rows surfaces when the plan runs
+        return None
+
+
+def _order(index: int, o: exp.Ordered) -> P.Order:
+    desc = bool(o.args.get("desc"))
+    nulls_first = o.args.get("nulls_first")
+    nulls_last = None if nulls_first is None else not nulls_first
+    return P.Order(index, desc, nulls_last)

@@ -1,0 +1,76 @@
+"""The decimals a numeric expression's values show, when the types decide it as PostgreSQL's
+rules do (a column's declared scale; ``+``/``-`` the larger, ``*`` the sum; ``round(x, n)`` n;
+integers 0), so that a view stores and prints ``1470.10`` where PostgreSQL does. A quotient, or
+branches that differ, have no single scale (None): each value then shows its own."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.types import NUMERIC, Schema
+
+_SAME = ("abs",)
+_INTEGRAL = ("ceil", "ceiling", "floor", "sign")
+_ROUNDING = ("round", "trunc")
+
+
+def scale_of(e: X.Expr, schema: Schema) -> int | None:
+    """The scale every value of ``e`` over rows of ``schema`` shows; None if it varies."""
+    if e.type.integer:
+        return 0
+    if e.type is not NUMERIC:
+        return None
+    if isinstance(e, X.Col):
+        return schema[e.index].scale
+    if isinstance(e, X.Lit):
+        value = e.value
+        if isinstance(value, Decimal) and value.is_finite():
+            return max(-int(value.as_tuple().exponent), 0)
+        return 0 if isinstance(value, int) else None
+    if isinstance(e, X.Arith):
+        a, b = scale_of(e.a, schema), scale_of(e.b, schema)
+        if a is None or b is None or e.op == "/":
+            return None
+        return a + b if e.op == "*" else max(a, b)
+    if isinstance(e, X.Neg):
+        return scale_of(e.a, schema)
+    if isinstance(e, X.Cast):
+        return 0 if e.a.type.integer else None
+    if isinstance(e, X.NullIf):
+        return scale_of(e.a, schema)
+    if isinstance(e, X.Case | X.Coalesce):
+        branches = [v for _, v in e.whens] + [e.otherwise] if isinstance(e, X.Case) else e.args
+        return common_scale(branches, schema)
+    if isinstance(e, Func):
+        return _func_scale(e, schema)
+    return None
+
+
+def common_scale(exprs: list[X.Expr] | tuple[X.Expr, ...], schema: Schema) -> int | None:
+    """The scale all of ``exprs`` share (a NULL literal shares any), else None."""
+    scales = {scale_of(x, schema) for x in exprs if not _null(x)}
+    return scales.pop() if len(scales) == 1 else None
+
+
+def _null(e: X.Expr) -> bool:
+    return isinstance(e, X.Lit) and e.value is None
+
+
+def _func_scale(e: Func, schema: Schema) -> int | None:
+    name = e.name.lower()
+    if name in _SAME and len(e.args) == 1:
+        return scale_of(e.args[0], schema)
+    if name in _INTEGRAL:
+        return 0
+    if name in _ROUNDING:
+        if len(e.args) == 1:
+            return 0
+        places = e.args[1]
+        if isinstance(places, X.Lit) and isinstance(places.value, int):
+            return max(places.value, 0)
+        return None
+    if name in ("greatest", "least"):
+        return common_scale(e.args, schema)
+    return None
