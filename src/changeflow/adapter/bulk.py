@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.adapter.assign import fitter
-from changeflow.compute.expr import from_text
+from changeflow.compute.scalars import from_text
 from changeflow.compute.types import FLOAT8, TEXT, Column, Schema
 from changeflow.errors import EvalError, PlanError
 from changeflow.storage.frames import to_frame

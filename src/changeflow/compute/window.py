@@ -22,7 +22,8 @@ from typing import Any
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, aggregate_values, sort_key
-from changeflow.compute.expr import Expr, div_scale
+from changeflow.compute.expr import Expr
+from changeflow.compute.scalars import div_scale
 from changeflow.compute.scale import common_scale
 from changeflow.compute.types import FLOAT8, INT4, INT8, Column, Schema, SqlType
 from changeflow.compute.window_frames import frame_values

@@ -10,7 +10,8 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import Any
 
-from changeflow.compute.expr import _as, check_range, compare_values
+from changeflow.compute.scalars import as_type as _as
+from changeflow.compute.scalars import check_range, compare_values
 from changeflow.compute.types import FLOAT8, NUMERIC, SqlType
 from changeflow.errors import EvalError
 

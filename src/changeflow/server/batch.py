@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from changeflow.compute.expr import check_range, from_text
+from changeflow.compute.scalars import check_range, from_text
 from changeflow.compute.types import FLOAT8, NUMERIC, Column, SqlType
 from changeflow.errors import EvalError, PlanError
 from changeflow.server import values as V
