@@ -43,6 +43,27 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def _joins(plan: P.Plan) -> bool:
+    """Is ``plan`` a join of arranged inputs (an inner join of two or more)?"""
+    return isinstance(plan, P.Join) and plan.kind == "inner" and len(plan.inputs_) > 1
+
+
+def _keyed(plan: P.Plan) -> bool:
+    return isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK) or (
+        isinstance(plan, P.Join) and plan.kind != "inner"
+    )
+
+
+def late(plan: P.Plan) -> bool:
+    """Does ``plan``'s output have changes beyond the step that made them (a temporal filter
+    with no stateful operator above it to keep them waiting)?"""
+    if isinstance(plan, P.TemporalFilter):
+        return True
+    if _joins(plan) or _keyed(plan):
+        return False
+    return any(late(p) for p in plan.inputs())
+
+
 class Node:
     """An operator of the plan on the cluster tier: its children, and for a stateful one the
     spine of each input (its collection so far) and, where an input may carry changes beyond
@@ -50,10 +71,8 @@ class Node:
 
     def __init__(self, plan: P.Plan, children: list[Node], flow: ClusterDataflow) -> None:
         self.plan, self.children = plan, children
-        self.join = isinstance(plan, P.Join) and plan.kind == "inner" and len(children) > 1
-        keyed = isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK) or (
-            isinstance(plan, P.Join) and plan.kind != "inner"
-        )
+        self.join = _joins(plan)
+        keyed = _keyed(plan)
         self.totals = Accumulated(plan) if accumulable(plan) else None  # type: ignore[arg-type]
         self.keyed = D.keyed(plan) if keyed and self.totals is None else None
         self.stateful = self.join or keyed
@@ -69,9 +88,7 @@ class Node:
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
         ]
-        self.late = isinstance(plan, P.TemporalFilter) or (
-            not self.stateful and any(c.late for c in children)
-        )
+        self.late = late(plan)
         self.linear = (
             LinearStep(plan)
             if not self.stateful and not isinstance(plan, P.Get | P.Constant)
@@ -119,11 +136,14 @@ class ClusterDataflow(Dataflow):
 
     def _start_at(self, earliest: int) -> int:
         """Just before the checkpoint's frontier, where it can resume (see
-        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``."""
+        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``. A plan whose output
+        has changes beyond a step (a temporal filter above every stateful operator) hydrates:
+        the sink held those changes, not the checkpoint."""
         self.resume = checkpoint.load(self.storage, self.name)
         frontier = self.resume.get("frontier") if self.resume else None
         written = self.storage.state(self.output).upper
-        if frontier is None or frontier - 1 < earliest or written.less_equal(frontier - 1):
+        stale = frontier is None or frontier - 1 < earliest or written.less_equal(frontier - 1)
+        if stale or late(self.plan):
             self.resume = None
             return earliest
         return frontier - 1
