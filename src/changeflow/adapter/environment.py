@@ -416,7 +416,10 @@ class Environment:
 
     def choose_tier(self, plan: P.Plan, setting: bool | None) -> str:
         """The tier of a new dataflow: as ``setting`` (the view's CLUSTER option) says, else by
-        its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS``."""
+        its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS`` (the tables' committed writes
+        applied first: small ones wait in the write log)."""
+        if setting is None:
+            self.log.apply()
         chosen = cluster_tier(self.storage, plan, setting, self.config.cluster_rows)
         return "cluster" if chosen else "process"
 

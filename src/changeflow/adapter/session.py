@@ -458,7 +458,9 @@ class Session:
         if txn.read_ts is None:
             txn.read_ts = self.env.read_ts(timeline, {shard})
         txn.reads.add(shard)
-        before = dict(self.env.evaluate(table.plan, txn.read_ts, self.timeout))
+        seen = self.env.evaluate(table.plan, txn.read_ts, self.timeout)
+        txn.read_rows.append((table.plan, seen))  # so any write to it since is a conflict
+        before = dict(seen)
         for frame in txn.writes.get(shard, []):
             for row, c in counted(frame).items():
                 before[row] = before.get(row, 0) + c
