@@ -34,7 +34,6 @@ between the ``bench:adapter`` markers.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import dataclasses
 import multiprocessing as mp
@@ -48,7 +47,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -69,6 +68,7 @@ from compute import (
     stamped,
 )
 from compute import sql as duck_sql
+from peers import postgres_server
 from readme import publish
 
 import changeflow
@@ -250,34 +250,13 @@ def write_case(
     return result
 
 
-@contextlib.contextmanager
-def postgres_server() -> Iterator[str | None]:
-    """The URL of a throwaway PostgreSQL server (``tests/postgres_server.py``); None if none
-    starts here."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from postgres_server import throwaway_postgres
-
-        say("starting a throwaway PostgreSQL server…")
-        server = throwaway_postgres()
-        url = server.__enter__()
-    except (ImportError, RuntimeError) as e:
-        say(f"PostgreSQL consensus skipped: {str(e).splitlines()[0]}")
-        yield None
-        return
-    try:
-        yield url
-    finally:
-        server.__exit__(None, None, None)
-
-
 def writes(args: argparse.Namespace) -> list[dict]:
     """Every write case on SQLite consensus, then on PostgreSQL consensus if a server starts."""
     out = []
     for mode in ("one", "threads", "processes", "host"):
         out.append(write_case(args.work, None, "sqlite", mode, args.txns, profile=mode == "one"))
     if args.postgres:
-        with postgres_server() as url:
+        with postgres_server(say) as url:
             if url is None:
                 out.append({"consensus": "postgres", "skipped": "no server could be started"})
             else:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from peers import postgres_server
 from readme import publish
 
 HERE = Path(__file__).resolve().parent
@@ -228,25 +229,6 @@ def summary(values: list[float], elapsed: float) -> dict[str, Any]:
     }
 
 
-@contextlib.contextmanager
-def postgres() -> Iterator[str | None]:
-    """The URL of a throwaway PostgreSQL server; None if none starts here."""
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    try:
-        from postgres_server import throwaway_postgres
-
-        server = throwaway_postgres()
-        url = server.__enter__()
-    except (ImportError, RuntimeError) as e:
-        say(f"PostgreSQL skipped: {str(e).splitlines()[0]}")
-        yield None
-        return
-    try:
-        yield url
-    finally:
-        server.__exit__(None, None, None)
-
-
 def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
     """One table: each client count and kind, changeflow's numbers then PostgreSQL's."""
     systems = [s for s in SYSTEMS if results.get(s)]
@@ -309,7 +291,7 @@ def main() -> None:
     counts = [int(x) for x in args.clients.split(",")]
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
     with contextlib.ExitStack() as stack:
-        url = None if args.no_postgres else stack.enter_context(postgres())
+        url = None if args.no_postgres else stack.enter_context(postgres_server(say))
         for clients in counts:
             for system in SYSTEMS:
                 if system == "postgresql" and url is None:
