@@ -22,7 +22,7 @@ from typing import Any
 
 from changeflow.adapter.environment import Environment, plain
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import _rows
+from changeflow.compute.dataflow import update_rows
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import BOOL, INT8, Column, Schema
 from changeflow.errors import Timeout
@@ -94,7 +94,7 @@ class Subscribe:
             for shard, sub in self.subscriptions.items():
                 while (got := sub.next(0.0)) is not None:
                     updates, upper = got
-                    self.inputs.feed(shard, _rows(updates))
+                    self.inputs.feed(shard, update_rows(updates))
                     self.uppers[shard] = to_bound(upper)
         present = [u for u in self.uppers.values() if u is not None]
         meet = min(present) if present else None

@@ -386,7 +386,7 @@ def drop_view(storage: Storage, name: str, plan: P.Plan) -> None:
     forget_state(storage, name)
 
 
-def _rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+def update_rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
     """The updates of an update frame as ``(row, time, diff)``."""
     times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
     return list(zip(_data_rows(table), times, diffs, strict=True))

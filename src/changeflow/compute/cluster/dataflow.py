@@ -27,11 +27,10 @@ from changeflow.compute.cluster.local import (
     Update,
     consolidated,
     frame_table,
-    updates_of,
 )
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
-from changeflow.compute.dataflow import Dataflow
+from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, name, spark_type
 from changeflow.config import Config
@@ -217,7 +216,7 @@ class ClusterDataflow(Dataflow):
                 )
             self.pending[shard] = []
         if sum(t.num_rows for t in tables.values()) <= self.step_rows:
-            return self._run_local({s: updates_of(t) for s, t in tables.items()}, upper)
+            return self._run_local({s: update_rows(t) for s, t in tables.items()}, upper)
         changes = {s: self.spark.createDataFrame(t) for s, t in tables.items()}
         return self._run(changes, upper, at=None)
 
@@ -285,7 +284,7 @@ class ClusterDataflow(Dataflow):
                 if waiting.batches:
                     held = waiting.frame()
                     assert held is not None
-                    due = updates_of(held.where(F.col(TIME) < upper).toArrow())
+                    due = update_rows(held.where(F.col(TIME) < upper).toArrow())
                 later = [u for u in updates if u[1] >= upper]
                 updates = [u for u in updates if u[1] < upper] + due
             now = consolidated(updates)
@@ -309,7 +308,7 @@ class ClusterDataflow(Dataflow):
         else:
             assert node.keyed is not None
             out = node.keyed.delta(frames, arranged, small=True, at=None)
-        return [] if out is None else updates_of(out.toArrow())
+        return [] if out is None else update_rows(out.toArrow())
 
     def _delta(
         self,

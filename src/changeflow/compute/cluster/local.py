@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from decimal import Decimal
-from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +22,6 @@ from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.spark_expr import name
 from changeflow.compute.types import Schema
-from changeflow.compute.values import python_values
 from changeflow.updates import DIFF, TIME
 
 Update = tuple[tuple[Any, ...], int, int]
@@ -44,14 +42,6 @@ class LinearStep:
         for i, updates in enumerate(inputs):
             self.sources.feed(f"_in{i}", updates)
         return self.operator.step(upper)
-
-
-def updates_of(table: pa.Table) -> list[Update]:
-    """The updates of a frame (its data columns, then ``_time`` and ``_diff``)."""
-    data = [python_values(table.column(c)) for c in table.column_names if c not in (TIME, DIFF)]
-    rows = zip(*data, strict=True) if data else repeat((), table.num_rows)
-    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
-    return list(zip(rows, times, diffs, strict=True))
 
 
 def consolidated(updates: Iterable[Update]) -> list[Update]:
