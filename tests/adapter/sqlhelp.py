@@ -3,10 +3,13 @@ contents, DuckDB loaded with the same rows, and results made comparable."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
+from collections.abc import Iterator
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -98,3 +101,26 @@ def finish(query: Query, rows: dict[tuple, int]) -> list[tuple]:
 
 def ours(query: Query, data: dict[str, list[tuple]], now: int = 0) -> list[tuple]:
     return finish(query, evaluate(query.plan, {n: version(r) for n, r in data.items()}, now))
+
+
+@contextlib.contextmanager
+def beside_postgres(home: Path, postgres_url: str, table: str, *setup: str) -> Iterator[tuple]:
+    """An embedded connection and one to PostgreSQL 15, each having run the ``setup``
+    statements that make ``table`` (dropped from PostgreSQL afterwards); both autocommit."""
+    import psycopg
+
+    import changeflow
+
+    ours = changeflow.connect(home, host_seconds=0)
+    ours.autocommit = True
+    pg = psycopg.connect(postgres_url, autocommit=True)
+    pg.execute(f"DROP TABLE IF EXISTS {table}")
+    for c in (ours, pg):
+        for sql in setup:
+            c.execute(sql)
+    try:
+        yield ours, pg
+    finally:
+        pg.execute(f"DROP TABLE {table}")
+        pg.close()
+        ours.close()

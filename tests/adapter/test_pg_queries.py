@@ -4,12 +4,15 @@ be maintained) as materialized views kept through inserts, updates and deletes."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-import changeflow
 from changeflow.adapter.connection import DatabaseError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -68,19 +71,8 @@ def _texts(rows: list[tuple]) -> list[tuple]:
 
 @pytest.fixture
 def both(tmp_path: Path, postgres_url: str):
-    import psycopg
-
-    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
-    ours.autocommit = True
-    pg = psycopg.connect(postgres_url, autocommit=True)
-    pg.execute("DROP TABLE IF EXISTS q")
-    for c in (ours, pg):
-        c.execute(CREATE)
-        c.execute(INSERT)
-    yield ours, pg
-    pg.execute("DROP TABLE q")
-    pg.close()
-    ours.close()
+    with beside_postgres(tmp_path / "home", postgres_url, "q", CREATE, INSERT) as pair:
+        yield pair
 
 
 def test_queries_ad_hoc_and_maintained_as_postgres(both) -> None:

@@ -3,6 +3,7 @@ and installed as materialized views kept through inserts, updates and deletes.""
 
 from __future__ import annotations
 
+import sys
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 import changeflow
 from changeflow.adapter.connection import DatabaseError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -86,19 +90,8 @@ def _texts(rows: list[tuple], scales: bool = True) -> list[tuple]:
 
 @pytest.fixture
 def both(tmp_path: Path, postgres_url: str):
-    import psycopg
-
-    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
-    ours.autocommit = True
-    pg = psycopg.connect(postgres_url, autocommit=True)
-    pg.execute("DROP TABLE IF EXISTS w")
-    for c in (ours, pg):
-        c.execute(CREATE)
-        c.execute(INSERT)
-    yield ours, pg
-    pg.execute("DROP TABLE w")
-    pg.close()
-    ours.close()
+    with beside_postgres(tmp_path / "home", postgres_url, "w", CREATE, INSERT) as pair:
+        yield pair
 
 
 def test_window_functions_ad_hoc_and_maintained_as_postgres(both) -> None:
