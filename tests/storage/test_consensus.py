@@ -10,9 +10,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -197,6 +199,24 @@ def run_workers(location: str, key: str, workers: int, wins: int, gate: Path) ->
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_many_opening_a_fresh_location_at_once_all_open_it(consensus_location: str) -> None:
+    """Creating the store races too: every opener must succeed and see one store."""
+    start = threading.Barrier(8)
+
+    def open_one(_: int) -> Consensus:
+        start.wait()
+        return open_consensus(consensus_location)
+
+    with ThreadPoolExecutor(8) as pool:
+        opened = list(pool.map(open_one, range(8)))
+    try:
+        assert opened[0].compare_and_set("k", None, VersionedData(1, b"x"))
+        assert all(c.head("k") == VersionedData(1, b"x") for c in opened)
+    finally:
+        for c in opened:
+            c.close()
 
 
 def test_processes_racing_on_one_key_lose_nothing(consensus_location: str, tmp_path: Path) -> None:

@@ -223,6 +223,12 @@ class SqliteConsensus(Consensus):
             self._local.conn = None
 
 
+CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('changeflow: create'))"
+"""Taken first in a transaction that creates a table if it does not exist. PostgreSQL's
+``IF NOT EXISTS`` does not hold against a concurrent create (the second can fail on the table's row
+type), so processes creating at the same moment wait for one another."""
+
+
 class PostgresConsensus(Consensus):
     """Consensus in a PostgreSQL table keyed by ``(shard, sequence_number)``.
 
@@ -246,8 +252,8 @@ class PostgresConsensus(Consensus):
                 self._db.close()
                 raise InvalidInput(missing_store(self.location, "it has no table 'consensus'"))
             return
-        # Another process may create the table at the same moment; then it exists all the same.
-        with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+        with self._db.transaction():
+            self._db.execute(CREATE_LOCK)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS consensus (shard text NOT NULL, "
                 "sequence_number bigint NOT NULL, data bytea NOT NULL, "

@@ -21,6 +21,7 @@ from psycopg import sql
 from changeflow.errors import InvalidInput
 from changeflow.materialize.drivers.pgcopy import copy_data, stage_type
 from changeflow.materialize.drivers.sql import CHECKPOINTS, Column, Schema, SqlDriver, Table, Writes
+from changeflow.storage.consensus import CREATE_LOCK
 
 _SPLIT = "materialization = %s AND key_begin = %s AND key_end = %s"
 OP = "_changeflow_op"  # the staging table's 'd' (delete), 'i' (insert) or 'u' (upsert)
@@ -88,11 +89,9 @@ class PostgresDriver(SqlDriver):
 
     @contextlib.contextmanager
     def _racing_create(self) -> Iterator[psycopg.Cursor]:
-        """A transaction of CREATE … IF NOT EXISTS: losing a race to create means it exists."""
-        with (
-            contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable),
-            self._transaction() as cur,
-        ):
+        """A transaction of CREATE … IF NOT EXISTS, waiting for any other create to finish."""
+        with self._transaction() as cur:
+            cur.execute(CREATE_LOCK)
             yield cur
 
     def _connect(self) -> None:
