@@ -119,8 +119,10 @@ def spark_path(path: Path) -> str:
 
 
 def local_path(uri: str) -> str:
-    """The local path of a ``file:`` URI that Spark gives its executors."""
-    return uri.removeprefix("file://").removeprefix("file:")
+    """The local path of a ``file:`` URI that Spark gives its executors (percent-decoded)."""
+    from urllib.parse import unquote
+
+    return unquote(uri.removeprefix("file://").removeprefix("file:"))
 
 
 @contextmanager

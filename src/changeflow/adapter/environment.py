@@ -44,6 +44,7 @@ from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
+from changeflow.storage.ingest import Folder, ingest, ingest_spark
 from changeflow.storage.txns import TxnLog, reader
 from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
@@ -137,6 +138,7 @@ class Environment:
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
+        self.folders: dict[str, Folder] = {}  # source -> the files its ingests retired
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         # a commit in the log whose process died before telling the oracle is visible now
         written = self.log.state().last_write.values()
@@ -427,7 +429,6 @@ class Environment:
         """Append the source's newly arrived CDC files (at most once a second unless forced;
         nothing is decoded while the folder's files are those it held last time)."""
         from changeflow.cdc.files import list_files
-        from changeflow.storage.ingest import ingest, ingest_spark
 
         now, path = time.monotonic(), item.options["path"]
         last, seen = self.ingested.get(item.id, (0.0, None))
@@ -440,14 +441,14 @@ class Environment:
         if files is not None and files == seen:
             self.ingested[item.id] = (now, seen)
             return
-        fmt = item.options.get("format")
+        fmt, folder = item.options.get("format"), self.folders.setdefault(item.id, Folder())
         if files and sum(size for _, size, _ in files) >= self.config.spark_ingest_bytes:
             from changeflow.spark import get_spark
 
             spark = get_spark(self.config.spark_master)
-            ingest_spark(self.storage, item.id, [path], fmt, spark)  # decoded on the executors
+            ingest_spark(self.storage, item.id, [path], fmt, spark, folder)  # on the executors
         else:
-            ingest(self.storage, item.id, [path], fmt)
+            ingest(self.storage, item.id, [path], fmt, folder=folder)
         self.ingested[item.id] = (now, files)
 
     def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from changeflow.cdc.formats import detect_format, extensions, get_format
 from changeflow.cdc.formats.base import Format
 from changeflow.cdc.messages import Message, Updates, UpdateTable
+from changeflow.cdc.resume import Extent, cut, further, opening
 from changeflow.errors import InvalidInput
 
 
@@ -62,22 +63,35 @@ class CdcSource:
             self._set_columns(columns, path)
             yield from messages
 
-    def tables(self) -> Iterator[Message | UpdateTable]:
+    def tables(
+        self, start: int | None = None, extents: dict[Path, Extent | None] | None = None
+    ) -> Iterator[Message | UpdateTable]:
         """Every message of every file for the columnar reader: updates of the formats that
         hold rows as Arrow tables (Parquet's straight from the file), JSON lines as they are.
         Copies of a progress line beside Parquet files are parsed once: a copy says nothing new.
+
+        ``start`` resumes the read there (:mod:`changeflow.cdc.resume`); ``extents`` receives
+        how far in time each file reaches.
         """
         from changeflow.cdc.columnar import to_table
 
         seen: set[bytes] = set()
+        if start:
+            yield opening(start)
         for path in self.files:
             columns, messages = self.codec.read_columnar(path, seen)
             self._set_columns(columns, path)
+            reach: Extent | None = Extent()
             for message in messages:
                 if isinstance(message, Updates) and columns is not None:
-                    yield UpdateTable(to_table(message.updates, columns))
-                else:
-                    yield message
+                    message = UpdateTable(to_table(message.updates, columns))
+                if extents is not None:
+                    reach = further(reach, message)
+                kept = cut(message, start) if start else message
+                if kept is not None:
+                    yield kept
+            if extents is not None:
+                extents[path] = reach
 
     def _set_columns(self, columns: list[str] | None, path: Path) -> None:
         if columns is None:

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from changeflow.cdc.columnar import ColumnarReader
-from changeflow.cdc.files import CdcSource, list_files, open_source
+from changeflow.cdc.files import CdcSource, open_source
+from changeflow.cdc.resume import Extent
 from changeflow.errors import InvalidInput, with_context
 from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
@@ -61,30 +62,36 @@ def ingest(
     paths: Iterable[str | Path],
     fmt: str | None = None,
     on_progress: Callable[[IngestStats], None] | None = None,
+    folder: Folder | None = None,
 ) -> IngestStats:
     """Append the history of the CDC v2 files under ``paths`` to ``shard`` beyond its upper.
 
     Data columns are matched to the shard's schema by name. ``on_progress`` is called with the
-    stats after every append.
+    stats after every append. ``folder`` carries what earlier ingests of these files learned:
+    the files it retired are not read again.
     """
-    schema = storage.state(shard).schema
-    source = open_source(paths, fmt)
+    state = storage.state(shard)
+    source, start, files = _live(open_source(paths, fmt), state.upper, folder)
+    stats = IngestStats(shard, state.upper, state.upper)
+    if not source.files:
+        return stats
     reader = ColumnarReader(audit=True)
     rows = not source.codec.json_data  # row formats: data are row tuples, even of one column
+    extents: dict[Path, Extent | None] = {}
     advances = [  # every file read and checked first
         (reader.triples(table, rows), frontier)
-        for message in source.tables()
+        for message in source.tables(start, extents)
         for table, frontier in reader.feed(message)
     ]
     _check_int_times(advances)
-    to_row = _row_maker(source, schema, shard)
+    to_row = _row_maker(source, state.schema, shard)
     write_cap = _write_capability(storage, shard)
     try:
         held = write_cap.frontier
         stats = IngestStats(shard, held, held)
         todo = _beyond(advances, held)
         stats.skipped = len(advances) - len(todo)
-        appends = [(_table(g, schema, to_row, shard), f, n) for g, f, n in _groups(todo)]
+        appends = [(_table(g, state.schema, to_row, shard), f, n) for g, f, n in _groups(todo)]
         for table, frontier, n in appends:
             storage.append(write_cap, table, frontier)
             stats.appends, stats.advances = stats.appends + 1, stats.advances + n
@@ -93,34 +100,47 @@ def ingest(
                 on_progress(stats)
     finally:
         storage.drop(write_cap)
+    _retire(folder, files, extents, stats.upper)
     return stats
 
 
 def ingest_spark(
-    storage: Storage, shard: str, paths: Iterable[str | Path], fmt: str | None, spark: SparkSession
+    storage: Storage,
+    shard: str,
+    paths: Iterable[str | Path],
+    fmt: str | None,
+    spark: SparkSession,
+    folder: Folder | None = None,
 ) -> IngestStats:
     """:func:`ingest` on Spark: the updates never come to the driver. Its shuffles get a
     partition per :data:`PARTITION_BYTES` of files (at least one per core), not Spark's 200."""
+    from changeflow.cdc.spark.read import file_extents
     from changeflow.spark import session_conf
 
-    paths = list(paths)
-    size = sum(f.stat().st_size for f in list_files(paths))
+    state = storage.state(shard)
+    source, start, files = _live(open_source(paths, fmt), state.upper, folder)
+    if not source.files:
+        return IngestStats(shard, state.upper, state.upper)
+    size = sum(f.stat().st_size for f in source.files)
     cores = spark.sparkContext.defaultParallelism
     partitions = str(max(cores, size // PARTITION_BYTES))
     with session_conf(spark, {"spark.sql.shuffle.partitions": partitions}):
-        return _ingest_spark(storage, shard, paths, fmt, spark)
+        stats = _ingest_spark(storage, shard, source, start, spark)
+        if folder is not None:
+            _retire(folder, files, file_extents(spark, source.files, fmt), stats.upper)
+    return stats
 
 
 def _ingest_spark(
-    storage: Storage, shard: str, paths: list[str | Path], fmt: str | None, spark: SparkSession
+    storage: Storage, shard: str, source: CdcSource, start: int | None, spark: SparkSession
 ) -> IngestStats:
     from changeflow.cdc.spark.read import read_cdc
 
     schema = storage.state(shard).schema
-    frame, frontier = read_cdc(spark, paths, fmt)
+    frame, frontier = read_cdc(spark, source.files, source.format, start)
     try:
         _check_int_times([([], frontier)])
-        rows = _spark_rows(frame, schema, shard, bool(open_source(paths, fmt).codec.json_data))
+        rows = _spark_rows(frame, schema, shard, bool(source.codec.json_data))
         write_cap = _write_capability(storage, shard)
         try:
             held = write_cap.frontier
@@ -154,6 +174,11 @@ def _spark_rows(frame: DataFrame, schema: pa.Schema, shard: str, json_data: bool
     names = schema.names
     if not json_data:
         columns = [c for c in frame.columns if c not in (TIME, DIFF)]
+        if not columns:  # only progress files were read: no updates, no columns
+            fields = from_arrow_schema(schema).fields
+            return frame.select(
+                *(F.lit(None).cast(f.dataType).alias(f.name) for f in fields), TIME, DIFF
+            )
         if sorted(columns) != sorted(names):
             raise InvalidInput(
                 f"the CDC files' data columns {columns} are not shard {shard!r}'s columns "
@@ -171,6 +196,47 @@ def _spark_rows(frame: DataFrame, schema: pa.Schema, shard: str, json_data: bool
     parsed = F.from_json(data, from_arrow_schema(schema), {"mode": "FAILFAST"}).alias("_row")
     values = frame.select(parsed, TIME, DIFF)
     return values.select(*(F.col(f"_row.{n}").alias(n) for n in names), TIME, DIFF)
+
+
+@dataclass
+class Folder:
+    """What the ingests of one folder into its shard have learned: the files that hold nothing
+    at or beyond the shard's upper (*retired*, :mod:`changeflow.cdc.resume`), with the size and
+    modification time they had. A later ingest reads only the other files, resumed at the
+    shard's upper, so it costs what arrived since; a retired file that changes is read again."""
+
+    retired: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+
+def _live(
+    source: CdcSource, upper: Antichain, folder: Folder | None
+) -> tuple[CdcSource, int | None, dict[Path, tuple[int, int]]]:
+    """The source cut to the files ``folder`` has not retired, the time to resume at (none
+    without a folder) and the files' sizes and modification times."""
+    if folder is None:
+        return source, None, {}
+    files = {}
+    for f in source.files:
+        info = f.stat()
+        files[f] = (info.st_size, info.st_mtime_ns)
+    live = [f for f in source.files if folder.retired.get(f) != files[f]]
+    start = to_bound(upper) if upper else None
+    return replace(source, files=live), start, files
+
+
+def _retire(
+    folder: Folder | None,
+    files: dict[Path, tuple[int, int]],
+    extents: dict[Path, Extent | None],
+    upper: Antichain,
+) -> None:
+    """Retire the files read whose extent lies below the shard's ``upper``."""
+    if folder is None:
+        return
+    bound = to_bound(upper) if upper else None
+    for path, reach in extents.items():
+        if reach is not None and reach.below(bound):
+            folder.retired[path] = files[path]
 
 
 def _write_capability(storage: Storage, shard: str) -> WriteCapability:
@@ -230,7 +296,7 @@ def _row_maker(source: CdcSource, schema: pa.Schema, shard: str) -> Callable[[An
             return tuple(value[c] for c in names)
 
         return from_json
-    columns = source.columns or []
+    columns = source.columns if source.columns is not None else names  # None: no updates read
     if sorted(columns) != sorted(names):
         raise InvalidInput(
             f"the CDC files' data columns {columns} are not shard {shard!r}'s columns {names}: "

@@ -19,6 +19,7 @@ import fastavro
 import pyarrow as pa
 
 from changeflow.cdc.formats.base import (
+    FILE,
     INT64,
     ROW_TAIL,
     Format,
@@ -252,7 +253,8 @@ class Avro(Format):
         schema = pa.schema([(n, SPARK_TYPES[t]) for n, t in fields] + ROW_TAIL)
         contents = spark.read.format("binaryFile").load([spark_path(f) for f in files])
         decoded = contents.select("path", "content").mapInArrow(
-            on_executors(_decoder(schema)), from_arrow_schema(schema)
+            on_executors(_decoder(schema)),
+            from_arrow_schema(schema.append(pa.field(FILE, pa.string()))),
         )
         rows = sum(f.stat().st_size for f in files) // 15
         return SparkRows(decoded, [n for n, _ in fields], rows, None)
@@ -330,7 +332,8 @@ def _decoder(schema: pa.Schema) -> Any:
 
         for batch in batches:
             for uri, content in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-                yield from _decode_file(local_path(uri), content, schema)
+                for rows in _decode_file(local_path(uri), content, schema):
+                    yield rows.append_column(FILE, pa.array([uri] * rows.num_rows, pa.string()))
 
     return decode
 

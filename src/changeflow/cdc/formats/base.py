@@ -23,6 +23,7 @@ from changeflow.updates import DIFF, TIME
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+FILE = "_file"  # Spark rows: the file each came from (its URI), for how far a file reaches
 NOTE = "_note"  # Spark rows of JSON lines and Avro: a progress statement's JSON text travels here
 ROW_TAIL = [(TIME, pa.int64()), (DIFF, pa.int64()), (NOTE, pa.string())]
 INT64 = range(-(2**63), 2**63)
@@ -36,8 +37,9 @@ PRODUCT_TIMES = (
 class SparkRows:
     """A format's update rows on Spark, for the read algorithm (:mod:`changeflow.cdc.spark`).
 
-    ``frame`` holds the data columns, ``_time`` and ``_diff``, and, when ``statements`` is
-    None, ``_note``: a progress statement's JSON text on rows of its own (null elsewhere).
+    ``frame`` holds the data columns, ``_time`` and ``_diff``, ``_file`` (the row's file, a
+    URI) and, when ``statements`` is None, ``_note``: a progress statement's JSON text on rows
+    of its own (null elsewhere).
     ``rows`` estimates the input rows (it sizes the shuffle).
     """
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import pyarrow as pa
 
 from changeflow.cdc.formats.base import (
+    FILE,
     INT64,
     NOTE,
     PRODUCT_TIMES,
@@ -181,7 +182,7 @@ class JsonLines(Format):
         lines = spark.read.text([spark_path(f) for f in files]).select(
             F.col("value").cast("binary").alias("value"), F.col("_metadata.file_path")
         )
-        schema = f"data string, {TIME} bigint, {DIFF} bigint, {NOTE} string"
+        schema = f"data string, {TIME} bigint, {DIFF} bigint, {NOTE} string, {FILE} string"
         rows = sum(f.stat().st_size for f in files) // 60
         return SparkRows(lines.mapInArrow(on_executors(_decode), schema), ["data"], rows, None)
 
@@ -207,7 +208,11 @@ def _decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         times: list[int | None] = []
         diffs: list[int | None] = []
         notes: list[str | None] = []
-        for line, uri in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+        files: list[str] = []  # each row's file, added once the next line starts
+        uri = ""
+        for line, next_uri in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+            files.extend([uri] * (len(times) - len(files)))
+            uri = next_uri
             if not line.strip():
                 continue
             try:
@@ -226,14 +231,16 @@ def _decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for column in (data, times, diffs):
                 column.append(None)
             notes.append(canonical_json(message_to_json(message)))
+        files.extend([uri] * (len(times) - len(files)))
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(data, pa.string()),
                 pa.array(times, pa.int64()),
                 pa.array(diffs, pa.int64()),
                 pa.array(notes, pa.string()),
+                pa.array(files, pa.string()),
             ],
-            names=["data", TIME, DIFF, NOTE],
+            names=["data", TIME, DIFF, NOTE, FILE],
         )
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from changeflow.cdc.formats.base import PRODUCT_TIMES, Format, SparkRows, check_diffs
+from changeflow.cdc.formats.base import FILE, PRODUCT_TIMES, Format, SparkRows, check_diffs
 from changeflow.cdc.formats.jsonl import JsonLines, read_progress, write_jsonl
 from changeflow.cdc.messages import Message, Progress, Updates, UpdateTable, freeze, without_gc
 from changeflow.errors import InvalidInput, InvalidTime
@@ -235,12 +235,13 @@ def _spark_updates(spark: SparkSession, files: list[Path]) -> tuple[DataFrame, l
         time_col, diff_col = check_update_types(schema, path, product=False)
         groups.setdefault((time_col, diff_col, str(schema.remove_metadata())), []).append(path)
     if columns is None:
-        return spark.createDataFrame([], f"{TIME} bigint, {DIFF} bigint"), [], 0
+        return spark.createDataFrame([], f"{TIME} bigint, {DIFF} bigint, {FILE} string"), [], 0
     frames = [
         spark.read.parquet(*map(spark_path, group)).select(
             *map(col, columns),
             F.col(time_col).cast("bigint").alias(TIME),
             F.col(diff_col).cast("bigint").alias(DIFF),
+            F.col("_metadata.file_path").alias(FILE),
         )
         for (time_col, diff_col, _), group in groups.items()
     ]

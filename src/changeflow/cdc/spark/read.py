@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from changeflow.cdc.files import open_source
-from changeflow.cdc.formats.base import NOTE, PRODUCT_TIMES, Format, SparkRows, has_product
+from changeflow.cdc.formats.base import FILE, NOTE, PRODUCT_TIMES, Format, SparkRows, has_product
 from changeflow.cdc.formats.jsonl import message_from_json
 from changeflow.cdc.messages import Progress
 from changeflow.cdc.reader import CdcReader
+from changeflow.cdc.resume import Extent, cut_statements, further
 from changeflow.errors import CdcConflict, InvalidInput, ProtocolViolation
-from changeflow.spark import col, session_conf, spark_errors
+from changeflow.spark import col, local_path, session_conf, spark_errors
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -35,7 +37,10 @@ SPREAD = 64  # rows shuffle by time alone over this many times, none with more t
 
 
 def read_cdc(
-    spark: SparkSession, paths: Iterable[str | Path], format: str | None = None
+    spark: SparkSession,
+    paths: Iterable[str | Path],
+    format: str | None = None,
+    start: int | None = None,
 ) -> tuple[DataFrame, Antichain]:
     """The consolidated updates of the CDC v2 files under ``paths`` and their complete frontier.
 
@@ -43,16 +48,23 @@ def read_cdc(
     JSON lines one ``data`` column of canonical JSON text), then ``_time`` and ``_diff``. It is
     persisted; ``frame.unpersist()`` releases it. Contradicting statements raise
     :class:`CdcConflict` naming the time and the data; bad files raise :class:`InvalidInput`.
+    ``start`` resumes the read there (:mod:`changeflow.cdc.resume`): the history before it is
+    cut away.
     """
     paths = [str(p) for p in paths]
     source = open_source(paths, format)
     codec = source.codec
     with spark_errors(", ".join(paths)):
         raw = codec.spark_read(spark, source.files)
+        if start:
+            time = F.col(TIME)
+            kept = raw.frame.where(time.isNull() | (time < 0) | (time >= start))
+            cut = None if raw.statements is None else cut_statements(raw.statements, start)
+            raw = replace(raw, frame=kept, statements=cut)
         by_time = raw.statements is not None and _spread_over_times(raw.statements, raw.rows)
         grouped = _group(raw.frame, raw.columns, raw.statements is None, raw.rows, by_time)
         try:
-            frame, frontier = _read(grouped, raw, codec, source.files, by_time)
+            frame, frontier = _read(grouped, raw, codec, source.files, by_time, start)
         except BaseException:
             grouped.unpersist()
             raise
@@ -62,7 +74,12 @@ def read_cdc(
 
 
 def _read(
-    grouped: DataFrame, raw: SparkRows, codec: Format, files: list[Path], by_time: bool
+    grouped: DataFrame,
+    raw: SparkRows,
+    codec: Format,
+    files: list[Path],
+    by_time: bool,
+    start: int | None,
 ) -> tuple[DataFrame, Antichain]:
     """The complete updates of the grouped rows (persisted) and their frontier."""
     columns, text = raw.columns, codec.json_data  # the reader holds data as JSON text, or rows
@@ -70,6 +87,7 @@ def _read(
     if statements is None:
         notes = grouped.filter(F.col(NOTE).isNotNull()).select(NOTE).collect()
         statements = [message_from_json(json.loads(n[0])) for n in notes]
+        statements = cut_statements(statements, start)
     progress, announced = _progress(statements)
     times, counts, beyond = _counts(grouped, columns, text, progress, raw.frame, by_time)
     if len(times) and times[0] == -1:
@@ -85,6 +103,35 @@ def _read(
     frame = frame.select(*map(col, columns), TIME, DIFF).persist()
     frame.count()
     return frame, frontier
+
+
+def file_extents(
+    spark: SparkSession, paths: Iterable[str | Path], format: str | None = None
+) -> dict[Path, Extent | None]:
+    """How far in time each CDC v2 file under ``paths`` reaches (:mod:`changeflow.cdc.resume`):
+    one small row per file comes to the driver; files that give Spark no rows (progress files
+    beside Parquet, empty files) are read by the driver."""
+    paths = [str(p) for p in paths]
+    source = open_source(paths, format)
+    by_uri = {f.resolve(): f for f in source.files}
+    extents: dict[Path, Extent | None] = {}
+    with spark_errors(", ".join(paths)):
+        raw = source.codec.spark_read(spark, source.files)
+        notes = F.collect_set(NOTE) if NOTE in raw.frame.columns else F.array()
+        per_file = raw.frame.groupBy(FILE).agg(F.max(TIME).alias("t"), notes.alias("n"))
+        for uri, last, statements in per_file.collect():
+            reach = Extent(last_time=-1 if last is None else last)
+            for note in statements:
+                reach = further(reach, message_from_json(json.loads(note)))
+            extents[by_uri[Path(local_path(uri)).resolve()]] = reach
+    for path in source.files:
+        if path not in extents:
+            _, messages = source.codec.read_columnar(path)
+            reach: Extent | None = Extent()
+            for message in messages:
+                reach = further(reach, message)
+            extents[path] = reach
+    return extents
 
 
 def _spread_over_times(statements: Sequence[Progress], rows: int) -> bool:
