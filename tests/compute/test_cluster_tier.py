@@ -50,6 +50,9 @@ def _steps(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bo
     storage.register_reader("out", "test:checker", "the test reads every time")
     flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
     assert flow.tier == "cluster" and flow.status().tier == "cluster" and not flow.resumed
+    written = [k for b in storage.state("out").batches for k in b.keys]
+    if not late(plan):  # the hydration's output was written by the executors, not the driver
+        assert all("/part-" in k for k in written), written
     steps = [(cut, TIMES)] if at_once else [(t, t + 1) for t in range(cut, TIMES)]
     for n, (lower, upper) in enumerate(steps):
         if n and n == len(steps) // 2:  # a restart resumes from the checkpoint

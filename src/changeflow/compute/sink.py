@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
@@ -23,6 +23,9 @@ from changeflow.storage import Storage
 from changeflow.storage.frames import to_frame
 from changeflow.time import Antichain, Bound, show_bound, to_bound, to_frontier
 from changeflow.updates import TIME
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 UNKNOWN = -1  # the read-back's progress before the first snapshot arrives
 
@@ -89,6 +92,42 @@ class SelfCorrectingSink:
             self.desired = new
         self._read_back(0.0)
         self._write()
+
+    def write_frame(self, frame: DataFrame, upper: int) -> int | None:
+        """Write a step's desired updates below ``upper`` straight from a Spark frame (the
+        executors write the batch; persist it first) and return how many there were.
+
+        Only a sink caught up with nothing pending does so: then ``frame`` is exactly desired
+        minus persisted, and the read-back may skip the batch it wrote. Otherwise, or if
+        another replica appended first, it returns None having written nothing, and the
+        caller hands the rows to :meth:`step`."""
+        lower = self.persisted
+        if lower == UNKNOWN or lower is None or _before(lower, self.desired):
+            return None
+        if len(self.correction):
+            return None
+        if to_bound(self.write_cap.frontier) != lower or not lower < upper:
+            return None
+        rows = frame.count()
+        try:
+            self.storage.append(self.write_cap, frame, Antichain([upper]))
+        except UpperMismatch as e:  # another replica won: its batch comes back in the read-back
+            self.stats.appends_lost += 1
+            self.storage.downgrade(self.write_cap, e.current)
+            return None
+        self.adopt(upper)
+        self.stats.appends_won += 1
+        self.stats.updates_written += rows
+        return rows
+
+    def adopt(self, upper: int) -> None:
+        """Take the output's updates before ``upper`` as desired, as they are (they were
+        computed from the same inputs: a resumed dataflow's, or the batch just written)."""
+        self.desired = self.persisted = upper
+        self.subscription.skip_to(upper)
+        self.correction.advance_since(upper)
+        if _before(to_bound(self.read_cap.frontier), upper - 1):
+            self.storage.downgrade(self.read_cap, Antichain([upper - 1]))
 
     def caught_up(self) -> bool:
         """Has the read-back reached the desired frontier (so the output's upper has too)?"""

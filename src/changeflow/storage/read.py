@@ -223,6 +223,11 @@ class Subscription:
             time.sleep(self.poll)
         return None
 
+    def skip_to(self, upper: int) -> None:
+        """Deliver from ``upper`` on: the caller holds every update before it (it wrote them
+        itself, into a shard it read up to their lower)."""
+        self.progress = upper
+
     def _updates(self, state: ShardState) -> tuple[pa.Table, Antichain]:
         low = self.progress
         assert low is not None

@@ -2,8 +2,9 @@
 self-correcting sink, exact at every time), with its arrangements on the executors.
 
 The driver keeps the plan, the frontiers, and each step's input changes as Arrow until they
-become Spark frames. A step's output changes are collected to the driver for the sink; the
-state, however large, stays in :class:`~changeflow.compute.cluster.spine.Spine` s under the blob
+become Spark frames. The output changes of a step run on Spark are written to the output by
+the executors (those of a small step in the driver go to the sink from there); the state,
+however large, stays in :class:`~changeflow.compute.cluster.spine.Spine` s under the blob
 root (``dataflows/<name>/``), cached on the executors. Hydration reads the inputs' snapshots
 on the executors and runs as a first step from empty state.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
 
 from changeflow.compute import plan as P
 from changeflow.compute.cluster import checkpoint
@@ -32,7 +34,7 @@ from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.spark_eval import positional_frame
-from changeflow.compute.spark_expr import exact_decimals, name, spark_type
+from changeflow.compute.spark_expr import exact_decimals, name
 from changeflow.config import Config
 from changeflow.spark import session_conf
 from changeflow.time import Antichain
@@ -162,15 +164,11 @@ class ClusterDataflow(Dataflow):
         return True
 
     def _resume(self) -> None:
-        """Start from the checkpoint: the output's contents there go to the sink as the
-        first step (the output holds them: the checkpoint is never ahead of it)."""
-        contents = self.storage.snapshot_table(self.sink.read_cap, self.as_of)
-        times = pa.array([self.as_of] * contents.num_rows, pa.int64())
-        data = contents.select(self.schema.names)
-        frame = data.append_column(TIME, times).append_column(DIFF, contents.column(DIFF))
+        """Start from the checkpoint: the output's contents there are the desired ones (the
+        checkpoint is never ahead of the output), so the sink takes them as they are."""
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
-        self.sink.step(_fit(frame, self.schema), Antichain([self.frontier]))
+        self.sink.adopt(self.frontier)
 
     def spine(
         self, where: str, width: int, timed: bool, values: tuple[str, ...] = (DIFF,)
@@ -192,7 +190,7 @@ class ClusterDataflow(Dataflow):
             cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
             at = F.lit(self.as_of).cast("bigint").alias(TIME)
             changes[shard] = frame.select(*cols, at, F.col(DIFF).cast("bigint").alias(DIFF))
-        out = self._run(changes, self.as_of + 1, at=self.as_of)
+        out = self._run(changes, self.as_of + 1, at=self.as_of)  # before the sink's frontier
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.step(out, Antichain([self.frontier]))
@@ -221,22 +219,29 @@ class ClusterDataflow(Dataflow):
         return self._run(changes, upper, at=None)
 
     def _run(self, changes: dict[str, DataFrame], upper: int, at: int | None) -> pa.Table:
-        """The output's changes for the step below ``upper`` from the inputs' ``changes``."""
+        """The output's changes for the step below ``upper`` from the inputs' ``changes``:
+        written to the output by the executors when the sink can take them so (then none come
+        back), else collected for the sink."""
         memo: dict[int, DataFrame | None] = {}
+        self.first, self.local = False, False
         with exact_decimals(self.spark):
             out = self._delta(self.root, changes, upper, at, memo)
             if out is None:
                 return self._frame([])
             width = len(self.plan.schema)
-            summed = D.consolidated(out, width)
-            cols = [
-                F.col(name(i)).cast(spark_type(c.type)).alias(f.name)
-                for i, (c, f) in enumerate(zip(self.plan.schema, self.schema, strict=True))
+            cols = [  # in the output shard's types (the executors may write the frame)
+                F.col(name(i)).cast(from_arrow_type(f.type)).alias(f.name)
+                for i, f in enumerate(self.schema)
             ]
-            table = summed.select(*cols, TIME, DIFF).toArrow()
-        self.first = False
-        self.local = False
-        return _fit(table, self.schema)
+            summed = D.consolidated(out, width).select(*cols, TIME, DIFF).persist()
+            try:
+                written = None if self.root.late else self.sink.write_frame(summed, upper)
+                if written is not None:
+                    self.stats.updates_out += written
+                    return self._frame([])
+                return _fit(summed.toArrow(), self.schema)
+            finally:
+                summed.unpersist()
 
     def _run_local(self, changes: dict[str, list[Update]], upper: int) -> pa.Table:
         """A small step: the output's changes below ``upper``, the changes in the driver."""
