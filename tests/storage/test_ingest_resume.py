@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from changeflow.cdc.messages import Updates
 from changeflow.cdc.writer import write_history
 from changeflow.config import Config
 from changeflow.storage import Storage
-from changeflow.storage.ingest import Folder, ingest, ingest_spark
+from changeflow.storage.ingest import ingest, ingest_spark, retired_files
 
 from .test_ingest import COLUMNS, SCHEMA, as_json, contents, history
 
@@ -61,25 +62,24 @@ def storage(tmp_path: Path):
     storage.close()
 
 
-def run_arrivals(storage: Storage, tmp_path: Path, seed: int, fmt: str, on_spark=None) -> Folder:
+def run_arrivals(storage: Storage, tmp_path: Path, seed: int, fmt: str, on_spark=None) -> None:
     """Each round's files arrive, then are ingested incrementally and, into a fresh shard,
     from scratch; the two shards agree at every time after every round."""
-    folder, state = tmp_path / f"cdc{seed}", Folder()
+    folder = tmp_path / f"cdc{seed}"
     storage.create(f"inc{seed}", SCHEMA, "counter")
     for i, messages in enumerate(arrivals(seed, fmt, rounds=4, ticks=TICKS)):
         arrive(folder, messages, fmt, i)
         full = f"full{seed}_{i}"
         storage.create(full, SCHEMA, "counter")
         if on_spark is None:
-            ingest(storage, f"inc{seed}", [folder], fmt, folder=state)
+            ingest(storage, f"inc{seed}", [folder], fmt, resume=True)
             ingest(storage, full, [folder], fmt)
         else:
-            ingest_spark(storage, f"inc{seed}", [folder], fmt, on_spark, state)
+            ingest_spark(storage, f"inc{seed}", [folder], fmt, on_spark, resume=True)
             ingest_spark(storage, full, [folder], fmt, on_spark)
         same_shards(storage, f"inc{seed}", full)
     assert storage.state(f"inc{seed}").upper.elements == ()  # the history closes
-    assert set(state.retired) == set(list_files([folder]))
-    return state
+    assert set(retired_files(storage, f"inc{seed}")) == {str(f) for f in list_files([folder])}
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "avro"])
@@ -100,27 +100,30 @@ def test_incremental_ingest_on_spark_equals_a_full_one(
     run_arrivals(storage, tmp_path, 7, fmt, spark)
 
 
-def test_a_retired_file_is_not_read_again_and_a_changed_one_is(
-    storage: Storage, tmp_path: Path
+def test_a_retired_file_is_not_read_again_after_a_restart_and_a_changed_one_is(
+    tmp_path: Path,
 ) -> None:
-    folder, state = tmp_path / "cdc", Folder()
+    config, folder = Config.load(home=str(tmp_path / "home")), tmp_path / "cdc"
     rounds = arrivals(3, "jsonl", rounds=3, ticks=TICKS, chaos=False)
+    storage = Storage.open(config)
     storage.create("s", SCHEMA, "counter")
     arrive(folder, rounds[0], "jsonl", 0)
-    ingest(storage, "s", [folder], "jsonl", folder=state)
-    retired = sorted(state.retired)
-    assert retired, "a file wholly below the upper is retired"
-    # A retired file's bytes are never looked at again: garbage of the same size and time.
-    victim = retired[0]
-    info = victim.stat()
-    victim.write_bytes(b"x" * info.st_size)
-    os.utime(victim, ns=(info.st_atime_ns, info.st_mtime_ns))
-    arrive(folder, rounds[1], "jsonl", 1)
-    ingest(storage, "s", [folder], "jsonl", folder=state)
-    # Once it changes it is read again, and its garbage is an error that appends nothing.
-    victim.write_bytes(b"not json\n")
-    upper = storage.state("s").upper
-    arrive(folder, rounds[2], "jsonl", 2)
-    with pytest.raises(Exception, match="not json|JSON"):
-        ingest(storage, "s", [folder], "jsonl", folder=state)
-    assert storage.state("s").upper == upper
+    ingest(storage, "s", [folder], "jsonl", resume=True)
+    storage.close()
+    with closing(Storage.open(config)) as storage:  # a restart: what was retired is recorded
+        retired = sorted(retired_files(storage, "s"))
+        assert retired, "a file wholly below the upper is retired"
+        # A retired file's bytes are never looked at again: garbage of the same size and time.
+        victim = Path(retired[0])
+        info = victim.stat()
+        victim.write_bytes(b"x" * info.st_size)
+        os.utime(victim, ns=(info.st_atime_ns, info.st_mtime_ns))
+        arrive(folder, rounds[1], "jsonl", 1)
+        ingest(storage, "s", [folder], "jsonl", resume=True)
+        # Once it changes it is read again, and its garbage is an error that appends nothing.
+        victim.write_bytes(b"not json\n")
+        upper = storage.state("s").upper
+        arrive(folder, rounds[2], "jsonl", 2)
+        with pytest.raises(Exception, match="not json|JSON"):
+            ingest(storage, "s", [folder], "jsonl", resume=True)
+        assert storage.state("s").upper == upper

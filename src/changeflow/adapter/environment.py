@@ -44,7 +44,7 @@ from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
-from changeflow.storage.ingest import Folder, ingest, ingest_spark
+from changeflow.storage.ingest import ingest, ingest_spark
 from changeflow.storage.txns import TxnLog, reader
 from changeflow.time import to_bound
 from changeflow.updates import DIFF, TIME
@@ -138,7 +138,6 @@ class Environment:
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
-        self.folders: dict[str, Folder] = {}  # source -> the files its ingests retired
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         # a commit in the log whose process died before telling the oracle is visible now
         written = self.log.state().last_write.values()
@@ -441,14 +440,14 @@ class Environment:
         if files is not None and files == seen:
             self.ingested[item.id] = (now, seen)
             return
-        fmt, folder = item.options.get("format"), self.folders.setdefault(item.id, Folder())
+        fmt = item.options.get("format")
         if files and sum(size for _, size, _ in files) >= self.config.spark_ingest_bytes:
             from changeflow.spark import get_spark
 
             spark = get_spark(self.config.spark_master)
-            ingest_spark(self.storage, item.id, [path], fmt, spark, folder)  # on the executors
+            ingest_spark(self.storage, item.id, [path], fmt, spark, resume=True)  # executors
         else:
-            ingest(self.storage, item.id, [path], fmt, folder=folder)
+            ingest(self.storage, item.id, [path], fmt, resume=True)
         self.ingested[item.id] = (now, files)
 
     def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:

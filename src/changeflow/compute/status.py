@@ -8,12 +8,11 @@ its arrangements hold and how long its steps take.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
-from changeflow.storage.consensus import Consensus, VersionedData
+from changeflow.storage.consensus import Consensus, read_json, update_json
 
 KEY = "dataflows"
 RECENT = 20  # step durations kept
@@ -56,33 +55,15 @@ def report(consensus: Consensus, status: DataflowStatus) -> None:
     """Record ``status`` (replacing the dataflow's last report)."""
     status.reported_ms = int(time.time() * 1000)
     status.step_seconds = status.step_seconds[-RECENT:]
-    while True:
-        head = consensus.head(KEY)
-        known = json.loads(head.data) if head else {}
-        known[status.name] = asdict(status)
-        data = json.dumps(known, sort_keys=True).encode()
-        seqno = head.seqno if head else None
-        if consensus.compare_and_set(KEY, seqno, VersionedData((seqno or 0) + 1, data)):
-            if seqno and seqno > 1:
-                consensus.truncate(KEY, seqno)
-            return
+    update_json(consensus, KEY, lambda known: {**(known or {}), status.name: asdict(status)})
 
 
 def forget(consensus: Consensus, name: str) -> None:
     """Remove the report of dataflow ``name``."""
-    while True:
-        head = consensus.head(KEY)
-        known = json.loads(head.data) if head else {}
-        if name not in known:
-            return
-        del known[name]
-        data = json.dumps(known, sort_keys=True).encode()
-        if consensus.compare_and_set(KEY, head.seqno, VersionedData(head.seqno + 1, data)):
-            return
+    update_json(consensus, KEY, lambda known: {k: v for k, v in (known or {}).items() if k != name})
 
 
 def statuses(consensus: Consensus) -> list[DataflowStatus]:
     """Every dataflow's latest report, by name."""
-    head = consensus.head(KEY)
-    known = json.loads(head.data) if head else {}
+    known = read_json(consensus, KEY) or {}
     return [DataflowStatus(**known[name]) for name in sorted(known)]

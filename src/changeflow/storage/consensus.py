@@ -8,14 +8,17 @@ default, several processes on one machine) and PostgreSQL (several processes or 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from changeflow.errors import ConsensusUnavailable, InvalidInput, StoreMismatch
 
@@ -68,6 +71,30 @@ class Consensus(ABC):
             raise InvalidInput(
                 f"the next seqno after {expected} is {(expected or 0) + 1}, not {new.seqno}"
             )
+
+
+def read_json(consensus: Consensus, key: str) -> Any:
+    """The JSON value at ``key`` (None when there is none)."""
+    head = consensus.head(key)
+    return json.loads(head.data) if head else None
+
+
+def update_json(consensus: Consensus, key: str, change: Callable[[Any], Any]) -> None:
+    """Replace the JSON value at ``key`` by ``change(value)`` (``value`` None when there is
+    none), retrying on a concurrent change; only the latest version is kept, and an
+    unchanged value is not written."""
+    while True:
+        head = consensus.head(key)
+        old = json.loads(head.data) if head else None
+        new = change(old)
+        if new == old:
+            return
+        seqno = head.seqno if head else None
+        data = json.dumps(new, sort_keys=True).encode()
+        if consensus.compare_and_set(key, seqno, VersionedData((seqno or 0) + 1, data)):
+            if seqno and seqno > 1:
+                consensus.truncate(key, seqno)
+            return
 
 
 def open_consensus(location: str, create: bool = True) -> Consensus:

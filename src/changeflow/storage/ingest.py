@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from changeflow.cdc.columnar import ColumnarReader
 from changeflow.cdc.files import CdcSource, open_source
 from changeflow.cdc.resume import Extent
 from changeflow.errors import InvalidInput, with_context
+from changeflow.storage.consensus import read_json, update_json
 from changeflow.storage.frames import to_frame
 from changeflow.storage.shard import Storage, WriteCapability
 from changeflow.time import Antichain, Product, Time, time_to_json, to_bound
@@ -62,16 +63,16 @@ def ingest(
     paths: Iterable[str | Path],
     fmt: str | None = None,
     on_progress: Callable[[IngestStats], None] | None = None,
-    folder: Folder | None = None,
+    resume: bool = False,
 ) -> IngestStats:
     """Append the history of the CDC v2 files under ``paths`` to ``shard`` beyond its upper.
 
     Data columns are matched to the shard's schema by name. ``on_progress`` is called with the
-    stats after every append. ``folder`` carries what earlier ingests of these files learned:
-    the files it retired are not read again.
+    stats after every append. With ``resume``, the files that earlier resuming ingests into the
+    shard retired (:func:`retired_files`) are not read again.
     """
     state = storage.state(shard)
-    source, start, files = _live(open_source(paths, fmt), state.upper, folder)
+    source, start, files = _live(storage, shard, open_source(paths, fmt), state.upper, resume)
     stats = IngestStats(shard, state.upper, state.upper)
     if not source.files:
         return stats
@@ -100,7 +101,8 @@ def ingest(
                 on_progress(stats)
     finally:
         storage.drop(write_cap)
-    _retire(folder, files, extents, stats.upper)
+    if resume:
+        _retire(storage, shard, files, extents, stats.upper)
     return stats
 
 
@@ -110,7 +112,7 @@ def ingest_spark(
     paths: Iterable[str | Path],
     fmt: str | None,
     spark: SparkSession,
-    folder: Folder | None = None,
+    resume: bool = False,
 ) -> IngestStats:
     """:func:`ingest` on Spark: the updates never come to the driver. Its shuffles get a
     partition per :data:`PARTITION_BYTES` of files (at least one per core), not Spark's 200."""
@@ -118,7 +120,7 @@ def ingest_spark(
     from changeflow.spark import session_conf
 
     state = storage.state(shard)
-    source, start, files = _live(open_source(paths, fmt), state.upper, folder)
+    source, start, files = _live(storage, shard, open_source(paths, fmt), state.upper, resume)
     if not source.files:
         return IngestStats(shard, state.upper, state.upper)
     size = sum(f.stat().st_size for f in source.files)
@@ -126,8 +128,9 @@ def ingest_spark(
     partitions = str(max(cores, size // PARTITION_BYTES))
     with session_conf(spark, {"spark.sql.shuffle.partitions": partitions}):
         stats = _ingest_spark(storage, shard, source, start, spark)
-        if folder is not None:
-            _retire(folder, files, file_extents(spark, source.files, fmt), stats.upper)
+        if resume:
+            extents = file_extents(spark, source.files, fmt)
+            _retire(storage, shard, files, extents, stats.upper)
     return stats
 
 
@@ -198,45 +201,46 @@ def _spark_rows(frame: DataFrame, schema: pa.Schema, shard: str, json_data: bool
     return values.select(*(F.col(f"_row.{n}").alias(n) for n in names), TIME, DIFF)
 
 
-@dataclass
-class Folder:
-    """What the ingests of one folder into its shard have learned: the files that hold nothing
-    at or beyond the shard's upper (*retired*, :mod:`changeflow.cdc.resume`), with the size and
-    modification time they had. A later ingest reads only the other files, resumed at the
-    shard's upper, so it costs what arrived since; a retired file that changes is read again."""
+RETIRED = "ingest-retired/{}"  # in consensus, per shard: the files its ingests retired
 
-    retired: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+def retired_files(storage: Storage, shard: str) -> dict[str, list[int]]:
+    """The files the resuming ingests into ``shard`` have *retired*: those that hold nothing
+    at or beyond its upper (:mod:`changeflow.cdc.resume`), each with the size and modification
+    time it had. Another ingest reads only the other files, resumed at the shard's upper, so it
+    costs what arrived since, after a restart too; a retired file that changes is read again."""
+    return read_json(storage.consensus, RETIRED.format(shard)) or {}
 
 
 def _live(
-    source: CdcSource, upper: Antichain, folder: Folder | None
-) -> tuple[CdcSource, int | None, dict[Path, tuple[int, int]]]:
-    """The source cut to the files ``folder`` has not retired, the time to resume at (none
-    without a folder) and the files' sizes and modification times."""
-    if folder is None:
+    storage: Storage, shard: str, source: CdcSource, upper: Antichain, resume: bool
+) -> tuple[CdcSource, int | None, dict[str, list[int]]]:
+    """The source cut to the files not retired, the time to resume at (none unless
+    ``resume``) and the files' sizes and modification times."""
+    if not resume:
         return source, None, {}
-    files = {}
+    retired, files = retired_files(storage, shard), {}
     for f in source.files:
         info = f.stat()
-        files[f] = (info.st_size, info.st_mtime_ns)
-    live = [f for f in source.files if folder.retired.get(f) != files[f]]
+        files[str(f)] = [info.st_size, info.st_mtime_ns]
+    live = [f for f in source.files if retired.get(str(f)) != files[str(f)]]
     start = to_bound(upper) if upper else None
     return replace(source, files=live), start, files
 
 
 def _retire(
-    folder: Folder | None,
-    files: dict[Path, tuple[int, int]],
+    storage: Storage,
+    shard: str,
+    files: dict[str, list[int]],
     extents: dict[Path, Extent | None],
     upper: Antichain,
 ) -> None:
-    """Retire the files read whose extent lies below the shard's ``upper``."""
-    if folder is None:
-        return
+    """Record as retired the files read whose extent lies below the shard's ``upper`` (after
+    the appends: a file recorded is one whose updates the shard holds)."""
     bound = to_bound(upper) if upper else None
-    for path, reach in extents.items():
-        if reach is not None and reach.below(bound):
-            folder.retired[path] = files[path]
+    done = {str(p): files[str(p)] for p, reach in extents.items() if reach and reach.below(bound)}
+    if done:
+        update_json(storage.consensus, RETIRED.format(shard), lambda old: {**(old or {}), **done})
 
 
 def _write_capability(storage: Storage, shard: str) -> WriteCapability:

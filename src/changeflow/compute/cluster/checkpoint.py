@@ -9,11 +9,10 @@ up to it, loads the spines and subscribes to the inputs from there; any other re
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from changeflow.storage import Storage
-from changeflow.storage.consensus import VersionedData
+from changeflow.storage.consensus import read_json, update_json
 
 PREFIX = "dataflows/{}"  # a dataflow's folder in the blob root
 KEY = "cluster-dataflow/{}"  # its latest checkpoint in consensus
@@ -21,24 +20,12 @@ KEY = "cluster-dataflow/{}"  # its latest checkpoint in consensus
 
 def load(storage: Storage, name: str) -> dict[str, Any] | None:
     """The latest checkpoint of dataflow ``name``, or None."""
-    head = storage.consensus.head(KEY.format(name))
-    if head is None:
-        return None
-    state = json.loads(head.data)
-    return state or None
+    return read_json(storage.consensus, KEY.format(name)) or None
 
 
 def save(storage: Storage, name: str, state: dict[str, Any]) -> None:
     """Record ``state`` (``frontier``, and per operator its spines' batches)."""
-    key = KEY.format(name)
-    data = json.dumps(state, sort_keys=True).encode()
-    while True:
-        head = storage.consensus.head(key)
-        seqno = head.seqno if head else None
-        if storage.consensus.compare_and_set(key, seqno, VersionedData((seqno or 0) + 1, data)):
-            if seqno and seqno > 1:
-                storage.consensus.truncate(key, seqno)
-            return
+    update_json(storage.consensus, KEY.format(name), lambda _: state)
 
 
 def forget_state(storage: Storage, name: str) -> None:
