@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from changeflow.adapter.connection import Connection, DatabaseError
 from changeflow.cdc.files import write_messages
 from changeflow.cdc.writer import CdcWriter
 from changeflow.errors import InvalidInput
+from changeflow.storage.ingest import retired_files
 from changeflow.time import Antichain
 from changeflow.updates import canonical_json
 
@@ -69,6 +72,29 @@ def test_a_source_reads_its_folder_as_files_arrive(conn: Connection, tmp_path: P
     )
     feed.step((4, "c", 1))
     assert rows(conn, "SELECT name, n FROM names ORDER BY name") == [("b", 1), ("c", 3)]
+
+
+def test_a_restarted_source_reads_only_new_files_and_a_dropped_one_forgets_them(
+    tmp_path: Path,
+) -> None:
+    feed, home = Feed(tmp_path / "cdc"), tmp_path / "home"
+    feed.step((1, "a", 1), (2, "b", 1))
+    feed.step((3, "c", 1))
+    with closing(changeflow.connect(home, host_seconds=0)) as conn:
+        conn.execute(f"CREATE SOURCE s FROM CDC '{feed.folder}' FORMAT JSON (id bigint, name text)")
+        assert rows(conn, "SELECT count(*) FROM s") == [(3,)]
+        source = conn.env.catalog.load().get("s").id
+        retired = retired_files(conn.env.storage, source)
+    assert retired, "the files wholly below the source's upper are retired"
+    for path in retired:  # not read again after a restart: garbage of the same size and time
+        info = Path(path).stat()
+        Path(path).write_bytes(b"x" * info.st_size)
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    feed.step((4, "d", 1))
+    with closing(changeflow.connect(home, host_seconds=0)) as conn:
+        assert rows(conn, "SELECT id FROM s ORDER BY id") == [(1,), (2,), (3,), (4,)]
+        conn.execute("DROP SOURCE s")
+        assert retired_files(conn.env.storage, source) == {}
 
 
 def test_timelines_are_not_mixed(conn: Connection, tmp_path: Path) -> None:

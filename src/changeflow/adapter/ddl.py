@@ -40,6 +40,7 @@ from changeflow.compute.types import numeric_scale
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
 from changeflow.redact import redact
+from changeflow.storage.ingest import forget_retired
 from changeflow.storage.txns import WRITER
 
 TAGS = {
@@ -484,6 +485,8 @@ def release(env: Environment, items: list[Item]) -> None:
             drop_view(env.storage, item.id, decode_plan(item.options["plan"]))
         if item.kind == "sink":
             forget_sink(env, item)
+        if item.kind == "source":
+            forget_retired(env.storage, item.id)
     for item in items:
         if item.shard is not None and item.shard in env.storage.catalog().entries:
             env.storage.drop_shard(item.shard, force=True)

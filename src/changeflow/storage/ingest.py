@@ -212,6 +212,11 @@ def retired_files(storage: Storage, shard: str) -> dict[str, list[int]]:
     return read_json(storage.consensus, RETIRED.format(shard)) or {}
 
 
+def forget_retired(storage: Storage, shard: str) -> None:
+    """Forget the files retired into ``shard`` (it is dropped)."""
+    update_json(storage.consensus, RETIRED.format(shard), lambda old: old and {})
+
+
 def _live(
     storage: Storage, shard: str, source: CdcSource, upper: Antichain, resume: bool
 ) -> tuple[CdcSource, int | None, dict[str, list[int]]]:
