@@ -70,13 +70,17 @@ class Node:
     spine of each input (its collection so far) and, where an input may carry changes beyond
     the step (a temporal filter's), the spine of those waiting."""
 
-    def __init__(self, plan: P.Plan, children: list[Node], flow: ClusterDataflow) -> None:
+    def __init__(
+        self, plan: P.Plan, children: list[Node], flow: ClusterDataflow, hold: bool = False
+    ) -> None:
         self.plan, self.children = plan, children
-        self.join = _joins(plan)
-        keyed = _keyed(plan)
-        self.totals = Accumulated(plan) if accumulable(plan) else None  # type: ignore[arg-type]
+        self.hold = hold  # only keeps its input's changes beyond the step waiting (a late root)
+        self.join = _joins(plan) and not hold
+        keyed = _keyed(plan) and not hold
+        accumulates = accumulable(plan) and not hold  # type: ignore[arg-type]
+        self.totals = Accumulated(plan) if accumulates else None  # type: ignore[arg-type]
         self.keyed = D.keyed(plan) if keyed and self.totals is None else None
-        self.stateful = self.join or keyed
+        self.stateful = self.join or keyed or hold
         where = f"{len(flow.nodes)}"
         flow.nodes.append(self)
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
@@ -84,12 +88,13 @@ class Node:
             totals = self.totals
             self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
         else:
-            self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(widths)]
+            spined = [] if hold else widths
+            self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(spined)]
         self.waiting = [
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
         ]
-        self.late = late(plan)
+        self.late = late(plan) and not hold
         self.linear = (
             LinearStep(plan)
             if not self.stateful and not isinstance(plan, P.Get | P.Constant)
@@ -118,7 +123,7 @@ class ClusterDataflow(Dataflow):
         self.blob = self.storage.machine.blob
         self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{uuid.uuid4().hex}"
         self.nodes: list[Node] = []
-        self.root = self._build(self.plan)
+        self.root = self._held(self._build(self.plan))
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
         self.first = True  # constants appear in the first step
         self.local = False  # the last step ran in the driver (small)
@@ -137,14 +142,12 @@ class ClusterDataflow(Dataflow):
 
     def _start_at(self, earliest: int) -> int:
         """Just before the checkpoint's frontier, where it can resume (see
-        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``. A plan whose output
-        has changes beyond a step (a temporal filter above every stateful operator) hydrates:
-        the sink held those changes, not the checkpoint."""
+        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``."""
         self.resume = checkpoint.load(self.storage, self.name)
         frontier = self.resume.get("frontier") if self.resume else None
         written = self.storage.state(self.output).upper
         stale = frontier is None or frontier - 1 < earliest or written.less_equal(frontier - 1)
-        if stale or late(self.plan):
+        if stale:
             self.resume = None
             return earliest
         return frontier - 1
@@ -177,6 +180,12 @@ class ClusterDataflow(Dataflow):
 
     def _build(self, plan: P.Plan) -> Node:
         return Node(plan, [self._build(p) for p in plan.inputs()], self)
+
+    def _held(self, root: Node) -> Node:
+        """``root``, under a node keeping its changes beyond each step waiting when it has
+        such changes (a temporal filter above every stateful operator), so the output gets
+        each change at its step and a checkpoint holds those yet to come."""
+        return Node(root.plan, [root], self, hold=True) if root.late else root
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -235,7 +244,7 @@ class ClusterDataflow(Dataflow):
             ]
             summed = D.consolidated(out, width).select(*cols, TIME, DIFF).persist()
             try:
-                written = None if self.root.late else self.sink.write_frame(summed, upper)
+                written = self.sink.write_frame(summed, upper)
                 if written is not None:
                     self.stats.updates_out += written
                     return self._frame([])
@@ -296,8 +305,10 @@ class ClusterDataflow(Dataflow):
             node.now.append(now)
             node.later.append(later)
             node.due.append(due)
-            table = frame_table(now, child.plan.schema) if now else None
+            table = frame_table(now, child.plan.schema) if now and not node.hold else None
             frames.append(self.spark.createDataFrame(table) if table is not None else None)
+        if node.hold:
+            return node.now[0]
         arranged = [s.frame() for s in node.spines]
         out: DataFrame | None
         if node.join:
@@ -370,6 +381,8 @@ class ClusterDataflow(Dataflow):
                 frame = frame.where(F.col(TIME) < upper)
             node.now.append(frame.persist() if frame is not None else None)
             node.later.append(later)
+        if node.hold:
+            return node.now[0]
         arranged = [s.frame() for s in node.spines]
         if node.join:
             assert isinstance(node.plan, P.Join)
@@ -418,7 +431,7 @@ class ClusterDataflow(Dataflow):
         if node.totals is not None:
             if node.step_totals is not None:
                 node.spines[0].add(node.step_totals.drop_columns([TIME]))
-        else:
+        elif node.spines:
             for spine, now, schema in zip(node.spines, node.now, schemas, strict=True):
                 if now:
                     spine.add(frame_table(now, schema, timed=False))
