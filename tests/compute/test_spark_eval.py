@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.evaluate import evaluate
 from changeflow.compute.expr import (
     Arith,
@@ -126,7 +127,7 @@ def _reference(plan: P.Plan, history: dict[str, list]) -> dict[int, Version] | t
 
 @pytest.mark.slow
 @settings(max_examples=30)
-@given(plan=plans(windows=False), history=histories())
+@given(plan=plans(), history=histories())
 def test_random_plans_agree_with_the_reference(
     spark: SparkSession, plan: P.Plan, history: dict[str, list]
 ) -> None:
@@ -259,6 +260,22 @@ def test_temporal_filter_constant_map(spark: SparkSession) -> None:
     schema = (Column("x", INT4), Column("y", TEXT), Column("z", NUMERIC))
     constant = P.Constant(rows, schema)
     _check(spark, P.Map(constant, (("x2", Arith("*", _k(schema, 2), lit(2))),)))
+
+
+def test_window_functions_run_per_partition_on_the_executors(spark: SparkSession) -> None:
+    v = _k(R.schema, 1)
+    rows = W.Frame("rows", W.Bound("offset", 1), W.Bound("current"))
+    functions = (
+        W.WindowFunc("row_number"),
+        W.WindowFunc("rank"),
+        W.WindowFunc("sum", (v,)),
+        W.WindowFunc("lag", (v,)),
+        W.WindowFunc("avg", (v,), rows),
+        W.WindowFunc("last_value", (v,)),
+    )
+    for by in ((0,), ()):
+        got = _check(spark, W.Window(R, by, (P.Order(1, desc=True),), functions))
+        assert sum(got.values()) == sum(R_ROWS.values())  # every input row, once
 
 
 def test_repeated_names_and_output_types(spark: SparkSession) -> None:

@@ -13,11 +13,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import reduce as fold
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DecimalType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    LongType,
+    StructField,
+    StructType,
+    _parse_datatype_string,
+)
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
+from changeflow.compute.cluster.local import frame_table
 from changeflow.compute.spark_expr import (
     NUMERIC_SCALE,
     ExprCompiler,
@@ -26,7 +37,8 @@ from changeflow.compute.spark_expr import (
     name,
     spark_type,
 )
-from changeflow.compute.types import FLOAT8, INT8, NUMERIC, Schema
+from changeflow.compute.types import FLOAT8, INT8, NUMERIC, Schema, SqlType
+from changeflow.compute.values import python_values
 from changeflow.errors import PlanError
 from changeflow.updates import DIFF, TIME
 
@@ -247,6 +259,39 @@ class _Evaluator:
         _check_scales(grouped, plan)
         data = [name(i) for i in range(len(plan.schema))]
         return grouped.where(F.col("_rows") > 0).select(*data, F.lit(1).cast("bigint").alias(_D))
+
+    def _window(self, plan: W.Window) -> DataFrame:
+        """Each partition's rows through :func:`~changeflow.compute.window.partition_output`
+        (the reference's own meaning) on the executors, one Arrow group per partition."""
+        width = len(plan.input.schema)
+        frame = consolidate(self.frame(plan.input), width)
+        out = StructType(
+            [StructField(name(i), _type(c.type)) for i, c in enumerate(plan.schema)]
+            + [StructField(_D, LongType())]
+        )
+        keys = [name(i) for i in plan.partition_by]
+        if not keys:  # one partition: the whole input
+            frame, keys = frame.withColumn("_all", F.lit(0)), ["_all"]
+        target = to_arrow_schema(out)
+
+        def partition(table: pa.Table) -> pa.Table:  # typed: Spark reads the hints
+            return _partition(plan, target, table)
+
+        return frame.groupBy(*keys).applyInArrow(partition, out)
+
+
+def _type(kind: SqlType) -> DataType:
+    return _parse_datatype_string(spark_type(kind))
+
+
+def _partition(plan: W.Window, target: pa.Schema, table: pa.Table) -> pa.Table:
+    """One partition's output rows (``table``: its consolidated input) as ``target``."""
+    width = len(plan.input.schema)
+    columns = [python_values(table.column(name(i))) for i in range(width)]
+    rows = dict(zip(zip(*columns, strict=True), table.column(_D).to_pylist(), strict=True))
+    out = W.partition_output(plan, rows)
+    updates = [(row, 0, count) for row, count in out]
+    return frame_table(updates, plan.schema, timed=False).cast(target)
 
 
 def _order(o: P.Order) -> Column:
