@@ -167,16 +167,31 @@ def test_a_change_recomputes_only_its_partition(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_a_window_view_runs_on_the_process_tier(tmp_path: Path) -> None:
-    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+def _rows(conn, sql: str) -> list[tuple]:
+    return sorted(conn.execute(sql).fetchall(), key=repr)
+
+
+@pytest.mark.spark
+def test_a_window_view_runs_on_the_cluster_tier_exactly(spark, tmp_path: Path) -> None:
+    view = (
+        "SELECT id, g, rank() OVER (PARTITION BY g ORDER BY id DESC) AS r, "
+        "sum(id) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s, "
+        "lag(id) OVER (ORDER BY id) AS before FROM p"
+    )
+    home = tmp_path / "home"
+    conn = changeflow.connect(home, host_seconds=0)
     conn.autocommit = True
     conn.execute("CREATE TABLE p (id int, g int)")
-    with pytest.raises(DatabaseError) as caught:
-        conn.execute(
-            "CREATE MATERIALIZED VIEW c WITH (CLUSTER = true) AS SELECT id, rank() OVER "
-            "(ORDER BY id) FROM p"
-        )
-    assert caught.value.sqlstate == "0A000" and "in-process tier" in str(caught.value)
-    conn.execute("CREATE MATERIALIZED VIEW c AS SELECT id, rank() OVER (ORDER BY id) FROM p")
-    assert "Tier: process" in conn.execute("EXPLAIN MATERIALIZED VIEW c").fetchall()[0][0]
+    conn.cursor().executemany("INSERT INTO p VALUES (%s, %s)", [(i, i % 3) for i in range(20)])
+    conn.execute(f"CREATE MATERIALIZED VIEW c WITH (CLUSTER = true) AS {view}")
+    assert "Tier: cluster" in conn.execute("EXPLAIN MATERIALIZED VIEW c").fetchall()[0][0]
+    assert _rows(conn, "SELECT * FROM c") == _rows(conn, view)
+    conn.execute("INSERT INTO p VALUES (7, 1), (100, NULL)")
+    conn.execute("UPDATE p SET g = 2 WHERE id = 4")
+    conn.execute("DELETE FROM p WHERE id = 11")
+    assert _rows(conn, "SELECT * FROM c") == _rows(conn, view)
     conn.close()
+    again = changeflow.connect(home, host_seconds=0)  # a restart resumes on the cluster
+    again.execute("DELETE FROM p WHERE g = 0")
+    assert _rows(again, "SELECT * FROM c") == _rows(again, view)
+    again.close()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.dataflow import maintain_view
 from changeflow.compute.types import INT4, INT8, Column
 
@@ -65,7 +66,7 @@ def _steps(spark, root: Path, plan: P.Plan, history: dict, cut: int, at_once: bo
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    plan=plans(2, windows=False),
+    plan=plans(2),
     history=histories(TIMES),
     cut=st.integers(1, TIMES - 1),
     at_once=st.booleans(),
@@ -105,6 +106,7 @@ def test_reduces_of_running_totals_are_exact_at_every_time(
 
 R = P.Get("r", (Column("k", INT4), Column("v", INT4)))
 LOW = X.Coalesce((P.col(R.schema, 0), X.lit(0)))
+V = P.col(R.schema, 1)
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
 
 
@@ -119,8 +121,13 @@ S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
         P.TopK(R, (0,), (P.Order(1, True),), 2, 0),
         P.Threshold(P.Union((R, P.Negate(S)))),
         P.TemporalFilter(R, (LOW,), (X.Arith("+", LOW, X.lit(3)),)),  # a NULL row retired
+        W.Window(R, (0,), (P.Order(1),), (W.WindowFunc("rank"), W.WindowFunc("lag", (V,)))),
+        W.Window(R, (), (P.Order(1, True),), (W.WindowFunc("sum", (V,)),)),
     ],
-    ids=["join", "three-way", "full", "join-reduce", "global-sum", "topk", "except", "window"],
+    ids=[
+        *("join", "three-way", "full", "join-reduce", "global-sum", "topk", "except"),
+        *("temporal", "window", "global-window"),
+    ],
 )
 @pytest.mark.parametrize("on_spark", [False, True], ids=["driver-steps", "spark-steps"])
 def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan, on_spark) -> None:

@@ -35,7 +35,6 @@ from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
 from changeflow.compute.values import python_values
-from changeflow.compute.window import has_window
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
@@ -106,14 +105,6 @@ def maintain_view(
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
     """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
     ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
-    if has_window(plan):
-        if setting:
-            raise PlanError(
-                "this view runs on the in-process tier only (window functions): CLUSTER = true "
-                "is not supported for it",
-                sqlstate="0A000",
-            )
-        return False
     if setting is not None:
         return setting
     return sum(storage.state(s).rows for s in plan.collections()) >= threshold
@@ -202,10 +193,8 @@ class Dataflow:
         """Build the operators and subscribe to the inputs (hydrating in bulk with Spark)."""
         self.inputs = Inputs()
         self.root: Operator = build(self.plan, self.inputs, at=self.as_of)
-        bulk = (
-            spark is not None
-            and not has_window(self.plan)
-            and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
+        bulk = spark is not None and all(
+            not c.state().upper.less_equal(self.as_of) for c in self.holds.values()
         )
         self.subscriptions = {
             s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk)

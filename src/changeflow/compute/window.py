@@ -148,12 +148,6 @@ class Window(P.Plan):
         return f"Window partition_by=[{keys}] order_by=[{order}] {funcs}"
 
 
-def has_window(plan: P.Plan) -> bool:
-    """Does ``plan`` compute window functions? (Those run on the in-process tier only: Spark
-    neither hydrates them nor keeps them on the cluster tier.)"""
-    return isinstance(plan, Window) or any(has_window(p) for p in plan.inputs())
-
-
 def _one_numeric(order_by: tuple[P.Order, ...], schema: Schema) -> bool:
     return len(order_by) == 1 and schema[order_by[0].column].type.numeric
 

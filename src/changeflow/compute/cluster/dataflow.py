@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.local import (
@@ -50,7 +51,7 @@ def _joins(plan: P.Plan) -> bool:
 
 
 def _keyed(plan: P.Plan) -> bool:
-    return isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK) or (
+    return isinstance(plan, P.Reduce | P.Distinct | P.Threshold | P.TopK | W.Window) or (
         isinstance(plan, P.Join) and plan.kind != "inner"
     )
 

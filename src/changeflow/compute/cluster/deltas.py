@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.expr import map_columns
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import ExprCompiler, name, spark_type
@@ -334,7 +335,8 @@ class Keyed:
 
 
 def keyed(plan: P.Plan) -> Keyed:
-    """The keyed form of a Reduce, Distinct, Threshold, TopK or outer Join."""
+    """The keyed form of a Reduce, Distinct, Threshold, TopK, Window (keyed by its partition)
+    or outer Join."""
     inputs = plan.inputs()
     gets = tuple(P.Get(f"_in{i}", p.schema) for i, p in enumerate(inputs))
     tagged = tuple(
@@ -370,6 +372,16 @@ def keyed(plan: P.Plan) -> Keyed:
             )
         case P.Join(equivalences=classes, kind=kind, residual=residual) if kind != "inner":
             return _outer(plan, gets, tagged, classes, kind, residual)
+        case W.Window(partition_by=by, order_by=order_by, functions=functions, names=names):
+            added = range(width + 2, width + 2 + len(functions))  # after the versions
+            return Keyed(
+                plan,
+                (by,),
+                W.Window(gets[0], by, order_by, functions, names),
+                W.Window(tagged[0], (*by, *versions), order_by, functions, names),
+                (*range(width), *added),
+                (versions,),
+            )
     raise PlanError(f"{type(plan).__name__} is not a keyed operator")
 
 
