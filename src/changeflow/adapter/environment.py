@@ -130,6 +130,9 @@ class Environment:
         self.storage = Storage.open(config)
         self.catalog = Catalog(self.storage.consensus)
         self.log = TxnLog(self.storage)
+        from changeflow.adapter.alter import reconcile  # a change of columns cut short
+
+        reconcile(self)
         self.lock = threading.RLock()  # catalog changes (see the module docstring)
         self._hosting = threading.Lock()  # a leaf: the tables below
         self._item_locks: dict[str, threading.Lock] = {}

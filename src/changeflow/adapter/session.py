@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
+from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
@@ -61,6 +62,7 @@ DDL = {
     "create_sink": ddl.create_sink,
     "drop": ddl.drop,
     "rename": ddl.rename,
+    "alter_table": alter_table,
     "show_items": ddl.show_items,
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,

@@ -259,7 +259,8 @@ class TxnLog:
             tables = [self._load(key, ts) for ts, key in todo]
             if any(t is None for t in tables):
                 continue  # applied and forgotten by another process meanwhile: look again
-            table = pa.concat_tables(tables)  # type: ignore[arg-type]
+            schema = self.storage.state(shard).schema
+            table = pa.concat_tables([_conform(t, schema) for t in tables])  # type: ignore[arg-type]
             last = todo[-1][0]
             token = f"txn-{todo[0][0]}-{last}-{shard}"
             if self._append(shard, table, upper, last + 1, token=token):  # type: ignore[arg-type]
@@ -314,6 +315,21 @@ def _at(frame: pa.Table, ts: int) -> pa.Table:
     """``frame`` with every update at ``ts``."""
     at = frame.schema.get_field_index(TIME)
     return frame.set_column(at, TIME, pa.array([ts] * frame.num_rows, pa.int64()))
+
+
+def _conform(frame: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A write framed before the shard's schema changed, in its current columns: dropped
+    columns left out, added ones NULL."""
+    if [n for n in frame.schema.names if not n.startswith("_")] == schema.names:
+        return frame
+    columns = [
+        frame.column(f.name) if f.name in frame.schema.names else pa.nulls(len(frame), f.type)
+        for f in schema
+    ]
+    rest = [n for n in frame.schema.names if n.startswith("_")]
+    return pa.Table.from_arrays(
+        [*columns, *(frame.column(n) for n in rest)], names=[*schema.names, *rest]
+    )
 
 
 def _ipc(table: pa.Table) -> bytes:

@@ -131,7 +131,16 @@ def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
 def _default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:
     """A column's DEFAULT as an expression (NULL without one) and its SQL node."""
     defaults = relation.defaults
-    text = defaults[index] if index < len(defaults) else None
+    return _default_of(defaults[index] if index < len(defaults) else None)
+
+
+def default_plan(column: Column, text: str | None) -> P.Plan:
+    """One row: the value of ``column``'s DEFAULT (the SQL ``text``), as the column takes it."""
+    e, node = _default_of(text)
+    return P.Map(ONE_ROW, ((column.name, assign(e, node, column)),))
+
+
+def _default_of(text: str | None) -> tuple[X.Expr, exp.Expression | None]:
     if text is None:
         return X.Lit(None), None
     try:

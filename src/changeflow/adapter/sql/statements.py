@@ -199,6 +199,21 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
     ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
+    (
+        "alter_add",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ADD\s+"
+        r"(?:COLUMN\s+)?(?P<cie>IF\s+NOT\s+EXISTS\s+)?(?P<column>.+)",
+    ),
+    (
+        "alter_drop",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
+        rf"(?:COLUMN\s+)?(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    (
+        "alter_rename",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
+        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
+    ),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
     ("show_items", rf"SHOW\s+{KIND}"),
@@ -233,9 +248,9 @@ _AS_OF = re.compile(
 
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
-        re.compile(r"ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?:ADD|DROP|ALTER)\b", re.I),
-        "changing a table's columns is not supported: a table keeps the columns it was "
-        "created with",
+        re.compile(r"ALTER\s+TABLE\b", re.I),
+        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN "
+        "and RENAME TO are)",
     ),
     (
         re.compile(r"(?:CREATE|DROP|ALTER)\s+SCHEMA\b", re.I),
@@ -311,6 +326,19 @@ def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
 
 
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
+    if kind.startswith("alter_"):
+        action = kind.removeprefix("alter_")
+        g = {**g, "action": action, "name": name(g["name"]), "ie": bool(g["ie"])}
+        g["cie"] = bool(g.get("cie"))
+        if action != "add":
+            g["column"] = name(g["column"])
+        if g.get("new"):
+            g["new"] = name(g["new"])
+        if (g.get("mode") or "").upper() == "CASCADE":
+            raise PlanError(
+                "ALTER TABLE … DROP COLUMN … CASCADE is not supported", sqlstate="0A000"
+            )
+        return Statement("alter_table", text, None, g)
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):

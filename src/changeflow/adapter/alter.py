@@ -1,0 +1,292 @@
+"""ALTER TABLE: a column added, dropped or renamed.
+
+A table's shard stores its columns by name (the table's *layout*, kept in the catalog item as
+the shard's Arrow schema) and its readers take them by position, so the SQL name of a column
+and its stored name may differ: a rename changes the catalog only, and an added column whose
+name was stored before gets a fresh stored name. The shard's schema changes with the table
+(:meth:`~changeflow.storage.shard.Storage.evolve`): an added column reads as NULL in older
+batches, a dropped one is no longer read. Existing rows get an added column's DEFAULT by one
+write at the change's timestamp that retracts each row as it reads and adds it with the
+default (PostgreSQL rewrites the table too).
+
+The shard's schema changes first, then the rows are rewritten, then the catalog item is
+replaced in one compare-and-set; a failure in between puts the schema back, and a process
+that stopped in between leaves a shard whose schema is not the item's layout, which
+:func:`reconcile` puts back when the home is next opened. A table that views, indexes or
+sinks read keeps its columns (0A000, or 2BP01 for DROP COLUMN as PostgreSQL says it): their
+plans read the columns the table had.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from changeflow.adapter.assign import assign
+from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.constraints import Unique
+from changeflow.adapter.ddl import ColumnDef, table_columns
+from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
+from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.dml import default_plan
+from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.compute.types import Column, numeric_scale
+from changeflow.errors import PlanError
+from changeflow.storage.state import decode_schema, encode_schema
+
+TAG = "ALTER TABLE"
+_CONSTRAINT = re.compile(r"(?:CONSTRAINT|PRIMARY|UNIQUE|CHECK|FOREIGN|EXCLUDE)\b", re.I)
+
+
+def alter_table(env: Environment, stmt: Statement) -> Result:
+    """``ALTER TABLE t ADD|DROP|RENAME COLUMN …``."""
+    g = stmt.args
+    state = env.catalog.load()
+    item = state.by_name(g["name"])
+    if item is None or item.kind != "table":
+        if g.get("ie") and item is None:
+            return Result(TAG)
+        raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
+    action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
+    return action(env, state, item, g)
+
+
+def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    text = g["column"].strip()
+    if _CONSTRAINT.match(text):
+        raise PlanError("ALTER TABLE … ADD CONSTRAINT is not supported", sqlstate="0A000")
+    node = parse_sql(f"CREATE TABLE x ({text})").this.expressions
+    if len(node) != 1 or not isinstance(node[0], exp.ColumnDef):
+        raise PlanError("ALTER TABLE takes one ADD COLUMN at a time", sqlstate="0A000")
+    if node[0].find(exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint):
+        raise PlanError(
+            "ADD COLUMN … PRIMARY KEY or UNIQUE is not supported: a key is declared with the table",
+            sqlstate="0A000",
+        )
+    (column,) = table_columns(node)
+    if column.name in (c[0] for c in item.columns):
+        if g.get("cie"):
+            return Result(TAG)
+        raise PlanError(
+            f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
+        )
+    _unread(state, item, f'add a column to table "{item.name}"')
+    ts, rows = _contents(env, item)
+    value = _default_value(column, ts) if column.default is not None else None
+    if value is None and not column.nullable and rows:
+        raise PlanError(
+            f'column "{column.name}" of relation "{item.name}" contains null values',
+            sqlstate="23502",
+        )
+    old = layout(env, item)
+    used = set(old.names) | set(item.options.get("retired") or [])
+    stored, n = column.name, 1
+    while stored in used:  # a name stored before: older batches hold its values
+        stored, n = f"{column.name}_{n}", n + 1
+    new = old.append(pa.field(stored, column.arrow, True))
+    o = item.options
+    options = {
+        **o,
+        "defaults": [*_per_column(o, "defaults", item), column.default],
+        "lengths": [*_per_column(o, "lengths", item), column.length],
+        "scales": [*_per_column(o, "scales", item), numeric_scale(column.arrow)],
+        "layout": encode_schema(new),
+    }
+    sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
+    columns = (*item.columns, (column.name, column.kind.name, column.nullable))
+    changed = replace(item, columns=columns, options=options, sql=sql)
+    rewrite = []
+    if value is not None:
+        rewrite = [((*r, None), -c) for r, c in rows.items()]
+        rewrite += [((*r, value), c) for r, c in rows.items()]
+    _change(env, item, changed, old, new, ts, rewrite)
+    return Result(TAG)
+
+
+def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    names = [c[0] for c in item.columns]
+    if g["column"] not in names:
+        if g.get("cie"):
+            return Result(TAG)
+        raise PlanError(
+            f'column "{g["column"]}" of relation "{item.name}" does not exist', sqlstate="42703"
+        )
+    if len(names) == 1:
+        raise PlanError(
+            f'cannot drop column "{g["column"]}": a table needs at least one column',
+            sqlstate="0A000",
+        )
+    for d in state.dependents(item.id):
+        raise PlanError(
+            f"cannot drop column {g['column']} of table {item.name} because other objects "
+            f"depend on it ({d.kind} {d.name} depends on table {item.name}); drop it first",
+            sqlstate="2BP01",
+        )
+    i = names.index(g["column"])
+    old = layout(env, item)
+    new = old.remove(i)
+    o = item.options
+    unique = []
+    for u in (Unique.from_json(u) for u in o.get("unique") or []):
+        if i not in u.columns:  # a key of the column goes with it, as in PostgreSQL
+            unique.append(Unique(u.name, tuple(c - (c > i) for c in u.columns), u.primary))
+    options = {
+        **o,
+        **{k: _without(_per_column(o, k, item), i) for k in ("defaults", "lengths", "scales")},
+        "unique": [u.to_json() for u in unique],
+        "layout": encode_schema(new),
+        "retired": [*(o.get("retired") or []), old.names[i]],
+    }
+    sql = _edit_sql(item.sql, lambda defs: _drop_def(defs, g["column"]))
+    changed = replace(item, columns=_without(list(item.columns), i), options=options, sql=sql)
+    _change(env, item, changed, old, new, None, [])
+    return Result(TAG)
+
+
+def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    names = [c[0] for c in item.columns]
+    old_name, new_name = g["column"], g["new"]
+    if old_name not in names:
+        raise PlanError(f'column "{old_name}" does not exist', sqlstate="42703")
+    if new_name in names:
+        raise PlanError(
+            f'column "{new_name}" of relation "{item.name}" already exists', sqlstate="42701"
+        )
+    if new_name.startswith("_"):
+        raise PlanError(f'column name "{new_name}" may not start with "_"', sqlstate="42939")
+    _unread(state, item, f'rename a column of table "{item.name}"')
+    i = names.index(old_name)
+    schema = layout(env, item)
+    columns = list(item.columns)
+    columns[i] = (new_name, *columns[i][1:])
+
+    def renamed(defs: list[exp.Expression]) -> list[exp.Expression]:
+        for ident in (n for d in defs for n in d.find_all(exp.Identifier)):
+            if ident.name == old_name:
+                ident.set("this", new_name)
+        return defs
+
+    options = {**item.options, "layout": encode_schema(schema)}
+    sql = _edit_sql(item.sql, renamed)
+    changed = replace(item, columns=tuple(columns), options=options, sql=sql)
+    _change(env, item, changed, schema, schema, None, [])
+    return Result(TAG)
+
+
+def layout(env: Environment, item: Item) -> pa.Schema:
+    """The schema a table's shard stores its columns in (one field per column, in order)."""
+    if "layout" in item.options:
+        return decode_schema(item.options["layout"])
+    return env.storage.state(item.id).schema
+
+
+def reconcile(env: Environment) -> None:
+    """Put back the schema of each table's shard that a process stopped while changing left
+    different from its catalog item's layout."""
+    for item in env.catalog.load().items.values():
+        if item.kind == "table" and "layout" in item.options:
+            want = decode_schema(item.options["layout"])
+            if env.storage.state(item.id).schema != want:
+                env.storage.evolve(item.id, want)
+
+
+def _unread(state: CatalogState, item: Item, what: str) -> None:
+    """0A000 while views, indexes or sinks read the table (their plans read its columns)."""
+    for d in state.dependents(item.id):
+        raise PlanError(
+            f'cannot {what}: {d.kind} "{d.name}" reads its columns as they are; drop it '
+            "first and create it again after",
+            sqlstate="0A000",
+        )
+
+
+def _contents(env: Environment, item: Item) -> tuple[int, dict[tuple[Any, ...], int]]:
+    """A timestamp and the table's rows there (as stored), every earlier write applied."""
+    ts = env.read_ts(EPOCH, {item.id})
+    env.log.ready({item.id}, ts)
+    return ts, env.snapshot(item.id, ts)
+
+
+def _default_value(column: ColumnDef, ts: int) -> Any:
+    """The value of ``column``'s DEFAULT for the rows the table has."""
+    target = Column(column.name, column.kind, column.nullable, numeric_scale(column.arrow))
+    rows = evaluate_once(default_plan(target, column.default), {}, ts)
+    return next(iter(rows))[0]
+
+
+def _change(
+    env: Environment,
+    item: Item,
+    changed: Item,
+    old: pa.Schema,
+    new: pa.Schema,
+    ts: int | None,
+    rewrite: list[tuple[tuple[Any, ...], int]],
+) -> None:
+    """The shard's schema from ``old`` to ``new``, ``rewrite`` written (failing with 40001 if
+    the table was written after ``ts``), then ``item`` replaced by ``changed``."""
+    if new != old:
+        env.storage.evolve(item.id, new)
+    try:
+        if rewrite:
+            rows = assign(rewrite, new, changed.options.get("lengths"), item.name)
+            frame = env.log.frame(item.id, rows, item.name)
+            shards = frozenset({item.id})
+            env.committer.commit({item.id: frame}, Reads(ts, shards, _moved, _same))  # type: ignore[arg-type]
+
+        def swap(state: CatalogState) -> tuple[CatalogState, None]:
+            if state.items.get(item.id) != item:
+                raise PlanError(
+                    f'table "{item.name}" was changed by another session; try again',
+                    sqlstate="40001",
+                )
+            return state.without([item.id]).with_item(changed), None
+
+        env.catalog.change(swap)
+    except BaseException:
+        if new != old:
+            env.storage.evolve(item.id, old)
+        raise
+
+
+def _moved(upper: int, moved: set[str]) -> bool:
+    return False  # any write after the rewrite's read is a conflict
+
+
+def _same(written: dict[str, pa.Table]) -> bool:
+    return True
+
+
+def _per_column(options: dict[str, Any], key: str, item: Item) -> list[Any]:
+    return list(options.get(key) or [None] * len(item.columns))
+
+
+def _without(values: list[Any], i: int) -> Any:
+    out = values[:i] + values[i + 1 :]
+    return tuple(out) if isinstance(values, tuple) else out
+
+
+def _drop_def(defs: list[exp.Expression], column: str) -> list[exp.Expression]:
+    """The definitions without ``column``'s and without the table constraints naming it."""
+    out = []
+    for d in defs:
+        if isinstance(d, exp.ColumnDef):
+            if d.name != column:
+                out.append(d)
+        elif not any(i.name == column for i in d.find_all(exp.Identifier)):
+            out.append(d)
+    return out
+
+
+def _edit_sql(sql: str, edit: Any) -> str:
+    """A table's CREATE TABLE text with its definitions changed by ``edit``."""
+    create = parse_sql(sql)
+    schema = create.this
+    if isinstance(schema, exp.Schema):
+        schema.set("expressions", edit(list(schema.expressions)))
+    return create.sql(dialect="postgres")
