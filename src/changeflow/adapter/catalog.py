@@ -52,12 +52,26 @@ class Item:
         return cls(**value)
 
 
+PUBLIC = "public"
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "mz_catalog")
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """An item's name as its schema and its name there: ``s.t`` is ``t`` in schema ``s``;
+    a name without a schema is in ``public``."""
+    schema, dot, rest = name.partition(".")
+    return (schema, rest) if dot else (PUBLIC, name)
+
+
 @dataclass(frozen=True)
 class CatalogState:
-    """A version of the catalog: the items by id, and the next id to hand out."""
+    """A version of the catalog: the items by id (an item of a schema other than public is
+    named ``schema.name``), the schemas created (name -> number, never reused), and the next
+    id to hand out."""
 
     items: dict[str, Item] = field(default_factory=dict)
     next_id: int = 1
+    schemas: dict[str, int] = field(default_factory=dict)
 
     def by_name(self, name: str) -> Item | None:
         return next((i for i in self.items.values() if i.name == name), None)
@@ -88,7 +102,11 @@ class CatalogState:
         return list(seen.values())
 
     def with_item(self, item: Item) -> CatalogState:
-        """The state with ``item`` added; 42P07 if its name is taken."""
+        """The state with ``item`` added; 42P07 if its name is taken, 3F000 if its schema
+        does not exist."""
+        schema = split_name(item.name)[0]
+        if schema != PUBLIC and schema not in self.schemas:
+            raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
             raise PlanError(f'{taken.kind} "{item.name}" already exists', sqlstate="42P07")
@@ -101,15 +119,26 @@ class CatalogState:
         """A fresh GlobalId, and the state that will never hand it out again."""
         return f"u{self.next_id}", replace(self, next_id=self.next_id + 1)
 
+    def in_schema(self, schema: str) -> list[Item]:
+        return [i for i in self.items.values() if split_name(i.name)[0] == schema]
+
+    def with_schema(self, schema: str) -> CatalogState:
+        """The state with ``schema`` created; 42P06 if it exists."""
+        if schema in self.schemas or schema in (PUBLIC, *SYSTEM_SCHEMAS):
+            raise PlanError(f'schema "{schema}" already exists', sqlstate="42P06")
+        schemas = {**self.schemas, schema: self.next_id}
+        return replace(self, schemas=schemas, next_id=self.next_id + 1)
+
     def to_bytes(self) -> bytes:
         items = [i.to_json() for i in self.items.values()]
-        return json.dumps({"next_id": self.next_id, "items": items}).encode()
+        value = {"next_id": self.next_id, "items": items, "schemas": self.schemas}
+        return json.dumps(value).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CatalogState:
         value = json.loads(data)
         items = [Item.from_json(i) for i in value["items"]]
-        return cls({i.id: i for i in items}, value["next_id"])
+        return cls({i.id: i for i in items}, value["next_id"], value.get("schemas", {}))
 
 
 class Catalog:

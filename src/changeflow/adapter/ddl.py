@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import (
     EPOCH,
@@ -31,6 +31,7 @@ from changeflow.adapter.environment import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
@@ -181,8 +182,7 @@ def _arrow(columns: list[ColumnDef]) -> list[tuple[str, Any, bool]]:
 def create_table(env: Environment, stmt: Statement) -> Result:
     create = stmt.ast
     assert isinstance(create, exp.Create)
-    name = create.this.this.name if isinstance(create.this, exp.Schema) else create.this.name
-    name = name if _quoted(create) else name.lower()
+    name = table_name(create.this.this if isinstance(create.this, exp.Schema) else create.this)
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
     defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
@@ -201,12 +201,6 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)
     return Result("CREATE TABLE")
-
-
-def _quoted(create: exp.Create) -> bool:
-    table = create.this.this if isinstance(create.this, exp.Schema) else create.this
-    ident = table.this if isinstance(table, exp.Table) else table
-    return bool(getattr(ident, "quoted", False))
 
 
 def _finish(env: Environment, item: Item) -> None:
@@ -305,7 +299,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     name = (g.get("name") or "").strip() or f"{on.name}_primary_idx"
     from changeflow.adapter.sql.statements import name as ident
 
-    name = ident(name)
+    name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
     if (done := _exists(env, name, bool(g.get("ine")))) is not None:
         return done
     key = g.get("key") or [c[0] for c in on.columns]
@@ -503,6 +497,18 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def quote_name(name: str) -> str:
+    """A catalog name as SQL writes it: ``t``, or ``s.t`` for schema ``s``."""
+    schema, rel = split_name(name)
+    return quote_ident(rel) if schema == PUBLIC else f"{quote_ident(schema)}.{quote_ident(rel)}"
+
+
+def _in_schema_of(name: str, other: str) -> str:
+    """``name``, put in ``other``'s schema unless it names one."""
+    schema = split_name(other)[0]
+    return name if "." in name or schema == PUBLIC else f"{schema}.{name}"
+
+
 def rename(env: Environment, stmt: Statement) -> Result:
     g = stmt.args
 
@@ -510,8 +516,9 @@ def rename(env: Environment, stmt: Statement) -> Result:
         item = state.by_name(g["name"])
         if item is None or item.kind != g["kind"]:
             raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
-        sql = _HEAD.sub(lambda m: m.group(1) + quote_ident(g["new"]), item.sql, count=1)
-        return state.without([item.id]).with_item(replace(item, name=g["new"], sql=sql)), None
+        new = _in_schema_of(g["new"], item.name)
+        sql = _HEAD.sub(lambda m: m.group(1) + quote_name(new), item.sql, count=1)
+        return state.without([item.id]).with_item(replace(item, name=new, sql=sql)), None
 
     env.catalog.change(change)
     return Result(f"ALTER {TAGS[g['kind']]}")

@@ -34,6 +34,7 @@ from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,
@@ -63,6 +64,8 @@ DDL = {
     "drop": ddl.drop,
     "rename": ddl.rename,
     "alter_table": alter_table,
+    "create_schema": create_schema,
+    "drop_schema": drop_schema,
     "show_items": ddl.show_items,
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,

@@ -21,6 +21,13 @@ def ident(node: exp.Expression | str | None) -> str:
     return ident(node.this) if isinstance(node.this, exp.Identifier) else node.name.lower()
 
 
+def table_name(node: exp.Table) -> str:
+    """A table reference as the catalog names it: ``t``, or ``s.t`` in a schema other than
+    public (a database prefix is dropped)."""
+    name, schema = ident(node.this), ident(node.args.get("db"))
+    return f"{schema}.{name}" if schema and schema != "public" else name
+
+
 def unsupported(what: str, node: exp.Expression | None = None) -> PlanError:
     """A PlanError (0A000) for SQL this planner does not support, quoting the fragment."""
     shown = f": {node.sql(dialect='postgres')}" if node is not None else ""

@@ -67,10 +67,16 @@ def split(script: str) -> list[str]:
 
 
 def name(text: str) -> str:
-    """An identifier as SQL means it: unquoted folds to lower case; a schema prefix is dropped."""
-    parts = re.findall(NAME, text)
-    last = parts[-1]
-    return last[1:-1].replace('""', '"') if last.startswith('"') else last.lower()
+    """A (qualified) name as the catalog keys it: unquoted parts fold to lower case; ``s.t``
+    keeps its schema unless that is public; a database prefix is dropped."""
+    parts = [p[1:-1].replace('""', '"') if p[0] == '"' else p.lower() for p in _parts(text)]
+    if len(parts) >= 2 and parts[-2] != "public":
+        return f"{parts[-2]}.{parts[-1]}"
+    return parts[-1]
+
+
+def _parts(text: str) -> list[str]:
+    return re.findall(NAME, text)
 
 
 def names(text: str) -> list[str]:
@@ -198,6 +204,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
     ),
+    (
+        "create_schema",
+        rf"CREATE\s+SCHEMA\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{NAME})"
+        rf"(?:\s+AUTHORIZATION\s+{NAME})?",
+    ),
+    (
+        "drop_schema",
+        rf"DROP\s+SCHEMA\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{NAME}(?:\s*,\s*{NAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
     (
         "alter_add",
@@ -253,8 +269,9 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
         "and RENAME TO are)",
     ),
     (
-        re.compile(r"(?:CREATE|DROP|ALTER)\s+SCHEMA\b", re.I),
-        "schemas other than public are not supported: every item is in the public schema",
+        re.compile(r"(?:CREATE|ALTER)\s+SCHEMA\b", re.I),
+        "ALTER SCHEMA, and CREATE SCHEMA with elements, are not supported (CREATE SCHEMA name "
+        "and DROP SCHEMA are)",
     ),
 ]
 
@@ -366,7 +383,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
     if kind in ("drop", "rename", "show_create", "show_items"):
         g["kind"] = kind_of(g["kind"])
-    if kind in ("drop", "truncate"):
+    if kind == "create_schema":
+        g["name"] = name(g["name"])
+    if kind in ("drop", "truncate", "drop_schema"):
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind == "explain_view":
