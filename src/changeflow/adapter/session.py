@@ -45,6 +45,7 @@ from changeflow.adapter.sql.dml import (
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
@@ -220,7 +221,7 @@ class Session:
             target = stmt.ast.this
             table = target.this if isinstance(target, exp.Schema) else target
             resolver = CatalogResolver(self.env.catalog.load())
-            relation = resolver.relation(table.name)
+            relation = resolver.relation(table_name(table))
             returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
             return returning.columns if returning is not None else None
         return None
