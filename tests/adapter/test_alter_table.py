@@ -76,19 +76,71 @@ def test_alter_table_as_postgres(tmp_path: Path, postgres_url: str) -> None:
             assert _outcome(ours, sql, DatabaseError) == want, sql
 
 
+VIEW_STEPS = [
+    "ALTER TABLE a ADD COLUMN c int DEFAULT 1",
+    "SELECT * FROM av",
+    "SELECT * FROM av2",
+    "ALTER TABLE a RENAME COLUMN name TO title",
+    "INSERT INTO a VALUES (4, 'four', 4, 4)",
+    "SELECT * FROM av",
+    "SELECT * FROM av2",
+    "SELECT * FROM a WHERE title = 'four'",
+    "ALTER TABLE a DROP COLUMN title",
+    "ALTER TABLE a DROP COLUMN x",
+    "CREATE VIEW av3 AS SELECT * FROM a",
+    "SELECT * FROM av3",
+]
+
+
 @pytest.mark.postgres
-def test_dependents_refuse_a_drop_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+def test_views_keep_their_columns_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """A view reads the columns the table had when it was created: an added column is not
+    among them, a renamed one keeps its place, and a column a view reads cannot be dropped."""
     import psycopg
 
     with beside_postgres(tmp_path / "home", postgres_url, "a", CREATE, INSERT) as (ours, pg):
         try:
             for c in (ours, pg):
-                c.execute("CREATE VIEW av AS SELECT id, name FROM a")
-            sql = "ALTER TABLE a DROP COLUMN name"
-            assert _outcome(ours, sql, DatabaseError) == _outcome(pg, sql, psycopg.Error)
-            assert _outcome(ours, sql, DatabaseError) == ("error", "2BP01")
+                c.execute("CREATE VIEW av AS SELECT * FROM a")
+                c.execute("CREATE VIEW av2 AS SELECT id, name FROM av WHERE id > 1")
+            for sql in VIEW_STEPS:
+                want = _result(pg, sql, psycopg.Error)
+                assert _result(ours, sql, DatabaseError) == want, sql
         finally:
-            pg.execute("DROP VIEW IF EXISTS av")
+            pg.execute("DROP VIEW IF EXISTS av3, av2, av")
+
+
+def _result(conn, sql: str, error: type[Exception]) -> tuple:
+    try:
+        cur = conn.execute(sql)
+    except error as e:
+        return ("error", e.sqlstate)
+    if cur.description is None:
+        return ("ok",)
+    rows = sorted((tuple("NULL" if v is None else str(v) for v in r) for r in cur), key=str)
+    return ("ok", [d[0] for d in cur.description], rows)
+
+
+def test_a_rename_keeps_materialized_views_and_indexes(tmp_path: Path) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (k int, v int)")
+    conn.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+    conn.execute("CREATE MATERIALIZED VIEW s AS SELECT sum(v) AS total FROM t")
+    conn.execute("CREATE INDEX t_by_k ON t (k)")
+    conn.execute("ALTER TABLE t RENAME COLUMN k TO key")
+    conn.execute("INSERT INTO t VALUES (3, 30)")
+    assert conn.execute("SELECT total FROM s").fetchall() == [(60,)]
+    assert conn.execute("SELECT * FROM t WHERE key = 3").fetchall() == [(3, 30)]
+    index = "SELECT indexdef FROM pg_indexes WHERE indexname = 't_by_k'"
+    assert conn.execute(index).fetchall() == [
+        ("CREATE INDEX t_by_k ON public.t USING btree (key)",)
+    ]
+    for sql in ("ALTER TABLE t ADD COLUMN w int", "ALTER TABLE t DROP COLUMN v"):
+        with pytest.raises(DatabaseError) as e:  # their plans read the table's columns
+            conn.execute(sql)
+        assert e.value.sqlstate in ("0A000", "2BP01")
+    conn.close()
 
 
 def test_columns_survive_a_restart_and_views_see_them(tmp_path: Path) -> None:

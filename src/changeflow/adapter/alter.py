@@ -12,9 +12,15 @@ default (PostgreSQL rewrites the table too).
 The shard's schema changes first, then the rows are rewritten, then the catalog item is
 replaced in one compare-and-set; a failure in between puts the schema back, and a process
 that stopped in between leaves a shard whose schema is not the item's layout, which
-:func:`reconcile` puts back when the home is next opened. A table that views, indexes or
-sinks read keeps its columns (0A000, or 2BP01 for DROP COLUMN as PostgreSQL says it): their
-plans read the columns the table had.
+:func:`reconcile` puts back when the home is next opened.
+
+Items that read the table keep the columns it had when they were created, as PostgreSQL's
+views do. A view's plan is rewritten, in the same catalog change, to read the new layout and
+keep its old columns; a rename changes no position, so views, materialized views and indexes
+(whose key is renamed) stay as they are. A materialized view's or index's running dataflow
+is not rewritten: ADD COLUMN waits for them to be dropped (0A000), and DROP COLUMN is refused
+while anything reads the table (2BP01, as PostgreSQL refuses it for a column a view reads);
+a sink reading the table refuses all three.
 """
 
 from __future__ import annotations
@@ -30,11 +36,20 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, table_columns
-from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
+from changeflow.adapter.environment import (
+    EPOCH,
+    Environment,
+    decode_plan,
+    encode_plan,
+    evaluate_once,
+    schema_of,
+)
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.compute import plan as P
+from changeflow.compute.optimize import with_inputs
 from changeflow.compute.types import Column, numeric_scale
 from changeflow.errors import PlanError
 from changeflow.storage.state import decode_schema, encode_schema
@@ -75,7 +90,7 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
         )
-    _unread(state, item, f'add a column to table "{item.name}"')
+    views = _readers(state, item, f'add a column to table "{item.name}"', ("view",))
     ts, rows = _contents(env, item)
     value = _default_value(column, ts) if column.default is not None else None
     if value is None and not column.nullable and rows:
@@ -104,7 +119,9 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     if value is not None:
         rewrite = [((*r, None), -c) for r, c in rows.items()]
         rewrite += [((*r, value), c) for r, c in rows.items()]
-    _change(env, item, changed, old, new, ts, rewrite)
+    read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
+    others = [(v, _reget(v, item.id, read)) for v in views]
+    _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
     return Result(TAG)
 
 
@@ -159,7 +176,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         )
     if new_name.startswith("_"):
         raise PlanError(f'column name "{new_name}" may not start with "_"', sqlstate="42939")
-    _unread(state, item, f'rename a column of table "{item.name}"')
+    _readers(state, item, f'rename a column of table "{item.name}"', READ_BY_POSITION)
     i = names.index(old_name)
     schema = layout(env, item)
     columns = list(item.columns)
@@ -174,7 +191,16 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
     options = {**item.options, "layout": encode_schema(schema)}
     sql = _edit_sql(item.sql, renamed)
     changed = replace(item, columns=tuple(columns), options=options, sql=sql)
-    _change(env, item, changed, schema, schema, None, [])
+    indexes = [
+        d for d in state.items.values() if d.kind == "index" and d.options.get("on") == item.id
+    ]
+    others = []
+    for index in indexes:  # an index keeps its table's columns and names its key by them
+        key = [new_name if k == old_name else k for k in index.options["key"]]
+        others.append(
+            (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
+        )
+    _change(env, item, changed, schema, schema, None, [], others)
     return Result(TAG)
 
 
@@ -195,14 +221,42 @@ def reconcile(env: Environment) -> None:
                 env.storage.evolve(item.id, want)
 
 
-def _unread(state: CatalogState, item: Item, what: str) -> None:
-    """0A000 while views, indexes or sinks read the table (their plans read its columns)."""
-    for d in state.dependents(item.id):
+READ_BY_POSITION = ("view", "materialized view", "index")  # a rename leaves their plans right
+
+
+def _plan_readers(state: CatalogState, shard: str) -> list[Item]:
+    """The items whose plans read ``shard`` (views over views too: a view's plan is inlined)."""
+    return [
+        i
+        for i in state.items.values()
+        if "plan" in i.options and shard in decode_plan(i.options["plan"]).collections()
+    ]
+
+
+def _readers(state: CatalogState, item: Item, what: str, allowed: tuple[str, ...]) -> list[Item]:
+    """The items whose plans read the table; 0A000 if one is not of the ``allowed`` kinds or
+    a sink reads the table."""
+    found = _plan_readers(state, item.id)
+    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
+    for d in sinks + [i for i in found if i.kind not in allowed]:
         raise PlanError(
             f'cannot {what}: {d.kind} "{d.name}" reads its columns as they are; drop it '
             "first and create it again after",
             sqlstate="0A000",
         )
+    return found
+
+
+def _reget(view: Item, shard: str, read: P.Plan) -> Item:
+    """``view`` with its plan reading ``shard`` by ``read`` (the columns it read before)."""
+
+    def swap(plan: P.Plan) -> P.Plan:
+        if isinstance(plan, P.Get) and plan.name == shard:
+            return read
+        return with_inputs(plan, tuple(swap(p) for p in plan.inputs()))
+
+    plan = swap(decode_plan(view.options["plan"]))
+    return replace(view, options={**view.options, "plan": encode_plan(plan)})
 
 
 def _contents(env: Environment, item: Item) -> tuple[int, dict[tuple[Any, ...], int]]:
@@ -227,9 +281,15 @@ def _change(
     new: pa.Schema,
     ts: int | None,
     rewrite: list[tuple[tuple[Any, ...], int]],
+    others: list[tuple[Item, Item]] | None = None,
+    readers: set[str] | None = None,
 ) -> None:
     """The shard's schema from ``old`` to ``new``, ``rewrite`` written (failing with 40001 if
-    the table was written after ``ts``), then ``item`` replaced by ``changed``."""
+    the table was written after ``ts``), then ``item`` replaced by ``changed`` and each of
+    ``others`` (before, after) by its new version, in one change of the catalog that fails
+    (40001) if one of them changed meanwhile, or if the items reading the table are no longer
+    ``readers``."""
+    pairs = [(item, changed), *(others or [])]
     if new != old:
         env.storage.evolve(item.id, new)
     try:
@@ -240,12 +300,17 @@ def _change(
             env.committer.commit({item.id: frame}, Reads(ts, shards, _moved, _same))  # type: ignore[arg-type]
 
         def swap(state: CatalogState) -> tuple[CatalogState, None]:
-            if state.items.get(item.id) != item:
+            moved = any(state.items.get(b.id) != b for b, _ in pairs)
+            if moved or (
+                readers is not None and {i.id for i in _plan_readers(state, item.id)} != readers
+            ):
                 raise PlanError(
                     f'table "{item.name}" was changed by another session; try again',
                     sqlstate="40001",
                 )
-            return state.without([item.id]).with_item(changed), None
+            for before, after in pairs:
+                state = state.without([before.id]).with_item(after)
+            return state, None
 
         env.catalog.change(swap)
     except BaseException:
