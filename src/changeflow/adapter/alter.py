@@ -62,7 +62,7 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
     """``ALTER TABLE t ADD|DROP|RENAME COLUMN …``."""
     g = stmt.args
     state = env.catalog.load()
-    item = state.by_name(g["name"])
+    item = state.find(g["name"])
     if item is None or item.kind != "table":
         if g.get("ie") and item is None:
             return Result(TAG)

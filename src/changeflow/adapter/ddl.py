@@ -83,6 +83,11 @@ def _exists(env: Environment, name: str, if_not_exists: bool) -> Result | None:
     raise PlanError(f'{item.kind} "{name}" already exists', sqlstate="42P07")
 
 
+def _created(env: Environment, stmt: Statement) -> dict[str, Any]:
+    """The statement's arguments, its item's name in the schema it is created in."""
+    return {**stmt.args, "name": env.catalog.load().creation_name(stmt.args["name"])}
+
+
 def _allocate(env: Environment) -> str:
     return env.catalog.change(lambda s: tuple(reversed(s.allocate())))  # type: ignore[arg-type]
 
@@ -183,6 +188,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     create = stmt.ast
     assert isinstance(create, exp.Create)
     name = table_name(create.this.this if isinstance(create.this, exp.Schema) else create.this)
+    name = env.catalog.load().creation_name(name)
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
     defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
@@ -214,7 +220,7 @@ def _finish(env: Environment, item: Item) -> None:
 
 
 def create_view(env: Environment, stmt: Statement) -> Result:
-    g = stmt.args
+    g = _created(env, stmt)
     materialized = g["materialized"]
     tag = "CREATE MATERIALIZED VIEW" if materialized else "CREATE VIEW"
     if g.get("as_of"):
@@ -333,7 +339,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
 
 
 def create_source(env: Environment, stmt: Statement) -> Result:
-    g = stmt.args
+    g = _created(env, stmt)
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     fmt = g["format"].lower()
@@ -395,7 +401,7 @@ def source_timeline(name: str, options: dict[str, str]) -> str:
 def create_sink(env: Environment, stmt: Statement) -> Result:
     from changeflow.adapter.sinks import check_sink, run_sink
 
-    g = stmt.args
+    g = _created(env, stmt)
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
@@ -432,7 +438,7 @@ def drop(env: Environment, stmt: Statement) -> Result:
     def remove(state: CatalogState) -> tuple[CatalogState, list[Item]]:
         doomed: dict[str, Item] = {}
         for n in g["names"]:
-            item = state.by_name(n)
+            item = state.find(n)
             if item is None or item.kind != kind:
                 if g.get("ie"):
                     continue
@@ -513,7 +519,7 @@ def rename(env: Environment, stmt: Statement) -> Result:
     g = stmt.args
 
     def change(state: CatalogState) -> tuple[CatalogState, None]:
-        item = state.by_name(g["name"])
+        item = state.find(g["name"])
         if item is None or item.kind != g["kind"]:
             raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
         new = _in_schema_of(g["new"], item.name)

@@ -94,7 +94,7 @@ class CatalogResolver:
         self.state = state
 
     def relation(self, name: str) -> Relation:
-        item = self.state.by_name(name)
+        item = self.state.find(name)
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])

@@ -1,8 +1,10 @@
 """CREATE SCHEMA and DROP SCHEMA.
 
-Every item is in a schema: ``public`` (always there, and the search path) or one created by
-CREATE SCHEMA, whose items are named ``schema.name`` in the catalog and found by qualified
-names. A schema is a name in the catalog, numbered once (its pg_namespace oid derives from
+Every item is in a schema: ``public`` (always there) or one created by CREATE SCHEMA, whose
+items are named ``schema.name`` in the catalog. A qualified name is looked up as it is; an
+unqualified one along the session's ``search_path`` (by default public), and an item created
+unqualified goes to the path's first schema that exists
+(:meth:`~changeflow.adapter.catalog.CatalogState.find`, ``creation_name``). A schema is a name in the catalog, numbered once (its pg_namespace oid derives from
 that number); dropping it drops its items only with CASCADE, as PostgreSQL does.
 """
 

@@ -24,7 +24,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_tables import (
     BOOLS,
@@ -344,7 +344,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         ),
         "regnamespace": lambda oid: namespaces.get(oid, oid),
         "pg_table_is_visible": lambda oid: int(
-            oid not in by_oid or split_name(by_oid[oid].name)[0] == "public"
+            oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
         ),
         "pg_collation_is_visible": lambda oid: 1,
         "pg_get_serial_sequence": lambda table, column: None,
@@ -364,7 +364,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "col_description": lambda *args: None,
         "shobj_description": lambda *args: None,
         "array_to_string": lambda value, sep=",", *rest: value,
-        "current_schema": lambda: "public",
+        "current_schema": lambda: next(
+            (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
+        ),
         "current_database": lambda: database,
         "current_user": lambda: user,
         "version": lambda: "PostgreSQL 15.0 on changeflow",
