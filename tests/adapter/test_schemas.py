@@ -134,3 +134,16 @@ def test_schemas_and_their_items_survive_a_restart(tmp_path: Path) -> None:
     names = "SELECT relname FROM pg_class WHERE relkind IN ('r', 'm', 'i') ORDER BY 1"
     assert conn.execute(names).fetchall() == [("orders",)]
     conn.close()
+
+
+@pytest.mark.parametrize(
+    "sql", ['CREATE TABLE "a.b" (x int)', 'CREATE VIEW "v.w" AS SELECT 1', 'CREATE SCHEMA "s.t"']
+)
+def test_a_name_with_a_dot_is_refused(tmp_path: Path, sql: str) -> None:
+    """The catalog names an item of a schema ``schema.name``: a dot inside a name would be
+    read as a schema, so it is refused, not misfiled."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    with pytest.raises(DatabaseError) as e:
+        conn.execute(sql)
+    assert e.value.sqlstate == "0A000" and "dot" in str(e.value)
+    conn.close()

@@ -3,9 +3,9 @@
 Every item is in a schema: ``public`` (always there) or one created by CREATE SCHEMA, whose
 items are named ``schema.name`` in the catalog. A qualified name is looked up as it is; an
 unqualified one along the session's ``search_path`` (by default public), and an item created
-unqualified goes to the path's first schema that exists
-(:meth:`~changeflow.adapter.catalog.CatalogState.find`, ``creation_name``). A schema is a name in the catalog, numbered once (its pg_namespace oid derives from
-that number); dropping it drops its items only with CASCADE, as PostgreSQL does.
+unqualified goes to the path's first schema that exists (``CatalogState.find`` and
+``creation_name``). A schema is a name in the catalog, numbered once (its pg_namespace oid
+derives from that number); dropping it drops its items only with CASCADE, as PostgreSQL does.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ def create_schema(env: Environment, stmt: Statement) -> Result:
             return state, None
         return state.with_schema(g["name"]), None
 
-    if "." in g["name"]:
-        raise PlanError(f'schema name "{g["name"]}" may not contain a dot', sqlstate="42602")
     env.catalog.change(create)
     return Result("CREATE SCHEMA")
 

@@ -19,6 +19,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
+from changeflow.adapter.sql.scope import qualify
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -70,9 +71,7 @@ def name(text: str) -> str:
     """A (qualified) name as the catalog keys it: unquoted parts fold to lower case; ``s.t``
     keeps its schema unless that is public; a database prefix is dropped."""
     parts = [p[1:-1].replace('""', '"') if p[0] == '"' else p.lower() for p in _parts(text)]
-    if len(parts) >= 2 and parts[-2] != "public":
-        return f"{parts[-2]}.{parts[-1]}"
-    return parts[-1]
+    return qualify(parts[-2] if len(parts) >= 2 else None, parts[-1])
 
 
 def _parts(text: str) -> list[str]:
