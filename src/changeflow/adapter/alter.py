@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from changeflow.adapter.assign import assign
@@ -52,7 +53,10 @@ from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
 from changeflow.compute.types import Column, numeric_scale
 from changeflow.errors import PlanError
+from changeflow.storage.frames import to_frame
 from changeflow.storage.state import decode_schema, encode_schema
+from changeflow.storage.txns import reader
+from changeflow.updates import DIFF, TIME
 
 TAG = "ALTER TABLE"
 _CONSTRAINT = re.compile(r"(?:CONSTRAINT|PRIMARY|UNIQUE|CHECK|FOREIGN|EXCLUDE)\b", re.I)
@@ -91,9 +95,10 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
             f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
         )
     views = _readers(state, item, f'add a column to table "{item.name}"', ("view",))
-    ts, rows = _contents(env, item)
-    value = _default_value(column, ts) if column.default is not None else None
-    if value is None and not column.nullable and rows:
+    value = _default_value(column) if column.default is not None else None
+    # existing rows are read only when they get a value, or must be none (NOT NULL)
+    ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
+    if value is None and rows is not None and rows.num_rows:
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" contains null values',
             sqlstate="23502",
@@ -115,10 +120,7 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
     columns = (*item.columns, (column.name, column.kind.name, column.nullable))
     changed = replace(item, columns=columns, options=options, sql=sql)
-    rewrite = []
-    if value is not None:
-        rewrite = [((*r, None), -c) for r, c in rows.items()]
-        rewrite += [((*r, value), c) for r, c in rows.items()]
+    rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
     read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
     others = [(v, _reget(v, item.id, read)) for v in views]
     _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
@@ -161,7 +163,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     }
     sql = _edit_sql(item.sql, lambda defs: _drop_def(defs, g["column"]))
     changed = replace(item, columns=_without(list(item.columns), i), options=options, sql=sql)
-    _change(env, item, changed, old, new, None, [])
+    _change(env, item, changed, old, new, None, None)
     return Result(TAG)
 
 
@@ -200,7 +202,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         others.append(
             (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
         )
-    _change(env, item, changed, schema, schema, None, [], others)
+    _change(env, item, changed, schema, schema, None, None, others)
     return Result(TAG)
 
 
@@ -259,17 +261,37 @@ def _reget(view: Item, shard: str, read: P.Plan) -> Item:
     return replace(view, options={**view.options, "plan": encode_plan(plan)})
 
 
-def _contents(env: Environment, item: Item) -> tuple[int, dict[tuple[Any, ...], int]]:
-    """A timestamp and the table's rows there (as stored), every earlier write applied."""
+def _contents(env: Environment, item: Item) -> tuple[int, pa.Table]:
+    """A timestamp and the table's consolidated contents there (as stored, with their counts),
+    every earlier write applied."""
     ts = env.read_ts(EPOCH, {item.id})
     env.log.ready({item.id}, ts)
-    return ts, env.snapshot(item.id, ts)
+    return ts, reader(env.storage, item.id).snapshot_table(ts)
 
 
-def _default_value(column: ColumnDef, ts: int) -> Any:
+def _with_default(
+    rows: pa.Table, schema: pa.Schema, value: Any, length: int | None, table: str
+) -> pa.Table | None:
+    """The update frame that gives ``rows`` (the table's contents, without the column
+    ``schema`` appends) ``value`` in that column: each row retracted with NULL there, and
+    added with ``value``; None if there is nothing to change."""
+    if value is None or not rows.num_rows:
+        return None
+    field = schema.field(len(schema) - 1)
+    ((fitted,), _) = assign([((value,), 1)], pa.schema([field]), [length], table)[0]
+    data = [rows.column(n) for n in rows.column_names if n not in (TIME, DIFF)]
+    n, counts = rows.num_rows, rows.column(DIFF)
+    zero = pa.array([0] * n, pa.int64())
+    names = [*schema.names, TIME, DIFF]
+    retract = pa.Table.from_arrays([*data, pa.nulls(n, field.type), zero, pc.negate(counts)], names)
+    add = pa.Table.from_arrays([*data, pa.array([fitted] * n, field.type), zero, counts], names)
+    return to_frame(pa.concat_tables([retract, add]), schema, table)
+
+
+def _default_value(column: ColumnDef) -> Any:
     """The value of ``column``'s DEFAULT for the rows the table has."""
     target = Column(column.name, column.kind, column.nullable, numeric_scale(column.arrow))
-    rows = evaluate_once(default_plan(target, column.default), {}, ts)
+    rows = evaluate_once(default_plan(target, column.default), {}, 0)
     return next(iter(rows))[0]
 
 
@@ -280,7 +302,7 @@ def _change(
     old: pa.Schema,
     new: pa.Schema,
     ts: int | None,
-    rewrite: list[tuple[tuple[Any, ...], int]],
+    rewrite: pa.Table | None,
     others: list[tuple[Item, Item]] | None = None,
     readers: set[str] | None = None,
 ) -> None:
@@ -293,11 +315,9 @@ def _change(
     if new != old:
         env.storage.evolve(item.id, new)
     try:
-        if rewrite:
-            rows = assign(rewrite, new, changed.options.get("lengths"), item.name)
-            frame = env.log.frame(item.id, rows, item.name)
+        if rewrite is not None:
             shards = frozenset({item.id})
-            env.committer.commit({item.id: frame}, Reads(ts, shards, _moved, _same))  # type: ignore[arg-type]
+            env.committer.commit({item.id: rewrite}, Reads(ts, shards, _moved, _same))  # type: ignore[arg-type]
 
         def swap(state: CatalogState) -> tuple[CatalogState, None]:
             moved = any(state.items.get(b.id) != b for b, _ in pairs)

@@ -36,7 +36,7 @@ import pyarrow as pa
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
 from changeflow.storage.consensus import VersionedData
-from changeflow.storage.frames import to_frame
+from changeflow.storage.frames import frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.write import WriteCapability
@@ -320,16 +320,14 @@ def _at(frame: pa.Table, ts: int) -> pa.Table:
 def _conform(frame: pa.Table, schema: pa.Schema) -> pa.Table:
     """A write framed before the shard's schema changed, in its current columns: dropped
     columns left out, added ones NULL."""
-    if [n for n in frame.schema.names if not n.startswith("_")] == schema.names:
+    target = frame_schema(schema)
+    if frame.schema == target:
         return frame
+    names = frame.schema.names
     columns = [
-        frame.column(f.name) if f.name in frame.schema.names else pa.nulls(len(frame), f.type)
-        for f in schema
+        frame.column(f.name) if f.name in names else pa.nulls(len(frame), f.type) for f in target
     ]
-    rest = [n for n in frame.schema.names if n.startswith("_")]
-    return pa.Table.from_arrays(
-        [*columns, *(frame.column(n) for n in rest)], names=[*schema.names, *rest]
-    )
+    return pa.Table.from_arrays(columns, schema=target)
 
 
 def _ipc(table: pa.Table) -> bytes:
