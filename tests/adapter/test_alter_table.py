@@ -87,6 +87,7 @@ VIEW_STEPS = [
     "SELECT * FROM a WHERE title = 'four'",
     "ALTER TABLE a DROP COLUMN title",
     "ALTER TABLE a DROP COLUMN x",
+    "ALTER TABLE av ADD COLUMN z int",
     "CREATE VIEW av3 AS SELECT * FROM a",
     "SELECT * FROM av3",
 ]

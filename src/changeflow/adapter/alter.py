@@ -67,10 +67,12 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
     g = stmt.args
     state = env.catalog.load()
     item = state.find(g["name"])
-    if item is None or item.kind != "table":
-        if g.get("ie") and item is None:
+    if item is None:
+        if g.get("ie"):
             return Result(TAG)
         raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
+    if item.kind != "table":
+        raise PlanError(f'"{g["name"]}" is not a table', sqlstate="42809")
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 
