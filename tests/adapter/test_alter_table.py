@@ -45,6 +45,7 @@ STEPS = [
     "ALTER TABLE missing ADD COLUMN c int",
     "ALTER TABLE IF EXISTS missing ADD COLUMN c int",
     "ALTER TABLE a ADD COLUMN k int PRIMARY KEY",
+    "ALTER TABLE a ADD COLUMN k",
 ]
 
 
@@ -141,6 +142,23 @@ def test_a_rename_keeps_materialized_views_and_indexes(tmp_path: Path) -> None:
         with pytest.raises(DatabaseError) as e:  # their plans read the table's columns
             conn.execute(sql)
         assert e.value.sqlstate in ("0A000", "2BP01")
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "ALTER TABLE t ADD COLUMN b int, ADD COLUMN c int",
+        "ALTER TABLE t ALTER COLUMN a TYPE text",
+        "ALTER TABLE t ADD CONSTRAINT u UNIQUE (a)",
+    ],
+)
+def test_other_alter_table_forms_say_they_are_not_supported(tmp_path: Path, sql: str) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.execute("CREATE TABLE t (a int)")
+    with pytest.raises(DatabaseError) as e:
+        conn.execute(sql)
+    assert e.value.sqlstate == "0A000" and "not supported" in str(e.value)
     conn.close()
 
 

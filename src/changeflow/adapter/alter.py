@@ -48,7 +48,7 @@ from changeflow.adapter.environment import (
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
-from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.adapter.sql.statements import Statement, commas, parse_sql
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
 from changeflow.compute.types import Column, numeric_scale
@@ -81,9 +81,11 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     text = g["column"].strip()
     if _CONSTRAINT.match(text):
         raise PlanError("ALTER TABLE … ADD CONSTRAINT is not supported", sqlstate="0A000")
+    if len(commas(text)) > 1:
+        raise PlanError("ALTER TABLE with several actions is not supported", sqlstate="0A000")
     node = parse_sql(f"CREATE TABLE x ({text})").this.expressions
     if len(node) != 1 or not isinstance(node[0], exp.ColumnDef):
-        raise PlanError("ALTER TABLE takes one ADD COLUMN at a time", sqlstate="0A000")
+        raise PlanError("syntax error: ADD COLUMN takes a name and a type", sqlstate="42601")
     if node[0].find(exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint):
         raise PlanError(
             "ADD COLUMN … PRIMARY KEY or UNIQUE is not supported: a key is declared with the table",

@@ -138,7 +138,7 @@ def options(text: str | None) -> dict[str, str]:
     """``k = v, k2 = 'v'`` (a WITH list) as lower-case keys to values (quotes removed); a
     bare key is ``true``."""
     out: dict[str, str] = {}
-    for part in _commas(text or ""):
+    for part in commas(text or ""):
         key, _, value = part.partition("=")
         if not key.strip():
             continue
@@ -146,7 +146,7 @@ def options(text: str | None) -> dict[str, str]:
     return out
 
 
-def _commas(text: str) -> list[str]:
+def commas(text: str) -> list[str]:
     parts, depth, quote, cur = [], 0, False, ""
     for ch in text:
         if ch == "'":
@@ -399,5 +399,5 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "create_sink":
         g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
     if kind == "create_index" and g.get("key"):
-        g["key"] = [k.strip() for k in _commas(g["key"])]
+        g["key"] = [k.strip() for k in commas(g["key"])]
     return Statement(kind, text, None, g)
