@@ -259,8 +259,17 @@ def test_psql_lists_schemas_as_postgres(start_server, postgres_url: str) -> None
         "CREATE TABLE sq.items (id int NOT NULL, name text)",
         "CREATE VIEW sq.named AS SELECT name FROM sq.items",
         "CREATE TABLE sq_public (id int)",
+        "ALTER TABLE sq.items ADD COLUMN price numeric(8,2) DEFAULT 1.5",
+        "ALTER TABLE sq.items RENAME COLUMN name TO title",
     ]
-    commands = ["\\dn sq*", "\\dt sq.*", "\\dv sq.*", "\\d sq.items", "\\dt sq*"]
+    commands = [
+        "\\dn sq*",
+        "\\dt sq.*",
+        "\\dv sq.*",
+        "\\d sq.items",
+        "\\d sq.named",
+        "\\dt sq*",
+    ]
 
     def on_postgres(*args: str) -> str:
         cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
