@@ -112,6 +112,48 @@ def test_views_keep_their_columns_as_postgres(tmp_path: Path, postgres_url: str)
             pg.execute("DROP VIEW IF EXISTS av3, av2, av")
 
 
+DROP_VIEWS = [
+    "CREATE VIEW ids AS SELECT id FROM a WHERE id > 1",
+    "CREATE VIEW named AS SELECT id, upper(name) AS up FROM a",
+    "CREATE VIEW counted AS SELECT count(*) AS n FROM a",
+    "CREATE VIEW pairs AS SELECT a.id, b.id AS other FROM a JOIN a AS b ON a.id = b.id + 1",
+    "CREATE VIEW filtered AS SELECT id FROM a WHERE x IS NULL",
+    "CREATE VIEW unioned AS SELECT id FROM a UNION ALL SELECT id FROM ids",
+]
+DROP_STEPS = [
+    "ALTER TABLE a DROP COLUMN x",
+    "ALTER TABLE a DROP COLUMN name",
+    "DROP VIEW filtered",
+    "ALTER TABLE a DROP COLUMN x",
+    "INSERT INTO a VALUES (4, 'four')",
+    "SELECT * FROM a",
+    "SELECT * FROM ids",
+    "SELECT * FROM named",
+    "SELECT * FROM counted",
+    "SELECT * FROM pairs",
+    "SELECT * FROM unioned",
+    "ALTER TABLE a DROP COLUMN id",
+]
+
+
+@pytest.mark.postgres
+def test_a_column_no_view_reads_drops_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """DROP COLUMN is refused (2BP01) only while a view reads the column; the views that do
+    not keep their rows."""
+    import psycopg
+
+    with beside_postgres(tmp_path / "home", postgres_url, "a", CREATE, INSERT) as (ours, pg):
+        try:
+            for c in (ours, pg):
+                for sql in DROP_VIEWS:
+                    c.execute(sql)
+            for sql in DROP_STEPS:
+                want = _result(pg, sql, psycopg.Error)
+                assert _result(ours, sql, DatabaseError) == want, sql
+        finally:
+            pg.execute("DROP VIEW IF EXISTS unioned, filtered, pairs, counted, named, ids")
+
+
 def _result(conn, sql: str, error: type[Exception]) -> tuple:
     try:
         cur = conn.execute(sql)

@@ -18,9 +18,9 @@ Items that read the table keep the columns it had when they were created, as Pos
 views do. A view's plan is rewritten, in the same catalog change, to read the new layout and
 keep its old columns; a rename changes no position, so views, materialized views and indexes
 (whose key is renamed) stay as they are. A materialized view's or index's running dataflow
-is not rewritten: ADD COLUMN waits for them to be dropped (0A000), and DROP COLUMN is refused
-while anything reads the table (2BP01, as PostgreSQL refuses it for a column a view reads);
-a sink reading the table refuses all three.
+is not rewritten: ADD COLUMN waits for them to be dropped (0A000), and so does DROP COLUMN
+(2BP01), which views refuse only if they read the column (:func:`_demand`), as in
+PostgreSQL; the others get a NULL in its place. A sink reading the table refuses all three.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql
+from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
 from changeflow.compute.types import Column, numeric_scale
@@ -144,13 +145,15 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             f'cannot drop column "{g["column"]}": a table needs at least one column',
             sqlstate="0A000",
         )
-    for d in state.dependents(item.id):
+    i = names.index(g["column"])
+    views = _plan_readers(state, item.id)
+    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
+    for d in sinks + [v for v in views if v.kind != "view" or i in _reads(v, item.id)]:
         raise PlanError(
             f"cannot drop column {g['column']} of table {item.name} because other objects "
-            f"depend on it ({d.kind} {d.name} depends on table {item.name}); drop it first",
+            f"depend on it ({d.kind} {d.name} reads it); drop it first",
             sqlstate="2BP01",
         )
-    i = names.index(g["column"])
     old = layout(env, item)
     new = old.remove(i)
     o = item.options
@@ -167,7 +170,13 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     }
     sql = _edit_sql(item.sql, lambda defs: _drop_def(defs, g["column"]))
     changed = replace(item, columns=_without(list(item.columns), i), options=options, sql=sql)
-    _change(env, item, changed, old, new, None, None)
+    # the views read the column no more: a NULL in its place keeps their plans' positions
+    gone = schema_of(item)[i]
+    nulls = P.Map(P.Get(item.id, schema_of(changed)), ((gone.name, X.Lit(None, gone.type)),))
+    width = len(changed.columns)
+    read = P.Project(nulls, (*range(i), width, *range(i, width)))
+    others = [(v, _reget(v, item.id, read)) for v in views]
+    _change(env, item, changed, old, new, None, None, others, {v.id for v in views})
     return Result(TAG)
 
 
@@ -251,6 +260,48 @@ def _readers(state: CatalogState, item: Item, what: str, allowed: tuple[str, ...
             sqlstate="0A000",
         )
     return found
+
+
+def _reads(view: Item, shard: str) -> set[int]:
+    """The columns of ``shard`` that ``view``'s rows depend on (more where unsure)."""
+    plan, out = decode_plan(view.options["plan"]), set()
+    _demand(plan, set(range(len(plan.schema))), shard, out)
+    return out
+
+
+def _demand(plan: P.Plan, needed: set[int], shard: str, out: set[int]) -> None:
+    """Add to ``out`` the columns of ``shard`` that the ``needed`` columns of ``plan`` read:
+    exactly through reads, projections, maps, filters, joins, unions and reduces; every column
+    of its inputs for any other node (a distinct, a top-k… reads whole rows)."""
+    if isinstance(plan, P.Get):
+        out |= needed if plan.name == shard else set()
+    elif isinstance(plan, P.Project):
+        _demand(plan.input, {plan.columns[i] for i in needed}, shard, out)
+    elif isinstance(plan, P.Map):
+        width, inner = len(plan.input.schema), set(needed)
+        for k, (_, e) in enumerate(plan.exprs):
+            if width + k in needed:
+                inner |= e.columns()
+        _demand(plan.input, {i for i in inner if i < width}, shard, out)
+    elif isinstance(plan, P.Filter):
+        _demand(plan.input, needed.union(*(p.columns() for p in plan.predicates)), shard, out)
+    elif isinstance(plan, P.Reduce):  # a group's rows count whatever their other columns
+        args = [a.arg.columns() for a in plan.aggregates if a.arg is not None]
+        _demand(plan.input, set(plan.group_by).union(*args), shard, out)
+    elif isinstance(plan, P.Union):
+        for p in plan.inputs_:
+            _demand(p, needed, shard, out)
+    elif isinstance(plan, P.Join):
+        wanted = needed.union(*plan.equivalences)
+        wanted |= plan.residual.columns() if plan.residual is not None else set()
+        start = 0
+        for p in plan.inputs_:
+            width = len(p.schema)
+            _demand(p, {i - start for i in wanted if start <= i < start + width}, shard, out)
+            start += width
+    else:
+        for p in plan.inputs():
+            _demand(p, set(range(len(p.schema))), shard, out)
 
 
 def _reget(view: Item, shard: str, read: P.Plan) -> Item:
