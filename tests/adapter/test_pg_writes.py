@@ -123,7 +123,13 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "sql", ["ALTER TABLE k ADD COLUMN c int", "ALTER TABLE k DROP COLUMN n", "CREATE SCHEMA s"]
+    "sql",
+    [
+        "ALTER TABLE k ALTER COLUMN n TYPE text",
+        "ALTER TABLE k ADD CONSTRAINT c UNIQUE (n)",
+        "ALTER TABLE k DROP COLUMN n CASCADE",
+        "ALTER SCHEMA public RENAME TO p",
+    ],
 )
 def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)

@@ -245,3 +245,48 @@ def test_information_schema_columns_as_postgres(server, postgres_url: str, table
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
+def test_psql_lists_schemas_as_postgres(start_server, postgres_url: str) -> None:
+    import subprocess
+
+    from serve_clients import PSQL
+
+    server = start_server()
+    setup = [
+        "CREATE SCHEMA sq",
+        "CREATE TABLE sq.items (id int NOT NULL, name text)",
+        "CREATE VIEW sq.named AS SELECT name FROM sq.items",
+        "CREATE TABLE sq_public (id int)",
+        "ALTER TABLE sq.items ADD COLUMN price numeric(8,2) DEFAULT 1.5",
+        "ALTER TABLE sq.items RENAME COLUMN name TO title",
+    ]
+    commands = [
+        "\\dn sq*",
+        "\\dt sq.*",
+        "\\dv sq.*",
+        "\\d sq.items",
+        "\\d sq.named",
+        "\\dt sq*",
+    ]
+
+    def on_postgres(*args: str) -> str:
+        cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    try:
+        for sql in setup:
+            on_postgres("-c", sql)
+            assert psql(server, "-c", sql).returncode == 0
+        for command in commands:
+            theirs = on_postgres("-c", command).replace("|postgres", "|tester")
+            ours = psql(server, "-A", "-F", "|", "-c", command)
+            assert ours.returncode == 0, ours.stderr
+            assert ours.stdout == theirs, command
+    finally:
+        on_postgres(
+            "-c", "DROP SCHEMA IF EXISTS sq CASCADE", "-c", "DROP TABLE IF EXISTS sq_public"
+        )

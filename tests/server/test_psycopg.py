@@ -295,3 +295,33 @@ def test_copy_query_formats_and_copy_in(conn: psycopg.Connection, table_name: st
         assert list(copy.rows()) == [(1, "tab\there", 1.5), (2, None, None)]
     with cur.copy(f"COPY {table_name} TO STDOUT") as copy:
         assert sorted(b"".join(copy).splitlines()) == [b"1\ttab\\there\t1.5", b"2\t\\N\t\\N"]
+
+
+def test_alter_table_and_schemas_with_psycopg_defaults(server, table_name: str) -> None:
+    """psycopg prepares a statement run five times; after ALTER TABLE the same text reads the
+    new columns (as PostgreSQL replans), and qualified names work over the wire."""
+    with server.connect() as conn:
+        conn.execute(f"CREATE TABLE {table_name} (a int)")
+        conn.execute(f"INSERT INTO {table_name} VALUES (%s)", (1,))
+        query = f"SELECT * FROM {table_name} WHERE a = %s"
+        for _ in range(6):
+            assert conn.execute(query, (1,)).fetchall() == [(1,)]
+        conn.execute(f"ALTER TABLE {table_name} ADD COLUMN b text DEFAULT 'x'")
+        cur = conn.execute(query, (1,))
+        assert [d.name for d in cur.description] == ["a", "b"]
+        assert cur.fetchall() == [(1, "x")]
+        conn.execute(f"ALTER TABLE {table_name} RENAME COLUMN b TO c")
+        conn.execute(f"ALTER TABLE {table_name} DROP COLUMN a")
+        assert conn.execute(f"SELECT * FROM {table_name}").fetchall() == [("x",)]
+        with pytest.raises(errors.UndefinedColumn):
+            conn.execute(f"ALTER TABLE {table_name} DROP COLUMN a")
+        schema = f"s_{table_name}"
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.t (k int)")
+        conn.execute(f"INSERT INTO {schema}.t VALUES (%s), (%s)", (1, 2))
+        assert conn.execute(f"SELECT sum(k) FROM {schema}.t").fetchall() == [(3,)]
+        with pytest.raises(errors.DependentObjectsStillExist):
+            conn.execute(f"DROP SCHEMA {schema}")
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        with pytest.raises(errors.UndefinedTable):
+            conn.execute(f"SELECT * FROM {schema}.t")

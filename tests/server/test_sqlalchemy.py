@@ -44,3 +44,37 @@ def test_inspector_as_on_postgres(server, postgres_url: str, table_name: str) ->
     theirs = _inspect(postgres_url.replace("postgresql://", "postgresql+psycopg://"), table_name)
     assert ours == theirs
     assert ours["tables"] == [f"{table_name}items"] and ours["views"] == [f"{table_name}named"]
+
+
+def _inspect_schema(url: str, schema: str) -> dict:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+            conn.execute(sa.text(f"CREATE TABLE {schema}.items (id int NOT NULL, name text)"))
+            conn.execute(sa.text(f"CREATE VIEW {schema}.named AS SELECT name FROM {schema}.items"))
+        insp = sa.inspect(engine)
+        columns = [{**c, "type": str(c["type"])} for c in insp.get_columns("items", schema=schema)]
+        out = {
+            "schemas": [s for s in insp.get_schema_names() if s == schema],
+            "tables": insp.get_table_names(schema=schema),
+            "views": insp.get_view_names(schema=schema),
+            "columns": columns,
+            "has": (insp.has_table("items", schema=schema), insp.has_table("items")),
+        }
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        return out
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_inspector_sees_schemas_as_on_postgres(server, postgres_url: str, table_name: str) -> None:
+    schema = f"s_{table_name}"
+    ours = _inspect_schema(
+        f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize", schema
+    )
+    theirs = _inspect_schema(postgres_url.replace("postgresql://", "postgresql+psycopg://"), schema)
+    assert ours == theirs
+    assert ours["tables"] == ["items"] and ours["views"] == ["named"]

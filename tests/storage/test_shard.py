@@ -405,3 +405,27 @@ def test_reading_a_closed_shard_beyond_every_time_is_a_time_error(storage: Stora
         storage.snapshot_table(read, 99999999999999999999)
     with pytest.raises(InvalidTime, match="as_of must be an int time"):
         storage.snapshot_table(read, 1.5)
+
+
+def test_evolve_keeps_drops_and_appends_columns(tmp_path: Path) -> None:
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1), (("b", 2), 0, 1)], 1)
+    wider = SCHEMA.append(pa.field("extra", pa.string()))
+    storage.evolve("t", wider)
+    storage.append(write, [(("c", 3, "x"), 1, 1)], 2)
+    assert contents(storage.snapshot_table(read, 1)) == {
+        ("a", 1, None): 1,
+        ("b", 2, None): 1,
+        ("c", 3, "x"): 1,
+    }
+    storage.evolve("t", pa.schema([wider.field("key"), wider.field("extra")]))
+    storage.close()
+    storage = open_storage(tmp_path)  # the schema is durable
+    read, _ = storage.acquire_capabilities("t")
+    want = {("a", None): 1, ("b", None): 1, ("c", "x"): 1}
+    assert contents(storage.snapshot_table(read, 1)) == want
+    with pytest.raises(InvalidInput, match="cannot change its type"):
+        storage.evolve("t", pa.schema([("key", pa.int64())]))
+    with pytest.raises(InvalidInput, match="at least one"):
+        storage.evolve("t", pa.schema([]))

@@ -93,3 +93,25 @@ def test_a_lazy_snapshot_survives_compaction_and_garbage(spark, tmp_path: Path) 
     storage.state("t")  # the hold expires with the lease; then they go
     storage.clock = lambda: 10**10
     assert storage.collect_garbage("t", grace_seconds=0) == 4
+
+
+def test_spark_reads_an_evolved_shard_as_arrow_does(spark, tmp_path: Path) -> None:
+    """Older batches read NULL in an added column and without a dropped one, on Spark too;
+    compaction on Spark writes the current columns."""
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1), (("b", 2), 0, 1)], 1)
+    wider = SCHEMA.append(pa.field("extra", pa.string()))
+    storage.evolve("t", wider)
+    storage.append(write, [(("c", 3, "x"), 1, 1), (("a", 1, None), 1, -1)], 2)
+    storage.evolve("t", pa.schema([wider.field("key"), wider.field("extra")]))
+
+    def rows(frame) -> dict:
+        return {(r["key"], r["extra"]): r["_diff"] for r in frame}
+
+    want = {("b", None): 1, ("c", "x"): 1}
+    assert rows(storage.snapshot_table(read, 1).to_pylist()) == want
+    assert rows(r.asDict() for r in storage.snapshot(read, 1, spark).collect()) == want
+    storage.downgrade(read, 1)
+    storage.compact("t", spark=spark)
+    assert rows(storage.snapshot_table(read, 1).to_pylist()) == want

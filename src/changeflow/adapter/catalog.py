@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -52,19 +53,77 @@ class Item:
         return cls(**value)
 
 
+PUBLIC = "public"
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "mz_catalog")
+
+
+SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("search_path", default=(PUBLIC,))
+
+
+def search_path(setting: str) -> tuple[str, ...]:
+    """The schemas of a ``search_path`` setting (``"$user", public`` or ``'s', public``)."""
+    out = []
+    for part in setting.split(","):
+        part = part.strip().strip("'").strip()
+        if part.startswith('"') and part.endswith('"') and len(part) > 1:
+            out.append(part[1:-1].replace('""', '"'))
+        elif part:
+            out.append(part.lower())
+    return tuple(out)
+
+
+def qualified(name: str) -> str:
+    """A catalog name that :meth:`CatalogState.find` reads back as that item whatever the
+    search path (``public.t`` for public's ``t``)."""
+    return name if "." in name else f"{PUBLIC}.{name}"
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """An item's name as its schema and its name there: ``s.t`` is ``t`` in schema ``s``;
+    a name without a schema is in ``public``."""
+    schema, dot, rest = name.partition(".")
+    return (schema, rest) if dot else (PUBLIC, name)
+
+
 @dataclass(frozen=True)
 class CatalogState:
-    """A version of the catalog: the items by id, and the next id to hand out."""
+    """A version of the catalog: the items by id (an item of a schema other than public is
+    named ``schema.name``), the schemas created (name -> number, never reused), and the next
+    id to hand out."""
 
     items: dict[str, Item] = field(default_factory=dict)
     next_id: int = 1
+    schemas: dict[str, int] = field(default_factory=dict)
 
     def by_name(self, name: str) -> Item | None:
+        """The item whose catalog name is ``name`` exactly."""
         return next((i for i in self.items.values() if i.name == name), None)
 
+    def find(self, name: str) -> Item | None:
+        """The item a statement means by ``name``: a qualified name (``s.t``, ``public.t``) is
+        looked up as it is, an unqualified one in each schema of the search path in turn."""
+        schema, dot, rest = name.partition(".")
+        if dot:
+            return self.by_name(rest if schema == PUBLIC else name)
+        for schema in SEARCH_PATH.get():
+            found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
+            if found is not None:
+                return found
+        return None
+
+    def creation_name(self, name: str) -> str:
+        """The catalog name of an item created as ``name``: in the first schema of the search
+        path that exists, unless ``name`` names its schema; 3F000 if none does."""
+        if "." in name:
+            return name
+        for schema in SEARCH_PATH.get():
+            if schema == PUBLIC or schema in self.schemas:
+                return name if schema == PUBLIC else f"{schema}.{name}"
+        raise PlanError("no schema has been selected to create in", sqlstate="3F000")
+
     def get(self, name: str, kinds: tuple[str, ...] | None = None) -> Item:
-        """The item named ``name`` (of one of ``kinds``); 42P01 if there is none."""
-        item = self.by_name(name)
+        """The item a statement names ``name`` (of one of ``kinds``); 42P01 if there is none."""
+        item = self.find(name)
         if item is None or (kinds is not None and item.kind not in kinds):
             what = kinds[0] if kinds and len(kinds) == 1 else "relation"
             raise PlanError(f'{what} "{name}" does not exist', sqlstate="42P01")
@@ -88,7 +147,11 @@ class CatalogState:
         return list(seen.values())
 
     def with_item(self, item: Item) -> CatalogState:
-        """The state with ``item`` added; 42P07 if its name is taken."""
+        """The state with ``item`` added; 42P07 if its name is taken, 3F000 if its schema
+        does not exist."""
+        schema = split_name(item.name)[0]
+        if schema != PUBLIC and schema not in self.schemas:
+            raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
             raise PlanError(f'{taken.kind} "{item.name}" already exists', sqlstate="42P07")
@@ -101,15 +164,26 @@ class CatalogState:
         """A fresh GlobalId, and the state that will never hand it out again."""
         return f"u{self.next_id}", replace(self, next_id=self.next_id + 1)
 
+    def in_schema(self, schema: str) -> list[Item]:
+        return [i for i in self.items.values() if split_name(i.name)[0] == schema]
+
+    def with_schema(self, schema: str) -> CatalogState:
+        """The state with ``schema`` created; 42P06 if it exists."""
+        if schema in self.schemas or schema in (PUBLIC, *SYSTEM_SCHEMAS):
+            raise PlanError(f'schema "{schema}" already exists', sqlstate="42P06")
+        schemas = {**self.schemas, schema: self.next_id}
+        return replace(self, schemas=schemas, next_id=self.next_id + 1)
+
     def to_bytes(self) -> bytes:
         items = [i.to_json() for i in self.items.values()]
-        return json.dumps({"next_id": self.next_id, "items": items}).encode()
+        value = {"next_id": self.next_id, "items": items, "schemas": self.schemas}
+        return json.dumps(value).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CatalogState:
         value = json.loads(data)
         items = [Item.from_json(i) for i in value["items"]]
-        return cls({i.id: i for i in items}, value["next_id"])
+        return cls({i.id: i for i in items}, value["next_id"], value.get("schemas", {}))
 
 
 class Catalog:

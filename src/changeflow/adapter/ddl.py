@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import (
     EPOCH,
@@ -31,6 +31,7 @@ from changeflow.adapter.environment import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
@@ -81,6 +82,11 @@ def _exists(env: Environment, name: str, if_not_exists: bool) -> Result | None:
     if if_not_exists:
         return Result(f"CREATE {TAGS[item.kind]}")
     raise PlanError(f'{item.kind} "{name}" already exists', sqlstate="42P07")
+
+
+def _created(env: Environment, stmt: Statement) -> dict[str, Any]:
+    """The statement's arguments, its item's name in the schema it is created in."""
+    return {**stmt.args, "name": env.catalog.load().creation_name(stmt.args["name"])}
 
 
 def _allocate(env: Environment) -> str:
@@ -182,8 +188,8 @@ def _arrow(columns: list[ColumnDef]) -> list[tuple[str, Any, bool]]:
 def create_table(env: Environment, stmt: Statement) -> Result:
     create = stmt.ast
     assert isinstance(create, exp.Create)
-    name = create.this.this.name if isinstance(create.this, exp.Schema) else create.this.name
-    name = name if _quoted(create) else name.lower()
+    name = table_name(create.this.this if isinstance(create.this, exp.Schema) else create.this)
+    name = env.catalog.load().creation_name(name)
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
     defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
@@ -204,12 +210,6 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     return Result("CREATE TABLE")
 
 
-def _quoted(create: exp.Create) -> bool:
-    table = create.this.this if isinstance(create.this, exp.Schema) else create.this
-    ident = table.this if isinstance(table, exp.Table) else table
-    return bool(getattr(ident, "quoted", False))
-
-
 def _finish(env: Environment, item: Item) -> None:
     """Add ``item`` to the catalog; if that fails (its name was taken meanwhile), undo."""
     failpoint("ddl.before_catalog")
@@ -221,7 +221,7 @@ def _finish(env: Environment, item: Item) -> None:
 
 
 def create_view(env: Environment, stmt: Statement) -> Result:
-    g = stmt.args
+    g = _created(env, stmt)
     materialized = g["materialized"]
     tag = "CREATE MATERIALIZED VIEW" if materialized else "CREATE VIEW"
     if g.get("as_of"):
@@ -306,7 +306,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     name = (g.get("name") or "").strip() or f"{on.name}_primary_idx"
     from changeflow.adapter.sql.statements import name as ident
 
-    name = ident(name)
+    name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
     if (done := _exists(env, name, bool(g.get("ine")))) is not None:
         return done
     key = g.get("key") or [c[0] for c in on.columns]
@@ -340,7 +340,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
 
 
 def create_source(env: Environment, stmt: Statement) -> Result:
-    g = stmt.args
+    g = _created(env, stmt)
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     fmt = g["format"].lower()
@@ -402,7 +402,7 @@ def source_timeline(name: str, options: dict[str, str]) -> str:
 def create_sink(env: Environment, stmt: Statement) -> Result:
     from changeflow.adapter.sinks import check_sink, run_sink
 
-    g = stmt.args
+    g = _created(env, stmt)
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
@@ -439,7 +439,7 @@ def drop(env: Environment, stmt: Statement) -> Result:
     def remove(state: CatalogState) -> tuple[CatalogState, list[Item]]:
         doomed: dict[str, Item] = {}
         for n in g["names"]:
-            item = state.by_name(n)
+            item = state.find(n)
             if item is None or item.kind != kind:
                 if g.get("ie"):
                     continue
@@ -506,15 +506,28 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def quote_name(name: str) -> str:
+    """A catalog name as SQL writes it: ``t``, or ``s.t`` for schema ``s``."""
+    schema, rel = split_name(name)
+    return quote_ident(rel) if schema == PUBLIC else f"{quote_ident(schema)}.{quote_ident(rel)}"
+
+
+def _in_schema_of(name: str, other: str) -> str:
+    """``name``, put in ``other``'s schema unless it names one."""
+    schema = split_name(other)[0]
+    return name if "." in name or schema == PUBLIC else f"{schema}.{name}"
+
+
 def rename(env: Environment, stmt: Statement) -> Result:
     g = stmt.args
 
     def change(state: CatalogState) -> tuple[CatalogState, None]:
-        item = state.by_name(g["name"])
+        item = state.find(g["name"])
         if item is None or item.kind != g["kind"]:
             raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
-        sql = _HEAD.sub(lambda m: m.group(1) + quote_ident(g["new"]), item.sql, count=1)
-        return state.without([item.id]).with_item(replace(item, name=g["new"], sql=sql)), None
+        new = _in_schema_of(g["new"], item.name)
+        sql = _HEAD.sub(lambda m: m.group(1) + quote_name(new), item.sql, count=1)
+        return state.without([item.id]).with_item(replace(item, name=new, sql=sql)), None
 
     env.catalog.change(change)
     return Result(f"ALTER {TAGS[g['kind']]}")

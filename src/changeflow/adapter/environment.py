@@ -93,7 +93,7 @@ class CatalogResolver:
         self.state = state
 
     def relation(self, name: str) -> Relation:
-        item = self.state.by_name(name)
+        item = self.state.find(name)
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
@@ -129,6 +129,9 @@ class Environment:
         self.storage = Storage.open(config)
         self.catalog = Catalog(self.storage.consensus)
         self.log = TxnLog(self.storage)
+        from changeflow.adapter.alter import reconcile  # a change of columns cut short
+
+        reconcile(self)
         self.lock = threading.RLock()  # catalog changes (see the module docstring)
         self._hosting = threading.Lock()  # a leaf: the tables below
         self._item_locks: dict[str, threading.Lock] = {}

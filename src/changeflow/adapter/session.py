@@ -25,14 +25,17 @@ from sqlglot import exp
 
 from changeflow.adapter import ddl
 from changeflow.adapter.access import Access
+from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
+from changeflow.adapter.catalog import SEARCH_PATH, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,
@@ -43,6 +46,7 @@ from changeflow.adapter.sql.dml import (
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
@@ -61,6 +65,9 @@ DDL = {
     "create_sink": ddl.create_sink,
     "drop": ddl.drop,
     "rename": ddl.rename,
+    "alter_table": alter_table,
+    "create_schema": create_schema,
+    "drop_schema": drop_schema,
     "show_items": ddl.show_items,
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
@@ -128,6 +135,7 @@ class Session:
         """Run one statement (see the module docstring for transactions)."""
         explicit = self.txn is not None and self.txn.explicit
         STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
+        SEARCH_PATH.set(search_path(self.settings["search_path"]))
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
@@ -161,6 +169,7 @@ class Session:
         DEFAULT (the caller inserts by statements then)."""
         if self.txn is not None and self.txn.failed:
             raise _aborted()
+        SEARCH_PATH.set(search_path(self.settings["search_path"]))
         try:
             return self._guarded(lambda: self._insert_columns(table, names, data, text))
         except NeedsDefaults:
@@ -199,6 +208,7 @@ class Session:
     def describe(self, stmt: Statement) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
         (SHOW statements, which only read, are run to find theirs)."""
+        SEARCH_PATH.set(search_path(self.settings["search_path"]))
         if stmt.kind == "explain_view":
             return text_result("EXPLAIN", ["Optimized Plan"], []).columns
         if stmt.kind in ("select", "explain"):
@@ -215,7 +225,7 @@ class Session:
             target = stmt.ast.this
             table = target.this if isinstance(target, exp.Schema) else target
             resolver = CatalogResolver(self.env.catalog.load())
-            relation = resolver.relation(table.name)
+            relation = resolver.relation(table_name(table))
             returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
             return returning.columns if returning is not None else None
         return None
@@ -404,7 +414,7 @@ class Session:
         else:
             planned = plan_update(stmt.ast, resolver)
             retract, add = planned.old, planned.new
-        table = resolver.relation(planned.table)
+        table = resolver.relation(qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
         plans = [p for p in (retract, add) if p is not None]
         reads = set().union(*(p.collections() for p in plans))

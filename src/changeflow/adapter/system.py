@@ -24,7 +24,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_tables import (
     BOOLS,
     EMPTY,
@@ -102,6 +103,7 @@ def _rows(
         (PG_CATALOG, "pg_catalog"),
         (PUBLIC, "public"),
         (INFO_SCHEMA, "information_schema"),
+        *((namespace_oid(state, n), n) for n in sorted(state.schemas)),
     ):
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
@@ -128,6 +130,7 @@ def _rows(
             continue
         oid = relation_oid(item)
         columns = item.columns
+        schema, relname = split_name(item.name)
         if item.kind == "index":
             subject = by_id.get(item.depends_on[0]) if item.depends_on else None
             if subject is None:
@@ -140,17 +143,24 @@ def _rows(
                 (oid, relation_oid(subject), len(keys), len(keys), False, False, False, False)
                 + (True, False, True, False, True, True, False, nums, None, None, None, None, None)
             )
-            keylist = ", ".join(keys)
             out["pg_indexes"].append(
-                (
-                    "public",
-                    subject.name,
-                    item.name,
-                    f"CREATE INDEX {item.name} ON public.{subject.name} USING btree ({keylist})",
-                )
+                (schema, split_name(subject.name)[1], relname, _indexdef(item, subject, keys))
             )
         out["pg_class"].append(
-            (oid, item.name, PUBLIC, 0, 0, OWNER, 403 if kind == "i" else 0, oid, 0, 0, -1.0, 0)
+            (
+                oid,
+                relname,
+                namespace_oid(state, schema),
+                0,
+                0,
+                OWNER,
+                403 if kind == "i" else 0,
+                oid,
+                0,
+                0,
+                -1.0,
+                0,
+            )
             + (0, item.id in indexed, False, "p", kind, len(columns), 0, False, False, False)
             + (False, False, True, "d", False, 0, 0, 0, None, None, None)
         )
@@ -183,8 +193,8 @@ def _rows(
                 info["columns"].append(
                     (
                         database,
-                        "public",
-                        item.name,
+                        schema,
+                        relname,
                         col,
                         n,
                         default,
@@ -196,14 +206,14 @@ def _rows(
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
                 )
         if kind == "r":
-            out["pg_tables"].append(("public", item.name, user, item.id in indexed))
-            info["tables"].append((database, "public", item.name, "BASE TABLE", "YES", "NO"))
+            out["pg_tables"].append((schema, relname, user, item.id in indexed))
+            info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
             definition = _definition(item)
             view = "pg_views" if kind == "v" else "pg_matviews"
-            out[view].append(("public", item.name, user, definition))
-            info["tables"].append((database, "public", item.name, "VIEW", "NO", "NO"))
-            info["views"].append((database, "public", item.name, definition, "NONE", "NO", "NO"))
+            out[view].append((schema, relname, user, definition))
+            info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
+            info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
@@ -259,6 +269,21 @@ def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
     return name
 
 
+def namespace_oid(state: CatalogState, schema: str) -> int:
+    """The pg_namespace oid of ``schema``: PostgreSQL's for public, else from its number."""
+    if schema == "public":
+        return PUBLIC
+    return RELATION_BASE + state.schemas.get(schema, 0)  # numbered as items are: no clash
+
+
+def _indexdef(item: Item, subject: Item, keys: list[str]) -> str:
+    schema, relname = split_name(subject.name)
+    return (
+        f"CREATE INDEX {split_name(item.name)[1]} ON {schema}.{relname} USING btree "
+        f"({', '.join(keys)})"
+    )
+
+
 def _definition(item: Item) -> str:
     m = re.search(r"\bAS\s+(.*)$", item.sql, re.I | re.S)
     return (m[1] if m else item.sql).strip().rstrip(";") + ";"
@@ -268,6 +293,8 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     items = [i for i in state.items.values() if i.kind in KINDS]
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
+    namespaces = {PUBLIC: "public", PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
+    namespaces |= {namespace_oid(state, n): n for n in state.schemas}
 
     def regclass(value: Any) -> Any:
         if isinstance(value, int):
@@ -276,11 +303,10 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         text = str(value)
         if text.isdigit():
             return int(text)
-        text = text.split(".")[-1]
-        text = text[1:-1].replace('""', '"') if text.startswith('"') else text.lower()
-        item = by_name.get(text)
+        key = catalog_name(text)
+        item = by_name.get(key)
         if item is None:
-            return SYSTEM_OIDS.get(text)
+            return SYSTEM_OIDS.get(key.split(".")[-1])
         return relation_oid(item)
 
     def indexdef(oid: int, column: int = 0, pretty: Any = None) -> str | None:
@@ -291,7 +317,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         keys = [str(k) for k in item.options.get("key") or [c[0] for c in subject.columns]]
         if column:
             return keys[column - 1] if column <= len(keys) else None
-        return f"CREATE INDEX {item.name} ON public.{subject.name} USING btree ({', '.join(keys)})"
+        return _indexdef(item, subject, keys)
 
     def viewdef(oid: Any, pretty: Any = None) -> str | None:
         item = by_oid.get(oid) if isinstance(oid, int) else by_name.get(str(oid))
@@ -316,8 +342,10 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
-        "regnamespace": lambda oid: {PUBLIC: "public", PG_CATALOG: "pg_catalog"}.get(oid, oid),
-        "pg_table_is_visible": lambda oid: 1,
+        "regnamespace": lambda oid: namespaces.get(oid, oid),
+        "pg_table_is_visible": lambda oid: int(
+            oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
+        ),
         "pg_collation_is_visible": lambda oid: 1,
         "pg_get_serial_sequence": lambda table, column: None,
         "json_build_object": lambda *args: json.dumps(
@@ -336,7 +364,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "col_description": lambda *args: None,
         "shobj_description": lambda *args: None,
         "array_to_string": lambda value, sep=",", *rest: value,
-        "current_schema": lambda: "public",
+        "current_schema": lambda: next(
+            (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
+        ),
         "current_database": lambda: database,
         "current_user": lambda: user,
         "version": lambda: "PostgreSQL 15.0 on changeflow",

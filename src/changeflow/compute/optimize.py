@@ -25,7 +25,7 @@ from changeflow.compute import scalars as S
 
 def optimize(plan: P.Plan) -> P.Plan:
     """``plan`` with its joins flattened and keyed (see the module docstring)."""
-    plan = _with_inputs(plan, tuple(optimize(p) for p in plan.inputs()))
+    plan = with_inputs(plan, tuple(optimize(p) for p in plan.inputs()))
     if isinstance(plan, P.Join) and plan.kind == "inner":
         return _flatten(plan)
     if isinstance(plan, P.Filter) and _inner(plan.input):
@@ -37,7 +37,7 @@ def _inner(plan: P.Plan) -> bool:
     return isinstance(plan, P.Join) and plan.kind == "inner"
 
 
-def _with_inputs(plan: P.Plan, inputs: tuple[P.Plan, ...]) -> P.Plan:
+def with_inputs(plan: P.Plan, inputs: tuple[P.Plan, ...]) -> P.Plan:
     if inputs == plan.inputs():
         return plan
     names = {f.name for f in fields(plan)}  # type: ignore[arg-type]

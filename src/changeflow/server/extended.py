@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from changeflow.adapter.ddl import quote_ident
+from changeflow.adapter.ddl import quote_name
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
@@ -176,7 +176,7 @@ class Extended:
     def _columns_of(self, relation: str) -> Schema | None:
         """A relation's columns (to type the parameters compared with or written to them)."""
         assert self.session is not None
-        return self.session.describe(parse(f"SELECT * FROM {quote_ident(relation)}"))
+        return self.session.describe(parse(f"SELECT * FROM {quote_name(relation)}"))
 
     def _describe_text(self, text: str, portal: Portal | None) -> Schema | None:
         """The columns a statement will return, found without running it."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import NAME, PostgresCalls, name
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute.types import Schema, SqlType
@@ -118,7 +119,7 @@ def _infer(tree: exp.Expression, columns_of: Callable[[str], Schema | None]) -> 
     tables: dict[str, dict[str, SqlType]] = {}
     for table in tree.find_all(exp.Table):
         try:
-            schema = columns_of(table.name)
+            schema = columns_of(table_name(table))
         except ChangeflowError:
             schema = None
         if schema:

@@ -27,7 +27,7 @@ from changeflow.errors import (
 from changeflow.storage.blob import Blob
 from changeflow.storage.cache import BlobCache
 from changeflow.storage.consensus import Consensus, VersionedData
-from changeflow.storage.frames import empty_frame, frame_schema
+from changeflow.storage.frames import check_data_schema, empty_frame, frame_schema
 from changeflow.storage.state import (
     CATALOG_KEY,
     MAX_TOKENS,
@@ -223,6 +223,30 @@ class Machine:
 
         self.change(gid, initial)
         return gid
+
+    def evolve(self, name: str, schema: pa.Schema) -> None:
+        """Change the data schema of the shard ``name`` to ``schema``: columns kept with their
+        types, dropped, or appended (nullable). Batches are read by column name, so a dropped
+        column is no longer read and an appended one reads as NULL in older batches."""
+        check_data_schema(schema)
+        entry = self.entry(name)
+        old = {f.name: f for f in entry.schema}
+        for f in schema:
+            kept = old.get(f.name)
+            if kept is None and not f.nullable:
+                raise InvalidInput(f"{name}: an added column ({f.name!r}) must be nullable")
+            if kept is not None and kept.type != f.type:
+                raise InvalidInput(
+                    f"{name}: column {f.name!r} cannot change its type ({kept.type} to {f.type})"
+                )
+        self.change(entry.id, lambda state: (replace(state, schema=schema), None))
+
+        def rebind(catalog: Catalog) -> tuple[Catalog, None]:
+            current = catalog.entries[name]
+            entries = {**catalog.entries, name: replace(current, schema=schema)}
+            return replace(catalog, entries=entries), None
+
+        self.change_catalog(rebind)
 
     def drop_shard(self, name: str, force: bool) -> None:
         """Unbind ``name`` and release the shard's data; refused while registered readers

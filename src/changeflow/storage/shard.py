@@ -123,6 +123,11 @@ class Storage:
         """The current state of the shard named ``name``."""
         return self.machine.load(self.machine.entry(name).id)
 
+    def evolve(self, name: str, schema: pa.Schema) -> None:
+        """Keep, drop or append (nullable) columns of the shard ``name``; older batches read
+        NULL in appended columns."""
+        self.machine.evolve(name, schema)
+
     def drop_shard(self, name: str, force: bool = False) -> None:
         """Unbind ``name`` and release the shard's data; its GlobalId is never used again.
 

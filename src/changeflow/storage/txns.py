@@ -36,7 +36,7 @@ import pyarrow as pa
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
 from changeflow.storage.consensus import VersionedData
-from changeflow.storage.frames import to_frame
+from changeflow.storage.frames import frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.write import WriteCapability
@@ -259,7 +259,8 @@ class TxnLog:
             tables = [self._load(key, ts) for ts, key in todo]
             if any(t is None for t in tables):
                 continue  # applied and forgotten by another process meanwhile: look again
-            table = pa.concat_tables(tables)  # type: ignore[arg-type]
+            schema = self.storage.state(shard).schema
+            table = pa.concat_tables([_conform(t, schema) for t in tables])  # type: ignore[arg-type]
             last = todo[-1][0]
             token = f"txn-{todo[0][0]}-{last}-{shard}"
             if self._append(shard, table, upper, last + 1, token=token):  # type: ignore[arg-type]
@@ -314,6 +315,19 @@ def _at(frame: pa.Table, ts: int) -> pa.Table:
     """``frame`` with every update at ``ts``."""
     at = frame.schema.get_field_index(TIME)
     return frame.set_column(at, TIME, pa.array([ts] * frame.num_rows, pa.int64()))
+
+
+def _conform(frame: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A write framed before the shard's schema changed, in its current columns: dropped
+    columns left out, added ones NULL."""
+    target = frame_schema(schema)
+    if frame.schema == target:
+        return frame
+    names = frame.schema.names
+    columns = [
+        frame.column(f.name) if f.name in names else pa.nulls(len(frame), f.type) for f in target
+    ]
+    return pa.Table.from_arrays(columns, schema=target)
 
 
 def _ipc(table: pa.Table) -> bytes:

@@ -19,7 +19,7 @@ from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
 from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal
-from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.scope import Field, Scope, ident, table_name, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -98,7 +98,7 @@ def _target(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[exp.Ta
     table = node.this if isinstance(node, exp.Schema) else node
     if not isinstance(table, exp.Table):
         raise unsupported(f"{verb} into {type(table).__name__}", node)
-    name = ident(table.this)
+    name = table_name(table)
     relation = resolver.relation(name)
     if relation.kind != "table":
         raise PlanError(f'cannot {verb} {relation.kind} "{name}"', sqlstate="42809")
@@ -131,7 +131,16 @@ def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
 def _default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:
     """A column's DEFAULT as an expression (NULL without one) and its SQL node."""
     defaults = relation.defaults
-    text = defaults[index] if index < len(defaults) else None
+    return _default_of(defaults[index] if index < len(defaults) else None)
+
+
+def default_plan(column: Column, text: str | None) -> P.Plan:
+    """One row: the value of ``column``'s DEFAULT (the SQL ``text``), as the column takes it."""
+    e, node = _default_of(text)
+    return P.Map(ONE_ROW, ((column.name, assign(e, node, column)),))
+
+
+def _default_of(text: str | None) -> tuple[X.Expr, exp.Expression | None]:
     if text is None:
         return X.Lit(None), None
     try:
@@ -207,7 +216,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
         _count_error(len(out.names), len(targets))
         plan = _fill(out.plan, relation, targets)
     reads = frozenset(planner.items)
-    return InsertPlan(name, plan, schema, reads, frozenset(planner.timelines), conflict)
+    return InsertPlan(relation.name, plan, schema, reads, frozenset(planner.timelines), conflict)
 
 
 def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
@@ -280,7 +289,7 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     rows = stage.rel.plan
     if sources:
         rows = P.Distinct(P.Project(rows, tuple(range(len(relation.plan.schema)))))
-    return DeletePlan(ident(delete.this.this), rows, reads, timelines, bool(sources))
+    return DeletePlan(relation.name, rows, reads, timelines, bool(sources))
 
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
@@ -328,5 +337,4 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     if sources:
         old = P.Distinct(P.Project(old, tuple(range(n))))
     reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
-    name = ident(update.this.this)
-    return UpdatePlan(name, old, new, schema, reads, timelines, bool(sources))
+    return UpdatePlan(relation.name, old, new, schema, reads, timelines, bool(sources))

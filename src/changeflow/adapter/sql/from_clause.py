@@ -8,7 +8,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.correlation import conjuncts
 from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
 from changeflow.adapter.sql.scalar import Scalars, contains
-from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.scope import Field, Scope, ident, table_name, unsupported
 from changeflow.adapter.sql.table_functions import table_function
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -49,9 +49,7 @@ class FromClause:
             if node.args.get("sample") is not None:
                 raise unsupported("TABLESAMPLE", node)
             name = ident(node.this)
-            full = ".".join(ident(p) for p in (node.args.get("catalog"), node.args.get("db")) if p)
-            full = "" if full.split(".")[-1] == "public" else full  # every item is in public
-            out = self.lookup(f"{full}.{name}" if full else name)
+            out = self.lookup(table_name(node) if node.args.get("db") else name)
             default = name
         elif isinstance(node, exp.Subquery):
             inner = self.query(node.this, outer)

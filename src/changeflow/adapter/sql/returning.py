@@ -38,6 +38,7 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
     if clause is None:
         return None
     alias = node.this.alias if isinstance(node.this, exp.Table) and node.this.alias else table
+    alias = alias.rpartition(".")[2]  # a table of a schema is qualified by its own name
     scope = Scope([Field(alias, c.name, i) for i, c in enumerate(schema)])
     sc = Scalars(scope, schema, "RETURNING")
     columns: list[Column] = []

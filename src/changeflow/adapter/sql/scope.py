@@ -21,6 +21,22 @@ def ident(node: exp.Expression | str | None) -> str:
     return ident(node.this) if isinstance(node.this, exp.Identifier) else node.name.lower()
 
 
+def table_name(node: exp.Table) -> str:
+    """A table reference as the catalog names it: ``t``, or ``s.t`` in a schema other than
+    public (a database prefix is dropped)."""
+    name, schema = ident(node.this), ident(node.args.get("db"))
+    return qualify(schema, name)
+
+
+def qualify(schema: str | None, name: str) -> str:
+    """``name`` in ``schema`` as the catalog names it; a dot inside a name is refused (the
+    catalog separates the schema with one)."""
+    if "." in name or (schema and "." in schema):
+        shown = f"{schema}.{name}" if schema else name
+        raise PlanError(f'a name with a dot is not supported: "{shown}"', sqlstate="0A000")
+    return f"{schema}.{name}" if schema and schema != "public" else name
+
+
 def unsupported(what: str, node: exp.Expression | None = None) -> PlanError:
     """A PlanError (0A000) for SQL this planner does not support, quoting the fragment."""
     shown = f": {node.sql(dialect='postgres')}" if node is not None else ""

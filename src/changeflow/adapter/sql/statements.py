@@ -19,6 +19,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
+from changeflow.adapter.sql.scope import qualify
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -67,10 +68,14 @@ def split(script: str) -> list[str]:
 
 
 def name(text: str) -> str:
-    """An identifier as SQL means it: unquoted folds to lower case; a schema prefix is dropped."""
-    parts = re.findall(NAME, text)
-    last = parts[-1]
-    return last[1:-1].replace('""', '"') if last.startswith('"') else last.lower()
+    """A (qualified) name as the catalog keys it: unquoted parts fold to lower case; ``s.t``
+    keeps its schema unless that is public; a database prefix is dropped."""
+    parts = [p[1:-1].replace('""', '"') if p[0] == '"' else p.lower() for p in _parts(text)]
+    return qualify(parts[-2] if len(parts) >= 2 else None, parts[-1])
+
+
+def _parts(text: str) -> list[str]:
+    return re.findall(NAME, text)
 
 
 def names(text: str) -> list[str]:
@@ -133,7 +138,7 @@ def options(text: str | None) -> dict[str, str]:
     """``k = v, k2 = 'v'`` (a WITH list) as lower-case keys to values (quotes removed); a
     bare key is ``true``."""
     out: dict[str, str] = {}
-    for part in _commas(text or ""):
+    for part in commas(text or ""):
         key, _, value = part.partition("=")
         if not key.strip():
             continue
@@ -141,7 +146,7 @@ def options(text: str | None) -> dict[str, str]:
     return out
 
 
-def _commas(text: str) -> list[str]:
+def commas(text: str) -> list[str]:
     parts, depth, quote, cur = [], 0, False, ""
     for ch in text:
         if ch == "'":
@@ -198,7 +203,32 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
     ),
+    (
+        "create_schema",
+        rf"CREATE\s+SCHEMA\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{NAME})"
+        rf"(?:\s+AUTHORIZATION\s+{NAME})?",
+    ),
+    (
+        "drop_schema",
+        rf"DROP\s+SCHEMA\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{NAME}(?:\s*,\s*{NAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
+    (
+        "alter_add",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ADD\s+"
+        r"(?:COLUMN\s+)?(?P<cie>IF\s+NOT\s+EXISTS\s+)?(?P<column>.+)",
+    ),
+    (
+        "alter_drop",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
+        rf"(?:COLUMN\s+)?(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    (
+        "alter_rename",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
+        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
+    ),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
     ("show_items", rf"SHOW\s+{KIND}"),
@@ -233,13 +263,14 @@ _AS_OF = re.compile(
 
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
-        re.compile(r"ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?:ADD|DROP|ALTER)\b", re.I),
-        "changing a table's columns is not supported: a table keeps the columns it was "
-        "created with",
+        re.compile(r"ALTER\s+TABLE\b", re.I),
+        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN "
+        "and RENAME TO are)",
     ),
     (
-        re.compile(r"(?:CREATE|DROP|ALTER)\s+SCHEMA\b", re.I),
-        "schemas other than public are not supported: every item is in the public schema",
+        re.compile(r"(?:CREATE|ALTER)\s+SCHEMA\b", re.I),
+        "ALTER SCHEMA, and CREATE SCHEMA with elements, are not supported (CREATE SCHEMA name "
+        "and DROP SCHEMA are)",
     ),
 ]
 
@@ -311,6 +342,19 @@ def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
 
 
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
+    if kind.startswith("alter_"):
+        action = kind.removeprefix("alter_")
+        g = {**g, "action": action, "name": name(g["name"]), "ie": bool(g["ie"])}
+        g["cie"] = bool(g.get("cie"))
+        if action != "add":
+            g["column"] = name(g["column"])
+        if g.get("new"):
+            g["new"] = name(g["new"])
+        if (g.get("mode") or "").upper() == "CASCADE":
+            raise PlanError(
+                "ALTER TABLE … DROP COLUMN … CASCADE is not supported", sqlstate="0A000"
+            )
+        return Statement("alter_table", text, None, g)
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
@@ -338,7 +382,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
     if kind in ("drop", "rename", "show_create", "show_items"):
         g["kind"] = kind_of(g["kind"])
-    if kind in ("drop", "truncate"):
+    if kind == "create_schema":
+        g["name"] = name(g["name"])
+    if kind in ("drop", "truncate", "drop_schema"):
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind == "explain_view":
@@ -353,5 +399,5 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "create_sink":
         g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
     if kind == "create_index" and g.get("key"):
-        g["key"] = [k.strip() for k in _commas(g["key"])]
+        g["key"] = [k.strip() for k in commas(g["key"])]
     return Statement(kind, text, None, g)

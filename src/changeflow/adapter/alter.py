@@ -1,0 +1,432 @@
+"""ALTER TABLE: a column added, dropped or renamed.
+
+A table's shard stores its columns by name (the table's *layout*, kept in the catalog item as
+the shard's Arrow schema) and its readers take them by position, so the SQL name of a column
+and its stored name may differ: a rename changes the catalog only, and an added column whose
+name was stored before gets a fresh stored name. The shard's schema changes with the table
+(:meth:`~changeflow.storage.shard.Storage.evolve`): an added column reads as NULL in older
+batches, a dropped one is no longer read. Existing rows get an added column's DEFAULT by one
+write at the change's timestamp that retracts each row as it reads and adds it with the
+default (PostgreSQL rewrites the table too).
+
+The shard's schema changes first, then the rows are rewritten, then the catalog item is
+replaced in one compare-and-set; a failure in between puts the schema back, and a process
+that stopped in between leaves a shard whose schema is not the item's layout, which
+:func:`reconcile` puts back when the home is next opened.
+
+Items that read the table keep the columns it had when they were created, as PostgreSQL's
+views do. A view's plan is rewritten, in the same catalog change, to read the new layout and
+keep its old columns; a rename changes no position, so views, materialized views and indexes
+(whose key is renamed) stay as they are. A materialized view's or index's running dataflow
+is not rewritten: ADD COLUMN waits for them to be dropped (0A000), and so does DROP COLUMN
+(2BP01), which views refuse only if they read the column (:func:`_demand`), as in
+PostgreSQL; the others get a NULL in its place. A sink reading the table refuses all three.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from changeflow.adapter.assign import assign
+from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.constraints import Unique
+from changeflow.adapter.ddl import ColumnDef, table_columns
+from changeflow.adapter.environment import (
+    EPOCH,
+    Environment,
+    decode_plan,
+    encode_plan,
+    evaluate_once,
+    schema_of,
+)
+from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.dml import default_plan
+from changeflow.adapter.sql.statements import Statement, commas, parse_sql
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute.optimize import with_inputs
+from changeflow.compute.types import Column, numeric_scale
+from changeflow.errors import PlanError
+from changeflow.storage.frames import to_frame
+from changeflow.storage.state import decode_schema, encode_schema
+from changeflow.storage.txns import reader
+from changeflow.updates import DIFF, TIME
+
+TAG = "ALTER TABLE"
+_CONSTRAINT = re.compile(r"(?:CONSTRAINT|PRIMARY|UNIQUE|CHECK|FOREIGN|EXCLUDE)\b", re.I)
+
+
+def alter_table(env: Environment, stmt: Statement) -> Result:
+    """``ALTER TABLE t ADD|DROP|RENAME COLUMN …``."""
+    g = stmt.args
+    state = env.catalog.load()
+    item = state.find(g["name"])
+    if item is None:
+        if g.get("ie"):
+            return Result(TAG)
+        raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
+    if item.kind != "table":
+        raise PlanError(f'"{g["name"]}" is not a table', sqlstate="42809")
+    action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
+    return action(env, state, item, g)
+
+
+def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    text = g["column"].strip()
+    if _CONSTRAINT.match(text):
+        raise PlanError("ALTER TABLE … ADD CONSTRAINT is not supported", sqlstate="0A000")
+    if len(commas(text)) > 1:
+        raise PlanError("ALTER TABLE with several actions is not supported", sqlstate="0A000")
+    node = parse_sql(f"CREATE TABLE x ({text})").this.expressions
+    if len(node) != 1 or not isinstance(node[0], exp.ColumnDef):
+        raise PlanError("syntax error: ADD COLUMN takes a name and a type", sqlstate="42601")
+    if node[0].find(exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint):
+        raise PlanError(
+            "ADD COLUMN … PRIMARY KEY or UNIQUE is not supported: a key is declared with the table",
+            sqlstate="0A000",
+        )
+    (column,) = table_columns(node)
+    if column.name in (c[0] for c in item.columns):
+        if g.get("cie"):
+            return Result(TAG)
+        raise PlanError(
+            f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
+        )
+    views = _readers(state, item, f'add a column to table "{item.name}"', ("view",))
+    value = _default_value(column) if column.default is not None else None
+    # existing rows are read only when they get a value, or must be none (NOT NULL)
+    ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
+    if value is None and rows is not None and rows.num_rows:
+        raise PlanError(
+            f'column "{column.name}" of relation "{item.name}" contains null values',
+            sqlstate="23502",
+        )
+    old = layout(env, item)
+    used = set(old.names) | set(item.options.get("retired") or [])
+    stored, n = column.name, 1
+    while stored in used:  # a name stored before: older batches hold its values
+        stored, n = f"{column.name}_{n}", n + 1
+    new = old.append(pa.field(stored, column.arrow, True))
+    o = item.options
+    options = {
+        **o,
+        "defaults": [*_per_column(o, "defaults", item), column.default],
+        "lengths": [*_per_column(o, "lengths", item), column.length],
+        "scales": [*_per_column(o, "scales", item), numeric_scale(column.arrow)],
+        "layout": encode_schema(new),
+    }
+    sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
+    columns = (*item.columns, (column.name, column.kind.name, column.nullable))
+    changed = replace(item, columns=columns, options=options, sql=sql)
+    rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
+    read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
+    others = [(v, _reget(v, item.id, read)) for v in views]
+    _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
+    return Result(TAG)
+
+
+def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    names = [c[0] for c in item.columns]
+    if g["column"] not in names:
+        if g.get("cie"):
+            return Result(TAG)
+        raise PlanError(
+            f'column "{g["column"]}" of relation "{item.name}" does not exist', sqlstate="42703"
+        )
+    if len(names) == 1:
+        raise PlanError(
+            f'cannot drop column "{g["column"]}": a table needs at least one column',
+            sqlstate="0A000",
+        )
+    i = names.index(g["column"])
+    views = _plan_readers(state, item.id)
+    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
+    for d in sinks + [v for v in views if v.kind != "view" or i in _reads(v, item.id)]:
+        raise PlanError(
+            f"cannot drop column {g['column']} of table {item.name} because other objects "
+            f"depend on it ({d.kind} {d.name} reads it); drop it first",
+            sqlstate="2BP01",
+        )
+    old = layout(env, item)
+    new = old.remove(i)
+    o = item.options
+    unique = []
+    for u in (Unique.from_json(u) for u in o.get("unique") or []):
+        if i not in u.columns:  # a key of the column goes with it, as in PostgreSQL
+            unique.append(Unique(u.name, tuple(c - (c > i) for c in u.columns), u.primary))
+    options = {
+        **o,
+        **{k: _without(_per_column(o, k, item), i) for k in ("defaults", "lengths", "scales")},
+        "unique": [u.to_json() for u in unique],
+        "layout": encode_schema(new),
+        "retired": [*(o.get("retired") or []), old.names[i]],
+    }
+    sql = _edit_sql(item.sql, lambda defs: _drop_def(defs, g["column"]))
+    changed = replace(item, columns=_without(list(item.columns), i), options=options, sql=sql)
+    # the views read the column no more: a NULL in its place keeps their plans' positions
+    gone = schema_of(item)[i]
+    nulls = P.Map(P.Get(item.id, schema_of(changed)), ((gone.name, X.Lit(None, gone.type)),))
+    width = len(changed.columns)
+    read = P.Project(nulls, (*range(i), width, *range(i, width)))
+    others = [(v, _reget(v, item.id, read)) for v in views]
+    _change(env, item, changed, old, new, None, None, others, {v.id for v in views})
+    return Result(TAG)
+
+
+def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
+    names = [c[0] for c in item.columns]
+    old_name, new_name = g["column"], g["new"]
+    if old_name not in names:
+        raise PlanError(f'column "{old_name}" does not exist', sqlstate="42703")
+    if new_name in names:
+        raise PlanError(
+            f'column "{new_name}" of relation "{item.name}" already exists', sqlstate="42701"
+        )
+    if new_name.startswith("_"):
+        raise PlanError(f'column name "{new_name}" may not start with "_"', sqlstate="42939")
+    _readers(state, item, f'rename a column of table "{item.name}"', READ_BY_POSITION)
+    i = names.index(old_name)
+    schema = layout(env, item)
+    columns = list(item.columns)
+    columns[i] = (new_name, *columns[i][1:])
+
+    def renamed(defs: list[exp.Expression]) -> list[exp.Expression]:
+        for ident in (n for d in defs for n in d.find_all(exp.Identifier)):
+            if ident.name == old_name:
+                ident.set("this", new_name)
+        return defs
+
+    options = {**item.options, "layout": encode_schema(schema)}
+    sql = _edit_sql(item.sql, renamed)
+    changed = replace(item, columns=tuple(columns), options=options, sql=sql)
+    indexes = [
+        d for d in state.items.values() if d.kind == "index" and d.options.get("on") == item.id
+    ]
+    others = []
+    for index in indexes:  # an index keeps its table's columns and names its key by them
+        key = [new_name if k == old_name else k for k in index.options["key"]]
+        others.append(
+            (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
+        )
+    _change(env, item, changed, schema, schema, None, None, others)
+    return Result(TAG)
+
+
+def layout(env: Environment, item: Item) -> pa.Schema:
+    """The schema a table's shard stores its columns in (one field per column, in order)."""
+    if "layout" in item.options:
+        return decode_schema(item.options["layout"])
+    return env.storage.state(item.id).schema
+
+
+def reconcile(env: Environment) -> None:
+    """Put back the schema of each table's shard that a process stopped while changing left
+    different from its catalog item's layout."""
+    for item in env.catalog.load().items.values():
+        if item.kind == "table" and "layout" in item.options:
+            want = decode_schema(item.options["layout"])
+            if env.storage.state(item.id).schema != want:
+                env.storage.evolve(item.id, want)
+
+
+READ_BY_POSITION = ("view", "materialized view", "index")  # a rename leaves their plans right
+
+
+def _plan_readers(state: CatalogState, shard: str) -> list[Item]:
+    """The items whose plans read ``shard`` (views over views too: a view's plan is inlined)."""
+    return [
+        i
+        for i in state.items.values()
+        if "plan" in i.options and shard in decode_plan(i.options["plan"]).collections()
+    ]
+
+
+def _readers(state: CatalogState, item: Item, what: str, allowed: tuple[str, ...]) -> list[Item]:
+    """The items whose plans read the table; 0A000 if one is not of the ``allowed`` kinds or
+    a sink reads the table."""
+    found = _plan_readers(state, item.id)
+    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
+    for d in sinks + [i for i in found if i.kind not in allowed]:
+        raise PlanError(
+            f'cannot {what}: {d.kind} "{d.name}" reads its columns as they are; drop it '
+            "first and create it again after",
+            sqlstate="0A000",
+        )
+    return found
+
+
+def _reads(view: Item, shard: str) -> set[int]:
+    """The columns of ``shard`` that ``view``'s rows depend on (more where unsure)."""
+    plan, out = decode_plan(view.options["plan"]), set()
+    _demand(plan, set(range(len(plan.schema))), shard, out)
+    return out
+
+
+def _demand(plan: P.Plan, needed: set[int], shard: str, out: set[int]) -> None:
+    """Add to ``out`` the columns of ``shard`` that the ``needed`` columns of ``plan`` read:
+    exactly through reads, projections, maps, filters, joins, unions and reduces; every column
+    of its inputs for any other node (a distinct, a top-k… reads whole rows)."""
+    if isinstance(plan, P.Get):
+        out |= needed if plan.name == shard else set()
+    elif isinstance(plan, P.Project):
+        _demand(plan.input, {plan.columns[i] for i in needed}, shard, out)
+    elif isinstance(plan, P.Map):
+        width, inner = len(plan.input.schema), set(needed)
+        for k, (_, e) in enumerate(plan.exprs):
+            if width + k in needed:
+                inner |= e.columns()
+        _demand(plan.input, {i for i in inner if i < width}, shard, out)
+    elif isinstance(plan, P.Filter):
+        _demand(plan.input, needed.union(*(p.columns() for p in plan.predicates)), shard, out)
+    elif isinstance(plan, P.Reduce):  # a group's rows count whatever their other columns
+        args = [a.arg.columns() for a in plan.aggregates if a.arg is not None]
+        _demand(plan.input, set(plan.group_by).union(*args), shard, out)
+    elif isinstance(plan, P.Union):
+        for p in plan.inputs_:
+            _demand(p, needed, shard, out)
+    elif isinstance(plan, P.Join):
+        wanted = needed.union(*plan.equivalences)
+        wanted |= plan.residual.columns() if plan.residual is not None else set()
+        start = 0
+        for p in plan.inputs_:
+            width = len(p.schema)
+            _demand(p, {i - start for i in wanted if start <= i < start + width}, shard, out)
+            start += width
+    else:
+        for p in plan.inputs():
+            _demand(p, set(range(len(p.schema))), shard, out)
+
+
+def _reget(view: Item, shard: str, read: P.Plan) -> Item:
+    """``view`` with its plan reading ``shard`` by ``read`` (the columns it read before)."""
+
+    def swap(plan: P.Plan) -> P.Plan:
+        if isinstance(plan, P.Get) and plan.name == shard:
+            return read
+        return with_inputs(plan, tuple(swap(p) for p in plan.inputs()))
+
+    plan = swap(decode_plan(view.options["plan"]))
+    return replace(view, options={**view.options, "plan": encode_plan(plan)})
+
+
+def _contents(env: Environment, item: Item) -> tuple[int, pa.Table]:
+    """A timestamp and the table's consolidated contents there (as stored, with their counts),
+    every earlier write applied."""
+    ts = env.read_ts(EPOCH, {item.id})
+    env.log.ready({item.id}, ts)
+    return ts, reader(env.storage, item.id).snapshot_table(ts)
+
+
+def _with_default(
+    rows: pa.Table, schema: pa.Schema, value: Any, length: int | None, table: str
+) -> pa.Table | None:
+    """The update frame that gives ``rows`` (the table's contents, without the column
+    ``schema`` appends) ``value`` in that column: each row retracted with NULL there, and
+    added with ``value``; None if there is nothing to change."""
+    if value is None or not rows.num_rows:
+        return None
+    field = schema.field(len(schema) - 1)
+    ((fitted,), _) = assign([((value,), 1)], pa.schema([field]), [length], table)[0]
+    data = [rows.column(n) for n in rows.column_names if n not in (TIME, DIFF)]
+    n, counts = rows.num_rows, rows.column(DIFF)
+    zero = pa.array([0] * n, pa.int64())
+    names = [*schema.names, TIME, DIFF]
+    retract = pa.Table.from_arrays([*data, pa.nulls(n, field.type), zero, pc.negate(counts)], names)
+    add = pa.Table.from_arrays([*data, pa.array([fitted] * n, field.type), zero, counts], names)
+    return to_frame(pa.concat_tables([retract, add]), schema, table)
+
+
+def _default_value(column: ColumnDef) -> Any:
+    """The value of ``column``'s DEFAULT for the rows the table has."""
+    target = Column(column.name, column.kind, column.nullable, numeric_scale(column.arrow))
+    rows = evaluate_once(default_plan(target, column.default), {}, 0)
+    return next(iter(rows))[0]
+
+
+def _change(
+    env: Environment,
+    item: Item,
+    changed: Item,
+    old: pa.Schema,
+    new: pa.Schema,
+    ts: int | None,
+    rewrite: pa.Table | None,
+    others: list[tuple[Item, Item]] | None = None,
+    readers: set[str] | None = None,
+) -> None:
+    """The shard's schema from ``old`` to ``new``, ``rewrite`` written (failing with 40001 if
+    the table was written after ``ts``), then ``item`` replaced by ``changed`` and each of
+    ``others`` (before, after) by its new version, in one change of the catalog that fails
+    (40001) if one of them changed meanwhile, or if the items reading the table are no longer
+    ``readers``."""
+    pairs = [(item, changed), *(others or [])]
+    if new != old:
+        env.storage.evolve(item.id, new)
+    try:
+        if rewrite is not None:
+            shards = frozenset({item.id})
+            env.committer.commit({item.id: rewrite}, Reads(ts, shards, _moved, _same))  # type: ignore[arg-type]
+
+        def swap(state: CatalogState) -> tuple[CatalogState, None]:
+            moved = any(state.items.get(b.id) != b for b, _ in pairs)
+            if moved or (
+                readers is not None and {i.id for i in _plan_readers(state, item.id)} != readers
+            ):
+                raise PlanError(
+                    f'table "{item.name}" was changed by another session; try again',
+                    sqlstate="40001",
+                )
+            for before, after in pairs:
+                state = state.without([before.id]).with_item(after)
+            return state, None
+
+        env.catalog.change(swap)
+    except BaseException:
+        if new != old:
+            env.storage.evolve(item.id, old)
+        raise
+
+
+def _moved(upper: int, moved: set[str]) -> bool:
+    return False  # any write after the rewrite's read is a conflict
+
+
+def _same(written: dict[str, pa.Table]) -> bool:
+    return True
+
+
+def _per_column(options: dict[str, Any], key: str, item: Item) -> list[Any]:
+    return list(options.get(key) or [None] * len(item.columns))
+
+
+def _without(values: list[Any], i: int) -> Any:
+    out = values[:i] + values[i + 1 :]
+    return tuple(out) if isinstance(values, tuple) else out
+
+
+def _drop_def(defs: list[exp.Expression], column: str) -> list[exp.Expression]:
+    """The definitions without ``column``'s and without the table constraints naming it."""
+    out = []
+    for d in defs:
+        if isinstance(d, exp.ColumnDef):
+            if d.name != column:
+                out.append(d)
+        elif not any(i.name == column for i in d.find_all(exp.Identifier)):
+            out.append(d)
+    return out
+
+
+def _edit_sql(sql: str, edit: Any) -> str:
+    """A table's CREATE TABLE text with its definitions changed by ``edit``."""
+    create = parse_sql(sql)
+    schema = create.this
+    if isinstance(schema, exp.Schema):
+        schema.set("expressions", edit(list(schema.expressions)))
+    return create.sql(dialect="postgres")

@@ -1,0 +1,62 @@
+"""CREATE SCHEMA and DROP SCHEMA.
+
+Every item is in a schema: ``public`` (always there) or one created by CREATE SCHEMA, whose
+items are named ``schema.name`` in the catalog. A qualified name is looked up as it is; an
+unqualified one along the session's ``search_path`` (by default public), and an item created
+unqualified goes to the path's first schema that exists (``CatalogState.find`` and
+``creation_name``). A schema is a name in the catalog, numbered once (its pg_namespace oid
+derives from that number); dropping it drops its items only with CASCADE, as PostgreSQL does.
+"""
+
+from __future__ import annotations
+
+from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item
+from changeflow.adapter.ddl import release
+from changeflow.adapter.environment import Environment
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.statements import Statement
+from changeflow.errors import PlanError
+
+
+def create_schema(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+
+    def create(state: CatalogState) -> tuple[CatalogState, None]:
+        exists = g["name"] in (PUBLIC, *SYSTEM_SCHEMAS, *state.schemas)
+        if exists and g.get("ine"):
+            return state, None
+        return state.with_schema(g["name"]), None
+
+    env.catalog.change(create)
+    return Result("CREATE SCHEMA")
+
+
+def drop_schema(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+
+    def remove(state: CatalogState) -> tuple[CatalogState, list[Item]]:
+        doomed: dict[str, Item] = {}
+        schemas = dict(state.schemas)
+        for name in g["names"]:
+            if name in (PUBLIC, *SYSTEM_SCHEMAS):
+                raise PlanError(f'cannot drop schema "{name}"', sqlstate="0A000")
+            if name not in schemas:
+                if g.get("ie"):
+                    continue
+                raise PlanError(f'schema "{name}" does not exist', sqlstate="3F000")
+            items = state.in_schema(name)
+            if items and not g["cascade"]:
+                raise PlanError(
+                    f"cannot drop schema {name} because other objects depend on it "
+                    f"({items[0].kind} {items[0].name}); use DROP SCHEMA … CASCADE",
+                    sqlstate="2BP01",
+                )
+            for item in items:
+                doomed.update({d.id: d for d in state.closure(item.id)})
+            del schemas[name]
+        kept = state.without(list(doomed))
+        return CatalogState(kept.items, kept.next_id, schemas), list(doomed.values())
+
+    gone = env.catalog.change(remove)
+    release(env, gone)
+    return Result("DROP SCHEMA")
