@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,8 +16,10 @@ from hypothesis import strategies as st
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
-from changeflow.compute.dataflow import maintain_view
+from changeflow.compute.cluster.spine import Spine
+from changeflow.compute.dataflow import maintain_view, update_rows
 from changeflow.compute.types import INT4, INT8, Column
+from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
 from plans import histories, plans  # noqa: E402
@@ -151,3 +154,15 @@ def test_a_reduce_reads_its_groups_across_every_batch(spark, tmp_path) -> None:
         "s": [],
     }
     _run(spark, tmp_path, plan, history, 1)
+
+
+def test_a_waiting_spine_is_read_only_when_something_may_be_due(spark, tmp_path) -> None:
+    storage = open_storage(tmp_path)
+    spine = Spine(spark, storage.machine.blob, "waiting", 1, timed=True)
+    spine.add(pa.table({"c0": [1, 2, 3], TIME: [5, 7, 9], DIFF: [1, 1, 1]}))
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
+    assert update_rows(spine.take_due(6)) == [((1,), 5, 1)] and spine.not_before == 7
+    before = len(jobs())
+    assert spine.take_due(7) is None and len(jobs()) == before  # nothing can be due: no job
+    assert sorted(update_rows(spine.take_due(8))) == [((1,), 5, 1), ((2,), 7, 1)]
+    assert spine.not_before == 9

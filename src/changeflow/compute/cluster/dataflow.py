@@ -296,10 +296,8 @@ class ClusterDataflow(Dataflow):
             due: list[Update] = []
             later: list[Update] = []
             if waiting is not None:
-                if waiting.batches:
-                    held = waiting.frame()
-                    assert held is not None
-                    due = update_rows(held.where(F.col(TIME) < upper).toArrow())
+                held = waiting.take_due(upper)
+                due = [] if held is None else update_rows(held)
                 later = [u for u in updates if u[1] >= upper]
                 updates = [u for u in updates if u[1] < upper] + due
             now = consolidated(updates)
@@ -443,6 +441,9 @@ class ClusterDataflow(Dataflow):
             changes = consolidated([*node.later[i], *gone])
             if changes:
                 waiting.add(frame_table(changes, schemas[i]))
+            if waiting.not_before is not None:  # what it held beyond the step, and the later
+                times = [t for _, t, _ in node.later[i]]
+                waiting.not_before = min([waiting.not_before, *times])
 
     def _hold_limit(self) -> int | None:
         """The checkpoint's frontier less one: a restart subscribes from there."""

@@ -33,6 +33,8 @@ from changeflow.storage.blob import Blob
 from changeflow.updates import DIFF, TIME
 
 LOCAL_MERGE_ROWS = 1_000_000  # batches the driver wrote are merged there up to this size
+NEVER = 2**63 - 1  # a timed spine's earliest time when it holds nothing
+_REST = "_rest"
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Spine:
     values: tuple[str, ...] = (DIFF,)
     batches: list[Batch] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)  # merged away: deleted once not needed
+    # a timed spine: every update it holds is at this time or later (None: not known)
+    not_before: int | None = None
     _frames: dict[str, DataFrame] = field(default_factory=dict)
 
     def rows(self) -> int:
@@ -86,10 +90,29 @@ class Spine:
             self._append(merged, consolidate=True)
             self.retired += [before.key, last.key]
 
+    def take_due(self, upper: int) -> pa.Table | None:
+        """A timed spine's updates before ``upper`` (None when it is known to hold none: no
+        job), read with one job that also learns the earliest time of the others."""
+        if not self.batches or (self.not_before is not None and self.not_before >= upper):
+            return None
+        held = self.frame()
+        assert held is not None
+        columns = self._columns()
+        due = held.where(F.col(TIME) < upper).select(*columns, DIFF, F.lit(False).alias(_REST))
+        nulls = [F.lit(None).cast(held.schema[c].dataType).alias(c) for c in columns[:-1]]
+        rest = held.where(F.col(TIME) >= upper).agg(F.min(TIME).alias(TIME))
+        zero = F.lit(0).cast("bigint").alias(DIFF)
+        rest = rest.select(*nulls, TIME, zero, F.lit(True).alias(_REST))
+        table = due.unionByName(rest).toArrow()
+        marks = table.column(_REST)
+        earliest = table.filter(marks).column(TIME)[0].as_py()
+        self.not_before = NEVER if earliest is None else earliest
+        return table.filter(pc.invert(marks)).drop_columns([_REST])
+
     def replace(self, collection: DataFrame | None) -> None:
         """Hold exactly ``collection`` (for waiting updates, rewritten each step)."""
         self.retired += [b.key for b in self.batches]
-        self.batches = []
+        self.batches, self.not_before = [], None
         if collection is not None:
             self._append(collection)
 
