@@ -17,6 +17,7 @@ from changeflow.adapter.connection import (
     OperationalError,
     ProgrammingError,
 )
+from changeflow.compute import plan as P
 from changeflow.config import Config
 
 
@@ -436,8 +437,13 @@ def test_big_queries_run_on_spark_with_the_same_answers(
         "SELECT k, count(*), sum(v) FROM t GROUP BY k",
         "SELECT a.s, count(*) FROM t a JOIN t b ON a.k = b.k WHERE a.v < b.v GROUP BY a.s",
         "SELECT DISTINCT s FROM t",
+        "SELECT v, s FROM t ORDER BY v DESC LIMIT 5 OFFSET 3",
     ]
-    small = [sorted(rows(conn, q)) for q in queries]
+
+    def answers() -> list[list[tuple]]:  # in order where the query orders them
+        return [rows(conn, q) if "ORDER BY" in q else sorted(rows(conn, q)) for q in queries]
+
+    small = answers()
     for name in ("SPARK_ROWS", "COLUMNAR_ROWS", "PROCESS_ROWS"):
         monkeypatch.setattr(environment, name, 0)
     calls = []
@@ -447,8 +453,10 @@ def test_big_queries_run_on_spark_with_the_same_answers(
         "_evaluate_on_spark",
         lambda self, *a: calls.append(a) or original(self, *a),
     )
-    assert [sorted(rows(conn, q)) for q in queries] == small
+    assert answers() == small
     assert len(calls) == len(queries)
+    limited = calls[-1][0]  # only the rows LIMIT and OFFSET can show come back from Spark
+    assert isinstance(limited, P.TopK) and (limited.limit, limited.offset) == (8, 0)
 
 
 def test_big_queries_run_on_columns_with_the_same_answers(conn: Connection, monkeypatch) -> None:

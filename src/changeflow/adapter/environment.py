@@ -35,7 +35,7 @@ from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
-from changeflow.adapter.relations import Relation
+from changeflow.adapter.relations import Finishing, Relation
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
@@ -222,12 +222,16 @@ class Environment:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def evaluate(self, plan: P.Plan, ts: int, timeout: float = 30.0) -> Counted:
+    def evaluate(
+        self, plan: P.Plan, ts: int, timeout: float = 30.0, shown: Finishing | None = None
+    ) -> Counted:
         """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: by the
         row operators for small inputs; when they hold more than :data:`COLUMNAR_ROWS` rows
         (stored rows, before consolidation) and the plan does more than read one input, on
         Arrow columns in this process (up to :data:`PROCESS_ROWS`); on Spark beyond, or
         where the columns have no kernel for the plan and the inputs pass :data:`SPARK_ROWS`.
+        With ``shown`` (the query's ORDER BY and LIMIT), Spark returns only the rows it can
+        show: the first LIMIT + OFFSET in that order.
         """
         shards = plan.collections()
         self.make_readable(shards, ts, time.monotonic() + timeout)
@@ -242,6 +246,8 @@ class Environment:
             if found is not None:
                 return found
         if stored > SPARK_ROWS:
+            if shown is not None and shown.limit is not None:
+                plan = P.TopK(plan, (), shown.order_by, shown.limit + shown.offset, 0)
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
 

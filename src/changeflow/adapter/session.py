@@ -34,6 +34,7 @@ from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
 from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.relations import Finishing
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
@@ -321,7 +322,7 @@ class Session:
             )
         timeline = self._timeline(query.timelines, txn)
         ts = self._read_ts(stmt, query.plan, timeline, txn)
-        rows = finish(self._evaluate(query.plan, ts), query.finishing)
+        rows = finish(self._evaluate(query.plan, ts, query.finishing), query.finishing)
         txn.queried = True
         self._end(txn)
         return Result(f"SELECT {len(rows)}", _visible(query), rows)
@@ -353,10 +354,12 @@ class Session:
             )
         return ts
 
-    def _evaluate(self, plan: P.Plan, ts: int) -> dict[tuple[Any, ...], int]:
+    def _evaluate(
+        self, plan: P.Plan, ts: int, shown: Finishing | None = None
+    ) -> dict[tuple[Any, ...], int]:
         try:
             return within_budget(
-                self.memory_budget, lambda: self.env.evaluate(plan, ts, self.timeout)
+                self.memory_budget, lambda: self.env.evaluate(plan, ts, self.timeout, shown)
             )
         except FrontierViolation as e:
             raise PlanError(
