@@ -104,7 +104,7 @@ class Arrangement:
 
     def _advance(self, to: int) -> bool:
         """Apply the updates in ``[at, to)``; False if the shard was compacted past ``at``."""
-        from changeflow.adapter.environment import triples
+        from changeflow.adapter.rows import triples
         from changeflow.storage.txns import reader
 
         assert self.at is not None

@@ -30,9 +30,10 @@ from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
-from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
+from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.rows import counted
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,

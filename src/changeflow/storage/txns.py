@@ -36,7 +36,7 @@ import pyarrow as pa
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
 from changeflow.storage.consensus import VersionedData
-from changeflow.storage.frames import to_frame
+from changeflow.storage.frames import empty_frame, frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.write import WriteCapability
@@ -90,6 +90,15 @@ class LogState:
     @classmethod
     def from_bytes(cls, data: bytes) -> LogState:
         return cls(**json.loads(data))
+
+
+@dataclass(frozen=True)
+class View:
+    """A table as :meth:`TxnLog.view` reads it: its shard at ``at`` (nothing if negative)
+    plus the log's writes not applied yet, ``pending`` (an update frame, or None)."""
+
+    at: int
+    pending: pa.Table | None
 
 
 class TxnLog:
@@ -200,6 +209,58 @@ class TxnLog:
         return at
 
     # -- reading -----------------------------------------------------------------------------
+
+    def view(self, shards: set[str] | frozenset[str], ts: int) -> dict[str, View] | None:
+        """Every shard of ``shards`` (tables) readable at ``ts`` without applying the log:
+        the log's upper is moved past ``ts`` (no later commit lands at or before it), then each
+        shard is read below its upper and the log's pending writes to it up to ``ts`` are
+        added (those below the shard's upper are in the shard already: a write is applied
+        before it is forgotten). None where that cannot be read so (a shard gone or compacted
+        past its upper, a blob forgotten meanwhile): :meth:`ready` then."""
+
+        def advance(state: LogState) -> tuple[LogState | None, LogState]:
+            if state.upper > ts:
+                return None, state
+            new = LogState(ts + 1, state.pending, state.last_write)
+            return new, new
+
+        pending = self._change(advance).pending  # read before the shards (see above)
+        out = {}
+        for shard in shards:
+            if shard not in self.storage.catalog().entries:
+                return None
+            state = self.storage.state(shard)
+            upper, since = to_bound(state.upper), to_bound(state.since)
+            if upper is None or upper > ts:
+                out[shard] = View(ts, None)
+                continue
+            if since is None or (upper > 0 and since > upper - 1):
+                return None
+            writes = [
+                (e["ts"], e["writes"][shard])
+                for e in pending
+                if shard in e["writes"] and upper <= e["ts"] <= ts
+            ]
+            frames = [self._load(key, at) for at, key in writes]
+            if any(f is None for f in frames):
+                return None
+            extra = None
+            if frames:
+                extra = pa.concat_tables(frames).cast(frame_schema(state.schema))  # type: ignore[arg-type]
+            out[shard] = View(upper - 1, extra)
+        return out
+
+    def updates_until(self, shard: str, ts: int, view: View | None = None) -> pa.Table:
+        """``shard``'s updates up to ``ts``, not consolidated: from the shard (readable at
+        ``ts``), or as ``view`` (from :meth:`view`) has them."""
+        if view is None:
+            return reader(self.storage, shard).updates_until(ts)
+        parts = [] if view.at < 0 else [reader(self.storage, shard).updates_until(view.at)]
+        if view.pending is not None:
+            parts.append(view.pending)
+        if not parts:
+            return empty_frame(self.storage.state(shard).schema)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def ready(self, shards: set[str] | frozenset[str], ts: int, tidy: bool = False) -> None:
         """Make every shard of ``shards`` (tables) readable at ``ts`` (``tidy``: and leave no
