@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
-from changeflow.storage.consensus import VersionedData
+from changeflow.storage.consensus import Decoded, VersionedData
 from changeflow.storage.frames import empty_frame, frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
@@ -111,11 +111,12 @@ class TxnLog:
         self._lock = threading.Lock()
         self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
         self.pending = 0  # entries waiting to be applied after this process's last commit
+        self.decoded = Decoded(self.consensus, lambda head: LogState.from_bytes(head.data))
 
     def _change(self, fn: Any) -> Any:
         while True:
-            head = self.consensus.head(KEY)
-            state = LogState() if head is None else LogState.from_bytes(head.data)
+            head, state = self.decoded.head(KEY)
+            state = state or LogState()
             new, result = fn(state)
             if new is None:
                 return result
@@ -127,8 +128,7 @@ class TxnLog:
                 return result
 
     def state(self) -> LogState:
-        head = self.consensus.head(KEY)
-        return LogState() if head is None else LogState.from_bytes(head.data)
+        return self.decoded.head(KEY)[1] or LogState()
 
     # -- writing -----------------------------------------------------------------------------
 
