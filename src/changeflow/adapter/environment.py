@@ -360,13 +360,17 @@ class Environment:
         return counted(consolidate(self.updates_until(shard, ts, views), ts))
 
     def changes(self, shard: str, after: int, upper: int) -> Counted | None:
-        """The net changes of ``shard`` at times in ``(after, upper)`` (its upper is at least
-        ``upper``); None if it has been compacted past ``after`` (they cannot be told)."""
-        state = self.storage.state(shard)
-        since = to_bound(state.since)
+        """The net changes of table ``shard`` at times in ``(after, upper)`` (the write log's
+        upper is at least ``upper``); None if it has been compacted past ``after`` (they
+        cannot be told)."""
+        since = to_bound(self.storage.state(shard).since)
         if since is None or since > after:
             return None
-        return counted(reader(self.storage, shard).updates(state, after + 1, upper))
+        views = self.log.view({shard}, upper - 1)
+        if views is None:
+            self.log.ready({shard}, upper - 1)
+        table = self.updates_until(shard, upper - 1, views)
+        return counted(table.filter(pc.greater(table.column(TIME), after)))
 
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
         """Wait until each shard of ``shards`` is complete at ``ts`` (see the module doc)."""
@@ -548,6 +552,7 @@ class Environment:
         self.closed.set()
         if self.thread is not None:
             self.thread.join(timeout=30)
+        self.committer.close()
         with self.lock:
             self.stop_hosting(list(self.dataflows), dropped=False)
             self.storage.close()
