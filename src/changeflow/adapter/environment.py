@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.arrangements import Arrangement, index_keys, point
+from changeflow.adapter.arrangements import Arrangement, Fixed, index_keys, narrowed, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
@@ -239,8 +239,9 @@ class Environment:
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
         for view in (views or {}).values():
             stored += 0 if view.pending is None else view.pending.num_rows
+        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
-            return evaluate_once(plan, {s: self.snapshot(s, ts, views) for s in shards}, ts)
+            return evaluate_once(plan, {s: self.snapshot(s, ts, views, fixed) for s in shards}, ts)
         if stored <= PROCESS_ROWS:
             found = self._evaluate_columnar(plan, shards, ts, views)
             if found is not None:
@@ -250,7 +251,7 @@ class Environment:
             views = None
         if stored > SPARK_ROWS and not has_window(plan):
             return self._evaluate_on_spark(plan, shards, ts)
-        return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+        return evaluate_once(plan, {s: self.snapshot(s, ts, None, fixed) for s in shards}, ts)
 
     def _views(self, plan: P.Plan, shards: set[str], ts: int) -> dict[str, View] | None:
         """A plan reading tables alone, and no index's arrangement: its tables as the write
@@ -355,9 +356,19 @@ class Environment:
         frames = {s: self.storage.snapshot(reader(self.storage, s), ts, spark) for s in shards}
         return counted(evaluate_spark(plan, frames, ts).toArrow())
 
-    def snapshot(self, shard: str, ts: int, views: dict[str, View] | None = None) -> Counted:
-        """``shard``'s rows at ``ts`` (see :meth:`updates_until`)."""
-        return counted(consolidate(self.updates_until(shard, ts, views), ts))
+    def snapshot(
+        self,
+        shard: str,
+        ts: int,
+        views: dict[str, View] | None = None,
+        fixed: Fixed | None = None,
+    ) -> Counted:
+        """``shard``'s rows at ``ts`` (see :meth:`updates_until`); with ``fixed``, only
+        those a filter fixing those columns can pass (:func:`narrowed`)."""
+        updates = self.updates_until(shard, ts, views)
+        if fixed is not None:
+            updates = narrowed(updates, fixed)
+        return counted(consolidate(updates, ts))
 
     def changes(self, shard: str, after: int, upper: int) -> Counted | None:
         """The net changes of table ``shard`` at times in ``(after, upper)`` (the write log's
