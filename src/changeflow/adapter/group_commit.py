@@ -25,7 +25,7 @@ from changeflow.errors import ChangeflowError
 from changeflow.storage.txns import Moved, TxnLog, conflict
 
 TRIES = 100
-APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait
+APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ KEY = "adapter/txns"
 BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
+INLINE_KEPT = 4096  # decoded inline writes kept (all forgotten at once past this many)
 FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
@@ -112,6 +113,7 @@ class TxnLog:
         self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
         self.pending = 0  # entries waiting to be applied after this process's last commit
         self.decoded = Decoded(self.consensus, lambda head: LogState.from_bytes(head.data))
+        self._inline: dict[tuple[int, str], pa.Table] = {}  # decoded inline writes
 
     def _change(self, fn: Any) -> Any:
         while True:
@@ -327,12 +329,18 @@ class TxnLog:
                 return
 
     def _load(self, key: str, ts: int) -> pa.Table | None:
-        """A write's update frame at ``ts``: inline in the entry, or in its blob (None if
-        deleted)."""
+        """A write's update frame at ``ts``: inline in the entry (decoded once while it
+        waits: every read of its table adds it), or in its blob (None if deleted)."""
         if key.startswith(INLINE):
-            data: bytes | None = base64.b64decode(key[len(INLINE) :])
-        else:
-            data = self.storage.blob.get(key)
+            frame = self._inline.get((ts, key))
+            if frame is None:
+                data = base64.b64decode(key[len(INLINE) :])
+                frame = _at(pa.ipc.open_stream(data).read_all(), ts)
+                if len(self._inline) >= INLINE_KEPT:
+                    self._inline.clear()
+                self._inline[(ts, key)] = frame
+            return frame
+        data = self.storage.blob.get(key)
         return None if data is None else _at(pa.ipc.open_stream(data).read_all(), ts)
 
     def _advance_shard(self, shard: str, to: int) -> None:
