@@ -140,7 +140,7 @@ class Environment:
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.folders: dict[str, Folder] = {}  # source -> the files its ingests retired
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
-        # a commit in the log whose process died before telling the oracle is visible now
+        # the oracle's own state catches up with the log (its reads already do: the floor)
         written = self.log.state().last_write.values()
         if written:
             self.oracle(EPOCH).apply_write(max(written))
@@ -160,7 +160,10 @@ class Environment:
         if oracle is None:
             with self._hosting:
                 if timeline not in self.oracles:
-                    self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
+                    floor = self.log.last_commit if timeline == EPOCH else None
+                    self.oracles[timeline] = TimestampOracle(
+                        self.storage.consensus, timeline, floor=floor
+                    )
                 oracle = self.oracles[timeline]
         return oracle
 

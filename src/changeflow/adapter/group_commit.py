@@ -1,6 +1,6 @@
 """Group commit: the transactions of concurrent sessions in one process commit together, at
-one timestamp, in one entry of the write log (one compare-and-set of the log, one of the
-oracle, one append per table).
+one timestamp, in one entry of the write log (one compare-and-set of the log; the shards are
+appended to later, many entries at once).
 
 A session hands its checked frames to :meth:`GroupCommit.commit` and waits. The first waiting
 session becomes the leader: it takes every transaction queued so far and commits them as
@@ -118,8 +118,7 @@ class GroupCommit:
                 if not group:
                     return
                 continue
-            self.oracle.apply_write(ts)  # every later read timestamp sees it
-            self.entries += 1
+            self.entries += 1  # a read's timestamp is at least the log's last commit
             for p in group:
                 p.ts = ts
             if self.log.pending >= APPLY_AT:  # else the host does, within a second

@@ -132,6 +132,11 @@ class TxnLog:
     def state(self) -> LogState:
         return self.decoded.head(KEY)[1] or LogState()
 
+    def last_commit(self) -> int:
+        """The timestamp of the latest commit (-1 if none): a read at or after it sees every
+        acknowledged commit."""
+        return max(self.state().last_write.values(), default=-1)
+
     # -- writing -----------------------------------------------------------------------------
 
     def frame(
