@@ -1,6 +1,7 @@
 """A filter that fixes columns of a table read without an index picks its rows on Arrow columns
-before they become Python rows (``arrangements.narrowed``): the same answers as the whole table
-read and filtered (the reference path), on random tables, filters and writes."""
+before they become Python rows (``arrangements.narrowed``), and a small read sums its updates
+as rows without consolidating them on columns first: the same answers as the whole table read
+(consolidated by storage) and filtered, on random tables, filters and writes."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from changeflow.adapter.environment import Environment
-from changeflow.adapter.rows import evaluate_once
+from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
 from changeflow.config import Config
+from changeflow.storage.txns import reader
 
 ints = st.one_of(st.none(), st.integers(-3, 3))
 texts = st.one_of(st.none(), st.sampled_from(["a", "b", "it's", ""]))
@@ -68,7 +70,8 @@ def test_a_narrowed_scan_gives_what_the_whole_table_gives(
     fast = env.evaluate(query.plan, ts)
     (shard,) = query.plan.collections()
     env.log.ready({shard}, ts)  # the reference reads the shard itself
-    whole = evaluate_once(query.plan, {shard: env.snapshot(shard, ts)}, ts)
+    table = reader(env.storage, shard).snapshot_table(ts)  # consolidated by storage
+    whole = evaluate_once(query.plan, {shard: counted(table)}, ts)
     assert fast == whole
 
 

@@ -51,6 +51,7 @@ from changeflow.updates import TIME
 
 EPOCH = "EpochMilliseconds"
 COLUMNAR_ROWS = 20_000  # a query reading more stored rows than this runs on Arrow columns
+SUMMED_ROWS = 2_000  # more updates than this are consolidated on columns before rows
 PROCESS_ROWS = 10_000_000  # in this process, up to this many (a few GiB of columns at most)
 SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
 ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
@@ -224,12 +225,16 @@ class Environment:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def evaluate(self, plan: P.Plan, ts: int, timeout: float = 30.0) -> Counted:
+    def evaluate(
+        self, plan: P.Plan, ts: int, timeout: float = 30.0, read: dict | None = None
+    ) -> Counted:
         """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: by the
         row operators for small inputs; when they hold more than :data:`COLUMNAR_ROWS` rows
         (stored rows, before consolidation) and the plan does more than read one input, on
         Arrow columns in this process (up to :data:`PROCESS_ROWS`); on Spark beyond, or
         where the columns have no kernel for the plan and the inputs pass :data:`SPARK_ROWS`.
+        ``read``: the rows read for the row operators, kept there for the next plans of one
+        statement (an UPDATE's old and new rows read the table once).
         """
         shards = plan.collections()
         deadline = time.monotonic() + timeout
@@ -244,7 +249,14 @@ class Environment:
             stored += 0 if view.pending is None else view.pending.num_rows
         fixed = point(plan)  # a filter on the only input: its rows picked on columns first
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
-            return evaluate_once(plan, {s: self.snapshot(s, ts, views, fixed) for s in shards}, ts)
+            inputs = {}
+            for s in shards:  # one shard at ``ts`` through one filter: the same rows
+                key = (s, ts, repr(fixed))
+                found = None if read is None else read.get(key)
+                inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
+                if read is not None:
+                    read[key] = inputs[s]
+            return evaluate_once(plan, inputs, ts)
         if stored <= PROCESS_ROWS:
             found = self._evaluate_columnar(plan, shards, ts, views)
             if found is not None:
@@ -371,7 +383,9 @@ class Environment:
         updates = self.updates_until(shard, ts, views)
         if fixed is not None:
             updates = narrowed(updates, fixed)
-        return counted(consolidate(updates, ts))
+        if updates.num_rows > SUMMED_ROWS:  # else summing them as rows costs less
+            updates = consolidate(updates, ts)
+        return counted(updates)
 
     def changes(self, shard: str, after: int, upper: int) -> Counted | None:
         """The net changes of table ``shard`` at times in ``(after, upper)`` (the write log's

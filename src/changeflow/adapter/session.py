@@ -417,9 +417,10 @@ class Session:
             txn.reads |= reads
         else:
             ts = 0
+        read: dict = {}  # the tables' rows, read once for both plans
         for p, sign in ((retract, -1), (add, 1)):
             if p is not None:
-                counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
+                counted = self.env.evaluate(p, ts, self.timeout, read) if reads else _constant(p)
                 if reads:
                     txn.read_rows.append((p, counted))  # what the commit checks is unchanged
                 rows += [(row, sign * c) for row, c in counted.items()]
