@@ -115,6 +115,7 @@ class Session:
         self.memory_budget = memory_budget  # bytes a query may grow the process by (53200)
         self.txn: Transaction | None = None
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
+        self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
         self.settings = dict(SETTINGS)
 
     @property
@@ -127,13 +128,17 @@ class Session:
 
     def run(self, stmt: Statement) -> Result:
         """Run one statement (see the module docstring for transactions)."""
-        explicit = self.txn is not None and self.txn.explicit
-        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
+        self._statement_time()
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         return self._guarded(lambda: self._run(stmt))
+
+    def _statement_time(self) -> None:
+        """now()'s value for the statement: the explicit transaction's start, or this moment."""
+        explicit = self.txn is not None and self.txn.explicit
+        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
 
     def _guarded(self, fn: Callable[[], T]) -> T:
         """``fn()``, then the commit of the transaction it ended; on an error the transaction
@@ -197,13 +202,18 @@ class Session:
         self._end(txn)
         return frame.num_rows
 
-    def describe(self, stmt: Statement) -> Schema | None:
+    def describe(self, stmt: Statement, keep: bool = False) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
-        (SHOW statements, which only read, are run to find theirs)."""
+        (SHOW statements, which only read, are run to find theirs). ``keep``: it runs next
+        (a portal described, then executed): a query's plan is kept for that run, which plans
+        it again only if the catalog changed meanwhile."""
         if stmt.kind == "explain_view":
             return text_result("EXPLAIN", ["Optimized Plan"], []).columns
         if stmt.kind in ("select", "explain"):
-            query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
+            state = self.env.catalog.load()
+            self._statement_time()
+            query = plan_query(stmt.ast, CatalogResolver(state))
+            self.described = (stmt.ast, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
             return _visible(query)
@@ -300,8 +310,11 @@ class Session:
                 "methods (changeflow.connect), or `changeflow sql`",
                 sqlstate="0A000",
             )
-        resolver = CatalogResolver(self.env.catalog.load())
-        query = plan_query(stmt.ast, resolver)
+        state, described, self.described = self.env.catalog.load(), self.described, None
+        if described is not None and described[0] is stmt.ast and described[1] is state:
+            query = described[2]  # planned when it was described, on this catalog
+        else:
+            query = plan_query(stmt.ast, CatalogResolver(state))
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])

@@ -203,7 +203,7 @@ class Extended:
             portal.outcome = self.run(text)
             self.busy = False
             return portal.outcome.columns
-        return self.session.describe(stmt)
+        return self.session.describe(stmt, keep=portal is not None)
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
