@@ -24,8 +24,12 @@ Then, one client on each system: single-row INSERT latency; ``COPY … FROM STDI
 CSV rows (rows/s); and on a table of ``--rows`` rows with ``CREATE INDEX`` on its key, point
 SELECT, UPDATE and DELETE by that key (latency).
 
+``--before SRC`` also runs a server from another source tree (``SRC``: its ``src`` folder, an
+earlier commit's), a column of its own in the same run, so a change is measured against what
+it changed under the same load.
+
     python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--rows 1000000]
-                               [--no-postgres]
+                               [--no-postgres] [--before SRC]
 """
 
 from __future__ import annotations
@@ -52,20 +56,24 @@ from readme import publish
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("insert", "update", "select")
-SYSTEMS = ("changeflow", "postgresql")
+SYSTEMS = ("changeflow", "before", "postgresql")
+LABELS = {"changeflow": "changeflow", "before": "changeflow before", "postgresql": "postgresql"}
 
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def start(home: Path) -> tuple[subprocess.Popen[str], str]:
-    """A server on ``home``; its process and a psycopg connection string."""
+def start(home: Path, src: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A server on ``home`` (run from the source folder ``src`` if given); its process and a
+    psycopg connection string."""
     cmd = [sys.executable, "-m", "changeflow.cli", "serve", "--home", str(home)]
     cmd += ["--listen", "127.0.0.1:0", "--http", "off"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if src is not None:
+        env["PYTHONPATH"] = src
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -109,10 +117,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @contextlib.contextmanager
-def changeflow_server() -> Iterator[str]:
-    """A fresh ``changeflow serve`` with the benchmark's table and view; its DSN."""
+def changeflow_server(src: str | None = None) -> Iterator[str]:
+    """A fresh ``changeflow serve`` (from ``src`` if given) with the benchmark's table and
+    view; its DSN."""
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
-        proc, dsn = start(Path(tmp) / "home")
+        proc, dsn = start(Path(tmp) / "home", src)
         try:
             with psycopg.connect(dsn, autocommit=True) as c:
                 c.execute("CREATE TABLE bench (client int NOT NULL, n int NOT NULL, v int)")
@@ -234,7 +243,7 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
     systems = [s for s in SYSTEMS if results.get(s)]
     head = (
         "| clients | kind |"
-        + "".join(f" {s} tx/s | p50 ms | p99 ms |" for s in systems)
+        + "".join(f" {LABELS[s]} tx/s | p50 ms | p99 ms |" for s in systems)
         + "\n|---:|---|"
         + "---:|---:|---:|" * len(systems)
     )
@@ -248,7 +257,8 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
                 cells += f" {x['per_second']:,.1f} | {x['p50_ms']:.1f} | {x['p99_ms']:.1f} |"
             lines.append(f"| {first['clients']} | {label} |{cells}")
     retries = "; ".join(
-        f"{s}: " + ", ".join(f"{r['clients']} clients {r['update_retries']:,}" for r in results[s])
+        f"{LABELS[s]}: "
+        + ", ".join(f"{r['clients']} clients {r['update_retries']:,}" for r in results[s])
         for s in systems
     )
     return (
@@ -263,7 +273,10 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
 def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
     """The one-client table: latencies (p50/p99 ms) and COPY's rate, each system a column."""
     systems = [s for s in SYSTEMS if results.get(s)]
-    lines = ["| one client | " + " | ".join(systems) + " |", "|---|" + "---:|" * len(systems)]
+    lines = [
+        "| one client | " + " | ".join(LABELS[s] for s in systems) + " |",
+        "|---|" + "---:|" * len(systems),
+    ]
     for kind in ("insert", "point select", "point update", "point delete"):
         cells = [
             f"{results[s][kind]['p50_ms']:.2f} / {results[s][kind]['p99_ms']:.2f}" for s in systems
@@ -279,6 +292,11 @@ def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
     )
 
 
+def systems(url: str | None, before: str | None) -> list[str]:
+    """The systems of this run: changeflow, then the earlier source and PostgreSQL if asked."""
+    return [s for s in SYSTEMS if (s != "postgresql" or url) and (s != "before" or before)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
@@ -286,6 +304,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the point table")
     parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
+    parser.add_argument("--before", metavar="SRC", help="also a server from this source folder")
     args = parser.parse_args()
     seconds = 3.0 if args.quick else args.seconds
     counts = [int(x) for x in args.clients.split(",")]
@@ -293,14 +312,12 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         url = None if args.no_postgres else stack.enter_context(postgres_server(say))
         for clients in counts:
-            for system in SYSTEMS:
-                if system == "postgresql" and url is None:
-                    continue
+            for system in systems(url, args.before):
                 say(f"{system}: {clients} clients for {seconds:g} s…")
-                if system == "changeflow":
-                    server = changeflow_server()
-                else:
+                if system == "postgresql":
                     server = postgres_database(url, f"bench_serve_{clients}")
+                else:
+                    server = changeflow_server(args.before if system == "before" else None)
                 with server as dsn:
                     results[system].append(run(clients, seconds, dsn))
                 r = results[system][-1]["all"]
@@ -309,19 +326,18 @@ def main() -> None:
                     f"p99 {r['p99_ms']} ms"
                 )
         single: dict[str, dict[str, Any]] = {}
-        for system in SYSTEMS:
-            if system == "postgresql" and url is None:
-                continue
+        for system in systems(url, args.before):
             say(f"{system}: one client, {args.rows:,} rows…")
-            server = (
-                changeflow_server()
-                if system == "changeflow"
-                else postgres_database(url, "bench_serve_one")
-            )
+            if system == "postgresql":
+                server = postgres_database(url, "bench_serve_one")
+            else:
+                server = changeflow_server(args.before if system == "before" else None)
             with server as dsn:
                 single[system] = one_client(dsn, args.rows, min(seconds, 5.0))
             say(f"  {single[system]}")
     table = markdown(results, seconds) + "\n\n" + one_client_markdown(single, args.rows)
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    table += f"\n\nThe machine's load average at the end of the run (1/5/15 min): {load}."
     if args.quick:
         print(table)
         return
@@ -330,6 +346,8 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "when": time.strftime("%F %T"),
         "seconds": seconds,
+        "before": args.before,
+        "load": os.getloadavg(),
     }
     publish("serve", {"meta": meta, "results": results, "one_client": single}, table)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from changeflow.adapter.environment import evaluate_once
+from changeflow.adapter.rows import evaluate_once
 from changeflow.collection import read
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate

@@ -71,6 +71,25 @@ def test_initial_state(consensus: Consensus) -> None:
     assert epoch.read_ts() == 1_000_000  # timelines are independent
 
 
+def test_a_floor_raises_reads_and_writes_without_a_write_of_its_own(
+    consensus: Consensus,
+) -> None:
+    """A timeline committing through a log of its own: read timestamps are at least the log's
+    last commit (the floor), write timestamps above it, and nothing is written for that."""
+    last = [-1]
+    oracle = TimestampOracle(
+        consensus, "EpochMilliseconds", clock=Clock(1_000_000), floor=lambda: last[0]
+    )
+    seqno = consensus.head("oracle/EpochMilliseconds").seqno
+    assert oracle.read_ts() == 1_000_000
+    last[0] = 1_000_050  # a commit in the log, ahead of the clock
+    assert oracle.read_ts() == 1_000_050
+    assert consensus.head("oracle/EpochMilliseconds").seqno == seqno
+    assert oracle.write_ts() == 1_000_051
+    oracle.apply_write(1_000_020)  # behind the floor: reads stay at the floor
+    assert oracle.read_ts() == 1_000_050
+
+
 def test_wall_clock_going_backwards(consensus: Consensus) -> None:
     clock = Clock(5_000_000)
     oracle = TimestampOracle(consensus, "EpochMilliseconds", clock=clock)

@@ -10,6 +10,8 @@ from decimal import Decimal
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.postgres
 
@@ -85,3 +87,57 @@ def test_prepared_inserts_the_batch_cannot_take_still_work(
         conn.execute(f"INSERT INTO {table_name} VALUES (%s, %s)", (10, "in a block"))
     got = conn.execute(f"SELECT k, v FROM {table_name} ORDER BY k").fetchall()
     assert got == [(1, "dflt"), (2, "dflt"), (4, "x"), (10, "in a block")]
+
+
+KINDS = {  # a column type, and values for it as parameters and as constants in the text
+    "int": (st.integers(-(2**31), 2**31 - 1), ["0", "-7", "2147483648", "'12'", "'x'"]),
+    "bigint": (st.integers(-(2**63), 2**63 - 1), ["5", "-99999999999", "'3'"]),
+    "double precision": (st.floats(allow_nan=False, width=32), ["2", "'1.5'", "'inf'"]),
+    "numeric": (st.integers(-1000, 1000), ["4", "'2.50'"]),
+    "text": (st.text(max_size=4), ["'a'", "'it''s'", "''", "7"]),
+    "boolean": (st.booleans(), ["'true'", "'f'", "1", "'maybe'"]),
+}
+
+
+@st.composite
+def inserts(draw: st.DrawFn) -> tuple[list[str], list[str], list[list]]:
+    """Column types, the VALUES items (``%s`` or a constant) and rows of parameters."""
+    kinds = draw(st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=4))
+    items = []
+    for kind in kinds:
+        constant = st.sampled_from([*KINDS[kind][1], "NULL"])
+        items.append(draw(st.one_of(st.just("%s"), constant)))
+    params = [KINDS[k][0] | st.none() for k, i in zip(kinds, items, strict=True) if i == "%s"]
+    rows = draw(st.lists(st.tuples(*params), min_size=1, max_size=3))
+    return kinds, items, [list(r) for r in rows]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(insert=inserts(), binary=st.booleans())
+def test_constants_in_a_prepared_insert_mean_what_the_statement_path_makes_them(
+    conn: psycopg.Connection, insert, binary: bool
+) -> None:
+    """Constants among a prepared INSERT's parameters (collected as rows, no SQL parsed) give
+    the rows and errors of the same INSERT on the statement path (a comment after it: not
+    plain, so the row path does not take it)."""
+    kinds, items, rows = insert
+    columns = ", ".join(f"c{i} {k}" for i, k in enumerate(kinds))
+    got = []
+    values = ", ".join(items)
+    for path, tail in (("rows", ""), ("statements", " /* not a plain INSERT */")):
+        name = f"consts_{next(_tables)}"
+        conn.execute(f"CREATE TABLE {name} ({columns})")
+        try:
+            insert = f"INSERT INTO {name} VALUES ({values}){tail}"
+            conn.cursor(binary=binary).executemany(insert, rows)
+            error = None
+        except psycopg.Error as e:
+            error = e.sqlstate
+        contents = conn.execute(f"SELECT * FROM {name}").fetchall()
+        got.append((path, error, sorted(contents, key=repr)))
+    assert got[0][1:] == got[1][1:]
+
+
+_tables = iter(range(10**6))

@@ -25,6 +25,7 @@ from changeflow.errors import InvalidInput
 from changeflow.storage.consensus import (
     Consensus,
     ConsensusUnavailable,
+    Decoded,
     VersionedData,
     open_consensus,
 )
@@ -124,6 +125,30 @@ def test_keys_are_independent(consensus: Consensus) -> None:
     # Keys that share a prefix are still different keys.
     assert consensus.head("a ") is None
     assert consensus.head("A") is None
+
+
+def test_decoded_values_follow_another_instances_writes(consensus_location: str) -> None:
+    """:class:`Decoded` decodes each version once, and still sees what another instance (or
+    process) wrote since."""
+    first = open_consensus(consensus_location)
+    second = open_consensus(consensus_location)
+    decoded: list[int] = []
+
+    def decode(head: VersionedData) -> str:
+        decoded.append(head.seqno)
+        return head.data.decode().upper()
+
+    values = Decoded(first, decode)
+    try:
+        assert values.head("k") == (None, None)
+        fill(first, "k", 2)
+        assert values.head("k")[1] == values.head("k")[1] == "V2"
+        assert second.compare_and_set("k", 2, VersionedData(3, b"other"))
+        assert values.head("k") == (VersionedData(3, b"other"), "OTHER")
+        assert decoded == [2, 3]
+    finally:
+        first.close()
+        second.close()
 
 
 def test_another_instance_sees_the_state(consensus_location: str) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from changeflow.config import Config
 from changeflow.failpoints import ENV, EXIT_CODE
@@ -150,3 +152,64 @@ def test_a_guarded_commit_is_refused_when_its_shards_moved(storage: Storage) -> 
     assert log.state().upper == 6 and "b" not in log.state().last_write  # nothing written
     log.commit(frames(log, {"b": [((1, "x"), 1)]}), ts=6, guard={"a": 5, "b": 4})
     assert log.state().last_write == {"a": 5, "b": 6}
+
+
+BIG = "x" * 5000  # a value that makes a write too large to ride in the log entry (a blob)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("commit"),
+                st.sampled_from(["a", "b", "ab"]),
+                st.integers(0, 3),
+                st.booleans(),
+            ),
+            st.tuples(st.just("apply"), st.booleans()),
+            st.tuples(st.just("read"), st.integers(0, 3)),
+        ),
+        max_size=12,
+    )
+)
+def test_a_view_reads_what_ready_makes_readable(tmp_path_factory, ops: list) -> None:
+    """Reading a table through :meth:`TxnLog.view` (the shard below its upper plus the log's
+    pending writes, nothing written) gives what :meth:`TxnLog.ready` and a snapshot give,
+    whatever was applied before (by this log or another process's), inline or in blobs."""
+    s = open_storage(tmp_path_factory.mktemp("view") / "home")
+    try:
+        make_table(s, "a")
+        make_table(s, "b")
+        log, other, k = TxnLog(s), TxnLog(s), 0
+        for op in ops:
+            if op[0] == "commit":
+                _, tables, rows, big = op
+                writes = {}
+                for t in tables:
+                    writes[t] = [((k + i, BIG if big else f"v{k + i}"), 1) for i in range(rows)]
+                    if k and rows:
+                        writes[t].append(((k - 1, f"v{k - 1}"), -1))  # a retraction too
+                    k += rows + 1
+                log.commit(frames(log, writes))
+            elif op[0] == "apply":
+                (log if op[1] else other).apply()
+            else:
+                ts = max(0, log.state().upper - 1) + op[1]
+                views = log.view({"a", "b"}, ts)
+                assert views is not None
+                seen = {t: _rows(log.updates_until(t, ts, views[t]), ts) for t in "ab"}
+                other.ready({"a", "b"}, ts)
+                assert seen == {t: _rows(log.updates_until(t, ts), ts) for t in "ab"}
+    finally:
+        s.close()
+
+
+def _rows(updates: pa.Table, ts: int) -> list[tuple]:
+    from changeflow.storage.frames import consolidate
+
+    table = consolidate(updates, ts)
+    return sorted(
+        zip(*(table.column(n).to_pylist() for n in ("k", "v", "_diff")), strict=True),
+        key=repr,
+    )

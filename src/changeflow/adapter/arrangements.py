@@ -20,10 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import TEXT
 from changeflow.time import to_bound
+from changeflow.updates import DIFF, TIME
 
 if TYPE_CHECKING:
     from changeflow.adapter.catalog import CatalogState
@@ -104,7 +108,7 @@ class Arrangement:
 
     def _advance(self, to: int) -> bool:
         """Apply the updates in ``[at, to)``; False if the shard was compacted past ``at``."""
-        from changeflow.adapter.environment import triples
+        from changeflow.adapter.rows import triples
         from changeflow.storage.txns import reader
 
         assert self.at is not None
@@ -190,6 +194,27 @@ def point(plan: P.Plan) -> Fixed | None:
                     high = bound if high is None else min(high, bound)
                 fixed.ranges[col.index] = (low, high)
     return fixed if fixed.equal or fixed.ranges else None
+
+
+def narrowed(updates: pa.Table, fixed: Fixed) -> pa.Table:
+    """The updates of an update frame (of ``fixed``'s shard) whose rows the filter can pass,
+    picked by Arrow kernels, so a scan without an index turns into rows only those it finds
+    (the filter itself still runs on them); all of them where a kernel cannot tell."""
+    data = [n for n in updates.column_names if n not in (TIME, DIFF)]
+    try:
+        keep = None
+        for i, value in fixed.equal.items():
+            mask = pc.equal(updates.column(data[i]), value)
+            keep = mask if keep is None else pc.and_(keep, mask)
+        for i, (low, high) in fixed.ranges.items():
+            column = updates.column(data[i])
+            for bound, compare in ((low, pc.greater_equal), (high, pc.less_equal)):
+                if bound is not None:
+                    mask = compare(column, bound)
+                    keep = mask if keep is None else pc.and_(keep, mask)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return updates  # a literal the column's type cannot hold: the rows decide
+    return updates if keep is None else updates.filter(keep)
 
 
 def _same(col: X.Col, lit: X.Lit) -> bool:

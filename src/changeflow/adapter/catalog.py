@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from changeflow.errors import ChangeflowError, PlanError
-from changeflow.storage.consensus import Consensus, VersionedData
+from changeflow.storage.consensus import Consensus, Decoded, VersionedData
 
 KEY = "adapter/catalog"
 T = TypeVar("T")
@@ -191,10 +191,10 @@ class Catalog:
 
     def __init__(self, consensus: Consensus) -> None:
         self.consensus = consensus
+        self.decoded = Decoded(consensus, lambda head: CatalogState.from_bytes(head.data))
 
     def load(self) -> CatalogState:
-        head = self.consensus.head(KEY)
-        return CatalogState() if head is None else CatalogState.from_bytes(head.data)
+        return self.decoded.head(KEY)[1] or CatalogState()
 
     def change(self, fn: Callable[[CatalogState], tuple[CatalogState, T]]) -> T:
         """Apply ``fn`` to the latest state and store what it returns, atomically; return

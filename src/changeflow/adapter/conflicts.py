@@ -42,7 +42,7 @@ def reads_unchanged(
     """Does every plan of ``reads`` give, at ``upper - 1``, the rows it gave at ``read_ts``?
     ``moved``: the tables written in ``(read_ts, upper)`` (their uppers are at ``upper``);
     every other input is unchanged there."""
-    from changeflow.adapter.environment import evaluate_once
+    from changeflow.adapter.rows import evaluate_once
 
     for plan, before in reads:
         shards = plan.collections()
@@ -66,7 +66,7 @@ def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str,
     """Does every plan of ``reads`` give what it gave once the update frames ``written``
     (shard -> frame) are added to its inputs? A plan that is not linear and reads one of those
     shards is taken to be affected (its transaction then waits for a later group)."""
-    from changeflow.adapter.environment import counted, evaluate_once
+    from changeflow.adapter.rows import counted, evaluate_once
 
     changes = {shard: counted(frame) for shard, frame in written.items()}
     for plan, _ in reads:

@@ -24,32 +24,33 @@ import pickle
 import threading
 import time
 from collections.abc import Iterable
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.arrangements import Arrangement, index_keys, point
+from changeflow.adapter.arrangements import Arrangement, Fixed, index_keys, narrowed, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Finishing, Relation
+from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
-from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
+from changeflow.storage.frames import consolidate
 from changeflow.storage.ingest import ingest, ingest_spark
-from changeflow.storage.txns import TxnLog, reader
+from changeflow.storage.txns import TxnLog, View, reader
 from changeflow.time import to_bound
-from changeflow.updates import DIFF, TIME
+from changeflow.updates import TIME
 
 EPOCH = "EpochMilliseconds"
 COLUMNAR_ROWS = 20_000  # a query reading more stored rows than this runs on Arrow columns
+SUMMED_ROWS = 2_000  # more updates than this are consolidated on columns before rows
 PROCESS_ROWS = 10_000_000  # in this process, up to this many (a few GiB of columns at most)
 SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
 ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
@@ -141,7 +142,7 @@ class Environment:
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
-        # a commit in the log whose process died before telling the oracle is visible now
+        # the oracle's own state catches up with the log (its reads already do: the floor)
         written = self.log.state().last_write.values()
         if written:
             self.oracle(EPOCH).apply_write(max(written))
@@ -161,7 +162,10 @@ class Environment:
         if oracle is None:
             with self._hosting:
                 if timeline not in self.oracles:
-                    self.oracles[timeline] = TimestampOracle(self.storage.consensus, timeline)
+                    floor = self.log.last_commit if timeline == EPOCH else None
+                    self.oracles[timeline] = TimestampOracle(
+                        self.storage.consensus, timeline, floor=floor
+                    )
                 oracle = self.oracles[timeline]
         return oracle
 
@@ -223,7 +227,12 @@ class Environment:
     # -- reading -----------------------------------------------------------------------------
 
     def evaluate(
-        self, plan: P.Plan, ts: int, timeout: float = 30.0, shown: Finishing | None = None
+        self,
+        plan: P.Plan,
+        ts: int,
+        timeout: float = 30.0,
+        read: dict | None = None,
+        shown: Finishing | None = None,
     ) -> Counted:
         """``plan``'s rows at ``ts``, its inputs read where they are complete at ``ts``: by the
         row operators for small inputs; when they hold more than :data:`COLUMNAR_ROWS` rows
@@ -232,26 +241,63 @@ class Environment:
         where the columns have no kernel for the plan and the inputs pass :data:`SPARK_ROWS`.
         With ``shown`` (the query's ORDER BY and LIMIT), Spark returns only the rows it can
         show: the first LIMIT + OFFSET in that order.
+        ``read``: the rows read for the row operators, kept there for the next plans of one
+        statement (an UPDATE's old and new rows read the table once).
         """
         shards = plan.collections()
-        self.make_readable(shards, ts, time.monotonic() + timeout)
-        served = self._served(plan, ts)
-        if served is not None:  # a point read through an index's arrangement
-            return evaluate_once(plan, served, ts)
+        deadline = time.monotonic() + timeout
+        views = self._views(plan, shards, ts)
+        if views is None:
+            self.make_readable(shards, ts, deadline)
+            served = self._served(plan, ts)
+            if served is not None:  # a point read through an index's arrangement
+                return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
+        for view in (views or {}).values():
+            stored += 0 if view.pending is None else view.pending.num_rows
+        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
-            return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+            inputs = {}
+            for s in shards:  # one shard at ``ts`` through one filter: the same rows
+                key = (s, ts, repr(fixed))
+                found = None if read is None else read.get(key)
+                inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
+                if read is not None:
+                    read[key] = inputs[s]
+            return evaluate_once(plan, inputs, ts)
         if stored <= PROCESS_ROWS:
-            found = self._evaluate_columnar(plan, shards, ts)
+            found = self._evaluate_columnar(plan, shards, ts, views)
             if found is not None:
                 return found
+        if views is not None:  # Spark and the rows beyond read the shards themselves
+            self.make_readable(shards, ts, deadline)
+            views = None
         if stored > SPARK_ROWS:
             if shown is not None and shown.limit is not None:
                 plan = P.TopK(plan, (), shown.order_by, shown.limit + shown.offset, 0)
             return self._evaluate_on_spark(plan, shards, ts)
-        return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
+        return evaluate_once(plan, {s: self.snapshot(s, ts, None, fixed) for s in shards}, ts)
 
-    def _evaluate_columnar(self, plan: P.Plan, shards: set[str], ts: int) -> Counted | None:
+    def _views(self, plan: P.Plan, shards: set[str], ts: int) -> dict[str, View] | None:
+        """A plan reading tables alone, and no index's arrangement: its tables as the write
+        log has them at ``ts`` without applying it (:meth:`TxnLog.view`), so a read writes
+        nothing; None otherwise (the inputs are then made readable at ``ts``)."""
+        state = self.catalog.load()
+        items = [state.items.get(s) for s in shards]
+        if not shards or any(i is None or i.kind != "table" for i in items):
+            return None
+        found = point(plan)
+        if found is not None and index_keys(state, found.shard):
+            return None
+        return self.log.view(shards, ts)
+
+    def updates_until(self, shard: str, ts: int, views: dict[str, View] | None = None) -> pa.Table:
+        """``shard``'s updates up to ``ts`` (complete there, or as ``views`` has it)."""
+        return self.log.updates_until(shard, ts, None if views is None else views[shard])
+
+    def _evaluate_columnar(
+        self, plan: P.Plan, shards: set[str], ts: int, views: dict[str, View] | None = None
+    ) -> Counted | None:
         """``plan`` on the snapshots' Arrow columns in this process; None where it has a node
         without a kernel or only the rows can tell (an overflow): Spark evaluates it then."""
         from changeflow.compute.arrow_eval import Unsupported, check, evaluate_arrow
@@ -259,7 +305,7 @@ class Environment:
 
         try:
             check(plan)
-            tables = {s: reader(self.storage, s).updates_until(ts) for s in shards}
+            tables = {s: self.updates_until(s, ts, views) for s in shards}
             rel = evaluate_arrow(plan, tables)
         except Unsupported:
             return None
@@ -335,18 +381,34 @@ class Environment:
         frames = {s: self.storage.snapshot(reader(self.storage, s), ts, spark) for s in shards}
         return counted(evaluate_spark(plan, frames, ts).toArrow())
 
-    def snapshot(self, shard: str, ts: int) -> Counted:
-        table = reader(self.storage, shard).snapshot_table(ts)
-        return counted(table)
+    def snapshot(
+        self,
+        shard: str,
+        ts: int,
+        views: dict[str, View] | None = None,
+        fixed: Fixed | None = None,
+    ) -> Counted:
+        """``shard``'s rows at ``ts`` (see :meth:`updates_until`); with ``fixed``, only
+        those a filter fixing those columns can pass (:func:`narrowed`)."""
+        updates = self.updates_until(shard, ts, views)
+        if fixed is not None:
+            updates = narrowed(updates, fixed)
+        if updates.num_rows > SUMMED_ROWS:  # else summing them as rows costs less
+            updates = consolidate(updates, ts)
+        return counted(updates)
 
     def changes(self, shard: str, after: int, upper: int) -> Counted | None:
-        """The net changes of ``shard`` at times in ``(after, upper)`` (its upper is at least
-        ``upper``); None if it has been compacted past ``after`` (they cannot be told)."""
-        state = self.storage.state(shard)
-        since = to_bound(state.since)
+        """The net changes of table ``shard`` at times in ``(after, upper)`` (the write log's
+        upper is at least ``upper``); None if it has been compacted past ``after`` (they
+        cannot be told)."""
+        since = to_bound(self.storage.state(shard).since)
         if since is None or since > after:
             return None
-        return counted(reader(self.storage, shard).updates(state, after + 1, upper))
+        views = self.log.view({shard}, upper - 1)
+        if views is None:
+            self.log.ready({shard}, upper - 1)
+        table = self.updates_until(shard, upper - 1, views)
+        return counted(table.filter(pc.greater(table.column(TIME), after)))
 
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
         """Wait until each shard of ``shards`` is complete at ``ts`` (see the module doc)."""
@@ -528,6 +590,7 @@ class Environment:
         self.closed.set()
         if self.thread is not None:
             self.thread.join(timeout=30)
+        self.committer.close()
         with self.lock:
             self.stop_hosting(list(self.dataflows), dropped=False)
             self.storage.close()
@@ -542,53 +605,3 @@ def _integer(plan: P.Plan, column: int) -> bool:
 def _gets(plan: P.Plan) -> list[P.Get]:
     own = [plan] if isinstance(plan, P.Get) else []
     return own + [g for p in plan.inputs() for g in _gets(p)]
-
-
-def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
-    """``plan``'s rows at ``ts`` from its inputs' contents there, computed by the dataflow
-    operators in one step (hash joins and grouped state, where the reference evaluator, the
-    oracle they are tested against, joins by the product of its inputs)."""
-    sources = Inputs()
-    root = build(plan, sources, at=ts)
-    for name in sources.names():
-        sources.feed(name, [(row, ts, count) for row, count in inputs[name].items()])
-    out: Counted = {}
-    for row, t, diff in root.step(ts + 1):
-        if t <= ts:  # a temporal filter also emits the rows' future retractions
-            out[row] = out.get(row, 0) + diff
-    return {r: c for r, c in out.items() if c}
-
-
-def counted(table: pa.Table) -> Counted:
-    """An update frame's rows with their summed diffs (zeros left out)."""
-    names = [n for n in table.column_names if n not in (TIME, DIFF)]
-    columns = [_plain(table.column(n)) for n in names]
-    out: Counted = {}
-    for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
-        out[row] = out.get(row, 0) + diff
-    return {r: c for r, c in out.items() if c}
-
-
-def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
-    """An update frame's ``(row, time, diff)`` triples, values as :func:`counted` gives them."""
-    names = [n for n in table.column_names if n not in (TIME, DIFF)]
-    rows = zip(*(_plain(table.column(n)) for n in names), strict=True)
-    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
-    return list(zip(rows, times, diffs, strict=True))
-
-
-def _plain(column: pa.ChunkedArray) -> list[Any]:
-    """A column's values; numerics without the trailing zeros of storage's fixed scale (a
-    stored 5.0000000000 reads as 5, as the query computed it), except a column declared
-    ``numeric(p, s)``, whose values have its scale, as PostgreSQL's do (1470.10)."""
-    values = column.to_pylist()
-    if not pa.types.is_decimal(column.type) or column.type != NUMERIC.arrow:
-        return values
-    return [v if v is None else plain(v) for v in values]
-
-
-def plain(value: Decimal) -> Decimal:
-    """``value`` without trailing zeros after the point (and no exponent)."""
-    if value == value.to_integral_value():
-        return value.quantize(Decimal(1))
-    return value.normalize()

@@ -1,6 +1,6 @@
 """Group commit: the transactions of concurrent sessions in one process commit together, at
-one timestamp, in one entry of the write log (one compare-and-set of the log, one of the
-oracle, one append per table).
+one timestamp, in one entry of the write log (one compare-and-set of the log; the shards are
+appended to later, many entries at once).
 
 A session hands its checked frames to :meth:`GroupCommit.commit` and waits. The first waiting
 session becomes the leader: it takes every transaction queued so far and commits them as
@@ -25,7 +25,7 @@ from changeflow.errors import ChangeflowError
 from changeflow.storage.txns import Moved, TxnLog, conflict
 
 TRIES = 100
-APPLY_AT = 8  # the committer applies the log to the shards once this many entries wait
+APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,10 @@ class GroupCommit:
         self.queue: list[_Pending] = []
         self.leading = False
         self.entries = 0  # log entries written (a measure of grouping)
+        self.apply_error: BaseException | None = None  # the applier's last (it tries again)
+        self._wanted = threading.Event()
+        self._closed = False
+        self._applier: threading.Thread | None = None
 
     def commit(self, frames: dict[str, pa.Table], reads: Reads | None = None) -> int:
         """Commit ``frames`` and return their timestamp once durable (see the module doc)."""
@@ -114,19 +118,47 @@ class GroupCommit:
                 if not group:
                     return
                 continue
-            self.oracle.apply_write(ts)  # every later read timestamp sees it
-            self.entries += 1
+            self.entries += 1  # a read's timestamp is at least the log's last commit
             for p in group:
                 p.ts = ts
-            if self.log.pending >= APPLY_AT:  # else a reader or the host applies them at once
-                self.log.apply()
+            if self.log.pending >= APPLY_AT:  # else the host does, within a second
+                self._wake_applier()
             return
         raise ChangeflowError(f"no write timestamp held after {TRIES} tries; try again")
+
+    def _wake_applier(self) -> None:
+        """Have the log applied to the shards by a thread of its own, so no commit waits for
+        it (reads of tables add the pending writes themselves)."""
+        with self.cond:
+            if self._applier is None and not self._closed:
+                self._applier = threading.Thread(
+                    target=self._apply_loop, name="changeflow-apply", daemon=True
+                )
+                self._applier.start()
+        self._wanted.set()
+
+    def _apply_loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            if self._closed:
+                return
+            self._wanted.clear()
+            try:
+                self.log.apply()
+            except Exception as e:  # noqa: BLE001 — applied again next time (or by the host)
+                self.apply_error = e
+
+    def close(self) -> None:
+        """Stop the applier (after the apply in progress)."""
+        with self.cond:
+            self._closed = True
+        self._wanted.set()
+        if self._applier is not None:
+            self._applier.join(timeout=30)
 
     def _recheck(self, group: list[_Pending], m: Moved) -> list[_Pending]:
         """The transactions of ``group`` that still hold after the writes ``m`` reports; the
         others fail with 40001."""
-        self.log.ready(m.moved, m.upper - 1)
         kept = []
         for p in group:
             hit = set(p.reads.shards & m.moved) if p.reads else set()

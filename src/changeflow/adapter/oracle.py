@@ -13,6 +13,11 @@ shares the consensus. The operations, as in Materialize's oracle:
 - ``advance_to(ts)`` (non-epoch timelines, whose data sets the pace): the same as apply_write.
 - ``read_ts`` and ``peek_write_ts``: a read of the current head; nothing changes.
 
+A timeline whose writes commit through a log of their own (the tables' write log) gives the
+oracle that log's last commit as a ``floor``: read timestamps are at least it, so a commit is
+visible once it is in the log, without a compare-and-set of the oracle (``apply_write``) of
+its own; write timestamps stay above it.
+
 A new key starts at the wall clock (EpochMilliseconds) or at 0. Every ``TRUNCATE_EVERY``-th
 version deletes the older ones. A :class:`~changeflow.errors.ConsensusUnavailable` leaves the
 outcome unknown; calling again is safe (a write timestamp may then be skipped, never reused).
@@ -82,8 +87,10 @@ class TimestampOracle:
         consensus: Consensus,
         timeline: Timeline | str,
         clock: Callable[[], float] = time.time,
+        floor: Callable[[], int] | None = None,
     ) -> None:
         self.consensus = consensus
+        self.floor = floor or (lambda: -1)  # read timestamps are at least this (see above)
         self.timeline = Timeline.parse(timeline)
         self.clock = clock
         self.key = KEY_PREFIX + str(self.timeline)
@@ -158,7 +165,9 @@ class TimestampOracle:
                 raise InvalidTime(
                     f"timeline {self.timeline}: no write timestamp after {state.write_ts}"
                 )
-            return OracleState(state.read_ts, max(state.write_ts + 1, self._now()))
+            return OracleState(
+                state.read_ts, max(state.write_ts + 1, self._now(), self.floor() + 1)
+            )
 
         return self._update(step).write_ts
 
@@ -167,8 +176,9 @@ class TimestampOracle:
         return self._read()[1].write_ts
 
     def read_ts(self) -> int:
-        """A read timestamp: at least every ``ts`` whose ``apply_write(ts)`` has returned."""
-        return self._read()[1].read_ts
+        """A read timestamp: at least every ``ts`` whose ``apply_write(ts)`` has returned, and
+        at least ``floor()``."""
+        return max(self._read()[1].read_ts, self.floor())
 
     def apply_write(self, ts: int) -> None:
         """Make the write at ``ts`` visible: read_ts (and write_ts) become at least ``ts``."""

@@ -32,10 +32,11 @@ from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
-from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment, counted
+from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.rows import counted
 from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
@@ -122,6 +123,7 @@ class Session:
         self.memory_budget = memory_budget  # bytes a query may grow the process by (53200)
         self.txn: Transaction | None = None
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
+        self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
         self.settings = dict(SETTINGS)
 
     @property
@@ -134,14 +136,18 @@ class Session:
 
     def run(self, stmt: Statement) -> Result:
         """Run one statement (see the module docstring for transactions)."""
-        explicit = self.txn is not None and self.txn.explicit
-        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
+        self._statement_time()
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         return self._guarded(lambda: self._run(stmt))
+
+    def _statement_time(self) -> None:
+        """now()'s value for the statement: the explicit transaction's start, or this moment."""
+        explicit = self.txn is not None and self.txn.explicit
+        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
 
     def _guarded(self, fn: Callable[[], T]) -> T:
         """``fn()``, then the commit of the transaction it ended; on an error the transaction
@@ -206,14 +212,19 @@ class Session:
         self._end(txn)
         return frame.num_rows
 
-    def describe(self, stmt: Statement) -> Schema | None:
+    def describe(self, stmt: Statement, keep: bool = False) -> Schema | None:
         """The columns ``stmt`` returns, found without running it; None if it returns no rows
-        (SHOW statements, which only read, are run to find theirs)."""
+        (SHOW statements, which only read, are run to find theirs). ``keep``: it runs next
+        (a portal described, then executed): a query's plan is kept for that run, which plans
+        it again only if the catalog changed meanwhile."""
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         if stmt.kind == "explain_view":
             return text_result("EXPLAIN", ["Optimized Plan"], []).columns
         if stmt.kind in ("select", "explain"):
-            query = plan_query(stmt.ast, CatalogResolver(self.env.catalog.load()))
+            state = self.env.catalog.load()
+            self._statement_time()
+            query = plan_query(stmt.ast, CatalogResolver(state))
+            self.described = (stmt.ast, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
             return _visible(query)
@@ -310,8 +321,11 @@ class Session:
                 "methods (changeflow.connect), or `changeflow sql`",
                 sqlstate="0A000",
             )
-        resolver = CatalogResolver(self.env.catalog.load())
-        query = plan_query(stmt.ast, resolver)
+        state, described, self.described = self.env.catalog.load(), self.described, None
+        if described is not None and described[0] is stmt.ast and described[1] is state:
+            query = described[2]  # planned when it was described, on this catalog
+        else:
+            query = plan_query(stmt.ast, CatalogResolver(state))
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
@@ -359,7 +373,7 @@ class Session:
     ) -> dict[tuple[Any, ...], int]:
         try:
             return within_budget(
-                self.memory_budget, lambda: self.env.evaluate(plan, ts, self.timeout, shown)
+                self.memory_budget, lambda: self.env.evaluate(plan, ts, self.timeout, shown=shown)
             )
         except FrontierViolation as e:
             raise PlanError(
@@ -429,9 +443,10 @@ class Session:
             txn.reads |= reads
         else:
             ts = 0
+        read: dict = {}  # the tables' rows, read once for both plans
         for p, sign in ((retract, -1), (add, 1)):
             if p is not None:
-                counted = self.env.evaluate(p, ts, self.timeout) if reads else _constant(p)
+                counted = self.env.evaluate(p, ts, self.timeout, read) if reads else _constant(p)
                 if reads:
                     txn.read_rows.append((p, counted))  # what the commit checks is unchanged
                 rows += [(row, sign * c) for row, c in counted.items()]

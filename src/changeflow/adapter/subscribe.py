@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from changeflow.adapter.environment import Environment, plain
+from changeflow.adapter.environment import Environment
+from changeflow.adapter.rows import plain
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import update_rows
 from changeflow.compute.operators import Inputs, build

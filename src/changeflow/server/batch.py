@@ -1,7 +1,8 @@
-"""Prepared INSERTs without SQL text: ``INSERT INTO t [(columns)] VALUES ($1, …, $n)`` executed
-again and again (psycopg's ``executemany``, any driver's prepared INSERT) collects its bound
-rows as columns and inserts them through the session in one frame, without substituting the
-parameters into SQL for sqlglot to parse.
+"""Prepared INSERTs without SQL text: ``INSERT INTO t [(columns)] VALUES ($1, …, $n)`` (constants
+may stand between the parameters: integers, strings, NULL) executed again and again (psycopg's
+``executemany``, any driver's prepared INSERT) collects its bound rows as columns and inserts
+them through the session in one frame, without substituting the parameters into SQL for sqlglot
+to parse.
 
 A run of such Executes of one statement is collected until anything else happens on the
 connection (Sync, another statement, the end of a batch of :data:`MAX_ROWS`), then inserted at
@@ -9,7 +10,8 @@ once: one commit, as PostgreSQL commits the implicit transaction of the Executes
 Sync. A row is taken only when its parameters mean what its columns read: a parameter of
 unknown or text type, or of the column's own type (read by the column's type, as a quoted
 literal would be, or decoded from binary), an integer type into an integer, float or numeric
-column, a float or numeric into a float column. Anything else (another type, RETURNING, a
+column, a float or numeric into a float column; a constant is taken as such a parameter (an
+integer as an int8, a string as one of unknown type). Anything else (another type, RETURNING, a
 DEFAULT to compute) takes the statement path.
 """
 
@@ -32,9 +34,10 @@ if TYPE_CHECKING:
 
 MAX_ROWS = 10_000
 _NAME = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
+_VALUE = r"(?:\$\d+|-?\d+|'(?:[^']|'')*'|NULL)"  # a parameter or a constant
 _INSERT = re.compile(
     rf"\s*INSERT\s+INTO\s+({_NAME})\s*(?:\(\s*({_NAME}(?:\s*,\s*{_NAME})*)\s*\))?\s*"
-    r"VALUES\s*\(\s*(\$\d+(?:\s*,\s*\$\d+)*)\s*\)\s*;?\s*",
+    rf"VALUES\s*\(\s*({_VALUE}(?:\s*,\s*{_VALUE})*)\s*\)\s*;?\s*",
     re.IGNORECASE,
 )
 _UNKNOWN = {0, V.TEXT, V.VARCHAR, V.UNKNOWN}
@@ -43,24 +46,68 @@ _INTS = {V.INT2, V.INT4, V.INT8}
 
 @dataclass(frozen=True)
 class Target:
-    """A prepared INSERT of one row of parameters into ``table`` (``columns``: None for all)."""
+    """A prepared INSERT of one row into ``table`` (``columns``: None for all): ``values``
+    holds each value's parameter number, or the constant in its place (an integer, a string's
+    text, or None for NULL)."""
 
     table: str
     columns: list[str] | None
+    values: tuple[int | Constant, ...] = ()
+
+    def bound(
+        self, oids: list[int], raw: list[bytes | None], formats: list[int]
+    ) -> tuple[list[int], list[bytes | None], list[int]]:
+        """Each value's type, bytes and format: a parameter's as bound, a constant as the
+        text of a parameter of its type (an integer's is int8, a string's unknown)."""
+        out: tuple[list[int], list[bytes | None], list[int]] = ([], [], [])
+        for value in self.values:
+            if isinstance(value, Constant):
+                out[0].append(V.INT8 if isinstance(value.value, int) else 0)
+                out[1].append(None if value.value is None else str(value.value).encode())
+                out[2].append(0)
+            else:
+                out[0].append(oids[value - 1])
+                out[1].append(raw[value - 1])
+                out[2].append(format_code(formats, value - 1))
+        return out
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A constant among a prepared INSERT's values."""
+
+    value: int | str | None
+
+
+def format_code(formats: list[int], i: int) -> int:
+    """Item ``i``'s format code in a list of them as Bind gives it, for parameters or result
+    columns (none: text; one: every item's)."""
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[i] if i < len(formats) else 0
 
 
 def target(text: str) -> Target | None:
-    """The target of ``text`` if it is a plain prepared INSERT of ``$1…$n`` in order."""
+    """The target of ``text`` if it is a plain prepared INSERT of ``$1…$n`` in order, with
+    constants (integers, strings, NULL) between them, or None."""
     m = _INSERT.fullmatch(text)
     if m is None:
         return None
-    params = [int(p.strip()[1:]) for p in m[3].split(",")]
+    values: list[int | Constant] = []
+    for item in re.findall(_VALUE, m[3]):
+        if item.startswith("$"):
+            values.append(int(item[1:]))
+        elif item.startswith("'"):
+            values.append(Constant(item[1:-1].replace("''", "'")))
+        else:
+            values.append(Constant(None if item.upper() == "NULL" else int(item)))
+    params = [v for v in values if not isinstance(v, Constant)]
     if params != list(range(1, len(params) + 1)):
         return None
     columns = [_ident(c) for c in re.findall(_NAME, m[2])] if m[2] else None
-    if columns is not None and len(columns) != len(params):
+    if columns is not None and len(columns) != len(values):
         return None
-    return Target(_ident(m[1]), columns)
+    return Target(_ident(m[1]), columns, tuple(values))
 
 
 def _ident(name: str) -> str:
@@ -132,6 +179,7 @@ def bound_row(
     """The row a Bind gives ``found``'s columns, as their values; None if it should take the
     statement path. A value its column refuses (bad input, NULL in a NOT NULL column) is its
     error now, so nothing is left to fail when the rows are inserted."""
+    oids, raw, formats = found.bound(oids, raw, formats)
     by_name = {c.name: c for c in shape.columns}
     names = found.columns if found.columns is not None else [c.name for c in shape.columns]
     if len(names) != len(raw) or any(n not in shape.plain for n in names):
@@ -144,7 +192,7 @@ def bound_row(
         column = by_name[name]
         if not _fits(oid, column.type):
             return None
-        binary = (formats[0] if len(formats) == 1 else formats[i]) if formats else 0
+        binary = formats[i]
         try:
             row.append(
                 None if value is None else _value(value, oid, binary == 1, column.type, i + 1)

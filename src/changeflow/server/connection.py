@@ -25,8 +25,8 @@ from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import pgwire as W
 from changeflow.server.auth import AuthFailed
-from changeflow.server.batch import Batch
-from changeflow.server.extended import Extended, Portal, Prepared, _format
+from changeflow.server.batch import Batch, format_code
+from changeflow.server.extended import Extended, Portal, Prepared
 from changeflow.server.runner import FLUSH, Cursor, Interrupted, Outcome, Runner, Shutdown
 from changeflow.server.startup import Startup
 from changeflow.server.values import encoder, oid_of
@@ -247,7 +247,7 @@ class ClientConnection(Startup, Extended, Runner):
         fields = []
         for i, c in enumerate(columns):
             oid, size = oid_of(c.type)
-            fields.append((c.name, oid, size, _format(formats, i)))
+            fields.append((c.name, oid, size, format_code(formats, i)))
         self.wire.send(*W.row_description(fields))
 
     def _send_outcome(self, outcome: Outcome, formats: list[int], limit: int) -> bool:
@@ -257,7 +257,7 @@ class ClientConnection(Startup, Extended, Runner):
             self.wire.send(*W.command_complete(outcome.stream()))
             return True
         encoders = [
-            encoder(c.type, _format(formats, i)) for i, c in enumerate(outcome.columns or ())
+            encoder(c.type, format_code(formats, i)) for i, c in enumerate(outcome.columns or ())
         ]
         sent = 0
         while not limit or sent < limit:

@@ -12,7 +12,15 @@ from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
-from changeflow.server.batch import MAX_ROWS, Batch, Shape, Target, bound_row, target
+from changeflow.server.batch import (
+    MAX_ROWS,
+    Batch,
+    Shape,
+    Target,
+    bound_row,
+    format_code,
+    target,
+)
 from changeflow.server.params import placeholders, substitute
 from changeflow.server.prepare import Prepared, infer_oids
 from changeflow.server.runner import Outcome
@@ -67,7 +75,7 @@ class Extended:
 
     def bind(self, r: W.Reader) -> None:
         portal, name = r.cstr(), r.cstr()
-        param_formats = [r.int16() for _ in range(r.int16())]
+        format_codes = [r.int16() for _ in range(r.int16())]
         raw: list[bytes | None] = []
         for _ in range(r.int16()):
             n = r.int32()
@@ -86,7 +94,7 @@ class Extended:
             if value is None:
                 type_name = TYPE_NAMES.get(oid)
                 literals.append(f"NULL::{type_name}" if type_name else "NULL")
-            elif _format(param_formats, i - 1) == 1:
+            elif format_code(format_codes, i - 1) == 1:
                 literals.append(param_literal(from_binary(value, oid, i)))
             else:
                 try:
@@ -96,7 +104,7 @@ class Extended:
                 literals.append(param_literal(from_text(decoded, oid, i)))
         text = substitute(prepared.text, literals) if literals else prepared.text
         self.portals[portal] = Portal(
-            text, result_formats, row=self._row(prepared, raw, param_formats)
+            text, result_formats, row=self._row(prepared, raw, format_codes)
         )
         self.wire.send(b"2")
 
@@ -162,8 +170,9 @@ class Extended:
             formats: list[int] = []
         elif what == b"P":
             portal = self._portal(name)
-            if not portal.described:
-                portal.columns = self._describe_text(portal.text, portal)
+            if not portal.described:  # a plain INSERT's row (collected) returns no rows
+                rows = portal.row is None
+                portal.columns = self._describe_text(portal.text, portal) if rows else None
                 portal.described = True
             columns, formats = portal.columns, portal.formats
         else:
@@ -194,7 +203,7 @@ class Extended:
             portal.outcome = self.run(text)
             self.busy = False
             return portal.outcome.columns
-        return self.session.describe(stmt)
+        return self.session.describe(stmt, keep=portal is not None)
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
@@ -250,9 +259,3 @@ class Extended:
 
     def function_call(self, r: W.Reader) -> None:
         raise PlanError("the function call protocol is not supported", sqlstate="0A000")
-
-
-def _format(formats: list[int], i: int) -> int:
-    if not formats:
-        return 0
-    return formats[0] if len(formats) == 1 else formats[i] if i < len(formats) else 0

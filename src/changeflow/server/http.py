@@ -134,7 +134,7 @@ class Collector:
         for timeline in {i.timeline for i in state.items.values()}:
             with contextlib.suppress(Exception):
                 if timeline not in self.oracles:
-                    self.oracles[timeline] = TimestampOracle(env.storage.consensus, timeline)
+                    self.oracles[timeline] = env.oracle(timeline)
                 read_ts[timeline] = self.oracles[timeline].read_ts()
 
         def upper_of(shard: str) -> int | None:

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from changeflow.errors import ConsensusUnavailable, InvalidInput, StoreMismatch
 
@@ -27,6 +27,7 @@ SQLITE_TABLE = (
     "data BLOB NOT NULL, PRIMARY KEY (key, seqno)) WITHOUT ROWID"
 )
 SQLITE_COLUMNS = ["key", "seqno", "data"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,28 @@ def update_json(consensus: Consensus, key: str, change: Callable[[Any], Any]) ->
             if seqno and seqno > 1:
                 consensus.truncate(key, seqno)
             return
+
+
+class Decoded(Generic[T]):
+    """Keys' latest values, each version decoded once: a seqno always names the same bytes, so
+    the value decoded from it (immutable) is kept until the key moves on. Every read still
+    asks consensus for the head; only the decoding is saved."""
+
+    def __init__(self, consensus: Consensus, decode: Callable[[VersionedData], T]) -> None:
+        self.consensus, self.decode = consensus, decode
+        self._last: dict[str, tuple[int, T]] = {}
+
+    def head(self, key: str) -> tuple[VersionedData | None, T | None]:
+        """The head of ``key`` and its decoded value (None, None if it was never written)."""
+        head = self.consensus.head(key)
+        if head is None:
+            return None, None
+        last = self._last.get(key)
+        if last is not None and last[0] == head.seqno:
+            return head, last[1]
+        value = self.decode(head)
+        self._last[key] = (head.seqno, value)
+        return head, value
 
 
 def open_consensus(location: str, create: bool = True) -> Consensus:

@@ -26,7 +26,7 @@ from changeflow.errors import (
 )
 from changeflow.storage.blob import Blob
 from changeflow.storage.cache import BlobCache
-from changeflow.storage.consensus import Consensus, VersionedData
+from changeflow.storage.consensus import Consensus, Decoded, VersionedData
 from changeflow.storage.frames import check_data_schema, empty_frame, frame_schema
 from changeflow.storage.state import (
     CATALOG_KEY,
@@ -97,6 +97,8 @@ class Machine:
         self.spark_master = spark_master
         self.clock = clock
         self.cache = BlobCache()
+        self.decoded_states = Decoded(consensus, lambda h: ShardState.decode(h.data, h.seqno))
+        self.decoded_catalog = Decoded(consensus, lambda h: Catalog.decode(h.data, h.seqno))
 
     # -- reading state ---------------------------------------------------------------------
 
@@ -104,8 +106,7 @@ class Machine:
         return int(self.clock() * 1000)
 
     def catalog(self) -> Catalog:
-        head = self.consensus.head(CATALOG_KEY)
-        return Catalog.decode(head.data, head.seqno) if head else Catalog()
+        return self.decoded_catalog.head(CATALOG_KEY)[1] or Catalog()
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog().entries.get(name)
@@ -114,9 +115,9 @@ class Machine:
         return entry
 
     def load(self, gid: str) -> ShardState:
-        head = self.consensus.head(f"shard/{gid}")
-        if head is not None:
-            return ShardState.decode(head.data, head.seqno)
+        state = self.decoded_states.head(f"shard/{gid}")[1]
+        if state is not None:
+            return state
         # Created in the catalog, but the process stopped before the shard's first version.
         for name, entry in self.catalog().entries.items():
             if entry.id == gid:

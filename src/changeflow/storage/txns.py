@@ -35,8 +35,8 @@ import pyarrow as pa
 
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
-from changeflow.storage.consensus import VersionedData
-from changeflow.storage.frames import frame_schema, to_frame
+from changeflow.storage.consensus import Decoded, VersionedData
+from changeflow.storage.frames import empty_frame, frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.write import WriteCapability
@@ -47,6 +47,7 @@ KEY = "adapter/txns"
 BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
+INLINE_KEPT = 4096  # decoded inline writes kept (all forgotten at once past this many)
 FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
@@ -92,6 +93,15 @@ class LogState:
         return cls(**json.loads(data))
 
 
+@dataclass(frozen=True)
+class View:
+    """A table as :meth:`TxnLog.view` reads it: its shard at ``at`` (nothing if negative)
+    plus the log's writes not applied yet, ``pending`` (an update frame, or None)."""
+
+    at: int
+    pending: pa.Table | None
+
+
 class TxnLog:
     """The write log of one home (see the module docstring)."""
 
@@ -102,11 +112,13 @@ class TxnLog:
         self._lock = threading.Lock()
         self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
         self.pending = 0  # entries waiting to be applied after this process's last commit
+        self.decoded = Decoded(self.consensus, lambda head: LogState.from_bytes(head.data))
+        self._inline: dict[tuple[int, str], pa.Table] = {}  # decoded inline writes
 
     def _change(self, fn: Any) -> Any:
         while True:
-            head = self.consensus.head(KEY)
-            state = LogState() if head is None else LogState.from_bytes(head.data)
+            head, state = self.decoded.head(KEY)
+            state = state or LogState()
             new, result = fn(state)
             if new is None:
                 return result
@@ -118,8 +130,12 @@ class TxnLog:
                 return result
 
     def state(self) -> LogState:
-        head = self.consensus.head(KEY)
-        return LogState() if head is None else LogState.from_bytes(head.data)
+        return self.decoded.head(KEY)[1] or LogState()
+
+    def last_commit(self) -> int:
+        """The timestamp of the latest commit (-1 if none): a read at or after it sees every
+        acknowledged commit."""
+        return max(self.state().last_write.values(), default=-1)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -201,6 +217,58 @@ class TxnLog:
 
     # -- reading -----------------------------------------------------------------------------
 
+    def view(self, shards: set[str] | frozenset[str], ts: int) -> dict[str, View] | None:
+        """Every shard of ``shards`` (tables) readable at ``ts`` without applying the log:
+        the log's upper is moved past ``ts`` (no later commit lands at or before it), then each
+        shard is read below its upper and the log's pending writes to it up to ``ts`` are
+        added (those below the shard's upper are in the shard already: a write is applied
+        before it is forgotten). None where that cannot be read so (a shard gone or compacted
+        past its upper, a blob forgotten meanwhile): :meth:`ready` then."""
+
+        def advance(state: LogState) -> tuple[LogState | None, LogState]:
+            if state.upper > ts:
+                return None, state
+            new = LogState(ts + 1, state.pending, state.last_write)
+            return new, new
+
+        pending = self._change(advance).pending  # read before the shards (see above)
+        out = {}
+        for shard in shards:
+            if shard not in self.storage.catalog().entries:
+                return None
+            state = self.storage.state(shard)
+            upper, since = to_bound(state.upper), to_bound(state.since)
+            if upper is None or upper > ts:
+                out[shard] = View(ts, None)
+                continue
+            if since is None or (upper > 0 and since > upper - 1):
+                return None
+            writes = [
+                (e["ts"], e["writes"][shard])
+                for e in pending
+                if shard in e["writes"] and upper <= e["ts"] <= ts
+            ]
+            frames = [self._load(key, at) for at, key in writes]
+            if any(f is None for f in frames):
+                return None
+            extra = None
+            if frames:
+                extra = pa.concat_tables(frames).cast(frame_schema(state.schema))  # type: ignore[arg-type]
+            out[shard] = View(upper - 1, extra)
+        return out
+
+    def updates_until(self, shard: str, ts: int, view: View | None = None) -> pa.Table:
+        """``shard``'s updates up to ``ts``, not consolidated: from the shard (readable at
+        ``ts``), or as ``view`` (from :meth:`view`) has them."""
+        if view is None:
+            return reader(self.storage, shard).updates_until(ts)
+        parts = [] if view.at < 0 else [reader(self.storage, shard).updates_until(view.at)]
+        if view.pending is not None:
+            parts.append(view.pending)
+        if not parts:
+            return empty_frame(self.storage.state(shard).schema)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
     def ready(self, shards: set[str] | frozenset[str], ts: int, tidy: bool = False) -> None:
         """Make every shard of ``shards`` (tables) readable at ``ts`` (``tidy``: and leave no
         applied entry in the log)."""
@@ -267,12 +335,18 @@ class TxnLog:
                 return
 
     def _load(self, key: str, ts: int) -> pa.Table | None:
-        """A write's update frame at ``ts``: inline in the entry, or in its blob (None if
-        deleted)."""
+        """A write's update frame at ``ts``: inline in the entry (decoded once while it
+        waits: every read of its table adds it), or in its blob (None if deleted)."""
         if key.startswith(INLINE):
-            data: bytes | None = base64.b64decode(key[len(INLINE) :])
-        else:
-            data = self.storage.blob.get(key)
+            frame = self._inline.get((ts, key))
+            if frame is None:
+                data = base64.b64decode(key[len(INLINE) :])
+                frame = _at(pa.ipc.open_stream(data).read_all(), ts)
+                if len(self._inline) >= INLINE_KEPT:
+                    self._inline.clear()
+                self._inline[(ts, key)] = frame
+            return frame
+        data = self.storage.blob.get(key)
         return None if data is None else _at(pa.ipc.open_stream(data).read_all(), ts)
 
     def _advance_shard(self, shard: str, to: int) -> None:

@@ -9,6 +9,7 @@ error (SQLSTATE 42601) that quotes it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,9 +106,12 @@ class PostgresCalls(Postgres):
             return super().validate_expression(expression, args)
 
 
+@functools.lru_cache(maxsize=256)
 def parse_sql(text: str) -> exp.Expression:
     """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601
-    worded as PostgreSQL's (``syntax error at or near "x"``, ``at end of input``)."""
+    worded as PostgreSQL's (``syntax error at or near "x"``, ``at end of input``). The trees
+    of recent texts are kept (a statement is described, then run: one parse), so a tree is
+    shared and must not be changed in place (copy it first)."""
     try:
         parsed = sqlglot.parse(text, read=PostgresCalls)
     except ParseError as e:

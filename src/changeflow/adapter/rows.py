@@ -1,0 +1,66 @@
+"""Rows with their counts: an update frame read as rows (values as queries compute them), and a
+plan evaluated once over such rows by the dataflow operators."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from changeflow.compute import plan as P
+from changeflow.compute.operators import Inputs, build
+from changeflow.compute.types import NUMERIC
+from changeflow.updates import DIFF, TIME
+
+Counted = dict[tuple[Any, ...], int]
+
+
+def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
+    """``plan``'s rows at ``ts`` from its inputs' contents there, computed by the dataflow
+    operators in one step (hash joins and grouped state, where the reference evaluator, the
+    oracle they are tested against, joins by the product of its inputs)."""
+    sources = Inputs()
+    root = build(plan, sources, at=ts)
+    for name in sources.names():
+        sources.feed(name, [(row, ts, count) for row, count in inputs[name].items()])
+    out: Counted = {}
+    for row, t, diff in root.step(ts + 1):
+        if t <= ts:  # a temporal filter also emits the rows' future retractions
+            out[row] = out.get(row, 0) + diff
+    return {r: c for r, c in out.items() if c}
+
+
+def counted(table: pa.Table) -> Counted:
+    """An update frame's rows with their summed diffs (zeros left out)."""
+    names = [n for n in table.column_names if n not in (TIME, DIFF)]
+    columns = [_plain(table.column(n)) for n in names]
+    out: Counted = {}
+    for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
+        out[row] = out.get(row, 0) + diff
+    return {r: c for r, c in out.items() if c}
+
+
+def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
+    """An update frame's ``(row, time, diff)`` triples, values as :func:`counted` gives them."""
+    names = [n for n in table.column_names if n not in (TIME, DIFF)]
+    rows = zip(*(_plain(table.column(n)) for n in names), strict=True)
+    times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
+    return list(zip(rows, times, diffs, strict=True))
+
+
+def _plain(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values; numerics without the trailing zeros of storage's fixed scale (a
+    stored 5.0000000000 reads as 5, as the query computed it), except a column declared
+    ``numeric(p, s)``, whose values have its scale, as PostgreSQL's do (1470.10)."""
+    values = column.to_pylist()
+    if not pa.types.is_decimal(column.type) or column.type != NUMERIC.arrow:
+        return values
+    return [v if v is None else plain(v) for v in values]
+
+
+def plain(value: Decimal) -> Decimal:
+    """``value`` without trailing zeros after the point (and no exponent)."""
+    if value == value.to_integral_value():
+        return value.quantize(Decimal(1))
+    return value.normalize()
