@@ -30,6 +30,7 @@ from changeflow.adapter.environment import (
     schema_of,
 )
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.sources import ingest_source
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
@@ -369,7 +370,7 @@ def create_source(env: Environment, stmt: Statement) -> Result:
         item_id, g["name"], "source", stmt.text, _columns(columns), timeline, (), item_id, options
     )
     try:
-        env.ingest(item, force=True)
+        ingest_source(env, item, force=True)
     except ChangeflowError as e:
         _undo(env, item_id)
         raise with_context(e, f'source "{g["name"]}"') from None

@@ -36,6 +36,7 @@ from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Finishing, Relation
 from changeflow.adapter.rows import counted, evaluate_once, plain
+from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
@@ -43,7 +44,6 @@ from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
-from changeflow.storage.ingest import ingest, ingest_spark
 from changeflow.storage.txns import TxnLog, View, reader
 from changeflow.time import to_bound
 from changeflow.updates import TIME
@@ -189,7 +189,7 @@ class Environment:
                 item = state.items[shard]
                 if item.kind == "source":
                     with self.item_lock(item.id):
-                        self.ingest(item, force=True)
+                        ingest_source(self, item, force=True)
                 upper = to_bound(self.storage.state(shard).upper)
                 if upper is None:
                     closed.append(self.last_time(shard))
@@ -433,7 +433,7 @@ class Environment:
                     if self._complete(shard, ts):
                         break
                     if flow is None:
-                        self.ingest(item, force=True)
+                        ingest_source(self, item, force=True)
                     elif self.dataflows.get(shard) is flow:  # not closed meanwhile
                         flow.step(timeout=0.05)
                 if self._complete(shard, ts):
@@ -494,32 +494,6 @@ class Environment:
         chosen = cluster_tier(self.storage, plan, setting, self.config.cluster_rows)
         return "cluster" if chosen else "process"
 
-    def ingest(self, item: Item, force: bool = False) -> None:
-        """Append the source's newly arrived CDC files (at most once a second unless forced;
-        nothing is decoded while the folder's files are those it held last time)."""
-        from changeflow.cdc.files import list_files
-
-        now, path = time.monotonic(), item.options["path"]
-        last, seen = self.ingested.get(item.id, (0.0, None))
-        if not force and now - last < 1.0:
-            return
-        try:
-            files = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in list_files([path])]
-        except OSError:
-            files = None  # changing under us: decode
-        if files is not None and files == seen:
-            self.ingested[item.id] = (now, seen)
-            return
-        fmt = item.options.get("format")
-        if files and sum(size for _, size, _ in files) >= self.config.spark_ingest_bytes:
-            from changeflow.spark import get_spark
-
-            spark = get_spark(self.config.spark_master)
-            ingest_spark(self.storage, item.id, [path], fmt, spark, resume=True)  # executors
-        else:
-            ingest(self.storage, item.id, [path], fmt, resume=True)
-        self.ingested[item.id] = (now, files)
-
     def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:
         """Close the dataflows of ``ids`` once their step in progress ends; ``dropped`` ones
         are never started again by this environment."""
@@ -560,7 +534,7 @@ class Environment:
                 return
             with self.item_lock(item.id):
                 if item.kind == "source":
-                    self.ingest(item)
+                    ingest_source(self, item)
                 elif item.id in flows and self.dataflows.get(item.id) is flows[item.id]:
                     flows[item.id].step()
                 elif item.kind == "sink" and item.id not in self._stopped:
