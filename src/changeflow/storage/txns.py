@@ -253,7 +253,8 @@ class TxnLog:
                 return None
             extra = None
             if frames:
-                extra = pa.concat_tables(frames).cast(frame_schema(state.schema))  # type: ignore[arg-type]
+                conformed = [_conform(f, state.schema) for f in frames]  # type: ignore[arg-type]
+                extra = pa.concat_tables(conformed).cast(frame_schema(state.schema))
             out[shard] = View(upper - 1, extra)
         return out
 

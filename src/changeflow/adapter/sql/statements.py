@@ -106,12 +106,16 @@ class PostgresCalls(Postgres):
             return super().validate_expression(expression, args)
 
 
-@functools.lru_cache(maxsize=256)
 def parse_sql(text: str) -> exp.Expression:
     """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601
     worded as PostgreSQL's (``syntax error at or near "x"``, ``at end of input``). The trees
-    of recent texts are kept (a statement is described, then run: one parse), so a tree is
-    shared and must not be changed in place (copy it first)."""
+    of recent texts are kept (a statement is described, then run: one parse); each caller
+    gets a copy of its own, which planning may change."""
+    return _parsed(text).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> exp.Expression:
     try:
         parsed = sqlglot.parse(text, read=PostgresCalls)
     except ParseError as e:
