@@ -81,6 +81,9 @@ class ClientConnection(Startup, Extended, Runner):
                 self.sock.close()
 
     def _fatal(self, code: str, message: str) -> None:
+        """End the connection with an error, its slot given back first: a client told it
+        was refused may connect again at once (and find the slot free)."""
+        self.server.forget(self)
         try:
             self.wire.send(*W.error(code, message, severity="FATAL"))
             self.wire.flush()
