@@ -168,12 +168,15 @@ def _reduce(reduce: P.Reduce, version: CollectionVersion) -> list[tuple[Row, int
 def _aggregate(agg: P.Aggregate, rows: list[tuple[Row, int]], kind: Any) -> Any:
     if agg.arg is None:
         return sum(c for _, c in rows)
-    values = [(agg.arg.eval(row), c) for row, c in rows]
+    values = [(agg.value(row), c) for row, c in rows]
     return aggregate_values(agg, [(v, c) for v, c in values if v is not None], kind)
 
 
 def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any) -> Any:
-    """An aggregate over its argument's non-NULL values and their counts."""
+    """An aggregate over its argument's non-NULL values and their counts (what
+    :meth:`~changeflow.compute.plan.Aggregate.value` keeps of each row)."""
+    if agg.func == "array_agg" or (agg.order and agg.func in P.ORDERED):
+        return _ordered(agg, values)
     if agg.distinct:
         values = [(v, 1) for v in _distinct([v for v, _ in values])]
     if agg.func == "count":
@@ -206,6 +209,22 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         case "string_agg":
             return agg.separator.join(v for v, c in sorted(values) for _ in range(c))
     raise PlanError(f"aggregate {agg.func}() does not exist")
+
+
+def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
+    """string_agg or array_agg of ``(value, *sort keys)`` tuples, in their order."""
+    if agg.distinct:
+        values = [(v, 1) for v in dict.fromkeys(v for v, _ in values)]
+    if not values:
+        return None
+    width = len(agg.order)
+    order = tuple(P.Order(i, o.desc, o.nulls_last) for i, o in enumerate(agg.order))
+    rows = sorted(
+        ((*v[1:], v[0]) for v, c in values for _ in range(c)), key=lambda r: sort_key(r, order)
+    )
+    if agg.func == "array_agg":
+        return tuple(r[width] for r in rows)
+    return agg.separator.join(r[width] for r in rows)
 
 
 def _distinct(values: list[Any]) -> list[Any]:

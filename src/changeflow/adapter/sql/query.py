@@ -74,9 +74,7 @@ def output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Literal):
         return output_name(node.this)
     if type(node) in AGGREGATE_NODES:
-        return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}.get(
-            type(node), "string_agg" if isinstance(node, exp.GroupConcat) else node.key
-        )
+        return AGGREGATE_NODES[type(node)]
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     if isinstance(node, exp.Func) and not isinstance(node, exp.Case | exp.Cast):

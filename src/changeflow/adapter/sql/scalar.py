@@ -48,6 +48,7 @@ AGGREGATE_NODES: dict[type, str] = {
     exp.LogicalAnd: "bool_and",
     exp.LogicalOr: "bool_or",
     exp.GroupConcat: "string_agg",
+    exp.ArrayAgg: "array_agg",
 }
 SUBQUERY_NODES = (exp.Subquery, exp.Exists)
 
