@@ -219,6 +219,7 @@ def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
         return None
     width = len(agg.order)
     order = tuple(P.Order(i, o.desc, o.nulls_last) for i, o in enumerate(agg.order))
+    order = order or (P.Order(0),)  # without ORDER BY: the values ascending, NULLs last
     rows = sorted(
         ((*v[1:], v[0]) for v, c in values for _ in range(c)), key=lambda r: sort_key(r, order)
     )

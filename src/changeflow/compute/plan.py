@@ -34,6 +34,7 @@ from changeflow.compute.types import (
     Column,
     Schema,
     SqlType,
+    array_of,
 )
 from changeflow.errors import PlanError
 
@@ -383,7 +384,7 @@ def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
     if func == "string_agg":
         return TEXT if kind in (TEXT, NULLTYPE) else None
     if func == "array_agg":
-        return None
+        return None if kind is NULLTYPE else array_of(kind)
     if not kind.numeric:
         return None
     if func == "sum":

@@ -213,6 +213,8 @@ def float_text(f: float) -> str:
 
 def to_text(value: Any, kind: SqlType) -> str:
     """A non-NULL value as PostgreSQL's text output."""
+    if kind.element is not None:
+        return array_text(value, kind.element)
     if kind == BOOL:
         return "true" if value else "false"
     if kind == FLOAT8:
@@ -233,8 +235,64 @@ def _syntax(kind: SqlType, text: str) -> EvalError:
     return EvalError(f'invalid input syntax for type {kind}: "{text}"', sqlstate="22P02")
 
 
+def array_text(values: tuple, element: SqlType) -> str:
+    """An array as PostgreSQL prints it: ``{1,2,NULL}``, elements quoted where needed."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append("NULL")
+            continue
+        t = to_text(v, element)
+        if not t or t.upper() == "NULL" or any(c in t for c in '{},"\\ \t\n'):
+            t = '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out.append(t)
+    return "{" + ",".join(out) + "}"
+
+
+def array_from_text(text: str, element: SqlType) -> tuple:
+    """``'{1,2,NULL}'`` read as an array of ``element`` (one dimension; 22P02 if malformed)."""
+    s = text.strip()
+    if len(s) < 2 or s[0] != "{" or s[-1] != "}":
+        raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+    body, items, i = s[1:-1], [], 0
+    if not body.strip():
+        return ()
+    while True:
+        while i < len(body) and body[i].isspace():
+            i += 1
+        if i < len(body) and body[i] == '"':
+            j, chars = i + 1, []
+            while j < len(body) and body[j] != '"':
+                if body[j] == "\\":
+                    j += 1
+                chars.append(body[j : j + 1])
+                j += 1
+            if j >= len(body):
+                raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+            items.append(from_text("".join(chars), element))
+            i = j + 1
+            while i < len(body) and body[i].isspace():
+                i += 1
+        else:
+            j = i
+            while j < len(body) and body[j] != ",":
+                j += 1
+            raw = body[i:j].strip()
+            if not raw or any(c in raw for c in '{}"'):
+                raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+            items.append(None if raw.upper() == "NULL" else from_text(raw, element))
+            i = j
+        if i >= len(body):
+            return tuple(items)
+        if body[i] != ",":
+            raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+        i += 1
+
+
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
+    if kind.element is not None:
+        return array_from_text(text, kind.element)
     s = text.strip()
     try:
         if kind == BOOL:
@@ -271,6 +329,10 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         return to_text(value, source)
     if source == TEXT:
         return from_text(value, target)
+    if source.element is not None and target.element is not None:
+        return tuple(
+            None if v is None else cast_value(v, source.element, target.element) for v in value
+        )
     if target.integer and source.numeric:
         if source == FLOAT8:
             if math.isnan(value) or math.isinf(value):
@@ -308,6 +370,9 @@ def castable(source: SqlType, target: SqlType) -> bool:
     """Is there a cast from ``source`` to ``target``?"""
     if source in (target, NULLTYPE) or TEXT in (source, target):
         return True
+    if source.element is not None or target.element is not None:
+        both = source.element is not None and target.element is not None
+        return both and castable(source.element, target.element)  # type: ignore[arg-type]
     if source.numeric and target.numeric:
         return True
     if (source.integer and target == BOOL) or (source == BOOL and target.integer):

@@ -3,6 +3,7 @@
 Every update a dataflow reads becomes a row of Python values, and Arrow builds a ``Decimal`` or a
 ``date`` slowly (about 1 µs each). Decimals go through their text instead (Arrow formats them in
 C, at their scale, and ``Decimal`` parses that in C); dates are built once per distinct day.
+An array (an Arrow list) is a tuple, as rows hold it.
 """
 
 from __future__ import annotations
@@ -29,4 +30,11 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         days, where = np.unique(column.cast(pa.int32()).to_numpy(), return_inverse=True)
         dates = np.array([date.fromordinal(_EPOCH + d) for d in days.tolist()], dtype=object)
         return dates[where].tolist()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return tuples(column.to_pylist())
     return column.to_pylist()
+
+
+def tuples(values: list[Any]) -> list[Any]:
+    """Arrow lists' values (Python lists) as the tuples rows hold."""
+    return [None if v is None else tuple(v) for v in values]

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.connection import literal
+from changeflow.compute.scalars import to_text
 from changeflow.compute.types import SqlType
 from changeflow.errors import PlanError
 
@@ -37,6 +38,19 @@ OIDS: dict[str, tuple[int, int]] = {
     "timestamp": (TIMESTAMP, 8),
     "timestamp with time zone": (TIMESTAMPTZ, 8),
 }
+# element type name -> the OID of its array type
+ARRAY_OIDS: dict[str, int] = {
+    "boolean": 1000,
+    "smallint": 1005,
+    "integer": 1007,
+    "bigint": 1016,
+    "numeric": 1231,
+    "double precision": 1022,
+    "text": 1009,
+    "date": 1182,
+    "timestamp": 1115,
+    "timestamp with time zone": 1185,
+}
 TYPE_NAMES = {
     BOOL: "boolean",
     INT2: "smallint",
@@ -50,6 +64,7 @@ TYPE_NAMES = {
     TIMESTAMP: "timestamp",
     TIMESTAMPTZ: "timestamptz",
 }
+TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()}
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
 PG_EPOCH = dt.datetime(2000, 1, 1)
 PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -59,6 +74,8 @@ WIDE = decimal.Context(prec=1000)
 
 def oid_of(t: SqlType) -> tuple[int, int]:
     """The OID and size PostgreSQL gives the type (text for one it has no name for)."""
+    if t.element is not None:
+        return ARRAY_OIDS[t.element.name], -1
     return OIDS.get(t.name, (TEXT, -1))
 
 
@@ -186,9 +203,27 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
 }
 
 
+def array_binary(values: tuple, element: SqlType) -> bytes:
+    """PostgreSQL's binary array: dimensions, a NULL flag, the element OID, the length and
+    lower bound (1), then each element's length (-1: NULL) and bytes."""
+    encode = BINARY[element.name]
+    out = [struct.pack("!iiI", 1 if values else 0, int(None in values), oid_of(element)[0])]
+    if values:
+        out.append(struct.pack("!ii", len(values), 1))
+    for v in values:
+        data = b"" if v is None else encode(v)
+        out.append(struct.pack("!i", -1) if v is None else struct.pack("!i", len(data)) + data)
+    return b"".join(out)
+
+
 def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
     """The function that puts a value of type ``t`` on the wire in format ``fmt`` (0 text,
     1 binary)."""
+    if t.element is not None:
+        element = t.element
+        if fmt == 0:
+            return lambda v: None if v is None else to_text(v, t).encode("utf-8")
+        return lambda v: None if v is None else array_binary(v, element)
     if fmt == 0:
         if t.name in ("smallint", "integer", "bigint"):
             return lambda v: None if v is None else str(v).encode()
@@ -244,7 +279,7 @@ def from_text(raw: str, oid: int, index: int) -> Any:
             return value
     except (ValueError, decimal.InvalidOperation):
         raise _bad(index, oid, raw) from None
-    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ):
+    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ) or oid in ARRAY_OIDS.values():
         return _typed(raw, TYPE_NAMES[oid])
     return raw
 

@@ -17,6 +17,7 @@ from changeflow.compute.types import (
     TIMESTAMP,
     TIMESTAMPTZ,
     SqlType,
+    array_of,
 )
 from changeflow.errors import PlanError
 
@@ -84,6 +85,12 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         found = _decimal(dt)
         precision, scale = found if found is not None else (38, 10)
         return NUMERIC, pa.decimal128(precision, scale)
+    if dt.this == T.ARRAY and len(dt.expressions) == 1:
+        element = dt.expressions[0]
+        if element.this == T.ARRAY:
+            raise PlanError("arrays of arrays are not supported", sqlstate="0A000")
+        kind = array_of(column_type(element)[0])
+        return kind, kind.arrow
     raise _unknown(dt)
 
 
