@@ -42,6 +42,8 @@ QUERIES = [
     "SELECT g, array_agg(a ORDER BY id)::text FROM arr WHERE a IS NOT NULL AND cardinality(a)"
     " = 1 GROUP BY g",
     "SELECT id FROM arr WHERE 7 = ANY(a) OR 'q' = ANY(t)",
+    "SELECT arr.id, u.v, u.n FROM arr, unnest('{1,7,NULL}'::int[]) WITH ORDINALITY AS u(v, n) "
+    "WHERE u.v = ANY(arr.a)",
 ]
 
 

@@ -1,4 +1,4 @@
-"""Table functions in FROM: ``generate_series(start, stop[, step])`` and ``unnest(ARRAY[…],
+"""Table functions in FROM: ``generate_series(start, stop[, step])`` and ``unnest(array,
 …)``, optionally WITH ORDINALITY, over constant arguments, as a constant collection (so a view
 that joins one is maintained like any other). Arguments that name columns of another FROM item
 (an implicit LATERAL) are refused (0A000)."""
@@ -15,7 +15,7 @@ from changeflow.adapter.sql.scalar import Scalars
 from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, TEXT, Column, SqlType
+from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, SqlType
 from changeflow.errors import PlanError
 
 MAX_ROWS = 1_000_000  # a constant collection lives in the plan: bigger series are refused
@@ -83,23 +83,14 @@ def _series(
 def _unnest(
     arrays: list[exp.Expression],
 ) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
-    columns: list[list[Any]] = []
+    columns: list[tuple[Any, ...]] = []
     kinds: list[SqlType] = []
     for array in arrays:
-        if not isinstance(array, exp.Array):
-            raise unsupported("unnest of anything but an ARRAY[…] of constants", array)
-        if array.find(exp.Column) is not None:
-            raise unsupported("unnest with arguments that name columns (LATERAL)", array)
-        sc = Scalars(Scope(), (), "unnest")
-        elements = sc.unify(list(array.expressions)) if array.expressions else []
-        kind = X.common_type(tuple(elements), "ARRAY") if elements else TEXT
-        kind = TEXT if kind is NULLTYPE else kind
-        values = [
-            X.Cast(e, kind).eval(()) if e.type not in (kind, NULLTYPE) else e.eval(())
-            for e in elements
-        ]
-        columns.append(values)
-        kinds.append(kind)
+        e = _constant(array, "unnest")
+        if e.type.element is None:
+            raise PlanError(f"function unnest({e.type}) does not exist", sqlstate="42883")
+        columns.append(e.eval(()) or ())
+        kinds.append(e.type.element)
     depth = max((len(c) for c in columns), default=0)
     rows = [tuple(c[i] if i < len(c) else None for c in columns) for i in range(depth)]
     return ["unnest"] * len(columns), kinds, rows
