@@ -40,7 +40,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
-from changeflow.compute.values import tuples
+from changeflow.compute.values import stored_values
 from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
@@ -575,9 +575,7 @@ def _plain(column: pa.ChunkedArray) -> list[Any]:
     """A column's values; numerics without the trailing zeros of storage's fixed scale (a
     stored 5.0000000000 reads as 5, as the query computed it), except a column declared
     ``numeric(p, s)``, whose values have its scale, as PostgreSQL's do (1470.10)."""
-    values = column.to_pylist()
-    if pa.types.is_list(column.type):
-        return tuples(values)
+    values = stored_values(column.to_pylist(), column.type)
     if not pa.types.is_decimal(column.type) or column.type != NUMERIC.arrow:
         return values
     return [v if v is None else plain(v) for v in values]

@@ -20,6 +20,7 @@ from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
 from changeflow.compute.scalars import as_type, check_range, compare_values
 from changeflow.compute.types import FLOAT8
+from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import EvalError, PlanError
 
 Row = tuple[Any, ...]
@@ -61,10 +62,10 @@ def _rows(
         case P.Constant(rows=rows):
             return list(rows)
         case P.Map(input=child, exprs=exprs):
-            return [
-                (row + tuple(e.eval(row, now) for _, e in exprs), c)
-                for row, c in _rows(child, inputs, now)
-            ]
+            rows = _rows(child, inputs, now)
+            if any(volatile(e) for _, e in exprs):
+                rows = [one for row, c in rows for one in copies(row, c)]
+            return [(row + tuple(e.eval(row, now) for _, e in exprs), c) for row, c in rows]
         case P.Project(input=child, columns=columns):
             return [(tuple(row[i] for i in columns), c) for row, c in _rows(child, inputs, now)]
         case P.Filter(input=child, predicates=predicates):

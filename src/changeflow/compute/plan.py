@@ -24,6 +24,7 @@ from changeflow.compute.expr import Col, Expr
 from changeflow.compute.scale import scale_of
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     FLOAT8,
     INT2,
     INT4,
@@ -31,6 +32,7 @@ from changeflow.compute.types import (
     NULLTYPE,
     NUMERIC,
     TEXT,
+    UUID,
     Column,
     Schema,
     SqlType,
@@ -378,7 +380,7 @@ def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
     if func == "count":
         return INT8
     if func in ("min", "max"):
-        return kind
+        return None if kind in (UUID, BYTEA) else kind  # PostgreSQL has no min(uuid)
     if func in ("bool_and", "bool_or"):
         return BOOL if kind in (BOOL, NULLTYPE) else None
     if func == "string_agg":

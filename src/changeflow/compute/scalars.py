@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
@@ -15,6 +16,7 @@ from typing import Any
 
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT_RANGES,
@@ -23,6 +25,7 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
     SqlType,
 )
 from changeflow.errors import EvalError
@@ -224,6 +227,8 @@ def to_text(value: Any, kind: SqlType) -> str:
         return text + ("+00" if kind == TIMESTAMPTZ else "")
     if kind == DATE:
         return value.isoformat()
+    if kind == BYTEA:
+        return "\\x" + value.hex()
     return str(value)
 
 
@@ -289,6 +294,34 @@ def array_from_text(text: str, element: SqlType) -> tuple:
         i += 1
 
 
+def bytea_from_text(text: str) -> bytes:
+    """bytea's input: ``\\x`` and hex digits, else the text's bytes with ``\\\\`` and
+    ``\\nnn`` (octal) escapes (22P02 when malformed)."""
+    if text.startswith("\\x"):
+        digits = "".join(text[2:].split())
+        bad = next((c for c in digits if c not in "0123456789abcdefABCDEF"), None)
+        if bad is not None:
+            raise EvalError(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
+        if len(digits) % 2:
+            raise EvalError("invalid hexadecimal data: odd number of digits", sqlstate="22023")
+        return bytes.fromhex(digits)
+    out, i = bytearray(), 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\":
+            out += ch.encode("utf-8")
+            i += 1
+        elif text[i + 1 : i + 2] == "\\":
+            out.append(0x5C)
+            i += 2
+        elif len(text) >= i + 4 and all(c in "01234567" for c in text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            raise _syntax(BYTEA, text)
+    return bytes(out)
+
+
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
     if kind.element is not None:
@@ -307,6 +340,10 @@ def from_text(text: str, kind: SqlType) -> Any:
             return float(s)
         if kind == DATE:
             return date.fromisoformat(s)
+        if kind == UUID:
+            return uuid.UUID(s)
+        if kind == BYTEA:
+            return bytea_from_text(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
             stamp = datetime.fromisoformat(s)
             if kind == TIMESTAMPTZ:

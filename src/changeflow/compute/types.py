@@ -4,6 +4,7 @@ A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable)
 ``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
 ``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
 ``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values.
+``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``.
 An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its elements' values
 (hashable, so it can be a group key) and an Arrow list.
 """
@@ -54,11 +55,13 @@ TEXT = SqlType("text", pa.string())
 DATE = SqlType("date", pa.date32())
 TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
 TIMESTAMPTZ = SqlType("timestamp with time zone", pa.timestamp("us", tz="UTC"))
+UUID = SqlType("uuid", pa.binary(16))
+BYTEA = SqlType("bytea", pa.binary())
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
 ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in SCALARS}
-TYPES = (*SCALARS, *ARRAYS.values())
+TYPES = (*SCALARS, UUID, BYTEA, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 
 _BY_NAME = {t.name: t for t in TYPES} | {
@@ -101,7 +104,7 @@ def sql_type(name: str) -> SqlType:
         return array_of(sql_type(name[:-2]))
     found = _BY_NAME.get(name)
     if found is None:
-        known = ", ".join(t.name for t in SCALARS)
+        known = ", ".join(t.name for t in (*SCALARS, UUID, BYTEA))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
     return found
 

@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import math
 import struct
+import uuid
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -23,7 +24,7 @@ from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
-DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB = 1082, 1114, 1184, 1700, 3802
+DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
 
 # SQL type name -> (OID, type size)
 OIDS: dict[str, tuple[int, int]] = {
@@ -37,6 +38,8 @@ OIDS: dict[str, tuple[int, int]] = {
     "date": (DATE, 4),
     "timestamp": (TIMESTAMP, 8),
     "timestamp with time zone": (TIMESTAMPTZ, 8),
+    "uuid": (UUID, 16),
+    "bytea": (BYTEA, -1),
 }
 # element type name -> the OID of its array type
 ARRAY_OIDS: dict[str, int] = {
@@ -63,6 +66,8 @@ TYPE_NAMES = {
     DATE: "date",
     TIMESTAMP: "timestamp",
     TIMESTAMPTZ: "timestamptz",
+    UUID: "uuid",
+    BYTEA: "bytea",
 }
 TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()}
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
@@ -94,6 +99,8 @@ def text(value: Any) -> str:
         return timestamp_text(value)
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
     return str(value)
 
 
@@ -200,6 +207,8 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "date": lambda v: struct.pack("!i", (v - PG_EPOCH_DATE).days),
     "timestamp": lambda v: struct.pack("!q", _micros(v)),
     "timestamp with time zone": lambda v: struct.pack("!q", _micros(v)),
+    "uuid": lambda v: v.bytes,
+    "bytea": bytes,
 }
 
 
@@ -279,7 +288,7 @@ def from_text(raw: str, oid: int, index: int) -> Any:
             return value
     except (ValueError, decimal.InvalidOperation):
         raise _bad(index, oid, raw) from None
-    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ) or oid in ARRAY_OIDS.values():
+    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA) or oid in ARRAY_OIDS.values():
         return _typed(raw, TYPE_NAMES[oid])
     return raw
 
@@ -322,6 +331,10 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
                 f"timestamp out of range in parameter ${index}", sqlstate="22008"
             ) from None
         return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ else value
+    if oid == BYTEA:
+        return _typed("\\x" + raw.hex(), "bytea")
+    if oid == UUID and len(raw) == 16:
+        return _typed(str(uuid.UUID(bytes=raw)), "uuid")
     if oid in STRINGS:
         try:
             return raw.decode("utf-8")

@@ -272,7 +272,9 @@ def _from_pandas(series: Any, field: pa.Field, name: str) -> Any:
 
 def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
     """Python values as ``field`` requires: inferred as Arrow infers them, then conformed
-    (arrays are built as the field's list type)."""
+    (arrays are built as the field's list type, a uuid as its 16 bytes)."""
+    if pa.types.is_fixed_size_binary(field.type):
+        values = [getattr(v, "bytes", v) for v in values]
     if pa.types.is_list(field.type):
         try:
             return _conform(pa.array(values, field.type), field, name)

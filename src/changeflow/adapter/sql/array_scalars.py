@@ -1,5 +1,5 @@
-"""Array expressions in SQL: ``ARRAY[…]``, ``a[i]``, ``x op ANY/ALL (array)``, mixed into
-:class:`~changeflow.adapter.sql.scalar.Scalars`."""
+"""Array expressions in SQL (``ARRAY[…]``, ``a[i]``, ``x op ANY/ALL (array)``) and
+``gen_random_uuid()``, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
+from changeflow.compute.volatile import RandomUuid
+from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -51,6 +53,11 @@ class ArrayScalars:
     def _arraysize(self: Scalars, node: exp.ArraySize) -> X.Expr:
         args = [node.this] + ([node.expression] if node.expression is not None else [])
         return self.func("array_length", args)
+
+    def _uuid(self: Scalars, node: exp.Uuid) -> X.Expr:
+        if node.args.get("this") is not None or node.expressions:
+            raise PlanError("function gen_random_uuid() takes no arguments", sqlstate="42883")
+        return RandomUuid()
 
     def any_all(self: Scalars, op: str, a: exp.Expression, b: exp.Expression) -> X.Expr:
         """``a op ANY (array)`` or ``a op ALL (array)``."""

@@ -7,6 +7,7 @@ from sqlglot import exp
 
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT2,
@@ -16,6 +17,7 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
     SqlType,
     array_of,
 )
@@ -37,6 +39,8 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.DATE: (DATE, pa.date32()),
     T.TIMESTAMP: (TIMESTAMP, pa.timestamp("us")),
     T.TIMESTAMPTZ: (TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
+    T.UUID: (UUID, UUID.arrow),
+    T.VARBINARY: (BYTEA, BYTEA.arrow),
 }
 
 

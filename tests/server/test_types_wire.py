@@ -1,0 +1,81 @@
+"""Arrays, uuid and bytea through ``changeflow serve`` to psycopg, as PostgreSQL 15 sends
+them: their OIDs (so psycopg returns lists, UUIDs and bytes), text and binary formats, and
+those Python values as parameters."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+
+QUERIES = [
+    "SELECT id, a, t, b, f, a[2] FROM {t} ORDER BY id",
+    "SELECT g, array_agg(id ORDER BY id DESC), array_agg(t[1] ORDER BY id) FROM {t} GROUP BY g "
+    "ORDER BY g",
+    "SELECT ARRAY[1, NULL, 3], '{{}}'::text[], ARRAY['a\"b', 'c,d', 'NULL', ''], "
+    "'{{1.50,2}}'::numeric[]",
+]
+
+
+@pytest.mark.postgres
+def test_arrays_reach_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
+    create = f"CREATE TABLE {table_name} (id int, g int, a int[], t text[], b bigint[], f float8[])"
+    insert = (
+        f"INSERT INTO {table_name} VALUES (1, 1, '{{1,2}}', '{{x,y}}', '{{5}}', '{{1.5,NULL}}'), "
+        f"(2, 1, NULL, '{{\"a b\"}}', '{{}}', NULL), (3, 2, '{{7,NULL}}', NULL, NULL, '{{-2}}')"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(create)
+            conn.execute(insert)
+        try:
+            for binary in (False, True):
+                for query in QUERIES:
+                    sql = query.format(t=table_name)
+                    with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                        a.execute(sql)
+                        b.execute(sql)
+                        assert [d.type_code for d in a.description] == [
+                            d.type_code for d in b.description
+                        ], (sql, binary)
+                        assert a.fetchall() == b.fetchall(), (sql, binary)
+            sql = f"SELECT id FROM {table_name} WHERE id = ANY(%s) ORDER BY id"
+            for conn in (ours, pg):
+                assert conn.execute(sql, ([1, 3],)).fetchall() == [(1,), (3,)]
+        finally:
+            pg.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
+def test_uuid_and_bytea_reach_psycopg_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    create = f"CREATE TABLE {table_name} (id int, u uuid, b bytea)"
+    known = uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(create)
+            conn.execute(
+                f"INSERT INTO {table_name} VALUES (1, %s, %s), (2, NULL, %s), (3, %s, NULL)",
+                (known, b"\x00\xffab", b"", "b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            )
+        try:
+            sql = (
+                f"SELECT id, u, b, length(b), b::text, '\\x0a'::bytea FROM {table_name} ORDER BY id"
+            )
+            for binary in (False, True):
+                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                    a.execute(sql)
+                    b.execute(sql)
+                    assert [d.type_code for d in a.description] == [
+                        d.type_code for d in b.description
+                    ], binary
+                    assert a.fetchall() == b.fetchall(), binary
+            sql = f"SELECT id FROM {table_name} WHERE u = %s OR b = %s ORDER BY id"
+            for conn in (ours, pg):
+                assert conn.execute(sql, (known, b"")).fetchall() == [(1,), (2,)]
+            (made,) = ours.execute("SELECT gen_random_uuid()").fetchone()
+            assert isinstance(made, uuid.UUID) and made.version == 4
+        finally:
+            pg.execute(f"DROP TABLE {table_name}")
