@@ -1,5 +1,6 @@
 """Arrays compared with PostgreSQL 15: literals, casts from text, subscripts, cardinality,
-array_length, ``= ANY``/``<> ALL`` and array_agg, ad hoc and as materialized views kept through
+array_length, ``= ANY``/``<> ALL``, array_agg and unnest (in FROM, LATERAL and in the select
+list), ad hoc and as materialized views kept through
 inserts, updates, deletes and a restart; rows are compared as PostgreSQL prints them."""
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ QUERIES = [
     "SELECT id FROM arr WHERE 7 = ANY(a) OR 'q' = ANY(t)",
     "SELECT arr.id, u.v, u.n FROM arr, unnest('{1,7,NULL}'::int[]) WITH ORDINALITY AS u(v, n) "
     "WHERE u.v = ANY(arr.a)",
+    "SELECT arr.id, u.x, u.n FROM arr, unnest(arr.a) WITH ORDINALITY AS u(x, n)",
+    "SELECT id, unnest(t) FROM arr",
+    "SELECT id, e * 2 FROM arr CROSS JOIN LATERAL unnest(a) AS e WHERE e > 1",
+    "SELECT g, count(*), sum(e) FROM arr, unnest(arr.a) AS e GROUP BY g",
+    "SELECT g, unnest(array_agg(id ORDER BY id)) FROM arr GROUP BY g",
 ]
 
 
@@ -105,3 +111,18 @@ def test_array_errors_as_postgres_gives_them(both) -> None:
         with pytest.raises(DatabaseError) as mine:
             ours.execute(sql).fetchall()
         assert mine.value.sqlstate == theirs.value.sqlstate, (sql, str(mine.value))
+
+
+def test_unnest_of_a_column_runs_on_the_process_tier(tmp_path: Path) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE p (id int, a int[])")
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute(
+            "CREATE MATERIALIZED VIEW c WITH (CLUSTER = true) AS SELECT id, unnest(a) FROM p"
+        )
+    assert caught.value.sqlstate == "0A000" and "in-process tier" in str(caught.value)
+    conn.execute("CREATE MATERIALIZED VIEW c AS SELECT id, unnest(a) FROM p")
+    conn.execute("INSERT INTO p VALUES (1, '{3,4}')")
+    assert sorted(conn.execute("SELECT * FROM c").fetchall()) == [(1, 3), (1, 4)]
+    conn.close()

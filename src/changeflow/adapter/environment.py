@@ -40,6 +40,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
+from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import stored_values
 from changeflow.compute.window import has_window
 from changeflow.config import Config
@@ -241,7 +242,7 @@ class Environment:
             found = self._evaluate_columnar(plan, shards, ts)
             if found is not None:
                 return found
-        if stored > SPARK_ROWS and not has_window(plan):
+        if stored > SPARK_ROWS and not has_window(plan) and not has_unnest(plan):
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
 

@@ -34,6 +34,7 @@ from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrat
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import arrow_schema, from_arrow_schema
+from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import python_values
 from changeflow.compute.window import has_window
 from changeflow.errors import FrontierViolation, PlanError, Timeout
@@ -106,10 +107,11 @@ def maintain_view(
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
     """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
     ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
-    if has_window(plan):
+    if has_window(plan) or has_unnest(plan):
         if setting:
+            what = "window functions" if has_window(plan) else "unnest of a column"
             raise PlanError(
-                "this view runs on the in-process tier only (window functions): CLUSTER = true "
+                f"this view runs on the in-process tier only ({what}): CLUSTER = true "
                 "is not supported for it",
                 sqlstate="0A000",
             )
@@ -205,6 +207,7 @@ class Dataflow:
         bulk = (
             spark is not None
             and not has_window(self.plan)
+            and not has_unnest(self.plan)
             and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {

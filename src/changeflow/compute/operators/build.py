@@ -22,6 +22,7 @@ from changeflow.compute.operators.reduce import Group, Reduce
 from changeflow.compute.operators.threshold import KeyedRecompute
 from changeflow.compute.operators.topk import TopK
 from changeflow.compute.types import SqlType
+from changeflow.compute.unnest import Unnest
 from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import PlanError
 
@@ -121,6 +122,8 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             )
         case P.TopK():
             return TopK(children[0], plan)
+        case Unnest():
+            return Linear(children, lambda u: [(r, u[1], u[2]) for r in plan.rows(u[0])])
         case W.Window(partition_by=partition_by):  # a change recomputes its partition
             return KeyedRecompute(
                 children[0], partition_by, lambda key, rows: dict(W.partition_output(plan, rows))
