@@ -126,3 +126,15 @@ def test_unnest_of_a_column_runs_on_the_process_tier(tmp_path: Path) -> None:
     conn.execute("INSERT INTO p VALUES (1, '{3,4}')")
     assert sorted(conn.execute("SELECT * FROM c").fetchall()) == [(1, 3), (1, 4)]
     conn.close()
+
+
+CATALOG = (
+    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_class "
+    "c ON a.attrelid = c.oid WHERE c.relname = '{}' AND a.attnum > 0 ORDER BY a.attnum"
+)
+
+
+def test_the_catalog_names_array_types_as_postgres(both) -> None:
+    ours, pg = both
+    sql = CATALOG.format("arr")
+    assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()

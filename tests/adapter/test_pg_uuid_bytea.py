@@ -111,3 +111,13 @@ def test_gen_random_uuid_ad_hoc_and_refused_in_views(tmp_path: Path) -> None:
             conn.execute(f"CREATE {view} v AS SELECT gen_random_uuid(), n FROM r")
         assert caught.value.sqlstate == "0A000"
     conn.close()
+
+
+def test_the_catalog_names_uuid_and_bytea_as_postgres(both) -> None:
+    ours, pg = both
+    sql = (
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN "
+        "pg_class c ON a.attrelid = c.oid WHERE c.relname = 'ub' AND a.attnum > 0 "
+        "ORDER BY a.attnum"
+    )
+    assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
