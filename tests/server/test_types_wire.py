@@ -40,9 +40,10 @@ def test_arrays_reach_psycopg_as_from_postgres(server, postgres_url: str, table_
                             d.type_code for d in b.description
                         ], (sql, binary)
                         assert a.fetchall() == b.fetchall(), (sql, binary)
-            sql = f"SELECT id FROM {table_name} WHERE id = ANY(%s) ORDER BY id"
-            for conn in (ours, pg):
-                assert conn.execute(sql, ([1, 3],)).fetchall() == [(1,), (3,)]
+            for mark in ("%s", "%b"):  # a list sent in text, then in binary
+                sql = f"SELECT id FROM {table_name} WHERE id = ANY({mark}) ORDER BY id"
+                for conn in (ours, pg):
+                    assert conn.execute(sql, ([1, 3],)).fetchall() == [(1,), (3,)]
         finally:
             pg.execute(f"DROP TABLE {table_name}")
 
@@ -72,10 +73,41 @@ def test_uuid_and_bytea_reach_psycopg_as_from_postgres(
                         d.type_code for d in b.description
                     ], binary
                     assert a.fetchall() == b.fetchall(), binary
-            sql = f"SELECT id FROM {table_name} WHERE u = %s OR b = %s ORDER BY id"
-            for conn in (ours, pg):
-                assert conn.execute(sql, (known, b"")).fetchall() == [(1,), (2,)]
+            for mark in ("%s", "%b"):
+                sql = f"SELECT id FROM {table_name} WHERE u = {mark} OR b = {mark} ORDER BY id"
+                for conn in (ours, pg):
+                    assert conn.execute(sql, (known, b"")).fetchall() == [(1,), (2,)]
             (made,) = ours.execute("SELECT gen_random_uuid()").fetchone()
             assert isinstance(made, uuid.UUID) and made.version == 4
         finally:
             pg.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
+def test_copy_in_of_uuid_bytea_and_arrays_as_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    create = f"CREATE TABLE {table_name} (id int, u uuid, b bytea, a int[], t text[])"
+    rows = [
+        (1, uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), b"\x01", [1, None], ["x y", ""]),
+        (2, None, None, None, None),
+        (3, uuid.UUID("b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), b"", [], ['"q"']),
+    ]
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                for fmt in ("TEXT", "BINARY"):
+                    binary = fmt == "BINARY"
+                    with (
+                        conn.cursor(binary=binary) as cur,
+                        cur.copy(f"COPY {table_name} FROM STDIN (FORMAT {fmt})") as copy,
+                    ):
+                        if binary:
+                            copy.set_types(["int4", "uuid", "bytea", "int4[]", "text[]"])
+                        for row in rows:
+                            copy.write_row(row)
+            sql = f"SELECT * FROM {table_name} ORDER BY id, u"
+            assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")

@@ -18,8 +18,8 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.connection import literal
-from changeflow.compute.scalars import to_text
-from changeflow.compute.types import SqlType
+from changeflow.compute.scalars import array_text, to_text
+from changeflow.compute.types import SqlType, sql_type
 from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
@@ -333,6 +333,8 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
         return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ else value
     if oid == BYTEA:
         return _typed("\\x" + raw.hex(), "bytea")
+    if oid in ARRAY_OIDS.values():
+        return _typed(_array_from_binary(raw, index), TYPE_NAMES[oid])
     if oid == UUID and len(raw) == 16:
         return _typed(str(uuid.UUID(bytes=raw)), "uuid")
     if oid in STRINGS:
@@ -345,6 +347,25 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
         "send it in text format",
         sqlstate="0A000",
     )
+
+
+def _array_from_binary(raw: bytes, index: int) -> str:
+    """A binary array (one dimension) as its text form."""
+    ndim, _, element = struct.unpack_from("!iiI", raw)
+    names = {oid: name for name, (oid, _) in OIDS.items()} | {VARCHAR: "text"}
+    if ndim > 1 or element not in names:
+        raise PlanError(f"unsupported binary array in parameter ${index}", sqlstate="0A000")
+    count = struct.unpack_from("!i", raw, 12)[0] if ndim else 0
+    pos, values = 12 + 8 * ndim, []
+    for _ in range(count):
+        (size,) = struct.unpack_from("!i", raw, pos)
+        pos += 4
+        if size == -1:
+            values.append(None)
+            continue
+        values.append(from_binary(raw[pos : pos + size], element, index))
+        pos += size
+    return array_text(tuple(values), sql_type(names[element]))
 
 
 def sql_literal(value: Any) -> str:
