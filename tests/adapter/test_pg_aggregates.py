@@ -104,3 +104,17 @@ def test_a_change_recomputes_only_its_group(tmp_path: Path) -> None:
     assert {row[0] for row in before ^ after} == {1}
     assert (1, "100," + ",".join(str(i) for i in range(28, 0, -3))) in after
     conn.close()
+
+
+def test_ordered_aggregates_run_on_the_process_tier(tmp_path: Path) -> None:
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE p (id int, s text)")
+    sql = "SELECT string_agg(s, ',' ORDER BY id DESC) FROM p"
+    with pytest.raises(DatabaseError) as caught:
+        conn.execute(f"CREATE MATERIALIZED VIEW c WITH (CLUSTER = true) AS {sql}")
+    assert caught.value.sqlstate == "0A000" and "in-process tier" in str(caught.value)
+    conn.execute(f"CREATE MATERIALIZED VIEW c AS {sql}")
+    conn.execute("INSERT INTO p VALUES (1, 'a'), (2, 'b')")
+    assert conn.execute("SELECT * FROM c").fetchall() == [("b,a",)]
+    conn.close()

@@ -37,12 +37,10 @@ from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.relations import Relation
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
+from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
-from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import stored_values
-from changeflow.compute.window import has_window
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
 from changeflow.storage import Storage
@@ -242,7 +240,7 @@ class Environment:
             found = self._evaluate_columnar(plan, shards, ts)
             if found is not None:
                 return found
-        if stored > SPARK_ROWS and not has_window(plan) and not has_unnest(plan):
+        if stored > SPARK_ROWS and process_only(plan) is None:
             return self._evaluate_on_spark(plan, shards, ts)
         return evaluate_once(plan, {s: self.snapshot(s, ts) for s in shards}, ts)
 
