@@ -43,6 +43,8 @@ QUERIES = [
     "SELECT g, array_agg(a ORDER BY id)::text FROM arr WHERE a IS NOT NULL AND cardinality(a)"
     " = 1 GROUP BY g",
     "SELECT id FROM arr WHERE 7 = ANY(a) OR 'q' = ANY(t)",
+    "SELECT id, a < ARRAY[5], a = '{1,2,3}', t >= '{q}' FROM arr",
+    "SELECT g, max(a), min(a), min(t), count(DISTINCT a) FROM arr GROUP BY g",
     "SELECT arr.id, u.v, u.n FROM arr, unnest('{1,7,NULL}'::int[]) WITH ORDINALITY AS u(v, n) "
     "WHERE u.v = ANY(arr.a)",
     "SELECT arr.id, u.x, u.n FROM arr, unnest(arr.a) WITH ORDINALITY AS u(x, n)",

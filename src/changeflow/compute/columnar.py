@@ -132,9 +132,14 @@ def _eval(e: X.Expr, cx: _Cx) -> Value:
     fn = _KERNELS.get(type(e))
     if fn is None:
         raise NoKernel(type(e).__name__)
-    if not isinstance(e, X.Col) and any(x.type in (UUID, BYTEA) for x in (e, *e.children())):
+    if not isinstance(e, X.Col) and any(_rows_only(x.type) for x in (e, *e.children())):
         raise NoKernel(f"{e.type}")  # Arrow's kernels do not mean SQL's on these
     return fn(e, cx)
+
+
+def _rows_only(kind: SqlType) -> bool:
+    """Values Arrow's kernels do not compare as SQL does: arrays, uuid, bytea."""
+    return kind.element is not None or kind in (UUID, BYTEA)
 
 
 def _col(e: X.Col, cx: _Cx) -> Value:

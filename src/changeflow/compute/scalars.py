@@ -150,8 +150,11 @@ CMP = {
 
 
 def compare_values(op: str, a: Any, b: Any) -> bool:
-    """``a op b`` for non-NULL values of comparable types."""
-    if isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
+    """``a op b`` for non-NULL values of comparable types (arrays element by element, a NULL
+    element after every value and equal to another NULL, as PostgreSQL compares them)."""
+    if isinstance(a, tuple):
+        a, b = _array_key(a), _array_key(b)
+    elif isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
         if isinstance(a, date):
             a, b = _stamp(a), _stamp(b)
         elif isinstance(a, Decimal) or isinstance(b, Decimal):
@@ -160,6 +163,10 @@ def compare_values(op: str, a: Any, b: Any) -> bool:
             else:
                 a, b = Decimal(a), Decimal(b)
     return CMP[op](a, b)
+
+
+def _array_key(values: tuple) -> tuple:
+    return tuple((1, 0) if v is None else (0, v) for v in values)
 
 
 def coerce(value: Any, kind: SqlType) -> Any:
