@@ -224,12 +224,29 @@ def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
     width = len(agg.order)
     order = tuple(P.Order(i, o.desc, o.nulls_last) for i, o in enumerate(agg.order))
     order = order or (P.Order(0),)  # without ORDER BY: the values ascending, NULLs last
-    rows = sorted(
-        ((*v[1:], v[0]) for v, c in values for _ in range(c)), key=lambda r: sort_key(r, order)
-    )
+    rows = [(*v[1:], v[0]) for v, c in values for _ in range(c)]
+    try:
+        rows = _sorted_natively(rows, order)
+    except TypeError:  # values Python does not order as SQL does (arrays with NULLs)
+        rows.sort(key=lambda r: sort_key(r, order))
     if agg.func == "array_agg":
         return tuple(r[width] for r in rows)
     return agg.separator.join(r[width] for r in rows)
+
+
+def _sorted_natively(rows: list[Row], order: tuple[P.Order, ...]) -> list[Row]:
+    """``rows`` in :func:`sort_key`'s order, by Python's own comparisons: stable sorts from
+    the last key to the first, after the whole row (NULLs first) that breaks ties."""
+
+    def tie(row: Row) -> tuple:
+        return tuple((0, 0) if v is None else (1, v) for v in row)
+
+    out = sorted(rows, key=tie)
+    for o in reversed(order):
+        null = 1 if o.nulls_at_end != o.desc else -1
+        i = o.column
+        out.sort(key=lambda r: (null, 0) if r[i] is None else (0, r[i]), reverse=o.desc)
+    return out
 
 
 def _distinct(values: list[Any]) -> list[Any]:
