@@ -111,3 +111,39 @@ def test_copy_in_of_uuid_bytea_and_arrays_as_postgres(
             assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
         finally:
             pg.execute(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def test_asyncpg_binds_and_reads_uuid_and_bytea_in_binary(server, table_name: str) -> None:
+    """asyncpg asks for the parameters' types and sends and reads uuid and bytea in the
+    binary format (its array codecs need its type introspection query, not answered yet)."""
+    asyncpg = pytest.importorskip("asyncpg")
+    import asyncio
+
+    known = uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+
+    async def main() -> list:
+        c = await asyncpg.connect(host=server.host, port=server.port, user="tester")
+        try:
+            await c.execute(f"CREATE TABLE {table_name} (id int, u uuid, b bytea)")
+            await c.executemany(
+                f"INSERT INTO {table_name} VALUES ($1, $2, $3)",
+                [(1, known, b"\x00\x01"), (2, None, None)],
+            )
+            rows = await c.fetch(
+                f"SELECT id, u, b FROM {table_name} WHERE u = $1 OR b IS NULL ORDER BY id", known
+            )
+            await c.execute(f"DROP TABLE {table_name}")
+            return [tuple(r) for r in rows]
+        finally:
+            await c.close()
+
+    assert asyncio.run(main()) == [(1, known, b"\x00\x01"), (2, None, None)]
+
+
+def test_a_parameter_compared_with_any_is_an_array_of_the_other_side() -> None:
+    from changeflow.compute.types import INT4, TEXT, Column
+    from changeflow.server.prepare import infer_oids
+
+    schema = (Column("id", INT4), Column("s", TEXT))
+    sql = "SELECT * FROM t WHERE id = ANY($1) OR s <> ALL($2) OR id = $3"
+    assert infer_oids(sql, [0, 0, 0], lambda name: schema) == [1007, 1009, 23]
