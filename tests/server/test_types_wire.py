@@ -29,6 +29,11 @@ def test_arrays_reach_psycopg_as_from_postgres(server, postgres_url: str, table_
         for conn in (ours, pg):
             conn.execute(create)
             conn.execute(insert)
+            with conn.cursor() as cur:  # batched (psycopg's executemany pipelines)
+                cur.executemany(
+                    f"INSERT INTO {table_name} (id, g, a, t) VALUES (%s, %s, %s, %s)",
+                    [(4, 2, [4, None], ["p"]), (5, 3, None, [])],
+                )
         try:
             for binary in (False, True):
                 for query in QUERIES:
