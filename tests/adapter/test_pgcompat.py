@@ -65,6 +65,10 @@ CALLS = {
     "make_date": "make_date(2020, 1, id)",
     "to_timestamp": "to_timestamp(f)",
     "epoch_ms": "epoch_ms(ts)",
+    "cardinality": "cardinality(ARRAY[id, 2])",
+    "array_length": "array_length(ARRAY[name], 1)",
+    "array_upper": "array_upper(ARRAY[f, f], 1)",
+    "array_lower": "array_lower(ARRAY[d], id)",
 }
 
 

@@ -18,7 +18,9 @@ from changeflow.adapter.sql.types import column_type
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate
 from changeflow.compute.types import (
+    ARRAYS,
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT2,
@@ -28,6 +30,7 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
 )
 from changeflow.errors import EvalError, PlanError
 
@@ -203,6 +206,10 @@ COLUMN_TYPES = [
     ("timestamp", TIMESTAMP, pa.timestamp("us")),
     ("timestamptz", TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
     ("timestamp with time zone", TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
+    ("uuid", UUID, pa.binary(16)),
+    ("bytea", BYTEA, pa.binary()),
+    ("int[]", ARRAYS[INT4], pa.list_(pa.int32())),
+    ("text[]", ARRAYS[TEXT], pa.list_(pa.string())),
 ]
 
 
@@ -213,7 +220,7 @@ def test_column_types(name: str, sql_type: object, arrow: pa.DataType) -> None:
     assert column_type(dt) == (sql_type, arrow)
 
 
-@pytest.mark.parametrize("name", ["interval", "json", "uuid", "mytype", "numeric(50, 2)"])
+@pytest.mark.parametrize("name", ["interval", "json", "xml", "mytype", "numeric(50, 2)"])
 def test_unknown_column_types(name: str) -> None:
     dt = parse(f"CREATE TABLE x (c {name})").this.expressions[0].args["kind"]
     with pytest.raises(PlanError) as e:

@@ -31,6 +31,8 @@ AGGREGATES = (
     P.Aggregate("bool_and", Cmp(">", c(1), lit(0))),
     P.Aggregate("bool_or", Cmp(">", c(1), lit(0))),
     P.Aggregate("string_agg", c(0), separator="|"),
+    P.Aggregate("string_agg", c(0), order=(P.SortExpr(c(1), True, False), P.SortExpr(c(2)))),
+    P.Aggregate("string_agg", c(0), True, order=(P.SortExpr(c(0), True),)),
 )
 
 

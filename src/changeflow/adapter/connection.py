@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -375,6 +376,10 @@ def literal(value: Any) -> str:
         return f"'{value.isoformat()}'::date"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"'\\x{bytes(value).hex()}'::bytea"
+    if isinstance(value, uuid.UUID):
+        return f"'{value}'::uuid"
     raise ProgrammingError(
         InvalidInput(f"cannot bind a parameter of type {type(value).__name__}: {value!r}")
     )

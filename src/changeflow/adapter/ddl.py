@@ -235,6 +235,11 @@ def create_view(env: Environment, stmt: Statement) -> Result:
             "time passes; use mz_now() in a temporal filter",
             sqlstate="0A000",
         )
+    if stmt.ast is not None and stmt.ast.find(exp.Uuid):
+        raise PlanError(
+            "gen_random_uuid() is not allowed in a view: it is not deterministic",
+            sqlstate="0A000",
+        )
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()

@@ -38,7 +38,7 @@ from changeflow.adapter.relations import Finishing, Relation
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view
+from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
@@ -272,7 +272,7 @@ class Environment:
         if views is not None:  # Spark and the rows beyond read the shards themselves
             self.make_readable(shards, ts, deadline)
             views = None
-        if stored > SPARK_ROWS:
+        if stored > SPARK_ROWS and process_only(plan) is None:
             if shown is not None and shown.limit is not None:
                 plan = P.TopK(plan, (), shown.order_by, shown.limit + shown.offset, 0)
             return self._evaluate_on_spark(plan, shards, ts)

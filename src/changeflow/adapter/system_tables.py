@@ -24,8 +24,23 @@ TYPES = {
     "oid": (26, 4, "oid"),
     "name": (19, 64, "name"),
     "char": (18, 1, "char"),
+    "uuid": (2950, 16, "uuid"),
+    "bytea": (17, -1, "bytea"),
+    "boolean[]": (1000, -1, "_bool"),
+    "smallint[]": (1005, -1, "_int2"),
+    "integer[]": (1007, -1, "_int4"),
+    "bigint[]": (1016, -1, "_int8"),
+    "numeric[]": (1231, -1, "_numeric"),
+    "double precision[]": (1022, -1, "_float8"),
+    "text[]": (1009, -1, "_text"),
+    "date[]": (1182, -1, "_date"),
+    "timestamp[]": (1115, -1, "_timestamp"),
+    "timestamp with time zone[]": (1185, -1, "_timestamptz"),
 }
-FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {1114: "timestamp without time zone"}
+FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
+    1114: "timestamp without time zone",
+    1115: "timestamp without time zone[]",
+}
 KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
 
 # name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)

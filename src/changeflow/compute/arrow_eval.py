@@ -29,6 +29,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.operators.batch import unify
 from changeflow.compute.operators.join import _restrict, _split_keys
 from changeflow.compute.types import BOOL, FLOAT8, NUMERIC, SqlType
+from changeflow.compute.volatile import volatile
 from changeflow.errors import EvalError
 from changeflow.updates import DIFF
 
@@ -72,9 +73,13 @@ def evaluate_arrow(plan: P.Plan, inputs: Mapping[str, pa.Table]) -> Rel:
 
 def check(plan: P.Plan) -> None:
     """:class:`Unsupported` if some node of ``plan`` has no kernel here."""
+    if any(c.type.element is not None for c in plan.schema):
+        raise Unsupported("arrays")  # Acero cannot group or join by lists
     match plan:
         case P.TopK() | P.TemporalFilter():
             raise Unsupported(type(plan).__name__)
+        case P.Map(exprs=exprs) if any(volatile(e) for _, e in exprs):
+            raise Unsupported("a volatile expression")  # each copy of a row needs its own
         case P.Join(kind=kind) if kind != "inner":
             raise Unsupported(f"{kind} join")
         case P.Reduce(aggregates=aggregates):

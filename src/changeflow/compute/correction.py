@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.errors import FrontierViolation
-from changeflow.storage.frames import frame_schema, to_frame
+from changeflow.storage.frames import frame_schema, sortable, to_frame
 from changeflow.time import Antichain, Bound, show_bound, to_bound
 from changeflow.updates import DIFF, TIME
 
@@ -284,14 +284,16 @@ class Correction:
         One sort of the whole input: stale times advanced to since need no sub-chains, and a
         sort in C++ followed by vectorised run sums beats any merge written in Python.
         """
-        table = table.take(pc.sort_indices(table, [(k, "ascending") for k in self.keys]))
+        view = sortable(table)
+        order = pc.sort_indices(view, [(k, "ascending") for k in self.keys])
+        table, view = table.take(order), view.take(order)
         n = table.num_rows
         if not n:
             return Chain()
         starts = np.ones(n, dtype=bool)
         starts[1:] = False
         for key in self.keys:
-            starts[1:] |= _changes(table.column(key))
+            starts[1:] |= _changes(view.column(key))
         at = np.flatnonzero(starts)
         sums = np.add.reduceat(table.column(DIFF).to_numpy(), at)
         keep = sums != 0

@@ -33,7 +33,8 @@ from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
-from changeflow.compute.types import arrow_schema, from_arrow_schema
+from changeflow.compute.types import BYTEA, UUID, arrow_schema, from_arrow_schema
+from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import python_values
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
@@ -102,9 +103,38 @@ def maintain_view(
     return Dataflow(storage, name, plan, output, spark)
 
 
+def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
+    """Why ``plan`` is evaluated in this process only (Spark has no form for it), or None;
+    without ``aggregates``, ordered aggregates (which Spark can hydrate) do not count."""
+    if has_unnest(plan):
+        return "unnest of a column"
+    nodes = [plan]
+    while nodes:
+        node = nodes.pop()
+        nodes += node.inputs()
+        if any(c.type.element is not None or c.type in (UUID, BYTEA) for c in node.schema):
+            return "arrays, uuid or bytea"
+        if isinstance(node, P.Reduce) and aggregates and _ordered(node):
+            return "string_agg with ORDER BY or array_agg"
+    return None
+
+
+def _ordered(reduce: P.Reduce) -> bool:
+    return any(a.order or a.func == "array_agg" for a in reduce.aggregates)
+
+
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
     """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
     ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
+    what = process_only(plan)
+    if what is not None:
+        if setting:
+            raise PlanError(
+                f"this view runs on the in-process tier only ({what}): CLUSTER = true "
+                "is not supported for it",
+                sqlstate="0A000",
+            )
+        return False
     if setting is not None:
         return setting
     return sum(storage.state(s).rows for s in plan.collections()) >= threshold
@@ -193,8 +223,10 @@ class Dataflow:
         """Build the operators and subscribe to the inputs (hydrating in bulk with Spark)."""
         self.inputs = Inputs()
         self.root: Operator = build(self.plan, self.inputs, at=self.as_of)
-        bulk = spark is not None and all(
-            not c.state().upper.less_equal(self.as_of) for c in self.holds.values()
+        bulk = (
+            spark is not None
+            and process_only(self.plan, aggregates=False) is None
+            and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {
             s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk)

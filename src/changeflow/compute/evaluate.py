@@ -20,6 +20,7 @@ from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
 from changeflow.compute.scalars import as_type, check_range, compare_values
 from changeflow.compute.types import FLOAT8
+from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import EvalError, PlanError
 
 Row = tuple[Any, ...]
@@ -61,10 +62,10 @@ def _rows(
         case P.Constant(rows=rows):
             return list(rows)
         case P.Map(input=child, exprs=exprs):
-            return [
-                (row + tuple(e.eval(row, now) for _, e in exprs), c)
-                for row, c in _rows(child, inputs, now)
-            ]
+            rows = _rows(child, inputs, now)
+            if any(volatile(e) for _, e in exprs):
+                rows = [one for row, c in rows for one in copies(row, c)]
+            return [(row + tuple(e.eval(row, now) for _, e in exprs), c) for row, c in rows]
         case P.Project(input=child, columns=columns):
             return [(tuple(row[i] for i in columns), c) for row, c in _rows(child, inputs, now)]
         case P.Filter(input=child, predicates=predicates):
@@ -91,8 +92,11 @@ def _rows(
             return [
                 (row, c) for row, c in _rows(child, inputs, now) if _live(row, lower, upper, now)
             ]
+    from changeflow.compute.unnest import Unnest
     from changeflow.compute.window import Window, evaluate_window
 
+    if isinstance(plan, Unnest):
+        return [(out, c) for row, c in _rows(plan.input, inputs, now) for out in plan.rows(row)]
     if isinstance(plan, Window):
         return evaluate_window(plan, _positive(evaluate(plan.input, inputs, now), "Window"))
     raise PlanError(f"the reference evaluator does not know {type(plan).__name__}")
@@ -168,12 +172,15 @@ def _reduce(reduce: P.Reduce, version: CollectionVersion) -> list[tuple[Row, int
 def _aggregate(agg: P.Aggregate, rows: list[tuple[Row, int]], kind: Any) -> Any:
     if agg.arg is None:
         return sum(c for _, c in rows)
-    values = [(agg.arg.eval(row), c) for row, c in rows]
+    values = [(agg.value(row), c) for row, c in rows]
     return aggregate_values(agg, [(v, c) for v, c in values if v is not None], kind)
 
 
 def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any) -> Any:
-    """An aggregate over its argument's non-NULL values and their counts."""
+    """An aggregate over its argument's non-NULL values and their counts (what
+    :meth:`~changeflow.compute.plan.Aggregate.value` keeps of each row)."""
+    if agg.func == "array_agg" or (agg.order and agg.func in P.ORDERED):
+        return _ordered(agg, values)
     if agg.distinct:
         values = [(v, 1) for v in _distinct([v for v, _ in values])]
     if agg.func == "count":
@@ -206,6 +213,40 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         case "string_agg":
             return agg.separator.join(v for v, c in sorted(values) for _ in range(c))
     raise PlanError(f"aggregate {agg.func}() does not exist")
+
+
+def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
+    """string_agg or array_agg of ``(value, *sort keys)`` tuples, in their order."""
+    if agg.distinct:
+        values = [(v, 1) for v in dict.fromkeys(v for v, _ in values)]
+    if not values:
+        return None
+    width = len(agg.order)
+    order = tuple(P.Order(i, o.desc, o.nulls_last) for i, o in enumerate(agg.order))
+    order = order or (P.Order(0),)  # without ORDER BY: the values ascending, NULLs last
+    rows = [(*v[1:], v[0]) for v, c in values for _ in range(c)]
+    try:
+        rows = _sorted_natively(rows, order)
+    except TypeError:  # values Python does not order as SQL does (arrays with NULLs)
+        rows.sort(key=lambda r: sort_key(r, order))
+    if agg.func == "array_agg":
+        return tuple(r[width] for r in rows)
+    return agg.separator.join(r[width] for r in rows)
+
+
+def _sorted_natively(rows: list[Row], order: tuple[P.Order, ...]) -> list[Row]:
+    """``rows`` in :func:`sort_key`'s order, by Python's own comparisons: stable sorts from
+    the last key to the first, after the whole row (NULLs first) that breaks ties."""
+
+    def tie(row: Row) -> tuple:
+        return tuple((0, 0) if v is None else (1, v) for v in row)
+
+    out = sorted(rows, key=tie)
+    for o in reversed(order):
+        null = 1 if o.nulls_at_end != o.desc else -1
+        i = o.column
+        out.sort(key=lambda r: (null, 0) if r[i] is None else (0, r[i]), reverse=o.desc)
+    return out
 
 
 def _distinct(values: list[Any]) -> list[Any]:

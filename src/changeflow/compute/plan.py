@@ -24,6 +24,7 @@ from changeflow.compute.expr import Col, Expr
 from changeflow.compute.scale import scale_of
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     FLOAT8,
     INT2,
     INT4,
@@ -31,9 +32,11 @@ from changeflow.compute.types import (
     NULLTYPE,
     NUMERIC,
     TEXT,
+    UUID,
     Column,
     Schema,
     SqlType,
+    array_of,
 )
 from changeflow.errors import PlanError
 
@@ -298,20 +301,49 @@ AGGREGATES = (
     "bool_and",
     "bool_or",
     "string_agg",
+    "array_agg",
 )
+ORDERED = ("string_agg", "array_agg")  # the aggregates whose result has an order
+
+
+@dataclass(frozen=True)
+class SortExpr:
+    """An aggregate's ``ORDER BY`` key: an expression over its input, direction, NULLs' place."""
+
+    expr: Expr
+    desc: bool = False
+    nulls_last: bool | None = None
+
+    def __str__(self) -> str:
+        order = Order(0, self.desc, self.nulls_last)
+        return f"{self.expr} {'DESC' if self.desc else 'ASC'}" + (
+            " NULLS LAST" if order.nulls_at_end else " NULLS FIRST"
+        )
 
 
 @dataclass(frozen=True)
 class Aggregate:
-    """``func([DISTINCT] arg)``; ``arg`` None is ``count(*)``; ``separator`` is string_agg's.
+    """``func([DISTINCT] arg [ORDER BY order])``; ``arg`` None is ``count(*)``; ``separator``
+    is string_agg's.
 
-    ``string_agg`` joins its values in ascending order, so that its result is deterministic.
+    ``string_agg`` and ``array_agg`` take their values in ``order``, ties (and no ``order``)
+    broken by the value ascending, so that the result is deterministic.
     """
 
     func: str
     arg: Expr | None = None
     distinct: bool = False
     separator: str = ","
+    order: tuple[SortExpr, ...] = ()
+
+    def value(self, row: tuple) -> Any:
+        """What the aggregate keeps of ``row``: its argument, or for an ordered aggregate
+        the argument and its sort keys as a tuple; None: the row adds nothing (a NULL)."""
+        assert self.arg is not None
+        v = self.arg.eval(row)
+        if self.func != "array_agg" and (v is None or not self.order):
+            return v
+        return (v, *(o.expr.eval(row) for o in self.order))
 
     def output(self, schema: Schema, name: str) -> Column:
         """The aggregate's output column over ``schema``; an error if it does not type-check."""
@@ -323,6 +355,11 @@ class Aggregate:
             return Column(name, INT8, False)
         check_expr(self.arg, schema, f"aggregate {self.func}")
         _no_now(self.arg, f"aggregate {self.func}")
+        if self.order and self.func not in ORDERED:
+            raise PlanError(f"{self.func}() with ORDER BY is not supported", sqlstate="0A000")
+        for o in self.order:
+            check_expr(o.expr, schema, f"aggregate {self.func}'s ORDER BY")
+            _no_now(o.expr, f"aggregate {self.func}'s ORDER BY")
         kind = self.arg.type
         result = _aggregate_type(self.func, kind)
         if result is None:
@@ -335,18 +372,21 @@ class Aggregate:
     def __str__(self) -> str:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + str(self.arg)
         sep = f", '{self.separator}'" if self.func == "string_agg" else ""
-        return f"{self.func}({inner}{sep})"
+        order = " ORDER BY " + ", ".join(map(str, self.order)) if self.order else ""
+        return f"{self.func}({inner}{sep}{order})"
 
 
 def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
     if func == "count":
         return INT8
     if func in ("min", "max"):
-        return kind
+        return None if kind in (UUID, BYTEA) else kind  # PostgreSQL has no min(uuid)
     if func in ("bool_and", "bool_or"):
         return BOOL if kind in (BOOL, NULLTYPE) else None
     if func == "string_agg":
         return TEXT if kind in (TEXT, NULLTYPE) else None
+    if func == "array_agg":
+        return None if kind is NULLTYPE else array_of(kind)
     if not kind.numeric:
         return None
     if func == "sum":

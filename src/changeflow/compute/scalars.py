@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
@@ -15,6 +16,7 @@ from typing import Any
 
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT_RANGES,
@@ -23,6 +25,7 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
     SqlType,
 )
 from changeflow.errors import EvalError
@@ -147,8 +150,11 @@ CMP = {
 
 
 def compare_values(op: str, a: Any, b: Any) -> bool:
-    """``a op b`` for non-NULL values of comparable types."""
-    if isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
+    """``a op b`` for non-NULL values of comparable types (arrays element by element, a NULL
+    element after every value and equal to another NULL, as PostgreSQL compares them)."""
+    if isinstance(a, tuple):
+        a, b = _array_key(a), _array_key(b)
+    elif isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
         if isinstance(a, date):
             a, b = _stamp(a), _stamp(b)
         elif isinstance(a, Decimal) or isinstance(b, Decimal):
@@ -157,6 +163,10 @@ def compare_values(op: str, a: Any, b: Any) -> bool:
             else:
                 a, b = Decimal(a), Decimal(b)
     return CMP[op](a, b)
+
+
+def _array_key(values: tuple) -> tuple:
+    return tuple((1, 0) if v is None else (0, v) for v in values)
 
 
 def coerce(value: Any, kind: SqlType) -> Any:
@@ -213,6 +223,8 @@ def float_text(f: float) -> str:
 
 def to_text(value: Any, kind: SqlType) -> str:
     """A non-NULL value as PostgreSQL's text output."""
+    if kind.element is not None:
+        return array_text(value, kind.element)
     if kind == BOOL:
         return "true" if value else "false"
     if kind == FLOAT8:
@@ -222,6 +234,8 @@ def to_text(value: Any, kind: SqlType) -> str:
         return text + ("+00" if kind == TIMESTAMPTZ else "")
     if kind == DATE:
         return value.isoformat()
+    if kind == BYTEA:
+        return "\\x" + value.hex()
     return str(value)
 
 
@@ -233,8 +247,92 @@ def _syntax(kind: SqlType, text: str) -> EvalError:
     return EvalError(f'invalid input syntax for type {kind}: "{text}"', sqlstate="22P02")
 
 
+def array_text(values: tuple, element: SqlType) -> str:
+    """An array as PostgreSQL prints it: ``{1,2,NULL}``, elements quoted where needed."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append("NULL")
+            continue
+        t = to_text(v, element)
+        if not t or t.upper() == "NULL" or any(c in t for c in '{},"\\ \t\n'):
+            t = '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out.append(t)
+    return "{" + ",".join(out) + "}"
+
+
+def array_from_text(text: str, element: SqlType) -> tuple:
+    """``'{1,2,NULL}'`` read as an array of ``element`` (one dimension; 22P02 if malformed)."""
+    s = text.strip()
+    if len(s) < 2 or s[0] != "{" or s[-1] != "}":
+        raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+    body, items, i = s[1:-1], [], 0
+    if not body.strip():
+        return ()
+    while True:
+        while i < len(body) and body[i].isspace():
+            i += 1
+        if i < len(body) and body[i] == '"':
+            j, chars = i + 1, []
+            while j < len(body) and body[j] != '"':
+                if body[j] == "\\":
+                    j += 1
+                chars.append(body[j : j + 1])
+                j += 1
+            if j >= len(body):
+                raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+            items.append(from_text("".join(chars), element))
+            i = j + 1
+            while i < len(body) and body[i].isspace():
+                i += 1
+        else:
+            j = i
+            while j < len(body) and body[j] != ",":
+                j += 1
+            raw = body[i:j].strip()
+            if not raw or any(c in raw for c in '{}"'):
+                raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+            items.append(None if raw.upper() == "NULL" else from_text(raw, element))
+            i = j
+        if i >= len(body):
+            return tuple(items)
+        if body[i] != ",":
+            raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+        i += 1
+
+
+def bytea_from_text(text: str) -> bytes:
+    """bytea's input: ``\\x`` and hex digits, else the text's bytes with ``\\\\`` and
+    ``\\nnn`` (octal) escapes (22P02 when malformed)."""
+    if text.startswith("\\x"):
+        digits = "".join(text[2:].split())
+        bad = next((c for c in digits if c not in "0123456789abcdefABCDEF"), None)
+        if bad is not None:
+            raise EvalError(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
+        if len(digits) % 2:
+            raise EvalError("invalid hexadecimal data: odd number of digits", sqlstate="22023")
+        return bytes.fromhex(digits)
+    out, i = bytearray(), 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\":
+            out += ch.encode("utf-8")
+            i += 1
+        elif text[i + 1 : i + 2] == "\\":
+            out.append(0x5C)
+            i += 2
+        elif len(text) >= i + 4 and all(c in "01234567" for c in text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            raise _syntax(BYTEA, text)
+    return bytes(out)
+
+
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
+    if kind.element is not None:
+        return array_from_text(text, kind.element)
     s = text.strip()
     try:
         if kind == BOOL:
@@ -249,6 +347,10 @@ def from_text(text: str, kind: SqlType) -> Any:
             return float(s)
         if kind == DATE:
             return date.fromisoformat(s)
+        if kind == UUID:
+            return uuid.UUID(s)
+        if kind == BYTEA:
+            return bytea_from_text(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
             stamp = datetime.fromisoformat(s)
             if kind == TIMESTAMPTZ:
@@ -271,6 +373,10 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         return to_text(value, source)
     if source == TEXT:
         return from_text(value, target)
+    if source.element is not None and target.element is not None:
+        return tuple(
+            None if v is None else cast_value(v, source.element, target.element) for v in value
+        )
     if target.integer and source.numeric:
         if source == FLOAT8:
             if math.isnan(value) or math.isinf(value):
@@ -308,6 +414,9 @@ def castable(source: SqlType, target: SqlType) -> bool:
     """Is there a cast from ``source`` to ``target``?"""
     if source in (target, NULLTYPE) or TEXT in (source, target):
         return True
+    if source.element is not None or target.element is not None:
+        both = source.element is not None and target.element is not None
+        return both and castable(source.element, target.element)  # type: ignore[arg-type]
     if source.numeric and target.numeric:
         return True
     if (source.integer and target == BOOL) or (source == BOOL and target.integer):

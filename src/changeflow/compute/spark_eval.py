@@ -327,6 +327,8 @@ def _equalities(pending: list[list[int]], owner: list[int], k: int) -> list[Colu
 def _aggregate(frame: DataFrame, agg: P.Aggregate, arg: str, kind) -> Column:
     """``agg`` over a group of ``frame``, each row counted ``_diff`` times."""
     a, d = F.col(arg), F.col(_D)
+    if agg.order or agg.func == "array_agg":
+        raise PlanError(f"{agg} is not supported on Spark yet", sqlstate="0A000")
     if agg.func == "count":
         if agg.arg is None:
             return F.sum(d)

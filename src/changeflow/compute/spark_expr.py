@@ -23,6 +23,7 @@ from pyspark.sql.types import DataType, DecimalType
 
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
+from changeflow.compute.arrays import ArrayOf, Subscript
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -73,6 +74,8 @@ def name(i: int) -> str:
 
 def spark_type(kind: SqlType) -> str:
     """The Spark type that holds values of ``kind`` (``void`` for a bare NULL)."""
+    if kind.element is not None:
+        return f"array<{spark_type(kind.element)}>"
     return SPARK_TYPES.get(kind, "void")
 
 
@@ -246,6 +249,13 @@ class ExprCompiler:
         return ~found if e.negated else found
 
     # -- casts -------------------------------------------------------------------------------
+
+    def _arrayof(self, e: ArrayOf) -> Column:
+        assert e.type.element is not None
+        return F.array(*(self.typed(i, e.type.element) for i in e.items))
+
+    def _subscript(self, e: Subscript) -> Column:
+        return F.get(self.compile(e.array), self.compile(e.index).cast("int") - 1)
 
     def _cast(self, e: X.Cast) -> Column:
         return self.cast(self.compile(e.a), e.a.type, e.to, e)

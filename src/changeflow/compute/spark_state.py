@@ -45,7 +45,8 @@ def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
         groups = _groups(table, reduce)
         for i, agg in enumerate(reduce.aggregates):
             if agg.arg is not None and _counts_values(agg):
-                _values(frame, compiler.compile(agg.arg), keys, i, groups)
+                parts = [compiler.compile(e) for e in (agg.arg, *(o.expr for o in agg.order))]
+                _values(frame, parts, agg.func == "array_agg", keys, i, groups)
     return {k: g for k, g in groups.items() if g.count}
 
 
@@ -84,12 +85,19 @@ def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
 
 
 def _values(
-    frame: DataFrame, arg: Column, keys: list[Column], i: int, groups: dict[Row, Group]
+    frame: DataFrame,
+    parts: list[Column],
+    nulls: bool,
+    keys: list[Column],
+    i: int,
+    groups: dict[Row, Group],
 ) -> None:
-    """Aggregate ``i``'s values with their counts, per group."""
+    """Aggregate ``i``'s values with their counts, per group: the argument (``parts[0]``,
+    NULLs kept if ``nulls``), as a tuple with its sort keys if it has more ``parts``."""
+    tupled = len(parts) > 1 or nulls
     counted = (
-        frame.where(arg.isNotNull())
-        .groupBy(*keys, arg.alias("v"))
+        (frame if nulls else frame.where(parts[0].isNotNull()))
+        .groupBy(*keys, *(p.alias(f"v{j}") for j, p in enumerate(parts)))
         .agg(F.sum(F.col(DIFF)).alias("c"))
         .where(F.col("c") != 0)
         .toArrow()
@@ -100,7 +108,8 @@ def _values(
         key = tuple(columns[f"k{n}"][r] for n in range(width))
         values = groups[key].values[i]
         assert values is not None
-        values[columns["v"][r]] = columns["c"][r]
+        value = tuple(columns[f"v{j}"][r] for j in range(len(parts)))
+        values[value if tupled else value[0]] = columns["c"][r]
     for group in groups.values():
         if group.values[i] is None:
             group.values[i] = Counter()

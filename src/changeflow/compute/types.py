@@ -4,6 +4,9 @@ A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable)
 ``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
 ``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
 ``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values.
+``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``.
+An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its elements' values
+(hashable, so it can be a group key) and an Arrow list.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class SqlType:
     name: str
     arrow: pa.DataType
     rank: int = -1  # numeric promotion order: smallint < integer < bigint < numeric < double
+    element: SqlType | None = None  # an array's element type
 
     def __str__(self) -> str:
         return self.name
@@ -51,9 +55,13 @@ TEXT = SqlType("text", pa.string())
 DATE = SqlType("date", pa.date32())
 TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
 TIMESTAMPTZ = SqlType("timestamp with time zone", pa.timestamp("us", tz="UTC"))
+UUID = SqlType("uuid", pa.binary(16))
+BYTEA = SqlType("bytea", pa.binary())
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
-TYPES = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
+SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
+ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in SCALARS}
+TYPES = (*SCALARS, UUID, BYTEA, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 
 _BY_NAME = {t.name: t for t in TYPES} | {
@@ -73,14 +81,30 @@ _BY_NAME = {t.name: t for t in TYPES} | {
 
 
 def _named(name: str) -> SqlType:
-    return NULLTYPE if name == NULLTYPE.name else _BY_NAME[name]
+    return NULLTYPE if name == NULLTYPE.name else sql_type(name)
+
+
+def array_of(element: SqlType) -> SqlType:
+    """The type of arrays of ``element`` (42P18 for NULL's unknown type, 0A000 for arrays of
+    arrays)."""
+    if element is NULLTYPE:
+        raise PlanError(
+            "could not determine polymorphic type because input has type unknown", sqlstate="42P18"
+        )
+    found = ARRAYS.get(element)
+    if found is None:
+        raise PlanError(f"arrays of {element} are not supported", sqlstate="0A000")
+    return found
 
 
 def sql_type(name: str) -> SqlType:
-    """The type named ``name`` (PostgreSQL's names and common aliases)."""
-    found = _BY_NAME.get(name.strip().lower())
+    """The type named ``name`` (PostgreSQL's names and common aliases, ``name[]`` an array)."""
+    name = name.strip().lower()
+    if name.endswith("[]"):
+        return array_of(sql_type(name[:-2]))
+    found = _BY_NAME.get(name)
     if found is None:
-        known = ", ".join(t.name for t in TYPES)
+        known = ", ".join(t.name for t in (*SCALARS, UUID, BYTEA))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
     return found
 
@@ -100,6 +124,8 @@ def from_arrow(kind: pa.DataType) -> SqlType:
         return TEXT
     if pa.types.is_timestamp(kind):
         return TIMESTAMPTZ if kind.tz else TIMESTAMP
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return array_of(from_arrow(kind.value_type))
     raise PlanError(f"Arrow type {kind} has no SQL type here", sqlstate="0A000")
 
 

@@ -3,6 +3,7 @@
 Every update a dataflow reads becomes a row of Python values, and Arrow builds a ``Decimal`` or a
 ``date`` slowly (about 1 µs each). Decimals go through their text instead (Arrow formats them in
 C, at their scale, and ``Decimal`` parses that in C); dates are built once per distinct day.
+An array (an Arrow list) is a tuple, as rows hold it; a uuid (16 bytes) a ``UUID``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 import pyarrow as pa
@@ -29,4 +31,14 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         days, where = np.unique(column.cast(pa.int32()).to_numpy(), return_inverse=True)
         dates = np.array([date.fromordinal(_EPOCH + d) for d in days.tolist()], dtype=object)
         return dates[where].tolist()
-    return column.to_pylist()
+    return stored_values(column.to_pylist(), kind)
+
+
+def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
+    """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple,
+    16 bytes (a uuid) as a ``UUID``."""
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [None if v is None else tuple(v) for v in values]
+    if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
+        return [None if v is None else UUID(bytes=v) for v in values]
+    return values

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from changeflow.compute.scalars import check_range, from_text
-from changeflow.compute.types import FLOAT8, NUMERIC, Column, SqlType
+from changeflow.compute.types import FLOAT8, NUMERIC, UUID, Column, SqlType
 from changeflow.errors import EvalError, PlanError
 from changeflow.server import values as V
 
@@ -130,10 +130,12 @@ def _fits(oid: int, kind: SqlType) -> bool:
 
 def _value(raw: bytes, oid: int, binary: bool, kind: SqlType, index: int) -> Any:
     """A parameter as a value of its column: text read by the column's type (as a quoted
-    literal would be), binary decoded by its own type, then converted."""
-    if not binary:
-        return from_text(raw.decode("utf-8"), kind)
-    value = V.from_binary(raw, oid, index)
+    literal would be), binary decoded by its own type, then converted (a uuid to the 16
+    bytes it is stored as)."""
+    value = V.from_binary(raw, oid, index) if binary else raw.decode("utf-8")
+    if not binary or isinstance(value, V.Typed):
+        value = from_text(value, kind)
+        return value.bytes if kind is UUID else value
     if kind.integer:
         return check_range(int(value), kind)
     if kind == FLOAT8:

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from changeflow.compute.types import Schema
+from changeflow.compute.scalars import from_text
+from changeflow.compute.types import UUID, Schema, SqlType
 from changeflow.errors import PlanError
 from changeflow.server.commands import Copy
-from changeflow.server.values import encoder, from_binary, oid_of, text
+from changeflow.server.values import Typed, encoder, from_binary, oid_of, text
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 BATCH = 500
@@ -206,7 +207,16 @@ def binary_columns(data: bytes, names: list[str], columns: Schema) -> list[pa.Ar
                 pos += size
     except struct.error:
         raise PlanError("unexpected EOF in COPY data", sqlstate="22P04") from None
-    return [pa.array(v, c.type.arrow) for v, c in zip(values, columns, strict=True)]
+    return [_array(v, c.type) for v, c in zip(values, columns, strict=True)]
+
+
+def _array(values: list[Any], kind: SqlType) -> pa.Array:
+    """Decoded values as a column of ``kind``: a value decoded as typed text (a uuid, an
+    array) is read as ``kind``, a uuid stored as its 16 bytes."""
+    values = [from_text(v, kind) if isinstance(v, Typed) else v for v in values]
+    if kind is UUID:
+        values = [None if v is None else v.bytes for v in values]
+    return pa.array(values, kind.arrow)
 
 
 def _decoded(raw: bytes, oid: int, name: str) -> Any:

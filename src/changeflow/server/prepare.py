@@ -16,10 +16,11 @@ from typing import Any
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.array_scalars import is_any_all
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import NAME, PostgresCalls, name
 from changeflow.adapter.sql.types import cast_target
-from changeflow.compute.types import Schema, SqlType
+from changeflow.compute.types import Schema, SqlType, array_of
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server.values import TEXT, oid_of
 
@@ -108,6 +109,13 @@ def _param(node: exp.Expression | None) -> int | None:
     return None
 
 
+def _array_of(kind: SqlType | None) -> SqlType | None:
+    try:
+        return None if kind is None else array_of(kind)
+    except PlanError:
+        return None
+
+
 def _cast_type(dt: exp.DataType) -> SqlType | None:
     try:
         return cast_target(dt)[0]
@@ -161,6 +169,11 @@ def _infer(tree: exp.Expression, columns_of: Callable[[str], Schema | None]) -> 
         if isinstance(node, exp.Cast):
             give(node.this, _cast_type(node.to))
         elif isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+            if is_any_all(node.expression):  # x = ANY($1): an array of x's type
+                inner = node.expression
+                kind = column(node.this)
+                arg = inner.this if isinstance(inner, exp.Any) else inner.expressions[0]
+                give(arg, _array_of(kind))
             give(node.expression, column(node.this))
             give(node.this, column(node.expression))
         elif isinstance(node, exp.In):

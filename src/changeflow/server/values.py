@@ -12,17 +12,19 @@ import datetime as dt
 import decimal
 import math
 import struct
+import uuid
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.connection import literal
-from changeflow.compute.types import SqlType
+from changeflow.compute.scalars import array_text, to_text
+from changeflow.compute.types import SqlType, sql_type
 from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
-DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB = 1082, 1114, 1184, 1700, 3802
+DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
 
 # SQL type name -> (OID, type size)
 OIDS: dict[str, tuple[int, int]] = {
@@ -36,6 +38,21 @@ OIDS: dict[str, tuple[int, int]] = {
     "date": (DATE, 4),
     "timestamp": (TIMESTAMP, 8),
     "timestamp with time zone": (TIMESTAMPTZ, 8),
+    "uuid": (UUID, 16),
+    "bytea": (BYTEA, -1),
+}
+# element type name -> the OID of its array type
+ARRAY_OIDS: dict[str, int] = {
+    "boolean": 1000,
+    "smallint": 1005,
+    "integer": 1007,
+    "bigint": 1016,
+    "numeric": 1231,
+    "double precision": 1022,
+    "text": 1009,
+    "date": 1182,
+    "timestamp": 1115,
+    "timestamp with time zone": 1185,
 }
 TYPE_NAMES = {
     BOOL: "boolean",
@@ -49,7 +66,10 @@ TYPE_NAMES = {
     DATE: "date",
     TIMESTAMP: "timestamp",
     TIMESTAMPTZ: "timestamptz",
+    UUID: "uuid",
+    BYTEA: "bytea",
 }
+TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()}
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
 PG_EPOCH = dt.datetime(2000, 1, 1)
 PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -59,6 +79,8 @@ WIDE = decimal.Context(prec=1000)
 
 def oid_of(t: SqlType) -> tuple[int, int]:
     """The OID and size PostgreSQL gives the type (text for one it has no name for)."""
+    if t.element is not None:
+        return ARRAY_OIDS[t.element.name], -1
     return OIDS.get(t.name, (TEXT, -1))
 
 
@@ -77,6 +99,8 @@ def text(value: Any) -> str:
         return timestamp_text(value)
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
     return str(value)
 
 
@@ -183,12 +207,32 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "date": lambda v: struct.pack("!i", (v - PG_EPOCH_DATE).days),
     "timestamp": lambda v: struct.pack("!q", _micros(v)),
     "timestamp with time zone": lambda v: struct.pack("!q", _micros(v)),
+    "uuid": lambda v: v.bytes,
+    "bytea": bytes,
 }
+
+
+def array_binary(values: tuple, element: SqlType) -> bytes:
+    """PostgreSQL's binary array: dimensions, a NULL flag, the element OID, the length and
+    lower bound (1), then each element's length (-1: NULL) and bytes."""
+    encode = BINARY[element.name]
+    out = [struct.pack("!iiI", 1 if values else 0, int(None in values), oid_of(element)[0])]
+    if values:
+        out.append(struct.pack("!ii", len(values), 1))
+    for v in values:
+        data = b"" if v is None else encode(v)
+        out.append(struct.pack("!i", -1) if v is None else struct.pack("!i", len(data)) + data)
+    return b"".join(out)
 
 
 def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
     """The function that puts a value of type ``t`` on the wire in format ``fmt`` (0 text,
     1 binary)."""
+    if t.element is not None:
+        element = t.element
+        if fmt == 0:
+            return lambda v: None if v is None else to_text(v, t).encode("utf-8")
+        return lambda v: None if v is None else array_binary(v, element)
     if fmt == 0:
         if t.name in ("smallint", "integer", "bigint"):
             return lambda v: None if v is None else str(v).encode()
@@ -244,7 +288,7 @@ def from_text(raw: str, oid: int, index: int) -> Any:
             return value
     except (ValueError, decimal.InvalidOperation):
         raise _bad(index, oid, raw) from None
-    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ):
+    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA) or oid in ARRAY_OIDS.values():
         return _typed(raw, TYPE_NAMES[oid])
     return raw
 
@@ -287,6 +331,12 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
                 f"timestamp out of range in parameter ${index}", sqlstate="22008"
             ) from None
         return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ else value
+    if oid == BYTEA:
+        return _typed("\\x" + raw.hex(), "bytea")
+    if oid in ARRAY_OIDS.values():
+        return _typed(_array_from_binary(raw, index), TYPE_NAMES[oid])
+    if oid == UUID and len(raw) == 16:
+        return _typed(str(uuid.UUID(bytes=raw)), "uuid")
     if oid in STRINGS:
         try:
             return raw.decode("utf-8")
@@ -297,6 +347,25 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
         "send it in text format",
         sqlstate="0A000",
     )
+
+
+def _array_from_binary(raw: bytes, index: int) -> str:
+    """A binary array (one dimension) as its text form."""
+    ndim, _, element = struct.unpack_from("!iiI", raw)
+    names = {oid: name for name, (oid, _) in OIDS.items()} | {VARCHAR: "text"}
+    if ndim > 1 or element not in names:
+        raise PlanError(f"unsupported binary array in parameter ${index}", sqlstate="0A000")
+    count = struct.unpack_from("!i", raw, 12)[0] if ndim else 0
+    pos, values = 12 + 8 * ndim, []
+    for _ in range(count):
+        (size,) = struct.unpack_from("!i", raw, pos)
+        pos += 4
+        if size == -1:
+            values.append(None)
+            continue
+        values.append(from_binary(raw[pos : pos + size], element, index))
+        pos += size
+    return array_text(tuple(values), sql_type(names[element]))
 
 
 def sql_literal(value: Any) -> str:

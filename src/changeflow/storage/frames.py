@@ -271,7 +271,15 @@ def _from_pandas(series: Any, field: pa.Field, name: str) -> Any:
 
 
 def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
-    """Python values as ``field`` requires: inferred as Arrow infers them, then conformed."""
+    """Python values as ``field`` requires: inferred as Arrow infers them, then conformed
+    (arrays are built as the field's list type, a uuid as its 16 bytes)."""
+    if pa.types.is_fixed_size_binary(field.type):
+        values = [getattr(v, "bytes", v) for v in values]
+    if pa.types.is_list(field.type):
+        try:
+            return _conform(pa.array(values, field.type), field, name)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass  # refused below, as Arrow infers them
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: value by value
@@ -510,10 +518,46 @@ def consolidate(table: pa.Table, as_of: int | None = None) -> pa.Table:
     if as_of is not None:
         times = pc.max_element_wise(table.column(TIME), pa.scalar(as_of, pa.int64()))
         table = table.set_column(table.schema.get_field_index(TIME), TIME, times)
+    lists = [c for c in data if pa.types.is_list(table.schema.field(c).type)]
+    if lists:
+        return _consolidate_lists(table, data, lists)
     summed = table.group_by([*data, TIME], use_threads=False).aggregate([(DIFF, "sum")])
     summed = summed.rename_columns([*data, TIME, DIFF])
     summed = summed.filter(pc.not_equal(summed.column(DIFF), 0))
     return summed.sort_by([(TIME, "ascending")]).cast(table.schema)
+
+
+def list_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A list column as text that is equal exactly where the lists are: what Arrow groups
+    and sorts by in their place (the order is not the lists' SQL order)."""
+    return pa.array([None if v is None else repr(v) for v in column.to_pylist()], pa.string())
+
+
+def sortable(table: pa.Table) -> pa.Table:
+    """``table`` with its list columns as :func:`list_text`, so that Arrow can sort it."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_list(f.type):
+            table = table.set_column(i, f.name, list_text(table.column(i)))
+    return table
+
+
+def _consolidate_lists(table: pa.Table, data: list[str], lists: list[str]) -> pa.Table:
+    """:func:`consolidate` of a frame with list (array) columns, which Arrow cannot group
+    by: each list is grouped by its text, and the group's first row gives the lists back."""
+    keyed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    keys = []
+    for c in data:
+        if c in lists:
+            keyed = keyed.append_column(f"__{c}", list_text(table.column(c)))
+            keys.append(f"__{c}")
+        else:
+            keys.append(c)
+    aggs = [(DIFF, "sum"), ("__row", "min")]
+    summed = keyed.group_by([*keys, TIME], use_threads=False).aggregate(aggs)
+    summed = summed.filter(pc.not_equal(summed.column(f"{DIFF}_sum"), 0))
+    summed = summed.sort_by([(TIME, "ascending")])
+    rows = table.take(summed.column("__row_min"))
+    return rows.set_column(rows.schema.get_field_index(DIFF), DIFF, summed.column(f"{DIFF}_sum"))
 
 
 def empty_frame(schema: pa.Schema) -> pa.Table:

@@ -113,6 +113,8 @@ def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
     source = e.type
     if source == target:
         return e
+    if source.element is not None and target.element is not None:  # an array's: its elements'
+        source, target = source.element, target.element  # type: ignore[assignment]
     ok = (
         source == NULLTYPE
         or (source.numeric and target.numeric)
@@ -121,11 +123,11 @@ def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
     )
     if not ok:
         raise PlanError(
-            f'column "{column.name}" is of type {target} but expression is of type {source}',
+            f'column "{column.name}" is of type {column.type} but expression is of type {e.type}',
             sqlstate="42804",
             column=column.name,
         )
-    return X.Cast(e, target)
+    return X.Cast(e, column.type)
 
 
 def _default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:

@@ -9,7 +9,11 @@ from changeflow.adapter.sql.correlation import conjuncts
 from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
 from changeflow.adapter.sql.scalar import Scalars, contains
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name, unsupported
-from changeflow.adapter.sql.table_functions import table_function
+from changeflow.adapter.sql.table_functions import (
+    is_lateral_unnest,
+    lateral_unnest,
+    table_function,
+)
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.errors import PlanError
@@ -24,6 +28,9 @@ class FromClause:
             return Rel(ONE_ROW, Scope([], outer))
         rel = self.table_ref(source.this, outer)
         for j in node.args.get("joins") or []:
+            if is_lateral_unnest(j.this):
+                rel = lateral_unnest(rel, j.this, j, outer)
+                continue
             rel = self.join(rel, self.table_ref(j.this, outer), j, outer)
         return rel
 

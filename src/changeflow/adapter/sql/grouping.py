@@ -175,16 +175,21 @@ class Grouping:
             cond = sc(n.expression.this)
             arg = plain.arg if plain.arg is not None else X.Lit(True, BOOL)
             when = X.Case(((cond, arg),), X.Lit(None))
-            return P.Aggregate(plain.func, when, plain.distinct, plain.separator)
+            if plain.func == "array_agg":
+                raise unsupported("array_agg with FILTER", n)
+            return P.Aggregate(plain.func, when, plain.distinct, plain.separator, plain.order)
         func = AGGREGATE_NODES.get(type(n), "bool_and")
         arg = n.this if not isinstance(n, exp.Anonymous) else n.expressions[0]
+        ordered: list[exp.Ordered] = []
+        if isinstance(arg, exp.Order):
+            if func not in P.ORDERED:
+                raise unsupported(f"ORDER BY inside {func}()", n)
+            arg, ordered = arg.this, list(arg.expressions)
         distinct = isinstance(arg, exp.Distinct)
         if distinct:
             if len(arg.expressions) != 1:
                 raise unsupported("an aggregate of several DISTINCT arguments", n)
             arg = arg.expressions[0]
-        if isinstance(arg, exp.Order):
-            raise unsupported("ORDER BY inside an aggregate", n)
         if isinstance(n, exp.Count) and n.expressions:
             raise PlanError(
                 f"function count() of {1 + len(n.expressions)} arguments does not exist",
@@ -207,7 +212,26 @@ class Grouping:
                 raise PlanError(f"function {func}(*) does not exist", sqlstate="42883")
             return P.Aggregate("count")
         sc.clause = f"{func}()"
-        return P.Aggregate(func, sc(arg), distinct, separator)
+        value = sc(arg)
+        order = tuple(_sort_expr(o, sc) for o in ordered)
+        if distinct and any(o.expr != value for o in order):
+            raise PlanError(
+                "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                sqlstate="42P10",
+            )
+        if func == "string_agg" and order == (P.SortExpr(value),):
+            order = ()  # its values' own order, string_agg's default here
+        return P.Aggregate(func, value, distinct, separator, order)
+
+
+def _sort_expr(o: exp.Ordered, sc: Scalars) -> P.SortExpr:
+    """An aggregate's ORDER BY key (a position is a constant there, as in PostgreSQL)."""
+    if contains(o.this, is_aggregate):
+        raise PlanError("aggregate function calls cannot be nested", sqlstate="42803")
+    desc = bool(o.args.get("desc"))
+    nulls_first = o.args.get("nulls_first")
+    nulls_last = None if nulls_first is None else not nulls_first
+    return P.SortExpr(sc(o.this), desc, nulls_last)
 
 
 def _filtered_aggregate(n: exp.Expression) -> bool:

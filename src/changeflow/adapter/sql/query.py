@@ -28,6 +28,7 @@ from changeflow.adapter.sql.rows import (
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.adapter.sql.table_functions import set_returning
 from changeflow.adapter.sql.windows import Windows, function_name
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -68,15 +69,15 @@ def output_name(node: exp.Expression) -> str:
         return ident(node.this)
     if isinstance(node, exp.Paren):
         return output_name(node.this)
+    if isinstance(node, exp.Explode):
+        return "unnest"
     if isinstance(node, exp.Window):
         fn = node.this.this if isinstance(node.this, exp.Filter) else node.this
         return function_name(fn)
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Literal):
         return output_name(node.this)
     if type(node) in AGGREGATE_NODES:
-        return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}.get(
-            type(node), "string_agg" if isinstance(node, exp.GroupConcat) else node.key
-        )
+        return AGGREGATE_NODES[type(node)]
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     if isinstance(node, exp.Func) and not isinstance(node, exp.Case | exp.Cast):
@@ -247,6 +248,7 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         else:
             key_cols = [k.index for k in inner_keys]  # type: ignore[attr-defined]
         stage = self.windows(node, stage, items.nodes + order_nodes)
+        stage = set_returning(stage, items.nodes)
         out = self.project(node, stage, items, key_cols, top, outer_keys, defaults)
         return replace(out, null_safe=domain is not None)
 

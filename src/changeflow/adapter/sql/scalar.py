@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
@@ -48,6 +49,7 @@ AGGREGATE_NODES: dict[type, str] = {
     exp.LogicalAnd: "bool_and",
     exp.LogicalOr: "bool_or",
     exp.GroupConcat: "string_agg",
+    exp.ArrayAgg: "array_agg",
 }
 SUBQUERY_NODES = (exp.Subquery, exp.Exists)
 
@@ -131,7 +133,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars:
+class Scalars(ArrayScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -255,6 +257,8 @@ class Scalars:
         return X.Neg(self.expr(inner))
 
     def _cmp(self, op: str, a: exp.Expression, b: exp.Expression) -> X.Expr:
+        if is_any_all(b):
+            return self.any_all(op, a, b)
         ea, eb = self.pair(a, b)
         if isinstance(ea, X.MzNow) and eb.type in STAMPS:
             eb = Func("epoch_ms", (eb,))

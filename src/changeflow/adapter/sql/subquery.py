@@ -112,7 +112,9 @@ class Stage:
                     self.replacements[id(n)] = self.in_(n)
                 elif isinstance(n, exp.Subquery):
                     self.replacements[id(n)] = self.scalar(n)
-                elif isinstance(n, exp.Any | exp.All):
+                elif isinstance(n, exp.Any | exp.All) and isinstance(
+                    n.this.unnest(), exp.Subquery | exp.Query
+                ):
                     raise unsupported("ANY/ALL with a subquery other than = ANY, <> ALL", n)
 
     def sub(self, node: exp.Expression) -> Output:

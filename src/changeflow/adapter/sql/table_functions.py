@@ -1,7 +1,7 @@
-"""Table functions in FROM: ``generate_series(start, stop[, step])`` and ``unnest(ARRAY[…],
-…)``, optionally WITH ORDINALITY, over constant arguments, as a constant collection (so a view
-that joins one is maintained like any other). Arguments that name columns of another FROM item
-(an implicit LATERAL) are refused (0A000)."""
+"""Table functions: ``generate_series(start, stop[, step])`` and ``unnest(array, …)`` in FROM,
+optionally WITH ORDINALITY, over constant arguments, as a constant collection (so a view that
+joins one is maintained like any other); ``unnest`` of another FROM item's column (an implicit
+LATERAL) and ``unnest(array)`` in a select list, as an :class:`Unnest` of the rows."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql.rows import Output
-from changeflow.adapter.sql.scalar import Scalars
-from changeflow.adapter.sql.scope import Scope, unsupported
+from changeflow.adapter.sql.rows import Output, Rel, col_of
+from changeflow.adapter.sql.scalar import Scalars, walk
+from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
+from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, TEXT, Column, SqlType
+from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, SqlType
+from changeflow.compute.unnest import Unnest
 from changeflow.errors import PlanError
 
 MAX_ROWS = 1_000_000  # a constant collection lives in the plan: bigger series are refused
@@ -83,23 +85,64 @@ def _series(
 def _unnest(
     arrays: list[exp.Expression],
 ) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
-    columns: list[list[Any]] = []
+    columns: list[tuple[Any, ...]] = []
     kinds: list[SqlType] = []
     for array in arrays:
-        if not isinstance(array, exp.Array):
-            raise unsupported("unnest of anything but an ARRAY[…] of constants", array)
-        if array.find(exp.Column) is not None:
-            raise unsupported("unnest with arguments that name columns (LATERAL)", array)
-        sc = Scalars(Scope(), (), "unnest")
-        elements = sc.unify(list(array.expressions)) if array.expressions else []
-        kind = X.common_type(tuple(elements), "ARRAY") if elements else TEXT
-        kind = TEXT if kind is NULLTYPE else kind
-        values = [
-            X.Cast(e, kind).eval(()) if e.type not in (kind, NULLTYPE) else e.eval(())
-            for e in elements
-        ]
-        columns.append(values)
-        kinds.append(kind)
+        e = _constant(array, "unnest")
+        if e.type.element is None:
+            raise PlanError(f"function unnest({e.type}) does not exist", sqlstate="42883")
+        columns.append(e.eval(()) or ())
+        kinds.append(e.type.element)
     depth = max((len(c) for c in columns), default=0)
     rows = [tuple(c[i] if i < len(c) else None for c in columns) for i in range(depth)]
     return ["unnest"] * len(columns), kinds, rows
+
+
+def is_lateral_unnest(node: exp.Expression) -> bool:
+    """``unnest(t.a)`` of another FROM item's column (``FROM t, unnest(t.a)``)."""
+    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest):
+        return True
+    return isinstance(node, exp.Unnest) and node.find(exp.Column) is not None
+
+
+def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | None) -> Rel:
+    """``left`` with each row once per element of its array (``FROM t, unnest(t.a) AS u(x)``
+    or ``CROSS JOIN LATERAL unnest(a)``): a cross join only, as an :class:`Unnest`."""
+    alias = node.args.get("alias")
+    if isinstance(node, exp.Lateral):
+        node = node.this
+        alias = alias or node.args.get("alias")
+    if j.args.get("on") is not None or j.args.get("side") or j.args.get("using"):
+        raise unsupported("unnest of a column in a JOIN with a condition", node)
+    if len(node.expressions) != 1:
+        raise unsupported("unnest of several columns", node)
+    array = Scalars(left.scope, left.plan.schema, "unnest")(node.expressions[0])
+    offset = node.args.get("offset")
+    ordinality = bool(node.args.get("ordinality")) or bool(offset)
+    names = ["unnest", str(offset.name).lower() if isinstance(offset, exp.Identifier) else ""]
+    names[1] = names[1] or "ordinality"
+    table = "unnest"
+    if alias is not None and alias.this is not None:
+        table = names[0] = ident(alias.this)
+    for i, c in enumerate(alias.columns if alias is not None else []):
+        names[i] = ident(c)
+    plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))
+    width = len(left.plan.schema)
+    added = [Field(table, n, width + i) for i, n in enumerate(names[: 1 + ordinality])]
+    return Rel(plan, Scope(left.scope.fields + added, outer))
+
+
+def set_returning(stage: Stage, nodes: list[exp.Expression]) -> Stage:
+    """``stage`` with a column for the ``unnest(array)`` of the select list (one; PostgreSQL
+    runs several in lockstep, which is not supported here), recorded as its replacement."""
+    calls = [n for node in nodes for n in walk(node) if isinstance(n, exp.Explode)]
+    if not calls:
+        return stage
+    if len({c.sql() for c in calls}) > 1:
+        raise unsupported("several set-returning functions in a select list", calls[1])
+    array = stage.scalars()(calls[0].this)
+    plan = Unnest(stage.rel.plan, array)
+    for call in calls:
+        stage.replacements[id(call)] = col_of(plan, len(stage.rel.plan.schema))
+    stage.rel = Rel(plan, stage.rel.scope)
+    return stage

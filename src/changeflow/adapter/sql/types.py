@@ -7,6 +7,7 @@ from sqlglot import exp
 
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT2,
@@ -16,7 +17,9 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
     SqlType,
+    array_of,
 )
 from changeflow.errors import PlanError
 
@@ -36,6 +39,8 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.DATE: (DATE, pa.date32()),
     T.TIMESTAMP: (TIMESTAMP, pa.timestamp("us")),
     T.TIMESTAMPTZ: (TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
+    T.UUID: (UUID, UUID.arrow),
+    T.VARBINARY: (BYTEA, BYTEA.arrow),
 }
 
 
@@ -84,6 +89,12 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         found = _decimal(dt)
         precision, scale = found if found is not None else (38, 10)
         return NUMERIC, pa.decimal128(precision, scale)
+    if dt.this == T.ARRAY and len(dt.expressions) == 1:
+        element = dt.expressions[0]
+        if element.this == T.ARRAY:
+            raise PlanError("arrays of arrays are not supported", sqlstate="0A000")
+        kind = array_of(column_type(element)[0])
+        return kind, kind.arrow
     raise _unknown(dt)
 
 

@@ -23,6 +23,7 @@ from changeflow.compute.functions.base import (
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     INT4,
     NULLTYPE,
     TEXT,
@@ -307,7 +308,11 @@ FUNCTIONS = [
         arrow=_ascii(pc.ascii_upper),
     ),
     Function(
-        "length", _sig((TEXT,), result=INT4), len, spark=_simple("length"), arrow=pc.utf8_length
+        "length",
+        _sig((TEXT,), (BYTEA,), result=INT4),
+        len,
+        spark=_simple("length"),
+        arrow=pc.utf8_length,
     ),
     Function(
         "char_length",

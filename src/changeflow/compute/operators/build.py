@@ -10,6 +10,7 @@ from changeflow.compute.evaluate import Row
 from changeflow.compute.operators.base import Constant, Inputs, Operator, Source, _key
 from changeflow.compute.operators.batch import (
     Update,
+    by_rows,
     filter_batch,
     map_batch,
     negate_batch,
@@ -21,6 +22,8 @@ from changeflow.compute.operators.reduce import Group, Reduce
 from changeflow.compute.operators.threshold import KeyedRecompute
 from changeflow.compute.operators.topk import TopK
 from changeflow.compute.types import SqlType
+from changeflow.compute.unnest import Unnest
+from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import PlanError
 
 
@@ -77,6 +80,12 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             def mapped(u: Update) -> list[Update]:
                 return [(u[0] + tuple(e.eval(u[0]) for e in added), u[1], u[2])]
 
+            if any(volatile(e) for e in added):  # each copy of a row gets its own value
+
+                def each(u: Update) -> list[Update]:
+                    return [mapped((r, u[1], d))[0] for r, d in copies(u[0], u[2])]
+
+                return Linear(children, each, lambda b: by_rows(b, each, kinds), kinds)
             return Linear(children, mapped, lambda b: map_batch(b, added, mapped, kinds), kinds)
         case P.Project(columns=columns):
             return Linear(
@@ -113,6 +122,8 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             )
         case P.TopK():
             return TopK(children[0], plan)
+        case Unnest():
+            return Linear(children, lambda u: [(r, u[1], u[2]) for r in plan.rows(u[0])])
         case W.Window(partition_by=partition_by):  # a change recomputes its partition
             return KeyedRecompute(
                 children[0], partition_by, lambda key, rows: dict(W.partition_output(plan, rows))

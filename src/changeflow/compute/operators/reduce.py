@@ -89,7 +89,7 @@ class Group:
         for i, agg in enumerate(self.aggregates):
             if agg.arg is None:
                 continue
-            v = agg.arg.eval(row)
+            v = agg.value(row)
             if v is None:
                 continue
             self.present[i] += diff

@@ -1,0 +1,78 @@
+"""Array expressions in SQL (``ARRAY[…]``, ``a[i]``, ``x op ANY/ALL (array)``) and
+``gen_random_uuid()``, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.scope import unsupported
+from changeflow.compute import expr as X
+from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
+from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
+from changeflow.compute.volatile import RandomUuid
+from changeflow.errors import PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.scalar import Scalars
+
+
+def is_any_all(node: exp.Expression) -> bool:
+    """Is ``node`` the right side of ``x op ANY (…)`` or ``x op ALL (…)``?"""
+    if isinstance(node, exp.Any):
+        return True
+    return isinstance(node, exp.Anonymous) and str(node.this).upper() == "ALL"
+
+
+def _unshifted(index: exp.Expression) -> exp.Expression:
+    """A subscript as written: sqlglot reads PostgreSQL's literal subscripts from 0."""
+    if isinstance(index, exp.Literal) and not index.is_string:
+        return exp.Literal.number(int(index.this) + 1)
+    if isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal):
+        return exp.Literal.number(1 - int(index.this.this))
+    return index
+
+
+class ArrayScalars:
+    """The array forms of :class:`Scalars`."""
+
+    def _array(self: Scalars, node: exp.Array) -> X.Expr:
+        return ArrayOf(tuple(self.unify(list(node.expressions))))
+
+    def _bracket(self: Scalars, node: exp.Bracket) -> X.Expr:
+        if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
+            raise unsupported("array slices and several subscripts", node)
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        index = _unshifted(node.expressions[0])
+        if is_string_literal(index):
+            return Subscript(self.expr(node.this), coerce_text(str(index.this), INT4))
+        return Subscript(self.expr(node.this), self.expr(index))
+
+    def _arraysize(self: Scalars, node: exp.ArraySize) -> X.Expr:
+        args = [node.this] + ([node.expression] if node.expression is not None else [])
+        return self.func("array_length", args)
+
+    def _uuid(self: Scalars, node: exp.Uuid) -> X.Expr:
+        if node.args.get("this") is not None or node.expressions:
+            raise PlanError("function gen_random_uuid() takes no arguments", sqlstate="42883")
+        return RandomUuid()
+
+    def any_all(self: Scalars, op: str, a: exp.Expression, b: exp.Expression) -> X.Expr:
+        """``a op ANY (array)`` or ``a op ALL (array)``."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        inner = b.this if isinstance(b, exp.Any) else b.expressions[0]
+        inner = inner.this if isinstance(inner, exp.Paren) else inner
+        if isinstance(inner, exp.Query | exp.Subquery):
+            raise unsupported("ANY or ALL of a subquery", b)
+        left = self.expr(a)
+        if is_string_literal(inner):
+            element = TEXT if left.type is NULLTYPE else left.type
+            array = coerce_text(str(inner.this), array_of(element))
+        else:
+            array = self.expr(inner)
+        if is_string_literal(a) and array.type.element not in (None, TEXT):
+            left = coerce_text(str(a.this), array.type.element)
+        return AnyOf(op, left, array, every=not isinstance(b, exp.Any))

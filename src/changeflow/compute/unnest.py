@@ -1,0 +1,59 @@
+"""Unnest: the :class:`Unnest` plan node and its meaning.
+
+``Unnest(input, array)`` gives each input row once per element of its ``array`` (an expression
+over the row): the row, then the element and, with ``ordinality``, its position from 1. A row
+whose array is NULL or empty gives nothing, as ``FROM t, unnest(t.a)`` does in PostgreSQL. The
+operator is linear (each update maps on its own), so a view maintains it row by row; it runs on
+the in-process tier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from changeflow.compute import plan as P
+from changeflow.compute.expr import Expr
+from changeflow.compute.types import INT8, Column, Schema
+from changeflow.errors import PlanError
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Unnest(P.Plan):
+    """Each input row once per element of ``array`` (see the module docstring)."""
+
+    input: P.Plan
+    array: Expr
+    ordinality: bool = False
+    names: tuple[str, ...] = ("unnest", "ordinality")
+    schema: Schema = field(init=False)
+
+    def __post_init__(self) -> None:
+        P.check_expr(self.array, self.input.schema, "Unnest")
+        element = self.array.type.element
+        if element is None:
+            raise PlanError(f"function unnest({self.array.type}) does not exist", sqlstate="42883")
+        added = [Column(self.names[0], element, True)]
+        if self.ordinality:
+            added.append(Column(self.names[1], INT8, False))
+        P._schema(self, (*self.input.schema, *added))
+
+    def inputs(self) -> tuple[P.Plan, ...]:
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"Unnest {self.array}" + (" WITH ORDINALITY" if self.ordinality else "")
+
+    def rows(self, row: Row) -> list[Row]:
+        """The output rows of one input row."""
+        values = self.array.eval(row) or ()
+        if self.ordinality:
+            return [(*row, v, i) for i, v in enumerate(values, 1)]
+        return [(*row, v) for v in values]
+
+
+def has_unnest(plan: P.Plan) -> bool:
+    """Does ``plan`` unnest a column anywhere (an in-process-tier operator)?"""
+    return isinstance(plan, Unnest) or any(has_unnest(p) for p in plan.inputs())

@@ -1,0 +1,38 @@
+"""Volatile expressions: a new value at every evaluation (``gen_random_uuid()``). They are for
+ad hoc queries and writes; a view refuses them, as Materialize refuses its non-deterministic
+functions, since maintaining one would change rows that no input changed."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from changeflow.compute.expr import Expr, _typed
+from changeflow.compute.types import UUID
+
+
+@dataclass(frozen=True)
+class RandomUuid(Expr):
+    """``gen_random_uuid()``: a version 4 UUID, a new one per row."""
+
+    def __post_init__(self) -> None:
+        _typed(self, UUID, False)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        return uuid.uuid4()
+
+    def __str__(self) -> str:
+        return "gen_random_uuid()"
+
+
+def volatile(e: Expr) -> bool:
+    """Does ``e`` contain a volatile expression (so each copy of a row gets its own value)?"""
+    return isinstance(e, RandomUuid) or any(volatile(c) for c in e.children())
+
+
+def copies(row: tuple[Any, ...], count: int) -> list[tuple[tuple[Any, ...], int]]:
+    """A row of multiplicity ``count`` as that many rows of one (``-1`` each if negative), for
+    a volatile expression to give each its own value."""
+    one = 1 if count > 0 else -1
+    return [(row, one)] * abs(count)
