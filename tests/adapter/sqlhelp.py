@@ -124,3 +124,24 @@ def beside_postgres(home: Path, postgres_url: str, table: str, *setup: str) -> I
         pg.execute(f"DROP TABLE {table}")
         pg.close()
         ours.close()
+
+
+def same_errors(ours: Any, pg: Any, statements: list[str]) -> None:
+    """Each of ``statements`` fails on PostgreSQL and here, with the same SQLSTATE."""
+    import psycopg
+
+    from changeflow.adapter.connection import DatabaseError
+
+    for sql in statements:
+        try:
+            pg.execute(sql)
+        except psycopg.Error as e:
+            theirs = e.sqlstate
+        else:
+            raise AssertionError(f"PostgreSQL accepts {sql!r}")
+        try:
+            ours.execute(sql).fetchall()
+        except DatabaseError as e:
+            assert e.sqlstate == theirs, (sql, str(e))
+        else:
+            raise AssertionError(f"accepted here, refused by PostgreSQL ({theirs}): {sql!r}")

@@ -7,14 +7,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import psycopg
 import pytest
 
 import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -80,12 +79,7 @@ REFUSED = [
 
 def test_ordered_aggregate_errors_as_postgres_gives_them(both) -> None:
     ours, pg = both
-    for sql in REFUSED:
-        with pytest.raises(psycopg.Error) as theirs:
-            pg.execute(sql)
-        with pytest.raises(DatabaseError) as mine:
-            ours.execute(sql).fetchall()
-        assert mine.value.sqlstate == theirs.value.sqlstate, (sql, str(mine.value))
+    same_errors(ours, pg, REFUSED)
 
 
 def test_a_change_recomputes_only_its_group(tmp_path: Path) -> None:

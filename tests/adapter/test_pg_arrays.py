@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import psycopg
 import pytest
 
 import changeflow
@@ -17,7 +16,7 @@ from changeflow.compute.scalars import array_text
 from changeflow.compute.types import TEXT
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -107,12 +106,7 @@ REFUSED = [
 
 def test_array_errors_as_postgres_gives_them(both) -> None:
     ours, pg = both
-    for sql in REFUSED:
-        with pytest.raises(psycopg.Error) as theirs:
-            pg.execute(sql)
-        with pytest.raises(DatabaseError) as mine:
-            ours.execute(sql).fetchall()
-        assert mine.value.sqlstate == theirs.value.sqlstate, (sql, str(mine.value))
+    same_errors(ours, pg, REFUSED)
 
 
 def test_unnest_of_a_column_runs_on_the_process_tier(tmp_path: Path) -> None:

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from changeflow.adapter.connection import DatabaseError
-
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -93,12 +91,5 @@ def test_queries_ad_hoc_and_maintained_as_postgres(both) -> None:
 
 
 def test_errors_as_postgres_gives_them(both) -> None:
-    import psycopg
-
     ours, pg = both
-    for sql in REFUSED:
-        with pytest.raises(psycopg.Error) as theirs:
-            pg.execute(sql)
-        with pytest.raises(DatabaseError) as mine:
-            ours.execute(sql).fetchall()
-        assert mine.value.sqlstate == theirs.value.sqlstate, (sql, str(mine.value))
+    same_errors(ours, pg, REFUSED)

@@ -8,14 +8,13 @@ import sys
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 
 import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -87,12 +86,7 @@ REFUSED = [
 
 def test_uuid_and_bytea_errors_as_postgres_gives_them(both) -> None:
     ours, pg = both
-    for sql in REFUSED:
-        with pytest.raises(psycopg.Error) as theirs:
-            pg.execute(sql)
-        with pytest.raises(DatabaseError) as mine:
-            ours.execute(sql).fetchall()
-        assert mine.value.sqlstate == theirs.value.sqlstate, (sql, str(mine.value))
+    same_errors(ours, pg, REFUSED)
 
 
 def test_gen_random_uuid_ad_hoc_and_refused_in_views(tmp_path: Path) -> None:
