@@ -339,6 +339,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             if s.lower() in _TRUE | _FALSE:
                 return s.lower() in _TRUE
             raise _syntax(kind, text)
+        if "_" in s and (kind.integer or kind in (NUMERIC, FLOAT8)):
+            raise _syntax(kind, text)  # PostgreSQL 15 reads no digit separators (Python does)
         if kind.integer:
             return check_range(int(s), kind)
         if kind == NUMERIC:
