@@ -145,3 +145,20 @@ def same_errors(ours: Any, pg: Any, statements: list[str]) -> None:
             assert e.sqlstate == theirs, (sql, str(e))
         else:
             raise AssertionError(f"accepted here, refused by PostgreSQL ({theirs}): {sql!r}")
+
+
+def outcome(conn: Any, sql: str, *, sort: bool = False) -> tuple:
+    """What ``sql`` gives on a PostgreSQL or changeflow connection: its SQLSTATE, or its columns
+    and rows as text (sorted when the statement's order is not defined)."""
+    import psycopg
+
+    from changeflow.adapter.connection import DatabaseError
+
+    try:
+        cur = conn.execute(sql)
+    except (psycopg.Error, DatabaseError) as e:
+        return ("error", e.sqlstate)
+    if cur.description is None:
+        return ("ok",)
+    rows = [tuple("NULL" if v is None else str(v) for v in r) for r in cur.fetchall()]
+    return ("ok", [d[0] for d in cur.description], sorted(rows, key=str) if sort else rows)

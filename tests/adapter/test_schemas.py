@@ -13,7 +13,7 @@ import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, outcome  # noqa: E402
 
 SCHEMAS = ("sa", "sb")
 STEPS = [
@@ -80,27 +80,15 @@ STEPS = [
 ]
 
 
-def _outcome(conn, sql: str, error: type[Exception]) -> tuple:
-    try:
-        cur = conn.execute(sql)
-    except error as e:
-        return ("error", e.sqlstate)
-    if cur.description is None:
-        return ("ok",)
-    rows = [tuple("NULL" if v is None else str(v) for v in r) for r in cur.fetchall()]
-    return ("ok", [d[0] for d in cur.description], rows)
-
-
 @pytest.mark.postgres
 def test_schemas_as_postgres(tmp_path: Path, postgres_url: str) -> None:
-    import psycopg
 
     create = "CREATE TABLE base (a int)"
     with beside_postgres(tmp_path / "home", postgres_url, "base", create) as (ours, pg):
         try:
             for sql in STEPS:
-                want = _outcome(pg, sql, psycopg.Error)
-                assert _outcome(ours, sql, DatabaseError) == want, sql
+                want = outcome(pg, sql)
+                assert outcome(ours, sql) == want, sql
         finally:
             pg.execute(f"DROP SCHEMA IF EXISTS {', '.join(SCHEMAS)} CASCADE")
 

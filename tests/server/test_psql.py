@@ -181,27 +181,13 @@ def test_catalog_words_in_a_user_query_are_not_catalog_queries(server, table_nam
     assert out.stdout.splitlines()[-1] == "1"
 
 
-@pytest.mark.postgres
-def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
+def _same_psql_output(
+    server, postgres_url: str, setup: list[str], commands: list[str], teardown: list[str]
+) -> None:
+    """Each psql command prints the same on the server as on PostgreSQL after the same setup."""
     import subprocess
 
     from serve_clients import PSQL
-
-    server = start_server()
-    setup = [
-        "CREATE TABLE pgd (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2),"
-        " at timestamptz, ok boolean)",
-        "CREATE INDEX pgd_id ON pgd (id)",
-        "CREATE VIEW pgd_v AS SELECT id, name FROM pgd",
-    ]
-    commands = [
-        "\\d pgd",
-        "\\d pgd_v",
-        "\\dt pgd*",
-        "\\dv pgd*",
-        "\\di pgd*",
-        "\\d pgd_id",
-    ]
 
     def on_postgres(*args: str) -> str:
         cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
@@ -209,17 +195,30 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
         assert out.returncode == 0, out.stderr
         return out.stdout
 
-    for sql in setup:
-        on_postgres("-c", sql)
-        assert psql(server, "-c", sql).returncode == 0
     try:
+        for sql in setup:
+            on_postgres("-c", sql)
+            assert psql(server, "-c", sql).returncode == 0
         for command in commands:
             theirs = on_postgres("-c", command).replace("|postgres", "|tester")
             ours = psql(server, "-A", "-F", "|", "-c", command)
             assert ours.returncode == 0, ours.stderr
             assert ours.stdout == theirs, command
     finally:
-        on_postgres("-c", "DROP VIEW pgd_v", "-c", "DROP TABLE pgd")
+        on_postgres(*(arg for sql in teardown for arg in ("-c", sql)))
+
+
+@pytest.mark.postgres
+def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgd (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2),"
+        " at timestamptz, ok boolean)",
+        "CREATE INDEX pgd_id ON pgd (id)",
+        "CREATE VIEW pgd_v AS SELECT id, name FROM pgd",
+    ]
+    commands = ["\\d pgd", "\\d pgd_v", "\\dt pgd*", "\\dv pgd*", "\\di pgd*", "\\d pgd_id"]
+    teardown = ["DROP VIEW IF EXISTS pgd_v", "DROP TABLE IF EXISTS pgd"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
 
 
 @pytest.mark.postgres
@@ -249,11 +248,6 @@ def test_information_schema_columns_as_postgres(server, postgres_url: str, table
 
 @pytest.mark.postgres
 def test_psql_lists_schemas_as_postgres(start_server, postgres_url: str) -> None:
-    import subprocess
-
-    from serve_clients import PSQL
-
-    server = start_server()
     setup = [
         "CREATE SCHEMA sq",
         "CREATE TABLE sq.items (id int NOT NULL, name text)",
@@ -262,31 +256,6 @@ def test_psql_lists_schemas_as_postgres(start_server, postgres_url: str) -> None
         "ALTER TABLE sq.items ADD COLUMN price numeric(8,2) DEFAULT 1.5",
         "ALTER TABLE sq.items RENAME COLUMN name TO title",
     ]
-    commands = [
-        "\\dn sq*",
-        "\\dt sq.*",
-        "\\dv sq.*",
-        "\\d sq.items",
-        "\\d sq.named",
-        "\\dt sq*",
-    ]
-
-    def on_postgres(*args: str) -> str:
-        cmd = [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *args]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        return out.stdout
-
-    try:
-        for sql in setup:
-            on_postgres("-c", sql)
-            assert psql(server, "-c", sql).returncode == 0
-        for command in commands:
-            theirs = on_postgres("-c", command).replace("|postgres", "|tester")
-            ours = psql(server, "-A", "-F", "|", "-c", command)
-            assert ours.returncode == 0, ours.stderr
-            assert ours.stdout == theirs, command
-    finally:
-        on_postgres(
-            "-c", "DROP SCHEMA IF EXISTS sq CASCADE", "-c", "DROP TABLE IF EXISTS sq_public"
-        )
+    commands = ["\\dn sq*", "\\dt sq.*", "\\dv sq.*", "\\d sq.items", "\\d sq.named", "\\dt sq*"]
+    teardown = ["DROP SCHEMA IF EXISTS sq CASCADE", "DROP TABLE IF EXISTS sq_public"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from changeflow.adapter.sql.statements import NAME, QNAME, name
+from changeflow.adapter.sql.statements import NAME, QNAME, commas, name, unquote
 from changeflow.errors import PlanError
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -123,15 +123,6 @@ def copy_statement(m: re.Match[str]) -> Copy:
     return Copy(query, direction, table, columns, fmt, header, delimiter, null)
 
 
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if value[:2] in ("E'", "e'") and value.endswith("'"):
-        return value[2:-1].encode().decode("unicode_escape")
-    return value
-
-
 def _copy_options(text: str) -> dict[str, str]:
     text = strip(text)
     text = re.sub(r"^WITH\b", "", text, flags=re.I).strip()
@@ -139,10 +130,10 @@ def _copy_options(text: str) -> dict[str, str]:
     if text.startswith("("):
         if not text.endswith(")"):
             raise PlanError(f"syntax error in COPY options {text!r}", sqlstate="42601")
-        for part in _split_commas(text[1:-1]):
+        for part in commas(text[1:-1]):
             key, _, value = part.strip().partition(" ")
             if key:
-                out[key.lower()] = _unquote(value) if value.strip() else ""
+                out[key.lower()] = unquote(value) if value.strip() else ""
         return out
     words = re.findall(r"E?'(?:[^']|'')*'|\S+", text)
     i = 0
@@ -158,21 +149,8 @@ def _copy_options(text: str) -> dict[str, str]:
                 i += 1
             if i >= len(words):
                 raise PlanError(f"COPY option {word} needs a value", sqlstate="42601")
-            out[word.lower()] = _unquote(words[i])
+            out[word.lower()] = unquote(words[i])
         else:
             raise PlanError(f"COPY option {words[i]!r} is not supported", sqlstate="0A000")
         i += 1
     return out
-
-
-def _split_commas(text: str) -> list[str]:
-    parts, quote, cur = [], False, ""
-    for ch in text:
-        if ch == "'":
-            quote = not quote
-        if ch == "," and not quote:
-            parts.append(cur)
-            cur = ""
-            continue
-        cur += ch
-    return [*parts, cur]

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import is_any_all
 from changeflow.adapter.sql.scope import table_name
-from changeflow.adapter.sql.statements import NAME, PostgresCalls, name
+from changeflow.adapter.sql.statements import NAME, PostgresCalls, commas, name
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute.types import Schema, SqlType, array_of
 from changeflow.errors import ChangeflowError, PlanError
@@ -53,7 +53,7 @@ def statement_name(raw: str) -> str:
 def type_oids(types: str | None) -> list[int]:
     """The OIDs of ``PREPARE name (type, …)``'s type list."""
     out = []
-    for part in _commas(types or ""):
+    for part in commas(types or ""):
         if part.strip():
             try:
                 dt = exp.DataType.build(part.strip(), dialect="postgres")
@@ -65,24 +65,7 @@ def type_oids(types: str | None) -> list[int]:
 
 def arguments(args: str | None) -> list[str]:
     """``EXECUTE name (a, b)``'s argument expressions, as SQL text."""
-    return [a.strip() for a in _commas(args or "") if a.strip()]
-
-
-def _commas(text: str) -> list[str]:
-    parts, depth, quote, cur = [], 0, False, ""
-    for ch in text:
-        if ch == "'":
-            quote = not quote
-        elif not quote and ch == "(":
-            depth += 1
-        elif not quote and ch == ")":
-            depth -= 1
-        elif not quote and depth == 0 and ch == ",":
-            parts.append(cur)
-            cur = ""
-            continue
-        cur += ch
-    return [*parts, cur]
+    return [a.strip() for a in commas(args or "") if a.strip()]
 
 
 def infer_oids(text: str, oids: list[int], columns_of: Callable[[str], Schema | None]) -> list[int]:

@@ -150,11 +150,12 @@ def options(text: str | None) -> dict[str, str]:
         key, _, value = part.partition("=")
         if not key.strip():
             continue
-        out[key.strip().lower()] = _unquote(value.strip()) if value.strip() else "true"
+        out[key.strip().lower()] = unquote(value.strip()) if value.strip() else "true"
     return out
 
 
 def commas(text: str) -> list[str]:
+    """``text`` split at the commas outside quotes, parentheses and brackets."""
     parts, depth, quote, cur = [], 0, False, ""
     for ch in text:
         if ch == "'":
@@ -171,9 +172,13 @@ def commas(text: str) -> list[str]:
     return [*parts, cur]
 
 
-def _unquote(value: str) -> str:
+def unquote(value: str) -> str:
+    """A SQL string literal's value ('it''s', E'\\n'); any other text as it is."""
+    value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] == "'":
         return value[1:-1].replace("''", "'")
+    if value[:2] in ("E'", "e'") and value.endswith("'"):
+        return value[2:-1].encode().decode("unicode_escape")
     return value
 
 
@@ -403,7 +408,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         g["with"] = options(g.get("with"))
     for key in ("path", "target"):
         if g.get(key):
-            g[key] = _unquote(g[key])
+            g[key] = unquote(g[key])
     if kind == "create_sink":
         g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
     if kind == "create_index" and g.get("key"):
