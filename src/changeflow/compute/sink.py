@@ -108,9 +108,8 @@ class SelfCorrectingSink:
             return None
         if to_bound(self.write_cap.frontier) != lower or not lower < upper:
             return None
-        rows = frame.count()
         try:
-            self.storage.append(self.write_cap, frame, Antichain([upper]))
+            rows = self.storage.append(self.write_cap, frame, Antichain([upper])) or 0
         except UpperMismatch as e:  # another replica won: its batch comes back in the read-back
             self.stats.appends_lost += 1
             self.storage.downgrade(self.write_cap, e.current)

@@ -195,13 +195,14 @@ class Storage:
         updates: Any,
         new_upper: Antichain | int,
         token: str | None = None,
-    ) -> None:
-        """Append ``updates`` in ``[cap.frontier, new_upper)`` iff ``cap.frontier`` is the upper.
+    ) -> int | None:
+        """Append ``updates`` in ``[cap.frontier, new_upper)`` iff ``cap.frontier`` is the upper,
+        and return how many were appended (None for a retry whose append had applied).
 
         ``token`` makes a retry after an indeterminate error apply once: give the same token
         to the retry. On success ``cap`` is downgraded to ``new_upper``.
         """
-        _writer(cap).append(updates, new_upper, token)
+        return _writer(cap).append(updates, new_upper, token)
 
     def snapshot(
         self, cap: ReadCapability, as_of: int, spark: SparkSession | None = None

@@ -56,8 +56,11 @@ class WriteCapability:
         frontier = self._machine.clone_writer(self, new)
         return WriteCapability(self._machine, self.shard, self.name, new, frontier)
 
-    def append(self, updates: Any, new_upper: Antichain | int, token: str | None = None) -> None:
-        """Append ``updates`` in ``[frontier, new_upper)`` iff ``frontier`` is the upper.
+    def append(
+        self, updates: Any, new_upper: Antichain | int, token: str | None = None
+    ) -> int | None:
+        """Append ``updates`` in ``[frontier, new_upper)`` iff ``frontier`` is the upper, and
+        return how many were appended (None for a retry whose append had applied).
 
         ``token`` makes a retry after an indeterminate error apply once: give the same token
         to the retry. On success the capability moves to ``new_upper``.
@@ -70,7 +73,7 @@ class WriteCapability:
         lower, upper = self._interval(new_upper)
         if token in state.tokens:
             self._frontier = new_upper
-            return
+            return None
         if state.upper != self._frontier:
             raise UpperMismatch(self.name, self._frontier, state.upper)
         batch = self._write_batch(state, updates, lower, upper, new_upper)
@@ -84,6 +87,7 @@ class WriteCapability:
         self._frontier = new_upper
         if appended is not None:  # else keep the blobs: any left unreferenced are garbage
             tidy(machine, appended)
+        return batch.rows
 
     def _interval(self, new_upper: Antichain) -> tuple[int, int | None]:
         """The append's ``[lower, upper)`` as ints; an error unless it moves forward."""
