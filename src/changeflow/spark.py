@@ -87,6 +87,9 @@ def get_spark(master: str | None = None) -> SparkSession:
             ("spark.ui.showConsoleProgress", "false"),
             ("spark.sql.execution.arrow.pyspark.enabled", "true"),
             ("spark.sql.shuffle.partitions", str(partitions)),
+            # a persisted frame's plan is coalesced by adaptive execution too (else a small
+            # view's output on a cluster runs each stage as 200 near-empty tasks)
+            ("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"),
             ("spark.sql.session.timeZone", "UTC"),
             ("spark.driver.memory", os.environ.get("CHANGEFLOW_DRIVER_MEMORY", "4g")),
             ("spark.executor.memory", os.environ.get("CHANGEFLOW_EXECUTOR_MEMORY", "1g")),
