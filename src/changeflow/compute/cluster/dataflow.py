@@ -103,11 +103,11 @@ class Node:
         )
         # this step's input changes below the step, and those beyond it: frames, or update
         # lists in the driver for a small step (with the waiting updates that fell due, and a
-        # reduce's totals of the step as Arrow)
+        # reduce's totals of the step: Arrow in the driver, else a persisted frame)
         self.now: list = []
         self.later: list = []
         self.due: list[list[Update]] = []
-        self.step_totals: pa.Table | None = None
+        self.step_totals: pa.Table | DataFrame | None = None
 
     def rows(self) -> int:
         return sum(s.rows() for s in (*self.spines, *self.waiting) if s is not None)
@@ -378,7 +378,9 @@ class ClusterDataflow(Dataflow):
             if frame is not None and waiting is not None:
                 later = frame.where(F.col(TIME) >= upper)
                 frame = frame.where(F.col(TIME) < upper)
-            node.now.append(frame.persist() if frame is not None else None)
+            if frame is not None and node.totals is None:  # read again by _stepped
+                frame = frame.persist()
+            node.now.append(frame)
             node.later.append(later)
         if node.hold:
             return node.now[0]
@@ -386,8 +388,11 @@ class ClusterDataflow(Dataflow):
         if node.join:
             assert isinstance(node.plan, P.Join)
             return D.join(node.now, arranged, node.plan, small=False)
-        if node.totals is not None:
-            return node.totals.delta(node.now[0], arranged[0], small=False, at=at)
+        if node.totals is not None:  # the step's totals, computed once for output and spine
+            if node.now[0] is None:
+                return None
+            node.step_totals = node.totals.totals(node.now[0]).persist()
+            return node.totals.delta_of(node.step_totals, arranged[0], small=False, at=at)
         assert node.keyed is not None
         return node.keyed.delta(node.now, arranged, small=False, at=at)
 
@@ -403,8 +408,8 @@ class ClusterDataflow(Dataflow):
                     continue
                 for i, spine in enumerate(node.spines):
                     changes = node.now[i] if i < len(node.now) else None
-                    if changes is not None and node.totals is not None:
-                        changes = node.totals.totals(changes)
+                    if node.totals is not None:
+                        changes = node.step_totals
                     if changes is not None:
                         spine.add(changes.drop(TIME))
                 for i, waiting in enumerate(node.waiting):
@@ -416,7 +421,7 @@ class ClusterDataflow(Dataflow):
         ]
         checkpoint.save(self.storage, self.name, {"frontier": self.frontier, "nodes": saved})
         for node in self.nodes:
-            for frame in node.now:
+            for frame in (*node.now, node.step_totals):
                 if isinstance(frame, DataFrame):
                     frame.unpersist()
             node.now, node.later, node.due, node.step_totals = [], [], [], None

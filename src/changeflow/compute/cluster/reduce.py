@@ -140,12 +140,6 @@ class Accumulated:
         names = [*(name(j) for j in range(self.width)), TIME, *kinds]
         return pa.Table.from_arrays(arrays, names=names)
 
-    def delta(
-        self, changes: DataFrame | None, held: DataFrame | None, small: bool, at: int | None
-    ) -> DataFrame | None:
-        """The reduce's output changes for its input's ``changes`` and the totals ``held``."""
-        return None if changes is None else self.delta_of(self.totals(changes), held, small, at)
-
     def delta_of(
         self, step: DataFrame, held: DataFrame | None, small: bool, at: int | None
     ) -> DataFrame:
