@@ -258,9 +258,10 @@ def markdown(results: list[dict]) -> str:
         lines.append(f"| {res['scale']:g} | {d['python_mib']:.0f} MiB | {jvm} | {held:,} |")
     lines += [
         "",
-        "Driver memory is the peak resident set while the views hydrate and step, above what the "
-        "process held when they started (this process also holds the benchmark's TPC-H tables "
-        "and refreshes, which are not the driver's); Spark's and DuckDB's recomputes run after.",
+        "Driver memory is the peak resident set while the views warm up, hydrate and step, above "
+        "what the process held before (this process also holds the benchmark's TPC-H tables "
+        "and refreshes, which are not the driver's); Spark's and DuckDB's recomputes run after. "
+        "The driver JVM's heap is capped by CHANGEFLOW_DRIVER_MEMORY (1g here).",
     ]
     return "\n".join(lines)
 
