@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -166,3 +168,39 @@ def test_a_waiting_spine_is_read_only_when_something_may_be_due(spark, tmp_path)
     assert spine.take_due(7) is None and len(jobs()) == before  # nothing can be due: no job
     assert sorted(update_rows(spine.take_due(8))) == [((1,), 5, 1), ((2,), 7, 1)]
     assert spine.not_before == 9
+
+
+def test_a_small_batch_merges_with_a_spark_batch_in_the_driver(spark, tmp_path) -> None:
+    """A step's small batch and the hydration's batch before it merge in the driver, with no
+    Spark job, keeping Spark's types (a timestamp Spark wrote as INT96 stays a timestamp) and
+    cancelling what the step retracts."""
+    storage = open_storage(tmp_path)
+    spine = Spine(spark, storage.machine.blob, "merged", 3, timed=False)
+    at = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    rows = [(1, at, Decimal("1.50"), 1), (2, at, Decimal("2.25"), 1)]
+    hydrated = spark.createDataFrame(rows, "c0 bigint, c1 timestamp, c2 decimal(12,2), _diff long")
+    spine.add(hydrated)
+    (written,) = spine.batches
+    assert not written.local
+    step = pa.table(
+        {
+            "c0": pa.array([2, 3], pa.int64()),
+            "c1": pa.array([at, at], pa.timestamp("us", tz="UTC")),
+            "c2": pa.array([Decimal("2.25"), Decimal("3.00")], pa.decimal128(12, 2)),
+            DIFF: pa.array([-1, 1], pa.int64()),
+        }
+    )
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
+    before = len(jobs())
+    spine.add(step)
+    assert len(jobs()) == before and len(spine.batches) == 1 and spine.batches[0].local
+    held = spine.frame()
+    assert held is not None
+    assert dict(held.dtypes) == {
+        "c0": "bigint",
+        "c1": "timestamp",
+        "c2": "decimal(12,2)",
+        DIFF: "bigint",
+    }
+    got = sorted((r.c0, r.c1.astimezone(UTC), r.c2, r[DIFF]) for r in held.collect())
+    assert got == [(1, at, Decimal("1.50"), 1), (3, at, Decimal("3.00"), 1)]

@@ -7,8 +7,9 @@ not more than twice its size, so the number of batches grows with the log of the
 each row is rewritten a logarithmic number of times (differential dataflow's spine).
 
 A small step's changes come from the driver as Arrow: the driver writes them as one Parquet
-file, and merges such batches itself while they stay small (``LOCAL_MERGE_ROWS``), so a small
-step adds to a spine without a Spark job.
+file, and merges such a batch with the one before itself while the two stay small
+(``LOCAL_MERGE_ROWS``, whoever wrote the one before), so a small step adds to a spine without
+a Spark job.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from changeflow.compute.spark_expr import name
@@ -82,8 +83,8 @@ class Spine:
         while len(self.batches) > 1 and self.batches[-2].rows <= 2 * self.batches[-1].rows:
             last, before = self.batches.pop(), self.batches.pop()
             merged: DataFrame | pa.Table
-            if last.local and before.local and last.rows + before.rows <= LOCAL_MERGE_ROWS:
-                tables = [self._table(before.key), self._table(last.key)]
+            if (last.local or before.local) and last.rows + before.rows <= LOCAL_MERGE_ROWS:
+                tables = [self._table(before), self._table(last)]
                 merged = pa.concat_tables(tables, promote_options="permissive")
             else:
                 merged = self._read(before).unionByName(self._read(last))
@@ -181,11 +182,17 @@ class Spine:
             schema = from_arrow_schema(delta.schema, prefer_timestamp_ntz=True).json()
             self.batches.append(Batch(key, delta.num_rows, True, schema))
 
-    def _table(self, key: str) -> pa.Table:
-        """A batch the driver wrote, read back by the driver."""
-        data = self.blob.get(f"{key}/part-0.parquet")
-        assert data is not None, f"batch {key} is missing"
-        return pq.read_table(pa.BufferReader(data))
+    def _table(self, batch: Batch) -> pa.Table:
+        """A small batch read by the driver (its Parquet parts: one if the driver wrote it), in
+        the Arrow form of its Spark schema (Spark may write a timestamp as INT96)."""
+        parts = sorted(m.key for m in self.blob.list(batch.key) if m.key.endswith(".parquet"))
+        assert parts, f"batch {batch.key} is missing"
+        tables = [pq.read_table(pa.BufferReader(self.blob.get(k))) for k in parts]
+        table = pa.concat_tables(tables, promote_options="permissive")
+        if batch.schema is None:
+            return table
+        schema = to_arrow_schema(StructType.fromJson(json.loads(batch.schema)), timezone="UTC")
+        return table.select(schema.names).cast(schema)
 
     def _rows_written(self, key: str) -> int:
         """The rows of a written batch, from its Parquet footers (no Spark job)."""
