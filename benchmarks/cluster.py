@@ -104,7 +104,7 @@ def driver_growth(spark: Any, base: dict[str, float]) -> dict[str, float | None]
     pids = _driver_pids(spark)
     out: dict[str, float | None] = {"jvm_mib": None}
     for part, pid in pids.items():
-        out[f"{part}_mib"] = _status(pid, "VmHWM") - base[part]
+        out[f"{part}_mib"] = max(0.0, _status(pid, "VmHWM") - base[part])
         out[f"{part}_base_mib"] = base[part]
     return out
 
