@@ -43,6 +43,10 @@ from changeflow.errors import PlanError
 from changeflow.updates import DIFF, TIME
 
 _D = DIFF
+_RANK = "_rank"
+# Spark keeps a partition's first rows per group before a shuffle up to this many
+# (spark.sql.optimizer.windowGroupLimitThreshold)
+GROUP_LIMIT = 1000
 
 
 def evaluate_spark(plan: P.Plan, inputs: Mapping[str, DataFrame], as_of: int) -> DataFrame:
@@ -227,11 +231,14 @@ class _Evaluator:
         order = [_order(o) for o in plan.order_by]
         # ties broken by the whole row, NULLs first, as the reference's sort_key orders them
         order += [F.col(name(i)).asc_nulls_first() for i in range(width)]
-        window = (
-            Window.partitionBy(*(name(i) for i in plan.group_by))
-            .orderBy(*order)
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        )
+        groups = Window.partitionBy(*(name(i) for i in plan.group_by)).orderBy(*order)
+        if plan.limit is not None and plan.offset + plan.limit <= GROUP_LIMIT:
+            # a row past the first offset + limit distinct rows is past as many counted ones:
+            # filtered so, Spark keeps each partition's first rows before it shuffles them
+            rank = F.row_number().over(groups)
+            frame = frame.withColumn(_RANK, rank).where(F.col(_RANK) <= plan.offset + plan.limit)
+            frame = frame.drop(_RANK)
+        window = groups.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         upto = F.sum(_D).over(window)
         start = F.lit(plan.offset).cast("bigint")
         before = F.greatest(upto - F.col(_D), start)
