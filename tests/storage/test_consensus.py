@@ -59,6 +59,19 @@ def test_cas_from_none_creates_seqno_1(consensus: Consensus) -> None:
     assert consensus.scan("k") == [VersionedData(1, b"one"), VersionedData(2, b"\x00two\xff")]
 
 
+def test_head_leaves_out_the_data_of_a_known_seqno(consensus: Consensus) -> None:
+    fill(consensus, "k", 2)
+    assert consensus.head("k", 2) == VersionedData(2, b"")  # the caller has it
+    assert consensus.head("k", 1) == VersionedData(2, b"v2")
+    assert consensus.head("k", None) == VersionedData(2, b"v2")
+    assert consensus.head("missing", 1) is None
+    decoded = Decoded(consensus, lambda head: head.data.decode())
+    assert decoded.head("k")[1] == "v2"
+    assert decoded.head("k")[1] == "v2"  # unchanged: its data not read again
+    fill(consensus, "k", 3)
+    assert decoded.head("k") == (VersionedData(3, b"v3"), "v3")
+
+
 def test_cas_with_a_wrong_expected_changes_nothing(consensus: Consensus) -> None:
     fill(consensus, "k", 3)
     before = consensus.scan("k")

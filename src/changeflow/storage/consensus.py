@@ -44,8 +44,9 @@ class Consensus(ABC):
     location: str  # where it is, for messages (no password)
 
     @abstractmethod
-    def head(self, key: str) -> VersionedData | None:
-        """The latest version of ``key``, or None if it was never written."""
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
+        """The latest version of ``key``, or None if it was never written; if its seqno is
+        ``known``, its data is left out (empty): the caller has it."""
 
     @abstractmethod
     def compare_and_set(self, key: str, expected: int | None, new: VersionedData) -> bool:
@@ -105,18 +106,18 @@ class Decoded(Generic[T]):
 
     def __init__(self, consensus: Consensus, decode: Callable[[VersionedData], T]) -> None:
         self.consensus, self.decode = consensus, decode
-        self._last: dict[str, tuple[int, T]] = {}
+        self._last: dict[str, tuple[VersionedData, T]] = {}
 
     def head(self, key: str) -> tuple[VersionedData | None, T | None]:
         """The head of ``key`` and its decoded value (None, None if it was never written)."""
-        head = self.consensus.head(key)
+        last = self._last.get(key)
+        head = self.consensus.head(key, None if last is None else last[0].seqno)
         if head is None:
             return None, None
-        last = self._last.get(key)
-        if last is not None and last[0] == head.seqno:
-            return head, last[1]
+        if last is not None and last[0].seqno == head.seqno:
+            return last
         value = self.decode(head)
-        self._last[key] = (head.seqno, value)
+        self._last[key] = (head, value)
         return head, value
 
 
@@ -221,12 +222,13 @@ class SqliteConsensus(Consensus):
             self._local.conn = conn
         return conn
 
-    def head(self, key: str) -> VersionedData | None:
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
         row = (
             self._conn()
             .execute(
-                "SELECT seqno, data FROM consensus WHERE key = ? ORDER BY seqno DESC LIMIT 1",
-                (key,),
+                "SELECT seqno, CASE WHEN seqno IS ? THEN x'' ELSE data END FROM consensus "
+                "WHERE key = ? ORDER BY seqno DESC LIMIT 1",
+                (known, key),
             )
             .fetchone()
         )
@@ -320,11 +322,12 @@ class PostgresConsensus(Consensus):
             except psycopg.OperationalError as e:
                 raise ConsensusUnavailable(f"consensus {_redact(self.url)}: {e}") from None
 
-    def head(self, key: str) -> VersionedData | None:
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
         rows = self._run(
-            "SELECT sequence_number, data FROM consensus WHERE shard = %s "
+            "SELECT sequence_number, CASE WHEN sequence_number IS NOT DISTINCT FROM %s "
+            "THEN ''::bytea ELSE data END FROM consensus WHERE shard = %s "
             "ORDER BY sequence_number DESC LIMIT 1",
-            (key,),
+            (known, key),
         )
         return VersionedData(rows[0][0], bytes(rows[0][1])) if rows else None
 
