@@ -353,3 +353,22 @@ def test_the_postgres_scheme_is_accepted_too(postgres_url: str) -> None:
         assert c.head(key) == VersionedData(1, b"x")
     finally:
         c.close()
+
+
+def test_a_head_read_again_sees_every_other_writer(tmp_path: Path) -> None:
+    """A SQLite head read before is current after a write by this connection, by another
+    thread's connection, or by another opener of the file (as another process)."""
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    mine, other = open_consensus(location), open_consensus(location)
+    fill(mine, "k", 1)
+    assert mine.head("k") == VersionedData(1, b"v1")
+    assert mine.compare_and_set("k", 1, VersionedData(2, b"v2"))
+    assert mine.head("k") == VersionedData(2, b"v2")
+    assert other.compare_and_set("k", 2, VersionedData(3, b"v3"))
+    assert mine.head("k") == VersionedData(3, b"v3")
+    assert mine.head("k", 3) == VersionedData(3, b"")
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(mine.compare_and_set, "k", 3, VersionedData(4, b"v4")).result()
+    assert mine.head("k", 3) == VersionedData(4, b"v4")
+    mine.close()
+    other.close()

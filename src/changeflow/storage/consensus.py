@@ -137,6 +137,14 @@ def open_consensus(location: str, create: bool = True) -> Consensus:
     )
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """A head a connection read: its seqno, and its data unless the reader had it."""
+
+    seqno: int
+    data: bytes | None
+
+
 class SqliteConsensus(Consensus):
     """Consensus in a SQLite file in WAL mode; safe for several processes on one machine.
 
@@ -219,24 +227,35 @@ class SqliteConsensus(Consensus):
                             f"cannot open consensus {self.path}: {e}"
                         ) from None
                     time.sleep(0.05)
-            self._local.conn = conn
+            self._local.conn, self._local.version, self._local.heads = conn, None, {}
         return conn
 
     def head(self, key: str, known: int | None = None) -> VersionedData | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT seqno, CASE WHEN seqno IS ? THEN x'' ELSE data END FROM consensus "
-                "WHERE key = ? ORDER BY seqno DESC LIMIT 1",
-                (known, key),
-            )
-            .fetchone()
-        )
-        return VersionedData(row[0], bytes(row[1])) if row else None
+        """See :meth:`Consensus.head`. A head this thread's connection read stands while the
+        file's ``data_version`` (moved by every other connection's commit, of any process)
+        stays and this connection has not written the key: then no query is needed."""
+        conn, local = self._conn(), self._local
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if version != local.version:
+            local.version, local.heads = version, {}
+        seen = local.heads.get(key)
+        if seen is not None and (seen.seqno == known or seen.data is not None):
+            return VersionedData(seen.seqno, b"" if seen.seqno == known else seen.data)
+        row = conn.execute(
+            "SELECT seqno, CASE WHEN seqno IS ? THEN NULL ELSE data END FROM consensus "
+            "WHERE key = ? ORDER BY seqno DESC LIMIT 1",
+            (known, key),
+        ).fetchone()
+        if row is None:
+            return None
+        data = None if row[1] is None else bytes(row[1])
+        local.heads[key] = _Seen(row[0], data)
+        return VersionedData(row[0], b"" if data is None else data)
 
     def compare_and_set(self, key: str, expected: int | None, new: VersionedData) -> bool:
         self._check_next(expected, new)
         conn = self._conn()
+        self._local.heads.pop(key, None)  # this connection's commits leave data_version
         conn.execute("BEGIN IMMEDIATE")
         try:
             (current,) = conn.execute(
