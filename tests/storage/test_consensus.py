@@ -59,6 +59,19 @@ def test_cas_from_none_creates_seqno_1(consensus: Consensus) -> None:
     assert consensus.scan("k") == [VersionedData(1, b"one"), VersionedData(2, b"\x00two\xff")]
 
 
+def test_head_leaves_out_the_data_of_a_known_seqno(consensus: Consensus) -> None:
+    fill(consensus, "k", 2)
+    assert consensus.head("k", 2) == VersionedData(2, b"")  # the caller has it
+    assert consensus.head("k", 1) == VersionedData(2, b"v2")
+    assert consensus.head("k", None) == VersionedData(2, b"v2")
+    assert consensus.head("missing", 1) is None
+    decoded = Decoded(consensus, lambda head: head.data.decode())
+    assert decoded.head("k")[1] == "v2"
+    assert decoded.head("k")[1] == "v2"  # unchanged: its data not read again
+    fill(consensus, "k", 3)
+    assert decoded.head("k") == (VersionedData(3, b"v3"), "v3")
+
+
 def test_cas_with_a_wrong_expected_changes_nothing(consensus: Consensus) -> None:
     fill(consensus, "k", 3)
     before = consensus.scan("k")
@@ -340,3 +353,22 @@ def test_the_postgres_scheme_is_accepted_too(postgres_url: str) -> None:
         assert c.head(key) == VersionedData(1, b"x")
     finally:
         c.close()
+
+
+def test_a_head_read_again_sees_every_other_writer(tmp_path: Path) -> None:
+    """A SQLite head read before is current after a write by this connection, by another
+    thread's connection, or by another opener of the file (as another process)."""
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    mine, other = open_consensus(location), open_consensus(location)
+    fill(mine, "k", 1)
+    assert mine.head("k") == VersionedData(1, b"v1")
+    assert mine.compare_and_set("k", 1, VersionedData(2, b"v2"))
+    assert mine.head("k") == VersionedData(2, b"v2")
+    assert other.compare_and_set("k", 2, VersionedData(3, b"v3"))
+    assert mine.head("k") == VersionedData(3, b"v3")
+    assert mine.head("k", 3) == VersionedData(3, b"")
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(mine.compare_and_set, "k", 3, VersionedData(4, b"v4")).result()
+    assert mine.head("k", 3) == VersionedData(4, b"v4")
+    mine.close()
+    other.close()

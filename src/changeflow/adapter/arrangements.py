@@ -32,6 +32,7 @@ from changeflow.updates import DIFF, TIME
 if TYPE_CHECKING:
     from changeflow.adapter.catalog import CatalogState
     from changeflow.adapter.environment import Environment
+    from changeflow.storage.txns import View
 
 Counted = dict[tuple[Any, ...], int]
 RECENT_MS = 60_000  # how far behind the arrangement a read may be and still use it
@@ -50,12 +51,15 @@ class Arrangement:
         self.served = 0  # reads answered (a measure for tests and the status page)
         self.sorted: list[Any] | None = None  # the keys in order, once a range asks for them
 
-    def read(self, values: tuple[Any, ...], ts: int) -> Counted | None:
-        """The rows whose key is ``values`` at ``ts`` (the shard is complete there); None if
-        this arrangement cannot tell (``ts`` too far behind it)."""
-        return self._read(ts, lambda: [values], lambda key: key == values)
+    def read(self, values: tuple[Any, ...], ts: int, view: View | None = None) -> Counted | None:
+        """The rows whose key is ``values`` at ``ts`` (the shard is complete there, or
+        ``view``, the write log's view of it at ``ts``, has the rest); None if this
+        arrangement cannot tell (``ts`` too far behind it)."""
+        return self._read(ts, lambda: [values], lambda key: key == values, view)
 
-    def read_range(self, low: int | None, high: int | None, ts: int) -> Counted | None:
+    def read_range(
+        self, low: int | None, high: int | None, ts: int, view: View | None = None
+    ) -> Counted | None:
         """The rows whose (one-column, integer) key is in ``[low, high]`` at ``ts``."""
 
         def keys() -> list[tuple[Any, ...]]:
@@ -69,14 +73,18 @@ class Arrangement:
             k = key[0]
             return k is not None and (low is None or k >= low) and (high is None or k <= high)
 
-        return self._read(ts, keys, within)
+        return self._read(ts, keys, within, view)
 
     def _read(
-        self, ts: int, keys: Callable[[], list[tuple[Any, ...]]], wanted: Callable[[Any], bool]
+        self,
+        ts: int,
+        keys: Callable[[], list[tuple[Any, ...]]],
+        wanted: Callable[[Any], bool],
+        view: View | None,
     ) -> Counted | None:
         with self.lock:
-            if self.at is None or not self._advance(ts + 1):
-                self._build(ts)
+            if self.at is None or not self._advance(ts + 1, view):
+                self._build(ts, view)
             if ts < self.floor:
                 return None
             self.served += 1
@@ -100,14 +108,19 @@ class Arrangement:
             if self.at is None or not self._advance(upper):
                 self._build(upper - 1)
 
-    def _build(self, ts: int) -> None:
+    def _build(self, ts: int, view: View | None = None) -> None:
+        views = None if view is None else {self.shard: view}
         self.rows = defaultdict(dict)
-        for row, count in self.env.snapshot(self.shard, ts).items():
+        for row, count in self.env.snapshot(self.shard, ts, views).items():
             self.rows[tuple(row[i] for i in self.key)][row] = count
         self.at, self.floor, self.recent, self.sorted = ts + 1, ts, [], None
 
-    def _advance(self, to: int) -> bool:
-        """Apply the updates in ``[at, to)``; False if the shard was compacted past ``at``."""
+    def _advance(self, to: int, view: View | None = None) -> bool:
+        """Apply the updates in ``[at, to)``: from the shard, or, with ``view`` (the write
+        log's view of it at ``to - 1``), from the shard below ``view.at`` and the log's
+        writes not applied yet after it (the same updates, the log's applied later at those
+        times, so the host's next catch-up finds nothing new below ``at``). False if the
+        shard was compacted past ``at``."""
         from changeflow.adapter.rows import triples
         from changeflow.storage.txns import reader
 
@@ -118,8 +131,14 @@ class Arrangement:
         since = to_bound(state.since)
         if since is None or since > self.at:
             return False  # updates below ``at`` may have been moved into the range
-        updates = reader(self.env.storage, self.shard).updates(state, self.at, to)
-        for row, time, diff in triples(updates):
+        stored = to if view is None else min(to, view.at + 1)
+        parts = []
+        if stored > self.at:
+            parts.append(reader(self.env.storage, self.shard).updates(state, self.at, stored))
+        if view is not None and view.pending is not None:
+            pending = view.pending
+            parts.append(pending.filter(pc.greater_equal(pending.column(TIME), self.at)))
+        for row, time, diff in (u for part in parts for u in triples(part)):
             key = tuple(row[i] for i in self.key)
             new_key = key not in self.rows
             group = self.rows[key]

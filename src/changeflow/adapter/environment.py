@@ -249,9 +249,9 @@ class Environment:
         views = self._views(plan, shards, ts)
         if views is None:
             self.make_readable(shards, ts, deadline)
-            served = self._served(plan, ts)
-            if served is not None:  # a point read through an index's arrangement
-                return evaluate_once(plan, served, ts)
+        served = self._served(plan, ts, views)
+        if served is not None:  # a point read through an index's arrangement
+            return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
         for view in (views or {}).values():
             stored += 0 if view.pending is None else view.pending.num_rows
@@ -279,15 +279,12 @@ class Environment:
         return evaluate_once(plan, {s: self.snapshot(s, ts, None, fixed) for s in shards}, ts)
 
     def _views(self, plan: P.Plan, shards: set[str], ts: int) -> dict[str, View] | None:
-        """A plan reading tables alone, and no index's arrangement: its tables as the write
-        log has them at ``ts`` without applying it (:meth:`TxnLog.view`), so a read writes
-        nothing; None otherwise (the inputs are then made readable at ``ts``)."""
+        """A plan reading tables alone: its tables as the write log has them at ``ts``
+        without applying it (:meth:`TxnLog.view`), so a read writes nothing; None otherwise
+        (the inputs are then made readable at ``ts``)."""
         state = self.catalog.load()
         items = [state.items.get(s) for s in shards]
         if not shards or any(i is None or i.kind != "table" for i in items):
-            return None
-        found = point(plan)
-        if found is not None and index_keys(state, found.shard):
             return None
         return self.log.view(shards, ts)
 
@@ -322,23 +319,27 @@ class Environment:
             out[row] = out.get(row, 0) + diff
         return {r: c for r, c in out.items() if c}
 
-    def _served(self, plan: P.Plan, ts: int) -> dict[str, Counted] | None:
+    def _served(
+        self, plan: P.Plan, ts: int, views: dict[str, View] | None = None
+    ) -> dict[str, Counted] | None:
         """The rows of ``plan``'s input that a filter above it can pass, found through an
-        index's arrangement (:mod:`~changeflow.adapter.arrangements`); None without one."""
+        index's arrangement (:mod:`~changeflow.adapter.arrangements`), with the write log's
+        ``views`` of the tables (or read where they are complete); None without one."""
         found = point(plan)
         if found is None:
             return None
         shard = found.shard
+        view = None if views is None else views.get(shard)
         for key in index_keys(self.catalog.load(), shard):
             arrangement = None
             if all(i in found.equal for i in key):
                 arrangement = self.arrangement(shard, key)
                 values = tuple(found.equal[i] for i in key)
-                rows = None if arrangement is None else arrangement.read(values, ts)
+                rows = None if arrangement is None else arrangement.read(values, ts, view)
             elif len(key) == 1 and key[0] in found.ranges and _integer(plan, key[0]):
                 arrangement = self.arrangement(shard, key)
                 low, high = found.ranges[key[0]]
-                rows = None if arrangement is None else arrangement.read_range(low, high, ts)
+                rows = None if arrangement is None else arrangement.read_range(low, high, ts, view)
             else:
                 continue
             if rows is not None:

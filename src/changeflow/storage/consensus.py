@@ -44,8 +44,9 @@ class Consensus(ABC):
     location: str  # where it is, for messages (no password)
 
     @abstractmethod
-    def head(self, key: str) -> VersionedData | None:
-        """The latest version of ``key``, or None if it was never written."""
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
+        """The latest version of ``key``, or None if it was never written; if its seqno is
+        ``known``, its data is left out (empty): the caller has it."""
 
     @abstractmethod
     def compare_and_set(self, key: str, expected: int | None, new: VersionedData) -> bool:
@@ -105,18 +106,18 @@ class Decoded(Generic[T]):
 
     def __init__(self, consensus: Consensus, decode: Callable[[VersionedData], T]) -> None:
         self.consensus, self.decode = consensus, decode
-        self._last: dict[str, tuple[int, T]] = {}
+        self._last: dict[str, tuple[VersionedData, T]] = {}
 
     def head(self, key: str) -> tuple[VersionedData | None, T | None]:
         """The head of ``key`` and its decoded value (None, None if it was never written)."""
-        head = self.consensus.head(key)
+        last = self._last.get(key)
+        head = self.consensus.head(key, None if last is None else last[0].seqno)
         if head is None:
             return None, None
-        last = self._last.get(key)
-        if last is not None and last[0] == head.seqno:
-            return head, last[1]
+        if last is not None and last[0].seqno == head.seqno:
+            return last
         value = self.decode(head)
-        self._last[key] = (head.seqno, value)
+        self._last[key] = (head, value)
         return head, value
 
 
@@ -134,6 +135,14 @@ def open_consensus(location: str, create: bool = True) -> Consensus:
         f"consensus location {location!r} is neither sqlite:PATH nor postgresql://…; "
         "set --consensus or CHANGEFLOW_CONSENSUS"
     )
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """A head a connection read: its seqno, and its data unless the reader had it."""
+
+    seqno: int
+    data: bytes | None
 
 
 class SqliteConsensus(Consensus):
@@ -218,23 +227,35 @@ class SqliteConsensus(Consensus):
                             f"cannot open consensus {self.path}: {e}"
                         ) from None
                     time.sleep(0.05)
-            self._local.conn = conn
+            self._local.conn, self._local.version, self._local.heads = conn, None, {}
         return conn
 
-    def head(self, key: str) -> VersionedData | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT seqno, data FROM consensus WHERE key = ? ORDER BY seqno DESC LIMIT 1",
-                (key,),
-            )
-            .fetchone()
-        )
-        return VersionedData(row[0], bytes(row[1])) if row else None
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
+        """See :meth:`Consensus.head`. A head this thread's connection read stands while the
+        file's ``data_version`` (moved by every other connection's commit, of any process)
+        stays and this connection has not written the key: then no query is needed."""
+        conn, local = self._conn(), self._local
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if version != local.version:
+            local.version, local.heads = version, {}
+        seen = local.heads.get(key)
+        if seen is not None and (seen.seqno == known or seen.data is not None):
+            return VersionedData(seen.seqno, b"" if seen.seqno == known else seen.data)
+        row = conn.execute(
+            "SELECT seqno, CASE WHEN seqno IS ? THEN NULL ELSE data END FROM consensus "
+            "WHERE key = ? ORDER BY seqno DESC LIMIT 1",
+            (known, key),
+        ).fetchone()
+        if row is None:
+            return None
+        data = None if row[1] is None else bytes(row[1])
+        local.heads[key] = _Seen(row[0], data)
+        return VersionedData(row[0], b"" if data is None else data)
 
     def compare_and_set(self, key: str, expected: int | None, new: VersionedData) -> bool:
         self._check_next(expected, new)
         conn = self._conn()
+        self._local.heads.pop(key, None)  # this connection's commits leave data_version
         conn.execute("BEGIN IMMEDIATE")
         try:
             (current,) = conn.execute(
@@ -320,11 +341,12 @@ class PostgresConsensus(Consensus):
             except psycopg.OperationalError as e:
                 raise ConsensusUnavailable(f"consensus {_redact(self.url)}: {e}") from None
 
-    def head(self, key: str) -> VersionedData | None:
+    def head(self, key: str, known: int | None = None) -> VersionedData | None:
         rows = self._run(
-            "SELECT sequence_number, data FROM consensus WHERE shard = %s "
+            "SELECT sequence_number, CASE WHEN sequence_number IS NOT DISTINCT FROM %s "
+            "THEN ''::bytea ELSE data END FROM consensus WHERE shard = %s "
             "ORDER BY sequence_number DESC LIMIT 1",
-            (key,),
+            (known, key),
         )
         return VersionedData(rows[0][0], bytes(rows[0][1])) if rows else None
 

@@ -114,6 +114,8 @@ class TxnLog:
         self.pending = 0  # entries waiting to be applied after this process's last commit
         self.decoded = Decoded(self.consensus, lambda head: LogState.from_bytes(head.data))
         self._inline: dict[tuple[int, str], pa.Table] = {}  # decoded inline writes
+        # a table's pending writes as a view adds them: by table, their times and its schema
+        self._pending: dict[tuple[str, tuple[int, ...], pa.Schema], pa.Table] = {}
 
     def _change(self, fn: Any) -> Any:
         while True:
@@ -248,13 +250,17 @@ class TxnLog:
                 for e in pending
                 if shard in e["writes"] and upper <= e["ts"] <= ts
             ]
-            frames = [self._load(key, at) for at, key in writes]
-            if any(f is None for f in frames):
-                return None
-            extra = None
-            if frames:
+            seen = (shard, tuple(at for at, _ in writes), state.schema)
+            extra = self._pending.get(seen)
+            if extra is None and writes:
+                frames = [self._load(key, at) for at, key in writes]
+                if any(f is None for f in frames):
+                    return None
                 conformed = [_conform(f, state.schema) for f in frames]  # type: ignore[arg-type]
                 extra = pa.concat_tables(conformed).cast(frame_schema(state.schema))
+                if len(self._pending) >= INLINE_KEPT:
+                    self._pending.clear()
+                self._pending[seen] = extra
             out[shard] = View(upper - 1, extra)
         return out
 
