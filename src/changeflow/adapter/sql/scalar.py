@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -163,6 +164,9 @@ class Scalars(ArrayScalars):
             found = self.hook(node)
             if found is not None:
                 return found
+        constant = session_value(node)
+        if constant is not None:
+            return constant
         method = getattr(self, "_" + type(node).__name__.lower(), None)
         if method is not None:
             return method(node)
@@ -444,6 +448,14 @@ class Scalars(ArrayScalars):
         flags = node.args.get("modifiers")
         args = [node.this, node.expression, node.args["replacement"]]
         return self.func("regexp_replace", args + ([flags] if flags is not None else []))
+
+    def _regexplike(self, node: exp.RegexpLike) -> X.Expr:
+        flags = node.args.get("flag")
+        args = [node.this, node.expression] + ([flags] if flags is not None else [])
+        return self.func("regexp_like", args)
+
+    def _regexpilike(self, node: exp.RegexpILike) -> X.Expr:
+        return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
 
     def _replace(self, node: exp.Replace) -> X.Expr:
         return self.func("replace", [node.this, node.expression, node.args["replacement"]])
