@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -17,10 +17,12 @@ from changeflow.errors import PlanError
 
 @dataclass(frozen=True)
 class SessionNames:
-    """The session's user and database (a server's client names them)."""
+    """The session's user, database and backend process id (a server's client names the
+    first two; the server gives each client its own id)."""
 
     user: str = "changeflow"
     database: str = "changeflow"
+    pid: int = field(default_factory=lambda: os.getpid() % 2**31)
 
 
 SESSION_NAMES: ContextVar[SessionNames | None] = ContextVar("session_names", default=None)
@@ -52,5 +54,5 @@ def session_value(node: exp.Expression) -> X.Lit | None:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "pg_backend_pid":
         if node.expressions:
             raise PlanError("function pg_backend_pid() takes no arguments", sqlstate="42883")
-        return X.Lit(os.getpid() % 2**31, INT4)
+        return X.Lit(names.pid, INT4)
     return None
