@@ -82,6 +82,13 @@ def is_string_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
 
 
+def bare(node: exp.Expression) -> exp.Expression:
+    """``node`` without its parentheses (``(('3'))`` is still an unknown-typed literal)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
 def is_mz_now(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).lower() == "mz_now"
 
@@ -232,6 +239,7 @@ class Scalars(ArrayScalars):
     def pair(self, a: exp.Expression, b: exp.Expression) -> tuple[X.Expr, X.Expr]:
         """Both operands; a quoted literal takes the other side's type."""
         ea, eb = self.expr(a), self.expr(b)
+        a, b = bare(a), bare(b)
         if is_string_literal(a) and eb.type not in (TEXT, NULLTYPE):
             ea = self.retype(str(a.this), eb)
         if is_string_literal(b) and ea.type not in (TEXT, NULLTYPE):
