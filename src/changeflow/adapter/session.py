@@ -46,6 +46,7 @@ from changeflow.adapter.sql.dml import (
     whole_rows,
 )
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.recursive import running
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.scope import table_name
@@ -223,7 +224,8 @@ class Session:
         if stmt.kind in ("select", "explain"):
             state = self.env.catalog.load()
             self._statement_time()
-            query = plan_query(stmt.ast, CatalogResolver(state))
+            with running(self._run_now):
+                query = plan_query(stmt.ast, CatalogResolver(state))
             self.described = (stmt.ast, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
@@ -325,7 +327,8 @@ class Session:
         if described is not None and described[0] is stmt.ast and described[1] is state:
             query = described[2]  # planned when it was described, on this catalog
         else:
-            query = plan_query(stmt.ast, CatalogResolver(state))
+            with running(self._run_now):
+                query = plan_query(stmt.ast, CatalogResolver(state))
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
@@ -367,6 +370,15 @@ class Session:
                 sqlstate="22003",
             )
         return ts
+
+    def _run_now(self, plan: P.Plan) -> dict[tuple[Any, ...], int]:
+        """``plan``'s rows at the transaction's read time (or the latest, before it has one)."""
+        txn = self.txn
+        ts = None if txn is None else txn.read_ts
+        timeline = EPOCH if txn is None or txn.timeline is None else txn.timeline
+        return self._evaluate(
+            plan, self.env.read_ts(timeline, plan.collections()) if ts is None else ts
+        )
 
     def _evaluate(
         self, plan: P.Plan, ts: int, shown: Finishing | None = None
