@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import ddl
+from changeflow.adapter import ddl, txn_ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -107,6 +107,8 @@ class Transaction:
     queried: bool = False
     failed: bool = False
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
+    created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) by its DDL
+    dropped: list[Statement] = field(default_factory=list)  # its DROPs, applied at COMMIT
 
 
 class Session:
@@ -253,6 +255,9 @@ class Session:
             return Result("BEGIN")
         if kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
+            if txn is not None:
+                committed = kind == "commit" and not txn.failed
+                txn_ddl.end(txn, committed, lambda s: _locked(self.env.lock, lambda: self._run(s)))
             if kind == "commit" and txn is not None and not txn.failed:
                 self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
@@ -281,10 +286,7 @@ class Session:
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
             if self.in_transaction:
-                raise PlanError(
-                    f"{stmt.text.split()[0].upper()} cannot run inside a transaction block",
-                    sqlstate="25001",
-                )
+                return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
             if self.access is not None and kind == "create_source":
                 self.access.check_source(stmt.args["name"], stmt.args["path"])
             if self.access is not None and kind == "create_sink":
