@@ -1,6 +1,6 @@
-"""to_char, the regular-expression operators and functions, and the session's functions
-compared with PostgreSQL 15: the same statements on the same data, ad hoc and installed as
-materialized views kept through inserts, updates and deletes."""
+"""to_char, the regular-expression operators and functions, the character functions and the
+session's functions compared with PostgreSQL 15: the same statements on the same data, ad hoc
+and installed as materialized views kept through inserts, updates and deletes."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ QUERIES = [
     "SELECT id FROM tf WHERE name ~ '[0-9]' OR name ~* '^b+$'",
     "SELECT id, regexp_match(name, '(b)(c)?'), regexp_match(name, 'b+') FROM tf",
     "SELECT id, regexp_split_to_array(name, ','), regexp_like(name, 'A', 'i') FROM tf",
+    "SELECT id, ascii(name), octet_length(name), translate(name, 'ab,', 'B'), to_hex(id - 3),"
+    " to_hex((id - 3)::bigint), pi() FROM tf",
 ]
 
 

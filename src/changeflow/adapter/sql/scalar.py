@@ -68,6 +68,8 @@ _SIMPLE_FUNCS = {
     exp.Sqrt: "sqrt",
     exp.Ln: "ln",
     exp.Exp: "exp",
+    exp.Ascii: "ascii",
+    exp.Hex: "to_hex",
 }
 STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
 
@@ -464,6 +466,12 @@ class Scalars(ArrayScalars):
 
     def _regexpilike(self, node: exp.RegexpILike) -> X.Expr:
         return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
+
+    def _pi(self, node: exp.Pi) -> X.Expr:
+        return self.func("pi", [])
+
+    def _translate(self, node: exp.Translate) -> X.Expr:
+        return self.func("translate", [node.this, node.args["from_"], node.args["to"]])
 
     def _replace(self, node: exp.Replace) -> X.Expr:
         return self.func("replace", [node.this, node.expression, node.args["replacement"]])
