@@ -42,6 +42,10 @@ QUERIES = [
     "SELECT * FROM lt, LATERAL (SELECT lt.id + lt.k AS n) x WHERE x.n > 2",
     "SELECT lt.id, x.v, x.w FROM lt JOIN LATERAL"
     " (SELECT lu.v, lu.v + lt.id AS w FROM lu WHERE lu.k <= lt.k) x ON x.v > 10",
+    "SELECT lt.id, x.* FROM lt, LATERAL (SELECT count(*), max(lu.v) FROM lu WHERE lu.k = lt.k) x",
+    "SELECT lt.id, x.c FROM lt, LATERAL"
+    " (SELECT count(lu.v) + lt.id AS c, sum(lu.v) AS s FROM lu WHERE lu.k < lt.k) x",
+    "SELECT * FROM lt, LATERAL (SELECT lt.id + 1 AS n) x, LATERAL (SELECT x.n * lt.k AS m) y",
 ]
 
 
@@ -78,7 +82,10 @@ def test_lateral_ad_hoc_and_maintained_as_postgres(both) -> None:
 
 def test_lateral_that_cannot_be_decorrelated_is_refused(both) -> None:
     ours, pg = both
-    sql = "SELECT lt.id, x.c FROM lt, LATERAL (SELECT count(*) AS c FROM lu WHERE lu.k = lt.k) x"
+    sql = (
+        "SELECT lt.id, x.c FROM lt,"
+        " LATERAL (SELECT count(*) AS c FROM lu WHERE lu.k = lt.k HAVING count(*) > 1) x"
+    )
     assert pg.execute(sql).fetchall()
     with pytest.raises(DatabaseError) as caught:
         ours.execute(sql)

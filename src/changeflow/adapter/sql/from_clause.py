@@ -98,18 +98,20 @@ class FromClause:
         column it names (NULLs matching NULLs where the column may be NULL)."""
         node = j.this
         alias = node.args.get("alias")
-        sub, pairs = decorrelated(node, before, left.scope.tables)
         name = alias.name if alias is not None and alias.this is not None else "lateral"
+        sub, pairs = decorrelated(node, before, left.scope.tables, name)
         sub.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=name))
         right = self.table_ref(sub, outer)
         keys = {k for _, k in pairs}
-        fields = [replace(f, star=False) if f.name in keys else f for f in right.scope.fields]
+        fields = [  # the outer values: hidden from * and x.*, reached unqualified only
+            replace(f, table=None, star=False) if f.name in keys else f for f in right.scope.fields
+        ]
         right = Rel(right.plan, Scope(fields, outer))
         conditions = []
         for ref, key in pairs:
             nullable = left.plan.schema[left.scope.resolve(ref).index].nullable
             test = exp.NullSafeEQ if nullable else exp.EQ
-            conditions.append(test(this=ref.copy(), expression=exp.column(key, name)))
+            conditions.append(test(this=ref.copy(), expression=exp.column(key)))
         on = j.args.get("on")
         if on is not None and not (isinstance(on, exp.Boolean) and on.this is True):
             conditions.append(on.copy())
