@@ -201,6 +201,7 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
         "\\dv pgd*",
         "\\di pgd*",
         "\\d pgd_id",
+        "\\df",
     ]
 
     def on_postgres(*args: str) -> str:

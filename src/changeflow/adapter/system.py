@@ -352,6 +352,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             dict(zip(args[::2], args[1::2], strict=False))
         ),
         "pg_type_is_visible": lambda oid: 1,
+        "pg_function_is_visible": lambda oid: 1,
+        "pg_get_function_result": lambda oid: None,
+        "pg_get_function_arguments": lambda oid: "",
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
