@@ -202,6 +202,7 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
         "\\di pgd*",
         "\\d pgd_id",
         "\\df",
+        "\\d+ pgd",
     ]
 
     def on_postgres(*args: str) -> str:
