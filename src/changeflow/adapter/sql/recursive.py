@@ -2,7 +2,7 @@
 rows the last step added, to a fixed point (UNION ALL keeps every row; UNION drops the rows
 already found, as PostgreSQL's). A recursion that does not end is stopped with an error after
 :data:`MAX_STEPS` steps or :data:`MAX_ROWS` rows. A view is maintained, not run once: WITH
-RECURSIVE in a view is refused (0A000)."""
+RECURSIVE in a view or a SUBSCRIBE is refused (0A000)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def recursive_cte(
     body = cte.this
     run = RUN.get()
     if run is None:
-        raise unsupported("WITH RECURSIVE in a view", cte)
+        raise unsupported("WITH RECURSIVE in a view or SUBSCRIBE (kept up to date)", cte)
     if not isinstance(body, exp.Union) or is_recursive(exp.CTE(this=body.this), name):
         raise PlanError(
             f'recursive query "{name}" does not have the form non-recursive-term UNION [ALL] '
