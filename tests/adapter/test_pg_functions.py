@@ -40,6 +40,9 @@ QUERIES = [
     "SELECT id, regexp_split_to_array(name, ','), regexp_like(name, 'A', 'i') FROM tf",
     "SELECT id, ascii(name), octet_length(name), translate(name, 'ab,', 'B'), to_hex(id - 3),"
     " to_hex((id - 3)::bigint), pi() FROM tf",
+    "SELECT id, string_to_array(name, ','), string_to_array(name, NULL), string_to_array(name, '',"
+    " 'x'), string_to_array(name, 'b', ''), array_to_string(ARRAY[id, NULL, 7], '+'),"
+    " array_to_string(string_to_array(name, ','), '|', '?') FROM tf",
 ]
 
 

@@ -467,6 +467,12 @@ class Scalars(ArrayScalars):
     def _regexpilike(self, node: exp.RegexpILike) -> X.Expr:
         return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
 
+    def _arraytostring(self, node: exp.ArrayToString) -> X.Expr:
+        return self.func("array_to_string", _with_null(node))
+
+    def _stringtoarray(self, node: exp.StringToArray) -> X.Expr:
+        return self.func("string_to_array", _with_null(node))
+
     def _pi(self, node: exp.Pi) -> X.Expr:
         return self.func("pi", [])
 
@@ -557,3 +563,9 @@ def _days(node: exp.Interval) -> int:
         except ValueError:
             pass
     raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
+
+
+def _with_null(node: exp.Expression) -> list[exp.Expression]:
+    """The arguments of a call whose optional third is sqlglot's ``null``."""
+    null = node.args.get("null")
+    return [node.this, node.expression] + ([null] if null is not None else [])
