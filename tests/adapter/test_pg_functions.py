@@ -43,6 +43,8 @@ QUERIES = [
     "SELECT id, string_to_array(name, ','), string_to_array(name, NULL), string_to_array(name, '',"
     " 'x'), string_to_array(name, 'b', ''), array_to_string(ARRAY[id, NULL, 7], '+'),"
     " array_to_string(string_to_array(name, ','), '|', '?') FROM tf",
+    "SELECT id, concat_ws(', ', name, id, NULL, x, ts), concat_ws(NULL, name),"
+    " concat_ws(name, id, id) FROM tf",
 ]
 
 
@@ -89,6 +91,7 @@ def test_constants_as_postgres(both) -> None:
             "SELECT regexp_like('a', 'a', 'z')",
             "SELECT to_char(name) FROM tf",
             "SELECT name ~ 1 FROM tf",
+            "SELECT concat_ws(',')",
         ],
     )
 

@@ -55,6 +55,7 @@ CALLS = {
     "array_to_string": "array_to_string(ARRAY[name, NULL, 'z'], '-', '*')",
     "string_to_array": "cardinality(string_to_array(name, 'b'))",
     "concat": "concat(name, id, x)",
+    "concat_ws": "concat_ws('-', name, NULL, id, d)",
     "textcat": "name || '!'",
     "abs": "abs(x)",
     "round": "round(x, 1)",

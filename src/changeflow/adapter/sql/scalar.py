@@ -497,6 +497,9 @@ class Scalars(ArrayScalars):
     def _repeat(self, node: exp.Repeat) -> X.Expr:
         return self.func("repeat", [node.this, node.args["times"]])
 
+    def _concatws(self, node: exp.ConcatWs) -> X.Expr:
+        return self.func("concat_ws", list(node.expressions))
+
     def _concat(self, node: exp.Concat) -> X.Expr:
         return self.func("concat", list(node.expressions))
 
