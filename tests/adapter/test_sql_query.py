@@ -434,11 +434,7 @@ ERRORS = [
     ("SELECT k::interval FROM r", "42704", 'type "interval" does not exist'),
     ("SELECT k::nosuchtype FROM r", "42704", "nosuchtype"),
     ("SELECT interval '1 day'", "0A000", "interval"),
-    (
-        "SELECT * FROM r, LATERAL (SELECT count(*) FROM s WHERE s.k = r.k HAVING count(*) > 1) x",
-        "0A000",
-        "LATERAL",
-    ),
+    ("SELECT * FROM r, LATERAL (SELECT max(k) FROM s HAVING max(k) > r.k) x", "0A000", "LATERAL"),
     ("SELECT k FROM r LIMIT -1", "2201W", "LIMIT must not be negative"),
     ("SELECT k FROM r WHERE k IS TRUE", "42804", "argument of IS TRUE must be type boolean"),
     ("SELECT sum(*) FROM r", "42883", "sum(*)"),
