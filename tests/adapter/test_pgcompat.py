@@ -43,7 +43,19 @@ CALLS = {
     "initcap": "initcap(name)",
     "md5": "md5(name)",
     "regexp_replace": "regexp_replace(name, '([ab])', '<\\1>', 'g')",
+    "regexp_like": "regexp_like(name, 'B', 'i')",
+    "regexp_match": "cardinality(regexp_match(name, '(b)(c)?'))",
+    "regexp_split_to_array": "cardinality(regexp_split_to_array(name, 'b'))",
+    "to_char": "to_char(ts, 'YYYY-MM-DD HH24:MI:SS Dy')",
+    "ascii": "ascii(name)",
+    "octet_length": "octet_length(name)",
+    "translate": "translate(name, 'ab', 'x')",
+    "to_hex": "to_hex(id - 2)",
+    "pi": "pi()",
+    "array_to_string": "array_to_string(ARRAY[name, NULL, 'z'], '-', '*')",
+    "string_to_array": "cardinality(string_to_array(name, 'b'))",
     "concat": "concat(name, id, x)",
+    "concat_ws": "concat_ws('-', name, NULL, id, d)",
     "textcat": "name || '!'",
     "abs": "abs(x)",
     "round": "round(x, 1)",
@@ -407,3 +419,24 @@ def test_system_catalogs_embedded(tmp_path: Path) -> None:
     ).fetchall()
     assert got == [("id", True), ("name", False)]
     conn.close()
+
+
+@pytest.mark.postgres
+def test_parenthesized_unknown_literals_take_the_column_type(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``(('3'))`` is still an unknown-typed literal: an INSERT, an UPDATE and a comparison
+    read it as the column's type, as PostgreSQL does."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from sqlhelp import beside_postgres
+
+    with beside_postgres(
+        tmp_path / "home", postgres_url, "lit", "CREATE TABLE lit (id bigint, d date)"
+    ) as (ours, pg):
+        for c in (ours, pg):
+            c.execute("INSERT INTO lit (id, d) VALUES (('3'), ('2024-01-02')), ((('4')), NULL)")
+            c.execute("UPDATE lit SET d = (('2020-02-29')) WHERE id = ('4')")
+        sql = "SELECT id, d FROM lit WHERE id >= (('3')) ORDER BY id"
+        assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall() != []

@@ -269,10 +269,33 @@ def test_mz_now_rules(conn: Connection) -> None:
     assert rows(conn, "SELECT at FROM recent") == [(now + 10**9,)]
 
 
-def test_ddl_inside_a_transaction_is_refused(conn: Connection) -> None:
+def test_ddl_inside_a_transaction(conn: Connection) -> None:
+    """CREATE is applied at once and undone by ROLLBACK; DROP is applied at COMMIT; other DDL
+    refuses to run inside a transaction block."""
     conn.execute("BEGIN")
-    assert error(conn, "CREATE TABLE t (a int)").sqlstate == "25001"
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.execute("CREATE MATERIALIZED VIEW tv AS SELECT a * 2 AS b FROM t")
+    conn.execute("COMMIT")
+    assert rows(conn, "SELECT b FROM tv") == [(2,)]
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE u (a int)")
+    conn.execute("CREATE INDEX u_a ON u (a)")
+    conn.execute("DROP MATERIALIZED VIEW tv")
+    assert error(conn, "ALTER TABLE t ADD COLUMN c int").sqlstate == "25001"
     conn.execute("ROLLBACK")
+    assert error(conn, "SELECT * FROM u").sqlstate == "42P01"
+    assert rows(conn, "SELECT b FROM tv") == [(2,)]
+    conn.execute("BEGIN")
+    assert error(conn, "DROP TABLE nope").sqlstate == "42P01"
+    conn.execute("ROLLBACK")
+    conn.execute("BEGIN")
+    conn.execute("DROP MATERIALIZED VIEW tv")
+    conn.execute("DROP TABLE IF EXISTS nope")
+    assert rows(conn, "SELECT b FROM tv") == [(2,)]  # until COMMIT
+    conn.execute("COMMIT")
+    assert error(conn, "SELECT * FROM tv").sqlstate == "42P01"
+    assert [r[0] for r in rows(conn, "SHOW TABLES")] == ["t"]
 
 
 def test_sql_result_converts(conn: Connection) -> None:

@@ -217,6 +217,7 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
         "CREATE VIEW pgd_v AS SELECT id, name FROM pgd",
     ]
     commands = ["\\d pgd", "\\d pgd_v", "\\dt pgd*", "\\dv pgd*", "\\di pgd*", "\\d pgd_id"]
+    commands += ["\\df", "\\d+ pgd"]
     teardown = ["DROP VIEW IF EXISTS pgd_v", "DROP TABLE IF EXISTS pgd"]
     _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
 

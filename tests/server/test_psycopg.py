@@ -58,6 +58,10 @@ def test_startup_parameters(conn: psycopg.Connection) -> None:
     assert info.backend_pid > 0
     assert conn.execute("SELECT version()").fetchone()[0].startswith("PostgreSQL 15.0")
     assert conn.execute("SELECT current_database()").fetchone() == ("materialize",)
+    row = conn.execute("SELECT current_database(), session_user, pg_backend_pid()").fetchone()
+    assert row == ("materialize", conn.info.user, info.backend_pid)
+    recursive = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < %s)"
+    assert conn.execute(f"{recursive} SELECT sum(n) FROM r", (4,)).fetchone() == (10,)
     assert conn.execute("SELECT 1 + 1").fetchone() == (2,)
     conn.execute("SET application_name = 'tests'")
     assert conn.execute("SHOW application_name").fetchone() == ("tests",)

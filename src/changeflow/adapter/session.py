@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import ddl
+from changeflow.adapter import ddl, txn_ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -46,6 +46,7 @@ from changeflow.adapter.sql.dml import (
     whole_rows,
 )
 from changeflow.adapter.sql.query import plan_query, view_plan
+from changeflow.adapter.sql.recursive import running
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.scope import table_name
@@ -106,6 +107,8 @@ class Transaction:
     queried: bool = False
     failed: bool = False
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
+    created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) by its DDL
+    dropped: list[Statement] = field(default_factory=list)  # its DROPs, applied at COMMIT
 
 
 class Session:
@@ -223,7 +226,8 @@ class Session:
         if stmt.kind in ("select", "explain"):
             state = self.env.catalog.load()
             self._statement_time()
-            query = plan_query(stmt.ast, CatalogResolver(state))
+            with running(self._run_now):
+                query = plan_query(stmt.ast, CatalogResolver(state))
             self.described = (stmt.ast, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
@@ -251,6 +255,9 @@ class Session:
             return Result("BEGIN")
         if kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
+            if txn is not None:
+                committed = kind == "commit" and not txn.failed
+                txn_ddl.end(txn, committed, lambda s: _locked(self.env.lock, lambda: self._run(s)))
             if kind == "commit" and txn is not None and not txn.failed:
                 self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
@@ -279,10 +286,7 @@ class Session:
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
             if self.in_transaction:
-                raise PlanError(
-                    f"{stmt.text.split()[0].upper()} cannot run inside a transaction block",
-                    sqlstate="25001",
-                )
+                return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
             if self.access is not None and kind == "create_source":
                 self.access.check_source(stmt.args["name"], stmt.args["path"])
             if self.access is not None and kind == "create_sink":
@@ -325,7 +329,8 @@ class Session:
         if described is not None and described[0] is stmt.ast and described[1] is state:
             query = described[2]  # planned when it was described, on this catalog
         else:
-            query = plan_query(stmt.ast, CatalogResolver(state))
+            with running(self._run_now):
+                query = plan_query(stmt.ast, CatalogResolver(state))
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
@@ -367,6 +372,15 @@ class Session:
                 sqlstate="22003",
             )
         return ts
+
+    def _run_now(self, plan: P.Plan) -> dict[tuple[Any, ...], int]:
+        """``plan``'s rows at the transaction's read time (or the latest, before it has one)."""
+        txn = self.txn
+        ts = None if txn is None else txn.read_ts
+        timeline = EPOCH if txn is None or txn.timeline is None else txn.timeline
+        return self._evaluate(
+            plan, self.env.read_ts(timeline, plan.collections()) if ts is None else ts
+        )
 
     def _evaluate(
         self, plan: P.Plan, ts: int, shown: Finishing | None = None

@@ -79,6 +79,15 @@ def relation_oid(item: Item) -> int:
     return RELATION_BASE + int(item.id.lstrip("u") or 0)
 
 
+HEAP = 2  # the table access method's OID
+
+
+def _storage(type_oid: int, length: int) -> str:
+    """pg_attribute.attstorage as PostgreSQL's: plain for fixed-length types, main for
+    numeric, extended for the other variable-length ones."""
+    return "p" if length > 0 else ("m" if type_oid == 1700 else "x")
+
+
 def _type(name: str) -> tuple[int, int, str]:
     return TYPES.get(name, (25, -1, "text"))
 
@@ -108,6 +117,7 @@ def _rows(
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
     out["pg_am"].append((403, "btree", "bthandler", "i"))
+    out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_roles"].append((OWNER, user, True, True))
     out["pg_user"].append((OWNER, user, True))
     out["pg_database"].append(
@@ -154,7 +164,7 @@ def _rows(
                 0,
                 0,
                 OWNER,
-                403 if kind == "i" else 0,
+                {"i": 403, "r": HEAP, "m": HEAP}.get(kind, 0),
                 oid,
                 0,
                 0,
@@ -173,7 +183,7 @@ def _rows(
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
-                + ("i", "p", "")
+                + ("i", _storage(type_oid, length), "")
                 + (
                     not nullable and kind in ("r", "i"),
                     default is not None,
@@ -352,6 +362,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             dict(zip(args[::2], args[1::2], strict=False))
         ),
         "pg_type_is_visible": lambda oid: 1,
+        "pg_function_is_visible": lambda oid: 1,
+        "pg_get_function_result": lambda oid: None,
+        "pg_get_function_arguments": lambda oid: "",
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
@@ -393,6 +406,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return node.expression
     if isinstance(node, exp.Collate):
         return node.this
+    if isinstance(node, exp.Array) and any(isinstance(e, exp.Query) for e in node.expressions):
+        return exp.Null()  # array(SELECT …): the catalogs hold no options to list
     if isinstance(node, exp.ByteString):
         return exp.Literal.string(str(node.this))
     if isinstance(node, exp.Operator) and str(node.args.get("operator", "")).endswith("~"):

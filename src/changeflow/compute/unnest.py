@@ -10,12 +10,15 @@ the in-process tier.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from changeflow.compute import plan as P
-from changeflow.compute.expr import Expr
-from changeflow.compute.types import INT8, Column, Schema
-from changeflow.errors import PlanError
+from changeflow.compute.expr import Expr, _typed
+from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, Schema, array_of
+from changeflow.errors import EvalError, PlanError
+
+MAX_ROWS = 1_000_000  # the most values one generate_series gives here
 
 Row = tuple[Any, ...]
 
@@ -57,3 +60,50 @@ class Unnest(P.Plan):
 def has_unnest(plan: P.Plan) -> bool:
     """Does ``plan`` unnest a column anywhere (an in-process-tier operator)?"""
     return isinstance(plan, Unnest) or any(has_unnest(p) for p in plan.inputs())
+
+
+@dataclass(frozen=True)
+class Series(Expr):
+    """``generate_series(start, stop[, step])`` of a row as an array, for an :class:`Unnest`
+    (``SELECT generate_series(1, n)``, ``FROM t, generate_series(1, t.n)``): integers or
+    numerics, NULL when an argument is NULL; at most :data:`MAX_ROWS` elements."""
+
+    start: Expr
+    stop: Expr
+    step: Expr | None = None
+
+    def __post_init__(self) -> None:
+        args = [a for a in (self.start, self.stop, self.step) if a is not None]
+        kinds = [a.type for a in args if a.type is not NULLTYPE]
+        if not all(k.numeric and k.rank <= NUMERIC.rank for k in kinds):
+            shown = ", ".join(str(a.type) for a in args)
+            raise PlanError(f"function generate_series({shown}) does not exist", sqlstate="42883")
+        kind = max(kinds, key=lambda k: k.rank) if kinds else INT4
+        _typed(self, array_of(kind), any(a.nullable for a in args))
+
+    def children(self) -> tuple[Expr, ...]:
+        return tuple(a for a in (self.start, self.stop, self.step) if a is not None)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        values = [a.eval(row, now) for a in self.children()]
+        if any(v is None for v in values):
+            return None
+        return tuple(series(*values, numeric=self.type.element is NUMERIC))
+
+    def __str__(self) -> str:
+        return f"generate_series({', '.join(map(str, self.children()))})"
+
+
+def series(first: Any, last: Any, by: Any = 1, numeric: bool = False) -> list[Any]:
+    """The values of ``generate_series(first, last, by)``; a zero step or too many values
+    are errors."""
+    if by == 0:
+        raise EvalError("step size cannot equal zero", sqlstate="22023")
+    count = 0 if (last - first) * by < 0 else int((last - first) // by) + 1
+    if count > MAX_ROWS:
+        raise EvalError(
+            f"generate_series of {count} rows: at most {MAX_ROWS} are supported here",
+            sqlstate="0A000",
+        )
+    convert = Decimal if numeric else int
+    return [convert(first) + i * convert(by) for i in range(count)]

@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.session import Session
+from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.server import pgwire as W
 from changeflow.server.auth import MECHANISM, AuthFailed, Scram, md5_expected
 
@@ -97,6 +98,8 @@ class Startup:
         self.session = Session(
             self.server.env, access=access, memory_budget=self.server.query_memory
         )
+        database = self.params.get("database") or user
+        SESSION_NAMES.set(SessionNames(user, database, self.pid))
         app = self.params.get("application_name", "")
         self.session.settings["application_name"] = app
         self.wire.send(*W.auth(0))

@@ -18,7 +18,7 @@ from changeflow.adapter.constraints import Conflict
 from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
-from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal
+from changeflow.adapter.sql.scalar import Scalars, bare, coerce_text, is_string_literal
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
@@ -108,6 +108,7 @@ def _target(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[exp.Ta
 def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
     """``e`` as a value of ``column``, by PostgreSQL's assignment cast."""
     target = column.type
+    node = None if node is None else bare(node)
     if node is not None and is_string_literal(node):
         return coerce_text(str(node.this), target)
     source = e.type

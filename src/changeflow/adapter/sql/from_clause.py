@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from changeflow.adapter.sql.correlation import conjuncts
+from changeflow.adapter.sql.lateral import decorrelated, is_lateral_subquery
 from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
 from changeflow.adapter.sql.scalar import Scalars, contains
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name, unsupported
@@ -27,9 +30,13 @@ class FromClause:
         if source is None:
             return Rel(ONE_ROW, Scope([], outer))
         rel = self.table_ref(source.this, outer)
-        for j in node.args.get("joins") or []:
+        joins = node.args.get("joins") or []
+        for i, j in enumerate(joins):
             if is_lateral_unnest(j.this):
                 rel = lateral_unnest(rel, j.this, j, outer)
+                continue
+            if is_lateral_subquery(j.this):
+                rel = self.lateral(rel, [source.this, *joins[:i]], j, outer)
                 continue
             rel = self.join(rel, self.table_ref(j.this, outer), j, outer)
         return rel
@@ -83,6 +90,36 @@ class FromClause:
             names[i] = ident(c)
         fields = [Field(table, n, i) for i, n in enumerate(names)]
         return Rel(out.plan, Scope(fields, outer))
+
+    def lateral(
+        self, left: Rel, before: list[exp.Expression], j: exp.Join, outer: Scope | None
+    ) -> Rel:
+        """``left`` joined to the LATERAL subquery of ``j``, decorrelated: on each outer
+        column it names (NULLs matching NULLs where the column may be NULL)."""
+        node = j.this
+        alias = node.args.get("alias")
+        name = alias.name if alias is not None and alias.this is not None else "lateral"
+        sub, pairs = decorrelated(node, before, left.scope.tables, name)
+        sub.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=name))
+        right = self.table_ref(sub, outer)
+        keys = {k for _, k in pairs}
+        fields = [  # the outer values: hidden from * and x.*, reached unqualified only
+            replace(f, table=None, star=False) if f.name in keys else f for f in right.scope.fields
+        ]
+        right = Rel(right.plan, Scope(fields, outer))
+        conditions = []
+        for ref, key in pairs:
+            nullable = left.plan.schema[left.scope.resolve(ref).index].nullable
+            test = exp.NullSafeEQ if nullable else exp.EQ
+            conditions.append(test(this=ref.copy(), expression=exp.column(key)))
+        on = j.args.get("on")
+        if on is not None and not (isinstance(on, exp.Boolean) and on.this is True):
+            conditions.append(on.copy())
+        side = j.args.get("side")
+        if side is not None and str(side).upper() not in ("LEFT", ""):
+            raise unsupported(f"{side} JOIN LATERAL", j)
+        joined = exp.Join(this=sub, side=side, on=exp.and_(*conditions) if conditions else None)
+        return self.join(left, right, joined, outer)
 
     def join(self, left: Rel, right: Rel, j: exp.Join, outer: Scope | None) -> Rel:
         clash = left.scope.tables & right.scope.tables

@@ -17,6 +17,7 @@ from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
 from changeflow.adapter.sql.ordering import Ordering
+from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
 from changeflow.adapter.sql.rows import (
     ONE_ROW,
     Output,
@@ -135,8 +136,7 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         corr: bool,
         domain: Domain | None,
     ) -> Output:
-        if with_.args.get("recursive"):
-            raise unsupported("WITH RECURSIVE", with_)
+        recursive = bool(with_.args.get("recursive"))
         env: dict[str, Output] = {}
         self.ctes.append(env)
         try:
@@ -147,6 +147,9 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
                     raise PlanError(
                         f'WITH query name "{name}" specified more than once', sqlstate="42712"
                     )
+                if recursive and is_recursive(cte, name):
+                    recursive_cte(self, cte, name, env, outer)
+                    continue
                 body = self.query(cte.this, outer)
                 names = list(body.names)
                 columns = alias.columns if alias is not None else []

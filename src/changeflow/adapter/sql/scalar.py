@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -67,6 +68,8 @@ _SIMPLE_FUNCS = {
     exp.Sqrt: "sqrt",
     exp.Ln: "ln",
     exp.Exp: "exp",
+    exp.Ascii: "ascii",
+    exp.Hex: "to_hex",
 }
 STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
 
@@ -79,6 +82,13 @@ def is_aggregate(node: exp.Expression) -> bool:
 
 def is_string_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
+
+
+def bare(node: exp.Expression) -> exp.Expression:
+    """``node`` without its parentheses (``(('3'))`` is still an unknown-typed literal)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
 
 
 def is_mz_now(node: exp.Expression) -> bool:
@@ -163,6 +173,9 @@ class Scalars(ArrayScalars):
             found = self.hook(node)
             if found is not None:
                 return found
+        constant = session_value(node)
+        if constant is not None:
+            return constant
         method = getattr(self, "_" + type(node).__name__.lower(), None)
         if method is not None:
             return method(node)
@@ -228,6 +241,7 @@ class Scalars(ArrayScalars):
     def pair(self, a: exp.Expression, b: exp.Expression) -> tuple[X.Expr, X.Expr]:
         """Both operands; a quoted literal takes the other side's type."""
         ea, eb = self.expr(a), self.expr(b)
+        a, b = bare(a), bare(b)
         if is_string_literal(a) and eb.type not in (TEXT, NULLTYPE):
             ea = self.retype(str(a.this), eb)
         if is_string_literal(b) and ea.type not in (TEXT, NULLTYPE):
@@ -445,6 +459,26 @@ class Scalars(ArrayScalars):
         args = [node.this, node.expression, node.args["replacement"]]
         return self.func("regexp_replace", args + ([flags] if flags is not None else []))
 
+    def _regexplike(self, node: exp.RegexpLike) -> X.Expr:
+        flags = node.args.get("flag")
+        args = [node.this, node.expression] + ([flags] if flags is not None else [])
+        return self.func("regexp_like", args)
+
+    def _regexpilike(self, node: exp.RegexpILike) -> X.Expr:
+        return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
+
+    def _arraytostring(self, node: exp.ArrayToString) -> X.Expr:
+        return self.func("array_to_string", _with_null(node))
+
+    def _stringtoarray(self, node: exp.StringToArray) -> X.Expr:
+        return self.func("string_to_array", _with_null(node))
+
+    def _pi(self, node: exp.Pi) -> X.Expr:
+        return self.func("pi", [])
+
+    def _translate(self, node: exp.Translate) -> X.Expr:
+        return self.func("translate", [node.this, node.args["from_"], node.args["to"]])
+
     def _replace(self, node: exp.Replace) -> X.Expr:
         return self.func("replace", [node.this, node.expression, node.args["replacement"]])
 
@@ -462,6 +496,9 @@ class Scalars(ArrayScalars):
 
     def _repeat(self, node: exp.Repeat) -> X.Expr:
         return self.func("repeat", [node.this, node.args["times"]])
+
+    def _concatws(self, node: exp.ConcatWs) -> X.Expr:
+        return self.func("concat_ws", list(node.expressions))
 
     def _concat(self, node: exp.Concat) -> X.Expr:
         return self.func("concat", list(node.expressions))
@@ -529,3 +566,9 @@ def _days(node: exp.Interval) -> int:
         except ValueError:
             pass
     raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
+
+
+def _with_null(node: exp.Expression) -> list[exp.Expression]:
+    """The arguments of a call whose optional third is sqlglot's ``null``."""
+    null = node.args.get("null")
+    return [node.this, node.expression] + ([null] if null is not None else [])

@@ -90,9 +90,16 @@ def kind_of(word: str) -> str:
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
-    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error."""
+    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
+    and ``to_char`` keeps its template as written."""
 
     class Parser(Postgres.Parser):
+        # to_char keeps PostgreSQL's template (sqlglot would rewrite it as strftime's).
+        FUNCTIONS = {
+            **Postgres.Parser.FUNCTIONS,
+            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+        }
+
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
             if (
                 args is not None

@@ -5,7 +5,6 @@ LATERAL) and ``unnest(array)`` in a select list, as an :class:`Unnest` of the ro
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -17,10 +16,8 @@ from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, SqlType
-from changeflow.compute.unnest import Unnest
-from changeflow.errors import PlanError
-
-MAX_ROWS = 1_000_000  # a constant collection lives in the plan: bigger series are refused
+from changeflow.compute.unnest import Series, Unnest, series
+from changeflow.errors import EvalError, PlanError
 
 
 def table_function(node: exp.Expression, alias: exp.TableAlias | None) -> Output | None:
@@ -67,18 +64,10 @@ def _series(
     values = [a.eval(()) for a in args]
     if any(v is None for v in values):
         return ["generate_series"], [kind], []
-    first, last = values[0], values[1]
-    by = values[2] if len(values) > 2 else 1
-    if by == 0:
-        raise PlanError("step size cannot equal zero", sqlstate="22023")
-    count = 0 if (last - first) * by < 0 else int((last - first) // by) + 1
-    if count > MAX_ROWS:
-        raise PlanError(
-            f"generate_series of {count} rows: at most {MAX_ROWS} are supported here",
-            sqlstate="0A000",
-        )
-    convert = Decimal if kind is NUMERIC else int
-    rows = [(convert(first) + i * convert(by),) for i in range(count)]
+    try:
+        rows = [(v,) for v in series(*values, numeric=kind is NUMERIC)]
+    except EvalError as e:
+        raise PlanError(e.message, sqlstate=e.sqlstate) from None
     return ["generate_series"], [kind], rows
 
 
@@ -98,30 +87,50 @@ def _unnest(
     return ["unnest"] * len(columns), kinds, rows
 
 
+def _is_series(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Table):
+        node = node.this
+    return isinstance(node, exp.ExplodingGenerateSeries)
+
+
 def is_lateral_unnest(node: exp.Expression) -> bool:
-    """``unnest(t.a)`` of another FROM item's column (``FROM t, unnest(t.a)``)."""
-    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest):
+    """``unnest(t.a)`` or ``generate_series(1, t.n)`` of another FROM item's column
+    (``FROM t, unnest(t.a)``)."""
+    if isinstance(node, exp.Lateral) and isinstance(
+        node.this, exp.Unnest | exp.ExplodingGenerateSeries
+    ):
         return True
-    return isinstance(node, exp.Unnest) and node.find(exp.Column) is not None
+    return (isinstance(node, exp.Unnest) or _is_series(node)) and node.find(exp.Column) is not None
+
+
+def _series_of(scalars: Scalars, call: exp.Expression) -> Series:
+    ends = (call.args["start"], call.args["end"], call.args.get("step"))
+    return Series(*(scalars(n) for n in ends if n is not None))
 
 
 def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | None) -> Rel:
     """``left`` with each row once per element of its array (``FROM t, unnest(t.a) AS u(x)``
     or ``CROSS JOIN LATERAL unnest(a)``): a cross join only, as an :class:`Unnest`."""
-    alias = node.args.get("alias")
+    alias, ordinality = node.args.get("alias"), bool(node.args.get("ordinality"))
     if isinstance(node, exp.Lateral):
         node = node.this
         alias = alias or node.args.get("alias")
     if j.args.get("on") is not None or j.args.get("side") or j.args.get("using"):
         raise unsupported("unnest of a column in a JOIN with a condition", node)
-    if len(node.expressions) != 1:
+    scalars = Scalars(left.scope, left.plan.schema, "FROM")
+    if _is_series(node):
+        array: X.Expr = _series_of(scalars, node.this if isinstance(node, exp.Table) else node)
+        names = ["generate_series", "ordinality"]
+    elif len(node.expressions) != 1:
         raise unsupported("unnest of several columns", node)
-    array = Scalars(left.scope, left.plan.schema, "unnest")(node.expressions[0])
+    else:
+        array = scalars(node.expressions[0])
+        names = ["unnest", "ordinality"]
     offset = node.args.get("offset")
-    ordinality = bool(node.args.get("ordinality")) or bool(offset)
-    names = ["unnest", str(offset.name).lower() if isinstance(offset, exp.Identifier) else ""]
-    names[1] = names[1] or "ordinality"
-    table = "unnest"
+    ordinality = ordinality or bool(node.args.get("ordinality")) or bool(offset)
+    if isinstance(offset, exp.Identifier):
+        names[1] = str(offset.name).lower()
+    table = names[0]
     if alias is not None and alias.this is not None:
         table = names[0] = ident(alias.this)
     for i, c in enumerate(alias.columns if alias is not None else []):
@@ -133,14 +142,18 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
 
 
 def set_returning(stage: Stage, nodes: list[exp.Expression]) -> Stage:
-    """``stage`` with a column for the ``unnest(array)`` of the select list (one; PostgreSQL
-    runs several in lockstep, which is not supported here), recorded as its replacement."""
-    calls = [n for node in nodes for n in walk(node) if isinstance(n, exp.Explode)]
+    """``stage`` with a column for the ``unnest(array)`` or ``generate_series(…)`` of the
+    select list (one; PostgreSQL runs several in lockstep, which is not supported here),
+    recorded as its replacement: each row once per value, none for an empty or NULL one."""
+    kinds = (exp.Explode, exp.ExplodingGenerateSeries)
+    calls = [n for node in nodes for n in walk(node) if isinstance(n, kinds)]
     if not calls:
         return stage
     if len({c.sql() for c in calls}) > 1:
         raise unsupported("several set-returning functions in a select list", calls[1])
-    array = stage.scalars()(calls[0].this)
+    scalars = stage.scalars()
+    first = calls[0]
+    array = scalars(first.this) if isinstance(first, exp.Explode) else _series_of(scalars, first)
     plan = Unnest(stage.rel.plan, array)
     for call in calls:
         stage.replacements[id(call)] = col_of(plan, len(stage.rel.plan.schema))

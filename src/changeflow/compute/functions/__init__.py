@@ -13,14 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.functions import arrays, numbers, text, times
+from changeflow.compute.functions import arrays, chars, formats, numbers, patterns, text, times
 from changeflow.compute.functions.base import Function, function_named
 from changeflow.compute.scalars import check_range, coerce
 from changeflow.compute.types import INT4, INT8
 from changeflow.errors import PlanError
 
 FUNCTIONS: dict[str, Function] = {
-    f.name: f for family in (text, numbers, times, arrays) for f in family.FUNCTIONS
+    f.name: f
+    for family in (text, patterns, chars, numbers, times, formats, arrays)
+    for f in family.FUNCTIONS
 }
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from changeflow.compute.functions.base import F, Function, Rule, _args
-from changeflow.compute.types import INT4, NULLTYPE, SqlType
+from changeflow.compute.functions.base import F, Function, Rule, _args, unsupported
+from changeflow.compute.scalars import to_text
+from changeflow.compute.types import ARRAYS, FLOAT8, INT4, NULLTYPE, NUMERIC, TEXT, SqlType
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -55,9 +56,93 @@ def _spark_lower(cc: ExprCompiler, e: Func) -> Column:
     return F.when((dimension == 1) & (F.size(a) > 0), F.lit(1))
 
 
+def _joined_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) not in (2, 3) or args[0].element is None and args[0] is not NULLTYPE:
+        raise PlanError("no match", sqlstate="42883")
+    if any(a not in (TEXT, NULLTYPE) for a in args[1:]):
+        raise PlanError("no match", sqlstate="42883")
+    return TEXT
+
+
+def _split_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) not in (2, 3) or any(a not in (TEXT, NULLTYPE) for a in args):
+        raise PlanError("no match", sqlstate="42883")
+    return ARRAYS[TEXT]
+
+
+def _array_to_string(*args: tuple[Any, SqlType]) -> str | None:
+    """The elements as text between ``sep``; NULLs left out, or shown as the third
+    argument. Given the types (not strict): NULL for a NULL array or separator."""
+    (values, kind), (sep, _) = args[0], args[1]
+    null = args[2][0] if len(args) > 2 else None
+    if values is None or sep is None:
+        return None
+    element = kind.element or TEXT
+    shown = [null if v is None else to_text(v, element) for v in values]
+    return sep.join(v for v in shown if v is not None)
+
+
+def _string_to_array(*args: tuple[Any, SqlType]) -> tuple[str | None, ...] | None:
+    """``s`` cut at each ``sep`` (each character for a NULL one, all of it for ''), the
+    pieces equal to the third argument as NULL; '' gives no elements."""
+    s, sep = args[0][0], args[1][0]
+    null = args[2][0] if len(args) > 2 else None
+    if s is None:
+        return None
+    if s == "":
+        return ()
+    parts = list(s) if sep is None else [s] if sep == "" else s.split(sep)
+    return tuple(None if null is not None and p == null else p for p in parts)
+
+
+def _spark_array_to_string(cc: ExprCompiler, e: Func) -> Column:
+    args = _args(cc, e)
+    element = e.args[0].type.element
+    if element in (NUMERIC, FLOAT8):
+        raise unsupported(e, "array_to_string of numeric or double arrays on the cluster tier")
+    texts = F.transform(args[0], lambda x: cc.cast(x, element, TEXT, e)) if element else args[0]
+    if len(args) > 2:
+        return F.when(args[2].isNull(), F.array_join(texts, args[1])).otherwise(
+            F.array_join(texts, args[1], args[2])
+        )
+    return F.array_join(texts, args[1])
+
+
+def _spark_string_to_array(cc: ExprCompiler, e: Func) -> Column:
+    args = _args(cc, e)
+    s, sep = args[0], args[1]
+    quoted = F.regexp_replace(sep, r"([\\\[\]{}()*+?.^$|])", r"\\$1")
+    parts = (
+        F.when(sep.isNull(), F.split(s, "(?!^)(?!$)"))
+        .when(sep == "", F.array(s))
+        .otherwise(F.split(s, quoted, -1))
+    )
+    parts = F.when(s == "", F.array().cast("array<string>")).otherwise(parts)
+    if len(args) > 2:
+        null = args[2]
+        parts = F.transform(
+            parts, lambda p: F.when(null.isNotNull() & (p == null), None).otherwise(p)
+        )
+    return parts
+
+
 FUNCTIONS = [
     Function("cardinality", _array_rule(), _cardinality, spark=_spark_size),
     Function("array_length", _array_rule("int"), _array_length, spark=_spark_length),
     Function("array_upper", _array_rule("int"), _array_length, spark=_spark_length),
     Function("array_lower", _array_rule("int"), _array_lower, spark=_spark_lower),
+    Function(
+        "array_to_string",
+        _joined_rule,
+        _array_to_string,
+        strict=False,
+        spark=_spark_array_to_string,
+    ),
+    Function(
+        "string_to_array",
+        _split_rule,
+        _string_to_array,
+        strict=False,
+        spark=_spark_string_to_array,
+    ),
 ]

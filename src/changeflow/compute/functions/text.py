@@ -28,7 +28,7 @@ from changeflow.compute.types import (
     NULLTYPE,
     TEXT,
 )
-from changeflow.errors import EvalError
+from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -138,6 +138,17 @@ def _concat(*args: Any) -> str:
     return "".join(to_text(v, t) for v, t in args if v is not None)
 
 
+def _concat_ws(sep: tuple[Any, Any], *args: Any) -> str | None:
+    """The arguments but NULLs as text between ``sep``; NULL for a NULL separator."""
+    return None if sep[0] is None else sep[0].join(_concat(a) for a in args if a[0] is not None)
+
+
+def _concat_ws_rule(args: tuple[Any, ...]) -> Any:
+    if len(args) < 2 or args[0] not in (TEXT, NULLTYPE):
+        raise PlanError("no match", sqlstate="42883")
+    return TEXT
+
+
 # -- on Spark --------------------------------------------------------------------------------
 
 
@@ -194,6 +205,12 @@ def _spark_text(cc: ExprCompiler, a: X.Expr, e: Func) -> Column:
 def _spark_concat(cc: ExprCompiler, e: Func) -> Column:
     parts = [_spark_text(cc, a, e) for a in e.args if a.type != NULLTYPE]
     return F.concat_ws("", *parts) if parts else F.lit("")
+
+
+def _spark_concat_ws(cc: ExprCompiler, e: Func) -> Column:
+    sep = cc.compile(e.args[0]).cast("string")
+    parts = [_spark_text(cc, a, e) for a in e.args[1:] if a.type != NULLTYPE]
+    return F.call_function("concat_ws", sep, *parts)
 
 
 def _ascii(kernel: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -408,6 +425,7 @@ FUNCTIONS = [
         spark=_spark_regexp_replace,
     ),
     Function("concat", lambda args: TEXT, _concat, strict=False, spark=_spark_concat),
+    Function("concat_ws", _concat_ws_rule, _concat_ws, strict=False, spark=_spark_concat_ws),
     Function(
         "textcat",
         _sig((TEXT, TEXT), result=TEXT),

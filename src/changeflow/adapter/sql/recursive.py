@@ -1,0 +1,115 @@
+"""WITH RECURSIVE, ad hoc: the non-recursive term's rows, then the recursive term's over the
+rows the last step added, to a fixed point (UNION ALL keeps every row; UNION drops the rows
+already found, as PostgreSQL's). A recursion that does not end is stopped with an error after
+:data:`MAX_STEPS` steps or :data:`MAX_ROWS` rows. A view is maintained, not run once: WITH
+RECURSIVE in a view or a SUBSCRIBE is refused (0A000)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.rows import Output, resolve_unknown
+from changeflow.adapter.sql.scope import ident, unsupported
+from changeflow.compute import plan as P
+from changeflow.compute.optimize import optimize
+from changeflow.compute.types import Column
+from changeflow.errors import PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.query import Planner
+    from changeflow.adapter.sql.scope import Scope
+
+MAX_STEPS = 10_000
+MAX_ROWS = 1_000_000
+
+Rows = dict[tuple[Any, ...], int]
+
+# How a statement being planned runs a plan now (unset where the query is to be maintained).
+RUN: ContextVar[Callable[[P.Plan], Rows] | None] = ContextVar("recursive_run", default=None)
+
+
+@contextmanager
+def running(run: Callable[[P.Plan], Rows]) -> Iterator[None]:
+    """Plan with WITH RECURSIVE allowed, its terms run by ``run``."""
+    token = RUN.set(run)
+    try:
+        yield
+    finally:
+        RUN.reset(token)
+
+
+def is_recursive(cte: exp.CTE, name: str) -> bool:
+    return any(ident(t.this) == name for t in cte.this.find_all(exp.Table) if not t.db)
+
+
+def recursive_cte(
+    planner: Planner, cte: exp.CTE, name: str, env: dict[str, Output], outer: Scope | None
+) -> Output:
+    """The rows of the recursive CTE ``name`` as a constant relation."""
+    body = cte.this
+    run = RUN.get()
+    if run is None:
+        raise unsupported("WITH RECURSIVE in a view or SUBSCRIBE (kept up to date)", cte)
+    if not isinstance(body, exp.Union) or is_recursive(exp.CTE(this=body.this), name):
+        raise PlanError(
+            f'recursive query "{name}" does not have the form non-recursive-term UNION [ALL] '
+            "recursive-term",
+            sqlstate="42P19",
+        )
+    if body.args.get("order") or body.args.get("limit"):
+        raise unsupported("ORDER BY or LIMIT in a recursive query", cte)
+    distinct = bool(body.args.get("distinct"))
+    base = planner.query(body.this, outer)
+    names = list(base.names)
+    alias = cte.args.get("alias")
+    for i, c in enumerate(alias.columns if alias is not None else []):
+        if i >= len(names):
+            raise PlanError(
+                f'WITH query "{name}" has {len(names)} columns available but '
+                f"{len(alias.columns)} columns specified",
+                sqlstate="42P10",
+            )
+        names[i] = ident(c)
+    plan = resolve_unknown(base.plan)
+    schema = tuple(Column(n, c.type, True) for n, c in zip(names, plan.schema, strict=True))
+    found = _rows(run(optimize(plan)), distinct, {})
+    total = dict(found)
+    for _ in range(MAX_STEPS):
+        if not found:
+            env[name] = Output(P.Constant(tuple(total.items()), schema), names)
+            return env[name]
+        env[name] = Output(P.Constant(tuple(found.items()), schema), names)
+        step = resolve_unknown(planner.query(body.expression, outer).plan)
+        for ours, theirs in zip(schema, step.schema, strict=False):
+            if ours.type != theirs.type:
+                raise PlanError(
+                    f'recursive query "{name}" column has type {ours.type} in non-recursive '
+                    f"term but type {theirs.type} overall",
+                    sqlstate="42804",
+                )
+        if len(step.schema) != len(schema):
+            raise PlanError(
+                "each UNION query must have the same number of columns", sqlstate="42601"
+            )
+        found = _rows(run(optimize(step)), distinct, total)
+        for row, count in found.items():
+            total[row] = total.get(row, 0) + count
+        if sum(total.values()) > MAX_ROWS:
+            break
+    raise PlanError(
+        f'recursive query "{name}" did not reach a fixed point within {MAX_STEPS} steps and '
+        f"{MAX_ROWS} rows",
+        sqlstate="54001",
+    )
+
+
+def _rows(rows: Rows, distinct: bool, seen: Rows) -> Rows:
+    """The rows a step adds: all of them (UNION ALL), or the new distinct ones (UNION)."""
+    if not distinct:
+        return {r: c for r, c in rows.items() if c > 0}
+    return {r: 1 for r, c in rows.items() if c > 0 and r not in seen}

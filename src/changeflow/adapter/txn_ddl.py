@@ -1,0 +1,66 @@
+"""DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
+MATERIALIZED VIEW, INDEX, SCHEMA) is applied at once, so the transaction's own statements can
+use what it created, and dropped again on ROLLBACK (or when the transaction fails); DROP is
+checked at once and applied at COMMIT, discarded on ROLLBACK. What a transaction creates is
+visible to other sessions before its COMMIT. Other DDL refuses to run inside a transaction
+block (25001), as before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from changeflow.adapter import ddl
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.statements import Statement, parse
+from changeflow.errors import PlanError
+
+CREATES = ("create_table", "create_view", "create_index", "create_schema")
+DROP_WORDS = {
+    "table": "TABLE",
+    "view": "VIEW",
+    "materialized view": "MATERIALIZED VIEW",
+    "index": "INDEX",
+    "schema": "SCHEMA",
+}
+
+
+def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Result]) -> Result:
+    """``stmt`` (DDL) inside the session's explicit transaction; ``run`` applies DDL now."""
+    txn = session.txn
+    if stmt.kind in CREATES:
+        state = session.env.catalog.load()
+        before = {(i.kind, i.name) for i in state.items.values()} | {
+            ("schema", s) for s in state.schemas
+        }
+        result = run(stmt)
+        after = session.env.catalog.load()
+        made = {(i.kind, i.name) for i in after.items.values()} | {
+            ("schema", s) for s in after.schemas
+        }
+        txn.created.extend(sorted(made - before))
+        return result
+    if stmt.kind == "drop":
+        state = session.env.catalog.load()
+        for n in stmt.args["names"]:
+            item = state.find(n)
+            if (item is None or item.kind != stmt.args["kind"]) and not stmt.args.get("ie"):
+                raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
+        txn.dropped.append(stmt)
+        return Result(f"DROP {ddl.TAGS[stmt.args['kind']]}")
+    raise PlanError(
+        f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
+    )
+
+
+def end(txn: Any, committed: bool, run: Callable[[Statement], Result]) -> None:
+    """At the end of a transaction: its DROPs applied (COMMIT), or what it created dropped."""
+    if committed:
+        for stmt in txn.dropped:
+            run(stmt)
+        return
+    for kind, name in reversed(txn.created):
+        word = DROP_WORDS.get(kind)
+        if word is not None:
+            shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
+            run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))

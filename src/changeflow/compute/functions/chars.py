@@ -1,0 +1,71 @@
+"""Character functions (PostgreSQL's): ``ascii``, ``octet_length``, ``translate`` and
+``to_hex``, each defined once, on Python values and on Spark."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from changeflow.compute.functions.base import F, Function, _args, _sig, _simple
+from changeflow.compute.functions.text import _constant
+from changeflow.compute.types import INT2, INT4, INT8, TEXT, SqlType
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+def _ascii(s: str) -> int:
+    return ord(s[0]) if s else 0
+
+
+def _translate(s: str, source: str, target: str) -> str:
+    """Each character of ``source`` in ``s`` replaced by the one at its place in ``target``,
+    or removed where ``target`` is shorter (the first place of a repeated one counts)."""
+    table: dict[int, int | None] = {}
+    for i, ch in enumerate(source):
+        table.setdefault(ord(ch), ord(target[i]) if i < len(target) else None)
+    return s.translate(table)
+
+
+def _to_hex(arg: tuple[int | None, SqlType]) -> str | None:
+    """A number in hexadecimal; a negative one as its two's complement of 64 bits (a bigint)
+    or 32 (a smaller integer). Given its type, so not strict: NULL for NULL."""
+    n, kind = arg
+    if n is None:
+        return None
+    return format(n % 2 ** (64 if kind == INT8 else 32), "x")
+
+
+def _spark_translate(cc: ExprCompiler, e: Func) -> Column:
+    source, target = _constant(e, 1, "characters to replace"), _constant(e, 2, "replacements")
+    return F.translate(cc.compile(e.args[0]), source, target)
+
+
+def _spark_to_hex(cc: ExprCompiler, e: Func) -> Column:
+    (n,) = _args(cc, e)
+    if e.args[0].type != INT8:
+        n = F.when(n < 0, n.cast("bigint") + 2**32).otherwise(n.cast("bigint"))
+    return F.lower(F.hex(n))
+
+
+def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) == 1 and args[0] == INT8:
+        return TEXT
+    return _sig((INT4,), (INT2,), result=TEXT)(args)
+
+
+FUNCTIONS = [
+    Function("ascii", _sig((TEXT,), result=INT4), _ascii, spark=_simple("ascii")),
+    Function(
+        "octet_length",
+        _sig((TEXT,), result=INT4),
+        lambda s: len(s.encode()),
+        spark=_simple("octet_length"),
+    ),
+    Function(
+        "translate", _sig((TEXT, TEXT, TEXT), result=TEXT), _translate, spark=_spark_translate
+    ),
+    Function("to_hex", _hex_rule, _to_hex, strict=False, spark=_spark_to_hex),
+]

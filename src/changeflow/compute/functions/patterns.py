@@ -1,0 +1,128 @@
+"""Regular-expression functions (PostgreSQL's): ``regexp_like`` (what ``~``, ``~*``, ``!~``
+and ``!~*`` mean), ``regexp_match`` and ``regexp_split_to_array``, each defined once, on Python
+values and on Spark. Patterns are read as Python's and Java's regular expressions read them,
+which agree with PostgreSQL's for the common forms."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from changeflow.compute.functions.base import F, Function, _sig, fail
+from changeflow.compute.functions.text import _constant
+from changeflow.compute.types import ARRAYS, BOOL, TEXT
+from changeflow.errors import EvalError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+def _options(flags: str) -> str:
+    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it)."""
+    unknown = set(flags) - set("ic")
+    if unknown:
+        raise EvalError(
+            f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
+        )
+    return "(?i)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else ""
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str, flags: str) -> re.Pattern[str]:
+    try:
+        return re.compile(_options(flags) + pattern)
+    except re.error as e:
+        raise EvalError(f"invalid regular expression: {e}", sqlstate="2201B") from None
+
+
+def _like(s: str, pattern: str, flags: str = "") -> bool:
+    return _compiled(pattern, flags).search(s) is not None
+
+
+def _match(s: str, pattern: str, flags: str = "") -> tuple[str | None, ...] | None:
+    """The first match's groups (the whole match if the pattern has none), NULL if none."""
+    m = _compiled(pattern, flags).search(s)
+    if m is None:
+        return None
+    return m.groups() if m.re.groups else (m.group(0),)
+
+
+def _split(s: str, pattern: str, flags: str = "") -> tuple[str, ...]:
+    """``s`` cut at each match (groups are not kept; an empty match at either end is none)."""
+    out, start = [], 0
+    for m in _compiled(pattern, flags).finditer(s):
+        if m.start() == m.end() and m.start() in (0, len(s)):
+            continue
+        out.append(s[start : m.start()])
+        start = m.end()
+    return (*out, s[start:])
+
+
+# -- on Spark --------------------------------------------------------------------------------
+
+
+def _spark_pattern(cc: ExprCompiler, e: Func) -> tuple[Column, str | None, str]:
+    """The subject, and the pattern with its options (or the error it raises)."""
+    pattern = _constant(e, 1, "pattern")
+    flags = _constant(e, 2, "flags") if len(e.args) > 2 else ""
+    try:
+        _compiled(pattern, flags)
+    except EvalError as error:
+        return cc.compile(e.args[0]), None, f"{error.sqlstate}:{error}"
+    return cc.compile(e.args[0]), _options(flags) + pattern, ""
+
+
+def _refused(s: Column, error: str, kind: str) -> Column:
+    sqlstate, _, message = error.partition(":")
+    return F.when(s.isNotNull(), fail(message, sqlstate)).cast(kind)
+
+
+def _spark_like(cc: ExprCompiler, e: Func) -> Column:
+    s, pattern, error = _spark_pattern(cc, e)
+    return _refused(s, error, "boolean") if pattern is None else s.rlike(pattern)
+
+
+def _spark_match(cc: ExprCompiler, e: Func) -> Column:
+    s, pattern, error = _spark_pattern(cc, e)
+    if pattern is None:
+        return _refused(s, error, "array<string>")
+    groups = re.compile(pattern).groups
+    parts = [F.regexp_extract(s, pattern, i) for i in range(1, groups + 1)] or [
+        F.regexp_extract(s, pattern, 0)
+    ]
+    return F.when(s.rlike(pattern), F.array(*parts))
+
+
+def _spark_split(cc: ExprCompiler, e: Func) -> Column:
+    s, pattern, error = _spark_pattern(cc, e)
+    if pattern is None:
+        return _refused(s, error, "array<string>")
+    return F.split(s, pattern, -1)
+
+
+_TEXTS = ARRAYS[TEXT]
+
+FUNCTIONS = [
+    Function(
+        "regexp_like",
+        _sig((TEXT, TEXT), (TEXT, TEXT, TEXT), result=BOOL),
+        _like,
+        spark=_spark_like,
+    ),
+    Function(
+        "regexp_match",
+        _sig((TEXT, TEXT), (TEXT, TEXT, TEXT), result=_TEXTS),
+        _match,
+        spark=_spark_match,
+    ),
+    Function(
+        "regexp_split_to_array",
+        _sig((TEXT, TEXT), (TEXT, TEXT, TEXT), result=_TEXTS),
+        _split,
+        spark=_spark_split,
+    ),
+]

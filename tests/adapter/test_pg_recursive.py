@@ -1,0 +1,79 @@
+"""WITH RECURSIVE compared with PostgreSQL 15: the same statements on the same data through
+inserts, updates and deletes (UNION ALL and UNION); a recursion without end is stopped with an
+error; a view refuses it (0A000)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from changeflow.adapter.connection import DatabaseError
+from changeflow.adapter.sql import recursive
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CREATE = "CREATE TABLE edge (a int, b int, w numeric(4,1))"
+INSERT = "INSERT INTO edge VALUES (1, 2, 1.5), (2, 3, 2), (3, 1, 0.5), (3, 4, 1), (5, NULL, 1)"
+CHANGES = [
+    "INSERT INTO edge VALUES (4, 6, 2), (6, 2, 1)",
+    "UPDATE edge SET b = 5 WHERE a = 3 AND b = 1",
+    "DELETE FROM edge WHERE a = 2",
+]
+QUERIES = [
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
+    "WITH RECURSIVE reach(a, b) AS (SELECT a, b FROM edge UNION"
+    " SELECT reach.a, edge.b FROM reach JOIN edge ON reach.b = edge.a) SELECT * FROM reach",
+    "WITH RECURSIVE walk(node, depth, cost) AS (SELECT 1, 0, 0.0::numeric(4,1) UNION ALL"
+    " SELECT edge.b, depth + 1, (cost + edge.w)::numeric(4,1) FROM walk JOIN edge"
+    " ON walk.node = edge.a WHERE depth < 6)"
+    " SELECT node, count(*), min(depth), max(cost) FROM walk GROUP BY node",
+    "WITH RECURSIVE up AS (SELECT 4 AS x UNION SELECT edge.a FROM up, edge WHERE edge.b = up.x),"
+    " named AS (SELECT x, x * 10 AS y FROM up) SELECT * FROM named WHERE y > 10",
+]
+
+
+def _rows(conn: Any, sql: str) -> list:
+    return sorted(conn.execute(sql).fetchall(), key=str)
+
+
+@pytest.fixture
+def both(tmp_path: Path, postgres_url: str):
+    with beside_postgres(tmp_path / "home", postgres_url, "edge", CREATE, INSERT) as pair:
+        yield pair
+
+
+def test_recursive_queries_as_postgres(both) -> None:
+    ours, pg = both
+    for change in [None, *CHANGES]:
+        if change is not None:
+            for c in (ours, pg):
+                c.execute(change)
+        for sql in QUERIES:
+            assert _rows(ours, sql) == _rows(pg, sql), (change, sql)
+
+
+def test_recursive_errors(both, monkeypatch: pytest.MonkeyPatch) -> None:
+    ours, pg = both
+    same_errors(
+        ours,
+        pg,
+        [
+            "WITH RECURSIVE r(n) AS (SELECT n FROM r UNION SELECT 1) SELECT * FROM r",
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n::bigint + 1 FROM r WHERE n < 3)"
+            " SELECT * FROM r",
+        ],
+    )
+    monkeypatch.setattr(recursive, "MAX_STEPS", 50)
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT * FROM r"
+    with pytest.raises(DatabaseError) as caught:
+        ours.execute(endless)
+    assert caught.value.sqlstate == "54001" and "fixed point" in str(caught.value)
+    with pytest.raises(DatabaseError) as caught:
+        ours.execute(f"CREATE MATERIALIZED VIEW rv AS {QUERIES[0]}")
+    assert caught.value.sqlstate == "0A000" and "WITH RECURSIVE" in str(caught.value)

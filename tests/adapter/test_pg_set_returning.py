@@ -1,0 +1,70 @@
+"""generate_series and unnest in a select list and of an earlier FROM item's columns, compared
+with PostgreSQL 15: ad hoc and as materialized views kept through inserts, updates and
+deletes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, same_errors  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CREATE = "CREATE TABLE sr (id int NOT NULL, n int, x numeric(6,2))"
+INSERT = "INSERT INTO sr VALUES (1, 3, 1.5), (2, 0, 0.5), (3, NULL, 2), (4, 1, NULL)"
+CHANGES = [
+    "INSERT INTO sr VALUES (5, 4, 3.25)",
+    "UPDATE sr SET n = 2 WHERE id = 2",
+    "DELETE FROM sr WHERE id = 1",
+]
+QUERIES = [
+    "SELECT id, generate_series(1, n) FROM sr",
+    "SELECT id, generate_series(n, 1, -1) * 10 AS s FROM sr WHERE id > 1",
+    "SELECT id, generate_series(x, 4) FROM sr",
+    "SELECT sr.id, g FROM sr, generate_series(1, sr.n) AS g",
+    "SELECT id, v, o FROM sr CROSS JOIN LATERAL generate_series(n, 2) WITH ORDINALITY AS g(v, o)",
+    "SELECT id, unnest(ARRAY[n, id]) FROM sr",
+    "SELECT generate_series(1, 3)",
+]
+
+
+def _rows(conn: Any, sql: str) -> list:
+    return sorted(conn.execute(sql).fetchall(), key=str)
+
+
+@pytest.fixture
+def both(tmp_path: Path, postgres_url: str):
+    with beside_postgres(tmp_path / "home", postgres_url, "sr", CREATE, INSERT) as pair:
+        yield pair
+
+
+def test_set_returning_functions_as_postgres(both) -> None:
+    ours, pg = both
+    for i, sql in enumerate(QUERIES):
+        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+    for change in [None, *CHANGES]:
+        if change is not None:
+            for c in (ours, pg):
+                c.execute(change)
+        for i, sql in enumerate(QUERIES):
+            expected = _rows(pg, sql)
+            assert _rows(ours, sql) == expected, (change, sql)
+            assert _rows(ours, f"SELECT * FROM v{i}") == expected, (change, sql)
+
+
+def test_set_returning_errors_as_postgres(both) -> None:
+    ours, pg = both
+    same_errors(
+        ours,
+        pg,
+        [
+            "SELECT generate_series(1, n, 0) FROM sr",
+            "SELECT generate_series(1, 'a'::text) FROM sr",
+            "SELECT sr.id FROM sr, generate_series(1, sr.nope) AS g",
+        ],
+    )
