@@ -162,3 +162,27 @@ def outcome(conn: Any, sql: str, *, sort: bool = False) -> tuple:
         return ("ok",)
     rows = [tuple("NULL" if v is None else str(v) for v in r) for r in cur.fetchall()]
     return ("ok", [d[0] for d in cur.description], sorted(rows, key=str) if sort else rows)
+
+
+def unordered(conn: Any, sql: str) -> list:
+    """``sql``'s rows in a fixed order (for a statement whose order is not defined); arrays
+    as lists, as psycopg gives them."""
+    rows = conn.execute(sql).fetchall()
+    return sorted((tuple(list(v) if isinstance(v, tuple) else v for v in r) for r in rows), key=str)
+
+
+def maintained_as_postgres(
+    ours: Any, pg: Any, queries: list[str], changes: list[str], rows: Any = unordered
+) -> None:
+    """Each query, ad hoc and as a materialized view created first, gives PostgreSQL's rows
+    before and after each of ``changes`` (run on both)."""
+    for i, sql in enumerate(queries):
+        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+    for change in [None, *changes]:
+        if change is not None:
+            for conn in (ours, pg):
+                conn.execute(change)
+        for i, sql in enumerate(queries):
+            expected = rows(pg, sql)
+            assert rows(ours, sql) == expected, (change, sql)
+            assert rows(ours, f"SELECT * FROM v{i}") == expected, (change, sql)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_errors, unordered  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -48,11 +47,6 @@ QUERIES = [
 ]
 
 
-def _rows(conn: Any, sql: str) -> list:
-    rows = [tuple(list(v) if isinstance(v, tuple) else v for v in r) for r in conn.execute(sql)]
-    return sorted(rows, key=str)
-
-
 @pytest.fixture
 def both(tmp_path: Path, postgres_url: str):
     with beside_postgres(tmp_path / "home", postgres_url, "tf", CREATE, INSERT) as pair:
@@ -60,17 +54,7 @@ def both(tmp_path: Path, postgres_url: str):
 
 
 def test_functions_ad_hoc_and_maintained_as_postgres(both) -> None:
-    ours, pg = both
-    for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
-    for change in [None, *CHANGES]:
-        if change is not None:
-            for c in (ours, pg):
-                c.execute(change)
-        for i, sql in enumerate(QUERIES):
-            expected = _rows(pg, sql)
-            assert _rows(ours, sql) == expected, (change, sql)
-            assert _rows(ours, f"SELECT * FROM v{i}") == expected, (change, sql)
+    maintained_as_postgres(*both, QUERIES, CHANGES)
 
 
 def test_constants_as_postgres(both) -> None:
@@ -82,7 +66,7 @@ def test_constants_as_postgres(both) -> None:
         " to_char(12, 'FM99.9'), to_char(0, '999'), to_char(date '2024-01-07', 'Dy DD/MM'),"
         " regexp_split_to_array('a1b22c', '[0-9]+'), regexp_match('abc', 'x')"
     )
-    assert _rows(ours, sql) == _rows(pg, sql)
+    assert unordered(ours, sql) == unordered(pg, sql)
     same_errors(
         ours,
         pg,

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -49,10 +48,6 @@ QUERIES = [
 ]
 
 
-def _rows(conn: Any, sql: str) -> list:
-    return sorted(conn.execute(sql).fetchall(), key=str)
-
-
 @pytest.fixture
 def both(tmp_path: Path, postgres_url: str):
     import psycopg
@@ -67,17 +62,7 @@ def both(tmp_path: Path, postgres_url: str):
 
 
 def test_lateral_ad_hoc_and_maintained_as_postgres(both) -> None:
-    ours, pg = both
-    for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
-    for change in [None, *CHANGES]:
-        if change is not None:
-            for c in (ours, pg):
-                c.execute(change)
-        for i, sql in enumerate(QUERIES):
-            expected = _rows(pg, sql)
-            assert _rows(ours, sql) == expected, (change, sql)
-            assert _rows(ours, f"SELECT * FROM v{i}") == expected, (change, sql)
+    maintained_as_postgres(*both, QUERIES, CHANGES)
 
 
 def test_lateral_that_cannot_be_decorrelated_is_refused(both) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -33,10 +32,6 @@ QUERIES = [
 ]
 
 
-def _rows(conn: Any, sql: str) -> list:
-    return sorted(conn.execute(sql).fetchall(), key=str)
-
-
 @pytest.fixture
 def both(tmp_path: Path, postgres_url: str):
     with beside_postgres(tmp_path / "home", postgres_url, "sr", CREATE, INSERT) as pair:
@@ -44,17 +39,7 @@ def both(tmp_path: Path, postgres_url: str):
 
 
 def test_set_returning_functions_as_postgres(both) -> None:
-    ours, pg = both
-    for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
-    for change in [None, *CHANGES]:
-        if change is not None:
-            for c in (ours, pg):
-                c.execute(change)
-        for i, sql in enumerate(QUERIES):
-            expected = _rows(pg, sql)
-            assert _rows(ours, sql) == expected, (change, sql)
-            assert _rows(ours, f"SELECT * FROM v{i}") == expected, (change, sql)
+    maintained_as_postgres(*both, QUERIES, CHANGES)
 
 
 def test_set_returning_errors_as_postgres(both) -> None:
