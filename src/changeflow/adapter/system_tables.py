@@ -26,6 +26,7 @@ TYPES = {
     "char": (18, 1, "char"),
     "uuid": (2950, 16, "uuid"),
     "bytea": (17, -1, "bytea"),
+    "interval": (1186, 16, "interval"),
     "boolean[]": (1000, -1, "_bool"),
     "smallint[]": (1005, -1, "_int2"),
     "integer[]": (1007, -1, "_int4"),

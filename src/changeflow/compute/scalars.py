@@ -14,12 +14,14 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from changeflow.compute.intervals import parse_interval
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
     DATE,
     FLOAT8,
     INT_RANGES,
+    INTERVAL,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -353,6 +355,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return uuid.UUID(s)
         if kind == BYTEA:
             return bytea_from_text(text)
+        if kind == INTERVAL:
+            return parse_interval(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
             stamp = datetime.fromisoformat(s)
             if kind == TIMESTAMPTZ:

@@ -26,7 +26,7 @@ from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     DATE,
-    INT4,
+    INTERVAL,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -242,12 +242,14 @@ class Scalars(ArrayScalars):
         return value
 
     def _arith(self, node: exp.Expression) -> X.Expr:
-        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
-            a = self(node.this)
-            if a.type == DATE:  # date ± whole days (PostgreSQL gives a timestamp at midnight)
-                return X.Arith(_ARITH[type(node)], a, X.Lit(_days(node.expression), INT4))
         a, b = self.pair(node.this, node.expression)
-        return X.Arith(_ARITH[type(node)], a, b)
+        e = X.Arith(_ARITH[type(node)], a, b)
+        if INTERVAL in (a.type, b.type) and isinstance(a, X.Lit) and isinstance(b, X.Lit):
+            try:  # a constant (DATE '1998-12-01' - INTERVAL '90' DAY) keeps Spark's plans
+                return X.Lit(e.eval(()), e.type)
+            except EvalError:
+                pass  # raised when evaluated, as PostgreSQL raises it
+        return e
 
     def _neg(self, node: exp.Neg) -> X.Expr:
         inner = node.this
@@ -400,7 +402,18 @@ class Scalars(ArrayScalars):
         return self._cast(node)
 
     def _interval(self, node: exp.Interval) -> X.Expr:
-        raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
+        """``INTERVAL 'text' [unit]`` (sqlglot splits ``'1 month'`` into a number and a unit)."""
+        if not is_string_literal(node.this) and not isinstance(node.this, exp.Literal):
+            raise unsupported("INTERVAL of an expression (cast text to interval)", node)
+        unit = node.args.get("unit")
+        text = str(node.this.this) + (f" {unit.name}" if unit is not None else "")
+        return coerce_text(text, INTERVAL)
+
+    def _justifydays(self, node: exp.Expression) -> X.Expr:
+        return self.func("justify_days", [node.this])
+
+    def _justifyhours(self, node: exp.Expression) -> X.Expr:
+        return self.func("justify_hours", [node.this])
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -513,19 +526,3 @@ class Scalars(ArrayScalars):
 
     def _exists(self, node: exp.Exists) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)
-
-
-_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7}
-
-
-def _days(node: exp.Interval) -> int:
-    """The whole days of ``INTERVAL 'n' DAY`` / ``'n days'`` / weeks; others are refused."""
-    text = node.this.name if isinstance(node.this, exp.Literal) else ""
-    unit = node.args.get("unit")
-    parts = text.split() + ([unit.name] if unit is not None else [])
-    if len(parts) == 2 and parts[1].lower() in _DAYS:
-        try:
-            return int(parts[0]) * _DAYS[parts[1].lower()]
-        except ValueError:
-            pass
-    raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)

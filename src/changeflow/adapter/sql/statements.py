@@ -90,9 +90,15 @@ def kind_of(word: str) -> str:
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
-    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error."""
+    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
+    an interval literal keeps its text, and ``date_part`` stays itself (a double, where
+    ``extract`` is a numeric)."""
 
     class Parser(Postgres.Parser):
+        FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
+        }
+
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
             if (
                 args is not None
@@ -104,6 +110,28 @@ class PostgresCalls(Postgres):
             ):
                 return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
             return super().validate_expression(expression, args)
+
+        def _parse_interval(
+            self, require_interval: bool = True, parse_function_unit: bool = True
+        ) -> Any:
+            """``INTERVAL 'text' [unit]`` alone: a ``+`` after it is an addition (sqlglot
+            reads ``INTERVAL '1 day' + 1`` as a sum of intervals)."""
+            index = self._index
+            if self._match(TokenType.INTERVAL) and self._match(TokenType.STRING, advance=False):
+                return self._parse_interval_span(self._parse_primary(), parse_function_unit)
+            self._retreat(index)
+            return super()._parse_interval(require_interval, parse_function_unit)
+
+        def _parse_interval_span(self, this: Any, parse_function_unit: bool = True) -> Any:
+            """``INTERVAL 'text' [unit]`` keeps its whole text (sqlglot's own reading keeps
+            only the first number and unit of ``'1 day 02:03:04'``)."""
+            if this is None or not this.is_string:
+                return super()._parse_interval_span(this, parse_function_unit)
+            curr = self._curr
+            unit = None
+            if curr is not None and curr.text.upper() in self.dialect.VALID_INTERVAL_UNITS:
+                unit = self._parse_var(any_token=True, upper=True)
+            return self.expression(exp.Interval(this=this, unit=unit))
 
 
 def parse_sql(text: str) -> exp.Expression:

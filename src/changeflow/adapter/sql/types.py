@@ -13,6 +13,7 @@ from changeflow.compute.types import (
     INT2,
     INT4,
     INT8,
+    INTERVAL,
     NUMERIC,
     TEXT,
     TIMESTAMP,
@@ -41,6 +42,7 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.TIMESTAMPTZ: (TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
     T.UUID: (UUID, UUID.arrow),
     T.VARBINARY: (BYTEA, BYTEA.arrow),
+    T.INTERVAL: (INTERVAL, INTERVAL.arrow),
 }
 
 
