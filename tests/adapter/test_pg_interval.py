@@ -183,3 +183,30 @@ REFUSED = [
 def test_interval_errors_as_postgres_gives_them(both) -> None:
     ours, pg = both
     same_errors(ours, pg, REFUSED)
+
+
+def test_a_temporal_filter_with_an_interval_is_maintained(tmp_path: Path) -> None:
+    """``mz_now() <= ts + INTERVAL '1 day'`` (and an interval column) in a view and ad hoc:
+    rows whose time plus the interval has passed are left out, and changes are followed."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE ev (id int, ts timestamptz, keep interval)")
+    conn.execute(
+        "INSERT INTO ev VALUES (1, '2001-01-01 00:00+00', '1 hour'), "
+        "(2, '2999-01-01 00:00+00', '1 hour'), (3, '2001-01-01 00:00+00', '2000 years')"
+    )
+    fixed = "SELECT id FROM ev WHERE mz_now() <= ts + INTERVAL '1 day'"
+    by_column = "SELECT id FROM ev WHERE mz_now() <= ts + keep"
+    conn.execute(f"CREATE MATERIALIZED VIEW fixed AS {fixed}")
+    conn.execute(f"CREATE MATERIALIZED VIEW by_column AS {by_column}")
+
+    def ids(sql: str) -> list[int]:
+        return sorted(r[0] for r in conn.execute(sql).fetchall())
+
+    assert ids(fixed) == ids("SELECT * FROM fixed") == [2]
+    assert ids(by_column) == ids("SELECT * FROM by_column") == [2, 3]
+    conn.execute("UPDATE ev SET ts = '2998-06-01 00:00+00' WHERE id = 1")
+    conn.execute("UPDATE ev SET keep = '1 day' WHERE id = 3")
+    assert ids(fixed) == ids("SELECT * FROM fixed") == [1, 2]
+    assert ids(by_column) == ids("SELECT * FROM by_column") == [1, 2]
+    conn.close()
