@@ -199,3 +199,36 @@ def test_intervals_reach_psycopg_as_from_postgres(
                 assert conn.execute(sql, (timedelta(0),)).fetchall() == [(4,)]
         finally:
             pg.execute(f"DROP TABLE IF EXISTS {table_name}")
+
+
+@pytest.mark.postgres
+def test_jsonb_reaches_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
+    """jsonb (OID 3802) in text and binary, Jsonb parameters and COPY in text."""
+    from psycopg.types.json import Jsonb
+
+    create = f"CREATE TABLE {table_name} (id int, j jsonb)"
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                conn.execute(
+                    f'INSERT INTO {table_name} VALUES (1, \'{{"b": 1, "a": [1, 2.5]}}\'), '
+                    "(2, %s), (3, NULL)",
+                    (Jsonb({"k": "v", "n": None}),),
+                )
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(f"COPY {table_name} FROM STDIN (FORMAT TEXT)") as copy,
+                ):
+                    copy.write_row((4, '{"z": true, "z": false}'))
+            sql = f"SELECT id, j, j::text, j -> 'a', j ->> 'k' FROM {table_name} ORDER BY id"
+            for binary in (False, True):
+                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                    a.execute(sql)
+                    b.execute(sql)
+                    assert [d.type_code for d in a.description] == [
+                        d.type_code for d in b.description
+                    ], binary
+                    assert a.fetchall() == b.fetchall(), binary
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")

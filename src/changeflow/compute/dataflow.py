@@ -35,7 +35,7 @@ from changeflow.compute.expr import Expr
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
-from changeflow.compute.types import INTERVAL, arrow_schema, from_arrow_schema, rows_only
+from changeflow.compute.types import INTERVAL, JSONB, arrow_schema, from_arrow_schema, rows_only
 from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import arrow_values, python_values
 from changeflow.errors import FrontierViolation, PlanError, Timeout
@@ -115,9 +115,9 @@ def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
         node = nodes.pop()
         nodes += node.inputs()
         if any(rows_only(c.type) for c in node.schema) or any(
-            x.type is INTERVAL for e in _expressions(node) for x in _subexpressions(e)
+            x.type in (INTERVAL, JSONB) for e in _expressions(node) for x in _subexpressions(e)
         ):
-            return "arrays, uuid, bytea or interval"
+            return "arrays, uuid, bytea, interval or jsonb"
         if isinstance(node, P.Reduce) and aggregates and _ordered(node):
             return "string_agg with ORDER BY or array_agg"
     return None

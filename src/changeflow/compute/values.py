@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from changeflow.compute.intervals import Interval
+from changeflow.compute.jsonb import Jsonb
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -44,16 +45,21 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else UUID(bytes=v) for v in values]
+    if pa.types.is_struct(kind) and kind.num_fields == 1:
+        return [None if v is None or v["jsonb"] is None else Jsonb(v["jsonb"]) for v in values]
     if pa.types.is_struct(kind):
         return [None if v is None else Interval(**v) for v in values]
     return values
 
 
 def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
-    """Row values as Arrow builds a column of ``kind`` from them: an interval as its struct's
-    fields, a uuid as its 16 bytes."""
+    """Row values as Arrow builds a column of ``kind`` from them: an interval or a jsonb as
+    its struct's fields, a uuid as its 16 bytes."""
     if pa.types.is_struct(kind):
-        return [vars(v) if isinstance(v, Interval) else v for v in values]
+        return [
+            {"jsonb": v.text} if isinstance(v, Jsonb) else vars(v) if isinstance(v, Interval) else v
+            for v in values
+        ]
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
     return values

@@ -43,6 +43,7 @@ OIDS: dict[str, tuple[int, int]] = {
     "uuid": (UUID, 16),
     "bytea": (BYTEA, -1),
     "interval": (INTERVAL, 16),
+    "jsonb": (JSONB, -1),
 }
 # element type name -> the OID of its array type
 ARRAY_OIDS: dict[str, int] = {
@@ -214,6 +215,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "uuid": lambda v: v.bytes,
     "bytea": bytes,
     "interval": lambda v: struct.pack("!qii", v.micros, v.days, v.months),
+    "jsonb": lambda v: b"\x01" + str(v).encode("utf-8"),
 }
 
 

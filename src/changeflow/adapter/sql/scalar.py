@@ -18,6 +18,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
+from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
@@ -27,6 +28,7 @@ from changeflow.compute.types import (
     BOOL,
     DATE,
     INTERVAL,
+    JSONB,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -133,7 +135,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars):
+class Scalars(ArrayScalars, JsonbScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -418,6 +420,9 @@ class Scalars(ArrayScalars):
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
+        if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
+            first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
+            return Func(name, (first, *(self.expr(a) for a in args[1:])))
         return Func(name, tuple(self.expr(a) for a in args))
 
     def _substring(self, node: exp.Substring) -> X.Expr:

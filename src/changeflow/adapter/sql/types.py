@@ -14,6 +14,7 @@ from changeflow.compute.types import (
     INT4,
     INT8,
     INTERVAL,
+    JSONB,
     NUMERIC,
     TEXT,
     TIMESTAMP,
@@ -43,6 +44,7 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.UUID: (UUID, UUID.arrow),
     T.VARBINARY: (BYTEA, BYTEA.arrow),
     T.INTERVAL: (INTERVAL, INTERVAL.arrow),
+    T.JSONB: (JSONB, JSONB.arrow),
 }
 
 
