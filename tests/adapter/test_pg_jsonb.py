@@ -49,6 +49,12 @@ EXPRESSIONS = [
     """'[1, 2, [3]]'::jsonb @> '[[3], 1]'""",
     """'[1, 2]'::jsonb @> '1'""",
     """'{"a": 1}'::jsonb <@ '{"a": 1, "b": null}'""",
+    """'{"a": 1, "b": 2}'::jsonb ?| ARRAY['x', 'b'], '{"a": 1}'::jsonb ?& ARRAY['a', 'b']""",
+    """'["a", "b"]'::jsonb ?& ARRAY['a', 'b'], '{"a": 1}'::jsonb ?| ARRAY[]::text[]""",
+    """'{"a": 1, "b": 2}'::jsonb || '{"b": 3, "c": 4}'""",
+    """'[1, 2]'::jsonb || '[3]', '[1]'::jsonb || '2', '1'::jsonb || '{"a": 1}'""",
+    """'{"a": 1, "b": 2}'::jsonb - 'a', '["a", "b", "a", 1]'::jsonb - 'a'""",
+    """'[1, 2, 3]'::jsonb - 1, '[1, 2, 3]'::jsonb - -1, '[1, 2, 3]'::jsonb - 5""",
     "jsonb_typeof('{}'), jsonb_typeof('[]'), jsonb_typeof('1.5'), jsonb_typeof('null')",
     "jsonb_typeof('\"s\"'), jsonb_typeof('false')",
     "jsonb_array_length('[1, [2, 3], null]')",
@@ -145,6 +151,8 @@ REFUSED = [
     "SELECT jsonb_build_object('a')",
     "SELECT jsonb_build_object(NULL, 1)",
     "SELECT j + 1 FROM jt",
+    "SELECT '1'::jsonb - 'a'",
+    "SELECT '{\"a\": 1}'::jsonb - 0",
 ]
 
 

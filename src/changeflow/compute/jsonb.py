@@ -230,6 +230,29 @@ def _contains(a: Any, b: Any, top: bool = False) -> bool:
     return _key(a) == _key(b)
 
 
+def concat(a: Jsonb, b: Jsonb) -> Jsonb:
+    """``a || b``: two objects merged (the right's keys win), else both as arrays joined."""
+    x, y = a.value(), b.value()
+    if isinstance(x, dict) and isinstance(y, dict):
+        return from_value({**x, **y})
+    return from_value((x if isinstance(x, list) else [x]) + (y if isinstance(y, list) else [y]))
+
+
+def delete(j: Jsonb, what: str | int) -> Jsonb:
+    """``j - 'key'`` (a key, or an array's equal strings) or ``j - i`` (an array's element)."""
+    v = j.value()
+    if not isinstance(v, dict | list):
+        raise EvalError("cannot delete from scalar", sqlstate="22023")
+    if isinstance(what, str):
+        if isinstance(v, dict):
+            return from_value({k: x for k, x in v.items() if k != what})
+        return from_value([x for x in v if x != what or not isinstance(x, str)])
+    if isinstance(v, dict):
+        raise EvalError("cannot delete from object using integer index", sqlstate="22023")
+    i = what + len(v) if what < 0 else what
+    return from_value([x for n, x in enumerate(v) if n != i])
+
+
 def scalar_of(j: Jsonb, target: str) -> Any:
     """A jsonb scalar cast to a number or boolean (22023 for another kind of value)."""
     v = j.value()

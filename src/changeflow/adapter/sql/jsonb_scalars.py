@@ -95,6 +95,41 @@ class JsonbScalars:
         k = coerce_text(str(key.this), TEXT) if is_string_literal(key) else self.expr(key)
         return Func("jsonb_exists", (self._jsonb_side(node.this), k))
 
+    def _keys(self: Scalars, node: exp.Expression, name: str) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        keys = node.expression
+        k = (
+            coerce_text(str(keys.this), array_of(TEXT))
+            if is_string_literal(keys)
+            else self.expr(keys)
+        )
+        return Func(name, (self._jsonb_side(node.this), k))
+
+    def _jsonbcontainsanytopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_exists_any")
+
+    def _jsonbcontainsalltopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_exists_all")
+
+    def jsonb_operator(self: Scalars, node: exp.Expression) -> X.Expr | None:
+        """``a || b`` or ``a - k`` where ``a`` (or, for ``||``, ``b``) is jsonb; else None."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        a = self.expr(node.this)
+        if isinstance(node, exp.DPipe):
+            b = self.expr(node.expression)
+            if JSONB not in (a.type, b.type):
+                return None
+            return Func(
+                "jsonb_concat", (self._jsonb_side(node.this), self._jsonb_side(node.expression))
+            )
+        if a.type != JSONB:
+            return None
+        k = node.expression
+        key = coerce_text(str(k.this), TEXT) if is_string_literal(k) else self.expr(k)
+        return Func("jsonb_delete", (a, key))
+
     def _arraycontainsall(self: Scalars, node: exp.Expression) -> X.Expr:
         a, b = self._jsonb_side(node.this), self._jsonb_side(node.expression)
         return Func("jsonb_contains", (a, b))

@@ -244,6 +244,8 @@ class Scalars(ArrayScalars, JsonbScalars):
         return value
 
     def _arith(self, node: exp.Expression) -> X.Expr:
+        if isinstance(node, exp.Sub) and (j := self.jsonb_operator(node)) is not None:
+            return j
         a, b = self.pair(node.this, node.expression)
         e = X.Arith(_ARITH[type(node)], a, b)
         if INTERVAL in (a.type, b.type) and isinstance(a, X.Lit) and isinstance(b, X.Lit):
@@ -343,6 +345,8 @@ class Scalars(ArrayScalars, JsonbScalars):
         raise unsupported("LIKE ... ESCAPE", node)
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
+        if (j := self.jsonb_operator(node)) is not None:
+            return j
         a, b = self.expr(node.this), self.expr(node.expression)
         texts = tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in (a, b))
         return Func("textcat", texts)

@@ -113,6 +113,18 @@ FUNCTIONS = [
     Function("jsonb_exists", _sig((JSONB, TEXT), result=BOOL), J.exists),
     Function("jsonb_contains", _sig((JSONB, JSONB), result=BOOL), J.contains),
     Function("jsonb_contained", _sig((JSONB, JSONB), result=BOOL), lambda a, b: J.contains(b, a)),
+    Function(
+        "jsonb_exists_any",
+        _sig((JSONB, array_of(TEXT)), result=BOOL),
+        lambda j, keys: any(k is not None and J.exists(j, k) for k in keys),
+    ),
+    Function(
+        "jsonb_exists_all",
+        _sig((JSONB, array_of(TEXT)), result=BOOL),
+        lambda j, keys: all(k is not None and J.exists(j, k) for k in keys),
+    ),
+    Function("jsonb_concat", _sig((JSONB, JSONB), result=JSONB), J.concat),
+    Function("jsonb_delete", _sig((JSONB, TEXT), (JSONB, "int"), result=JSONB), J.delete),
     Function("jsonb_typeof", _sig((JSONB,), result=TEXT), J.typeof),
     Function("jsonb_array_length", _sig((JSONB,), result=INT4), J.array_length),
     Function("to_jsonb", _one_any, to_jsonb, strict=False),
