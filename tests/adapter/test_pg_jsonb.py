@@ -112,6 +112,8 @@ QUERIES = [
     "SELECT j, count(*) FROM jt GROUP BY j",
     "SELECT id, jsonb_typeof(j), jsonb_build_object('id', id, 'j', j), to_jsonb(g) FROM jt",
     "SELECT a.id, b.id FROM jt a JOIN jt b ON a.j = b.j",
+    "SELECT g, jsonb_agg(id ORDER BY id DESC), jsonb_agg(j ->> 'a' ORDER BY id) FROM jt "
+    "WHERE g IS NOT NULL GROUP BY g",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',
@@ -159,3 +161,14 @@ REFUSED = [
 def test_jsonb_errors_as_postgres_gives_them(both) -> None:
     ours, pg = both
     same_errors(ours, pg, REFUSED)
+
+
+def test_json_is_refused_clearly(tmp_path: Path) -> None:
+    from changeflow.adapter.connection import DatabaseError
+
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    for sql in ("SELECT '{}'::json", "CREATE TABLE tj (j json)"):
+        with pytest.raises(DatabaseError) as caught:
+            conn.execute(sql).fetchall()
+        assert caught.value.sqlstate == "0A000" and "jsonb" in str(caught.value), sql
+    conn.close()

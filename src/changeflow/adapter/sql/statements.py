@@ -92,9 +92,15 @@ class PostgresCalls(Postgres):
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
     refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
     an interval literal keeps its text, and ``date_part`` stays itself (a double, where
-    ``extract`` is a numeric)."""
+    ``extract`` is a numeric); ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``."""
 
     class Parser(Postgres.Parser):
+        FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            **Postgres.Parser.FUNCTIONS,
+            "JSONB_AGG": lambda args: exp.Anonymous(
+                this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
+            ),
+        }
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
             k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
         }

@@ -99,6 +99,11 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
             raise PlanError("arrays of arrays are not supported", sqlstate="0A000")
         kind = array_of(column_type(element)[0])
         return kind, kind.arrow
+    if dt.this == T.JSON:
+        raise PlanError(
+            "the json type is not supported (it keeps its text verbatim); use jsonb",
+            sqlstate="0A000",
+        )
     raise _unknown(dt)
 
 
