@@ -172,3 +172,28 @@ def test_json_is_refused_clearly(tmp_path: Path) -> None:
             conn.execute(sql).fetchall()
         assert caught.value.sqlstate == "0A000" and "jsonb" in str(caught.value), sql
     conn.close()
+
+
+TABLE_FUNCTIONS = [
+    'SELECT * FROM jsonb_array_elements(\'[1, "a", null, {"b": 2}, [3]]\')',
+    "SELECT * FROM jsonb_array_elements_text('[1, \"a\", null]') WITH ORDINALITY AS e(v, n)",
+    'SELECT key, value FROM jsonb_each(\'{"b": 1, "a": [2], "c": null}\')',
+    'SELECT * FROM jsonb_each_text(\'{"b": 1, "a": "x", "c": null}\')',
+    "SELECT jt.id, e.value FROM jt, jsonb_array_elements('[1, 2]') e WHERE jt.id = (e.value)::int",
+]
+
+
+def test_jsonb_table_functions_of_constants_as_postgres(both) -> None:
+    ours, pg = both
+    for sql in TABLE_FUNCTIONS:
+        assert rows(ours.execute(sql)) == rows(pg.execute(sql)), sql
+    ours.execute(f"CREATE MATERIALIZED VIEW each_joined AS {TABLE_FUNCTIONS[-1]}")
+    for c in (ours, pg):
+        c.execute("DELETE FROM jt WHERE id = 1")
+    want = rows(pg.execute(TABLE_FUNCTIONS[-1]))
+    assert rows(ours.execute("SELECT * FROM each_joined")) == want
+    same_errors(
+        ours,
+        pg,
+        ["SELECT * FROM jsonb_each('[1]')", "SELECT * FROM jsonb_array_elements('{}')"],
+    )

@@ -16,7 +16,8 @@ from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, SqlType
+from changeflow.compute.jsonb import as_text, from_value
+from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
 from changeflow.compute.unnest import Unnest
 from changeflow.errors import PlanError
 
@@ -31,9 +32,12 @@ def table_function(node: exp.Expression, alias: exp.TableAlias | None) -> Output
         names, kinds, rows = _series(fn.args["start"], fn.args["end"], fn.args.get("step"))
     elif isinstance(node, exp.Unnest):
         names, kinds, rows = _unnest(node.expressions)
+    elif isinstance(node, exp.Table) and str(getattr(node.this, "this", "")).lower() in JSONB_SETS:
+        names, kinds, rows = _jsonb_set(str(node.this.this).lower(), node.this.expressions)
     else:
         return None
-    if alias is not None and alias.this is not None and len(names) == 1:
+    named = names[0] in ("key", "value")  # jsonb's functions name their columns (OUT)
+    if alias is not None and alias.this is not None and len(names) == 1 and not named:
         names = [str(alias.this.name).lower()]  # a one-column function's column is its alias
     if ordinality:
         offset = node.args.get("offset")
@@ -96,6 +100,48 @@ def _unnest(
     depth = max((len(c) for c in columns), default=0)
     rows = [tuple(c[i] if i < len(c) else None for c in columns) for i in range(depth)]
     return ["unnest"] * len(columns), kinds, rows
+
+
+JSONB_SETS = (
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "jsonb_each",
+    "jsonb_each_text",
+)
+
+
+def _jsonb_set(
+    name: str, args: list[exp.Expression]
+) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
+    """``jsonb_array_elements[_text](j)`` (``value``) and ``jsonb_each[_text](j)`` (``key``,
+    ``value``) of a constant jsonb; 22023 for the wrong kind of value, as PostgreSQL's."""
+    from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+    if len(args) != 1:
+        raise PlanError(f"function {name} takes one argument", sqlstate="42883")
+    arg = args[0]
+    e = coerce_text(str(arg.this), JSONB) if is_string_literal(arg) else _constant(arg, name)
+    if e.type not in (JSONB, NULLTYPE):
+        raise PlanError(f"function {name}({e.type}) does not exist", sqlstate="42883")
+    j = e.eval(())
+    text = name.endswith("_text")
+    kind = TEXT if text else JSONB
+    value = j.value() if j is not None else None
+    if name.startswith("jsonb_each"):
+        if j is not None and not isinstance(value, dict):
+            raise PlanError("cannot call jsonb_each on a non-object", sqlstate="22023")
+        items = [] if j is None else list(value.items())
+        rows = [(k, _element(v, text)) for k, v in items]
+        return ["key", "value"], [TEXT, kind], rows
+    if j is not None and not isinstance(value, list):
+        what = "a scalar" if not isinstance(value, dict) else "a non-array"
+        raise PlanError(f"cannot extract elements from {what}", sqlstate="22023")
+    return ["value"], [kind], [(_element(v, text),) for v in (value or [])]
+
+
+def _element(v: Any, text: bool) -> Any:
+    j = from_value(v)
+    return as_text(j) if text else j
 
 
 def is_lateral_unnest(node: exp.Expression) -> bool:
