@@ -71,7 +71,10 @@ EXPRESSIONS = [
 
 
 def plain(v: Any) -> Any:
-    """A value as psycopg gives PostgreSQL's (jsonb parsed, numbers as floats)."""
+    """A value as psycopg gives PostgreSQL's (jsonb parsed, numbers as floats, arrays as
+    lists)."""
+    if isinstance(v, tuple):  # an array (psycopg: a list)
+        return [plain(x) for x in v]
     if isinstance(v, Jsonb):
         v = json.loads(v.text)
     if isinstance(v, Decimal | float) and not isinstance(v, bool):
@@ -114,6 +117,11 @@ QUERIES = [
     "SELECT a.id, b.id FROM jt a JOIN jt b ON a.j = b.j",
     "SELECT g, jsonb_agg(id ORDER BY id DESC), jsonb_agg(j ->> 'a' ORDER BY id) FROM jt "
     "WHERE g IS NOT NULL GROUP BY g",
+    "SELECT g, jsonb_agg(j ORDER BY j), array_agg(j ORDER BY j) FROM jt WHERE g IS NOT NULL "
+    "GROUP BY g",
+    "SELECT jt.id, e.value FROM jt, jsonb_array_elements(jt.j -> 'tags') e",
+    "SELECT id, t.v, t.n FROM jt, jsonb_array_elements_text(j -> 'tags') WITH ORDINALITY "
+    "AS t(v, n)",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',

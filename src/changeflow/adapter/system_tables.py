@@ -38,6 +38,7 @@ TYPES = {
     "date[]": (1182, -1, "_date"),
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
+    "jsonb[]": (3807, -1, "_jsonb"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changeflow.compute import plan as P
-from changeflow.compute.expr import Expr
-from changeflow.compute.types import INT8, Column, Schema
-from changeflow.errors import PlanError
+from changeflow.compute.expr import Expr, _typed
+from changeflow.compute.jsonb import as_text, from_value
+from changeflow.compute.types import INT8, JSONB, NULLTYPE, TEXT, Column, Schema, array_of
+from changeflow.errors import EvalError, PlanError
 
 Row = tuple[Any, ...]
 
@@ -57,3 +58,35 @@ class Unnest(P.Plan):
 def has_unnest(plan: P.Plan) -> bool:
     """Does ``plan`` unnest a column anywhere (an in-process-tier operator)?"""
     return isinstance(plan, Unnest) or any(has_unnest(p) for p in plan.inputs())
+
+
+@dataclass(frozen=True)
+class JsonbElements(Expr):
+    """The elements of a jsonb array as an array (``jsonb[]``, or ``text[]`` as ``->>`` reads
+    them): what ``jsonb_array_elements[_text](t.j)`` unnests (22023 for a non-array)."""
+
+    j: Expr
+    text: bool = False
+
+    def __post_init__(self) -> None:
+        if self.j.type not in (JSONB, NULLTYPE):
+            name = "jsonb_array_elements" + ("_text" if self.text else "")
+            raise PlanError(f"function {name}({self.j.type}) does not exist", sqlstate="42883")
+        _typed(self, array_of(TEXT if self.text else JSONB), self.j.nullable)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.j,)
+
+    def eval(self, row: Row, now: int | None = None) -> Any:
+        j = self.j.eval(row, now)
+        if j is None:
+            return None
+        value = j.value()
+        if not isinstance(value, list):
+            what = "a scalar" if not isinstance(value, dict) else "a non-array"
+            raise EvalError(f"cannot extract elements from {what}", sqlstate="22023")
+        elements = [from_value(v) for v in value]
+        return tuple(as_text(e) for e in elements) if self.text else tuple(elements)
+
+    def __str__(self) -> str:
+        return f"jsonb_array_elements{'_text' if self.text else ''}({self.j})"

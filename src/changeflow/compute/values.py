@@ -39,9 +39,13 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
 
 
 def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
-    """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple,
-    16 bytes (a uuid) as a ``UUID``."""
+    """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple
+    (of its elements as rows hold them), 16 bytes (a uuid) as a ``UUID``, a struct as an
+    ``Interval`` or a ``Jsonb``."""
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        if pa.types.is_struct(kind.value_type):
+            element = kind.value_type
+            return [None if v is None else tuple(stored_values(v, element)) for v in values]
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else UUID(bytes=v) for v in values]
@@ -62,4 +66,7 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         ]
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
+    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
+        element = kind.value_type
+        return [None if v is None else arrow_values(list(v), element) for v in values]
     return values

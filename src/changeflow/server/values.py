@@ -57,6 +57,7 @@ ARRAY_OIDS: dict[str, int] = {
     "date": 1182,
     "timestamp": 1115,
     "timestamp with time zone": 1185,
+    "jsonb": 3807,
 }
 TYPE_NAMES = {
     BOOL: "boolean",

@@ -101,6 +101,9 @@ class PostgresCalls(Postgres):
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
         }
+        LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
+            k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
+        }
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
             k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
         }

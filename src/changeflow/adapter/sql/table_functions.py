@@ -18,7 +18,7 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.jsonb import as_text, from_value
 from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
-from changeflow.compute.unnest import Unnest
+from changeflow.compute.unnest import JsonbElements, Unnest
 from changeflow.errors import PlanError
 
 MAX_ROWS = 1_000_000  # a constant collection lives in the plan: bigger series are refused
@@ -146,9 +146,19 @@ def _element(v: Any, text: bool) -> Any:
 
 def is_lateral_unnest(node: exp.Expression) -> bool:
     """``unnest(t.a)`` of another FROM item's column (``FROM t, unnest(t.a)``)."""
-    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest):
-        return True
+    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest | exp.Table):
+        return isinstance(node.this, exp.Unnest) or _elements(node.this) is not None
+    if _elements(node) is not None:
+        return node.find(exp.Column) is not None
     return isinstance(node, exp.Unnest) and node.find(exp.Column) is not None
+
+
+def _elements(node: exp.Expression) -> str | None:
+    """The name of ``jsonb_array_elements[_text](…)`` in FROM, else None."""
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
+        name = str(node.this.this).lower()
+        return name if name.startswith("jsonb_array_elements") else None
+    return None
 
 
 def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | None) -> Rel:
@@ -160,16 +170,23 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
         alias = alias or node.args.get("alias")
     if j.args.get("on") is not None or j.args.get("side") or j.args.get("using"):
         raise unsupported("unnest of a column in a JOIN with a condition", node)
-    if len(node.expressions) != 1:
+    function = _elements(node)
+    args = node.this.expressions if function else node.expressions
+    if len(args) != 1:
         raise unsupported("unnest of several columns", node)
-    array = Scalars(left.scope, left.plan.schema, "unnest")(node.expressions[0])
+    array = Scalars(left.scope, left.plan.schema, "unnest")(args[0])
+    if function:
+        array = JsonbElements(array, text=function.endswith("_text"))
     offset = node.args.get("offset")
     ordinality = bool(node.args.get("ordinality")) or bool(offset)
     names = ["unnest", str(offset.name).lower() if isinstance(offset, exp.Identifier) else ""]
     names[1] = names[1] or "ordinality"
     table = "unnest"
+    if function:
+        table = names[0] = "value"  # the function's OUT column names it
     if alias is not None and alias.this is not None:
-        table = names[0] = ident(alias.this)
+        table = ident(alias.this)
+        names[0] = names[0] if function else table
     for i, c in enumerate(alias.columns if alias is not None else []):
         names[i] = ident(c)
     plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))
