@@ -203,7 +203,7 @@ def test_intervals_reach_psycopg_as_from_postgres(
 
 @pytest.mark.postgres
 def test_jsonb_reaches_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
-    """jsonb (OID 3802) in text and binary, Jsonb parameters and COPY in text."""
+    """jsonb (OID 3802) in text and binary, Jsonb parameters and COPY in both formats."""
     from psycopg.types.json import Jsonb
 
     create = f"CREATE TABLE {table_name} (id int, j jsonb)"
@@ -221,6 +221,12 @@ def test_jsonb_reaches_psycopg_as_from_postgres(server, postgres_url: str, table
                     cur.copy(f"COPY {table_name} FROM STDIN (FORMAT TEXT)") as copy,
                 ):
                     copy.write_row((4, '{"z": true, "z": false}'))
+                with (
+                    conn.cursor(binary=True) as cur,
+                    cur.copy(f"COPY {table_name} FROM STDIN (FORMAT BINARY)") as copy,
+                ):
+                    copy.set_types(["int4", "jsonb"])
+                    copy.write_row((5, Jsonb({"bb": [1, "x"], "a": None})))
             sql = f"SELECT id, j, j::text, j -> 'a', j ->> 'k' FROM {table_name} ORDER BY id"
             for binary in (False, True):
                 with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:

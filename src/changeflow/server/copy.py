@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from changeflow.compute.scalars import from_text
-from changeflow.compute.types import Schema, SqlType
+from changeflow.compute.types import JSONB, Schema, SqlType
 from changeflow.compute.values import arrow_values
 from changeflow.errors import PlanError
 from changeflow.server.commands import Copy
@@ -213,8 +213,12 @@ def binary_columns(data: bytes, names: list[str], columns: Schema) -> list[pa.Ar
 
 def _array(values: list[Any], kind: SqlType) -> pa.Array:
     """Decoded values as a column of ``kind``: a value decoded as typed text (a uuid, an
-    array, an interval) is read as ``kind``, then built as storage holds it."""
-    values = [from_text(v, kind) if isinstance(v, Typed) else v for v in values]
+    array, an interval) or as a string for a column of another type (jsonb's binary form is
+    its text) is read as ``kind``, then built as storage holds it."""
+    values = [
+        from_text(v, kind) if isinstance(v, Typed) or (isinstance(v, str) and kind is JSONB) else v
+        for v in values
+    ]
     return pa.array(arrow_values(values, kind.arrow), kind.arrow)
 
 

@@ -348,6 +348,8 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
     if oid == INTERVAL and len(raw) == 16:
         micros, days, months = struct.unpack("!qii", raw)
         return _typed(str(Interval(months, days, micros)), "interval")
+    if oid == JSONB and raw[:1] == b"\x01":
+        raw = raw[1:]  # binary jsonb: a version byte, then the text
     if oid in STRINGS:
         try:
             return raw.decode("utf-8")
