@@ -213,8 +213,8 @@ def binary_columns(data: bytes, names: list[str], columns: Schema) -> list[pa.Ar
 
 def _array(values: list[Any], kind: SqlType) -> pa.Array:
     """Decoded values as a column of ``kind``: a value decoded as typed text (a uuid, an
-    array, an interval) or as a string for a column of another type (jsonb's binary form is
-    its text) is read as ``kind``, then built as storage holds it."""
+    array, an interval), or a string for a jsonb column (jsonb's binary form is its text), is
+    read as ``kind``, then built as storage holds it."""
     values = [
         from_text(v, kind) if isinstance(v, Typed) or (isinstance(v, str) and kind is JSONB) else v
         for v in values
