@@ -431,9 +431,8 @@ ERRORS = [
     ("SELECT (SELECT k, w FROM s)", "42601", "subquery must return only one column"),
     ("SELECT 1 WHERE 1 IN (SELECT k, w FROM s)", "42601", "subquery has too many columns"),
     ("SELECT nosuch(k) FROM r", "42883", "function nosuch"),
-    ("SELECT k::interval FROM r", "42704", 'type "interval" does not exist'),
+    ("SELECT k::interval FROM r", "42846", "cannot cast type integer to interval"),
     ("SELECT k::nosuchtype FROM r", "42704", "nosuchtype"),
-    ("SELECT interval '1 day'", "0A000", "interval"),
     ("SELECT * FROM r, LATERAL (SELECT max(k) FROM s HAVING max(k) > r.k) x", "0A000", "LATERAL"),
     ("SELECT k FROM r LIMIT -1", "2201W", "LIMIT must not be negative"),
     ("SELECT k FROM r WHERE k IS TRUE", "42804", "argument of IS TRUE must be type boolean"),
@@ -588,10 +587,10 @@ def test_generated_subqueries_agree_with_duckdb(sql: str, r: list[tuple], s: lis
     assert Counter(ours(query, data)) == Counter(duck(sql, data)), sql
 
 
-def test_date_plus_or_minus_whole_days_of_interval() -> None:
-    """``date ± INTERVAL 'n' DAY|WEEK`` moves by whole days (PostgreSQL's result is a
-    timestamp at midnight; here it stays a date, which compares the same with dates)."""
-    from datetime import date
+def test_date_plus_or_minus_interval_is_a_timestamp() -> None:
+    """``date ± INTERVAL`` is the timestamp of the date's midnight moved, as PostgreSQL's is
+    (a month clamped to the month's end)."""
+    from datetime import date, datetime
 
     from changeflow.adapter.sql.statements import parse_sql
     from changeflow.compute.types import DATE
@@ -600,12 +599,10 @@ def test_date_plus_or_minus_whole_days_of_interval() -> None:
     resolver = Resolver({"t": Relation("t", "table", days, "EpochMilliseconds")})
     rows = {(date(1998, 12, 1),): 1}
     for sql, want in [
-        ("SELECT d - INTERVAL '90' DAY FROM t", date(1998, 9, 2)),
-        ("SELECT d + INTERVAL '2 weeks' FROM t", date(1998, 12, 15)),
-        ("SELECT d + INTERVAL '1' DAY FROM t", date(1998, 12, 2)),
+        ("SELECT d - INTERVAL '90' DAY FROM t", datetime(1998, 9, 2)),
+        ("SELECT d + INTERVAL '2 weeks' FROM t", datetime(1998, 12, 15)),
+        ("SELECT d + INTERVAL '1' DAY FROM t", datetime(1998, 12, 2)),
+        ("SELECT d - INTERVAL '3' MONTH FROM t", datetime(1998, 9, 1)),
     ]:
         query = plan_query(parse_sql(sql), resolver)
         assert evaluate(query.plan, {"days": rows}, 0) == {(want,): 1}
-    with pytest.raises(PlanError) as caught:
-        plan_query(parse_sql("SELECT d + INTERVAL '1' MONTH FROM t"), resolver)
-    assert caught.value.sqlstate == "0A000"

@@ -152,3 +152,89 @@ def test_a_parameter_compared_with_any_is_an_array_of_the_other_side() -> None:
     schema = (Column("id", INT4), Column("s", TEXT))
     sql = "SELECT * FROM t WHERE id = ANY($1) OR s <> ALL($2) OR id = $3"
     assert infer_oids(sql, [0, 0, 0], lambda name: schema) == [1007, 1009, 23]
+
+
+@pytest.mark.postgres
+def test_intervals_reach_psycopg_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    """interval (OID 1186) in text and binary, timedelta parameters, COPY in both formats."""
+    from datetime import timedelta
+
+    create = f"CREATE TABLE {table_name} (id int, i interval)"
+    rows = [(1, timedelta(days=3, seconds=7384, microseconds=5)), (2, None)]
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                conn.execute(
+                    f"INSERT INTO {table_name} VALUES (3, '1 year 2 mons -3 days 04:05:06.5'), "
+                    "(4, %s), (5, %b)",
+                    (timedelta(hours=-30), timedelta(days=40, microseconds=1)),
+                )
+                for fmt in ("TEXT", "BINARY"):
+                    binary = fmt == "BINARY"
+                    with (
+                        conn.cursor(binary=binary) as cur,
+                        cur.copy(f"COPY {table_name} FROM STDIN (FORMAT {fmt})") as copy,
+                    ):
+                        if binary:
+                            copy.set_types(["int4", "interval"])
+                        for row in rows:
+                            copy.write_row(row)
+            sql = (
+                f"SELECT id, i, i::text, i * 2, timestamp '2024-01-31' + i FROM {table_name} "
+                "ORDER BY id"
+            )
+            for binary in (False, True):
+                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                    a.execute(sql)
+                    b.execute(sql)
+                    assert [d.type_code for d in a.description] == [
+                        d.type_code for d in b.description
+                    ], binary
+                    assert a.fetchall() == b.fetchall(), binary
+            sql = f"SELECT id FROM {table_name} WHERE i < %s ORDER BY id"
+            for conn in (ours, pg):
+                assert conn.execute(sql, (timedelta(0),)).fetchall() == [(4,)]
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")
+
+
+@pytest.mark.postgres
+def test_jsonb_reaches_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
+    """jsonb (OID 3802) in text and binary, Jsonb parameters and COPY in both formats."""
+    from psycopg.types.json import Jsonb
+
+    create = f"CREATE TABLE {table_name} (id int, j jsonb)"
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                conn.execute(
+                    f'INSERT INTO {table_name} VALUES (1, \'{{"b": 1, "a": [1, 2.5]}}\'), '
+                    "(2, %s), (3, NULL)",
+                    (Jsonb({"k": "v", "n": None}),),
+                )
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(f"COPY {table_name} FROM STDIN (FORMAT TEXT)") as copy,
+                ):
+                    copy.write_row((4, '{"z": true, "z": false}'))
+                with (
+                    conn.cursor(binary=True) as cur,
+                    cur.copy(f"COPY {table_name} FROM STDIN (FORMAT BINARY)") as copy,
+                ):
+                    copy.set_types(["int4", "jsonb"])
+                    copy.write_row((5, Jsonb({"bb": [1, "x"], "a": None})))
+            sql = f"SELECT id, j, j::text, j -> 'a', j ->> 'k' FROM {table_name} ORDER BY id"
+            for binary in (False, True):
+                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                    a.execute(sql)
+                    b.execute(sql)
+                    assert [d.type_code for d in a.description] == [
+                        d.type_code for d in b.description
+                    ], binary
+                    assert a.fetchall() == b.fetchall(), binary
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from changeflow.adapter.assign import fitter
 from changeflow.compute.scalars import from_text
 from changeflow.compute.types import FLOAT8, TEXT, Column, Schema
+from changeflow.compute.values import arrow_values
 from changeflow.errors import EvalError, PlanError
 from changeflow.storage.frames import to_frame
 from changeflow.updates import DIFF, TIME
@@ -95,5 +96,6 @@ def _column(values: pa.Array, column: Column, field: pa.Field, text: bool, table
         read = [
             None if v is None else fit(from_text(v, kind)) for v in encoded.dictionary.to_pylist()
         ]
-        return pa.array(read, field.type).take(encoded.indices)
-    return pa.array([None if v is None else fit(v) for v in values.to_pylist()], field.type)
+        return pa.array(arrow_values(read, field.type), field.type).take(encoded.indices)
+    fitted = [None if v is None else fit(v) for v in values.to_pylist()]
+    return pa.array(arrow_values(fitted, field.type), field.type)

@@ -26,6 +26,8 @@ TYPES = {
     "char": (18, 1, "char"),
     "uuid": (2950, 16, "uuid"),
     "bytea": (17, -1, "bytea"),
+    "interval": (1186, 16, "interval"),
+    "jsonb": (3802, -1, "jsonb"),
     "boolean[]": (1000, -1, "_bool"),
     "smallint[]": (1005, -1, "_int2"),
     "integer[]": (1007, -1, "_int4"),
@@ -36,6 +38,7 @@ TYPES = {
     "date[]": (1182, -1, "_date"),
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
+    "jsonb[]": (3807, -1, "_jsonb"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",

@@ -73,8 +73,8 @@ def evaluate_arrow(plan: P.Plan, inputs: Mapping[str, pa.Table]) -> Rel:
 
 def check(plan: P.Plan) -> None:
     """:class:`Unsupported` if some node of ``plan`` has no kernel here."""
-    if any(c.type.element is not None for c in plan.schema):
-        raise Unsupported("arrays")  # Acero cannot group or join by lists
+    if any(pa.types.is_nested(c.type.arrow) for c in plan.schema):
+        raise Unsupported("arrays or intervals")  # Acero cannot group or join by these
     match plan:
         case P.TopK() | P.TemporalFilter():
             raise Unsupported(type(plan).__name__)

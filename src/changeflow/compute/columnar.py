@@ -28,16 +28,15 @@ from changeflow.compute.functions import Func
 from changeflow.compute.scalars import like_pattern
 from changeflow.compute.types import (
     BOOL,
-    BYTEA,
     DATE,
     FLOAT8,
     NULLTYPE,
     NUMERIC,
     TIMESTAMP,
-    UUID,
     SqlType,
+    rows_only,
 )
-from changeflow.compute.values import python_values
+from changeflow.compute.values import arrow_values, python_values
 from changeflow.errors import EvalError
 
 Value = pa.Array | pa.Scalar
@@ -83,9 +82,7 @@ def to_array(values: list[Any], kind: SqlType) -> pa.Array:
     if kind == NUMERIC:
         scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
         return pa.array(values, pa.decimal256(76, max(scale, 0)))
-    if kind == UUID:
-        values = [None if v is None else v.bytes for v in values]
-    return pa.array(values, _arrow(kind))
+    return pa.array(arrow_values(values, kind.arrow), _arrow(kind))
 
 
 def full(v: Value, n: int, kind: SqlType) -> pa.Array:
@@ -132,14 +129,9 @@ def _eval(e: X.Expr, cx: _Cx) -> Value:
     fn = _KERNELS.get(type(e))
     if fn is None:
         raise NoKernel(type(e).__name__)
-    if not isinstance(e, X.Col) and any(_rows_only(x.type) for x in (e, *e.children())):
+    if not isinstance(e, X.Col) and any(rows_only(x.type) for x in (e, *e.children())):
         raise NoKernel(f"{e.type}")  # Arrow's kernels do not mean SQL's on these
     return fn(e, cx)
-
-
-def _rows_only(kind: SqlType) -> bool:
-    """Values Arrow's kernels do not compare as SQL does: arrays, uuid, bytea."""
-    return kind.element is not None or kind in (UUID, BYTEA)
 
 
 def _col(e: X.Col, cx: _Cx) -> Value:

@@ -17,8 +17,9 @@ before anything is installed, then returns a :class:`Dataflow`. A dataflow
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import repeat
@@ -30,12 +31,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 from changeflow.compute import plan as P
+from changeflow.compute.expr import Expr
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
-from changeflow.compute.types import BYTEA, UUID, arrow_schema, from_arrow_schema
+from changeflow.compute.types import INTERVAL, JSONB, arrow_schema, from_arrow_schema, rows_only
 from changeflow.compute.unnest import has_unnest
-from changeflow.compute.values import python_values
+from changeflow.compute.values import arrow_values, python_values
 from changeflow.errors import FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
@@ -112,11 +114,31 @@ def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
-        if any(c.type.element is not None or c.type in (UUID, BYTEA) for c in node.schema):
-            return "arrays, uuid or bytea"
+        if any(rows_only(c.type) for c in node.schema) or any(
+            x.type in (INTERVAL, JSONB) for e in _expressions(node) for x in _subexpressions(e)
+        ):
+            return "arrays, uuid, bytea, interval or jsonb"
         if isinstance(node, P.Reduce) and aggregates and _ordered(node):
             return "string_agg with ORDER BY or array_agg"
     return None
+
+
+def _expressions(value: object) -> Iterator[Expr]:
+    """The expressions a plan node holds (in its fields, tuples and aggregates)."""
+    if isinstance(value, Expr):
+        yield value
+    elif isinstance(value, tuple | list):
+        for v in value:
+            yield from _expressions(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type | P.Plan):
+        for f in dataclasses.fields(value):
+            yield from _expressions(getattr(value, f.name))
+
+
+def _subexpressions(e: Expr) -> Iterator[Expr]:
+    yield e
+    for c in e.children():
+        yield from _subexpressions(c)
 
 
 def _ordered(reduce: P.Reduce) -> bool:
@@ -391,7 +413,10 @@ class Dataflow:
                 column.append(value.quantize(quantum) if isinstance(value, Decimal) else value)
             times.append(t)
             diffs.append(d)
-        arrays = [pa.array(c, type=f.type) for c, f in zip(columns, self.schema, strict=True)]
+        arrays = [
+            pa.array(arrow_values(c, f.type), type=f.type)
+            for c, f in zip(columns, self.schema, strict=True)
+        ]
         arrays += [pa.array(times, pa.int64()), pa.array(diffs, pa.int64())]
         return pa.Table.from_arrays(arrays, names=[*names, TIME, DIFF])
 

@@ -17,6 +17,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from changeflow.compute.intervals import arith_type, interval_arith
 from changeflow.compute.scalars import (
     ARITH,
     CMP,
@@ -37,6 +38,7 @@ from changeflow.compute.types import (
     FLOAT8,
     INT4,
     INT8,
+    INTERVAL,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -230,6 +232,8 @@ class Arith(_Binary):
             raise PlanError(f"unknown operator {self.op!r}")
         ta, tb = self.a.type, self.b.type
         nullable = self.a.nullable or self.b.nullable
+        if (kind := arith_type(self.op, ta, tb)) is not None:
+            return _typed(self, kind, nullable)
         if ta == DATE and tb.integer and self.op in "+-":
             return _typed(self, DATE, nullable)
         if ta == DATE and tb == DATE and self.op == "-":
@@ -240,6 +244,8 @@ class Arith(_Binary):
         _typed(self, common_numeric(ta, tb), nullable)
 
     def apply(self, a: Any, b: Any) -> Any:
+        if INTERVAL in (self.type, self.a.type, self.b.type):
+            return interval_arith(self.op, a, b)
         if self.type == DATE:
             return date_arith(self.op, a, b)
         if self.a.type == DATE:
@@ -255,7 +261,7 @@ class Neg(Expr):
     a: Expr
 
     def __post_init__(self) -> None:
-        if not self.a.type.numeric:
+        if not self.a.type.numeric and self.a.type != INTERVAL:
             raise _mismatch("unary -", self.a.type)
         _typed(self, self.a.type, self.a.nullable)
 
@@ -264,7 +270,9 @@ class Neg(Expr):
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         a = self.a.eval(row, now)
-        return None if a is None else check_range(-a, self.type)
+        if a is None or self.type == INTERVAL:
+            return None if a is None else -a
+        return check_range(-a, self.type)
 
     def __str__(self) -> str:
         return f"(-{self.a})"

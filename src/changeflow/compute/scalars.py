@@ -14,12 +14,16 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from changeflow.compute.intervals import parse_interval
+from changeflow.compute.jsonb import parse_jsonb, scalar_of
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
     DATE,
     FLOAT8,
     INT_RANGES,
+    INTERVAL,
+    JSONB,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -353,6 +357,10 @@ def from_text(text: str, kind: SqlType) -> Any:
             return uuid.UUID(s)
         if kind == BYTEA:
             return bytea_from_text(text)
+        if kind == INTERVAL:
+            return parse_interval(text)
+        if kind == JSONB:
+            return parse_jsonb(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
             stamp = datetime.fromisoformat(s)
             if kind == TIMESTAMPTZ:
@@ -393,6 +401,9 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
         return float(value)
+    if source == JSONB and (target.numeric or target == BOOL):
+        v = scalar_of(value, "boolean" if target == BOOL else str(target))
+        return v if target == BOOL else cast_value(v, NUMERIC, target)
     if target == BOOL and source.integer:
         return value != 0
     if target.integer and source == BOOL:
@@ -422,6 +433,8 @@ def castable(source: SqlType, target: SqlType) -> bool:
     if source.numeric and target.numeric:
         return True
     if (source.integer and target == BOOL) or (source == BOOL and target.integer):
+        return True
+    if source == JSONB and (target.numeric or target == BOOL):
         return True
     stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
     return source in stamps and target in stamps

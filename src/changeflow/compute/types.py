@@ -4,7 +4,10 @@ A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable)
 ``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
 ``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
 ``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values.
-``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``.
+``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``, ``interval`` an
+:class:`~changeflow.compute.intervals.Interval` (stored as a struct of
+months, days and microseconds: Parquet has no month_day_nano_interval), ``jsonb`` a
+:class:`~changeflow.compute.jsonb.Jsonb` (stored as a struct of its normalized text)..
 An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its elements' values
 (hashable, so it can be a group key) and an Arrow list.
 """
@@ -57,11 +60,15 @@ TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
 TIMESTAMPTZ = SqlType("timestamp with time zone", pa.timestamp("us", tz="UTC"))
 UUID = SqlType("uuid", pa.binary(16))
 BYTEA = SqlType("bytea", pa.binary())
+INTERVAL = SqlType(
+    "interval", pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())])
+)
+JSONB = SqlType("jsonb", pa.struct([("jsonb", pa.string())]))
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
-ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in SCALARS}
-TYPES = (*SCALARS, UUID, BYTEA, *ARRAYS.values())
+ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, JSONB)}
+TYPES = (*SCALARS, UUID, BYTEA, INTERVAL, JSONB, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 
 _BY_NAME = {t.name: t for t in TYPES} | {
@@ -104,7 +111,7 @@ def sql_type(name: str) -> SqlType:
         return array_of(sql_type(name[:-2]))
     found = _BY_NAME.get(name)
     if found is None:
-        known = ", ".join(t.name for t in (*SCALARS, UUID, BYTEA))
+        known = ", ".join(t.name for t in (*SCALARS, UUID, BYTEA, INTERVAL, JSONB))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
     return found
 
@@ -127,6 +134,12 @@ def from_arrow(kind: pa.DataType) -> SqlType:
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         return array_of(from_arrow(kind.value_type))
     raise PlanError(f"Arrow type {kind} has no SQL type here", sqlstate="0A000")
+
+
+def rows_only(kind: SqlType) -> bool:
+    """Values neither Arrow's kernels nor Spark's mean as SQL does (arrays, uuid, bytea,
+    interval, jsonb): they are computed on rows, in this process."""
+    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB)
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

@@ -15,7 +15,18 @@ from typing import Any
 
 from changeflow.compute import plan as P
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, Schema, array_of
+from changeflow.compute.jsonb import as_text, from_value
+from changeflow.compute.types import (
+    INT4,
+    INT8,
+    JSONB,
+    NULLTYPE,
+    NUMERIC,
+    TEXT,
+    Column,
+    Schema,
+    array_of,
+)
 from changeflow.errors import EvalError, PlanError
 
 MAX_ROWS = 1_000_000  # the most values one generate_series gives here
@@ -107,3 +118,35 @@ def series(first: Any, last: Any, by: Any = 1, numeric: bool = False) -> list[An
         )
     convert = Decimal if numeric else int
     return [convert(first) + i * convert(by) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class JsonbElements(Expr):
+    """The elements of a jsonb array as an array (``jsonb[]``, or ``text[]`` as ``->>`` reads
+    them): what ``jsonb_array_elements[_text](t.j)`` unnests (22023 for a non-array)."""
+
+    j: Expr
+    text: bool = False
+
+    def __post_init__(self) -> None:
+        if self.j.type not in (JSONB, NULLTYPE):
+            name = "jsonb_array_elements" + ("_text" if self.text else "")
+            raise PlanError(f"function {name}({self.j.type}) does not exist", sqlstate="42883")
+        _typed(self, array_of(TEXT if self.text else JSONB), self.j.nullable)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.j,)
+
+    def eval(self, row: Row, now: int | None = None) -> Any:
+        j = self.j.eval(row, now)
+        if j is None:
+            return None
+        value = j.value()
+        if not isinstance(value, list):
+            what = "a scalar" if not isinstance(value, dict) else "a non-array"
+            raise EvalError(f"cannot extract elements from {what}", sqlstate="22023")
+        elements = [from_value(v) for v in value]
+        return tuple(as_text(e) for e in elements) if self.text else tuple(elements)
+
+    def __str__(self) -> str:
+        return f"jsonb_array_elements{'_text' if self.text else ''}({self.j})"

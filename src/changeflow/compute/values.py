@@ -3,7 +3,8 @@
 Every update a dataflow reads becomes a row of Python values, and Arrow builds a ``Decimal`` or a
 ``date`` slowly (about 1 µs each). Decimals go through their text instead (Arrow formats them in
 C, at their scale, and ``Decimal`` parses that in C); dates are built once per distinct day.
-An array (an Arrow list) is a tuple, as rows hold it; a uuid (16 bytes) a ``UUID``.
+An array (an Arrow list) is a tuple, as rows hold it; a uuid (16 bytes) a ``UUID``,
+an interval an ``Interval``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from uuid import UUID
 
 import numpy as np
 import pyarrow as pa
+
+from changeflow.compute.intervals import Interval
+from changeflow.compute.jsonb import Jsonb
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -35,10 +39,34 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
 
 
 def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
-    """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple,
-    16 bytes (a uuid) as a ``UUID``."""
+    """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple
+    (of its elements as rows hold them), 16 bytes (a uuid) as a ``UUID``, a struct as an
+    ``Interval`` or a ``Jsonb``."""
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        if pa.types.is_struct(kind.value_type):
+            element = kind.value_type
+            return [None if v is None else tuple(stored_values(v, element)) for v in values]
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else UUID(bytes=v) for v in values]
+    if pa.types.is_struct(kind) and kind.num_fields == 1:
+        return [None if v is None or v["jsonb"] is None else Jsonb(v["jsonb"]) for v in values]
+    if pa.types.is_struct(kind):
+        return [None if v is None else Interval(**v) for v in values]
+    return values
+
+
+def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
+    """Row values as Arrow builds a column of ``kind`` from them: an interval or a jsonb as
+    its struct's fields, a uuid as its 16 bytes."""
+    if pa.types.is_struct(kind):
+        return [
+            {"jsonb": v.text} if isinstance(v, Jsonb) else vars(v) if isinstance(v, Interval) else v
+            for v in values
+        ]
+    if pa.types.is_fixed_size_binary(kind):
+        return [getattr(v, "bytes", v) for v in values]
+    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
+        element = kind.value_type
+        return [None if v is None else arrow_values(list(v), element) for v in values]
     return values

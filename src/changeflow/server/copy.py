@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from changeflow.compute.scalars import from_text
-from changeflow.compute.types import UUID, Schema, SqlType
+from changeflow.compute.types import JSONB, Schema, SqlType
+from changeflow.compute.values import arrow_values
 from changeflow.errors import PlanError
 from changeflow.server.commands import Copy
 from changeflow.server.values import Typed, encoder, from_binary, oid_of, text
@@ -212,11 +213,13 @@ def binary_columns(data: bytes, names: list[str], columns: Schema) -> list[pa.Ar
 
 def _array(values: list[Any], kind: SqlType) -> pa.Array:
     """Decoded values as a column of ``kind``: a value decoded as typed text (a uuid, an
-    array) is read as ``kind``, a uuid stored as its 16 bytes."""
-    values = [from_text(v, kind) if isinstance(v, Typed) else v for v in values]
-    if kind is UUID:
-        values = [None if v is None else v.bytes for v in values]
-    return pa.array(values, kind.arrow)
+    array, an interval), or a string for a jsonb column (jsonb's binary form is its text), is
+    read as ``kind``, then built as storage holds it."""
+    values = [
+        from_text(v, kind) if isinstance(v, Typed) or (isinstance(v, str) and kind is JSONB) else v
+        for v in values
+    ]
+    return pa.array(arrow_values(values, kind.arrow), kind.arrow)
 
 
 def _decoded(raw: bytes, oid: int, name: str) -> Any:

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.connection import literal
+from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, to_text
 from changeflow.compute.types import SqlType, sql_type
 from changeflow.errors import PlanError
@@ -25,6 +26,7 @@ from changeflow.errors import PlanError
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
+INTERVAL = 1186
 
 # SQL type name -> (OID, type size)
 OIDS: dict[str, tuple[int, int]] = {
@@ -40,6 +42,8 @@ OIDS: dict[str, tuple[int, int]] = {
     "timestamp with time zone": (TIMESTAMPTZ, 8),
     "uuid": (UUID, 16),
     "bytea": (BYTEA, -1),
+    "interval": (INTERVAL, 16),
+    "jsonb": (JSONB, -1),
 }
 # element type name -> the OID of its array type
 ARRAY_OIDS: dict[str, int] = {
@@ -53,6 +57,7 @@ ARRAY_OIDS: dict[str, int] = {
     "date": 1182,
     "timestamp": 1115,
     "timestamp with time zone": 1185,
+    "jsonb": 3807,
 }
 TYPE_NAMES = {
     BOOL: "boolean",
@@ -68,6 +73,7 @@ TYPE_NAMES = {
     TIMESTAMPTZ: "timestamptz",
     UUID: "uuid",
     BYTEA: "bytea",
+    INTERVAL: "interval",
 }
 TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()}
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
@@ -209,6 +215,8 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "timestamp with time zone": lambda v: struct.pack("!q", _micros(v)),
     "uuid": lambda v: v.bytes,
     "bytea": bytes,
+    "interval": lambda v: struct.pack("!qii", v.micros, v.days, v.months),
+    "jsonb": lambda v: b"\x01" + str(v).encode("utf-8"),
 }
 
 
@@ -288,7 +296,7 @@ def from_text(raw: str, oid: int, index: int) -> Any:
             return value
     except (ValueError, decimal.InvalidOperation):
         raise _bad(index, oid, raw) from None
-    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA) or oid in ARRAY_OIDS.values():
+    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA, INTERVAL) or oid in ARRAY_OIDS.values():
         return _typed(raw, TYPE_NAMES[oid])
     return raw
 
@@ -337,6 +345,11 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
         return _typed(_array_from_binary(raw, index), TYPE_NAMES[oid])
     if oid == UUID and len(raw) == 16:
         return _typed(str(uuid.UUID(bytes=raw)), "uuid")
+    if oid == INTERVAL and len(raw) == 16:
+        micros, days, months = struct.unpack("!qii", raw)
+        return _typed(str(Interval(months, days, micros)), "interval")
+    if oid == JSONB and raw[:1] == b"\x01":
+        raw = raw[1:]  # binary jsonb: a version byte, then the text
     if oid in STRINGS:
         try:
             return raw.decode("utf-8")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from changeflow.compute.values import arrow_values
 from changeflow.errors import FrontierViolation, InvalidInput, InvalidTime
 from changeflow.time import MAX_TIME
 from changeflow.time import to_bound as bound
@@ -272,10 +273,10 @@ def _from_pandas(series: Any, field: pa.Field, name: str) -> Any:
 
 def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
     """Python values as ``field`` requires: inferred as Arrow infers them, then conformed
-    (arrays are built as the field's list type, a uuid as its 16 bytes)."""
-    if pa.types.is_fixed_size_binary(field.type):
-        values = [getattr(v, "bytes", v) for v in values]
-    if pa.types.is_list(field.type):
+    (arrays are built as the field's list type, a uuid as its 16 bytes, an interval as
+    its struct)."""
+    values = arrow_values(values, field.type)
+    if pa.types.is_list(field.type) or pa.types.is_struct(field.type):
         try:
             return _conform(pa.array(values, field.type), field, name)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -518,7 +519,7 @@ def consolidate(table: pa.Table, as_of: int | None = None) -> pa.Table:
     if as_of is not None:
         times = pc.max_element_wise(table.column(TIME), pa.scalar(as_of, pa.int64()))
         table = table.set_column(table.schema.get_field_index(TIME), TIME, times)
-    lists = [c for c in data if pa.types.is_list(table.schema.field(c).type)]
+    lists = [c for c in data if pa.types.is_nested(table.schema.field(c).type)]
     if lists:
         return _consolidate_lists(table, data, lists)
     summed = table.group_by([*data, TIME], use_threads=False).aggregate([(DIFF, "sum")])
@@ -534,16 +535,18 @@ def list_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 def sortable(table: pa.Table) -> pa.Table:
-    """``table`` with its list columns as :func:`list_text`, so that Arrow can sort it."""
+    """``table`` with its list and struct (interval) columns as :func:`list_text`, so that
+    Arrow can sort it."""
     for i, f in enumerate(table.schema):
-        if pa.types.is_list(f.type):
+        if pa.types.is_nested(f.type):
             table = table.set_column(i, f.name, list_text(table.column(i)))
     return table
 
 
 def _consolidate_lists(table: pa.Table, data: list[str], lists: list[str]) -> pa.Table:
-    """:func:`consolidate` of a frame with list (array) columns, which Arrow cannot group
-    by: each list is grouped by its text, and the group's first row gives the lists back."""
+    """:func:`consolidate` of a frame with list (array) or struct (interval) columns, which
+    Arrow cannot group by: each is grouped by its text, and the group's first row gives the
+    values back."""
     keyed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
     keys = []
     for c in data:

@@ -18,6 +18,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
+from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.types import cast_target
@@ -27,7 +28,8 @@ from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     DATE,
-    INT4,
+    INTERVAL,
+    JSONB,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -143,7 +145,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars):
+class Scalars(ArrayScalars, JsonbScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -256,12 +258,16 @@ class Scalars(ArrayScalars):
         return value
 
     def _arith(self, node: exp.Expression) -> X.Expr:
-        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
-            a = self(node.this)
-            if a.type == DATE:  # date ± whole days (PostgreSQL gives a timestamp at midnight)
-                return X.Arith(_ARITH[type(node)], a, X.Lit(_days(node.expression), INT4))
+        if isinstance(node, exp.Sub) and (j := self.jsonb_operator(node)) is not None:
+            return j
         a, b = self.pair(node.this, node.expression)
-        return X.Arith(_ARITH[type(node)], a, b)
+        e = X.Arith(_ARITH[type(node)], a, b)
+        if INTERVAL in (a.type, b.type) and isinstance(a, X.Lit) and isinstance(b, X.Lit):
+            try:  # a constant (DATE '1998-12-01' - INTERVAL '90' DAY) keeps Spark's plans
+                return X.Lit(e.eval(()), e.type)
+            except EvalError:
+                pass  # raised when evaluated, as PostgreSQL raises it
+        return e
 
     def _neg(self, node: exp.Neg) -> X.Expr:
         inner = node.this
@@ -353,6 +359,8 @@ class Scalars(ArrayScalars):
         raise unsupported("LIKE ... ESCAPE", node)
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
+        if (j := self.jsonb_operator(node)) is not None:
+            return j
         a, b = self.expr(node.this), self.expr(node.expression)
         texts = tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in (a, b))
         return Func("textcat", texts)
@@ -414,11 +422,25 @@ class Scalars(ArrayScalars):
         return self._cast(node)
 
     def _interval(self, node: exp.Interval) -> X.Expr:
-        raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
+        """``INTERVAL 'text' [unit]`` (sqlglot splits ``'1 month'`` into a number and a unit)."""
+        if not is_string_literal(node.this) and not isinstance(node.this, exp.Literal):
+            raise unsupported("INTERVAL of an expression (cast text to interval)", node)
+        unit = node.args.get("unit")
+        text = str(node.this.this) + (f" {unit.name}" if unit is not None else "")
+        return coerce_text(text, INTERVAL)
+
+    def _justifydays(self, node: exp.Expression) -> X.Expr:
+        return self.func("justify_days", [node.this])
+
+    def _justifyhours(self, node: exp.Expression) -> X.Expr:
+        return self.func("justify_hours", [node.this])
 
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
+        if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
+            first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
+            return Func(name, (first, *(self.expr(a) for a in args[1:])))
         return Func(name, tuple(self.expr(a) for a in args))
 
     def _substring(self, node: exp.Substring) -> X.Expr:
@@ -550,22 +572,6 @@ class Scalars(ArrayScalars):
 
     def _exists(self, node: exp.Exists) -> X.Expr:
         raise unsupported(f"a subquery in {self.clause}", node)
-
-
-_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7}
-
-
-def _days(node: exp.Interval) -> int:
-    """The whole days of ``INTERVAL 'n' DAY`` / ``'n days'`` / weeks; others are refused."""
-    text = node.this.name if isinstance(node.this, exp.Literal) else ""
-    unit = node.args.get("unit")
-    parts = text.split() + ([unit.name] if unit is not None else [])
-    if len(parts) == 2 and parts[1].lower() in _DAYS:
-        try:
-            return int(parts[0]) * _DAYS[parts[1].lower()]
-        except ValueError:
-            pass
-    raise unsupported("the interval type (only date ± INTERVAL 'n' DAY|WEEK is)", node)
 
 
 def _with_null(node: exp.Expression) -> list[exp.Expression]:

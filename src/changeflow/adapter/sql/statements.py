@@ -91,13 +91,23 @@ class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
     refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
-    and ``to_char`` keeps its template as written."""
+    an interval literal keeps its text, ``date_part`` stays itself (a double, where
+    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``, and
+    ``to_char`` keeps its template as written (sqlglot would rewrite it as strftime's)."""
 
     class Parser(Postgres.Parser):
-        # to_char keeps PostgreSQL's template (sqlglot would rewrite it as strftime's).
-        FUNCTIONS = {
+        FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            "JSONB_AGG": lambda args: exp.Anonymous(
+                this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
+            ),
+        }
+        LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
+            k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
+        }
+        FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
         }
 
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
@@ -111,6 +121,28 @@ class PostgresCalls(Postgres):
             ):
                 return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
             return super().validate_expression(expression, args)
+
+        def _parse_interval(
+            self, require_interval: bool = True, parse_function_unit: bool = True
+        ) -> Any:
+            """``INTERVAL 'text' [unit]`` alone: a ``+`` after it is an addition (sqlglot
+            reads ``INTERVAL '1 day' + 1`` as a sum of intervals)."""
+            index = self._index
+            if self._match(TokenType.INTERVAL) and self._match(TokenType.STRING, advance=False):
+                return self._parse_interval_span(self._parse_primary(), parse_function_unit)
+            self._retreat(index)
+            return super()._parse_interval(require_interval, parse_function_unit)
+
+        def _parse_interval_span(self, this: Any, parse_function_unit: bool = True) -> Any:
+            """``INTERVAL 'text' [unit]`` keeps its whole text (sqlglot's own reading keeps
+            only the first number and unit of ``'1 day 02:03:04'``)."""
+            if this is None or not this.is_string:
+                return super()._parse_interval_span(this, parse_function_unit)
+            curr = self._curr
+            unit = None
+            if curr is not None and curr.text.upper() in self.dialect.VALID_INTERVAL_UNITS:
+                unit = self._parse_var(any_token=True, upper=True)
+            return self.expression(exp.Interval(this=this, unit=unit))
 
 
 def parse_sql(text: str) -> exp.Expression:

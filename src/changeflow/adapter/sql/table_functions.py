@@ -15,8 +15,9 @@ from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import INT4, INT8, NULLTYPE, NUMERIC, Column, SqlType
-from changeflow.compute.unnest import Series, Unnest, series
+from changeflow.compute.jsonb import as_text, from_value
+from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
+from changeflow.compute.unnest import JsonbElements, Series, Unnest, series
 from changeflow.errors import EvalError, PlanError
 
 
@@ -28,9 +29,12 @@ def table_function(node: exp.Expression, alias: exp.TableAlias | None) -> Output
         names, kinds, rows = _series(fn.args["start"], fn.args["end"], fn.args.get("step"))
     elif isinstance(node, exp.Unnest):
         names, kinds, rows = _unnest(node.expressions)
+    elif isinstance(node, exp.Table) and str(getattr(node.this, "this", "")).lower() in JSONB_SETS:
+        names, kinds, rows = _jsonb_set(str(node.this.this).lower(), node.this.expressions)
     else:
         return None
-    if alias is not None and alias.this is not None and len(names) == 1:
+    named = names[0] in ("key", "value")  # jsonb's functions name their columns (OUT)
+    if alias is not None and alias.this is not None and len(names) == 1 and not named:
         names = [str(alias.this.name).lower()]  # a one-column function's column is its alias
     if ordinality:
         offset = node.args.get("offset")
@@ -93,19 +97,71 @@ def _is_series(node: exp.Expression) -> bool:
     return isinstance(node, exp.ExplodingGenerateSeries)
 
 
-def is_lateral_unnest(node: exp.Expression) -> bool:
-    """``unnest(t.a)`` or ``generate_series(1, t.n)`` of another FROM item's column
-    (``FROM t, unnest(t.a)``)."""
-    if isinstance(node, exp.Lateral) and isinstance(
-        node.this, exp.Unnest | exp.ExplodingGenerateSeries
-    ):
-        return True
-    return (isinstance(node, exp.Unnest) or _is_series(node)) and node.find(exp.Column) is not None
-
-
 def _series_of(scalars: Scalars, call: exp.Expression) -> Series:
     ends = (call.args["start"], call.args["end"], call.args.get("step"))
     return Series(*(scalars(n) for n in ends if n is not None))
+
+
+JSONB_SETS = (
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "jsonb_each",
+    "jsonb_each_text",
+)
+
+
+def _jsonb_set(
+    name: str, args: list[exp.Expression]
+) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
+    """``jsonb_array_elements[_text](j)`` (``value``) and ``jsonb_each[_text](j)`` (``key``,
+    ``value``) of a constant jsonb; 22023 for the wrong kind of value, as PostgreSQL's."""
+    from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+    if len(args) != 1:
+        raise PlanError(f"function {name} takes one argument", sqlstate="42883")
+    arg = args[0]
+    e = coerce_text(str(arg.this), JSONB) if is_string_literal(arg) else _constant(arg, name)
+    if e.type not in (JSONB, NULLTYPE):
+        raise PlanError(f"function {name}({e.type}) does not exist", sqlstate="42883")
+    j = e.eval(())
+    text = name.endswith("_text")
+    kind = TEXT if text else JSONB
+    value = j.value() if j is not None else None
+    if name.startswith("jsonb_each"):
+        if j is not None and not isinstance(value, dict):
+            raise PlanError("cannot call jsonb_each on a non-object", sqlstate="22023")
+        items = [] if j is None else list(value.items())
+        rows = [(k, _element(v, text)) for k, v in items]
+        return ["key", "value"], [TEXT, kind], rows
+    if j is not None and not isinstance(value, list):
+        what = "a scalar" if not isinstance(value, dict) else "a non-array"
+        raise PlanError(f"cannot extract elements from {what}", sqlstate="22023")
+    return ["value"], [kind], [(_element(v, text),) for v in (value or [])]
+
+
+def _element(v: Any, text: bool) -> Any:
+    j = from_value(v)
+    return as_text(j) if text else j
+
+
+def is_lateral_unnest(node: exp.Expression) -> bool:
+    """``unnest(t.a)``, ``generate_series(1, t.n)`` or ``jsonb_array_elements(t.j)`` of
+    another FROM item's column (``FROM t, unnest(t.a)``)."""
+    if isinstance(node, exp.Lateral):
+        inner = node.this
+        if isinstance(inner, exp.Unnest | exp.ExplodingGenerateSeries):
+            return True
+        return _elements(inner) is not None
+    lateral = isinstance(node, exp.Unnest) or _is_series(node) or _elements(node) is not None
+    return lateral and node.find(exp.Column) is not None
+
+
+def _elements(node: exp.Expression) -> str | None:
+    """The name of ``jsonb_array_elements[_text](…)`` in FROM, else None."""
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
+        name = str(node.this.this).lower()
+        return name if name.startswith("jsonb_array_elements") else None
+    return None
 
 
 def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | None) -> Rel:
@@ -118,21 +174,28 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
     if j.args.get("on") is not None or j.args.get("side") or j.args.get("using"):
         raise unsupported("unnest of a column in a JOIN with a condition", node)
     scalars = Scalars(left.scope, left.plan.schema, "FROM")
+    function = _elements(node)
     if _is_series(node):
         array: X.Expr = _series_of(scalars, node.this if isinstance(node, exp.Table) else node)
         names = ["generate_series", "ordinality"]
-    elif len(node.expressions) != 1:
-        raise unsupported("unnest of several columns", node)
     else:
-        array = scalars(node.expressions[0])
+        args = node.this.expressions if function else node.expressions
+        if len(args) != 1:
+            raise unsupported("unnest of several columns", node)
+        array = scalars(args[0])
+        if function:
+            array = JsonbElements(array, text=function.endswith("_text"))
         names = ["unnest", "ordinality"]
     offset = node.args.get("offset")
     ordinality = ordinality or bool(node.args.get("ordinality")) or bool(offset)
     if isinstance(offset, exp.Identifier):
         names[1] = str(offset.name).lower()
     table = names[0]
+    if function:
+        table = names[0] = "value"  # the function's OUT column names it
     if alias is not None and alias.this is not None:
-        table = names[0] = ident(alias.this)
+        table = ident(alias.this)
+        names[0] = names[0] if function else table
     for i, c in enumerate(alias.columns if alias is not None else []):
         names[i] = ident(c)
     plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))

@@ -13,6 +13,8 @@ from changeflow.compute.types import (
     INT2,
     INT4,
     INT8,
+    INTERVAL,
+    JSONB,
     NUMERIC,
     TEXT,
     TIMESTAMP,
@@ -41,6 +43,8 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.TIMESTAMPTZ: (TIMESTAMPTZ, pa.timestamp("us", tz="UTC")),
     T.UUID: (UUID, UUID.arrow),
     T.VARBINARY: (BYTEA, BYTEA.arrow),
+    T.INTERVAL: (INTERVAL, INTERVAL.arrow),
+    T.JSONB: (JSONB, JSONB.arrow),
 }
 
 
@@ -95,6 +99,11 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
             raise PlanError("arrays of arrays are not supported", sqlstate="0A000")
         kind = array_of(column_type(element)[0])
         return kind, kind.arrow
+    if dt.this == T.JSON:
+        raise PlanError(
+            "the json type is not supported (it keeps its text verbatim); use jsonb",
+            sqlstate="0A000",
+        )
     raise _unknown(dt)
 
 

@@ -1,10 +1,11 @@
-"""Scalar functions by name: the common string, numeric and date/time functions of PostgreSQL.
+"""Scalar functions by name: the common string, numeric, date/time and jsonb functions of
+PostgreSQL.
 
 Each :class:`Function` is defined once, in its family's module (``text``, ``numbers``,
-``times``, ``arrays``): a type rule (argument types to result type, or a :class:`PlanError`),
-its meaning on Python values (the reference), its Spark form and, where Arrow has a kernel
-that means the same, its Arrow form. A strict function (most) is NULL when any argument is
-NULL; ``concat``, ``greatest`` and ``least`` skip NULLs as PostgreSQL's do.
+``times``, ``arrays``, ``jsonb``): a type rule (argument types to result type, or a
+:class:`PlanError`), its meaning on Python values (the reference), its Spark form and, where
+Arrow has a kernel that means the same, its Arrow form. A strict function (most) is NULL when
+any argument is NULL; ``concat``, ``greatest`` and ``least`` skip NULLs as PostgreSQL's do.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.functions import arrays, chars, formats, numbers, patterns, text, times
+from changeflow.compute.functions import (
+    arrays,
+    chars,
+    formats,
+    jsonb,
+    numbers,
+    patterns,
+    text,
+    times,
+)
 from changeflow.compute.functions.base import Function, function_named
 from changeflow.compute.scalars import check_range, coerce
 from changeflow.compute.types import INT4, INT8
@@ -21,7 +31,7 @@ from changeflow.errors import PlanError
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
-    for family in (text, patterns, chars, numbers, times, formats, arrays)
+    for family in (text, patterns, chars, numbers, times, formats, arrays, jsonb)
     for f in family.FUNCTIONS
 }
 

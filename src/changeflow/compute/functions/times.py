@@ -17,10 +17,18 @@ from changeflow.compute.functions.base import (
     spark_type,
     unsupported,
 )
+from changeflow.compute.intervals import (
+    Interval,
+    age,
+    interval_part,
+    justify_days,
+    justify_hours,
+)
 from changeflow.compute.types import (
     DATE,
     FLOAT8,
     INT8,
+    INTERVAL,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -85,11 +93,15 @@ def _part(field_name: str, value: date) -> float:
     )
 
 
-def _date_part(field_name: str, value: date) -> float:
+def _date_part(field_name: str, value: date | Interval) -> float:
+    if isinstance(value, Interval):
+        return float(interval_part(field_name, value))
     return float(_part(field_name, value))
 
 
-def _extract(field_name: str, value: date) -> Decimal:
+def _extract(field_name: str, value: date | Interval) -> Decimal:
+    if isinstance(value, Interval):
+        return interval_part(field_name, value)
     return (
         Decimal(repr(_part(field_name, value))).normalize()
         if field_name.lower() in ("second", "epoch")
@@ -227,16 +239,22 @@ def _spark_epoch_ms(cc: ExprCompiler, e: Func) -> Column:
     return F.bround(micros.cast("decimal(20,0)") / F.lit(Decimal(1000)), 0).cast("bigint")
 
 
+def _rows_only(cc: ExprCompiler, e: Func) -> Column:
+    """Functions of intervals run on rows (``dataflow.process_only`` keeps their plans off
+    Spark); reaching Spark is a planning error, 0A000."""
+    raise unsupported(e, "intervals are computed in the process")
+
+
 FUNCTIONS = [
     Function(
         "date_part",
-        _sig((TEXT, "stamp"), result=FLOAT8),
+        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=FLOAT8),
         _date_part,
         spark=lambda cc, e: _spark_part(cc, e, numeric=False),
     ),
     Function(
         "extract",
-        _sig((TEXT, "stamp"), result=NUMERIC),
+        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=NUMERIC),
         _extract,
         spark=lambda cc, e: _spark_part(cc, e, numeric=True),
     ),
@@ -258,5 +276,13 @@ FUNCTIONS = [
         _sig(("stamp",), result=INT8),
         lambda v: int(round(_part("epoch", v) * 1000)),
         spark=_spark_epoch_ms,
+    ),
+    Function("justify_days", _sig((INTERVAL,), result=INTERVAL), justify_days, spark=_rows_only),
+    Function("justify_hours", _sig((INTERVAL,), result=INTERVAL), justify_hours, spark=_rows_only),
+    Function(
+        "age",
+        _sig((TIMESTAMP, TIMESTAMP), (TIMESTAMPTZ, TIMESTAMPTZ), result=INTERVAL),
+        age,
+        spark=_rows_only,
     ),
 ]

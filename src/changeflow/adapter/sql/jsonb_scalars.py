@@ -1,0 +1,139 @@
+"""jsonb operators in SQL (``->``, ``->>``, ``#>``, ``#>>``, ``?``, ``@>``, ``<@``), mixed into
+:class:`~changeflow.adapter.sql.scalar.Scalars`: each is PostgreSQL's function of the same
+meaning (``jsonb_object_field``…), chosen by the right operand's type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.types import JSONB, TEXT, array_of
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.scalar import Scalars
+
+
+# Functions whose first argument is jsonb, so a quoted literal there is read as jsonb.
+JSONB_FIRST = frozenset(
+    (
+        "jsonb_typeof",
+        "jsonb_array_length",
+        "jsonb_object_field",
+        "jsonb_object_field_text",
+        "jsonb_array_element",
+        "jsonb_array_element_text",
+        "jsonb_extract_path",
+        "jsonb_extract_path_text",
+        "jsonb_exists",
+        "jsonb_contains",
+        "jsonb_contained",
+    )
+)
+
+
+def _path_operand(node: exp.Expression) -> exp.Expression:
+    """The right operand of ``->``: sqlglot turns a literal into a JSON path of one step."""
+    if isinstance(node, exp.JSONPath) and len(node.expressions) == 2:
+        step = node.expressions[1]
+        if isinstance(step, exp.JSONPathKey):
+            return exp.Literal.string(str(step.this))
+        if isinstance(step, exp.JSONPathSubscript):
+            return exp.Literal.number(int(step.this))
+    return node
+
+
+class JsonbScalars:
+    """The jsonb operators, as methods of the scalar planner."""
+
+    def _jsonb_side(self: Scalars, node: exp.Expression) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        if is_string_literal(node):
+            return coerce_text(str(node.this), JSONB)
+        return self.expr(node)
+
+    def _field(self: Scalars, node: exp.Expression, text: bool) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        j = self._jsonb_side(node.this)
+        right = _path_operand(node.expression)
+        key = coerce_text(str(right.this), TEXT) if is_string_literal(right) else self.expr(right)
+        name = "jsonb_array_element" if key.type.integer else "jsonb_object_field"
+        return Func(name + ("_text" if text else ""), (j, key))
+
+    def _jsonextract(self: Scalars, node: exp.JSONExtract) -> X.Expr:
+        return self._field(node, text=False)
+
+    def _jsonextractscalar(self: Scalars, node: exp.JSONExtractScalar) -> X.Expr:
+        return self._field(node, text=True)
+
+    def _path(self: Scalars, node: exp.Expression, text: bool) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        path = node.expression
+        steps = (
+            coerce_text(str(path.this), array_of(TEXT))
+            if is_string_literal(path)
+            else self.expr(path)
+        )
+        name = "jsonb_extract_path_text" if text else "jsonb_extract_path"
+        return Func(name, (self._jsonb_side(node.this), steps))
+
+    def _jsonbextract(self: Scalars, node: exp.JSONBExtract) -> X.Expr:
+        return self._path(node, text=False)
+
+    def _jsonbextractscalar(self: Scalars, node: exp.JSONBExtractScalar) -> X.Expr:
+        return self._path(node, text=True)
+
+    def _jsonbcontainstopkey(self: Scalars, node: exp.Expression) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        key = node.expression
+        k = coerce_text(str(key.this), TEXT) if is_string_literal(key) else self.expr(key)
+        return Func("jsonb_exists", (self._jsonb_side(node.this), k))
+
+    def _keys(self: Scalars, node: exp.Expression, name: str) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        keys = node.expression
+        k = (
+            coerce_text(str(keys.this), array_of(TEXT))
+            if is_string_literal(keys)
+            else self.expr(keys)
+        )
+        return Func(name, (self._jsonb_side(node.this), k))
+
+    def _jsonbcontainsanytopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_exists_any")
+
+    def _jsonbcontainsalltopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_exists_all")
+
+    def jsonb_operator(self: Scalars, node: exp.Expression) -> X.Expr | None:
+        """``a || b`` or ``a - k`` where ``a`` (or, for ``||``, ``b``) is jsonb; else None."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        a = self.expr(node.this)
+        if isinstance(node, exp.DPipe):
+            b = self.expr(node.expression)
+            if JSONB not in (a.type, b.type):
+                return None
+            return Func(
+                "jsonb_concat", (self._jsonb_side(node.this), self._jsonb_side(node.expression))
+            )
+        if a.type != JSONB:
+            return None
+        k = node.expression
+        key = coerce_text(str(k.this), TEXT) if is_string_literal(k) else self.expr(k)
+        return Func("jsonb_delete", (a, key))
+
+    def _arraycontainsall(self: Scalars, node: exp.Expression) -> X.Expr:
+        a, b = self._jsonb_side(node.this), self._jsonb_side(node.expression)
+        return Func("jsonb_contains", (a, b))
+
+    def _arraycontainedby(self: Scalars, node: exp.Expression) -> X.Expr:
+        a, b = self._jsonb_side(node.this), self._jsonb_side(node.expression)
+        return Func("jsonb_contained", (a, b))

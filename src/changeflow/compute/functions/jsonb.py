@@ -1,0 +1,136 @@
+"""jsonb functions: the operators ``->``, ``->>``, ``#>``, ``#>>``, ``?`` and ``@>`` under
+PostgreSQL's own function names, the builders and ``to_jsonb``. Spark has no jsonb: plans with
+jsonb stay in the process (``dataflow.process_only``)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from changeflow.compute import jsonb as J
+from changeflow.compute.functions.base import Function, _sig, unsupported
+from changeflow.compute.scalars import to_text
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    INT4,
+    JSONB,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+    array_of,
+)
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+def _rows_only(cc: ExprCompiler, e: Func) -> Column:
+    """Reaching Spark with jsonb is a planning error, 0A000 (its plans stay in the process)."""
+    raise unsupported(e, "jsonb is computed in the process")
+
+
+def _json_value(value: Any, kind: SqlType) -> Any:
+    """A SQL value as the JSON value ``to_jsonb`` makes of it."""
+    if value is None:
+        return None
+    if kind == JSONB:
+        return value.value()
+    if kind.element is not None:
+        return [_json_value(v, kind.element) for v in value]
+    if kind == BOOL:
+        return bool(value)
+    if kind.numeric:
+        return value if isinstance(value, Decimal) else Decimal(repr(value))
+    if kind in (TIMESTAMP, TIMESTAMPTZ, DATE) and isinstance(value, date):
+        if isinstance(value, datetime):
+            text = value.replace(tzinfo=None).isoformat()
+            text = text.rstrip("0").rstrip(".") if "." in text else text
+            return text + ("+00:00" if kind == TIMESTAMPTZ else "")
+        return value.isoformat()
+    return value if isinstance(value, str) else to_text(value, kind)
+
+
+def to_jsonb(arg: tuple[Any, SqlType]) -> J.Jsonb | None:
+    value, kind = arg
+    return None if value is None else J.from_value(_json_value(value, kind))
+
+
+def build_array(*args: tuple[Any, SqlType]) -> J.Jsonb:
+    return J.from_value([_json_value(v, k) for v, k in args])
+
+
+def build_object(*args: tuple[Any, SqlType]) -> J.Jsonb:
+    if len(args) % 2:
+        raise EvalError("argument list must have even number of elements", sqlstate="22023")
+    out: dict[str, Any] = {}
+    for i in range(0, len(args), 2):
+        (key, kind), (value, vkind) = args[i], args[i + 1]
+        if key is None:
+            raise EvalError(f"argument {i + 1}: key must not be null", sqlstate="22023")
+        out[key if kind == TEXT else to_text(key, kind)] = _json_value(value, vkind)
+    return J.from_value(out)
+
+
+def _any(result: SqlType) -> Any:
+    def rule(args: tuple[SqlType, ...]) -> SqlType:
+        return result
+
+    return rule
+
+
+def _one_any(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 1:
+        raise PlanError("no match", sqlstate="42883")
+    return JSONB
+
+
+FUNCTIONS = [
+    Function("jsonb_object_field", _sig((JSONB, TEXT), result=JSONB), J.object_field),
+    Function(
+        "jsonb_object_field_text",
+        _sig((JSONB, TEXT), result=TEXT),
+        lambda j, k: J.as_text(J.object_field(j, k)),
+    ),
+    Function("jsonb_array_element", _sig((JSONB, "int"), result=JSONB), J.array_element),
+    Function(
+        "jsonb_array_element_text",
+        _sig((JSONB, "int"), result=TEXT),
+        lambda j, i: J.as_text(J.array_element(j, i)),
+    ),
+    Function("jsonb_extract_path", _sig((JSONB, array_of(TEXT)), result=JSONB), J.extract_path),
+    Function(
+        "jsonb_extract_path_text",
+        _sig((JSONB, array_of(TEXT)), result=TEXT),
+        lambda j, p: J.as_text(J.extract_path(j, p)),
+    ),
+    Function("jsonb_exists", _sig((JSONB, TEXT), result=BOOL), J.exists),
+    Function("jsonb_contains", _sig((JSONB, JSONB), result=BOOL), J.contains),
+    Function("jsonb_contained", _sig((JSONB, JSONB), result=BOOL), lambda a, b: J.contains(b, a)),
+    Function(
+        "jsonb_exists_any",
+        _sig((JSONB, array_of(TEXT)), result=BOOL),
+        lambda j, keys: any(k is not None and J.exists(j, k) for k in keys),
+    ),
+    Function(
+        "jsonb_exists_all",
+        _sig((JSONB, array_of(TEXT)), result=BOOL),
+        lambda j, keys: all(k is not None and J.exists(j, k) for k in keys),
+    ),
+    Function("jsonb_concat", _sig((JSONB, JSONB), result=JSONB), J.concat),
+    Function("jsonb_delete", _sig((JSONB, TEXT), (JSONB, "int"), result=JSONB), J.delete),
+    Function("jsonb_typeof", _sig((JSONB,), result=TEXT), J.typeof),
+    Function("jsonb_array_length", _sig((JSONB,), result=INT4), J.array_length),
+    Function("to_jsonb", _one_any, to_jsonb, strict=False),
+    Function("jsonb_build_array", _any(JSONB), build_array, strict=False),
+    Function("jsonb_build_object", _any(JSONB), build_object, strict=False),
+]
+FUNCTIONS = [
+    Function(f.name, f.rule, f.impl, f.strict, spark=_rows_only, arrow=None) for f in FUNCTIONS
+]
