@@ -13,7 +13,7 @@ import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -112,3 +112,20 @@ def test_ordered_aggregates_run_on_the_process_tier(tmp_path: Path) -> None:
     conn.execute("INSERT INTO p VALUES (1, 'a'), (2, 'b')")
     assert conn.execute("SELECT * FROM c").fetchall() == [("b,a",)]
     conn.close()
+
+
+def test_array_agg_without_group_by_as_postgres(both) -> None:
+    """No GROUP BY: array_agg keeps its input's NULLs but nothing more (no NULL for SQL's one
+    row), and over no rows it is NULL, ad hoc and in views while the input empties and fills."""
+    queries = [
+        "SELECT array_agg(x ORDER BY x) FROM a",
+        "SELECT count(*), array_agg(DISTINCT g ORDER BY g), sum(x) FROM a",
+        "SELECT jsonb_agg(s ORDER BY s)::text FROM a WHERE g = 2",
+        "SELECT array_agg(g ORDER BY g) FROM a WHERE g > 5",
+    ]
+    changes = [
+        "DELETE FROM a WHERE g = 2",
+        "DELETE FROM a",
+        "INSERT INTO a VALUES (9, 2, NULL, 'z')",
+    ]
+    maintained_as_postgres(*both, queries, changes)

@@ -64,12 +64,17 @@ def resolve_unknown(plan: P.Plan) -> P.Plan:
     return P.Project(mapped, tuple(columns), tuple(c.name for c in plan.schema))
 
 
+KEEPS_NULLS = ("array_agg",)  # aggregates that do not skip a NULL argument
+
+
 def one_row(reduce: P.Reduce) -> P.Plan:
     """An aggregate without GROUP BY, with SQL's one row over no input: count 0, others NULL.
 
     The reduce runs over its input plus one row of NULLs, which every aggregate skips
     (``count(*)`` becomes a count of a column that is NULL only there): it always has its one
-    group, and its input is read once."""
+    group, and its input is read once. ``array_agg`` keeps NULLs, so with it the reduce reads
+    its input alone, and the row of defaults is added only while a count of the padded input
+    is zero."""
     assert isinstance(reduce, P.Reduce) and not reduce.group_by
     source = reduce.input
     width = len(source.schema)
@@ -77,6 +82,13 @@ def one_row(reduce: P.Reduce) -> P.Plan:
     nulls = tuple(Column(c.name, c.type, True, c.scale) for c in marked.schema)
     padded = P.Union((marked, P.Constant((((None,) * (width + 1), 1),), nulls)))
     present = P.col(padded.schema, width)
+    if any(a.func in KEEPS_NULLS for a in reduce.aggregates):
+        counted = P.Reduce(padded, (), (P.Aggregate("count", present),), ("n",))
+        empty = P.Filter(counted, (X.Cmp("=", P.col(counted.schema, 0), X.Lit(0, INT8)),))
+        row = tuple(0 if a.func == "count" else None for a in reduce.aggregates)
+        columns = tuple(Column(c.name, c.type, True, c.scale) for c in reduce.schema)
+        defaults = P.Join((empty, P.Constant(((row, 1),), columns)))
+        return P.Union((reduce, P.Project(defaults, tuple(range(1, 1 + len(columns))))))
     aggs = tuple(replace(a, arg=present) if a.arg is None else a for a in reduce.aggregates)
     return P.Reduce(padded, (), aggs, reduce.names)
 
