@@ -2,12 +2,12 @@
 process has grown by more than the budget since the query began, instead of growing until the
 machine kills the process.
 
-The operators evaluate in Python between their Arrow calls, so a watchdog thread (one per
-process) samples the process's resident memory every :data:`SAMPLE_SECONDS` and, past the
-budget, raises :class:`BudgetExceeded` in the evaluating thread (``PyThreadState_SetAsyncExc``),
-which unwinds it like any exception. The measure is the process's growth, so a query running
-beside another that grows may be the one stopped; the budget is a guard against runaway
-queries, not an accounting of each query's own allocations.
+The operators evaluate in Python between their Arrow calls, so a watchdog thread samples the
+process's resident memory every :data:`SAMPLE_SECONDS` and, past the budget, raises
+:class:`BudgetExceeded` in the evaluating thread (``PyThreadState_SetAsyncExc``), which unwinds
+it like any exception. The measure is the process's growth, so a query running beside another
+that grows may be the one stopped; the budget is a guard against runaway queries, not an
+accounting of each query's own allocations.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -40,66 +39,37 @@ def resident_bytes() -> int:
         return 0
 
 
-class _Watch:
-    """One evaluation under a budget: its thread, and the memory it began with."""
-
+class _Watchdog(threading.Thread):
     def __init__(self, budget: int, thread_id: int) -> None:
+        super().__init__(name="query-memory-budget", daemon=True)
         self.budget, self.thread_id = budget, thread_id
         self.start_bytes = resident_bytes()
         self.peak = self.start_bytes
+        self.lock = threading.Lock()
         self.active = True
         self.fired = False
+        self.done = threading.Event()
 
-
-class _Watchdog:
-    """The process's one watchdog thread: samples resident memory every
-    :data:`SAMPLE_SECONDS` while evaluations are watched (a thread per query cost more than a
-    point query), and raises :class:`BudgetExceeded` into those past their budget."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.watched: set[_Watch] = set()
-        self.wake = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def watch(self, budget: int) -> _Watch:
-        watch = _Watch(budget, threading.get_ident())
-        with self.lock:
-            self.watched.add(watch)
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(
-                    target=self._run, name="query-memory-budget", daemon=True
-                )
-                self.thread.start()
-        self.wake.set()
-        return watch
-
-    def stop(self, watch: _Watch) -> None:
-        with self.lock:
-            self.watched.discard(watch)
-            watch.active = False
-            if watch.fired:  # not delivered yet: take it back
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(watch.thread_id), None)
-
-    def _run(self) -> None:
-        while True:
-            self.wake.wait()
-            time.sleep(SAMPLE_SECONDS)
+    def run(self) -> None:
+        while not self.done.wait(SAMPLE_SECONDS):
             now = resident_bytes()
+            self.peak = max(self.peak, now)
+            if now - self.start_bytes <= self.budget:
+                continue
             with self.lock:
-                if not self.watched:
-                    self.wake.clear()
-                for watch in list(self.watched):
-                    watch.peak = max(watch.peak, now)
-                    if now - watch.start_bytes > watch.budget and not watch.fired:
-                        watch.fired = True
-                        self.watched.discard(watch)
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                            ctypes.c_ulong(watch.thread_id), ctypes.py_object(BudgetExceeded)
-                        )
+                if self.active:
+                    self.fired = True
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(self.thread_id), ctypes.py_object(BudgetExceeded)
+                    )
+            return
 
-
-_WATCHDOG = _Watchdog()
+    def stop(self) -> None:
+        with self.lock:
+            self.active = False
+            if self.fired:  # not delivered yet: take it back
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread_id), None)
+        self.done.set()
 
 
 def within_budget(budget: int | None, run: Callable[[], T], what: str = "the query") -> T:
@@ -107,12 +77,13 @@ def within_budget(budget: int | None, run: Callable[[], T], what: str = "the que
     bytes meanwhile (None: no budget)."""
     if budget is None or not resident_bytes():
         return run()
-    watchdog = _WATCHDOG.watch(budget)
+    watchdog = _Watchdog(budget, threading.get_ident())
+    watchdog.start()
     try:
         try:
             return run()
         finally:
-            _WATCHDOG.stop(watchdog)
+            watchdog.stop()
     except BudgetExceeded:
         grown = (watchdog.peak - watchdog.start_bytes) >> 20
         raise PlanError(
