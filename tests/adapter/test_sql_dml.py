@@ -220,10 +220,17 @@ def test_column_types(name: str, sql_type: object, arrow: pa.DataType) -> None:
     assert column_type(dt) == (sql_type, arrow)
 
 
-@pytest.mark.parametrize("name", ["interval", "json", "xml", "mytype", "numeric(50, 2)"])
+@pytest.mark.parametrize("name", ["xml", "mytype", "numeric(50, 2)"])
 def test_unknown_column_types(name: str) -> None:
     dt = parse(f"CREATE TABLE x (c {name})").this.expressions[0].args["kind"]
     with pytest.raises(PlanError) as e:
         column_type(dt)
     assert e.value.sqlstate in ("42704", "22023")
     assert name.split("(")[0] in e.value.message.lower()
+
+
+def test_json_columns_are_refused_naming_jsonb() -> None:
+    dt = parse("CREATE TABLE x (c json)").this.expressions[0].args["kind"]
+    with pytest.raises(PlanError) as e:
+        column_type(dt)
+    assert e.value.sqlstate == "0A000" and "jsonb" in e.value.message
