@@ -271,7 +271,7 @@ class Dataflow:
             return positional(evaluate_spark(plan, frames, self.as_of), len(plan.schema))
 
         def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
-            return _counted(frame_at(plan).toArrow())
+            return counted_rows(frame_at(plan).toArrow())
 
         def groups_at(op: Reduce) -> dict:  # a reduce's accumulators, computed on Spark
             return reduce_groups(frame_at(op.input_plans[0]), op.reduce)
@@ -438,7 +438,7 @@ def update_rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
     return list(zip(_data_rows(table), times, diffs, strict=True))
 
 
-def _counted(table: pa.Table) -> list[tuple[tuple[Any, ...], int]]:
+def counted_rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int]]:
     """``(row, count)`` pairs of a frame's data columns and ``_diff``."""
     return list(zip(_data_rows(table), table.column(DIFF).to_pylist(), strict=True))
 

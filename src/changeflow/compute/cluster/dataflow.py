@@ -33,6 +33,7 @@ from changeflow.compute.cluster.local import (
 )
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
+from changeflow.compute.cluster.topk import Head, global_top
 from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, name
@@ -81,6 +82,7 @@ class Node:
         accumulates = accumulable(plan) and not hold  # type: ignore[arg-type]
         self.totals = Accumulated(plan) if accumulates else None  # type: ignore[arg-type]
         self.keyed = D.keyed(plan) if keyed and self.totals is None else None
+        self.head = Head(plan) if self.keyed is not None and global_top(plan) else None  # type: ignore[arg-type]
         self.stateful = self.join or keyed or hold
         where = f"{len(flow.nodes)}"
         flow.nodes.append(self)
@@ -322,6 +324,10 @@ class ClusterDataflow(Dataflow):
             out = node.totals.delta_of(step, arranged[0], small=True, at=None)
         else:
             assert node.keyed is not None
+            if node.head is not None:
+                head = node.head.step(node.now[0], arranged[0])
+                if head is not None:
+                    return head
             out = node.keyed.delta(frames, arranged, small=True, at=None)
         return [] if out is None else update_rows(out.toArrow())
 
@@ -394,6 +400,8 @@ class ClusterDataflow(Dataflow):
             node.step_totals = node.totals.totals(node.now[0]).persist()
             return node.totals.delta_of(node.step_totals, arranged[0], small=False, at=at)
         assert node.keyed is not None
+        if node.head is not None:
+            node.head.forget()
         return node.keyed.delta(node.now, arranged, small=False, at=at)
 
     def _stepped(self) -> None:
