@@ -124,7 +124,8 @@ class ClusterDataflow(Dataflow):
         assert spark is not None
         self.spark = spark
         self.blob = self.storage.machine.blob
-        self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{uuid.uuid4().hex}"
+        # a batch's key: <prefix>/<node>/<spine>/<batch> (see checkpoint.sweep)
+        self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{self.incarnation}"
         self.nodes: list[Node] = []
         self.root = self._held(self._build(self.plan))
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
@@ -138,6 +139,8 @@ class ClusterDataflow(Dataflow):
             for s, c in self.holds.items()
         }
         self.resumed = bool(resume)  # from a checkpoint, without hydrating
+        self._lease(force=True)
+        checkpoint.sweep(self.storage, self.name)
         if resume:
             self._resume()
         elif ready:
@@ -145,7 +148,12 @@ class ClusterDataflow(Dataflow):
 
     def _start_at(self, earliest: int) -> int:
         """Just before the checkpoint's frontier, where it can resume (see
-        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``."""
+        :mod:`~changeflow.compute.cluster.checkpoint`); else ``earliest``. The lease comes
+        first: a sweep leaves the checkpoint's batches alone while it loads."""
+        self.incarnation = uuid.uuid4().hex
+        self.reads: list[str] | None = None  # the batches of other incarnations it reads
+        self.renewed = 0.0
+        checkpoint.lease(self.storage, self.name, self.incarnation, None)
         self.resume = checkpoint.load(self.storage, self.name)
         frontier = self.resume.get("frontier") if self.resume else None
         written = self.storage.state(self.output).upper
@@ -428,6 +436,8 @@ class ClusterDataflow(Dataflow):
             for n in self.nodes
         ]
         checkpoint.save(self.storage, self.name, {"frontier": self.frontier, "nodes": saved})
+        reads = self.reads
+        self._lease()
         for node in self.nodes:
             for frame in (*node.now, node.step_totals):
                 if isinstance(frame, DataFrame):
@@ -436,6 +446,8 @@ class ClusterDataflow(Dataflow):
             for spine in (*node.spines, *node.waiting):
                 if spine is not None:
                     spine.forget_retired()
+        if reads != self.reads:  # batches an earlier incarnation wrote were merged away
+            checkpoint.sweep(self.storage, self.name)
 
     def _add_local(self, node: Node) -> None:
         """Add a small step's changes (in the driver) to a stateful operator's spines."""
@@ -458,6 +470,23 @@ class ClusterDataflow(Dataflow):
                 times = [t for _, t, _ in node.later[i]]
                 waiting.not_before = min([waiting.not_before, *times])
 
+    def step(self, timeout: float = 0.0) -> bool:
+        self._lease()
+        return super().step(timeout)
+
+    def _lease(self, force: bool = False) -> None:
+        """Renew the lease when a quarter of it has passed (and sweep what stopped
+        incarnations left) or when the batches it reads of other incarnations changed (see
+        :mod:`~changeflow.compute.cluster.checkpoint`)."""
+        held = [s for n in self.nodes for s in (*n.spines, *n.waiting) if s is not None]
+        reads = sorted(b.key for s in held for b in s.batches if not b.key.startswith(self.prefix))
+        due = time.monotonic() - self.renewed > self.storage.machine.lease_ms / 4000
+        if force or due or reads != self.reads:
+            checkpoint.lease(self.storage, self.name, self.incarnation, reads)
+            self.reads, self.renewed = reads, time.monotonic()
+            if due and not force:
+                checkpoint.sweep(self.storage, self.name)
+
     def _hold_limit(self) -> int | None:
         """The checkpoint's frontier less one: a restart subscribes from there."""
         return None if self.frontier is None else self.frontier - 1
@@ -471,6 +500,7 @@ class ClusterDataflow(Dataflow):
             for spine in (*node.spines, *node.waiting):
                 if spine is not None:
                     spine.drop()
+        checkpoint.release(self.storage, self.name, self.incarnation)
 
 
 def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
