@@ -91,3 +91,32 @@ def test_bad_cluster_options_are_refused(tmp_path: Path) -> None:
         assert caught.value.sqlstate == state, sql
     assert conn.execute("SHOW MATERIALIZED VIEWS").fetchall() == []
     conn.close()
+
+
+def test_a_view_keyed_by_uuid_runs_on_the_cluster(spark, tmp_path: Path) -> None:
+    """uuid keys and bytea values are carried, joined and counted on Spark, as PostgreSQL
+    compares them; a cast of one keeps the view in the process."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.execute("CREATE TABLE users (id uuid NOT NULL, team text)")
+    conn.execute("CREATE TABLE events (id int, user_id uuid, body bytea)")
+    ids = [f"{i:08x}-0000-4000-8000-{i * 7919:012x}" for i in range(12)]
+    conn.cursor().executemany(
+        "INSERT INTO users VALUES (%s, %s)", [(u, f"t{i % 3}") for i, u in enumerate(ids)]
+    )
+    conn.cursor().executemany(
+        "INSERT INTO events VALUES (%s, %s, %s)",
+        [(i, ids[i % 12], bytes([i % 5, 200])) for i in range(60)],
+    )
+    view = (
+        "SELECT u.team, e.body, count(*) AS n, count(DISTINCT e.user_id) AS users "
+        "FROM events e JOIN users u ON e.user_id = u.id GROUP BY u.team, e.body"
+    )
+    conn.execute(f"CREATE MATERIALIZED VIEW activity WITH (CLUSTER = true) AS {view}")
+    assert _tier(conn, "activity").startswith("Tier: cluster")
+    conn.execute(f"DELETE FROM events WHERE user_id = '{ids[3]}'")
+    conn.execute(f"UPDATE users SET team = 't9' WHERE id = '{ids[4]}'")
+    conn.execute(f"INSERT INTO events VALUES (100, '{ids[5]}', '\\x00ff')")
+    assert _sorted(conn, "SELECT * FROM activity") == _sorted(conn, view)
+    conn.execute("CREATE MATERIALIZED VIEW shown AS SELECT id::text AS id FROM users")
+    assert _tier(conn, "shown").startswith("Tier: process")
+    conn.close()

@@ -376,11 +376,13 @@ class Environment:
 
     def _evaluate_on_spark(self, plan: P.Plan, shards: set[str], ts: int) -> Counted:
         from changeflow.compute.spark_eval import evaluate_spark
+        from changeflow.compute.spark_expr import from_spark
         from changeflow.spark import get_spark
 
         spark = get_spark(self.config.spark_master)
         frames = {s: self.storage.snapshot(reader(self.storage, s), ts, spark) for s in shards}
-        return counted(evaluate_spark(plan, frames, ts).toArrow())
+        kinds = [c.type for c in plan.schema]
+        return counted(from_spark(evaluate_spark(plan, frames, ts).toArrow(), kinds))
 
     def snapshot(
         self,

@@ -31,11 +31,19 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 from changeflow.compute import plan as P
-from changeflow.compute.expr import Expr
+from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
-from changeflow.compute.types import INTERVAL, JSONB, arrow_schema, from_arrow_schema, rows_only
+from changeflow.compute.types import (
+    BYTEA,
+    INTERVAL,
+    JSONB,
+    UUID,
+    arrow_schema,
+    from_arrow_schema,
+    rows_only,
+)
 from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import arrow_values, python_values
 from changeflow.errors import FrontierViolation, PlanError, Timeout
@@ -114,17 +122,35 @@ def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
-        if any(rows_only(c.type) for c in node.schema) or any(
-            x.type in (INTERVAL, JSONB) for e in _expressions(node) for x in _subexpressions(e)
+        if any(rows_only(c.type) and c.type not in BYTES for c in node.schema) or any(
+            not _on_spark(x)
+            for f in dataclasses.fields(node)
+            for e in _expressions(getattr(node, f.name))
+            for x in _subexpressions(e)
         ):
-            return "arrays, uuid, bytea, interval or jsonb"
+            return "arrays, interval or jsonb, or an expression of uuid or bytea"
         if isinstance(node, P.Reduce) and aggregates and _ordered(node):
             return "string_agg with ORDER BY or array_agg"
     return None
 
 
+BYTES = (UUID, BYTEA)  # Spark holds them as binary, compared as PostgreSQL compares them
+
+
+def _on_spark(e: Expr) -> bool:
+    """Has Spark a form for ``e`` itself? Not for intervals and jsonb; uuid and bytea values
+    are only carried, compared and tested for NULL there (their casts and functions are not)."""
+    if e.type in (INTERVAL, JSONB):
+        return False
+    if e.type in BYTES:
+        return isinstance(e, Col)
+    if any(c.type in BYTES for c in e.children()):
+        return isinstance(e, Cmp | IsNull)
+    return True
+
+
 def _expressions(value: object) -> Iterator[Expr]:
-    """The expressions a plan node holds (in its fields, tuples and aggregates)."""
+    """The expressions in a plan node's field (in tuples and aggregates; not its inputs)."""
     if isinstance(value, Expr):
         yield value
     elif isinstance(value, tuple | list):
@@ -262,6 +288,7 @@ class Dataflow:
         collection every stateful operator reads and the output, which goes to the sink as the
         first step; the subscriptions then start after the as_of."""
         from changeflow.compute.spark_eval import evaluate_spark
+        from changeflow.compute.spark_expr import from_spark
         from changeflow.compute.spark_state import positional, reduce_groups
 
         started = time.monotonic()
@@ -271,7 +298,8 @@ class Dataflow:
             return positional(evaluate_spark(plan, frames, self.as_of), len(plan.schema))
 
         def collection_at(plan: P.Plan) -> list[tuple[tuple[Any, ...], int]]:
-            return counted_rows(frame_at(plan).toArrow())
+            kinds = [c.type for c in plan.schema]
+            return counted_rows(from_spark(frame_at(plan).toArrow(), kinds))
 
         def groups_at(op: Reduce) -> dict:  # a reduce's accumulators, computed on Spark
             return reduce_groups(frame_at(op.input_plans[0]), op.reduce)

@@ -12,11 +12,12 @@ unambiguous. Build columns inside :func:`exact_decimals`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType
@@ -26,6 +27,7 @@ from changeflow.compute import scalars as S
 from changeflow.compute.arrays import ArrayOf, Subscript
 from changeflow.compute.types import (
     BOOL,
+    BYTEA,
     DATE,
     FLOAT8,
     INT2,
@@ -36,6 +38,7 @@ from changeflow.compute.types import (
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
+    UUID,
     SqlType,
 )
 from changeflow.errors import EvalError, PlanError
@@ -55,6 +58,8 @@ SPARK_TYPES = {
     DATE: "date",
     TIMESTAMP: "timestamp_ntz",
     TIMESTAMPTZ: "timestamp",
+    UUID: "binary",  # its 16 bytes: Spark compares them as PostgreSQL does
+    BYTEA: "binary",
 }
 _EXACT_DECIMAL = {INT2: "decimal(5,0)", INT4: "decimal(10,0)", INT8: "decimal(20,0)"}
 NUMERIC_SCALE = 10  # the scale numeric values are stored at (decimal128(38, 10))
@@ -77,6 +82,16 @@ def spark_type(kind: SqlType) -> str:
     if kind.element is not None:
         return f"array<{spark_type(kind.element)}>"
     return SPARK_TYPES.get(kind, "void")
+
+
+def from_spark(table: pa.Table, kinds: Sequence[SqlType], names: Sequence[str] = ()) -> pa.Table:
+    """Spark's Arrow ``table`` with its uuid columns (``names``, else the first ``len(kinds)``)
+    back in their 16-byte type, which rows read as ``UUID`` s (Spark holds them as binary)."""
+    for column, kind in zip(names or table.column_names, kinds, strict=False):
+        if kind == UUID:
+            where = table.schema.get_field_index(column)
+            table = table.set_column(where, column, table.column(column).cast(UUID.arrow))
+    return table
 
 
 def fail(message: str, sqlstate: str) -> Column:

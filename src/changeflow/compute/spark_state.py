@@ -16,8 +16,9 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute.operators import Group, Row
-from changeflow.compute.spark_expr import ExprCompiler, exact_decimals, name
-from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.compute.spark_expr import ExprCompiler, exact_decimals, from_spark, name
+from changeflow.compute.types import FLOAT8, NUMERIC, SqlType
+from changeflow.compute.values import python_values
 from changeflow.updates import DIFF
 
 
@@ -41,12 +42,16 @@ def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
             sums.append(F.sum(F.when(arg.isNotNull(), diff).otherwise(0)).alias(f"n{i}"))
             if not _counts_values(agg) and agg.func != "count":
                 sums.append(F.sum(_exact(arg, agg) * diff).alias(f"t{i}"))
-        table = frame.groupBy(*keys).agg(*sums).toArrow()
+        kinds = [reduce.input.schema[i].type for i in reduce.group_by]
+        names = [f"k{n}" for n in range(len(keys))]
+        table = from_spark(frame.groupBy(*keys).agg(*sums).toArrow(), kinds, names)
         groups = _groups(table, reduce)
         for i, agg in enumerate(reduce.aggregates):
             if agg.arg is not None and _counts_values(agg):
-                parts = [compiler.compile(e) for e in (agg.arg, *(o.expr for o in agg.order))]
-                _values(frame, parts, agg.func == "array_agg", keys, i, groups)
+                exprs = (agg.arg, *(o.expr for o in agg.order))
+                parts = [compiler.compile(e) for e in exprs]
+                typed = [*kinds, *(e.type for e in exprs)]
+                _values(frame, parts, agg.func == "array_agg", keys, typed, i, groups)
     return {k: g for k, g in groups.items() if g.count}
 
 
@@ -66,7 +71,7 @@ def _exact(arg: Column, agg: P.Aggregate) -> Column:
 
 def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
     width = len(reduce.group_by)
-    columns = {n: table.column(n).to_pylist() for n in table.column_names}
+    columns = {n: python_values(table.column(n)) for n in table.column_names}
     groups: dict[Row, Group] = {}
     for r in range(table.num_rows):
         key = tuple(columns[f"k{n}"][r] for n in range(width))
@@ -89,11 +94,13 @@ def _values(
     parts: list[Column],
     nulls: bool,
     keys: list[Column],
+    kinds: list[SqlType],
     i: int,
     groups: dict[Row, Group],
 ) -> None:
     """Aggregate ``i``'s values with their counts, per group: the argument (``parts[0]``,
-    NULLs kept if ``nulls``), as a tuple with its sort keys if it has more ``parts``."""
+    NULLs kept if ``nulls``), as a tuple with its sort keys if it has more ``parts``; ``kinds``
+    are the keys' and the parts' types."""
     tupled = len(parts) > 1 or nulls
     counted = (
         (frame if nulls else frame.where(parts[0].isNotNull()))
@@ -103,7 +110,9 @@ def _values(
         .toArrow()
     )
     width = len(keys)
-    columns = {n: counted.column(n).to_pylist() for n in counted.column_names}
+    names = [*(f"k{n}" for n in range(width)), *(f"v{j}" for j in range(len(parts)))]
+    counted = from_spark(counted, kinds, names)
+    columns = {n: python_values(counted.column(n)) for n in counted.column_names}
     for r in range(counted.num_rows):
         key = tuple(columns[f"k{n}"][r] for n in range(width))
         values = groups[key].values[i]

@@ -36,7 +36,7 @@ from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.cluster.topk import Head, global_top
 from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.spark_eval import positional_frame
-from changeflow.compute.spark_expr import exact_decimals, name
+from changeflow.compute.spark_expr import exact_decimals, from_spark, name
 from changeflow.config import Config
 from changeflow.spark import session_conf
 from changeflow.time import Antichain
@@ -307,7 +307,8 @@ class ClusterDataflow(Dataflow):
             later: list[Update] = []
             if waiting is not None:
                 held = waiting.take_due(upper)
-                due = [] if held is None else update_rows(held)
+                kinds = [c.type for c in child.plan.schema]
+                due = [] if held is None else update_rows(from_spark(held, kinds))
                 later = [u for u in updates if u[1] >= upper]
                 updates = [u for u in updates if u[1] < upper] + due
             now = consolidated(updates)
@@ -337,7 +338,8 @@ class ClusterDataflow(Dataflow):
                 if head is not None:
                     return head
             out = node.keyed.delta(frames, arranged, small=True, at=None)
-        return [] if out is None else update_rows(out.toArrow())
+        kinds = [c.type for c in node.plan.schema]
+        return [] if out is None else update_rows(from_spark(out.toArrow(), kinds))
 
     def _delta(
         self,

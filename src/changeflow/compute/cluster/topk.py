@@ -25,6 +25,7 @@ from changeflow.compute.evaluate import sort_key
 from changeflow.compute.operators.base import Operator
 from changeflow.compute.operators.topk import TopK
 from changeflow.compute.spark_eval import GROUP_LIMIT, positional_frame
+from changeflow.compute.spark_expr import from_spark
 
 HEAD_ROWS = GROUP_LIMIT  # counted rows read into a head (Spark prunes to them before shuffling)
 
@@ -79,7 +80,10 @@ class Head:
         if arranged is None:
             return
         first = dataclasses.replace(self._direct(), limit=HEAD_ROWS, offset=0)
-        rows = counted_rows(positional_frame(first, {"_in0": arranged}).toArrow())
+        kinds = [c.type for c in self.top.input.schema]
+        rows = counted_rows(
+            from_spark(positional_frame(first, {"_in0": arranged}).toArrow(), kinds)
+        )
         rows.sort(key=lambda rc: sort_key(rc[0], order))
         if sum(c for _, c in rows) >= HEAD_ROWS:  # the last row may be clipped: not held
             self.beyond = sort_key(rows.pop()[0], order)
