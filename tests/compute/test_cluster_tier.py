@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
+from changeflow.compute.cluster import dataflow as cluster_dataflow
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import maintain_view, update_rows
 from changeflow.compute.types import INT4, INT8, Column
@@ -146,9 +147,12 @@ def test_each_stateful_operator_is_exact_at_every_time(spark, tmp_path, plan, on
     _run(spark, tmp_path, plan, history, 2, on_spark=on_spark)
 
 
-def test_a_reduce_reads_its_groups_across_every_batch(spark, tmp_path) -> None:
+@pytest.mark.parametrize("small", [10_000, 0], ids=["totals-in-the-driver", "totals-on-spark"])
+def test_a_reduce_reads_its_groups_across_every_batch(spark, tmp_path, monkeypatch, small) -> None:
     """Steps that touch one group leave the totals in several batches (a small batch is not
-    merged into a large one): the group's totals are summed across them."""
+    merged into a large one): the group's totals are summed across them, read by the driver
+    while they are few, else probed on Spark."""
+    monkeypatch.setattr(cluster_dataflow, "SMALL_TOTALS", small)
     plan = P.Reduce(R, (0,), (P.Aggregate("count"), P.Aggregate("sum", P.col(R.schema, 1))))
     history = {
         "r": [((k, v), 0, 1) for k in range(8) for v in range(3)]

@@ -75,18 +75,31 @@ def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
     groups: dict[Row, Group] = {}
     for r in range(table.num_rows):
         key = tuple(columns[f"k{n}"][r] for n in range(width))
-        group = Group(reduce.aggregates)
-        group.count = columns["count"][r]
-        for i, agg in enumerate(reduce.aggregates):
-            if agg.arg is None:
-                continue
-            group.present[i] = columns[f"n{i}"][r]
-            total = columns.get(f"t{i}")
-            if total is not None and total[r] is not None:
-                value = total[r]
-                group.totals[i] = value if agg.arg.type in (FLOAT8, NUMERIC) else int(value)
-        groups[key] = group
+        present = {
+            i: columns[f"n{i}"][r] for i in range(len(reduce.aggregates)) if f"n{i}" in columns
+        }
+        totals = {
+            i: columns[f"t{i}"][r] for i in range(len(reduce.aggregates)) if f"t{i}" in columns
+        }
+        groups[key] = totals_group(reduce.aggregates, columns["count"][r], present, totals)
     return groups
+
+
+def totals_group(
+    aggregates: tuple[P.Aggregate, ...], count: int, present: dict[int, int], totals: dict[int, Any]
+) -> Group:
+    """The in-process accumulator of a group from its totals (computed on Spark: an integer's
+    sum comes as a decimal): its rows, and per aggregate its non-NULL values and their sum."""
+    group = Group(aggregates)
+    group.count = count
+    for i, agg in enumerate(aggregates):
+        if agg.arg is None:
+            continue
+        group.present[i] = present[i]
+        total = totals.get(i)
+        if total is not None:
+            group.totals[i] = total if agg.arg.type in (FLOAT8, NUMERIC) else int(total)
+    return group
 
 
 def _values(

@@ -42,6 +42,8 @@ from changeflow.spark import session_conf
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
+SMALL_TOTALS = 10_000  # a reduce's totals up to this many rows are read in the driver
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -329,6 +331,9 @@ class ClusterDataflow(Dataflow):
             if frames[0] is None:
                 return []
             node.step_totals = node.totals.local_totals(node.now[0])
+            if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
+                held = node.spines[0].table()
+                return node.totals.local_delta(node.step_totals, held)
             step = self.spark.createDataFrame(node.step_totals)
             out = node.totals.delta_of(step, arranged[0], small=True, at=None)
         else:

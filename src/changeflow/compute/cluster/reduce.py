@@ -19,9 +19,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
-from changeflow.compute.cluster.local import fit_value
-from changeflow.compute.spark_expr import ExprCompiler, fail, name
+from changeflow.compute.cluster.local import Update, fit_value
+from changeflow.compute.spark_expr import ExprCompiler, fail, from_spark, name
+from changeflow.compute.spark_state import totals_group
 from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.compute.values import python_values
 from changeflow.updates import DIFF, TIME
 
 COUNT = "_n"  # the group's row count
@@ -140,6 +142,45 @@ class Accumulated:
         names = [*(name(j) for j in range(self.width)), TIME, *kinds]
         return pa.Table.from_arrays(arrays, names=names)
 
+    def local_delta(self, step: pa.Table, held: pa.Table | None) -> list[Update]:
+        """:meth:`delta_of` in the driver, for totals few enough to read here (``held``: the
+        spine's rows, unsummed): each touched group's row before and after each of its
+        times, as the in-process tier's accumulator makes it."""
+        width, values = self.width, self.values()
+        keys = [name(j) for j in range(width)]
+        kinds = [self.plan.input.schema[c].type for c in self.plan.group_by]
+        zero = [_ZERO[kind] for kind in self._types()]
+        sums: dict[tuple, list[Any]] = {}
+        if held is not None:
+            held = from_spark(held, kinds, keys)
+            for row in _rows(held, (*keys, *values)):
+                acc = sums.setdefault(row[:width], list(zero))
+                sums[row[:width]] = [a + v for a, v in zip(acc, row[width:], strict=True)]
+        changes: dict[tuple, list[tuple]] = {}
+        for row in _rows(step, (*keys, TIME, *values)):
+            changes.setdefault(row[:width], []).append(row[width:])
+        out: list[Update] = []
+        for key, times in changes.items():
+            acc = sums.get(key, zero)
+            before = self._row(key, acc)
+            for t, *step_sums in sorted(times, key=lambda r: r[0]):
+                acc = [a + s for a, s in zip(acc, step_sums, strict=True)]
+                after = self._row(key, acc)
+                if before != after:
+                    out += [(before, t, -1)] if before is not None else []
+                    out += [(after, t, 1)] if after is not None else []
+                before = after
+        return out
+
+    def _row(self, key: tuple, acc: list[Any]) -> tuple | None:
+        """The reduce's output row of a group with totals ``acc`` (None: it has no rows)."""
+        named = dict(zip(self.values(), acc, strict=True))
+        aggregates = self.plan.aggregates
+        present = {i: named[f"_p{i}"] for i in range(len(aggregates)) if f"_p{i}" in named}
+        totals = {i: named[f"_s{i}"] for i in range(len(aggregates)) if f"_s{i}" in named}
+        group = totals_group(aggregates, named[COUNT], present, totals)
+        return group.row(key, [c.type for c in self.plan.schema[self.width :]])
+
     def delta_of(
         self, step: DataFrame, held: DataFrame | None, small: bool, at: int | None
     ) -> DataFrame:
@@ -242,3 +283,8 @@ class Accumulated:
         data += [o.alias(name(width + i)) for i, o in enumerate(outs)]
         checked = frame.where(F.when(rows < 0, bad).otherwise(rows) > 0)
         return checked.select(*data, TIME, F.lit(diff).cast("bigint").alias(DIFF))
+
+
+def _rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
+    """``table``'s ``columns`` as rows of Python values."""
+    return list(zip(*(python_values(table.column(c)) for c in columns), strict=True))

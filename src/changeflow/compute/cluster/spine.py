@@ -75,6 +75,11 @@ class Spine:
         frames = [self._read(b) for b in self.batches]
         return fold(DataFrame.unionByName, frames) if frames else None
 
+    def table(self) -> pa.Table | None:
+        """A small collection read by the driver (unconsolidated), or None when it is empty."""
+        tables = [self._table(b) for b in self.batches]
+        return pa.concat_tables(tables, promote_options="permissive") if tables else None
+
     def add(self, delta: DataFrame | pa.Table) -> None:
         """Add ``delta`` (positional columns, the values; and ``_time`` when timed; a frame, or
         a small step's Arrow table) as a batch, then merge while the batch before is not more
