@@ -100,14 +100,22 @@ def totals(draw: st.DrawFn) -> P.Plan:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    plan=totals(), history=histories(TIMES), cut=st.integers(1, TIMES - 1), at_once=st.booleans()
+    plan=totals(),
+    history=histories(TIMES),
+    cut=st.integers(1, TIMES - 1),
+    at_once=st.booleans(),
+    in_driver=st.booleans(),
 )
 def test_reduces_of_running_totals_are_exact_at_every_time(
-    spark, tmp_path_factory, plan, history, cut, at_once
+    spark, tmp_path_factory, plan, history, cut, at_once, in_driver
 ) -> None:
+    """A small step reads the totals in the driver, or (``in_driver`` false) the touched
+    groups' totals from the executors."""
     if any(c.type not in (INT4, INT8) for c in plan.schema):
         return
-    _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cluster_dataflow, "SMALL_TOTALS", 10_000 if in_driver else 0)
+        _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut, at_once)
 
 
 R = P.Get("r", (Column("k", INT4), Column("v", INT4)))

@@ -333,9 +333,9 @@ class ClusterDataflow(Dataflow):
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
-                return node.totals.local_delta(node.step_totals, held)
-            step = self.spark.createDataFrame(node.step_totals)
-            out = node.totals.delta_of(step, arranged[0], small=True, at=None)
+            else:  # the touched groups' totals, read with one join
+                held = node.totals.touched(arranged[0], node.step_totals)
+            return node.totals.local_delta(node.step_totals, held)
         else:
             assert node.keyed is not None
             if node.head is not None:
@@ -413,7 +413,7 @@ class ClusterDataflow(Dataflow):
             if node.now[0] is None:
                 return None
             node.step_totals = node.totals.totals(node.now[0]).persist()
-            return node.totals.delta_of(node.step_totals, arranged[0], small=False, at=at)
+            return node.totals.delta_of(node.step_totals, arranged[0], at=at)
         assert node.keyed is not None
         if node.head is not None:
             node.head.forget()

@@ -142,6 +142,17 @@ class Accumulated:
         names = [*(name(j) for j in range(self.width)), TIME, *kinds]
         return pa.Table.from_arrays(arrays, names=names)
 
+    def touched(self, held: DataFrame | None, step: pa.Table) -> pa.Table | None:
+        """The rows of totals ``held`` (unsummed) of the groups a small ``step`` touches: its
+        keys broadcast into the spine, one join."""
+        if held is None:
+            return None
+        keys = [name(j) for j in range(self.width)]
+        groups = held.sparkSession.createDataFrame(step.select(keys))
+        same = (held[k].eqNullSafe(groups[k]) for k in keys)
+        on = fold(lambda a, b: a & b, same, F.lit(True))
+        return held.join(F.broadcast(groups), on, "left_semi").toArrow()
+
     def local_delta(self, step: pa.Table, held: pa.Table | None) -> list[Update]:
         """:meth:`delta_of` in the driver, for totals few enough to read here (``held``: the
         spine's rows, unsummed): each touched group's row before and after each of its
@@ -181,9 +192,7 @@ class Accumulated:
         group = totals_group(aggregates, named[COUNT], present, totals)
         return group.row(key, [c.type for c in self.plan.schema[self.width :]])
 
-    def delta_of(
-        self, step: DataFrame, held: DataFrame | None, small: bool, at: int | None
-    ) -> DataFrame:
+    def delta_of(self, step: DataFrame, held: DataFrame | None, at: int | None) -> DataFrame:
         """The reduce's output changes for a step's :meth:`totals` and the totals ``held``."""
         keys = [name(j) for j in range(self.width)]
         values = self.values()
@@ -195,14 +204,13 @@ class Accumulated:
         if held is None:
             after = running.select(*keys, TIME, *(F.col(v).alias(f"a{v}") for v in values))
         else:
-            old = self._held(held, running, keys, small)
+            old = self._held(held, running, keys)
             on = fold(
                 lambda a, b: a & b,
                 (running[k].eqNullSafe(old[k]) for k in keys),
                 F.lit(True),
             )
-            side = F.broadcast(running) if small else running
-            joined = old.join(side, on, "right").drop(*(old[k] for k in keys))
+            joined = old.join(running, on, "right").drop(*(old[k] for k in keys))
             after = joined.select(
                 *keys,
                 TIME,
@@ -228,11 +236,10 @@ class Accumulated:
         gone = self._rows(both, {v: f"b{v}" for v in values}, -1)
         return now.union(gone)
 
-    def _held(self, held: DataFrame, running: DataFrame, keys: list[str], small: bool) -> DataFrame:
+    def _held(self, held: DataFrame, running: DataFrame, keys: list[str]) -> DataFrame:
         """The held totals of the groups the step touches, summed across the spine's batches
         (a group may have a row in several), as ``o<value>`` columns."""
         touched = running.select(*keys).distinct()
-        touched = F.broadcast(touched) if small else touched
         same = fold(
             lambda a, b: a & b,
             (held[k].eqNullSafe(touched[k]) for k in keys),
