@@ -217,8 +217,50 @@ def unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] == "'":
         return value[1:-1].replace("''", "'")
     if value[:2] in ("E'", "e'") and value.endswith("'"):
-        return value[2:-1].encode().decode("unicode_escape")
+        return escape_string(value[2:-1])
     return value
+
+
+_ESCAPE = re.compile(
+    r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))|''", re.S
+)
+_LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def escape_string(body: str) -> str:
+    """The value of an escape string's body (between ``E'`` and ``'``), by PostgreSQL's rules:
+    ``\\b \\f \\n \\r \\t``, octal and hex bytes, ``\\u``/``\\U`` code points, ``\\`` before any
+    other character is that character, ``''`` is a quote; the bytes must be UTF-8 (22021)."""
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(body):
+        out += body[pos : m.start()].encode()
+        pos = m.end()
+        octal, hexa, short, long, other = m.groups()
+        if octal or hexa:
+            out.append(int(octal, 8) & 0xFF if octal else int(hexa, 16))
+        elif short or long:
+            out += _code_point(int(short or long, 16)).encode()
+        elif other is not None:
+            out += _LETTERS.get(other, other).encode()
+        else:
+            out += b"'"
+    out += body[pos:].encode()
+    try:
+        if 0 in out:
+            raise UnicodeDecodeError("utf-8", bytes(out), out.index(0), out.index(0) + 1, "nul")
+        return out.decode()
+    except UnicodeDecodeError as e:
+        bad = bytes(out[e.start : e.end]).hex()
+        raise PlanError(
+            f'invalid byte sequence for encoding "UTF8": 0x{bad}', sqlstate="22021"
+        ) from None
+
+
+def _code_point(value: int) -> str:
+    if value == 0 or 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:
+        raise PlanError("invalid Unicode escape value", sqlstate="22P05")
+    return chr(value)
 
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
