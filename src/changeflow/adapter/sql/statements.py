@@ -87,18 +87,42 @@ def kind_of(word: str) -> str:
     return KIND_WORDS[" ".join(word.upper().split())]
 
 
+# Functions the planner takes as plain calls of the function table (sqlglot's own nodes for
+# them would rewrite a template as strftime's, or take another dialect's argument order).
+_PLAIN_CALLS = (
+    "CBRT",
+    "CHR",
+    "DEGREES",
+    "JUSTIFY_INTERVAL",
+    "LOG",
+    "MAKE_TIMESTAMP",
+    "RADIANS",
+    "TO_DATE",
+    "TO_TIMESTAMP",
+)
+
+
+def _plain_call(name: str) -> Any:
+    return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
+
+
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
     refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
     an interval literal keeps its text, ``date_part`` stays itself (a double, where
     ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``, and
-    ``to_char`` keeps its template as written (sqlglot would rewrite it as strftime's)."""
+    ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
+    would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``."""
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            **{name: _plain_call(name) for name in _PLAIN_CALLS},
+            "AGE": lambda args: exp.Anonymous(
+                this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
+            ),
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
@@ -107,7 +131,9 @@ class PostgresCalls(Postgres):
             k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
         }
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
-            k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
+            k: v
+            for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
+            if k not in ("DATE_PART", *_PLAIN_CALLS)
         }
 
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
