@@ -9,7 +9,14 @@ from sqlglot import exp
 
 from changeflow.adapter.sql import avg, grouping_sets
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
-from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, contains, is_aggregate, walk
+from changeflow.adapter.sql.scalar import (
+    AGGREGATE_NODES,
+    Scalars,
+    bare,
+    contains,
+    is_aggregate,
+    walk,
+)
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.windows import windowed_functions
@@ -149,6 +156,7 @@ class Grouping:
         return out
 
     def group_key(self, g: exp.Expression, pre: Scalars, items: Items) -> X.Expr:
+        g = bare(g)  # GROUP BY (1) and GROUP BY (name) are GROUP BY 1 and GROUP BY name
         if isinstance(g, exp.Literal) and not g.is_string and str(g.this).isdigit():
             n = int(g.this)
             if not 1 <= n <= len(items.nodes):
