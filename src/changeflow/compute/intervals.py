@@ -110,7 +110,7 @@ def interval_text(v: Interval) -> str:
         if value:
             sign = "+" if before and value > 0 else ""
             out.append(f"{sign}{value} {unit}{'s' if value != 1 else ''}")
-            before = before or value < 0
+            before = value < 0
     if not out or hour or minute or second or micro:
         minus = min(hour, minute, second, micro) < 0
         sign = "-" if minus else ("+" if before else "")

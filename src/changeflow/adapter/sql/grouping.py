@@ -58,6 +58,7 @@ class Grouping:
         sources = items.nodes + ([having.this] if having else []) + order_nodes
         aggs: list[P.Aggregate] = []
         slots: dict[int, list[int]] = {}
+        called: dict[int, P.Aggregate] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
         windowed = windowed_functions(sources)
         filtered = {
@@ -68,7 +69,8 @@ class Grouping:
                 if id(n) in filtered or id(n) in slots:
                     continue
                 if is_aggregate(n) or _filtered_aggregate(n):
-                    parts = avg.parts(self.aggregate_call(n, agg_scalars))
+                    called[id(n)] = self.aggregate_call(n, agg_scalars)
+                    parts = avg.parts(called[id(n)])
                     aggs += [a for a in parts if a not in aggs]
                     slots[id(n)] = [aggs.index(a) for a in parts]
         plan = rel.plan
@@ -96,7 +98,7 @@ class Grouping:
                 reduced = one_row(reduced)
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
-        agg_cols = {i: avg.combine(reduced, width, js) for i, js in slots.items()}
+        agg_cols = {i: avg.combine(called[i], reduced, width, js) for i, js in slots.items()}
         for j, c in enumerate(calls):  # GROUPING(…): 0 without grouping sets
             at = width + len(aggs) + j
             agg_cols[id(c)] = col_of(reduced, at) if sets is not None else X.Lit(0, INT4)

@@ -30,6 +30,7 @@ from changeflow.compute.intervals import (
 from changeflow.compute.types import (
     DATE,
     FLOAT8,
+    INT4,
     INT8,
     INTERVAL,
     NULLTYPE,
@@ -177,6 +178,14 @@ def _age(a: date, b: date) -> Interval:
     if (x.tzinfo is None) != (y.tzinfo is None):
         x, y = (v if v.tzinfo else v.replace(tzinfo=UTC) for v in (x, y))
     return age(x, y)
+
+
+def _from_parts(months: int, days: int, micros: Decimal | int) -> Interval:
+    """An interval of summed fields (what sum and avg of intervals add up); 22008 when a
+    field leaves its range."""
+    if not (-(2**31) <= months < 2**31 and -(2**31) <= days < 2**31 and -(2**63) <= micros < 2**63):
+        raise EvalError("interval out of range", sqlstate="22008")
+    return Interval(int(months), int(days), int(micros))
 
 
 def _age_rule(args: tuple[SqlType, ...]) -> SqlType:
@@ -353,4 +362,17 @@ FUNCTIONS = [
         spark=_rows_only,
     ),
     Function("age", _age_rule, _age, spark=_rows_only),
+    Function(
+        "interval_months", _sig((INTERVAL,), result=INT4), lambda v: v.months, spark=_rows_only
+    ),
+    Function("interval_days", _sig((INTERVAL,), result=INT4), lambda v: v.days, spark=_rows_only),
+    Function(
+        "interval_micros", _sig((INTERVAL,), result=INT8), lambda v: v.micros, spark=_rows_only
+    ),
+    Function(
+        "interval_from_parts",
+        _sig(("int", "int", "num"), result=INTERVAL),
+        _from_parts,
+        spark=_rows_only,
+    ),
 ]
