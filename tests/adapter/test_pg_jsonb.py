@@ -127,6 +127,8 @@ QUERIES = [
     "SELECT id, k, v, o FROM jt CROSS JOIN LATERAL jsonb_each_text(CASE WHEN jsonb_typeof(j) = "
     "'object' THEN j END) WITH ORDINALITY AS q(k, v, o)",
     "SELECT id, x.value FROM jt CROSS JOIN LATERAL jsonb_array_elements(j -> 'tags') x",
+    "SELECT g, jsonb_object_agg(id, j), jsonb_object_agg(id * 1.5, j -> 'a') FROM jt GROUP BY g",
+    "SELECT jsonb_object_agg(id || coalesce(j ->> 'a', 'none'), id) FROM jt WHERE id <> 6",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',
@@ -158,6 +160,9 @@ def test_jsonb_columns_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -
 
 
 REFUSED = [
+    "SELECT jsonb_object_agg(j, id) FROM jt",
+    "SELECT jsonb_object_agg(j ->> 'a', id) FROM jt",
+    "SELECT jsonb_object_agg(id, j, g) FROM jt",
     "SELECT * FROM jt, jsonb_each(jt.j)",
     "SELECT * FROM jt CROSS JOIN LATERAL jsonb_array_elements(j) x",
     "SELECT '{\"a\": }'::jsonb",

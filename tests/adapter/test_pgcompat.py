@@ -114,6 +114,7 @@ CALLS = {
     "to_jsonb": "to_jsonb(ts)",
     "jsonb_build_array": "jsonb_build_array(id, name, x, f, d, ts, NULL)",
     "jsonb_build_object": "jsonb_build_object('id', id, 'name', name, 'x', x)",
+    "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), and text read by a template (Spark's parsers are stricter): a

@@ -106,12 +106,20 @@ def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
 
+def _object_agg(args: list[exp.Expression]) -> exp.Expression:
+    if len(args) != 2:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="jsonb_object_agg", expressions=args)
+    pair = exp.Anonymous(this="jsonb_build_array", expressions=args)
+    return exp.Anonymous(this="jsonb_object_of_pairs", expressions=[exp.ArrayAgg(this=pair)])
+
+
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
     refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
     an interval literal keeps its text, ``date_part`` stays itself (a double, where
-    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``, and
+    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``,
+    ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
     ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
     would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``."""
 
@@ -123,6 +131,7 @@ class PostgresCalls(Postgres):
             "AGE": lambda args: exp.Anonymous(
                 this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
             ),
+            "JSONB_OBJECT_AGG": _object_agg,
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
