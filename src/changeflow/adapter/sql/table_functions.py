@@ -15,6 +15,7 @@ from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute.arrays import Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.jsonb import as_text, from_value
 from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
@@ -235,20 +236,35 @@ def _split_pairs(
 
 
 def set_returning(stage: Stage, nodes: list[exp.Expression]) -> Stage:
-    """``stage`` with a column for the ``unnest(array)`` or ``generate_series(…)`` of the
-    select list (one; PostgreSQL runs several in lockstep, which is not supported here),
-    recorded as its replacement: each row once per value, none for an empty or NULL one."""
+    """``stage`` with a column for each ``unnest(array)`` or ``generate_series(…)`` of the
+    select list, recorded as its replacement: each row once per value, none for an empty or
+    NULL one. Several run in lockstep, as PostgreSQL runs them: as many rows as the longest
+    has values, the shorter ones NULL past their end."""
     kinds = (exp.Explode, exp.ExplodingGenerateSeries)
     calls = [n for node in nodes for n in walk(node) if isinstance(n, kinds)]
     if not calls:
         return stage
-    if len({c.sql() for c in calls}) > 1:
-        raise unsupported("several set-returning functions in a select list", calls[1])
     scalars = stage.scalars()
-    first = calls[0]
-    array = scalars(first.this) if isinstance(first, exp.Explode) else _series_of(scalars, first)
-    plan = Unnest(stage.rel.plan, array)
+    distinct: dict[str, X.Expr] = {}
     for call in calls:
-        stage.replacements[id(call)] = col_of(plan, len(stage.rel.plan.schema))
+        if call.sql() not in distinct:
+            distinct[call.sql()] = (
+                scalars(call.this) if isinstance(call, exp.Explode) else _series_of(scalars, call)
+            )
+    width = len(stage.rel.plan.schema)
+    if len(distinct) == 1:
+        plan: P.Plan = Unnest(stage.rel.plan, next(iter(distinct.values())))
+        values = {sql: col_of(plan, width) for sql in distinct}
+    else:
+        arrays = P.Map(
+            stage.rel.plan, tuple((f"srf{i}", a) for i, a in enumerate(distinct.values()))
+        )
+        columns = [col_of(arrays, width + i) for i in range(len(distinct))]
+        longest = Func("greatest", tuple(Func("cardinality", (c,)) for c in columns))
+        plan = Unnest(arrays, Series(X.Lit(1, INT4), longest))
+        at = col_of(plan, width + len(columns))
+        values = {sql: Subscript(c, at) for sql, c in zip(distinct, columns, strict=True)}
+    for call in calls:
+        stage.replacements[id(call)] = values[call.sql()]
     stage.rel = Rel(plan, stage.rel.scope)
     return stage
