@@ -173,6 +173,11 @@ class Grouping:
         if isinstance(g, exp.Column) and not g.args.get("table"):
             name = ident(g.this)
             if not pre.scope.find(name, None) and name in items.names:
+                named = {
+                    n.sql() for n, m in zip(items.nodes, items.names, strict=True) if m == name
+                }
+                if len(named) > 1:
+                    raise PlanError(f'GROUP BY "{name}" is ambiguous', sqlstate="42702")
                 return pre(items.nodes[items.names.index(name)])
         if contains(g, is_aggregate):
             raise PlanError("aggregate functions are not allowed in GROUP BY", sqlstate="42803")
