@@ -134,6 +134,8 @@ QUERIES = [
     "SELECT a.id, b.id FROM iv a JOIN iv b ON a.i = b.i",
     "SELECT id, ts - timestamp '2024-01-01', age(ts, timestamp '2020-02-29') FROM iv",
     "SELECT id, extract(day from i), justify_hours(i * 30) FROM iv",
+    "SELECT g, sum(i), avg(i), sum(i) FILTER (WHERE id > 1), count(i) FROM iv GROUP BY g",
+    "SELECT sum(i)::text, avg(i * 3)::text, avg(-i)::text FROM iv",
 ]
 CHANGES = [
     "INSERT INTO iv VALUES (6, 1, '2024-08-31', '2024-08-31', 'P1Y2M')",
@@ -177,6 +179,8 @@ REFUSED = [
     "SELECT extract(fortnight from interval '1 day')",
     "SELECT i + ts FROM iv WHERE i < 1",
     "SELECT '2147483647 months'::interval + '1 month'",
+    "SELECT sum(i) FROM (VALUES ('2147483647 months'::interval), ('1 mon'::interval)) v(i)",
+    "SELECT sum(ts) FROM iv",
 ]
 
 

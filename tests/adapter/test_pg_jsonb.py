@@ -122,6 +122,13 @@ QUERIES = [
     "SELECT jt.id, e.value FROM jt, jsonb_array_elements(jt.j -> 'tags') e",
     "SELECT id, t.v, t.n FROM jt, jsonb_array_elements_text(j -> 'tags') WITH ORDINALITY "
     "AS t(v, n)",
+    "SELECT jt.id, e.key, e.value FROM jt, jsonb_each(CASE WHEN jsonb_typeof(j) = 'object' "
+    "THEN j END) e",
+    "SELECT id, k, v, o FROM jt CROSS JOIN LATERAL jsonb_each_text(CASE WHEN jsonb_typeof(j) = "
+    "'object' THEN j END) WITH ORDINALITY AS q(k, v, o)",
+    "SELECT id, x.value FROM jt CROSS JOIN LATERAL jsonb_array_elements(j -> 'tags') x",
+    "SELECT g, jsonb_object_agg(id, j), jsonb_object_agg(id * 1.5, j -> 'a') FROM jt GROUP BY g",
+    "SELECT jsonb_object_agg(id || coalesce(j ->> 'a', 'none'), id) FROM jt WHERE id <> 6",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',
@@ -153,6 +160,11 @@ def test_jsonb_columns_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -
 
 
 REFUSED = [
+    "SELECT jsonb_object_agg(j, id) FROM jt",
+    "SELECT jsonb_object_agg(j ->> 'a', id) FROM jt",
+    "SELECT jsonb_object_agg(id, j, g) FROM jt",
+    "SELECT * FROM jt, jsonb_each(jt.j)",
+    "SELECT * FROM jt CROSS JOIN LATERAL jsonb_array_elements(j) x",
     "SELECT '{\"a\": }'::jsonb",
     "SELECT 'NaN'::jsonb",
     "SELECT jsonb_array_length('{}')",

@@ -1,6 +1,6 @@
-"""generate_series and unnest in a select list and of an earlier FROM item's columns, compared
-with PostgreSQL 15: ad hoc and as materialized views kept through inserts, updates and
-deletes."""
+"""generate_series and unnest in a select list (several in lockstep) and of an earlier FROM
+item's columns, compared with PostgreSQL 15: ad hoc and as materialized views kept through
+inserts, updates and deletes."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ QUERIES = [
     "SELECT id, v, o FROM sr CROSS JOIN LATERAL generate_series(n, 2) WITH ORDINALITY AS g(v, o)",
     "SELECT id, unnest(ARRAY[n, id]) FROM sr",
     "SELECT generate_series(1, 3)",
+    "SELECT id, generate_series(1, n), unnest(ARRAY[x, x * 2]) FROM sr",
+    "SELECT id, unnest(ARRAY[id]) AS u, generate_series(n, 1, -1) + 1, unnest(ARRAY[id]) * 2"
+    " FROM sr",
+    "SELECT generate_series(1, 2), generate_series(1, 4, 2), unnest(ARRAY['a', 'b', 'c'])",
 ]
 
 

@@ -139,3 +139,37 @@ def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:
         conn.execute(sql)
     assert caught.value.sqlstate == "0A000" and "not supported" in str(caught.value)
     conn.close()
+
+
+DEFAULTS = [
+    "CREATE TABLE dflt (a int, b int NOT NULL DEFAULT 'x')",
+    "CREATE TABLE dflt (a int DEFAULT now())",
+    "CREATE TABLE dflt (a date DEFAULT 'today'::text)",
+    "CREATE TABLE dflt (a int DEFAULT 'x'::int + 1)",
+]
+
+
+def test_a_default_the_column_cannot_take_is_refused_at_create(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """CREATE TABLE checks each DEFAULT as PostgreSQL does (its type, its literals) and a
+    refused one leaves no table behind; one that fails only when run (1/0) is accepted."""
+    import psycopg
+
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    ours.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        pg.execute("DROP TABLE IF EXISTS dflt")
+        for sql in DEFAULTS:
+            theirs = _outcome(pg, sql, psycopg.Error)
+            assert theirs[0] == "error", sql
+            assert _outcome(ours, sql, DatabaseError) == theirs, sql
+            assert _outcome(ours, "SELECT * FROM dflt", DatabaseError) == ("error", "42P01")
+        accepted = "CREATE TABLE dflt (a int, b int DEFAULT 1 / 0, c timestamptz DEFAULT now())"
+        for conn in (ours, pg):
+            conn.execute(accepted)
+        error = (DatabaseError, psycopg.Error)
+        insert = "INSERT INTO dflt (a) VALUES (1)"
+        assert _outcome(ours, insert, error) == _outcome(pg, insert, error) == ("error", "22012")
+        pg.execute("DROP TABLE dflt")
+    ours.close()

@@ -67,6 +67,11 @@ CALLS = {
     "sqrt": "sqrt(f)",
     "ln": "ln(f)",
     "exp": "exp(f)",
+    "log": "log(f) + log(2, x + 4)",
+    "cbrt": "cbrt(x)",
+    "degrees": "degrees(f)",
+    "radians": "radians(x)",
+    "chr": "chr(id + 64) || chr(id * 300)",
     "power": "power(f, 2)",
     "pow": "pow(x, 2)",
     "greatest": "greatest(id, 2)",
@@ -75,6 +80,8 @@ CALLS = {
     "extract": "extract(year FROM ts)",
     "date_trunc": "date_trunc('month', ts)",
     "make_date": "make_date(2020, 1, id)",
+    "make_timestamp": "make_timestamp(2020, id, 29, 23, 59, f)",
+    "to_date": "to_date('2024-' || id, 'YYYY-MM')",
     "to_timestamp": "to_timestamp(f)",
     "epoch_ms": "epoch_ms(ts)",
     "cardinality": "cardinality(ARRAY[id, 2])",
@@ -84,6 +91,11 @@ CALLS = {
     "justify_days": "justify_days(ts - timestamptz '2023-01-01 00:00+00')",
     "justify_hours": "justify_hours(ts - timestamptz '2023-12-01 00:00+00')",
     "age": "age(ts, timestamptz '2020-02-29 12:00+00')",
+    "justify_interval": "justify_interval(ts - timestamptz '2023-01-01 00:00+00')",
+    "interval_months": "interval_months(age(ts, d))",
+    "interval_days": "interval_days(ts - timestamptz '2023-01-01 00:00+00')",
+    "interval_micros": "interval_micros(ts - timestamptz '2023-01-01 00:00+00')",
+    "interval_from_parts": "interval_from_parts(id, 2, x * 1000)",
     "jsonb_object_field": "jsonb_build_object('n', name) -> 'n'",
     "jsonb_object_field_text": "jsonb_build_object('n', name) ->> 'n'",
     "jsonb_array_element": "jsonb_build_array(id, name) -> 1",
@@ -102,10 +114,23 @@ CALLS = {
     "to_jsonb": "to_jsonb(ts)",
     "jsonb_build_array": "jsonb_build_array(id, name, x, f, d, ts, NULL)",
     "jsonb_build_object": "jsonb_build_object('id', id, 'name', name, 'x', x)",
+    "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
-# that compares as PostgreSQL's): a cluster-tier view leaves them out.
-ROWS_ONLY = {"justify_days", "justify_hours", "age", *(n for n in CALLS if "jsonb" in n)}
+# that compares as PostgreSQL's), and text read by a template (Spark's parsers are stricter): a
+# cluster-tier view leaves them out.
+ROWS_ONLY = {
+    "justify_days",
+    "justify_hours",
+    "justify_interval",
+    "interval_months",
+    "interval_days",
+    "interval_micros",
+    "interval_from_parts",
+    "age",
+    "to_date",
+    *(n for n in CALLS if "jsonb" in n),
+}
 
 
 def test_every_function_has_its_backends() -> None:

@@ -144,6 +144,8 @@ def test_a_bad_folder_or_definition_changes_nothing(conn: Connection, tmp_path: 
     assert "needs its columns" in str(e)
     e = error(conn, f"CREATE SOURCE s FROM CDC '{bad}' FORMAT XML (id bigint)")
     assert "FORMAT" in str(e)
+    e = error(conn, f"CREATE SOURCE s FROM CDC '{tmp_path / 'none'}' FORMAT JSON (id bigint)")
+    assert e.sqlstate == "58P01" and "no such file or folder" in str(e)  # as COPY FROM's
     assert rows(conn, "SHOW SOURCES") == []
     assert conn.env.storage.shards() == []
 

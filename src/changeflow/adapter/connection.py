@@ -94,6 +94,7 @@ def _wrapped(error: BaseException) -> Error:
         "23": IntegrityError,
         "40": OperationalError,
         "57": OperationalError,
+        "58": OperationalError,
     }.get(code[:2], ProgrammingError)
     return kind(error)
 

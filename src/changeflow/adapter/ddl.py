@@ -31,6 +31,7 @@ from changeflow.adapter.environment import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sources import ingest_source
+from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
@@ -38,7 +39,7 @@ from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
-from changeflow.compute.types import numeric_scale
+from changeflow.compute.types import Column, numeric_scale
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
 from changeflow.redact import redact
@@ -198,6 +199,10 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     unique = table_constraints(name, defs, [c.name for c in columns])
     keyed = {i for u in unique if u.primary for i in u.columns}  # a primary key is NOT NULL
     columns = [replace(c, nullable=False) if i in keyed else c for i, c in enumerate(columns)]
+    for c in columns:  # a DEFAULT the column cannot take is refused now, as PostgreSQL does
+        if c.default is not None:
+            target = Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow))
+            default_plan(target, c.default)
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
     options = {

@@ -40,7 +40,7 @@ def list_files(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_file():
             found.append(p)
         else:
-            raise InvalidInput(f"{p}: no such file or folder")
+            raise InvalidInput(f"{p}: no such file or folder", sqlstate="58P01")
     return found
 
 

@@ -110,7 +110,7 @@ def interval_text(v: Interval) -> str:
         if value:
             sign = "+" if before and value > 0 else ""
             out.append(f"{sign}{value} {unit}{'s' if value != 1 else ''}")
-            before = before or value < 0
+            before = value < 0
     if not out or hour or minute or second or micro:
         minus = min(hour, minute, second, micro) < 0
         sign = "-" if minus else ("+" if before else "")
@@ -306,6 +306,28 @@ def justify_days(v: Interval) -> Interval:
     elif months < 0 and days > 0:
         days, months = days - 30, months + 1
     return Interval(months, days, v.micros)
+
+
+def justify_interval(v: Interval) -> Interval:
+    """Whole days of the time moved to days and whole 30-day spans to months, the signs of
+    all three made to agree (PostgreSQL's order of steps)."""
+    months, days, micros = v.months, v.days, v.micros
+    if (days > 0 and micros > 0) or (days < 0 and micros < 0):
+        whole, days = _trunc_div(days, 30)
+        months += whole
+    whole, micros = _trunc_div(micros, DAY_US)
+    days += whole
+    whole, days = _trunc_div(days, 30)
+    months += whole
+    if months > 0 and (days < 0 or (days == 0 and micros < 0)):
+        days, months = days + 30, months - 1
+    elif months < 0 and (days > 0 or (days == 0 and micros > 0)):
+        days, months = days - 30, months + 1
+    if days > 0 and micros < 0:
+        micros, days = micros + DAY_US, days - 1
+    elif days < 0 and micros > 0:
+        micros, days = micros - DAY_US, days + 1
+    return Interval(months, days, micros)
 
 
 def stamp_difference(a: datetime, b: datetime) -> Interval:

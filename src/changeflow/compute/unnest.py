@@ -123,16 +123,23 @@ def series(first: Any, last: Any, by: Any = 1, numeric: bool = False) -> list[An
 @dataclass(frozen=True)
 class JsonbElements(Expr):
     """The elements of a jsonb array as an array (``jsonb[]``, or ``text[]`` as ``->>`` reads
-    them): what ``jsonb_array_elements[_text](t.j)`` unnests (22023 for a non-array)."""
+    them): what ``jsonb_array_elements[_text](t.j)`` unnests (22023 for a non-array). With
+    ``each``, an object's members as ``[key, value]`` pairs (``jsonb[]``): what
+    ``jsonb_each[_text](t.j)`` unnests and splits (22023 for a non-object)."""
 
     j: Expr
     text: bool = False
+    each: bool = False
 
     def __post_init__(self) -> None:
         if self.j.type not in (JSONB, NULLTYPE):
-            name = "jsonb_array_elements" + ("_text" if self.text else "")
-            raise PlanError(f"function {name}({self.j.type}) does not exist", sqlstate="42883")
-        _typed(self, array_of(TEXT if self.text else JSONB), self.j.nullable)
+            raise PlanError(
+                f"function {self._name()}({self.j.type}) does not exist", sqlstate="42883"
+            )
+        _typed(self, array_of(TEXT if self.text and not self.each else JSONB), self.j.nullable)
+
+    def _name(self) -> str:
+        return ("jsonb_each" if self.each else "jsonb_array_elements") + "_text" * self.text
 
     def children(self) -> tuple[Expr, ...]:
         return (self.j,)
@@ -142,6 +149,10 @@ class JsonbElements(Expr):
         if j is None:
             return None
         value = j.value()
+        if self.each:
+            if not isinstance(value, dict):
+                raise EvalError("cannot call jsonb_each on a non-object", sqlstate="22023")
+            return tuple(from_value([k, v]) for k, v in value.items())
         if not isinstance(value, list):
             what = "a scalar" if not isinstance(value, dict) else "a non-array"
             raise EvalError(f"cannot extract elements from {what}", sqlstate="22023")
@@ -149,4 +160,4 @@ class JsonbElements(Expr):
         return tuple(as_text(e) for e in elements) if self.text else tuple(elements)
 
     def __str__(self) -> str:
-        return f"jsonb_array_elements{'_text' if self.text else ''}({self.j})"
+        return f"{self._name()}({self.j})"

@@ -1,25 +1,40 @@
 """avg of an exact number planned as PostgreSQL computes it: its sum divided by its count as
 numerics, so the quotient has PostgreSQL's scale (``compute.scalars.numeric_div``) whether a query
-runs once or a view maintains it. avg of double precision stays an aggregate of its own."""
+runs once or a view maintains it. avg of double precision stays an aggregate of its own. sum and
+avg of intervals are the sums of their months, days and microseconds (each kept apart, as
+PostgreSQL adds intervals), the avg that sum divided by the count."""
 
 from __future__ import annotations
 
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.compute.functions import Func
+from changeflow.compute.types import FLOAT8, INTERVAL, NUMERIC
+from changeflow.errors import PlanError
+
+_FIELDS = ("interval_months", "interval_days", "interval_micros")
 
 
 def parts(agg: P.Aggregate) -> list[P.Aggregate]:
-    """The aggregates ``agg`` is computed from: sum and count for an exact avg, else itself."""
+    """The aggregates ``agg`` is computed from: sum and count for an exact avg, the sums of
+    an interval's fields (and the count for avg), else itself."""
+    if agg.func in ("sum", "avg") and agg.arg is not None and agg.arg.type == INTERVAL:
+        if agg.distinct:
+            raise PlanError(f"{agg.func}(DISTINCT interval) is not supported", sqlstate="0A000")
+        sums = [P.Aggregate("sum", Func(f, (agg.arg,))) for f in _FIELDS]
+        return sums + ([P.Aggregate("count", agg.arg)] if agg.func == "avg" else [])
     if agg.func != "avg" or agg.arg is None or agg.arg.type == FLOAT8:
         return [agg]
     return [P.Aggregate("sum", agg.arg, agg.distinct), P.Aggregate("count", agg.arg, agg.distinct)]
 
 
-def combine(reduced: P.Plan, first: int, slots: list[int]) -> X.Expr:
-    """The aggregate's value from its parts, columns ``first + slot`` of ``reduced``."""
+def combine(agg: P.Aggregate, reduced: P.Plan, first: int, slots: list[int]) -> X.Expr:
+    """The value of ``agg`` from its parts, columns ``first + slot`` of ``reduced``."""
     columns = [P.col(reduced.schema, first + j) for j in slots]
     if len(columns) == 1:
         return columns[0]
+    if len(columns) >= 3:  # an interval's summed fields (NULL over no values), and a count
+        total = Func("interval_from_parts", tuple(columns[:3]))
+        return total if len(columns) == 3 else X.Arith("/", total, columns[3])
     total, count = columns  # no values: the sum is NULL, and so is the quotient
     return X.Arith("/", X.Cast(total, NUMERIC), X.Cast(count, NUMERIC))

@@ -9,7 +9,14 @@ from sqlglot import exp
 
 from changeflow.adapter.sql import avg, grouping_sets
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
-from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, contains, is_aggregate, walk
+from changeflow.adapter.sql.scalar import (
+    AGGREGATE_NODES,
+    Scalars,
+    bare,
+    contains,
+    is_aggregate,
+    walk,
+)
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.windows import windowed_functions
@@ -51,6 +58,7 @@ class Grouping:
         sources = items.nodes + ([having.this] if having else []) + order_nodes
         aggs: list[P.Aggregate] = []
         slots: dict[int, list[int]] = {}
+        called: dict[int, P.Aggregate] = {}
         agg_scalars = Scalars(rel.scope, rel.plan.schema, "an aggregate", dict(items.replacements))
         windowed = windowed_functions(sources)
         filtered = {
@@ -61,7 +69,8 @@ class Grouping:
                 if id(n) in filtered or id(n) in slots:
                     continue
                 if is_aggregate(n) or _filtered_aggregate(n):
-                    parts = avg.parts(self.aggregate_call(n, agg_scalars))
+                    called[id(n)] = self.aggregate_call(n, agg_scalars)
+                    parts = avg.parts(called[id(n)])
                     aggs += [a for a in parts if a not in aggs]
                     slots[id(n)] = [aggs.index(a) for a in parts]
         plan = rel.plan
@@ -89,7 +98,7 @@ class Grouping:
                 reduced = one_row(reduced)
             defaults = tuple(0 if a.func == "count" else None for a in aggs)
         width = len(keys)
-        agg_cols = {i: avg.combine(reduced, width, js) for i, js in slots.items()}
+        agg_cols = {i: avg.combine(called[i], reduced, width, js) for i, js in slots.items()}
         for j, c in enumerate(calls):  # GROUPING(…): 0 without grouping sets
             at = width + len(aggs) + j
             agg_cols[id(c)] = col_of(reduced, at) if sets is not None else X.Lit(0, INT4)
@@ -149,6 +158,7 @@ class Grouping:
         return out
 
     def group_key(self, g: exp.Expression, pre: Scalars, items: Items) -> X.Expr:
+        g = bare(g)  # GROUP BY (1) and GROUP BY (name) are GROUP BY 1 and GROUP BY name
         if isinstance(g, exp.Literal) and not g.is_string and str(g.this).isdigit():
             n = int(g.this)
             if not 1 <= n <= len(items.nodes):
@@ -163,6 +173,11 @@ class Grouping:
         if isinstance(g, exp.Column) and not g.args.get("table"):
             name = ident(g.this)
             if not pre.scope.find(name, None) and name in items.names:
+                named = {
+                    n.sql() for n, m in zip(items.nodes, items.names, strict=True) if m == name
+                }
+                if len(named) > 1:
+                    raise PlanError(f'GROUP BY "{name}" is ambiguous', sqlstate="42702")
                 return pre(items.nodes[items.names.index(name)])
         if contains(g, is_aggregate):
             raise PlanError("aggregate functions are not allowed in GROUP BY", sqlstate="42803")

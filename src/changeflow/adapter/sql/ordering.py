@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.sql.rows import Output
-from changeflow.adapter.sql.scalar import Scalars
+from changeflow.adapter.sql.scalar import Scalars, bare
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.compute import expr as X
@@ -38,7 +38,7 @@ class Ordering:
 
     def output_order(self, o: exp.Ordered, names: list[str]) -> P.Order:
         """An ORDER BY item that must name an output column (by position or name)."""
-        target = o.this
+        target = bare(o.this)
         index = self.ordinal(target, len(names))
         if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
             matches = [i for i, n in enumerate(names) if n == ident(target.this)]
@@ -171,7 +171,9 @@ class Ordering:
         clause: str,
     ) -> int:
         """The column an ORDER BY or DISTINCT ON item names: a select item by position, by
-        output name or by being the same expression, else a hidden column added for it."""
+        output name or by being the same expression, else a hidden column added for it
+        (parentheses around a name or position change nothing, as in PostgreSQL)."""
+        target = bare(target)
         index = self.ordinal(target, len(exprs))
         if index is None and isinstance(target, exp.Column) and not target.args.get("table"):
             name = ident(target.this)

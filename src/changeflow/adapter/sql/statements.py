@@ -87,18 +87,51 @@ def kind_of(word: str) -> str:
     return KIND_WORDS[" ".join(word.upper().split())]
 
 
+# Functions the planner takes as plain calls of the function table (sqlglot's own nodes for
+# them would rewrite a template as strftime's, or take another dialect's argument order).
+_PLAIN_CALLS = (
+    "CBRT",
+    "CHR",
+    "DEGREES",
+    "JUSTIFY_INTERVAL",
+    "LOG",
+    "MAKE_TIMESTAMP",
+    "RADIANS",
+    "TO_DATE",
+    "TO_TIMESTAMP",
+)
+
+
+def _plain_call(name: str) -> Any:
+    return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
+
+
+def _object_agg(args: list[exp.Expression]) -> exp.Expression:
+    if len(args) != 2:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="jsonb_object_agg", expressions=args)
+    pair = exp.Anonymous(this="jsonb_build_array", expressions=args)
+    return exp.Anonymous(this="jsonb_object_of_pairs", expressions=[exp.ArrayAgg(this=pair)])
+
+
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
     refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
     an interval literal keeps its text, ``date_part`` stays itself (a double, where
-    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``, and
-    ``to_char`` keeps its template as written (sqlglot would rewrite it as strftime's)."""
+    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``,
+    ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
+    ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
+    would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``."""
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            **{name: _plain_call(name) for name in _PLAIN_CALLS},
+            "AGE": lambda args: exp.Anonymous(
+                this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
+            ),
+            "JSONB_OBJECT_AGG": _object_agg,
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
@@ -107,7 +140,9 @@ class PostgresCalls(Postgres):
             k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
         }
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
-            k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"
+            k: v
+            for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
+            if k not in ("DATE_PART", *_PLAIN_CALLS)
         }
 
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
@@ -217,8 +252,50 @@ def unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] == "'":
         return value[1:-1].replace("''", "'")
     if value[:2] in ("E'", "e'") and value.endswith("'"):
-        return value[2:-1].encode().decode("unicode_escape")
+        return escape_string(value[2:-1])
     return value
+
+
+_ESCAPE = re.compile(
+    r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))|''", re.S
+)
+_LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def escape_string(body: str) -> str:
+    """The value of an escape string's body (between ``E'`` and ``'``), by PostgreSQL's rules:
+    ``\\b \\f \\n \\r \\t``, octal and hex bytes, ``\\u``/``\\U`` code points, ``\\`` before any
+    other character is that character, ``''`` is a quote; the bytes must be UTF-8 (22021)."""
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(body):
+        out += body[pos : m.start()].encode()
+        pos = m.end()
+        octal, hexa, short, long, other = m.groups()
+        if octal or hexa:
+            out.append(int(octal, 8) & 0xFF if octal else int(hexa, 16))
+        elif short or long:
+            out += _code_point(int(short or long, 16)).encode()
+        elif other is not None:
+            out += _LETTERS.get(other, other).encode()
+        else:
+            out += b"'"
+    out += body[pos:].encode()
+    try:
+        if 0 in out:
+            raise UnicodeDecodeError("utf-8", bytes(out), out.index(0), out.index(0) + 1, "nul")
+        return out.decode()
+    except UnicodeDecodeError as e:
+        bad = bytes(out[e.start : e.end]).hex()
+        raise PlanError(
+            f'invalid byte sequence for encoding "UTF8": 0x{bad}', sqlstate="22021"
+        ) from None
+
+
+def _code_point(value: int) -> str:
+    if value == 0 or 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:
+        raise PlanError("invalid Unicode escape value", sqlstate="22P05")
+    return chr(value)
 
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [

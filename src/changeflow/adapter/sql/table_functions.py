@@ -15,6 +15,8 @@ from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute.arrays import Subscript
+from changeflow.compute.functions import Func
 from changeflow.compute.jsonb import as_text, from_value
 from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
 from changeflow.compute.unnest import JsonbElements, Series, Unnest, series
@@ -157,10 +159,12 @@ def is_lateral_unnest(node: exp.Expression) -> bool:
 
 
 def _elements(node: exp.Expression) -> str | None:
-    """The name of ``jsonb_array_elements[_text](…)`` in FROM, else None."""
-    if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
-        name = str(node.this.this).lower()
-        return name if name.startswith("jsonb_array_elements") else None
+    """The name of ``jsonb_array_elements[_text](…)`` or ``jsonb_each[_text](…)`` in FROM
+    (or under LATERAL), else None."""
+    call = node.this if isinstance(node, exp.Table) else node
+    if isinstance(call, exp.Anonymous):
+        name = str(call.this).lower()
+        return name if name in JSONB_SETS else None
     return None
 
 
@@ -179,12 +183,14 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
         array: X.Expr = _series_of(scalars, node.this if isinstance(node, exp.Table) else node)
         names = ["generate_series", "ordinality"]
     else:
-        args = node.this.expressions if function else node.expressions
+        call = node.this if isinstance(node, exp.Table) else node
+        args = call.expressions
         if len(args) != 1:
             raise unsupported("unnest of several columns", node)
         array = scalars(args[0])
         if function:
-            array = JsonbElements(array, text=function.endswith("_text"))
+            each = function.startswith("jsonb_each")
+            array = JsonbElements(array, function.endswith("_text"), each)
         names = ["unnest", "ordinality"]
     offset = node.args.get("offset")
     ordinality = ordinality or bool(node.args.get("ordinality")) or bool(offset)
@@ -192,33 +198,73 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
         names[1] = str(offset.name).lower()
     table = names[0]
     if function:
-        table = names[0] = "value"  # the function's OUT column names it
+        table, names[0] = function, "value"  # the function's OUT column names it
     if alias is not None and alias.this is not None:
         table = ident(alias.this)
         names[0] = names[0] if function else table
-    for i, c in enumerate(alias.columns if alias is not None else []):
+    each = function is not None and function.startswith("jsonb_each")
+    for i, c in enumerate(alias.columns if alias is not None and not each else []):
         names[i] = ident(c)
-    plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))
+    plan: P.Plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))
     width = len(left.plan.schema)
     added = [Field(table, n, width + i) for i, n in enumerate(names[: 1 + ordinality])]
+    if each:
+        plan, added = _split_pairs(plan, table, function, alias, ordinality)  # type: ignore[arg-type]
     return Rel(plan, Scope(left.scope.fields + added, outer))
 
 
+def _split_pairs(
+    plan: P.Plan, table: str, function: str, alias: exp.TableAlias | None, ordinality: bool
+) -> tuple[P.Plan, list[Field]]:
+    """``jsonb_each[_text]``'s ``[key, value]`` pairs as its ``key`` and ``value`` columns
+    (named by the alias's column list, if any), then its ordinality."""
+    pair = P.col(plan.schema, len(plan.schema) - 1 - ordinality)
+    value = "jsonb_array_element_text" if function.endswith("_text") else "jsonb_array_element"
+    names = ["key", "value", "ordinality"]
+    for i, c in enumerate(alias.columns if alias is not None else []):
+        names[i] = ident(c)
+    split = (
+        (names[0], Func("jsonb_array_element_text", (pair, X.Lit(0, INT4)))),
+        (names[1], Func(value, (pair, X.Lit(1, INT4)))),
+    )
+    mapped = P.Map(plan, split)
+    width = len(plan.schema)
+    added = [Field(table, names[0], width), Field(table, names[1], width + 1)]
+    if ordinality:
+        added.append(Field(table, names[2], width - 1))
+    return mapped, added
+
+
 def set_returning(stage: Stage, nodes: list[exp.Expression]) -> Stage:
-    """``stage`` with a column for the ``unnest(array)`` or ``generate_series(…)`` of the
-    select list (one; PostgreSQL runs several in lockstep, which is not supported here),
-    recorded as its replacement: each row once per value, none for an empty or NULL one."""
+    """``stage`` with a column for each ``unnest(array)`` or ``generate_series(…)`` of the
+    select list, recorded as its replacement: each row once per value, none for an empty or
+    NULL one. Several run in lockstep, as PostgreSQL runs them: as many rows as the longest
+    has values, the shorter ones NULL past their end."""
     kinds = (exp.Explode, exp.ExplodingGenerateSeries)
     calls = [n for node in nodes for n in walk(node) if isinstance(n, kinds)]
     if not calls:
         return stage
-    if len({c.sql() for c in calls}) > 1:
-        raise unsupported("several set-returning functions in a select list", calls[1])
     scalars = stage.scalars()
-    first = calls[0]
-    array = scalars(first.this) if isinstance(first, exp.Explode) else _series_of(scalars, first)
-    plan = Unnest(stage.rel.plan, array)
+    distinct: dict[str, X.Expr] = {}
     for call in calls:
-        stage.replacements[id(call)] = col_of(plan, len(stage.rel.plan.schema))
+        if call.sql() not in distinct:
+            distinct[call.sql()] = (
+                scalars(call.this) if isinstance(call, exp.Explode) else _series_of(scalars, call)
+            )
+    width = len(stage.rel.plan.schema)
+    if len(distinct) == 1:
+        plan: P.Plan = Unnest(stage.rel.plan, next(iter(distinct.values())))
+        values = {sql: col_of(plan, width) for sql in distinct}
+    else:
+        arrays = P.Map(
+            stage.rel.plan, tuple((f"srf{i}", a) for i, a in enumerate(distinct.values()))
+        )
+        columns = [col_of(arrays, width + i) for i in range(len(distinct))]
+        longest = Func("greatest", tuple(Func("cardinality", (c,)) for c in columns))
+        plan = Unnest(arrays, Series(X.Lit(1, INT4), longest))
+        at = col_of(plan, width + len(columns))
+        values = {sql: Subscript(c, at) for sql, c in zip(distinct, columns, strict=True)}
+    for call in calls:
+        stage.replacements[id(call)] = values[call.sql()]
     stage.rel = Rel(plan, stage.rel.scope)
     return stage

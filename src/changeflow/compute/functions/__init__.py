@@ -2,10 +2,11 @@
 PostgreSQL.
 
 Each :class:`Function` is defined once, in its family's module (``text``, ``numbers``,
-``times``, ``arrays``, ``jsonb``): a type rule (argument types to result type, or a
-:class:`PlanError`), its meaning on Python values (the reference), its Spark form and, where
-Arrow has a kernel that means the same, its Arrow form. A strict function (most) is NULL when
-any argument is NULL; ``concat``, ``greatest`` and ``least`` skip NULLs as PostgreSQL's do.
+``times``, ``formats``, ``from_text``, ``arrays``, ``jsonb``…): a type rule (argument types to
+result type, or a :class:`PlanError`), its meaning on Python values (the reference), its Spark
+form and, where Arrow has a kernel that means the same, its Arrow form. A strict function (most)
+is NULL when any argument is NULL; ``concat``, ``greatest`` and ``least`` skip NULLs as
+PostgreSQL's do.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from changeflow.compute.functions import (
     arrays,
     chars,
     formats,
+    from_text,
     jsonb,
     numbers,
     patterns,
@@ -31,7 +33,7 @@ from changeflow.errors import PlanError
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
-    for family in (text, patterns, chars, numbers, times, formats, arrays, jsonb)
+    for family in (text, patterns, chars, numbers, times, formats, from_text, arrays, jsonb)
     for f in family.FUNCTIONS
 }
 

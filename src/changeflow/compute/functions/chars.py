@@ -1,13 +1,14 @@
-"""Character functions (PostgreSQL's): ``ascii``, ``octet_length``, ``translate`` and
-``to_hex``, each defined once, on Python values and on Spark."""
+"""Character functions (PostgreSQL's): ``ascii``, ``chr``, ``octet_length``, ``translate``
+and ``to_hex``, each defined once, on Python values and on Spark."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from changeflow.compute.functions.base import F, Function, _args, _sig, _simple
+from changeflow.compute.functions.base import F, Function, _args, _sig, _simple, fail
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.types import INT2, INT4, INT8, TEXT, SqlType
+from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -18,6 +19,33 @@ if TYPE_CHECKING:
 
 def _ascii(s: str) -> int:
     return ord(s[0]) if s else 0
+
+
+def _chr(n: int) -> str:
+    """The character of code point ``n`` (UTF-8): not NUL, not a surrogate, not negative."""
+    if n < 0:
+        raise EvalError("character number must be positive", sqlstate="22023")
+    if n == 0:
+        raise EvalError("null character not permitted", sqlstate="54000")
+    if n > 0x10FFFF:
+        raise EvalError(f"requested character too large for encoding: {n}", sqlstate="54000")
+    if 0xD800 <= n <= 0xDFFF:
+        raise EvalError(f"requested character not valid for encoding: {n}", sqlstate="54000")
+    return chr(n)
+
+
+def _spark_chr(cc: ExprCompiler, e: Func) -> Column:
+    (n,) = _args(cc, e)
+    return (
+        F.when(n < 0, fail("character number must be positive", "22023"))
+        .when(n == 0, fail("null character not permitted", "54000"))
+        .when(n > 0x10FFFF, fail("requested character too large for encoding", "54000"))
+        .when(
+            (n >= 0xD800) & (n <= 0xDFFF),
+            fail("requested character not valid for encoding", "54000"),
+        )
+        .otherwise(F.format_string("%c", n.cast("int")))
+    )
 
 
 def _translate(s: str, source: str, target: str) -> str:
@@ -58,6 +86,7 @@ def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
 
 FUNCTIONS = [
     Function("ascii", _sig((TEXT,), result=INT4), _ascii, spark=_simple("ascii")),
+    Function("chr", _sig(("int",), result=TEXT), _chr, spark=_spark_chr),
     Function(
         "octet_length",
         _sig((TEXT,), result=INT4),

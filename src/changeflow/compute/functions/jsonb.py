@@ -78,6 +78,22 @@ def build_object(*args: tuple[Any, SqlType]) -> J.Jsonb:
     return J.from_value(out)
 
 
+def object_of_pairs(pairs: tuple[J.Jsonb | None, ...]) -> J.Jsonb:
+    """An object of ``[key, value]`` pairs (a key as its JSON text), a later key's value
+    winning: what ``jsonb_object_agg(k, v)`` makes of ``array_agg(jsonb_build_array(k, v))``."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, value = pair.value() if pair is not None else (None, None)
+        if key is None:
+            raise EvalError("field name must not be null", sqlstate="22023")
+        if isinstance(key, dict | list):
+            raise EvalError(
+                "key value must be scalar, not array, composite, or json", sqlstate="22023"
+            )
+        out[J.as_text(J.from_value(key))] = value
+    return J.from_value(out)
+
+
 def _any(result: SqlType) -> Any:
     def rule(args: tuple[SqlType, ...]) -> SqlType:
         return result
@@ -130,6 +146,7 @@ FUNCTIONS = [
     Function("to_jsonb", _one_any, to_jsonb, strict=False),
     Function("jsonb_build_array", _any(JSONB), build_array, strict=False),
     Function("jsonb_build_object", _any(JSONB), build_object, strict=False),
+    Function("jsonb_object_of_pairs", _sig((array_of(JSONB),), result=JSONB), object_of_pairs),
 ]
 FUNCTIONS = [
     Function(f.name, f.rule, f.impl, f.strict, spark=_rows_only, arrow=None) for f in FUNCTIONS

@@ -81,6 +81,18 @@ def _ln(x: float) -> float:
     return math.log(x)
 
 
+def _log(*args: Any) -> float:
+    """``log(x)`` (base 10) or ``log(b, x)``; 2201E for zero or a negative, 22012 for base 1."""
+    for v in args:
+        _ln(float(v))
+    if len(args) == 1:
+        return math.log10(float(args[0]))
+    base, x = map(float, args)
+    if base == 1:
+        raise EvalError("division by zero", sqlstate="22012")
+    return math.log(x) / math.log(base)
+
+
 def _exp(x: float) -> float:
     try:
         return math.exp(x)
@@ -198,6 +210,20 @@ def _spark_ln(cc: ExprCompiler, e: Func) -> Column:
     )
 
 
+def _spark_log(cc: ExprCompiler, e: Func) -> Column:
+    args = [_double(cc, e, i) for i in range(len(e.args))]
+    out = F.log10(args[0]) if len(args) == 1 else F.log(args[0], args[1])
+    for x in args:
+        out = (
+            F.when(x == 0, fail("cannot take logarithm of zero", "2201E"))
+            .when(x < 0, fail("cannot take logarithm of a negative number", "2201E"))
+            .otherwise(out)
+        )
+    if len(args) == 2:
+        out = F.when(args[0] == 1, fail("division by zero", "22012")).otherwise(out)
+    return out
+
+
 def _spark_exp(cc: ExprCompiler, e: Func) -> Column:
     x = _double(cc, e)
     return F.when(x > _MAX_DOUBLE_EXP, fail("value out of range: overflow", "22003")).otherwise(
@@ -245,6 +271,25 @@ FUNCTIONS = [
     Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x)), spark=_spark_sqrt),
     Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x)), spark=_spark_ln),
     Function("exp", _sig(("num",), result=FLOAT8), lambda x: _exp(float(x)), spark=_spark_exp),
+    Function("log", _sig(("num",), ("num", "num"), result=FLOAT8), _log, spark=_spark_log),
+    Function(
+        "cbrt",
+        _sig(("num",), result=FLOAT8),
+        lambda x: math.cbrt(float(x)),
+        spark=lambda cc, e: F.cbrt(_double(cc, e)),
+    ),
+    Function(
+        "degrees",
+        _sig(("num",), result=FLOAT8),
+        lambda x: math.degrees(float(x)),
+        spark=lambda cc, e: F.degrees(_double(cc, e)),
+    ),
+    Function(
+        "radians",
+        _sig(("num",), result=FLOAT8),
+        lambda x: math.radians(float(x)),
+        spark=lambda cc, e: F.radians(_double(cc, e)),
+    ),
     Function(
         "power",
         _sig(("num", "num"), result=FLOAT8),

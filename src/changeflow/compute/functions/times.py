@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -17,16 +17,20 @@ from changeflow.compute.functions.base import (
     spark_type,
     unsupported,
 )
+from changeflow.compute.functions.from_text import rows_only, to_timestamp_text
 from changeflow.compute.intervals import (
     Interval,
     age,
     interval_part,
     justify_days,
     justify_hours,
+    justify_interval,
+    stamp_of,
 )
 from changeflow.compute.types import (
     DATE,
     FLOAT8,
+    INT4,
     INT8,
     INTERVAL,
     NULLTYPE,
@@ -154,6 +158,46 @@ def _make_date(y: int, m: int, d: int) -> date:
         ) from None
 
 
+def _make_timestamp(y: int, mo: int, d: int, h: int, mi: int, sec: Decimal | float) -> datetime:
+    """PostgreSQL's ``make_timestamp``: 24:00:00 and a 60th second carry over."""
+    day = _make_date(y, mo, d)
+    micros = round(Decimal(str(sec)) * 1_000_000)
+    if not (0 <= h <= 24 and 0 <= mi < 60 and 0 <= micros <= 60_000_000) or (
+        h == 24 and (mi or micros)
+    ):
+        raise EvalError(
+            f"time field value out of range: {h}:{mi:02d}:{float(sec):02g}", sqlstate="22008"
+        )
+    return stamp_of(day) + timedelta(hours=h, minutes=mi, microseconds=micros)
+
+
+def _age(a: date, b: date) -> Interval:
+    """``age`` of two dates or timestamps of either kind (a date is its midnight; a
+    timestamp without zone beside one with is taken in the session's zone, UTC)."""
+    x, y = stamp_of(a), stamp_of(b)
+    if (x.tzinfo is None) != (y.tzinfo is None):
+        x, y = (v if v.tzinfo else v.replace(tzinfo=UTC) for v in (x, y))
+    return age(x, y)
+
+
+def _from_parts(months: int, days: int, micros: Decimal | int) -> Interval:
+    """An interval of summed fields (what sum and avg of intervals add up); 22008 when a
+    field leaves its range."""
+    if not (-(2**31) <= months < 2**31 and -(2**31) <= days < 2**31 and -(2**63) <= micros < 2**63):
+        raise EvalError("interval out of range", sqlstate="22008")
+    return Interval(int(months), int(days), int(micros))
+
+
+def _age_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) == 2 and all(a in (DATE, TIMESTAMP, TIMESTAMPTZ, NULLTYPE) for a in args):
+        return INTERVAL
+    raise PlanError("no match", sqlstate="42883")
+
+
+def _to_timestamp_rule(args: tuple[SqlType, ...]) -> SqlType:
+    return _sig(("num",), (TEXT, TEXT), result=TIMESTAMPTZ)(args)
+
+
 def _stamp_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) == 2 and args[0] in (TEXT, NULLTYPE) and args[1] in (TIMESTAMP, TIMESTAMPTZ, DATE):
         return TIMESTAMP if args[1] == DATE else args[1]
@@ -226,11 +270,37 @@ def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
 
 
 def _spark_to_timestamp(cc: ExprCompiler, e: Func) -> Column:
+    if len(e.args) == 2:
+        rows_only(cc, e)
     s = _double(cc, e)
     in_range = (s >= -62135596800) & (s < 253402300800)
     micros = F.bround(s * 1e6, 0).cast("bigint")
     return F.when(~in_range, fail("timestamp out of range", "22008")).otherwise(
         F.timestamp_micros(micros)
+    )
+
+
+def _spark_make_timestamp(cc: ExprCompiler, e: Func) -> Column:
+    y, mo, d, h, mi = (cc.compile(a) for a in e.args[:5])
+    sec = _double(cc, e, 5)
+    day = F.make_date(y, mo, d)
+    micros = F.bround(sec * 1e6, 0).cast("bigint")
+    bad = (
+        day.isNull()
+        | (y <= 0)
+        | (h < 0)
+        | (h > 24)
+        | (mi < 0)
+        | (mi > 59)
+        | (micros < 0)
+        | (micros > 60_000_000)
+        | ((h == 24) & ((mi != 0) | (micros != 0)))
+    )
+    total = (
+        F.unix_micros(F.to_timestamp(day)) + (h.cast("bigint") * 3600 + mi * 60) * 10**6 + micros
+    )
+    return F.when(bad, fail("date/time field value out of range", "22008")).otherwise(
+        F.timestamp_micros(total).cast(spark_type(TIMESTAMP))
     )
 
 
@@ -266,9 +336,15 @@ FUNCTIONS = [
         spark=_simple(lambda y, m, d: F.make_date(y, m, d)),
     ),
     Function(
+        "make_timestamp",
+        _sig(("int", "int", "int", "int", "int", "num"), result=TIMESTAMP),
+        _make_timestamp,
+        spark=_spark_make_timestamp,
+    ),
+    Function(
         "to_timestamp",
-        _sig(("num",), result=TIMESTAMPTZ),
-        lambda s: _from_epoch(float(s)),
+        _to_timestamp_rule,
+        lambda *a: _from_epoch(float(a[0])) if len(a) == 1 else to_timestamp_text(*a),
         spark=_spark_to_timestamp,
     ),
     Function(
@@ -280,9 +356,23 @@ FUNCTIONS = [
     Function("justify_days", _sig((INTERVAL,), result=INTERVAL), justify_days, spark=_rows_only),
     Function("justify_hours", _sig((INTERVAL,), result=INTERVAL), justify_hours, spark=_rows_only),
     Function(
-        "age",
-        _sig((TIMESTAMP, TIMESTAMP), (TIMESTAMPTZ, TIMESTAMPTZ), result=INTERVAL),
-        age,
+        "justify_interval",
+        _sig((INTERVAL,), result=INTERVAL),
+        justify_interval,
+        spark=_rows_only,
+    ),
+    Function("age", _age_rule, _age, spark=_rows_only),
+    Function(
+        "interval_months", _sig((INTERVAL,), result=INT4), lambda v: v.months, spark=_rows_only
+    ),
+    Function("interval_days", _sig((INTERVAL,), result=INT4), lambda v: v.days, spark=_rows_only),
+    Function(
+        "interval_micros", _sig((INTERVAL,), result=INT8), lambda v: v.micros, spark=_rows_only
+    ),
+    Function(
+        "interval_from_parts",
+        _sig(("int", "int", "num"), result=INTERVAL),
+        _from_parts,
         spark=_rows_only,
     ),
 ]
