@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pandas._libs.hashtable import Int64HashTable  # pandas' C hash map, int64 -> int64
+from pandas._libs.hashtable import Int64HashTable, Int64Vector  # pandas' C hash map
 
 from changeflow.cdc.messages import freeze
 from changeflow.errors import InvalidInput
@@ -254,8 +254,25 @@ class HeldIndex:
         """Rows in the buffers, live or taken out (at most twice the live ones, plus 1024)."""
         return self.rows.n
 
-    def add(self, rows: pa.Table, hashes: np.ndarray) -> None:
-        """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows."""
+    def label(self, hashes: np.ndarray) -> np.ndarray:
+        """In one pass over the hash table: the position of the held row of each hash, or for
+        a hash not held, the position its first row gets if :meth:`add` holds the first rows
+        of the new hashes (in order) with ``mapped``. Until then (or :meth:`remap`) the table
+        maps hashes that are not held."""
+        if not len(hashes):
+            return np.empty(0, np.int64)
+        return self.map.get_labels(hashes.view(np.int64), Int64Vector(), self.rows.n, -1)
+
+    def remap(self) -> None:
+        """Map the live rows' hashes alone (undoing a :meth:`label` not followed by add)."""
+        n = self.rows.n
+        live = np.flatnonzero(self.alive[:n])
+        self.map = Int64HashTable(max(len(live), 1))
+        self.map.map_keys_to_values(self.hashes[live].view(np.int64), live.astype(np.int64))
+
+    def add(self, rows: pa.Table, hashes: np.ndarray, mapped: bool = False) -> None:
+        """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows
+        (``mapped``: :meth:`label` has put them in the hash table)."""
         if not len(rows):
             return
         start = self.rows.append(rows)
@@ -265,7 +282,10 @@ class HeldIndex:
             self.hashes, self.alive = _grow(self.hashes, size), _grow(self.alive, size, False)
         self.hashes[start:end] = hashes
         self.alive[start:end] = True
-        self.map.map_keys_to_values(hashes.view(np.int64), np.arange(start, end, dtype=np.int64))
+        if not mapped:
+            self.map.map_keys_to_values(
+                hashes.view(np.int64), np.arange(start, end, dtype=np.int64)
+            )
         self.live += len(rows)
 
     def find(self, rows: pa.Table, hashes: np.ndarray) -> np.ndarray:
