@@ -176,7 +176,7 @@ class ColumnarReader(CdcReader):
         labels = self._pending.label(hashes)
         try:
             first = self._check_held(table, labels, diffs, n)
-            if len(first) < len(table):
+            if len(first) < len(table) or (np.diff(first) < 0).any():  # not the table in order
                 table, hashes = table.take(pa.array(first)), hashes[first]
             self._pending.add(table, hashes, mapped=True)
         except BaseException:

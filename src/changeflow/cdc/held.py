@@ -237,12 +237,60 @@ class HeldRows:
             self.valid = {c: v[:size].copy() for c, v in self.valid.items()}
 
 
+class HashMap:
+    """A map from 64-bit hashes to positions: C hash tables, one per value of the top
+    ``BITS`` bits, so that each is small enough to stay in the cache while a message's hashes,
+    grouped by table, go through it."""
+
+    BITS = 8
+
+    def __init__(self) -> None:
+        self.tables = [Int64HashTable() for _ in range(1 << self.BITS)]
+
+    def _groups(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """The order that groups ``hashes`` by table (stable), the group bounds and the tables
+        with any."""
+        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.uint16)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange((1 << self.BITS) + 1))
+        return order, bounds, np.flatnonzero(np.diff(bounds)).tolist()
+
+    def put(self, hashes: np.ndarray, positions: np.ndarray) -> None:
+        """Map each of ``hashes`` (distinct, not mapped yet) to its position."""
+        order, bounds, used = self._groups(hashes)
+        keys, values = hashes[order].view(np.int64), positions[order]
+        for p in used:
+            a, b = bounds[p], bounds[p + 1]
+            self.tables[p].map_keys_to_values(keys[a:b], values[a:b])
+
+    def get(self, hashes: np.ndarray) -> np.ndarray:
+        """The position of each hash, or -1."""
+        order, bounds, used = self._groups(hashes)
+        keys, out = hashes[order].view(np.int64), np.full(len(hashes), -1, np.int64)
+        for p in used:
+            a, b = bounds[p], bounds[p + 1]
+            out[order[a:b]] = self.tables[p].lookup(keys[a:b])
+        return out
+
+    def label(self, hashes: np.ndarray, start: int) -> np.ndarray:
+        """The position of each mapped hash; each new one is mapped to the next position from
+        ``start`` (its copies to the same)."""
+        order, bounds, used = self._groups(hashes)
+        keys, out = hashes[order].view(np.int64), np.empty(len(hashes), np.int64)
+        for p in used:
+            a, b, table = bounds[p], bounds[p + 1], self.tables[p]
+            before = len(table)
+            out[order[a:b]] = table.get_labels(keys[a:b], Int64Vector(), start, -1)
+            start += len(table) - before
+        return out
+
+
 class HeldIndex:
     """Held rows, and a hash table from each live row's hash to its position."""
 
     def __init__(self) -> None:
         self.rows = HeldRows()
-        self.map = Int64HashTable()
+        self.map = HashMap()
         self.hashes = np.empty(0, np.uint64)  # of every row held
         self.alive = np.empty(0, bool)
         self.live = 0
@@ -261,14 +309,14 @@ class HeldIndex:
         maps hashes that are not held."""
         if not len(hashes):
             return np.empty(0, np.int64)
-        return self.map.get_labels(hashes.view(np.int64), Int64Vector(), self.rows.n, -1)
+        return self.map.label(hashes, self.rows.n)
 
     def remap(self) -> None:
         """Map the live rows' hashes alone (undoing a :meth:`label` not followed by add)."""
         n = self.rows.n
         live = np.flatnonzero(self.alive[:n])
-        self.map = Int64HashTable(max(len(live), 1))
-        self.map.map_keys_to_values(self.hashes[live].view(np.int64), live.astype(np.int64))
+        self.map = HashMap()
+        self.map.put(self.hashes[live], live.astype(np.int64))
 
     def add(self, rows: pa.Table, hashes: np.ndarray, mapped: bool = False) -> None:
         """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows
@@ -283,16 +331,14 @@ class HeldIndex:
         self.hashes[start:end] = hashes
         self.alive[start:end] = True
         if not mapped:
-            self.map.map_keys_to_values(
-                hashes.view(np.int64), np.arange(start, end, dtype=np.int64)
-            )
+            self.map.put(hashes, np.arange(start, end, dtype=np.int64))
         self.live += len(rows)
 
     def find(self, rows: pa.Table, hashes: np.ndarray) -> np.ndarray:
         """The position of the live row equal to each of ``rows`` in data and time, or -1."""
         if not self.live or not len(hashes):
             return np.full(len(hashes), -1, np.int64)
-        held = self.map.lookup(hashes.view(np.int64))
+        held = self.map.get(hashes)
         hit = np.flatnonzero(held >= 0)
         if len(hit):
             positions = held[hit]
@@ -342,8 +388,8 @@ class HeldIndex:
         if len(self.hashes) > 4 * k + 4096:
             size = max(2 * k, 1024)
             self.hashes, self.alive = self.hashes[:size].copy(), self.alive[:size].copy()
-        self.map = Int64HashTable(max(k, 1))
-        self.map.map_keys_to_values(self.hashes[:k].view(np.int64), np.arange(k, dtype=np.int64))
+        self.map = HashMap()
+        self.map.put(self.hashes[:k], np.arange(k, dtype=np.int64))
 
     def rehash(self, hasher: Callable[[pa.Table], np.ndarray]) -> None:
         """Hash every live row again (after a collision, with another seed)."""
