@@ -3,8 +3,9 @@
 :class:`HeldRows` keeps integer, floating and boolean columns (and ``_time``, ``_diff``) as
 numpy buffers that grow by doubling, so gathering rows by position is a numpy index, not an
 Arrow ``take`` over many chunks; columns of other types stay Arrow chunks. :class:`HeldIndex`
-maps each live row's 64-bit hash to its position in a C hash table, so a message is looked up
-in one pass over its own rows, whatever the number held. Rows taken out stay in the buffers,
+maps each live row's 64-bit hash to its position in C hash tables (:class:`HashMap`, one per
+value of the hash's top bits), so a message is looked up, and its new rows numbered, in one
+pass over its own rows, whatever the number held. Rows taken out stay in the buffers,
 unreachable, until they outnumber the live ones; then the buffers are compacted, so memory
 stays within twice the live rows.
 """
