@@ -199,3 +199,15 @@ def test_typed_columns_and_types_that_change_between_messages(data) -> None:
 
     tables = [table(m) if isinstance(m, Updates) else m for m in messages]
     assert decoded(tables, ColumnarReader(audit=True)) == decoded(messages, CdcReader(audit=True))
+
+
+def test_a_refused_message_leaves_the_held_rows_as_they_were() -> None:
+    first = Updates((("a", 3, 1), ("b", 3, 1)))
+    refused = Updates((("c", 3, 1), ("a", 3, -1)))  # c is new, a contradicts the held a
+    rest = [Updates((("d", 3, 1), ("c", 3, 2))), Progress(A([0]), A([4]), ((3, 4),))]
+    reader = ColumnarReader()
+    read_all(reader, [first])
+    with pytest.raises(CdcConflict, match="data 'a' at time 3"):
+        read_all(reader, [refused])
+    assert decoded(rest, reader) == decoded([first, *rest], CdcReader())
+    assert reader._seed == 0  # no row of the refused message was left to collide with

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from changeflow.collection import PTVC, consolidate
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate, evaluate_history
+from changeflow.compute.expr import Arith, lit
 from changeflow.compute.operators import Inputs, Operator, Reduce, TopK, build, hydrate
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import INPUTS, histories, plans  # noqa: E402
+from plans import INPUTS, R, histories, plans  # noqa: E402
 
 TIMES = 8
 
@@ -158,3 +159,20 @@ def test_operators_hydrated_in_bulk_continue_exactly(
         + [u for u in expected if u[1] > as_of]
     )
     assert got == want, plan.explain()
+
+
+def test_temporal_filter_on_batches_with_null_and_empty_windows() -> None:
+    """Rows whose bound is NULL or whose window is empty make nothing; the others open and
+    close, on batches as in rows."""
+    lower, upper = P.col(R.schema, 1), Arith("+", P.col(R.schema, 0), lit(5))
+    plan = P.TemporalFilter(R, (lower,), (upper,))
+    history = {
+        "r": [((1, None), 0, 1), ((2, 1), 0, 1), ((3, -5), 1, 1), ((4, 3), 1, -1), ((6, 20), 0, 1)],
+        "s": [],
+    }
+    rows = run_steps(plan, history, [1, 3, 9])
+    assert sorted(run_steps(plan, history, [1, 3, 9], columnar=True)) == sorted(rows)
+    assert sorted(rows) == [
+        ((2, 1), 1, 1), ((2, 1), 7, -1), ((3, -5), 1, 1), ((3, -5), 8, -1), ((4, 3), 3, -1),
+        ((4, 3), 9, 1),
+    ]  # fmt: skip

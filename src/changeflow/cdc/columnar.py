@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pandas._libs.hashtable import Int64HashTable
 
 from changeflow.cdc.held import Collision, HeldIndex, equal_arrays
 from changeflow.cdc.messages import Message, UpdateTable, freeze, without_gc
@@ -173,43 +172,51 @@ class ColumnarReader(CdcReader):
                 "diff 0: CDC v2 updates carry non-zero integer diffs"
             )
         hashes = self._hash(table)
-        held = self._pending.find(table, hashes)
-        hit = np.flatnonzero(held >= 0)
+        n = self._pending.held_rows()
+        labels = self._pending.label(hashes)
+        try:
+            first = self._check_held(table, labels, diffs, n)
+            if len(first) < len(table) or (np.diff(first) < 0).any():  # not the table in order
+                table, hashes = table.take(pa.array(first)), hashes[first]
+            self._pending.add(table, hashes, mapped=True)
+        except BaseException:
+            self._pending.remap()
+            raise
+        self._count(table.column(TIME).to_numpy())
+
+    def _check_held(
+        self, table: pa.Table, labels: np.ndarray, diffs: np.ndarray, n: int
+    ) -> np.ndarray:
+        """Check a message's rows against the held rows (positions ``labels`` below ``n``)
+        and against each other (new labels from ``n``, one per distinct hash); return the
+        first row of each new (data, time). Equal hashes of unequal rows raise
+        :class:`Collision`; two diffs for one (data, time) are a conflict."""
+        old = labels < n
+        hit = np.flatnonzero(old)
         if len(hit):
-            known, new = self._pending.diffs(held[hit]), diffs[hit]
+            positions = labels[hit]
+            if not self._pending.alive[positions].all():
+                raise Collision  # a reported row's hash: its (data, time) would be late
+            if not self._pending.rows.equal(positions, table, hit).all():
+                raise Collision
+            known, new = self._pending.diffs(positions), diffs[hit]
             bad = np.flatnonzero(known != new)
             if len(bad):
                 self._conflict(table, int(hit[bad[0]]), int(known[bad[0]]), int(new[bad[0]]))
-            fresh = held < 0
-            if not fresh.any():
-                return
-            table, hashes, diffs = table.filter(fresh), hashes[fresh], diffs[fresh]
-        table, hashes = self._distinct(table, hashes, diffs)
-        self._pending.add(table, hashes)
-        self._count(table.column(TIME).to_numpy())
-
-    def _distinct(
-        self, table: pa.Table, hashes: np.ndarray, diffs: np.ndarray
-    ) -> tuple[pa.Table, np.ndarray]:
-        """The first row of each (data, time) of a message, and their hashes; two diffs for one
-        (data, time) are a conflict."""
-        n = len(hashes)
-        local = Int64HashTable(n)
-        local.map_locations(np.ascontiguousarray(hashes[::-1]).view(np.int64))
-        first = n - 1 - local.lookup(hashes.view(np.int64))  # the first row of each hash
-        copies = np.flatnonzero(first != np.arange(n))
-        if not len(copies):
-            return table, hashes
-        originals = first[copies]
-        if not _equal(table.take(copies), table.take(originals)).all():
-            raise Collision
-        bad = np.flatnonzero(diffs[copies] != diffs[originals])
-        if len(bad):
-            i = int(copies[bad[0]])
-            self._conflict(table, i, int(diffs[originals[bad[0]]]), int(diffs[i]))
-        keep = np.ones(n, bool)
-        keep[copies] = False
-        return table.filter(keep), hashes[keep]
+        fresh = np.flatnonzero(~old) if len(hit) else np.arange(len(labels))
+        slots = labels[fresh] - n
+        first = np.empty(int(slots.max()) + 1 if len(slots) else 0, np.int64)
+        first[slots[::-1]] = fresh[::-1]  # the first row of each new hash
+        copies = fresh[first[slots] != fresh]
+        if len(copies):
+            originals = first[labels[copies] - n]
+            if not _equal(table.take(copies), table.take(originals)).all():
+                raise Collision
+            bad = np.flatnonzero(diffs[copies] != diffs[originals])
+            if len(bad):
+                i = int(copies[bad[0]])
+                self._conflict(table, i, int(diffs[originals[bad[0]]]), int(diffs[i]))
+        return first
 
     def _check_late_rows(self, rows: pa.Table) -> None:
         """In audit mode, rows at reported times must be the reported updates."""

@@ -3,8 +3,9 @@
 :class:`HeldRows` keeps integer, floating and boolean columns (and ``_time``, ``_diff``) as
 numpy buffers that grow by doubling, so gathering rows by position is a numpy index, not an
 Arrow ``take`` over many chunks; columns of other types stay Arrow chunks. :class:`HeldIndex`
-maps each live row's 64-bit hash to its position in a C hash table, so a message is looked up
-in one pass over its own rows, whatever the number held. Rows taken out stay in the buffers,
+maps each live row's 64-bit hash to its position in C hash tables (:class:`HashMap`, one per
+value of the hash's top bits), so a message is looked up, and its new rows numbered, in one
+pass over its own rows, whatever the number held. Rows taken out stay in the buffers,
 unreachable, until they outnumber the live ones; then the buffers are compacted, so memory
 stays within twice the live rows.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pandas._libs.hashtable import Int64HashTable  # pandas' C hash map, int64 -> int64
+from pandas._libs.hashtable import Int64HashTable, Int64Vector  # pandas' C hash map
 
 from changeflow.cdc.messages import freeze
 from changeflow.errors import InvalidInput
@@ -237,12 +238,60 @@ class HeldRows:
             self.valid = {c: v[:size].copy() for c, v in self.valid.items()}
 
 
+class HashMap:
+    """A map from 64-bit hashes to positions: C hash tables, one per value of the top
+    ``BITS`` bits, so that each is small enough to stay in the cache while a message's hashes,
+    grouped by table, go through it."""
+
+    BITS = 8
+
+    def __init__(self) -> None:
+        self.tables = [Int64HashTable() for _ in range(1 << self.BITS)]
+
+    def _groups(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """The order that groups ``hashes`` by table (stable), the group bounds and the tables
+        with any."""
+        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.uint16)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange((1 << self.BITS) + 1))
+        return order, bounds, np.flatnonzero(np.diff(bounds)).tolist()
+
+    def put(self, hashes: np.ndarray, positions: np.ndarray) -> None:
+        """Map each of ``hashes`` (distinct, not mapped yet) to its position."""
+        order, bounds, used = self._groups(hashes)
+        keys, values = hashes[order].view(np.int64), positions[order]
+        for p in used:
+            a, b = bounds[p], bounds[p + 1]
+            self.tables[p].map_keys_to_values(keys[a:b], values[a:b])
+
+    def get(self, hashes: np.ndarray) -> np.ndarray:
+        """The position of each hash, or -1."""
+        order, bounds, used = self._groups(hashes)
+        keys, out = hashes[order].view(np.int64), np.full(len(hashes), -1, np.int64)
+        for p in used:
+            a, b = bounds[p], bounds[p + 1]
+            out[order[a:b]] = self.tables[p].lookup(keys[a:b])
+        return out
+
+    def label(self, hashes: np.ndarray, start: int) -> np.ndarray:
+        """The position of each mapped hash; each new one is mapped to the next position from
+        ``start`` (its copies to the same)."""
+        order, bounds, used = self._groups(hashes)
+        keys, out = hashes[order].view(np.int64), np.empty(len(hashes), np.int64)
+        for p in used:
+            a, b, table = bounds[p], bounds[p + 1], self.tables[p]
+            before = len(table)
+            out[order[a:b]] = table.get_labels(keys[a:b], Int64Vector(), start, -1)
+            start += len(table) - before
+        return out
+
+
 class HeldIndex:
     """Held rows, and a hash table from each live row's hash to its position."""
 
     def __init__(self) -> None:
         self.rows = HeldRows()
-        self.map = Int64HashTable()
+        self.map = HashMap()
         self.hashes = np.empty(0, np.uint64)  # of every row held
         self.alive = np.empty(0, bool)
         self.live = 0
@@ -254,8 +303,25 @@ class HeldIndex:
         """Rows in the buffers, live or taken out (at most twice the live ones, plus 1024)."""
         return self.rows.n
 
-    def add(self, rows: pa.Table, hashes: np.ndarray) -> None:
-        """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows."""
+    def label(self, hashes: np.ndarray) -> np.ndarray:
+        """In one pass over the hash table: the position of the held row of each hash, or for
+        a hash not held, the position its first row gets if :meth:`add` holds the first rows
+        of the new hashes (in order) with ``mapped``. Until then (or :meth:`remap`) the table
+        maps hashes that are not held."""
+        if not len(hashes):
+            return np.empty(0, np.int64)
+        return self.map.label(hashes, self.rows.n)
+
+    def remap(self) -> None:
+        """Map the live rows' hashes alone (undoing a :meth:`label` not followed by add)."""
+        n = self.rows.n
+        live = np.flatnonzero(self.alive[:n])
+        self.map = HashMap()
+        self.map.put(self.hashes[live], live.astype(np.int64))
+
+    def add(self, rows: pa.Table, hashes: np.ndarray, mapped: bool = False) -> None:
+        """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows
+        (``mapped``: :meth:`label` has put them in the hash table)."""
         if not len(rows):
             return
         start = self.rows.append(rows)
@@ -265,14 +331,15 @@ class HeldIndex:
             self.hashes, self.alive = _grow(self.hashes, size), _grow(self.alive, size, False)
         self.hashes[start:end] = hashes
         self.alive[start:end] = True
-        self.map.map_keys_to_values(hashes.view(np.int64), np.arange(start, end, dtype=np.int64))
+        if not mapped:
+            self.map.put(hashes, np.arange(start, end, dtype=np.int64))
         self.live += len(rows)
 
     def find(self, rows: pa.Table, hashes: np.ndarray) -> np.ndarray:
         """The position of the live row equal to each of ``rows`` in data and time, or -1."""
         if not self.live or not len(hashes):
             return np.full(len(hashes), -1, np.int64)
-        held = self.map.lookup(hashes.view(np.int64))
+        held = self.map.get(hashes)
         hit = np.flatnonzero(held >= 0)
         if len(hit):
             positions = held[hit]
@@ -322,8 +389,8 @@ class HeldIndex:
         if len(self.hashes) > 4 * k + 4096:
             size = max(2 * k, 1024)
             self.hashes, self.alive = self.hashes[:size].copy(), self.alive[:size].copy()
-        self.map = Int64HashTable(max(k, 1))
-        self.map.map_keys_to_values(self.hashes[:k].view(np.int64), np.arange(k, dtype=np.int64))
+        self.map = HashMap()
+        self.map.put(self.hashes[:k], np.arange(k, dtype=np.int64))
 
     def rehash(self, hasher: Callable[[pa.Table], np.ndarray]) -> None:
         """Hash every live row again (after a collision, with another seed)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -177,9 +178,20 @@ def window_batch(batch: Batch, lower: tuple, upper: tuple, fn: RowFn) -> Batch:
         kept = batch.filter(C.full(valid, n, BOOL))
         return Batch(kept.columns, start.filter(C.full(valid, n, BOOL)), kept.diffs, kept.kinds)
     end = pc.max_element_wise(batch.times, pc.min_element_wise(*bounds[len(lows) :]))
-    keep = C.full(pc.and_(valid, pc.greater(end, start)), n, BOOL)
-    keep = pc.fill_null(keep, False)
-    rows = batch.filter(keep)
-    opened = Batch(rows.columns, start.filter(keep), rows.diffs, rows.kinds)
-    closed = Batch(rows.columns, end.filter(keep), pc.negate(rows.diffs), rows.kinds)
-    return concat([opened, closed], batch.kinds)
+    keep = pc.fill_null(C.full(pc.and_(valid, pc.greater(end, start)), n, BOOL), False)
+    return _open_and_close(batch, keep.to_numpy(zero_copy_only=False), start, end)
+
+
+def _open_and_close(batch: Batch, keep: np.ndarray, start: pa.Array, end: pa.Array) -> Batch:
+    """The kept rows twice, opened at ``start`` and closed at ``end``: one gather per
+    column (no filter and concatenation of the data)."""
+    at = np.flatnonzero(keep)
+    both = pa.array(np.concatenate([at, at]))
+    starts, ends = (pc.fill_null(b, 0).to_numpy(zero_copy_only=False) for b in (start, end))
+    diffs = batch.diffs.to_numpy(zero_copy_only=False)[at]
+    return Batch(
+        [c.take(both) for c in batch.columns],
+        pa.array(np.concatenate([starts[at], ends[at]])),
+        pa.array(np.concatenate([diffs, -diffs])),
+        batch.kinds,
+    )
