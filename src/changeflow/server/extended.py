@@ -204,9 +204,10 @@ class Extended:
             portal.outcome = self.run(text)
             self.busy = False
             return portal.outcome.columns
-        if portal is not None and stmt.kind in ("select", "explain"):
-            portal.stmt = stmt  # the session keeps its plan for this very statement
-        return self.session.describe(stmt, keep=portal is not None)
+        columns = self.session.describe(stmt, keep=portal is not None)
+        if portal is not None and (stmt.kind in ("select", "explain") or columns is None):
+            portal.stmt = stmt  # its plan kept by the session, or its tree left as parsed
+        return columns
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
