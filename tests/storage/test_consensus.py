@@ -372,3 +372,37 @@ def test_a_head_read_again_sees_every_other_writer(tmp_path: Path) -> None:
     assert mine.head("k", 3) == VersionedData(4, b"v4")
     mine.close()
     other.close()
+
+
+BUMP = """
+import sys
+from changeflow.storage.consensus import VersionedData, open_consensus
+c = open_consensus(sys.argv[1])
+head = c.head("k")
+assert c.compare_and_set("k", head.seqno, VersionedData(head.seqno + 1, b"other"))
+c.close()
+"""
+
+
+def test_a_head_every_thread_shares_is_current_after_another_processs_write(
+    tmp_path: Path,
+) -> None:
+    """SQLite heads are shared by the threads of a process while nothing commits: one read
+    by a thread, then a commit by another process, and every thread reads the new head."""
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    c = open_consensus(location)
+    try:
+        fill(c, "k", 1)
+        for seqno in range(2, 5):
+            with ThreadPoolExecutor(1) as pool:
+                before = pool.submit(c.head, "k").result()
+            assert before == c.head("k")
+            assert c.head("k", seqno - 1) == VersionedData(seqno - 1, b"")
+            subprocess.run([sys.executable, "-c", BUMP, location], check=True, timeout=120)
+            assert c.head("k") == VersionedData(seqno, b"other")
+            with ThreadPoolExecutor(1) as pool:
+                assert pool.submit(c.head, "k", seqno - 1).result() == VersionedData(
+                    seqno, b"other"
+                )
+    finally:
+        c.close()

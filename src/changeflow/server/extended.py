@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.ddl import quote_name
-from changeflow.adapter.sql.statements import parse, split
+from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server import commands as C
@@ -42,6 +42,7 @@ class Portal:
     outcome: Outcome | None = None
     sent: int = 0
     row: tuple[Target, list[Any]] | None = None  # a prepared INSERT's row, collected
+    stmt: Statement | None = None  # the query as described: run as is, with the plan kept
 
 
 class Extended:
@@ -203,7 +204,10 @@ class Extended:
             portal.outcome = self.run(text)
             self.busy = False
             return portal.outcome.columns
-        return self.session.describe(stmt, keep=portal is not None)
+        columns = self.session.describe(stmt, keep=portal is not None)
+        if portal is not None and (stmt.kind in ("select", "explain") or columns is None):
+            portal.stmt = stmt  # its plan kept by the session, or its tree left as parsed
+        return columns
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
@@ -237,7 +241,7 @@ class Extended:
         self.flush_batch()
         try:
             if portal.outcome is None:
-                portal.outcome = self.run(portal.text)
+                portal.outcome = self.run(portal.text, portal.stmt)
             self._send_outcome(portal.outcome, portal.formats, max(limit, 0))
         except Exception:
             if portal.outcome is not None:

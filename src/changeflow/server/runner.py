@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from changeflow.adapter.sql.statements import options, parse
+from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.compute.types import BOOL, FLOAT8, INT4, INT8, TEXT, Column, Schema
@@ -84,8 +84,9 @@ class Runner:
 
     # -- running one statement ---------------------------------------------------------------
 
-    def run(self, text: str) -> Outcome:
-        """Run one statement; its outcome (rows may still be streaming)."""
+    def run(self, text: str, stmt: Statement | None = None) -> Outcome:
+        """Run one statement; its outcome (rows may still be streaming). ``stmt``: ``text``
+        as parsed when it was described (the session kept its plan for that tree)."""
         assert self.session is not None
         self.cancel.clear()
         self.busy = True
@@ -93,7 +94,7 @@ class Runner:
         special = self._special(text, describe=False)
         if special is not None:
             return special
-        stmt = parse(text)
+        stmt = parse(text) if stmt is None else stmt
         if stmt.kind == "subscribe":
             sub = self.session.subscribe(stmt)
             return Outcome(columns=sub.columns, rows=self._follow(sub), counted="SUBSCRIBE")

@@ -8,6 +8,7 @@ default, several processes on one machine) and PostgreSQL (several processes or 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import sqlite3
@@ -27,6 +28,7 @@ SQLITE_TABLE = (
     "data BLOB NOT NULL, PRIMARY KEY (key, seqno)) WITHOUT ROWID"
 )
 SQLITE_COLUMNS = ["key", "seqno", "data"]
+WAL_INDEX_HEADER = 96  # the two copies of the WAL-index header that open the -shm file
 T = TypeVar("T")
 
 
@@ -145,6 +147,37 @@ class _Seen:
     data: bytes | None
 
 
+class _WalIndex:
+    """The WAL-index header of a SQLite file in WAL mode, read in SQLite's own mapping of its
+    shared memory (the ``-shm`` file; https://www.sqlite.org/walformat.html, "the WAL-index
+    header"). Every commit, by any connection of any process, changes it (the last frame and
+    its checksums; the salts when the log restarts) before the commit returns, so an equal
+    header means no commit in between. Reading it is a memory read: no system call, no lock.
+
+    ``keeper``, a connection held open, keeps SQLite's mapping in place. The file is not opened
+    here: closing a descriptor of it would drop the process's locks on it (POSIX), and another
+    process would then rebuild the shared memory under this one."""
+
+    def __init__(self, keeper: sqlite3.Connection, path: Path) -> None:
+        keeper.execute("SELECT 1 FROM consensus LIMIT 1").fetchall()  # maps the shared memory
+        name = str(path.resolve())
+        with open("/proc/self/maps") as maps:
+            starts = [
+                int(f[0].split("-")[0], 16)
+                for f in (line.split(maxsplit=5) for line in maps)
+                if len(f) == 6 and f[5].rstrip("\n") == name and int(f[2], 16) == 0
+            ]
+        if not starts:
+            raise ValueError(f"{path} is not mapped")
+        self.address, self.keeper = starts[0], keeper
+
+    def stamp(self) -> bytes:
+        return ctypes.string_at(self.address, WAL_INDEX_HEADER)
+
+    def close(self) -> None:
+        self.keeper.close()
+
+
 class SqliteConsensus(Consensus):
     """Consensus in a SQLite file in WAL mode; safe for several processes on one machine.
 
@@ -157,6 +190,10 @@ class SqliteConsensus(Consensus):
         self.path = path
         self.location = f"sqlite:{path}"
         self._local = threading.local()
+        self._wal: _WalIndex | None = None
+        self._wal_lock = threading.Lock()
+        self._wal_tried = False
+        self._heads: dict[str, tuple[bytes, _Seen]] = {}  # key -> (WAL-index stamp, head)
         if not path.exists():
             if not create:
                 raise InvalidInput(missing_store(str(path), "the consensus file does not exist"))
@@ -213,27 +250,72 @@ class SqliteConsensus(Consensus):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            uri = f"{self.path.resolve().as_uri()}?mode=rw"  # never creates a file
-            for attempt in range(100):
-                try:
-                    conn = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
-                    # Switching a new file to WAL does not wait for other openers: retry.
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=FULL")
-                    break
-                except sqlite3.OperationalError as e:  # others (not a database): _check's
-                    if "locked" not in str(e) or attempt == 99:
-                        raise ConsensusUnavailable(
-                            f"cannot open consensus {self.path}: {e}"
-                        ) from None
-                    time.sleep(0.05)
+            conn = self._connect()
             self._local.conn, self._local.version, self._local.heads = conn, None, {}
         return conn
 
+    def _connect(self) -> sqlite3.Connection:
+        uri = f"{self.path.resolve().as_uri()}?mode=rw"  # never creates a file
+        for attempt in range(100):
+            try:
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=60, isolation_level=None, check_same_thread=False
+                )
+                # Switching a new file to WAL does not wait for other openers: retry.
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                return conn
+            except sqlite3.OperationalError as e:  # others (not a database): _check's
+                if "locked" not in str(e) or attempt == 99:
+                    raise ConsensusUnavailable(f"cannot open consensus {self.path}: {e}") from None
+                time.sleep(0.05)
+        raise AssertionError("unreachable")
+
+    def _wal_index(self) -> _WalIndex | None:
+        """The file's WAL index, mapped once (None where it cannot be: heads are then checked
+        by ``data_version``)."""
+        if not self._wal_tried:
+            with self._wal_lock:
+                if not self._wal_tried:
+                    keeper = self._connect()
+                    try:
+                        self._wal = _WalIndex(keeper, self.path.with_name(f"{self.path.name}-shm"))
+                    except (OSError, ValueError, sqlite3.Error):
+                        keeper.close()
+                    self._wal_tried = True
+        return self._wal
+
     def head(self, key: str, known: int | None = None) -> VersionedData | None:
-        """See :meth:`Consensus.head`. A head this thread's connection read stands while the
+        """See :meth:`Consensus.head`. A head read by any thread stands while the WAL index is
+        unchanged (no commit since, of any connection or process): then no query is needed.
+        Without a mapped WAL index, a head this thread's connection read stands while the
         file's ``data_version`` (moved by every other connection's commit, of any process)
-        stays and this connection has not written the key: then no query is needed."""
+        stays and this connection has not written the key."""
+        wal = self._wal_index()
+        if wal is None:
+            return self._head_by_version(key, known)
+        stamp = wal.stamp()  # before the query: the head read is at least this new
+        shared = self._heads.get(key)
+        if shared is not None and shared[0] == stamp:
+            seen = shared[1]
+            if seen.seqno == known or seen.data is not None:
+                return VersionedData(seen.seqno, b"" if seen.seqno == known else seen.data)
+        row = (
+            self._conn()
+            .execute(
+                "SELECT seqno, CASE WHEN seqno IS ? THEN NULL ELSE data END FROM consensus "
+                "WHERE key = ? ORDER BY seqno DESC LIMIT 1",
+                (known, key),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        data = None if row[1] is None else bytes(row[1])
+        self._heads[key] = (stamp, _Seen(row[0], data))
+        return VersionedData(row[0], b"" if data is None else data)
+
+    def _head_by_version(self, key: str, known: int | None) -> VersionedData | None:
         conn, local = self._conn(), self._local
         (version,) = conn.execute("PRAGMA data_version").fetchone()
         if version != local.version:
@@ -292,6 +374,11 @@ class SqliteConsensus(Consensus):
         if conn is not None:
             conn.close()
             self._local.conn = None
+        with self._wal_lock:
+            if self._wal is not None:
+                self._wal.close()
+            self._wal, self._wal_tried = None, False
+            self._heads.clear()
 
 
 CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('changeflow: create'))"
