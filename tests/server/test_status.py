@@ -113,7 +113,9 @@ def test_status_json_metrics_health_and_the_page_in_chromium(start_server, tmp_p
         items = {i["name"]: i for i in status["items"]}
         sink = items.get("totals_out", {}).get("sink") or {}
         flow = items.get("totals", {}).get("dataflow") or {}
-        if sink.get("frontier") and sink["frontier"] == sink["input_upper"] and flow.get("steps"):
+        applied = items.get("orders", {}).get("rows") == 5  # the host applied the log's writes
+        done = sink.get("frontier") and sink["frontier"] == sink["input_upper"]
+        if done and flow.get("steps") and applied:
             return status
         return None
 
