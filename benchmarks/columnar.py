@@ -38,7 +38,7 @@ import pyarrow as pa
 from readme import RESULTS, publish
 
 from changeflow.compute import plan as P
-from changeflow.compute.dataflow import Dataflow, _rows
+from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.expr import And, Arith, Cmp, Lit, lit
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import DATE, INT4, INT8, NUMERIC, Column, arrow_schema
@@ -99,7 +99,7 @@ def frame(n: int, seed: int) -> pa.Table:
 def by_rows(plan: P.Plan, table: pa.Table, schema: pa.Schema) -> pa.Table:
     sources = Inputs()
     root = build(plan, sources, at=T0)
-    sources.feed("r", _rows(table))
+    sources.feed("r", update_rows(table))
     return Dataflow._frame(SimpleNamespace(schema=schema), root.step(T0 + 1))  # type: ignore[arg-type]
 
 
