@@ -7,8 +7,6 @@ from collections.abc import Callable
 from decimal import Decimal, localcontext
 from typing import Any
 
-import pyarrow.compute as pc
-
 from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, aggregate_values
@@ -40,22 +38,11 @@ class Reduce(Stateful):
 
     def step(self, upper: int) -> list[Update]:
         """A columnar input's step is summed per group in Arrow (:mod:`reduce_batch`)."""
-        child = self.inputs[0]
-        if not (self.batchable and child.columnar and not self.waiting[0]):
+        if not (self.batchable and self.steps_batches()):
             return super().step(upper)
-        batch = child.step_batch(upper)
-        later = pc.greater_equal(batch.times, upper)
-        if pc.any(later).as_py():
-            self.waiting[0] = batch.filter(later).updates()
-            batch = batch.filter(pc.invert(later))
-        if not len(batch):
-            return []
-        times = pc.unique(batch.times).to_pylist()
-        if len(times) == 1:
-            return self._apply_batch(times[0], batch)
         out: list[Update] = []
-        for t in sorted(times):
-            out += self._apply_batch(t, batch.filter(pc.equal(batch.times, t)))
+        for t, (batch,) in self.batches_by_time(upper):
+            out += self._apply_batch(t, batch)
         return out
 
     def _apply_batch(self, t: int, batch: Batch) -> list[Update]:
