@@ -585,7 +585,9 @@ def _run_scale(
             say(f"SF {scale:g} {view}: Python hydration {secs:.1f} s")
         else:
             r["python_hydration_skipped"] = (
-                f"estimated {estimate:.0f} s > budget {args.python_budget:.0f} s"
+                "--python-budget 0"
+                if estimate is None
+                else f"estimated {estimate:.0f} s > budget {args.python_budget:.0f} s"
             )
             say(f"SF {scale:g} {view}: Python hydration skipped ({r['python_hydration_skipped']})")
         discard(shards, hydrate(shards, view, plan, spark, "warm"))  # as the batch, warmed up
