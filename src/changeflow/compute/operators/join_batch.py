@@ -57,27 +57,27 @@ def delta_join(
     out_kinds = kinds[0] + kinds[1]
     parts = []
     # dA ⋈ B: the left's changes by position, the right's arranged rows
-    picks, rows, counts = [], [], []
+    picks, rows, which, counts = [], [], [], []
     for key, at in left.at.items():
         for other, oc in arrangements[1].get(key, {}).items():
             picks += at
-            rows += repeat(other, len(at))
+            which += repeat(len(rows), len(at))
+            rows.append(other)
             counts += repeat(oc, len(at))
     if picks:
-        parts.append(
-            _pairs(_taken(left.batch, picks), _built(rows, kinds[1]), counts, t, out_kinds, False)
-        )
+        arranged = _built(rows, which, kinds[1])
+        parts.append(_pairs(_taken(left.batch, picks), arranged, counts, t, out_kinds, False))
     # A ⋈ dB: the left's arranged rows (before the step), the right's changes by position
-    picks, rows, counts = [], [], []
+    picks, rows, which, counts = [], [], [], []
     for key, at in right.at.items():
         for other, oc in arrangements[0].get(key, {}).items():
             picks += at
-            rows += repeat(other, len(at))
+            which += repeat(len(rows), len(at))
+            rows.append(other)
             counts += repeat(oc, len(at))
     if picks:
-        parts.append(
-            _pairs(_taken(right.batch, picks), _built(rows, kinds[0]), counts, t, out_kinds, True)
-        )
+        arranged = _built(rows, which, kinds[0])
+        parts.append(_pairs(_taken(right.batch, picks), arranged, counts, t, out_kinds, True))
     # dA ⋈ dB: both by position
     lefts, rights = [], []
     for key, at in right.at.items():
@@ -107,9 +107,11 @@ def _taken(batch: Batch, positions: list[int]) -> Batch:
     return Batch(columns, batch.times.take(at), batch.diffs.take(at), batch.kinds)
 
 
-def _built(rows: list[Row], kinds: tuple[SqlType, ...]) -> list[pa.Array]:
-    """Arranged rows as columns."""
-    return [C.to_array([r[i] for r in rows], k) for i, k in enumerate(kinds)]
+def _built(rows: list[Row], which: list[int], kinds: tuple[SqlType, ...]) -> list[pa.Array]:
+    """Columns of the arranged ``rows`` at the positions ``which`` (each distinct row is
+    converted once)."""
+    at = pa.array(which, pa.int64())
+    return [C.to_array([r[i] for r in rows], k).take(at) for i, k in enumerate(kinds)]
 
 
 def _pairs(

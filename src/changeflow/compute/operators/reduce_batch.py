@@ -116,7 +116,8 @@ def check_totals(
     changes: dict[tuple, Change], bounds: list[Any], groups: dict[tuple, Group]
 ) -> None:
     """Raise :class:`C.Rows` if adding a step's decimal values to a group's total one by one
-    could round in the rows' 28-digit context (a total of that many digits is rare)."""
+    could change a value in the rows' 28-digit context (significant digits, trailing zeros
+    aside: a total of that many is rare)."""
     for i, bound in enumerate(bounds):
         if bound is None:
             continue
@@ -124,7 +125,7 @@ def check_totals(
         for key in changes:
             group = groups.get(key)
             before = abs(Decimal(group.totals[i] if group is not None else 0))
-            places = max(scale, -int(before.as_tuple().exponent))
+            places = max(scale, -int(before.normalize().as_tuple().exponent))
             if _int_digits(before + bound) + places >= _ROW_DIGITS:
                 raise C.Rows()
 
@@ -160,6 +161,7 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
         raise C.Rows()
     if not pc.all(pc.equal(pc.abs(diffs), 1)).as_py():
         raise C.Rows()  # a multiplicity above one: the rows multiply
+    arg = arg.cast(pa.decimal128(38, _places(arg)))  # the rows sum these places exactly
     zero = pa.scalar(Decimal(0), arg.type)
     biggest = pc.max(pc.abs(arg)).as_py() or Decimal(0).scaleb(-arg.type.scale)
     with localcontext() as ctx:
@@ -168,6 +170,20 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
     if _int_digits(bound) + arg.type.scale >= _ROW_DIGITS:
         raise C.Rows()
     return pc.if_else(valid, pc.if_else(pc.greater(diffs, 0), arg, pc.negate(arg)), zero), bound
+
+
+def _places(arg: pa.Array) -> int:
+    """The fewest decimal places that hold every value exactly (the rows' sums round only
+    trailing zeros away beyond these, which keeps their values)."""
+    low, high = 0, arg.type.scale
+    while low < high:
+        mid = (low + high) // 2
+        rounded = pc.round(arg, ndigits=mid, round_mode="half_to_even")
+        if pc.all(pc.equal(rounded, arg)).as_py() is not False:
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _kept(
