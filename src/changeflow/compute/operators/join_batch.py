@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from changeflow.compute import columnar as C
 from changeflow.compute.evaluate import Row
 from changeflow.compute.expr import Expr
-from changeflow.compute.operators.base import Update, _accumulate
+from changeflow.compute.operators.base import Update
 from changeflow.compute.operators.batch import Batch, concat, filter_batch
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
@@ -88,14 +88,7 @@ def delta_join(
         a, b = _taken(left.batch, lefts), _taken(right.batch, rights)
         diffs = pc.multiply(a.diffs, b.diffs)
         parts.append(Batch(a.columns + b.columns, _at(t, len(lefts)), diffs, out_kinds))
-    held = 0
-    for side, changes in ((0, left), (1, right)):
-        if not changes.at:
-            continue
-        updates = changes.batch.updates()
-        for key, (row, _, diff) in zip(changes.keys, updates, strict=True):
-            if key is not None:
-                held += _accumulate(arrangements[side], key, row, diff)
+    held = sum(_arrange(arrangements[i], side) for i, side in enumerate((left, right)))
     out = concat(parts, out_kinds)
     predicates, by_row = check
     return (filter_batch(out, predicates, by_row) if len(out) else out), held
@@ -126,3 +119,30 @@ def _pairs(
 
 def _at(t: int, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(t, pa.int64()), n)
+
+
+def _arrange(arrangement: Arrangement, changes: Side) -> int:
+    """Add the changes to the arrangement (as ``base._accumulate`` row by row, inlined: every
+    changed row passes here); the change in distinct rows held."""
+    if not changes.at:
+        return 0
+    batch, held = changes.batch, 0
+    rows = zip(*(python_values(c) for c in batch.columns), strict=True)
+    for key, row, diff in zip(changes.keys, rows, batch.diffs.to_pylist(), strict=True):
+        if key is None or not diff:
+            continue
+        counts = arrangement.get(key)
+        if counts is None:
+            arrangement[key] = Counter({row: diff})
+            held += 1
+            continue
+        before = counts.get(row, 0)
+        if before + diff:
+            counts[row] = before + diff
+            held += 0 if before else 1
+        else:
+            del counts[row]
+            held -= 1
+            if not counts:
+                del arrangement[key]
+    return held
