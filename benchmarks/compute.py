@@ -576,7 +576,7 @@ def _run_scale(
         r = result["views"][view] = {"input_rows": sum(rows[n] for n in plan.collections())}
         rate = python_rate.get(view)
         estimate = None if rate is None else rate * r["input_rows"]
-        if estimate is None or estimate <= args.python_budget:
+        if args.python_budget > 0 and (estimate is None or estimate <= args.python_budget):
             say(f"SF {scale:g} {view}: hydrating in Python…")
             secs, flow = timed(lambda p=plan, v=view: hydrate(shards, v, p, None, "py"))
             r["python_hydration_s"] = secs
@@ -585,7 +585,9 @@ def _run_scale(
             say(f"SF {scale:g} {view}: Python hydration {secs:.1f} s")
         else:
             r["python_hydration_skipped"] = (
-                f"estimated {estimate:.0f} s > budget {args.python_budget:.0f} s"
+                "--python-budget 0"
+                if estimate is None
+                else f"estimated {estimate:.0f} s > budget {args.python_budget:.0f} s"
             )
             say(f"SF {scale:g} {view}: Python hydration skipped ({r['python_hydration_skipped']})")
         discard(shards, hydrate(shards, view, plan, spark, "warm"))  # as the batch, warmed up
@@ -880,7 +882,7 @@ def main() -> None:
         "--python-budget",
         type=float,
         default=60.0,
-        help="skip Python hydration where the estimate exceeds these seconds",
+        help="skip Python hydration where the estimate exceeds these seconds (0: always)",
     )
     parser.add_argument("--work", default=".bench-work", help="cached data and data homes")
     parser.add_argument(

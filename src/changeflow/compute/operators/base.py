@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
@@ -167,6 +168,26 @@ class Stateful(Operator):
     def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
         """The output updates at ``t`` for each input's ``changes`` at ``t``."""
         raise NotImplementedError
+
+    def batches_by_time(self, upper: int) -> list[tuple[int, list[Batch]]]:
+        """Each input's step as batches (its inputs columnar and nothing waiting), one list
+        per time below ``upper`` in order; updates at or beyond ``upper`` wait (as rows)."""
+        batches = []
+        for side, child in enumerate(self.inputs):
+            batch = child.step_batch(upper)
+            later = pc.greater_equal(batch.times, upper)
+            if pc.any(later).as_py():
+                self.waiting[side] = batch.filter(later).updates()
+                batch = batch.filter(pc.invert(later))
+            batches.append(batch)
+        times = sorted(set().union(*(pc.unique(b.times).to_pylist() for b in batches)))
+        if len(times) == 1:
+            return [(times[0], batches)]
+        return [(t, [b.filter(pc.equal(b.times, t)) for b in batches]) for t in times]
+
+    def steps_batches(self) -> bool:
+        """Whether this step can take its inputs as batches."""
+        return all(i.columnar for i in self.inputs) and not any(self.waiting)
 
     def state_size(self) -> int:
         return super().state_size() + sum(map(len, self.waiting)) + self.held

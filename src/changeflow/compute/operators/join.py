@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, _matches
+from changeflow.compute.expr import Cmp, Expr
 from changeflow.compute.operators.base import (
     Operator,
     Stateful,
@@ -17,8 +18,11 @@ from changeflow.compute.operators.base import (
     _difference,
     _key,
 )
+from changeflow.compute.operators.batch import Batch, concat
+from changeflow.compute.operators.join_batch import delta_join
 from changeflow.compute.operators.linear import Linear
 from changeflow.compute.scalars import compare_values
+from changeflow.compute.types import SqlType
 
 
 class InnerJoin(Stateful):
@@ -31,10 +35,36 @@ class InnerJoin(Stateful):
         right: Operator,
         keys: tuple[tuple[int, ...], tuple[int, ...]],
         match: Callable[[Row], bool],
+        predicates: tuple[Expr, ...] = (),
+        kinds: tuple[tuple[SqlType, ...], tuple[SqlType, ...]] | None = None,
     ):
         super().__init__((left, right))
         self.keys, self.match = keys, match
+        self.predicates, self.kinds = predicates, kinds  # ``match`` as expressions
         self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
+
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        """Batches in, a batch out, where both inputs give batches and nothing waits."""
+        return self.kinds is not None and self.steps_batches()
+
+    def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
+        return super().step(upper)
+
+    def step_batch(self, upper: int) -> Batch:
+        assert self.kinds is not None
+        out = []
+        for t, batches in self.batches_by_time(upper):
+            check = (self.predicates, self._kept)
+            part, held = delta_join(t, batches, self.keys, self.arrangements, self.kinds, check)
+            self.held += held
+            out.append(part)
+        return concat(out, self.kinds[0] + self.kinds[1])
+
+    def _kept(self, u: Update) -> list[Update]:
+        return [u] if self.match(u[0]) else []
 
     def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
         out: list[Update] = []
@@ -178,13 +208,31 @@ def _build_join(join: P.Join, children: tuple[Operator, ...]) -> Operator:
             if last
             else (lambda row, v=visible: _partial(row, join, v))
         )
-        current = InnerJoin(current, child, (left_keys, right_keys), match)
+        kinds = (_kinds(join.schema[:width]), _kinds(join.inputs_[i].schema))
+        predicates = _predicates(join, visible, last)
+        current = InnerJoin(current, child, (left_keys, right_keys), match, predicates, kinds)
         current.input_plans = (left_plan, join.inputs_[i])
         left_plan = P.Join(join.inputs_[: i + 1], _restrict(join.equivalences, visible))
         width = visible
     if len(children) == 1:
         return Linear(children, lambda u: [u] if _matches(u[0], join) else [])
     return current
+
+
+def _kinds(columns: tuple) -> tuple[SqlType, ...]:
+    return tuple(c.type for c in columns)
+
+
+def _predicates(join: P.Join, width: int, last: bool) -> tuple[Expr, ...]:
+    """What ``_partial`` (or with ``last``, ``_matches``) checks, as expressions over the
+    first ``width`` columns."""
+    out: list[Expr] = []
+    for klass in _restrict(join.equivalences, width):
+        first = P.col(join.schema, klass[0])
+        out += [Cmp("=", first, P.col(join.schema, i)) for i in klass[1:]]
+    if last and join.residual is not None:
+        out.append(join.residual)
+    return tuple(out)
 
 
 def _restrict(classes: tuple[tuple[int, ...], ...], width: int) -> tuple[tuple[int, ...], ...]:

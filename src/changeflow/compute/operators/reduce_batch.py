@@ -1,0 +1,210 @@
+"""A reduce's step on a batch: the step's changes summed per group (and per kept value) by
+Arrow's hash group-by, so Python runs once per changed group, not once per changed row.
+
+It gives exactly the row form's groups (:class:`~changeflow.compute.operators.reduce.Group`):
+counts and sums of integers and numerics are exact in both, and where the running totals in
+Python's 28-digit decimal context might round a sum the rows would not (or round it
+differently), or a kernel might differ (floats, which Python sums in row order; ordered
+aggregates), :func:`accumulate` raises :class:`~changeflow.compute.columnar.Rows` before it
+changes any state, and the reduce takes the rows.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from changeflow.compute import columnar as C
+from changeflow.compute import plan as P
+from changeflow.compute.operators.batch import Batch
+from changeflow.compute.values import python_values
+from changeflow.errors import EvalError
+
+if TYPE_CHECKING:
+    from changeflow.compute.operators.reduce import Group
+
+_TOTALS = ("count", "sum", "avg")  # running totals; the other aggregates keep their values
+_KEPT = ("min", "max", "bool_and", "bool_or")  # kept values whose order Arrow and rows share
+_INT_LIMIT = 2**62  # an int64 group sum below this cannot have wrapped
+_ROW_DIGITS = 28  # Python's decimal context: a longer total is rounded by the rows
+
+
+def batchable(reduce: P.Reduce) -> bool:
+    """Whether every aggregate has a batch form (no ORDER BY, no array or string gathering)."""
+    return all(
+        a.arg is None or (not a.order and (a.func in _TOTALS or a.func in _KEPT))
+        for a in reduce.aggregates
+    )
+
+
+class Change:
+    """One group's change in a step: rows, and per aggregate the non-NULL rows and either
+    the sum of the values (a running total) or the change in each kept value's count."""
+
+    __slots__ = ("count", "present", "totals", "values")
+
+    def __init__(self, width: int) -> None:
+        self.count = 0
+        self.present = [0] * width
+        self.totals: list[Any] = [0] * width
+        self.values: list[list[tuple[Any, int]]] = [[] for _ in range(width)]
+
+    def apply(self, group: Group) -> None:
+        """Add the change to ``group``'s accumulators (as its rows one by one would)."""
+        group.count += self.count
+        for i, kept in enumerate(group.values):
+            group.present[i] += self.present[i]
+            if kept is None:
+                group.totals[i] += self.totals[i]
+                continue
+            for v, d in self.values[i]:
+                now = kept[v] + d
+                if now:
+                    kept[v] = now
+                else:
+                    del kept[v]
+
+
+def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], list[Any]]:
+    """The change per group key that ``batch`` (one time's non-empty updates) makes, keys as
+    rows hold them, and per aggregate a bound on a decimal sum's size (for
+    :func:`check_totals`). Raises :class:`C.Rows` where only the rows can tell."""
+    n, aggs = len(batch), reduce.aggregates
+    keys = [batch.columns[i] for i in reduce.group_by]
+    if any(pa.types.is_floating(k.type) for k in keys):  # -0.0 and NaN group apart in Arrow
+        raise C.Rows()
+    try:
+        args = [None if a.arg is None else C.evaluate(a.arg, batch.columns, n) for a in aggs]
+    except EvalError:
+        raise C.Rows() from None
+    if any(a is not None and pa.types.is_floating(a.type) for a in args):
+        raise C.Rows()  # the rows sum floats in row order
+    diffs = batch.diffs
+    names = [f"k{i}" for i in range(len(keys))]
+    out: dict[tuple, Change] = {}
+    bounds: list[Any] = [None] * len(aggs)
+    try:
+        counted = _group(keys, names, {"n": diffs}, [("n", "sum")])
+        for key, (count,) in counted:
+            out.setdefault(key, Change(len(aggs))).count += count
+        for i, (agg, arg) in enumerate(zip(aggs, args, strict=True)):
+            if arg is None:
+                continue
+            valid = pc.is_valid(arg)
+            present = pc.if_else(valid, diffs, 0)
+            if agg.distinct or agg.func not in _TOTALS:
+                _kept(out, i, keys, names, arg, batch, valid)
+                continue
+            columns, specs = {"p": present}, [("p", "sum")]
+            if agg.func != "count":
+                columns["s"], bounds[i] = _weighted(arg, diffs, valid)
+                specs.append(("s", "sum"))
+            for key, sums in _group(keys, names, columns, specs):
+                change = out[key]
+                change.present[i] += sums[0]
+                if agg.func != "count":
+                    change.totals[i] += sums[1]
+    except pa.ArrowException:  # a type Arrow cannot group or sum
+        raise C.Rows() from None
+    return out, bounds
+
+
+def check_totals(
+    changes: dict[tuple, Change], bounds: list[Any], groups: dict[tuple, Group]
+) -> None:
+    """Raise :class:`C.Rows` if adding a step's decimal values to a group's total one by one
+    could change a value in the rows' 28-digit context (significant digits, trailing zeros
+    aside: a total of that many is rare)."""
+    for i, bound in enumerate(bounds):
+        if bound is None:
+            continue
+        scale = max(-int(bound.as_tuple().exponent), 0)
+        for key in changes:
+            group = groups.get(key)
+            before = abs(Decimal(group.totals[i] if group is not None else 0))
+            places = max(scale, -int(before.normalize().as_tuple().exponent))
+            if _int_digits(before + bound) + places >= _ROW_DIGITS:
+                raise C.Rows()
+
+
+def _int_digits(x: Decimal) -> int:
+    """Digits of the integer part of ``x`` (not negative)."""
+    return len(str(int(x)))
+
+
+def _group(
+    keys: list[pa.Array], names: list[str], columns: dict[str, pa.Array], specs: list
+) -> list[tuple[tuple, list[Any]]]:
+    """Sums per distinct key: ``(key, [sum per spec])``, key values as rows hold them."""
+    table = pa.Table.from_arrays([*keys, *columns.values()], names=[*names, *columns])
+    grouped = table.group_by(names, use_threads=False).aggregate(specs)
+    sums = [grouped.column(f"{c}_sum").to_pylist() for c, _ in specs]
+    key_values = [python_values(grouped.column(n)) for n in names]
+    rows = zip(*key_values, strict=True) if names else [()] * grouped.num_rows
+    return list(zip(rows, zip(*sums, strict=True), strict=True))  # type: ignore[arg-type]
+
+
+def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array, Any]:
+    """Each value times its diff (zero where NULL), in a type whose group sums are exact; for
+    decimals, a bound on any partial sum's size (the largest value times the rows)."""
+    if pa.types.is_integer(arg.type):
+        values = arg.cast(pa.int64())
+        biggest = pc.max(pc.abs(values)).as_py() or 0
+        weight = pc.sum(pc.abs(diffs)).as_py() or 0
+        if biggest * weight >= _INT_LIMIT:
+            raise C.Rows()
+        return pc.if_else(valid, pc.multiply(values, diffs), 0), None
+    if not pa.types.is_decimal(arg.type):
+        raise C.Rows()
+    if not pc.all(pc.equal(pc.abs(diffs), 1)).as_py():
+        raise C.Rows()  # a multiplicity above one: the rows multiply
+    arg = arg.cast(pa.decimal128(38, _places(arg)))  # the rows sum these places exactly
+    zero = pa.scalar(Decimal(0), arg.type)
+    biggest = pc.max(pc.abs(arg)).as_py() or Decimal(0).scaleb(-arg.type.scale)
+    with localcontext() as ctx:
+        ctx.prec = 80
+        bound = biggest * len(arg)
+    if _int_digits(bound) + arg.type.scale >= _ROW_DIGITS:
+        raise C.Rows()
+    return pc.if_else(valid, pc.if_else(pc.greater(diffs, 0), arg, pc.negate(arg)), zero), bound
+
+
+def _places(arg: pa.Array) -> int:
+    """The fewest decimal places that hold every value exactly (the rows' sums round only
+    trailing zeros away beyond these, which keeps their values)."""
+    low, high = 0, arg.type.scale
+    while low < high:
+        mid = (low + high) // 2
+        rounded = pc.round(arg, ndigits=mid, round_mode="half_to_even")
+        if pc.all(pc.equal(rounded, arg)).as_py() is not False:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _kept(
+    out: dict[tuple, Change],
+    i: int,
+    keys: list[pa.Array],
+    names: list[str],
+    arg: pa.Array,
+    batch: Batch,
+    valid: pa.Array,
+) -> None:
+    """A value-keeping aggregate: the change in each (group, value)'s count."""
+    if not pc.any(valid).as_py():
+        return
+    if not pc.all(valid).as_py():
+        keys = [k.filter(valid) for k in keys]
+        arg, diffs = arg.filter(valid), batch.diffs.filter(valid)
+    else:
+        diffs = batch.diffs
+    for key_and_value, (d,) in _group([*keys, arg], [*names, "v"], {"d": diffs}, [("d", "sum")]):
+        change = out[key_and_value[:-1]]
+        change.present[i] += d
+        if d:
+            change.values[i].append((key_and_value[-1], d))
