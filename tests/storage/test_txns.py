@@ -168,7 +168,7 @@ BIG = "x" * 5000  # a value that makes a write too large to ride in the log entr
                 st.booleans(),
             ),
             st.tuples(st.just("apply"), st.booleans()),
-            st.tuples(st.just("read"), st.integers(0, 3)),
+            st.tuples(st.just("read"), st.integers(0, 3), st.integers(0, 6)),
         ),
         max_size=12,
     )
@@ -176,7 +176,8 @@ BIG = "x" * 5000  # a value that makes a write too large to ride in the log entr
 def test_a_view_reads_what_ready_makes_readable(tmp_path_factory, ops: list) -> None:
     """Reading a table through :meth:`TxnLog.view` (the shard below its upper plus the log's
     pending writes, nothing written) gives what :meth:`TxnLog.ready` and a snapshot give,
-    whatever was applied before (by this log or another process's), inline or in blobs."""
+    whatever was applied before (by this log or another process's), inline or in blobs; so do
+    its updates after a time (:meth:`TxnLog.updates_after`)."""
     s = open_storage(tmp_path_factory.mktemp("view") / "home")
     try:
         make_table(s, "a")
@@ -199,10 +200,21 @@ def test_a_view_reads_what_ready_makes_readable(tmp_path_factory, ops: list) -> 
                 views = log.view({"a", "b"}, ts)
                 assert views is not None
                 seen = {t: _rows(log.updates_until(t, ts, views[t]), ts) for t in "ab"}
+                after = ts - 1 - op[2]
+                since = {t: _rows(log.updates_after(t, after, views[t]), ts) for t in "ab"}
                 other.ready({"a", "b"}, ts)
                 assert seen == {t: _rows(log.updates_until(t, ts), ts) for t in "ab"}
+                assert since == {
+                    t: _rows(_after(log.updates_until(t, ts), after), ts) for t in "ab"
+                }
     finally:
         s.close()
+
+
+def _after(updates: pa.Table, after: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    return updates.filter(pc.greater(updates.column("_time"), after))
 
 
 def _rows(updates: pa.Table, ts: int) -> list[tuple]:

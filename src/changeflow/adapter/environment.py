@@ -408,9 +408,10 @@ class Environment:
         if since is None or since > after:
             return None
         views = self.log.view({shard}, upper - 1)
-        if views is None:
-            self.log.ready({shard}, upper - 1)
-        table = self.updates_until(shard, upper - 1, views)
+        if views is not None:
+            return counted(self.log.updates_after(shard, after, views[shard]))
+        self.log.ready({shard}, upper - 1)
+        table = self.updates_until(shard, upper - 1)
         return counted(table.filter(pc.greater(table.column(TIME), after)))
 
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:

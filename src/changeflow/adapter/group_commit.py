@@ -112,6 +112,9 @@ class GroupCommit:
                 for shard in p.reads.shards if p.reads else ():
                     guard[shard] = min(guard.get(shard, p.checked), p.checked)
             try:  # the log takes the timestamp: at least the clock, past every reader's
+                refused = self.log.moved(guard)  # known already: no blob written for nothing
+                if refused is not None:
+                    raise refused
                 ts = self.log.commit(_merged(group), guard=guard, floor=self.oracle.now())
             except Moved as m:
                 group = self._recheck(group, m)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from changeflow.errors import ChangeflowError, UpperMismatch
 from changeflow.failpoints import failpoint
@@ -189,9 +190,9 @@ class TxnLog:
             at = max(state.upper, floor) if ts is None else ts
             if at < state.upper:
                 raise StaleTimestamp(f"timestamp {at} is behind the write log at {state.upper}")
-            moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
-            if moved:
-                raise Moved(state.upper, moved)
+            refused = _moved(state, guard)
+            if refused:
+                raise refused
             kept = [e for e in state.pending if e["ts"] not in applied]  # forgotten now
             waiting[0] = len(kept) + bool(keys)
             if not keys:
@@ -216,6 +217,11 @@ class TxnLog:
             self._applied -= applied
         self.pending = waiting[0]
         return at
+
+    def moved(self, guard: dict[str, int]) -> Moved | None:
+        """What a commit with ``guard`` (see :meth:`commit`) would be refused for now, as
+        this process last saw the log (None: nothing known), so it can be checked first."""
+        return _moved(self.state(), guard)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -272,6 +278,23 @@ class TxnLog:
         parts = [] if view.at < 0 else [reader(self.storage, shard).updates_until(view.at)]
         if view.pending is not None:
             parts.append(view.pending)
+        if not parts:
+            return empty_frame(self.storage.state(shard).schema)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def updates_after(self, shard: str, after: int, view: View) -> pa.Table:
+        """``shard``'s updates after ``after`` as ``view`` (from :meth:`view`) has them: only
+        its batches that reach past ``after`` are read, and the log's pending writes."""
+        parts = []
+        if view.at > after:
+            state = self.storage.state(shard)
+            try:
+                parts.append(reader(self.storage, shard).updates(state, after + 1, view.at + 1))
+            except FileNotFoundError:  # compacted under us: read what is there now
+                table = self.updates_until(shard, view.at)
+                parts.append(table.filter(pc.greater(table.column(TIME), after)))
+        if view.pending is not None:
+            parts.append(view.pending.filter(pc.greater(view.pending.column(TIME), after)))
         if not parts:
             return empty_frame(self.storage.state(shard).schema)
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
@@ -392,6 +415,11 @@ def reader(storage: Storage, shard: str) -> ReadCapability:
     return ReadCapability(storage.machine, gid, shard, WRITER, since, WRITER)
 
 
+def _moved(state: LogState, guard: dict[str, int]) -> Moved | None:
+    moved = {s for s, t in guard.items() if state.last_write.get(s, -1) > t}
+    return Moved(state.upper, moved) if moved else None
+
+
 def _at(frame: pa.Table, ts: int) -> pa.Table:
     """``frame`` with every update at ``ts``."""
     at = frame.schema.get_field_index(TIME)
@@ -412,6 +440,9 @@ def _conform(frame: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _ipc(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream of one record batch (a group's many small frames
+    would each carry their own batch header: several times the size)."""
+    table = table.combine_chunks()
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as out:
         out.write_table(table)
