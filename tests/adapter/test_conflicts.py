@@ -114,3 +114,32 @@ def test_concurrent_increments_lose_nothing_and_disjoint_ones_never_conflict(
         th.join(120)
     assert errors == []
     assert rows(Session(env), f"SELECT k, v FROM {t}") == [(0, 30), (1, 10), (2, 10), (3, 10)]
+
+
+@pytest.mark.parametrize("other_row", [2, 1])
+def test_writes_of_another_process_are_checked_through_storage(tmp_path, other_row: int) -> None:
+    """Between this process's own commits (checked in memory), another process on the same
+    home writes the table: the commit is refused iff that write changed the rows it read."""
+    home = str(tmp_path / "home")
+    one = Environment(Config.load(home=home), host_seconds=None)
+    two = Environment(Config.load(home=home), host_seconds=None)
+    try:
+        Session(one).execute("CREATE TABLE t (k int, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
+        a = Session(one)
+        a.execute("BEGIN")
+        a.execute("UPDATE t SET v = v + 1 WHERE k = 1")
+        Session(one).execute("INSERT INTO t VALUES (3, 0)")
+        Session(two).execute(f"UPDATE t SET v = v + 10 WHERE k = {other_row}")
+        Session(one).execute("INSERT INTO t VALUES (4, 0)")
+        try:
+            a.execute("COMMIT")
+            refused = False
+        except ChangeflowError as e:
+            assert e.fields.get("sqlstate") == "40001", e
+            refused = True
+        assert refused == (other_row == 1)
+        expected = [(1, 10 if refused else 1), (2, 0 if refused else 10), (3, 0), (4, 0)]
+        assert rows(Session(one), "SELECT k, v FROM t") == expected
+    finally:
+        two.close()
+        one.close()

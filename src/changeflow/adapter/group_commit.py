@@ -9,7 +9,10 @@ this order: the read-then-write transactions (UPDATE, DELETE), each unaffected b
 of those before it in the group (:attr:`Reads.unaffected`; one that is affected waits for the
 next group), then the blind writes. The log refuses the group if a table a transaction read
 was written since what was checked; the leader then asks each such transaction whether what
-it read is unchanged (:attr:`Reads.unchanged`): if so it stays, else it alone fails (40001).
+it read is unchanged: first whether it is unaffected by the writes since, if every one of
+them is a recent commit of this process (kept in memory with the commit it followed on each
+table, so the chain of a table's commits is known to be complete), else through storage
+(:attr:`Reads.unchanged`). If so it stays, else it alone fails (40001).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from changeflow.storage.txns import Moved, TxnLog, conflict
 
 TRIES = 100
 APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
+RECENT = 64  # commits of this process kept in memory for rechecks
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class GroupCommit:
         self._wanted = threading.Event()
         self._closed = False
         self._applier: threading.Thread | None = None
+        # recent commits: timestamp -> (frames, each table's commit before it)
+        self._recent: dict[int, tuple[dict[str, pa.Table], dict[str, int]]] = {}
 
     def commit(self, frames: dict[str, pa.Table], reads: Reads | None = None) -> int:
         """Commit ``frames`` and return their timestamp once durable (see the module doc)."""
@@ -115,12 +121,16 @@ class GroupCommit:
                 refused = self.log.moved(guard)  # known already: no blob written for nothing
                 if refused is not None:
                     raise refused
-                ts = self.log.commit(_merged(group), guard=guard, floor=self.oracle.now())
+                merged, prior = _merged(group), {}
+                ts = self.log.commit(merged, guard=guard, floor=self.oracle.now(), prior=prior)
             except Moved as m:
                 group = self._recheck(group, m)
                 if not group:
                     return
                 continue
+            self._recent[ts] = ({s: f for s, f in merged.items() if s in prior}, prior)
+            if len(self._recent) > RECENT:
+                del self._recent[min(self._recent)]
             self.entries += 1  # a read's timestamp is at least the log's last commit
             for p in group:
                 p.ts = ts
@@ -162,17 +172,42 @@ class GroupCommit:
     def _recheck(self, group: list[_Pending], m: Moved) -> list[_Pending]:
         """The transactions of ``group`` that still hold after the writes ``m`` reports; the
         others fail with 40001."""
+        state = self.log.state()  # at least as new as ``m``
         kept = []
         for p in group:
             hit = set(p.reads.shards & m.moved) if p.reads else set()
             if hit:
                 assert p.reads is not None
-                if not p.reads.unchanged(m.upper, hit):
+                known = self._written(state.last_write, p.reads.shards, p.checked)
+                if known is not None and p.reads.unaffected(known):
+                    p.checked = max(p.checked, state.upper - 1)
+                elif p.reads.unchanged(m.upper, hit):
+                    p.checked = m.upper - 1
+                else:
                     p.error = conflict(hit)
                     continue
-                p.checked = m.upper - 1
             kept.append(p)
         return kept
+
+    def _written(
+        self, last_write: dict[str, int], shards: frozenset[str], after: int
+    ) -> dict[str, pa.Table] | None:
+        """What was written to ``shards`` after ``after`` up to their ``last_write``, if
+        every one of those commits is a recent one of this process (else None)."""
+        out = {}
+        for shard in shards:
+            at, parts = last_write.get(shard, -1), []
+            while at > after:
+                frames, prior = self._recent.get(at, ({}, {}))
+                if shard not in frames:
+                    return None  # another process's commit, or one forgotten
+                parts.append(frames[shard])
+                at = prior[shard]
+            if parts:
+                if any(f.schema != parts[0].schema for f in parts):
+                    return None  # framed across a schema change
+                out[shard] = pa.concat_tables(parts)
+        return out
 
 
 def _compatible(batch: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:

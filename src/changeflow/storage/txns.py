@@ -159,6 +159,7 @@ class TxnLog:
         read_shards: frozenset[str] = frozenset(),
         guard: dict[str, int] | None = None,
         floor: int = 0,
+        prior: dict[str, int] | None = None,
     ) -> int:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) atomically and return
         their timestamp; see the module docstring. At ``ts`` (:class:`StaleTimestamp` if it
@@ -168,7 +169,8 @@ class TxnLog:
         ``guard`` (shard -> time): raise :class:`Moved` if one of those shards was written
         after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
         a read-then-write commit that cannot check its reads: a serialization failure.
-        :attr:`pending` is then how many entries wait to be applied."""
+        :attr:`pending` is then how many entries wait to be applied; ``prior`` (if given) is
+        filled with each written shard's commit before this one (-1: none)."""
         guard = dict(guard or {})
         for shard in read_shards:
             guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
@@ -195,6 +197,9 @@ class TxnLog:
                 raise refused
             kept = [e for e in state.pending if e["ts"] not in applied]  # forgotten now
             waiting[0] = len(kept) + bool(keys)
+            if prior is not None:
+                prior.clear()
+                prior.update({s: state.last_write.get(s, -1) for s in keys})
             if not keys:
                 return LogState(at + 1, kept, state.last_write), at
             last = {**state.last_write, **dict.fromkeys(keys, at)}
