@@ -427,8 +427,8 @@ def _moved(state: LogState, guard: dict[str, int]) -> Moved | None:
 
 def _at(frame: pa.Table, ts: int) -> pa.Table:
     """``frame`` with every update at ``ts``."""
-    at = frame.schema.get_field_index(TIME)
-    return frame.set_column(at, TIME, pa.array([ts] * frame.num_rows, pa.int64()))
+    at = frame.schema.get_field_index(TIME)  # its field kept (not null): the frame conforms
+    return frame.set_column(at, frame.field(at), pa.array([ts] * frame.num_rows, pa.int64()))
 
 
 def _conform(frame: pa.Table, schema: pa.Schema) -> pa.Table:
