@@ -19,6 +19,7 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import dataflow as cluster_dataflow
+from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import maintain_view, update_rows
 from changeflow.compute.types import INT4, INT8, Column
@@ -216,3 +217,30 @@ def test_a_small_batch_merges_with_a_spark_batch_in_the_driver(spark, tmp_path) 
     }
     got = sorted((r.c0, r.c1.astimezone(UTC), r.c2, r[DIFF]) for r in held.collect())
     assert got == [(1, at, Decimal("1.50"), 1), (3, at, Decimal("3.00"), 1)]
+
+
+def test_a_small_join_step_is_one_spark_job_moving_only_the_change(spark, tmp_path) -> None:
+    """Arrangements are hash-partitioned by the columns their probes use, so a small step's
+    change is hashed to them (no arrangement is shuffled, nothing is broadcast: one job)."""
+    plan = P.Join((R, S, R), ((0, 2), (3, 5)))  # r.k = s.k and s.w = r'.v
+    assert D.arrangement_keys(plan) == [(0,), (1,), (1,)]
+    history = {
+        "r": [((k, v), 0, 1) for k in range(5) for v in range(4)],
+        "s": [((t % 5, t % 4), t, 1) for t in range(TIMES)] + [((0, 0), 3, -1)],
+    }
+    storage = open_storage(tmp_path)
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, 1)
+    maintain_view(storage, "v", plan, "out").close()
+    storage.register_reader("out", "test:checker", "the test reads every time")
+    flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
+    counts = []
+    for t in range(1, TIMES):
+        append_until(storage, caps, history, t, t + 1)
+        before = len(jobs())
+        flow.run(until=t + 1)
+        counts.append(len(jobs()) - before)
+    flow.close()
+    assert counts == [1] * (TIMES - 1), counts
+    check_every_time(storage, plan, history, "out", TIMES)

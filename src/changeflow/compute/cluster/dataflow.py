@@ -94,7 +94,11 @@ class Node:
             self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
         else:
             spined = [] if hold else widths
-            self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(spined)]
+            self.by = D.arrangement_keys(plan) if self.join else [()] * len(spined)  # type: ignore[arg-type]
+            self.spines = [
+                flow.spine(f"{where}/in{i}", w, False, by=by)
+                for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
+            ]
         self.waiting = [
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
@@ -128,6 +132,8 @@ class ClusterDataflow(Dataflow):
         self.blob = self.storage.machine.blob
         # a batch's key: <prefix>/<node>/<spine>/<batch> (see checkpoint.sweep)
         self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{self.incarnation}"
+        # a small step's shuffle partitions, one a core: arrangements are partitioned alike
+        self.parts = max(2, spark.sparkContext.defaultParallelism)
         self.nodes: list[Node] = []
         self.root = self._held(self._build(self.plan))
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
@@ -187,9 +193,15 @@ class ClusterDataflow(Dataflow):
         self.sink.adopt(self.frontier)
 
     def spine(
-        self, where: str, width: int, timed: bool, values: tuple[str, ...] = (DIFF,)
+        self,
+        where: str,
+        width: int,
+        timed: bool,
+        values: tuple[str, ...] = (DIFF,),
+        by: tuple[int, ...] = (),
     ) -> Spine:
-        return Spine(self.spark, self.blob, f"{self.prefix}/{where}", width, timed, values)
+        prefix = f"{self.prefix}/{where}"
+        return Spine(self.spark, self.blob, prefix, width, timed, values, by=by, parts=self.parts)
 
     def _build(self, plan: P.Plan) -> Node:
         return Node(plan, [self._build(p) for p in plan.inputs()], self)
@@ -325,7 +337,7 @@ class ClusterDataflow(Dataflow):
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, small=True)
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
         elif node.totals is not None:
             node.step_totals = None
             if frames[0] is None:
@@ -378,7 +390,7 @@ class ClusterDataflow(Dataflow):
     def _step_conf(self) -> AbstractContextManager[None]:
         """A small step's settings: a shuffle partition per core, and no adaptive execution
         (which runs each stage of a query as a job of its own)."""
-        cores = str(max(2, self.spark.sparkContext.defaultParallelism))
+        cores = str(self.parts)
         settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": cores}
         return session_conf(self.spark, settings)
 

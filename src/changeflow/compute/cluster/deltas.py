@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
+from changeflow.compute.cluster.spine import partitioned
 from changeflow.compute.expr import map_columns
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import ExprCompiler, name, spark_type
@@ -127,9 +128,14 @@ def join(
     arranged: list[DataFrame | None],
     plan: P.Join,
     small: bool,
+    by: Sequence[tuple[int, ...]] = (),
+    parts: int = 0,
 ) -> DataFrame | None:
     """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
-    collections before the step). With ``small``, each term's running result is broadcast."""
+    collections before the step). With ``small``, each term's running result goes to the
+    arrangement it probes: hashed to its partitions when the arrangement is partitioned by the
+    probe's columns (``by``: each arrangement's, into ``parts``), else broadcast."""
+    by = by or [()] * len(deltas)
     terms = []
     for i, delta in enumerate(deltas):
         if delta is None or any(a is None for a in arranged[i + 1 :]):
@@ -138,13 +144,33 @@ def join(
         for j in range(len(deltas)):
             if j != i:
                 old = _untimed(arranged[j])
-                side = union([old, deltas[j]]) if j < i else old
+                new = deltas[j]
+                if new is not None and by[j] and old is not None:  # keep the partitioning
+                    new = partitioned(new, by[j], parts)
+                side = union([old, new]) if j < i else old
                 if side is None:
                     break
                 sides[j] = side
         else:
-            terms.append(_join_term(plan, sides, i, small))
+            terms.append(_join_term(plan, sides, i, small, by))
     return union(terms)
+
+
+def arrangement_keys(plan: P.Join) -> list[tuple[int, ...]]:
+    """The columns to partition each input's arrangement by: those its probe uses in the
+    delta join's term of the last other input (where the largest inputs usually are)."""
+    widths = [len(p.schema) for p in plan.inputs_]
+    offsets = [sum(widths[:k]) for k in range(len(widths))]
+    owner = [k for k, w in enumerate(widths) for _ in range(w)]
+    keys: dict[int, tuple[int, ...]] = {}
+    for first in reversed(range(len(widths))):
+        joined = {first}
+        while len(joined) < len(widths):
+            k = _next_side(plan, owner, joined)
+            mine = tuple(m - offsets[k] for m, _ in _links(plan, owner, joined, k))
+            keys.setdefault(k, mine)
+            joined.add(k)
+    return [keys.get(k, ()) for k in range(len(widths))]
 
 
 def _untimed(frame: DataFrame | None) -> DataFrame | None:
@@ -155,7 +181,13 @@ def _untimed(frame: DataFrame | None) -> DataFrame | None:
     return frame.select(*data(width), F.lit(None).cast("bigint").alias(TIME), DIFF)
 
 
-def _join_term(plan: P.Join, sides: dict[int, DataFrame], first: int, small: bool) -> DataFrame:
+def _join_term(
+    plan: P.Join,
+    sides: dict[int, DataFrame],
+    first: int,
+    small: bool,
+    by: Sequence[tuple[int, ...]],
+) -> DataFrame:
     widths = [len(p.schema) for p in plan.inputs_]
     offsets = [sum(widths[:k]) for k in range(len(widths))]
     owner = [k for k, w in enumerate(widths) for _ in range(w)]
@@ -172,9 +204,13 @@ def _join_term(plan: P.Join, sides: dict[int, DataFrame], first: int, small: boo
     while len(joined) < len(widths):
         k = _next_side(plan, owner, joined)
         side = renamed[k].where(_own(plan, owner, k))
-        on = _link(plan, owner, joined, k)
+        links = _links(plan, owner, joined, k)
+        equal = [F.col(name(m)) == F.col(name(d)) for m, d in links]
+        on = fold(lambda a, b: a & b, equal) if equal else None
         if on is None:
             running = running.crossJoin(side)
+        elif small and by[k] == tuple(m - offsets[k] for m, _ in links):
+            running = side.join(running.hint("shuffle_hash"), on)  # only the change moves
         elif small:  # the running result is small: broadcast it into the arrangement
             running = side.join(F.broadcast(running), on)
         else:
@@ -211,15 +247,15 @@ def _own(plan: P.Join, owner: list[int], k: int) -> Column:
     return fold(lambda a, b: a & b, out)
 
 
-def _link(plan: P.Join, owner: list[int], joined: set[int], k: int) -> Column | None:
-    """The equalities that join input ``k`` to the inputs ``joined``; None if there are none."""
+def _links(plan: P.Join, owner: list[int], joined: set[int], k: int) -> list[tuple[int, int]]:
+    """The equalities that join input ``k`` to the inputs ``joined``: (its column, theirs)."""
     out = []
     for klass in plan.equivalences:
         mine = [i for i in klass if owner[i] == k]
         done = [i for i in klass if owner[i] in joined]
         if mine and done:
-            out.append(F.col(name(mine[0])) == F.col(name(done[0])))
-    return fold(lambda a, b: a & b, out) if out else None
+            out.append((mine[0], done[0]))
+    return out
 
 
 # -- keyed operators ---------------------------------------------------------------------------

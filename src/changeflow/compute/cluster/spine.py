@@ -30,12 +30,18 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from changeflow.compute.spark_expr import name
+from changeflow.spark import session_conf
 from changeflow.storage.blob import Blob
 from changeflow.updates import DIFF, TIME
 
 LOCAL_MERGE_ROWS = 1_000_000  # batches the driver wrote are merged there up to this size
 NEVER = 2**63 - 1  # a timed spine's earliest time when it holds nothing
 _REST = "_rest"
+
+
+def partitioned(frame: DataFrame, by: tuple[int, ...], parts: int) -> DataFrame:
+    """``frame`` hash-partitioned by its positional columns ``by`` into ``parts``."""
+    return frame.repartition(parts, *(F.col(name(i)) for i in by))
 
 
 @dataclass
@@ -65,6 +71,10 @@ class Spine:
     retired: list[str] = field(default_factory=list)  # merged away: deleted once not needed
     # a timed spine: every update it holds is at this time or later (None: not known)
     not_before: int | None = None
+    # the columns its cached batches are hash-partitioned by, into ``parts`` partitions (a
+    # probe by them shuffles only the change); () for none
+    by: tuple[int, ...] = ()
+    parts: int = 0
     _frames: dict[str, DataFrame] = field(default_factory=dict)
 
     def rows(self) -> int:
@@ -212,6 +222,11 @@ class Spine:
             if batch.schema is not None:
                 reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
             frame = reader.parquet(self.blob.uri(batch.key))
-            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            if self.by:  # planned without adaptive execution, which would hide the partitioning
+                with session_conf(self.spark, {"spark.sql.adaptive.enabled": "false"}):
+                    frame = partitioned(frame, self.by, self.parts)
+                    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            else:
+                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
             self._frames[batch.key] = frame
         return frame
