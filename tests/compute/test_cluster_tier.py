@@ -244,3 +244,16 @@ def test_a_small_join_step_is_one_spark_job_moving_only_the_change(spark, tmp_pa
     flow.close()
     assert counts == [1] * (TIMES - 1), counts
     check_every_time(storage, plan, history, "out", TIMES)
+
+
+def test_a_small_spine_read_by_the_driver_reads_each_batch_once(spark, tmp_path) -> None:
+    storage = open_storage(tmp_path)
+    spine = Spine(spark, storage.machine.blob, "totals", 1)
+    spine.add(pa.table({"c0": [1, 2, 3], DIFF: [1, 1, 1]}))
+    assert spine.table().num_rows == 3
+    reads = []
+    get = spine.blob.get
+    spine.blob.get = lambda key: reads.append(key) or get(key)  # type: ignore[method-assign]
+    assert spine.table().num_rows == 3 and reads == []  # kept from the first read
+    spine.add(pa.table({"c0": [4], DIFF: [1]}))  # not merged: 3 > 2 * 1
+    assert len(spine.batches) == 2 and spine.table().num_rows == 4 and len(reads) == 1

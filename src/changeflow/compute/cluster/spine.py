@@ -76,6 +76,7 @@ class Spine:
     by: tuple[int, ...] = ()
     parts: int = 0
     _frames: dict[str, DataFrame] = field(default_factory=dict)
+    _tables: dict[str, pa.Table] = field(default_factory=dict)  # batches :meth:`table` read
 
     def rows(self) -> int:
         return sum(b.rows for b in self.batches)
@@ -86,8 +87,11 @@ class Spine:
         return fold(DataFrame.unionByName, frames) if frames else None
 
     def table(self) -> pa.Table | None:
-        """A small collection read by the driver (unconsolidated), or None when it is empty."""
-        tables = [self._table(b) for b in self.batches]
+        """A small collection read by the driver (unconsolidated), or None when it is empty;
+        its batches are kept there until merged away, so a step reads only the new one."""
+        tables = []
+        for b in self.batches:
+            tables.append(self._tables.setdefault(b.key, self._table(b)))
         return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
     def add(self, delta: DataFrame | pa.Table) -> None:
@@ -99,7 +103,7 @@ class Spine:
             last, before = self.batches.pop(), self.batches.pop()
             merged: DataFrame | pa.Table
             if (last.local or before.local) and last.rows + before.rows <= LOCAL_MERGE_ROWS:
-                tables = [self._table(before), self._table(last)]
+                tables = [self._table(b) for b in (before, last)]
                 merged = pa.concat_tables(tables, promote_options="permissive")
             else:
                 merged = self._read(before).unionByName(self._read(last))
@@ -137,6 +141,7 @@ class Spine:
         that names them is gone). A batch loaded from a checkpoint is left in place: another
         replica resumed from the same checkpoint may still read it."""
         for key in self.retired:
+            self._tables.pop(key, None)
             frame = self._frames.pop(key, None)
             if frame is not None:
                 frame.unpersist()
@@ -149,6 +154,7 @@ class Spine:
         for frame in self._frames.values():
             frame.unpersist()
         self._frames.clear()
+        self._tables.clear()
 
     def to_json(self) -> list[list]:
         return [[b.key, b.rows, b.local, b.schema] for b in self.batches]
@@ -200,6 +206,9 @@ class Spine:
     def _table(self, batch: Batch) -> pa.Table:
         """A small batch read by the driver (its Parquet parts: one if the driver wrote it), in
         the Arrow form of its Spark schema (Spark may write a timestamp as INT96)."""
+        kept = self._tables.get(batch.key)
+        if kept is not None:
+            return kept
         parts = sorted(m.key for m in self.blob.list(batch.key) if m.key.endswith(".parquet"))
         assert parts, f"batch {batch.key} is missing"
         tables = [pq.read_table(pa.BufferReader(self.blob.get(k))) for k in parts]
