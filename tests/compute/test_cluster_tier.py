@@ -219,15 +219,28 @@ def test_a_small_batch_merges_with_a_spark_batch_in_the_driver(spark, tmp_path) 
     assert got == [(1, at, Decimal("1.50"), 1), (3, at, Decimal("3.00"), 1)]
 
 
-def test_a_small_join_step_is_one_spark_job_moving_only_the_change(spark, tmp_path) -> None:
+STATIC_R = [((k, v), 0, 1) for k in range(5) for v in range(4)]
+MOVING_S = [((t % 5, t % 4), t, 1) for t in range(TIMES)] + [((0, 0), 3, -1)]
+MOVING_R = STATIC_R + [((t % 5, 10 + t), t, 1) for t in range(1, TIMES)] + [((1, 2), 4, -1)]
+
+
+@pytest.mark.parametrize(
+    ("plan", "r"),
+    [
+        (P.Join((R, S, R), ((0, 2), (3, 5))), STATIC_R),  # r.k = s.k and s.w = r'.v
+        (P.TopK(R, (0,), (P.Order(1, True),), 2, 0), MOVING_R),
+        (P.Join((R, S), ((0, 2),), "full"), MOVING_R),
+        (P.Threshold(P.Union((R, P.Negate(S)))), MOVING_R),
+        (W.Window(R, (0,), (P.Order(1),), (W.WindowFunc("rank"),)), MOVING_R),
+        (P.Reduce(R, (0,), (P.Aggregate("count", V, distinct=True),)), MOVING_R),
+    ],
+    ids=["three-way-join", "topk", "full-join", "except", "window", "count-distinct"],
+)
+def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, plan, r) -> None:
     """Arrangements are hash-partitioned by the columns their probes use, so a small step's
-    change is hashed to them (no arrangement is shuffled, nothing is broadcast: one job)."""
-    plan = P.Join((R, S, R), ((0, 2), (3, 5)))  # r.k = s.k and s.w = r'.v
-    assert D.arrangement_keys(plan) == [(0,), (1,), (1,)]
-    history = {
-        "r": [((k, v), 0, 1) for k in range(5) for v in range(4)],
-        "s": [((t % 5, t % 4), t, 1) for t in range(TIMES)] + [((0, 0), 3, -1)],
-    }
+    change (a keyed operator's versions, made in the driver) is hashed to them: no
+    arrangement is shuffled, nothing is broadcast, one job a step."""
+    history = {"r": r, "s": MOVING_S}
     storage = open_storage(tmp_path)
     caps = load_inputs(storage, history, [])
     append_until(storage, caps, history, 0, 1)
@@ -244,6 +257,10 @@ def test_a_small_join_step_is_one_spark_job_moving_only_the_change(spark, tmp_pa
     flow.close()
     assert counts == [1] * (TIMES - 1), counts
     check_every_time(storage, plan, history, "out", TIMES)
+
+
+def test_a_join_arranges_each_input_by_its_probe_in_the_last_inputs_term() -> None:
+    assert D.arrangement_keys(P.Join((R, S, R), ((0, 2), (3, 5)))) == [(0,), (1,), (1,)]
 
 
 def test_a_small_spine_read_by_the_driver_reads_each_batch_once(spark, tmp_path) -> None:

@@ -94,7 +94,12 @@ class Node:
             self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
         else:
             spined = [] if hold else widths
-            self.by = D.arrangement_keys(plan) if self.join else [()] * len(spined)  # type: ignore[arg-type]
+            # the columns each arrangement is probed by, which it is partitioned by
+            self.by: list[tuple[int, ...]] = [()] * len(spined)
+            if self.join:
+                self.by = D.arrangement_keys(plan)  # type: ignore[arg-type]
+            elif self.keyed is not None and spined:
+                self.by = list(self.keyed.keys)
             self.spines = [
                 flow.spine(f"{where}/in{i}", w, False, by=by)
                 for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
@@ -354,7 +359,15 @@ class ClusterDataflow(Dataflow):
                 head = node.head.step(node.now[0], arranged[0])
                 if head is not None:
                     return head
-            out = node.keyed.delta(frames, arranged, small=True, at=None)
+            made = node.keyed.local_versions(node.now)
+            local = None
+            if made is not None:
+                versions, changed = made
+                local = (
+                    self.spark.createDataFrame(versions),
+                    [None if t is None else self.spark.createDataFrame(t) for t in changed],
+                )
+            out = node.keyed.delta(frames, arranged, True, None, local)
         kinds = [c.type for c in node.plan.schema]
         return [] if out is None else update_rows(from_spark(out.toArrow(), kinds))
 
