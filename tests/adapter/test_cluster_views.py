@@ -120,3 +120,33 @@ def test_a_view_keyed_by_uuid_runs_on_the_cluster(spark, tmp_path: Path) -> None
     conn.execute("CREATE MATERIALIZED VIEW shown AS SELECT id::text AS id FROM users")
     assert _tier(conn, "shown").startswith("Tier: process")
     conn.close()
+
+
+def test_a_view_carrying_interval_and_jsonb_runs_on_the_cluster(spark, tmp_path: Path) -> None:
+    """Interval and jsonb values are carried through a join on Spark; comparing one keeps the
+    view in the process."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.execute("CREATE TABLE plans (id int, span interval, spec jsonb)")
+    conn.execute("CREATE TABLE runs (id int, plan_id int)")
+    conn.cursor().executemany(
+        "INSERT INTO plans VALUES (%s, %s, %s)",
+        [
+            (i, f"{i} months {i % 7} days {i}.5 seconds", f'{{"n": {i}, "t": [1.50]}}')
+            for i in range(8)
+        ],
+    )
+    conn.cursor().executemany("INSERT INTO runs VALUES (%s, %s)", [(i, i % 9) for i in range(30)])
+    view = "SELECT r.id, p.span, p.spec FROM runs r JOIN plans p ON r.plan_id = p.id"
+    conn.execute(f"CREATE MATERIALIZED VIEW planned WITH (CLUSTER = true) AS {view}")
+    assert _tier(conn, "planned").startswith("Tier: cluster")
+    conn.execute("DELETE FROM runs WHERE id < 4")
+    conn.execute("UPDATE plans SET span = interval '-1 day', spec = '[]' WHERE id = 5")
+    conn.execute("INSERT INTO runs VALUES (100, 7), (101, 8)")
+    conn.execute("INSERT INTO plans VALUES (8, NULL, NULL)")
+    got = [(i, str(s), str(j)) for i, s, j in _sorted(conn, "SELECT * FROM planned")]
+    assert got == [(i, str(s), str(j)) for i, s, j in _sorted(conn, view)]
+    assert len(got) == 28  # every run has its plan
+    compared = "SELECT id FROM plans WHERE span > interval '1 month'"
+    conn.execute(f"CREATE MATERIALIZED VIEW longer AS {compared}")
+    assert _tier(conn, "longer").startswith("Tier: process")
+    conn.close()

@@ -19,6 +19,7 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import dataflow as cluster_dataflow
+from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import maintain_view, update_rows
 from changeflow.compute.types import INT4, INT8, Column
@@ -216,3 +217,60 @@ def test_a_small_batch_merges_with_a_spark_batch_in_the_driver(spark, tmp_path) 
     }
     got = sorted((r.c0, r.c1.astimezone(UTC), r.c2, r[DIFF]) for r in held.collect())
     assert got == [(1, at, Decimal("1.50"), 1), (3, at, Decimal("3.00"), 1)]
+
+
+STATIC_R = [((k, v), 0, 1) for k in range(5) for v in range(4)]
+MOVING_S = [((t % 5, t % 4), t, 1) for t in range(TIMES)] + [((0, 0), 3, -1)]
+MOVING_R = STATIC_R + [((t % 5, 10 + t), t, 1) for t in range(1, TIMES)] + [((1, 2), 4, -1)]
+
+
+@pytest.mark.parametrize(
+    ("plan", "r"),
+    [
+        (P.Join((R, S, R), ((0, 2), (3, 5))), STATIC_R),  # r.k = s.k and s.w = r'.v
+        (P.TopK(R, (0,), (P.Order(1, True),), 2, 0), MOVING_R),
+        (P.Join((R, S), ((0, 2),), "full"), MOVING_R),
+        (P.Threshold(P.Union((R, P.Negate(S)))), MOVING_R),
+        (W.Window(R, (0,), (P.Order(1),), (W.WindowFunc("rank"),)), MOVING_R),
+        (P.Reduce(R, (0,), (P.Aggregate("count", V, distinct=True),)), MOVING_R),
+    ],
+    ids=["three-way-join", "topk", "full-join", "except", "window", "count-distinct"],
+)
+def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, plan, r) -> None:
+    """Arrangements are hash-partitioned by the columns their probes use, so a small step's
+    change (a keyed operator's versions, made in the driver) is hashed to them: no
+    arrangement is shuffled, nothing is broadcast, one job a step."""
+    history = {"r": r, "s": MOVING_S}
+    storage = open_storage(tmp_path)
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, 1)
+    maintain_view(storage, "v", plan, "out").close()
+    storage.register_reader("out", "test:checker", "the test reads every time")
+    flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
+    counts = []
+    for t in range(1, TIMES):
+        append_until(storage, caps, history, t, t + 1)
+        before = len(jobs())
+        flow.run(until=t + 1)
+        counts.append(len(jobs()) - before)
+    flow.close()
+    assert counts == [1] * (TIMES - 1), counts
+    check_every_time(storage, plan, history, "out", TIMES)
+
+
+def test_a_join_arranges_each_input_by_its_probe_in_the_last_inputs_term() -> None:
+    assert D.arrangement_keys(P.Join((R, S, R), ((0, 2), (3, 5)))) == [(0,), (1,), (1,)]
+
+
+def test_a_small_spine_read_by_the_driver_reads_each_batch_once(spark, tmp_path) -> None:
+    storage = open_storage(tmp_path)
+    spine = Spine(spark, storage.machine.blob, "totals", 1)
+    spine.add(pa.table({"c0": [1, 2, 3], DIFF: [1, 1, 1]}))
+    assert spine.table().num_rows == 3
+    reads = []
+    get = spine.blob.get
+    spine.blob.get = lambda key: reads.append(key) or get(key)  # type: ignore[method-assign]
+    assert spine.table().num_rows == 3 and reads == []  # kept from the first read
+    spine.add(pa.table({"c0": [4], DIFF: [1]}))  # not merged: 3 > 2 * 1
+    assert len(spine.batches) == 2 and spine.table().num_rows == 4 and len(reads) == 1

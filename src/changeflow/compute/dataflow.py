@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.sink import SelfCorrectingSink
@@ -122,31 +123,59 @@ def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
-        if any(rows_only(c.type) and c.type not in BYTES for c in node.schema) or any(
+        if any(rows_only(c.type) and c.type not in SPARK_HELD for c in node.schema) or any(
             not _on_spark(x)
             for f in dataclasses.fields(node)
             for e in _expressions(getattr(node, f.name))
             for x in _subexpressions(e)
         ):
-            return "arrays, interval or jsonb, or an expression of uuid or bytea"
+            return "arrays, or an expression of interval, jsonb, uuid or bytea"
+        if _compares_carried(node):
+            return "interval or jsonb values compared, grouped, ordered or aggregated"
         if isinstance(node, P.Reduce) and aggregates and _ordered(node):
             return "string_agg with ORDER BY or array_agg"
     return None
 
 
 BYTES = (UUID, BYTEA)  # Spark holds them as binary, compared as PostgreSQL compares them
+CARRIED = (INTERVAL, JSONB)  # Spark holds them as structs: carried, never compared there
+SPARK_HELD = (*BYTES, *CARRIED)
 
 
 def _on_spark(e: Expr) -> bool:
-    """Has Spark a form for ``e`` itself? Not for intervals and jsonb; uuid and bytea values
-    are only carried, compared and tested for NULL there (their casts and functions are not)."""
-    if e.type in (INTERVAL, JSONB):
-        return False
-    if e.type in BYTES:
+    """Has Spark a form for ``e`` itself? Interval and jsonb values are only carried and
+    tested for NULL there; uuid and bytea values carried, compared and tested for NULL (their
+    casts and functions are not)."""
+    if e.type in SPARK_HELD:
         return isinstance(e, Col)
+    if any(c.type in CARRIED for c in e.children()):
+        return isinstance(e, IsNull)
     if any(c.type in BYTES for c in e.children()):
         return isinstance(e, Cmp | IsNull)
     return True
+
+
+def _compares_carried(node: P.Plan) -> bool:
+    """Does ``node`` compare interval or jsonb values (which PostgreSQL compares by meaning:
+    ``'1 day' = '24 hours'``, Spark by their fields) or aggregate them (but count them)? A top-k
+    and a window break ties by the whole row."""
+    inputs = node.inputs()
+    carried = {i for i, c in enumerate(inputs[0].schema) if c.type in CARRIED} if inputs else set()
+    match node:
+        case P.Join(equivalences=classes, inputs_=sides):
+            columns = [c for side in sides for c in side.schema]
+            return any(columns[i].type in CARRIED for klass in classes for i in klass)
+        case P.Reduce(group_by=keys, aggregates=aggs):
+            counted = [a.arg for a in aggs if a.func != "count" or a.distinct]
+            counted += [o.expr for a in aggs for o in a.order]
+            return bool(carried & set(keys)) or any(
+                x.type in CARRIED for e in counted if e is not None for x in _subexpressions(e)
+            )
+        case P.Distinct() | P.Threshold() | P.TopK() | W.Window():
+            return bool(carried)
+        case P.Constant(schema=schema):
+            return any(c.type in CARRIED for c in schema)
+    return False
 
 
 def _expressions(value: object) -> Iterator[Expr]:

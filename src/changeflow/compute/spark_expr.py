@@ -33,6 +33,8 @@ from changeflow.compute.types import (
     INT2,
     INT4,
     INT8,
+    INTERVAL,
+    JSONB,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -60,6 +62,9 @@ SPARK_TYPES = {
     TIMESTAMPTZ: "timestamp",
     UUID: "binary",  # its 16 bytes: Spark compares them as PostgreSQL does
     BYTEA: "binary",
+    # carried only (never compared on Spark): the fields of their Arrow structs
+    INTERVAL: "struct<months:int,days:int,micros:bigint>",
+    JSONB: "struct<jsonb:string>",
 }
 _EXACT_DECIMAL = {INT2: "decimal(5,0)", INT4: "decimal(10,0)", INT8: "decimal(20,0)"}
 NUMERIC_SCALE = 10  # the scale numeric values are stored at (decimal128(38, 10))

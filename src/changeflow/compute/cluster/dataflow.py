@@ -94,7 +94,16 @@ class Node:
             self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
         else:
             spined = [] if hold else widths
-            self.spines = [flow.spine(f"{where}/in{i}", w, False) for i, w in enumerate(spined)]
+            # the columns each arrangement is probed by, which it is partitioned by
+            self.by: list[tuple[int, ...]] = [()] * len(spined)
+            if self.join:
+                self.by = D.arrangement_keys(plan)  # type: ignore[arg-type]
+            elif self.keyed is not None and spined:
+                self.by = list(self.keyed.keys)
+            self.spines = [
+                flow.spine(f"{where}/in{i}", w, False, by=by)
+                for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
+            ]
         self.waiting = [
             flow.spine(f"{where}/wait{i}", w, True) if children[i].late else None
             for i, w in enumerate(widths)
@@ -128,6 +137,8 @@ class ClusterDataflow(Dataflow):
         self.blob = self.storage.machine.blob
         # a batch's key: <prefix>/<node>/<spine>/<batch> (see checkpoint.sweep)
         self.prefix = f"{checkpoint.PREFIX.format(self.name)}/{self.incarnation}"
+        # a small step's shuffle partitions, one a core: arrangements are partitioned alike
+        self.parts = max(2, spark.sparkContext.defaultParallelism)
         self.nodes: list[Node] = []
         self.root = self._held(self._build(self.plan))
         self.pending: dict[str, list[pa.Table]] = {s: [] for s in self.holds}
@@ -187,9 +198,15 @@ class ClusterDataflow(Dataflow):
         self.sink.adopt(self.frontier)
 
     def spine(
-        self, where: str, width: int, timed: bool, values: tuple[str, ...] = (DIFF,)
+        self,
+        where: str,
+        width: int,
+        timed: bool,
+        values: tuple[str, ...] = (DIFF,),
+        by: tuple[int, ...] = (),
     ) -> Spine:
-        return Spine(self.spark, self.blob, f"{self.prefix}/{where}", width, timed, values)
+        prefix = f"{self.prefix}/{where}"
+        return Spine(self.spark, self.blob, prefix, width, timed, values, by=by, parts=self.parts)
 
     def _build(self, plan: P.Plan) -> Node:
         return Node(plan, [self._build(p) for p in plan.inputs()], self)
@@ -325,7 +342,7 @@ class ClusterDataflow(Dataflow):
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, small=True)
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
         elif node.totals is not None:
             node.step_totals = None
             if frames[0] is None:
@@ -342,7 +359,15 @@ class ClusterDataflow(Dataflow):
                 head = node.head.step(node.now[0], arranged[0])
                 if head is not None:
                     return head
-            out = node.keyed.delta(frames, arranged, small=True, at=None)
+            made = node.keyed.local_versions(node.now)
+            local = None
+            if made is not None:
+                versions, changed = made
+                local = (
+                    self.spark.createDataFrame(versions),
+                    [None if t is None else self.spark.createDataFrame(t) for t in changed],
+                )
+            out = node.keyed.delta(frames, arranged, True, None, local)
         kinds = [c.type for c in node.plan.schema]
         return [] if out is None else update_rows(from_spark(out.toArrow(), kinds))
 
@@ -378,7 +403,7 @@ class ClusterDataflow(Dataflow):
     def _step_conf(self) -> AbstractContextManager[None]:
         """A small step's settings: a shuffle partition per core, and no adaptive execution
         (which runs each stage of a query as a job of its own)."""
-        cores = str(max(2, self.spark.sparkContext.defaultParallelism))
+        cores = str(self.parts)
         settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": cores}
         return session_conf(self.spark, settings)
 

@@ -24,16 +24,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce as fold
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
+from changeflow.compute.cluster.local import Update, frame_table
+from changeflow.compute.cluster.spine import partitioned
 from changeflow.compute.expr import map_columns
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import ExprCompiler, name, spark_type
 from changeflow.compute.types import INT8, Schema
 from changeflow.compute.types import Column as Col
+from changeflow.compute.values import arrow_values
 from changeflow.errors import PlanError
 from changeflow.updates import DIFF, TIME
 
@@ -127,9 +131,14 @@ def join(
     arranged: list[DataFrame | None],
     plan: P.Join,
     small: bool,
+    by: Sequence[tuple[int, ...]] = (),
+    parts: int = 0,
 ) -> DataFrame | None:
     """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
-    collections before the step). With ``small``, each term's running result is broadcast."""
+    collections before the step). With ``small``, each term's running result goes to the
+    arrangement it probes: hashed to its partitions when the arrangement is partitioned by the
+    probe's columns (``by``: each arrangement's, into ``parts``), else broadcast."""
+    by = by or [()] * len(deltas)
     terms = []
     for i, delta in enumerate(deltas):
         if delta is None or any(a is None for a in arranged[i + 1 :]):
@@ -138,13 +147,33 @@ def join(
         for j in range(len(deltas)):
             if j != i:
                 old = _untimed(arranged[j])
-                side = union([old, deltas[j]]) if j < i else old
+                new = deltas[j]
+                if new is not None and by[j] and old is not None:  # keep the partitioning
+                    new = partitioned(new, by[j], parts)
+                side = union([old, new]) if j < i else old
                 if side is None:
                     break
                 sides[j] = side
         else:
-            terms.append(_join_term(plan, sides, i, small))
+            terms.append(_join_term(plan, sides, i, small, by))
     return union(terms)
+
+
+def arrangement_keys(plan: P.Join) -> list[tuple[int, ...]]:
+    """The columns to partition each input's arrangement by: those its probe uses in the
+    delta join's term of the last other input (where the largest inputs usually are)."""
+    widths = [len(p.schema) for p in plan.inputs_]
+    offsets = [sum(widths[:k]) for k in range(len(widths))]
+    owner = [k for k, w in enumerate(widths) for _ in range(w)]
+    keys: dict[int, tuple[int, ...]] = {}
+    for first in reversed(range(len(widths))):
+        joined = {first}
+        while len(joined) < len(widths):
+            k = _next_side(plan, owner, joined)
+            mine = tuple(m - offsets[k] for m, _ in _links(plan, owner, joined, k))
+            keys.setdefault(k, mine)
+            joined.add(k)
+    return [keys.get(k, ()) for k in range(len(widths))]
 
 
 def _untimed(frame: DataFrame | None) -> DataFrame | None:
@@ -155,7 +184,13 @@ def _untimed(frame: DataFrame | None) -> DataFrame | None:
     return frame.select(*data(width), F.lit(None).cast("bigint").alias(TIME), DIFF)
 
 
-def _join_term(plan: P.Join, sides: dict[int, DataFrame], first: int, small: bool) -> DataFrame:
+def _join_term(
+    plan: P.Join,
+    sides: dict[int, DataFrame],
+    first: int,
+    small: bool,
+    by: Sequence[tuple[int, ...]],
+) -> DataFrame:
     widths = [len(p.schema) for p in plan.inputs_]
     offsets = [sum(widths[:k]) for k in range(len(widths))]
     owner = [k for k, w in enumerate(widths) for _ in range(w)]
@@ -172,9 +207,13 @@ def _join_term(plan: P.Join, sides: dict[int, DataFrame], first: int, small: boo
     while len(joined) < len(widths):
         k = _next_side(plan, owner, joined)
         side = renamed[k].where(_own(plan, owner, k))
-        on = _link(plan, owner, joined, k)
+        links = _links(plan, owner, joined, k)
+        equal = [F.col(name(m)) == F.col(name(d)) for m, d in links]
+        on = fold(lambda a, b: a & b, equal) if equal else None
         if on is None:
             running = running.crossJoin(side)
+        elif small and by[k] == tuple(m - offsets[k] for m, _ in links):
+            running = side.join(running.hint("shuffle_hash"), on)  # only the change moves
         elif small:  # the running result is small: broadcast it into the arrangement
             running = side.join(F.broadcast(running), on)
         else:
@@ -211,15 +250,15 @@ def _own(plan: P.Join, owner: list[int], k: int) -> Column:
     return fold(lambda a, b: a & b, out)
 
 
-def _link(plan: P.Join, owner: list[int], joined: set[int], k: int) -> Column | None:
-    """The equalities that join input ``k`` to the inputs ``joined``; None if there are none."""
+def _links(plan: P.Join, owner: list[int], joined: set[int], k: int) -> list[tuple[int, int]]:
+    """The equalities that join input ``k`` to the inputs ``joined``: (its column, theirs)."""
     out = []
     for klass in plan.equivalences:
         mine = [i for i in klass if owner[i] == k]
         done = [i for i in klass if owner[i] in joined]
         if mine and done:
-            out.append(F.col(name(mine[0])) == F.col(name(done[0])))
-    return fold(lambda a, b: a & b, out) if out else None
+            out.append((mine[0], done[0]))
+    return out
 
 
 # -- keyed operators ---------------------------------------------------------------------------
@@ -244,9 +283,13 @@ class Keyed:
         arranged: list[DataFrame | None],
         small: bool,
         at: int | None,
+        local: tuple[DataFrame, list[DataFrame | None]] | None = None,
     ) -> DataFrame | None:
         """The output's delta for the inputs' ``deltas`` over their ``arranged`` collections.
-        ``at``: every delta is at this one time and nothing is arranged (hydration)."""
+        ``at``: every delta is at this one time and nothing is arranged (hydration).
+        ``local``: a small step's versions and changes at them, made in the driver
+        (:meth:`local_versions`); no key has a NULL, so the arrangements (partitioned by their
+        keys) are probed by plain equality and only the versions move."""
         if all(d is None for d in deltas):
             return None
         spark = next(d for d in deltas if d is not None).sparkSession
@@ -259,22 +302,31 @@ class Keyed:
             out = positional_frame(self.direct, frames)
             width = len(self.plan.schema)
             return out.select(*data(width), F.lit(at).cast("bigint").alias(TIME), DIFF)
-        versions = self._versions(deltas, small)
-        frames = {
-            f"_in{i}": self._at_versions(i, deltas[i], arranged[i], versions, spark, schemas[i])
-            for i in range(len(deltas))
-        }
+        if local is None:
+            versions = self._versions(deltas, small)
+            frames = {
+                f"_in{i}": self._at_versions(i, deltas[i], arranged[i], versions, schemas[i])
+                for i in range(len(deltas))
+            }
+        else:
+            versions, changed = local
+            frames = {
+                f"_in{i}": self._hashed(i, changed[i], arranged[i], versions, schemas[i])
+                for i in range(len(deltas))
+            }
         out = positional_frame(self.versioned, frames)
         cols = [F.col(name(i)).alias(name(j)) for j, i in enumerate(self.out_data)]
         version = F.coalesce(*(F.col(name(v)) for v, _ in self.out_versions))
         following = F.coalesce(*(F.col(name(n)) for _, n in self.out_versions))
-        out = out.select(*cols, version.alias(_V), following.alias(_NX), DIFF)
-        width = len(self.out_data)
-        now = out.where(F.col(_V) >= 0).select(*data(width), F.col(_V).alias(TIME), DIFF)
-        later = out.where(F.col(_NX) != LAST).select(
-            *data(width), F.col(_NX).alias(TIME), (-F.col(DIFF)).alias(DIFF)
+        # a version's rows appear at it and go at the next (BEFORE and LAST are negative)
+        moves = F.array(
+            F.struct(version.alias(TIME), F.col(DIFF).alias(DIFF)),
+            F.struct(following.alias(TIME), (-F.col(DIFF)).alias(DIFF)),
         )
-        return now.union(later)
+        out = out.select(*cols, F.explode(moves).alias("_m"))
+        width = len(self.out_data)
+        moved = out.select(*data(width), F.col(f"_m.{TIME}").alias(TIME), F.col(f"_m.{DIFF}"))
+        return moved.where(F.col(TIME) >= 0)
 
     def _versions(self, deltas: list[DataFrame | None], small: bool) -> DataFrame:
         """Per touched key (``_k0``…), each version ``_v`` and the next ``_nx``."""
@@ -294,6 +346,47 @@ class Keyed:
         versions = versions.withColumn(_NX, following)
         return F.broadcast(versions) if small else versions
 
+    def local_versions(
+        self, changes: list[list[Update]]
+    ) -> tuple[pa.Table, list[pa.Table | None]] | None:
+        """A small step's touched keys with each of their versions and the next (``_k0``…,
+        ``_v``, ``_nx``), and each input's ``changes`` at the versions of their key at or
+        after them: made in the driver, so only the probe of the arrangements is a join.
+        None when a key has a NULL (matched NULL-safe, as PostgreSQL groups) or there is no
+        key."""
+        if not self.keys[0]:
+            return None
+        times: dict[tuple, set[int]] = {}
+        for side, updates in enumerate(changes):
+            for row, t, _ in updates:
+                key = tuple(row[c] for c in self.keys[side])
+                if None in key:
+                    return None
+                times.setdefault(key, {BEFORE}).add(t)
+        if not times:
+            return None
+        pairs = {}
+        for key, versions in times.items():
+            ordered = sorted(versions)
+            pairs[key] = list(zip(ordered, [*ordered[1:], LAST], strict=True))
+        kinds = [self.plan.inputs()[0].schema[c].type.arrow for c in self.keys[0]]
+        rows = [(*key, v, n) for key, both in pairs.items() for v, n in both]
+        columns = [pa.array(arrow_values([r[n] for r in rows], k), k) for n, k in enumerate(kinds)]
+        columns += [pa.array([r[i] for r in rows], pa.int64()) for i in (-2, -1)]
+        names = [*(f"_k{n}" for n in range(len(kinds))), _V, _NX]
+        at_versions: list[pa.Table | None] = []
+        for side, updates in enumerate(changes):
+            keys = self.keys[side]
+            moved = [
+                ((*row, v, n), 0, d)
+                for row, t, d in updates
+                for v, n in pairs[tuple(row[c] for c in keys)]
+                if t <= v
+            ]
+            schema = (*self.plan.inputs()[side].schema, Col("v", INT8), Col("nx", INT8))
+            at_versions.append(frame_table(moved, schema, timed=False) if moved else None)
+        return pa.Table.from_arrays(columns, names=names), at_versions
+
     def _key_columns(self, side: int) -> list[Column]:
         return [F.col(name(c)).alias(f"_k{n}") for n, c in enumerate(self.keys[side])]
 
@@ -303,7 +396,6 @@ class Keyed:
         delta: DataFrame | None,
         old: DataFrame | None,
         versions: DataFrame,
-        spark: SparkSession,
         schema: Schema,
     ) -> DataFrame:
         """Input ``side``'s rows of each touched key at each of its versions, with the version
@@ -327,11 +419,36 @@ class Keyed:
             )
             for p in parts
         ]
-        found = union(picked)
-        if found is None:
-            versioned = (*schema, Col("v", INT8), Col("nx", INT8))
-            return empty(spark, versioned, False)
-        return found
+        return _or_empty(picked, versions.sparkSession, schema)
+
+    def _hashed(
+        self,
+        side: int,
+        changed: DataFrame | None,
+        old: DataFrame | None,
+        versions: DataFrame,
+        schema: Schema,
+    ) -> DataFrame:
+        """:meth:`_at_versions` for versions with no NULL key and the ``changed`` rows at
+        their versions made in the driver: the versions are hashed to the arrangement's
+        partitions (it is partitioned by its key), so nothing else moves."""
+        width = len(schema)
+        same_key = [F.col(name(c)) == versions[f"_k{n}"] for n, c in enumerate(self.keys[side])]
+        on = fold(lambda a, b: a & b, same_key)
+        picked = [changed]
+        if old is not None:
+            found = old.join(versions.hint("shuffle_hash"), on)
+            versioned = [F.col(_V).alias(name(width)), F.col(_NX).alias(name(width + 1))]
+            picked.append(found.select(*data(width), *versioned, DIFF))
+        return _or_empty(picked, versions.sparkSession, schema)
+
+
+def _or_empty(frames: list[DataFrame | None], spark: SparkSession, schema: Schema) -> DataFrame:
+    """The union of an input's rows at versions, or none of them (with the version columns)."""
+    found = union(frames)
+    if found is None:
+        return empty(spark, (*schema, Col("v", INT8), Col("nx", INT8)), False)
+    return found
 
 
 def keyed(plan: P.Plan) -> Keyed:

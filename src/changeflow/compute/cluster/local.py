@@ -22,6 +22,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.spark_expr import name
 from changeflow.compute.types import Schema
+from changeflow.compute.values import arrow_values
 from changeflow.updates import DIFF, TIME
 
 Update = tuple[tuple[Any, ...], int, int]
@@ -59,7 +60,7 @@ def frame_table(updates: list[Update], schema: Schema, timed: bool = True) -> pa
     for i, c in enumerate(schema):
         kind = c.type.arrow
         values = [fit_value(u[0][i], kind) for u in updates]
-        arrays.append(pa.array(values, type=kind))
+        arrays.append(pa.array(arrow_values(values, kind), type=kind))
     names = [name(i) for i in range(len(schema))]
     if timed:
         arrays.append(pa.array([u[1] for u in updates], pa.int64()))

@@ -30,12 +30,18 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from changeflow.compute.spark_expr import name
+from changeflow.spark import session_conf
 from changeflow.storage.blob import Blob
 from changeflow.updates import DIFF, TIME
 
 LOCAL_MERGE_ROWS = 1_000_000  # batches the driver wrote are merged there up to this size
 NEVER = 2**63 - 1  # a timed spine's earliest time when it holds nothing
 _REST = "_rest"
+
+
+def partitioned(frame: DataFrame, by: tuple[int, ...], parts: int) -> DataFrame:
+    """``frame`` hash-partitioned by its positional columns ``by`` into ``parts``."""
+    return frame.repartition(parts, *(F.col(name(i)) for i in by))
 
 
 @dataclass
@@ -65,7 +71,12 @@ class Spine:
     retired: list[str] = field(default_factory=list)  # merged away: deleted once not needed
     # a timed spine: every update it holds is at this time or later (None: not known)
     not_before: int | None = None
+    # the columns its cached batches are hash-partitioned by, into ``parts`` partitions (a
+    # probe by them shuffles only the change); () for none
+    by: tuple[int, ...] = ()
+    parts: int = 0
     _frames: dict[str, DataFrame] = field(default_factory=dict)
+    _tables: dict[str, pa.Table] = field(default_factory=dict)  # batches :meth:`table` read
 
     def rows(self) -> int:
         return sum(b.rows for b in self.batches)
@@ -76,8 +87,11 @@ class Spine:
         return fold(DataFrame.unionByName, frames) if frames else None
 
     def table(self) -> pa.Table | None:
-        """A small collection read by the driver (unconsolidated), or None when it is empty."""
-        tables = [self._table(b) for b in self.batches]
+        """A small collection read by the driver (unconsolidated), or None when it is empty;
+        its batches are kept there until merged away, so a step reads only the new one."""
+        tables = []
+        for b in self.batches:
+            tables.append(self._tables.setdefault(b.key, self._table(b)))
         return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
     def add(self, delta: DataFrame | pa.Table) -> None:
@@ -89,7 +103,7 @@ class Spine:
             last, before = self.batches.pop(), self.batches.pop()
             merged: DataFrame | pa.Table
             if (last.local or before.local) and last.rows + before.rows <= LOCAL_MERGE_ROWS:
-                tables = [self._table(before), self._table(last)]
+                tables = [self._table(b) for b in (before, last)]
                 merged = pa.concat_tables(tables, promote_options="permissive")
             else:
                 merged = self._read(before).unionByName(self._read(last))
@@ -127,6 +141,7 @@ class Spine:
         that names them is gone). A batch loaded from a checkpoint is left in place: another
         replica resumed from the same checkpoint may still read it."""
         for key in self.retired:
+            self._tables.pop(key, None)
             frame = self._frames.pop(key, None)
             if frame is not None:
                 frame.unpersist()
@@ -139,6 +154,7 @@ class Spine:
         for frame in self._frames.values():
             frame.unpersist()
         self._frames.clear()
+        self._tables.clear()
 
     def to_json(self) -> list[list]:
         return [[b.key, b.rows, b.local, b.schema] for b in self.batches]
@@ -190,6 +206,9 @@ class Spine:
     def _table(self, batch: Batch) -> pa.Table:
         """A small batch read by the driver (its Parquet parts: one if the driver wrote it), in
         the Arrow form of its Spark schema (Spark may write a timestamp as INT96)."""
+        kept = self._tables.get(batch.key)
+        if kept is not None:
+            return kept
         parts = sorted(m.key for m in self.blob.list(batch.key) if m.key.endswith(".parquet"))
         assert parts, f"batch {batch.key} is missing"
         tables = [pq.read_table(pa.BufferReader(self.blob.get(k))) for k in parts]
@@ -212,6 +231,11 @@ class Spine:
             if batch.schema is not None:
                 reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
             frame = reader.parquet(self.blob.uri(batch.key))
-            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            if self.by:  # planned without adaptive execution, which would hide the partitioning
+                with session_conf(self.spark, {"spark.sql.adaptive.enabled": "false"}):
+                    frame = partitioned(frame, self.by, self.parts)
+                    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            else:
+                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
             self._frames[batch.key] = frame
         return frame

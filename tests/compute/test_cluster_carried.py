@@ -1,0 +1,106 @@
+"""Interval and jsonb values on Spark: carried through joins and linear operators and counted
+there (Spark holds them as structs), exact at every time on the cluster tier and through a
+Spark hydration of the in-process tier; a plan that compares, groups, orders or aggregates
+them (PostgreSQL compares them by meaning) stays in the process."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from changeflow.collection import PTVC
+from changeflow.compute import expr as X
+from changeflow.compute import plan as P
+from changeflow.compute import window as W
+from changeflow.compute.dataflow import maintain_view, process_only
+from changeflow.compute.evaluate import evaluate
+from changeflow.compute.intervals import Interval
+from changeflow.compute.jsonb import Jsonb
+from changeflow.compute.types import INT4, INTERVAL, JSONB, TEXT, Column
+from changeflow.time import Antichain
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_cluster_bytes import _rows  # noqa: E402
+from test_dataflow import open_storage  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+TIMES = 6
+R = P.Get("r", (Column("k", INT4), Column("d", INTERVAL)))
+S = P.Get("s", (Column("k", INT4), Column("j", JSONB)))
+SCHEMAS = {
+    "r": pa.schema([("k", pa.int32()), ("d", INTERVAL.arrow)]),
+    "s": pa.schema([("k", pa.int32()), ("j", JSONB.arrow)]),
+}
+D = [Interval(i, -i, i * 1_000_003) for i in range(6)]
+J = [Jsonb(t) for t in ('{"a": 1}', "[1, 2.50]", '"x"', "null", '{"b": [true]}')]
+HISTORY = {
+    "r": [((i % 4, D[i % 6]), i % TIMES, 1) for i in range(16)]
+    + [((1, D[1]), 4, -1), ((2, None), 2, 1), ((None, D[5]), 1, 1)],
+    "s": [((i % 5, J[i % 5]), i % TIMES, 1) for i in range(12)]
+    + [((2, J[2]), 5, -1), ((3, None), 2, 1)],
+}
+D_NULL = X.IsNull(P.col(R.schema, 1))
+PLANS = {
+    "join": P.Join((R, S), ((0, 2),)),
+    "left-join": P.Join((R, S), ((0, 2),), "left"),
+    "filter-project": P.Project(P.Filter(R, (D_NULL,)), (1, 0)),
+    "count": P.Reduce(S, (0,), (P.Aggregate("count", P.col(S.schema, 1)),)),
+    "union": P.Union((P.Project(R, (1,)), P.Negate(P.Project(R, (1,))))),
+}
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize("tier", ["cluster-driver", "cluster-spark", "process"])
+def test_interval_and_jsonb_views_on_spark_are_exact_at_every_time(
+    spark, tmp_path, monkeypatch, name, tier
+) -> None:
+    steps = "0" if tier == "cluster-spark" else "1000000"
+    monkeypatch.setenv("CHANGEFLOW_CLUSTER_STEP_ROWS", steps)
+    plan = PLANS[name]
+    assert process_only(plan) is None
+    storage = open_storage(tmp_path)
+    caps = {n: storage.create(n, schema) for n, schema in SCHEMAS.items()}
+
+    def append(lower: int, upper: int) -> None:
+        for n, (_, write) in caps.items():
+            storage.append(write, [u for u in HISTORY[n] if lower <= u[1] < upper], upper)
+
+    append(0, 2)
+    maintain_view(storage, "v", plan, "out").close()
+    storage.register_reader("out", "test:checker", "the test reads every time")
+    cluster = tier != "process"  # the process tier hydrates on Spark, then steps in rows
+    flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=cluster)
+    assert flow.tier == ("cluster" if cluster else "process")
+    for t in range(2, TIMES):
+        append(t, t + 1)
+        flow.run(until=t + 1)
+    flow.close()
+    inputs = {}
+    for n, updates in HISTORY.items():
+        inputs[n] = PTVC.empty(name=n)
+        inputs[n].append(updates, Antichain([TIMES]))
+    read, _ = storage.acquire_capabilities("out")
+    for t in range(TIMES):
+        expected = evaluate(plan, {n: inputs[n].read(t) for n in inputs}, t)
+        assert _rows(storage.snapshot_table(read, t)) == expected, f"time {t}"
+
+
+def test_comparing_grouping_or_aggregating_them_stays_in_the_process() -> None:
+    d, j = P.col(R.schema, 1), P.col(S.schema, 1)
+    assert process_only(P.Map(R, (("x", d),))) is None  # a column carried as it is
+    compared = {
+        "compare": P.Filter(R, (X.Cmp("=", d, d),)),
+        "cast": P.Map(S, (("t", X.Cast(j, TEXT)),)),
+        "group": P.Reduce(R, (1,), (P.Aggregate("count"),)),
+        "count-distinct": P.Reduce(R, (0,), (P.Aggregate("count", d, distinct=True),)),
+        "distinct": P.Distinct(R),
+        "topk": P.TopK(S, (0,), (P.Order(0),), 1, 0),
+        "window": W.Window(S, (0,), (P.Order(0),), (W.WindowFunc("row_number"),)),
+        "join-on": P.Join((S, S), ((1, 3),)),
+    }
+    for what, plan in compared.items():
+        assert process_only(plan) is not None, what
