@@ -352,15 +352,15 @@ class Keyed:
         """A small step's touched keys with each of their versions and the next (``_k0``…,
         ``_v``, ``_nx``), and each input's ``changes`` at the versions of their key at or
         after them: made in the driver, so only the probe of the arrangements is a join.
-        None when a key has a NULL (matched NULL-safe, as PostgreSQL groups) or there is no
-        key."""
+        None when a key has a NULL (matched NULL-safe, as PostgreSQL groups) or a NaN (equal
+        to itself in Spark, not in Python), or there is no key."""
         if not self.keys[0]:
             return None
         times: dict[tuple, set[int]] = {}
         for side, updates in enumerate(changes):
             for row, t, _ in updates:
                 key = tuple(row[c] for c in self.keys[side])
-                if None in key:
+                if None in key or any(v != v for v in key):
                     return None
                 times.setdefault(key, {BEFORE}).add(t)
         if not times:
