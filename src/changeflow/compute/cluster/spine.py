@@ -89,9 +89,7 @@ class Spine:
     def table(self) -> pa.Table | None:
         """A small collection read by the driver (unconsolidated), or None when it is empty;
         its batches are kept there until merged away, so a step reads only the new one."""
-        tables = []
-        for b in self.batches:
-            tables.append(self._tables.setdefault(b.key, self._table(b)))
+        tables = [self._tables.setdefault(b.key, self._table(b)) for b in self.batches]
         return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
     def add(self, delta: DataFrame | pa.Table) -> None:
