@@ -95,3 +95,14 @@ def test_recursive_views_maintained_and_rehydrated(tmp_path: Path, postgres_url:
                     assert unordered(again, f"SELECT * FROM v{i}") == unordered(pg, sql), sql
         finally:
             again.close()
+
+
+def test_recursive_view_refuses_the_cluster_tier(tmp_path: Path) -> None:
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    try:
+        ours.execute(CREATE)
+        with pytest.raises(DatabaseError) as caught:
+            ours.execute(f"CREATE MATERIALIZED VIEW rv WITH (CLUSTER = true) AS {QUERIES[1]}")
+        assert caught.value.sqlstate == "0A000" and "WITH RECURSIVE" in str(caught.value)
+    finally:
+        ours.close()

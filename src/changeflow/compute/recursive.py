@@ -55,6 +55,10 @@ class Recursive(P.Plan):
         return f"Recursive {self.name} ({kind})\n" + self.step.explain(1).replace("\n", "\n  ")
 
 
+def has_recursive(plan: P.Plan) -> bool:
+    return isinstance(plan, Recursive) or any(has_recursive(p) for p in plan.inputs())
+
+
 def reads(step: P.Plan, name: str) -> tuple[P.Get, ...]:
     """The collections ``step`` reads besides ``name``, once each."""
     found: dict[str, P.Get] = {}
@@ -83,8 +87,8 @@ def marker(name: str) -> str:
 def endless(name: str) -> EvalError:
     """The error of a recursion without end (``name``: the query's, or its marker)."""
     return EvalError(
-        f'recursive query "{name.partition("#")[0]}" did not reach a fixed point within {MAX_STEPS} steps and '
-        f"{MAX_ROWS} rows",
+        f'recursive query "{name.partition("#")[0]}" did not reach a fixed point within '
+        f"{MAX_STEPS} steps and {MAX_ROWS} rows",
         sqlstate="54001",
     )
 
