@@ -39,7 +39,7 @@ from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
-from changeflow.compute.recursive import has_recursive
+from changeflow.compute.recursive import in_process_only
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
@@ -139,6 +139,7 @@ class Environment:
         self._item_locks: dict[str, threading.Lock] = {}
         self._stopped: set[str] = set()  # dropped items' ids (never reused): not restarted
         self.dataflows: dict[str, Dataflow] = {}
+        self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
@@ -487,19 +488,14 @@ class Environment:
             spark = get_spark(self.config.spark_master)
         flow = maintain_view(self.storage, item.id, plan, item.id, spark, cluster=spark is not None)
         self.dataflows[item.id] = flow
+        self.started[item.id] = item.options.get("plan", "")
         return flow
 
     def choose_tier(self, plan: P.Plan, setting: bool | None) -> str:
         """The tier of a new dataflow: as ``setting`` (the view's CLUSTER option) says, else by
         its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS`` (the tables' committed writes
         applied first: small ones wait in the write log)."""
-        if has_recursive(plan):  # the cluster tier has no operator for it
-            if setting:
-                raise PlanError(
-                    "this view runs on the in-process tier only (WITH RECURSIVE): CLUSTER = "
-                    "true is not supported for it",
-                    sqlstate="0A000",
-                )
+        if in_process_only(plan, setting):
             return "process"
         if setting is None:
             self.log.apply()
@@ -528,12 +524,16 @@ class Environment:
         with self.lock:
             state = self.catalog.load()
             gone = self.dataflows.keys() - state.items.keys()
+            # an item whose plan was rewritten (ALTER TABLE) starts again with the new one
+            hosted = [i for i in state.items.values() if i.id in self.dataflows]
+            moved = [i.id for i in hosted if self.started.get(i.id) != i.options["plan"]]
             flows = {
                 i.id: self.dataflow(i)
                 for i in state.items.values()
                 if i.kind in ("materialized view", "index")
             }
         self.stop_hosting(gone)
+        self.stop_hosting(moved, dropped=False)
         tables = {i.id for i in state.items.values() if i.kind == "table"}
         oracle = self.oracle(EPOCH)
         oracle.apply_write(int(time.time() * 1000))
