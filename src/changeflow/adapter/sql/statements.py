@@ -54,7 +54,9 @@ class Statement:
 
 
 def split(script: str) -> list[str]:
-    """The statements of ``script``, split at semicolons outside strings and comments."""
+    """The statements of ``script``, split at semicolons outside strings and comments (its
+    escape strings made standard ones first: :func:`plain_strings`)."""
+    script = plain_strings(script)
     try:
         tokens = Tokenizer(dialect="postgres").tokenize(script)
     except TokenError as e:
@@ -256,6 +258,33 @@ def unquote(value: str) -> str:
     return value
 
 
+_LEXEMES = re.compile(
+    r"--[^\n]*|/\*.*?\*/|\"(?:[^\"]|\"\")*\"|\$((?:[A-Za-z_]\w*)?)\$.*?\$\1\$"
+    r"|(?<![\w$])[Ee]'((?:[^'\\]|\\.|'')*)'|'(?:[^']|'')*'",
+    re.S,
+)
+
+
+def plain_strings(text: str) -> str:
+    """``text`` with each escape string (``E'…'``) and dollar-quoted string written as the
+    standard string of its value (escapes decoded by PostgreSQL's rules:
+    :func:`escape_string`); comments, quoted names and standard strings are left as they
+    are."""
+    if "'" not in text:
+        return text
+
+    def standard(m: re.Match[str]) -> str:
+        whole, body = m.group(0), m.group(2)
+        if whole[0] == "$":  # a dollar-quoted string: its text as it is
+            tag = len(m.group(1)) + 2
+            return "'" + whole[tag:-tag].replace("'", "''") + "'"
+        if body is None:
+            return whole
+        return "'" + escape_string(body).replace("'", "''") + "'"
+
+    return _LEXEMES.sub(standard, text)
+
+
 _ESCAPE = re.compile(
     r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))|''", re.S
 )
@@ -406,7 +435,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
 
 def parse(text: str) -> Statement:
     """One statement of text (no trailing semicolon) as a :class:`Statement`."""
-    text = text.strip().rstrip(";").strip()
+    text = plain_strings(text.strip().rstrip(";").strip())
     for kind, pattern in _COMPILED:
         m = pattern.fullmatch(text)
         if m:
