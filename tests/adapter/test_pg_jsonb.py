@@ -129,6 +129,7 @@ QUERIES = [
     "SELECT id, x.value FROM jt CROSS JOIN LATERAL jsonb_array_elements(j -> 'tags') x",
     "SELECT g, jsonb_object_agg(id, j), jsonb_object_agg(id * 1.5, j -> 'a') FROM jt GROUP BY g",
     "SELECT jsonb_object_agg(id || coalesce(j ->> 'a', 'none'), id) FROM jt WHERE id <> 6",
+    "SELECT g, jsonb_object_agg(id, j) FILTER (WHERE id > 2) FROM jt GROUP BY g",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',

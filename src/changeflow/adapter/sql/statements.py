@@ -200,6 +200,11 @@ def _parsed(text: str) -> exp.Expression:
         raise PlanError(f"syntax error: {_first_line(e)}", sqlstate="42601") from None
     if len(parsed) != 1 or parsed[0] is None:
         raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
+    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to jsonb_object_agg's array_agg
+        call = f.this
+        if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
+            inner = exp.Filter(this=call.expressions[0], expression=f.expression)
+            f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
     return parsed[0]
 
 
