@@ -497,3 +497,37 @@ def test_parenthesized_unknown_literals_take_the_column_type(
             c.execute("UPDATE lit SET d = (('2020-02-29')) WHERE id = ('4')")
         sql = "SELECT id, d FROM lit WHERE id >= (('3')) ORDER BY id"
         assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall() != []
+
+
+SETTING_CALLS = [
+    "SELECT current_setting('search_path'), current_setting('integer_datetimes')",
+    "SELECT set_config('application_name', 'cf', false), current_setting('application_name')",
+    "SELECT current_setting('application_name')",
+    "SELECT current_setting('no_such_setting', true)",
+    "SELECT current_setting('no_such_setting')",
+    "SELECT current_setting('datestyle') AS ds, set_config('application_name', 'b', true) AS new",
+]
+
+
+@pytest.mark.postgres
+def test_current_setting_and_set_config_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """current_setting reads the session's settings and set_config changes them, as asyncpg's
+    first query (``current_setting('jit')``, ``set_config('jit', 'off', false)``) needs."""
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for sql in SETTING_CALLS:
+            try:
+                want: object = pg.execute(sql).fetchall()
+            except psycopg.Error as e:
+                want = e.sqlstate
+            try:
+                got: object = conn.execute(sql).fetchall()
+            except DatabaseError as e:
+                got = e.sqlstate
+            assert got == want, sql
+    jit = "SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new"
+    assert conn.execute(jit).fetchall() == [("off", "off")]
+    conn.close()
