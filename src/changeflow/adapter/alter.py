@@ -287,12 +287,12 @@ def _restarting(env: Environment, table: Item, readers: list[Item]) -> Iterator[
         try:
             yield
         finally:
-            flows = [env.dataflows.pop(i, None) for i in ids]
-            for key in [k for k in list(env.arrangements) if k[0] == table.id]:
-                env.arrangements.pop(key, None)
-    for flow in flows:
-        if flow is not None:
-            flow.close()
+            with env._hosting:  # closed before a reader or the host can start them again
+                for flow in [env.dataflows.pop(i, None) for i in ids]:
+                    if flow is not None:
+                        flow.close()
+                for key in [k for k in list(env.arrangements) if k[0] == table.id]:
+                    env.arrangements.pop(key, None)
 
 
 def _reads(view: Item, shard: str) -> set[int]:

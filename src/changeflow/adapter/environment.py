@@ -471,6 +471,7 @@ class Environment:
                             f'{item.kind} "{item.name}" was dropped while it was being read',
                             sqlstate="42P01",
                         )
+                    item = self.catalog.load().items.get(item.id, item)  # its plan now
                     flow = self._start(item, decode_plan(item.options["plan"]))
         return flow
 
@@ -511,7 +512,9 @@ class Environment:
                     if dropped:
                         self._stopped.add(i)
                     flow = self.dataflows.pop(i, None)
-                if flow is not None:
+                    if flow is not None and not dropped:  # closed before it starts again
+                        flow.close()
+                if flow is not None and dropped:
                     flow.close()
 
     def tick(self) -> None:
