@@ -620,13 +620,3 @@ def test_what_spark_cannot_compute_faithfully_is_refused(spark: SparkSession, e:
     df = frame(spark, WIDE, {}).toDF(*(f"c{j}" for j in range(len(WIDE))), "_diff")
     with pytest.raises(PlanError, match="cannot be computed on Spark"):
         ExprCompiler(df, 0).compile(e)
-
-
-def test_recursive_fixed_point_agrees_with_the_reference(spark: SparkSession) -> None:
-    from changeflow.compute.recursive import Recursive
-
-    for distinct in (True, False):
-        last = P.Get("walk", R.schema)
-        step = P.Project(P.Join((last, S), ((0, 2),)), (3, 1))  # (k, v) -> (s.w, v)
-        got = _check(spark, Recursive((R, S), step, "walk", distinct, R.schema))
-        assert got[(7, 10)] == (1 if distinct else 2)
