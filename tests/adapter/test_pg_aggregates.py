@@ -129,3 +129,17 @@ def test_array_agg_without_group_by_as_postgres(both) -> None:
         "INSERT INTO a VALUES (9, 2, NULL, 'z')",
     ]
     maintained_as_postgres(*both, queries, changes)
+
+
+FILTERED = [
+    "SELECT g, array_agg(x ORDER BY x) FILTER (WHERE x > 1) FROM a GROUP BY g",
+    "SELECT g, array_agg(s ORDER BY id DESC) FILTER (WHERE id <> 3), count(*) FROM a GROUP BY g",
+    "SELECT array_agg(x ORDER BY id) FILTER (WHERE s IS NOT NULL) FROM a",
+    "SELECT g, string_agg(s, ',' ORDER BY s) FILTER (WHERE x > 0) FROM a GROUP BY g",
+]
+
+
+def test_filter_on_array_agg_and_string_agg_as_postgres(both) -> None:
+    """FILTER (WHERE …) leaves rows out of array_agg (NULLs it keeps stay apart from the
+    rows left out) and string_agg, ad hoc and in views through the changes."""
+    maintained_as_postgres(*both, FILTERED, CHANGES)

@@ -136,6 +136,8 @@ QUERIES = [
     "SELECT id, extract(day from i), justify_hours(i * 30) FROM iv",
     "SELECT g, sum(i), avg(i), sum(i) FILTER (WHERE id > 1), count(i) FROM iv GROUP BY g",
     "SELECT sum(i)::text, avg(i * 3)::text, avg(-i)::text FROM iv",
+    "SELECT g, sum(DISTINCT i), avg(DISTINCT i), count(DISTINCT i) FROM iv GROUP BY g",
+    "SELECT sum(DISTINCT i * 0 + interval '1 day')::text, avg(DISTINCT -i)::text FROM iv",
 ]
 CHANGES = [
     "INSERT INTO iv VALUES (6, 1, '2024-08-31', '2024-08-31', 'P1Y2M')",
@@ -182,6 +184,23 @@ REFUSED = [
     "SELECT sum(i) FROM (VALUES ('2147483647 months'::interval), ('1 mon'::interval)) v(i)",
     "SELECT sum(ts) FROM iv",
 ]
+
+
+VALUES_QUERIES = [
+    "VALUES (INTERVAL '1 day'), ('2 hours'), (NULL)",
+    "SELECT x, x::text FROM (VALUES ('1 mon'), (INTERVAL '1 day'), ('-2 hours')) v(x)",
+    "SELECT * FROM (VALUES (1, 'a'), ('2', 'b')) v(n, s) WHERE n > 1",
+    "SELECT v.x FROM (VALUES (INTERVAL '1 month'), ('30 days')) v(x) JOIN iv ON iv.i = v.x",
+]
+
+
+def test_values_take_a_quoted_literal_as_the_column_type(both) -> None:
+    """A quoted literal in VALUES takes its column's type from the other rows, as in
+    PostgreSQL; one that does not read as that type is refused as there."""
+    ours, pg = both
+    for sql in VALUES_QUERIES:
+        assert rows(ours.execute(sql)) == rows(pg.execute(sql)), sql
+    same_errors(ours, pg, ["VALUES (INTERVAL '1 day'), ('nope')", "VALUES (1), ('x')"])
 
 
 def test_interval_errors_as_postgres_gives_them(both) -> None:

@@ -96,6 +96,10 @@ CALLS = {
     "interval_days": "interval_days(ts - timestamptz '2023-01-01 00:00+00')",
     "interval_micros": "interval_micros(ts - timestamptz '2023-01-01 00:00+00')",
     "interval_from_parts": "interval_from_parts(id, 2, x * 1000)",
+    "interval_key": "interval_key(ts - timestamptz '2023-01-01 00:00+00')",
+    "interval_sum_of": "interval_sum_of(ARRAY[interval_key(ts - timestamptz '2023-01-01'), NULL])",
+    "interval_avg_of": "interval_avg_of(ARRAY[interval_key(age(ts, d)), '1 1 7'])",
+    "record_text": "record_text(id, name, x, d, f > 1)",
     "jsonb_object_field": "jsonb_build_object('n', name) -> 'n'",
     "jsonb_object_field_text": "jsonb_build_object('n', name) ->> 'n'",
     "jsonb_array_element": "jsonb_build_array(id, name) -> 1",
@@ -127,6 +131,10 @@ ROWS_ONLY = {
     "interval_days",
     "interval_micros",
     "interval_from_parts",
+    "interval_key",
+    "interval_sum_of",
+    "interval_avg_of",
+    "record_text",
     "age",
     "to_date",
     *(n for n in CALLS if "jsonb" in n),
@@ -491,3 +499,37 @@ def test_parenthesized_unknown_literals_take_the_column_type(
             c.execute("UPDATE lit SET d = (('2020-02-29')) WHERE id = ('4')")
         sql = "SELECT id, d FROM lit WHERE id >= (('3')) ORDER BY id"
         assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall() != []
+
+
+SETTING_CALLS = [
+    "SELECT current_setting('search_path'), current_setting('integer_datetimes')",
+    "SELECT set_config('application_name', 'cf', false), current_setting('application_name')",
+    "SELECT current_setting('application_name')",
+    "SELECT current_setting('no_such_setting', true)",
+    "SELECT current_setting('no_such_setting')",
+    "SELECT current_setting('datestyle') AS ds, set_config('application_name', 'b', true) AS new",
+]
+
+
+@pytest.mark.postgres
+def test_current_setting_and_set_config_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """current_setting reads the session's settings and set_config changes them, as asyncpg's
+    first query (``current_setting('jit')``, ``set_config('jit', 'off', false)``) needs."""
+    import psycopg
+
+    conn = open_home(tmp_path / "home")
+    conn.autocommit = True
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for sql in SETTING_CALLS:
+            try:
+                want: object = pg.execute(sql).fetchall()
+            except psycopg.Error as e:
+                want = e.sqlstate
+            try:
+                got: object = conn.execute(sql).fetchall()
+            except DatabaseError as e:
+                got = e.sqlstate
+            assert got == want, sql
+    jit = "SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new"
+    assert conn.execute(jit).fetchall() == [("off", "off")]
+    conn.close()

@@ -33,6 +33,8 @@ AGGREGATES = (
     P.Aggregate("string_agg", c(0), separator="|"),
     P.Aggregate("string_agg", c(0), order=(P.SortExpr(c(1), True, False), P.SortExpr(c(2)))),
     P.Aggregate("string_agg", c(0), True, order=(P.SortExpr(c(0), True),)),
+    P.Aggregate("array_agg", c(1), filter=Cmp(">", c(1), lit(0))),
+    P.Aggregate("array_agg", c(0), order=(P.SortExpr(c(1)),), filter=Cmp("<", c(1), lit(2))),
 )
 
 

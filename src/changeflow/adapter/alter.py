@@ -17,15 +17,18 @@ that stopped in between leaves a shard whose schema is not the item's layout, wh
 Items that read the table keep the columns it had when they were created, as PostgreSQL's
 views do. A view's plan is rewritten, in the same catalog change, to read the new layout and
 keep its old columns; a rename changes no position, so views, materialized views and indexes
-(whose key is renamed) stay as they are. A materialized view's or index's running dataflow
-is not rewritten: ADD COLUMN waits for them to be dropped (0A000), and so does DROP COLUMN
-(2BP01), which views refuse only if they read the column (:func:`_demand`), as in
-PostgreSQL; the others get a NULL in its place. A sink reading the table refuses all three.
+(whose key is renamed) stay as they are. Materialized views and indexes have their plans
+rewritten as views do, and their dataflows start again on the new plans (:func:`_restarting`).
+DROP COLUMN is refused (2BP01) by the views and materialized views that read the column
+(:func:`_demand`), as in PostgreSQL, and by an index keyed on it; the others get a NULL in
+its place. A sink reading the table refuses all three.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -99,7 +102,7 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
         )
-    views = _readers(state, item, f'add a column to table "{item.name}"', ("view",))
+    views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     value = _default_value(column) if column.default is not None else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
     ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
@@ -128,7 +131,8 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
     read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
     others = [(v, _reget(v, item.id, read)) for v in views]
-    _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
+    with _restarting(env, item, views):
+        _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
     return Result(TAG)
 
 
@@ -148,7 +152,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     i = names.index(g["column"])
     views = _plan_readers(state, item.id)
     sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
-    for d in sinks + [v for v in views if v.kind != "view" or i in _reads(v, item.id)]:
+    for d in sinks + [v for v in views if _needs(v, item.id, g["column"], i)]:
         raise PlanError(
             f"cannot drop column {g['column']} of table {item.name} because other objects "
             f"depend on it ({d.kind} {d.name} reads it); drop it first",
@@ -176,7 +180,8 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     width = len(changed.columns)
     read = P.Project(nulls, (*range(i), width, *range(i, width)))
     others = [(v, _reget(v, item.id, read)) for v in views]
-    _change(env, item, changed, old, new, None, None, others, {v.id for v in views})
+    with _restarting(env, item, views):
+        _change(env, item, changed, old, new, None, None, others, {v.id for v in views})
     return Result(TAG)
 
 
@@ -260,6 +265,34 @@ def _readers(state: CatalogState, item: Item, what: str, allowed: tuple[str, ...
             sqlstate="0A000",
         )
     return found
+
+
+def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
+    """Whether ``reader`` depends on column ``i`` (named ``column``) of ``shard``: an index on
+    the table by its key, a view or materialized view if its rows read it."""
+    if reader.kind == "index" and reader.options.get("on") == shard:
+        return column in reader.options["key"]
+    return i in _reads(reader, shard)
+
+
+@contextmanager
+def _restarting(env: Environment, table: Item, readers: list[Item]) -> Iterator[None]:
+    """Hold the dataflows of the materialized views and indexes among ``readers`` (and the
+    host's arrangements of ``table``) still while the table changes; they start again from
+    the catalog's plans, reading the table's new columns."""
+    ids = sorted(r.id for r in readers if r.kind in ("materialized view", "index"))
+    with ExitStack() as stack:
+        for i in ids:
+            stack.enter_context(env.item_lock(i))
+        try:
+            yield
+        finally:
+            with env._hosting:  # closed before a reader or the host can start them again
+                for flow in [env.dataflows.pop(i, None) for i in ids]:
+                    if flow is not None:
+                        flow.close()
+                for key in [k for k in list(env.arrangements) if k[0] == table.id]:
+                    env.arrangements.pop(key, None)
 
 
 def _reads(view: Item, shard: str) -> set[int]:

@@ -58,6 +58,8 @@ SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "mz_catalog")
 
 
 SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("search_path", default=(PUBLIC,))
+# the settings of the session planning a statement (current_setting, set_config)
+SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", default=None)
 
 
 def search_path(setting: str) -> tuple[str, ...]:

@@ -250,7 +250,10 @@ class Cursor:
         self.connection._check()
         text = bind(operation, params)
         self._rows, self._subscribe, self.description = [], None, None
-        statements = split(text)
+        try:
+            statements = split(text)
+        except ChangeflowError as e:  # a bad literal or an unterminated string or comment
+            raise _wrapped(e) from None
         if len(statements) == 1 and re.match(r"SUBSCRIBE\b", statements[0], re.I):
             self._subscribe = self.connection.subscribe(statements[0])
             self.description = _describe(self._subscribe.columns)

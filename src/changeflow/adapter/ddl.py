@@ -106,8 +106,12 @@ def _create_shard(
 
     schema = pa.schema([pa.field(n, a, nullable) for n, a, nullable in columns])
     read, write = env.storage.create(item_id, schema, timeline, writer=WRITER)
-    env.storage.register_reader(item_id, WRITER, "the adapter reads it for queries")
-    env.storage.drop(read)
+    try:  # all or nothing: a shard without its reader is dropped again
+        env.storage.register_reader(item_id, WRITER, "the adapter reads it for queries")
+        env.storage.drop(read)
+    except BaseException:
+        env.storage.drop_shard(item_id, force=True)
+        raise
 
 
 def _undo(env: Environment, item_id: str) -> None:
@@ -429,14 +433,14 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
     item = Item(
         item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options
     )
-    try:
+    try:  # all or nothing: the hold and checkpoint go if the catalog does not take the sink
         run_sink(env, item, first=True)
+        _finish(env, item)
     except BaseException:
         from changeflow.adapter.sinks import forget_sink
 
         forget_sink(env, item)
         raise
-    _finish(env, item)
     return Result("CREATE SINK")
 
 

@@ -39,6 +39,7 @@ from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
+from changeflow.compute.recursive import in_process_only
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
@@ -138,6 +139,7 @@ class Environment:
         self._item_locks: dict[str, threading.Lock] = {}
         self._stopped: set[str] = set()  # dropped items' ids (never reused): not restarted
         self.dataflows: dict[str, Dataflow] = {}
+        self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
@@ -470,6 +472,7 @@ class Environment:
                             f'{item.kind} "{item.name}" was dropped while it was being read',
                             sqlstate="42P01",
                         )
+                    item = self.catalog.load().items.get(item.id, item)  # its plan now
                     flow = self._start(item, decode_plan(item.options["plan"]))
         return flow
 
@@ -487,12 +490,15 @@ class Environment:
             spark = get_spark(self.config.spark_master)
         flow = maintain_view(self.storage, item.id, plan, item.id, spark, cluster=spark is not None)
         self.dataflows[item.id] = flow
+        self.started[item.id] = item.options.get("plan", "")
         return flow
 
     def choose_tier(self, plan: P.Plan, setting: bool | None) -> str:
         """The tier of a new dataflow: as ``setting`` (the view's CLUSTER option) says, else by
         its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS`` (the tables' committed writes
         applied first: small ones wait in the write log)."""
+        if in_process_only(plan, setting):
+            return "process"
         if setting is None:
             self.log.apply()
         chosen = cluster_tier(self.storage, plan, setting, self.config.cluster_rows)
@@ -507,7 +513,9 @@ class Environment:
                     if dropped:
                         self._stopped.add(i)
                     flow = self.dataflows.pop(i, None)
-                if flow is not None:
+                    if flow is not None and not dropped:  # closed before it starts again
+                        flow.close()
+                if flow is not None and dropped:
                     flow.close()
 
     def tick(self) -> None:
@@ -520,12 +528,16 @@ class Environment:
         with self.lock:
             state = self.catalog.load()
             gone = self.dataflows.keys() - state.items.keys()
+            # an item whose plan was rewritten (ALTER TABLE) starts again with the new one
+            hosted = [i for i in state.items.values() if i.id in self.dataflows]
+            moved = [i.id for i in hosted if self.started.get(i.id) != i.options["plan"]]
             flows = {
                 i.id: self.dataflow(i)
                 for i in state.items.values()
                 if i.kind in ("materialized view", "index")
             }
         self.stop_hosting(gone)
+        self.stop_hosting(moved, dropped=False)
         tables = {i.id for i in state.items.values() if i.kind == "table"}
         oracle = self.oracle(EPOCH)
         oracle.apply_write(int(time.time() * 1000))

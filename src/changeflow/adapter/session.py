@@ -29,7 +29,7 @@ from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
-from changeflow.adapter.catalog import SEARCH_PATH, qualified, search_path
+from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
@@ -91,6 +91,7 @@ SETTINGS = {
     "max_identifier_length": "63",
     "is_superuser": "off",
     "default_transaction_isolation": "serializable",
+    "jit": "off",
 }
 
 
@@ -140,12 +141,17 @@ class Session:
     def run(self, stmt: Statement) -> Result:
         """Run one statement (see the module docstring for transactions)."""
         self._statement_time()
-        SEARCH_PATH.set(search_path(self.settings["search_path"]))
+        self._in_context()
         if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         return self._guarded(lambda: self._run(stmt))
+
+    def _in_context(self) -> None:
+        """The session's search path and settings, for the statement about to be planned."""
+        SEARCH_PATH.set(search_path(self.settings["search_path"]))
+        SESSION_SETTINGS.set(self.settings)
 
     def _statement_time(self) -> None:
         """now()'s value for the statement: the explicit transaction's start, or this moment."""
@@ -179,7 +185,7 @@ class Session:
         DEFAULT (the caller inserts by statements then)."""
         if self.txn is not None and self.txn.failed:
             raise _aborted()
-        SEARCH_PATH.set(search_path(self.settings["search_path"]))
+        self._in_context()
         try:
             return self._guarded(lambda: self._insert_columns(table, names, data, text))
         except NeedsDefaults:
@@ -220,7 +226,7 @@ class Session:
         (SHOW statements, which only read, are run to find theirs). ``keep``: it runs next
         (a portal described, then executed): a query's plan is kept for that run, which plans
         it again only if the catalog changed meanwhile."""
-        SEARCH_PATH.set(search_path(self.settings["search_path"]))
+        self._in_context()
         if stmt.kind == "explain_view":
             return text_result("EXPLAIN", ["Optimized Plan"], []).columns
         if stmt.kind in ("select", "explain"):

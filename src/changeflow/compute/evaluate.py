@@ -92,11 +92,14 @@ def _rows(
             return [
                 (row, c) for row, c in _rows(child, inputs, now) if _live(row, lower, upper, now)
             ]
+    from changeflow.compute.recursive import Recursive, evaluate_recursive
     from changeflow.compute.unnest import Unnest
     from changeflow.compute.window import Window, evaluate_window
 
     if isinstance(plan, Unnest):
         return [(out, c) for row, c in _rows(plan.input, inputs, now) for out in plan.rows(row)]
+    if isinstance(plan, Recursive):
+        return list(evaluate_recursive(plan, inputs, now).items())
     if isinstance(plan, Window):
         return evaluate_window(plan, _positive(evaluate(plan.input, inputs, now), "Window"))
     raise PlanError(f"the reference evaluator does not know {type(plan).__name__}")

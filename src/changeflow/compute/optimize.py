@@ -11,7 +11,10 @@ written, each join would hold the product of its inputs. :func:`optimize` rewrit
 - a keyed n-way join's inputs are put in an order where each input shares an equivalence with
   one before it, where the join graph allows (joins run left to right, so an input that shares
   none would be a cross product of everything before it), under a projection that puts the
-  columns back where they were.
+  columns back where they were;
+- a filter over a map or an unnest moves each predicate that reads the input's own columns
+  only below it (so a set-returning function such as jsonb_each never runs on a row the
+  WHERE clause removes, as in PostgreSQL).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import fields, replace
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import scalars as S
+from changeflow.compute.unnest import Unnest
 
 
 def optimize(plan: P.Plan) -> P.Plan:
@@ -30,7 +34,22 @@ def optimize(plan: P.Plan) -> P.Plan:
         return _flatten(plan)
     if isinstance(plan, P.Filter) and _inner(plan.input):
         return _push_equalities(plan)
+    if isinstance(plan, P.Filter) and isinstance(plan.input, P.Map | Unnest):
+        return _push_below(plan)
     return plan
+
+
+def _push_below(flt: P.Filter) -> P.Plan:
+    """The predicates of ``flt`` that read only the columns its map or unnest passes on, under
+    it (those keep their positions there); the others stay above."""
+    inner = flt.input
+    width = len(inner.inputs()[0].schema)
+    down = tuple(p for p in flt.predicates if all(c < width for c in p.columns()))
+    if not down:
+        return flt
+    up = tuple(p for p in flt.predicates if p not in down)
+    below = with_inputs(inner, (optimize(P.Filter(inner.inputs()[0], down)),))
+    return P.Filter(below, up) if up else below
 
 
 def _inner(plan: P.Plan) -> bool:

@@ -335,11 +335,15 @@ class Aggregate:
     distinct: bool = False
     separator: str = ","
     order: tuple[SortExpr, ...] = ()
+    filter: Expr | None = None  # FILTER (WHERE …) of an aggregate that keeps NULLs
 
     def value(self, row: tuple) -> Any:
         """What the aggregate keeps of ``row``: its argument, or for an ordered aggregate
-        the argument and its sort keys as a tuple; None: the row adds nothing (a NULL)."""
+        the argument and its sort keys as a tuple; None: the row adds nothing (a NULL, or
+        a row its ``filter`` leaves out)."""
         assert self.arg is not None
+        if self.filter is not None and self.filter.eval(row) is not True:
+            return None
         v = self.arg.eval(row)
         if self.func != "array_agg" and (v is None or not self.order):
             return v
@@ -357,6 +361,9 @@ class Aggregate:
         _no_now(self.arg, f"aggregate {self.func}")
         if self.order and self.func not in ORDERED:
             raise PlanError(f"{self.func}() with ORDER BY is not supported", sqlstate="0A000")
+        if self.filter is not None:
+            check_expr(self.filter, schema, f"aggregate {self.func}'s FILTER")
+            _no_now(self.filter, f"aggregate {self.func}'s FILTER")
         for o in self.order:
             check_expr(o.expr, schema, f"aggregate {self.func}'s ORDER BY")
             _no_now(o.expr, f"aggregate {self.func}'s ORDER BY")
@@ -373,7 +380,8 @@ class Aggregate:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + str(self.arg)
         sep = f", '{self.separator}'" if self.func == "string_agg" else ""
         order = " ORDER BY " + ", ".join(map(str, self.order)) if self.order else ""
-        return f"{self.func}({inner}{sep}{order})"
+        where = f" FILTER (WHERE {self.filter})" if self.filter is not None else ""
+        return f"{self.func}({inner}{sep}{order}){where}"
 
 
 def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:

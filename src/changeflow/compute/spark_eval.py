@@ -29,11 +29,14 @@ from pyspark.sql.types import (
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster.local import frame_table
+from changeflow.compute.evaluate import evaluate
+from changeflow.compute.recursive import Recursive, fixed_point
 from changeflow.compute.spark_expr import (
     NUMERIC_SCALE,
     ExprCompiler,
     exact_decimals,
     fail,
+    from_spark,
     name,
     spark_type,
 )
@@ -285,6 +288,24 @@ class _Evaluator:
             return _partition(plan, target, table)
 
         return frame.groupBy(*keys).applyInArrow(partition, out)
+
+    def _recursive(self, plan: Recursive) -> DataFrame:
+        """The inputs' rows brought to the driver and the fixed point computed there (each
+        iteration reads what the last one added; the result is a constant frame)."""
+        versions = []
+        for p in plan.inputs_:
+            width = len(p.schema)
+            table = from_spark(
+                consolidate(self.frame(p), width).toArrow(), [c.type for c in p.schema]
+            )
+            columns = [python_values(table.column(name(i))) for i in range(width)]
+            counts = table.column(_D).to_pylist()
+            rows = zip(*columns, strict=True) if width else [()] * len(counts)
+            versions.append(dict(zip(rows, counts, strict=True)))
+        reads = {g.name: v for g, v in zip(plan.inputs_[1:], versions[1:], strict=True)}
+        run = lambda step, env: evaluate(step, env, self.as_of)  # noqa: E731
+        out = fixed_point(plan, versions[0], reads, run)
+        return self._constant(P.Constant(tuple(out.items()), plan.schema))
 
 
 def _type(kind: SqlType) -> DataType:

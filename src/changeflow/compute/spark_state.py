@@ -39,7 +39,10 @@ def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
             if agg.arg is None:
                 continue
             arg = compiler.compile(agg.arg)
-            sums.append(F.sum(F.when(arg.isNotNull(), diff).otherwise(0)).alias(f"n{i}"))
+            kept = arg.isNotNull()
+            if agg.filter is not None:  # the rows FILTER (WHERE …) leaves out add nothing
+                kept = kept & compiler.compile(agg.filter)
+            sums.append(F.sum(F.when(kept, diff).otherwise(0)).alias(f"n{i}"))
             if not _counts_values(agg) and agg.func != "count":
                 sums.append(F.sum(_exact(arg, agg) * diff).alias(f"t{i}"))
         kinds = [reduce.input.schema[i].type for i in reduce.group_by]
@@ -51,7 +54,8 @@ def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
                 exprs = (agg.arg, *(o.expr for o in agg.order))
                 parts = [compiler.compile(e) for e in exprs]
                 typed = [*kinds, *(e.type for e in exprs)]
-                _values(frame, parts, agg.func == "array_agg", keys, typed, i, groups)
+                rows = frame if agg.filter is None else frame.where(compiler.compile(agg.filter))
+                _values(rows, parts, agg.func == "array_agg", keys, typed, i, groups)
     return {k: g for k, g in groups.items() if g.count}
 
 

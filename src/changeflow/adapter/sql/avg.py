@@ -2,7 +2,8 @@
 numerics, so the quotient has PostgreSQL's scale (``compute.scalars.numeric_div``) whether a query
 runs once or a view maintains it. avg of double precision stays an aggregate of its own. sum and
 avg of intervals are the sums of their months, days and microseconds (each kept apart, as
-PostgreSQL adds intervals), the avg that sum divided by the count."""
+PostgreSQL adds intervals), the avg that sum divided by the count; with DISTINCT, the same
+over the distinct values array_agg keeps (as text that keeps their fields)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.functions import Func
 from changeflow.compute.types import FLOAT8, INTERVAL, NUMERIC
-from changeflow.errors import PlanError
 
 _FIELDS = ("interval_months", "interval_days", "interval_micros")
 
@@ -19,8 +19,8 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
     """The aggregates ``agg`` is computed from: sum and count for an exact avg, the sums of
     an interval's fields (and the count for avg), else itself."""
     if agg.func in ("sum", "avg") and agg.arg is not None and agg.arg.type == INTERVAL:
-        if agg.distinct:
-            raise PlanError(f"{agg.func}(DISTINCT interval) is not supported", sqlstate="0A000")
+        if agg.distinct:  # the distinct values, kept by array_agg (by interval equality)
+            return [P.Aggregate("array_agg", Func("interval_key", (agg.arg,)), True)]
         sums = [P.Aggregate("sum", Func(f, (agg.arg,))) for f in _FIELDS]
         return sums + ([P.Aggregate("count", agg.arg)] if agg.func == "avg" else [])
     if agg.func != "avg" or agg.arg is None or agg.arg.type == FLOAT8:
@@ -31,6 +31,13 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
 def combine(agg: P.Aggregate, reduced: P.Plan, first: int, slots: list[int]) -> X.Expr:
     """The value of ``agg`` from its parts, columns ``first + slot`` of ``reduced``."""
     columns = [P.col(reduced.schema, first + j) for j in slots]
+    if (
+        agg.func in ("sum", "avg")
+        and agg.distinct
+        and agg.arg is not None
+        and agg.arg.type == INTERVAL
+    ):
+        return Func(f"interval_{agg.func}_of", (columns[0],))
     if len(columns) == 1:
         return columns[0]
     if len(columns) >= 3:  # an interval's summed fields (NULL over no values), and a count

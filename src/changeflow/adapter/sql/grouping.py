@@ -3,6 +3,7 @@ translates the select list over the groups (a column not grouped is 42803)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -188,10 +189,10 @@ class Grouping:
             plain = self.aggregate_call(n.this, sc)
             sc.clause = "FILTER"
             cond = sc(n.expression.this)
+            if plain.func == "array_agg":  # it keeps NULLs: the rows left out are told apart
+                return replace(plain, filter=cond)
             arg = plain.arg if plain.arg is not None else X.Lit(True, BOOL)
             when = X.Case(((cond, arg),), X.Lit(None))
-            if plain.func == "array_agg":
-                raise unsupported("array_agg with FILTER", n)
             return P.Aggregate(plain.func, when, plain.distinct, plain.separator, plain.order)
         func = AGGREGATE_NODES.get(type(n), "bool_and")
         arg = n.this if not isinstance(n, exp.Anonymous) else n.expressions[0]

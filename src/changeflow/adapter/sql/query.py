@@ -68,7 +68,7 @@ def output_name(node: exp.Expression) -> str:
         return ident(node.args.get("alias"))
     if isinstance(node, exp.Column):
         return ident(node.this)
-    if isinstance(node, exp.Paren):
+    if isinstance(node, exp.Paren | exp.Filter):
         return output_name(node.this)
     if isinstance(node, exp.Explode):
         return "unnest"
@@ -80,7 +80,8 @@ def output_name(node: exp.Expression) -> str:
     if type(node) in AGGREGATE_NODES:
         return AGGREGATE_NODES[type(node)]
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        name = str(node.this).lower()
+        return "jsonb_object_agg" if name == "jsonb_object_of_pairs" else name
     if isinstance(node, exp.Func) and not isinstance(node, exp.Case | exp.Cast):
         return node.key
     if isinstance(node, exp.Case):
@@ -195,16 +196,17 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         return self.finish(Output(plan, left.names), node, top, None)
 
     def values(self, node: exp.Values, outer: Scope | None) -> Output:
-        rows = []
-        width = None
-        for row in node.expressions:
-            items = row.expressions if isinstance(row, exp.Tuple) else [row]
-            if width is not None and len(items) != width:
-                raise PlanError("VALUES lists must all be the same length", sqlstate="42601")
-            width = len(items)
-            sc = Scalars(Scope([], outer), (), "VALUES")
-            exprs = tuple((f"column{i + 1}", sc(e)) for i, e in enumerate(items))
-            rows.append(P.Map(ONE_ROW, exprs))
+        lists = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in node.expressions]
+        width = len(lists[0])
+        if any(len(items) != width for items in lists):
+            raise PlanError("VALUES lists must all be the same length", sqlstate="42601")
+        sc = Scalars(Scope([], outer), (), "VALUES")
+        # a quoted literal takes its column's type from the other rows, as in PostgreSQL
+        columns = [sc.unify([items[i] for items in lists]) for i in range(width)]
+        rows = [
+            P.Map(ONE_ROW, tuple((f"column{i + 1}", columns[i][r]) for i in range(width)))
+            for r in range(len(lists))
+        ]
         unified = unify_columns(rows, "VALUES")
         plan = unified[0] if len(unified) == 1 else P.Union(tuple(unified))
         return Output(plan, [c.name for c in plan.schema])

@@ -1,8 +1,8 @@
-"""WITH RECURSIVE, ad hoc: the non-recursive term's rows, then the recursive term's over the
+"""WITH RECURSIVE: ad hoc, the non-recursive term's rows, then the recursive term's over the
 rows the last step added, to a fixed point (UNION ALL keeps every row; UNION drops the rows
-already found, as PostgreSQL's). A recursion that does not end is stopped with an error after
-:data:`MAX_STEPS` steps or :data:`MAX_ROWS` rows. A view is maintained, not run once: WITH
-RECURSIVE in a view or a SUBSCRIBE is refused (0A000)."""
+already found, as PostgreSQL's), each step run now; in a view or a SUBSCRIBE, a
+:class:`~changeflow.compute.recursive.Recursive` node, maintained by recomputing the fixed
+point as its inputs change. A recursion that does not end is stopped with an error (54001)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.rows import Output, resolve_unknown
 from changeflow.adapter.sql.scope import ident, unsupported
 from changeflow.compute import plan as P
+from changeflow.compute import recursive as R
 from changeflow.compute.optimize import optimize
 from changeflow.compute.types import Column
 from changeflow.errors import PlanError
@@ -23,9 +24,6 @@ from changeflow.errors import PlanError
 if TYPE_CHECKING:
     from changeflow.adapter.sql.query import Planner
     from changeflow.adapter.sql.scope import Scope
-
-MAX_STEPS = 10_000
-MAX_ROWS = 1_000_000
 
 Rows = dict[tuple[Any, ...], int]
 
@@ -53,8 +51,6 @@ def recursive_cte(
     """The rows of the recursive CTE ``name`` as a constant relation."""
     body = cte.this
     run = RUN.get()
-    if run is None:
-        raise unsupported("WITH RECURSIVE in a view or SUBSCRIBE (kept up to date)", cte)
     if not isinstance(body, exp.Union) or is_recursive(exp.CTE(this=body.this), name):
         raise PlanError(
             f'recursive query "{name}" does not have the form non-recursive-term UNION [ALL] '
@@ -77,39 +73,60 @@ def recursive_cte(
         names[i] = ident(c)
     plan = resolve_unknown(base.plan)
     schema = tuple(Column(n, c.type, True) for n, c in zip(names, plan.schema, strict=True))
-    found = _rows(run(optimize(plan)), distinct, {})
+    if run is None:
+        return _maintained(planner, cte, name, env, outer, base, plan, schema, distinct)
+    found = R.added(run(optimize(plan)), distinct, {})
     total = dict(found)
-    for _ in range(MAX_STEPS):
+    for _ in range(R.MAX_STEPS):
         if not found:
             env[name] = Output(P.Constant(tuple(total.items()), schema), names)
             return env[name]
         env[name] = Output(P.Constant(tuple(found.items()), schema), names)
-        step = resolve_unknown(planner.query(body.expression, outer).plan)
-        for ours, theirs in zip(schema, step.schema, strict=False):
-            if ours.type != theirs.type:
-                raise PlanError(
-                    f'recursive query "{name}" column has type {ours.type} in non-recursive '
-                    f"term but type {theirs.type} overall",
-                    sqlstate="42804",
-                )
-        if len(step.schema) != len(schema):
-            raise PlanError(
-                "each UNION query must have the same number of columns", sqlstate="42601"
-            )
-        found = _rows(run(optimize(step)), distinct, total)
+        step = _step(planner, body, name, schema, outer)
+        found = R.added(run(optimize(step)), distinct, total)
         for row, count in found.items():
             total[row] = total.get(row, 0) + count
-        if sum(total.values()) > MAX_ROWS:
+        if sum(total.values()) > R.MAX_ROWS:
             break
-    raise PlanError(
-        f'recursive query "{name}" did not reach a fixed point within {MAX_STEPS} steps and '
-        f"{MAX_ROWS} rows",
-        sqlstate="54001",
-    )
+    raise R.endless(name)
 
 
-def _rows(rows: Rows, distinct: bool, seen: Rows) -> Rows:
-    """The rows a step adds: all of them (UNION ALL), or the new distinct ones (UNION)."""
-    if not distinct:
-        return {r: c for r, c in rows.items() if c > 0}
-    return {r: 1 for r, c in rows.items() if c > 0 and r not in seen}
+def _step(
+    planner: Planner, body: exp.Union, name: str, schema: tuple[Column, ...], outer: Scope | None
+) -> P.Plan:
+    """The recursive term's plan, its types checked against the non-recursive term's."""
+    step = resolve_unknown(planner.query(body.expression, outer).plan)
+    for ours, theirs in zip(schema, step.schema, strict=False):
+        if ours.type != theirs.type:
+            raise PlanError(
+                f'recursive query "{name}" column has type {ours.type} in non-recursive '
+                f"term but type {theirs.type} overall",
+                sqlstate="42804",
+            )
+    if len(step.schema) != len(schema):
+        raise PlanError("each UNION query must have the same number of columns", sqlstate="42601")
+    return step
+
+
+def _maintained(
+    planner: Planner,
+    cte: exp.CTE,
+    name: str,
+    env: dict[str, Output],
+    outer: Scope | None,
+    base: Output,
+    plan: P.Plan,
+    schema: tuple[Column, ...],
+    distinct: bool,
+) -> Output:
+    """The recursive CTE as a :class:`~changeflow.compute.recursive.Recursive` node, the rows
+    of the last iteration read as a collection of its own name."""
+    if base.keys:
+        raise unsupported("a correlated WITH RECURSIVE in a view or SUBSCRIBE", cte)
+    names = [c.name for c in schema]
+    marker = R.marker(name)
+    env[name] = Output(P.Get(marker, schema), names)
+    step = optimize(_step(planner, cte.this, name, schema, outer))
+    node = R.Recursive((plan, *R.reads(step, marker)), step, marker, distinct, schema)
+    env[name] = Output(node, names)
+    return env[name]

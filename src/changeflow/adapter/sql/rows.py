@@ -89,8 +89,22 @@ def one_row(reduce: P.Reduce) -> P.Plan:
         columns = tuple(Column(c.name, c.type, True, c.scale) for c in reduce.schema)
         defaults = P.Join((empty, P.Constant(((row, 1),), columns)))
         return P.Union((reduce, P.Project(defaults, tuple(range(1, 1 + len(columns))))))
-    aggs = tuple(replace(a, arg=present) if a.arg is None else a for a in reduce.aggregates)
+    aggs = tuple(
+        replace(a, arg=present if a.arg is None else _skips_padding(a.arg, present))
+        for a in reduce.aggregates
+    )
     return P.Reduce(padded, (), aggs, reduce.names)
+
+
+def _skips_padding(arg: X.Expr, present: X.Col) -> X.Expr:
+    """``arg``, NULL on the row of NULLs (``present`` NULL) even where it would not be there
+    (``concat``, ``coalesce``, a whole row…)."""
+    try:
+        if arg.eval((None,) * (present.index + 1)) is None:
+            return arg
+    except Exception:  # noqa: BLE001 - an argument that fails on NULLs: guard it too
+        pass
+    return X.Case(((X.Not(X.IsNull(present)), arg),), X.Lit(None))
 
 
 def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:

@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
@@ -202,6 +203,8 @@ class Scalars(ArrayScalars, JsonbScalars):
     def _column(self, node: exp.Column) -> X.Expr:
         if isinstance(node.this, exp.Star):
             raise unsupported(f"* in {self.clause}", node)
+        if (row := whole_row.columns(self, node)) is not None:
+            return whole_row.record(row)
         f = self.scope.resolve(node)
         return self.column(f.index, f.name)
 
@@ -222,6 +225,9 @@ class Scalars(ArrayScalars, JsonbScalars):
 
     def _anonymous(self, node: exp.Anonymous) -> X.Expr:
         name = str(node.this).lower()
+        row = whole_row.columns(self, node.expressions[0]) if name == "row_to_json" else None
+        if row is not None and len(node.expressions) == 1:
+            return whole_row.to_json(row)
         if name == "mz_now":
             if node.expressions:
                 raise PlanError("mz_now() takes no arguments", sqlstate="42883")

@@ -1,6 +1,7 @@
 """What a session knows of itself, as PostgreSQL's functions give it: ``current_database()``,
-``current_user`` (``session_user``, ``user``), ``current_schema()``, ``pg_backend_pid()`` and
-``version()``, constants of the statement that calls them."""
+``current_user`` (``session_user``, ``user``), ``current_schema()``, ``pg_backend_pid()``,
+``version()``, ``current_setting(name [, missing_ok])`` and ``set_config(name, value,
+is_local)`` (which sets it for the session), constants of the statement that calls them."""
 
 from __future__ import annotations
 
@@ -51,8 +52,36 @@ def session_value(node: exp.Expression) -> X.Lit | None:
         return X.Lit(path[0] if path else "public", TEXT)
     if isinstance(node, exp.CurrentVersion):
         return X.Lit(VERSION, TEXT)
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in (
+        "current_setting",
+        "set_config",
+    ):
+        return _setting(str(node.this).lower(), node.expressions)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "pg_backend_pid":
         if node.expressions:
             raise PlanError("function pg_backend_pid() takes no arguments", sqlstate="42883")
         return X.Lit(names.pid, INT4)
     return None
+
+
+def _setting(func: str, args: list[exp.Expression]) -> X.Lit:
+    """``current_setting(name [, missing_ok])`` or ``set_config(name, value, is_local)`` of
+    constant arguments (a transaction-local setting lasts for the session here)."""
+    from changeflow.adapter.catalog import SESSION_SETTINGS
+
+    arity = (1, 2) if func == "current_setting" else (3,)
+    consts = [a.this if isinstance(a, exp.Literal) else a.sql("postgres") for a in args]
+    if len(args) not in arity or not all(isinstance(a, exp.Literal | exp.Boolean) for a in args):
+        kinds = ", ".join("text" for _ in args)
+        raise PlanError(f"function {func}({kinds}) does not exist", sqlstate="42883")
+    settings = SESSION_SETTINGS.get()
+    settings = settings if settings is not None else {}
+    name = str(consts[0]).lower()
+    if func == "set_config":
+        settings[name] = str(consts[1])
+        return X.Lit(str(consts[1]), TEXT)
+    if name not in settings:
+        if len(args) == 2 and str(consts[1]).lower() in ("true", "t", "on", "1"):
+            return X.Lit(None, TEXT)
+        raise PlanError(f'unrecognized configuration parameter "{name}"', sqlstate="42704")
+    return X.Lit(settings[name], TEXT)

@@ -54,7 +54,9 @@ class Statement:
 
 
 def split(script: str) -> list[str]:
-    """The statements of ``script``, split at semicolons outside strings and comments."""
+    """The statements of ``script``, split at semicolons outside strings and comments (its
+    escape strings made standard ones first: :func:`plain_strings`)."""
+    script = plain_strings(script)
     try:
         tokens = Tokenizer(dialect="postgres").tokenize(script)
     except TokenError as e:
@@ -198,6 +200,11 @@ def _parsed(text: str) -> exp.Expression:
         raise PlanError(f"syntax error: {_first_line(e)}", sqlstate="42601") from None
     if len(parsed) != 1 or parsed[0] is None:
         raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
+    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to jsonb_object_agg's array_agg
+        call = f.this
+        if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
+            inner = exp.Filter(this=call.expressions[0], expression=f.expression)
+            f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
     return parsed[0]
 
 
@@ -254,6 +261,33 @@ def unquote(value: str) -> str:
     if value[:2] in ("E'", "e'") and value.endswith("'"):
         return escape_string(value[2:-1])
     return value
+
+
+_LEXEMES = re.compile(
+    r"--[^\n]*|/\*.*?\*/|\"(?:[^\"]|\"\")*\"|\$((?:[A-Za-z_]\w*)?)\$.*?\$\1\$"
+    r"|(?<![\w$])[Ee]'((?:[^'\\]|\\.|'')*)'|'(?:[^']|'')*'",
+    re.S,
+)
+
+
+def plain_strings(text: str) -> str:
+    """``text`` with each escape string (``E'…'``) and dollar-quoted string written as the
+    standard string of its value (escapes decoded by PostgreSQL's rules:
+    :func:`escape_string`); comments, quoted names and standard strings are left as they
+    are."""
+    if "'" not in text:
+        return text
+
+    def standard(m: re.Match[str]) -> str:
+        whole, body = m.group(0), m.group(2)
+        if whole[0] == "$":  # a dollar-quoted string: its text as it is
+            tag = len(m.group(1)) + 2
+            return "'" + whole[tag:-tag].replace("'", "''") + "'"
+        if body is None:
+            return whole
+        return "'" + escape_string(body).replace("'", "''") + "'"
+
+    return _LEXEMES.sub(standard, text)
 
 
 _ESCAPE = re.compile(
@@ -406,7 +440,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
 
 def parse(text: str) -> Statement:
     """One statement of text (no trailing semicolon) as a :class:`Statement`."""
-    text = text.strip().rstrip(";").strip()
+    text = plain_strings(text.strip().rstrip(";").strip())
     for kind, pattern in _COMPILED:
         m = pattern.fullmatch(text)
         if m:

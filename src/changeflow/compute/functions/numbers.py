@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -26,6 +26,7 @@ from changeflow.compute.functions.base import (
 from changeflow.compute.scalars import check_range
 from changeflow.compute.types import (
     FLOAT8,
+    NULLTYPE,
     NUMERIC,
     SqlType,
 )
@@ -81,16 +82,55 @@ def _ln(x: float) -> float:
     return math.log(x)
 
 
-def _log(*args: Any) -> float:
-    """``log(x)`` (base 10) or ``log(b, x)``; 2201E for zero or a negative, 22012 for base 1."""
+def _log(*args: Any) -> float | Decimal:
+    """``log(x)`` (base 10) or ``log(b, x)``: numeric if an argument is, else double precision;
+    2201E for zero or a negative, 22012 for base 1."""
     for v in args:
-        _ln(float(v))
-    if len(args) == 1:
-        return math.log10(float(args[0]))
-    base, x = map(float, args)
+        if v <= 0:
+            what = "zero" if v == 0 else "a negative number"
+            raise EvalError(f"cannot take logarithm of {what}", sqlstate="2201E")
+    base, x = (10, args[0]) if len(args) == 1 else args
     if base == 1:
         raise EvalError("division by zero", sqlstate="22012")
-    return math.log(x) / math.log(base)
+    if len(args) == 2 or isinstance(x, Decimal):
+        return _log_numeric(Decimal(base), Decimal(x))
+    return math.log10(float(x))
+
+
+def _log_numeric(base: Decimal, x: Decimal) -> Decimal:
+    """PostgreSQL's numeric ``log(b, x)``: at least 16 significant digits, and no fewer
+    decimals than either argument shows (its ``log_var``), rounded half away from zero."""
+    places = 16 - (_ln_weight(x) - _ln_weight(base))
+    places = min(max(places, _places(base), _places(x), 0), 1000)
+    with localcontext() as ctx:
+        ctx.prec = places + 40
+        value = x.ln() / base.ln()
+        return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def _ln_weight(x: Decimal) -> int:
+    """The decimal weight PostgreSQL estimates for ``ln(x)`` (``estimate_ln_dweight``)."""
+    if Decimal("0.9") <= x <= Decimal("1.1"):
+        return 0 if x == 1 else (x - 1).adjusted()
+    with localcontext() as ctx:
+        ctx.prec = 20
+        return int(math.log10(abs(float(x.ln()))))
+
+
+def _places(x: Decimal) -> int:
+    return max(0, -int(x.as_tuple().exponent))
+
+
+def _log_type(args: tuple[SqlType, ...]) -> SqlType:
+    """As PostgreSQL's: ``log(numeric)`` and ``log(numeric, numeric)`` (integers cast to
+    numeric there) are numeric, ``log(double precision)`` is double precision."""
+    _LOG_SHAPES(args)
+    if len(args) == 2 and any(not (a.integer or a in (NUMERIC, NULLTYPE)) for a in args):
+        raise PlanError("no match", sqlstate="42883")
+    return NUMERIC if NUMERIC in args or len(args) == 2 else FLOAT8
+
+
+_LOG_SHAPES = _sig(("num",), ("num", "num"), result=FLOAT8)
 
 
 def _exp(x: float) -> float:
@@ -221,6 +261,8 @@ def _spark_log(cc: ExprCompiler, e: Func) -> Column:
         )
     if len(args) == 2:
         out = F.when(args[0] == 1, fail("division by zero", "22012")).otherwise(out)
+    if e.type == NUMERIC:  # through double precision, to the scale Spark holds numeric in
+        return F.bround(out, NUMERIC.arrow.scale).cast(spark_type(NUMERIC))
     return out
 
 
@@ -271,7 +313,7 @@ FUNCTIONS = [
     Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x)), spark=_spark_sqrt),
     Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x)), spark=_spark_ln),
     Function("exp", _sig(("num",), result=FLOAT8), lambda x: _exp(float(x)), spark=_spark_exp),
-    Function("log", _sig(("num",), ("num", "num"), result=FLOAT8), _log, spark=_spark_log),
+    Function("log", _log_type, _log, spark=_spark_log),
     Function(
         "cbrt",
         _sig(("num",), result=FLOAT8),

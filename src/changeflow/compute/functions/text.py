@@ -309,6 +309,26 @@ def _spark_regexp_replace(cc: ExprCompiler, e: Func) -> Column:
     return F.regexp_replace(s, F.lit(first), F.lit("$1" + "".join(out)))
 
 
+def _record_text(*fields: tuple[Any, Any]) -> str:
+    """A row as PostgreSQL's record output writes it, ``(1,x,,"a b")``: each field as its
+    type's output (NULL empty; one that is empty or holds a quote, backslash, parenthesis,
+    comma or space quoted, its quotes and backslashes doubled)."""
+    out = []
+    for v, kind in fields:
+        f = None if v is None else ("t" if v else "f") if kind == BOOL else to_text(v, kind)
+        if f is None:
+            out.append("")
+        elif f == "" or any(c in f for c in '"\\(),') or any(c.isspace() for c in f):
+            out.append('"' + f.replace("\\", "\\\\").replace('"', '""') + '"')
+        else:
+            out.append(f)
+    return "(" + ",".join(out) + ")"
+
+
+def _record_rows_only(cc: object, e: object) -> None:
+    raise unsupported(e, "a whole row as a value is computed in the process")
+
+
 FUNCTIONS = [
     Function(
         "lower",
@@ -425,6 +445,7 @@ FUNCTIONS = [
         spark=_spark_regexp_replace,
     ),
     Function("concat", lambda args: TEXT, _concat, strict=False, spark=_spark_concat),
+    Function("record_text", lambda args: TEXT, _record_text, strict=False, spark=_record_rows_only),
     Function("concat_ws", _concat_ws_rule, _concat_ws, strict=False, spark=_spark_concat_ws),
     Function(
         "textcat",

@@ -21,6 +21,7 @@ from changeflow.compute.functions.from_text import rows_only, to_timestamp_text
 from changeflow.compute.intervals import (
     Interval,
     age,
+    interval_arith,
     interval_part,
     justify_days,
     justify_hours,
@@ -39,6 +40,7 @@ from changeflow.compute.types import (
     TIMESTAMP,
     TIMESTAMPTZ,
     SqlType,
+    array_of,
 )
 from changeflow.errors import EvalError, PlanError
 
@@ -186,6 +188,26 @@ def _from_parts(months: int, days: int, micros: Decimal | int) -> Interval:
     if not (-(2**31) <= months < 2**31 and -(2**31) <= days < 2**31 and -(2**63) <= micros < 2**63):
         raise EvalError("interval out of range", sqlstate="22008")
     return Interval(int(months), int(days), int(micros))
+
+
+def _key_text(v: Interval) -> str:
+    """An interval as text that keeps its fields: what array_agg(DISTINCT …) keeps of it for
+    sum and avg of DISTINCT intervals (arrays of intervals are not a type here)."""
+    return f"{v.months} {v.days} {v.micros}"
+
+
+def _sum_of(keys: tuple[str | None, ...], average: bool = False) -> Interval | None:
+    """The sum (or ``average``) of the distinct intervals among ``keys`` (:func:`_key_text`),
+    equal ones (by interval equality, as PostgreSQL's DISTINCT) once; NULL for none."""
+    kept: dict[Interval, Interval] = {}
+    for key in keys:
+        if key is not None:
+            v = Interval(*map(int, key.split()))
+            kept.setdefault(v, v)
+    if not kept:
+        return None
+    total = _from_parts(*(sum(getattr(v, f) for v in kept) for f in ("months", "days", "micros")))
+    return interval_arith("/", total, len(kept)) if average else total  # type: ignore[return-value]
 
 
 def _age_rule(args: tuple[SqlType, ...]) -> SqlType:
@@ -368,6 +390,16 @@ FUNCTIONS = [
     Function("interval_days", _sig((INTERVAL,), result=INT4), lambda v: v.days, spark=_rows_only),
     Function(
         "interval_micros", _sig((INTERVAL,), result=INT8), lambda v: v.micros, spark=_rows_only
+    ),
+    Function("interval_key", _sig((INTERVAL,), result=TEXT), _key_text, spark=_rows_only),
+    Function(
+        "interval_sum_of", _sig((array_of(TEXT),), result=INTERVAL), _sum_of, spark=_rows_only
+    ),
+    Function(
+        "interval_avg_of",
+        _sig((array_of(TEXT),), result=INTERVAL),
+        lambda values: _sum_of(values, average=True),
+        spark=_rows_only,
     ),
     Function(
         "interval_from_parts",

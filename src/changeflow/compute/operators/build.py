@@ -18,9 +18,11 @@ from changeflow.compute.operators.batch import (
 )
 from changeflow.compute.operators.join import _build_join
 from changeflow.compute.operators.linear import Linear, Window
+from changeflow.compute.operators.recursive import RecursiveOp
 from changeflow.compute.operators.reduce import Group, Reduce
 from changeflow.compute.operators.threshold import KeyedRecompute
 from changeflow.compute.operators.topk import TopK
+from changeflow.compute.recursive import Recursive
 from changeflow.compute.types import SqlType
 from changeflow.compute.unnest import Unnest
 from changeflow.compute.volatile import copies, volatile
@@ -122,6 +124,8 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
             )
         case P.TopK():
             return TopK(children[0], plan)
+        case Recursive():  # a change recomputes the fixed point
+            return RecursiveOp(children, plan)
         case Unnest():
             return Linear(children, lambda u: [(r, u[1], u[2]) for r in plan.rows(u[0])])
         case W.Window(partition_by=partition_by):  # a change recomputes its partition

@@ -1,0 +1,46 @@
+"""A table's name as a value: the whole row (``SELECT t FROM t``, ``count(t)``), written as
+PostgreSQL writes a record (``(1,x)``), and ``row_to_json(t)``, its columns as a JSON object
+(jsonb here). A row of a table is never NULL, so ``count(t)`` counts every row."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.scope import ident
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.types import TEXT
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.scalar import Scalars
+
+
+def columns(sc: Scalars, node: exp.Expression) -> list[X.Col] | None:
+    """The columns of the table ``node`` names, if it is a bare name that is no column but a
+    table of the query's FROM clause; None otherwise."""
+    if (
+        not isinstance(node, exp.Column)
+        or node.args.get("table")
+        or isinstance(node.this, exp.Star)
+    ):
+        return None
+    name = ident(node.this)
+    if sc.scope.find(name, None) or name not in sc.scope.tables:
+        return None
+    fields = sorted(
+        (f for f in sc.scope.fields if f.table == name and f.star), key=lambda f: f.index
+    )
+    return [sc.column(f.index, f.name) for f in fields]
+
+
+def record(cols: list[X.Col]) -> X.Expr:
+    """The row as record text, each field as its type's output writes it."""
+    return Func("record_text", tuple(cols))
+
+
+def to_json(cols: list[X.Col]) -> X.Expr:
+    """``row_to_json`` of the row: its columns by name."""
+    pairs = tuple(e for c in cols for e in (X.Lit(c.name, TEXT), c))
+    return Func("jsonb_build_object", pairs)
