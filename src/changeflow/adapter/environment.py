@@ -39,7 +39,6 @@ from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
-from changeflow.compute.recursive import in_process_only
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
 from changeflow.errors import PlanError, Timeout
@@ -497,8 +496,6 @@ class Environment:
         """The tier of a new dataflow: as ``setting`` (the view's CLUSTER option) says, else by
         its inputs' size against ``CHANGEFLOW_CLUSTER_ROWS`` (the tables' committed writes
         applied first: small ones wait in the write log)."""
-        if in_process_only(plan, setting):
-            return "process"
         if setting is None:
             self.log.apply()
         chosen = cluster_tier(self.storage, plan, setting, self.config.cluster_rows)

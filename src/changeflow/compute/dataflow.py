@@ -34,6 +34,7 @@ from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
+from changeflow.compute.recursive import has_recursive
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
@@ -203,7 +204,7 @@ def _ordered(reduce: P.Reduce) -> bool:
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
     """Whether a view runs on the cluster tier: as ``setting`` says, else when its inputs hold
     ``threshold`` stored rows or more (small views keep the in-process tier's latency)."""
-    what = process_only(plan)
+    what = process_only(plan) or ("WITH RECURSIVE" if has_recursive(plan) else None)
     if what is not None:
         if setting:
             raise PlanError(

@@ -59,20 +59,6 @@ def has_recursive(plan: P.Plan) -> bool:
     return isinstance(plan, Recursive) or any(has_recursive(p) for p in plan.inputs())
 
 
-def in_process_only(plan: P.Plan, cluster: bool | None) -> bool:
-    """Whether a view of ``plan`` runs in process only (the cluster tier has no operator for
-    :class:`Recursive`); 0A000 if its ``cluster`` option asks for the cluster tier."""
-    if not has_recursive(plan):
-        return False
-    if cluster:
-        raise PlanError(
-            "this view runs on the in-process tier only (WITH RECURSIVE): CLUSTER = true is "
-            "not supported for it",
-            sqlstate="0A000",
-        )
-    return True
-
-
 def reads(step: P.Plan, name: str) -> tuple[P.Get, ...]:
     """The collections ``step`` reads besides ``name``, once each."""
     found: dict[str, P.Get] = {}
