@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from changeflow.cdc.chaos import mangle
 from changeflow.cdc.columnar import ColumnarReader, read_all
 from changeflow.cdc.files import open_source, write_messages
+from changeflow.cdc.held import time_order
 from changeflow.cdc.messages import Progress, Updates, UpdateTable
 from changeflow.cdc.reader import CdcReader
 from changeflow.cdc.writer import write_history
@@ -211,3 +212,15 @@ def test_a_refused_message_leaves_the_held_rows_as_they_were() -> None:
         read_all(reader, [refused])
     assert decoded(rest, reader) == decoded([first, *rest], CdcReader())
     assert reader._seed == 0  # no row of the refused message was left to collide with
+
+
+@pytest.mark.parametrize("span", [10, 1 << 20, 1 << 40])
+def test_time_order_sorts_stably_whatever_the_span(span: int) -> None:
+    """The counting pass (a short span), the radix passes and the comparison sort agree with
+    a stable sort, ties in arrival order."""
+    rng = np.random.default_rng(span)
+    times = rng.integers(-span, span, 5_000) * 3 + 7
+    times[::5] = times[0]  # many ties
+    expected = np.argsort(times, kind="stable")
+    assert np.array_equal(time_order(times), expected)
+    assert np.array_equal(time_order(times[:0]), expected[:0])
