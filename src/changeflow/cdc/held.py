@@ -256,10 +256,11 @@ class HashMap:
     def _groups(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """The order that groups ``hashes`` by table (stable), the group bounds and the tables
         with any."""
-        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.uint16)
-        order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange((1 << self.BITS) + 1))
-        return order, bounds, np.flatnonzero(np.diff(bounds)).tolist()
+        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.intp)
+        order, counts = groupsort_indexer(part, 1 << self.BITS)  # one counting pass
+        bounds = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[1:], out=bounds[1:])  # counts[0] is of the group -1: none here
+        return order.astype(np.int64, copy=False), bounds, np.flatnonzero(counts[1:]).tolist()
 
     def put(self, hashes: np.ndarray, positions: np.ndarray) -> None:
         """Map each of ``hashes`` (distinct, not mapped yet) to its position."""
