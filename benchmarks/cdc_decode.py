@@ -323,6 +323,7 @@ def main() -> None:
         print(json.dumps(run_contender(args.child, Path(args.folder), args.n)))
         return
     results = []
+    load = os.getloadavg()[0]
     sizes = [int(x) for x in args.sizes.split(",")]
     small_only = set(filter(None, args.small_only.split(",")))
     for n in sizes:
@@ -346,7 +347,12 @@ def main() -> None:
         if len(sums) > 1:
             raise SystemExit(f"contenders disagree at {n}: {sums}")
     RESULTS.mkdir(exist_ok=True)
-    meta = {"machine": platform.platform(), "cpus": os.cpu_count(), "when": time.strftime("%F %T")}
+    meta = {
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%F %T"),
+        "load_average": [load, os.getloadavg()[0]],  # before and after: others share the cores
+    }
     (RESULTS / "cdc_decode.json").write_text(
         json.dumps({"meta": meta, "results": results}, indent=2)
     )
