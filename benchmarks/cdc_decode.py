@@ -109,7 +109,15 @@ def _progress_lines(counts: np.ndarray, rng: np.random.Generator) -> list[str]:
 
 
 def run_contender(name: str, folder: Path, n: int) -> dict:
-    """Decode with one contender; return its timing and a checksum of the result."""
+    """Decode with one contender; return its timing (wall, and the CPU of this process's
+    threads while it decodes) and a checksum of the result."""
+    cpu = time.process_time()
+    result = _decode(name, folder, n)
+    result["decode_cpu_s"] = time.process_time() - cpu
+    return result
+
+
+def _decode(name: str, folder: Path, n: int) -> dict:
     if name.startswith("spark"):
         from changeflow.cdc.spark import read_cdc
         from changeflow.spark import get_spark
@@ -263,8 +271,8 @@ def markdown(results: list[dict]) -> str:
     """The results as a markdown table with ratios to DuckDB at the same size."""
     lines = [
         "| updates | contender | seconds | updates/s | input rows/s | CPU s (process) "
-        "| peak RSS (MB) | vs DuckDB |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| decode CPU s | updates per decode CPU s | peak RSS (MB) | vs DuckDB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         floor = next(
@@ -275,11 +283,15 @@ def markdown(results: list[dict]) -> str:
             f" (peak pending {r['peak_pending_updates']:,})" if "peak_pending_updates" in r else ""
         )
         stream = r["contender"].endswith("-stream")
+        own = r.get("decode_cpu_s")  # Spark's and DuckDB's work runs outside these threads
+        local = own and not r["contender"].startswith(("spark", "duckdb"))
+        decode = f"{own:.1f}" if local else "-"
+        per_cpu = f"{r['n'] / own:,.0f}" if local else "-"
         rows_per_s = r["updates_per_s"] * (1 if stream else COPIES)
         lines.append(
             f"| {r['n']:,} | {r['contender']}{extra} | {r['seconds']:.2f} | "
             f"{r['updates_per_s']:,} | {rows_per_s:,} | {r.get('cpu_seconds', '-')} | "
-            f"{r['peak_rss_mb']:,} | {ratio} |"
+            f"{decode} | {per_cpu} | {r['peak_rss_mb']:,} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -311,6 +323,7 @@ def main() -> None:
         print(json.dumps(run_contender(args.child, Path(args.folder), args.n)))
         return
     results = []
+    load = os.getloadavg()[0]
     sizes = [int(x) for x in args.sizes.split(",")]
     small_only = set(filter(None, args.small_only.split(",")))
     for n in sizes:
@@ -334,7 +347,12 @@ def main() -> None:
         if len(sums) > 1:
             raise SystemExit(f"contenders disagree at {n}: {sums}")
     RESULTS.mkdir(exist_ok=True)
-    meta = {"machine": platform.platform(), "cpus": os.cpu_count(), "when": time.strftime("%F %T")}
+    meta = {
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%F %T"),
+        "load_average": [load, os.getloadavg()[0]],  # before and after: others share the cores
+    }
     (RESULTS / "cdc_decode.json").write_text(
         json.dumps({"meta": meta, "results": results}, indent=2)
     )

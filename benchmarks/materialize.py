@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from cpu import server_of, tree_cpu
 from readme import publish
 
 from changeflow.materialize.driver import Driver
@@ -172,6 +173,10 @@ class Target:
         """Untimed, after a run: clean up what it left (PostgreSQL: its dead rows), so the
         server's background work does not run into the next run's time."""
 
+    def server_cpu(self) -> float:
+        """CPU seconds of the database server so far (0: the database runs in this process)."""
+        return 0.0
+
 
 def _sqlite_table(db: sqlite3.Connection, table: str) -> str:
     """Create ``table`` (the benchmark's schema) and return its upsert statement."""
@@ -246,10 +251,17 @@ class PostgresTarget(Target):
     name = "PostgreSQL"
 
     def __init__(self, url: str) -> None:
+        import psycopg
+
         self.database = url
+        with psycopg.connect(url) as conn:
+            self.server = server_of(conn)
 
     def url(self, table: str) -> str:
         return self.database
+
+    def server_cpu(self) -> float:
+        return tree_cpu(self.server)
 
     def naive(self, table: str, rows: list[list[Row]]) -> float:
         import psycopg
@@ -295,7 +307,7 @@ class PostgresTarget(Target):
                 "value = excluded.value, amount = excluded.amount"
             )
             steps = {"write": 0.0, "upsert": 0.0, "commit": 0.0}
-            start = time.perf_counter()
+            server, start = self.server_cpu(), time.perf_counter()
             for payload in payloads:
                 t0 = time.perf_counter()
                 with conn.cursor() as cur:
@@ -308,7 +320,8 @@ class PostgresTarget(Target):
                 steps["write"] += t1 - t0
                 steps["upsert"] += t2 - t1
                 steps["commit"] += time.perf_counter() - t2
-            return {"s": time.perf_counter() - start, **steps}
+            seconds = time.perf_counter() - start
+            return {"s": seconds, **steps, "server_cpu_s": self.server_cpu() - server}
 
     def read(self, table: str) -> list[Row]:
         import psycopg
@@ -489,12 +502,15 @@ def split(target: Target, storage: Storage, work: Path, table: str) -> dict:
         return subscription
 
     storage.subscribe_at = timed_subscribe  # type: ignore[method-assign]
+    server, client = target.server_cpu(), time.process_time()
     try:
         wall, transactions = run_driver(storage, work, target, table, transport)
     finally:
         del storage.subscribe_at
     return {
         "wall_s": wall,
+        "client_cpu_s": time.process_time() - client,
+        "server_cpu_s": target.server_cpu() - server,
         "transactions": transactions,
         "shard_read_s": read[0],
         "driver_side_s": transport.seconds,
@@ -594,6 +610,24 @@ def markdown(results: list[dict], profiles: list[dict]) -> str:
             f"{t['runtime_s']:.2f} | {t['driver_side_s']:.2f} | {b['s']:.2f} ({steps}) | "
             f"{r['upserts'] / floor:,.0f} |"
         )
+    lines += [
+        "",
+        "CPU seconds of the same runs (the machine is shared: wall time depends on the load, "
+        "CPU time much less); the client is this process (the runtime, the driver and, for "
+        "SQLite, the database), the server PostgreSQL's processes:",
+        "",
+        "| target | driver wall s | client CPU s | server CPU s | upserts per CPU s "
+        "| database alone: wall s | server CPU s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        t, b = r["split"], r["bulk"]
+        cpu = t.get("client_cpu_s", 0.0) + t.get("server_cpu_s", 0.0)
+        lines.append(
+            f"| {r['target']} | {r['driver_s']:.2f} | {t.get('client_cpu_s', 0.0):.2f} | "
+            f"{t.get('server_cpu_s', 0.0):.2f} | {r['upserts'] / cpu:,.0f} | {b['s']:.2f} | "
+            f"{b.get('server_cpu_s', 0.0):.2f} |"
+        )
     lines.append("")
     for r in results:
         ratio = (
@@ -651,6 +685,7 @@ def main() -> None:
     if args.work:
         Path(args.work).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="changeflow-bench-materialize-", dir=args.work))
+    load = os.getloadavg()[0]
     say(f"materialize benchmark at scale {args.scale:g}, data under {work}")
     results, profiles = [], []
     try:
@@ -691,6 +726,7 @@ def main() -> None:
         "machine": platform.platform(),
         "cpus": os.cpu_count(),
         "when": time.strftime("%F %T"),
+        "load_average": (load, os.getloadavg()[0]),
         "scale": args.scale,
         "profile_scale": args.profile_scale,
         "batch": BATCH,

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from changeflow.cdc.chaos import mangle
 from changeflow.cdc.columnar import ColumnarReader, read_all
 from changeflow.cdc.files import open_source, write_messages
+from changeflow.cdc.held import time_order
 from changeflow.cdc.messages import Progress, Updates, UpdateTable
 from changeflow.cdc.reader import CdcReader
 from changeflow.cdc.writer import write_history
-from changeflow.errors import CdcConflict
+from changeflow.errors import CdcConflict, InvalidTime, ProtocolViolation
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME, canonical_json
 
@@ -211,3 +212,67 @@ def test_a_refused_message_leaves_the_held_rows_as_they_were() -> None:
         read_all(reader, [refused])
     assert decoded(rest, reader) == decoded([first, *rest], CdcReader())
     assert reader._seed == 0  # no row of the refused message was left to collide with
+
+
+@pytest.mark.parametrize("span", [10, 1 << 20, 1 << 40])
+def test_time_order_sorts_stably_whatever_the_span(span: int) -> None:
+    """The counting pass (a short span), the radix passes and the comparison sort agree with
+    a stable sort, ties in arrival order."""
+    rng = np.random.default_rng(span)
+    times = rng.integers(-span, span, 5_000) * 3 + 7
+    times[::5] = times[0]  # many ties
+    expected = np.argsort(times, kind="stable")
+    assert np.array_equal(time_order(times), expected)
+    assert np.array_equal(time_order(times[:0]), expected[:0])
+
+
+def outcome(reader, messages) -> tuple[list, str | None]:
+    """Every update reported until an error, and the error (its type and text), if any."""
+    reported: list = []
+    try:
+        for m in messages:
+            advances = reader.feed(m)
+            if isinstance(reader, ColumnarReader):
+                advances = [(reader.triples(t), f) for t, f in advances]
+            reported += [(sorted(ups, key=repr), f) for ups, f in advances]
+    except (CdcConflict, InvalidTime, ProtocolViolation) as e:
+        return reported, f"{type(e).__name__}: {e}"
+    return reported, None
+
+
+def corrupt(p: Progress, rng: random.Random) -> Progress:
+    """A progress statement with one count changed, dropped or added (int times)."""
+    counts = dict(p.counts)
+    lo = p.lower.elements[0]
+    hi = p.upper.elements[0] if p.upper else lo + 4
+    t = rng.randrange(lo, max(hi, lo + 1))
+    kind = rng.randrange(3)
+    if kind == 0 and counts:
+        t = rng.choice(sorted(counts))
+        counts[t] = max(0, counts[t] + rng.choice([-1, 1]))
+    elif kind == 1 and counts:
+        del counts[rng.choice(sorted(counts))]
+    elif p.upper and lo <= t < hi:
+        counts[t] = counts.get(t, 0) + 1
+    pairs = sorted(counts.items(), reverse=rng.random() < 0.5)  # any order is allowed
+    return Progress(p.lower, p.upper, tuple((t, c) for t, c in pairs if c))
+
+
+def test_progress_statements_checked_as_the_reference_checks_them() -> None:
+    """Int progress statements, many of them wrong (a count changed, dropped or added), in
+    any order and duplicated: the columnar reader reports what the reference reports and
+    stops with the same error."""
+    errors = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        steps = [([(i, t + rng.randrange(3), 1) for i in range(rng.randrange(4))], A([t + 3]))
+                 for t in range(0, 30, 3)]  # fmt: skip
+        messages = mangle(write_history(steps, batch_size=rng.randint(1, 4)), rng, 0.5)
+        messages = [  # a copy may differ from the others
+            corrupt(m, rng) if isinstance(m, Progress) and rng.random() < 0.1 else m
+            for m in messages
+        ]
+        expected = outcome(CdcReader(), messages)
+        assert outcome(ColumnarReader(), messages) == expected, seed
+        errors += expected[1] is not None
+    assert 30 < errors < 270  # both kinds of stream were tried

@@ -555,6 +555,33 @@ def test_malformed_messages():
         reader.feed(Updates((("a", 3, 1),)))
 
 
+def many(*extra: tuple[int, int]) -> tuple[tuple[int, int], ...]:
+    """100 valid counts at times 10..109 (enough for the checks with numpy), then ``extra``."""
+    return (*((t, 1) for t in range(10, 110)), *extra)
+
+
+@pytest.mark.parametrize(
+    ("statement", "match"),
+    [
+        (Progress(A([10]), A([110]), many()), None),
+        (Progress(A([10]), A(), many((1 << 40, 0))), None),
+        (Progress(A([10]), A([200]), many((50, 2))), "lists time 50 twice"),
+        (Progress(A([10]), A([200]), many((150, -1))), "count -1 at time 150 is negative"),
+        (Progress(A([10]), A([110]), many((110, 1))), "counts time 110, which lies outside"),
+        (Progress(A([11]), A([110]), many()), "counts time 10, which lies outside"),
+        (Progress(A([10]), A([200]), many((P([1, 2]), 1))), "lattices"),
+    ],
+)
+def test_long_progress_statements_are_validated_alike(statement, match):
+    """Statements of many int counts, checked with numpy, and errors naming the first wrong
+    entry as the entry by entry checks do."""
+    if match is None:
+        assert statement.validate() is statement
+    else:
+        with pytest.raises((ProtocolViolation, InvalidTime), match=match):
+            statement.validate()
+
+
 @pytest.mark.parametrize(
     ("statement", "match"),
     [

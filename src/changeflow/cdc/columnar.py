@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.cdc.held import Collision, HeldIndex, equal_arrays
-from changeflow.cdc.messages import Message, UpdateTable, freeze, without_gc
+from changeflow.cdc.messages import Message, Progress, UpdateTable, freeze, without_gc
 from changeflow.cdc.reader import CdcReader
 from changeflow.errors import CdcConflict, InvalidInput, InvalidTime, ProtocolViolation
-from changeflow.time import Antichain, MutableAntichain, Product, Time, time_to_json
+from changeflow.time import Antichain, MutableAntichain, Product, Time, join, time_to_json
 from changeflow.updates import DIFF, TIME, data_columns
 
 DATA = "data"  # the one data column of updates whose data are single values
@@ -54,6 +54,27 @@ class _Counts(MutableAntichain):
             del counts[t]
         if ((old > 0) & (new <= 0)).any():
             self._dirty = True
+
+    def add(self, times: list[int], k: np.ndarray) -> None:
+        """Add ``k[i]`` to the count at ``times[i]`` (distinct times)."""
+        counts = self._counts
+        old = np.fromiter(map(counts.get, times, repeat(0)), np.int64, len(times))
+        new = old + k
+        zero = new == 0
+        counts.update(zip(compress(times, ~zero), new[~zero].tolist(), strict=True))
+        for t in compress(times, zero):
+            del counts[t]
+        rising = list(compress(times, (old <= 0) & (new > 0)))
+        if not rising:
+            return
+        heap = self._heap
+        if len(rising) * 8 > len(heap):  # many at once: one heapify beats a push each
+            heap.extend(zip(rising, rising, strict=True))  # an int's sort key is itself
+            heapq.heapify(heap)
+        else:
+            for t in rising:
+                heapq.heappush(heap, (t, t))
+        self._dirty = True
 
 
 class ColumnarReader(CdcReader):
@@ -263,6 +284,56 @@ class ColumnarReader(CdcReader):
     def _early_time(self, t: int) -> None:
         heapq.heappush(self._early, t)
 
+    # -- progress ----------------------------------------------------------------------------
+
+    def _incorporate(self, p: Progress) -> None:
+        """The reference's incorporation of a statement, for int times a column at a time:
+        its counts are checked against the announced and received counts with numpy, and
+        announced in bulk."""
+        pairs = _int_counts(p) if not isinstance(self._minimum, Product) else None
+        if pairs is None or self._audit is not None:
+            return super()._incorporate(p)
+        times, counts = pairs
+        covered = self.progress
+        within = self._announced_within(p.lower, p.upper, covered)
+        if within:  # where p overlaps covered, unreported times, it must agree
+            said = np.fromiter(map(self._announced.__getitem__, within), np.int64, len(within))
+            given = _counts_at(times, counts, np.array(within, np.int64))
+            bad = np.flatnonzero(given != said)
+            if len(bad):
+                i = int(bad[0])
+                raise CdcConflict(
+                    f"progress statements disagree about time {within[i]}: "
+                    f"count {said[i]} and count {given[i]}"
+                )
+        start, end = self._bound(covered), self._bound(self.reported)
+        beyond = times >= start if start is not None else np.zeros(len(times), bool)
+        new = np.flatnonzero(beyond & (counts > 0))
+        keys = times[new].tolist()
+        received = np.fromiter(map(self._received.get, keys, repeat(0)), np.int64, len(keys))
+        over = new[received > counts[new]]  # more received than announced
+        late = ~beyond & (counts > 0) & (times >= end if end is not None else False)
+        if late.any():  # a covered time announced now, not before
+            said = set(self._announced)
+            late[late] = [t not in said for t in times[late].tolist()]
+        first = min([*over[:1].tolist(), *np.flatnonzero(late)[:1].tolist()], default=None)
+        if first is not None:
+            t, c = int(times[first]), int(counts[first])
+            if late[first]:
+                raise CdcConflict(
+                    f"progress statements disagree about time {t}: count 0 and count {c}"
+                )
+            raise CdcConflict(
+                f"time {t} has more distinct updates ({self._received[t]}) than its "
+                f"progress count ({c}) allows"
+            )
+        announced = counts[new]
+        self._announced.update(zip(keys, announced.tolist(), strict=True))
+        self._announced_order.extend(keys)  # increasing: new counts lie beyond all earlier
+        self._outstanding.add(keys, announced)
+        self.progress = Antichain(join(u, f) for u in p.upper for f in covered)
+        self._check_early()
+
     # -- reporting ---------------------------------------------------------------------------
 
     def _advance(self) -> list[ColumnarBatch]:  # type: ignore[override]
@@ -373,6 +444,31 @@ def to_table(
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
         raise InvalidInput(f"updates the columnar reader cannot hold as columns: {e}") from None
     return pa.table({**arrays, TIME: times, DIFF: [r for _, _, r in updates]})
+
+
+def _int_counts(p: Progress) -> tuple[np.ndarray, np.ndarray] | None:
+    """A statement's int times (increasing) and their counts as numpy arrays; None when its
+    times are not all ints (the reference's path then says what is wrong)."""
+    if not p.counts:
+        return None
+    try:
+        pairs = np.array(p.counts)
+    except (ValueError, OverflowError):
+        return None
+    if pairs.dtype.kind != "i" or pairs.ndim != 2 or pairs.shape[1] != 2:
+        return None
+    times, counts = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    if len(times) > 1 and (np.diff(times) <= 0).any():
+        order = np.argsort(times, kind="stable")
+        times, counts = times[order], counts[order]
+    return times, counts
+
+
+def _counts_at(times: np.ndarray, counts: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The count at each of ``at`` among ``times`` (increasing, distinct) and ``counts``; 0
+    where a time is not listed."""
+    i = np.minimum(np.searchsorted(times, at), len(times) - 1)
+    return np.where(times[i] == at, counts[i], 0)
 
 
 def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pandas._libs.algos import groupsort_indexer  # pandas' C counting sort
 from pandas._libs.hashtable import Int64HashTable, Int64Vector  # pandas' C hash map
 
 from changeflow.cdc.messages import freeze
@@ -92,13 +93,17 @@ def equal_numeric(a: tuple, i: np.ndarray, b: tuple, j: np.ndarray) -> np.ndarra
 
 
 def time_order(times: np.ndarray) -> np.ndarray:
-    """The order that sorts ``times``: two stable 16-bit radix passes when they span less
-    than 2^32 (as the times of one report do), else a comparison sort."""
+    """The order that sorts ``times`` (stable): one counting pass when they span at most a few
+    times their number (as the times of one report do), two 16-bit radix passes when they span
+    less than 2^32, else a comparison sort."""
     if not len(times):
         return np.empty(0, np.int64)
-    lo = int(times.min())
-    if int(times.max()) - lo >= 1 << 32:
-        return np.argsort(times)
+    lo, hi = int(times.min()), int(times.max())
+    if hi - lo <= 4 * len(times) + 65_536:
+        order, _ = groupsort_indexer((times - lo).astype(np.intp), hi - lo + 1)
+        return order.astype(np.int64, copy=False)
+    if hi - lo >= 1 << 32:
+        return np.argsort(times, kind="stable")
     t = (times - lo).astype(np.uint32)
     order = np.argsort((t & 0xFFFF).astype(np.uint16), kind="stable")
     return order[np.argsort((t[order] >> 16).astype(np.uint16), kind="stable")]
@@ -251,10 +256,11 @@ class HashMap:
     def _groups(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """The order that groups ``hashes`` by table (stable), the group bounds and the tables
         with any."""
-        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.uint16)
-        order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange((1 << self.BITS) + 1))
-        return order, bounds, np.flatnonzero(np.diff(bounds)).tolist()
+        part = (hashes >> np.uint64(64 - self.BITS)).astype(np.intp)
+        order, counts = groupsort_indexer(part, 1 << self.BITS)  # one counting pass
+        bounds = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[1:], out=bounds[1:])  # counts[0] is of the group -1: none here
+        return order.astype(np.int64, copy=False), bounds, np.flatnonzero(counts[1:]).tolist()
 
     def put(self, hashes: np.ndarray, positions: np.ndarray) -> None:
         """Map each of ``hashes`` (distinct, not mapped yet) to its position."""
