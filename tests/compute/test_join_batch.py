@@ -5,9 +5,10 @@ batch per group."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
+from pathlib import Path
 
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,9 @@ from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import INT4, NUMERIC, Column
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
-from changeflow.updates import DIFF, TIME
+
+sys.path.insert(0, str(Path(__file__).parent))
+from plans import frame  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC)))
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
@@ -62,12 +65,6 @@ def _histories(draw: st.DrawFn) -> dict[str, list]:
     return out
 
 
-def _frame(get: P.Get, updates: list) -> pa.Table:
-    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(get.schema)]
-    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
-    return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), TIME, DIFF])
-
-
 @settings(max_examples=300, deadline=None)
 @given(plan=_plans(), history=_histories(), cuts=st.lists(st.integers(1, TIMES - 1), max_size=2))
 def test_batch_join_agrees_with_the_reference(plan: P.Plan, history: dict, cuts: list) -> None:
@@ -85,7 +82,7 @@ def test_batch_join_agrees_with_the_reference(plan: P.Plan, history: dict, cuts:
     for upper in [*sorted(set(cuts)), TIMES]:
         for name in sources.names():
             step = [u for u in history[name] if lower <= u[1] < upper]
-            sources.feed_table(name, _frame(INPUTS[name], step))
+            sources.feed_table(name, frame(INPUTS[name], step))
         assert root.columnar or isinstance(plan, P.Reduce)
         out += root.step(upper)
         lower = upper

@@ -4,9 +4,10 @@ and groups retracted to nothing."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
+from pathlib import Path
 
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,9 @@ from changeflow.compute.operators.reduce_batch import accumulate
 from changeflow.compute.types import INT4, INT8, NUMERIC, Column
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
-from changeflow.updates import DIFF, TIME
+
+sys.path.insert(0, str(Path(__file__).parent))
+from plans import frame  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC), Column("i", INT8)))
 TIMES = 6
@@ -78,12 +81,6 @@ def _history(draw: st.DrawFn) -> list:
     return out
 
 
-def _frame(updates: list) -> pa.Table:
-    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(R.schema)]
-    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
-    return pa.Table.from_arrays(columns, names=[*(c.name for c in R.schema), TIME, DIFF])
-
-
 @settings(max_examples=300, deadline=None)
 @given(plan=_plans(), history=_history(), cuts=st.lists(st.integers(1, TIMES - 1), max_size=3))
 def test_batch_reduce_agrees_with_the_reference(plan: P.Plan, history: list, cuts: list) -> None:
@@ -97,7 +94,7 @@ def test_batch_reduce_agrees_with_the_reference(plan: P.Plan, history: list, cut
     root = build(plan, sources, at=0)
     out, lower = [], 0
     for upper in [*sorted(set(cuts)), TIMES]:
-        sources.feed_table("r", _frame([u for u in history if lower <= u[1] < upper]))
+        sources.feed_table("r", frame(R, [u for u in history if lower <= u[1] < upper]))
         out += root.step(upper)
         lower = upper
     assert consolidate(out) == expected, plan.explain()
@@ -105,7 +102,7 @@ def test_batch_reduce_agrees_with_the_reference(plan: P.Plan, history: list, cut
 
 
 def _batch(updates: list) -> Batch:
-    return Batch.of_table(_frame(updates), tuple(c.type for c in R.schema))
+    return Batch.of_table(frame(R, updates), tuple(c.type for c in R.schema))
 
 
 def test_a_step_is_summed_per_group_in_arrow() -> None:
