@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeflow.collection import PTVC, consolidate
+from changeflow.collection import PTVC
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate_history
 from changeflow.compute.expr import Arith, Cmp, lit
@@ -22,7 +22,7 @@ from changeflow.errors import EvalError
 from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import frame  # noqa: E402
+from plans import by_data_and_time, frame  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC)))
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
@@ -86,7 +86,7 @@ def test_batch_join_agrees_with_the_reference(plan: P.Plan, history: dict, cuts:
         assert root.columnar or isinstance(plan, P.Reduce)
         out += root.step(upper)
         lower = upper
-    assert consolidate(out) == expected, plan.explain()
+    assert by_data_and_time(out) == by_data_and_time(expected), plan.explain()
     for op in root.walk():
         if hasattr(op, "arrangements"):
             assert op.held == sum(len(rows) for side in op.arrangements for rows in side.values())
