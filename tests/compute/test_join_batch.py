@@ -66,8 +66,17 @@ def _histories(draw: st.DrawFn) -> dict[str, list]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(plan=_plans(), history=_histories(), cuts=st.lists(st.integers(1, TIMES - 1), max_size=2))
-def test_batch_join_agrees_with_the_reference(plan: P.Plan, history: dict, cuts: list) -> None:
+@given(
+    plan=_plans(),
+    history=_histories(),
+    cuts=st.lists(st.integers(1, TIMES - 1), max_size=4),
+    limit=st.sampled_from([0, 1 << 16]),
+)
+def test_batch_join_agrees_with_the_reference(
+    plan: P.Plan, history: dict, cuts: list, limit: int
+) -> None:
+    """A side's changes wait as batches until probed (or, with a limit of 0, until they
+    outnumber its arranged rows)."""
     inputs = {}
     for name, updates in history.items():
         inputs[name] = PTVC.empty(name=name)
@@ -78,6 +87,9 @@ def test_batch_join_agrees_with_the_reference(plan: P.Plan, history: dict, cuts:
         return
     sources = Inputs()
     root = build(plan, sources, at=0)
+    for op in root.walk():
+        for side in getattr(op, "sides", ()):
+            side.limit = limit
     out, lower = [], 0
     for upper in [*sorted(set(cuts)), TIMES]:
         for name in sources.names():

@@ -19,7 +19,7 @@ from changeflow.compute.operators.base import (
     _key,
 )
 from changeflow.compute.operators.batch import Batch, concat
-from changeflow.compute.operators.join_batch import delta_join
+from changeflow.compute.operators.join_batch import Arranged, delta_join
 from changeflow.compute.operators.linear import Linear
 from changeflow.compute.scalars import compare_values
 from changeflow.compute.types import SqlType
@@ -41,7 +41,23 @@ class InnerJoin(Stateful):
         super().__init__((left, right))
         self.keys, self.match = keys, match
         self.predicates, self.kinds = predicates, kinds  # ``match`` as expressions
-        self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
+        self.sides = (Arranged(keys[0]), Arranged(keys[1]))
+
+    @property
+    def arrangements(self) -> tuple[dict[Row, Counter], dict[Row, Counter]]:
+        """Each side's rows by key (waiting batches added)."""
+        return self.sides[0].arrangement(), self.sides[1].arrangement()
+
+    @property
+    def held(self) -> int:  # type: ignore[override]
+        """Distinct rows in the arrangements (waiting batches added)."""
+        self.arrangements  # noqa: B018
+        return self.sides[0].held + self.sides[1].held
+
+    @held.setter
+    def held(self, value: int) -> None:
+        """Set at construction only (nothing held): each side counts its own rows."""
+        assert value == 0
 
     @property
     def columnar(self) -> bool:  # type: ignore[override]
@@ -58,9 +74,7 @@ class InnerJoin(Stateful):
         out = []
         for t, batches in self.batches_by_time(upper):
             check = (self.predicates, self._kept)
-            part, held = delta_join(t, batches, self.keys, self.arrangements, self.kinds, check)
-            self.held += held
-            out.append(part)
+            out.append(delta_join(t, batches, self.keys, self.sides, self.kinds, check))
         return concat(out, self.kinds[0] + self.kinds[1])
 
     def _kept(self, u: Update) -> list[Update]:
@@ -75,6 +89,7 @@ class InnerJoin(Stateful):
                 if None not in key:
                     deltas[side][key].append((row, diff))
         left, right = self.arrangements
+        sides = self.sides
         for key, rows in deltas[0].items():  # dA ⋈ B
             for other, oc in right.get(key, {}).items():
                 out += self._pairs(t, rows, [(other, oc)])
@@ -85,11 +100,13 @@ class InnerJoin(Stateful):
         for side in (0, 1):
             for key, rows in deltas[side].items():
                 for row, diff in rows:
-                    self.held += _accumulate(self.arrangements[side], key, row, diff)
+                    sides[side].held += _accumulate(sides[side].rows, key, row, diff)
         return out
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        self.held += _arrange(self.arrangements, self.keys, collections)
+        _arrange(self.arrangements, self.keys, collections)
+        for side in self.sides:
+            side.held = sum(map(len, side.rows.values()))
 
     def _pairs(
         self, t: int, lefts: list[tuple[Row, int]], rights: list[tuple[Row, int]]

@@ -1,6 +1,10 @@
 """An inner join's step on batches: ``dA ⋈ B + A ⋈ dB + dA ⋈ dB`` probed with the step's
 keys against the arrangements, the output a batch (so the operators above stay columnar).
 
+A side's changed batches wait as batches (:class:`Arranged`) until a step probes that side or
+they outgrow its arrangement: a side that only changes (the facts beside a dimension that
+does not) costs no Python per changed row.
+
 The changed rows come from the batches by position (Arrow ``take``), the arranged rows they
 meet from the arrangements' rows; the join's equivalences and residual are checked on the
 output batch with the filter's kernels (which hand the rows over where only they can tell).
@@ -24,6 +28,37 @@ from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
 Arrangement = dict[Row, Counter]
+_WAITING_ROWS = 1 << 16  # changed rows a side keeps as batches at least, however small it is
+
+
+class Arranged:
+    """One side of a join by key: its arrangement (distinct rows and their counts per key)
+    and the changed batches not yet added to it."""
+
+    def __init__(self, columns: tuple[int, ...]) -> None:
+        self.columns = columns
+        self.rows: Arrangement = {}
+        self.held = 0  # distinct rows in ``rows``
+        self.waiting: list[Batch] = []
+        self.waiting_rows = 0
+        self.limit = _WAITING_ROWS
+
+    def arrangement(self) -> Arrangement:
+        """The arrangement with every waiting batch added."""
+        if self.waiting:
+            batch = concat(self.waiting, self.waiting[0].kinds)
+            self.waiting, self.waiting_rows = [], 0
+            self.held += _arrange(self.rows, Side(batch, self.columns))
+        return self.rows
+
+    def add(self, batch: Batch) -> None:
+        """Changes to add before the arrangement is next read (at once if the waiting rows
+        outnumber the arranged ones and :attr:`limit`)."""
+        if len(batch):
+            self.waiting.append(batch)
+            self.waiting_rows += len(batch)
+            if self.waiting_rows > max(self.held, self.limit):
+                self.arrangement()
 
 
 class Side:
@@ -47,19 +82,20 @@ def delta_join(
     t: int,
     batches: list[Batch],
     keys: tuple[tuple[int, ...], tuple[int, ...]],
-    arrangements: tuple[Arrangement, Arrangement],
+    sides: tuple[Arranged, Arranged],
     kinds: tuple[tuple[SqlType, ...], tuple[SqlType, ...]],
     check: tuple[tuple[Expr, ...], Callable[[Update], list[Update]]],
-) -> tuple[Batch, int]:
-    """The output at ``t`` of both inputs' changes at ``t`` (``batches``), and the change in
-    distinct rows the arrangements hold once the changes are added to them."""
+) -> Batch:
+    """The output at ``t`` of both inputs' changes at ``t`` (``batches``), which are then
+    added to the ``sides``."""
     left, right = Side(batches[0], keys[0]), Side(batches[1], keys[1])
     out_kinds = kinds[0] + kinds[1]
     parts = []
     # dA ⋈ B: the left's changes by position, the right's arranged rows
     picks, rows, which, counts = [], [], [], []
+    arranged_right = sides[1].arrangement() if left.at else {}
     for key, at in left.at.items():
-        for other, oc in arrangements[1].get(key, {}).items():
+        for other, oc in arranged_right.get(key, {}).items():
             picks += at
             which += repeat(len(rows), len(at))
             rows.append(other)
@@ -69,8 +105,9 @@ def delta_join(
         parts.append(_pairs(_taken(left.batch, picks), arranged, counts, t, out_kinds, False))
     # A ⋈ dB: the left's arranged rows (before the step), the right's changes by position
     picks, rows, which, counts = [], [], [], []
+    arranged_left = sides[0].arrangement() if right.at else {}
     for key, at in right.at.items():
-        for other, oc in arrangements[0].get(key, {}).items():
+        for other, oc in arranged_left.get(key, {}).items():
             picks += at
             which += repeat(len(rows), len(at))
             rows.append(other)
@@ -88,10 +125,11 @@ def delta_join(
         a, b = _taken(left.batch, lefts), _taken(right.batch, rights)
         diffs = pc.multiply(a.diffs, b.diffs)
         parts.append(Batch(a.columns + b.columns, _at(t, len(lefts)), diffs, out_kinds))
-    held = sum(_arrange(arrangements[i], side) for i, side in enumerate((left, right)))
+    sides[0].add(left.batch)
+    sides[1].add(right.batch)
     out = concat(parts, out_kinds)
     predicates, by_row = check
-    return (filter_batch(out, predicates, by_row) if len(out) else out), held
+    return filter_batch(out, predicates, by_row) if len(out) else out
 
 
 def _taken(batch: Batch, positions: list[int]) -> Batch:
