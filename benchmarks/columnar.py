@@ -14,8 +14,9 @@ qty + 1)); ``filter`` = Filter(r, ship_ms > c); ``temporal`` = TemporalFilter(r,
 ship_ms + 90 days) (target: at most 1.2x the plain filter); ``reduce`` = Reduce(chain) grouped
 by ``qty`` (sum, count), summed per group in Arrow; ``join`` = Reduce(Map(Join(chain, d on qty),
 revenue * w)) by ``qty`` (sum, count), ``d`` 49 rows fed in a first step (target: at most 3 µs
-a changed row). Each case is the best of ``--repeats`` steps, each on operators built (and fed
-``d``) beforehand, untimed; both ways' outputs are checked equal.
+a changed row); ``distinct`` = Distinct(Project(r, qty, ship)). Each case is the best of
+``--repeats`` steps, each on operators built (and fed ``d``) beforehand, untimed; both ways'
+outputs are checked equal.
 
 Writes ``results/columnar.json``, ``results/columnar.md`` and ``results/columnar.png`` (cost
 per changed row against the change size) and refreshes the README table between the
@@ -93,6 +94,7 @@ def plans() -> dict[str, P.Plan]:
         "join": P.Reduce(
             weighted, (1,), (P.Aggregate("sum", P.col(weighted.schema, 6)), P.Aggregate("count"))
         ),
+        "distinct": P.Distinct(P.Project(R, (1, 4))),
     }
 
 
