@@ -59,6 +59,11 @@ class InnerJoin(Stateful):
         """Set at construction only (nothing held): each side counts its own rows."""
         assert value == 0
 
+    def rows_held(self) -> int:
+        """Distinct rows arranged and rows waiting as batches (none added to the arrangements:
+        a status read does not cost a step's worth of Python)."""
+        return sum(side.held + side.waiting_rows for side in self.sides)
+
     @property
     def columnar(self) -> bool:  # type: ignore[override]
         """Batches in, a batch out, where both inputs give batches and nothing waits."""

@@ -24,7 +24,7 @@ from changeflow.compute.operators.base import (
     _difference,
     _key,
 )
-from changeflow.compute.operators.batch import Batch, concat
+from changeflow.compute.operators.batch import Batch, concat, groups_as_rows
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
@@ -73,7 +73,7 @@ class Threshold(KeyedRecompute):
         width = tuple(range(len(kinds)))
         super().__init__(child, width, self._kept)
         self.kinds, self.distinct = kinds, distinct
-        self.groups = all(map(_groups_as_rows, (k.arrow for k in kinds)))
+        self.groups = all(groups_as_rows(k.arrow) for k in kinds)
 
     def _kept(self, key: Row, rows: Version) -> Version:
         return {r: self._clip(c) for r, c in rows.items() if c > 0}
@@ -119,20 +119,3 @@ class Threshold(KeyedRecompute):
         diffs = diffs.filter(changed)
         times = pa.repeat(pa.scalar(t, pa.int64()), len(diffs))
         return Batch(kept, times, diffs, self.kinds)
-
-
-def _groups_as_rows(kind: pa.DataType) -> bool:
-    """Whether Arrow's group-by tells values of ``kind`` apart exactly as Python rows do
-    (floats do not: -0.0 and 0.0, NaN; nor do nested and struct values)."""
-    t = pa.types
-    return (
-        t.is_integer(kind)
-        or t.is_decimal(kind)
-        or t.is_string(kind)
-        or t.is_large_string(kind)
-        or t.is_boolean(kind)
-        or t.is_date(kind)
-        or t.is_timestamp(kind)
-        or t.is_binary(kind)
-        or t.is_fixed_size_binary(kind)
-    )
