@@ -1,7 +1,7 @@
-"""An inner join over columnar inputs probes with a step's keys and gives a batch: against the
-reference evaluator on random histories with few keys (many rows meet in one step), NULL keys,
-numerics, multiplicities above one and rows retracted to nothing; a reduce above it sums the
-batch per group."""
+"""Inner and outer joins over columnar inputs probe with a step's keys and give a batch:
+against the reference evaluator on random histories with few keys (many rows meet in one
+step), NULL keys (NULL-padded rows of outer joins), numerics, multiplicities above one and rows
+retracted to nothing; a reduce above a join sums the batch per group."""
 
 from __future__ import annotations
 
@@ -39,7 +39,11 @@ def _plans() -> st.SearchStrategy[P.Plan]:
         two, (("rev", Arith("*", P.col(two.schema, 1), Arith("-", lit(1), lit(Decimal("0.1"))))),)
     )
     summed = P.Reduce(revenue, (0,), (P.Aggregate("sum", P.col(revenue.schema, 4)),))
-    return st.sampled_from([two, residual, three, chained, summed])
+    outer = [P.Join((R, S), ((0, 2),), kind) for kind in ("left", "right", "full")]
+    counted = P.Reduce(
+        outer[2], (2,), (P.Aggregate("count"), P.Aggregate("sum", P.col(two.schema, 1)))
+    )
+    return st.sampled_from([two, residual, three, chained, summed, *outer, counted])
 
 
 @st.composite

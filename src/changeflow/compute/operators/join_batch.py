@@ -139,10 +139,11 @@ def delta_join(
     sides: tuple[Arranged, Arranged],
     kinds: tuple[tuple[SqlType, ...], tuple[SqlType, ...]],
     check: tuple[tuple[Expr, ...], Callable[[Update], list[Update]]],
+    changed: tuple[Side, Side] | None = None,
 ) -> Batch:
-    """The output at ``t`` of both inputs' changes at ``t`` (``batches``), which are then
-    added to the ``sides``."""
-    left, right = Side(batches[0], keys[0]), Side(batches[1], keys[1])
+    """The output at ``t`` of both inputs' changes at ``t`` (``batches``, or as ``changed``
+    if given), which are then added to the ``sides``."""
+    left, right = changed or (Side(batches[0], keys[0]), Side(batches[1], keys[1]))
     out_kinds = kinds[0] + kinds[1]
     parts = []
     # dA ⋈ B: the left's changes by position, the right's arranged rows
