@@ -14,7 +14,8 @@ qty + 1)); ``filter`` = Filter(r, ship_ms > c); ``temporal`` = TemporalFilter(r,
 ship_ms + 90 days) (target: at most 1.2x the plain filter); ``reduce`` = Reduce(chain) grouped
 by ``qty`` (sum, count), summed per group in Arrow; ``join`` = Reduce(Map(Join(chain, d on qty),
 revenue * w)) by ``qty`` (sum, count), ``d`` 49 rows fed in a first step (target: at most 3 µs
-a changed row); ``distinct`` = Distinct(Project(r, qty, ship)). Each case is the best of
+a changed row); ``distinct`` = Distinct(Project(r, qty, ship)); ``left join`` = chain LEFT
+JOIN (d where q <= 25) on qty (half the rows NULL-padded). Each case is the best of
 ``--repeats`` steps, each on operators built (and fed ``d``) beforehand, untimed; both ways'
 outputs are checked equal.
 
@@ -95,6 +96,9 @@ def plans() -> dict[str, P.Plan]:
             weighted, (1,), (P.Aggregate("sum", P.col(weighted.schema, 6)), P.Aggregate("count"))
         ),
         "distinct": P.Distinct(P.Project(R, (1, 4))),
+        "left join": P.Join(
+            (chain, P.Filter(D, (Cmp("<=", P.col(D.schema, 0), lit(25)),))), ((1, 4),), "left"
+        ),
     }
 
 
