@@ -179,14 +179,18 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
 def _places(arg: pa.Array) -> int:
     """The fewest decimal places that hold every value exactly (the rows' sums round only
     trailing zeros away beyond these, which keeps their values): at least a sample's most,
-    read in Python, which one rounding of all the values confirms (or a search above it)."""
+    read in Python, which one rounding of all the values confirms (or a search just above
+    it, widening)."""
     sample = python_values(arg.slice(0, _SAMPLE).drop_null())
     with localcontext() as ctx:
         ctx.prec = 80  # normalizing rounds nothing
         low, high = max(map(_value_places, sample), default=0), arg.type.scale
     if low >= high or _holds(arg, low):
         return min(low, high)
-    low += 1
+    step = 1  # the sample's places are seldom far off: try just above, then farther
+    while low + step < high and not _holds(arg, low + step):
+        low, step = low + step, step * 2
+    low, high = low + 1, min(low + step, high)
     while low < high:
         mid = (low + high) // 2
         if _holds(arg, mid):
