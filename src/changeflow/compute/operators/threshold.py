@@ -9,8 +9,9 @@ output is those rows' columns, taken where their output count changes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -106,16 +107,36 @@ class Threshold(KeyedRecompute):
         columns = [summed.column(n).combine_chunks() for n in names]
         values = [python_values(c) for c in columns]
         rows = zip(*values, strict=True) if values else [()] * summed.num_rows
-        out, arrangement, clip = [], self.arrangement, self._clip
-        for row, diff in zip(rows, summed.column("_d_sum").to_pylist(), strict=True):
-            held = arrangement.get(row)
-            before = held[row] if held else 0
-            if diff:
-                self.held += _accumulate(arrangement, row, row, diff)
-            out.append(clip(before + diff) - clip(before))
+        before, after = self._counts(rows, summed.column("_d_sum").to_pylist())
+        if self.distinct:
+            out = np.greater(after, 0).astype(np.int64) - np.greater(before, 0)
+        else:
+            out = np.maximum(after, 0) - np.maximum(before, 0)
         diffs = pa.array(out, pa.int64())
         changed = pc.not_equal(diffs, 0)
         kept = [c.filter(changed) for c in columns]
         diffs = diffs.filter(changed)
         times = pa.repeat(pa.scalar(t, pa.int64()), len(diffs))
         return Batch(kept, times, diffs, self.kinds)
+
+    def _counts(self, rows: Iterable[Row], diffs: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Each distinct row's count before and after its diff is added to the arrangement
+        (``base._accumulate`` inlined: a row is its own key, one Counter per row)."""
+        arrangement, counts, held = self.arrangement, [], 0
+        for row, diff in zip(rows, diffs, strict=True):
+            rows_of = arrangement.get(row)
+            before = rows_of[row] if rows_of else 0
+            counts.append(before)
+            if not diff:
+                continue
+            if rows_of is None:
+                rows_of = arrangement[row] = Counter()
+                held += 1
+            if before + diff:
+                rows_of[row] = before + diff
+            else:
+                del arrangement[row]
+                held -= 1
+        self.held += held
+        before = np.array(counts, np.int64)
+        return before, before + np.array(diffs, np.int64)
