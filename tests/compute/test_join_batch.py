@@ -17,6 +17,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate_history
 from changeflow.compute.expr import Arith, Cmp, lit
 from changeflow.compute.operators import Inputs, build
+from changeflow.compute.operators import join_batch as J
 from changeflow.compute.types import INT4, NUMERIC, Column
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
@@ -75,12 +76,21 @@ def _histories(draw: st.DrawFn) -> dict[str, list]:
     history=_histories(),
     cuts=st.lists(st.integers(1, TIMES - 1), max_size=4),
     limit=st.sampled_from([0, 1 << 16]),
+    grouped=st.sampled_from([0, J._GROUPED_ROWS]),
 )
 def test_batch_join_agrees_with_the_reference(
-    plan: P.Plan, history: dict, cuts: list, limit: int
+    plan: P.Plan, history: dict, cuts: list, limit: int, grouped: int
 ) -> None:
-    """A side's changes wait as batches until probed (or, with a limit of 0, until they
-    outnumber its arranged rows)."""
+    """A side's changes wait as batches until probed (with a limit of 0, summed in Arrow as
+    they double); a step's rows are grouped by key in Arrow from ``grouped`` rows on."""
+    default, J._GROUPED_ROWS = J._GROUPED_ROWS, grouped
+    try:
+        _agrees(plan, history, cuts, limit)
+    finally:
+        J._GROUPED_ROWS = default
+
+
+def _agrees(plan: P.Plan, history: dict, cuts: list, limit: int) -> None:
     inputs = {}
     for name, updates in history.items():
         inputs[name] = PTVC.empty(name=name)

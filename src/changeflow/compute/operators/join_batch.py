@@ -29,6 +29,7 @@ from changeflow.compute.values import python_values
 
 Arrangement = dict[Row, Counter]
 _WAITING_ROWS = 1 << 16  # waiting rows below which they are never summed
+_GROUPED_ROWS = 2048  # a step's rows from which Arrow groups them by key (a fixed ~0.3 ms)
 
 
 class Arranged:
@@ -93,8 +94,8 @@ def _summed(batch: Batch) -> Batch | None:
 
 class Side:
     """One input's changes at a time: the batch and, by key, the positions of its rows (none
-    with a NULL key column: it matches nothing), grouped by Arrow where it tells the keys
-    apart as Python does, so Python runs once per distinct key."""
+    with a NULL key column: it matches nothing), grouped by Arrow where there are enough and
+    it tells the keys apart as Python does, so Python runs once per distinct key."""
 
     def __init__(self, batch: Batch, columns: tuple[int, ...]) -> None:
         self.batch = batch
@@ -113,7 +114,7 @@ def _row_keys(batch: Batch, columns: tuple[int, ...]) -> list[Row | None]:
 
 def _positions(batch: Batch, columns: tuple[int, ...]) -> dict[Row, np.ndarray]:
     keys = [batch.columns[c] for c in columns]
-    if columns and all(groups_as_rows(k.type) for k in keys):
+    if columns and len(batch) >= _GROUPED_ROWS and all(groups_as_rows(k.type) for k in keys):
         names = [f"k{i}" for i in range(len(keys))]
         table = pa.Table.from_arrays([*keys, pa.array(np.arange(len(batch)))], [*names, "i"])
         for n in names:
