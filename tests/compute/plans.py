@@ -3,18 +3,34 @@ reference evaluator."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 from hypothesis import strategies as st
 
+from changeflow.collection import consolidate
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.expr import And, Arith, Cast, Cmp, Coalesce, Expr, IsNull, Not, lit
 from changeflow.compute.types import INT4, INT8, Column, Schema
+from changeflow.updates import DIFF, TIME
 
 R = P.Get("r", (Column("k", INT4), Column("v", INT4)))
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
 INPUTS = {"r": R, "s": S}
 
 value = st.one_of(st.none(), st.integers(-3, 3))
+
+
+def frame(get: P.Get, updates: list) -> pa.Table:
+    """``(row, time, diff)`` updates as an update frame of ``get``'s schema."""
+    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(get.schema)]
+    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
+    return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), TIME, DIFF])
+
+
+def by_data_and_time(updates: list) -> dict:
+    """Consolidated updates keyed by ``(data, time)``: equal values compare equal whatever
+    their form (``0E-12`` and ``0.00``), which an ordered list's ``repr`` order does not."""
+    return {(d, t): r for d, t, r in consolidate(updates)}
 
 
 def int_columns(schema: Schema) -> list[int]:

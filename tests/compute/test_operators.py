@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +16,9 @@ from changeflow.compute.expr import Arith, lit
 from changeflow.compute.operators import Inputs, Operator, Reduce, TopK, build, hydrate
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
-from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import INPUTS, R, histories, plans  # noqa: E402
+from plans import INPUTS, R, frame, histories, plans  # noqa: E402
 
 TIMES = 8
 
@@ -45,13 +43,6 @@ def run_steps(
         for op in root.walk():
             assert getattr(op, "held", 0) == recount(op), type(op).__name__
     return out
-
-
-def frame(get: P.Get, updates: list) -> pa.Table:
-    """Updates as an update frame of ``get``'s schema."""
-    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(get.schema)]
-    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
-    return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), TIME, DIFF])
 
 
 def recount(op: Operator) -> int:

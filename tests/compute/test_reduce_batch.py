@@ -4,24 +4,28 @@ and groups retracted to nothing."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeflow.collection import PTVC, consolidate
+from changeflow.collection import PTVC
 from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import evaluate_history
 from changeflow.compute.expr import Arith, lit
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.operators.batch import Batch
-from changeflow.compute.operators.reduce_batch import accumulate
+from changeflow.compute.operators.reduce_batch import _places, accumulate
 from changeflow.compute.types import INT4, INT8, NUMERIC, Column
 from changeflow.errors import EvalError
 from changeflow.time import Antichain
-from changeflow.updates import DIFF, TIME
+
+sys.path.insert(0, str(Path(__file__).parent))
+from plans import by_data_and_time, frame  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC), Column("i", INT8)))
 TIMES = 6
@@ -78,12 +82,6 @@ def _history(draw: st.DrawFn) -> list:
     return out
 
 
-def _frame(updates: list) -> pa.Table:
-    columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(R.schema)]
-    columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
-    return pa.Table.from_arrays(columns, names=[*(c.name for c in R.schema), TIME, DIFF])
-
-
 @settings(max_examples=300, deadline=None)
 @given(plan=_plans(), history=_history(), cuts=st.lists(st.integers(1, TIMES - 1), max_size=3))
 def test_batch_reduce_agrees_with_the_reference(plan: P.Plan, history: list, cuts: list) -> None:
@@ -97,15 +95,15 @@ def test_batch_reduce_agrees_with_the_reference(plan: P.Plan, history: list, cut
     root = build(plan, sources, at=0)
     out, lower = [], 0
     for upper in [*sorted(set(cuts)), TIMES]:
-        sources.feed_table("r", _frame([u for u in history if lower <= u[1] < upper]))
+        sources.feed_table("r", frame(R, [u for u in history if lower <= u[1] < upper]))
         out += root.step(upper)
         lower = upper
-    assert consolidate(out) == expected, plan.explain()
+    assert by_data_and_time(out) == by_data_and_time(expected), plan.explain()
     assert root.held == sum(1 + g.held() for g in root.groups.values())
 
 
 def _batch(updates: list) -> Batch:
-    return Batch.of_table(_frame(updates), tuple(c.type for c in R.schema))
+    return Batch.of_table(frame(R, updates), tuple(c.type for c in R.schema))
 
 
 def test_a_step_is_summed_per_group_in_arrow() -> None:
@@ -138,3 +136,15 @@ def test_numeric_multiplicities_and_float_keys_take_the_rows() -> None:
     except C.Rows:
         return
     raise AssertionError("a multiplicity above one was summed in Arrow")
+
+
+def test_a_sums_decimal_places_are_those_of_its_most_precise_value() -> None:
+    """Trailing zeros do not count; a value past the first ones read decides; so does one
+    with more digits than Python's 28-digit context holds."""
+    ten = pa.decimal128(38, 10)
+    assert _places(pa.array([Decimal("1.5000"), None, Decimal("0E-10")], ten)) == 1
+    assert _places(pa.array([Decimal(7)] * 200 + [Decimal("0.001")], ten)) == 3
+    assert _places(pa.array([Decimal("1.25")] * 100 + [Decimal("1E-10")], ten)) == 10
+    assert _places(pa.array([None, None], ten)) == 0
+    long = Decimal("1234567890123456789012345678901.5")
+    assert _places(pa.array([long], pa.decimal256(40, 5))) == 1

@@ -385,7 +385,8 @@ class Dataflow:
 
     def _compute(self, upper: int) -> pa.Table:
         """The output's updates for the step below ``upper``, as an update frame (as columns
-        throughout where every operator gives batches: stateless ones and inner joins)."""
+        throughout where every operator gives batches: stateless ones, joins (outer ones on
+        their keys alone), distinct and threshold)."""
         if not self.root.columnar:
             return self._frame(self.root.step(upper))
         batch = self.root.step_batch(upper)

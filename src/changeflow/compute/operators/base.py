@@ -190,7 +190,11 @@ class Stateful(Operator):
         return all(i.columnar for i in self.inputs) and not any(self.waiting)
 
     def state_size(self) -> int:
-        return super().state_size() + sum(map(len, self.waiting)) + self.held
+        return super().state_size() + sum(map(len, self.waiting)) + self.rows_held()
+
+    def rows_held(self) -> int:
+        """The rows its state holds, read without changing the state."""
+        return self.held
 
 
 def _key(row: Row, columns: tuple[int, ...]) -> Row:

@@ -118,6 +118,23 @@ def _empty() -> pa.Array:
     return pa.array([], pa.int64())
 
 
+def groups_as_rows(kind: pa.DataType) -> bool:
+    """Whether Arrow's group-by tells values of ``kind`` apart exactly as Python rows do
+    (floats do not: -0.0 and 0.0, NaN; nor do nested and struct values)."""
+    t = pa.types
+    return (
+        t.is_integer(kind)
+        or t.is_decimal(kind)
+        or t.is_string(kind)
+        or t.is_large_string(kind)
+        or t.is_boolean(kind)
+        or t.is_date(kind)
+        or t.is_timestamp(kind)
+        or t.is_binary(kind)
+        or t.is_fixed_size_binary(kind)
+    )
+
+
 RowFn = Callable[[Update], Iterable[Update]]
 
 

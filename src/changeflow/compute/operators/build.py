@@ -20,7 +20,7 @@ from changeflow.compute.operators.join import _build_join
 from changeflow.compute.operators.linear import Linear, Window
 from changeflow.compute.operators.recursive import RecursiveOp
 from changeflow.compute.operators.reduce import Group, Reduce
-from changeflow.compute.operators.threshold import KeyedRecompute
+from changeflow.compute.operators.threshold import KeyedRecompute, Threshold
 from changeflow.compute.operators.topk import TopK
 from changeflow.compute.recursive import Recursive
 from changeflow.compute.types import SqlType
@@ -113,15 +113,9 @@ def _build(plan: P.Plan, sources: Inputs, at: int) -> Operator:
         case P.Reduce():
             return Reduce(children[0], plan)
         case P.Distinct():
-            width = tuple(range(len(plan.schema)))
-            return KeyedRecompute(
-                children[0], width, lambda key, rows: {r: 1 for r, c in rows.items() if c > 0}
-            )
+            return Threshold(children[0], kinds, distinct=True)
         case P.Threshold():
-            width = tuple(range(len(plan.schema)))
-            return KeyedRecompute(
-                children[0], width, lambda key, rows: {r: c for r, c in rows.items() if c > 0}
-            )
+            return Threshold(children[0], kinds, distinct=False)
         case P.TopK():
             return TopK(children[0], plan)
         case Recursive():  # a change recomputes the fixed point

@@ -19,13 +19,56 @@ from changeflow.compute.operators.base import (
     _key,
 )
 from changeflow.compute.operators.batch import Batch, concat
-from changeflow.compute.operators.join_batch import delta_join
+from changeflow.compute.operators.join_batch import Arranged, delta_join
 from changeflow.compute.operators.linear import Linear
+from changeflow.compute.operators.outer_batch import batchable, outer_step
 from changeflow.compute.scalars import compare_values
 from changeflow.compute.types import SqlType
 
 
-class InnerJoin(Stateful):
+class Joined(Stateful):
+    """A join's two inputs arranged by key (:class:`Arranged`: changed batches wait as
+    batches until a step reads the arrangement)."""
+
+    def __init__(
+        self, left: Operator, right: Operator, keys: tuple[tuple[int, ...], tuple[int, ...]]
+    ):
+        super().__init__((left, right))
+        self.keys = keys
+        self.sides = (Arranged(keys[0]), Arranged(keys[1]))
+
+    @property
+    def arrangements(self) -> tuple[dict[Row, Counter], dict[Row, Counter]]:
+        """Each side's rows by key (waiting batches added)."""
+        return self.sides[0].arrangement(), self.sides[1].arrangement()
+
+    @property
+    def held(self) -> int:  # type: ignore[override]
+        """Distinct rows in the arrangements (waiting batches added)."""
+        self.arrangements  # noqa: B018
+        return self.sides[0].held + self.sides[1].held
+
+    @held.setter
+    def held(self, value: int) -> None:
+        """Set at construction only (nothing held): each side counts its own rows."""
+        assert value == 0
+
+    def rows_held(self) -> int:
+        """Distinct rows arranged and rows waiting as batches (none added to the arrangements:
+        a status read does not cost a step's worth of Python)."""
+        return sum(side.held + side.waiting_rows for side in self.sides)
+
+    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
+        _arrange(self.arrangements, self.keys, collections)
+        for side in self.sides:
+            side.held = sum(map(len, side.rows.values()))
+
+    def _add(self, side: int, key: Row, row: Row, diff: int) -> None:
+        arranged = self.sides[side]
+        arranged.held += _accumulate(arranged.arrangement(), key, row, diff)
+
+
+class InnerJoin(Joined):
     """Two inputs joined on key columns (NULL keys match nothing), a residual predicate on the
     pair: at each time, ``dA ⋈ B + A ⋈ dB + dA ⋈ dB`` with ``A`` and ``B`` arranged by key."""
 
@@ -38,10 +81,9 @@ class InnerJoin(Stateful):
         predicates: tuple[Expr, ...] = (),
         kinds: tuple[tuple[SqlType, ...], tuple[SqlType, ...]] | None = None,
     ):
-        super().__init__((left, right))
-        self.keys, self.match = keys, match
+        super().__init__(left, right, keys)
+        self.match = match
         self.predicates, self.kinds = predicates, kinds  # ``match`` as expressions
-        self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
 
     @property
     def columnar(self) -> bool:  # type: ignore[override]
@@ -58,9 +100,7 @@ class InnerJoin(Stateful):
         out = []
         for t, batches in self.batches_by_time(upper):
             check = (self.predicates, self._kept)
-            part, held = delta_join(t, batches, self.keys, self.arrangements, self.kinds, check)
-            self.held += held
-            out.append(part)
+            out.append(delta_join(t, batches, self.keys, self.sides, self.kinds, check))
         return concat(out, self.kinds[0] + self.kinds[1])
 
     def _kept(self, u: Update) -> list[Update]:
@@ -85,11 +125,8 @@ class InnerJoin(Stateful):
         for side in (0, 1):
             for key, rows in deltas[side].items():
                 for row, diff in rows:
-                    self.held += _accumulate(self.arrangements[side], key, row, diff)
+                    self._add(side, key, row, diff)
         return out
-
-    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        self.held += _arrange(self.arrangements, self.keys, collections)
 
     def _pairs(
         self, t: int, lefts: list[tuple[Row, int]], rights: list[tuple[Row, int]]
@@ -99,7 +136,7 @@ class InnerJoin(Stateful):
         ]
 
 
-class OuterJoin(Stateful):
+class OuterJoin(Joined):
     """A left, right or full join of two inputs: at each time the touched keys' output (matched
     pairs, then the unmatched rows of the kept side padded with NULLs) is computed before and
     after. Rows with a NULL key match nothing and pass through padded."""
@@ -111,10 +148,30 @@ class OuterJoin(Stateful):
         right: Operator,
         keys: tuple[tuple[int, ...], tuple[int, ...]],
     ):
-        super().__init__((left, right))
-        self.join, self.keys = join, keys
+        super().__init__(left, right, keys)
+        self.join = join
         self.widths = (len(join.inputs_[0].schema), len(join.inputs_[1].schema))
-        self.arrangements: tuple[dict[Row, Counter], dict[Row, Counter]] = ({}, {})
+        self.kinds = (_kinds(join.inputs_[0].schema), _kinds(join.inputs_[1].schema))
+        self.batchable = join.residual is None and batchable(
+            join.equivalences, self.widths[0], self.kinds
+        )
+
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        """Batches in, a batch out, where the keys are the whole condition."""
+        return self.batchable and self.steps_batches()
+
+    def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
+        return super().step(upper)
+
+    def step_batch(self, upper: int) -> Batch:
+        out = [
+            outer_step(t, batches, self.join.kind, self.keys, self.sides, self.kinds)
+            for t, batches in self.batches_by_time(upper)
+        ]
+        return concat(out, self.kinds[0] + self.kinds[1])
 
     def apply(self, t: int, changes: list[list[Update]]) -> list[Update]:
         touched: dict[Row, list[tuple[int, Row, int]]] = defaultdict(list)
@@ -129,12 +186,9 @@ class OuterJoin(Stateful):
         for key, updates in touched.items():
             before = self._output(key)
             for side, row, diff in updates:
-                self.held += _accumulate(self.arrangements[side], key, row, diff)
+                self._add(side, key, row, diff)
             out += _difference(t, before, self._output(key))
         return out
-
-    def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
-        self.held += _arrange(self.arrangements, self.keys, collections)
 
     def _unmatched(self, side: int, row: Row, t: int, diff: int) -> list[Update]:
         keeps = {0: ("left", "full"), 1: ("right", "full")}[side]

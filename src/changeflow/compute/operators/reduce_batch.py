@@ -30,6 +30,7 @@ _TOTALS = ("count", "sum", "avg")  # running totals; the other aggregates keep t
 _KEPT = ("min", "max", "bool_and", "bool_or")  # kept values whose order Arrow and rows share
 _INT_LIMIT = 2**62  # an int64 group sum below this cannot have wrapped
 _ROW_DIGITS = 28  # Python's decimal context: a longer total is rounded by the rows
+_SAMPLE = 64  # values whose decimal places are read in Python before the kernels check all
 
 
 def batchable(reduce: P.Reduce) -> bool:
@@ -87,26 +88,29 @@ def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], lis
     out: dict[tuple, Change] = {}
     bounds: list[Any] = [None] * len(aggs)
     try:
-        counted = _group(keys, names, {"n": diffs}, [("n", "sum")])
-        for key, (count,) in counted:
-            out.setdefault(key, Change(len(aggs))).count += count
+        columns, totals, kept = {"n": diffs}, [], []
         for i, (agg, arg) in enumerate(zip(aggs, args, strict=True)):
             if arg is None:
                 continue
             valid = pc.is_valid(arg)
-            present = pc.if_else(valid, diffs, 0)
             if agg.distinct or agg.func not in _TOTALS:
-                _kept(out, i, keys, names, arg, batch, valid)
+                kept.append((i, arg, valid))
                 continue
-            columns, specs = {"p": present}, [("p", "sum")]
+            columns[f"p{i}"] = pc.if_else(valid, diffs, 0)
+            totals.append((i, agg.func != "count"))
             if agg.func != "count":
-                columns["s"], bounds[i] = _weighted(arg, diffs, valid)
-                specs.append(("s", "sum"))
-            for key, sums in _group(keys, names, columns, specs):
-                change = out[key]
-                change.present[i] += sums[0]
-                if agg.func != "count":
-                    change.totals[i] += sums[1]
+                columns[f"s{i}"], bounds[i] = _weighted(arg, diffs, valid)
+        for key, sums in _group(keys, names, columns, [(c, "sum") for c in columns]):
+            change = out[key] = Change(len(aggs))
+            change.count = sums[0]
+            at = 1
+            for i, summed in totals:
+                change.present[i] = sums[at]
+                if summed:
+                    change.totals[i] = sums[at + 1]
+                at += 1 + summed
+        for i, arg, valid in kept:
+            _kept(out, i, keys, names, arg, batch, valid)
     except pa.ArrowException:  # a type Arrow cannot group or sum
         raise C.Rows() from None
     return out, bounds
@@ -174,16 +178,37 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
 
 def _places(arg: pa.Array) -> int:
     """The fewest decimal places that hold every value exactly (the rows' sums round only
-    trailing zeros away beyond these, which keeps their values)."""
-    low, high = 0, arg.type.scale
+    trailing zeros away beyond these, which keeps their values): at least a sample's most,
+    read in Python, which one rounding of all the values confirms (or a search just above
+    it, widening)."""
+    sample = python_values(arg.slice(0, _SAMPLE).drop_null())
+    with localcontext() as ctx:
+        ctx.prec = 80  # normalizing rounds nothing
+        low, high = max(map(_value_places, sample), default=0), arg.type.scale
+    if low >= high or _holds(arg, low):
+        return min(low, high)
+    step = 1  # the sample's places are seldom far off: try just above, then farther
+    while low + step < high and not _holds(arg, low + step):
+        low, step = low + step, step * 2
+    low, high = low + 1, min(low + step, high)
     while low < high:
         mid = (low + high) // 2
-        rounded = pc.round(arg, ndigits=mid, round_mode="half_to_even")
-        if pc.all(pc.equal(rounded, arg)).as_py() is not False:
+        if _holds(arg, mid):
             high = mid
         else:
             low = mid + 1
     return low
+
+
+def _holds(arg: pa.Array, places: int) -> bool:
+    """Whether every value has at most ``places`` decimal places."""
+    rounded = pc.round(arg, ndigits=places, round_mode="half_to_even")
+    return pc.all(pc.equal(rounded, arg)).as_py() is not False
+
+
+def _value_places(x: Decimal) -> int:
+    """The decimal places ``x`` needs (its trailing zeros aside)."""
+    return max(-int(x.normalize().as_tuple().exponent), 0)
 
 
 def _kept(

@@ -1,8 +1,15 @@
-"""TopK: per group, the rows ranked ``offset`` to ``offset + limit``, kept sorted."""
+"""TopK: per group, the rows ranked ``offset`` to ``offset + limit``, kept sorted.
+
+A group's rows are sorted by :func:`~changeflow.compute.evaluate.sort_key` (each comparison
+SQL's, in Python), or where every column is of a type Python compares as SQL does, by an
+equal key of plain values (:func:`plain_key`), which the sorted list compares in C.
+"""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from sortedcontainers import SortedKeyList
 
@@ -16,6 +23,10 @@ from changeflow.compute.operators.base import (
     _difference,
     _key,
 )
+from changeflow.compute.types import BOOL, DATE, INT2, INT4, INT8, NUMERIC, TEXT, SqlType
+
+_PLAIN = (BOOL, INT2, INT4, INT8, NUMERIC, DATE, TEXT)  # Python orders their values as SQL
+_NEGATABLE = (BOOL, INT2, INT4, INT8, NUMERIC, DATE)  # a descending key is the value negated
 
 
 class TopK(Stateful):
@@ -28,12 +39,14 @@ class TopK(Stateful):
         self.top = top
         self.end = None if top.limit is None else top.offset + top.limit
         self.groups: dict[Row, tuple[SortedKeyList, Counter]] = {}
+        order = top.order_by
+        kinds = tuple(c.type for c in top.schema)
+        self.key = plain_key(order, kinds) or (lambda r: sort_key(r, order))
 
     def _group(self, key: Row) -> tuple[SortedKeyList, Counter]:
         group = self.groups.get(key)
         if group is None:
-            order = self.top.order_by
-            group = self.groups[key] = (SortedKeyList(key=lambda r: sort_key(r, order)), Counter())
+            group = self.groups[key] = (SortedKeyList(key=self.key), Counter())
         return group
 
     def _add(self, key: Row, row: Row, diff: int) -> None:
@@ -85,13 +98,42 @@ class TopK(Stateful):
         grouped: dict[Row, Counter] = defaultdict(Counter)
         for row, count in collections[0]:
             grouped[_key(row, self.top.group_by)][row] += count
-        order = self.top.order_by
         for key, counts in grouped.items():
             counts = Counter(_positive({r: c for r, c in counts.items() if c}, "TopK"))
             if counts:
-                rows = SortedKeyList(counts, key=lambda r: sort_key(r, order))
+                rows = SortedKeyList(counts, key=self.key)
                 self.groups[key] = (rows, counts)
                 self.held += len(counts)
 
     def contents(self) -> list[tuple[Row, int]] | None:
         return [rc for key in self.groups for rc in self._window(key).items()]
+
+
+def plain_key(
+    order: tuple[P.Order, ...], kinds: tuple[SqlType, ...]
+) -> Callable[[Row], tuple] | None:
+    """A key of plain values that sorts rows as ``sort_key`` does (NULL placement, descending
+    values negated, ties by the whole row with NULLs first), where every column's type allows
+    it; None where not."""
+    if not all(k in _PLAIN for k in kinds):
+        return None
+    if any(o.desc and kinds[o.column] not in _NEGATABLE for o in order):
+        return None
+    parts = [
+        (o.column, o.desc, 1 if o.nulls_at_end else -1, kinds[o.column] is DATE) for o in order
+    ]
+
+    def key(row: Row) -> tuple:
+        out: list[Any] = []
+        for column, desc, null_rank, days in parts:
+            v = row[column]
+            if v is None:
+                out.append((null_rank,))
+            elif desc:
+                out.append((0, -v.toordinal() if days else -v))
+            else:
+                out.append((0, v))
+        out.append(tuple((0,) if v is None else (1, v) for v in row))
+        return tuple(out)
+
+    return key

@@ -1,0 +1,95 @@
+"""Benchmark: a new view hydrating in the process (no Spark), rows a second, and where the
+time goes.
+
+A table ``r`` of ``--rows`` random rows (the columnar benchmark's: ``k bigint, qty integer,
+price numeric, disc numeric, ship date, ship_ms bigint``) and ``d`` (49 rows) are written to
+shards at ``T0``; each view then hydrates as of ``T0``: its inputs' snapshots go through the
+operators as one step, the output to its shard. Views: ``chain`` (Filter, Map, Project),
+``reduce`` (the chain grouped by ``qty``: sum, count) and ``join`` (the chain joined with ``d``,
+reduced by ``qty``), as in ``columnar.py``. The hydration runs under cProfile once more, its
+time split by where it is spent (shard read, operators and frames, output write, the rest).
+
+    python benchmarks/hydration.py [--rows 1000000] [--views chain reduce join]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+from columnar import DIMENSION, R, frame, plans
+from compute import hydrate, load_shards
+
+from changeflow.updates import DIFF, TIME
+
+
+def _cum(stats: dict, file: str, func: str, caller: tuple[str, str] | None = None) -> float:
+    """Cumulative seconds in ``file``'s ``func`` (only its calls from ``caller`` if given)."""
+    total = 0.0
+    for (f, _, fn), entry in stats.items():
+        if not (f.endswith(file) and fn == func):
+            continue
+        if caller is None:
+            total += entry[3]
+            continue
+        for (cf, _, cfn), sub in entry[4].items():
+            if cf.endswith(caller[0]) and cfn == caller[1]:
+                total += sub[3]
+    return total
+
+
+def tables(rows: int) -> dict[str, pa.Table]:
+    r = frame(rows, seed=rows).drop_columns([TIME, DIFF])
+    return {"r": r, "d": DIMENSION.drop_columns([TIME, DIFF])}
+
+
+def split(profile: cProfile.Profile, total: float) -> dict[str, float]:
+    """Seconds by where they are spent (the rest of ``total`` is ``other``)."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    read_back = _cum(stats, "compute/sink.py", "_read_back")
+    out = {
+        "input shard read": _cum(stats, "storage/read.py", "next", ("compute/dataflow.py", "step")),
+        "operators and frames": _cum(stats, "compute/dataflow.py", "_compute"),
+        "output write (Correction buffer, shard)": _cum(stats, "compute/sink.py", "step")
+        - _cum(stats, "compute/sink.py", "_read_back", ("compute/sink.py", "step")),
+        "output read back": read_back,
+    }
+    out["other (view setup, consensus)"] = total - sum(out.values())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--views", nargs="+", default=["chain", "reduce", "join"])
+    args = parser.parse_args()
+    assert R.name == "r"
+    with tempfile.TemporaryDirectory() as home:
+        shards = load_shards(Path(home), tables(args.rows), "local[1]")
+        for view in args.views:
+            plan = plans()[view]
+            started = time.perf_counter()
+            hydrate(shards, view, plan, None, "a").close()
+            secs = time.perf_counter() - started
+            profile = cProfile.Profile()
+            started = time.perf_counter()
+            profile.enable()
+            hydrate(shards, view, plan, None, "b").close()
+            profile.disable()
+            total = time.perf_counter() - started
+            places = split(profile, total)
+            shares = ", ".join(f"{p} {s / total:.0%}" for p, s in places.items())
+            print(
+                f"{view}: {args.rows:,} rows hydrated in {secs:.2f} s "
+                f"({args.rows / secs / 1e6:.2f}M rows/s); profiled: {shares}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
