@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
 from changeflow.collection import PTVC
 from changeflow.compute import expr as X
@@ -55,21 +56,26 @@ def _rows(table: pa.Table) -> dict:
     return dict(zip(rows, table.column("_diff").to_pylist(), strict=True))
 
 
-@pytest.mark.parametrize("name", list(PLANS))
-@pytest.mark.parametrize("tier", ["cluster-driver", "cluster-spark", "process"])
-def test_uuid_and_bytea_views_on_spark_are_exact_at_every_time(
-    spark, tmp_path, monkeypatch, name, tier
+def check_tiers(
+    spark: SparkSession,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plan: P.Plan,
+    tier: str,
+    schemas: dict[str, pa.Schema],
+    history: dict[str, list],
 ) -> None:
+    """``plan`` over inputs of ``schemas`` with ``history``, hydrated at 2 and stepped a time at
+    a time on ``tier``, equals the reference evaluator at every time."""
     steps = "0" if tier == "cluster-spark" else "1000000"
     monkeypatch.setenv("CHANGEFLOW_CLUSTER_STEP_ROWS", steps)
-    plan = PLANS[name]
     assert process_only(plan) is None
-    storage = open_storage(tmp_path)
-    caps = {n: storage.create(n, schema) for n, schema in SCHEMAS.items()}
+    storage = open_storage(root)
+    caps = {n: storage.create(n, schema) for n, schema in schemas.items()}
 
     def append(lower: int, upper: int) -> None:
         for n, (_, write) in caps.items():
-            storage.append(write, [u for u in HISTORY[n] if lower <= u[1] < upper], upper)
+            storage.append(write, [u for u in history[n] if lower <= u[1] < upper], upper)
 
     append(0, 2)
     maintain_view(storage, "v", plan, "out").close()
@@ -82,13 +88,24 @@ def test_uuid_and_bytea_views_on_spark_are_exact_at_every_time(
         flow.run(until=t + 1)
     flow.close()
     inputs = {}
-    for n, updates in HISTORY.items():
+    for n, updates in history.items():
         inputs[n] = PTVC.empty(name=n)
         inputs[n].append(updates, Antichain([TIMES]))
     read, _ = storage.acquire_capabilities("out")
     for t in range(TIMES):
         expected = evaluate(plan, {n: inputs[n].read(t) for n in inputs}, t)
         assert _rows(storage.snapshot_table(read, t)) == expected, f"time {t}"
+
+
+TIERS = ["cluster-driver", "cluster-spark", "process"]
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize("tier", TIERS)
+def test_uuid_and_bytea_views_on_spark_are_exact_at_every_time(
+    spark, tmp_path, monkeypatch, name, tier
+) -> None:
+    check_tiers(spark, tmp_path, monkeypatch, PLANS[name], tier, SCHEMAS, HISTORY)
 
 
 def test_casts_and_functions_of_uuid_and_bytea_stay_in_the_process() -> None:

@@ -11,20 +11,16 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from changeflow.collection import PTVC
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
-from changeflow.compute.dataflow import maintain_view, process_only
-from changeflow.compute.evaluate import evaluate
+from changeflow.compute.dataflow import process_only
 from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
 from changeflow.compute.types import INT4, INTERVAL, JSONB, TEXT, Column
-from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_cluster_bytes import _rows  # noqa: E402
-from test_dataflow import open_storage  # noqa: E402
+from test_cluster_bytes import TIERS, check_tiers  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -54,39 +50,11 @@ PLANS = {
 
 
 @pytest.mark.parametrize("name", list(PLANS))
-@pytest.mark.parametrize("tier", ["cluster-driver", "cluster-spark", "process"])
+@pytest.mark.parametrize("tier", TIERS)
 def test_interval_and_jsonb_views_on_spark_are_exact_at_every_time(
     spark, tmp_path, monkeypatch, name, tier
 ) -> None:
-    steps = "0" if tier == "cluster-spark" else "1000000"
-    monkeypatch.setenv("CHANGEFLOW_CLUSTER_STEP_ROWS", steps)
-    plan = PLANS[name]
-    assert process_only(plan) is None
-    storage = open_storage(tmp_path)
-    caps = {n: storage.create(n, schema) for n, schema in SCHEMAS.items()}
-
-    def append(lower: int, upper: int) -> None:
-        for n, (_, write) in caps.items():
-            storage.append(write, [u for u in HISTORY[n] if lower <= u[1] < upper], upper)
-
-    append(0, 2)
-    maintain_view(storage, "v", plan, "out").close()
-    storage.register_reader("out", "test:checker", "the test reads every time")
-    cluster = tier != "process"  # the process tier hydrates on Spark, then steps in rows
-    flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=cluster)
-    assert flow.tier == ("cluster" if cluster else "process")
-    for t in range(2, TIMES):
-        append(t, t + 1)
-        flow.run(until=t + 1)
-    flow.close()
-    inputs = {}
-    for n, updates in HISTORY.items():
-        inputs[n] = PTVC.empty(name=n)
-        inputs[n].append(updates, Antichain([TIMES]))
-    read, _ = storage.acquire_capabilities("out")
-    for t in range(TIMES):
-        expected = evaluate(plan, {n: inputs[n].read(t) for n in inputs}, t)
-        assert _rows(storage.snapshot_table(read, t)) == expected, f"time {t}"
+    check_tiers(spark, tmp_path, monkeypatch, PLANS[name], tier, SCHEMAS, HISTORY)
 
 
 def test_comparing_grouping_or_aggregating_them_stays_in_the_process() -> None:
