@@ -88,11 +88,11 @@ def test_a_step_beyond_the_head_runs_no_spark_job(spark, tmp_path, monkeypatch) 
 def test_a_head_trims_past_twice_its_size_and_tells_when_it_runs_short(monkeypatch) -> None:
     monkeypatch.setattr(topk, "HEAD_ROWS", 4)
     head = topk.Head(TOP)
-    out = head.step([((0, v), 1, 1) for v in range(12)], None)  # an empty input: no job
+    out = head.step([((0, v), 1, 1) for v in range(12)], lambda: None)  # an empty input: no job
     assert out == [((0, 10), 1, 1)]  # the second by v descending
     assert head.op is not None and sorted(head.op.groups[()][1]) == [(0, v) for v in (8, 9, 10, 11)]
     assert head.beyond is not None  # 7 and below are not held any more
-    moved = head.step([((0, 3), 2, -1), ((0, 100), 2, 1)], None)  # 3 is beyond: ignored
+    moved = head.step([((0, 3), 2, -1), ((0, 100), 2, 1)], lambda: None)  # 3 is beyond: ignored
     assert sorted(moved or []) == [((0, 10), 2, -1), ((0, 11), 2, 1)]
-    assert head.step([((0, v), 3, -1) for v in (8, 9, 10, 11)], None) is None  # short
+    assert head.step([((0, v), 3, -1) for v in (8, 9, 10, 11)], lambda: None) is None  # short
     assert head.op is None  # read again at the next step

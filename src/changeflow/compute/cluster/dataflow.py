@@ -318,9 +318,9 @@ class ClusterDataflow(Dataflow):
 
     def _probe(self, node: Node, inputs: list[list[Update]], upper: int) -> list[Update]:
         """A stateful operator's output changes for a small step: its inputs' changes (and
-        the waiting ones that fell due) broadcast into its arrangements on the executors."""
+        the waiting ones that fell due) against its arrangements, made into Spark frames only
+        where the step needs the executors."""
         node.now, node.later, node.due = [], [], []
-        frames: list[DataFrame | None] = []
         for child, updates, waiting in zip(node.children, inputs, node.waiting, strict=True):
             due: list[Update] = []
             later: list[Update] = []
@@ -330,35 +330,36 @@ class ClusterDataflow(Dataflow):
                 due = [] if held is None else update_rows(from_spark(held, kinds))
                 later = [u for u in updates if u[1] >= upper]
                 updates = [u for u in updates if u[1] < upper] + due
-            now = consolidated(updates)
-            node.now.append(now)
+            node.now.append(consolidated(updates))
             node.later.append(later)
             node.due.append(due)
-            table = frame_table(now, child.plan.schema) if now and not node.hold else None
-            frames.append(self.spark.createDataFrame(table) if table is not None else None)
         if node.hold:
             return node.now[0]
-        arranged = [s.frame() for s in node.spines]
-        out: DataFrame | None
-        if node.join:
-            assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
-        elif node.totals is not None:
+        if node.totals is not None:
             node.step_totals = None
-            if frames[0] is None:
+            if not node.now[0]:
                 return []
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
             else:  # the touched groups' totals, read with one join
-                held = node.totals.touched(arranged[0], node.step_totals)
+                held = node.totals.touched(node.spines[0].frame(), node.step_totals)
             return node.totals.local_delta(node.step_totals, held)
+        if node.head is not None:
+            head = node.head.step(node.now[0], node.spines[0].frame)
+            if head is not None:
+                return head
+        frames = [
+            self.spark.createDataFrame(frame_table(now, child.plan.schema)) if now else None
+            for child, now in zip(node.children, node.now, strict=True)
+        ]
+        arranged = [s.frame() for s in node.spines]
+        out: DataFrame | None
+        if node.join:
+            assert isinstance(node.plan, P.Join)
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
         else:
             assert node.keyed is not None
-            if node.head is not None:
-                head = node.head.step(node.now[0], arranged[0])
-                if head is not None:
-                    return head
             made = node.keyed.local_versions(node.now)
             local = None
             if made is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
@@ -50,11 +51,14 @@ class Head:
         self.op: TopK | None = None  # the held rows; None: not read yet (or forgotten)
         self.beyond: tuple | None = None  # rows sorting here or later are not held
 
-    def step(self, updates: list[Update], arranged: DataFrame | None) -> list[Update] | None:
+    def step(
+        self, updates: list[Update], arranged: Callable[[], DataFrame | None]
+    ) -> list[Update] | None:
         """The top-k's output changes for a step's input ``updates`` (at any times), over
-        ``arranged``, the collection before the step; None if the head cannot tell."""
+        ``arranged()``, the collection before the step (made only when the head is read);
+        None if the head cannot tell."""
         if self.op is None:
-            self._read(arranged)
+            self._read(arranged())
         assert self.op is not None
         by_time: dict[int, list[Update]] = defaultdict(list)
         for u in updates:
