@@ -60,6 +60,8 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
     (CREATE SINK) a NULL in a key column is refused before anything is written."""
     from changeflow.materialize.runtime import Materialization, materialize
 
+    if not first:  # as the catalog has it now: an ALTER TABLE may have pinned its columns
+        item = env.catalog.load().items.get(item.id, item)
     o = item.options
     if item.timeline == EPOCH:
         # the host's run waits a little for its input, then leaves the sink to the next tick
@@ -74,7 +76,14 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
         except ChangeflowError as e:
             raise with_context(e, f'sink "{item.name}"') from None
     spec = Materialization(
-        item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"], resource=o["table"]
+        item.id,
+        o["from"],
+        o["target"],
+        tuple(o["key"]),
+        {},
+        o["delta"],
+        resource=o["table"],
+        columns=tuple(o["columns"]) if "columns" in o else None,
     )
     _log(env).parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -97,6 +97,7 @@ class Materialization:
     force: bool = False  # allow a sum through an at-least-once driver
     max_rows: int = 10_000  # a transaction closes at the next time boundary beyond this
     resource: str | None = None  # the target's table or file name (default: the shard's)
+    columns: tuple[str, ...] | None = None  # the shard's columns to write (default: all)
 
 
 @dataclass
@@ -260,6 +261,8 @@ class Runtime:
         self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
         kind = kind or driver_class(spec.target)
         schema = storage.state(spec.shard).schema
+        if spec.columns is not None:  # the target keeps its columns as the shard gains some
+            schema = pa.schema([schema.field(c) for c in spec.columns])
         delta = spec.delta_updates or kind.delta_only
         #: every change a row with its time and diff (a change table), not a row per key
         self.change_table = delta and kind.delta_changes
@@ -428,6 +431,8 @@ class Runtime:
         skip_snapshot = resume is not None
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
             updates, upper = step
+            if self.spec.columns is not None:
+                updates = updates.select([*self.spec.columns, TIME, DIFF])
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue
