@@ -76,6 +76,7 @@ from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
 from changeflow.storage import ReadCapability, Storage
+from changeflow.storage.frames import consolidate
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -431,8 +432,8 @@ class Runtime:
         skip_snapshot = resume is not None
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
             updates, upper = step
-            if self.spec.columns is not None:
-                updates = updates.select([*self.spec.columns, TIME, DIFF])
+            if self.spec.columns is not None:  # a change to the others is none to these
+                updates = consolidate(updates.select([*self.spec.columns, TIME, DIFF]))
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue
