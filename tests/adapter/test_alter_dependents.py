@@ -248,3 +248,25 @@ def test_a_change_failing_at_its_catalog_write_changes_nothing(
     assert _rows(conn, "SELECT k FROM t") == [(1,), (2,), (3,), (4,)]
     assert _rows(conn, "SELECT * FROM s") == [(6,)]
     conn.close()
+
+
+def test_a_sink_created_after_changes_writes_the_sql_names(tmp_path: Path) -> None:
+    """A table's stored column names may differ from its SQL ones after a rename or a
+    dropped name added again: a sink created then writes (and keys on) the SQL names."""
+    conn = _open(tmp_path / "home")
+    conn.execute("CREATE TABLE t (k int, v int)")
+    conn.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+    conn.execute("ALTER TABLE t RENAME COLUMN k TO id")
+    conn.execute("ALTER TABLE t DROP COLUMN v")
+    conn.execute("ALTER TABLE t ADD COLUMN v text DEFAULT 'x'")
+    target = f"sqlite:{tmp_path / 'o.sqlite'}"
+    conn.execute("INSERT INTO t VALUES (NULL, 'n')")
+    with pytest.raises(DatabaseError) as e:
+        conn.execute(f"CREATE SINK out FROM t INTO '{target}' KEY (id)")
+    assert e.value.sqlstate == "23502" and "key column 'id' is NULL" in str(e.value)
+    conn.execute("DELETE FROM t WHERE id IS NULL")
+    conn.execute(f"CREATE SINK out FROM t INTO '{target}' KEY (id)")
+    conn.execute("UPDATE t SET v = 'y' WHERE id = 2")
+    conn.env.tick()
+    assert _target(target, "out") == (["id", "v"], [(1, "x"), (2, "y")])
+    conn.close()

@@ -160,7 +160,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     # an index keyed on the column goes with it, as in PostgreSQL; a view or sink refuses
     doomed = [v for v in needing if v.kind == "index" and v.options.get("on") == item.id]
     sinks = _sinks(state, item)
-    writing = [k for k in sinks if old.names[i] in k.options.get("columns", old.names)]
+    writing = [k for k in sinks if old.names[i] in _written(k, old)]
     for d in writing + [v for v in needing if v not in doomed]:
         raise PlanError(
             f"cannot drop column {g['column']} of table {item.name} because other objects "
@@ -284,11 +284,16 @@ def _sinks(state: CatalogState, item: Item) -> list[Item]:
 
 
 def _pinned(sink: Item, layout: pa.Schema) -> Item:
-    """``sink`` writing the stored columns it writes now (all of ``layout`` unless pinned
-    before), whatever the table gains: its target's table keeps its shape."""
+    """``sink`` writing the stored columns it writes now (as named in its target: all of
+    ``layout`` unless pinned before), whatever the table gains: its target keeps its shape."""
     if "columns" in sink.options:
         return sink
-    return replace(sink, options={**sink.options, "columns": list(layout.names)})
+    return replace(sink, options={**sink.options, "columns": [[n, n] for n in layout.names]})
+
+
+def _written(sink: Item, layout: pa.Schema) -> list[str]:
+    """The stored columns ``sink`` writes."""
+    return [s for s, _ in sink.options["columns"]] if "columns" in sink.options else layout.names
 
 
 def _needs(reader: Item, shard: str, column: str, i: int) -> bool:

@@ -98,7 +98,8 @@ class Materialization:
     force: bool = False  # allow a sum through an at-least-once driver
     max_rows: int = 10_000  # a transaction closes at the next time boundary beyond this
     resource: str | None = None  # the target's table or file name (default: the shard's)
-    columns: tuple[str, ...] | None = None  # the shard's columns to write (default: all)
+    #: the shard's columns to write, each with its name in the target (default: all, as named)
+    columns: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass
@@ -263,7 +264,7 @@ class Runtime:
         kind = kind or driver_class(spec.target)
         schema = storage.state(spec.shard).schema
         if spec.columns is not None:  # the target keeps its columns as the shard gains some
-            schema = pa.schema([schema.field(c) for c in spec.columns])
+            schema = pa.schema([schema.field(s).with_name(n) for s, n in spec.columns])
         delta = spec.delta_updates or kind.delta_only
         #: every change a row with its time and diff (a change table), not a row per key
         self.change_table = delta and kind.delta_changes
@@ -433,7 +434,9 @@ class Runtime:
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
             updates, upper = step
             if self.spec.columns is not None:  # a change to the others is none to these
-                updates = consolidate(updates.select([*self.spec.columns, TIME, DIFF]))
+                stored, names = zip(*self.spec.columns, strict=True)
+                updates = updates.select([*stored, TIME, DIFF])
+                updates = consolidate(updates.rename_columns([*names, TIME, DIFF]))
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue
