@@ -270,3 +270,61 @@ def test_a_sink_created_after_changes_writes_the_sql_names(tmp_path: Path) -> No
     conn.env.tick()
     assert _target(target, "out") == (["id", "v"], [(1, "x"), (2, "y")])
     conn.close()
+
+
+CASCADE_SETUP = [
+    "CREATE VIEW named AS SELECT id, name FROM a",
+    "CREATE VIEW upper_named AS SELECT id, upper(name) AS up FROM named WHERE id > 1",
+    "CREATE VIEW ids AS SELECT id, x FROM a",
+]
+CASCADE_STEPS = [
+    "ALTER TABLE a DROP COLUMN name RESTRICT",
+    "ALTER TABLE a DROP COLUMN name CASCADE",  # named and upper_named go with it
+    "SELECT table_name FROM information_schema.views WHERE table_schema = 'public'",
+    "SELECT * FROM named",
+    "SELECT * FROM a",
+    "INSERT INTO a VALUES (4, 4)",
+    "SELECT * FROM ids",
+    "SELECT * FROM totals",
+    "ALTER TABLE a DROP COLUMN x CASCADE",
+    "SELECT table_name FROM information_schema.views WHERE table_schema = 'public'",
+    "SELECT * FROM a",
+]
+
+
+@pytest.mark.postgres
+def test_drop_column_cascade_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """DROP COLUMN … CASCADE drops the views and materialized views that read the column,
+    and what depends on them; the others stay exact."""
+    home = tmp_path / "home"
+    with beside_postgres(home, postgres_url, "a", CREATE, INSERT) as (ours, pg):
+        try:
+            ours.execute("CREATE MATERIALIZED VIEW totals AS SELECT count(*) AS n, sum(x) FROM a")
+            pg.execute("CREATE VIEW totals AS SELECT count(*) AS n, sum(x) FROM a")
+            for c in (ours, pg):
+                for sql in CASCADE_SETUP:
+                    c.execute(sql)
+            for sql in CASCADE_STEPS:
+                assert outcome(ours, sql, sort=True) == outcome(pg, sql, sort=True), sql
+        finally:
+            pg.execute("DROP VIEW IF EXISTS upper_named, named, ids, totals")
+    again = _open(home)  # the materialized view that summed x went with it
+    assert again.execute("SHOW MATERIALIZED VIEWS").fetchall() == []
+    again.close()
+
+
+def test_drop_column_cascade_drops_a_sink_that_writes_it(tmp_path: Path) -> None:
+    conn = _open(tmp_path / "home")
+    conn.execute("CREATE TABLE t (k int NOT NULL, v int)")
+    conn.execute("INSERT INTO t VALUES (1, 10)")
+    conn.execute(f"CREATE SINK out FROM t INTO 'sqlite:{tmp_path / 'o.sqlite'}' KEY (k)")
+    conn.execute("CREATE MATERIALIZED VIEW s AS SELECT k, v + 1 AS w FROM t")
+    conn.execute(f"CREATE SINK s_out FROM s INTO 'sqlite:{tmp_path / 's.sqlite'}' KEY (k)")
+    shard = conn.env.catalog.load().by_name("t").id
+    conn.execute("ALTER TABLE t DROP COLUMN v CASCADE")
+    assert conn.execute("SHOW SINKS").fetchall() == []
+    held = conn.env.storage.registered_readers(shard)
+    assert [h for h in held if h != "adapter"] == [], held
+    conn.execute("INSERT INTO t VALUES (2)")
+    assert _rows(conn, "SELECT * FROM t") == [(1,), (2,)]
+    conn.close()

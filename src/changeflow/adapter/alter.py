@@ -157,16 +157,20 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     old = layout(env, item)
     views = _plan_readers(state, item.id)
     needing = [v for v in views if _needs(v, item.id, g["column"], i)]
-    # an index keyed on the column goes with it, as in PostgreSQL; a view or sink refuses
-    doomed = [v for v in needing if v.kind == "index" and v.options.get("on") == item.id]
+    # an index keyed on the column goes with it, as in PostgreSQL; a view or sink refuses,
+    # or goes too (with what depends on it) under CASCADE
+    doomed = {v.id: v for v in needing if v.kind == "index" and v.options.get("on") == item.id}
     sinks = _sinks(state, item)
     writing = [k for k in sinks if old.names[i] in _written(k, old)]
-    for d in writing + [v for v in needing if v not in doomed]:
-        raise PlanError(
-            f"cannot drop column {g['column']} of table {item.name} because other objects "
-            f"depend on it ({d.kind} {d.name} reads it); drop it first",
-            sqlstate="2BP01",
-        )
+    for d in writing + [v for v in needing if v.id not in doomed]:
+        if not g.get("cascade"):
+            raise PlanError(
+                f"cannot drop column {g['column']} of table {item.name} because other objects "
+                f"depend on it ({d.kind} {d.name} reads it); drop it first, or use DROP "
+                "COLUMN … CASCADE to drop them too",
+                sqlstate="2BP01",
+            )
+        doomed.update({c.id: c for c in state.closure(d.id)})
     new = old.remove(i)
     o = item.options
     unique = []
@@ -188,11 +192,12 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     width = len(changed.columns)
     read = P.Project(nulls, (*range(i), width, *range(i, width)))
     others: list[tuple[Item, Item | None]] = [
-        (v, None if v in doomed else _reget(v, item.id, read)) for v in views
+        (v, None if v.id in doomed else _reget(v, item.id, read)) for v in views
     ]
+    others += [(d, None) for d in doomed.values() if d not in views]
     with _restarting(env, item, [*views, *sinks]):
         _change(env, item, changed, old, new, None, None, others, {v.id for v in [*views, *sinks]})
-    release(env, doomed)
+    release(env, list(doomed.values()))
     return Result(TAG)
 
 
