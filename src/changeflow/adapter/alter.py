@@ -20,10 +20,12 @@ keep its old columns; a rename changes no position, so views, materialized views
 (whose key is renamed) stay as they are. Materialized views and indexes have their plans
 rewritten as views do, and their dataflows start again on the new plans (:func:`_restarting`).
 DROP COLUMN is refused (2BP01) by the views and materialized views that read the column
-(:func:`_demand`), as in PostgreSQL; an index keyed on it is dropped with it, and the others
-get a NULL in its place. A sink writes the table's stored columns: a rename leaves them as
-they are, an added column pins the sink to the ones it wrote before (:func:`_pinned`), so its
-target keeps its shape, and a column it writes cannot be dropped (2BP01).
+(:func:`_demand`), as in PostgreSQL, or drops them (and what depends on them) with CASCADE;
+an index keyed on it is dropped with it, and the others get a NULL in its place. A sink
+writes stored columns under the names its target has (pinned at CREATE SINK, or by the first
+ADD COLUMN for an older one: :func:`_pinned`): a rename leaves them as they are, an added
+column is not among them, so its target keeps its shape, and a column it writes cannot be
+dropped (2BP01) but with CASCADE, which drops the sink.
 """
 
 from __future__ import annotations
