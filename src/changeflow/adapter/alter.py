@@ -20,8 +20,12 @@ keep its old columns; a rename changes no position, so views, materialized views
 (whose key is renamed) stay as they are. Materialized views and indexes have their plans
 rewritten as views do, and their dataflows start again on the new plans (:func:`_restarting`).
 DROP COLUMN is refused (2BP01) by the views and materialized views that read the column
-(:func:`_demand`), as in PostgreSQL, and by an index keyed on it; the others get a NULL in
-its place. A sink reading the table refuses all three.
+(:func:`_demand`), as in PostgreSQL, or drops them (and what depends on them) with CASCADE;
+an index keyed on it is dropped with it, and the others get a NULL in its place. A sink
+writes stored columns under the names its target has (pinned at CREATE SINK, or by the first
+ADD COLUMN for an older one: :func:`_pinned`): a rename leaves them as they are, an added
+column is not among them, so its target keeps its shape, and a column it writes cannot be
+dropped (2BP01) but with CASCADE, which drops the sink.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from sqlglot import exp
 from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
-from changeflow.adapter.ddl import ColumnDef, table_columns
+from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import (
     EPOCH,
     Environment,
@@ -103,6 +107,7 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
             f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
         )
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
+    sinks = _sinks(state, item)
     value = _default_value(column) if column.default is not None else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
     ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
@@ -131,8 +136,9 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
     read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
     others = [(v, _reget(v, item.id, read)) for v in views]
-    with _restarting(env, item, views):
-        _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in views})
+    others += [(k, _pinned(k, old)) for k in sinks]
+    with _restarting(env, item, [*views, *sinks]):
+        _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in [*views, *sinks]})
     return Result(TAG)
 
 
@@ -150,15 +156,23 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             sqlstate="0A000",
         )
     i = names.index(g["column"])
-    views = _plan_readers(state, item.id)
-    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
-    for d in sinks + [v for v in views if _needs(v, item.id, g["column"], i)]:
-        raise PlanError(
-            f"cannot drop column {g['column']} of table {item.name} because other objects "
-            f"depend on it ({d.kind} {d.name} reads it); drop it first",
-            sqlstate="2BP01",
-        )
     old = layout(env, item)
+    views = _plan_readers(state, item.id)
+    needing = [v for v in views if _needs(v, item.id, g["column"], i)]
+    # an index keyed on the column goes with it, as in PostgreSQL; a view or sink refuses,
+    # or goes too (with what depends on it) under CASCADE
+    doomed = {v.id: v for v in needing if v.kind == "index" and v.options.get("on") == item.id}
+    sinks = _sinks(state, item)
+    writing = [k for k in sinks if old.names[i] in _written(k, old)]
+    for d in writing + [v for v in needing if v.id not in doomed]:
+        if not g.get("cascade"):
+            raise PlanError(
+                f"cannot drop column {g['column']} of table {item.name} because other objects "
+                f"depend on it ({d.kind} {d.name} reads it); drop it first, or use DROP "
+                "COLUMN … CASCADE to drop them too",
+                sqlstate="2BP01",
+            )
+        doomed.update({c.id: c for c in state.closure(d.id)})
     new = old.remove(i)
     o = item.options
     unique = []
@@ -179,9 +193,13 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     nulls = P.Map(P.Get(item.id, schema_of(changed)), ((gone.name, X.Lit(None, gone.type)),))
     width = len(changed.columns)
     read = P.Project(nulls, (*range(i), width, *range(i, width)))
-    others = [(v, _reget(v, item.id, read)) for v in views]
-    with _restarting(env, item, views):
-        _change(env, item, changed, old, new, None, None, others, {v.id for v in views})
+    others: list[tuple[Item, Item | None]] = [
+        (v, None if v.id in doomed else _reget(v, item.id, read)) for v in views
+    ]
+    others += [(d, None) for d in doomed.values() if d not in views]
+    with _restarting(env, item, [*views, *sinks]):
+        _change(env, item, changed, old, new, None, None, others, {v.id for v in [*views, *sinks]})
+    release(env, list(doomed.values()))
     return Result(TAG)
 
 
@@ -241,7 +259,8 @@ def reconcile(env: Environment) -> None:
                 env.storage.evolve(item.id, want)
 
 
-READ_BY_POSITION = ("view", "materialized view", "index")  # a rename leaves their plans right
+# a rename leaves their plans right, and a sink writes the columns' stored names
+READ_BY_POSITION = ("view", "materialized view", "index", "sink")
 
 
 def _plan_readers(state: CatalogState, shard: str) -> list[Item]:
@@ -254,17 +273,34 @@ def _plan_readers(state: CatalogState, shard: str) -> list[Item]:
 
 
 def _readers(state: CatalogState, item: Item, what: str, allowed: tuple[str, ...]) -> list[Item]:
-    """The items whose plans read the table; 0A000 if one is not of the ``allowed`` kinds or
-    a sink reads the table."""
+    """The items whose plans read the table; 0A000 if one (or a sink of it) is not of the
+    ``allowed`` kinds."""
     found = _plan_readers(state, item.id)
-    sinks = [d for d in state.dependents(item.id) if d.kind == "sink"]
-    for d in sinks + [i for i in found if i.kind not in allowed]:
+    for d in [i for i in [*_sinks(state, item), *found] if i.kind not in allowed]:
         raise PlanError(
             f'cannot {what}: {d.kind} "{d.name}" reads its columns as they are; drop it '
             "first and create it again after",
             sqlstate="0A000",
         )
     return found
+
+
+def _sinks(state: CatalogState, item: Item) -> list[Item]:
+    """The sinks that write the table's rows to their targets."""
+    return [d for d in state.dependents(item.id) if d.kind == "sink"]
+
+
+def _pinned(sink: Item, layout: pa.Schema) -> Item:
+    """``sink`` writing the stored columns it writes now (as named in its target: all of
+    ``layout`` unless pinned before), whatever the table gains: its target keeps its shape."""
+    if "columns" in sink.options:
+        return sink
+    return replace(sink, options={**sink.options, "columns": [[n, n] for n in layout.names]})
+
+
+def _written(sink: Item, layout: pa.Schema) -> list[str]:
+    """The stored columns ``sink`` writes."""
+    return [s for s, _ in sink.options["columns"]] if "columns" in sink.options else layout.names
 
 
 def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
@@ -277,10 +313,10 @@ def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
 
 @contextmanager
 def _restarting(env: Environment, table: Item, readers: list[Item]) -> Iterator[None]:
-    """Hold the dataflows of the materialized views and indexes among ``readers`` (and the
-    host's arrangements of ``table``) still while the table changes; they start again from
-    the catalog's plans, reading the table's new columns."""
-    ids = sorted(r.id for r in readers if r.kind in ("materialized view", "index"))
+    """Hold the dataflows of the materialized views and indexes among ``readers``, its sinks
+    (and the host's arrangements of ``table``) still while the table changes; they start
+    again from the catalog's items, reading the table's new columns."""
+    ids = sorted(r.id for r in readers if r.kind in ("materialized view", "index", "sink"))
     with ExitStack() as stack:
         for i in ids:
             stack.enter_context(env.item_lock(i))
@@ -391,15 +427,15 @@ def _change(
     new: pa.Schema,
     ts: int | None,
     rewrite: pa.Table | None,
-    others: list[tuple[Item, Item]] | None = None,
+    others: list[tuple[Item, Item | None]] | None = None,
     readers: set[str] | None = None,
 ) -> None:
     """The shard's schema from ``old`` to ``new``, ``rewrite`` written (failing with 40001 if
     the table was written after ``ts``), then ``item`` replaced by ``changed`` and each of
-    ``others`` (before, after) by its new version, in one change of the catalog that fails
-    (40001) if one of them changed meanwhile, or if the items reading the table are no longer
-    ``readers``."""
-    pairs = [(item, changed), *(others or [])]
+    ``others`` (before, after) by its new version (removed for None), in one change of the
+    catalog that fails (40001) if one of them changed meanwhile, or if the items reading the
+    table (sinks too) are no longer ``readers``."""
+    pairs: list[tuple[Item, Item | None]] = [(item, changed), *(others or [])]
     if new != old:
         env.storage.evolve(item.id, new)
     try:
@@ -409,15 +445,15 @@ def _change(
 
         def swap(state: CatalogState) -> tuple[CatalogState, None]:
             moved = any(state.items.get(b.id) != b for b, _ in pairs)
-            if moved or (
-                readers is not None and {i.id for i in _plan_readers(state, item.id)} != readers
-            ):
+            now = {i.id for i in [*_plan_readers(state, item.id), *_sinks(state, item)]}
+            if moved or (readers is not None and now != readers):
                 raise PlanError(
                     f'table "{item.name}" was changed by another session; try again',
                     sqlstate="40001",
                 )
             for before, after in pairs:
-                state = state.without([before.id]).with_item(after)
+                state = state.without([before.id])
+                state = state if after is None else state.with_item(after)
             return state, None
 
         env.catalog.change(swap)

@@ -428,7 +428,7 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
             "source or materialized view",
             sqlstate="42809",
         )
-    options = check_sink(g["name"], source, g["target"], g["key"], g["with"])
+    options = check_sink(env, g["name"], source, g["target"], g["key"], g["with"])
     item_id = _allocate(env)
     item = Item(
         item_id, g["name"], "sink", stmt.text, (), source.timeline, (source.id,), None, options

@@ -24,9 +24,10 @@ OPTIONS = {
 
 
 def check_sink(
-    name: str, source: Item, target: str, key: list[str], options: dict[str, str]
+    env: Environment, name: str, source: Item, target: str, key: list[str], options: dict[str, str]
 ) -> dict[str, Any]:
-    """A sink's options, checked against the item it reads."""
+    """A sink's options, checked against the item it reads; a table's columns are written
+    under their SQL names, whatever their stored ones (:mod:`changeflow.adapter.alter`)."""
     from changeflow.materialize.runtime import driver_class
 
     unknown = sorted(options.keys() - OPTIONS.keys())
@@ -48,7 +49,13 @@ def check_sink(
     driver_class(target)
     delta = options.get("delta", "false").lower() in ("true", "on", "1")
     table = options.get("table", name)
-    return {"from": source.id, "target": target, "key": key, "delta": delta, "table": table}
+    out = {"from": source.id, "target": target, "key": key, "delta": delta, "table": table}
+    if source.kind == "table":
+        from changeflow.adapter.alter import layout
+
+        names = [c[0] for c in source.columns]
+        out["columns"] = [list(p) for p in zip(layout(env, source).names, names, strict=True)]
+    return out
 
 
 def _log(env: Environment) -> Path:
@@ -60,6 +67,8 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
     (CREATE SINK) a NULL in a key column is refused before anything is written."""
     from changeflow.materialize.runtime import Materialization, materialize
 
+    if not first:  # as the catalog has it now: an ALTER TABLE may have pinned its columns
+        item = env.catalog.load().items.get(item.id, item)
     o = item.options
     if item.timeline == EPOCH:
         # the host's run waits a little for its input, then leaves the sink to the next tick
@@ -74,7 +83,14 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
         except ChangeflowError as e:
             raise with_context(e, f'sink "{item.name}"') from None
     spec = Materialization(
-        item.id, o["from"], o["target"], tuple(o["key"]), {}, o["delta"], resource=o["table"]
+        item.id,
+        o["from"],
+        o["target"],
+        tuple(o["key"]),
+        {},
+        o["delta"],
+        resource=o["table"],
+        columns=tuple((s, n) for s, n in o["columns"]) if "columns" in o else None,
     )
     _log(env).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -91,7 +107,9 @@ def _refuse_null_keys(env: Environment, item: Item) -> None:
     o = item.options
     shard = env.catalog.load().items[o["from"]].shard
     state = env.storage.state(shard)
-    key = [k for k in o["key"] if state.schema.field(k).nullable]
+    named = {s: n for s, n in o.get("columns") or []}  # a table's columns: their SQL names
+    stored = {n: s for s, n in named.items()}
+    key = [k for k in o["key"] if state.schema.field(stored.get(k, k)).nullable]
     upper = state.upper.elements[0] if state.upper else None
     if not key or upper is None or upper == 0:
         return
@@ -99,7 +117,8 @@ def _refuse_null_keys(env: Environment, item: Item) -> None:
     try:
         as_of = max(upper - 1, read.frontier.elements[0]) if read.frontier else None
         if as_of is not None:
-            check_null_keys(env.storage.snapshot_table(read, as_of), key)
+            rows = env.storage.snapshot_table(read, as_of)
+            check_null_keys(rows.rename_columns([named.get(c, c) for c in rows.column_names]), key)
     finally:
         env.storage.release_reader(shard, f"sink-check:{item.id}")
 

@@ -76,6 +76,7 @@ from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
 from changeflow.storage import ReadCapability, Storage
+from changeflow.storage.frames import consolidate
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -97,6 +98,8 @@ class Materialization:
     force: bool = False  # allow a sum through an at-least-once driver
     max_rows: int = 10_000  # a transaction closes at the next time boundary beyond this
     resource: str | None = None  # the target's table or file name (default: the shard's)
+    #: the shard's columns to write, each with its name in the target (default: all, as named)
+    columns: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass
@@ -260,6 +263,8 @@ class Runtime:
         self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
         kind = kind or driver_class(spec.target)
         schema = storage.state(spec.shard).schema
+        if spec.columns is not None:  # the target keeps its columns as the shard gains some
+            schema = pa.schema([schema.field(s).with_name(n) for s, n in spec.columns])
         delta = spec.delta_updates or kind.delta_only
         #: every change a row with its time and diff (a change table), not a row per key
         self.change_table = delta and kind.delta_changes
@@ -428,6 +433,10 @@ class Runtime:
         skip_snapshot = resume is not None
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
             updates, upper = step
+            if self.spec.columns is not None:  # a change to the others is none to these
+                stored, names = zip(*self.spec.columns, strict=True)
+                updates = updates.select([*stored, TIME, DIFF])
+                updates = consolidate(updates.rename_columns([*names, TIME, DIFF]))
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue

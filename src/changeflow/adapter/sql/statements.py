@@ -513,10 +513,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
             g["column"] = name(g["column"])
         if g.get("new"):
             g["new"] = name(g["new"])
-        if (g.get("mode") or "").upper() == "CASCADE":
-            raise PlanError(
-                "ALTER TABLE … DROP COLUMN … CASCADE is not supported", sqlstate="0A000"
-            )
+        g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
         return Statement("alter_table", text, None, g)
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
