@@ -115,3 +115,26 @@ def test_array_values_parameters_and_columns_as_postgres(
         (3, None, []),
         (4, [], ["c", "d"]),
     ]
+
+
+@pytest.mark.postgres
+def test_arrays_in_catalog_queries_as_postgres(server, postgres_url: str) -> None:
+    """``= ANY`` of an array literal, ``array_agg`` with ORDER BY and ``::regtype::text`` in a
+    catalog query; a malformed array literal is 22P02, as in PostgreSQL."""
+    import psycopg
+
+    queries = [
+        "SELECT t.oid, t.typname, t.typelem::regtype::text, t.typarray FROM pg_catalog.pg_type t"
+        " WHERE t.oid = ANY('{23,1007,NULL}'::oid[]) ORDER BY t.oid",
+        "SELECT array_agg(t.typname::text ORDER BY t.typlen DESC, t.oid) FROM pg_type t"
+        " WHERE t.oid = ANY('{16,21,23,20,25}'::oid[])",
+        "SELECT 0::regtype::text, 1185::regtype::text, 23 = ANY(NULL::oid[]) FROM pg_type"
+        " WHERE oid = 23",
+    ]
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for q in queries:
+            assert ours.execute(q).fetchall() == pg.execute(q).fetchall(), q
+        bad = "SELECT typname FROM pg_type WHERE oid = ANY('{23,x}'::oid[])"
+        for c in (ours, pg):
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                c.execute(bad)

@@ -11,7 +11,6 @@ and an array literal (``'{1,2}'::oid[]``) a JSON literal.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +22,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import TokenType
 
+from changeflow.compute.scalars import array_from_text
 from changeflow.compute.types import ARRAYS, BOOL, FLOAT8, INT2, INT4, INT8, TEXT, SqlType
 
 
@@ -134,28 +134,12 @@ def from_sqlite(value: Any, kind: SqlType) -> Any:
 
 # -- arrays in SQLite --------------------------------------------------------------------------
 
-_ELEMENT = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^,{}"]+))\s*(?:,|$)')
-
 
 def array_literal(text: str, element: SqlType | None) -> str:
-    """PostgreSQL's array text (``{1,2}``, ``{"a b",NULL}``) as JSON text."""
-    inner = text.strip()
-    if not (inner.startswith("{") and inner.endswith("}")):
-        raise ValueError(f"malformed array literal: {text!r}")
-    values: list[Any] = []
-    for m in _ELEMENT.finditer(inner[1:-1]):
-        if not m.group(0):
-            break
-        quoted, bare = m.group(1), m.group(2)
-        if quoted is not None:
-            values.append(re.sub(r"\\(.)", r"\1", quoted))
-        elif bare.strip().upper() == "NULL":
-            values.append(None)
-        elif element is not None and _PYTHON.get(element) is int:
-            values.append(int(bare))
-        else:
-            values.append(bare.strip())
-    return json.dumps(values)
+    """PostgreSQL's array text (``{1,2}``, ``{"a b",NULL}``) as JSON text (22P02 if
+    malformed); an oid is read as a bigint, an element of another type as its text."""
+    kind = INT8 if element is OID_TYPE else (element if element in _PYTHON else TEXT)
+    return json.dumps(list(array_from_text(text, kind)))
 
 
 def array_contains(array: str | None, value: Any) -> int | None:
@@ -184,10 +168,11 @@ class ArrayAgg:
         rows = self.rows
         width = len(rows[0])
         for i in range(width - 2, 0, -2):  # stable sorts, the last key first
-            desc = bool(rows[0][i + 1])
-            rows = sorted(rows, key=lambda r: (r[i] is None, r[i] if r[i] is not None else 0))
-            if desc:
-                rows.reverse()
+            rows = sorted(
+                rows,
+                key=lambda r: (r[i] is None, r[i] if r[i] is not None else 0),
+                reverse=bool(rows[0][i + 1]),
+            )
         return json.dumps([r[0] for r in rows])
 
 
