@@ -138,3 +138,26 @@ def test_arrays_in_catalog_queries_as_postgres(server, postgres_url: str) -> Non
         for c in (ours, pg):
             with pytest.raises(psycopg.errors.InvalidTextRepresentation):
                 c.execute(bad)
+
+
+@pytest.mark.postgres
+def test_any_of_an_index_key_vector_as_postgres(server, postgres_url: str, table_name: str) -> None:
+    """``attnum = ANY(indkey)`` (an int2vector, as SQLAlchemy's index reflection reads it)."""
+    import psycopg
+
+    query = (
+        "SELECT a.attname::text FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a"
+        " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+        f" WHERE i.indrelid = '{table_name}'::regclass ORDER BY 1"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for c in (ours, pg):
+            c.execute(f"CREATE TABLE {table_name} (a int, b text, c int)")
+            c.execute(f"CREATE INDEX {table_name}_i ON {table_name} (c, a)")
+        try:
+            assert (
+                ours.execute(query).fetchall() == pg.execute(query).fetchall() == [("a",), ("c",)]
+            )
+        finally:
+            for c in (ours, pg):
+                c.execute(f"DROP TABLE {table_name}")

@@ -20,21 +20,17 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
-from sqlglot.tokens import TokenType
 
+from changeflow.adapter.sql.statements import PostgresCalls
 from changeflow.compute.scalars import array_from_text
 from changeflow.compute.types import ARRAYS, BOOL, FLOAT8, INT2, INT4, INT8, TEXT, SqlType
 
 
 class CatalogSql(Postgres):
-    """PostgreSQL's dialect with ``oid`` as a type, so ``$1::oid[]`` parses (sqlglot reads
-    an unknown type followed by ``[]`` as a subscript)."""
+    """PostgreSQL's dialect, with the project's reading of ``oid`` (``$1::oid[]``)."""
 
-    class Tokenizer(Postgres.Tokenizer):
-        KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
-
-    class Generator(Postgres.Generator):
-        TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
+    Tokenizer = PostgresCalls.Tokenizer
+    Generator = PostgresCalls.Generator
 
 
 OID_TYPE = SqlType("oid", pa.int64())
@@ -142,11 +138,15 @@ def array_literal(text: str, element: SqlType | None) -> str:
     return json.dumps(list(array_from_text(text, kind)))
 
 
-def array_contains(array: str | None, value: Any) -> int | None:
+def array_contains(array: Any, value: Any) -> int | None:
     """``value = ANY(array)`` with SQL's NULLs."""
     if array is None or value is None:
         return None
-    items = json.loads(array)
+    text = str(array)
+    if text.startswith("["):
+        items = json.loads(text)
+    else:  # an int2vector or oidvector (pg_index.indkey): numbers between spaces
+        items = [int(v) if v.lstrip("-").isdigit() else v for v in text.split()]
     if value in items:
         return 1
     return None if None in items else 0

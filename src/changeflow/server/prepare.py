@@ -20,7 +20,7 @@ from changeflow.adapter.sql.array_scalars import is_any_all
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import NAME, PostgresCalls, commas, name
 from changeflow.adapter.sql.types import cast_target
-from changeflow.adapter.system_types import OID_TYPE, OIDS_TYPE, CatalogSql
+from changeflow.adapter.system_types import OID_TYPE, OIDS_TYPE
 from changeflow.compute.types import Schema, SqlType, array_of
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server.values import TEXT, oid_of
@@ -74,13 +74,10 @@ def infer_oids(text: str, oids: list[int], columns_of: Callable[[str], Schema | 
     (text where nothing does). ``columns_of`` gives a relation's columns (None if unknown)."""
     if all(oids):
         return list(oids)
-    tree = None
-    for dialect in (PostgresCalls, CatalogSql):  # a catalog query's $1::oid[] needs the second
-        try:
-            tree = dialect().parse(text)[0]
-            break
-        except Exception:  # noqa: S112 (the statement's own error comes when it runs)
-            continue
+    try:
+        tree = PostgresCalls().parse(text)[0]
+    except Exception:  # the statement's own error comes when it runs
+        tree = None
     found = _infer(tree, columns_of) if tree is not None else {}
     return [o or (oid_of(found[i])[0] if i in found else TEXT) for i, o in enumerate(oids, 1)]
 
@@ -105,7 +102,7 @@ def _array_of(kind: SqlType | None) -> SqlType | None:
 
 def _cast_type(dt: exp.DataType) -> SqlType | None:
     if dt.is_type(exp.DataType.Type.UINT):
-        return OID_TYPE  # CatalogSql's oid
+        return OID_TYPE
     if dt.is_type(exp.DataType.Type.ARRAY) and dt.expressions[0].is_type(exp.DataType.Type.UINT):
         return OIDS_TYPE
     try:
