@@ -518,11 +518,9 @@ def answer(
         for i, e in enumerate(top.expressions if top is not None else [])
         if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
     }
-    declared = annotated(
-        tree, TABLES | {f"information_schema.{k}": v for k, v in INFO_TABLES.items()}
-    )
+    declared = annotated(text)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
-        tree = tree.transform(_rewrite)
+        tree = tree.transform(_rewrite, copy=False)
     db = sqlite3.connect(":memory:")
     try:
         db.execute("ATTACH DATABASE ':memory:' AS information_schema")

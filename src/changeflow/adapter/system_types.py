@@ -10,6 +10,7 @@ and an array literal (``'{1,2}'::oid[]``) a JSON literal.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from changeflow.adapter.sql.statements import PostgresCalls
+from changeflow.adapter.system_tables import INFO_TABLES, TABLES
 from changeflow.compute.scalars import array_from_text
 from changeflow.compute.types import ARRAYS, BOOL, FLOAT8, INT2, INT4, INT8, TEXT, SqlType
 
@@ -85,8 +87,11 @@ def _sql_type(dt: exp.DataType | None) -> SqlType | None:
     return _SCALARS.get(dt.this)
 
 
-def annotated(tree: exp.Expression, tables: dict[str, str]) -> list[SqlType | None]:
-    """The PostgreSQL types of the query's result columns, where sqlglot can tell them."""
+@functools.lru_cache(maxsize=256)
+def annotated(text: str) -> tuple[SqlType | None, ...]:
+    """The PostgreSQL types of the catalog query's result columns, where sqlglot can tell
+    them (they depend on the text alone: kept for the text's next Describe or Execute)."""
+    tables = TABLES | {f"information_schema.{k}": v for k, v in INFO_TABLES.items()}
     schema = {
         name.split(".")[-1]: {c.split()[0]: DECLARED[c.split()[1]][1] for c in columns.split(", ")}
         for name, columns in tables.items()
@@ -95,11 +100,16 @@ def annotated(tree: exp.Expression, tables: dict[str, str]) -> list[SqlType | No
         mapping = MappingSchema(schema, dialect=CatalogSql)
         typed = annotate_types(
             qualify(
-                tree.copy(), schema=mapping, dialect=CatalogSql, validate_qualify_columns=False
+                sqlglot.parse_one(text, read=CatalogSql),
+                schema=mapping,
+                dialect=CatalogSql,
+                validate_qualify_columns=False,
             ),
             schema=mapping,
         )
-        return [_sql_type(e.type) for e in typed.selects] if isinstance(typed, exp.Query) else []
+        return (
+            tuple(_sql_type(e.type) for e in typed.selects) if isinstance(typed, exp.Query) else ()
+        )
     except (
         sqlglot.errors.SqlglotError,
         KeyError,
@@ -108,7 +118,7 @@ def annotated(tree: exp.Expression, tables: dict[str, str]) -> list[SqlType | No
         AttributeError,
         RecursionError,
     ):
-        return []
+        return ()
 
 
 def fits(kind: SqlType, values: list[Any]) -> bool:
