@@ -161,3 +161,26 @@ def test_any_of_an_index_key_vector_as_postgres(server, postgres_url: str, table
         finally:
             for c in (ours, pg):
                 c.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
+def test_pg_type_rows_as_postgres(server, postgres_url: str) -> None:
+    """Each type changeflow has, as pg_type describes it in PostgreSQL (its array's OID
+    where changeflow has that array type too)."""
+    import psycopg
+
+    from changeflow.adapter.system_tables import TYPES
+
+    oids = ",".join(str(o) for o in sorted({o for o, _, _ in TYPES.values()}))
+    query = (
+        "SELECT oid, typname::text, typnamespace, typlen, typbyval, typtype, typcategory,"
+        " typdelim, typelem, typalign, typstorage, typbasetype, typarray"
+        f" FROM pg_catalog.pg_type WHERE oid = ANY('{{{oids}}}'::oid[]) ORDER BY oid"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        got, want = ours.execute(query).fetchall(), pg.execute(query).fetchall()
+    assert len(got) == len(want) == len(oids.split(","))
+    for a, b in zip(got, want, strict=True):
+        assert a[:-1] == b[:-1]
+        assert a[-1] in (0, b[-1])  # 0 where changeflow has no array of the type
+    assert sum(1 for a in got if a[-1]) >= 12

@@ -234,26 +234,35 @@ def _rows(
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
+_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1114: "D", 1184: "D", 1186: "T", 2950: "U"}
+_CATEGORY |= {3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
+_ALIGN = {19: "c", 2950: "c", 1186: "d"}
+
+
 def _type_rows() -> list[tuple[Any, ...]]:
     """pg_type's rows: each type once, an array with its element (``typelem``) and each
-    element with its array (``typarray``), as PostgreSQL's."""
-    first = {}
+    element with its array (``typarray``), length, category, alignment and storage as
+    PostgreSQL's."""
+    first: dict[int, tuple[str, int, str]] = {}
     for name, (oid, length, typname) in TYPES.items():
         first.setdefault(oid, (name, length, typname))
     arrays = {TYPES[n[:-2]][0]: oid for oid, (n, _, _) in first.items() if n.endswith("[]")}
+
+    def align(oid: int) -> str:
+        return _ALIGN.get(oid) or {1: "c", 2: "s", 8: "d"}.get(first[oid][1], "i")
+
     rows = []
     for oid, (name, length, typname) in first.items():
-        element = TYPES[name[:-2]][0] if name.endswith("[]") else 0
-        if element:
-            category, io = "A", "array"
-        else:
-            category, io = ("N" if oid in (20, 21, 23, 700, 701, 1700, 26) else "S"), typname
-        align = "d" if length == 8 else ("c" if length in (1, -2) else "i")
+        element = TYPES[name[:-2]][0] if name.endswith("[]") else (18 if oid == 19 else 0)
+        io = "array" if oid in arrays.values() else typname
+        storage = "m" if oid == 1700 else ("p" if length > 0 else "x")
+        array_align = "d" if element and align(element) == "d" else "i"
         rows.append(
-            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b", category)
-            + (False, True, ",", 0, element, arrays.get(oid, 0), f"{io}_in", f"{io}_out")
-            + (f"{io}_recv", f"{io}_send", None, None, None, align)
-            + ("p" if length > 0 else "x", False, 0, -1, 0, 0, None, None, None)
+            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b")
+            + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
+            + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
+            + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)
+            + (-1, 0, 0, None, None, None)
         )
     return rows
 
