@@ -47,7 +47,8 @@ FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
 }
 KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
 
-# name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)
+# name -> columns ("name type"; the types are system_types.DECLARED's: INTEGER (bigint), OID,
+# INT2, INT4, NAME, CHAR ("char"), TEXT, BOOL, REAL)
 TABLES: dict[str, str] = {
     "pg_namespace": "oid OID, nspname NAME, nspowner OID, nspacl TEXT",
     "pg_class": "oid OID, relname NAME, relnamespace OID, reltype OID, "

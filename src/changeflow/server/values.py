@@ -79,7 +79,7 @@ TYPE_NAMES = {
     BYTEA: "bytea",
     INTERVAL: "interval",
 }
-TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()} | {1028: "bigint[]"}
+TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()} | {1028: "bigint[]"}  # as OID
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
 PG_EPOCH = dt.datetime(2000, 1, 1)
 PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -372,7 +372,8 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
 def _array_from_binary(raw: bytes, index: int) -> str:
     """A binary array (one dimension) as its text form."""
     ndim, _, element = struct.unpack_from("!iiI", raw)
-    names = {oid: name for name, (oid, _) in OIDS.items()} | {VARCHAR: "text", OID: "bigint"}
+    names = {oid: name for name, (oid, _) in OIDS.items()} | {OID: "bigint"}
+    names |= dict.fromkeys((VARCHAR, NAME, CHAR), "text")
     if ndim > 1 or element not in names:
         raise PlanError(f"unsupported binary array in parameter ${index}", sqlstate="0A000")
     count = struct.unpack_from("!i", raw, 12)[0] if ndim else 0
