@@ -120,7 +120,7 @@ def test_copy_in_of_uuid_bytea_and_arrays_as_postgres(
 
 def test_asyncpg_binds_and_reads_uuid_and_bytea_in_binary(server, table_name: str) -> None:
     """asyncpg asks for the parameters' types and sends and reads uuid and bytea in the
-    binary format (its array codecs need its type introspection query, not answered yet)."""
+    binary format (arrays: test_asyncpg_arrays.py)."""
     asyncpg = pytest.importorskip("asyncpg")
     import asyncio
 

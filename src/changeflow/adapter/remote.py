@@ -22,6 +22,7 @@ OIDS = {
     21: T.INT2,
     23: T.INT4,
     20: T.INT8,
+    26: T.INT8,  # oid (catalog queries)
     1700: T.NUMERIC,
     700: T.FLOAT8,
     701: T.FLOAT8,

@@ -56,7 +56,7 @@ from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
-from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema
+from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
 
 T = TypeVar("T")
@@ -302,8 +302,7 @@ class Session:
             got = answer(
                 stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
             )
-            kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
-            columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+            columns = got.columns
             return Result(f"SELECT {len(got.rows)}", columns, got.rows)
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)

@@ -41,6 +41,17 @@ from changeflow.adapter.system_tables import (
     TABLES,
     TYPES,
 )
+from changeflow.adapter.system_types import (
+    ArrayAgg,
+    CatalogSql,
+    annotated,
+    array_contains,
+    fits,
+    from_sqlite,
+    rewrite_array,
+    sqlite_columns,
+)
+from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
 from changeflow.errors import PlanError
 
 _MENTION = re.compile(
@@ -53,7 +64,7 @@ def mentions_catalog(text: str) -> bool:
     if _MENTION.search(text) is None:
         return False
     try:
-        tree = sqlglot.parse_one(text, read="postgres")
+        tree = sqlglot.parse_one(text, read=CatalogSql)
     except sqlglot.errors.SqlglotError:
         return False  # the planner words the syntax error
     for table in tree.find_all(exp.Table):
@@ -67,12 +78,15 @@ def mentions_catalog(text: str) -> bool:
 
 @dataclass
 class Answer:
-    """A catalog query's result: column names, their kinds (``int``, ``bool``, ``text``,
-    ``float``) and rows."""
+    """A catalog query's result: column names, their types and rows."""
 
     names: list[str]
-    kinds: list[str]
+    kinds: list[SqlType]
     rows: list[tuple[Any, ...]]
+
+    @property
+    def columns(self) -> Schema:
+        return tuple(Column(n, k) for n, k in zip(self.names, self.kinds, strict=True))
 
 
 def relation_oid(item: Item) -> int:
@@ -123,14 +137,7 @@ def _rows(
     out["pg_database"].append(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
-    for name, (oid, length, typname) in TYPES.items():
-        if name == typname or name in ("double precision", "character varying", "date"):
-            category = "N" if oid in (20, 21, 23, 700, 701, 1700, 26) else "S"
-            out["pg_type"].append(
-                (oid, typname, PG_CATALOG, OWNER, length, length > 0, "b", category, False, True)
-                + (",", 0, 0, 0, None, None, None, None, None, None, None, "i", "p", False, 0)
-                + (-1, 0, 0, None, None, None)
-            )
+    out["pg_type"] += _type_rows()
     items = state.items.values()
     by_id = {i.id: i for i in items}
     indexed = {i.depends_on[0] for i in items if i.kind == "index" and i.depends_on}
@@ -225,6 +232,39 @@ def _rows(
             info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
             info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     return out | {f"information_schema.{k}": v for k, v in info.items()}
+
+
+_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1114: "D", 1184: "D", 1186: "T", 2950: "U"}
+_CATEGORY |= {3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
+_ALIGN = {19: "c", 2950: "c", 1186: "d"}
+
+
+def _type_rows() -> list[tuple[Any, ...]]:
+    """pg_type's rows: each type once, an array with its element (``typelem``) and each
+    element with its array (``typarray``), length, category, alignment and storage as
+    PostgreSQL's."""
+    first: dict[int, tuple[str, int, str]] = {}
+    for name, (oid, length, typname) in TYPES.items():
+        first.setdefault(oid, (name, length, typname))
+    arrays = {TYPES[n[:-2]][0]: oid for oid, (n, _, _) in first.items() if n.endswith("[]")}
+
+    def align(oid: int) -> str:
+        return _ALIGN.get(oid) or {1: "c", 2: "s", 8: "d"}.get(first[oid][1], "i")
+
+    rows = []
+    for oid, (name, length, typname) in first.items():
+        element = TYPES[name[:-2]][0] if name.endswith("[]") else (18 if oid == 19 else 0)
+        io = "array" if oid in arrays.values() else typname
+        storage = "m" if oid == 1700 else ("p" if length > 0 else "x")
+        array_align = "d" if element and align(element) == "d" else "i"
+        rows.append(
+            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b")
+            + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
+            + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
+            + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)
+            + (-1, 0, 0, None, None, None)
+        )
+    return rows
 
 
 def _typmods(item: Item) -> dict[str, int]:
@@ -346,7 +386,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "regexp": regexp,
         "regclass": regclass,
         "regtype": lambda oid: (
-            FORMAT.get(oid, str(oid)) if isinstance(oid, int) else _type_oid(oid)
+            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else _type_oid(oid)
         ),
         "to_regtype": _type_oid,
         "to_regclass": lambda name: (
@@ -404,6 +444,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     schema = node.this.name.lower() if isinstance(node, exp.Dot) else ""
     if schema in ("pg_catalog", "information_schema") and isinstance(node.expression, exp.Func):
         return node.expression
+    array = rewrite_array(node)
+    if array is not None:
+        return array
     if isinstance(node, exp.Collate):
         return node.this
     if isinstance(node, exp.Array) and any(isinstance(e, exp.Query) for e in node.expressions):
@@ -416,15 +459,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return exp.RegexpLike(this=node.this, expression=pattern)
     if isinstance(node, exp.Table | exp.Column) and node.text("db").lower() == "pg_catalog":
         node.set("db", None)
-    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
-        inner = node.expression.this
-        inner = inner.this if isinstance(inner, exp.Paren) else inner
-        if isinstance(inner, exp.Array):
-            return exp.In(this=node.this, expressions=inner.expressions)
-        return exp.false()
     if isinstance(node, exp.Cast):
         to = node.to
-        name = (to.sql("postgres") if isinstance(to, exp.DataType) else str(to.this)).lower()
+        name = (to.sql(CatalogSql) if isinstance(to, exp.DataType) else str(to.this)).lower()
         name = name.split(".")[-1].strip('"')
         if name in ("regclass", "regtype", "regnamespace"):
             return exp.Anonymous(this=name, expressions=[node.this])
@@ -480,7 +517,7 @@ def answer(
 ) -> Answer:
     """Run the catalog query ``text`` over the system relations of ``state``."""
     try:
-        tree = sqlglot.parse_one(text, read="postgres")
+        tree = sqlglot.parse_one(text, read=CatalogSql)
     except sqlglot.errors.ParseError as e:
         raise PlanError(f"syntax error in a catalog query: {e}", sqlstate="42601") from None
     _name_outputs(tree)
@@ -490,20 +527,23 @@ def answer(
         for i, e in enumerate(top.expressions if top is not None else [])
         if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
     }
+    declared = annotated(text)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
-        tree = tree.transform(_rewrite)
+        tree = tree.transform(_rewrite, copy=False)
     db = sqlite3.connect(":memory:")
     try:
         db.execute("ATTACH DATABASE ':memory:' AS information_schema")
         for name, rows in _rows(state, user, database, settings or {}).items():
             schema = TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
-            db.execute(f"CREATE TABLE {name} ({schema})")
+            db.execute(f"CREATE TABLE {name} ({sqlite_columns(schema)})")
             width = schema.count(",") + 1
             if rows:
                 marks = ", ".join("?" * width)
                 db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
         for fn, impl in _functions(state, user, database).items():
             db.create_function(fn, -1, impl, deterministic=True)
+        db.create_function("array_contains", 2, array_contains, deterministic=True)
+        db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
         try:
             cur = db.execute(sql)
@@ -512,7 +552,7 @@ def answer(
                 names = (
                     [s.alias_or_name for s in tree.selects] if isinstance(tree, exp.Query) else []
                 )
-                return Answer(names, ["text"] * len(names), [])
+                return Answer(names, [TEXT] * len(names), [])
             raise PlanError(
                 f"this catalog query is not supported ({e}); SHOW TABLES, SHOW VIEWS and "
                 "SHOW COLUMNS FROM name answer the common questions",
@@ -525,18 +565,16 @@ def answer(
     kinds = []
     for i, n in enumerate(names):
         values = [r[i] for r in rows if r[i] is not None]
-        if (n in BOOLS or i in truths) and all(v in (0, 1) for v in values):
-            kinds.append("bool")
+        kind = declared[i] if len(declared) == len(names) else None
+        if kind is not None and fits(kind, values):
+            kinds.append(kind)
+        elif (n in BOOLS or i in truths) and all(v in (0, 1) for v in values):
+            kinds.append(BOOL)
         elif values and all(isinstance(v, int) for v in values):
-            kinds.append("int")
+            kinds.append(INT8)
         elif values and all(isinstance(v, float) for v in values):
-            kinds.append("float")
+            kinds.append(FLOAT8)
         else:
-            kinds.append("text")
-    rows = [
-        tuple(
-            bool(v) if k == "bool" and v is not None else v for v, k in zip(r, kinds, strict=True)
-        )
-        for r in rows
-    ]
+            kinds.append(TEXT)
+    rows = [tuple(map(from_sqlite, r, kinds)) for r in rows]
     return Answer(names, kinds, rows)

@@ -39,6 +39,7 @@ TYPES = {
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
     "jsonb[]": (3807, -1, "_jsonb"),
+    "oid[]": (1028, -1, "_oid"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",
@@ -46,10 +47,11 @@ FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
 }
 KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
 
-# name -> columns ("name type", type one of INTEGER, TEXT, BOOL, REAL)
+# name -> columns ("name type"; the types are system_types.DECLARED's: INTEGER (bigint), OID,
+# INT2, INT4, NAME, CHAR ("char"), TEXT, BOOL, REAL)
 TABLES: dict[str, str] = {
-    "pg_namespace": "oid INTEGER, nspname TEXT, nspowner INTEGER, nspacl TEXT",
-    "pg_class": "oid INTEGER, relname TEXT, relnamespace INTEGER, reltype INTEGER, "
+    "pg_namespace": "oid OID, nspname NAME, nspowner OID, nspacl TEXT",
+    "pg_class": "oid OID, relname NAME, relnamespace OID, reltype OID, "
     "reloftype INTEGER, relowner INTEGER, relam INTEGER, relfilenode INTEGER, "
     "reltablespace INTEGER, relpages INTEGER, reltuples REAL, relallvisible INTEGER, "
     "reltoastrelid INTEGER, relhasindex BOOL, relisshared BOOL, relpersistence TEXT, "
@@ -57,19 +59,21 @@ TABLES: dict[str, str] = {
     "relhassubclass BOOL, relrowsecurity BOOL, relforcerowsecurity BOOL, relispopulated BOOL, "
     "relreplident TEXT, relispartition BOOL, relrewrite INTEGER, relfrozenxid INTEGER, "
     "relminmxid INTEGER, relacl TEXT, reloptions TEXT, relpartbound TEXT",
-    "pg_attribute": "attrelid INTEGER, attname TEXT, atttypid INTEGER, attstattarget INTEGER, "
-    "attlen INTEGER, attnum INTEGER, attndims INTEGER, attcacheoff INTEGER, atttypmod INTEGER, "
+    "pg_attribute": "attrelid OID, attname NAME, atttypid OID, attstattarget INTEGER, "
+    "attlen INTEGER, attnum INT2, attndims INTEGER, attcacheoff INTEGER, atttypmod INTEGER, "
     "attbyval BOOL, attalign TEXT, attstorage TEXT, attcompression TEXT, attnotnull BOOL, "
     "atthasdef BOOL, atthasmissing BOOL, attidentity TEXT, attgenerated TEXT, "
     "attisdropped BOOL, attislocal BOOL, attinhcount INTEGER, attcollation INTEGER, "
     "attacl TEXT, attoptions TEXT, attfdwoptions TEXT, attmissingval TEXT",
-    "pg_type": "oid INTEGER, typname TEXT, typnamespace INTEGER, typowner INTEGER, "
-    "typlen INTEGER, typbyval BOOL, typtype TEXT, typcategory TEXT, typispreferred BOOL, "
-    "typisdefined BOOL, typdelim TEXT, typrelid INTEGER, typelem INTEGER, typarray INTEGER, "
+    "pg_type": "oid OID, typname NAME, typnamespace OID, typowner OID, "
+    "typlen INT2, typbyval BOOL, typtype CHAR, typcategory CHAR, typispreferred BOOL, "
+    "typisdefined BOOL, typdelim CHAR, typrelid OID, typelem OID, typarray OID, "
     "typinput TEXT, typoutput TEXT, typreceive TEXT, typsend TEXT, typmodin TEXT, "
-    "typmodout TEXT, typanalyze TEXT, typalign TEXT, typstorage TEXT, typnotnull BOOL, "
-    "typbasetype INTEGER, typtypmod INTEGER, typndims INTEGER, typcollation INTEGER, "
+    "typmodout TEXT, typanalyze TEXT, typalign CHAR, typstorage CHAR, typnotnull BOOL, "
+    "typbasetype OID, typtypmod INT4, typndims INT4, typcollation OID, "
     "typdefaultbin TEXT, typdefault TEXT, typacl TEXT",
+    "pg_range": "rngtypid OID, rngsubtype OID, rngmultitypid OID, rngcollation OID, "
+    "rngsubopc OID, rngcanonical TEXT, rngsubdiff TEXT",
     "pg_index": "indexrelid INTEGER, indrelid INTEGER, indnatts INTEGER, indnkeyatts INTEGER, "
     "indisunique BOOL, indnullsnotdistinct BOOL, indisprimary BOOL, indisexclusion BOOL, "
     "indimmediate BOOL, indisclustered BOOL, indisvalid BOOL, indcheckxmin BOOL, "
@@ -134,6 +138,7 @@ INFO_TABLES: dict[str, str] = {
     "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
 }
 EMPTY = {
+    "pg_range",
     "pg_policy",
     "pg_statistic_ext",
     "pg_publication",

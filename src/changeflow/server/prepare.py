@@ -20,6 +20,7 @@ from changeflow.adapter.sql.array_scalars import is_any_all
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import NAME, PostgresCalls, commas, name
 from changeflow.adapter.sql.types import cast_target
+from changeflow.adapter.system_types import OID_TYPE, OIDS_TYPE
 from changeflow.compute.types import Schema, SqlType, array_of
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server.values import TEXT, oid_of
@@ -100,6 +101,10 @@ def _array_of(kind: SqlType | None) -> SqlType | None:
 
 
 def _cast_type(dt: exp.DataType) -> SqlType | None:
+    if dt.is_type(exp.DataType.Type.UINT):
+        return OID_TYPE
+    if dt.is_type(exp.DataType.Type.ARRAY) and dt.expressions[0].is_type(exp.DataType.Type.UINT):
+        return OIDS_TYPE
     try:
         return cast_target(dt)[0]
     except PlanError:
@@ -157,6 +162,8 @@ def _infer(tree: exp.Expression, columns_of: Callable[[str], Schema | None]) -> 
                 kind = column(node.this)
                 arg = inner.this if isinstance(inner, exp.Any) else inner.expressions[0]
                 give(arg, _array_of(kind))
+                array = column(arg.this if isinstance(arg, exp.Paren) else arg)
+                give(node.this, array.element if array is not None else None)  # $1 = ANY(xs)
             give(node.expression, column(node.this))
             give(node.this, column(node.expression))
         elif isinstance(node, exp.In):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
-from changeflow.compute.types import BOOL, FLOAT8, INT4, INT8, TEXT, Column, Schema
+from changeflow.compute.types import INT4, TEXT, Column, Schema
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server import commands as C
 from changeflow.server import pgwire as W
@@ -264,8 +264,7 @@ class Runner:
         database = self.params.get("database") or user
         state = self.session.env.catalog.load()
         got = answer(text, state, user, database, self.session.settings)
-        kinds = {"int": INT8, "bool": BOOL, "float": FLOAT8, "text": TEXT}
-        columns = tuple(Column(n, kinds[k]) for n, k in zip(got.names, got.kinds, strict=True))
+        columns = got.columns
         return Outcome(columns=columns, rows=iter(got.rows), counted="SELECT")
 
     def _function(self, fn: str, alias: str | None) -> Outcome:

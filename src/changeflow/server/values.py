@@ -44,6 +44,9 @@ OIDS: dict[str, tuple[int, int]] = {
     "bytea": (BYTEA, -1),
     "interval": (INTERVAL, 16),
     "jsonb": (JSONB, -1),
+    "oid": (OID, 4),
+    "name": (NAME, 64),
+    '"char"': (CHAR, 1),
 }
 # element type name -> the OID of its array type
 ARRAY_OIDS: dict[str, int] = {
@@ -58,6 +61,7 @@ ARRAY_OIDS: dict[str, int] = {
     "timestamp": 1115,
     "timestamp with time zone": 1185,
     "jsonb": 3807,
+    "oid": 1028,
 }
 TYPE_NAMES = {
     BOOL: "boolean",
@@ -75,7 +79,7 @@ TYPE_NAMES = {
     BYTEA: "bytea",
     INTERVAL: "interval",
 }
-TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()}
+TYPE_NAMES |= {oid: f"{e}[]" for e, oid in ARRAY_OIDS.items()} | {1028: "bigint[]"}  # as OID
 STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
 PG_EPOCH = dt.datetime(2000, 1, 1)
 PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -217,6 +221,9 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "bytea": bytes,
     "interval": lambda v: struct.pack("!qii", v.micros, v.days, v.months),
     "jsonb": lambda v: b"\x01" + str(v).encode("utf-8"),
+    "oid": lambda v: struct.pack("!I", v),
+    "name": lambda v: str(v).encode("utf-8"),
+    '"char"': lambda v: str(v).encode("utf-8"),
 }
 
 
@@ -365,7 +372,8 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
 def _array_from_binary(raw: bytes, index: int) -> str:
     """A binary array (one dimension) as its text form."""
     ndim, _, element = struct.unpack_from("!iiI", raw)
-    names = {oid: name for name, (oid, _) in OIDS.items()} | {VARCHAR: "text"}
+    names = {oid: name for name, (oid, _) in OIDS.items()} | {OID: "bigint"}
+    names |= dict.fromkeys((VARCHAR, NAME, CHAR), "text")
     if ndim > 1 or element not in names:
         raise PlanError(f"unsupported binary array in parameter ${index}", sqlstate="0A000")
     count = struct.unpack_from("!i", raw, 12)[0] if ndim else 0

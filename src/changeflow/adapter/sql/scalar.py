@@ -22,6 +22,7 @@ from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
+from changeflow.adapter.sql.statements import PostgresCalls
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -166,7 +167,7 @@ class Scalars(ArrayScalars, JsonbScalars):
                 raise
             fields = {**e.fields, "clause": self.clause}
             raise PlanError(
-                f"{e.message} (in {self.clause}: {node.sql(dialect='postgres')})", **fields
+                f"{e.message} (in {self.clause}: {node.sql(dialect=PostgresCalls)})", **fields
             ) from None
 
     def expr(self, node: exp.Expression) -> X.Expr:

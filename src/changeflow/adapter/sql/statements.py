@@ -123,7 +123,14 @@ class PostgresCalls(Postgres):
     ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``,
     ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
     ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
-    would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``."""
+    would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``; ``oid`` is a
+    type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript)."""
+
+    class Tokenizer(Postgres.Tokenizer):
+        KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
+
+    class Generator(Postgres.Generator):
+        TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from changeflow.adapter.sql.statements import PostgresCalls
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -61,7 +62,7 @@ def _params(dt: exp.DataType) -> list[int]:
 
 
 def type_name(dt: exp.DataType) -> str:
-    return dt.sql(dialect="postgres").lower()
+    return dt.sql(dialect=PostgresCalls).lower()
 
 
 def _unknown(dt: exp.DataType) -> PlanError:
