@@ -3,6 +3,9 @@ reference evaluator."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
 from hypothesis import strategies as st
 
@@ -25,6 +28,32 @@ def frame(get: P.Get, updates: list) -> pa.Table:
     columns = [pa.array([u[0][i] for u in updates], c.type.arrow) for i, c in enumerate(get.schema)]
     columns += [pa.array([u[1] for u in updates], pa.int64()), pa.array([u[2] for u in updates])]
     return pa.Table.from_arrays(columns, names=[*(c.name for c in get.schema), TIME, DIFF])
+
+
+def live_history(
+    draw: st.DrawFn,
+    values: Sequence[Sequence[Any]],
+    times: int,
+    per_time: int = 6,
+    counts: Sequence[int] = (1, 1, 2),
+) -> list:
+    """Random updates over ``times``: a row of ``values`` (one list a column) inserted
+    ``counts`` times at once, or part of a live row retracted, so no count goes below zero."""
+    live: dict[tuple, int] = {}
+    out = []
+    for t in range(times):
+        for _ in range(draw(st.integers(0, per_time))):
+            if live and draw(st.booleans()):
+                row = draw(st.sampled_from(sorted(live, key=repr)))
+                d = -draw(st.integers(1, live[row]))
+            else:
+                row = tuple(draw(st.sampled_from(list(column))) for column in values)
+                d = draw(st.sampled_from(list(counts)))
+            live[row] = live.get(row, 0) + d
+            if not live[row]:
+                del live[row]
+            out.append((row, t, d))
+    return out
 
 
 def by_data_and_time(updates: list) -> dict:

@@ -23,7 +23,7 @@ from changeflow.errors import EvalError
 from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import by_data_and_time, frame  # noqa: E402
+from plans import by_data_and_time, frame, live_history  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC)))
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
@@ -51,22 +51,8 @@ def _plans() -> st.SearchStrategy[P.Plan]:
 def _histories(draw: st.DrawFn) -> dict[str, list]:
     out = {}
     for name, get in INPUTS.items():
-        live: dict[tuple, int] = {}
-        updates = []
         second = [None, Decimal("1.5"), Decimal("-2")] if get is R else [None, 0, 1, 2]
-        for t in range(TIMES):
-            for _ in range(draw(st.integers(0, 5))):
-                if live and draw(st.booleans()):
-                    row = draw(st.sampled_from(sorted(live, key=repr)))
-                    d = -draw(st.integers(1, live[row]))
-                else:
-                    row = (draw(st.sampled_from([None, 1, 2])), draw(st.sampled_from(second)))
-                    d = draw(st.sampled_from([1, 1, 2]))
-                live[row] = live.get(row, 0) + d
-                if not live[row]:
-                    del live[row]
-                updates.append((row, t, d))
-        out[name] = updates
+        out[name] = live_history(draw, [[None, 1, 2], second], TIMES, per_time=5)
     return out
 
 

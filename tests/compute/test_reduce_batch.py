@@ -25,7 +25,7 @@ from changeflow.errors import EvalError
 from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import by_data_and_time, frame  # noqa: E402
+from plans import by_data_and_time, frame, live_history  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC), Column("i", INT8)))
 TIMES = 6
@@ -58,28 +58,9 @@ def _plans() -> st.SearchStrategy[P.Plan]:
 def _history(draw: st.DrawFn) -> list:
     """Inserts and retractions of rows (several copies at once at times), counts never below
     zero; NULL keys and values."""
-    live: dict[tuple, int] = {}
-    out = []
-    numerics = st.sampled_from(
-        [None, Decimal("1.50"), Decimal("-2.25"), Decimal("0"), Decimal("7")]
-    )
-    for t in range(TIMES):
-        for _ in range(draw(st.integers(0, 4))):
-            if live and draw(st.booleans()):
-                row = draw(st.sampled_from(sorted(live, key=repr)))
-                d = -draw(st.integers(1, live[row]))
-            else:
-                row = (
-                    draw(st.sampled_from([None, 1, 2])),
-                    draw(numerics),
-                    draw(st.sampled_from([None, -3, 0, 5, 2**40])),
-                )
-                d = draw(st.sampled_from([1, 1, 2]))
-            live[row] = live.get(row, 0) + d
-            if not live[row]:
-                del live[row]
-            out.append((row, t, d))
-    return out
+    numerics = [None, Decimal("1.50"), Decimal("-2.25"), Decimal("0"), Decimal("7")]
+    values = [[None, 1, 2], numerics, [None, -3, 0, 5, 2**40]]
+    return live_history(draw, values, TIMES, per_time=4)
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,7 +19,7 @@ from changeflow.compute.types import FLOAT8, INT4, NUMERIC, TEXT, Column
 from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import by_data_and_time, frame  # noqa: E402
+from plans import by_data_and_time, frame, live_history  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC), Column("s", TEXT)))
 S = P.Get("s", R.schema)
@@ -35,28 +35,9 @@ PLANS = [
 
 @st.composite
 def _histories(draw: st.DrawFn) -> dict[str, list]:
-    out = {}
-    for name in INPUTS:
-        live: dict[tuple, int] = {}
-        updates = []
-        for t in range(TIMES):
-            for _ in range(draw(st.integers(0, 6))):
-                if live and draw(st.booleans()):
-                    row = draw(st.sampled_from(sorted(live, key=repr)))
-                    d = -draw(st.integers(1, live[row]))
-                else:
-                    row = (
-                        draw(st.sampled_from([None, 1, 2])),
-                        draw(st.sampled_from([None, Decimal("1.50"), Decimal("1.5"), Decimal(0)])),
-                        draw(st.sampled_from([None, "a", "b "])),
-                    )
-                    d = draw(st.sampled_from([1, 1, 2, 3]))
-                live[row] = live.get(row, 0) + d
-                if not live[row]:
-                    del live[row]
-                updates.append((row, t, d))
-        out[name] = updates
-    return out
+    numerics = [None, Decimal("1.50"), Decimal("1.5"), Decimal(0)]
+    values = [[None, 1, 2], numerics, [None, "a", "b "]]
+    return {name: live_history(draw, values, TIMES, counts=(1, 1, 2, 3)) for name in INPUTS}
 
 
 @settings(max_examples=300, deadline=None)

@@ -21,7 +21,7 @@ from changeflow.compute.types import DATE, FLOAT8, INT4, NUMERIC, TEXT, Column
 from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plans import by_data_and_time, frame  # noqa: E402
+from plans import by_data_and_time, frame, live_history  # noqa: E402
 
 R = P.Get("r", (Column("k", INT4), Column("n", NUMERIC), Column("d", DATE), Column("s", TEXT)))
 TIMES = 5
@@ -42,26 +42,9 @@ def _orders(draw: st.DrawFn) -> tuple[P.Order, ...]:
 
 @st.composite
 def _history(draw: st.DrawFn) -> list:
-    live: dict[tuple, int] = {}
-    out = []
-    for t in range(TIMES):
-        for _ in range(draw(st.integers(0, 6))):
-            if live and draw(st.booleans()):
-                row = draw(st.sampled_from(sorted(live, key=repr)))
-                d = -draw(st.integers(1, live[row]))
-            else:
-                row = (
-                    draw(st.sampled_from([None, 1, 2])),
-                    draw(st.sampled_from([None, Decimal("1.50"), Decimal("-2"), Decimal("0.5")])),
-                    draw(st.sampled_from([None, date(2020, 1, 1), date(1999, 12, 31)])),
-                    draw(st.sampled_from([None, "a", "B", "é"])),
-                )
-                d = draw(st.sampled_from([1, 1, 2]))
-            live[row] = live.get(row, 0) + d
-            if not live[row]:
-                del live[row]
-            out.append((row, t, d))
-    return out
+    numerics = [None, Decimal("1.50"), Decimal("-2"), Decimal("0.5")]
+    dates = [None, date(2020, 1, 1), date(1999, 12, 31)]
+    return live_history(draw, [[None, 1, 2], numerics, dates, [None, "a", "B", "é"]], TIMES)
 
 
 @settings(max_examples=300, deadline=None)
