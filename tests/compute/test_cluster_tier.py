@@ -27,7 +27,14 @@ from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
 from plans import histories, plans  # noqa: E402
-from test_dataflow import TIMES, append_until, check_every_time, load_inputs, open_storage  # noqa: E402
+from test_dataflow import (  # noqa: E402
+    TIMES,
+    append_until,
+    check_every_time,
+    load_inputs,
+    new_jobs,
+    open_storage,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -175,10 +182,9 @@ def test_a_waiting_spine_is_read_only_when_something_may_be_due(spark, tmp_path)
     storage = open_storage(tmp_path)
     spine = Spine(spark, storage.machine.blob, "waiting", 1, timed=True)
     spine.add(pa.table({"c0": [1, 2, 3], TIME: [5, 7, 9], DIFF: [1, 1, 1]}))
-    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
     assert update_rows(spine.take_due(6)) == [((1,), 5, 1)] and spine.not_before == 7
-    before = len(jobs())
-    assert spine.take_due(7) is None and len(jobs()) == before  # nothing can be due: no job
+    jobs = new_jobs(spark)
+    assert spine.take_due(7) is None and jobs() == 0  # nothing can be due: no job
     assert sorted(update_rows(spine.take_due(8))) == [((1,), 5, 1), ((2,), 7, 1)]
     assert spine.not_before == 9
 
@@ -203,10 +209,9 @@ def test_a_small_batch_merges_with_a_spark_batch_in_the_driver(spark, tmp_path) 
             DIFF: pa.array([-1, 1], pa.int64()),
         }
     )
-    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
-    before = len(jobs())
+    jobs = new_jobs(spark)
     spine.add(step)
-    assert len(jobs()) == before and len(spine.batches) == 1 and spine.batches[0].local
+    assert jobs() == 0 and len(spine.batches) == 1 and spine.batches[0].local
     held = spine.frame()
     assert held is not None
     assert dict(held.dtypes) == {
@@ -247,13 +252,12 @@ def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, p
     maintain_view(storage, "v", plan, "out").close()
     storage.register_reader("out", "test:checker", "the test reads every time")
     flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
-    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
     counts = []
     for t in range(1, TIMES):
         append_until(storage, caps, history, t, t + 1)
-        before = len(jobs())
+        jobs = new_jobs(spark)
         flow.run(until=t + 1)
-        counts.append(len(jobs()) - before)
+        counts.append(jobs())
     flow.close()
     assert counts == [1] * (TIMES - 1), counts
     check_every_time(storage, plan, history, "out", TIMES)

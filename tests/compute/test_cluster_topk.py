@@ -18,7 +18,7 @@ from changeflow.compute.types import INT4, Column
 sys.path.insert(0, str(Path(__file__).parent))
 from plans import histories  # noqa: E402
 from test_cluster_tier import _run  # noqa: E402
-from test_dataflow import TIMES, append_until, load_inputs, open_storage  # noqa: E402
+from test_dataflow import TIMES, append_until, load_inputs, new_jobs, open_storage  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -74,13 +74,12 @@ def test_a_step_beyond_the_head_runs_no_spark_job(spark, tmp_path, monkeypatch) 
     append_until(storage, caps, history, 0, 1)
     maintain_view(storage, "v", TOP, "out").close()
     flow = maintain_view(storage, "v", TOP, "out", spark=spark, cluster=True)
-    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup
     counts = []
     for t in range(1, 4):
         append_until(storage, caps, history, t, t + 1)
-        before = len(jobs())
+        jobs = new_jobs(spark)
         flow.run(until=t + 1)
-        counts.append(len(jobs()) - before)
+        counts.append(jobs())
     flow.close()
     assert counts[1:] == [0, 0], counts  # the first step read the head
 

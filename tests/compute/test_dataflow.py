@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
@@ -21,6 +23,9 @@ from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import open_consensus
 from changeflow.time import Antichain
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 sys.path.insert(0, str(Path(__file__).parent))
 from plans import histories, plans  # noqa: E402
 
@@ -30,6 +35,14 @@ TIMES = 6
 
 def open_storage(root: Path) -> Storage:
     return Storage(open_consensus(f"sqlite:{root / 'consensus.sqlite'}"), Blob(str(root / "blob")))
+
+
+def new_jobs(spark: SparkSession) -> Callable[[], int]:
+    """A count of the Spark jobs started after this call. Jobs are told apart by their rising
+    ids: the status tracker forgets the oldest past ``spark.ui.retainedJobs``."""
+    tracker = spark.sparkContext.statusTracker()
+    since = max(tracker.getJobIdsForGroup(), default=-1)
+    return lambda: sum(1 for j in tracker.getJobIdsForGroup() if j > since)
 
 
 def load_inputs(storage: Storage, history: dict[str, list], cuts: list[int]) -> dict[str, tuple]:
