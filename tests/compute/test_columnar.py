@@ -198,6 +198,19 @@ def test_columnar_equals_rows(e: Expr, data: list[tuple[Any, ...]]) -> None:
         assert _same(g, x), (str(e), g, x)
 
 
+def test_decimals_too_wide_to_compare_on_kernels_go_to_the_rows() -> None:
+    """A product of two numerics against a numeric may have no common Arrow decimal (over 76
+    digits): the kernels defer to the rows instead of failing."""
+    square = Arith("*", COLS[3], COLS[3])
+    e = NullIf(square, Case(((COLS[7], COLS[3]),), COLS[3]))
+    for data in ([(None,) * len(KINDS)], [ROW]):
+        try:
+            got = C.python_values(C.evaluate(e, _columns(data), len(data)))
+        except C.Rows:
+            continue
+        assert got == [e.eval(row) for row in data]
+
+
 def _kernel(e: Expr, data: list[tuple[Any, ...]]) -> list[Any]:
     """``e`` by the kernels alone (no fallback to the rows)."""
     cols = _columns(data)

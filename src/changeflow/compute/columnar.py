@@ -308,7 +308,10 @@ _CMP: dict[str, Callable[[Value, Value], Value]] = {
 
 def _compare(op: str, a: Value, ta: SqlType, b: Value, tb: SqlType) -> Value:
     a, b = _comparable(a, ta, b, tb)
-    return _CMP[op](a, b)
+    try:
+        return _CMP[op](a, b)
+    except pa.ArrowInvalid as error:  # decimals with no common type of 76 digits or fewer
+        raise Rows("numeric too wide") from error
 
 
 def _cmp(e: X.Cmp, cx: _Cx) -> Value:
