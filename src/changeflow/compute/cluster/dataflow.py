@@ -28,13 +28,18 @@ from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.local import (
     LinearStep,
     Update,
+    batch_table,
     consolidated,
+    consolidated_batch,
     frame_table,
+    kinds,
+    spark_batch,
 )
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.cluster.topk import Head, global_top
 from changeflow.compute.dataflow import Dataflow, update_rows
+from changeflow.compute.operators.batch import Batch
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, from_spark, name
 from changeflow.config import Config
@@ -253,7 +258,7 @@ class ClusterDataflow(Dataflow):
                 )
             self.pending[shard] = []
         if sum(t.num_rows for t in tables.values()) <= self.step_rows:
-            return self._run_local({s: update_rows(t) for s, t in tables.items()}, upper)
+            return self._run_local(tables, upper)
         changes = {s: self.spark.createDataFrame(t) for s, t in tables.items()}
         return self._run(changes, upper, at=None)
 
@@ -282,30 +287,32 @@ class ClusterDataflow(Dataflow):
             finally:
                 summed.unpersist()
 
-    def _run_local(self, changes: dict[str, list[Update]], upper: int) -> pa.Table:
+    def _run_local(self, changes: dict[str, pa.Table], upper: int) -> pa.Table:
         """A small step: the output's changes below ``upper``, the changes in the driver."""
-        memo: dict[int, list[Update]] = {}
+        memo: dict[int, Batch] = {}
         with exact_decimals(self.spark), self._step_conf():
-            out = consolidated(self._local(self.root, changes, upper, memo))
+            out = consolidated_batch(self._local(self.root, changes, upper, memo))
         self.first = False
         self.local = True
-        table = frame_table(out, self.plan.schema)
+        table = batch_table(out, self.plan.schema)
         return _fit(table.rename_columns([*self.schema.names, TIME, DIFF]), self.schema)
 
     def _local(
         self,
         node: Node,
-        changes: dict[str, list[Update]],
+        changes: dict[str, pa.Table],
         upper: int,
-        memo: dict[int, list[Update]],
-    ) -> list[Update]:
+        memo: dict[int, Batch],
+    ) -> Batch:
         if id(node) in memo:
             return memo[id(node)]
         plan = node.plan
         if isinstance(plan, P.Get):
-            out = changes.get(plan.name, [])
+            table = changes.get(plan.name)
+            out = empty(plan) if table is None else Batch.of_table(table, kinds(plan.schema))
         elif isinstance(plan, P.Constant):
-            out = [(row, self.as_of, c) for row, c in plan.rows] if self.first else []
+            rows = [(row, self.as_of, c) for row, c in plan.rows] if self.first else []
+            out = Batch.of_updates(rows, kinds(plan.schema))
         else:
             inputs = [self._local(c, changes, upper, memo) for c in node.children]
             if node.stateful:
@@ -316,21 +323,23 @@ class ClusterDataflow(Dataflow):
         memo[id(node)] = out
         return out
 
-    def _probe(self, node: Node, inputs: list[list[Update]], upper: int) -> list[Update]:
+    def _probe(self, node: Node, inputs: list[Batch], upper: int) -> Batch:
         """A stateful operator's output changes for a small step: its inputs' changes (and
         the waiting ones that fell due) against its arrangements, made into Spark frames only
         where the step needs the executors."""
         node.now, node.later, node.due = [], [], []
-        for child, updates, waiting in zip(node.children, inputs, node.waiting, strict=True):
+        out_kinds = kinds(node.plan.schema)
+        for child, batch, waiting in zip(node.children, inputs, node.waiting, strict=True):
             due: list[Update] = []
             later: list[Update] = []
             if waiting is not None:
                 held = waiting.take_due(upper)
-                kinds = [c.type for c in child.plan.schema]
-                due = [] if held is None else update_rows(from_spark(held, kinds))
+                child_kinds = kinds(child.plan.schema)
+                due = [] if held is None else update_rows(from_spark(held, child_kinds))
+                updates = batch.updates()
                 later = [u for u in updates if u[1] >= upper]
-                updates = [u for u in updates if u[1] < upper] + due
-            node.now.append(consolidated(updates))
+                batch = Batch.of_updates([u for u in updates if u[1] < upper] + due, child_kinds)
+            node.now.append(consolidated_batch(batch))
             node.later.append(later)
             node.due.append(due)
         if node.hold:
@@ -338,19 +347,19 @@ class ClusterDataflow(Dataflow):
         if node.totals is not None:
             node.step_totals = None
             if not node.now[0]:
-                return []
+                return empty(node.plan)
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
             else:  # the touched groups' totals, read with one join
                 held = node.totals.touched(node.spines[0].frame(), node.step_totals)
-            return node.totals.local_delta(node.step_totals, held)
+            return Batch.of_updates(node.totals.local_delta(node.step_totals, held), out_kinds)
         if node.head is not None:
-            head = node.head.step(node.now[0], node.spines[0].frame)
+            head = node.head.step(node.now[0].updates(), node.spines[0].frame)
             if head is not None:
-                return head
+                return Batch.of_updates(head, out_kinds)
         frames = [
-            self.spark.createDataFrame(frame_table(now, child.plan.schema)) if now else None
+            self.spark.createDataFrame(batch_table(now, child.plan.schema)) if now else None
             for child, now in zip(node.children, node.now, strict=True)
         ]
         arranged = [s.frame() for s in node.spines]
@@ -360,7 +369,7 @@ class ClusterDataflow(Dataflow):
             out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
         else:
             assert node.keyed is not None
-            made = node.keyed.local_versions(node.now)
+            made = node.keyed.local_versions([b.updates() for b in node.now])
             local = None
             if made is not None:
                 versions, changed = made
@@ -369,8 +378,9 @@ class ClusterDataflow(Dataflow):
                     [None if t is None else self.spark.createDataFrame(t) for t in changed],
                 )
             out = node.keyed.delta(frames, arranged, True, None, local)
-        kinds = [c.type for c in node.plan.schema]
-        return [] if out is None else update_rows(from_spark(out.toArrow(), kinds))
+        if out is None:
+            return empty(node.plan)
+        return spark_batch(out.toArrow(), out_kinds)
 
     def _delta(
         self,
@@ -491,7 +501,7 @@ class ClusterDataflow(Dataflow):
         elif node.spines:
             for spine, now, schema in zip(node.spines, node.now, schemas, strict=True):
                 if now:
-                    spine.add(frame_table(now, schema, timed=False))
+                    spine.add(batch_table(now, schema, timed=False))
         for i, waiting in enumerate(node.waiting):
             if waiting is None or i >= len(node.later):
                 continue
@@ -534,6 +544,11 @@ class ClusterDataflow(Dataflow):
                 if spine is not None:
                     spine.drop()
         checkpoint.release(self.storage, self.name, self.incarnation)
+
+
+def empty(plan: P.Plan) -> Batch:
+    """No changes of ``plan``'s rows."""
+    return Batch.of_updates([], kinds(plan.schema))
 
 
 def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -2,10 +2,11 @@
 
 A refresh step changes little, and a Spark job costs a few hundred milliseconds whatever it
 does. So when a step's input changes are few (``CHANGEFLOW_CLUSTER_STEP_ROWS``), they travel
-between the operators as update lists in the driver: linear operators run there by the
-in-process tier's own definitions (no Spark job), and only a stateful operator's probe of its
-arrangements goes to the executors, its inputs' changes broadcast into the arranged batches,
-its output brought back. A larger step (a catch-up after downtime) runs wholly on Spark.
+between the operators as batches (:class:`~changeflow.compute.operators.batch.Batch`) in the
+driver: linear operators run there by the in-process tier's own definitions, on columns where
+it has them (no Spark job), and only a stateful operator's probe of its arrangements goes to
+the executors, its inputs' changes sent into the arranged batches, its output brought back. A
+larger step (a catch-up after downtime) runs wholly on Spark.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import pyarrow as pa
 
 from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
-from changeflow.compute.spark_expr import name
-from changeflow.compute.types import Schema
+from changeflow.compute.operators.batch import Batch, summed
+from changeflow.compute.spark_expr import from_spark, name
+from changeflow.compute.types import Schema, SqlType
 from changeflow.compute.values import arrow_values
 from changeflow.updates import DIFF, TIME
 
@@ -30,7 +32,8 @@ Update = tuple[tuple[Any, ...], int, int]
 
 class LinearStep:
     """A linear operator (Map, Filter, Project, Union, Negate, a temporal filter, a one-input
-    join) applied in the driver to its inputs' changes, by the in-process operator."""
+    join) applied in the driver to its inputs' changes, by the in-process operator (on the
+    columns where it has a batch form, else on rows)."""
 
     def __init__(self, plan: P.Plan) -> None:
         gets = tuple(P.Get(f"_in{i}", p.schema) for i, p in enumerate(plan.inputs()))
@@ -38,11 +41,18 @@ class LinearStep:
         over = replace(plan, inputs_=gets) if many else replace(plan, input=gets[0])
         self.sources = Inputs()
         self.operator = build(over, self.sources, 0)
+        self.kinds = kinds(plan.schema)
 
-    def __call__(self, inputs: list[list[Update]], upper: int) -> list[Update]:
-        for i, updates in enumerate(inputs):
-            self.sources.feed(f"_in{i}", updates)
-        return self.operator.step(upper)
+    def __call__(self, inputs: list[Batch], upper: int) -> Batch:
+        for i, batch in enumerate(inputs):
+            self.sources.feed(f"_in{i}", batch)
+        if self.operator.columnar:
+            return self.operator.step_batch(upper)
+        return Batch.of_updates(self.operator.step(upper), self.kinds)
+
+
+def kinds(schema: Schema) -> tuple[SqlType, ...]:
+    return tuple(c.type for c in schema)
 
 
 def consolidated(updates: Iterable[Update]) -> list[Update]:
@@ -51,6 +61,40 @@ def consolidated(updates: Iterable[Update]) -> list[Update]:
     for row, t, d in updates:
         counts[row, t] += d
     return [(row, t, d) for (row, t), d in counts.items() if d]
+
+
+def consolidated_batch(batch: Batch) -> Batch:
+    """:func:`consolidated` of a batch, on its columns where Arrow groups them as rows do."""
+    sums = summed(batch)
+    if sums is not None:
+        return sums
+    return Batch.of_updates(consolidated(batch.updates()), batch.kinds)
+
+
+def spark_batch(table: pa.Table, kinds: tuple[SqlType, ...]) -> Batch:
+    """Spark's output changes (``c0``…, ``_time``, ``_diff``) as a batch: each column in its
+    SQL type's Arrow type, numerics exactly as Spark computed them."""
+    batch = Batch.of_table(from_spark(table, kinds), kinds)
+    columns = []
+    for column, kind in zip(batch.columns, kinds, strict=True):
+        if column.type != kind.arrow and not pa.types.is_decimal(column.type):
+            try:
+                column = column.cast(kind.arrow)
+            except pa.ArrowException:  # a type Arrow does not convert: the rows do
+                return Batch.of_updates(batch.updates(), kinds)
+        columns.append(column)
+    int64 = pa.int64()
+    return Batch(columns, batch.times.cast(int64), batch.diffs.cast(int64), kinds)
+
+
+def batch_table(batch: Batch, schema: Schema, timed: bool = True) -> pa.Table:
+    """:func:`frame_table` of a batch's updates, made from its columns where they fit."""
+    names = [name(i) for i in range(len(schema))]
+    fields = [pa.field(n, c.type.arrow) for n, c in zip(names, schema, strict=True)]
+    table = batch.table(pa.schema(fields))
+    if table is None:  # a numeric only the rows can round
+        return frame_table(batch.updates(), schema, timed)
+    return table if timed else table.drop_columns([TIME])
 
 
 def frame_table(updates: list[Update], schema: Schema, timed: bool = True) -> pa.Table:

@@ -15,11 +15,15 @@ from functools import reduce as fold
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
 from changeflow.compute.cluster.local import Update, fit_value
+from changeflow.compute.operators.batch import Batch
+from changeflow.compute.operators.reduce_batch import accumulate
 from changeflow.compute.spark_expr import ExprCompiler, fail, from_spark, name
 from changeflow.compute.spark_state import totals_group
 from changeflow.compute.types import FLOAT8, NUMERIC
@@ -36,6 +40,8 @@ _ARROW = {
     "decimal(38,10)": pa.decimal128(38, 10),
 }
 
+
+_PLACES = 10  # a numeric total's decimal places
 
 _ZERO = {"bigint": 0, "double": 0.0, "decimal(38,0)": Decimal(0), "decimal(38,10)": Decimal(0)}
 
@@ -109,9 +115,49 @@ class Accumulated:
             *(name(j) for j in range(self.width)), TIME, *self._typed(self.values())
         )
 
-    def local_totals(self, updates: list[tuple[tuple, int, int]]) -> pa.Table:
-        """:meth:`totals` of a small step's updates, computed in the driver, in the same
-        columns and types."""
+    def local_totals(self, batch: Batch) -> pa.Table:
+        """:meth:`totals` of a small step's changes, computed in the driver, in the same
+        columns and types: summed by Arrow where it sums as the rows would."""
+        try:
+            sums = self._batch_sums(batch)
+        except C.Rows:
+            sums = self._row_sums(batch.updates())
+        schema = self.plan.input.schema
+        arrays = []
+        for j, c in enumerate(self.plan.group_by):
+            kind = schema[c].type.arrow
+            arrays.append(pa.array([fit_value(k[j], kind) for k in sums], kind))
+        arrays.append(pa.array([k[-1] for k in sums], pa.int64()))
+        for v, kind in zip(self.values(), self._types(), strict=True):
+            arrays.append(pa.array([acc[v] for acc in sums.values()], _ARROW[kind]))
+        names = [*(name(j) for j in range(self.width)), TIME, *self.values()]
+        return pa.Table.from_arrays(arrays, names=names)
+
+    def _batch_sums(self, batch: Batch) -> dict[tuple, dict[str, Any]]:
+        """The totals per group key and time (the key's values, then the time) of a batch,
+        by the in-process reduce's Arrow group-by: raises :class:`C.Rows` where a value's
+        total could differ from the rows' (a float, a numeric past ten places)."""
+        kinds = dict(zip(self.values(), self._types(), strict=True))
+        if "double" in kinds.values():
+            raise C.Rows()
+        sums: dict[tuple, dict[str, Any]] = {}
+        times = batch.times
+        for t in pc.unique(times).to_pylist():
+            changes, bounds = accumulate(self.plan, batch.filter(pc.equal(times, t)))
+            if any(b is not None and -b.as_tuple().exponent > _PLACES for b in bounds):
+                raise C.Rows()  # the rows round each value to the total's places first
+            for key, change in changes.items():
+                acc = sums[(*key, t)] = {COUNT: change.count}
+                for i, agg in enumerate(self.plan.aggregates):
+                    if agg.arg is None:
+                        continue
+                    acc[f"_p{i}"] = change.present[i]
+                    if agg.func != "count":
+                        acc[f"_s{i}"] = Decimal(change.totals[i])
+        return sums
+
+    def _row_sums(self, updates: list[tuple[tuple, int, int]]) -> dict[tuple, dict[str, Any]]:
+        """:meth:`_batch_sums` of updates, a row at a time."""
         group_by, aggregates = self.plan.group_by, self.plan.aggregates
         kinds = dict(zip(self.values(), self._types(), strict=True))
         zeros = {v: _ZERO[kind] for v, kind in kinds.items()}
@@ -131,16 +177,7 @@ class Accumulated:
                     acc[f"_p{i}"] += d
                     if agg.func != "count":
                         acc[f"_s{i}"] += _as_total(value, kinds[f"_s{i}"]) * d
-        schema = self.plan.input.schema
-        arrays = []
-        for j, c in enumerate(group_by):
-            kind = schema[c].type.arrow
-            arrays.append(pa.array([fit_value(k[j], kind) for k in sums], kind))
-        arrays.append(pa.array([k[-1] for k in sums], pa.int64()))
-        for v, kind in kinds.items():
-            arrays.append(pa.array([acc[v] for acc in sums.values()], _ARROW[kind]))
-        names = [*(name(j) for j in range(self.width)), TIME, *kinds]
-        return pa.Table.from_arrays(arrays, names=names)
+        return sums
 
     def touched(self, held: DataFrame | None, step: pa.Table) -> pa.Table | None:
         """The rows of totals ``held`` (unsummed) of the groups a small ``step`` touches: its

@@ -108,8 +108,8 @@ class Inputs:
     def names(self) -> list[str]:
         return sorted(self.readers)
 
-    def feed(self, name: str, updates: Iterable[Update]) -> None:
-        batch = list(updates)
+    def feed(self, name: str, updates: Iterable[Update] | Batch) -> None:
+        batch = updates if isinstance(updates, Batch) else list(updates)
         for source in self.readers[name]:
             source.feed(batch)
 

@@ -135,6 +135,29 @@ def groups_as_rows(kind: pa.DataType) -> bool:
     )
 
 
+def summed(batch: Batch, timed: bool = True) -> Batch | None:
+    """The batch's updates summed per distinct row and time (per row alone, times made zero,
+    where not ``timed``: an arrangement has none), none whose sum is zero; None where Arrow
+    cannot tell the rows apart as Python does."""
+    if not all(groups_as_rows(c.type) for c in batch.columns):
+        return None
+    names = [f"c{i}" for i in range(len(batch.columns))]
+    keys = [*names, TIME] if timed else names
+    times = [batch.times] if timed else []
+    table = pa.Table.from_arrays([*batch.columns, *times, batch.diffs], names=[*keys, DIFF])
+    try:
+        sums = table.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
+    except pa.ArrowException:
+        return None
+    diffs = sums.column(f"{DIFF}_sum").combine_chunks()
+    nonzero = pc.not_equal(diffs, 0)
+    columns = [sums.column(n).combine_chunks().filter(nonzero) for n in keys]
+    diffs = diffs.filter(nonzero)
+    if not timed:
+        columns.append(pa.repeat(pa.scalar(0, pa.int64()), len(diffs)))
+    return Batch(columns[:-1], columns[-1], diffs, batch.kinds)
+
+
 RowFn = Callable[[Update], Iterable[Update]]
 
 

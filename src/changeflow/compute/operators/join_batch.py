@@ -23,7 +23,13 @@ from changeflow.compute import columnar as C
 from changeflow.compute.evaluate import Row
 from changeflow.compute.expr import Expr
 from changeflow.compute.operators.base import Update
-from changeflow.compute.operators.batch import Batch, concat, filter_batch, groups_as_rows
+from changeflow.compute.operators.batch import (
+    Batch,
+    concat,
+    filter_batch,
+    groups_as_rows,
+    summed,
+)
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
@@ -67,29 +73,11 @@ class Arranged:
         if not self.settled:  # the first past the limit (a snapshot, say) is taken as it is
             self.settled = self.waiting_rows
             return
-        summed = _summed(concat(self.waiting, batch.kinds))
-        if summed is None:
+        sums = summed(concat(self.waiting, batch.kinds), timed=False)
+        if sums is None:
             self.arrangement()
         else:
-            self.waiting, self.waiting_rows, self.settled = [summed], len(summed), len(summed)
-
-
-def _summed(batch: Batch) -> Batch | None:
-    """The batch's updates summed per distinct row (none whose sum is zero; times dropped:
-    an arrangement has none); None where Arrow cannot tell the rows apart as Python does."""
-    if not all(groups_as_rows(c.type) for c in batch.columns):
-        return None
-    names = [f"c{i}" for i in range(len(batch.columns))]
-    table = pa.Table.from_arrays([*batch.columns, batch.diffs], names=[*names, "_d"])
-    try:
-        summed = table.group_by(names, use_threads=False).aggregate([("_d", "sum")])
-    except pa.ArrowException:
-        return None
-    diffs = summed.column("_d_sum").combine_chunks()
-    nonzero = pc.not_equal(diffs, 0)
-    columns = [summed.column(n).combine_chunks().filter(nonzero) for n in names]
-    diffs = diffs.filter(nonzero)
-    return Batch(columns, pa.repeat(pa.scalar(0, pa.int64()), len(diffs)), diffs, batch.kinds)
+            self.waiting, self.waiting_rows, self.settled = [sums], len(sums), len(sums)
 
 
 class Side:
