@@ -20,7 +20,7 @@ thread: work happens in the statements), except one write case with the host thr
   and an ad hoc equi-join SELECT of two tables at ``--join-rows`` sizes.
 - tpch: TPC-H Q1 and Q3 (``benchmarks/compute.py``'s data and refresh steps at ``--scale``)
   as SQL ``CREATE MATERIALIZED VIEW`` over SQL tables, against the hand-built plans of
-  ``compute.plans()`` maintained over the same shards: rows compared (and against
+  ``tpch.plans()`` maintained over the same shards: rows compared (and against
   ``changeflow.compute.evaluate.evaluate`` of the hand plan), hydration and refresh steps
   timed side by side.
 
@@ -42,34 +42,35 @@ import platform
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from compute import (
+from compute import profile_top
+from peers import postgres_server
+from readme import publish
+from tpch import (
     TABLES,
     duck_apply,
     duck_tables,
+    elapsed,
     generate,
     load,
     output_rows,
     plans,
-    profile_top,
     refreshes,
     same_rows,
+    say,
     stamped,
+    timed,
 )
-from compute import sql as duck_sql
-from peers import postgres_server
-from readme import publish
+from tpch import sql as duck_sql
 
 import changeflow
 from changeflow.adapter.connection import Connection
@@ -82,17 +83,6 @@ from changeflow.config import Config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-_START = time.perf_counter()
-
-
-def say(text: str) -> None:
-    print(f"[{time.perf_counter() - _START:7.1f} s] {text}", file=sys.stderr, flush=True)
-
-
-def timed(action: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = action()
-    return time.perf_counter() - start, result
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -897,7 +887,7 @@ def main() -> None:
         "load_average_end": os.getloadavg(),
         "when": time.strftime("%F %T"),
         "args": {k: v for k, v in vars(args).items() if k not in ("work", "cache")},
-        "seconds": time.perf_counter() - _START,
+        "seconds": elapsed(),
     }
     table = markdown(results) + (
         f"\n\nLoad average (1 min) {load_at_start[0]:.1f} at the start, "

@@ -42,14 +42,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from compute import (
+from compute import _met, install_output
+from readme import RESULTS, publish
+from tpch import (
     T0,
     TABLES,
-    _met,
     duck_apply,
     duck_tables,
     generate,
-    install_output,
     load,
     load_shards,
     output_rows,
@@ -60,7 +60,6 @@ from compute import (
     sql,
     timed,
 )
-from readme import RESULTS, publish
 
 from changeflow.compute.dataflow import Dataflow, drop_view, maintain_view
 
@@ -199,7 +198,9 @@ def compare(scale, args, spark, shards, views, flows, steps, tables, result) -> 
             f"({r['hydration_ratio']:.2f}x the batch {r['spark_batch_s']:.1f} s), "
             f"{r['state_rows']:,} rows held"
         )
-    duck = duck_tables(tables)
+    duck_file = Path(args.work) / f"duckdb-sf{scale:g}.db"  # the tables need not fit in memory
+    duck_file.unlink(missing_ok=True)
+    duck = duck_tables(tables, duck_file)
     names = {n: n for n in TABLES}
     spark_spent: dict[str, list[float]] = {v: [] for v in views}
     duck_spent: dict[str, list[float]] = {v: [] for v in views}
@@ -227,6 +228,7 @@ def compare(scale, args, spark, shards, views, flows, steps, tables, result) -> 
             f"{r['duckdb_recompute_s'] * 1000:.0f} ms; check: {r['check']}"
         )
     duck.close()
+    duck_file.unlink()
 
 
 def markdown(results: list[dict]) -> str:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 from columnar import DIMENSION, R, frame, plans
-from compute import hydrate, load_shards
+from compute import hydrate
+from tpch import load_shards
 
 from changeflow.updates import DIFF, TIME
 

@@ -29,8 +29,8 @@ from adapter import (  # noqa: E402
     shard_of,
     sql_type,
 )
-from compute import duck_apply, duck_tables, plans, refreshes, same_rows  # noqa: E402
-from compute import sql as duck_sql  # noqa: E402
+from tpch import duck_apply, duck_tables, plans, refreshes, same_rows  # noqa: E402
+from tpch import sql as duck_sql  # noqa: E402
 
 
 def tpch_like(seed: int, orders: int = 120) -> dict[str, pa.Table]:
