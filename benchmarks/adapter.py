@@ -18,7 +18,7 @@ thread: work happens in the statements), except one write case with the host thr
   materialized view, from an index on a view and from a plain view (evaluated from scratch),
   interleaved; warm (no write between queries) and fresh (one INSERT before each query);
   and an ad hoc equi-join SELECT of two tables at ``--join-rows`` sizes.
-- tpch: TPC-H Q1 and Q3 (``benchmarks/compute.py``'s data and refresh steps at ``--scale``)
+- tpch: TPC-H Q1 and Q3 (``benchmarks/tpch.py``'s data and refresh steps at ``--scale``)
   as SQL ``CREATE MATERIALIZED VIEW`` over SQL tables, against the hand-built plans of
   ``tpch.plans()`` maintained over the same shards: rows compared (and against
   ``changeflow.compute.evaluate.evaluate`` of the hand plan), hydration and refresh steps
