@@ -22,7 +22,7 @@ from changeflow.compute.cluster import dataflow as cluster_dataflow
 from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.dataflow import maintain_view, update_rows
-from changeflow.compute.types import INT4, INT8, Column
+from changeflow.compute.types import INT4, INT8, TEXT, Column
 from changeflow.updates import DIFF, TIME
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -130,6 +130,8 @@ R = P.Get("r", (Column("k", INT4), Column("v", INT4)))
 LOW = X.Coalesce((P.col(R.schema, 0), X.lit(0)))
 V = P.col(R.schema, 1)
 S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
+# the group's key (all ties), then the value modulo 3 descending, NULLs first; ties by value
+BY_K_AND_V = (P.SortExpr(LOW), P.SortExpr(X.Arith("%", V, X.lit(3)), True, False))
 
 
 @pytest.mark.parametrize(
@@ -145,10 +147,11 @@ S = P.Get("s", (Column("k", INT4), Column("w", INT4)))
         P.TemporalFilter(R, (LOW,), (X.Arith("+", LOW, X.lit(3)),)),  # a NULL row retired
         W.Window(R, (0,), (P.Order(1),), (W.WindowFunc("rank"), W.WindowFunc("lag", (V,)))),
         W.Window(R, (), (P.Order(1, True),), (W.WindowFunc("sum", (V,)),)),
+        P.Reduce(R, (0,), (P.Aggregate("string_agg", X.Cast(V, TEXT), order=BY_K_AND_V),)),
     ],
     ids=[
         *("join", "three-way", "full", "join-reduce", "global-sum", "topk", "except"),
-        *("temporal", "window", "global-window"),
+        *("temporal", "window", "global-window", "ordered-string-agg"),
     ],
 )
 @pytest.mark.parametrize("on_spark", [False, True], ids=["driver-steps", "spark-steps"])

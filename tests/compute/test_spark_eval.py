@@ -206,10 +206,13 @@ def test_reduce_counts_multiplicities(spark: SparkSession) -> None:
         P.Aggregate("bool_or", Cmp(">", v, lit(10))),
         P.Aggregate("string_agg", Cast(v, TEXT), separator="|"),
         P.Aggregate("string_agg", Cast(v, TEXT), distinct=True),
+        P.Aggregate("string_agg", Cast(v, TEXT), order=(P.SortExpr(v, True),)),
+        P.Aggregate("string_agg", Cast(v, TEXT), order=(P.SortExpr(v, False, False),)),
+        P.Aggregate("string_agg", Cast(v, TEXT), True, order=(P.SortExpr(Cast(v, TEXT)),)),
     )
     got = _check(spark, P.Reduce(R, (0,), aggs))
     row = next(r for r in got if r[0] == 1)
-    assert row[1:5] == (3, 3, 2, 40) and row[-2] == "10|10|20"
+    assert row[1:5] == (3, 3, 2, 40) and row[14] == "10|10|20" and row[16] == "20,10,10"
     assert row[8] == Decimal("13.3333333333")
     _check(spark, P.Reduce(R, (), aggs))
     empty = P.Filter(R, (lit(False),))

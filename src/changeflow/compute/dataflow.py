@@ -117,7 +117,8 @@ def maintain_view(
 
 def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
     """Why ``plan`` is evaluated in this process only (Spark has no form for it), or None;
-    without ``aggregates``, ordered aggregates (which Spark can hydrate) do not count."""
+    without ``aggregates``, array_agg (which a Spark hydration takes in this process) does
+    not count."""
     if has_unnest(plan):
         return "unnest of a column"
     nodes = [plan]
@@ -134,7 +135,7 @@ def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
         if _compares_carried(node):
             return "interval or jsonb values compared, grouped, ordered or aggregated"
         if isinstance(node, P.Reduce) and aggregates and _ordered(node):
-            return "string_agg with ORDER BY or array_agg"
+            return "array_agg"
     return None
 
 
@@ -198,7 +199,7 @@ def _subexpressions(e: Expr) -> Iterator[Expr]:
 
 
 def _ordered(reduce: P.Reduce) -> bool:
-    return any(a.order or a.func == "array_agg" for a in reduce.aggregates)
+    return any(a.func == "array_agg" for a in reduce.aggregates)
 
 
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:

@@ -258,6 +258,11 @@ class _Evaluator:
             (cc.compile(a.arg) if a.arg is not None else F.lit(None)).alias(f"a{i}")
             for i, a in enumerate(plan.aggregates)
         ]
+        args += [  # the sort keys of ordered aggregates
+            cc.compile(o.expr).alias(f"a{i}_{j}")
+            for i, a in enumerate(plan.aggregates)
+            for j, o in enumerate(a.order)
+        ]
         keys = [F.col(name(c)).alias(name(j)) for j, c in enumerate(plan.group_by)]
         frame = frame.select(*keys, *args, _D)
         outs = [
@@ -355,8 +360,10 @@ def _equalities(pending: list[list[int]], owner: list[int], k: int) -> list[Colu
 def _aggregate(frame: DataFrame, agg: P.Aggregate, arg: str, kind) -> Column:
     """``agg`` over a group of ``frame``, each row counted ``_diff`` times."""
     a, d = F.col(arg), F.col(_D)
-    if agg.order or agg.func == "array_agg":
+    if agg.func == "array_agg":
         raise PlanError(f"{agg} is not supported on Spark yet", sqlstate="0A000")
+    if agg.order:
+        return _ordered_string_agg(agg, arg)
     if agg.func == "count":
         if agg.arg is None:
             return F.sum(d)
@@ -386,6 +393,44 @@ def _aggregate(frame: DataFrame, agg: P.Aggregate, arg: str, kind) -> Column:
     if kind == FLOAT8:
         return total / n
     return total / n.cast("decimal(20,0)")
+
+
+def _ordered_string_agg(agg: P.Aggregate, arg: str) -> Column:
+    """``string_agg(… ORDER BY …)`` as the reference orders it: by the sort keys (each in its
+    direction, NULLs where it says), ties by the value; each row's value ``_diff`` times (once
+    each with DISTINCT)."""
+    a = F.col(arg)
+    keys = [F.col(f"{arg}_{j}").alias(f"k{j}") for j in range(len(agg.order))]
+    item = F.struct(*keys, a.alias("v"))
+    if agg.distinct:
+        items = F.collect_set(F.when(a.isNotNull(), item))
+    else:
+        repeated = F.array_repeat(item, F.col(_D).cast("int"))
+        items = F.flatten(F.collect_list(F.when(a.isNotNull(), repeated)))
+    terms = [
+        (f"k{j}", o.desc, P.Order(0, o.desc, o.nulls_last).nulls_at_end)
+        for j, o in enumerate(agg.order)
+    ]
+    terms.append(("v", False, False))
+
+    def compare(x: Column, y: Column) -> Column:
+        out: Column = F.lit(0)
+        for field, desc, nulls_end in reversed(terms):
+            p, q = x[field], y[field]
+            before, after = (F.lit(1), F.lit(-1)) if desc else (F.lit(-1), F.lit(1))
+            null = F.lit(1 if nulls_end else -1)  # x NULL, y not: x after or before y
+            out = (
+                F.when(p.isNull() & q.isNull(), out)
+                .when(p.isNull(), null)
+                .when(q.isNull(), -null)
+                .when(p < q, before)
+                .when(p > q, after)
+                .otherwise(out)
+            )
+        return out
+
+    ordered = F.transform(F.array_sort(items, compare), lambda i: i["v"])
+    return F.when(F.size(ordered) > 0, F.array_join(ordered, agg.separator))
 
 
 def _exact(frame: DataFrame, arg: str, kind) -> Column:
