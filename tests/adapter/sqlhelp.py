@@ -172,12 +172,19 @@ def unordered(conn: Any, sql: str) -> list:
 
 
 def maintained_as_postgres(
-    ours: Any, pg: Any, queries: list[str], changes: list[str], rows: Any = unordered
+    ours: Any,
+    pg: Any,
+    queries: list[str],
+    changes: list[str],
+    rows: Any = unordered,
+    options: str = "",
 ) -> None:
-    """Each query, ad hoc and as a materialized view created first, gives PostgreSQL's rows
-    before and after each of ``changes`` (run on both)."""
+    """Each query, ad hoc and as a materialized view created first (``WITH (options)`` if
+    given), gives PostgreSQL's rows before and after each of ``changes`` (run on both)."""
     for i, sql in enumerate(queries):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+        ours.execute(
+            f"CREATE MATERIALIZED VIEW v{i} {f'WITH ({options})' if options else ''} AS {sql}"
+        )
     for change in [None, *changes]:
         if change is not None:
             for conn in (ours, pg):

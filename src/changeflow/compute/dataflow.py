@@ -42,6 +42,7 @@ from changeflow.compute.types import (
     INTERVAL,
     JSONB,
     UUID,
+    SqlType,
     arrow_schema,
     from_arrow_schema,
     rows_only,
@@ -115,42 +116,47 @@ def maintain_view(
     return Dataflow(storage, name, plan, output, spark)
 
 
-def process_only(plan: P.Plan, aggregates: bool = True) -> str | None:
-    """Why ``plan`` is evaluated in this process only (Spark has no form for it), or None;
-    without ``aggregates``, array_agg (which a Spark hydration takes in this process) does
-    not count."""
+def process_only(plan: P.Plan) -> str | None:
+    """Why ``plan`` is evaluated in this process only (Spark has no form for it), or None."""
     if has_unnest(plan):
         return "unnest of a column"
     nodes = [plan]
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
-        if any(rows_only(c.type) and c.type not in SPARK_HELD for c in node.schema) or any(
+        if any(rows_only(c.type) and not _held(c.type) for c in node.schema) or any(
             not _on_spark(x)
             for f in dataclasses.fields(node)
             for e in _expressions(getattr(node, f.name))
             for x in _subexpressions(e)
         ):
-            return "arrays, or an expression of interval, jsonb, uuid or bytea"
+            return "an expression of arrays, interval, jsonb, uuid or bytea"
         if _compares_carried(node):
-            return "interval or jsonb values compared, grouped, ordered or aggregated"
-        if isinstance(node, P.Reduce) and aggregates and _ordered(node):
-            return "array_agg"
+            return "array, interval or jsonb values compared, grouped, ordered or aggregated"
     return None
 
 
 BYTES = (UUID, BYTEA)  # Spark holds them as binary, compared as PostgreSQL compares them
 CARRIED = (INTERVAL, JSONB)  # Spark holds them as structs: carried, never compared there
-SPARK_HELD = (*BYTES, *CARRIED)
+
+
+def _carried(kind: SqlType) -> bool:
+    """Values Spark holds but only carries (never compares): intervals and jsonb as their
+    structs, arrays as its arrays (PostgreSQL compares their NULL elements its own way)."""
+    return kind in CARRIED or kind.element is not None
+
+
+def _held(kind: SqlType) -> bool:
+    return kind in BYTES or _carried(kind)
 
 
 def _on_spark(e: Expr) -> bool:
-    """Has Spark a form for ``e`` itself? Interval and jsonb values are only carried and
-    tested for NULL there; uuid and bytea values carried, compared and tested for NULL (their
-    casts and functions are not)."""
-    if e.type in SPARK_HELD:
+    """Has Spark a form for ``e`` itself? Array, interval and jsonb values are only carried
+    and tested for NULL there; uuid and bytea values carried, compared and tested for NULL
+    (their casts and functions are not)."""
+    if _held(e.type):
         return isinstance(e, Col)
-    if any(c.type in CARRIED for c in e.children()):
+    if any(_carried(c.type) for c in e.children()):
         return isinstance(e, IsNull)
     if any(c.type in BYTES for c in e.children()):
         return isinstance(e, Cmp | IsNull)
@@ -158,24 +164,25 @@ def _on_spark(e: Expr) -> bool:
 
 
 def _compares_carried(node: P.Plan) -> bool:
-    """Does ``node`` compare interval or jsonb values (which PostgreSQL compares by meaning:
-    ``'1 day' = '24 hours'``, Spark by their fields) or aggregate them (but count them)? A top-k
-    and a window break ties by the whole row."""
+    """Does ``node`` compare array, interval or jsonb values (which PostgreSQL compares by
+    meaning: ``'1 day' = '24 hours'``; Spark by their fields) or aggregate them (but count
+    them)? A top-k and a window break ties by the whole row."""
     inputs = node.inputs()
-    carried = {i for i, c in enumerate(inputs[0].schema) if c.type in CARRIED} if inputs else set()
+    carried = {i for i, c in enumerate(inputs[0].schema) if _carried(c.type)} if inputs else set()
     match node:
         case P.Join(equivalences=classes, inputs_=sides):
             columns = [c for side in sides for c in side.schema]
-            return any(columns[i].type in CARRIED for klass in classes for i in klass)
+            return any(_carried(columns[i].type) for klass in classes for i in klass)
         case P.Reduce(group_by=keys, aggregates=aggs):
             counted = [a.arg for a in aggs if a.func != "count" or a.distinct]
             counted += [o.expr for a in aggs for o in a.order]
+            # (below an aggregated expression, a carried value can only be tested for NULL)
             return bool(carried & set(keys)) or any(
-                x.type in CARRIED for e in counted if e is not None for x in _subexpressions(e)
+                e is not None and _carried(e.type) for e in counted
             )
         case P.Distinct() | P.Threshold() | P.TopK() | W.Window():
             return bool(carried)
-        case P.Constant(schema=schema):
+        case P.Constant(schema=schema):  # (Spark makes array constants as its arrays)
             return any(c.type in CARRIED for c in schema)
     return False
 
@@ -196,10 +203,6 @@ def _subexpressions(e: Expr) -> Iterator[Expr]:
     yield e
     for c in e.children():
         yield from _subexpressions(c)
-
-
-def _ordered(reduce: P.Reduce) -> bool:
-    return any(a.func == "array_agg" for a in reduce.aggregates)
 
 
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:
@@ -304,7 +307,7 @@ class Dataflow:
         self.root: Operator = build(self.plan, self.inputs, at=self.as_of)
         bulk = (
             spark is not None
-            and process_only(self.plan, aggregates=False) is None
+            and process_only(self.plan) is None
             and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {

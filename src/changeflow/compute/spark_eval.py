@@ -258,10 +258,15 @@ class _Evaluator:
             (cc.compile(a.arg) if a.arg is not None else F.lit(None)).alias(f"a{i}")
             for i, a in enumerate(plan.aggregates)
         ]
-        args += [  # the sort keys of ordered aggregates
+        args += [  # the sort keys of ordered aggregates, and the filter of one keeping NULLs
             cc.compile(o.expr).alias(f"a{i}_{j}")
             for i, a in enumerate(plan.aggregates)
             for j, o in enumerate(a.order)
+        ]
+        args += [
+            cc.compile(a.filter).alias(f"a{i}_f")
+            for i, a in enumerate(plan.aggregates)
+            if a.filter is not None
         ]
         keys = [F.col(name(c)).alias(name(j)) for j, c in enumerate(plan.group_by)]
         frame = frame.select(*keys, *args, _D)
@@ -360,10 +365,11 @@ def _equalities(pending: list[list[int]], owner: list[int], k: int) -> list[Colu
 def _aggregate(frame: DataFrame, agg: P.Aggregate, arg: str, kind) -> Column:
     """``agg`` over a group of ``frame``, each row counted ``_diff`` times."""
     a, d = F.col(arg), F.col(_D)
-    if agg.func == "array_agg":
-        raise PlanError(f"{agg} is not supported on Spark yet", sqlstate="0A000")
-    if agg.order:
-        return _ordered_string_agg(agg, arg)
+    if agg.func == "array_agg" or agg.order:
+        values = _ordered(agg, arg)
+        if agg.func == "array_agg":
+            return F.when(F.size(values) > 0, values)
+        return F.when(F.size(values) > 0, F.array_join(values, agg.separator))
     if agg.func == "count":
         if agg.arg is None:
             return F.sum(d)
@@ -395,23 +401,28 @@ def _aggregate(frame: DataFrame, agg: P.Aggregate, arg: str, kind) -> Column:
     return total / n.cast("decimal(20,0)")
 
 
-def _ordered_string_agg(agg: P.Aggregate, arg: str) -> Column:
-    """``string_agg(… ORDER BY …)`` as the reference orders it: by the sort keys (each in its
-    direction, NULLs where it says), ties by the value; each row's value ``_diff`` times (once
-    each with DISTINCT)."""
+def _ordered(agg: P.Aggregate, arg: str) -> Column:
+    """The values of a ``string_agg(… ORDER BY …)`` or ``array_agg`` in the reference's order:
+    by the sort keys (each in its direction, NULLs where it says), ties by the value (NULLs
+    first; with no ORDER BY, the values ascending, NULLs last); each row's value ``_diff``
+    times (once each with DISTINCT). array_agg keeps NULL values, string_agg skips them; a
+    FILTER leaves its rows out."""
     a = F.col(arg)
     keys = [F.col(f"{arg}_{j}").alias(f"k{j}") for j in range(len(agg.order))]
     item = F.struct(*keys, a.alias("v"))
+    kept = a.isNotNull() if agg.func == "string_agg" else F.lit(True)
+    if agg.filter is not None:
+        kept = kept & F.coalesce(F.col(f"{arg}_f"), F.lit(False))
     if agg.distinct:
-        items = F.collect_set(F.when(a.isNotNull(), item))
+        items = F.collect_set(F.when(kept, item))
     else:
         repeated = F.array_repeat(item, F.col(_D).cast("int"))
-        items = F.flatten(F.collect_list(F.when(a.isNotNull(), repeated)))
+        items = F.flatten(F.collect_list(F.when(kept, repeated)))
     terms = [
         (f"k{j}", o.desc, P.Order(0, o.desc, o.nulls_last).nulls_at_end)
         for j, o in enumerate(agg.order)
     ]
-    terms.append(("v", False, False))
+    terms.append(("v", False, not agg.order))
 
     def compare(x: Column, y: Column) -> Column:
         out: Column = F.lit(0)
@@ -429,8 +440,7 @@ def _ordered_string_agg(agg: P.Aggregate, arg: str) -> Column:
             )
         return out
 
-    ordered = F.transform(F.array_sort(items, compare), lambda i: i["v"])
-    return F.when(F.size(ordered) > 0, F.array_join(ordered, agg.separator))
+    return F.transform(F.array_sort(items, compare), lambda i: i["v"])
 
 
 def _exact(frame: DataFrame, arg: str, kind) -> Column:
