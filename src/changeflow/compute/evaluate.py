@@ -18,7 +18,7 @@ from typing import Any
 from changeflow.collection import PTVC, CollectionVersion, Update, consolidate
 from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
-from changeflow.compute.scalars import as_type, check_range, compare_values
+from changeflow.compute.scalars import as_type, check_range, compare_values, one_nan
 from changeflow.compute.types import FLOAT8
 from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import EvalError, PlanError
@@ -197,7 +197,7 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         case "avg":
             n = sum(c for _, c in values)
             if kind == FLOAT8:
-                return sum(float(v) * c for v, c in values) / n
+                return one_nan(sum(float(v) * c for v, c in values) / n)
             with localcontext() as ctx:
                 ctx.prec = 40
                 return sum(Decimal(v) * c for v, c in values) / n

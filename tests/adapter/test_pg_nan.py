@@ -1,0 +1,136 @@
+"""NaN compared with PostgreSQL 15: a float or numeric NaN equals NaN and is greater than every
+other value, in =, <, IN, ORDER BY, GROUP BY, DISTINCT, joins, set operations, min/max and
+greatest/least; ad hoc (rows and Arrow kernels) and installed as materialized views kept
+through inserts and deletes of NaN rows (a deleted NaN leaves its group and its sum)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CREATE = "CREATE TABLE tf (id int NOT NULL, f float8, g float8)"
+INSERT = (
+    "INSERT INTO tf VALUES (1, 'NaN', 1), (2, 'NaN', 'NaN'), (3, 150.5, NULL), (4, NULL, 2),"
+    " (5, -1, 'NaN'), (6, 1e10, 3), (7, 0, -0.0)"
+)
+CHANGES = [
+    "INSERT INTO tf VALUES (8, 'NaN', 'NaN'), (9, 2, 'NaN')",
+    "DELETE FROM tf WHERE id = 1",
+    "UPDATE tf SET f = 'NaN' WHERE id = 3",
+    "DELETE FROM tf WHERE id IN (2, 8)",
+    "DELETE FROM tf WHERE f = 'NaN'",
+]
+QUERIES = [
+    "SELECT id FROM tf WHERE f = 'NaN'::float8",
+    "SELECT id FROM tf WHERE f = g",
+    "SELECT id FROM tf WHERE f > 1e9",
+    "SELECT id FROM tf WHERE f < g",
+    "SELECT id FROM tf WHERE f >= 'NaN' OR g <= 0",
+    "SELECT id FROM tf WHERE f <> 'NaN'",
+    "SELECT id, f = g, f < g, f > g, f IS DISTINCT FROM g, nullif(f, g) FROM tf",
+    "SELECT f, count(*), sum(g), avg(g), min(g), max(g) FROM tf GROUP BY f",
+    "SELECT sum(f), avg(f), count(DISTINCT f), min(f), max(f) FROM tf",
+    "SELECT DISTINCT f FROM tf",
+    "SELECT a.id, b.id FROM tf a JOIN tf b ON a.f = b.g",
+    "SELECT a.id, b.id FROM tf a LEFT JOIN tf b ON a.f = b.g",
+    "SELECT id FROM tf WHERE f IN ('NaN', 1)",
+    "SELECT id FROM tf WHERE g NOT IN ('NaN', 1)",
+    "SELECT id, greatest(f, g), least(f, g) FROM tf",
+    "SELECT f FROM tf EXCEPT SELECT 'NaN'::float8",
+    "SELECT f FROM tf INTERSECT SELECT g FROM tf",
+    "SELECT id, f FROM tf ORDER BY f DESC, id LIMIT 3",
+    "SELECT id, f FROM tf ORDER BY f, id LIMIT 4",
+]
+ORDERED = [
+    "SELECT id, f FROM tf ORDER BY f, id",
+    "SELECT id, f FROM tf ORDER BY f DESC, id",
+    "SELECT id, f FROM tf ORDER BY f NULLS FIRST, id",
+    "SELECT id, g FROM tf ORDER BY g DESC NULLS LAST, id",
+]
+CONSTANTS = [
+    "'NaN'::float8 = 'NaN'::float8",
+    "'NaN'::float8 > 'Infinity'::float8",
+    "'NaN'::float8 < 1",
+    "'NaN'::numeric = 'NaN'::numeric",
+    "'NaN'::numeric > 1e100",
+    "'NaN'::numeric <= 0",
+    "greatest(1, 'NaN'::float8, 2)",
+    "least('NaN'::numeric, 2)",
+    "'NaN'::float8 IN (1, 'NaN')",
+]
+NUMERIC_QUERIES = [
+    "SELECT x FROM (VALUES (1.0), ('NaN'::numeric), (2.5)) v(x) ORDER BY x",
+    "SELECT x FROM (VALUES (1.0), ('NaN'::numeric), (2.5)) v(x) ORDER BY x DESC LIMIT 2",
+    "SELECT x, count(*) FROM (VALUES (1.0), ('NaN'::numeric), ('NaN'::numeric)) v(x)"
+    " GROUP BY x ORDER BY x",
+    "SELECT max(x), min(x), sum(x), avg(x) FROM (VALUES (1.0), ('NaN'::numeric)) v(x)",
+    "SELECT DISTINCT x FROM (VALUES ('NaN'::numeric), ('NaN'::numeric)) v(x)",
+]
+
+
+def texts(conn: Any, sql: str) -> list:
+    """``sql``'s rows as text (a NaN is ``nan``/``NaN`` on both sides), sorted."""
+    return sorted(_text(r) for r in conn.execute(sql).fetchall())
+
+
+def _text(row: tuple) -> tuple:
+    return tuple("NULL" if v is None else str(v) for v in row)
+
+
+@pytest.fixture
+def both(tmp_path: Path, postgres_url: str):
+    with beside_postgres(tmp_path / "home", postgres_url, "tf", CREATE, INSERT) as pair:
+        yield pair
+
+
+def test_nan_ad_hoc_and_maintained_as_postgres(both) -> None:
+    maintained_as_postgres(*both, QUERIES, CHANGES, rows=texts)
+
+
+def test_nan_sorts_last_as_postgres(both) -> None:
+    ours, pg = both
+    for sql in ORDERED:
+        want = [_text(r) for r in pg.execute(sql).fetchall()]
+        assert [_text(r) for r in ours.execute(sql).fetchall()] == want, sql
+
+
+def test_nan_constants_and_numeric_nan_as_postgres(both) -> None:
+    ours, pg = both
+    for call in CONSTANTS:
+        sql = f"SELECT {call}"
+        assert texts(ours, sql) == texts(pg, sql), sql
+    for sql in NUMERIC_QUERIES:
+        want = [_text(r) for r in pg.execute(sql).fetchall()]
+        assert [_text(r) for r in ours.execute(sql).fetchall()] == want, sql
+
+
+MANY = (
+    "INSERT INTO tf SELECT i, CASE i % 3 WHEN 0 THEN 'NaN'::float8 WHEN 1 THEN 1.5 ELSE 0 END,"
+    " CASE WHEN i % 2 = 0 THEN 'NaN'::float8 ELSE i END FROM generate_series(10, 30009) AS s(i)"
+)
+MANY_QUERIES = [
+    "SELECT f, count(*), max(g) FROM tf GROUP BY f",
+    "SELECT count(DISTINCT f), count(DISTINCT g) FROM tf",
+    "SELECT DISTINCT f FROM tf",
+    "SELECT count(*) FROM tf WHERE f = 'NaN' AND g > 1e9",
+    "SELECT count(*) FROM tf a JOIN (SELECT DISTINCT f FROM tf) b ON a.f = b.f",
+    "SELECT id, g FROM tf ORDER BY g DESC, id LIMIT 3",
+    "SELECT count(*) FROM (SELECT f FROM tf EXCEPT ALL SELECT 'NaN'::float8) x",
+]
+
+
+def test_nan_over_many_rows_as_postgres(both) -> None:
+    """Enough rows that ad hoc queries run on Arrow columns (hash joins and aggregations)."""
+    ours, pg = both
+    for conn in both:
+        conn.execute(MANY)
+    for sql in MANY_QUERIES:
+        assert texts(ours, sql) == texts(pg, sql), sql
