@@ -12,7 +12,10 @@ before anything is installed, then returns a :class:`Dataflow`. A dataflow
   updates below the meet of the inputs' uppers into the output's updates;
 - writes through :class:`~changeflow.compute.sink.SelfCorrectingSink`, which appends exactly
   ``desired - persisted``: a restarted dataflow, or a second replica in another process, never
-  duplicates or loses an update, and the output's upper never passes the inputs' meet.
+  duplicates or loses an update, and the output's upper never passes the inputs' meet;
+- on an evaluation error (22012…) leaves the output where it was and raises the error at every
+  step until an input's data changes, then starts over from the inputs' contents at their meet
+  (in-process tier): a view reports its error until the offending rows are gone.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ from changeflow.compute.types import (
 )
 from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import arrow_values, python_values
-from changeflow.errors import FrontierViolation, PlanError, Timeout
+from changeflow.errors import EvalError, FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
+from changeflow.storage.read import ReadCapability
 from changeflow.time import Antichain, Bound, show_bound, to_bound
 from changeflow.updates import DIFF, TIME
 
@@ -287,6 +291,8 @@ class Dataflow:
         self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
         self.schema = storage.state(output).schema
         self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
+        self.error: EvalError | None = None  # the error a step raised, until it is gone
+        self.leased: list[ReadCapability] = []  # the inputs read from where it started over
         self._install(spark)
         self.reported = 0.0
         self._report(running=True)
@@ -350,6 +356,8 @@ class Dataflow:
         and hand the output's updates to the sink; True if the meet of the inputs moved."""
         started = time.monotonic()
         deadline = started + timeout
+        if self.error is not None:
+            self._retry(self.error)
         while True:
             for shard, subscription in self.subscriptions.items():
                 while (got := subscription.next(0.0)) is not None:
@@ -365,7 +373,12 @@ class Dataflow:
                 return False
             time.sleep(0.01)
         failpoint("dataflow.before_step")
-        out = self._compute(meet if meet is not None else 2**63 - 1)
+        try:
+            out = self._compute(meet if meet is not None else 2**63 - 1)
+        except EvalError as error:
+            if self.tier == "process":
+                self.error = error
+            raise
         failpoint("dataflow.after_operators")
         self.sink.step(out, Antichain() if meet is None else Antichain([meet]))
         failpoint("dataflow.after_sink")
@@ -378,6 +391,39 @@ class Dataflow:
         if time.monotonic() - self.reported >= REPORT_SECONDS:
             self._report(running=True)
         return True
+
+    def _retry(self, error: EvalError) -> None:
+        """A failed dataflow's output stays where it was, and each step raises the error
+        again, until an input's data changes: then it starts over from the inputs' contents
+        at their meet less one (where the offending rows may be gone)."""
+        changed = False
+        for shard, subscription in self.subscriptions.items():
+            while (got := subscription.next(0.0)) is not None:
+                changed = changed or got[0].num_rows > 0
+                self.uppers[shard] = to_bound(got[1])
+        meet = _meet(self.uppers.values()) if self.uppers else None
+        if not changed or meet is None:
+            raise error
+        self._start_over(meet - 1)
+
+    def _start_over(self, at: int) -> None:
+        """New operators that take the inputs' contents at ``at`` as their first step, and a
+        new sink reading the output back from its since: it writes what differs."""
+        self.sink.close()
+        for cap in self.leased:
+            self.storage.drop(cap)
+        caps = {s: self.storage.clone(c) for s, c in self.holds.items()}
+        self.leased = list(caps.values())
+        for cap in self.leased:
+            self.storage.downgrade(cap, Antichain([at]))
+        self.sink = SelfCorrectingSink(self.storage, self.output)
+        self.inputs = Inputs()
+        self.root = build(self.plan, self.inputs, at=at)
+        subscribe = self.storage.subscribe_at
+        self.subscriptions = {s: subscribe(c, timeout=None) for s, c in caps.items()}
+        self.frontier = at
+        self.uppers = dict.fromkeys(self.holds, at)
+        self.error = None
 
     def _take(self, shard: str, updates: pa.Table) -> None:
         """Take an input's appended updates for the next step."""
@@ -421,6 +467,8 @@ class Dataflow:
         """Stop (the inputs stay held for a restart; :func:`drop_view` releases them)."""
         self._report(running=False)
         self.sink.close()
+        for cap in self.leased:
+            self.storage.drop(cap)
 
     def status(self) -> DataflowStatus:
         """Where the dataflow is: frontiers, lag, state held and step durations."""
