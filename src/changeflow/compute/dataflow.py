@@ -106,12 +106,15 @@ def maintain_view(
             )
     else:
         read, write = storage.create(output, wanted)
-        as_of = max(_since(storage, n) for n in plan.collections()) if plan.collections() else 0
+        # held first: the host's compaction cannot move an input's since past the output's start
+        held = _hold_inputs(storage, name, plan, output).values()
+        as_of = max((_since(c) for c in held), default=0)
         if as_of:  # the output begins at the as_of: nothing before it, and nothing to read there
             storage.append(write, [], as_of)
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
+    failpoint("dataflow.before_holds")
     if cluster:
         from changeflow.compute.cluster.dataflow import ClusterDataflow
 
@@ -257,10 +260,21 @@ def _types(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema)
 
 
-def _since(storage: Storage, shard: str) -> int:
-    since = to_bound(storage.state(shard).since)
+def _hold_inputs(
+    storage: Storage, name: str, plan: P.Plan, output: str
+) -> dict[str, ReadCapability]:
+    """The dataflow's registered readers of its inputs (resumed where they are held)."""
+    reason = f"view {name!r} into {output!r} reads it from where the output is complete"
+    return {
+        shard: storage.register_reader(shard, HOLDER.format(name), reason)
+        for shard in sorted(plan.collections())
+    }
+
+
+def _since(cap: ReadCapability) -> int:
+    since = to_bound(cap.frontier)
     if since is None:
-        raise FrontierViolation(f"input {shard!r} is closed to reads (since [])")
+        raise FrontierViolation(f"input {cap.name!r} is closed to reads (since [])")
     return since
 
 
@@ -277,11 +291,7 @@ class Dataflow:
     ) -> None:
         self.storage, self.name, self.plan, self.output = storage, name, plan, output
         self.stats = StepStats()
-        reason = f"view {name!r} into {output!r} reads it from where the output is complete"
-        self.holds = {
-            shard: storage.register_reader(shard, HOLDER.format(name), reason)
-            for shard in sorted(plan.collections())
-        }
+        self.holds = _hold_inputs(storage, name, plan, output)
         since = to_bound(storage.state(output).since)
         held = (to_bound(c.frontier) or 0 for c in self.holds.values())
         self.as_of = self._start_at(max([since or 0, *held]))
