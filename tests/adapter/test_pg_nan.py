@@ -6,10 +6,14 @@ through inserts and deletes of NaN rows (a deleted NaN leaves its group and its 
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import changeflow
+from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres, maintained_as_postgres  # noqa: E402
@@ -73,6 +77,10 @@ NUMERIC_QUERIES = [
     " GROUP BY x ORDER BY x",
     "SELECT max(x), min(x), sum(x), avg(x) FROM (VALUES (1.0), ('NaN'::numeric)) v(x)",
     "SELECT DISTINCT x FROM (VALUES ('NaN'::numeric), ('NaN'::numeric)) v(x)",
+    "SELECT id, CASE WHEN f = 'NaN' THEN 'NaN'::numeric ELSE id END AS x FROM tf"
+    " ORDER BY x DESC, id LIMIT 3",
+    "SELECT CASE WHEN f = 'NaN' THEN 'NaN'::numeric ELSE 1 END AS x, count(*) FROM tf"
+    " GROUP BY 1 ORDER BY 1",
 ]
 
 
@@ -110,6 +118,29 @@ def test_nan_constants_and_numeric_nan_as_postgres(both) -> None:
     for sql in NUMERIC_QUERIES:
         want = [_text(r) for r in pg.execute(sql).fetchall()]
         assert [_text(r) for r in ours.execute(sql).fetchall()] == want, sql
+
+
+def test_numeric_nan_is_refused_where_it_would_be_stored(tmp_path: Path) -> None:
+    """Arrow's decimals hold no NaN: a table refuses one (0A000, where PostgreSQL stores it),
+    and a view computing one reports 0A000 until the row that makes it is gone."""
+    with changeflow.connect(tmp_path / "home", host_seconds=0) as ours:
+        ours.execute("CREATE TABLE tn (id int NOT NULL, n numeric, m numeric(10,2))")
+        ours.execute("INSERT INTO tn VALUES (1, 1, 1), (2, 2, 2)")
+        ours.execute(
+            "CREATE MATERIALIZED VIEW vn AS"
+            " SELECT id, CASE WHEN m > 1 THEN 'NaN'::numeric ELSE n END AS x FROM tn"
+        )
+        for sql in [
+            "INSERT INTO tn VALUES (3, 'NaN', 1)",
+            "INSERT INTO tn VALUES (3, 1, 'NaN')",
+            "INSERT INTO tn SELECT 3, 'NaN'::numeric, 1",
+            "SELECT * FROM vn",
+        ]:
+            with pytest.raises(DatabaseError) as caught:
+                ours.execute(sql).fetchall()
+            assert caught.value.sqlstate == "0A000", sql
+        ours.execute("DELETE FROM tn WHERE id = 2")
+        assert ours.execute("SELECT * FROM vn").fetchall() == [(1, Decimal(1))]
 
 
 MANY = (

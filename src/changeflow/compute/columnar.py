@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.scalars import like_pattern
+from changeflow.compute.scalars import like_pattern, unstorable_nan
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -80,6 +80,8 @@ def row_values(e: X.Expr, columns: list[pa.Array], n: int, now: int | None = Non
 def to_array(values: list[Any], kind: SqlType) -> pa.Array:
     """Python values of ``kind`` as an array (numerics exactly, at their largest scale)."""
     if kind == NUMERIC:
+        if any(v != v for v in values if v is not None):  # only a NaN is unequal to itself
+            raise unstorable_nan("an Arrow column")
         scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
         return pa.array(values, pa.decimal256(76, max(scale, 0)))
     return pa.array(arrow_values(values, kind.arrow), _arrow(kind))

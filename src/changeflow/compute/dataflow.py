@@ -38,6 +38,7 @@ from changeflow.compute import window as W
 from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.recursive import has_recursive
+from changeflow.compute.scalars import unstorable_nan
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
@@ -526,8 +527,12 @@ class Dataflow:
         times, diffs = [], []
         quanta = [_quantum(f.type) for f in self.schema]
         for row, t, d in updates:
-            for column, value, quantum in zip(columns, row, quanta, strict=True):
-                column.append(value.quantize(quantum) if isinstance(value, Decimal) else value)
+            for i, (column, value) in enumerate(zip(columns, row, strict=True)):
+                if isinstance(value, Decimal):
+                    if value.is_nan():
+                        raise unstorable_nan(f"column {names[i]!r} of view {self.name!r}")
+                    value = value.quantize(quanta[i])
+                column.append(value)
             times.append(t)
             diffs.append(d)
         arrays = [

@@ -60,6 +60,16 @@ NUMERIC_NAN = Decimal("NaN")
 """The one numeric NaN object rows hold (as :data:`NAN`)."""
 
 
+def unstorable_nan(where: str) -> EvalError:
+    """The error for a numeric NaN bound for ``where`` (a stored column, an Arrow column):
+    Arrow's decimals have no NaN."""
+    return EvalError(
+        f"numeric NaN cannot be stored in {where}; it can be computed and compared in "
+        "queries, or stored as double precision",
+        sqlstate="0A000",
+    )
+
+
 def one_nan(value: Any) -> Any:
     """``value``, or :data:`NAN` (:data:`NUMERIC_NAN`) if it is a float (numeric) NaN."""
     if value != value:  # only a NaN is unequal to itself
