@@ -16,7 +16,7 @@ import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -69,7 +69,13 @@ CONSTANTS = [
     "greatest(1, 'NaN'::float8, 2)",
     "least('NaN'::numeric, 2)",
     "'NaN'::float8 IN (1, 'NaN')",
+    "'NaN'::float8 / 0",
+    "'NaN'::numeric / 0",
+    "'NaN'::numeric % 0",
+    "'NaN'::float8::numeric",
+    "'NaN'::numeric::float8 = 'NaN'::float8",
 ]
+REFUSED = ["SELECT 'NaN'::numeric::int", "SELECT 'NaN'::float8::int", "SELECT 1 / 0::float8"]
 NUMERIC_QUERIES = [
     "SELECT x FROM (VALUES (1.0), ('NaN'::numeric), (2.5)) v(x) ORDER BY x",
     "SELECT x FROM (VALUES (1.0), ('NaN'::numeric), (2.5)) v(x) ORDER BY x DESC LIMIT 2",
@@ -118,6 +124,7 @@ def test_nan_constants_and_numeric_nan_as_postgres(both) -> None:
     for sql in NUMERIC_QUERIES:
         want = [_text(r) for r in pg.execute(sql).fetchall()]
         assert [_text(r) for r in ours.execute(sql).fetchall()] == want, sql
+    same_errors(ours, pg, REFUSED)
 
 
 def test_numeric_nan_is_refused_where_it_would_be_stored(tmp_path: Path) -> None:

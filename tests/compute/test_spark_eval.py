@@ -397,7 +397,7 @@ def _float_expr(depth: int) -> st.SearchStrategy[Expr]:
     sub = _float_expr(depth - 1)
     return st.one_of(
         leaf,
-        st.builds(Arith, st.sampled_from("+-"), sub, sub),
+        st.builds(Arith, st.sampled_from("+-*/"), sub, sub),
         st.builds(Neg, sub),
         st.builds(lambda a, b: Func("greatest", (a, b)), sub, sub),
         st.builds(lambda a, b: Func("least", (a, b)), sub, sub),

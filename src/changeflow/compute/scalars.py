@@ -78,6 +78,8 @@ def one_nan(value: Any) -> Any:
 
 
 def _div(a: Any, b: Any, kind: SqlType) -> Any:
+    if a != a:  # NaN divided by anything, zero too, is NaN
+        return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
     if kind.integer:
@@ -119,6 +121,8 @@ def numeric_div(a: Decimal, b: Decimal) -> Decimal:
 
 
 def _mod(a: Any, b: Any, kind: SqlType) -> Any:
+    if a != a:  # as in division
+        return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
     if kind == FLOAT8:
@@ -436,10 +440,14 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
                 raise EvalError(f"{target} out of range", sqlstate="22003")
             return check_range(round(value), target)  # half to even, as rint
         if source == NUMERIC:
+            if value.is_nan():
+                raise EvalError(f"cannot convert NaN to {target}", sqlstate="0A000")
             return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
         return check_range(value, target)
     if target == NUMERIC and source.numeric:
-        if source == FLOAT8 and (math.isnan(value) or math.isinf(value)):
+        if source == FLOAT8 and math.isnan(value):
+            return NUMERIC_NAN
+        if source == FLOAT8 and math.isinf(value):
             raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
