@@ -512,7 +512,7 @@ class Dataflow:
         limit = self._hold_limit()
         if since is not None and limit is not None:
             since = min(since, limit)
-        for cap in self.holds.values():
+        for cap in [*self.holds.values(), *self.leased]:
             held = to_bound(cap.frontier)
             if since is not None and held is not None and held < since:
                 cap.downgrade(Antichain([since]))
