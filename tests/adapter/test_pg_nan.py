@@ -87,6 +87,10 @@ NUMERIC_QUERIES = [
     " ORDER BY x DESC, id LIMIT 3",
     "SELECT CASE WHEN f = 'NaN' THEN 'NaN'::numeric ELSE 1 END AS x, count(*) FROM tf"
     " GROUP BY 1 ORDER BY 1",
+    "SELECT id FROM (SELECT id, CASE WHEN f = 'NaN' THEN 'NaN'::numeric ELSE id END AS x"
+    " FROM tf ORDER BY x DESC, id LIMIT 3) s ORDER BY id",
+    "SELECT id FROM (SELECT id, CASE WHEN f = 'NaN' THEN 'NaN'::numeric ELSE id END AS x"
+    " FROM tf ORDER BY x NULLS FIRST, id LIMIT 4) s ORDER BY id",
 ]
 
 
