@@ -1,8 +1,9 @@
 """A view created over a table the host has not yet compacted: the host's compaction of the
 table (its since moved to the history's start) landing while the view's dataflow starts must
 not leave the dataflow starting later than its output begins (its first step then failed:
-"cannot downgrade capability … back to [0]"). The interleaving is forced with a hook at the
-point between the output's creation and the inputs' holds, where the host thread once ran."""
+"cannot downgrade capability … back to [0]"). The interleaving is forced with a hook between
+the output's creation and the dataflow's start, where the host thread once ran while the
+inputs were not held yet."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_compaction_while_a_view_starts(tmp_path: Path) -> None:
             env.log.ready({table}, now)
             env.allow_compaction(env.catalog.load(), now - HISTORY_MS)
 
-        with hooked("dataflow.before_holds", host_compacts):
+        with hooked("dataflow.before_start", host_compacts):
             conn.execute("CREATE MATERIALIZED VIEW v AS SELECT a, sum(b) FROM t GROUP BY a")
         compacted = env.storage.registered_readers(table)[WRITER].frontier
         assert compacted.elements[0] > 0  # the host's compaction ran (the view holds since)

@@ -115,7 +115,7 @@ def maintain_view(
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
-    failpoint("dataflow.before_holds")
+    failpoint("dataflow.before_start")
     if cluster:
         from changeflow.compute.cluster.dataflow import ClusterDataflow
 
