@@ -52,6 +52,8 @@ QUERIES = [
     "SELECT f FROM tf INTERSECT SELECT g FROM tf",
     "SELECT id, f FROM tf ORDER BY f DESC, id LIMIT 3",
     "SELECT id, f FROM tf ORDER BY f, id LIMIT 4",
+    "SELECT id, rank() OVER (ORDER BY f), sum(g) OVER (ORDER BY id) FROM tf",
+    "SELECT id, count(*) OVER (PARTITION BY f), max(g) OVER (PARTITION BY f) FROM tf",
 ]
 ORDERED = [
     "SELECT id, f FROM tf ORDER BY f, id",
