@@ -138,8 +138,13 @@ def _close(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _key(row: tuple) -> tuple:
+    """A row's sort key alike on both sides (a decimal zero in positional form, not 0E-10)."""
+    return tuple((v is None, f"{v:f}" if isinstance(v, Decimal) else str(v)) for v in row)
+
+
 def _same_rows(ours: list[tuple], theirs: list[tuple]) -> None:
-    key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
+    key = _key
     ours, theirs = sorted(ours, key=key), sorted(theirs, key=key)
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs, strict=True):

@@ -329,6 +329,8 @@ def _reference_value(e: Expr, row: tuple) -> Any:
 
 def _same(ours: Any, theirs: Any) -> bool:
     if isinstance(ours, float) and isinstance(theirs, float):
+        if math.isnan(ours) or math.isnan(theirs):
+            return math.isnan(ours) and math.isnan(theirs)
         return math.isclose(ours, theirs, rel_tol=1e-12) or ours == theirs
     return _norm(ours) == _norm(theirs)
 
@@ -380,6 +382,57 @@ def test_random_expressions_agree_with_the_reference(
     spark: SparkSession, e: Expr, rows: list[tuple]
 ) -> None:
     _agree(spark, e, ROW_SCHEMA, rows)
+
+
+FLOAT_SCHEMA: Schema = (Column("f", FLOAT8), Column("g", FLOAT8), Column("a", INT4))
+floats = st.sampled_from([None, math.nan, 0.0, -0.0, 1.5, -2.0, 1e300])
+
+
+def _float_expr(depth: int) -> st.SearchStrategy[Expr]:
+    """Double expressions over columns that hold NaN."""
+    leaf = st.one_of(
+        st.sampled_from([Col(0, FLOAT8, name="f"), Col(1, FLOAT8, name="g")]),
+        floats.map(lambda v: Lit(v, FLOAT8)),
+        st.just(Cast(Col(2, INT4, name="a"), FLOAT8)),
+    )
+    if depth == 0:
+        return leaf
+    sub = _float_expr(depth - 1)
+    return st.one_of(
+        leaf,
+        st.builds(Arith, st.sampled_from("+-*/"), sub, sub),
+        st.builds(Neg, sub),
+        st.builds(lambda a, b: Func("greatest", (a, b)), sub, sub),
+        st.builds(lambda a, b: Func("least", (a, b)), sub, sub),
+        st.builds(lambda c, a, b: Case(((c, a),), b), _float_cmp(depth - 1), sub, sub),
+        st.builds(lambda a, b: Coalesce((a, b)), sub, sub),
+        st.builds(NullIf, sub, sub),
+    )
+
+
+def _float_cmp(depth: int) -> st.SearchStrategy[Expr]:
+    """Comparisons of doubles (NaN equal to NaN and above every other value)."""
+    sub = _float_expr(depth)
+    return st.one_of(
+        st.builds(Cmp, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), sub, sub),
+        st.builds(
+            lambda a, items, neg: InList(a, tuple(items), neg),
+            sub,
+            st.lists(sub, min_size=1, max_size=3),
+            st.booleans(),
+        ),
+    )
+
+
+@settings(max_examples=40)
+@given(
+    e=st.one_of(_float_expr(2), _float_cmp(1)),
+    rows=st.lists(st.tuples(floats, floats, small), min_size=1, max_size=4),
+)
+def test_random_double_expressions_with_nan_agree_with_the_reference(
+    spark: SparkSession, e: Expr, rows: list[tuple]
+) -> None:
+    _agree(spark, e, FLOAT_SCHEMA, rows)
 
 
 TEXTS = st.text(alphabet="ab%_\\ 1.-", max_size=5)

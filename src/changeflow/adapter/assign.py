@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from changeflow.compute.scalars import unstorable_nan
 from changeflow.errors import EvalError
 
 Rows = list[tuple[tuple[Any, ...], int]]
@@ -34,6 +35,8 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
         quantum = Decimal(1).scaleb(-scale)
 
         def fit_numeric(value: Any) -> Decimal:
+            if value != value:  # only a NaN is unequal to itself
+                raise unstorable_nan(f'column "{field.name}" of "{table}"')
             rounded = Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP)
             if rounded.adjusted() >= precision - scale:
                 raise EvalError(

@@ -41,7 +41,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
 from changeflow.config import Config
-from changeflow.errors import PlanError, Timeout
+from changeflow.errors import EvalError, PlanError, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
 from changeflow.storage.txns import TxnLog, View, reader
@@ -549,7 +549,10 @@ class Environment:
                 if item.kind == "source":
                     ingest_source(self, item)
                 elif item.id in flows and self.dataflows.get(item.id) is flows[item.id]:
-                    flows[item.id].step()
+                    try:
+                        flows[item.id].step()
+                    except EvalError as e:  # the view's reads report it; the others go on
+                        self.host_error = e
                 elif item.kind == "sink" and item.id not in self._stopped:
                     run_sink(self, item)
         self._keep_arrangements(state)

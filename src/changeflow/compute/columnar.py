@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.scalars import like_pattern
+from changeflow.compute.scalars import like_pattern, unstorable_nan
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -80,6 +80,8 @@ def row_values(e: X.Expr, columns: list[pa.Array], n: int, now: int | None = Non
 def to_array(values: list[Any], kind: SqlType) -> pa.Array:
     """Python values of ``kind`` as an array (numerics exactly, at their largest scale)."""
     if kind == NUMERIC:
+        if any(v != v for v in values if v is not None):  # only a NaN is unequal to itself
+            raise unstorable_nan("an Arrow column")
         scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
         return pa.array(values, pa.decimal256(76, max(scale, 0)))
     return pa.array(arrow_values(values, kind.arrow), _arrow(kind))
@@ -142,7 +144,10 @@ def _lit(e: X.Lit, cx: _Cx) -> Value:
     if e.value is None:
         return pa.scalar(None, _arrow(e.type))
     if e.type == NUMERIC:
-        return pa.scalar(e.value)  # a decimal at its own scale, as the rows keep it
+        try:
+            return pa.scalar(e.value)  # a decimal at its own scale, as the rows keep it
+        except pa.ArrowInvalid:  # over 76 digits (1e300), or NaN: no Arrow decimal holds it
+            raise NoKernel("numeric literal") from None
     return pa.scalar(e.value, _arrow(e.type))
 
 
@@ -308,10 +313,33 @@ _CMP: dict[str, Callable[[Value, Value], Value]] = {
 
 def _compare(op: str, a: Value, ta: SqlType, b: Value, tb: SqlType) -> Value:
     a, b = _comparable(a, ta, b, tb)
+    if pa.types.is_floating(a.type) and (_any(pc.is_nan(a)) or _any(pc.is_nan(b))):
+        return _compare_nan(op, a, b)
     try:
         return _CMP[op](a, b)
     except pa.ArrowInvalid as error:  # decimals with no common type of 76 digits or fewer
         raise Rows("numeric too wide") from error
+
+
+def _compare_nan(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` for doubles as PostgreSQL compares them: NaN equals NaN and is greater than
+    every other value (Arrow's NaN is unequal to everything). NULLs stay NULL."""
+    a_nan, b_nan = pc.is_nan(a), pc.is_nan(b)
+    a, b = pc.if_else(a_nan, 0.0, a), pc.if_else(b_nan, 0.0, b)
+    same = pc.and_(pc.equal(a_nan, b_nan), pc.equal(a, b))
+    less = pc.or_(pc.less(a_nan, b_nan), pc.and_(pc.equal(a_nan, b_nan), pc.less(a, b)))
+    match op:
+        case "=":
+            return same
+        case "<>":
+            return pc.invert(same)
+        case "<":
+            return less
+        case "<=":
+            return pc.or_(less, same)
+        case ">":
+            return pc.invert(pc.or_(less, same))
+    return pc.invert(less)
 
 
 def _cmp(e: X.Cmp, cx: _Cx) -> Value:

@@ -12,7 +12,10 @@ before anything is installed, then returns a :class:`Dataflow`. A dataflow
   updates below the meet of the inputs' uppers into the output's updates;
 - writes through :class:`~changeflow.compute.sink.SelfCorrectingSink`, which appends exactly
   ``desired - persisted``: a restarted dataflow, or a second replica in another process, never
-  duplicates or loses an update, and the output's upper never passes the inputs' meet.
+  duplicates or loses an update, and the output's upper never passes the inputs' meet;
+- on an evaluation error (22012…) leaves the output where it was and raises the error at every
+  step until an input's data changes, then starts over from the inputs' contents at their meet
+  (in-process tier): a view reports its error until the offending rows are gone.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from changeflow.compute import window as W
 from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.recursive import has_recursive
+from changeflow.compute.scalars import unstorable_nan
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
@@ -49,9 +53,10 @@ from changeflow.compute.types import (
 )
 from changeflow.compute.unnest import has_unnest
 from changeflow.compute.values import arrow_values, python_values
-from changeflow.errors import FrontierViolation, PlanError, Timeout
+from changeflow.errors import EvalError, FrontierViolation, PlanError, Timeout
 from changeflow.failpoints import failpoint
 from changeflow.storage import Storage
+from changeflow.storage.read import ReadCapability
 from changeflow.time import Antichain, Bound, show_bound, to_bound
 from changeflow.updates import DIFF, TIME
 
@@ -103,12 +108,15 @@ def maintain_view(
             )
     else:
         read, write = storage.create(output, wanted)
-        as_of = max(_since(storage, n) for n in plan.collections()) if plan.collections() else 0
+        # held first: the host's compaction cannot move an input's since past the output's start
+        held = _hold_inputs(storage, name, plan, output).values()
+        as_of = max((_since(c) for c in held), default=0)
         if as_of:  # the output begins at the as_of: nothing before it, and nothing to read there
             storage.append(write, [], as_of)
             storage.downgrade(read, Antichain([as_of]))
         storage.drop(read)
         storage.drop(write)
+    failpoint("dataflow.before_start")
     if cluster:
         from changeflow.compute.cluster.dataflow import ClusterDataflow
 
@@ -257,10 +265,21 @@ def _types(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema)
 
 
-def _since(storage: Storage, shard: str) -> int:
-    since = to_bound(storage.state(shard).since)
+def _hold_inputs(
+    storage: Storage, name: str, plan: P.Plan, output: str
+) -> dict[str, ReadCapability]:
+    """The dataflow's registered readers of its inputs (resumed where they are held)."""
+    reason = f"view {name!r} into {output!r} reads it from where the output is complete"
+    return {
+        shard: storage.register_reader(shard, HOLDER.format(name), reason)
+        for shard in sorted(plan.collections())
+    }
+
+
+def _since(cap: ReadCapability) -> int:
+    since = to_bound(cap.frontier)
     if since is None:
-        raise FrontierViolation(f"input {shard!r} is closed to reads (since [])")
+        raise FrontierViolation(f"input {cap.name!r} is closed to reads (since [])")
     return since
 
 
@@ -277,11 +296,7 @@ class Dataflow:
     ) -> None:
         self.storage, self.name, self.plan, self.output = storage, name, plan, output
         self.stats = StepStats()
-        reason = f"view {name!r} into {output!r} reads it from where the output is complete"
-        self.holds = {
-            shard: storage.register_reader(shard, HOLDER.format(name), reason)
-            for shard in sorted(plan.collections())
-        }
+        self.holds = _hold_inputs(storage, name, plan, output)
         since = to_bound(storage.state(output).since)
         held = (to_bound(c.frontier) or 0 for c in self.holds.values())
         self.as_of = self._start_at(max([since or 0, *held]))
@@ -291,6 +306,8 @@ class Dataflow:
         self.frontier: Bound = self.as_of  # output updates below this were handed to the sink
         self.schema = storage.state(output).schema
         self.uppers: dict[str, Bound] = dict.fromkeys(self.holds, self.as_of)
+        self.error: EvalError | None = None  # the error a step raised, until it is gone
+        self.leased: list[ReadCapability] = []  # the inputs read from where it started over
         self._install(spark)
         self.reported = 0.0
         self._report(running=True)
@@ -354,6 +371,8 @@ class Dataflow:
         and hand the output's updates to the sink; True if the meet of the inputs moved."""
         started = time.monotonic()
         deadline = started + timeout
+        if self.error is not None:
+            self._retry(self.error)
         while True:
             for shard, subscription in self.subscriptions.items():
                 while (got := subscription.next(0.0)) is not None:
@@ -369,7 +388,12 @@ class Dataflow:
                 return False
             time.sleep(0.01)
         failpoint("dataflow.before_step")
-        out = self._compute(meet if meet is not None else 2**63 - 1)
+        try:
+            out = self._compute(meet if meet is not None else 2**63 - 1)
+        except EvalError as error:
+            if self.tier == "process":
+                self.error = error
+            raise
         failpoint("dataflow.after_operators")
         self.sink.step(out, Antichain() if meet is None else Antichain([meet]))
         failpoint("dataflow.after_sink")
@@ -382,6 +406,39 @@ class Dataflow:
         if time.monotonic() - self.reported >= REPORT_SECONDS:
             self._report(running=True)
         return True
+
+    def _retry(self, error: EvalError) -> None:
+        """A failed dataflow's output stays where it was, and each step raises the error
+        again, until an input's data changes: then it starts over from the inputs' contents
+        at their meet less one (where the offending rows may be gone)."""
+        changed = False
+        for shard, subscription in self.subscriptions.items():
+            while (got := subscription.next(0.0)) is not None:
+                changed = changed or got[0].num_rows > 0
+                self.uppers[shard] = to_bound(got[1])
+        meet = _meet(self.uppers.values()) if self.uppers else None
+        if not changed or meet is None:
+            raise error
+        self._start_over(meet - 1)
+
+    def _start_over(self, at: int) -> None:
+        """New operators that take the inputs' contents at ``at`` as their first step, and a
+        new sink reading the output back from its since: it writes what differs."""
+        self.sink.close()
+        for cap in self.leased:
+            self.storage.drop(cap)
+        caps = {s: self.storage.clone(c) for s, c in self.holds.items()}
+        self.leased = list(caps.values())
+        for cap in self.leased:
+            self.storage.downgrade(cap, Antichain([at]))
+        self.sink = SelfCorrectingSink(self.storage, self.output)
+        self.inputs = Inputs()
+        self.root = build(self.plan, self.inputs, at=at)
+        subscribe = self.storage.subscribe_at
+        self.subscriptions = {s: subscribe(c, timeout=None) for s, c in caps.items()}
+        self.frontier = at
+        self.uppers = dict.fromkeys(self.holds, at)
+        self.error = None
 
     def _take(self, shard: str, updates: pa.Table) -> None:
         """Take an input's appended updates for the next step."""
@@ -425,6 +482,8 @@ class Dataflow:
         """Stop (the inputs stay held for a restart; :func:`drop_view` releases them)."""
         self._report(running=False)
         self.sink.close()
+        for cap in self.leased:
+            self.storage.drop(cap)
 
     def status(self) -> DataflowStatus:
         """Where the dataflow is: frontiers, lag, state held and step durations."""
@@ -457,7 +516,7 @@ class Dataflow:
         limit = self._hold_limit()
         if since is not None and limit is not None:
             since = min(since, limit)
-        for cap in self.holds.values():
+        for cap in [*self.holds.values(), *self.leased]:
             held = to_bound(cap.frontier)
             if since is not None and held is not None and held < since:
                 cap.downgrade(Antichain([since]))
@@ -472,8 +531,12 @@ class Dataflow:
         times, diffs = [], []
         quanta = [_quantum(f.type) for f in self.schema]
         for row, t, d in updates:
-            for column, value, quantum in zip(columns, row, quanta, strict=True):
-                column.append(value.quantize(quantum) if isinstance(value, Decimal) else value)
+            for i, (column, value) in enumerate(zip(columns, row, strict=True)):
+                if isinstance(value, Decimal):
+                    if value.is_nan():
+                        raise unstorable_nan(f"column {names[i]!r} of view {self.name!r}")
+                    value = value.quantize(quanta[i])
+                column.append(value)
             times.append(t)
             diffs.append(d)
         arrays = [

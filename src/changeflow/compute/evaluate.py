@@ -18,7 +18,7 @@ from typing import Any
 from changeflow.collection import PTVC, CollectionVersion, Update, consolidate
 from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
-from changeflow.compute.scalars import as_type, check_range, compare_values
+from changeflow.compute.scalars import as_type, check_range, compare_values, nan_last, one_nan
 from changeflow.compute.types import FLOAT8
 from changeflow.compute.volatile import copies, volatile
 from changeflow.errors import EvalError, PlanError
@@ -197,7 +197,7 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         case "avg":
             n = sum(c for _, c in values)
             if kind == FLOAT8:
-                return sum(float(v) * c for v, c in values) / n
+                return one_nan(sum(float(v) * c for v, c in values) / n)
             with localcontext() as ctx:
                 ctx.prec = 40
                 return sum(Decimal(v) * c for v, c in values) / n
@@ -239,16 +239,17 @@ def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
 
 def _sorted_natively(rows: list[Row], order: tuple[P.Order, ...]) -> list[Row]:
     """``rows`` in :func:`sort_key`'s order, by Python's own comparisons: stable sorts from
-    the last key to the first, after the whole row (NULLs first) that breaks ties."""
+    the last key to the first, after the whole row (NULLs first) that breaks ties; a NaN
+    after every other number."""
 
     def tie(row: Row) -> tuple:
-        return tuple((0, 0) if v is None else (1, v) for v in row)
+        return tuple((0, 0) if v is None else (1, nan_last(v)) for v in row)
 
     out = sorted(rows, key=tie)
     for o in reversed(order):
         null = 1 if o.nulls_at_end != o.desc else -1
         i = o.column
-        out.sort(key=lambda r: (null, 0) if r[i] is None else (0, r[i]), reverse=o.desc)
+        out.sort(key=lambda r: (null, 0) if r[i] is None else (0, nan_last(r[i])), reverse=o.desc)
     return out
 
 

@@ -38,16 +38,48 @@ from changeflow.errors import EvalError
 
 
 def check_range(value: Any, kind: SqlType) -> Any:
-    """``value`` if it fits ``kind``; an integer out of range or a float overflow is an error."""
+    """``value`` if it fits ``kind``; an integer out of range or a float overflow is an error
+    (a NaN comes back as :data:`NAN`)."""
     bound = INT_RANGES.get(kind)
     if bound is not None and not -bound <= value < bound:
         raise EvalError(f"{kind} out of range", sqlstate="22003")
-    if kind == FLOAT8 and isinstance(value, float) and math.isinf(value):
-        raise EvalError("value out of range: overflow", sqlstate="22003")
+    if kind == FLOAT8 and isinstance(value, float):
+        if math.isinf(value):
+            raise EvalError("value out of range: overflow", sqlstate="22003")
+        return one_nan(value)
+    return value
+
+
+NAN = math.nan
+"""The one NaN object rows hold. PostgreSQL's NaN equals NaN and sorts after every other
+number; a Python dict finds a key by identity before equality, so rows holding this same
+object group, join and cancel as PostgreSQL's do (each ``float('nan')`` is another object)."""
+
+
+NUMERIC_NAN = Decimal("NaN")
+"""The one numeric NaN object rows hold (as :data:`NAN`)."""
+
+
+def unstorable_nan(where: str) -> EvalError:
+    """The error for a numeric NaN bound for ``where`` (a stored column, an Arrow column):
+    Arrow's decimals have no NaN."""
+    return EvalError(
+        f"numeric NaN cannot be stored in {where}; it can be computed and compared in "
+        "queries, or stored as double precision",
+        sqlstate="0A000",
+    )
+
+
+def one_nan(value: Any) -> Any:
+    """``value``, or :data:`NAN` (:data:`NUMERIC_NAN`) if it is a float (numeric) NaN."""
+    if value != value:  # only a NaN is unequal to itself
+        return NAN if isinstance(value, float) else NUMERIC_NAN
     return value
 
 
 def _div(a: Any, b: Any, kind: SqlType) -> Any:
+    if a != a:  # NaN divided by anything, zero too, is NaN
+        return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
     if kind.integer:
@@ -80,6 +112,8 @@ def numeric_div(a: Decimal, b: Decimal) -> Decimal:
     """``a / b`` rounded (half away from zero) to PostgreSQL's scale for it, but to no fewer
     than the 10 decimals a view stores numerics at: Spark's hydration of a view computes the
     quotient with at least that many, and the two must agree."""
+    if a.is_nan() or b.is_nan():
+        return NUMERIC_NAN
     scale = max(div_scale(a, b), 10)
     with localcontext() as ctx:
         ctx.prec = max(a.adjusted() - b.adjusted(), 0) + scale + 10
@@ -87,6 +121,8 @@ def numeric_div(a: Decimal, b: Decimal) -> Decimal:
 
 
 def _mod(a: Any, b: Any, kind: SqlType) -> Any:
+    if a != a:  # as in division
+        return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
     if kind == FLOAT8:
@@ -155,8 +191,11 @@ CMP = {
 
 def compare_values(op: str, a: Any, b: Any) -> bool:
     """``a op b`` for non-NULL values of comparable types (arrays element by element, a NULL
-    element after every value and equal to another NULL, as PostgreSQL compares them)."""
-    if isinstance(a, tuple):
+    element after every value and equal to another NULL, as PostgreSQL compares them; a float
+    or numeric NaN equal to NaN and after every other number)."""
+    if a != a or b != b:  # only a NaN is unequal to itself
+        a, b = a != a, b != b  # False < True: NaN after every number
+    elif isinstance(a, tuple):
         a, b = _array_key(a), _array_key(b)
     elif isinstance(a, date) != isinstance(b, date) or type(a) is not type(b):
         if isinstance(a, date):
@@ -170,7 +209,12 @@ def compare_values(op: str, a: Any, b: Any) -> bool:
 
 
 def _array_key(values: tuple) -> tuple:
-    return tuple((1, 0) if v is None else (0, v) for v in values)
+    return tuple((1, 0) if v is None else (0, nan_last(v)) for v in values)
+
+
+def nan_last(value: Any) -> tuple:
+    """A key that orders non-NULL values of one type as Python does, a NaN after all others."""
+    return (True, 0) if value != value else (False, value)
 
 
 def coerce(value: Any, kind: SqlType) -> Any:
@@ -348,9 +392,12 @@ def from_text(text: str, kind: SqlType) -> Any:
         if kind.integer:
             return check_range(int(s), kind)
         if kind == NUMERIC:
-            return Decimal(s)
+            value = Decimal(s)
+            if value.is_snan():
+                raise _syntax(kind, text)
+            return one_nan(value)
         if kind == FLOAT8:
-            return float(s)
+            return one_nan(float(s))
         if kind == DATE:
             return date.fromisoformat(s)
         if kind == UUID:
@@ -393,14 +440,18 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
                 raise EvalError(f"{target} out of range", sqlstate="22003")
             return check_range(round(value), target)  # half to even, as rint
         if source == NUMERIC:
+            if value.is_nan():
+                raise EvalError(f"cannot convert NaN to {target}", sqlstate="0A000")
             return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
         return check_range(value, target)
     if target == NUMERIC and source.numeric:
-        if source == FLOAT8 and (math.isnan(value) or math.isinf(value)):
+        if source == FLOAT8 and math.isnan(value):
+            return NUMERIC_NAN
+        if source == FLOAT8 and math.isinf(value):
             raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
-        return float(value)
+        return one_nan(float(value))
     if source == JSONB and (target.numeric or target == BOOL):
         v = scalar_of(value, "boolean" if target == BOOL else str(target))
         return v if target == BOOL else cast_value(v, NUMERIC, target)

@@ -182,6 +182,8 @@ class ExprCompiler:
                 out = _BINARY[e.op](a, b)
         elif e.type == FLOAT8:
             out = finite(_BINARY[e.op](a, b))
+            if e.op == "/":  # NaN divided by anything, zero too, is NaN
+                out = F.when(F.isnan(a), a).otherwise(out)
         else:
             a, b, out = self._numeric(e, a, b)
         return _eager(e, a, b, out)

@@ -44,6 +44,10 @@ def reduce_groups(frame: DataFrame, reduce: P.Reduce) -> dict[Row, Group]:
                 kept = kept & compiler.compile(agg.filter)
             sums.append(F.sum(F.when(kept, diff).otherwise(0)).alias(f"n{i}"))
             if not _counts_values(agg) and agg.func != "count":
+                if agg.arg.type == FLOAT8:  # NaNs counted apart, as the accumulator keeps them
+                    nan = F.isnan(arg)
+                    sums.append(F.sum(F.when(kept & nan, diff).otherwise(0)).alias(f"z{i}"))
+                    arg = F.when(nan, F.lit(0.0)).otherwise(arg)
                 sums.append(F.sum(_exact(arg, agg) * diff).alias(f"t{i}"))
         kinds = [reduce.input.schema[i].type for i in reduce.group_by]
         names = [f"k{n}" for n in range(len(keys))]
@@ -77,6 +81,7 @@ def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
     width = len(reduce.group_by)
     columns = {n: python_values(table.column(n)) for n in table.column_names}
     groups: dict[Row, Group] = {}
+    width_aggs = len(reduce.aggregates)
     for r in range(table.num_rows):
         key = tuple(columns[f"k{n}"][r] for n in range(width))
         present = {
@@ -85,21 +90,28 @@ def _groups(table: Any, reduce: P.Reduce) -> dict[Row, Group]:
         totals = {
             i: columns[f"t{i}"][r] for i in range(len(reduce.aggregates)) if f"t{i}" in columns
         }
-        groups[key] = totals_group(reduce.aggregates, columns["count"][r], present, totals)
+        nans = {i: columns[f"z{i}"][r] for i in range(width_aggs) if f"z{i}" in columns}
+        groups[key] = totals_group(reduce.aggregates, columns["count"][r], present, totals, nans)
     return groups
 
 
 def totals_group(
-    aggregates: tuple[P.Aggregate, ...], count: int, present: dict[int, int], totals: dict[int, Any]
+    aggregates: tuple[P.Aggregate, ...],
+    count: int,
+    present: dict[int, int],
+    totals: dict[int, Any],
+    nans: dict[int, int] | None = None,
 ) -> Group:
     """The in-process accumulator of a group from its totals (computed on Spark: an integer's
-    sum comes as a decimal): its rows, and per aggregate its non-NULL values and their sum."""
+    sum comes as a decimal): its rows, and per aggregate its non-NULL values, their sum and
+    (a double's) the NaNs left out of it."""
     group = Group(aggregates)
     group.count = count
     for i, agg in enumerate(aggregates):
         if agg.arg is None:
             continue
         group.present[i] = present[i]
+        group.nans[i] = (nans or {}).get(i) or 0
         total = totals.get(i)
         if total is not None:
             group.totals[i] = total if agg.arg.type in (FLOAT8, NUMERIC) else int(total)

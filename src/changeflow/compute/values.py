@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
+from changeflow.compute.scalars import NAN
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -41,7 +42,9 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
 def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     """``to_pylist``'s values of a column of ``kind`` as rows hold them: a list as a tuple
     (of its elements as rows hold them), 16 bytes (a uuid) as a ``UUID``, a struct as an
-    ``Interval`` or a ``Jsonb``."""
+    ``Interval`` or a ``Jsonb``; a NaN as :data:`~changeflow.compute.scalars.NAN`."""
+    if pa.types.is_floating(kind):
+        return [NAN if v != v else v for v in values]  # only a NaN is unequal to itself
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         if pa.types.is_struct(kind.value_type):
             element = kind.value_type

@@ -27,8 +27,8 @@ from changeflow.compute.functions import (
     times,
 )
 from changeflow.compute.functions.base import Function, function_named
-from changeflow.compute.scalars import check_range, coerce
-from changeflow.compute.types import INT4, INT8
+from changeflow.compute.scalars import check_range, coerce, one_nan
+from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
 
 FUNCTIONS: dict[str, Function] = {
@@ -74,9 +74,11 @@ class Func(Expr):
         if any(v is None for v in values):
             return None
         result = self.function.impl(*values)
-        if result is None or self.type not in (INT4, INT8):
+        if result is None:
             return result
-        return check_range(result, self.type)
+        if self.type in (FLOAT8, NUMERIC):
+            return one_nan(result)
+        return check_range(result, self.type) if self.type in (INT4, INT8) else result
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.args))})"

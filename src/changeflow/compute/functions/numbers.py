@@ -23,7 +23,7 @@ from changeflow.compute.functions.base import (
     spark_type,
     unsupported,
 )
-from changeflow.compute.scalars import check_range
+from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
     FLOAT8,
     NULLTYPE,
@@ -161,7 +161,7 @@ def _sign(x: Any) -> Any:
 def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
     def extreme(*args: Any) -> Any:
         present = [v for v, _ in args if v is not None]
-        return pick(present) if present else None
+        return pick(present, key=nan_last) if present else None
 
     return extreme
 

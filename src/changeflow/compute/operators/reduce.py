@@ -18,7 +18,7 @@ from changeflow.compute.operators.base import (
 )
 from changeflow.compute.operators.batch import Batch
 from changeflow.compute.operators.reduce_batch import accumulate, batchable, check_totals
-from changeflow.compute.scalars import as_type, check_range
+from changeflow.compute.scalars import NAN, NUMERIC_NAN, as_type, check_range
 from changeflow.compute.types import FLOAT8, SqlType
 from changeflow.errors import EvalError
 
@@ -106,13 +106,15 @@ class Reduce(Stateful):
 
 class Group:
     """One group's accumulators: its row count, then per aggregate the count of non-NULL values
-    and their running total, or (when the aggregate needs them) the values and their counts."""
+    and their running total (NaNs counted apart: a NaN makes the result NaN only while it is
+    there), or (when the aggregate needs them) the values and their counts."""
 
     def __init__(self, aggregates: tuple[P.Aggregate, ...]) -> None:
         self.aggregates = aggregates
         self.count = 0
         self.present = [0] * len(aggregates)
         self.totals: list[Any] = [0] * len(aggregates)
+        self.nans = [0] * len(aggregates)
         self.values: list[Counter | None] = [
             Counter() if a.distinct or a.func not in ("count", "sum", "avg") else None
             for a in aggregates
@@ -132,7 +134,11 @@ class Group:
                 values[v] += diff
                 if not values[v]:
                     del values[v]
-            elif agg.func != "count":
+            elif agg.func == "count":
+                pass
+            elif v != v:  # only a NaN is unequal to itself
+                self.nans[i] += diff
+            else:
                 self.totals[i] += v * diff
 
     def row(self, key: Row, kinds: list[SqlType]) -> Row | None:
@@ -153,6 +159,8 @@ class Group:
             return self.present[i]
         if not self.present[i]:
             return None
+        if self.nans[i]:
+            return NAN if kind == FLOAT8 else NUMERIC_NAN
         if agg.func == "sum":
             return check_range(as_type(self.totals[i], kind), kind)
         return _average(self.totals[i], self.present[i], kind)

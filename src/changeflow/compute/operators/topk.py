@@ -136,4 +136,19 @@ def plain_key(
         out.append(tuple((0,) if v is None else (1, v) for v in row))
         return tuple(out)
 
-    return key
+    def nan_key(row: Row) -> tuple:  # a numeric NaN after every number (before, descending)
+        out: list[Any] = []
+        for column, desc, null_rank, days in parts:
+            v = row[column]
+            if v is None:
+                out.append((null_rank,))
+            elif v != v:
+                out.append((-0.5,) if desc else (0.5,))
+            elif desc:
+                out.append((0, -v.toordinal() if days else -v))
+            else:
+                out.append((0, v))
+        out.append(tuple((0,) if v is None else (2,) if v != v else (1, v) for v in row))
+        return tuple(out)
+
+    return nan_key if NUMERIC in kinds else key
