@@ -178,3 +178,16 @@ def test_nan_over_many_rows_as_postgres(both) -> None:
         conn.execute(MANY)
     for sql in MANY_QUERIES:
         assert texts(ours, sql) == texts(pg, sql), sql
+
+
+@pytest.mark.spark
+def test_nan_in_views_on_the_cluster_tier_as_postgres(spark, both) -> None:
+    """Sums and averages of doubles keep their NaNs apart (a deleted NaN gives the sum back),
+    groups, distinct values and joins find NaN, on the cluster tier too."""
+    ours, pg = both
+    totals = ["SELECT count(*), sum(g), avg(f) FROM tf", "SELECT id % 2, sum(f) FROM tf GROUP BY 1"]
+    queries = [*totals, *QUERIES[7:11]]
+    maintained_as_postgres(ours, pg, queries, CHANGES, texts, "CLUSTER = true")
+    for i in range(len(queries)):
+        plan = ours.execute(f"EXPLAIN MATERIALIZED VIEW v{i}").fetchall()
+        assert plan[0][0].startswith("Tier: cluster"), plan

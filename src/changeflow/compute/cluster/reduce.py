@@ -81,13 +81,16 @@ class Accumulated:
 
     def values(self) -> tuple[str, ...]:
         """The totals per group: rows, then per aggregate with an argument its non-NULL
-        values' count (``_p``) and, for sum and avg, their total (``_s``)."""
+        values' count (``_p``) and, for sum and avg, their total (``_s``) and, of doubles, the
+        count of NaNs left out of it (``_q``: the total comes back when they go)."""
         out = [COUNT]
         for i, agg in enumerate(self.plan.aggregates):
             if agg.arg is not None:
                 out.append(f"_p{i}")
                 if agg.func != "count":
                     out.append(f"_s{i}")
+                    if _total_type(agg) == "double":
+                        out.append(f"_q{i}")
         return tuple(out)
 
     def totals(self, frame: DataFrame) -> DataFrame:
@@ -105,8 +108,12 @@ class Accumulated:
                 kind = _total_type(agg)
                 times = d.cast("double") if kind == "double" else d.cast("decimal(10,0)")
                 value = (arg.cast(kind) * times).cast(kind)
-                parts.append(F.when(arg.isNotNull(), value).otherwise(F.lit(0).cast(kind)))
+                summed = arg.isNotNull() & ~F.isnan(arg) if kind == "double" else arg.isNotNull()
+                parts.append(F.when(summed, value).otherwise(F.lit(0).cast(kind)))
                 parts[-1] = parts[-1].alias(f"_s{i}")
+                if kind == "double":
+                    nan = F.when(F.isnan(arg), d).otherwise(F.lit(0))
+                    parts.append(nan.alias(f"_q{i}"))
         keys = [F.col(name(c)).alias(name(j)) for j, c in enumerate(self.plan.group_by)]
         picked = frame.select(*keys, TIME, *parts)
         sums = [F.sum(v).alias(v) for v in self.values()]
@@ -175,7 +182,11 @@ class Accumulated:
                     if value is None:
                         continue
                     acc[f"_p{i}"] += d
-                    if agg.func != "count":
+                    if agg.func == "count":
+                        continue
+                    if value != value:  # a NaN: counted apart from the total
+                        acc[f"_q{i}"] += d
+                    else:
                         acc[f"_s{i}"] += _as_total(value, kinds[f"_s{i}"]) * d
         return sums
 
@@ -226,7 +237,8 @@ class Accumulated:
         aggregates = self.plan.aggregates
         present = {i: named[f"_p{i}"] for i in range(len(aggregates)) if f"_p{i}" in named}
         totals = {i: named[f"_s{i}"] for i in range(len(aggregates)) if f"_s{i}" in named}
-        group = totals_group(aggregates, named[COUNT], present, totals)
+        nans = {i: named[f"_q{i}"] for i in range(len(aggregates)) if f"_q{i}" in named}
+        group = totals_group(aggregates, named[COUNT], present, totals, nans)
         return group.row(key, [c.type for c in self.plan.schema[self.width :]])
 
     def delta_of(self, step: DataFrame, held: DataFrame | None, at: int | None) -> DataFrame:
@@ -292,7 +304,7 @@ class Accumulated:
     def _types(self) -> list[str]:
         kinds = {COUNT: "bigint"}
         for i, agg in enumerate(self.plan.aggregates):
-            kinds[f"_p{i}"] = "bigint"
+            kinds[f"_p{i}"] = kinds[f"_q{i}"] = "bigint"
             kinds[f"_s{i}"] = _total_type(agg)
         return [kinds[v] for v in self.values()]
 
@@ -321,6 +333,8 @@ class Accumulated:
             if agg.func == "avg":
                 kind = agg.arg.type
                 value = value / present if kind == FLOAT8 else value / present.cast("decimal(20,0)")
+            if f"_q{i}" in columns:  # a NaN among the values makes the sum and average NaN
+                value = F.when(total(f"_q{i}") > 0, F.lit(float("nan"))).otherwise(value)
             outs.append(F.when(present > 0, value))
         width = self.width
         data = [F.col(name(j)) for j in range(width)]
