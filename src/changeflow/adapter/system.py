@@ -25,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_tables import (
     BOOLS,
@@ -298,7 +299,7 @@ def _precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | Non
     return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
 
 
-def _type_oid(name: Any) -> int | None:
+def type_oid(name: Any) -> int | None:
     """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
     text = str(name).lower().split(".")[-1].strip('"')
     for sql_name, (oid, _, internal) in TYPES.items():
@@ -386,9 +387,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "regexp": regexp,
         "regclass": regclass,
         "regtype": lambda oid: (
-            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else _type_oid(oid)
+            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
         ),
-        "to_regtype": _type_oid,
+        "to_regtype": type_oid,
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
@@ -476,21 +477,12 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
 
 
 def _name_outputs(tree: exp.Expression) -> None:
-    """Name the select list's unnamed expressions as PostgreSQL does (a function by its name,
-    anything else ``?column?``)."""
+    """Name the select list's unnamed expressions as PostgreSQL does (SQLite would name them
+    by their text)."""
     for select in [tree] if isinstance(tree, exp.Select) else list(tree.find_all(exp.Select))[:1]:
         for i, e in enumerate(select.expressions):
-            if isinstance(e, exp.Alias | exp.Column | exp.Star):
-                continue
-            inner = e.expression if isinstance(e, exp.Dot) else e
-            name = "?column?"
-            if isinstance(inner, exp.Anonymous):
-                name = str(inner.this).lower()
-            elif isinstance(inner, exp.Func):
-                name = inner.sql_name().lower()
-            elif isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Column):
-                name = inner.this.name
-            select.expressions[i] = exp.alias_(e, name, quoted=True)
+            if not isinstance(e, exp.Alias | exp.Column | exp.Star):
+                select.expressions[i] = exp.alias_(e, output_name(e), quoted=True)
 
 
 def _reads_nothing(tree: exp.Expression) -> bool:

@@ -166,6 +166,16 @@ class PostgresCalls(Postgres):
                 return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
             return super().validate_expression(expression, args)
 
+        def _parse_function_call(self, *args: Any, **kwargs: Any) -> Any:
+            """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
+            a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
+            written = self._curr.text.lower() if self._curr is not None else None
+            found = super()._parse_function_call(*args, **kwargs)
+            inner = found.this if isinstance(found, exp.Window) else found
+            if written and isinstance(inner, exp.Func) and "name" not in inner.meta:
+                inner.meta["name"] = written
+            return found
+
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
         ) -> Any:
