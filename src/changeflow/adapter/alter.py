@@ -56,6 +56,7 @@ from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql
+from changeflow.adapter.view_sql import column_renamed
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
@@ -238,6 +239,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         others.append(
             (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
         )
+    others += column_renamed(state, item, old_name, new_name)
     _change(env, item, changed, schema, schema, None, None, others)
     return Result(TAG)
 
