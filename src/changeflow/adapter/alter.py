@@ -1,4 +1,4 @@
-"""ALTER TABLE: a column added, dropped or renamed.
+"""ALTER TABLE: a column added, dropped or renamed (its type changed: :mod:`.alter_type`).
 
 A table's shard stores its columns by name (the table's *layout*, kept in the catalog item as
 the shard's Arrow schema) and its readers take them by position, so the SQL name of a column
@@ -82,6 +82,10 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
     if item.kind != "table":
         raise PlanError(f'"{g["name"]}" is not a table', sqlstate="42809")
+    if g["action"] == "type":
+        from changeflow.adapter.alter_type import alter_type
+
+        return alter_type(env, state, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 

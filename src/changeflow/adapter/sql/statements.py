@@ -409,6 +409,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
         rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
     ),
+    (
+        "alter_type",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
+        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?:SET\s+DATA\s+)?TYPE\s+(?P<type>.+?)"
+        r"(?:\s+USING\s+(?P<using>.+))?",
+    ),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
     ("show_items", rf"SHOW\s+{KIND}"),
@@ -444,8 +450,8 @@ _AS_OF = re.compile(
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(r"ALTER\s+TABLE\b", re.I),
-        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN "
-        "and RENAME TO are)",
+        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN, "
+        "ALTER COLUMN … TYPE and RENAME TO are)",
     ),
     (
         re.compile(r"(?:CREATE|ALTER)\s+SCHEMA\b", re.I),
