@@ -37,6 +37,8 @@ QUERIES: list[tuple[str, tuple]] = [
     ("SELECT id + 1, -id, id = 1, id IS NULL, s || 'x', s LIKE 'a%%' FROM {t}", ()),
     ("SELECT (SELECT count(*) FROM {t}), (SELECT max(id) AS m FROM {t}), EXISTS (SELECT 1)", ()),
     ("SELECT ARRAY[1, 2], unnest(arr), row_number() OVER (ORDER BY id) FROM {t}", ()),
+    ("SELECT 2 ^ 10, mod(17, 5), true AND false, '{}'::jsonb @> '{}', 'a' ~ 'a'", ()),
+    ('SELECT s COLLATE "C", id FROM {t} WHERE s < \'b\' COLLATE "C" ORDER BY s COLLATE "C"', ()),
     ("SELECT 1::oid, %s::oid, 'int4'::regtype, 'integer'::regtype::oid, 0::regtype::text", (7,)),
     ("SELECT 23::regtype, 'pg_class'::regclass, 'pg_class'::regclass::oid, 'int[]'::regtype", ()),
     ("SELECT 'public'::regnamespace, 'public'::regnamespace::oid, 0::regclass", ()),

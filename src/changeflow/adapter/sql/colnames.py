@@ -52,8 +52,6 @@ _CALL_NAMES: dict[type, str] = {
     exp.Explode: "unnest",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
-# sqlglot nodes that are operators in PostgreSQL, not calls.
-_OPERATORS = (exp.JSONExtract, exp.JSONExtractScalar, exp.RegexpLike, exp.RegexpILike)
 
 UNNAMED = "?column?"
 
@@ -81,9 +79,7 @@ def _call_name(node: exp.Func) -> str:
         return _CALL_NAMES[type(node)]
     if type(node) in AGGREGATE_NODES:
         return AGGREGATE_NODES[type(node)]
-    if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
-    return node.sql_name().lower()
+    return str(node.this).lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
 
 
 def _figure(node: exp.Expression) -> tuple[str, int]:
@@ -117,7 +113,9 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
         return "array", 2 if any(isinstance(e, exp.Query) for e in node.expressions) else 1
     if isinstance(node, exp.Interval):
         return "interval", 1
-    if isinstance(node, exp.Func) and not isinstance(node, _OPERATORS):
+    if "name" in node.meta:  # a call, as written (an operator's node has no name)
+        return _call_name(node) if isinstance(node, exp.Func) else str(node.meta["name"]), 2
+    if isinstance(node, exp.Anonymous) or type(node) in (*_CALL_NAMES, *AGGREGATE_NODES):
         return _call_name(node), 2
     return UNNAMED, 0
 

@@ -425,6 +425,16 @@ class Scalars(ArrayScalars, JsonbScalars):
             value = Func("round", (value, X.lit(scale)))
         return value
 
+    def _collate(self, node: exp.Collate) -> X.Expr:
+        """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
+        name = node.expression.name
+        if name.lower() not in ("c", "posix", "default", "ucs_basic"):
+            raise PlanError(
+                f'collation "{name}" is not supported: text compares by code point ("C")',
+                sqlstate="0A000",
+            )
+        return self.expr(node.this)
+
     def _trycast(self, node: exp.TryCast) -> X.Expr:
         return self._cast(node)
 

@@ -172,7 +172,7 @@ class PostgresCalls(Postgres):
             written = self._curr.text.lower() if self._curr is not None else None
             found = super()._parse_function_call(*args, **kwargs)
             inner = found.this if isinstance(found, exp.Window) else found
-            if written and isinstance(inner, exp.Func) and "name" not in inner.meta:
+            if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
                 inner.meta["name"] = written
             return found
 
