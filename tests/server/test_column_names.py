@@ -1,6 +1,7 @@
 """Unnamed select items are named as PostgreSQL 15 names them (its FigureColname rules: a cast
 by its operand's name or else its type, a call by the name written, CASE by its ELSE, a
-subscript by its array), and casts to oid and the reg* types answer outside catalog queries;
+subscript by its array), casts to oid and the reg* types answer outside catalog queries, and
+catalog functions (pg_get_viewdef, format_type…) answer in queries that read no table;
 through ``changeflow serve`` to psycopg, parameters included, compared with PostgreSQL."""
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ QUERIES: list[tuple[str, tuple]] = [
     ("SELECT ARRAY[1, 2], unnest(arr), row_number() OVER (ORDER BY id) FROM {t}", ()),
     ("SELECT 2 ^ 10, mod(17, 5), true AND false, '{}'::jsonb @> '{}', 'a' ~ 'a'", ()),
     ('SELECT s COLLATE "C", id FROM {t} WHERE s < \'b\' COLLATE "C" ORDER BY s COLLATE "C"', ()),
+    ("SELECT pg_get_viewdef('{t}'::regclass) IS NULL, format_type(1043, 9)", ()),
+    ("SELECT has_table_privilege('{t}', 'select'), to_regclass('nosuch')", ()),
     ("SELECT 1::oid, %s::oid, 'int4'::regtype, 'integer'::regtype::oid, 0::regtype::text", (7,)),
     ("SELECT 23::regtype, 'pg_class'::regclass, 'pg_class'::regclass::oid, 'int[]'::regtype", ()),
     ("SELECT 'public'::regnamespace, 'public'::regnamespace::oid, 0::regclass", ()),

@@ -28,7 +28,9 @@ from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_na
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_tables import (
+    BOOL_CALLS,
     BOOLS,
+    CATALOG_CALLS,
     EMPTY,
     FORMAT,
     INFO_SCHEMA,
@@ -56,7 +58,10 @@ from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, S
 from changeflow.errors import PlanError
 
 _MENTION = re.compile(
-    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:" + "|".join(TABLES) + r")\b)", re.I
+    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:"
+    + "|".join([*TABLES, *CATALOG_CALLS])
+    + r")\b)",
+    re.I,
 )
 
 
@@ -74,7 +79,11 @@ def mentions_catalog(text: str) -> bool:
             not schema and table.name.lower() in TABLES
         ):
             return True
-    return any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot))
+    if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
+        return True
+    # a catalog function (pg_get_viewdef('v'::regclass)) in a query that reads no table
+    calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
+    return bool(calls & CATALOG_CALLS) and next(tree.find_all(exp.Table), None) is None
 
 
 @dataclass
@@ -518,6 +527,7 @@ def answer(
         i
         for i, e in enumerate(top.expressions if top is not None else [])
         if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
+        or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass

@@ -167,3 +167,26 @@ BOOLS = {
     for c in cols.split(", ")
     if c.endswith(" BOOL")
 } | {"relhasoids"}
+
+# The catalog functions that only catalog queries answer (the planner has no such function).
+CATALOG_CALLS = frozenset(
+    {
+        "pg_get_viewdef",
+        "pg_get_indexdef",
+        "pg_get_constraintdef",
+        "pg_get_expr",
+        "pg_get_userbyid",
+        "pg_table_is_visible",
+        "pg_type_is_visible",
+        "format_type",
+        "obj_description",
+        "col_description",
+        "shobj_description",
+        "to_regclass",
+        "to_regtype",
+        "has_table_privilege",
+        "has_schema_privilege",
+        "pg_encoding_to_char",
+    }
+)
+BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
