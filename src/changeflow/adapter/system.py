@@ -194,6 +194,8 @@ def _rows(
         defaults = item.options.get("defaults") or []
         typmods = _typmods(item) if item.kind == "table" else {}
         for n, (col, type_name, nullable) in enumerate(columns, 1):
+            if type_name == "text" and typmods.get(col, -1) >= 4:  # varchar(n) keeps text
+                type_name = "character varying"
             type_oid, length, _ = _type(type_name)
             default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
@@ -227,7 +229,10 @@ def _rows(
                         default,
                         "NO" if not nullable and kind == "r" else "YES",
                     )
-                    + (FORMAT.get(type_oid, type_name), None)
+                    + (
+                        FORMAT.get(type_oid, type_name),
+                        typmods.get(col, 3) - 4 if type_oid == 1043 else None,
+                    )
                     + _precision(type_oid, typmods.get(col, -1))
                     + (database,)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
