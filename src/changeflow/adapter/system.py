@@ -27,6 +27,13 @@ from sqlglot import exp
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.system_rows import (
+    constraint_oid,
+    key_constraints,
+    precision,
+    type_rows,
+    typmods,
+)
 from changeflow.adapter.system_tables import (
     BOOL_CALLS,
     BOOLS,
@@ -49,9 +56,11 @@ from changeflow.adapter.system_types import (
     CatalogSql,
     annotated,
     array_contains,
+    array_json,
     fits,
     from_sqlite,
     rewrite_array,
+    rewrite_unnest,
     sqlite_columns,
 )
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
@@ -147,7 +156,7 @@ def _rows(
     out["pg_database"].append(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
-    out["pg_type"] += _type_rows()
+    out["pg_type"] += type_rows()
     items = state.items.values()
     by_id = {i.id: i for i in items}
     indexed = {i.depends_on[0] for i in items if i.kind == "index" and i.depends_on}
@@ -192,16 +201,16 @@ def _rows(
             + (False, False, True, "d", False, 0, 0, 0, None, None, None)
         )
         defaults = item.options.get("defaults") or []
-        typmods = _typmods(item) if item.kind == "table" else {}
+        mods = typmods(item) if item.kind == "table" else {}
         for n, (col, type_name, nullable) in enumerate(columns, 1):
-            if type_name == "text" and typmods.get(col, -1) >= 4:  # varchar(n) keeps text
+            if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
                 type_name = "character varying"
             type_oid, length, _ = _type(type_name)
             default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
-                (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
+                (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
                 + ("i", _storage(type_oid, length), "")
                 + (
                     not nullable and kind in ("r", "i"),
@@ -231,13 +240,15 @@ def _rows(
                     )
                     + (
                         FORMAT.get(type_oid, type_name),
-                        typmods.get(col, 3) - 4 if type_oid == 1043 else None,
+                        mods.get(col, 3) - 4 if type_oid == 1043 else None,
                     )
-                    + _precision(type_oid, typmods.get(col, -1))
+                    + precision(type_oid, mods.get(col, -1))
                     + (database,)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
                 )
         if kind == "r":
+            for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
+                out[name] += rows
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
@@ -247,70 +258,6 @@ def _rows(
             info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
             info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     return out | {f"information_schema.{k}": v for k, v in info.items()}
-
-
-_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1114: "D", 1184: "D", 1186: "T", 2950: "U"}
-_CATEGORY |= {3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
-_ALIGN = {19: "c", 2950: "c", 1186: "d"}
-
-
-def _type_rows() -> list[tuple[Any, ...]]:
-    """pg_type's rows: each type once, an array with its element (``typelem``) and each
-    element with its array (``typarray``), length, category, alignment and storage as
-    PostgreSQL's."""
-    first: dict[int, tuple[str, int, str]] = {}
-    for name, (oid, length, typname) in TYPES.items():
-        first.setdefault(oid, (name, length, typname))
-    arrays = {TYPES[n[:-2]][0]: oid for oid, (n, _, _) in first.items() if n.endswith("[]")}
-
-    def align(oid: int) -> str:
-        return _ALIGN.get(oid) or {1: "c", 2: "s", 8: "d"}.get(first[oid][1], "i")
-
-    rows = []
-    for oid, (name, length, typname) in first.items():
-        element = TYPES[name[:-2]][0] if name.endswith("[]") else (18 if oid == 19 else 0)
-        io = "array" if oid in arrays.values() else typname
-        storage = "m" if oid == 1700 else ("p" if length > 0 else "x")
-        array_align = "d" if element and align(element) == "d" else "i"
-        rows.append(
-            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b")
-            + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
-            + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
-            + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)
-            + (-1, 0, 0, None, None, None)
-        )
-    return rows
-
-
-def _typmods(item: Item) -> dict[str, int]:
-    """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
-    ``(p << 16 | s) + 4``; varchar(n): ``n + 4``), read from its CREATE statement."""
-    try:
-        create = sqlglot.parse_one(item.sql, read="postgres")
-    except sqlglot.errors.ParseError:
-        return {}
-    out = {}
-    for column in create.find_all(exp.ColumnDef):
-        kind = column.args.get("kind")
-        params = [int(p.name) for p in kind.expressions if p.name.isdigit()] if kind else []
-        if not params:
-            continue
-        if kind.this == exp.DataType.Type.DECIMAL:
-            scale = params[1] if len(params) > 1 else 0
-            out[column.name.lower()] = ((params[0] << 16) | scale) + 4
-        elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
-            out[column.name.lower()] = params[0] + 4
-    return out
-
-
-def _precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:
-    """information_schema's numeric_precision, numeric_scale and datetime_precision."""
-    if oid == 1700 and typmod >= 4:
-        return (typmod - 4) >> 16, (typmod - 4) & 0xFFFF, None
-    fixed = {21: 16, 23: 32, 20: 64, 700: 24, 701: 53}
-    if oid in fixed:
-        return fixed[oid], 0 if oid in (20, 21, 23) else None, None
-    return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
 
 
 def type_oid(name: Any) -> int | None:
@@ -360,6 +307,14 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_name = {i.name: i for i in items}
     namespaces = {PUBLIC: "public", PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
     namespaces |= {namespace_oid(state, n): n for n in state.schemas}
+
+    keys = {  # pg_get_constraintdef of the key constraints
+        constraint_oid(relation_oid(i), k): ("PRIMARY KEY" if primary else "UNIQUE")
+        + f" ({', '.join(i.columns[c][0] for c in columns)})"
+        for i in items
+        if i.kind == "table"
+        for k, (_, columns, primary) in enumerate(i.options.get("unique") or [])
+    }
 
     def regclass(value: Any) -> Any:
         if isinstance(value, int):
@@ -425,7 +380,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
         "pg_get_indexdef": indexdef,
         "pg_get_viewdef": viewdef,
-        "pg_get_constraintdef": lambda oid, pretty=None: None,
+        "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
         "pg_encoding_to_char": lambda n: "UTF8",
         "pg_relation_is_publishable": lambda oid: 0,
         "obj_description": lambda *args: None,
@@ -535,6 +490,8 @@ def answer(
         or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
+    for select in list(tree.find_all(exp.Select)):
+        rewrite_unnest(select)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
         tree = tree.transform(_rewrite, copy=False)
     db = sqlite3.connect(":memory:")
@@ -550,6 +507,7 @@ def answer(
         for fn, impl in _functions(state, user, database).items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
+        db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
         try:

@@ -152,7 +152,6 @@ EMPTY = {
     "pg_enum",
     "pg_extension",
     "pg_description",
-    "pg_constraint",
     "pg_opclass",
 }
 SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
