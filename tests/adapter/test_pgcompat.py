@@ -459,6 +459,9 @@ def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) ->
         for name in names:
             ours = conn.execute(f"SHOW {name}").fetchall()
             assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
+        # pg_settings spells them as PostgreSQL does (TimeZone, DateStyle)
+        listed = "SELECT name FROM pg_settings WHERE name IN ('TimeZone', 'DateStyle', 'jit')"
+        assert sorted(conn.execute(listed).fetchall()) == sorted(pg.execute(listed).fetchall())
     assert conn.execute("SHOW server_version_num").fetchall()[0][0].startswith("15")
     conn.close()
 

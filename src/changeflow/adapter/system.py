@@ -125,13 +125,22 @@ def _type(name: str) -> tuple[int, int, str]:
     return TYPES.get(name, (25, -1, "text"))
 
 
+# pg_settings names the settings that are not all lower case as PostgreSQL spells them
+_SETTING_NAMES = {
+    "timezone": "TimeZone",
+    "datestyle": "DateStyle",
+    "intervalstyle": "IntervalStyle",
+}
+
+
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
     from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
-    for name, value in sorted(settings.items()):
+    for key, value in sorted(settings.items()):
+        name = _SETTING_NAMES.get(key, key)
         out["pg_settings"].append(
             (name, value, None, "changeflow", "", None, "user", "string", "session")
             + (None, None, None, value, value, None, None, False)
