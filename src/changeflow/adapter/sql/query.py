@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from changeflow.adapter.object_ids import fold_object_ids
 from changeflow.adapter.relations import Finishing, Query, Resolver
+from changeflow.adapter.sql.array_subquery import plan_array_subqueries
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
@@ -42,6 +43,7 @@ from changeflow.errors import PlanError
 def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
     """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
     fold_object_ids(query, getattr(resolver, "state", None))
+    plan_array_subqueries(query)
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
     plan = optimize(resolve_unknown(out.plan))
