@@ -21,6 +21,7 @@ from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
 from changeflow.adapter.sql.ordering import Ordering
 from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
+from changeflow.adapter.sql.row_compare import rewrite_row_comparisons
 from changeflow.adapter.sql.rows import (
     ONE_ROW,
     Output,
@@ -44,6 +45,7 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
     """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
     fold_object_ids(query, getattr(resolver, "state", None))
     plan_array_subqueries(query)
+    rewrite_row_comparisons(query)
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
     plan = optimize(resolve_unknown(out.plan))
