@@ -210,6 +210,7 @@ REFUSED = [
     ("SELECT id FROM t WHERE id = = 2", "42601", 'syntax error at or near "="'),
     ("SELECT upper('a', 'b')", "42883", "function upper(text, text) does not exist"),
     ("SELECT nofunc(id, name) FROM t", "42883", "function nofunc(integer, text) does not exist"),
+    ("SELECT id FROM t WHERE id = $1", "42P02", "there is no parameter $1"),
 ]
 
 
@@ -459,6 +460,9 @@ def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) ->
         for name in names:
             ours = conn.execute(f"SHOW {name}").fetchall()
             assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
+        for name in ("timezone", "DateStyle", "intervalstyle"):  # SHOW names its column so
+            shown = conn.execute(f"SHOW {name}").description[0][0]
+            assert shown == pg.execute(f"SHOW {name}").description[0].name, name
         # pg_settings spells them as PostgreSQL does (TimeZone, DateStyle)
         listed = "SELECT name FROM pg_settings WHERE name IN ('TimeZone', 'DateStyle', 'jit')"
         assert sorted(conn.execute(listed).fetchall()) == sorted(pg.execute(listed).fetchall())

@@ -42,6 +42,7 @@ QUERIES: list[tuple[str, tuple]] = [
     ('SELECT s COLLATE "C", id FROM {t} WHERE s < \'b\' COLLATE "C" ORDER BY s COLLATE "C"', ()),
     ("SELECT pg_get_viewdef('{t}'::regclass) IS NULL, format_type(1043, 9)", ()),
     ("SELECT has_table_privilege('{t}', 'select'), to_regclass('nosuch')", ()),
+    ("SELECT pid = pg_backend_pid(), state FROM pg_stat_activity WHERE pid = pg_backend_pid()", ()),
     ("SELECT 1::oid, %s::oid, 'int4'::regtype, 'integer'::regtype::oid, 0::regtype::text", (7,)),
     ("SELECT 23::regtype, 'pg_class'::regclass, 'pg_class'::regclass::oid, 'int[]'::regtype", ()),
     ("SELECT 'public'::regnamespace, 'public'::regnamespace::oid, 0::regclass", ()),

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.sql.colnames import output_name
+from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_rows import (
     constraint_oid,
@@ -47,6 +48,7 @@ from changeflow.adapter.system_tables import (
     PG_CATALOG,
     PUBLIC,
     RELATION_BASE,
+    SETTING_NAMES,
     SYSTEM_OIDS,
     TABLES,
     TYPES,
@@ -125,14 +127,6 @@ def _type(name: str) -> tuple[int, int, str]:
     return TYPES.get(name, (25, -1, "text"))
 
 
-# pg_settings names the settings that are not all lower case as PostgreSQL spells them
-_SETTING_NAMES = {
-    "timezone": "TimeZone",
-    "datestyle": "DateStyle",
-    "intervalstyle": "IntervalStyle",
-}
-
-
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
@@ -140,11 +134,17 @@ def _rows(
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
     for key, value in sorted(settings.items()):
-        name = _SETTING_NAMES.get(key, key)
+        name = SETTING_NAMES.get(key, key)
         out["pg_settings"].append(
             (name, value, None, "changeflow", "", None, "user", "string", "session")
             + (None, None, None, value, value, None, None, False)
         )
+    pid = (SESSION_NAMES.get() or SessionNames()).pid  # this session, the one a query sees
+    out["pg_stat_activity"].append(
+        (1, database, pid, None, OWNER, user, settings.get("application_name", ""), "127.0.0.1")
+        + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
+        + ("client backend",)
+    )
     for i, name in enumerate(sorted(FUNCTIONS)):
         strict = FUNCTIONS[name].strict
         out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
@@ -400,6 +400,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
         ),
         "current_database": lambda: database,
+        "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
         "current_user": lambda: user,
         "version": lambda: "PostgreSQL 15.0 on changeflow",
         "has_table_privilege": lambda *args: 1,

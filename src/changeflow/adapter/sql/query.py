@@ -43,6 +43,9 @@ from changeflow.errors import PlanError
 
 def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
     """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
+    unbound = next(query.find_all(exp.Parameter), None)
+    if unbound is not None:  # bound values replace $n before a statement is parsed
+        raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
     fold_object_ids(query, getattr(resolver, "state", None))
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
