@@ -291,6 +291,10 @@ def test_session_statements_drivers_send(tmp_path: Path) -> None:
 
 
 STRING_CALLS = [
+    "substring(s from '[a-z]+')",
+    "substring(s from 'l(o+)')",
+    "substring(s, ',(.),')",
+    "substring(s from 2 for 3)",
     "split_part(s, ',', 2)",
     "split_part(s, ',', -1)",
     "split_part(s, '', 1)",

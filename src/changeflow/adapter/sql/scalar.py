@@ -464,6 +464,9 @@ class Scalars(ArrayScalars, JsonbScalars):
         args = [node.this, node.args.get("start") or exp.Literal.number(1)]
         if node.args.get("length") is not None:
             args.append(node.args["length"])
+        elif is_string_literal(args[1]) or self.expr(args[1]).type == TEXT:  # FROM a pattern:
+            match = exp.Anonymous(this="regexp_match", expressions=args)  # 1st group or match
+            return self.expr(exp.Bracket(this=match, expressions=[exp.Literal.number(0)]))
         return self.func("substring", args)
 
     def _trim(self, node: exp.Trim) -> X.Expr:
