@@ -467,6 +467,13 @@ def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) ->
         for name in ("timezone", "DateStyle", "intervalstyle"):  # SHOW names its column so
             shown = conn.execute(f"SHOW {name}").description[0][0]
             assert shown == pg.execute(f"SHOW {name}").description[0].name, name
+        for c in (conn, pg):  # RESET and SET … TO DEFAULT give the setting's default back
+            c.execute("SET intervalstyle = 'iso_8601'")
+            c.execute("RESET intervalstyle")
+            c.execute("SET datestyle = 'ISO, DMY'")
+            c.execute("SET datestyle TO DEFAULT")
+        for name in ("intervalstyle", "datestyle"):
+            assert conn.execute(f"SHOW {name}").fetchall() == pg.execute(f"SHOW {name}").fetchall()
         # pg_settings spells them as PostgreSQL does (TimeZone, DateStyle)
         listed = "SELECT name FROM pg_settings WHERE name IN ('TimeZone', 'DateStyle', 'jit')"
         assert sorted(conn.execute(listed).fetchall()) == sorted(pg.execute(listed).fetchall())

@@ -270,6 +270,7 @@ class Session:
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
             var, value = stmt.args["var"].lower(), stmt.args["value"].strip().strip("'")
+            value = SETTINGS.get(var, "") if value.upper() == "DEFAULT" else value  # RESET too
             if var == "timezone" and value.upper() not in UTC_NAMES:
                 raise PlanError(
                     f"time zone {value!r} is not supported: timestamps are shown in UTC",

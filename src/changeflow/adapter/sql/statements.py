@@ -435,6 +435,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
     ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("reset", r"RESET\s+(?!ALL\b)(?P<var>[\w.]+)"),
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
@@ -452,6 +453,14 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
         re.compile(r"ALTER\s+TABLE\b", re.I),
         "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN, "
         "ALTER COLUMN … TYPE and RENAME TO are)",
+    ),
+    (
+        re.compile(
+            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|CREATE\s+UNIQUE\s+INDEX|COMMENT\s+ON"
+            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL)\b",
+            re.I,
+        ),
+        "this statement is not supported",
     ),
     (
         re.compile(r"(?:CREATE|ALTER)\s+SCHEMA\b", re.I),
@@ -540,6 +549,8 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement("alter_table", text, None, g)
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
+    if kind == "reset":  # RESET x is SET x TO DEFAULT
+        return Statement("set", text, None, {"var": g["var"], "value": "DEFAULT"})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
             if g.get(key):
