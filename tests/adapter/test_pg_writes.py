@@ -133,6 +133,7 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
         "COMMENT ON TABLE k IS 'x'",
         "VACUUM k",
         "RESET ALL",
+        "CREATE TABLE k2 AS SELECT * FROM k",
     ],
 )
 def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:

@@ -457,7 +457,8 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(
             r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|CREATE\s+UNIQUE\s+INDEX|COMMENT\s+ON"
-            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL)\b",
+            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
+            r"|CREATE\s+TABLE)\b",
             re.I,
         ),
         "this statement is not supported",
@@ -483,7 +484,9 @@ def parse(text: str) -> Statement:
     if head in ("INSERT", "UPDATE", "DELETE"):
         return Statement(head.lower(), text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
-        return Statement("create_table", text, parse_sql(text))
+        tree = parse_sql(text)
+        if not isinstance(tree.expression, exp.Query):  # CREATE TABLE … AS: refused below
+            return Statement("create_table", text, tree)
     for pattern, why in _UNSUPPORTED:
         if pattern.match(text):
             raise PlanError(f"{_short(text)}: {why}", sqlstate="0A000")
