@@ -51,6 +51,9 @@ QUERIES = [
     "SELECT id, e * 2 FROM arr CROSS JOIN LATERAL unnest(a) AS e WHERE e > 1",
     "SELECT g, count(*), sum(e) FROM arr, unnest(arr.a) AS e GROUP BY g",
     "SELECT g, unnest(array_agg(id ORDER BY id)) FROM arr GROUP BY g",
+    "SELECT o.id, ARRAY(SELECT i.id FROM arr i WHERE i.g = o.g ORDER BY i.id DESC) FROM arr o",
+    "SELECT ARRAY(SELECT s FROM arr WHERE s IS NOT NULL ORDER BY s), ARRAY(SELECT x FROM arr "
+    "WHERE false), cardinality(ARRAY(SELECT DISTINCT g FROM arr))",
 ]
 
 
@@ -101,6 +104,7 @@ REFUSED = [
     "SELECT 1 = ANY(x) FROM arr",
     "SELECT cardinality(x) FROM arr",
     "SELECT ARRAY[1, 'a'::text]",
+    "SELECT ARRAY(SELECT id, g FROM arr)",
 ]
 
 

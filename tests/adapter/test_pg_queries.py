@@ -38,6 +38,9 @@ MAINTAINED = [
     "GROUP BY s.i ORDER BY 1",
     "SELECT u.h, u.n, q.id FROM unnest(ARRAY['a', 'b', NULL]) WITH ORDINALITY AS u(h, n) "
     "JOIN q ON q.h = u.h ORDER BY 3",
+    "SELECT id, (g, h) = (1, 'a'), (g, h) <> (2, 'b'), (g, x) < (2, 3), (g, x) >= (2, 3) FROM q "
+    "WHERE (g, h) IS NOT NULL OR NOT (h, x) IS NULL ORDER BY id",
+    "SELECT id FROM q WHERE (g, h, s) > (1, 'a', 'p') AND (g, id) <= (3, 9) ORDER BY id",
 ]
 AD_HOC = [
     "SELECT * FROM generate_series(10, 1, -3) ORDER BY 1",
@@ -55,6 +58,7 @@ REFUSED = [
     "SELECT g, h FROM q GROUP BY ROLLUP (g)",
     "SELECT * FROM generate_series(1, 3, 0)",
     "SELECT * FROM generate_series('a'::text, 'b'::text)",
+    "SELECT (1, 2) = (1, 2, 3)",
 ]
 
 

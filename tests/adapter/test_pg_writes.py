@@ -125,9 +125,15 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
 @pytest.mark.parametrize(
     "sql",
     [
-        "ALTER TABLE k ALTER COLUMN n TYPE text",
+        "ALTER TABLE k ALTER COLUMN n SET DEFAULT 1",
         "ALTER TABLE k ADD CONSTRAINT c UNIQUE (n)",
         "ALTER SCHEMA public RENAME TO p",
+        "CREATE TEMP TABLE tmp (a int)",
+        "CREATE UNIQUE INDEX k_id ON k (id)",
+        "COMMENT ON TABLE k IS 'x'",
+        "VACUUM k",
+        "RESET ALL",
+        "CREATE TABLE k2 AS SELECT * FROM k",
     ],
 )
 def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:

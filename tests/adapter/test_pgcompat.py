@@ -210,6 +210,7 @@ REFUSED = [
     ("SELECT id FROM t WHERE id = = 2", "42601", 'syntax error at or near "="'),
     ("SELECT upper('a', 'b')", "42883", "function upper(text, text) does not exist"),
     ("SELECT nofunc(id, name) FROM t", "42883", "function nofunc(integer, text) does not exist"),
+    ("SELECT id FROM t WHERE id = $1", "42P02", "there is no parameter $1"),
 ]
 
 
@@ -290,6 +291,10 @@ def test_session_statements_drivers_send(tmp_path: Path) -> None:
 
 
 STRING_CALLS = [
+    "substring(s from '[a-z]+')",
+    "substring(s from 'l(o+)')",
+    "substring(s, ',(.),')",
+    "substring(s from 2 for 3)",
     "split_part(s, ',', 2)",
     "split_part(s, ',', -1)",
     "split_part(s, '', 1)",
@@ -459,6 +464,19 @@ def test_settings_drivers_read_as_postgres(tmp_path: Path, postgres_url: str) ->
         for name in names:
             ours = conn.execute(f"SHOW {name}").fetchall()
             assert ours == [tuple(r) for r in pg.execute(f"SHOW {name}").fetchall()], name
+        for name in ("timezone", "DateStyle", "intervalstyle"):  # SHOW names its column so
+            shown = conn.execute(f"SHOW {name}").description[0][0]
+            assert shown == pg.execute(f"SHOW {name}").description[0].name, name
+        for c in (conn, pg):  # RESET and SET … TO DEFAULT give the setting's default back
+            c.execute("SET intervalstyle = 'iso_8601'")
+            c.execute("RESET intervalstyle")
+            c.execute("SET datestyle = 'ISO, DMY'")
+            c.execute("SET datestyle TO DEFAULT")
+        for name in ("intervalstyle", "datestyle"):
+            assert conn.execute(f"SHOW {name}").fetchall() == pg.execute(f"SHOW {name}").fetchall()
+        # pg_settings spells them as PostgreSQL does (TimeZone, DateStyle)
+        listed = "SELECT name FROM pg_settings WHERE name IN ('TimeZone', 'DateStyle', 'jit')"
+        assert sorted(conn.execute(listed).fetchall()) == sorted(pg.execute(listed).fetchall())
     assert conn.execute("SHOW server_version_num").fetchall()[0][0].startswith("15")
     conn.close()
 

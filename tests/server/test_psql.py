@@ -229,12 +229,14 @@ def test_information_schema_columns_as_postgres(server, postgres_url: str, table
     create = (
         f"CREATE TABLE {table_name} (a int NOT NULL, b bigint, c smallint, d numeric(12,2), "
         "e numeric, f double precision, g text DEFAULT 'x', h date, i timestamp, j timestamptz, "
-        "k boolean)"
+        "k boolean, l varchar(20))"
     )
     sql = (
         "SELECT column_name, ordinal_position, column_default, is_nullable, data_type, "
-        "numeric_precision, numeric_scale, datetime_precision, udt_name "
-        f"FROM information_schema.columns WHERE table_name = '{table_name}' "
+        "character_maximum_length, format_type(atttypid, atttypmod), numeric_precision, "
+        "numeric_scale, datetime_precision, udt_name "
+        "FROM information_schema.columns JOIN pg_attribute ON attname = column_name "
+        f"AND attrelid = '{table_name}'::regclass WHERE table_name = '{table_name}' "
         "ORDER BY ordinal_position"
     )
     with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:

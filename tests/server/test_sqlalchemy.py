@@ -8,8 +8,8 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 
 DDL = [
-    "CREATE TABLE {p}items (id int NOT NULL, name text DEFAULT 'x', price numeric(12,2), "
-    "at timestamptz, ok boolean, n bigint, f double precision, d date)",
+    "CREATE TABLE {p}items (id int PRIMARY KEY, name text DEFAULT 'x', price numeric(12,2), "
+    "at timestamptz, ok boolean, n bigint, f double precision, d date, UNIQUE (n, d))",
     "CREATE VIEW {p}named AS SELECT id, name FROM {p}items",
 ]
 
@@ -27,6 +27,8 @@ def _inspect(url: str, prefix: str) -> dict:
             "views": [v for v in insp.get_view_names() if v.startswith(prefix)],
             "columns": columns,
             "has": (insp.has_table(f"{prefix}items"), insp.has_table(f"{prefix}nope")),
+            "pk": insp.get_pk_constraint(f"{prefix}items"),
+            "unique": insp.get_unique_constraints(f"{prefix}items"),
         }
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text(f"DROP VIEW {prefix}named"))

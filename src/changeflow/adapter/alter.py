@@ -1,4 +1,4 @@
-"""ALTER TABLE: a column added, dropped or renamed.
+"""ALTER TABLE: a column added, dropped or renamed (its type changed: :mod:`.alter_type`).
 
 A table's shard stores its columns by name (the table's *layout*, kept in the catalog item as
 the shard's Arrow schema) and its readers take them by position, so the SQL name of a column
@@ -56,6 +56,7 @@ from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql
+from changeflow.adapter.view_sql import column_renamed
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
@@ -81,6 +82,10 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
     if item.kind != "table":
         raise PlanError(f'"{g["name"]}" is not a table', sqlstate="42809")
+    if g["action"] == "type":
+        from changeflow.adapter.alter_type import alter_type
+
+        return alter_type(env, state, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 
@@ -238,6 +243,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         others.append(
             (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
         )
+    others += column_renamed(state, item, old_name, new_name)
     _change(env, item, changed, schema, schema, None, None, others)
     return Result(TAG)
 

@@ -37,6 +37,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
+from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
 from changeflow.compute.types import Column, numeric_scale
@@ -542,6 +543,8 @@ def rename(env: Environment, stmt: Statement) -> Result:
             raise PlanError(f'unknown {g["kind"]} "{g["name"]}"', sqlstate="42P01")
         new = _in_schema_of(g["new"], item.name)
         sql = _HEAD.sub(lambda m: m.group(1) + quote_name(new), item.sql, count=1)
+        for before, after in relation_renamed(state, item, new):  # views show the new name
+            state = state.without([before.id]).with_item(after)
         return state.without([item.id]).with_item(replace(item, name=new, sql=sql)), None
 
     env.catalog.change(change)

@@ -53,6 +53,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
+from changeflow.adapter.system_tables import SETTING_NAMES
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
@@ -269,6 +270,7 @@ class Session:
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
             var, value = stmt.args["var"].lower(), stmt.args["value"].strip().strip("'")
+            value = SETTINGS.get(var, "") if value.upper() == "DEFAULT" else value  # RESET too
             if var == "timezone" and value.upper() not in UTC_NAMES:
                 raise PlanError(
                     f"time zone {value!r} is not supported: timestamps are shown in UTC",
@@ -287,7 +289,7 @@ class Session:
             var = stmt.args["var"].lower()
             if var not in self.settings:
                 raise PlanError(f'unrecognized configuration parameter "{var}"', sqlstate="42704")
-            return text_result("SHOW", [var], [(self.settings[var],)])
+            return text_result("SHOW", [SETTING_NAMES.get(var, var)], [(self.settings[var],)])
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:

@@ -79,8 +79,10 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
             return
     if first:
         try:
+            _start_now(env, item)
             _refuse_null_keys(env, item)
         except ChangeflowError as e:
+            _release_start(env, item)
             raise with_context(e, f'sink "{item.name}"') from None
     spec = Materialization(
         item.id,
@@ -96,7 +98,39 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
     try:
         materialize(env.storage, spec, _log(env))
     except ChangeflowError as e:
+        if first:
+            _release_start(env, item)
         raise with_context(e, f'sink "{item.name}"') from None
+
+
+def _as_of(state: Any, since: int) -> int | None:
+    """The latest complete time of a shard (its upper less one), not before ``since``; None
+    while nothing is complete."""
+    upper = state.upper.elements[0] if state.upper else None
+    return None if upper is None or upper == 0 else max(upper - 1, since)
+
+
+def _start_now(env: Environment, item: Item) -> None:
+    """Place the new sink's hold on its input at the input's latest complete time, so that it
+    starts from the input's contents now (as Materialize's sinks do), not from its history:
+    a view's first times hold what it showed before it caught up with its inputs (an
+    aggregate's NULL sum over no rows, refused as a NULL key)."""
+    from changeflow.materialize.runtime import holder
+
+    shard = env.catalog.load().items[item.options["from"]].shard
+    read = env.storage.register_reader(shard, holder(item.id), "CREATE SINK starts from now")
+    as_of = _as_of(env.storage.state(shard), read.frontier.elements[0]) if read.frontier else None
+    if as_of is not None:
+        env.storage.downgrade(read, as_of)
+
+
+def _release_start(env: Environment, item: Item) -> None:
+    """Release the hold :func:`_start_now` placed (a sink that could not start keeps none)."""
+    from changeflow.materialize.runtime import holder
+
+    shard = env.catalog.load().items[item.options["from"]].shard
+    with contextlib.suppress(ChangeflowError):
+        env.storage.release_reader(shard, holder(item.id))
 
 
 def _refuse_null_keys(env: Environment, item: Item) -> None:
@@ -110,12 +144,11 @@ def _refuse_null_keys(env: Environment, item: Item) -> None:
     named = {s: n for s, n in o.get("columns") or []}  # a table's columns: their SQL names
     stored = {n: s for s, n in named.items()}
     key = [k for k in o["key"] if state.schema.field(stored.get(k, k)).nullable]
-    upper = state.upper.elements[0] if state.upper else None
-    if not key or upper is None or upper == 0:
+    if not key or _as_of(state, 0) is None:
         return
     read = env.storage.register_reader(shard, f"sink-check:{item.id}", "CREATE SINK checks keys")
     try:
-        as_of = max(upper - 1, read.frontier.elements[0]) if read.frontier else None
+        as_of = _as_of(state, read.frontier.elements[0]) if read.frontier else None
         if as_of is not None:
             rows = env.storage.snapshot_table(read, as_of)
             check_null_keys(rows.rename_columns([named.get(c, c) for c in rows.column_names]), key)

@@ -25,9 +25,20 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.sql.colnames import output_name
+from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.system_rows import (
+    constraint_oid,
+    key_constraints,
+    precision,
+    type_rows,
+    typmods,
+)
 from changeflow.adapter.system_tables import (
+    BOOL_CALLS,
     BOOLS,
+    CATALOG_CALLS,
     EMPTY,
     FORMAT,
     INFO_SCHEMA,
@@ -37,6 +48,7 @@ from changeflow.adapter.system_tables import (
     PG_CATALOG,
     PUBLIC,
     RELATION_BASE,
+    SETTING_NAMES,
     SYSTEM_OIDS,
     TABLES,
     TYPES,
@@ -46,16 +58,21 @@ from changeflow.adapter.system_types import (
     CatalogSql,
     annotated,
     array_contains,
+    array_json,
     fits,
     from_sqlite,
     rewrite_array,
+    rewrite_unnest,
     sqlite_columns,
 )
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
 from changeflow.errors import PlanError
 
 _MENTION = re.compile(
-    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:" + "|".join(TABLES) + r")\b)", re.I
+    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:"
+    + "|".join([*TABLES, *CATALOG_CALLS])
+    + r")\b)",
+    re.I,
 )
 
 
@@ -73,7 +90,11 @@ def mentions_catalog(text: str) -> bool:
             not schema and table.name.lower() in TABLES
         ):
             return True
-    return any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot))
+    if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
+        return True
+    # a catalog function (pg_get_viewdef('v'::regclass)) in a query that reads no table
+    calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
+    return bool(calls & CATALOG_CALLS) and next(tree.find_all(exp.Table), None) is None
 
 
 @dataclass
@@ -112,11 +133,18 @@ def _rows(
     from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
-    for name, value in sorted(settings.items()):
+    for key, value in sorted(settings.items()):
+        name = SETTING_NAMES.get(key, key)
         out["pg_settings"].append(
             (name, value, None, "changeflow", "", None, "user", "string", "session")
             + (None, None, None, value, value, None, None, False)
         )
+    pid = (SESSION_NAMES.get() or SessionNames()).pid  # this session, the one a query sees
+    out["pg_stat_activity"].append(
+        (1, database, pid, None, OWNER, user, settings.get("application_name", ""), "127.0.0.1")
+        + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
+        + ("client backend",)
+    )
     for i, name in enumerate(sorted(FUNCTIONS)):
         strict = FUNCTIONS[name].strict
         out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
@@ -137,7 +165,7 @@ def _rows(
     out["pg_database"].append(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
-    out["pg_type"] += _type_rows()
+    out["pg_type"] += type_rows()
     items = state.items.values()
     by_id = {i.id: i for i in items}
     indexed = {i.depends_on[0] for i in items if i.kind == "index" and i.depends_on}
@@ -182,14 +210,16 @@ def _rows(
             + (False, False, True, "d", False, 0, 0, 0, None, None, None)
         )
         defaults = item.options.get("defaults") or []
-        typmods = _typmods(item) if item.kind == "table" else {}
+        mods = typmods(item) if item.kind == "table" else {}
         for n, (col, type_name, nullable) in enumerate(columns, 1):
+            if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
+                type_name = "character varying"
             type_oid, length, _ = _type(type_name)
             default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
-                (oid, col, type_oid, -1, length, n, 0, -1, typmods.get(col, -1), length > 0)
+                (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
                 + ("i", _storage(type_oid, length), "")
                 + (
                     not nullable and kind in ("r", "i"),
@@ -217,12 +247,17 @@ def _rows(
                         default,
                         "NO" if not nullable and kind == "r" else "YES",
                     )
-                    + (FORMAT.get(type_oid, type_name), None)
-                    + _precision(type_oid, typmods.get(col, -1))
+                    + (
+                        FORMAT.get(type_oid, type_name),
+                        mods.get(col, 3) - 4 if type_oid == 1043 else None,
+                    )
+                    + precision(type_oid, mods.get(col, -1))
                     + (database,)
                     + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
                 )
         if kind == "r":
+            for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
+                out[name] += rows
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
@@ -234,71 +269,7 @@ def _rows(
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
-_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1114: "D", 1184: "D", 1186: "T", 2950: "U"}
-_CATEGORY |= {3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
-_ALIGN = {19: "c", 2950: "c", 1186: "d"}
-
-
-def _type_rows() -> list[tuple[Any, ...]]:
-    """pg_type's rows: each type once, an array with its element (``typelem``) and each
-    element with its array (``typarray``), length, category, alignment and storage as
-    PostgreSQL's."""
-    first: dict[int, tuple[str, int, str]] = {}
-    for name, (oid, length, typname) in TYPES.items():
-        first.setdefault(oid, (name, length, typname))
-    arrays = {TYPES[n[:-2]][0]: oid for oid, (n, _, _) in first.items() if n.endswith("[]")}
-
-    def align(oid: int) -> str:
-        return _ALIGN.get(oid) or {1: "c", 2: "s", 8: "d"}.get(first[oid][1], "i")
-
-    rows = []
-    for oid, (name, length, typname) in first.items():
-        element = TYPES[name[:-2]][0] if name.endswith("[]") else (18 if oid == 19 else 0)
-        io = "array" if oid in arrays.values() else typname
-        storage = "m" if oid == 1700 else ("p" if length > 0 else "x")
-        array_align = "d" if element and align(element) == "d" else "i"
-        rows.append(
-            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b")
-            + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
-            + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
-            + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)
-            + (-1, 0, 0, None, None, None)
-        )
-    return rows
-
-
-def _typmods(item: Item) -> dict[str, int]:
-    """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
-    ``(p << 16 | s) + 4``; varchar(n): ``n + 4``), read from its CREATE statement."""
-    try:
-        create = sqlglot.parse_one(item.sql, read="postgres")
-    except sqlglot.errors.ParseError:
-        return {}
-    out = {}
-    for column in create.find_all(exp.ColumnDef):
-        kind = column.args.get("kind")
-        params = [int(p.name) for p in kind.expressions if p.name.isdigit()] if kind else []
-        if not params:
-            continue
-        if kind.this == exp.DataType.Type.DECIMAL:
-            scale = params[1] if len(params) > 1 else 0
-            out[column.name.lower()] = ((params[0] << 16) | scale) + 4
-        elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
-            out[column.name.lower()] = params[0] + 4
-    return out
-
-
-def _precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:
-    """information_schema's numeric_precision, numeric_scale and datetime_precision."""
-    if oid == 1700 and typmod >= 4:
-        return (typmod - 4) >> 16, (typmod - 4) & 0xFFFF, None
-    fixed = {21: 16, 23: 32, 20: 64, 700: 24, 701: 53}
-    if oid in fixed:
-        return fixed[oid], 0 if oid in (20, 21, 23) else None, None
-    return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
-
-
-def _type_oid(name: Any) -> int | None:
+def type_oid(name: Any) -> int | None:
     """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
     text = str(name).lower().split(".")[-1].strip('"')
     for sql_name, (oid, _, internal) in TYPES.items():
@@ -346,6 +317,14 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     namespaces = {PUBLIC: "public", PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
     namespaces |= {namespace_oid(state, n): n for n in state.schemas}
 
+    keys = {  # pg_get_constraintdef of the key constraints
+        constraint_oid(relation_oid(i), k): ("PRIMARY KEY" if primary else "UNIQUE")
+        + f" ({', '.join(i.columns[c][0] for c in columns)})"
+        for i in items
+        if i.kind == "table"
+        for k, (_, columns, primary) in enumerate(i.options.get("unique") or [])
+    }
+
     def regclass(value: Any) -> Any:
         if isinstance(value, int):
             item = by_oid.get(value)
@@ -386,9 +365,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "regexp": regexp,
         "regclass": regclass,
         "regtype": lambda oid: (
-            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else _type_oid(oid)
+            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
         ),
-        "to_regtype": _type_oid,
+        "to_regtype": type_oid,
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
@@ -410,7 +389,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
         "pg_get_indexdef": indexdef,
         "pg_get_viewdef": viewdef,
-        "pg_get_constraintdef": lambda oid, pretty=None: None,
+        "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
         "pg_encoding_to_char": lambda n: "UTF8",
         "pg_relation_is_publishable": lambda oid: 0,
         "obj_description": lambda *args: None,
@@ -421,6 +400,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
         ),
         "current_database": lambda: database,
+        "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
         "current_user": lambda: user,
         "version": lambda: "PostgreSQL 15.0 on changeflow",
         "has_table_privilege": lambda *args: 1,
@@ -476,21 +456,12 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
 
 
 def _name_outputs(tree: exp.Expression) -> None:
-    """Name the select list's unnamed expressions as PostgreSQL does (a function by its name,
-    anything else ``?column?``)."""
+    """Name the select list's unnamed expressions as PostgreSQL does (SQLite would name them
+    by their text)."""
     for select in [tree] if isinstance(tree, exp.Select) else list(tree.find_all(exp.Select))[:1]:
         for i, e in enumerate(select.expressions):
-            if isinstance(e, exp.Alias | exp.Column | exp.Star):
-                continue
-            inner = e.expression if isinstance(e, exp.Dot) else e
-            name = "?column?"
-            if isinstance(inner, exp.Anonymous):
-                name = str(inner.this).lower()
-            elif isinstance(inner, exp.Func):
-                name = inner.sql_name().lower()
-            elif isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Column):
-                name = inner.this.name
-            select.expressions[i] = exp.alias_(e, name, quoted=True)
+            if not isinstance(e, exp.Alias | exp.Column | exp.Star):
+                select.expressions[i] = exp.alias_(e, output_name(e), quoted=True)
 
 
 def _reads_nothing(tree: exp.Expression) -> bool:
@@ -526,8 +497,11 @@ def answer(
         i
         for i, e in enumerate(top.expressions if top is not None else [])
         if isinstance(e.unalias(), exp.Predicate | exp.Connector | exp.Not | exp.Boolean)
+        or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
+    for select in list(tree.find_all(exp.Select)):
+        rewrite_unnest(select)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
         tree = tree.transform(_rewrite, copy=False)
     db = sqlite3.connect(":memory:")
@@ -543,6 +517,7 @@ def answer(
         for fn, impl in _functions(state, user, database).items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
+        db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
         try:

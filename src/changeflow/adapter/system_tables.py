@@ -84,6 +84,11 @@ TABLES: dict[str, str] = {
     "contypid INTEGER, conindid INTEGER, conparentid INTEGER, confrelid INTEGER, "
     "confupdtype TEXT, confdeltype TEXT, confmatchtype TEXT, conislocal BOOL, "
     "coninhcount INTEGER, connoinherit BOOL, conkey TEXT, confkey TEXT, conbin TEXT",
+    "pg_stat_activity": "datid OID, datname NAME, pid INT4, leader_pid INT4, usesysid OID, "
+    "usename NAME, application_name TEXT, client_addr TEXT, client_hostname TEXT, "
+    "client_port INT4, backend_start TEXT, xact_start TEXT, query_start TEXT, "
+    "state_change TEXT, wait_event_type TEXT, wait_event TEXT, state TEXT, backend_xid TEXT, "
+    "backend_xmin TEXT, query_id INTEGER, query TEXT, backend_type TEXT",
     "pg_database": "oid INTEGER, datname TEXT, datdba INTEGER, encoding INTEGER, "
     "datlocprovider TEXT, datistemplate BOOL, datallowconn BOOL, datconnlimit INTEGER, "
     "dattablespace INTEGER, datcollate TEXT, datctype TEXT, daticulocale TEXT, "
@@ -152,7 +157,6 @@ EMPTY = {
     "pg_enum",
     "pg_extension",
     "pg_description",
-    "pg_constraint",
     "pg_opclass",
 }
 SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
@@ -167,3 +171,28 @@ BOOLS = {
     for c in cols.split(", ")
     if c.endswith(" BOOL")
 } | {"relhasoids"}
+
+# The catalog functions that only catalog queries answer (the planner has no such function).
+CATALOG_CALLS = frozenset(
+    {
+        "pg_get_viewdef",
+        "pg_get_indexdef",
+        "pg_get_constraintdef",
+        "pg_get_expr",
+        "pg_get_userbyid",
+        "pg_table_is_visible",
+        "pg_type_is_visible",
+        "format_type",
+        "obj_description",
+        "col_description",
+        "shobj_description",
+        "to_regclass",
+        "to_regtype",
+        "has_table_privilege",
+        "has_schema_privilege",
+        "pg_encoding_to_char",
+    }
+)
+BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
+# the settings whose names are not all lower case, as PostgreSQL spells them (pg_settings, SHOW)
+SETTING_NAMES = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}

@@ -208,3 +208,51 @@ def rewrite_array(node: exp.Expression) -> exp.Expression | None:
             arg = arg.this
         return exp.Anonymous(this="array_agg", expressions=[arg, *keys])
     return None
+
+
+def rewrite_unnest(select: exp.Select) -> None:
+    """A select list's ``unnest(a)`` and ``generate_subscripts(a, 1)`` as SQLite runs them:
+    a join of ``json_each`` over the first array unnested, its value and position; another
+    array unnested beside it is zipped with it by position, as PostgreSQL does."""
+    first: list[exp.Expression] = []
+
+    def each() -> str:
+        return "_unnest"
+
+    def value(array: exp.Expression) -> exp.Expression:
+        if not first:
+            first.append(array)
+            call = exp.Anonymous(
+                this="json_each",
+                expressions=[exp.Anonymous(this="array_json", expressions=[array.copy()])],
+            )
+            table = exp.Table(this=call, alias=exp.TableAlias(this=exp.to_identifier(each())))
+            select.append("joins", exp.Join(this=table, kind="CROSS"))
+        if array.sql() == first[0].sql():
+            return exp.column("value", each())
+        path = exp.DPipe(
+            this=exp.DPipe(this=exp.Literal.string("$["), expression=exp.column("key", each())),
+            expression=exp.Literal.string("]"),
+        )
+        json = exp.Anonymous(this="array_json", expressions=[array.copy()])
+        return exp.Anonymous(this="json_extract", expressions=[json, path])
+
+    for item in select.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Explode):
+            node.replace(value(node.this))
+        elif isinstance(node, exp.Anonymous) and str(node.this).lower() == "generate_subscripts":
+            value(node.expressions[0])
+            position = exp.Add(this=exp.column("key", each()), expression=exp.Literal.number(1))
+            node.replace(position)
+
+
+def array_json(value: Any) -> str:
+    """An array as SQLite holds it here (``{1,2}``, an int2vector's ``1 2``, JSON) as JSON."""
+    if value is None:
+        return "[]"
+    text = str(value).strip()
+    if text.startswith("["):
+        return text
+    parts = text.strip("{}").replace(",", " ").split()
+    return json.dumps([int(p) if p.lstrip("-").isdigit() else p for p in parts])

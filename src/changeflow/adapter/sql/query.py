@@ -12,12 +12,16 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from changeflow.adapter.object_ids import fold_object_ids
 from changeflow.adapter.relations import Finishing, Query, Resolver
+from changeflow.adapter.sql.array_subquery import plan_array_subqueries
+from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
 from changeflow.adapter.sql.ordering import Ordering
 from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
+from changeflow.adapter.sql.row_compare import rewrite_row_comparisons
 from changeflow.adapter.sql.rows import (
     ONE_ROW,
     Output,
@@ -26,11 +30,11 @@ from changeflow.adapter.sql.rows import (
     resolve_unknown,
     unify_columns,
 )
-from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars
+from changeflow.adapter.sql.scalar import Scalars
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.table_functions import set_returning
-from changeflow.adapter.sql.windows import Windows, function_name
+from changeflow.adapter.sql.windows import Windows
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import optimize
@@ -39,6 +43,12 @@ from changeflow.errors import PlanError
 
 def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
     """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
+    unbound = next(query.find_all(exp.Parameter), None)
+    if unbound is not None:  # bound values replace $n before a statement is parsed
+        raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
+    fold_object_ids(query, getattr(resolver, "state", None))
+    plan_array_subqueries(query)
+    rewrite_row_comparisons(query)
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
     plan = optimize(resolve_unknown(out.plan))
@@ -60,33 +70,6 @@ def view_plan(query: Query) -> P.Plan:
     if f.width is not None:
         plan = P.Project(plan, tuple(range(f.width)))
     return plan
-
-
-def output_name(node: exp.Expression) -> str:
-    """The column name PostgreSQL gives a select item."""
-    if isinstance(node, exp.Alias):
-        return ident(node.args.get("alias"))
-    if isinstance(node, exp.Column):
-        return ident(node.this)
-    if isinstance(node, exp.Paren | exp.Filter):
-        return output_name(node.this)
-    if isinstance(node, exp.Explode):
-        return "unnest"
-    if isinstance(node, exp.Window):
-        fn = node.this.this if isinstance(node.this, exp.Filter) else node.this
-        return function_name(fn)
-    if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Literal):
-        return output_name(node.this)
-    if type(node) in AGGREGATE_NODES:
-        return AGGREGATE_NODES[type(node)]
-    if isinstance(node, exp.Anonymous):
-        name = str(node.this).lower()
-        return "jsonb_object_agg" if name == "jsonb_object_of_pairs" else name
-    if isinstance(node, exp.Func) and not isinstance(node, exp.Case | exp.Cast):
-        return node.key
-    if isinstance(node, exp.Case):
-        return "case"
-    return "?column?"
 
 
 class Planner(FromClause, Grouping, Windows, Ordering, Correlation):

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql.query import output_name
+from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.scalar import Scalars, contains, is_aggregate
 from changeflow.adapter.sql.scope import Field, Scope, unsupported
 from changeflow.compute import expr as X

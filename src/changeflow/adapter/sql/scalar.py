@@ -425,6 +425,16 @@ class Scalars(ArrayScalars, JsonbScalars):
             value = Func("round", (value, X.lit(scale)))
         return value
 
+    def _collate(self, node: exp.Collate) -> X.Expr:
+        """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
+        name = node.expression.name
+        if name.lower() not in ("c", "posix", "default", "ucs_basic"):
+            raise PlanError(
+                f'collation "{name}" is not supported: text compares by code point ("C")',
+                sqlstate="0A000",
+            )
+        return self.expr(node.this)
+
     def _trycast(self, node: exp.TryCast) -> X.Expr:
         return self._cast(node)
 
@@ -454,6 +464,9 @@ class Scalars(ArrayScalars, JsonbScalars):
         args = [node.this, node.args.get("start") or exp.Literal.number(1)]
         if node.args.get("length") is not None:
             args.append(node.args["length"])
+        elif is_string_literal(args[1]) or self.expr(args[1]).type == TEXT:  # FROM a pattern:
+            match = exp.Anonymous(this="regexp_match", expressions=args)  # 1st group or match
+            return self.expr(exp.Bracket(this=match, expressions=[exp.Literal.number(0)]))
         return self.func("substring", args)
 
     def _trim(self, node: exp.Trim) -> X.Expr:

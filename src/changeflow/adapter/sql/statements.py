@@ -166,6 +166,16 @@ class PostgresCalls(Postgres):
                 return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
             return super().validate_expression(expression, args)
 
+        def _parse_function_call(self, *args: Any, **kwargs: Any) -> Any:
+            """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
+            a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
+            written = self._curr.text.lower() if self._curr is not None else None
+            found = super()._parse_function_call(*args, **kwargs)
+            inner = found.this if isinstance(found, exp.Window) else found
+            if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
+                inner.meta["name"] = written
+            return found
+
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
         ) -> Any:
@@ -399,6 +409,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
         rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
     ),
+    (
+        "alter_type",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
+        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?:SET\s+DATA\s+)?TYPE\s+(?P<type>.+?)"
+        r"(?:\s+USING\s+(?P<using>.+))?",
+    ),
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
     ("show_items", rf"SHOW\s+{KIND}"),
@@ -419,6 +435,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
     ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("reset", r"RESET\s+(?!ALL\b)(?P<var>[\w.]+)"),
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
@@ -434,8 +451,17 @@ _AS_OF = re.compile(
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(r"ALTER\s+TABLE\b", re.I),
-        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN "
-        "and RENAME TO are)",
+        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN, "
+        "ALTER COLUMN … TYPE and RENAME TO are)",
+    ),
+    (
+        re.compile(
+            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|CREATE\s+UNIQUE\s+INDEX|COMMENT\s+ON"
+            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
+            r"|CREATE\s+TABLE)\b",
+            re.I,
+        ),
+        "this statement is not supported",
     ),
     (
         re.compile(r"(?:CREATE|ALTER)\s+SCHEMA\b", re.I),
@@ -458,7 +484,9 @@ def parse(text: str) -> Statement:
     if head in ("INSERT", "UPDATE", "DELETE"):
         return Statement(head.lower(), text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
-        return Statement("create_table", text, parse_sql(text))
+        tree = parse_sql(text)
+        if not isinstance(tree.expression, exp.Query):  # CREATE TABLE … AS: refused below
+            return Statement("create_table", text, tree)
     for pattern, why in _UNSUPPORTED:
         if pattern.match(text):
             raise PlanError(f"{_short(text)}: {why}", sqlstate="0A000")
@@ -524,6 +552,8 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement("alter_table", text, None, g)
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
+    if kind == "reset":  # RESET x is SET x TO DEFAULT
+        return Statement("set", text, None, {"var": g["var"], "value": "DEFAULT"})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
             if g.get(key):

@@ -110,7 +110,11 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
 
 def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
     """The type of ``CAST(x AS dt)`` and, for ``numeric(p, s)``, the scale it rounds to."""
+    if isinstance(dt, exp.ObjectIdentifier):  # regclass and its kin: their name (object_ids)
+        return TEXT, None
     if dt.this == T.DECIMAL:
         found = _decimal(dt)
         return NUMERIC, None if found is None else found[1]
+    if dt.this == T.UINT:  # oid
+        return INT8, None
     return column_type(dt)[0], None

@@ -1,0 +1,52 @@
+"""Row constructor comparisons, ``(a, b) = (1, 2)``, as PostgreSQL defines them: ``=`` is
+each pair equal (AND), ``<>`` some pair different (OR), ``<``, ``<=``, ``>``, ``>=`` compare
+the pairs in order (the first pair that differs decides); ``(a, b) IS [NOT] NULL`` is every
+field NULL (not NULL). Rewritten into comparisons of the fields before planning."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from changeflow.errors import PlanError
+
+_ORDERED = {exp.LT: exp.LT, exp.LTE: exp.LT, exp.GT: exp.GT, exp.GTE: exp.GT}
+
+
+def _pairs(node: exp.Binary) -> list[tuple[exp.Expression, exp.Expression]] | None:
+    a, b = node.this, node.expression
+    if not (isinstance(a, exp.Tuple) and isinstance(b, exp.Tuple)):
+        return None
+    if len(a.expressions) != len(b.expressions):
+        raise PlanError("unequal number of entries in row expressions", sqlstate="42601")
+    return list(zip(a.expressions, b.expressions, strict=True))
+
+
+def _lexicographic(
+    node: exp.Binary, pairs: list[tuple[exp.Expression, exp.Expression]]
+) -> exp.Expression:
+    (x, y), rest = pairs[0], pairs[1:]
+    if not rest:
+        return type(node)(this=x.copy(), expression=y.copy())
+    strict = _ORDERED[type(node)](this=x.copy(), expression=y.copy())
+    tie = exp.and_(exp.EQ(this=x.copy(), expression=y.copy()), _lexicographic(node, rest))
+    return exp.paren(exp.or_(strict, exp.paren(tie)))
+
+
+def rewrite_row_comparisons(tree: exp.Expression) -> None:
+    """Rewrite ``tree``'s comparisons of two row constructors in place."""
+    for node in list(tree.find_all(exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+        pairs = _pairs(node)
+        if pairs is None:
+            continue
+        if isinstance(node, exp.EQ | exp.NEQ):
+            parts = [type(node)(this=x.copy(), expression=y.copy()) for x, y in pairs]
+            joined = exp.and_(*parts) if isinstance(node, exp.EQ) else exp.or_(*parts)
+            node.replace(exp.paren(joined))
+        else:
+            node.replace(_lexicographic(node, pairs))
+    for node in list(tree.find_all(exp.Is)):
+        if not isinstance(node.this, exp.Tuple) or not isinstance(node.expression, exp.Null):
+            continue
+        tests = [exp.Is(this=e.copy(), expression=exp.Null()) for e in node.this.expressions]
+        each = [exp.Not(this=t) for t in tests] if node.args.get("negate") else tests
+        node.replace(exp.paren(exp.and_(*each)))  # NOT (row IS NULL) stays its negation
