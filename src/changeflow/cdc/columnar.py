@@ -401,9 +401,9 @@ class ColumnarReader(CdcReader):
     def _hash(self, table: pa.Table) -> np.ndarray:
         """A 64-bit hash of each row's data and time."""
         key = SEEDS[self._seed]
-        h = _column_hash(table.column(TIME), key)
+        h = column_hash(table.column(TIME), key)
         for c in data_columns(table.column_names):
-            h = h * MIXES[self._seed] + _column_hash(table.column(c), key)
+            h = h * MIXES[self._seed] + column_hash(table.column(c), key)
             h ^= h >> np.uint64(29)
         return h
 
@@ -482,7 +482,7 @@ def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return at + lo, counts[at]
 
 
-def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
+def column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
     """A hash of each value, equal for equal values (nulls alike, whatever the column's type)
     whatever the chunking."""
     kind = column.type

@@ -152,5 +152,14 @@ class RecoveryLog:
             raise
         return gone > 0
 
+    def checkpointed(self, prefix: str) -> list[str]:
+        """The materializations with a checkpoint whose names begin with ``prefix``."""
+        rows = self.db.execute(
+            "SELECT materialization FROM recovery_log WHERE runtime_checkpoint IS NOT NULL "
+            "AND substr(materialization, 1, ?) = ?",
+            (len(prefix), prefix),
+        )
+        return [name for (name,) in rows]
+
     def close(self) -> None:
         self.db.close()

@@ -158,6 +158,15 @@ class PostgresDriver(SqlDriver):
             fence, checkpoint = cur.fetchone() or (0, None)
         return fence, checkpoint
 
+    def _checkpointed(self) -> list[tuple[int, int]]:
+        with self._transaction() as cur:
+            cur.execute(
+                f"SELECT key_begin, key_end FROM {CHECKPOINTS} "
+                "WHERE materialization = %s AND checkpoint IS NOT NULL",
+                self.split[:1],
+            )
+            return cur.fetchall()
+
     def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:
         temp, key = _temp("load", index), table.binding.key
         with self._transaction() as cur:
