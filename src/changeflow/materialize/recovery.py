@@ -83,9 +83,14 @@ class RecoveryLog:
         runtime_checkpoint: dict[str, Any],
         driver: DriverState | None,
         fence: int | None = None,
+        durable: bool = True,
     ) -> dict[str, Any]:
         """Commit both checkpoints (a driver merge patch is applied to the stored one); with
-        ``fence``, only if no newer session has taken ``name`` over (else FencedOff)."""
+        ``fence``, only if no newer session has taken ``name`` over (else FencedOff). Not
+        ``durable``: without a sync (a crash of the machine may lose it, never tear it), for
+        a materialization whose target keeps the checkpoint that counts."""
+        if not durable:
+            self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if fence is not None:
@@ -106,6 +111,9 @@ class RecoveryLog:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        finally:
+            if not durable:  # every other write of the log syncs
+                self.db.execute("PRAGMA synchronous=FULL")
         return state
 
     def target(self, name: str) -> tuple[str, str] | None:

@@ -530,7 +530,8 @@ class Runtime:
         failpoint("runtime.after_start_commit")
         started = self._expect(StartedCommit, "commit")
         failpoint("runtime.before_log_commit")
-        self.log.commit(self.name, checkpoint, started.state, self.fence)
+        durable = not self.authoritative  # else the target's checkpoint is the one that counts
+        self.log.commit(self.name, checkpoint, started.state, self.fence, durable)
         self.lower = upper
         failpoint("runtime.after_log_commit")
 
