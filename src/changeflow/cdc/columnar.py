@@ -345,12 +345,13 @@ class ColumnarReader(CdcReader):
         if frontier == self.reported:
             return []
         self.reported = frontier
-        out, hashes = self._pending.remove_before(self._bound(frontier))
+        audit = self._audit is not None
+        out, hashes = self._pending.remove_before(self._bound(frontier), hashed=audit)
         if out is not None:
             times, n = _tally(out.column(TIME).to_numpy())
             for t, c in zip(times.tolist(), n.tolist(), strict=True):
                 self._retire(t, c)
-            if self._audit is not None:
+            if audit:
                 self._done.add(out, hashes)
         else:
             out = self._empty()
