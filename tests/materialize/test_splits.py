@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_faults import (  # noqa: E402
     FINAL,
+    SHARD,
     SPLIT,
     Setup,
     Target,
@@ -35,6 +36,8 @@ from changeflow.materialize.keyrange import (  # noqa: E402
     key_ranges,
     parse,
 )
+from changeflow.materialize.recovery import RecoveryLog  # noqa: E402
+from changeflow.materialize.runtime import drop, holder  # noqa: E402
 from changeflow.materialize.splits import materialize_split  # noqa: E402
 
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -178,3 +181,20 @@ def test_another_layout_is_refused_while_checkpoints_exist(
     setup.append(SPLIT, FINAL)
     materialize_split(setup.storage, setup.spec, setup.log, 2)  # the same layout goes on
     _check(setup, target, "sum", key_ranges(2))
+
+
+def test_drop_lets_go_of_every_range(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    _, setup = _setup("sqlite", "lww", tmp_path, request)
+    setup.append(0, SPLIT)
+    materialize_split(setup.storage, setup.spec, setup.log, 2)
+    holders = {holder(r.qualify("m")) for r in key_ranges(2)}
+    assert set(setup.storage.registered_readers(SHARD)) == holders
+    assert drop(setup.storage, "m", setup.log) == SHARD
+    assert setup.storage.registered_readers(SHARD) == {}
+    log = RecoveryLog(setup.log)
+    try:
+        assert log.checkpointed("m") == []
+    finally:
+        log.close()
+    with pytest.raises(InvalidInput, match="no materialization named 'm'"):
+        drop(setup.storage, "m", setup.log)

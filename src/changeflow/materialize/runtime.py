@@ -52,7 +52,7 @@ from changeflow.materialize.columns import (
 )
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.drivers import DRIVERS, open_driver
-from changeflow.materialize.keyrange import KeyRange, check_layout
+from changeflow.materialize.keyrange import KeyRange, check_layout, parse
 from changeflow.materialize.protocol import (
     Acknowledge,
     Acknowledged,
@@ -136,13 +136,17 @@ def drop(storage: Storage, name: str, recovery_log: Path) -> str | None:
     """Drop materialization ``name``: release its hold on its shard's since and forget its
     checkpoints and target, so the shard can be compacted past it and the name reused. The
     target keeps what was written (and a SQL target its checkpoint row). Returns the shard
-    it held (None if it held none); an error if there is no such materialization."""
+    it held (None if it held none); an error if there is no such materialization. A split
+    one lets go of every key range's hold and checkpoints."""
     log = RecoveryLog(recovery_log)
     try:
         recorded = log.target(name)
         shard = None if recorded is None else recorded[1]
-        released = shard in storage.shards() and storage.release_reader(shard, holder(name))
-        if not log.forget(name) and not released:
+        held = storage.registered_readers(shard) if shard in storage.shards() else {}
+        mine = [h for h in held if parse(name, h.removeprefix(holder(""))) is not None]
+        released = any([storage.release_reader(str(shard), h) for h in mine])
+        ranges = {name, *(q for q in log.checkpointed(name) if parse(name, q) is not None)}
+        if not any([log.forget(q) for q in sorted(ranges)]) and not released:
             raise InvalidInput(f"no materialization named {name!r} in {recovery_log}")
     finally:
         log.close()
