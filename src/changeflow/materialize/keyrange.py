@@ -60,11 +60,12 @@ def key_ranges(count: int) -> list[KeyRange]:
 
 def key_hashes(rows: pa.Table, key: Sequence[str]) -> np.ndarray:
     """Each row's key hash, in ``[0, 2**32)`` (uint64)."""
-    h = np.zeros(rows.num_rows, np.uint64)
+    h = None
     for name in key:
-        h = h * MIXES[0] + column_hash(rows.column(name), SEEDS[0])
+        c = column_hash(rows.column(name), SEEDS[0])
+        h = c if h is None else h * MIXES[0] + c
         h ^= h >> np.uint64(29)
-    return h >> np.uint64(32)
+    return np.zeros(rows.num_rows, np.uint64) if h is None else h >> np.uint64(32)
 
 
 def parse(name: str, qualified: str) -> KeyRange | None:
