@@ -7,6 +7,8 @@ with numpy and appended untimed. Then, per target, side by side in one run:
 - driver: ``materialize(...)`` end to end (the subscription's read of the shard, the runtime's
   transactions of 10k upserts reduced with Arrow, one Store batch each and, as lastWriteWins
   into SQL needs no load, no Load; the driver's commits), into a fresh table;
+- on PostgreSQL, the driver split into ``--ranges`` key ranges (``materialize_split``: a
+  runtime and a connection per range, side by side), with its client and server CPU seconds;
 - naive: the same 10k new rows per transaction, prepared as Python tuples in advance
   (untimed), written by ``executemany`` of ``INSERT … ON CONFLICT DO UPDATE`` and one commit
   per transaction, on the same server (PostgreSQL) or the same kind of file (SQLite: WAL,
@@ -16,7 +18,7 @@ with numpy and appended untimed. Then, per target, side by side in one run:
   table, one ``INSERT … SELECT … ON CONFLICT``, the commit; SQLite: ``executemany`` of the
   upsert with the driver's settings, the commit), each step timed.
 
-The three run in turn, ``--repeat`` rounds (default 2), and each keeps its best round: the
+They run in turn, ``--repeat`` rounds (default 2), and each keeps its best round: the
 machine may be shared, and a round of one run beside a busy moment of another says little.
 The driver's run is timed in parts (the shard's read, the runtime, the driver's side of the
 transport). Every table must equal the final state. At a tenth of the size
@@ -25,7 +27,8 @@ transport). Every table must equal the final state. At a tenth of the size
 Writes ``results/materialize.json`` and ``results/materialize.md`` and refreshes the README
 block between the ``bench:materialize`` markers (when they are there).
 
-    python benchmarks/materialize.py [--scale 1.0] [--profile-scale 0.1] [--repeat 2] [--work DIR]
+    python benchmarks/materialize.py [--scale 1.0] [--profile-scale 0.1] [--repeat 2]
+        [--ranges 2] [--work DIR]
 """
 
 from __future__ import annotations
