@@ -237,6 +237,21 @@ def test_delta_updates_append_rows(url: str, connect: Callable[[], Session]) -> 
     assert query(url, 'SELECT "id", "v" FROM "events"') == [(1, -2), (1, 5), (2, 1)]
 
 
+@pytest.mark.postgres
+def test_postgres_keyed_tables_leave_room_for_updates_in_place(
+    postgres_url: str, request: pytest.FixtureRequest
+) -> None:
+    """A keyed table is created with room on its pages (HOT updates); a change table not."""
+    url = database_for_test(postgres_url, request.node.name)
+    session = Session(InProcess(open_driver(url)))
+    try:
+        session.open()
+    finally:
+        session.close()
+    options = "SELECT relname, reloptions FROM pg_class WHERE relname IN ('items', 'events')"
+    assert query(url, options) == [("events", None), ("items", ["fillfactor=70"])]
+
+
 def test_a_failed_commit_rolls_back_data_and_checkpoint(
     url: str, connect: Callable[[], Session]
 ) -> None:
