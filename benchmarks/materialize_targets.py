@@ -163,10 +163,12 @@ class PostgresTarget(Target):
 
     def bulk(self, table: str, rows: list[list[Row]]) -> dict[str, float]:
         """Binary COPY of each batch (in key order) into a temporary table, then one
-        ``INSERT … SELECT … ON CONFLICT DO UPDATE`` and the commit."""
+        ``INSERT … SELECT … ON CONFLICT DO UPDATE`` and the commit, into a table created as
+        the driver creates it."""
         import psycopg
 
         from changeflow.materialize.drivers.pgcopy import copy_data
+        from changeflow.materialize.drivers.postgres import FILLFACTOR
 
         columns = [list(zip(*sorted(batch), strict=True)) for batch in rows]
         payloads = [
@@ -175,6 +177,7 @@ class PostgresTarget(Target):
         with psycopg.connect(self.database) as conn:
             conn.execute(
                 f"CREATE TABLE {table} (key BIGINT NOT NULL PRIMARY KEY, value TEXT, amount BIGINT)"
+                f" WITH (fillfactor = {FILLFACTOR})"
             )
             conn.execute(
                 "CREATE TEMP TABLE staged (key BIGINT, value TEXT, amount BIGINT) "
