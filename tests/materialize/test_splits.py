@@ -178,6 +178,9 @@ def test_another_layout_is_refused_while_checkpoints_exist(
     # a target that keeps its own checkpoints refuses it with a fresh recovery log too
     with pytest.raises(InvalidInput, match="overlaps keys"):
         materialize_split(setup.storage, setup.spec, tmp_path / "fresh.sqlite", 3)
+    for bad in ([KeyRange(0, 10), KeyRange(10, 20)], [KeyRange(5, KEY_SPACE)]):
+        with pytest.raises(InvalidInput, match=r"^key range"):
+            materialize_split(setup.storage, setup.spec, setup.log, bad)
     setup.append(SPLIT, FINAL)
     materialize_split(setup.storage, setup.spec, setup.log, 2)  # the same layout goes on
     _check(setup, target, "sum", key_ranges(2))

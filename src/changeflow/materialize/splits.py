@@ -15,7 +15,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from changeflow.materialize.keyrange import KeyRange, check_layout, key_ranges
+from changeflow.errors import InvalidInput
+from changeflow.materialize.keyrange import LAST, KeyRange, check_layout, key_ranges
 from changeflow.materialize.recovery import RecoveryLog
 from changeflow.materialize.runtime import (
     Materialization,
@@ -41,7 +42,13 @@ def materialize_split(
     ranges themselves: some of a layout, to run those alone), each until it has caught up
     with the shard (see :func:`~changeflow.materialize.runtime.materialize`); the progress
     of each range. A range that fails lets the others finish, then its error is raised."""
-    ranges = key_ranges(splits) if isinstance(splits, int) else list(splits)
+    ranges = key_ranges(splits) if isinstance(splits, int) else sorted(splits, key=_begin)
+    for r in ranges:
+        if not 0 <= r.begin <= r.end <= LAST:
+            raise InvalidInput(f"key range {r.begin}..{r.end} is not within 0..{LAST}")
+    for a, b in zip(ranges, ranges[1:], strict=False):
+        if b.begin <= a.end:
+            raise InvalidInput(f"key ranges {a.begin}..{a.end} and {b.begin}..{b.end} overlap")
     log = RecoveryLog(recovery_log)
     try:
         kind = driver_class(spec.target)
@@ -71,6 +78,10 @@ def materialize_split(
         if isinstance(result, BaseException):
             raise result
     return [r for r in results if isinstance(r, Progress)]
+
+
+def _begin(r: KeyRange) -> int:
+    return r.begin
 
 
 def _run_range(
