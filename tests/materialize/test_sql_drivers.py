@@ -206,6 +206,34 @@ def test_a_zombie_is_fenced_off_and_changes_nothing(
     assert checkpoint(url) == (2, '{"frontier":[4]}')
 
 
+def test_each_key_range_has_its_own_checkpoint_and_fence(
+    url: str, connect: Callable[[], Session]
+) -> None:
+    """A newer instance of one range fences off that range's older one, not the others."""
+
+    def open_range(begin: int, end: int) -> Session:
+        s = connect()
+        s.t.send(Open("m", BINDINGS, {}, key_begin=begin, key_end=end))
+        s.expect(Opened)
+        return s
+
+    low, high = open_range(0, 99), open_range(100, 2**32 - 1)
+    low.transaction([insert(0, (1,), item(1, "low"))], frontier=2)
+    newer_low = open_range(0, 99)
+    with pytest.raises(FencedOff, match=r"keys 0\.\.99\) opened it \(fence 2\)"):
+        low.transaction([insert(0, (3,), item(3, "zombie"))], frontier=3)
+    high.transaction([insert(0, (2,), item(2, "high"))], frontier=3)
+    newer_low.transaction([], frontier=4)
+    statement = "SELECT key_begin, key_end, fence, checkpoint FROM changeflow_checkpoints"
+    assert query(url, statement) == [
+        (0, 99, 2, '{"frontier":[4]}'),
+        (100, 2**32 - 1, 1, '{"frontier":[3]}'),
+    ]
+    assert query(url, 'SELECT "id", "name" FROM "items"') == [(1, "low"), (2, "high")]
+    with pytest.raises(InvalidInput, match="overlaps keys"):
+        open_range(50, 150)  # another layout, while these ranges hold checkpoints
+
+
 def test_loads_return_existing_keys_with_their_values(
     url: str, connect: Callable[[], Session]
 ) -> None:
@@ -235,6 +263,21 @@ def test_delta_updates_append_rows(url: str, connect: Callable[[], Session]) -> 
         loads=[(2, (1,))],  # a delta-updates binding loads nothing
     )
     assert query(url, 'SELECT "id", "v" FROM "events"') == [(1, -2), (1, 5), (2, 1)]
+
+
+@pytest.mark.postgres
+def test_postgres_keyed_tables_leave_room_for_updates_in_place(
+    postgres_url: str, request: pytest.FixtureRequest
+) -> None:
+    """A keyed table is created with room on its pages (HOT updates); a change table not."""
+    url = database_for_test(postgres_url, request.node.name)
+    session = Session(InProcess(open_driver(url)))
+    try:
+        session.open()
+    finally:
+        session.close()
+    options = "SELECT relname, reloptions FROM pg_class WHERE relname IN ('items', 'events')"
+    assert query(url, options) == [("events", None), ("items", ["fillfactor=70"])]
 
 
 def test_a_failed_commit_rolls_back_data_and_checkpoint(

@@ -345,12 +345,13 @@ class ColumnarReader(CdcReader):
         if frontier == self.reported:
             return []
         self.reported = frontier
-        out, hashes = self._pending.remove_before(self._bound(frontier))
+        audit = self._audit is not None
+        out, hashes = self._pending.remove_before(self._bound(frontier), hashed=audit)
         if out is not None:
             times, n = _tally(out.column(TIME).to_numpy())
             for t, c in zip(times.tolist(), n.tolist(), strict=True):
                 self._retire(t, c)
-            if self._audit is not None:
+            if audit:
                 self._done.add(out, hashes)
         else:
             out = self._empty()
@@ -401,9 +402,9 @@ class ColumnarReader(CdcReader):
     def _hash(self, table: pa.Table) -> np.ndarray:
         """A 64-bit hash of each row's data and time."""
         key = SEEDS[self._seed]
-        h = _column_hash(table.column(TIME), key)
+        h = column_hash(table.column(TIME), key)
         for c in data_columns(table.column_names):
-            h = h * MIXES[self._seed] + _column_hash(table.column(c), key)
+            h = h * MIXES[self._seed] + column_hash(table.column(c), key)
             h ^= h >> np.uint64(29)
         return h
 
@@ -482,7 +483,7 @@ def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return at + lo, counts[at]
 
 
-def _column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
+def column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
     """A hash of each value, equal for equal values (nulls alike, whatever the column's type)
     whatever the chunking."""
     kind = column.type

@@ -248,7 +248,7 @@ class HashMap:
     ``BITS`` bits, so that each is small enough to stay in the cache while a message's hashes,
     grouped by table, go through it."""
 
-    BITS = 8
+    BITS = 10
 
     def __init__(self) -> None:
         self.tables = [Int64HashTable() for _ in range(1 << self.BITS)]
@@ -365,9 +365,11 @@ class HeldIndex:
         n = self.rows.n
         return self.rows.ints(TIME, slice(0, n))[self.alive[:n]] if n else np.empty(0, np.int64)
 
-    def remove_before(self, end: int | None) -> tuple[pa.Table | None, np.ndarray]:
+    def remove_before(
+        self, end: int | None, hashed: bool = True
+    ) -> tuple[pa.Table | None, np.ndarray]:
         """Take out the live rows at times before ``end`` (None: all); return them in time
-        order (None if there are none), and their hashes."""
+        order (None if there are none), and (``hashed``) their hashes."""
         n = self.rows.n
         if not self.live:
             return None, np.empty(0, np.uint64)
@@ -378,8 +380,12 @@ class HeldIndex:
         if not len(gone):
             return None, np.empty(0, np.uint64)
         gone = gone[time_order(self.rows.ints(TIME, gone))]
-        out, hashes = self.rows.take(gone), self.hashes[gone]
-        self.alive[gone] = False
+        out = self.rows.take(gone)
+        hashes = self.hashes[gone] if hashed else np.empty(0, np.uint64)
+        if len(gone) == self.live:  # all of them: no scatter
+            self.alive[:n] = False
+        else:
+            self.alive[gone] = False
         self.live -= len(gone)
         if n > 2 * self.live + 1024:
             self._compact()

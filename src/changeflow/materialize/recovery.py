@@ -83,9 +83,14 @@ class RecoveryLog:
         runtime_checkpoint: dict[str, Any],
         driver: DriverState | None,
         fence: int | None = None,
+        durable: bool = True,
     ) -> dict[str, Any]:
         """Commit both checkpoints (a driver merge patch is applied to the stored one); with
-        ``fence``, only if no newer session has taken ``name`` over (else FencedOff)."""
+        ``fence``, only if no newer session has taken ``name`` over (else FencedOff). Not
+        ``durable``: without a sync (a crash of the machine may lose it, never tear it), for
+        a materialization whose target keeps the checkpoint that counts."""
+        if not durable:
+            self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if fence is not None:
@@ -106,6 +111,9 @@ class RecoveryLog:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        finally:
+            if not durable:  # every other write of the log syncs
+                self.db.execute("PRAGMA synchronous=FULL")
         return state
 
     def target(self, name: str) -> tuple[str, str] | None:
@@ -151,6 +159,15 @@ class RecoveryLog:
             self.db.execute("ROLLBACK")
             raise
         return gone > 0
+
+    def checkpointed(self, prefix: str) -> list[str]:
+        """The materializations with a checkpoint whose names begin with ``prefix``."""
+        rows = self.db.execute(
+            "SELECT materialization FROM recovery_log WHERE runtime_checkpoint IS NOT NULL "
+            "AND substr(materialization, 1, ?) = ?",
+            (len(prefix), prefix),
+        )
+        return [name for (name,) in rows]
 
     def close(self) -> None:
         self.db.close()

@@ -52,6 +52,7 @@ from changeflow.materialize.columns import (
 )
 from changeflow.materialize.driver import Driver
 from changeflow.materialize.drivers import DRIVERS, open_driver
+from changeflow.materialize.keyrange import KeyRange, check_layout, parse
 from changeflow.materialize.protocol import (
     Acknowledge,
     Acknowledged,
@@ -135,13 +136,17 @@ def drop(storage: Storage, name: str, recovery_log: Path) -> str | None:
     """Drop materialization ``name``: release its hold on its shard's since and forget its
     checkpoints and target, so the shard can be compacted past it and the name reused. The
     target keeps what was written (and a SQL target its checkpoint row). Returns the shard
-    it held (None if it held none); an error if there is no such materialization."""
+    it held (None if it held none); an error if there is no such materialization. A split
+    one lets go of every key range's hold and checkpoints."""
     log = RecoveryLog(recovery_log)
     try:
         recorded = log.target(name)
         shard = None if recorded is None else recorded[1]
-        released = shard in storage.shards() and storage.release_reader(shard, holder(name))
-        if not log.forget(name) and not released:
+        held = storage.registered_readers(shard) if shard in storage.shards() else {}
+        mine = [h for h in held if parse(name, h.removeprefix(holder(""))) is not None]
+        released = any([storage.release_reader(str(shard), h) for h in mine])
+        ranges = {name, *(q for q in log.checkpointed(name) if parse(name, q) is not None)}
+        if not any([log.forget(q) for q in sorted(ranges)]) and not released:
             raise InvalidInput(f"no materialization named {name!r} in {recovery_log}")
     finally:
         log.close()
@@ -184,6 +189,7 @@ def materialize(
     try:
         runtime = Runtime(storage, spec, stop or transport, log, on_progress)
         claim(log, spec.name, spec.shard, spec.target, runtime.authoritative)
+        check_layout(log, spec.name, [KeyRange()])
         if stop is None:
             return runtime.run(follow, idle_timeout)
         runtime.after_commit = stop.committed
@@ -255,9 +261,13 @@ class Runtime:
         log: RecoveryLog,
         on_progress: Callable[[Progress], None] | None = None,
         kind: type[Driver] | None = None,
+        keys: KeyRange | None = None,
     ) -> None:
-        """``kind`` is the driver's class, for its traits (default: from the target URL)."""
+        """``kind`` is the driver's class, for its traits (default: from the target URL);
+        ``keys`` the key range of this task split (default: every key)."""
         self.storage, self.spec, self.transport, self.log = storage, spec, transport, log
+        self.keys = keys or KeyRange()
+        self.name = self.keys.qualify(spec.name)  # in the recovery log and the shard's holds
         self.on_progress = on_progress or (lambda _: None)
         self.watched = on_progress is not None  # the shard's upper, for its lag, each time
         self.after_commit: Callable[[], None] = lambda: None  # after each log commit's progress
@@ -312,20 +322,19 @@ class Runtime:
             return progress
         read = self.storage.register_reader(
             self.spec.shard,
-            holder(self.spec.name),
-            f"materialization {self.spec.name} into {self.spec.target} holds since at its "
-            "checkpoint",
+            holder(self.name),
+            f"materialization {self.name} into {self.spec.target} holds since at its checkpoint",
         )
         try:
             self._follow(read, resume, follow, idle_timeout)
         except BaseException as e:
-            newest = self.log.current_fence(self.spec.name)
+            newest = self.log.current_fence(self.name)
             if newest != self.fence:  # a newer instance took over: the hold is its now
                 if isinstance(e, ChangeflowError) and not isinstance(e, FencedOff):
-                    raise fenced_off(self.spec.name, newest, self.fence) from None
+                    raise fenced_off(self.name, newest, self.fence) from None
                 raise
             if resume is None and not progress.transactions:  # no checkpoint to hold for
-                self.storage.release_reader(self.spec.shard, holder(self.spec.name))
+                self.storage.release_reader(self.spec.shard, holder(self.name))
             raise
         self._acknowledge_last()
         return progress
@@ -339,7 +348,7 @@ class Runtime:
         progress = self.progress
         goal = None if follow else self.storage.state(self.spec.shard).upper
         held, moved = Antichain([0]), 0.0  # where the hold was last moved to, and when
-        pool = ThreadPoolExecutor(1, thread_name_prefix=f"reduce-{self.spec.name}")
+        pool = ThreadPoolExecutor(1, thread_name_prefix=f"reduce-{self.name}")
         try:
             for step in self._steps(read, resume, goal, idle, pool):
                 upper = step.upper
@@ -371,13 +380,15 @@ class Runtime:
 
     def _open(self) -> Antichain | None:
         """Open the driver; the checkpoint to go on from (None: a fresh start)."""
-        self.fence = self.log.fence(self.spec.name)  # older sessions can no longer commit
-        runtime_checkpoint, driver_state = self.log.load(self.spec.name)
+        self.fence = self.log.fence(self.name)  # older sessions can no longer commit
+        runtime_checkpoint, driver_state = self.log.load(self.name)
         self.transport.send(
             Open(
                 self.spec.name,
                 (self.binding,),
                 {"url": self.spec.target},
+                key_begin=self.keys.begin,
+                key_end=self.keys.end,
                 state=driver_state,
             )
         )
@@ -414,13 +425,13 @@ class Runtime:
             as_of = resume.elements[0] - 1
             if not since.less_equal(as_of):
                 raise FrontierViolation(
-                    f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
+                    f"{self.name}: the target holds the shard up to {resume.to_json()}, "
                     f"but the shard was compacted to {since.to_json()} meanwhile; "
                     "materialize into a new target"
                 )
             if not read.frontier.less_equal(as_of):
                 raise FrontierViolation(
-                    f"{self.spec.name}: the target holds the shard up to {resume.to_json()}, "
+                    f"{self.name}: the target holds the shard up to {resume.to_json()}, "
                     f"behind this materialization's checkpoint (it holds the shard at "
                     f"{read.frontier.to_json()}): the target is older than its checkpoint; "
                     f"materialize into a new target, or drop {self.spec.name!r} first"
@@ -437,6 +448,7 @@ class Runtime:
                 stored, names = zip(*self.spec.columns, strict=True)
                 updates = updates.select([*stored, TIME, DIFF])
                 updates = consolidate(updates.rename_columns([*names, TIME, DIFF]))
+            updates = self.keys.select(updates, self.binding.key)
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
                 continue
@@ -522,7 +534,8 @@ class Runtime:
         failpoint("runtime.after_start_commit")
         started = self._expect(StartedCommit, "commit")
         failpoint("runtime.before_log_commit")
-        self.log.commit(self.spec.name, checkpoint, started.state, self.fence)
+        durable = not self.authoritative  # else the target's checkpoint is the one that counts
+        self.log.commit(self.name, checkpoint, started.state, self.fence, durable)
         self.lower = upper
         failpoint("runtime.after_log_commit")
 
@@ -581,5 +594,5 @@ class Runtime:
     def _out_of_order(self, response: Message) -> None:
         raise ProtocolViolation(
             f"runtime: {name_of(response)} arrived in the {self.phase} phase of "
-            f"materialization {self.spec.name!r}"
+            f"materialization {self.name!r}"
         )

@@ -32,6 +32,7 @@ from changeflow.materialize.columns import (
     store_schema,
 )
 from changeflow.materialize.driver import Driver
+from changeflow.materialize.keyrange import KeyRange, check_overlap
 from changeflow.materialize.protocol import Binding, Open
 from changeflow.updates import canonical_json
 
@@ -236,6 +237,8 @@ class SqlDriver(Driver):
                         f"{'; '.join(diffs)}. Drop it, or materialize into another table"
                     )
                 self._prepare(index, table)
+            held = [KeyRange(b, e) for b, e in self._checkpointed()]
+            check_overlap(request.materialization, held, [KeyRange(*self.split[1:])])
             self.fence, checkpoint = self._bump_fence()
         return None if checkpoint is None else json.loads(checkpoint)
 
@@ -333,6 +336,10 @@ class SqlDriver(Driver):
     def _bump_fence(self) -> tuple[int, str | None]:
         """Increment this split's fence (1 for a new split) and commit; return the new fence
         and the stored checkpoint (JSON text)."""
+
+    @abstractmethod
+    def _checkpointed(self) -> list[tuple[int, int]]:
+        """The key ranges of this materialization with a stored checkpoint."""
 
     @abstractmethod
     def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:

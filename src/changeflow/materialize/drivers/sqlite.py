@@ -134,6 +134,13 @@ class SqliteDriver(SqlDriver):
             raise
         return fence, checkpoint
 
+    def _checkpointed(self) -> list[tuple[int, int]]:
+        return self._db.execute(
+            f"SELECT key_begin, key_end FROM {CHECKPOINTS} "
+            "WHERE materialization = ? AND checkpoint IS NOT NULL",
+            self.split[:1],
+        ).fetchall()
+
     def _fetch(self, index: int, table: Table, keys: pa.Table) -> pa.Table:
         db, temp, key = self._db, f"temp.changeflow_load_{index}", table.binding.key
         db.execute("BEGIN")
