@@ -8,6 +8,7 @@ stores have no rename and no folders to fsync: these tests show the blob layer n
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -159,9 +160,14 @@ def test_a_bad_object_store_root_is_one_clear_error(
 
 # -- crashes at every failpoint, then recovery ----------------------------------------------
 
-# the child scripts and the failpoints of the local fault suite, run against S3 here
-sys.path.insert(0, str(Path(__file__).parent))
-from test_faults import CHILD, POINTS, PRELUDE  # noqa: E402
+# the child scripts and the failpoints of the local fault suite, run against S3 here (loaded
+# by its path: the materialize tests have a test_faults module of their own)
+_spec = importlib.util.spec_from_file_location(
+    "storage_faults", Path(__file__).with_name("test_faults.py")
+)
+_faults = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_faults)
+CHILD, POINTS, PRELUDE = _faults.CHILD, _faults.POINTS, _faults.PRELUDE
 
 
 @pytest.mark.parametrize("operation, point, lands", POINTS)
