@@ -363,9 +363,11 @@ class Environment:
         wanted = set()
         for item in state.items.values():
             if item.kind == "index" and item.options.get("tier") != "cluster":
-                for shard in (item.id, item.options.get("on")):
-                    for key in index_keys(state, shard) if shard else ():
-                        wanted.add((shard, key))
+                on = state.items.get(item.options.get("on"))
+                # the shard its reads go to: a stored item's own, else the index's
+                shard = on.id if on is not None and on.kind in STORED else item.id
+                for key in index_keys(state, shard):
+                    wanted.add((shard, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
         for shard, key in wanted:
