@@ -34,6 +34,7 @@ from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
+from changeflow.adapter.plan_cache import PlanCache
 from changeflow.adapter.relations import Finishing, Relation
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
@@ -141,6 +142,7 @@ class Environment:
         self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
+        self.plans = PlanCache()  # statements' plans by text and catalog version
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         # the oracle's own state catches up with the log (its reads already do: the floor)

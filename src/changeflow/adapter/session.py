@@ -232,8 +232,7 @@ class Session:
         if stmt.kind in ("select", "explain"):
             state = self.env.catalog.load()
             self._statement_time()
-            with running(self._run_now):
-                query = plan_query(stmt.ast, CatalogResolver(state))
+            query = self._plan_query(stmt, state)
             self.described = (stmt.ast, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
@@ -331,11 +330,8 @@ class Session:
                 sqlstate="0A000",
             )
         state, described, self.described = self.env.catalog.load(), self.described, None
-        if described is not None and described[0] is stmt.ast and described[1] is state:
-            query = described[2]  # planned when it was described, on this catalog
-        else:
-            with running(self._run_now):
-                query = plan_query(stmt.ast, CatalogResolver(state))
+        kept = described is not None and described[0] is stmt.ast and described[1] is state
+        query = described[2] if kept else self._plan_query(stmt, state)  # type: ignore[index]
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
@@ -350,6 +346,12 @@ class Session:
         txn.queried = True
         self._end(txn)
         return Result(f"SELECT {len(rows)}", _visible(query), rows)
+
+    def _plan_query(self, stmt: Statement, state: Any) -> Any:
+        with running(self._run_now):
+            return self.env.plans.plan(
+                stmt, state, lambda: plan_query(stmt.ast, CatalogResolver(state))
+            )
 
     def _timeline(self, timelines: frozenset[str], txn: Transaction) -> str:
         check_single(timelines, "the query")
@@ -444,12 +446,11 @@ class Session:
         if stmt.kind == "insert":
             planned = plan_insert(stmt.ast, resolver)
             retract, add = None, planned.rows
-        elif stmt.kind == "delete":
-            planned = plan_delete(stmt.ast, resolver)
-            retract, add = planned.rows, None
-        else:
-            planned = plan_update(stmt.ast, resolver)
-            retract, add = planned.old, planned.new
+        else:  # UPDATE and DELETE: planned once per text and catalog
+            make = plan_delete if stmt.kind == "delete" else plan_update
+            planned = self.env.plans.plan(stmt, resolver.state, lambda: make(stmt.ast, resolver))
+            delete = stmt.kind == "delete"
+            retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
         table = resolver.relation(qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
         plans = [p for p in (retract, add) if p is not None]
