@@ -85,3 +85,18 @@ def test_values_read_while_planning_are_read_each_time(env: Environment) -> None
         "DELETE FROM t WHERE k = mz_now()",
     ):
         assert not plain(parse(text).ast), text
+
+
+def test_a_statement_whose_plan_is_kept_copies_no_tree(env: Environment) -> None:
+    """Parsing hands out the parse cache's tree, copied only when planning needs its own: a
+    statement run again with its plan kept copies none; one planned copies its own."""
+    s = Session(env)
+    s.execute("CREATE TABLE c (k int NOT NULL, v int)")
+    s.execute("INSERT INTO c VALUES (1, 1)")
+    for text in ("UPDATE c SET v = v + 1 WHERE k = 1", "SELECT v FROM c WHERE k = 1"):
+        first, again = parse(text), parse(text)
+        s.run(first)
+        s.run(again)
+        assert first.tree is again.tree  # the parse cache's
+        assert first._own and not again._own
+    assert rows(s, "SELECT v FROM c") == [(3,)]

@@ -109,10 +109,23 @@ class PlanCache:
         if found is not None and found[0] is state:
             self.hits += 1
             return found[1]
+        kept = plain(stmt.tree)  # before planning, which may change its tree
         planned = make()
-        if plain(stmt.ast):
+        if kept:
             with self._lock:
                 if len(self._plans) >= KEPT:
                     self._plans.clear()
                 self._plans[key] = (state, planned)
         return planned
+
+
+def plan_select(
+    plans: PlanCache, stmt: Statement, state: CatalogState, run: Callable[[Any], Any]
+) -> Any:
+    """A query's plan on catalog ``state`` (``run`` runs what planning must run now)."""
+    from changeflow.adapter.environment import CatalogResolver
+    from changeflow.adapter.sql.query import plan_query
+    from changeflow.adapter.sql.recursive import running
+
+    with running(run):
+        return plans.plan(stmt, state, lambda: plan_query(stmt.ast, CatalogResolver(state)))
