@@ -172,3 +172,16 @@ def test_an_index_of_a_large_table_stays_in_the_process(tmp_path) -> None:
         assert rows(s, "SELECT * FROM big WHERE k = 2") == [(2,)]
     finally:
         environment.close()
+
+
+def test_an_update_reads_its_rows_through_the_index_once(env: Environment) -> None:
+    """An UPDATE's old and new rows come from one read of the index's arrangement."""
+    s = Session(env)
+    s.execute("CREATE TABLE once (k int NOT NULL, v int)")
+    s.execute("CREATE INDEX once_k ON once (k)")
+    s.execute("INSERT INTO once VALUES (1, 10), (2, 20)")
+    assert rows(s, "SELECT * FROM once WHERE k = 1") == [(1, 10)]
+    served = sum(a.served for a in env.arrangements.values())
+    s.execute("UPDATE once SET v = v + 1 WHERE k = 1")
+    assert sum(a.served for a in env.arrangements.values()) == served + 1
+    assert rows(s, "SELECT * FROM once WHERE k >= 1") == [(1, 11), (2, 20)]

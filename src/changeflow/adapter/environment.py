@@ -247,26 +247,27 @@ class Environment:
         ``read``: the rows read for the row operators, kept there for the next plans of one
         statement (an UPDATE's old and new rows read the table once).
         """
-        shards = plan.collections()
+        shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
-        views = self._views(plan, shards, ts)
-        if views is None:
-            self.make_readable(shards, ts, deadline)
-        served = self._served(plan, ts, views)
+        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
+        served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
+        if served is None:
+            views = self._views(plan, shards, ts)
+            if views is None:
+                self.make_readable(shards, ts, deadline)
+            served = self._served(plan, ts, views)
         if served is not None:  # a point read through an index's arrangement
+            read[("served", ts, repr(fixed))] = served
             return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
-        for view in (views or {}).values():
-            stored += 0 if view.pending is None else view.pending.num_rows
-        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
+        stored += sum(v.pending.num_rows for v in (views or {}).values() if v.pending is not None)
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
             inputs = {}
             for s in shards:  # one shard at ``ts`` through one filter: the same rows
                 key = (s, ts, repr(fixed))
-                found = None if read is None else read.get(key)
+                found = read.get(key)
                 inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
-                if read is not None:
-                    read[key] = inputs[s]
+                read[key] = inputs[s]
             return evaluate_once(plan, inputs, ts)
         if stored <= PROCESS_ROWS:
             found = self._evaluate_columnar(plan, shards, ts, views)
