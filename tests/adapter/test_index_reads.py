@@ -108,3 +108,80 @@ def test_point_reads_and_writes_through_an_index_leave_the_write_log_unapplied(
     assert env.storage.state(shard).upper != upper
     s.execute("UPDATE unapplied SET v = v + 1 WHERE k = 1")
     assert rows(s, "SELECT * FROM unapplied WHERE k >= 1") == [(1, 12), (3, 30)]
+
+
+def test_text_and_two_column_keys_read_the_sorted_columns(env: Environment) -> None:
+    """Rows present when an index's arrangement is built are found by a binary search of its
+    sorted columns (text keys, the second column of a two-column key, NULL keys, a literal
+    no stored value can equal), and later writes on top of them, as without an index."""
+    s = Session(env)
+    values = ", ".join(
+        f"({k}, {'NULL' if k % 7 == 0 else repr(f'n{k % 5}')}, {k % 3})" for k in range(60)
+    )
+    for t in ("tk", "tp"):
+        s.execute(f"CREATE TABLE {t} (k bigint NOT NULL, name text, g int NOT NULL)")
+        s.execute(f"INSERT INTO {t} VALUES {values}, (5, 'é', 1), (5, 'e', 1)")
+    s.execute("CREATE INDEX tk_name ON tk (name)")
+    s.execute("CREATE INDEX tk_gk ON tk (g, k)")
+    env.tick()
+    for t in ("tk", "tp"):
+        s.execute(f"UPDATE {t} SET g = g + 3 WHERE k = 4")
+        s.execute(f"DELETE FROM {t} WHERE name = 'n2' AND k > 40")
+    queries = [
+        "SELECT * FROM {} WHERE name = 'n1'",
+        "SELECT * FROM {} WHERE name = 'é'",
+        "SELECT * FROM {} WHERE name = 'zz'",
+        "SELECT * FROM {} WHERE g = 1 AND k = 5",
+        "SELECT * FROM {} WHERE g = 4 AND k = 4",
+        "SELECT * FROM {} WHERE g = 1 AND k = 9223372036854775807",
+        "SELECT count(*) FROM {} WHERE g = 2 AND k = 17",
+    ]
+    served = sum(a.served for a in env.arrangements.values())
+    for query in queries:
+        assert rows(s, query.format("tk")) == rows(s, query.format("tp")), query
+    assert sum(a.served for a in env.arrangements.values()) == served + len(queries)
+
+
+def test_an_index_of_a_table_arranges_the_table_alone(env: Environment) -> None:
+    """The host keeps one arrangement for an index of a table: the table's, which its reads
+    use, not one of the index's own copy of it."""
+    s = Session(env)
+    s.execute("CREATE TABLE alone (k int NOT NULL)")
+    s.execute("CREATE INDEX alone_k ON alone (k)")
+    s.execute("INSERT INTO alone VALUES (1)")
+    env.tick()
+    state = env.catalog.load()
+    table, index = state.find("alone"), state.find("alone_k")
+    assert table is not None and index is not None
+    kept = {shard for shard, _ in env.arrangements}
+    assert table.id in kept and index.id not in kept
+
+
+def test_an_index_of_a_large_table_stays_in_the_process(tmp_path) -> None:
+    """An index of a table copies it: Spark's bulk hydration would buy nothing, so it runs
+    in the process whatever the table's size (a view over as many rows goes to the cluster)."""
+    config = Config.load(home=str(tmp_path / "home"), cluster_rows="2")
+    environment = Environment(config, host_seconds=None)
+    try:
+        s = Session(environment)
+        s.execute("CREATE TABLE big (k int NOT NULL)")
+        s.execute("INSERT INTO big VALUES (1), (2), (3)")
+        s.execute("CREATE INDEX big_k ON big (k)")
+        index = environment.catalog.load().find("big_k")
+        assert index is not None and index.options["tier"] == "process"
+        assert rows(s, "SELECT * FROM big WHERE k = 2") == [(2,)]
+    finally:
+        environment.close()
+
+
+def test_an_update_reads_its_rows_through_the_index_once(env: Environment) -> None:
+    """An UPDATE's old and new rows come from one read of the index's arrangement."""
+    s = Session(env)
+    s.execute("CREATE TABLE once (k int NOT NULL, v int)")
+    s.execute("CREATE INDEX once_k ON once (k)")
+    s.execute("INSERT INTO once VALUES (1, 10), (2, 20)")
+    assert rows(s, "SELECT * FROM once WHERE k = 1") == [(1, 10)]
+    served = sum(a.served for a in env.arrangements.values())
+    s.execute("UPDATE once SET v = v + 1 WHERE k = 1")
+    assert sum(a.served for a in env.arrangements.values()) == served + 1
+    assert rows(s, "SELECT * FROM once WHERE k >= 1") == [(1, 11), (2, 20)]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import psycopg
 
-from changeflow.adapter import session as S
 from changeflow.adapter.environment import Environment
+from changeflow.adapter.sql import query as Q
 from changeflow.config import Config
 from changeflow.server.server import Server
 
@@ -20,8 +20,8 @@ def test_a_described_query_is_run_with_the_plan_made_for_it(tmp_path: Path, monk
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     planned: list[str] = []
-    original = S.plan_query
-    monkeypatch.setattr(S, "plan_query", lambda *a, **k: planned.append("") or original(*a, **k))
+    original = Q.plan_query
+    monkeypatch.setattr(Q, "plan_query", lambda *a, **k: planned.append("") or original(*a, **k))
     dsn = f"host={server.host} port={server.port} user=tester dbname=materialize"
     try:
         with psycopg.connect(dsn, autocommit=True) as c:

@@ -225,3 +225,19 @@ def _rows(updates: pa.Table, ts: int) -> list[tuple]:
         zip(*(table.column(n).to_pylist() for n in ("k", "v", "_diff")), strict=True),
         key=repr,
     )
+
+
+def test_a_view_builds_on_the_one_before(storage: Storage) -> None:
+    """A view of a table whose pending writes grew since the last one adds the new writes to
+    the writes it made then (each decoded once), and gives what a fresh log's view gives."""
+    log = TxnLog(storage)
+    seen = []
+    for k in range(4):
+        ts = log.commit(frames(log, {"a": [((k, f"v{k}"), 1)], "b": [((k, None), 1)]}))
+        views = log.view({"a"}, ts)
+        fresh = TxnLog(storage).view({"a"}, ts)
+        assert views is not None and fresh is not None
+        seen.append(sorted(log.updates_until("a", ts, views["a"]).column("k").to_pylist()))
+        assert seen[-1] == sorted(log.updates_until("a", ts, fresh["a"]).column("k").to_pylist())
+    assert seen == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
+    assert log.pending == 4  # nothing applied: each view built on the one before

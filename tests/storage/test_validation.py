@@ -362,3 +362,41 @@ def test_a_forged_frontier_is_refused_and_the_shard_stays_readable(store, forged
     assert blob_files(storage) == files
     storage.append(write, as_triples(rows()), 9)
     assert storage.state("t").upper == Antichain([9])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.float64(), pa.string(), pa.bool_()]),
+    st.booleans(),
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(-(2**64), 2**64),
+            st.floats(allow_nan=False),
+            st.text(max_size=3),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_plain_python_values_take_the_rule_s_path_result(
+    kind: pa.DataType, nullable: bool, values: list
+) -> None:
+    """Python values of a plain column built directly (an int for an integer, a float for a
+    double, a str for text) come out as the rule's general path gives them: the same column
+    or the same refusal."""
+    from changeflow.storage import frames
+
+    field = pa.field("c", kind, nullable)
+
+    def built(exact: dict) -> Any:
+        saved, frames._EXACT = frames._EXACT, exact
+        try:
+            return frames._from_values(list(values), field, "t")
+        except InvalidInput as e:
+            return str(e)
+        finally:
+            frames._EXACT = saved
+
+    assert built({}) == built(frames._EXACT)

@@ -2,13 +2,15 @@
 process's memory, read by queries that fix the key with equalities.
 
 ``CREATE INDEX … (k)`` on a table (or a view, whose index shard is what its queries read)
-makes the host keep an :class:`Arrangement` of that shard by ``k``: built from a snapshot once,
-then moved forward with the shard's updates (a few new rows a step). A query whose only input
-is that shard, read through a filter with ``k = literal`` for every key column (a point
-SELECT, UPDATE or DELETE), is evaluated over the rows of that key alone, so the filter and the
-rest of the plan run on a handful of rows instead of the table. The recent updates are kept
-for :data:`RECENT_MS`, so a read a little behind the arrangement (a transaction's earlier
-timestamp) subtracts them; older reads, and reads of compacted history, take the usual path.
+makes the host keep an :class:`Arrangement` of that shard by ``k``: its updates up to a time
+as Arrow columns sorted by the key's first column (built once, by one sort, so a lookup is a
+binary search and only the rows it finds become Python rows), and the changes since in
+Python, by key (a few new rows a step). A query whose only input is that shard, read through
+a filter with ``k = literal`` for every key column (a point SELECT, UPDATE or DELETE), is
+evaluated over the rows of that key alone, so the filter and the rest of the plan run on a
+handful of rows instead of the table. The recent updates are kept for :data:`RECENT_MS`, so a
+read a little behind the arrangement (a transaction's earlier timestamp) subtracts them;
+older reads, and reads of compacted history, take the usual path.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 Counted = dict[tuple[Any, ...], int]
 RECENT_MS = 60_000  # how far behind the arrangement a read may be and still use it
+REBUILD_ROWS = 100_000  # changes kept in Python past which the host sorts the columns again
 
 
 class Arrangement:
@@ -44,18 +48,29 @@ class Arrangement:
     def __init__(self, env: Environment, shard: str, key: tuple[int, ...]) -> None:
         self.env, self.shard, self.key = env, shard, key
         self.lock = threading.Lock()
-        self.rows: dict[tuple[Any, ...], Counted] = defaultdict(dict)
-        self.at: int | None = None  # every update below this is in ``rows``
+        self.base: pa.Table | None = None  # updates up to a time, sorted by key[0]
+        self.base_keys: np.ndarray | None = None  # key[0]'s non-null values in ``base``
+        self.rows: dict[tuple[Any, ...], Counted] = defaultdict(dict)  # changes since base
+        self.at: int | None = None  # every update below this is in ``base`` and ``rows``
         self.floor = 0  # the earliest time a read may ask for
         self.recent: list[tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = []
+        self.changed = 0  # updates added to ``rows`` since the base was sorted
         self.served = 0  # reads answered (a measure for tests and the status page)
-        self.sorted: list[Any] | None = None  # the keys in order, once a range asks for them
+        self.sorted: list[Any] | None = None  # ``rows``' keys in order, once a range asks
 
     def read(self, values: tuple[Any, ...], ts: int, view: View | None = None) -> Counted | None:
         """The rows whose key is ``values`` at ``ts`` (the shard is complete there, or
         ``view``, the write log's view of it at ``ts``, has the rest); None if this
         arrangement cannot tell (``ts`` too far behind it)."""
-        return self._read(ts, lambda: [values], lambda key: key == values, view)
+
+        def base() -> Counted:
+            found = self._base(values[0], values[0])
+            rest = list(zip(self.key[1:], values[1:], strict=True))
+            if not rest:
+                return found
+            return {r: c for r, c in found.items() if all(r[i] == v for i, v in rest)}
+
+        return self._read(ts, base, lambda: [values], lambda key: key == values, view)
 
     def read_range(
         self, low: int | None, high: int | None, ts: int, view: View | None = None
@@ -73,11 +88,33 @@ class Arrangement:
             k = key[0]
             return k is not None and (low is None or k >= low) and (high is None or k <= high)
 
-        return self._read(ts, keys, within, view)
+        return self._read(ts, lambda: self._base(low, high), keys, within, view)
+
+    def _base(self, low: Any, high: Any) -> Counted:
+        """The sorted columns' rows whose first key column is in ``[low, high]`` (None:
+        open), summed."""
+        if self.base is None or not self.base.num_rows:
+            return {}
+        from changeflow.adapter.rows import counted
+
+        if self.base_keys is None:
+            column = self.base.column(self.base.column_names[self.key[0]]).combine_chunks()
+            column = column.slice(0, len(column) - column.null_count)  # nulls sort last
+            if pa.types.is_integer(column.type):
+                column = column.cast(pa.int64())
+            self.base_keys = column.to_numpy(zero_copy_only=False)
+        keys = self.base_keys
+        try:
+            start = 0 if low is None else int(np.searchsorted(keys, low, "left"))
+            end = len(keys) if high is None else int(np.searchsorted(keys, high, "right"))
+        except (OverflowError, TypeError):
+            return {}  # a literal no stored value can equal
+        return counted(self.base.slice(start, end - start)) if end > start else {}
 
     def _read(
         self,
         ts: int,
+        base: Callable[[], Counted],
         keys: Callable[[], list[tuple[Any, ...]]],
         wanted: Callable[[Any], bool],
         view: View | None,
@@ -88,7 +125,7 @@ class Arrangement:
             if ts < self.floor:
                 return None
             self.served += 1
-            out: Counted = {}
+            out = base()
             for key in keys():
                 for row, count in self.rows.get(key, {}).items():
                     out[row] = out.get(row, 0) + count
@@ -100,19 +137,24 @@ class Arrangement:
             return {r: c for r, c in out.items() if c}
 
     def catch_up(self) -> None:
-        """Build, or move forward to the shard's upper (the host does this every tick)."""
+        """Build, or move forward to the shard's upper (the host does this every tick); the
+        columns are sorted again once many changes wait in Python."""
         upper = to_bound(self.env.storage.state(self.shard).upper)
         if upper is None or upper == 0:
             return
         with self.lock:
-            if self.at is None or not self._advance(upper):
+            if self.at is None or not self._advance(upper) or self.changed > REBUILD_ROWS:
                 self._build(upper - 1)
 
     def _build(self, ts: int, view: View | None = None) -> None:
+        """The shard's updates up to ``ts`` as columns sorted by the key's first column (not
+        consolidated: a read sums the few rows it finds)."""
         views = None if view is None else {self.shard: view}
-        self.rows = defaultdict(dict)
-        for row, count in self.env.snapshot(self.shard, ts, views).items():
-            self.rows[tuple(row[i] for i in self.key)][row] = count
+        updates = self.env.updates_until(self.shard, ts, views)
+        name = updates.column_names[self.key[0]]
+        order = pc.sort_indices(updates, sort_keys=[(name, "ascending", "at_end")])
+        self.base, self.base_keys = updates.take(order), None
+        self.rows, self.changed = defaultdict(dict), 0
         self.at, self.floor, self.recent, self.sorted = ts + 1, ts, [], None
 
     def _advance(self, to: int, view: View | None = None) -> bool:
@@ -155,6 +197,7 @@ class Arrangement:
                 elif not new_key and key not in self.rows:
                     del self.sorted[bisect.bisect_left(self.sorted, key[0])]
             self.recent.append((time, key, row, diff))
+            self.changed += 1
         self.at = to
         horizon = to - 1 - RECENT_MS
         if self.recent and self.recent[0][0] <= horizon:

@@ -2,12 +2,12 @@
 process has grown by more than the budget since the query began, instead of growing until the
 machine kills the process.
 
-The operators evaluate in Python between their Arrow calls, so a watchdog thread samples the
-process's resident memory every :data:`SAMPLE_SECONDS` and, past the budget, raises
-:class:`BudgetExceeded` in the evaluating thread (``PyThreadState_SetAsyncExc``), which unwinds
-it like any exception. The measure is the process's growth, so a query running beside another
-that grows may be the one stopped; the budget is a guard against runaway queries, not an
-accounting of each query's own allocations.
+The operators evaluate in Python between their Arrow calls, so one monitor thread samples the
+process's resident memory every :data:`SAMPLE_SECONDS` while queries run and, past a query's
+budget, raises :class:`BudgetExceeded` in its evaluating thread
+(``PyThreadState_SetAsyncExc``), which unwinds it like any exception. The measure is the
+process's growth, so a query running beside another that grows may be the one stopped; the
+budget is a guard against runaway queries, not an accounting of each query's own allocations.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -39,53 +40,77 @@ def resident_bytes() -> int:
         return 0
 
 
-class _Watchdog(threading.Thread):
-    def __init__(self, budget: int, thread_id: int) -> None:
-        super().__init__(name="query-memory-budget", daemon=True)
+class _Watch:
+    """One query's budget, watched by the monitor."""
+
+    def __init__(self, budget: int, thread_id: int, start_bytes: int) -> None:
         self.budget, self.thread_id = budget, thread_id
-        self.start_bytes = resident_bytes()
-        self.peak = self.start_bytes
-        self.lock = threading.Lock()
-        self.active = True
+        self.start_bytes = self.peak = start_bytes
         self.fired = False
-        self.done = threading.Event()
 
-    def run(self) -> None:
-        while not self.done.wait(SAMPLE_SECONDS):
-            now = resident_bytes()
-            self.peak = max(self.peak, now)
-            if now - self.start_bytes <= self.budget:
-                continue
-            with self.lock:
-                if self.active:
-                    self.fired = True
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                        ctypes.c_ulong(self.thread_id), ctypes.py_object(BudgetExceeded)
-                    )
-            return
 
-    def stop(self) -> None:
+class _Monitor:
+    """The one thread that samples the process's memory for every query under a budget; it
+    sleeps while none runs."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.watched: dict[int, _Watch] = {}
+        self.thread: threading.Thread | None = None
+
+    def watch(self, budget: int, start_bytes: int) -> _Watch:
+        watch = _Watch(budget, threading.get_ident(), start_bytes)
         with self.lock:
-            self.active = False
-            if self.fired:  # not delivered yet: take it back
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread_id), None)
-        self.done.set()
+            self.watched[id(watch)] = watch
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._run, name="query-memory-budget", daemon=True
+                )
+                self.thread.start()
+            self.wake.notify()
+        return watch
+
+    def unwatch(self, watch: _Watch) -> None:
+        with self.lock:
+            del self.watched[id(watch)]
+            if watch.fired:  # not delivered yet: take it back
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(watch.thread_id), None)
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                while not self.watched:
+                    self.wake.wait()
+            time.sleep(SAMPLE_SECONDS)
+            now = resident_bytes()
+            with self.lock:
+                for watch in self.watched.values():
+                    watch.peak = max(watch.peak, now)
+                    if now - watch.start_bytes > watch.budget and not watch.fired:
+                        watch.fired = True
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(watch.thread_id), ctypes.py_object(BudgetExceeded)
+                        )
+
+
+_MONITOR = _Monitor()
 
 
 def within_budget(budget: int | None, run: Callable[[], T], what: str = "the query") -> T:
     """``run()``, ended with a 53200 PlanError if the process grows by more than ``budget``
     bytes meanwhile (None: no budget)."""
-    if budget is None or not resident_bytes():
+    start_bytes = 0 if budget is None else resident_bytes()
+    if budget is None or not start_bytes:
         return run()
-    watchdog = _Watchdog(budget, threading.get_ident())
-    watchdog.start()
+    watch = _MONITOR.watch(budget, start_bytes)
     try:
         try:
             return run()
         finally:
-            watchdog.stop()
+            _MONITOR.unwatch(watch)
     except BudgetExceeded:
-        grown = (watchdog.peak - watchdog.start_bytes) >> 20
+        grown = (watch.peak - watch.start_bytes) >> 20
         raise PlanError(
             f"out of memory: {what} made the server grow by {grown} MB, past its budget of "
             f"{budget >> 20} MB; join the tables on their keys (a FROM of several tables "

@@ -346,7 +346,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             "plan": encode_plan(plan),
             "on": on.id,
             "key": [ident(k) for k in key],
-            "tier": env.choose_tier(plan, None),
+            # an index of a stored item copies it: Spark's bulk hydration buys nothing there
+            "tier": "process" if isinstance(plan, P.Get) else env.choose_tier(plan, None),
             "scales": on.options.get("scales"),
         },
     )

@@ -34,6 +34,7 @@ from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
+from changeflow.adapter.plan_cache import PlanCache
 from changeflow.adapter.relations import Finishing, Relation
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
@@ -141,6 +142,7 @@ class Environment:
         self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
         self.oracles: dict[str, TimestampOracle] = {}
+        self.plans = PlanCache()  # statements' plans by text and catalog version
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
         self.committer = GroupCommit(self.log, self.oracle(EPOCH))
         # the oracle's own state catches up with the log (its reads already do: the floor)
@@ -245,26 +247,27 @@ class Environment:
         ``read``: the rows read for the row operators, kept there for the next plans of one
         statement (an UPDATE's old and new rows read the table once).
         """
-        shards = plan.collections()
+        shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
-        views = self._views(plan, shards, ts)
-        if views is None:
-            self.make_readable(shards, ts, deadline)
-        served = self._served(plan, ts, views)
+        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
+        served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
+        if served is None:
+            views = self._views(plan, shards, ts)
+            if views is None:
+                self.make_readable(shards, ts, deadline)
+            served = self._served(plan, ts, views)
         if served is not None:  # a point read through an index's arrangement
+            read[("served", ts, repr(fixed))] = served
             return evaluate_once(plan, served, ts)
         stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
-        for view in (views or {}).values():
-            stored += 0 if view.pending is None else view.pending.num_rows
-        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
+        stored += sum(v.pending.num_rows for v in (views or {}).values() if v.pending is not None)
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
             inputs = {}
             for s in shards:  # one shard at ``ts`` through one filter: the same rows
                 key = (s, ts, repr(fixed))
-                found = None if read is None else read.get(key)
+                found = read.get(key)
                 inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
-                if read is not None:
-                    read[key] = inputs[s]
+                read[key] = inputs[s]
             return evaluate_once(plan, inputs, ts)
         if stored <= PROCESS_ROWS:
             found = self._evaluate_columnar(plan, shards, ts, views)
@@ -363,9 +366,11 @@ class Environment:
         wanted = set()
         for item in state.items.values():
             if item.kind == "index" and item.options.get("tier") != "cluster":
-                for shard in (item.id, item.options.get("on")):
-                    for key in index_keys(state, shard) if shard else ():
-                        wanted.add((shard, key))
+                on = state.items.get(item.options.get("on"))
+                # the shard its reads go to: a stored item's own, else the index's
+                shard = on.id if on is not None and on.kind in STORED else item.id
+                for key in index_keys(state, shard):
+                    wanted.add((shard, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
         for shard, key in wanted:

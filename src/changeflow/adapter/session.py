@@ -34,6 +34,7 @@ from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
 from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted
@@ -46,7 +47,6 @@ from changeflow.adapter.sql.dml import (
     whole_rows,
 )
 from changeflow.adapter.sql.query import plan_query, view_plan
-from changeflow.adapter.sql.recursive import running
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.scope import table_name
@@ -233,9 +233,8 @@ class Session:
         if stmt.kind in ("select", "explain"):
             state = self.env.catalog.load()
             self._statement_time()
-            with running(self._run_now):
-                query = plan_query(stmt.ast, CatalogResolver(state))
-            self.described = (stmt.ast, state, query) if keep else None
+            query = plan_select(self.env.plans, stmt, state, self._run_now)
+            self.described = (stmt, state, query) if keep else None
             if stmt.kind == "explain":
                 return text_result("EXPLAIN", ["Optimized Plan"], []).columns
             return _visible(query)
@@ -244,8 +243,8 @@ class Session:
             return sub.columns
         if stmt.kind.startswith("show"):
             return self._run(stmt).columns
-        if stmt.kind in ("insert", "update", "delete") and stmt.ast is not None:
-            target = stmt.ast.this
+        if stmt.kind in ("insert", "update", "delete") and stmt.returns:
+            target = stmt.ast.this  # type: ignore[union-attr]
             table = target.this if isinstance(target, exp.Schema) else target
             resolver = CatalogResolver(self.env.catalog.load())
             relation = resolver.relation(table_name(table))
@@ -333,11 +332,8 @@ class Session:
                 sqlstate="0A000",
             )
         state, described, self.described = self.env.catalog.load(), self.described, None
-        if described is not None and described[0] is stmt.ast and described[1] is state:
-            query = described[2]  # planned when it was described, on this catalog
-        else:
-            with running(self._run_now):
-                query = plan_query(stmt.ast, CatalogResolver(state))
+        kept = described is not None and described[0] is stmt and described[1] is state
+        query = described[2] if kept else plan_select(self.env.plans, stmt, state, self._run_now)
         if stmt.kind == "explain":
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
@@ -446,12 +442,11 @@ class Session:
         if stmt.kind == "insert":
             planned = plan_insert(stmt.ast, resolver)
             retract, add = None, planned.rows
-        elif stmt.kind == "delete":
-            planned = plan_delete(stmt.ast, resolver)
-            retract, add = planned.rows, None
-        else:
-            planned = plan_update(stmt.ast, resolver)
-            retract, add = planned.old, planned.new
+        else:  # UPDATE and DELETE: planned once per text and catalog
+            make = plan_delete if stmt.kind == "delete" else plan_update
+            planned = self.env.plans.plan(stmt, resolver.state, lambda: make(stmt.ast, resolver))
+            delete = stmt.kind == "delete"
+            retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
         table = resolver.relation(qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
         plans = [p for p in (retract, add) if p is not None]
@@ -488,10 +483,10 @@ class Session:
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
             count = sum(c for _, c in rows if c > 0)
-        returning = plan_returning(stmt.ast, table.name, table.plan.schema)
+        returning = stmt.returns and plan_returning(stmt.ast, table.name, table.plan.schema)
         self._end(txn)
         tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
-        if returning is None:
+        if not returning:
             return Result(f"{tag} {count}")
         written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
         return Result(f"{tag} {count}", returning.columns, returning.rows(written))

@@ -276,6 +276,9 @@ def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
     (arrays are built as the field's list type, a uuid as its 16 bytes, an interval as
     its struct)."""
     values = arrow_values(values, field.type)
+    exact = _exact(values, field.type)
+    if exact is not None:
+        return _conform(exact, field, name)
     if pa.types.is_list(field.type) or pa.types.is_struct(field.type):
         try:
             return _conform(pa.array(values, field.type), field, name)
@@ -289,6 +292,29 @@ def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
             or [pa.array([], field.type)]
         )
     return _conform(inferred, field, name)
+
+
+_EXACT = {
+    **dict.fromkeys((pa.int8(), pa.int16(), pa.int32(), pa.int64()), {int}),
+    pa.float64(): {float},
+    pa.string(): {str},
+    pa.large_string(): {str},
+    pa.bool_(): {bool},
+}
+
+
+def _exact(values: list[Any], kind: pa.DataType) -> pa.Array | None:
+    """``values`` built as ``kind`` directly where each is None or of the one Python type
+    that holds such values exactly (an int for an integer column, a float for a double, a
+    str for text); None otherwise, or where one does not fit (the rule's path then names
+    it)."""
+    kinds = _EXACT.get(kind)
+    if kinds is None or not set(map(type, values)) <= kinds | {type(None)}:
+        return None
+    try:
+        return pa.array(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, UnicodeEncodeError):
+        return None
 
 
 def _one(value: Any, field: pa.Field, name: str, row: int) -> pa.Array:

@@ -115,8 +115,8 @@ class TxnLog:
         self.pending = 0  # entries waiting to be applied after this process's last commit
         self.decoded = Decoded(self.consensus, lambda head: LogState.from_bytes(head.data))
         self._inline: dict[tuple[int, str], pa.Table] = {}  # decoded inline writes
-        # a table's pending writes as a view adds them: by table, their times and its schema
-        self._pending: dict[tuple[str, tuple[int, ...], pa.Schema], pa.Table] = {}
+        # a table's pending writes as a view last added them: their times, its schema, them
+        self._pending: dict[str, tuple[tuple[int, ...], pa.Schema | None, pa.Table | None]] = {}
 
     def _change(self, fn: Any) -> Any:
         while True:
@@ -261,19 +261,37 @@ class TxnLog:
                 for e in pending
                 if shard in e["writes"] and upper <= e["ts"] <= ts
             ]
-            seen = (shard, tuple(at for at, _ in writes), state.schema)
-            extra = self._pending.get(seen)
-            if extra is None and writes:
-                frames = [self._load(key, at) for at, key in writes]
-                if any(f is None for f in frames):
-                    return None
-                conformed = [_conform(f, state.schema) for f in frames]  # type: ignore[arg-type]
-                extra = pa.concat_tables(conformed).cast(frame_schema(state.schema))
-                if len(self._pending) >= INLINE_KEPT:
-                    self._pending.clear()
-                self._pending[seen] = extra
+            extra = self._pending_writes(shard, writes, state.schema) if writes else None
+            if writes and extra is None:
+                return None
             out[shard] = View(upper - 1, extra)
         return out
+
+    def _pending_writes(
+        self, shard: str, writes: list[tuple[int, str]], schema: pa.Schema
+    ) -> pa.Table | None:
+        """The log's ``writes`` ``(ts, key)`` to ``shard`` as one update frame of its
+        ``schema``: the last one made for it plus the writes committed since, if it holds
+        the same first ones, so each write is decoded and conformed once (None: a blob
+        forgotten)."""
+        times = tuple(at for at, _ in writes)
+        old_times, old_schema, table = self._pending.get(shard, ((), None, None))
+        kept = len(old_times)
+        parts = []
+        if table is not None and old_schema == schema and times[:kept] == old_times:
+            parts.append(table)
+        else:
+            kept = 0
+        target = frame_schema(schema)
+        for at, key in writes[kept:]:
+            frame = self._load(key, at)
+            if frame is None:
+                return None
+            frame = _conform(frame, schema)
+            parts.append(frame if frame.schema == target else frame.cast(target))
+        extra = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        self._pending[shard] = (times, schema, extra)
+        return extra
 
     def updates_until(self, shard: str, ts: int, view: View | None = None) -> pa.Table:
         """``shard``'s updates up to ``ts``, not consolidated: from the shard (readable at

@@ -49,8 +49,25 @@ class Statement:
 
     kind: str
     text: str
-    ast: exp.Expression | None = None
+    tree: exp.Expression | None = None  # to read; :attr:`ast` to change
     args: dict[str, Any] = field(default_factory=dict)
+    shared: bool = False  # ``tree`` is the parse cache's: copied when ``ast`` is first asked for
+    _own: list[exp.Expression] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def returns(self) -> bool:
+        """Has it a RETURNING clause?"""
+        return self.tree is not None and self.tree.args.get("returning") is not None
+
+    @property
+    def ast(self) -> exp.Expression | None:
+        """The statement's tree, its own to change (planning may): a statement run again
+        whose plan is kept (:mod:`~changeflow.adapter.plan_cache`) copies no tree."""
+        if not self.shared or self.tree is None:
+            return self.tree
+        if not self._own:
+            self._own.append(self.tree.copy())
+        return self._own[0]
 
 
 def split(script: str) -> list[str]:
@@ -482,7 +499,7 @@ def parse(text: str) -> Statement:
     if head in ("SELECT", "WITH", "VALUES", "TABLE", "("):
         return _query("select", text)
     if head in ("INSERT", "UPDATE", "DELETE"):
-        return Statement(head.lower(), text, parse_sql(text))
+        return Statement(head.lower(), text, _parsed(text), shared=True)
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
         tree = parse_sql(text)
         if not isinstance(tree.expression, exp.Query):  # CREATE TABLE … AS: refused below
@@ -505,7 +522,7 @@ def _query(kind: str, text: str, args: dict[str, Any] | None = None) -> Statemen
     m = _AS_OF.fullmatch(text)
     if m and not args.get("as_of"):
         text, args["as_of"] = m["query"] + (m["tail"] or ""), m["as_of"]
-    return Statement(kind, text, parse_sql(text), args)
+    return Statement(kind, text, _parsed(text), args, shared=True)
 
 
 def _parenthesised(text: str) -> tuple[str, str]:
