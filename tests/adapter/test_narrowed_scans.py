@@ -76,7 +76,7 @@ def test_a_narrowed_scan_gives_what_the_whole_table_gives(
 
 
 def _resolver(env: Environment):
-    from changeflow.adapter.environment import CatalogResolver
+    from changeflow.adapter.resolver import CatalogResolver
 
     return CatalogResolver(env.catalog.load())
 

@@ -44,15 +44,9 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
-from changeflow.adapter.environment import (
-    EPOCH,
-    Environment,
-    decode_plan,
-    encode_plan,
-    evaluate_once,
-    schema_of,
-)
+from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
 from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql

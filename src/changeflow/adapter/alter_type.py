@@ -32,7 +32,7 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
-from changeflow.adapter.environment import CatalogResolver
+from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.sql.dml import assign as assign_cast

@@ -19,10 +19,9 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
-from changeflow.adapter.environment import (
-    EPOCH,
+from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.resolver import (
     CatalogResolver,
-    Environment,
     columns_of,
     decode_plan,
     encode_plan,

@@ -19,8 +19,6 @@ Other processes coordinate through consensus.
 
 from __future__ import annotations
 
-import base64
-import pickle
 import threading
 import time
 from collections.abc import Iterable
@@ -31,16 +29,16 @@ import pyarrow.compute as pc
 
 from changeflow.adapter.arrangements import Arrangement, Fixed, index_keys, narrowed, point
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
-from changeflow.adapter.constraints import Unique
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.plan_cache import PlanCache
-from changeflow.adapter.relations import Finishing, Relation
+from changeflow.adapter.relations import Finishing
+from changeflow.adapter.resolver import decode_plan
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
-from changeflow.compute.types import NUMERIC, Column, Schema, sql_type
+from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
 from changeflow.errors import EvalError, PlanError, Timeout
 from changeflow.storage import Storage
@@ -57,70 +55,7 @@ SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on
 ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
 STORED = ("table", "source", "materialized view", "index")
-QUERYABLE = ("table", "source", "view", "materialized view")
 Counted = dict[tuple[Any, ...], int]
-
-
-def schema_of(item: Item) -> Schema:
-    """An item's columns as a plan reads them (numeric ones with the scale they show)."""
-    scales = item.options.get("scales") or [None] * len(item.columns)
-    return tuple(
-        Column(n, sql_type(t), nullable, scale)
-        for (n, t, nullable), scale in zip(item.columns, scales, strict=True)
-    )
-
-
-def columns_of(schema: Schema) -> tuple[tuple[str, str, bool], ...]:
-    return tuple((c.name, c.type.name, c.nullable) for c in schema)
-
-
-def scales_of(schema: Schema) -> list[int | None]:
-    """The scales of a schema's columns, as an item keeps them in its options."""
-    return [c.scale for c in schema]
-
-
-def encode_plan(plan: P.Plan) -> str:
-    return base64.b64encode(pickle.dumps(plan)).decode()
-
-
-def decode_plan(text: str) -> P.Plan:
-    return pickle.loads(base64.b64decode(text))
-
-
-class CatalogResolver:
-    """Names of one catalog version as the SQL planner sees them; an index on a view serves
-    reads of that view."""
-
-    def __init__(self, state: CatalogState) -> None:
-        self.state = state
-
-    def relation(self, name: str) -> Relation:
-        item = self.state.find(name)
-        if item is None or item.kind not in QUERYABLE:
-            raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
-        unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
-        plan = self.plan(item)
-        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique)
-
-    def plan(self, item: Item) -> P.Plan:
-        """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""
-        if item.kind in ("table", "source", "materialized view"):
-            return P.Get(item.id, schema_of(item))
-        index = next(
-            (
-                i
-                for i in self.state.items.values()
-                if i.kind == "index" and i.options.get("on") == item.id
-            ),
-            None,
-        )
-        if index is not None:
-            return P.Get(index.id, schema_of(index))
-        return decode_plan(item.options["plan"])
-
-
-def defaults(item: Item) -> tuple[str | None, ...]:
-    return tuple(item.options.get("defaults") or (None,) * len(item.columns))
 
 
 class Environment:

@@ -32,10 +32,11 @@ from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.constraints import check_unique, resolve
-from changeflow.adapter.environment import EPOCH, CatalogResolver, Environment
+from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
+from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted
 from changeflow.adapter.schemas import create_schema, drop_schema

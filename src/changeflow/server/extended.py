@@ -127,7 +127,7 @@ class Extended:
 
     def _shape(self, found: Target) -> Shape | bool:
         """The target table's :class:`~changeflow.server.batch.Shape`; False if it is none."""
-        from changeflow.adapter.environment import CatalogResolver
+        from changeflow.adapter.resolver import CatalogResolver
 
         assert self.session is not None
         env = self.session.env

@@ -26,8 +26,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeflow.adapter.environment import EPOCH, decode_plan
+from changeflow.adapter.environment import EPOCH
 from changeflow.adapter.oracle import TimestampOracle
+from changeflow.adapter.resolver import decode_plan
 from changeflow.compute.status import DataflowStatus, statuses
 from changeflow.redact import redact
 from changeflow.server.page import PAGE

@@ -375,7 +375,7 @@ class Runner:
     def copy_in(self, copy: C.Copy) -> str:
         """COPY FROM STDIN: the data read to the end, then inserted as columns (one frame,
         no SQL text); by INSERT statements for a table whose left-out columns have DEFAULTs."""
-        from changeflow.adapter.environment import CatalogResolver
+        from changeflow.adapter.resolver import CatalogResolver
         from changeflow.server.copy import binary_columns, insert_statements, text_columns
 
         assert self.session is not None and copy.table is not None
