@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from readme import publish
+from tpch import output_version
 
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, maintain_view
@@ -147,18 +148,6 @@ def install_output(storage: Storage, output: str, plan: P.Plan) -> None:
     storage.downgrade(read, T0)
     storage.drop(read)
     storage.drop(write)
-
-
-def output_version(storage: Storage, output: str, t: int) -> dict[tuple, int]:
-    read, write = storage.acquire_capabilities(output)
-    try:
-        table = storage.snapshot_table(read, t)
-    finally:
-        storage.drop(read)
-        storage.drop(write)
-    data = [table.column(n).to_pylist() for n in table.column_names if not n.startswith("_")]
-    counts = table.column(DIFF).to_pylist()
-    return dict(zip(zip(*data, strict=True), counts, strict=True))
 
 
 def check(storage: Storage, flows: dict[str, Dataflow], rows: Rows, t: int) -> dict[str, Any]:

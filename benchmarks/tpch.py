@@ -290,8 +290,8 @@ def same_rows(got: list[tuple], want: list[tuple]) -> str | None:
     return None
 
 
-def output_rows(storage: Storage, output: str, t: int) -> list[tuple]:
-    """The rows of the output shard at ``t``, each repeated by its count."""
+def output_version(storage: Storage, output: str, t: int) -> dict[tuple, int]:
+    """The rows of the output shard at ``t`` with their counts."""
     read, write = storage.acquire_capabilities(output)
     try:
         table = storage.snapshot_table(read, t)
@@ -300,7 +300,12 @@ def output_rows(storage: Storage, output: str, t: int) -> list[tuple]:
         storage.drop(write)
     data = [table.column(n).to_pylist() for n in table.column_names if not n.startswith("_")]
     counts = table.column(DIFF).to_pylist()
-    return [row for row, c in zip(zip(*data, strict=True), counts, strict=True) for _ in range(c)]
+    return dict(zip(zip(*data, strict=True), counts, strict=True))
+
+
+def output_rows(storage: Storage, output: str, t: int) -> list[tuple]:
+    """The rows of the output shard at ``t``, each repeated by its count."""
+    return [row for row, c in output_version(storage, output, t).items() for _ in range(c)]
 
 
 # -- views --------------------------------------------------------------------------------------
