@@ -45,9 +45,14 @@ def _shown(ours: changeflow.Connection, sql: str) -> tuple:
     return outcome(ours, sql, sort=True)
 
 
+@pytest.mark.parametrize(
+    "options", ["", pytest.param("WITH (CLUSTER = true)", marks=pytest.mark.spark)]
+)
 def test_a_failing_view_reports_its_error_until_the_row_is_gone(
-    tmp_path: Path, postgres_url: str
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str, options: str
 ) -> None:
+    if options:
+        request.getfixturevalue("spark")  # the session the cluster tier runs on
     home = tmp_path / "home"
     ours = changeflow.connect(home, host_seconds=0)
     ours.autocommit = True
@@ -58,7 +63,7 @@ def test_a_failing_view_reports_its_error_until_the_row_is_gone(
             conn.execute(CREATE)
             conn.execute(INSERT)
         for name, sql in VIEWS.items():
-            ours.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
+            ours.execute(f"CREATE MATERIALIZED VIEW {name} {options} AS {sql}")
         for step in STEPS:
             if step == "restart":
                 ours.close()

@@ -15,7 +15,8 @@ before anything is installed, then returns a :class:`Dataflow`. A dataflow
   duplicates or loses an update, and the output's upper never passes the inputs' meet;
 - on an evaluation error (22012…) leaves the output where it was and raises the error at every
   step until an input's data changes, then starts over from the inputs' contents at their meet
-  (in-process tier): a view reports its error until the offending rows are gone.
+  (on the cluster tier, hydrating again): a view reports its error until the offending rows
+  are gone.
 """
 
 from __future__ import annotations
@@ -391,8 +392,7 @@ class Dataflow:
         try:
             out = self._compute(meet if meet is not None else 2**63 - 1)
         except EvalError as error:
-            if self.tier == "process":
-                self.error = error
+            self.error = error
             raise
         failpoint("dataflow.after_operators")
         self.sink.step(out, Antichain() if meet is None else Antichain([meet]))
@@ -425,12 +425,7 @@ class Dataflow:
         """New operators that take the inputs' contents at ``at`` as their first step, and a
         new sink reading the output back from its since: it writes what differs."""
         self.sink.close()
-        for cap in self.leased:
-            self.storage.drop(cap)
-        caps = {s: self.storage.clone(c) for s, c in self.holds.items()}
-        self.leased = list(caps.values())
-        for cap in self.leased:
-            self.storage.downgrade(cap, Antichain([at]))
+        caps = self._lease_inputs(at)
         self.sink = SelfCorrectingSink(self.storage, self.output)
         self.inputs = Inputs()
         self.root = build(self.plan, self.inputs, at=at)
@@ -439,6 +434,17 @@ class Dataflow:
         self.frontier = at
         self.uppers = dict.fromkeys(self.holds, at)
         self.error = None
+
+    def _lease_inputs(self, at: int) -> dict[str, ReadCapability]:
+        """Holds of the inputs at ``at`` to read them from there (kept until the next start
+        over or the close)."""
+        for cap in self.leased:
+            self.storage.drop(cap)
+        caps = {s: self.storage.clone(c) for s, c in self.holds.items()}
+        self.leased = list(caps.values())
+        for cap in self.leased:
+            self.storage.downgrade(cap, Antichain([at]))
+        return caps
 
     def _take(self, shard: str, updates: pa.Table) -> None:
         """Take an input's appended updates for the next step."""

@@ -40,10 +40,11 @@ from changeflow.compute.cluster.spine import Spine
 from changeflow.compute.cluster.topk import Head, global_top
 from changeflow.compute.dataflow import Dataflow, update_rows
 from changeflow.compute.operators.batch import Batch
+from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, from_spark, name
 from changeflow.config import Config
-from changeflow.spark import session_conf
+from changeflow.spark import session_conf, spark_errors
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -234,7 +235,8 @@ class ClusterDataflow(Dataflow):
             cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
             at = F.lit(self.as_of).cast("bigint").alias(TIME)
             changes[shard] = frame.select(*cols, at, F.col(DIFF).cast("bigint").alias(DIFF))
-        out = self._run(changes, self.as_of + 1, at=self.as_of)  # before the sink's frontier
+        with spark_errors(f"view {self.name}"):
+            out = self._run(changes, self.as_of + 1, at=self.as_of)  # before the sink's frontier
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.step(out, Antichain([self.frontier]))
@@ -257,10 +259,11 @@ class ClusterDataflow(Dataflow):
                     [*(name(i) for i in range(len(data))), TIME, DIFF]
                 )
             self.pending[shard] = []
-        if sum(t.num_rows for t in tables.values()) <= self.step_rows:
-            return self._run_local(tables, upper)
-        changes = {s: self.spark.createDataFrame(t) for s, t in tables.items()}
-        return self._run(changes, upper, at=None)
+        with spark_errors(f"view {self.name}"):  # a value SQL refuses: PostgreSQL's error
+            if sum(t.num_rows for t in tables.values()) <= self.step_rows:
+                return self._run_local(tables, upper)
+            changes = {s: self.spark.createDataFrame(t) for s, t in tables.items()}
+            return self._run(changes, upper, at=None)
 
     def _run(self, changes: dict[str, DataFrame], upper: int, at: int | None) -> pa.Table:
         """The output's changes for the step below ``upper`` from the inputs' ``changes``:
@@ -529,6 +532,27 @@ class ClusterDataflow(Dataflow):
             self.reads, self.renewed = reads, time.monotonic()
             if due and not force:
                 checkpoint.sweep(self.storage, self.name)
+
+    def _start_over(self, at: int) -> None:
+        """Hydrate again from the inputs' snapshots at ``at`` (see
+        :meth:`Dataflow._start_over`): a new incarnation with new spines (the old one's
+        batches are swept once no checkpoint names them) and a new sink writing what
+        differs."""
+        self.sink.close()
+        for node in self.nodes:
+            for spine in (*node.spines, *node.waiting):
+                if spine is not None:
+                    spine.drop()
+        checkpoint.release(self.storage, self.name, self.incarnation)
+        self.incarnation, self.reads, self.resume, self.as_of = uuid.uuid4().hex, None, None, at
+        checkpoint.lease(self.storage, self.name, self.incarnation, None)
+        self.sink = SelfCorrectingSink(self.storage, self.output)
+        held, self.holds = self.holds, self._lease_inputs(at)
+        try:
+            self._install(self.spark)  # reads after ``at``, hydrates at ``at``
+        finally:
+            self.holds = held
+        self.error = None
 
     def _hold_limit(self) -> int | None:
         """The checkpoint's frontier less one: a restart subscribes from there."""
