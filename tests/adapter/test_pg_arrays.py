@@ -138,3 +138,33 @@ def test_the_catalog_names_array_types_as_postgres(both) -> None:
     ours, pg = both
     sql = CATALOG.format("arr")
     assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall()
+
+
+U1, U2 = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12"
+UUIDS = [
+    "CREATE TABLE ua (id int NOT NULL, us uuid[])",
+    f"INSERT INTO ua VALUES (1, ARRAY['{U1}'::uuid, NULL]), (2, '{{{U2},{U1}}}'), (3, NULL)",
+]
+UUID_QUERIES = [
+    "SELECT id, us, us[2], cardinality(us), us::text FROM ua",
+    f"SELECT id FROM ua WHERE '{U1}'::uuid = ANY(us)",
+    "SELECT id, unnest(us) FROM ua",
+    "SELECT array_agg(u ORDER BY u NULLS FIRST) FROM ua, unnest(ua.us) AS u",
+    "SELECT id, ARRAY[NULL::uuid, us[1]] FROM ua",
+]
+
+
+def test_uuid_arrays_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """uuid[] as a column, a literal, a subscript's source, unnest's and array_agg's, ad hoc
+    and as materialized views through a change."""
+    with beside_postgres(tmp_path / "home", postgres_url, "ua", *UUIDS) as (ours, pg):
+        for i, sql in enumerate(UUID_QUERIES):
+            ours.execute(f"CREATE MATERIALIZED VIEW uv{i} AS {sql}")
+        for change in [None, f"UPDATE ua SET us = ARRAY[us[1], '{U2}'] WHERE id = 1"]:
+            if change is not None:
+                for c in (ours, pg):
+                    c.execute(change)
+            for i, sql in enumerate(UUID_QUERIES):
+                want = _shown(pg.execute(sql).fetchall())
+                assert _shown(ours.execute(sql).fetchall()) == want, (sql, change)
+                assert _shown(ours.execute(f"SELECT * FROM uv{i}").fetchall()) == want, sql

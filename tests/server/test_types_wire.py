@@ -89,6 +89,34 @@ def test_uuid_and_bytea_reach_psycopg_as_from_postgres(
 
 
 @pytest.mark.postgres
+def test_uuid_arrays_reach_psycopg_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    known = [uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), None]
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(f"CREATE TABLE {table_name} (id int, us uuid[])")
+            conn.execute(
+                f"INSERT INTO {table_name} VALUES (1, %s), (2, '{{}}'), (3, NULL)", (known,)
+            )
+        try:
+            sql = f"SELECT id, us, us[1], us::text FROM {table_name} ORDER BY id"
+            for binary in (False, True):
+                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+                    a.execute(sql)
+                    b.execute(sql)
+                    assert [d.type_code for d in a.description] == [
+                        d.type_code for d in b.description
+                    ], binary
+                    assert a.fetchall() == b.fetchall(), binary
+            sql = f"SELECT id FROM {table_name} WHERE %s = ANY(us)"
+            for conn in (ours, pg):
+                assert conn.execute(sql, (known[0],)).fetchall() == [(1,)]
+        finally:
+            pg.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
 def test_copy_in_of_uuid_bytea_and_arrays_as_postgres(
     server, postgres_url: str, table_name: str
 ) -> None:

@@ -39,6 +39,7 @@ TYPES = {
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
     "jsonb[]": (3807, -1, "_jsonb"),
+    "uuid[]": (2951, -1, "_uuid"),
     "oid[]": (1028, -1, "_oid"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {

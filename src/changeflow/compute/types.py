@@ -67,7 +67,7 @@ JSONB = SqlType("jsonb", pa.struct([("jsonb", pa.string())]))
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
-ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, JSONB)}
+ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB)}
 TYPES = (*SCALARS, UUID, BYTEA, INTERVAL, JSONB, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 

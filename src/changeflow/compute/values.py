@@ -46,8 +46,8 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     if pa.types.is_floating(kind):
         return [NAN if v != v else v for v in values]  # only a NaN is unequal to itself
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        if pa.types.is_struct(kind.value_type):
-            element = kind.value_type
+        element = kind.value_type
+        if pa.types.is_struct(element) or pa.types.is_fixed_size_binary(element):
             return [None if v is None else tuple(stored_values(v, element)) for v in values]
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
@@ -69,7 +69,9 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         ]
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
-    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
+    if pa.types.is_list(kind) and (
+        pa.types.is_struct(kind.value_type) or pa.types.is_fixed_size_binary(kind.value_type)
+    ):
         element = kind.value_type
         return [None if v is None else arrow_values(list(v), element) for v in values]
     return values
