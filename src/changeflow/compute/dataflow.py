@@ -160,16 +160,17 @@ def _held(kind: SqlType) -> bool:
 
 
 def _on_spark(e: Expr) -> bool:
-    """Has Spark a form for ``e`` itself? Array, interval and jsonb values are only carried
-    and tested for NULL there; uuid and bytea values carried, compared and tested for NULL
-    (their casts and functions are not)."""
-    if _held(e.type):
+    """Has Spark a form for ``e`` itself? Interval and jsonb values are only carried and
+    tested for NULL there; uuid and bytea values carried, compared and tested for NULL (their
+    casts and functions are not); arrays are built, read and carried, never compared (Spark
+    orders their NULL elements otherwise)."""
+    if e.type in BYTES or e.type in CARRIED:
         return isinstance(e, Col)
-    if any(_carried(c.type) for c in e.children()):
+    if any(c.type in CARRIED for c in e.children()):
         return isinstance(e, IsNull)
     if any(c.type in BYTES for c in e.children()):
         return isinstance(e, Cmp | IsNull)
-    return True
+    return not (isinstance(e, Cmp) and any(c.type.element is not None for c in e.children()))
 
 
 def _compares_carried(node: P.Plan) -> bool:
