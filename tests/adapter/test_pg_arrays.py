@@ -54,6 +54,9 @@ QUERIES = [
     "SELECT o.id, ARRAY(SELECT i.id FROM arr i WHERE i.g = o.g ORDER BY i.id DESC) FROM arr o",
     "SELECT ARRAY(SELECT s FROM arr WHERE s IS NOT NULL ORDER BY s), ARRAY(SELECT x FROM arr "
     "WHERE false), cardinality(ARRAY(SELECT DISTINCT g FROM arr))",
+    "SELECT id, a || x, x || a, a || a, a || NULL, t || s, '{0}' || a, array_remove(a, 2), "
+    "array_remove(t, NULL), array_append(NULL, id), array_prepend(s, t), array_cat(a, '{0}') "
+    "FROM arr",
 ]
 
 
@@ -105,6 +108,9 @@ REFUSED = [
     "SELECT cardinality(x) FROM arr",
     "SELECT ARRAY[1, 'a'::text]",
     "SELECT ARRAY(SELECT id, g FROM arr)",
+    "SELECT a || t FROM arr",
+    "SELECT array_append(a, s) FROM arr",
+    "SELECT 'x' || a FROM arr",
 ]
 
 

@@ -10,6 +10,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
+from changeflow.compute.functions import Func
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
 from changeflow.compute.volatile import RandomUuid
 from changeflow.errors import PlanError
@@ -76,3 +77,42 @@ class ArrayScalars:
         if is_string_literal(a) and array.type.element not in (None, TEXT):
             left = coerce_text(str(a.this), array.type.element)
         return AnyOf(op, left, array, every=not isinstance(b, exp.Any))
+
+    def array_operator(self: Scalars, node: exp.DPipe) -> X.Expr | None:
+        """``a || b`` where either side is an array: both arrays' elements (a quoted literal
+        or NULL beside an array is an array of its type), else the element appended to or
+        prepended before the array; None where neither side is an array."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        a, b = self.expr(node.this), self.expr(node.expression)
+        if a.type.element is None and b.type.element is None:
+            return None
+        if b.type.element is not None and (is_string_literal(node.this) or a.type is NULLTYPE):
+            a = coerce_text(str(node.this.this), b.type) if a.type is not NULLTYPE else a
+            return Func("array_cat", (a, b))
+        if a.type.element is not None and (
+            is_string_literal(node.expression) or b.type is NULLTYPE
+        ):
+            b = coerce_text(str(node.expression.this), a.type) if b.type is not NULLTYPE else b
+            return Func("array_cat", (a, b))
+        if a.type.element is not None and b.type.element is not None:
+            return Func("array_cat", (a, b))
+        if a.type.element is not None:
+            return Func("array_append", (a, b))
+        return Func("array_prepend", (a, b))
+
+    def array_call(self: Scalars, name: str, args: list[exp.Expression]) -> X.Expr | None:
+        """``array_cat`` with a quoted literal beside an array: the literal is an array of
+        that type, as PostgreSQL reads it; None for any other call."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        if name.lower() != "array_cat" or len(args) != 2:
+            return None
+        literal = [is_string_literal(a) for a in args]
+        if literal.count(True) != 1:
+            return None
+        typed = self.expr(args[literal.index(False)])
+        if typed.type.element is None:
+            return None
+        parsed = coerce_text(str(args[literal.index(True)].this), typed.type)
+        return Func("array_cat", (parsed, typed) if literal[0] else (typed, parsed))

@@ -366,8 +366,8 @@ class Scalars(ArrayScalars, JsonbScalars):
         raise unsupported("LIKE ... ESCAPE", node)
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
-        if (j := self.jsonb_operator(node)) is not None:
-            return j
+        if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
+            return joined
         a, b = self.expr(node.this), self.expr(node.expression)
         texts = tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in (a, b))
         return Func("textcat", texts)
@@ -458,7 +458,7 @@ class Scalars(ArrayScalars, JsonbScalars):
         if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
             first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
             return Func(name, (first, *(self.expr(a) for a in args[1:])))
-        return Func(name, tuple(self.expr(a) for a in args))
+        return self.array_call(name, args) or Func(name, tuple(self.expr(a) for a in args))
 
     def _substring(self, node: exp.Substring) -> X.Expr:
         args = [node.this, node.args.get("start") or exp.Literal.number(1)]

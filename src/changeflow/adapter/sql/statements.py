@@ -110,6 +110,10 @@ def kind_of(word: str) -> str:
 # Functions the planner takes as plain calls of the function table (sqlglot's own nodes for
 # them would rewrite a template as strftime's, or take another dialect's argument order).
 _PLAIN_CALLS = (
+    "ARRAY_APPEND",
+    "ARRAY_CAT",
+    "ARRAY_PREPEND",
+    "ARRAY_REMOVE",
     "CBRT",
     "CHR",
     "DEGREES",

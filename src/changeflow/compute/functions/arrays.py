@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from changeflow.compute.functions.base import F, Function, Rule, _args, unsupported
+from changeflow.compute.functions.base import F, Function, Rule, _args, spark_type, unsupported
 from changeflow.compute.scalars import to_text
-from changeflow.compute.types import ARRAYS, FLOAT8, INT4, NULLTYPE, NUMERIC, TEXT, SqlType
+from changeflow.compute.types import (
+    ARRAYS,
+    FLOAT8,
+    INT4,
+    NULLTYPE,
+    NUMERIC,
+    TEXT,
+    SqlType,
+    array_of,
+)
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -126,6 +135,94 @@ def _spark_string_to_array(cc: ExprCompiler, e: Func) -> Column:
     return parts
 
 
+def _with_element(array: SqlType, element: SqlType) -> SqlType:
+    """The type of an array of type ``array`` with an element of type ``element`` added (a
+    NULL array takes the element's array type; integers widen into a wider array)."""
+    if array is NULLTYPE:
+        if element is NULLTYPE:
+            raise PlanError("no match", sqlstate="42883")
+        return array_of(element)
+    fits = element in (NULLTYPE, array.element) or (
+        element.integer and array.element is not None and array.element.integer
+        and element.rank <= array.element.rank
+    )  # fmt: skip
+    if array.element is None or not fits:
+        raise PlanError("no match", sqlstate="42883")
+    return array
+
+
+def _append_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2:
+        raise PlanError("no match", sqlstate="42883")
+    return _with_element(args[0], args[1])
+
+
+def _prepend_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2:
+        raise PlanError("no match", sqlstate="42883")
+    return _with_element(args[1], args[0])
+
+
+def _cat_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2 or any(a is not NULLTYPE and a.element is None for a in args):
+        raise PlanError("no match", sqlstate="42883")
+    a, b = args
+    if a is NULLTYPE or b is NULLTYPE or a == b:
+        return b if a is NULLTYPE else a
+    raise PlanError("no match", sqlstate="42883")
+
+
+def _append(array: tuple[Any, SqlType], element: tuple[Any, SqlType]) -> tuple:
+    """``array`` with ``element`` after its elements (a NULL array as an empty one)."""
+    return (*(array[0] or ()), element[0])
+
+
+def _prepend(element: tuple[Any, SqlType], array: tuple[Any, SqlType]) -> tuple:
+    return (element[0], *(array[0] or ()))
+
+
+def _cat(a: tuple[Any, SqlType], b: tuple[Any, SqlType]) -> tuple | None:
+    """Both arrays' elements in turn (NULL only if both are)."""
+    if a[0] is None and b[0] is None:
+        return None
+    return (*(a[0] or ()), *(b[0] or ()))
+
+
+def _remove(array: tuple[Any, SqlType], element: tuple[Any, SqlType]) -> tuple | None:
+    """``array`` without the elements not distinct from ``element`` (NULL removes NULLs)."""
+    values, gone = array[0], element[0]
+    if values is None:
+        return None
+    return tuple(v for v in values if not (v is None if gone is None else v == gone))
+
+
+def _spark_empty(e: Func) -> Column:
+    return F.array().cast(spark_type(e.type))
+
+
+def _spark_append(cc: ExprCompiler, e: Func) -> Column:
+    a, v = _args(cc, e)
+    one = F.array(v.cast(spark_type(e.type.element)))
+    return F.concat(F.coalesce(a, _spark_empty(e)), one)
+
+
+def _spark_prepend(cc: ExprCompiler, e: Func) -> Column:
+    v, a = _args(cc, e)
+    one = F.array(v.cast(spark_type(e.type.element)))
+    return F.concat(one, F.coalesce(a, _spark_empty(e)))
+
+
+def _spark_cat(cc: ExprCompiler, e: Func) -> Column:
+    a, b = _args(cc, e)
+    both = F.concat(F.coalesce(a, _spark_empty(e)), F.coalesce(b, _spark_empty(e)))
+    return F.when(a.isNull() & b.isNull(), F.lit(None).cast(spark_type(e.type))).otherwise(both)
+
+
+def _spark_remove(cc: ExprCompiler, e: Func) -> Column:
+    a, v = _args(cc, e)
+    return F.filter(a, lambda x: ~x.eqNullSafe(v))
+
+
 FUNCTIONS = [
     Function("cardinality", _array_rule(), _cardinality, spark=_spark_size),
     Function("array_length", _array_rule("int"), _array_length, spark=_spark_length),
@@ -145,4 +242,8 @@ FUNCTIONS = [
         strict=False,
         spark=_spark_string_to_array,
     ),
+    Function("array_append", _append_rule, _append, strict=False, spark=_spark_append),
+    Function("array_prepend", _prepend_rule, _prepend, strict=False, spark=_spark_prepend),
+    Function("array_cat", _cat_rule, _cat, strict=False, spark=_spark_cat),
+    Function("array_remove", _append_rule, _remove, strict=False, spark=_spark_remove),
 ]
