@@ -39,6 +39,9 @@ QUERIES = [
     "FROM ub GROUP BY g",
     "SELECT a.id, b.id FROM ub a JOIN ub b ON a.u = b.u",
     "SELECT u, count(*) FROM ub GROUP BY u",
+    "SELECT id, encode(b, 'hex'), encode(b, 'escape'), encode(b, 'base64'), "
+    "decode(encode(b, 'base64'), 'base64'), decode(encode(b, 'hex'), 'hex'), "
+    "decode(encode(b, 'escape'), 'escape'), pg_typeof(b), pg_typeof(u) FROM ub",
 ]
 
 
@@ -81,6 +84,10 @@ REFUSED = [
     "SELECT length(u) FROM ub",
     "SELECT min(u) FROM ub",
     "SELECT max(b) FROM ub",
+    "SELECT decode('zz', 'hex')",
+    "SELECT decode('abc', 'hex')",
+    "SELECT encode(b, 'nope') FROM ub",
+    "SELECT decode('a\\9', 'escape')",
 ]
 
 

@@ -85,6 +85,9 @@ CALLS = {
     "to_timestamp": "to_timestamp(f)",
     "epoch_ms": "epoch_ms(ts)",
     "cardinality": "cardinality(ARRAY[id, 2])",
+    "encode": "encode(name::bytea, 'hex')",
+    "decode": "length(decode(md5(name), 'hex'))",
+    "pg_typeof": "pg_typeof(x)",
     "array_append": "cardinality(array_append(ARRAY[id], NULL))",
     "array_prepend": "array_to_string(array_prepend(name, ARRAY['z']), ',')",
     "array_cat": "cardinality(array_cat(ARRAY[id], NULL))",
@@ -125,8 +128,8 @@ CALLS = {
     "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
-# that compares as PostgreSQL's), and text read by a template (Spark's parsers are stricter): a
-# cluster-tier view leaves them out.
+# that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
+# functions of bytea (Spark only carries and compares it): a cluster-tier view leaves them out.
 ROWS_ONLY = {
     "justify_days",
     "justify_hours",
@@ -139,6 +142,8 @@ ROWS_ONLY = {
     "interval_sum_of",
     "interval_avg_of",
     "record_text",
+    "encode",
+    "decode",
     "age",
     "to_date",
     *(n for n in CALLS if "jsonb" in n),

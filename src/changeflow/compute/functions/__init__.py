@@ -17,6 +17,7 @@ from typing import Any
 from changeflow.compute.expr import Expr, _typed
 from changeflow.compute.functions import (
     arrays,
+    binary,
     chars,
     formats,
     from_text,
@@ -33,7 +34,9 @@ from changeflow.errors import PlanError
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
-    for family in (text, patterns, chars, numbers, times, formats, from_text, arrays, jsonb)
+    for family in (
+        *(text, patterns, chars, numbers, times, formats, from_text, arrays, jsonb, binary),
+    )
     for f in family.FUNCTIONS
 }
 

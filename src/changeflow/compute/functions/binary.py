@@ -1,0 +1,128 @@
+"""bytea as text and back (PostgreSQL's ``encode``/``decode``: hex, base64, escape), and
+``pg_typeof``: each defined once, on Python values and on Spark."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TYPE_CHECKING, Any
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions.base import F, Function, _args, _sig, fail, unsupported
+from changeflow.compute.types import BYTEA, TEXT, SqlType
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+_FORMATS = ("hex", "base64", "escape")
+
+
+def _format(name: str) -> str:
+    kind = name.lower()
+    if kind not in _FORMATS:
+        raise EvalError(f'unrecognized encoding: "{name}"', sqlstate="22023")
+    return kind
+
+
+def _encode(data: bytes, name: str) -> str:
+    kind = _format(name)
+    if kind == "hex":
+        return data.hex()
+    if kind == "base64":  # lines of 76 characters, as PostgreSQL writes them
+        text = base64.b64encode(data).decode()
+        return "\n".join(text[i : i + 76] for i in range(0, len(text), 76))
+    return "".join(_escaped(b) for b in data)
+
+
+def _escaped(b: int) -> str:
+    """A byte as the escape format writes it: zero and high bytes in octal, ``\\`` doubled."""
+    if b == 0x5C:
+        return "\\\\"
+    return f"\\{b:03o}" if b == 0 or b >= 0x80 else chr(b)
+
+
+def _decode(text: str, name: str) -> bytes:
+    kind = _format(name)
+    if kind == "hex":
+        return _from_hex(text)
+    try:
+        if kind == "base64":
+            return base64.b64decode("".join(text.split()), validate=True)
+    except (ValueError, binascii.Error):
+        raise EvalError(f"invalid {kind} data", sqlstate="22023") from None
+    return _unescaped(text)
+
+
+def _from_hex(text: str) -> bytes:
+    bad = next((c for c in text if c not in "0123456789abcdefABCDEF \t\n\r"), None)
+    if bad is not None:
+        raise EvalError(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
+    digits = "".join(text.split())
+    if len(digits) % 2:
+        raise EvalError("invalid hexadecimal data: odd number of digits", sqlstate="22023")
+    return bytes.fromhex(digits)
+
+
+def _unescaped(text: str) -> bytes:
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text[i] != "\\":
+            out += text[i].encode()
+            i += 1
+        elif text[i + 1 : i + 2] == "\\":
+            out.append(0x5C)
+            i += 2
+        elif len(text) >= i + 4 and all(c in "01234567" for c in text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            raise EvalError("invalid input syntax for type bytea", sqlstate="22P02")
+    return bytes(out)
+
+
+def _hex_only(e: Func) -> None:
+    """Spark's forms are the hex format's (a constant); the others run in the process."""
+    arg = e.args[1]
+    if not isinstance(arg, X.Lit) or not isinstance(arg.value, str) or arg.value.lower() != "hex":
+        raise unsupported(e, "only encode/decode with the constant format 'hex' run on Spark")
+
+
+def _spark_encode(cc: ExprCompiler, e: Func) -> Column:
+    _hex_only(e)
+    data, _ = _args(cc, e)
+    return F.lower(F.hex(data))
+
+
+def _spark_decode(cc: ExprCompiler, e: Func) -> Column:
+    _hex_only(e)
+    text, _ = _args(cc, e)
+    data = F.unhex(text)
+    bad = fail("invalid hexadecimal data", "22023")
+    odd = F.length(text) % 2 == 1
+    return F.when(text.isNotNull() & (data.isNull() | odd), bad).otherwise(data)
+
+
+def _typeof_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 1:
+        raise PlanError("no match", sqlstate="42883")
+    return TEXT
+
+
+def _typeof(arg: tuple[Any, SqlType]) -> str:
+    """The argument's type, as PostgreSQL names it."""
+    return arg[1].name
+
+
+def _spark_typeof(cc: ExprCompiler, e: Func) -> Column:
+    return F.lit(e.args[0].type.name)
+
+
+FUNCTIONS = [
+    Function("encode", _sig((BYTEA, TEXT), result=TEXT), _encode, spark=_spark_encode),
+    Function("decode", _sig((TEXT, TEXT), result=BYTEA), _decode, spark=_spark_decode),
+    Function("pg_typeof", _typeof_rule, _typeof, strict=False, spark=_spark_typeof),
+]
