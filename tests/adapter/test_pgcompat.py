@@ -88,6 +88,7 @@ CALLS = {
     "encode": "encode(name::bytea, 'hex')",
     "decode": "length(decode(md5(name), 'hex'))",
     "pg_typeof": "pg_typeof(x)",
+    "timezone": "timezone('America/New_York', ts)",
     "array_append": "cardinality(array_append(ARRAY[id], NULL))",
     "array_prepend": "array_to_string(array_prepend(name, ARRAY['z']), ',')",
     "array_cat": "cardinality(array_cat(ARRAY[id], NULL))",

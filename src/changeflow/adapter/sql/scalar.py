@@ -23,6 +23,7 @@ from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.statements import PostgresCalls
+from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -147,7 +148,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars, JsonbScalars):
+class Scalars(ArrayScalars, JsonbScalars, TimeScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -368,9 +369,8 @@ class Scalars(ArrayScalars, JsonbScalars):
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
         if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
             return joined
-        a, b = self.expr(node.this), self.expr(node.expression)
-        texts = tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in (a, b))
-        return Func("textcat", texts)
+        texts = (self.expr(node.this), self.expr(node.expression))
+        return Func("textcat", tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in texts))
 
     # -- conditionals ------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from changeflow.compute.functions import (
     patterns,
     text,
     times,
+    zones,
 )
 from changeflow.compute.functions.base import Function, function_named
 from changeflow.compute.scalars import check_range, coerce, one_nan
@@ -35,7 +36,8 @@ from changeflow.errors import PlanError
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for family in (
-        *(text, patterns, chars, numbers, times, formats, from_text, arrays, jsonb, binary),
+        *(text, patterns, chars, numbers, times, zones, formats, from_text, arrays, jsonb),
+        binary,
     )
     for f in family.FUNCTIONS
 }

@@ -114,11 +114,18 @@ def _typeof_rule(args: tuple[SqlType, ...]) -> SqlType:
 
 def _typeof(arg: tuple[Any, SqlType]) -> str:
     """The argument's type, as PostgreSQL names it."""
-    return arg[1].name
+    return _type_name(arg[1])
+
+
+def _type_name(kind: SqlType) -> str:
+    """``kind``'s name as PostgreSQL shows it (``timestamp without time zone``)."""
+    if kind.name in ("timestamp", "timestamp[]"):
+        return kind.name.replace("timestamp", "timestamp without time zone")
+    return kind.name
 
 
 def _spark_typeof(cc: ExprCompiler, e: Func) -> Column:
-    return F.lit(e.args[0].type.name)
+    return F.lit(_type_name(e.args[0].type))
 
 
 FUNCTIONS = [
