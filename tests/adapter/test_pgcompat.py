@@ -89,6 +89,10 @@ CALLS = {
     "decode": "length(decode(md5(name), 'hex'))",
     "pg_typeof": "pg_typeof(x)",
     "timezone": "timezone('America/New_York', ts)",
+    "quote_ident": "quote_ident(name || ' x')",
+    "quote_literal": "quote_literal(name)",
+    "quote_nullable": "quote_nullable(name)",
+    "bit_length": "bit_length(name)",
     "array_append": "cardinality(array_append(ARRAY[id], NULL))",
     "array_prepend": "array_to_string(array_prepend(name, ARRAY['z']), ',')",
     "array_cat": "cardinality(array_cat(ARRAY[id], NULL))",
@@ -301,6 +305,11 @@ def test_session_statements_drivers_send(tmp_path: Path) -> None:
 
 
 STRING_CALLS = [
+    "quote_ident(s)",
+    "quote_literal(s)",
+    "quote_nullable(s)",
+    "bit_length(s)",
+    "sign(length(s) - 3)",
     "substring(s from '[a-z]+')",
     "substring(s from 'l(o+)')",
     "substring(s, ',(.),')",
@@ -327,7 +336,7 @@ STRING_CALLS = [
 def test_string_functions_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     import psycopg
 
-    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y"]
+    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y", 'it\'s "q"', "a\\b"]
     select = ", ".join(STRING_CALLS)
     conn = open_home(tmp_path / "home")
     conn.autocommit = True

@@ -114,6 +114,7 @@ _PLAIN_CALLS = (
     "ARRAY_CAT",
     "ARRAY_PREPEND",
     "ARRAY_REMOVE",
+    "BIT_LENGTH",
     "CBRT",
     "CHR",
     "DECODE",

@@ -1,5 +1,6 @@
-"""Character functions (PostgreSQL's): ``ascii``, ``chr``, ``octet_length``, ``translate``
-and ``to_hex``, each defined once, on Python values and on Spark."""
+"""Character functions (PostgreSQL's): ``ascii``, ``chr``, ``octet_length``, ``bit_length``,
+``translate``, ``to_hex`` and ``quote_ident``/``quote_literal``/``quote_nullable``, each defined
+once, on Python values and on Spark."""
 
 from __future__ import annotations
 
@@ -84,6 +85,49 @@ def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
     return _sig((INT4,), (INT2,), result=TEXT)(args)
 
 
+def _quote_ident(s: str) -> str:
+    """``s`` as an identifier: as it is if it needs no quotes (lower-case letters, digits,
+    ``_``, not starting with a digit), else in double quotes, inner ones doubled."""
+    plain = s != "" and (s[0].islower() or s[0] == "_") and all(
+        c.islower() or c.isdigit() or c == "_" for c in s
+    ) and s.isascii()  # fmt: skip
+    return s if plain else '"' + s.replace('"', '""') + '"'
+
+
+def _quote_literal(s: str) -> str:
+    """``s`` as a string literal: quotes doubled; with a backslash, an escape string."""
+    quoted = "'" + s.replace("'", "''").replace("\\", "\\\\") + "'"
+    return "E" + quoted if "\\" in s else quoted
+
+
+def _quote_nullable(arg: tuple[str | None, SqlType]) -> str:
+    return "NULL" if arg[0] is None else _quote_literal(arg[0])
+
+
+def _spark_quote_ident(cc: ExprCompiler, e: Func) -> Column:
+    (s,) = _args(cc, e)
+    plain = s.rlike("^[a-z_][a-z0-9_]*$")
+    return F.when(plain, s).otherwise(
+        F.concat(F.lit('"'), F.replace(s, F.lit('"'), F.lit('""')), F.lit('"'))
+    )
+
+
+def _spark_literal(s: Column) -> Column:
+    doubled = F.replace(F.replace(s, F.lit("'"), F.lit("''")), F.lit("\\"), F.lit("\\\\"))
+    quoted = F.concat(F.lit("'"), doubled, F.lit("'"))
+    return F.when(F.instr(s, "\\") > 0, F.concat(F.lit("E"), quoted)).otherwise(quoted)
+
+
+def _spark_quote_literal(cc: ExprCompiler, e: Func) -> Column:
+    (s,) = _args(cc, e)
+    return _spark_literal(s)
+
+
+def _spark_quote_nullable(cc: ExprCompiler, e: Func) -> Column:
+    (s,) = _args(cc, e)
+    return F.when(s.isNull(), F.lit("NULL")).otherwise(_spark_literal(s.cast("string")))
+
+
 FUNCTIONS = [
     Function("ascii", _sig((TEXT,), result=INT4), _ascii, spark=_simple("ascii")),
     Function("chr", _sig(("int",), result=TEXT), _chr, spark=_spark_chr),
@@ -97,4 +141,21 @@ FUNCTIONS = [
         "translate", _sig((TEXT, TEXT, TEXT), result=TEXT), _translate, spark=_spark_translate
     ),
     Function("to_hex", _hex_rule, _to_hex, strict=False, spark=_spark_to_hex),
+    Function(
+        "bit_length",
+        _sig((TEXT,), result=INT4),
+        lambda s: 8 * len(s.encode()),
+        spark=lambda cc, e: F.octet_length(cc.compile(e.args[0])) * 8,
+    ),
+    Function("quote_ident", _sig((TEXT,), result=TEXT), _quote_ident, spark=_spark_quote_ident),
+    Function(
+        "quote_literal", _sig((TEXT,), result=TEXT), _quote_literal, spark=_spark_quote_literal
+    ),
+    Function(
+        "quote_nullable",
+        _sig((TEXT,), result=TEXT),
+        _quote_nullable,
+        strict=False,
+        spark=_spark_quote_nullable,
+    ),
 ]

@@ -155,7 +155,13 @@ def _power(x: float, y: float) -> float:
 
 
 def _sign(x: Any) -> Any:
-    return type(x)((x > 0) - (x < 0))
+    """-1, 0 or 1: a numeric for a numeric, else a double (PostgreSQL has no integer sign)."""
+    return (Decimal if isinstance(x, Decimal) else float)((x > 0) - (x < 0))
+
+
+def _sign_rule(args: tuple[SqlType, ...]) -> SqlType:
+    kind = _sig(("num",), result="same")(args)
+    return kind if kind in (NUMERIC, NULLTYPE) else FLOAT8
 
 
 def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
@@ -308,7 +314,7 @@ FUNCTIONS = [
     Function("floor", _sig(("num",), result="same"), _floor, spark=_spark_floor(up=False)),
     Function("ceil", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
     Function("ceiling", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
-    Function("sign", _sig(("num",), result="same"), _sign, spark=_spark_sign),
+    Function("sign", _sign_rule, _sign, spark=_spark_sign),
     Function("pi", _sig((), result=FLOAT8), lambda: math.pi, spark=_simple("pi")),
     Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x)), spark=_spark_sqrt),
     Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x)), spark=_spark_ln),
