@@ -93,6 +93,7 @@ CALLS = {
     "quote_literal": "quote_literal(name)",
     "quote_nullable": "quote_nullable(name)",
     "bit_length": "bit_length(name)",
+    "similar_to_escape": "similar_to_escape('a%b_')",
     "array_append": "cardinality(array_append(ARRAY[id], NULL))",
     "array_prepend": "array_to_string(array_prepend(name, ARRAY['z']), ',')",
     "array_cat": "cardinality(array_cat(ARRAY[id], NULL))",
@@ -310,6 +311,11 @@ STRING_CALLS = [
     "quote_nullable(s)",
     "bit_length(s)",
     "sign(length(s) - 3)",
+    "s SIMILAR TO '%(b|o)%'",
+    "s SIMILAR TO 'a_%'",
+    "s NOT SIMILAR TO '[a-c]%'",
+    "s SIMILAR TO '%#%%' ESCAPE '#'",
+    "s SIMILAR TO '%.%'",
     "substring(s from '[a-z]+')",
     "substring(s from 'l(o+)')",
     "substring(s, ',(.),')",
@@ -336,7 +342,8 @@ STRING_CALLS = [
 def test_string_functions_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     import psycopg
 
-    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y", 'it\'s "q"', "a\\b"]
+    values = ["a,b,c", "hello wORLD-foo bar1x", "", "abba", None, "x,,y", 'it\'s "q"']
+    values += ["a\\b", "1%.x"]
     select = ", ".join(STRING_CALLS)
     conn = open_home(tmp_path / "home")
     conn.autocommit = True

@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
+from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.statements import PostgresCalls
@@ -148,7 +149,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars, JsonbScalars, TimeScalars):
+class Scalars(ArrayScalars, JsonbScalars, PatternScalars, TimeScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -353,19 +354,6 @@ class Scalars(ArrayScalars, JsonbScalars, TimeScalars):
             items.append(e)
         return X.InList(a, tuple(items))
 
-    def _like(self, node: exp.Expression, case_insensitive: bool = False) -> X.Expr:
-        if node.args.get("escape") is not None:
-            raise unsupported("LIKE ... ESCAPE", node)
-        negated = bool(node.args.get("negate"))
-        a, p = self.expr(node.this), self.expr(node.expression)
-        return X.Like(a, p, negated=negated, case_insensitive=case_insensitive)
-
-    def _ilike(self, node: exp.ILike) -> X.Expr:
-        return self._like(node, case_insensitive=True)
-
-    def _escape(self, node: exp.Escape) -> X.Expr:
-        raise unsupported("LIKE ... ESCAPE", node)
-
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
         if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
             return joined
@@ -495,19 +483,6 @@ class Scalars(ArrayScalars, JsonbScalars, TimeScalars):
 
     def _initcap(self, node: exp.Initcap) -> X.Expr:
         return self.func("initcap", [node.this])
-
-    def _regexpreplace(self, node: exp.RegexpReplace) -> X.Expr:
-        flags = node.args.get("modifiers")
-        args = [node.this, node.expression, node.args["replacement"]]
-        return self.func("regexp_replace", args + ([flags] if flags is not None else []))
-
-    def _regexplike(self, node: exp.RegexpLike) -> X.Expr:
-        flags = node.args.get("flag")
-        args = [node.this, node.expression] + ([flags] if flags is not None else [])
-        return self.func("regexp_like", args)
-
-    def _regexpilike(self, node: exp.RegexpILike) -> X.Expr:
-        return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
 
     def _arraytostring(self, node: exp.ArrayToString) -> X.Expr:
         return self.func("array_to_string", _with_null(node))

@@ -1,5 +1,6 @@
 """Regular-expression functions (PostgreSQL's): ``regexp_like`` (what ``~``, ``~*``, ``!~``
-and ``!~*`` mean), ``regexp_match`` and ``regexp_split_to_array``, each defined once, on Python
+and ``!~*`` mean), ``regexp_match``, ``regexp_split_to_array`` and ``similar_to_escape`` (the
+regular expression of a ``SIMILAR TO`` pattern), each defined once, on Python
 values and on Spark. Patterns are read as Python's and Java's regular expressions read them,
 which agree with PostgreSQL's for the common forms."""
 
@@ -60,6 +61,46 @@ def _split(s: str, pattern: str, flags: str = "") -> tuple[str, ...]:
         out.append(s[start : m.start()])
         start = m.end()
     return (*out, s[start:])
+
+
+_SIMILAR = {"%": ".*", "_": ".", ".": "\\.", "^": "\\^", "$": "\\$"}
+
+
+def similar_to_escape(pattern: str, escape: str = "\\") -> str:
+    """The regular expression of a ``SIMILAR TO`` pattern, matching the whole string:
+    ``%`` any text, ``_`` any character, ``|*+?{}()[]`` as in regular expressions, ``.``
+    ``^`` ``$`` themselves, and the escape character (one, or none for '') before a character
+    makes it itself."""
+    if len(escape) > 1:
+        raise EvalError("invalid escape string", sqlstate="22025")
+    out, i, bracket = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape:
+            if i + 1 == len(pattern):
+                raise EvalError("invalid escape string", sqlstate="22025")
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if bracket:
+            bracket = c != "]"
+            out.append(c)
+        elif c == "[":
+            bracket = True
+            out.append(c)
+        else:
+            out.append(_SIMILAR.get(c, c))
+        i += 1
+    return "^(?:" + "".join(out) + ")$"
+
+
+def _similar_rule(args: tuple) -> object:
+    return _sig((TEXT,), (TEXT, TEXT), result=TEXT)(args)
+
+
+def _spark_similar(cc: ExprCompiler, e: Func) -> Column:
+    args = [_constant(e, i, "SIMILAR TO pattern") for i in range(len(e.args))]
+    return F.lit(similar_to_escape(*args))
 
 
 # -- on Spark --------------------------------------------------------------------------------
@@ -125,4 +166,5 @@ FUNCTIONS = [
         _split,
         spark=_spark_split,
     ),
+    Function("similar_to_escape", _similar_rule, similar_to_escape, spark=_spark_similar),
 ]

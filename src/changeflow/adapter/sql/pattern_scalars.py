@@ -1,0 +1,61 @@
+"""Pattern matching in SQL (``LIKE``/``ILIKE``, ``SIMILAR TO``, the regular-expression
+operators and functions), mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from changeflow.adapter.sql.scope import unsupported
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.functions.patterns import similar_to_escape
+from changeflow.compute.types import TEXT
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.scalar import Scalars
+
+
+class PatternScalars:
+    """The pattern forms of :class:`Scalars`."""
+
+    def _like(self: Scalars, node: exp.Expression, case_insensitive: bool = False) -> X.Expr:
+        if node.args.get("escape") is not None:
+            raise unsupported("LIKE ... ESCAPE", node)
+        negated = bool(node.args.get("negate"))
+        a, p = self.expr(node.this), self.expr(node.expression)
+        return X.Like(a, p, negated=negated, case_insensitive=case_insensitive)
+
+    def _ilike(self: Scalars, node: exp.ILike) -> X.Expr:
+        return self._like(node, case_insensitive=True)
+
+    def _escape(self: Scalars, node: exp.Escape) -> X.Expr:
+        if isinstance(node.this, exp.SimilarTo):  # x SIMILAR TO p ESCAPE e
+            return self._similarto(node.this, node.expression)
+        raise unsupported("LIKE ... ESCAPE", node)
+
+    def _regexpreplace(self: Scalars, node: exp.RegexpReplace) -> X.Expr:
+        flags = node.args.get("modifiers")
+        args = [node.this, node.expression, node.args["replacement"]]
+        return self.func("regexp_replace", args + ([flags] if flags is not None else []))
+
+    def _regexplike(self: Scalars, node: exp.RegexpLike) -> X.Expr:
+        flags = node.args.get("flag")
+        args = [node.this, node.expression] + ([flags] if flags is not None else [])
+        return self.func("regexp_like", args)
+
+    def _regexpilike(self: Scalars, node: exp.RegexpILike) -> X.Expr:
+        return self.func("regexp_like", [node.this, node.expression, exp.Literal.string("i")])
+
+    def _similarto(
+        self: Scalars, node: exp.SimilarTo, escape: exp.Expression | None = None
+    ) -> X.Expr:
+        """``a SIMILAR TO p``: ``a`` matches the regular expression PostgreSQL makes of ``p``
+        (``similar_to_escape``), whole."""
+        args = [node.expression] + ([escape] if escape is not None else [])
+        if all(isinstance(a, exp.Literal) and a.is_string for a in args):  # known now
+            regex: X.Expr = X.Lit(similar_to_escape(*(str(a.this) for a in args)), TEXT)
+        else:
+            regex = self.func("similar_to_escape", args)
+        return Func("regexp_like", (self.expr(node.this), regex))
