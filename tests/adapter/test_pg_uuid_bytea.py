@@ -96,7 +96,7 @@ def test_uuid_and_bytea_errors_as_postgres_gives_them(both) -> None:
     same_errors(ours, pg, REFUSED)
 
 
-def test_gen_random_uuid_ad_hoc_and_refused_in_views(tmp_path: Path) -> None:
+def test_random_values_ad_hoc_and_refused_in_views(tmp_path: Path) -> None:
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)
     conn.autocommit = True
     conn.execute("CREATE TABLE r (n int)")
@@ -107,10 +107,18 @@ def test_gen_random_uuid_ad_hoc_and_refused_in_views(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE ids (id uuid NOT NULL, n int)")
     conn.execute("INSERT INTO ids SELECT gen_random_uuid(), n FROM r")
     assert conn.execute("SELECT count(DISTINCT id) FROM ids").fetchall() == [(55,)]
+    rolled = [x for (x,) in conn.execute("SELECT random() FROM r").fetchall()]  # each row its own
+    assert len(set(rolled)) == 55 and all(isinstance(x, float) and 0 <= x < 1 for x in rolled)
+    conn.execute("CREATE TABLE rolls (x float8)")
+    conn.execute("INSERT INTO rolls SELECT random() FROM r")
+    assert conn.execute("SELECT count(DISTINCT x), max(x) < 1 FROM rolls").fetchall() == [
+        (55, True)
+    ]
     for view in ("MATERIALIZED VIEW", "VIEW"):
-        with pytest.raises(DatabaseError) as caught:
-            conn.execute(f"CREATE {view} v AS SELECT gen_random_uuid(), n FROM r")
-        assert caught.value.sqlstate == "0A000"
+        for call in ("gen_random_uuid()", "random()", "localtimestamp"):
+            with pytest.raises(DatabaseError) as caught:
+                conn.execute(f"CREATE {view} v AS SELECT {call}, n FROM r")
+            assert caught.value.sqlstate == "0A000"
     conn.close()
 
 

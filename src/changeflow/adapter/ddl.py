@@ -31,6 +31,7 @@ from changeflow.adapter.resolver import (
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sources import ingest_source
 from changeflow.adapter.sql.dml import default_plan
+from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
@@ -238,17 +239,8 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         raise PlanError("a view cannot be defined AS OF a time", sqlstate="0A000")
     if g.get("replace"):
         raise PlanError("CREATE OR REPLACE is not supported; DROP the view first", sqlstate="0A000")
-    if stmt.ast is not None and stmt.ast.find(exp.CurrentTimestamp, exp.CurrentDate):
-        raise PlanError(
-            "now() and current_date are not allowed in a view: its rows would not change as "
-            "time passes; use mz_now() in a temporal filter",
-            sqlstate="0A000",
-        )
-    if stmt.ast is not None and stmt.ast.find(exp.Uuid):
-        raise PlanError(
-            "gen_random_uuid() is not allowed in a view: it is not deterministic",
-            sqlstate="0A000",
-        )
+    if stmt.ast is not None:
+        refuse_unmaintainable(stmt.ast)
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()

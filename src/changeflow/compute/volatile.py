@@ -1,15 +1,17 @@
-"""Volatile expressions: a new value at every evaluation (``gen_random_uuid()``). They are for
+"""Volatile expressions: a new value at every evaluation (``gen_random_uuid()``, ``random()``).
+They are for
 ad hoc queries and writes; a view refuses them, as Materialize refuses its non-deterministic
 functions, since maintaining one would change rows that no input changed."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.types import UUID
+from changeflow.compute.types import FLOAT8, UUID
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,23 @@ class RandomUuid(Expr):
         return "gen_random_uuid()"
 
 
+@dataclass(frozen=True)
+class RandomDouble(Expr):
+    """``random()``: a double precision in [0, 1), a new one per row."""
+
+    def __post_init__(self) -> None:
+        _typed(self, FLOAT8, False)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        return random.random()
+
+    def __str__(self) -> str:
+        return "random()"
+
+
 def volatile(e: Expr) -> bool:
     """Does ``e`` contain a volatile expression (so each copy of a row gets its own value)?"""
-    return isinstance(e, RandomUuid) or any(volatile(c) for c in e.children())
+    return isinstance(e, RandomUuid | RandomDouble) or any(volatile(c) for c in e.children())
 
 
 def copies(row: tuple[Any, ...], count: int) -> list[tuple[tuple[Any, ...], int]]:

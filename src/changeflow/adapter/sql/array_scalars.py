@@ -1,5 +1,6 @@
-"""Array expressions in SQL (``ARRAY[…]``, ``a[i]``, ``x op ANY/ALL (array)``) and
-``gen_random_uuid()``, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`."""
+"""Array expressions in SQL (``ARRAY[…]``, ``a[i]``, ``x op ANY/ALL (array)``) and the random
+values ``gen_random_uuid()`` and ``random()``, mixed into
+:class:`~changeflow.adapter.sql.scalar.Scalars`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from changeflow.compute import expr as X
 from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
-from changeflow.compute.volatile import RandomUuid
+from changeflow.compute.volatile import RandomDouble, RandomUuid
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -59,6 +60,11 @@ class ArrayScalars:
         if node.args.get("this") is not None or node.expressions:
             raise PlanError("function gen_random_uuid() takes no arguments", sqlstate="42883")
         return RandomUuid()
+
+    def _rand(self: Scalars, node: exp.Rand) -> X.Expr:
+        if node.this is not None:
+            raise PlanError("function random(integer) does not exist", sqlstate="42883")
+        return RandomDouble()
 
     def any_all(self: Scalars, op: str, a: exp.Expression, b: exp.Expression) -> X.Expr:
         """``a op ANY (array)`` or ``a op ALL (array)``."""

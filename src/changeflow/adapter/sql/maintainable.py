@@ -1,0 +1,25 @@
+"""What a view's query may not hold: values that change with no input changing (the time, as
+``now()``; random values), which Materialize refuses in views too."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from changeflow.errors import PlanError
+
+_CLOCK = (exp.CurrentTimestamp, exp.CurrentDate, exp.Localtimestamp)
+
+
+def refuse_unmaintainable(ast: exp.Expression) -> None:
+    """0A000 if the view's query ``ast`` reads the clock or a random value."""
+    if ast.find(*_CLOCK):
+        raise PlanError(
+            "now(), current_date and localtimestamp are not allowed in a view: its rows would "
+            "not change as time passes; use mz_now() in a temporal filter",
+            sqlstate="0A000",
+        )
+    if (found := ast.find(exp.Uuid, exp.Rand)) is not None:
+        name = "gen_random_uuid" if isinstance(found, exp.Uuid) else "random"
+        raise PlanError(
+            f"{name}() is not allowed in a view: it is not deterministic", sqlstate="0A000"
+        )
