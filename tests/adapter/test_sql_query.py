@@ -289,7 +289,7 @@ def test_functions_of_compute() -> None:
             8.0,
             2.0,
             2024.0,
-            "2024-05-01T00:00:00",
+            "2024-05-01T00:00:00+00:00",  # a date truncates as a timestamptz
             "2024-01-02",
         )
     ]

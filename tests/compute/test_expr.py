@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import duckdb
@@ -91,7 +91,7 @@ def test_dates() -> None:
     assert ev(Func("date_trunc", (lit("month"), lit(datetime(2024, 2, 28, 5))))) == datetime(
         2024, 2, 1
     )
-    assert ev(Func("date_trunc", (lit("month"), d))) == datetime(2024, 2, 1)
+    assert ev(Func("date_trunc", (lit("month"), d))) == datetime(2024, 2, 1, tzinfo=UTC)
     assert ev(Func("date_part", (lit("dow"), d))) == 3.0
     assert ev(Func("extract", (lit("year"), d))) == Decimal(2024)
 

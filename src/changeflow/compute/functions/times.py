@@ -124,8 +124,8 @@ def _date_trunc(unit: str, value: date) -> datetime:
         raise EvalError(
             f"unit {unit!r} not recognized; the units are {', '.join(_TRUNC)}", sqlstate="22023"
         )
-    if not isinstance(value, datetime):  # a date truncates as its midnight
-        value = datetime(value.year, value.month, value.day)
+    if not isinstance(value, datetime):  # a date truncates as its midnight (a timestamptz)
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
     if u == "microseconds":
         return value
     value = value.replace(microsecond=0)
@@ -222,7 +222,7 @@ def _to_timestamp_rule(args: tuple[SqlType, ...]) -> SqlType:
 
 def _stamp_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) == 2 and args[0] in (TEXT, NULLTYPE) and args[1] in (TIMESTAMP, TIMESTAMPTZ, DATE):
-        return TIMESTAMP if args[1] == DATE else args[1]
+        return TIMESTAMPTZ if args[1] == DATE else args[1]  # a date is its midnight, UTC
     raise PlanError("no match", sqlstate="42883")
 
 
