@@ -41,6 +41,8 @@ MAINTAINED = [
     "SELECT id, (g, h) = (1, 'a'), (g, h) <> (2, 'b'), (g, x) < (2, 3), (g, x) >= (2, 3) FROM q "
     "WHERE (g, h) IS NOT NULL OR NOT (h, x) IS NULL ORDER BY id",
     "SELECT id FROM q WHERE (g, h, s) > (1, 'a', 'p') AND (g, id) <= (3, 9) ORDER BY id",
+    "SELECT q.id, d FROM q, generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-01' + "
+    "q.g * INTERVAL '1 day', INTERVAL '1 day') AS d ORDER BY 1, 2",
 ]
 AD_HOC = [
     "SELECT * FROM generate_series(10, 1, -3) ORDER BY 1",
@@ -48,6 +50,11 @@ AD_HOC = [
     "SELECT * FROM unnest(ARRAY[1, 2, 3], ARRAY['a', 'b']) AS u ORDER BY 1",
     "SELECT * FROM generate_series(1, 3) WITH ORDINALITY ORDER BY 1",
     "SELECT count(*) FROM generate_series(5, 1)",
+    "SELECT * FROM generate_series(DATE '2024-01-30', DATE '2024-04-01', INTERVAL '1 month') "
+    "AS g(d) ORDER BY 1",
+    "SELECT generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-02', '6 hours') ORDER BY 1",
+    "SELECT count(*), max(d) FROM generate_series(TIMESTAMPTZ '2024-01-03 00:00+00', "
+    "TIMESTAMPTZ '2024-01-01 00:00+00', INTERVAL '-1 day') AS d",
     "SELECT count(*), min(q.id) FROM public.q",
     "SELECT g, h, avg(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) ORDER BY 1, 2, 3",
     "SELECT DISTINCT ON (h) h, id FROM q ORDER BY h NULLS FIRST, id LIMIT 2",
@@ -59,6 +66,8 @@ REFUSED = [
     "SELECT * FROM generate_series(1, 3, 0)",
     "SELECT * FROM generate_series('a'::text, 'b'::text)",
     "SELECT (1, 2) = (1, 2, 3)",
+    "SELECT * FROM generate_series(DATE '2024-01-01', DATE '2024-01-02')",
+    "SELECT generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-02', INTERVAL '0 days')",
 ]
 
 

@@ -10,21 +10,28 @@ the in-process tier.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 from changeflow.compute import plan as P
 from changeflow.compute.expr import Expr, _typed
+from changeflow.compute.intervals import Interval, add_to_stamp, stamp_of
 from changeflow.compute.jsonb import as_text, from_value
 from changeflow.compute.types import (
+    DATE,
     INT4,
     INT8,
+    INTERVAL,
     JSONB,
     NULLTYPE,
     NUMERIC,
     TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
     Column,
     Schema,
+    SqlType,
     array_of,
 )
 from changeflow.errors import EvalError, PlanError
@@ -73,11 +80,31 @@ def has_unnest(plan: P.Plan) -> bool:
     return isinstance(plan, Unnest) or any(has_unnest(p) for p in plan.inputs())
 
 
+_STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
+
+
+def series_type(args: list[Expr]) -> SqlType:
+    """The element type of ``generate_series(start, stop[, step])``: the widest of integer
+    or numeric arguments; timestamps stepped by an interval (timestamptz unless both bounds are
+    timestamps: a date is its midnight, UTC); 42883 for anything else."""
+    kinds = [a.type for a in args]
+    known = [k for k in kinds if k is not NULLTYPE]
+    bounds = kinds[:2]
+    if len(kinds) == 3 and kinds[2] in (INTERVAL, NULLTYPE) and any(k in _STAMPS for k in bounds):
+        if all(k in (*_STAMPS, NULLTYPE) for k in bounds):
+            return TIMESTAMP if all(k in (TIMESTAMP, NULLTYPE) for k in bounds) else TIMESTAMPTZ
+    elif all(k.numeric and k.rank <= NUMERIC.rank for k in known):
+        return max(known, key=lambda k: k.rank) if known else INT4
+    shown = ", ".join(str(k) for k in kinds)
+    raise PlanError(f"function generate_series({shown}) does not exist", sqlstate="42883")
+
+
 @dataclass(frozen=True)
 class Series(Expr):
     """``generate_series(start, stop[, step])`` of a row as an array, for an :class:`Unnest`
-    (``SELECT generate_series(1, n)``, ``FROM t, generate_series(1, t.n)``): integers or
-    numerics, NULL when an argument is NULL; at most :data:`MAX_ROWS` elements."""
+    (``SELECT generate_series(1, n)``, ``FROM t, generate_series(1, t.n)``): integers,
+    numerics or timestamps (:func:`series_type`), NULL when an argument is NULL; at most
+    :data:`MAX_ROWS` elements."""
 
     start: Expr
     stop: Expr
@@ -85,12 +112,7 @@ class Series(Expr):
 
     def __post_init__(self) -> None:
         args = [a for a in (self.start, self.stop, self.step) if a is not None]
-        kinds = [a.type for a in args if a.type is not NULLTYPE]
-        if not all(k.numeric and k.rank <= NUMERIC.rank for k in kinds):
-            shown = ", ".join(str(a.type) for a in args)
-            raise PlanError(f"function generate_series({shown}) does not exist", sqlstate="42883")
-        kind = max(kinds, key=lambda k: k.rank) if kinds else INT4
-        _typed(self, array_of(kind), any(a.nullable for a in args))
+        _typed(self, array_of(series_type(args)), any(a.nullable for a in args))
 
     def children(self) -> tuple[Expr, ...]:
         return tuple(a for a in (self.start, self.stop, self.step) if a is not None)
@@ -99,25 +121,48 @@ class Series(Expr):
         values = [a.eval(row, now) for a in self.children()]
         if any(v is None for v in values):
             return None
-        return tuple(series(*values, numeric=self.type.element is NUMERIC))
+        return tuple(series(values, self.type.element))
 
     def __str__(self) -> str:
         return f"generate_series({', '.join(map(str, self.children()))})"
 
 
-def series(first: Any, last: Any, by: Any = 1, numeric: bool = False) -> list[Any]:
-    """The values of ``generate_series(first, last, by)``; a zero step or too many values
-    are errors."""
+def series(values: list[Any], kind: SqlType) -> list[Any]:
+    """The values of ``generate_series(first, last[, by])`` of element type ``kind``; a zero
+    step or too many values are errors."""
+    if kind in (TIMESTAMP, TIMESTAMPTZ):
+        return _stamps(*values, zone=kind is TIMESTAMPTZ)
+    first, last, by = (*values, 1) if len(values) == 2 else values
     if by == 0:
         raise EvalError("step size cannot equal zero", sqlstate="22023")
     count = 0 if (last - first) * by < 0 else int((last - first) // by) + 1
+    _check_count(count)
+    convert = Decimal if kind is NUMERIC else int
+    return [convert(first) + i * convert(by) for i in range(count)]
+
+
+def _stamps(first: date, last: date, by: Interval, zone: bool) -> list[datetime]:
+    """Timestamps from ``first`` by ``by`` (each added to the one before, as PostgreSQL
+    adds them) while not past ``last``."""
+    if by.span() == 0:
+        raise EvalError("step size cannot equal zero", sqlstate="22023")
+    start, stop = (stamp_of(v) for v in (first, last))
+    if zone:
+        start, stop = (s if s.tzinfo else s.replace(tzinfo=UTC) for s in (start, stop))
+    out, now = [], start
+    while now <= stop if by.span() > 0 else now >= stop:
+        out.append(now)
+        _check_count(len(out))
+        now = add_to_stamp(now, by)
+    return out
+
+
+def _check_count(count: int) -> None:
     if count > MAX_ROWS:
         raise EvalError(
             f"generate_series of {count} rows: at most {MAX_ROWS} are supported here",
             sqlstate="0A000",
         )
-    convert = Decimal if numeric else int
-    return [convert(first) + i * convert(by) for i in range(count)]
 
 
 @dataclass(frozen=True)

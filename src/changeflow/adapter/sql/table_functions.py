@@ -18,8 +18,8 @@ from changeflow.compute import plan as P
 from changeflow.compute.arrays import Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.jsonb import as_text, from_value
-from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, NUMERIC, TEXT, Column, SqlType
-from changeflow.compute.unnest import JsonbElements, Series, Unnest, series
+from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, TEXT, Column, SqlType
+from changeflow.compute.unnest import JsonbElements, Series, Unnest, series, series_type
 from changeflow.errors import EvalError, PlanError
 
 
@@ -62,16 +62,12 @@ def _series(
     start: exp.Expression, stop: exp.Expression, step: exp.Expression | None
 ) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
     args = [_constant(n, "generate_series") for n in (start, stop, step) if n is not None]
-    kinds = [a.type for a in args if a.type is not NULLTYPE]
-    if not all(k.numeric and k.rank <= NUMERIC.rank for k in kinds):
-        shown = ", ".join(str(a.type) for a in args)
-        raise PlanError(f"function generate_series({shown}) does not exist", sqlstate="42883")
-    kind = max(kinds, key=lambda k: k.rank) if kinds else INT4
+    kind = series_type(args)
     values = [a.eval(()) for a in args]
     if any(v is None for v in values):
         return ["generate_series"], [kind], []
     try:
-        rows = [(v,) for v in series(*values, numeric=kind is NUMERIC)]
+        rows = [(v,) for v in series(values, kind)]
     except EvalError as e:
         raise PlanError(e.message, sqlstate=e.sqlstate) from None
     return ["generate_series"], [kind], rows
