@@ -120,6 +120,7 @@ _PLAIN_CALLS = (
     "DECODE",
     "DEGREES",
     "ENCODE",
+    "FORMAT",
     "JUSTIFY_INTERVAL",
     "LOG",
     "MAKE_TIMESTAMP",

@@ -1,15 +1,25 @@
 """Character functions (PostgreSQL's): ``ascii``, ``chr``, ``octet_length``, ``bit_length``,
-``translate``, ``to_hex`` and ``quote_ident``/``quote_literal``/``quote_nullable``, each defined
-once, on Python values and on Spark."""
+``translate``, ``to_hex``, ``quote_ident``/``quote_literal``/``quote_nullable`` and ``format``,
+each defined once, on Python values and on Spark."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
-from changeflow.compute.functions.base import F, Function, _args, _sig, _simple, fail
+from changeflow.compute.functions.base import (
+    F,
+    Function,
+    _args,
+    _sig,
+    _simple,
+    fail,
+    unsupported,
+)
 from changeflow.compute.functions.text import _constant
-from changeflow.compute.types import INT2, INT4, INT8, TEXT, SqlType
-from changeflow.errors import EvalError
+from changeflow.compute.scalars import to_text
+from changeflow.compute.types import INT2, INT4, INT8, NULLTYPE, TEXT, SqlType
+from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -128,6 +138,56 @@ def _spark_quote_nullable(cc: ExprCompiler, e: Func) -> Column:
     return F.when(s.isNull(), F.lit("NULL")).otherwise(_spark_literal(s.cast("string")))
 
 
+_SPEC = re.compile(r"%(?:(\d+)\$)?(-)?(\d*)(.?)", re.S)
+
+
+def _format(*args: tuple[Any, SqlType]) -> str | None:
+    """PostgreSQL's ``format(fmt, …)``: ``%s`` a value as text (NULL as nothing), ``%I`` as
+    an identifier, ``%L`` as a literal (NULL as ``NULL``), ``%%`` a percent; ``n$`` picks the
+    argument, a width pads (on the right after ``-``)."""
+    fmt, values = args[0][0], args[1:]
+    if fmt is None:
+        return None
+    at = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal at
+        n, left, width, kind = m.groups()
+        if kind == "%" and not (n or left or width):
+            return "%"
+        if kind not in ("s", "I", "L"):
+            what = f'unrecognized format() type specifier "{kind}"'
+            what = what if kind else "unterminated format() type specifier"
+            raise EvalError(what, sqlstate="22023")
+        i = int(n) - 1 if n else at
+        if i < 0 or i >= len(values):
+            raise EvalError("too few arguments for format()", sqlstate="22023")
+        at = i + 1
+        v, kind_of = values[i]
+        if kind == "I" and v is None:
+            raise EvalError(
+                "null values cannot be formatted as an SQL identifier", sqlstate="22004"
+            )
+        if v is None:
+            text = "" if kind == "s" else "NULL"
+        else:
+            text = to_text(v, kind_of)
+            text = {"I": _quote_ident, "L": _quote_literal}.get(kind, str)(text)
+        return text.ljust(int(width)) if left else text.rjust(int(width or 0))
+
+    return _SPEC.sub(one, fmt)
+
+
+def _format_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if not args or args[0] not in (TEXT, NULLTYPE):
+        raise PlanError("no match", sqlstate="42883")
+    return TEXT
+
+
+def _spark_format(cc: ExprCompiler, e: Func) -> Column:
+    raise unsupported(e, "format() runs in the process")
+
+
 FUNCTIONS = [
     Function("ascii", _sig((TEXT,), result=INT4), _ascii, spark=_simple("ascii")),
     Function("chr", _sig(("int",), result=TEXT), _chr, spark=_spark_chr),
@@ -158,4 +218,5 @@ FUNCTIONS = [
         strict=False,
         spark=_spark_quote_nullable,
     ),
+    Function("format", _format_rule, _format, strict=False, spark=_spark_format),
 ]
