@@ -96,3 +96,34 @@ def test_a_view_with_nextval_is_refused_over_the_wire(server, table_name: str) -
                 f"SELECT nextval('{table_name}_id_seq') AS n FROM {table_name}"
             )
         conn.execute(f"DROP TABLE {table_name}")
+
+
+@pytest.mark.postgres
+def test_inspector_sees_serial_columns_as_on_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    sa = pytest.importorskip("sqlalchemy")
+
+    def inspect(url: str) -> tuple:
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(
+                    sa.text(
+                        f"CREATE TABLE {table_name} (id serial PRIMARY KEY, b bigserial, v text)"
+                    )
+                )
+            insp = sa.inspect(engine)
+            columns = [{**c, "type": str(c["type"])} for c in insp.get_columns(table_name)]
+            key = insp.get_pk_constraint(table_name)
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(sa.text(f"DROP TABLE {table_name}"))
+            return columns, key
+        finally:
+            engine.dispose()
+
+    ours = inspect(f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize")
+    theirs = inspect(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
+    assert ours == theirs
+    assert ours[0][0]["default"] == f"nextval('{table_name}_id_seq'::regclass)"
+    assert ours[0][0]["autoincrement"] is True

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter import ddl
@@ -239,7 +240,8 @@ def create_table(env: Any, stmt: Statement) -> Result:
     for d in tree.this.expressions:
         if isinstance(d, exp.ColumnDef) and _serial(d):
             owned.append((d.name, f"{table}_{d.name}_seq"))
-            default = exp.DefaultColumnConstraint(this=_nextval(owned[-1][1]))
+            nextval = sqlglot.parse_one(_default_text(owned[-1][1]), read="postgres")
+            default = exp.DefaultColumnConstraint(this=nextval)
             d.append("constraints", exp.ColumnConstraint(kind=default))
             d.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
     if not owned:
@@ -284,9 +286,10 @@ def _serial(d: exp.ColumnDef) -> bool:
     return False
 
 
-def _nextval(name: str) -> exp.Expression:
-    shown = ".".join(ddl.quote_ident(p) for p in name.split("."))
-    return exp.Anonymous(this="nextval", expressions=[exp.Literal.string(shown)])
+def _default_text(name: str) -> str:
+    """The DEFAULT of a column of the sequence ``name``, as PostgreSQL shows it."""
+    shown = ".".join(ddl.quote_ident(p) for p in name.split(".")).replace("'", "''")
+    return f"nextval('{shown}'::regclass)"
 
 
 def _add_sequence(env: Any, name: str, sql: str, column: str | None) -> None:
@@ -303,10 +306,15 @@ def _named(state: Any, names: set[str]) -> list[Item]:
 
 
 def _owned(state: Any, items: list[Item], owner: str) -> Any:
-    """The state with ``items`` depending on (owned by) the item ``owner``."""
+    """The state with ``items`` depending on (owned by) the table ``owner``, whose columns'
+    DEFAULTs are written as PostgreSQL shows them (``nextval('t_id_seq'::regclass)``)."""
+    table = state.items[owner]
+    defaults = list(table.options["defaults"])
+    names = [c[0] for c in table.columns]
     for item in items:
         state = state.with_item(replace(item, depends_on=(owner,)))
-    return state
+        defaults[names.index(item.options["owned_by"])] = _default_text(item.name)
+    return state.with_item(replace(table, options={**table.options, "defaults": defaults}))
 
 
 def create_sequence(env: Any, stmt: Statement) -> Result:
