@@ -55,7 +55,15 @@ STATEMENTS = [
     "CREATE TABLE sq (id serial PRIMARY KEY, v text)",
     "INSERT INTO sq (v) VALUES ('again') RETURNING id",
 ]
-TABLES = ["SELECT * FROM sq", "SELECT * FROM sq_b"]
+TABLES = [
+    "SELECT * FROM sq",
+    "SELECT * FROM sq_b",
+    "SELECT c.relname, c.relkind FROM pg_catalog.pg_class c "
+    "WHERE c.relname LIKE 'sq%' AND c.relname NOT LIKE 'sql%' AND c.relkind IN ('r', 'S')",
+    "SELECT pg_catalog.pg_get_serial_sequence('sq_b', a.attname), a.attname "
+    "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON a.attrelid = c.oid "
+    "WHERE c.relname = 'sq_b' AND a.attnum > 0",
+]
 
 
 def _outcome(conn, sql: str, error: type[Exception]) -> tuple:

@@ -24,7 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter import ddl
-from changeflow.adapter.catalog import Catalog, Item
+from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.session_values import SEQUENCE_FUNCTIONS
 from changeflow.adapter.sql.statements import Statement
@@ -214,10 +214,16 @@ def _serial_sequence(catalog: Catalog, table: str, column: str) -> str | None:
     owner = state.find(_catalog_name(table))
     if owner is None:
         raise PlanError(f'relation "{table}" does not exist', sqlstate="42P01")
-    names = [c[0] for c in owner.columns]
-    if column not in names:
+    if column not in [c[0] for c in owner.columns]:
         raise PlanError(f'column "{column}" of relation "{table}" does not exist', sqlstate="42703")
-    for item in state.dependents(owner.id):
+    return serial_sequence(state, table, column)
+
+
+def serial_sequence(state: CatalogState, table: str, column: str) -> str | None:
+    """``pg_get_serial_sequence(table, column)``: the qualified name of the sequence that
+    ``column`` of ``table`` owns; None if it owns none (or there is no such column)."""
+    owner = state.find(_catalog_name(table))
+    for item in state.dependents(owner.id) if owner is not None else ():
         if item.kind == "sequence" and item.options.get("owned_by") == column:
             return item.name if "." in item.name else f"public.{item.name}"
     return None
