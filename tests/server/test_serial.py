@@ -127,3 +127,14 @@ def test_inspector_sees_serial_columns_as_on_postgres(
     assert ours == theirs
     assert ours[0][0]["default"] == f"nextval('{table_name}_id_seq'::regclass)"
     assert ours[0][0]["autoincrement"] is True
+
+
+def test_copy_leaves_serial_columns_to_their_sequence(server, table_name: str) -> None:
+    with server.connect() as conn:
+        conn.execute(f"CREATE TABLE {table_name} (id serial PRIMARY KEY, v text)")
+        with conn.cursor().copy(f"COPY {table_name} (v) FROM STDIN") as copy:
+            for v in ("a", "b", "c"):
+                copy.write_row((v,))
+        rows = conn.execute(f"SELECT id, v FROM {table_name} ORDER BY id").fetchall()
+        assert rows == [(1, "a"), (2, "b"), (3, "c")]
+        conn.execute(f"DROP TABLE {table_name}")
