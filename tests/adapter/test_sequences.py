@@ -34,6 +34,17 @@ STATEMENTS = [
     "SELECT currval('sq_id_seq')",
     "INSERT INTO sq_b (x) VALUES (1), (2) RETURNING *",
     "INSERT INTO sq_b VALUES (7, 7, 7, 7), (DEFAULT, DEFAULT, DEFAULT, 3)",
+    "CREATE TABLE sq_a (id int GENERATED ALWAYS AS IDENTITY, v text)",
+    "INSERT INTO sq_a (v) VALUES ('a') RETURNING id",
+    "INSERT INTO sq_a DEFAULT VALUES",
+    "INSERT INTO sq_a VALUES (DEFAULT, 'b'), (DEFAULT, 'c')",
+    "INSERT INTO sq_a VALUES (10, 'given')",
+    "INSERT INTO sq_a VALUES (DEFAULT, 'd'), (11, 'given')",
+    "INSERT INTO sq_a (id, v) SELECT 12, 'selected'",
+    "UPDATE sq_a SET id = 5 WHERE v = 'a'",
+    "UPDATE sq_a SET v = 'changed' WHERE id = 1",
+    "UPDATE sq_a SET id = DEFAULT WHERE v = 'changed' RETURNING id, v",
+    "SELECT pg_get_serial_sequence('sq_a', 'id')",
     "SELECT pg_get_serial_sequence('sq', 'id')",
     "SELECT pg_get_serial_sequence('sq_b', 'w')",
     "SELECT pg_get_serial_sequence('sq', 'v')",
@@ -58,6 +69,7 @@ STATEMENTS = [
 TABLES = [
     "SELECT * FROM sq",
     "SELECT * FROM sq_b",
+    "SELECT * FROM sq_a",
     "SELECT c.relname, c.relkind FROM pg_catalog.pg_class c "
     "WHERE c.relname LIKE 'sq%' AND c.relname NOT LIKE 'sql%' AND c.relkind IN ('r', 'S')",
     "SELECT pg_catalog.pg_get_serial_sequence('sq_b', a.attname), a.attname "
@@ -82,7 +94,7 @@ def test_serial_columns_and_sequences_as_postgres(tmp_path: Path, postgres_url: 
     ours = changeflow.connect(tmp_path / "home", host_seconds=0)
     ours.autocommit = True
     with psycopg.connect(postgres_url, autocommit=True) as pg:
-        pg.execute("DROP TABLE IF EXISTS sq, sq_b")
+        pg.execute("DROP TABLE IF EXISTS sq, sq_b, sq_a")
         pg.execute("DROP SEQUENCE IF EXISTS sq_s")
         try:
             for sql in STATEMENTS:
@@ -90,7 +102,7 @@ def test_serial_columns_and_sequences_as_postgres(tmp_path: Path, postgres_url: 
             for sql in TABLES:
                 assert _outcome(ours, sql, DatabaseError) == _outcome(pg, sql, psycopg.Error), sql
         finally:
-            pg.execute("DROP TABLE IF EXISTS sq, sq_b")
+            pg.execute("DROP TABLE IF EXISTS sq, sq_b, sq_a")
             pg.execute("DROP SEQUENCE IF EXISTS sq_s")
             ours.close()
 
