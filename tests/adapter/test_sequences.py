@@ -48,6 +48,11 @@ STATEMENTS = [
     "SELECT pg_get_serial_sequence('sq', 'id')",
     "SELECT pg_get_serial_sequence('sq_b', 'w')",
     "SELECT pg_get_serial_sequence('sq', 'v')",
+    'CREATE TABLE "Sq Odd" ("Id" serial, v text)',
+    'INSERT INTO "Sq Odd" (v) VALUES (\'a\') RETURNING "Id"',
+    "SELECT pg_get_serial_sequence('\"Sq Odd\"', 'Id')",
+    "SELECT nextval('\"Sq Odd_Id_seq\"')",
+    'DROP TABLE "Sq Odd"',
     "SELECT pg_get_serial_sequence('sq', 'nope')",
     "SELECT nextval('sq_nope_seq')",
     "SELECT nextval('sq_id_seq', 2)",
@@ -94,7 +99,7 @@ def test_serial_columns_and_sequences_as_postgres(tmp_path: Path, postgres_url: 
     ours = changeflow.connect(tmp_path / "home", host_seconds=0)
     ours.autocommit = True
     with psycopg.connect(postgres_url, autocommit=True) as pg:
-        pg.execute("DROP TABLE IF EXISTS sq, sq_b, sq_a")
+        pg.execute('DROP TABLE IF EXISTS sq, sq_b, sq_a, "Sq Odd"')
         pg.execute("DROP SEQUENCE IF EXISTS sq_s")
         try:
             for sql in STATEMENTS:
@@ -102,7 +107,7 @@ def test_serial_columns_and_sequences_as_postgres(tmp_path: Path, postgres_url: 
             for sql in TABLES:
                 assert _outcome(ours, sql, DatabaseError) == _outcome(pg, sql, psycopg.Error), sql
         finally:
-            pg.execute("DROP TABLE IF EXISTS sq, sq_b, sq_a")
+            pg.execute('DROP TABLE IF EXISTS sq, sq_b, sq_a, "Sq Odd"')
             pg.execute("DROP SEQUENCE IF EXISTS sq_s")
             ours.close()
 

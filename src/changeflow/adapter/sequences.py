@@ -226,7 +226,8 @@ def serial_sequence(state: CatalogState, table: str, column: str) -> str | None:
     owner = state.find(_catalog_name(table))
     for item in state.dependents(owner.id) if owner is not None else ():
         if item.kind == "sequence" and item.options.get("owned_by") == column:
-            return item.name if "." in item.name else f"public.{item.name}"
+            shown = item.name if "." in item.name else f"public.{item.name}"
+            return ".".join(ddl.quote_ident(part) for part in shown.split("."))
     return None
 
 
