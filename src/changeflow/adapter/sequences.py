@@ -224,10 +224,9 @@ def serial_sequence(state: CatalogState, table: str, column: str) -> str | None:
     """``pg_get_serial_sequence(table, column)``: the qualified name of the sequence that
     ``column`` of ``table`` owns; None if it owns none (or there is no such column)."""
     owner = state.find(_catalog_name(table))
-    for item in state.dependents(owner.id) if owner is not None else ():
-        if item.kind == "sequence" and item.options.get("owned_by") == column:
-            shown = item.name if "." in item.name else f"public.{item.name}"
-            return ".".join(ddl.quote_ident(part) for part in shown.split("."))
+    for item in owned_sequences(state, owner, column) if owner is not None else ():
+        shown = item.name if "." in item.name else f"public.{item.name}"
+        return ".".join(ddl.quote_ident(part) for part in shown.split("."))
     return None
 
 
@@ -320,6 +319,20 @@ def _owned(state: Any, items: list[Item], owner: str) -> Any:
         state = state.with_item(replace(item, depends_on=(owner,)))
         defaults[names.index(item.options["owned_by"])] = _default_text(item.name)
     return state.with_item(replace(table, options={**table.options, "defaults": defaults}))
+
+
+def owned_sequences(state: CatalogState, table: Item, column: str) -> list[Item]:
+    """The sequences that ``column`` of ``table`` owns (dropped with the column)."""
+    return [
+        i
+        for i in state.dependents(table.id)
+        if i.kind == "sequence" and i.options.get("owned_by") == column
+    ]
+
+
+def owned_by(sequence: Item, column: str) -> Item:
+    """``sequence`` owned by the column renamed ``column``."""
+    return replace(sequence, options={**sequence.options, "owned_by": column})
 
 
 def create_sequence(env: Any, stmt: Statement) -> Result:
