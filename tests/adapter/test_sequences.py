@@ -180,3 +180,41 @@ def test_two_sessions_inserting_at_once_never_share_a_value(tmp_path: Path) -> N
     ids = [r[0] for r in conn.execute("SELECT id FROM t").fetchall()]
     assert len(ids) == 160 and len(set(ids)) == 160
     conn.close()
+
+
+INSERTER = """
+import sys
+import changeflow
+
+conn = changeflow.connect(sys.argv[1], host_seconds=0)
+conn.autocommit = True
+for _ in range(30):
+    for row in conn.execute("INSERT INTO t (v) VALUES ('p') RETURNING id"):
+        print(row[0])
+conn.close()
+"""
+
+
+def test_two_processes_on_one_home_never_share_a_value(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    conn = changeflow.connect(home, host_seconds=0)
+    conn.autocommit = True
+    conn.execute("CREATE TABLE t (id serial, v text)")
+    conn.close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", INSERTER, str(home)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    ids = []
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0
+        ids += [int(line) for line in out.split()]
+    assert len(ids) == 60 and len(set(ids)) == 60
