@@ -262,3 +262,10 @@ def test_psql_lists_schemas_as_postgres(start_server, postgres_url: str) -> None
     commands = ["\\dn sq*", "\\dt sq.*", "\\dv sq.*", "\\d sq.items", "\\d sq.named", "\\dt sq*"]
     teardown = ["DROP SCHEMA IF EXISTS sq CASCADE", "DROP TABLE IF EXISTS sq_public"]
     _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
+
+
+@pytest.mark.postgres
+def test_describe_serial_table_as_postgres(start_server, postgres_url: str) -> None:
+    setup = ["CREATE TABLE pgs (id serial, b bigserial, v text)"]
+    commands = ["\\d pgs", "\\dt pgs*", "\\ds pgs*"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, ["DROP TABLE IF EXISTS pgs"])

@@ -48,6 +48,7 @@ from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
+from changeflow.adapter.sequences import owned_by, owned_sequences
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql
 from changeflow.adapter.view_sql import column_renamed
@@ -161,6 +162,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
     # an index keyed on the column goes with it, as in PostgreSQL; a view or sink refuses,
     # or goes too (with what depends on it) under CASCADE
     doomed = {v.id: v for v in needing if v.kind == "index" and v.options.get("on") == item.id}
+    doomed |= {s.id: s for s in owned_sequences(state, item, g["column"])}  # as in PostgreSQL
     sinks = _sinks(state, item)
     writing = [k for k in sinks if old.names[i] in _written(k, old)]
     for d in writing + [v for v in needing if v.id not in doomed]:
@@ -238,6 +240,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
             (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
         )
     others += column_renamed(state, item, old_name, new_name)
+    others += [(s, owned_by(s, new_name)) for s in owned_sequences(state, item, old_name)]
     _change(env, item, changed, schema, schema, None, None, others)
     return Result(TAG)
 

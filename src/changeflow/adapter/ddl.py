@@ -478,9 +478,9 @@ def drop(env: Environment, stmt: Statement) -> Result:
 
 
 def _own_index(dependent: Item, item: Item) -> bool:
-    """Is ``dependent`` an index of ``item`` and nothing else (dropped with it, as PostgreSQL
-    drops a table's indexes)?"""
-    return dependent.kind == "index" and tuple(dependent.depends_on) == (item.id,)
+    """Is ``dependent`` an index or a sequence of ``item`` and nothing else (dropped with it,
+    as PostgreSQL drops a table's indexes and its columns' sequences)?"""
+    return dependent.kind in ("index", "sequence") and tuple(dependent.depends_on) == (item.id,)
 
 
 def release(env: Environment, items: list[Item]) -> None:

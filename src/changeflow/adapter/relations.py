@@ -32,6 +32,7 @@ class Relation:
     timeline: str
     defaults: tuple[str | None, ...] = ()
     unique: tuple[Unique, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
+    always: frozenset[str] = frozenset()  # its GENERATED ALWAYS AS IDENTITY columns
 
 
 class Resolver(Protocol):

@@ -55,7 +55,12 @@ class CatalogResolver:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
         plan = self.plan(item)
-        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique)
+        always = frozenset(
+            i.options["owned_by"]
+            for i in self.state.dependents(item.id)
+            if i.kind == "sequence" and i.options.get("always")
+        )
+        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique, always)
 
     def plan(self, item: Item) -> P.Plan:
         """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""

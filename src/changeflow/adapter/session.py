@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import ddl, txn_ddl
+from changeflow.adapter import ddl, sequences, txn_ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -63,12 +63,14 @@ from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, Pla
 
 T = TypeVar("T")
 DDL = {
-    "create_table": ddl.create_table,
-    "create_view": ddl.create_view,
+    "create_table": sequences.create_table,
+    "create_view": sequences.create_view,
     "create_index": ddl.create_index,
     "create_source": ddl.create_source,
     "create_sink": ddl.create_sink,
     "drop": ddl.drop,
+    "create_sequence": sequences.create_sequence,
+    "drop_sequence": sequences.drop_sequence,
     "rename": ddl.rename,
     "alter_table": alter_table,
     "create_schema": create_schema,
@@ -154,6 +156,7 @@ class Session:
         """The session's search path and settings, for the statement about to be planned."""
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         SESSION_SETTINGS.set(self.settings)
+        sequences.enter(self)
 
     def _statement_time(self) -> None:
         """now()'s value for the statement: the explicit transaction's start, or this moment."""

@@ -25,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.sequences import serial_sequence
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -376,7 +377,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
         ),
         "pg_collation_is_visible": lambda oid: 1,
-        "pg_get_serial_sequence": lambda table, column: None,
+        "pg_get_serial_sequence": lambda table, column: serial_sequence(state, table, column),
         "json_build_object": lambda *args: json.dumps(
             dict(zip(args[::2], args[1::2], strict=False))
         ),

@@ -46,7 +46,14 @@ FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",
     1115: "timestamp without time zone[]",
 }
-KINDS = {"table": "r", "source": "r", "view": "v", "materialized view": "m", "index": "i"}
+KINDS = {
+    "table": "r",
+    "source": "r",
+    "view": "v",
+    "materialized view": "m",
+    "index": "i",
+    "sequence": "S",
+}
 
 # name -> columns ("name type"; the types are system_types.DECLARED's: INTEGER (bigint), OID,
 # INT2, INT4, NAME, CHAR ("char"), TEXT, BOOL, REAL)

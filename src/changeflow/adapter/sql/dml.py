@@ -207,6 +207,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
+    _given_always(relation, targets, source)
     planner = Planner(resolver, False)
     if source is None:  # DEFAULT VALUES
         plan = _values_row(exp.Tuple(expressions=[]), relation, [])
@@ -220,6 +221,22 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
         plan = _fill(out.plan, relation, targets)
     reads = frozenset(planner.items)
     return InsertPlan(relation.name, plan, schema, reads, frozenset(planner.timelines), conflict)
+
+
+def _given_always(relation: Relation, targets: list[int], source: Any) -> None:
+    """428C9 if a value is given (not DEFAULT) for a GENERATED ALWAYS identity column."""
+    if source is None:  # DEFAULT VALUES
+        return
+    for k, i in enumerate(targets):
+        name = relation.plan.schema[i].name
+        if name not in relation.always:
+            continue
+        rows = source.expressions if isinstance(source, exp.Values) else None
+        items = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in rows or []]
+        if rows is None or any(k < len(r) and not _is_default(r[k]) for r in items):
+            raise PlanError(
+                f'cannot insert a non-DEFAULT value into column "{name}"', sqlstate="428C9"
+            )
 
 
 def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
@@ -318,6 +335,8 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
             )
         if names.index(name) in sets:
             raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
+        if name in relation.always and not _is_default(assignment.expression):
+            raise PlanError(f'column "{name}" can only be updated to DEFAULT', sqlstate="428C9")
         sets[names.index(name)] = assignment.expression
     stage.clause = "UPDATE SET"
     stage.hoist(list(sets.values()))

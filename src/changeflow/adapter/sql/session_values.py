@@ -29,10 +29,16 @@ class SessionNames:
 SESSION_NAMES: ContextVar[SessionNames | None] = ContextVar("session_names", default=None)
 
 VERSION = "PostgreSQL 15.0 on changeflow"
+SEQUENCE_FUNCTIONS = ("nextval", "currval", "setval", "pg_get_serial_sequence")
 
 
-def session_value(node: exp.Expression) -> X.Lit | None:
-    """``node`` as the session's constant, if it is one of these functions."""
+def session_value(node: exp.Expression) -> X.Expr | None:
+    """``node`` as the session's constant, if it is one of these functions (or a sequence's
+    function, :mod:`changeflow.adapter.sequences`)."""
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in SEQUENCE_FUNCTIONS:
+        from changeflow.adapter.sequences import sequence_call
+
+        return sequence_call(node)
     names = SESSION_NAMES.get() or SessionNames()
     if isinstance(node, exp.CurrentDatabase):
         return X.Lit(names.database, TEXT)

@@ -336,6 +336,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
     (
+        "drop_sequence",
+        rf"DROP\s+SEQUENCE\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    (
         "truncate",
         rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
@@ -440,6 +445,8 @@ def parse(text: str) -> Statement:
         return _query("select", text)
     if head in ("INSERT", "UPDATE", "DELETE"):
         return Statement(head.lower(), text, _parsed(text), shared=True)
+    if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
+        return Statement("create_sequence", text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
         tree = parse_sql(text)
         if not isinstance(tree.expression, exp.Query):  # CREATE TABLE … AS: refused below
@@ -538,7 +545,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         g["kind"] = kind_of(g["kind"])
     if kind == "create_schema":
         g["name"] = name(g["name"])
-    if kind in ("drop", "truncate", "drop_schema"):
+    if kind in ("drop", "truncate", "drop_schema", "drop_sequence"):
         g["names"] = names(g["names"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind == "explain_view":

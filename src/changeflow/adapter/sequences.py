@@ -1,0 +1,395 @@
+"""Sequences and the columns that take their values: ``serial``, ``bigserial``,
+``smallserial`` and ``GENERATED {BY DEFAULT | ALWAYS} AS IDENTITY`` columns (an ALWAYS
+column takes only its DEFAULT: the planner refuses a value given), ``CREATE SEQUENCE``,
+``DROP SEQUENCE``, ``nextval``, ``currval``, ``setval`` and ``pg_get_serial_sequence``.
+
+A sequence is a catalog item (kind ``sequence``); a column's sequence depends on its table
+(named ``<table>_<column>_seq``, as PostgreSQL names it) and is dropped with it. Its values
+are handed out from blocks: each process reserves :data:`BLOCK` values at a time by
+compare-and-set on the sequence's own consensus key, which holds the highest value reserved,
+so no value is handed out twice across sessions, processes and restarts (what a process
+reserved and did not hand out is a gap, as PostgreSQL's cached sequences leave).
+``nextval`` is volatile: each row gets its own value, and a view refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from changeflow.adapter import ddl
+from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.session_values import SEQUENCE_FUNCTIONS
+from changeflow.adapter.sql.statements import Statement
+from changeflow.compute import expr as X
+from changeflow.compute.expr import _typed
+from changeflow.compute.types import INT8, TEXT
+from changeflow.compute.volatile import RandomUuid
+from changeflow.errors import ChangeflowError, PlanError
+from changeflow.storage.consensus import VersionedData
+
+BLOCK = 64  # values a process reserves at once
+SERIAL = {
+    exp.DataType.Type.SERIAL: exp.DataType.Type.INT,
+    exp.DataType.Type.BIGSERIAL: exp.DataType.Type.BIGINT,
+    exp.DataType.Type.SMALLSERIAL: exp.DataType.Type.SMALLINT,
+}
+# the statement's home and its session's last values (currval), set before planning
+CONTEXT: ContextVar[tuple[Catalog, dict[str, int]] | None] = ContextVar("sequences", default=None)
+
+
+def enter(session: Any) -> None:
+    """The session's home and last values, for the statement it is about to plan."""
+    last = session.__dict__.setdefault("sequence_values", {})  # currval's, by sequence id
+    CONTEXT.set((session.env.catalog, last))
+
+
+class _Blocks:
+    """The values one process reserved of each sequence of one home, not yet handed out."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.consensus = catalog.consensus
+        self.lock = threading.Lock()
+        self.free: dict[str, list[int]] = {}  # sequence id -> [next, last]
+
+    def next(self, seq_id: str) -> int:
+        with self.lock:
+            block = self.free.get(seq_id)
+            if block is None or block[0] > block[1]:
+                high = self._reserve(seq_id, lambda old: old + BLOCK)
+                block = self.free[seq_id] = [high - BLOCK + 1, high]
+            value = block[0]
+            block[0] += 1
+            return value
+
+    def set(self, seq_id: str, last: int) -> None:
+        """The next value handed out here is ``last + 1``."""
+        with self.lock:
+            self._reserve(seq_id, lambda old: last)
+            self.free.pop(seq_id, None)
+
+    def _reserve(self, seq_id: str, step: Any) -> int:
+        key = f"adapter/sequence/{seq_id}"
+        for _ in range(1000):
+            head = self.consensus.head(key)
+            old = json.loads(head.data)["reserved"] if head is not None else 0
+            new = step(old)
+            seqno = head.seqno if head is not None else None
+            data = json.dumps({"reserved": new}).encode()
+            if self.consensus.compare_and_set(key, seqno, VersionedData((seqno or 0) + 1, data)):
+                if seqno and seqno % 64 == 0:
+                    self.consensus.truncate(key, seqno)
+                return new
+        raise ChangeflowError(f"sequence {seq_id} changed 1000 times under one reservation")
+
+
+_BLOCKS: weakref.WeakKeyDictionary[Catalog, _Blocks] = weakref.WeakKeyDictionary()
+_BLOCKS_LOCK = threading.Lock()
+
+
+def _blocks(catalog: Catalog) -> _Blocks:
+    with _BLOCKS_LOCK:
+        if catalog not in _BLOCKS:
+            _BLOCKS[catalog] = _Blocks(catalog)
+        return _BLOCKS[catalog]
+
+
+def _context() -> tuple[Catalog, dict[str, int]]:
+    found = CONTEXT.get()
+    if found is None:
+        raise PlanError("sequences are used through a session", sqlstate="0A000")
+    return found
+
+
+@dataclass(frozen=True)
+class NextVal(RandomUuid):
+    """``nextval('name')``: the sequence's next value, a new one per row (volatile, as
+    ``gen_random_uuid()`` is)."""
+
+    seq_id: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        _typed(self, INT8, False)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        catalog, last = _context()
+        value = _blocks(catalog).next(self.seq_id)
+        last[self.seq_id] = value
+        return value
+
+    def __str__(self) -> str:
+        return f"nextval('{self.name}')"
+
+
+# -- functions ---------------------------------------------------------------------------------
+
+
+def sequence_call(node: exp.Expression) -> X.Expr | None:
+    """``node`` planned, if it calls a sequence's function (all but nextval are evaluated
+    now, as constants of the statement)."""
+    if not isinstance(node, exp.Anonymous) or str(node.this).lower() not in SEQUENCE_FUNCTIONS:
+        return None
+    func, args = str(node.this).lower(), node.expressions
+    consts = [_constant(a) for a in args]
+    arity = {"nextval": (1,), "currval": (1,), "setval": (2, 3), "pg_get_serial_sequence": (2,)}
+    wrong = any(c is _NOT for c in consts) or not (consts and isinstance(consts[0], str))
+    if len(args) not in arity[func] or wrong:
+        kinds = ", ".join(_kind(a) for a in args)
+        raise PlanError(f"function {func}({kinds}) does not exist", sqlstate="42883")
+    catalog, last = _context()
+    if func == "pg_get_serial_sequence":
+        return X.Lit(_serial_sequence(catalog, str(consts[0]), str(consts[1])), TEXT)
+    item = _sequence(catalog, str(consts[0]))
+    if func == "nextval":
+        return NextVal(item.id, item.name)
+    if func == "currval":
+        if item.id not in last:
+            raise PlanError(
+                f'currval of sequence "{item.name}" is not yet defined in this session',
+                sqlstate="55000",
+            )
+        return X.Lit(last[item.id], INT8)
+    value = _int(consts[1])
+    called = len(consts) < 3 or consts[2] is True
+    _blocks(catalog).set(item.id, value if called else value - 1)
+    if called:
+        last[item.id] = value
+    return X.Lit(value, INT8)
+
+
+_NOT = object()
+
+
+def _constant(node: exp.Expression) -> Any:
+    if isinstance(node, exp.Cast):  # 's'::regclass, 5::bigint
+        return _constant(node.this)
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else int(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return -int(node.this.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    return _NOT
+
+
+def _kind(node: exp.Expression) -> str:
+    value = _constant(node)
+    return "integer" if isinstance(value, int) and not isinstance(value, bool) else "text"
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanError(f'invalid input syntax for type bigint: "{value}"', sqlstate="22P02")
+    if value < 1:
+        raise PlanError(
+            f"setval: value {value} is out of bounds for sequence (1..9223372036854775807)",
+            sqlstate="22003",
+        )
+    return value
+
+
+def _sequence(catalog: Catalog, name: str) -> Item:
+    item = catalog.load().find(_catalog_name(name))
+    if item is None or item.kind != "sequence":
+        raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
+    return item
+
+
+def _catalog_name(name: str) -> str:
+    """A name as written in a string (``'s'``, ``'"S"'``, ``'public.s'``) as the catalog's."""
+    parts = [p[1:-1] if p.startswith('"') else p.lower() for p in name.split(".")]
+    return ".".join(parts)
+
+
+def _serial_sequence(catalog: Catalog, table: str, column: str) -> str | None:
+    state = catalog.load()
+    owner = state.find(_catalog_name(table))
+    if owner is None:
+        raise PlanError(f'relation "{table}" does not exist', sqlstate="42P01")
+    if column not in [c[0] for c in owner.columns]:
+        raise PlanError(f'column "{column}" of relation "{table}" does not exist', sqlstate="42703")
+    return serial_sequence(state, table, column)
+
+
+def serial_sequence(state: CatalogState, table: str, column: str) -> str | None:
+    """``pg_get_serial_sequence(table, column)``: the qualified name of the sequence that
+    ``column`` of ``table`` owns; None if it owns none (or there is no such column)."""
+    owner = state.find(_catalog_name(table))
+    for item in owned_sequences(state, owner, column) if owner is not None else ():
+        shown = item.name if "." in item.name else f"public.{item.name}"
+        return ".".join(ddl.quote_ident(part) for part in shown.split("."))
+    return None
+
+
+# -- DDL ---------------------------------------------------------------------------------------
+
+
+def create_table(env: Any, stmt: Statement) -> Result:
+    """CREATE TABLE, its serial and identity columns made integers whose DEFAULT is the
+    next value of a sequence created for each, owned by the column."""
+    create = stmt.ast
+    assert isinstance(create, exp.Create)
+    if not isinstance(create.this, exp.Schema):
+        return ddl.create_table(env, stmt)
+    tree = create.copy()
+    table = ddl.table_name(tree.this.this)
+    table = env.catalog.load().creation_name(table)
+    owned = []
+    for d in tree.this.expressions:
+        kind = _serial(d) if isinstance(d, exp.ColumnDef) else None
+        if kind is not None:
+            owned.append((d.name, f"{table}_{d.name}_seq", kind == "always"))
+            nextval = sqlglot.parse_one(_default_text(owned[-1][1]), read="postgres")
+            default = exp.DefaultColumnConstraint(this=nextval)
+            d.append("constraints", exp.ColumnConstraint(kind=default))
+            d.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+    if not owned:
+        return ddl.create_table(env, stmt)
+    state = env.catalog.load()
+    if create.args.get("exists") and state.by_name(table) is not None:
+        return ddl.create_table(env, stmt)
+    for _, name, _ in owned:
+        if state.by_name(name) is not None:
+            raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
+    for column, name, always in owned:  # first, so that the table's DEFAULTs are checked
+        sql = f"CREATE SEQUENCE {name} OWNED BY {table}.{column}"
+        _add_sequence(env, name, sql, {"owned_by": column, "always": always})
+    try:
+        done = ddl.create_table(env, Statement(stmt.kind, stmt.text, tree, stmt.args))
+    except BaseException:
+        names = {name for _, name, _ in owned}
+        env.catalog.change(lambda s: (s.without([i.id for i in _named(s, names)]), None))
+        raise
+    owner = env.catalog.load().by_name(table)
+    names = {name for _, name, _ in owned}
+    env.catalog.change(lambda s: (_owned(s, _named(s, names), owner.id), None))
+    return done
+
+
+def _serial(d: exp.ColumnDef) -> str | None:
+    """``serial`` if ``d`` is a serial column (its type made an integer) or a BY DEFAULT
+    identity column, ``always`` if it is an ALWAYS identity column, else None."""
+    kind = d.args.get("kind")
+    if kind is not None and kind.this in SERIAL:
+        d.set("kind", exp.DataType(this=SERIAL[kind.this]))
+        return "serial"
+    for c in d.args.get("constraints") or []:
+        k = c.args.get("kind")
+        if isinstance(k, exp.GeneratedAsIdentityColumnConstraint):
+            c.pop()
+            return "always" if k.this else "serial"
+    return None
+
+
+def _default_text(name: str) -> str:
+    """The DEFAULT of a column of the sequence ``name``, as PostgreSQL shows it."""
+    shown = ".".join(ddl.quote_ident(p) for p in name.split(".")).replace("'", "''")
+    return f"nextval('{shown}'::regclass)"
+
+
+def _add_sequence(env: Any, name: str, sql: str, options: dict[str, Any]) -> None:
+    def add(state: Any) -> tuple[Any, None]:
+        item_id, state = state.allocate()
+        item = Item(item_id, name, "sequence", sql, (), options=options)
+        return state.with_item(item), None
+
+    env.catalog.change(add)
+
+
+def _named(state: Any, names: set[str]) -> list[Item]:
+    return [i for i in state.items.values() if i.kind == "sequence" and i.name in names]
+
+
+def _owned(state: Any, items: list[Item], owner: str) -> Any:
+    """The state with ``items`` depending on (owned by) the table ``owner``, whose columns'
+    DEFAULTs are written as PostgreSQL shows them (``nextval('t_id_seq'::regclass)``)."""
+    table = state.items[owner]
+    defaults = list(table.options["defaults"])
+    names = [c[0] for c in table.columns]
+    for item in items:
+        state = state.with_item(replace(item, depends_on=(owner,)))
+        defaults[names.index(item.options["owned_by"])] = _default_text(item.name)
+    return state.with_item(replace(table, options={**table.options, "defaults": defaults}))
+
+
+def owned_sequences(state: CatalogState, table: Item, column: str) -> list[Item]:
+    """The sequences that ``column`` of ``table`` owns (dropped with the column)."""
+    return [
+        i
+        for i in state.dependents(table.id)
+        if i.kind == "sequence" and i.options.get("owned_by") == column
+    ]
+
+
+def owned_by(sequence: Item, column: str) -> Item:
+    """``sequence`` owned by the column renamed ``column``."""
+    return replace(sequence, options={**sequence.options, "owned_by": column})
+
+
+def create_sequence(env: Any, stmt: Statement) -> Result:
+    """``CREATE SEQUENCE [IF NOT EXISTS] name [START n]``."""
+    create = stmt.ast
+    assert isinstance(create, exp.Create)
+    name = env.catalog.load().creation_name(ddl.table_name(create.this))
+    if env.catalog.load().by_name(name) is not None:
+        if create.args.get("exists"):
+            return Result("CREATE SEQUENCE")
+        raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
+    props = create.args.get("properties")
+    options = props.expressions if props is not None else []
+    seq = next((p for p in options if isinstance(p, exp.SequenceProperties)), None)
+    known = {"start"}
+    if seq is not None and any(seq.args.get(k) for k in set(seq.args) - known):
+        raise PlanError("CREATE SEQUENCE takes only START here", sqlstate="0A000")
+    _add_sequence(env, name, stmt.text, {"owned_by": None})
+    start = seq.args.get("start") if seq is not None else None
+    if start is not None:
+        item = env.catalog.load().by_name(name)
+        _blocks(env.catalog).set(item.id, _int(_constant(start)) - 1)
+    return Result("CREATE SEQUENCE")
+
+
+def drop_sequence(env: Any, stmt: Statement) -> Result:
+    """``DROP SEQUENCE [IF EXISTS] name, …``; a column's sequence goes with its table."""
+    state = env.catalog.load()
+    doomed = []
+    for n in stmt.args["names"]:
+        item = state.find(n)
+        if item is None or item.kind != "sequence":
+            if stmt.args.get("ie"):
+                continue
+            raise PlanError(f'sequence "{n}" does not exist', sqlstate="42P01")
+        if item.depends_on:
+            owner = state.items[item.depends_on[0]]
+            raise PlanError(
+                f'cannot drop sequence "{n}": the default of column '
+                f'"{item.options.get("owned_by")}" of table "{owner.name}" requires it; '
+                "drop the table instead",
+                sqlstate="2BP01",
+            )
+        doomed.append(item.id)
+    env.catalog.change(lambda s: (s.without(doomed), None))
+    return Result("DROP SEQUENCE")
+
+
+def create_view(env: Any, stmt: Statement) -> Result:
+    """CREATE [MATERIALIZED] VIEW, refusing the sequence functions, which change state."""
+    if stmt.ast is not None:
+        for node in stmt.ast.find_all(exp.Anonymous):
+            func = str(node.this).lower()
+            if func in ("nextval", "setval", "currval"):
+                raise PlanError(
+                    f"{func}() is not allowed in a view: it is volatile (each read would "
+                    "change or depend on a sequence)",
+                    sqlstate="0A000",
+                )
+    return ddl.create_view(env, stmt)
