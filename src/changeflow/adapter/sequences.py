@@ -32,7 +32,7 @@ from changeflow.adapter.sql.statements import Statement
 from changeflow.compute import expr as X
 from changeflow.compute.expr import _typed
 from changeflow.compute.types import INT8, TEXT
-from changeflow.compute.volatile import RandomUuid
+from changeflow.compute.volatile import Volatile
 from changeflow.errors import ChangeflowError, PlanError
 from changeflow.storage.consensus import VersionedData
 
@@ -110,9 +110,8 @@ def _context() -> tuple[Catalog, dict[str, int]]:
 
 
 @dataclass(frozen=True)
-class NextVal(RandomUuid):
-    """``nextval('name')``: the sequence's next value, a new one per row (volatile, as
-    ``gen_random_uuid()`` is)."""
+class NextVal(Volatile):
+    """``nextval('name')``: the sequence's next value, a new one per row."""
 
     seq_id: str = ""
     name: str = ""

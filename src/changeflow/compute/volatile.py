@@ -1,7 +1,7 @@
-"""Volatile expressions: a new value at every evaluation (``gen_random_uuid()``, ``random()``).
-They are for
-ad hoc queries and writes; a view refuses them, as Materialize refuses its non-deterministic
-functions, since maintaining one would change rows that no input changed."""
+"""Volatile expressions: a new value at every evaluation (``gen_random_uuid()``, ``random()``,
+a sequence's ``nextval``). They are for ad hoc queries and writes; a view refuses them, as
+Materialize refuses its non-deterministic functions, since maintaining one would change rows
+that no input changed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from changeflow.compute.types import FLOAT8, UUID
 
 
 @dataclass(frozen=True)
-class RandomUuid(Expr):
+class Volatile(Expr):
+    """An expression with a new value at every evaluation (each row its own)."""
+
+
+@dataclass(frozen=True)
+class RandomUuid(Volatile):
     """``gen_random_uuid()``: a version 4 UUID, a new one per row."""
 
     def __post_init__(self) -> None:
@@ -29,7 +34,7 @@ class RandomUuid(Expr):
 
 
 @dataclass(frozen=True)
-class RandomDouble(Expr):
+class RandomDouble(Volatile):
     """``random()``: a double precision in [0, 1), a new one per row."""
 
     def __post_init__(self) -> None:
@@ -44,7 +49,7 @@ class RandomDouble(Expr):
 
 def volatile(e: Expr) -> bool:
     """Does ``e`` contain a volatile expression (so each copy of a row gets its own value)?"""
-    return isinstance(e, RandomUuid | RandomDouble) or any(volatile(c) for c in e.children())
+    return isinstance(e, Volatile) or any(volatile(c) for c in e.children())
 
 
 def copies(row: tuple[Any, ...], count: int) -> list[tuple[tuple[Any, ...], int]]:
