@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions.base import F, Function, _args, _sig, fail, unsupported
+from changeflow.compute.scalars import bytea_from_text
 from changeflow.compute.types import BYTEA, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
@@ -47,41 +48,14 @@ def _escaped(b: int) -> str:
 
 def _decode(text: str, name: str) -> bytes:
     kind = _format(name)
-    if kind == "hex":
-        return _from_hex(text)
-    try:
-        if kind == "base64":
+    if kind == "base64":
+        try:
             return base64.b64decode("".join(text.split()), validate=True)
-    except (ValueError, binascii.Error):
-        raise EvalError(f"invalid {kind} data", sqlstate="22023") from None
-    return _unescaped(text)
-
-
-def _from_hex(text: str) -> bytes:
-    bad = next((c for c in text if c not in "0123456789abcdefABCDEF \t\n\r"), None)
-    if bad is not None:
-        raise EvalError(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
-    digits = "".join(text.split())
-    if len(digits) % 2:
-        raise EvalError("invalid hexadecimal data: odd number of digits", sqlstate="22023")
-    return bytes.fromhex(digits)
-
-
-def _unescaped(text: str) -> bytes:
-    out, i = bytearray(), 0
-    while i < len(text):
-        if text[i] != "\\":
-            out += text[i].encode()
-            i += 1
-        elif text[i + 1 : i + 2] == "\\":
-            out.append(0x5C)
-            i += 2
-        elif len(text) >= i + 4 and all(c in "01234567" for c in text[i + 1 : i + 4]):
-            out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
-            i += 4
-        else:
-            raise EvalError("invalid input syntax for type bytea", sqlstate="22P02")
-    return bytes(out)
+        except (ValueError, binascii.Error):
+            raise EvalError("invalid base64 data", sqlstate="22023") from None
+    if kind == "escape" and text.startswith("\\x"):  # no hex form here: \x is no escape
+        raise EvalError("invalid input syntax for type bytea", sqlstate="22P02")
+    return bytea_from_text("\\x" + text if kind == "hex" else text)
 
 
 def _hex_only(e: Func) -> None:
