@@ -18,6 +18,18 @@ QUERIES = [
 ]
 
 
+def same_in_text_and_binary(ours, pg, sql: str) -> None:  # noqa: ANN001
+    """``sql`` gives PostgreSQL's column types and rows, in text and in binary results."""
+    for binary in (False, True):
+        with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
+            a.execute(sql)
+            b.execute(sql)
+            assert [d.type_code for d in a.description] == [d.type_code for d in b.description], (
+                binary
+            )
+            assert a.fetchall() == b.fetchall(), binary
+
+
 @pytest.mark.postgres
 def test_arrays_reach_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
     create = f"CREATE TABLE {table_name} (id int, g int, a int[], t text[], b bigint[], f float8[])"
@@ -70,14 +82,7 @@ def test_uuid_and_bytea_reach_psycopg_as_from_postgres(
             sql = (
                 f"SELECT id, u, b, length(b), b::text, '\\x0a'::bytea FROM {table_name} ORDER BY id"
             )
-            for binary in (False, True):
-                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
-                    a.execute(sql)
-                    b.execute(sql)
-                    assert [d.type_code for d in a.description] == [
-                        d.type_code for d in b.description
-                    ], binary
-                    assert a.fetchall() == b.fetchall(), binary
+            same_in_text_and_binary(ours, pg, sql)
             for mark in ("%s", "%b"):
                 sql = f"SELECT id FROM {table_name} WHERE u = {mark} OR b = {mark} ORDER BY id"
                 for conn in (ours, pg):
@@ -101,14 +106,7 @@ def test_uuid_arrays_reach_psycopg_as_from_postgres(
             )
         try:
             sql = f"SELECT id, us, us[1], us::text FROM {table_name} ORDER BY id"
-            for binary in (False, True):
-                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
-                    a.execute(sql)
-                    b.execute(sql)
-                    assert [d.type_code for d in a.description] == [
-                        d.type_code for d in b.description
-                    ], binary
-                    assert a.fetchall() == b.fetchall(), binary
+            same_in_text_and_binary(ours, pg, sql)
             sql = f"SELECT id FROM {table_name} WHERE %s = ANY(us)"
             for conn in (ours, pg):
                 assert conn.execute(sql, (known[0],)).fetchall() == [(1,)]
@@ -214,14 +212,7 @@ def test_intervals_reach_psycopg_as_from_postgres(
                 f"SELECT id, i, i::text, i * 2, timestamp '2024-01-31' + i FROM {table_name} "
                 "ORDER BY id"
             )
-            for binary in (False, True):
-                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
-                    a.execute(sql)
-                    b.execute(sql)
-                    assert [d.type_code for d in a.description] == [
-                        d.type_code for d in b.description
-                    ], binary
-                    assert a.fetchall() == b.fetchall(), binary
+            same_in_text_and_binary(ours, pg, sql)
             sql = f"SELECT id FROM {table_name} WHERE i < %s ORDER BY id"
             for conn in (ours, pg):
                 assert conn.execute(sql, (timedelta(0),)).fetchall() == [(4,)]
@@ -256,13 +247,6 @@ def test_jsonb_reaches_psycopg_as_from_postgres(server, postgres_url: str, table
                     copy.set_types(["int4", "jsonb"])
                     copy.write_row((5, Jsonb({"bb": [1, "x"], "a": None})))
             sql = f"SELECT id, j, j::text, j -> 'a', j ->> 'k' FROM {table_name} ORDER BY id"
-            for binary in (False, True):
-                with ours.cursor(binary=binary) as a, pg.cursor(binary=binary) as b:
-                    a.execute(sql)
-                    b.execute(sql)
-                    assert [d.type_code for d in a.description] == [
-                        d.type_code for d in b.description
-                    ], binary
-                    assert a.fetchall() == b.fetchall(), binary
+            same_in_text_and_binary(ours, pg, sql)
         finally:
             pg.execute(f"DROP TABLE IF EXISTS {table_name}")
