@@ -186,7 +186,7 @@ def _compares_carried(node: P.Plan) -> bool:
         case P.Reduce(group_by=keys, aggregates=aggs):
             counted = [a.arg for a in aggs if a.func != "count" or a.distinct]
             counted += [o.expr for a in aggs for o in a.order]
-            # (below an aggregated expression, a carried value can only be tested for NULL)
+            # (below an aggregated expression a carried value is only read, never compared)
             return bool(carried & set(keys)) or any(
                 e is not None and _carried(e.type) for e in counted
             )
