@@ -387,6 +387,10 @@ CREATE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('changeflow: create'))"
 type), so processes creating at the same moment wait for one another."""
 
 
+KEY_LOCK = "SELECT pg_advisory_xact_lock(hashtext('changeflow consensus: ' || %s))"
+"""Taken first by a compare-and-set or a truncation of a key (see ``PostgresConsensus._locked``)."""
+
+
 class PostgresConsensus(Consensus):
     """Consensus in a PostgreSQL table keyed by ``(shard, sequence_number)``.
 
@@ -439,7 +443,8 @@ class PostgresConsensus(Consensus):
 
     def compare_and_set(self, key: str, expected: int | None, new: VersionedData) -> bool:
         self._check_next(expected, new)
-        ((written,),) = self._run(
+        ((written,),) = self._locked(
+            key,
             "INSERT INTO consensus (shard, sequence_number, data) "
             "SELECT %s, %s, %s WHERE (SELECT max(sequence_number) FROM consensus "
             "WHERE shard = %s) IS NOT DISTINCT FROM %s "
@@ -447,6 +452,22 @@ class PostgresConsensus(Consensus):
             (key, new.seqno, new.data, key, expected),
         )
         return written == 1
+
+    def _locked(self, key: str, sql: str, params: tuple) -> list[tuple]:
+        """``sql`` in a transaction holding ``key``'s lock, so that it reads the key as the
+        last such statement left it. Without it, an insert whose snapshot was taken before a
+        newer version and a truncation committed could write again a version the truncation
+        had deleted, and win a compare-and-set that another had won."""
+        import psycopg
+
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    self._db.execute(KEY_LOCK, (key,))
+                    cur = self._db.execute(sql, params)
+                    return [(cur.rowcount,)]
+            except psycopg.OperationalError as e:
+                raise ConsensusUnavailable(f"consensus {_redact(self.url)}: {e}") from None
 
     def scan(self, key: str, from_seqno: int = 0, limit: int = 1000) -> list[VersionedData]:
         rows = self._run(
@@ -457,7 +478,8 @@ class PostgresConsensus(Consensus):
         return [VersionedData(s, bytes(d)) for s, d in rows]
 
     def truncate(self, key: str, seqno: int) -> int:
-        ((deleted,),) = self._run(
+        ((deleted,),) = self._locked(
+            key,
             "DELETE FROM consensus WHERE shard = %s AND sequence_number < %s AND "
             "sequence_number < (SELECT max(sequence_number) FROM consensus WHERE shard = %s)",
             (key, seqno, key),
