@@ -123,6 +123,16 @@ def spark_type(kind: SqlType) -> str:
     return spark_type(kind)
 
 
+def in_process(why: str) -> Builder:
+    """The Spark form of a function that runs on rows only (``dataflow.process_only`` keeps its
+    plans off Spark): reaching Spark is a planning error, 0A000, saying ``why``."""
+
+    def refuse(cc: ExprCompiler, e: Func) -> Column:
+        raise unsupported(e, why)
+
+    return refuse
+
+
 def _args(cc: ExprCompiler, e: Func) -> list[Column]:
     return [cc.compile(a) for a in e.args]
 

@@ -1,5 +1,5 @@
-"""bytea as text and back (PostgreSQL's ``encode``/``decode``: hex, base64, escape), and
-``pg_typeof``: each defined once, on Python values and on Spark."""
+"""bytea as text and back (PostgreSQL's ``encode``/``decode``: hex, base64, escape; in the
+process, as every function of bytea), and ``pg_typeof``: each defined once."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from changeflow.compute import expr as X
-from changeflow.compute.functions.base import F, Function, _args, _sig, fail, unsupported
+from changeflow.compute.functions.base import F, Function, _sig, in_process
 from changeflow.compute.scalars import bytea_from_text
 from changeflow.compute.types import BYTEA, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from changeflow.compute.spark_expr import ExprCompiler
 
 _FORMATS = ("hex", "base64", "escape")
+_BYTEA_IN_PROCESS = in_process("functions of bytea are computed in the process")
 
 
 def _format(name: str) -> str:
@@ -58,28 +58,6 @@ def _decode(text: str, name: str) -> bytes:
     return bytea_from_text("\\x" + text if kind == "hex" else text)
 
 
-def _hex_only(e: Func) -> None:
-    """Spark's forms are the hex format's (a constant); the others run in the process."""
-    arg = e.args[1]
-    if not isinstance(arg, X.Lit) or not isinstance(arg.value, str) or arg.value.lower() != "hex":
-        raise unsupported(e, "only encode/decode with the constant format 'hex' run on Spark")
-
-
-def _spark_encode(cc: ExprCompiler, e: Func) -> Column:
-    _hex_only(e)
-    data, _ = _args(cc, e)
-    return F.lower(F.hex(data))
-
-
-def _spark_decode(cc: ExprCompiler, e: Func) -> Column:
-    _hex_only(e)
-    text, _ = _args(cc, e)
-    data = F.unhex(text)
-    bad = fail("invalid hexadecimal data", "22023")
-    odd = F.length(text) % 2 == 1
-    return F.when(text.isNotNull() & (data.isNull() | odd), bad).otherwise(data)
-
-
 def _typeof_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 1:
         raise PlanError("no match", sqlstate="42883")
@@ -103,7 +81,7 @@ def _spark_typeof(cc: ExprCompiler, e: Func) -> Column:
 
 
 FUNCTIONS = [
-    Function("encode", _sig((BYTEA, TEXT), result=TEXT), _encode, spark=_spark_encode),
-    Function("decode", _sig((TEXT, TEXT), result=BYTEA), _decode, spark=_spark_decode),
+    Function("encode", _sig((BYTEA, TEXT), result=TEXT), _encode, spark=_BYTEA_IN_PROCESS),
+    Function("decode", _sig((TEXT, TEXT), result=BYTEA), _decode, spark=_BYTEA_IN_PROCESS),
     Function("pg_typeof", _typeof_rule, _typeof, strict=False, spark=_spark_typeof),
 ]

@@ -14,7 +14,7 @@ from changeflow.compute.functions.base import (
     _sig,
     _simple,
     fail,
-    unsupported,
+    in_process,
 )
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.scalars import to_text
@@ -184,10 +184,6 @@ def _format_rule(args: tuple[SqlType, ...]) -> SqlType:
     return TEXT
 
 
-def _spark_format(cc: ExprCompiler, e: Func) -> Column:
-    raise unsupported(e, "format() runs in the process")
-
-
 FUNCTIONS = [
     Function("ascii", _sig((TEXT,), result=INT4), _ascii, spark=_simple("ascii")),
     Function("chr", _sig(("int",), result=TEXT), _chr, spark=_spark_chr),
@@ -218,5 +214,11 @@ FUNCTIONS = [
         strict=False,
         spark=_spark_quote_nullable,
     ),
-    Function("format", _format_rule, _format, strict=False, spark=_spark_format),
+    Function(
+        "format",
+        _format_rule,
+        _format,
+        strict=False,
+        spark=in_process("format() runs in the process"),
+    ),
 ]
