@@ -30,7 +30,7 @@ from changeflow.adapter.alter import (
 )
 from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
-from changeflow.adapter.constraints import Unique
+from changeflow.adapter.constraints import Unique, check_build
 from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
@@ -151,18 +151,7 @@ def _converted(
 
 def _check_unique(item: Item, i: int, rows: list[tuple[tuple[Any, ...], int]]) -> None:
     """23505 if the new values make a PRIMARY KEY or UNIQUE constraint on the column fail."""
+    names = [c[0] for c in item.columns]
     for u in (Unique.from_json(u) for u in item.options.get("unique") or []):
-        if i not in u.columns:
-            continue
-        seen: set[tuple[Any, ...]] = set()
-        for row, count in rows:
-            key = tuple(row[j] for j in u.columns)
-            if None in key:
-                continue
-            if key in seen or count > 1:
-                shown = ", ".join("NULL" if v is None else str(v) for v in key)
-                raise PlanError(
-                    f'could not create unique index "{u.name}": key ({shown}) is duplicated',
-                    sqlstate="23505",
-                )
-            seen.add(key)
+        if i in u.columns:
+            check_build(u, rows, item.name, names)

@@ -12,6 +12,7 @@ equal keys in.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,15 +120,36 @@ def check_unique(
 
 
 def duplicate(u: Unique, key: Row, table: str, names: list[str]) -> EvalError:
-    columns = ", ".join(names[i] for i in u.columns)
-    values = ", ".join("null" if v is None else str(v) for v in key)
     return EvalError(
         f'duplicate key value violates unique constraint "{u.name}"',
         sqlstate="23505",
-        detail=f"Key ({columns})=({values}) already exists.",
+        detail=f"Key {_shown(u, key, names)} already exists.",
         table=table,
         constraint=u.name,
     )
+
+
+def _shown(u: Unique, key: Row, names: list[str]) -> str:
+    columns = ", ".join(names[i] for i in u.columns)
+    return f"({columns})=({', '.join('null' if v is None else str(v) for v in key)})"
+
+
+def check_build(u: Unique, rows: Iterable[tuple[Row, int]], table: str, names: list[str]) -> None:
+    """23505 if the index of ``u`` cannot be built on ``rows`` (two live rows with one key)."""
+    seen: set[Row] = set()
+    for row, count in rows:
+        key = u.key(row)
+        if key is None or count <= 0:
+            continue
+        if key in seen or count > 1:
+            raise PlanError(
+                f'could not create unique index "{u.name}"',
+                sqlstate="23505",
+                detail=f"Key {_shown(u, key, names)} is duplicated.",
+                table=table,
+                constraint=u.name,
+            )
+        seen.add(key)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
+from changeflow.adapter.unique_index import unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
@@ -310,18 +311,18 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     on = state.get(g["item"])
     if on.kind not in ("view", "materialized view", "table", "source"):
         raise PlanError(f'cannot create an index on {on.kind} "{on.name}"', sqlstate="42809")
-    name = (g.get("name") or "").strip() or f"{on.name}_primary_idx"
     from changeflow.adapter.sql.statements import name as ident
 
-    name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
-    if (done := _exists(env, name, bool(g.get("ine")))) is not None:
-        return done
     key = g.get("key") or [c[0] for c in on.columns]
     unknown = [k for k in key if ident(k) not in {c[0] for c in on.columns}]
     if unknown:
-        raise PlanError(
-            f'column "{unknown[0]}" does not exist in {on.kind} "{on.name}"', sqlstate="42703"
-        )
+        raise PlanError(f'column "{unknown[0]}" does not exist', sqlstate="42703")
+    unnamed = unique_name(on, [ident(k) for k in key]) if g.get("unique") else None
+    name = (g.get("name") or "").strip() or unnamed or f"{on.name}_primary_idx"
+    name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
+    if (done := _exists(env, name, bool(g.get("ine")))) is not None:
+        return done
+    unique = g.get("unique") and unique_index(env, on, name, [ident(k) for k in key])
     plan = CatalogResolver(state).plan(on)
     item_id = _allocate(env)
     item = Item(
@@ -340,7 +341,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             # an index of a stored item copies it: Spark's bulk hydration buys nothing there
             "tier": "process" if isinstance(plan, P.Get) else env.choose_tier(plan, None),
             "scales": on.options.get("scales"),
-        },
+        }
+        | ({"unique": unique} if unique else {}),
     )
     _install(env, item, plan)
     _finish(env, item)

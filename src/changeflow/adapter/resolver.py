@@ -9,6 +9,7 @@ import pickle
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.relations import Relation
+from changeflow.adapter.unique_index import index_constraints
 from changeflow.compute import plan as P
 from changeflow.compute.types import Column, Schema, sql_type
 from changeflow.errors import PlanError
@@ -54,6 +55,7 @@ class CatalogResolver:
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
+        unique += index_constraints(self.state, item)
         plan = self.plan(item)
         always = frozenset(
             i.options["owned_by"]

@@ -186,7 +186,8 @@ def _rows(
             columns = tuple(c for c in subject.columns if c[0] in keys)
             nums = " ".join(str(names.index(k) + 1) if k in names else "0" for k in keys)
             out["pg_index"].append(
-                (oid, relation_oid(subject), len(keys), len(keys), False, False, False, False)
+                (oid, relation_oid(subject), len(keys), len(keys), bool(item.options.get("unique")))
+                + (False, False, False)
                 + (True, False, True, False, True, True, False, nums, None, None, None, None, None)
             )
             out["pg_indexes"].append(
@@ -300,8 +301,9 @@ def namespace_oid(state: CatalogState, schema: str) -> int:
 
 def _indexdef(item: Item, subject: Item, keys: list[str]) -> str:
     schema, relname = split_name(subject.name)
+    unique = "UNIQUE " if item.options.get("unique") else ""
     return (
-        f"CREATE INDEX {split_name(item.name)[1]} ON {schema}.{relname} USING btree "
+        f"CREATE {unique}INDEX {split_name(item.name)[1]} ON {schema}.{relname} USING btree "
         f"({', '.join(keys)})"
     )
 

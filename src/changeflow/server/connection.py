@@ -196,7 +196,8 @@ class ClientConnection(Startup, Extended, Runner):
             else:
                 self.session.txn = None
         message = str(e).strip() or type(e).__name__
-        self.wire.send(*W.error(sqlstate(e), message))
+        detail = getattr(e, "detail", None)
+        self.wire.send(*W.error(sqlstate(e), message, detail=str(detail or "")))
 
     # -- simple query ------------------------------------------------------------------------
 

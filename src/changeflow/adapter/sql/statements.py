@@ -327,8 +327,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "create_index",
-        rf"CREATE\s+(?P<default>DEFAULT\s+)?INDEX\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
-        rf"(?P<name>{QNAME}\s+)?ON\s+(?P<item>{QNAME})\s*(?:\((?P<key>[^)]*)\))?",
+        rf"CREATE\s+(?P<default>DEFAULT\s+)?(?P<unique>UNIQUE\s+)?INDEX\s+(?P<ine>IF\s+NOT\s+"
+        rf"EXISTS\s+)?(?P<name>{QNAME}\s+)?ON\s+(?P<item>{QNAME})\s*(?:USING\s+btree\s*)?"
+        r"(?:\((?P<key>[^)]*)\))?",
     ),
     (
         "drop",
@@ -418,7 +419,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     ),
     (
         re.compile(
-            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|CREATE\s+UNIQUE\s+INDEX|COMMENT\s+ON"
+            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|COMMENT\s+ON"
             r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
             r"|CREATE\s+TABLE)\b",
             re.I,

@@ -1,0 +1,49 @@
+"""``CREATE UNIQUE INDEX``: a unique index of a table is a UNIQUE constraint kept with the
+index (its ``unique`` option), enforced on every later write and arbitrating ``ON CONFLICT``
+as the table's own constraints are (:mod:`~changeflow.adapter.constraints`), and dropped with
+the index or the table. It is built only if the table's rows have no duplicate key (23505)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.constraints import Unique, check_build
+from changeflow.errors import PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.environment import Environment
+
+
+def unique_name(on: Item, key: list[str]) -> str:
+    """PostgreSQL's name of an unnamed index: the table's, its key columns', ``idx``."""
+    return "_".join([split_name(on.name)[1], *key, "idx"])
+
+
+def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> list:
+    """The constraint of a unique index ``name`` on ``key`` of ``on`` (as its option keeps
+    it), checked against the table's present rows."""
+    from changeflow.adapter.resolver import CatalogResolver
+
+    if on.kind != "table":
+        raise PlanError(
+            f'cannot create a unique index on {on.kind} "{on.name}"',
+            sqlstate="42809" if on.kind == "view" else "0A000",
+            detail="A unique index is enforced on the writes of a table.",
+        )
+    names = [c[0] for c in on.columns]
+    u = Unique(split_name(name)[1], tuple(names.index(k) for k in key))
+    state = env.catalog.load()
+    ts = env.read_ts(on.timeline, {on.id})
+    rows = env.evaluate(CatalogResolver(state).plan(on), ts)
+    check_build(u, rows.items(), on.name, names)
+    return u.to_json()
+
+
+def index_constraints(state: CatalogState, item: Item) -> tuple[Unique, ...]:
+    """The constraints of the unique indexes of the table ``item``, in the order made."""
+    return tuple(
+        Unique.from_json(i.options["unique"])
+        for i in sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
+        if i.kind == "index" and i.options.get("unique")
+    )
