@@ -223,6 +223,17 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
 
 
 @pytest.mark.postgres
+def test_describe_keys_and_unique_indexes_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgk (id int PRIMARY KEY, code text UNIQUE, n int, v varchar(5))",
+        "CREATE UNIQUE INDEX pgk_n ON pgk (n)",
+        "CREATE INDEX pgk_vn ON pgk (v, n)",
+    ]
+    commands = ["\\d pgk", "\\di", "\\d+ pgk", "\\d pgk_pkey", "\\d pgk_n"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, ["DROP TABLE IF EXISTS pgk"])
+
+
+@pytest.mark.postgres
 def test_information_schema_columns_as_postgres(server, postgres_url: str, table_name: str) -> None:
     import psycopg
 

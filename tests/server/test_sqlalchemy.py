@@ -11,6 +11,8 @@ DDL = [
     "CREATE TABLE {p}items (id int PRIMARY KEY, name text DEFAULT 'x', price numeric(12,2), "
     "at timestamptz, ok boolean, n bigint, f double precision, d date, UNIQUE (n, d))",
     "CREATE VIEW {p}named AS SELECT id, name FROM {p}items",
+    "CREATE INDEX {p}items_name ON {p}items (name, id)",
+    "CREATE UNIQUE INDEX {p}items_f ON {p}items (f)",
 ]
 
 
@@ -29,6 +31,8 @@ def _inspect(url: str, prefix: str) -> dict:
             "has": (insp.has_table(f"{prefix}items"), insp.has_table(f"{prefix}nope")),
             "pk": insp.get_pk_constraint(f"{prefix}items"),
             "unique": insp.get_unique_constraints(f"{prefix}items"),
+            "indexes": insp.get_indexes(f"{prefix}items"),
+            "foreign keys": insp.get_foreign_keys(f"{prefix}items"),
         }
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text(f"DROP VIEW {prefix}named"))

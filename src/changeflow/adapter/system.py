@@ -29,6 +29,13 @@ from changeflow.adapter.sequences import serial_sequence
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.system_indexes import (
+    class_row,
+    indexes,
+    relation_oid,
+    sql_type,
+    storage,
+)
 from changeflow.adapter.system_rows import (
     constraint_oid,
     key_constraints,
@@ -111,21 +118,7 @@ class Answer:
         return tuple(Column(n, k) for n, k in zip(self.names, self.kinds, strict=True))
 
 
-def relation_oid(item: Item) -> int:
-    return RELATION_BASE + int(item.id.lstrip("u") or 0)
-
-
 HEAP = 2  # the table access method's OID
-
-
-def _storage(type_oid: int, length: int) -> str:
-    """pg_attribute.attstorage as PostgreSQL's: plain for fixed-length types, main for
-    numeric, extended for the other variable-length ones."""
-    return "p" if length > 0 else ("m" if type_oid == 1700 else "x")
-
-
-def _type(name: str) -> tuple[int, int, str]:
-    return TYPES.get(name, (25, -1, "text"))
 
 
 def _rows(
@@ -168,63 +161,36 @@ def _rows(
     )
     out["pg_type"] += type_rows()
     items = state.items.values()
-    by_id = {i.id: i for i in items}
-    indexed = {i.depends_on[0] for i in items if i.kind == "index" and i.depends_on}
+    every_index = indexes(state)
+    indexed = {i.table.id for i in every_index}
+    for index in every_index:
+        for name, rows in index.rows(namespace_oid(state, split_name(index.table.name)[0])).items():
+            out[name] += rows
     for item in items:
         kind = KINDS.get(item.kind)
-        if kind is None:
+        if kind is None or kind == "i":
             continue
         oid = relation_oid(item)
         columns = item.columns
         schema, relname = split_name(item.name)
-        if item.kind == "index":
-            subject = by_id.get(item.depends_on[0]) if item.depends_on else None
-            if subject is None:
-                continue
-            names = [c[0] for c in subject.columns]
-            keys = [str(k).strip().strip('"') for k in item.options.get("key") or names]
-            columns = tuple(c for c in subject.columns if c[0] in keys)
-            nums = " ".join(str(names.index(k) + 1) if k in names else "0" for k in keys)
-            out["pg_index"].append(
-                (oid, relation_oid(subject), len(keys), len(keys), bool(item.options.get("unique")))
-                + (False, False, False)
-                + (True, False, True, False, True, True, False, nums, None, None, None, None, None)
-            )
-            out["pg_indexes"].append(
-                (schema, split_name(subject.name)[1], relname, _indexdef(item, subject, keys))
-            )
+        namespace = namespace_oid(state, schema)
         out["pg_class"].append(
-            (
-                oid,
-                relname,
-                namespace_oid(state, schema),
-                0,
-                0,
-                OWNER,
-                {"i": 403, "r": HEAP, "m": HEAP}.get(kind, 0),
-                oid,
-                0,
-                0,
-                -1.0,
-                0,
-            )
-            + (0, item.id in indexed, False, "p", kind, len(columns), 0, False, False, False)
-            + (False, False, True, "d", False, 0, 0, 0, None, None, None)
+            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed)
         )
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
         for n, (col, type_name, nullable) in enumerate(columns, 1):
             if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
                 type_name = "character varying"
-            type_oid, length, _ = _type(type_name)
-            default = defaults[n - 1] if n - 1 < len(defaults) and kind != "i" else None
+            type_oid, length, _ = sql_type(type_name)
+            default = defaults[n - 1] if n - 1 < len(defaults) else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
-                + ("i", _storage(type_oid, length), "")
+                + ("i", storage(type_oid, length), "")
                 + (
-                    not nullable and kind in ("r", "i"),
+                    not nullable and kind == "r",
                     default is not None,
                     False,
                     "",
@@ -238,25 +204,24 @@ def _rows(
             )
             if default is not None:
                 out["pg_attrdef"].append((oid * 1000 + n, oid, n, default))
-            if kind != "i":
-                info["columns"].append(
-                    (
-                        database,
-                        schema,
-                        relname,
-                        col,
-                        n,
-                        default,
-                        "NO" if not nullable and kind == "r" else "YES",
-                    )
-                    + (
-                        FORMAT.get(type_oid, type_name),
-                        mods.get(col, 3) - 4 if type_oid == 1043 else None,
-                    )
-                    + precision(type_oid, mods.get(col, -1))
-                    + (database,)
-                    + ("pg_catalog", _type(type_name)[2], "NO", "NEVER", "NO")
+            info["columns"].append(
+                (
+                    database,
+                    schema,
+                    relname,
+                    col,
+                    n,
+                    default,
+                    "NO" if not nullable and kind == "r" else "YES",
                 )
+                + (
+                    FORMAT.get(type_oid, type_name),
+                    mods.get(col, 3) - 4 if type_oid == 1043 else None,
+                )
+                + precision(type_oid, mods.get(col, -1))
+                + (database,)
+                + ("pg_catalog", sql_type(type_name)[2], "NO", "NEVER", "NO")
+            )
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
                 out[name] += rows
@@ -299,15 +264,6 @@ def namespace_oid(state: CatalogState, schema: str) -> int:
     return RELATION_BASE + state.schemas.get(schema, 0)  # numbered as items are: no clash
 
 
-def _indexdef(item: Item, subject: Item, keys: list[str]) -> str:
-    schema, relname = split_name(subject.name)
-    unique = "UNIQUE " if item.options.get("unique") else ""
-    return (
-        f"CREATE {unique}INDEX {split_name(item.name)[1]} ON {schema}.{relname} USING btree "
-        f"({', '.join(keys)})"
-    )
-
-
 def _definition(item: Item) -> str:
     m = re.search(r"\bAS\s+(.*)$", item.sql, re.I | re.S)
     return (m[1] if m else item.sql).strip().rstrip(";") + ";"
@@ -341,15 +297,15 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             return SYSTEM_OIDS.get(key.split(".")[-1])
         return relation_oid(item)
 
+    every_index = {i.oid: i for i in indexes(state)}
+
     def indexdef(oid: int, column: int = 0, pretty: Any = None) -> str | None:
-        item = by_oid.get(oid)
-        if item is None or item.kind != "index" or not item.depends_on:
+        index = every_index.get(oid)
+        if index is None:
             return None
-        subject = state.items.get(item.depends_on[0])
-        keys = [str(k) for k in item.options.get("key") or [c[0] for c in subject.columns]]
         if column:
-            return keys[column - 1] if column <= len(keys) else None
-        return _indexdef(item, subject, keys)
+            return index.keys[column - 1] if column <= len(index.keys) else None
+        return index.definition()
 
     def viewdef(oid: Any, pretty: Any = None) -> str | None:
         item = by_oid.get(oid) if isinstance(oid, int) else by_name.get(str(oid))

@@ -14,21 +14,15 @@ from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
 def key_constraints(item: Item, oid: int, namespace: int) -> dict[str, list[tuple[Any, ...]]]:
     """pg_constraint's rows of a table's PRIMARY KEY and UNIQUE constraints (``conkey`` as
-    the text of its array of column numbers), and pg_index's rows of the unique indexes
-    that back them in PostgreSQL (named by their constraints; they have no pg_class row)."""
-    out: dict[str, list[tuple[Any, ...]]] = {"pg_constraint": [], "pg_index": []}
+    the text of its array of column numbers; ``conindid`` the index that backs it:
+    :mod:`~changeflow.adapter.system_indexes`)."""
+    out: dict[str, list[tuple[Any, ...]]] = {"pg_constraint": []}
     for k, (name, columns, primary) in enumerate(item.options.get("unique") or []):
         keys = "{" + ",".join(str(c + 1) for c in columns) + "}"
         index = constraint_oid(oid, k) + 250
         out["pg_constraint"].append(
             (constraint_oid(oid, k), name, namespace, "p" if primary else "u", False, False)
             + (True, oid, 0, index, 0, 0, " ", " ", " ", True, 0, True, keys, None, None)
-        )
-        n, vector = len(columns), " ".join(str(c + 1) for c in columns)
-        out["pg_index"].append(
-            (index, oid, n, n, True, False, primary, False, True, False, True, False, True)
-            + (True, False, vector, " ".join("0" * n), " ".join("0" * n), " ".join("0" * n))
-            + (None, None)
         )
     return out
 

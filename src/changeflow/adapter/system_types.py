@@ -87,6 +87,22 @@ def _sql_type(dt: exp.DataType | None) -> SqlType | None:
     return _SCALARS.get(dt.this)
 
 
+# the result types of catalog functions that sqlglot does not know
+_CALL_TYPES = dict.fromkeys(
+    ("pg_get_indexdef", "pg_get_expr", "pg_get_constraintdef", "pg_get_viewdef", "format_type"),
+    "TEXT",
+) | dict.fromkeys(("obj_description", "col_description", "shobj_description"), "TEXT")
+
+
+def _typed_call(node: exp.Expression) -> exp.Expression:
+    """A catalog function's call as a NULL of its result type (for the annotation only)."""
+    call = node.expression if isinstance(node, exp.Dot) else node
+    if isinstance(call, exp.Anonymous) and str(call.this).lower() in _CALL_TYPES:
+        kind = _CALL_TYPES[str(call.this).lower()]
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(kind))
+    return node
+
+
 @functools.lru_cache(maxsize=256)
 def annotated(text: str) -> tuple[SqlType | None, ...]:
     """The PostgreSQL types of the catalog query's result columns, where sqlglot can tell
@@ -100,7 +116,7 @@ def annotated(text: str) -> tuple[SqlType | None, ...]:
         mapping = MappingSchema(schema, dialect=CatalogSql)
         typed = annotate_types(
             qualify(
-                sqlglot.parse_one(text, read=CatalogSql),
+                sqlglot.parse_one(text, read=CatalogSql).transform(_typed_call),
                 schema=mapping,
                 dialect=CatalogSql,
                 validate_qualify_columns=False,
