@@ -91,3 +91,17 @@ def test_unique_indexes_are_for_tables(tmp_path: Path) -> None:
             with pytest.raises(DatabaseError) as e:
                 conn.execute(f"CREATE UNIQUE INDEX wi ON {name} (a)")
             assert e.value.sqlstate == code
+
+
+def test_a_unique_index_follows_its_columns_through_alter_table(tmp_path: Path) -> None:
+    with changeflow.connect(tmp_path / "home", host_seconds=0) as conn:
+        conn.autocommit = True
+        conn.execute("CREATE TABLE w (a int, b int, c int)")
+        conn.execute("CREATE UNIQUE INDEX w_c ON w (c)")
+        conn.execute("ALTER TABLE w DROP COLUMN a")
+        conn.execute("ALTER TABLE w RENAME COLUMN c TO d")
+        conn.execute("INSERT INTO w VALUES (1, 1), (1, 2)")  # b is free, d is not
+        with pytest.raises(DatabaseError) as e:
+            conn.execute("INSERT INTO w VALUES (3, 2)")
+        assert e.value.sqlstate == "23505"
+        assert e.value.error.detail == "Key (d)=(2) already exists."

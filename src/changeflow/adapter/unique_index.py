@@ -20,9 +20,9 @@ def unique_name(on: Item, key: list[str]) -> str:
     return "_".join([split_name(on.name)[1], *key, "idx"])
 
 
-def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> list:
-    """The constraint of a unique index ``name`` on ``key`` of ``on`` (as its option keeps
-    it), checked against the table's present rows."""
+def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
+    """Check that ``on``'s present rows allow a unique index ``name`` on ``key`` (23505 if
+    not); True, the index's ``unique`` option."""
     from changeflow.adapter.resolver import CatalogResolver
 
     if on.kind != "table":
@@ -37,13 +37,15 @@ def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> list:
     ts = env.read_ts(on.timeline, {on.id})
     rows = env.evaluate(CatalogResolver(state).plan(on), ts)
     check_build(u, rows.items(), on.name, names)
-    return u.to_json()
+    return True
 
 
 def index_constraints(state: CatalogState, item: Item) -> tuple[Unique, ...]:
-    """The constraints of the unique indexes of the table ``item``, in the order made."""
+    """The constraints of the unique indexes of the table ``item``, in the order made: named
+    by the index, its key columns found by name (they follow renames and dropped columns)."""
+    names = [c[0] for c in item.columns]
     return tuple(
-        Unique.from_json(i.options["unique"])
+        Unique(split_name(i.name)[1], tuple(names.index(k) for k in i.options["key"]))
         for i in sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
         if i.kind == "index" and i.options.get("unique")
     )
