@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -181,10 +182,31 @@ def test_catalog_words_in_a_user_query_are_not_catalog_queries(server, table_nam
     assert out.stdout.splitlines()[-1] == "1"
 
 
+def _without_size(out: str) -> str:
+    """psql's unaligned output without its Size column (PostgreSQL's heap pages have no
+    counterpart here)."""
+    lines = out.splitlines()
+    header = next((line.split("|") for line in lines if "|Size|" in line), None)
+    if header is None:
+        return out
+    i = header.index("Size")
+    fields = [line.split("|") for line in lines]
+    return "\n".join(
+        "|".join(f[:i] + f[i + 1 :]) if len(f) == len(header) else line
+        for f, line in zip(fields, lines, strict=True)
+    )
+
+
 def _same_psql_output(
-    server, postgres_url: str, setup: list[str], commands: list[str], teardown: list[str]
+    server,
+    postgres_url: str,
+    setup: list[str],
+    commands: list[str],
+    teardown: list[str],
+    shown: Callable[[str], str] = str,
 ) -> None:
-    """Each psql command prints the same on the server as on PostgreSQL after the same setup."""
+    """Each psql command prints the same on the server as on PostgreSQL after the same setup
+    (as ``shown`` shows it)."""
     import subprocess
 
     from serve_clients import PSQL
@@ -203,7 +225,7 @@ def _same_psql_output(
             theirs = on_postgres("-c", command).replace("|postgres", "|tester")
             ours = psql(server, "-A", "-F", "|", "-c", command)
             assert ours.returncode == 0, ours.stderr
-            assert ours.stdout == theirs, command
+            assert shown(ours.stdout) == shown(theirs), command
     finally:
         on_postgres(*(arg for sql in teardown for arg in ("-c", sql)))
 
@@ -231,6 +253,23 @@ def test_describe_keys_and_unique_indexes_as_postgres(start_server, postgres_url
     ]
     commands = ["\\d pgk", "\\di", "\\d+ pgk", "\\d pgk_pkey", "\\d pgk_n"]
     _same_psql_output(start_server(), postgres_url, setup, commands, ["DROP TABLE IF EXISTS pgk"])
+
+
+@pytest.mark.postgres
+def test_describe_comments_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgc (id int, note text)",
+        "CREATE VIEW pgc_v AS SELECT id FROM pgc",
+        "CREATE MATERIALIZED VIEW pgc_m AS SELECT count(*) AS n FROM pgc",
+        "COMMENT ON TABLE pgc IS 'notes'",
+        "COMMENT ON COLUMN pgc.note IS 'free text'",
+        "COMMENT ON VIEW pgc_v IS 'ids'",
+        "COMMENT ON COLUMN pgc_v.id IS 'the id'",
+        "COMMENT ON MATERIALIZED VIEW pgc_m IS 'how many'",
+    ]
+    commands = ["\\d+ pgc", "\\dt+ pgc*", "\\dv+ pgc*", "\\dm+ pgc*"]
+    teardown = ["DROP TABLE IF EXISTS pgc CASCADE"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown, _without_size)
 
 
 @pytest.mark.postgres

@@ -13,6 +13,8 @@ DDL = [
     "CREATE VIEW {p}named AS SELECT id, name FROM {p}items",
     "CREATE INDEX {p}items_name ON {p}items (name, id)",
     "CREATE UNIQUE INDEX {p}items_f ON {p}items (f)",
+    "COMMENT ON TABLE {p}items IS 'what is sold'",
+    "COMMENT ON COLUMN {p}items.price IS 'in euros'",
 ]
 
 
@@ -33,6 +35,7 @@ def _inspect(url: str, prefix: str) -> dict:
             "unique": insp.get_unique_constraints(f"{prefix}items"),
             "indexes": insp.get_indexes(f"{prefix}items"),
             "foreign keys": insp.get_foreign_keys(f"{prefix}items"),
+            "comment": insp.get_table_comment(f"{prefix}items"),
         }
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text(f"DROP VIEW {prefix}named"))

@@ -182,7 +182,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             unique.append(Unique(u.name, tuple(c - (c > i) for c in u.columns), u.primary))
     options = {
         **o,
-        **{k: _without(_per_column(o, k, item), i) for k in ("defaults", "lengths", "scales")},
+        **{k: _without(_per_column(o, k, item), i) for k in PER_COLUMN},
         "unique": [u.to_json() for u in unique],
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
@@ -472,6 +472,10 @@ def _moved(upper: int, moved: set[str]) -> bool:
 
 def _same(written: dict[str, pa.Table]) -> bool:
     return True
+
+
+# a table's options that hold one entry per column (a dropped column's goes with it)
+PER_COLUMN = ("defaults", "lengths", "scales", "comments")
 
 
 def _per_column(options: dict[str, Any], key: str, item: Item) -> list[Any]:

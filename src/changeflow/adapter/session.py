@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import ddl, sequences, txn_ddl
+from changeflow.adapter import comments, ddl, schemas, sequences, txn_ddl
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -39,7 +39,6 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted
-from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,
@@ -73,11 +72,12 @@ DDL = {
     "drop_sequence": sequences.drop_sequence,
     "rename": ddl.rename,
     "alter_table": alter_table,
-    "create_schema": create_schema,
-    "drop_schema": drop_schema,
+    "create_schema": schemas.create_schema,
+    "drop_schema": schemas.drop_schema,
     "show_items": ddl.show_items,
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
+    "comment": comments.comment_on,
 }
 UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
 SETTINGS = {

@@ -25,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.sequences import serial_sequence
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -119,6 +120,7 @@ class Answer:
 
 
 HEAP = 2  # the table access method's OID
+PG_CLASS = SYSTEM_OIDS["pg_class"]  # pg_description.classoid of a relation's comments
 
 
 def _rows(
@@ -168,9 +170,12 @@ def _rows(
             out[name] += rows
     for item in items:
         kind = KINDS.get(item.kind)
-        if kind is None or kind == "i":
+        if kind is None:
             continue
         oid = relation_oid(item)
+        out["pg_description"] += [(oid, PG_CLASS, n, text) for n, text in descriptions(item)]
+        if kind == "i":
+            continue
         columns = item.columns
         schema, relname = split_name(item.name)
         namespace = namespace_oid(state, schema)
@@ -284,10 +289,12 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         for k, (_, columns, primary) in enumerate(i.options.get("unique") or [])
     }
 
+    system_names = {oid: name for name, oid in SYSTEM_OIDS.items()}
+
     def regclass(value: Any) -> Any:
         if isinstance(value, int):
             item = by_oid.get(value)
-            return item.name if item else str(value)
+            return item.name if item else system_names.get(value, str(value))
         text = str(value)
         if text.isdigit():
             return int(text)
@@ -320,7 +327,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             return None
         return 1 if re.search(pattern, value) else 0
 
-    return {
+    return description_functions(by_oid, PG_CLASS) | {
         "regexp": regexp,
         "regclass": regclass,
         "regtype": lambda oid: (
@@ -350,9 +357,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_viewdef": viewdef,
         "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
         "pg_encoding_to_char": lambda n: "UTF8",
+        "pg_table_size": lambda oid: None,  # unknown: storage is blobs of update batches
+        "pg_size_pretty": lambda size: None,
         "pg_relation_is_publishable": lambda oid: 0,
-        "obj_description": lambda *args: None,
-        "col_description": lambda *args: None,
         "shobj_description": lambda *args: None,
         "array_to_string": lambda value, sep=",", *rest: value,
         "current_schema": lambda: next(

@@ -164,7 +164,6 @@ EMPTY = {
     "pg_sequence",
     "pg_enum",
     "pg_extension",
-    "pg_description",
     "pg_opclass",
 }
 SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
@@ -199,6 +198,8 @@ CATALOG_CALLS = frozenset(
         "has_table_privilege",
         "has_schema_privilege",
         "pg_encoding_to_char",
+        "pg_table_size",
+        "pg_size_pretty",
     }
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}

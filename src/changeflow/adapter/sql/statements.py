@@ -332,6 +332,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?:\((?P<key>[^)]*)\))?",
     ),
     (
+        "comment",
+        r"COMMENT\s+ON\s+(?P<kind>TABLE|COLUMN|VIEW|MATERIALIZED\s+VIEW|INDEX)\s+"
+        rf"(?P<name>{QNAME})\s+IS\s+(?P<text>'(?:[^']|'')*'|NULL)",
+    ),
+    (
         "drop",
         rf"DROP\s+{KIND}\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
         r"(?P<mode>CASCADE|RESTRICT)?",
@@ -560,6 +565,8 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
             g[key] = unquote(g[key])
     if kind == "create_sink":
         g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
+    if kind == "comment":  # an empty comment is none, as in PostgreSQL
+        g["text"] = None if g["text"].upper() == "NULL" else (unquote(g["text"]) or None)
     if kind == "create_index" and g.get("key"):
         g["key"] = [k.strip() for k in commas(g["key"])]
     return Statement(kind, text, None, g)

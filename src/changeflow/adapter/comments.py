@@ -1,0 +1,89 @@
+"""``COMMENT ON TABLE|VIEW|MATERIALIZED VIEW|INDEX|COLUMN name IS 'text'|NULL``.
+
+A comment is kept in the catalog with its object: an item's in its ``comment`` option, a
+column's in the ``comments`` option, one entry per column (it goes with a dropped column, as
+``defaults`` do; a shorter list means no comment for the columns past its end). So comments
+are durable and go with what they describe; pg_description, ``obj_description`` and
+``col_description`` read them (:func:`descriptions`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.statements import NAME, Statement, name
+from changeflow.errors import PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.environment import Environment
+
+KINDS = {  # the word after COMMENT ON -> (the item kinds it names, what the error calls it)
+    "TABLE": (("table", "source"), "a table"),
+    "VIEW": (("view",), "a view"),
+    "MATERIALIZED VIEW": (("materialized view",), "a materialized view"),
+    "INDEX": (("index",), "an index"),
+}
+COLUMN_OF = ("table", "source", "view", "materialized view")
+
+
+def comment_on(env: Environment, stmt: Statement) -> Result:
+    g = stmt.args
+    kind, text = " ".join(g["kind"].upper().split()), g["text"]
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        if kind == "COLUMN":
+            parts = re.findall(NAME, g["name"])
+            if len(parts) < 2:
+                raise PlanError("column name must be qualified", sqlstate="42601")
+            relation = name(".".join(parts[:-1]))
+            item = state.get(relation)
+            if item.kind not in COLUMN_OF:
+                raise PlanError(f'"{relation}" is not a table', sqlstate="42809")
+            column = name(parts[-1])
+            names = [c[0] for c in item.columns]
+            if column not in names:
+                raise PlanError(
+                    f'column "{column}" of relation "{relation}" does not exist', sqlstate="42703"
+                )
+            comments = list(item.options.get("comments") or [])
+            comments += [None] * (len(names) - len(comments))
+            comments[names.index(column)] = text
+            options = {**item.options, "comments": comments}
+        else:
+            relation = name(g["name"])
+            item = state.get(relation)
+            kinds, what = KINDS[kind]
+            if item.kind not in kinds:
+                raise PlanError(f'"{relation}" is not {what}', sqlstate="42809")
+            options = {**item.options, "comment": text}
+        return state.with_item(replace(item, options=options)), None
+
+    env.catalog.change(change)
+    return Result("COMMENT")
+
+
+def descriptions(item: Item) -> list[tuple[int, str]]:
+    """An item's comments as pg_description holds them: (0, its own) then (column number,
+    the column's), those that are set."""
+    out = [(0, item.options["comment"])] if item.options.get("comment") is not None else []
+    comments = item.options.get("comments") or []
+    return out + [(n, c) for n, c in enumerate(comments[: len(item.columns)], 1) if c is not None]
+
+
+def description_functions(by_oid: dict[int, Item], pg_class: int) -> dict[str, Any]:
+    """``obj_description(oid[, catalog])`` and ``col_description(oid, n)`` over the items."""
+    described = {oid: dict(descriptions(item)) for oid, item in by_oid.items()}
+
+    def obj(oid: Any, catalog: Any = "pg_class") -> str | None:
+        if catalog not in ("pg_class", pg_class):
+            return None
+        return described.get(oid, {}).get(0)
+
+    def col(oid: Any, n: Any) -> str | None:
+        return described.get(oid, {}).get(n) if n else None
+
+    return {"obj_description": obj, "col_description": col}
