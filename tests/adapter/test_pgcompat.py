@@ -94,6 +94,7 @@ CALLS = {
     "quote_nullable": "quote_nullable(name)",
     "bit_length": "bit_length(name)",
     "similar_to_escape": "similar_to_escape('a%b_')",
+    "like_escape": "like_escape(name || '#_', '#')",
     "format": "format('%s|%L|%2$s', name, id)",
     "array_append": "cardinality(array_append(ARRAY[id], NULL))",
     "array_prepend": "array_to_string(array_prepend(name, ARRAY['z']), ',')",

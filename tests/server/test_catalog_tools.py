@@ -14,13 +14,11 @@ def _error(conn: psycopg.Connection, sql: str) -> tuple:
     try:
         conn.execute(sql)
     except psycopg.Error as e:
-        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail)
+        return (e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.message_hint)
     return ()
 
 
-def test_a_unique_index_error_carries_its_detail(
-    server, postgres_url: str, table_name: str
-) -> None:
+def test_errors_carry_their_details_and_hints(server, postgres_url: str, table_name: str) -> None:
     t = table_name
     statements = [
         f"CREATE TABLE {t} (id int PRIMARY KEY, b text)",
@@ -29,6 +27,8 @@ def test_a_unique_index_error_carries_its_detail(
         f"CREATE UNIQUE INDEX {t}_b ON {t} (id, b)",
         f"INSERT INTO {t} VALUES (1, 'y')",
         f"INSERT INTO {t} VALUES (3, 'x')",
+        f"SELECT b LIKE 'x' ESCAPE '##' FROM {t}",
+        f"INSERT INTO {t} VALUES (4, 'y') ON CONFLICT (b) DO NOTHING",
     ]
     with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
         try:

@@ -74,6 +74,8 @@ from changeflow.adapter.system_types import (
     rewrite_unnest,
     sqlite_columns,
 )
+from changeflow.compute.functions.patterns import like_escape
+from changeflow.compute.scalars import like_regex
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
 from changeflow.errors import PlanError
 
@@ -395,6 +397,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return array
     if isinstance(node, exp.Collate):
         return node.this
+    like = _like(node)
+    if like is not None:
+        return like
     if isinstance(node, exp.Array) and any(isinstance(e, exp.Query) for e in node.expressions):
         return exp.Null()  # array(SELECT …): the catalogs hold no options to list
     if isinstance(node, exp.ByteString):
@@ -419,6 +424,27 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
             return node
         return node.this
     return node
+
+
+def _like(node: exp.Expression) -> exp.Expression | None:
+    """``a [NOT] [I]LIKE p [ESCAPE e]`` as a call of :func:`_pg_like` (SQLite's LIKE ignores
+    case and knows no escape character), else None."""
+    escape: exp.Expression = exp.Literal.string("\\")
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+        node, escape = node.this, node.expression
+    if not isinstance(node, exp.Like | exp.ILike):
+        return None
+    ci = exp.Literal.number(int(isinstance(node, exp.ILike)))
+    call = exp.Anonymous(this="pg_like", expressions=[node.this, node.expression, escape, ci])
+    return exp.Not(this=call) if node.args.get("negate") else call
+
+
+def _pg_like(value: Any, pattern: Any, escape: Any, case_insensitive: int) -> int | None:
+    if value is None or pattern is None or escape is None:
+        return None
+    if escape != "\\":
+        pattern = like_escape(str(pattern), str(escape))
+    return int(like_regex(str(pattern), bool(case_insensitive)).fullmatch(str(value)) is not None)
 
 
 def _name_outputs(tree: exp.Expression) -> None:
@@ -483,6 +509,7 @@ def answer(
         for fn, impl in _functions(state, user, database).items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
+        db.create_function("pg_like", 4, _pg_like, deterministic=True)
         db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")

@@ -196,8 +196,8 @@ class ClientConnection(Startup, Extended, Runner):
             else:
                 self.session.txn = None
         message = str(e).strip() or type(e).__name__
-        detail = getattr(e, "detail", None)
-        self.wire.send(*W.error(sqlstate(e), message, detail=str(detail or "")))
+        detail, hint = (str(getattr(e, f, None) or "") for f in ("detail", "hint"))
+        self.wire.send(*W.error(sqlstate(e), message, detail=detail, hint=hint))
 
     # -- simple query ------------------------------------------------------------------------
 

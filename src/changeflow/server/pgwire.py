@@ -238,19 +238,23 @@ def copy_in_response(overall: int, columns: int) -> tuple[bytes, bytes]:
     return b"G", bytes([overall]) + int16(columns) + int16(overall) * columns
 
 
-def notice_fields(severity: str, code: str, message: str, detail: str = "") -> bytes:
+def notice_fields(
+    severity: str, code: str, message: str, detail: str = "", hint: str = ""
+) -> bytes:
     message, detail = redact(message), redact(detail)  # no password reaches a client
     body = b"S" + cstr(severity) + b"V" + cstr(severity) + b"C" + cstr(code)
     body += b"M" + cstr(message)
     if detail:
         body += b"D" + cstr(detail)
+    if hint:
+        body += b"H" + cstr(redact(hint))
     return body + b"\0"
 
 
 def error(
-    code: str, message: str, severity: str = "ERROR", detail: str = ""
+    code: str, message: str, severity: str = "ERROR", detail: str = "", hint: str = ""
 ) -> tuple[bytes, bytes]:
-    return b"E", notice_fields(severity, code, message, detail)
+    return b"E", notice_fields(severity, code, message, detail, hint)
 
 
 def notice(code: str, message: str, severity: str = "NOTICE") -> tuple[bytes, bytes]:

@@ -10,7 +10,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.functions.patterns import similar_to_escape
+from changeflow.compute.functions.patterns import like_escape, similar_to_escape
 from changeflow.compute.types import TEXT
 
 if TYPE_CHECKING:
@@ -20,11 +20,24 @@ if TYPE_CHECKING:
 class PatternScalars:
     """The pattern forms of :class:`Scalars`."""
 
-    def _like(self: Scalars, node: exp.Expression, case_insensitive: bool = False) -> X.Expr:
+    def _like(
+        self: Scalars,
+        node: exp.Expression,
+        case_insensitive: bool = False,
+        escape: exp.Expression | None = None,
+    ) -> X.Expr:
+        """``a [NOT] [I]LIKE p [ESCAPE e]``: with ESCAPE, the pattern ``like_escape(p, e)``
+        (backslash escapes, LIKE's default), computed now where both are known."""
         if node.args.get("escape") is not None:
             raise unsupported("LIKE ... ESCAPE", node)
         negated = bool(node.args.get("negate"))
         a, p = self.expr(node.this), self.expr(node.expression)
+        if escape is not None:
+            args = [node.expression, escape]
+            if all(isinstance(x, exp.Literal) and x.is_string for x in args):
+                p = X.Lit(like_escape(*(str(x.this) for x in args)), TEXT)
+            else:
+                p = self.func("like_escape", args)
         return X.Like(a, p, negated=negated, case_insensitive=case_insensitive)
 
     def _ilike(self: Scalars, node: exp.ILike) -> X.Expr:
@@ -33,7 +46,10 @@ class PatternScalars:
     def _escape(self: Scalars, node: exp.Escape) -> X.Expr:
         if isinstance(node.this, exp.SimilarTo):  # x SIMILAR TO p ESCAPE e
             return self._similarto(node.this, node.expression)
-        raise unsupported("LIKE ... ESCAPE", node)
+        if isinstance(node.this, exp.Like | exp.ILike):
+            ci = isinstance(node.this, exp.ILike)
+            return self._like(node.this, case_insensitive=ci, escape=node.expression)
+        raise unsupported("ESCAPE", node)
 
     def _regexpreplace(self: Scalars, node: exp.RegexpReplace) -> X.Expr:
         flags = node.args.get("modifiers")

@@ -1,6 +1,7 @@
 """Regular-expression functions (PostgreSQL's): ``regexp_like`` (what ``~``, ``~*``, ``!~``
 and ``!~*`` mean), ``regexp_match``, ``regexp_split_to_array`` and ``similar_to_escape`` (the
-regular expression of a ``SIMILAR TO`` pattern), each defined once, on Python
+regular expression of a ``SIMILAR TO`` pattern), ``like_escape`` (``LIKE … ESCAPE``'s pattern
+with backslash escapes), each defined once, on Python
 values and on Spark. Patterns are read as Python's and Java's regular expressions read them,
 which agree with PostgreSQL's for the common forms."""
 
@@ -94,6 +95,33 @@ def similar_to_escape(pattern: str, escape: str = "\\") -> str:
     return "^(?:" + "".join(out) + ")$"
 
 
+def like_escape(pattern: str, escape: str) -> str:
+    """The pattern of ``LIKE pattern ESCAPE escape`` with backslash escapes, LIKE's default:
+    the escape character (one, or none for '') before a character makes it itself."""
+    if len(escape) > 1:
+        raise EvalError(
+            "invalid escape string",
+            sqlstate="22025",
+            hint="Escape string must be empty or one character.",
+        )
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape:
+            if i + 1 == len(pattern):
+                raise EvalError("LIKE pattern must not end with escape character", sqlstate="22025")
+            out.append("\\" + pattern[i + 1])
+            i += 2
+            continue
+        out.append("\\\\" if c == "\\" else c)
+        i += 1
+    return "".join(out)
+
+
+def _spark_like_escape(cc: ExprCompiler, e: Func) -> Column:
+    return F.lit(like_escape(*(_constant(e, i, "LIKE pattern") for i in range(2))))
+
+
 def _similar_rule(args: tuple) -> object:
     return _sig((TEXT,), (TEXT, TEXT), result=TEXT)(args)
 
@@ -167,4 +195,5 @@ FUNCTIONS = [
         spark=_spark_split,
     ),
     Function("similar_to_escape", _similar_rule, similar_to_escape, spark=_spark_similar),
+    Function("like_escape", _sig((TEXT, TEXT), result=TEXT), like_escape, spark=_spark_like_escape),
 ]
