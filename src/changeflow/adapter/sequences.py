@@ -15,8 +15,10 @@ reserved and did not hand out is a gap, as PostgreSQL's cached sequences leave).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,8 +29,16 @@ from sqlglot import exp
 from changeflow.adapter import ddl
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.result import Result
+from changeflow.adapter.sequence_options import (
+    BIGINT,
+    BOUNDS,
+    SequenceOptions,
+    block,
+    restart_value,
+    with_clauses,
+)
 from changeflow.adapter.sql.session_values import SEQUENCE_FUNCTIONS
-from changeflow.adapter.sql.statements import Statement
+from changeflow.adapter.sql.statements import Statement, parse_sql
 from changeflow.compute import expr as X
 from changeflow.compute.expr import _typed
 from changeflow.compute.types import INT8, TEXT
@@ -58,29 +68,47 @@ class _Blocks:
     def __init__(self, catalog: Catalog) -> None:
         self.consensus = catalog.consensus
         self.lock = threading.Lock()
-        self.free: dict[str, list[int]] = {}  # sequence id -> [next, last]
+        self.free: dict[str, list[int]] = {}  # sequence id -> its values, the next last
+        self.ends: dict[str, int] = {}  # the last value of the block reserved here
+        self.given: dict[str, int] = {}  # the last value handed out here
 
-    def next(self, seq_id: str) -> int:
+    def next(self, seq_id: str, options: Callable[[], SequenceOptions], name: str) -> int:
+        """The sequence's next value (of a block reserved with its present ``options``)."""
         with self.lock:
-            block = self.free.get(seq_id)
-            if block is None or block[0] > block[1]:
-                high = self._reserve(seq_id, lambda old: old + BLOCK)
-                block = self.free[seq_id] = [high - BLOCK + 1, high]
-            value = block[0]
-            block[0] += 1
-            return value
+            values = self.free.get(seq_id)
+            if not values:
+                o = options()
+                got: list[int] = []
+
+                def step(old: int | None) -> int:
+                    got[:] = block(o, o.first if old is None else old, BLOCK, name)
+                    return got[-1]
+
+                self._reserve(seq_id, step)
+                values = self.free[seq_id] = got[::-1]
+                self.ends[seq_id] = got[-1]
+            self.given[seq_id] = values.pop()
+            return self.given[seq_id]
 
     def set(self, seq_id: str, last: int) -> None:
-        """The next value handed out here is ``last + 1``."""
+        """The next value handed out here is the one after ``last``."""
         with self.lock:
             self._reserve(seq_id, lambda old: last)
             self.free.pop(seq_id, None)
+
+    def forget(self, seq_id: str) -> None:
+        """Hand out no more of the block reserved here (the sequence's options changed):
+        where no one reserved after it, the next value follows the last one handed out."""
+        with self.lock:
+            if self.free.pop(seq_id, None) and seq_id in self.given:
+                end, given = self.ends[seq_id], self.given[seq_id]
+                self._reserve(seq_id, lambda old: given if old == end else old)
 
     def _reserve(self, seq_id: str, step: Any) -> int:
         key = f"adapter/sequence/{seq_id}"
         for _ in range(1000):
             head = self.consensus.head(key)
-            old = json.loads(head.data)["reserved"] if head is not None else 0
+            old = json.loads(head.data)["reserved"] if head is not None else None
             new = step(old)
             seqno = head.seqno if head is not None else None
             data = json.dumps({"reserved": new}).encode()
@@ -121,7 +149,9 @@ class NextVal(Volatile):
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         catalog, last = _context()
-        value = _blocks(catalog).next(self.seq_id)
+        value = _blocks(catalog).next(
+            self.seq_id, lambda: _options(catalog, self.seq_id), self.name
+        )
         last[self.seq_id] = value
         return value
 
@@ -158,8 +188,10 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
             )
         return X.Lit(last[item.id], INT8)
     value = _int(consts[1])
+    options = SequenceOptions.of(item.options)
+    options.check(value, "setval", item.name)
     called = len(consts) < 3 or consts[2] is True
-    _blocks(catalog).set(item.id, value if called else value - 1)
+    _blocks(catalog).set(item.id, value if called else value - options.increment)
     if called:
         last[item.id] = value
     return X.Lit(value, INT8)
@@ -188,12 +220,14 @@ def _kind(node: exp.Expression) -> str:
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise PlanError(f'invalid input syntax for type bigint: "{value}"', sqlstate="22P02")
-    if value < 1:
-        raise PlanError(
-            f"setval: value {value} is out of bounds for sequence (1..9223372036854775807)",
-            sqlstate="22003",
-        )
     return value
+
+
+def _options(catalog: Catalog, seq_id: str) -> SequenceOptions:
+    item = catalog.load().items.get(seq_id)
+    if item is None:
+        raise PlanError(f"sequence {seq_id} was dropped", sqlstate="42P01")
+    return SequenceOptions.of(item.options)
 
 
 def _sequence(catalog: Catalog, name: str) -> Item:
@@ -246,7 +280,7 @@ def create_table(env: Any, stmt: Statement) -> Result:
     for d in tree.this.expressions:
         kind = _serial(d) if isinstance(d, exp.ColumnDef) else None
         if kind is not None:
-            owned.append((d.name, f"{table}_{d.name}_seq", kind == "always"))
+            owned.append((d.name, f"{table}_{d.name}_seq", _column_options(d, kind)))
             nextval = sqlglot.parse_one(_default_text(owned[-1][1]), read="postgres")
             default = exp.DefaultColumnConstraint(this=nextval)
             d.append("constraints", exp.ColumnConstraint(kind=default))
@@ -259,9 +293,9 @@ def create_table(env: Any, stmt: Statement) -> Result:
     for _, name, _ in owned:
         if state.by_name(name) is not None:
             raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
-    for column, name, always in owned:  # first, so that the table's DEFAULTs are checked
+    for column, name, options in owned:  # first, so that the table's DEFAULTs are checked
         sql = f"CREATE SEQUENCE {name} OWNED BY {table}.{column}"
-        _add_sequence(env, name, sql, {"owned_by": column, "always": always})
+        _add_sequence(env, name, sql, {"owned_by": column, **options})
     try:
         done = ddl.create_table(env, Statement(stmt.kind, stmt.text, tree, stmt.args))
     except BaseException:
@@ -274,9 +308,26 @@ def create_table(env: Any, stmt: Statement) -> Result:
     return done
 
 
+_TYPE_NAMES = {
+    exp.DataType.Type.SMALLINT: "smallint",
+    exp.DataType.Type.INT: "integer",
+    exp.DataType.Type.BIGINT: "bigint",
+}
+
+
+def _column_options(d: exp.ColumnDef, kind: str) -> dict[str, Any]:
+    """The options of the sequence of ``d`` (a ``kind`` column, its type made an integer):
+    ALWAYS or not, pg_attribute.attidentity, and the sequence's bounds by the type."""
+    column_type = d.args.get("kind")
+    type_name = _TYPE_NAMES.get(column_type.this if column_type else None, "bigint")
+    options = SequenceOptions(max=BOUNDS.get(type_name, BIGINT)[1], type=type_name)
+    identity = {"always": "a", "identity": "d"}.get(kind)
+    return {"always": kind == "always", "identity": identity, "sequence": options.to_json()}
+
+
 def _serial(d: exp.ColumnDef) -> str | None:
-    """``serial`` if ``d`` is a serial column (its type made an integer) or a BY DEFAULT
-    identity column, ``always`` if it is an ALWAYS identity column, else None."""
+    """``serial`` if ``d`` is a serial column (its type made an integer), ``identity`` if it
+    is a BY DEFAULT identity column, ``always`` if it is an ALWAYS one, else None."""
     kind = d.args.get("kind")
     if kind is not None and kind.this in SERIAL:
         d.set("kind", exp.DataType(this=SERIAL[kind.this]))
@@ -285,7 +336,7 @@ def _serial(d: exp.ColumnDef) -> str | None:
         k = c.args.get("kind")
         if isinstance(k, exp.GeneratedAsIdentityColumnConstraint):
             c.pop()
-            return "always" if k.this else "serial"
+            return "always" if k.this else "identity"
     return None
 
 
@@ -329,6 +380,32 @@ def owned_sequences(state: CatalogState, table: Item, column: str) -> list[Item]
     ]
 
 
+def identities(state: CatalogState, table: Item) -> dict[str, str]:
+    """The identity columns of ``table`` and their pg_attribute.attidentity: ``a`` (ALWAYS)
+    or ``d`` (BY DEFAULT)."""
+    out = {}
+    for s in state.dependents(table.id):
+        if s.kind == "sequence" and s.options.get("owned_by") is not None:
+            mark = s.options.get("identity") or ("a" if s.options.get("always") else None)
+            if mark:
+                out[s.options["owned_by"]] = mark
+    return out
+
+
+def sequence_depends(state: CatalogState, sequence: Item, oid: int) -> list[tuple[Any, ...]]:
+    """pg_depend's row of a sequence a column owns: ``a`` (serial) or ``i`` (identity) on the
+    column, as PostgreSQL records it."""
+    from changeflow.adapter.system_indexes import relation_oid
+
+    column = sequence.options.get("owned_by")
+    table = state.items.get(sequence.depends_on[0]) if sequence.depends_on else None
+    names = [c[0] for c in table.columns] if table is not None else []
+    if column not in names:
+        return []
+    kind = "i" if identities(state, table).get(column) else "a"
+    return [(1259, oid, 0, 1259, relation_oid(table), names.index(column) + 1, kind)]
+
+
 def owned_by(sequence: Item, column: str) -> Item:
     """``sequence`` owned by the column renamed ``column``."""
     return replace(sequence, options={**sequence.options, "owned_by": column})
@@ -343,18 +420,57 @@ def create_sequence(env: Any, stmt: Statement) -> Result:
         if create.args.get("exists"):
             return Result("CREATE SEQUENCE")
         raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
-    props = create.args.get("properties")
-    options = props.expressions if props is not None else []
-    seq = next((p for p in options if isinstance(p, exp.SequenceProperties)), None)
-    known = {"start"}
-    if seq is not None and any(seq.args.get(k) for k in set(seq.args) - known):
-        raise PlanError("CREATE SEQUENCE takes only START here", sqlstate="0A000")
-    _add_sequence(env, name, stmt.text, {"owned_by": None})
-    start = seq.args.get("start") if seq is not None else None
-    if start is not None:
+    options = with_clauses(_clauses(create), stmt.text, None)
+    _add_sequence(env, name, stmt.text, {"owned_by": None, "sequence": options.to_json()})
+    if options.first != 0:  # a sequence never used starts after 0
         item = env.catalog.load().by_name(name)
-        _blocks(env.catalog).set(item.id, _int(_constant(start)) - 1)
+        _blocks(env.catalog).set(item.id, options.first)
     return Result("CREATE SEQUENCE")
+
+
+def _clauses(create: exp.Expression) -> exp.SequenceProperties | None:
+    """CREATE SEQUENCE's option clauses; 0A000 for those changeflow does not take."""
+    props = create.args.get("properties")
+    found = props.expressions if props is not None else []
+    seq = next((p for p in found if isinstance(p, exp.SequenceProperties)), None)
+    known = {"start", "increment", "minvalue", "maxvalue", "cache", "options"}
+    if seq is not None and any(seq.args.get(k) for k in set(seq.args) - known):
+        raise PlanError("this CREATE SEQUENCE option is not supported", sqlstate="0A000")
+    words = {str(o.this).upper() for o in (seq.args.get("options") or [])} if seq else set()
+    if words - {"CYCLE", "NO CYCLE", "NO MINVALUE", "NO MAXVALUE", "MINVALUE", "MAXVALUE"}:
+        raise PlanError(f"sequence option {sorted(words)[0]} is not supported", sqlstate="0A000")
+    return seq
+
+
+def alter_sequence(env: Any, stmt: Statement) -> Result:
+    """``ALTER SEQUENCE [IF EXISTS] name`` with RESTART [WITH n] and CREATE SEQUENCE's
+    options: the options change for the next values; RESTART sets the next value."""
+    g = stmt.args
+    item = env.catalog.load().find(g["name"])
+    if item is None or item.kind != "sequence":
+        if g.get("ie"):
+            return Result("ALTER SEQUENCE")
+        raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
+    rest, restart = g["rest"], None
+    m = re.search(r"\bRESTART(?:\s+(?:WITH\s+)?(?P<n>-?\d+))?", rest, re.I)
+    if m is not None:
+        rest = rest[: m.start()] + rest[m.end() :]
+    clauses = _clauses(parse_sql(f"CREATE SEQUENCE x {rest}")) if rest.strip() else None
+    options = with_clauses(clauses, rest, SequenceOptions.of(item.options))
+    if m is not None:
+        restart = restart_value(options, int(m["n"]) if m["n"] else None)
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        now = state.items[item.id]
+        kept = {**now.options, "sequence": options.to_json()}
+        return state.with_item(replace(now, options=kept)), None
+
+    env.catalog.change(change)
+    if restart is not None:
+        _blocks(env.catalog).set(item.id, restart - options.increment)
+    else:
+        _blocks(env.catalog).forget(item.id)
+    return Result("ALTER SEQUENCE")
 
 
 def drop_sequence(env: Any, stmt: Statement) -> Result:
@@ -392,3 +508,10 @@ def create_view(env: Any, stmt: Statement) -> Result:
                     sqlstate="0A000",
                 )
     return ddl.create_view(env, stmt)
+
+
+DDL = {
+    "create_sequence": create_sequence,
+    "alter_sequence": alter_sequence,
+    "drop_sequence": drop_sequence,
+}

@@ -26,7 +26,8 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.sequences import serial_sequence
+from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
+from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -184,13 +185,20 @@ def _rows(
         out["pg_class"].append(
             class_row(oid, relname, namespace, kind, len(columns), item.id in indexed)
         )
+        if kind == "S":
+            o = SequenceOptions.of(item.options)
+            out["pg_sequence"].append(
+                (oid, TYPE_OIDS[o.type], o.start, o.increment, o.max, o.min, o.cache, o.cycle)
+            )
+            out["pg_depend"] += sequence_depends(state, item, oid)
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
+        identity = identities(state, item)
         for n, (col, type_name, nullable) in enumerate(columns, 1):
             if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
                 type_name = "character varying"
             type_oid, length, _ = sql_type(type_name)
-            default = defaults[n - 1] if n - 1 < len(defaults) else None
+            default = defaults[n - 1] if n - 1 < len(defaults) and col not in identity else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
@@ -200,7 +208,7 @@ def _rows(
                     not nullable and kind == "r",
                     default is not None,
                     False,
-                    "",
+                    identity.get(col, ""),
                     "",
                     False,
                     True,
@@ -227,7 +235,8 @@ def _rows(
                 )
                 + precision(type_oid, mods.get(col, -1))
                 + (database,)
-                + ("pg_catalog", sql_type(type_name)[2], "NO", "NEVER", "NO")
+                + ("pg_catalog", sql_type(type_name)[2], "YES" if col in identity else "NO")
+                + ("NEVER", "NO")
             )
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():

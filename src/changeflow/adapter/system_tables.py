@@ -133,6 +133,8 @@ TABLES: dict[str, str] = {
     "pg_foreign_table": "ftrelid INTEGER, ftserver INTEGER, ftoptions TEXT",
     "pg_sequence": "seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, "
     "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
+    "pg_depend": "classid OID, objid OID, objsubid INT4, refclassid OID, refobjid OID, "
+    "refobjsubid INT4, deptype CHAR",
     "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
     "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
     "pg_cursors": "name TEXT, statement TEXT",
@@ -161,7 +163,6 @@ EMPTY = {
     "pg_trigger",
     "pg_rewrite",
     "pg_foreign_table",
-    "pg_sequence",
     "pg_enum",
     "pg_extension",
     "pg_opclass",

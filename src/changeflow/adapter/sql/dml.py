@@ -207,7 +207,8 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
-    _given_always(relation, targets, source)
+    if insert.args.get("overriding") != "system":  # OVERRIDING SYSTEM VALUE takes them
+        _given_always(relation, targets, source)
     planner = Planner(resolver, False)
     if source is None:  # DEFAULT VALUES
         plan = _values_row(exp.Tuple(expressions=[]), relation, [])
@@ -235,7 +236,10 @@ def _given_always(relation: Relation, targets: list[int], source: Any) -> None:
         items = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in rows or []]
         if rows is None or any(k < len(r) and not _is_default(r[k]) for r in items):
             raise PlanError(
-                f'cannot insert a non-DEFAULT value into column "{name}"', sqlstate="428C9"
+                f'cannot insert a non-DEFAULT value into column "{name}"',
+                sqlstate="428C9",
+                detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.',
+                hint="Use OVERRIDING SYSTEM VALUE to override.",
             )
 
 

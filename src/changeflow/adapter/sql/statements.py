@@ -332,6 +332,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?:\((?P<key>[^)]*)\))?",
     ),
     (
+        "alter_sequence",
+        rf"ALTER\s+SEQUENCE\s+(?P<ie>IF\s+EXISTS\s+)?(?P<name>{QNAME})(?P<rest>\s.*)",
+    ),
+    (
         "comment",
         r"COMMENT\s+ON\s+(?P<kind>TABLE|COLUMN|VIEW|MATERIALIZED\s+VIEW|INDEX)\s+"
         rf"(?P<name>{QNAME})\s+IS\s+(?P<text>'(?:[^']|'')*'|NULL)",
@@ -416,6 +420,9 @@ _AS_OF = re.compile(
 )
 
 
+_OVERRIDING = re.compile(
+    r"\s+OVERRIDING\s+(SYSTEM|USER)\s+VALUE(?=\s+(?:VALUES|SELECT|WITH|TABLE)\b|\s*\()", re.I
+)
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(r"ALTER\s+TABLE\b", re.I),
@@ -449,6 +456,12 @@ def parse(text: str) -> Statement:
     head = text.split(None, 1)[0].upper() if text else ""
     if head in ("SELECT", "WITH", "VALUES", "TABLE", "("):
         return _query("select", text)
+    if head == "INSERT" and (m := _OVERRIDING.search(text.split("'", 1)[0])):
+        if m[1].upper() == "USER":
+            raise PlanError("INSERT … OVERRIDING USER VALUE is not supported", sqlstate="0A000")
+        tree = _parsed(text[: m.start()] + text[m.end() :]).copy()
+        tree.set("overriding", "system")  # dml.plan_insert takes identity values then
+        return Statement("insert", text, tree)
     if head in ("INSERT", "UPDATE", "DELETE"):
         return Statement(head.lower(), text, _parsed(text), shared=True)
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
@@ -510,7 +523,7 @@ def _subscribe_tail(text: str, query: str) -> dict[str, Any]:
 
 
 def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
-    if kind.startswith("alter_"):
+    if kind.startswith("alter_") and kind != "alter_sequence":  # ALTER TABLE forms
         action = kind.removeprefix("alter_")
         g = {**g, "action": action, "name": name(g["name"]), "ie": bool(g["ie"])}
         g["cie"] = bool(g.get("cie"))
@@ -549,7 +562,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(kind, text, ast, {**g, "with": options(g.get("with"))})
     if kind in ("drop", "rename", "show_create", "show_items"):
         g["kind"] = kind_of(g["kind"])
-    if kind == "create_schema":
+    if kind in ("create_schema", "alter_sequence"):
         g["name"] = name(g["name"])
     if kind in ("drop", "truncate", "drop_schema", "drop_sequence"):
         g["names"] = names(g["names"])
