@@ -99,3 +99,39 @@ def test_sequence_options_outlive_a_restart(tmp_path: Path) -> None:
     with changeflow.connect(home, host_seconds=0) as conn:
         conn.autocommit = True
         assert conn.execute("SELECT nextval('s'), nextval('s')").fetchone() == (25, 1)
+
+
+ADD_COLUMN = [
+    "CREATE TABLE so_ac (v text)",
+    "INSERT INTO so_ac VALUES ('x'), ('y'), ('y')",
+    "ALTER TABLE so_ac ADD COLUMN id serial",
+    "ALTER TABLE so_ac ADD COLUMN id serial",
+    "ALTER TABLE so_ac ADD COLUMN IF NOT EXISTS id serial",
+    "ALTER TABLE so_ac ADD COLUMN j bigint GENERATED ALWAYS AS IDENTITY",
+    "INSERT INTO so_ac (v) VALUES ('z')",
+    "SELECT count(DISTINCT id), min(id), max(id), count(DISTINCT j), max(j) FROM so_ac",
+    "SELECT v, count(*) FROM so_ac GROUP BY v ORDER BY v",
+    "SELECT id, j FROM so_ac WHERE v = 'z'",
+    "SELECT pg_get_serial_sequence('so_ac', 'id'), pg_get_serial_sequence('so_ac', 'j')",
+    "SELECT attname, attidentity, attnotnull FROM pg_attribute"
+    " WHERE attrelid = 'so_ac'::regclass AND attnum > 0 ORDER BY attnum",
+    "ALTER TABLE so_ac DROP COLUMN id",
+    "SELECT relname FROM pg_class WHERE relname LIKE 'so\\_ac%' ORDER BY 1",
+]
+
+
+@pytest.mark.postgres
+def test_add_column_serial_numbers_the_rows_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    with (
+        changeflow.connect(tmp_path / "home", host_seconds=0) as ours,
+        psycopg.connect(postgres_url, autocommit=True) as pg,
+    ):
+        ours.autocommit = True
+        pg.execute("DROP TABLE IF EXISTS so_ac")
+        try:
+            for sql in ADD_COLUMN:
+                assert _outcome(ours, sql) == _outcome(pg, sql), sql
+        finally:
+            pg.execute("DROP TABLE IF EXISTS so_ac")

@@ -48,7 +48,8 @@ from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
-from changeflow.adapter.sequences import owned_by, owned_sequences
+from changeflow.adapter.sequences import own, owned_by, owned_sequences
+from changeflow.adapter.serial_add import add_serial, discard, numbered
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas, parse_sql
 from changeflow.adapter.view_sql import column_renamed
@@ -99,19 +100,40 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
             "ADD COLUMN … PRIMARY KEY or UNIQUE is not supported: a key is declared with the table",
             sqlstate="0A000",
         )
-    (column,) = table_columns(node)
-    if column.name in (c[0] for c in item.columns):
+    ident = node[0].this
+    name = ident.this if ident.quoted else ident.this.lower()
+    if name in (c[0] for c in item.columns):
         if g.get("cie"):
             return Result(TAG)
         raise PlanError(
-            f'column "{column.name}" of relation "{item.name}" already exists', sqlstate="42701"
+            f'column "{name}" of relation "{item.name}" already exists', sqlstate="42701"
         )
+    serial = add_serial(env, item, node[0])  # a serial column's sequence, made first
+    try:
+        _add_column(env, state, item, node, serial)
+    except BaseException:
+        if serial is not None:
+            discard(env, serial)
+        raise
+    if serial is not None:
+        own(env, {serial.name}, item.name)
+    return Result(TAG)
+
+
+def _add_column(
+    env: Environment,
+    state: CatalogState,
+    item: Item,
+    node: list[exp.Expression],
+    serial: Item | None,
+) -> None:
+    (column,) = table_columns(node)
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     sinks = _sinks(state, item)
-    value = _default_value(column) if column.default is not None else None
+    value = _default_value(column) if column.default is not None and not serial else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
     ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
-    if value is None and rows is not None and rows.num_rows:
+    if value is None and rows is not None and rows.num_rows and serial is None:
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" contains null values',
             sqlstate="23502",
@@ -134,12 +156,13 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     columns = (*item.columns, (column.name, column.kind.name, column.nullable))
     changed = replace(item, columns=columns, options=options, sql=sql)
     rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
+    if serial is not None and rows is not None:  # each row its own value
+        rewrite = numbered(env, serial, rows, new, item.name)
     read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
     others = [(v, _reget(v, item.id, read)) for v in views]
     others += [(k, _pinned(k, old)) for k in sinks]
     with _restarting(env, item, [*views, *sinks]):
         _change(env, item, changed, old, new, ts, rewrite, others, {v.id for v in [*views, *sinks]})
-    return Result(TAG)
 
 
 def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:

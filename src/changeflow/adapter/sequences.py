@@ -278,13 +278,9 @@ def create_table(env: Any, stmt: Statement) -> Result:
     table = env.catalog.load().creation_name(table)
     owned = []
     for d in tree.this.expressions:
-        kind = _serial(d) if isinstance(d, exp.ColumnDef) else None
-        if kind is not None:
-            owned.append((d.name, f"{table}_{d.name}_seq", _column_options(d, kind)))
-            nextval = sqlglot.parse_one(_default_text(owned[-1][1]), read="postgres")
-            default = exp.DefaultColumnConstraint(this=nextval)
-            d.append("constraints", exp.ColumnConstraint(kind=default))
-            d.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+        found = serial_column(d, table) if isinstance(d, exp.ColumnDef) else None
+        if found is not None:
+            owned.append(found)
     if not owned:
         return ddl.create_table(env, stmt)
     state = env.catalog.load()
@@ -295,17 +291,35 @@ def create_table(env: Any, stmt: Statement) -> Result:
             raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
     for column, name, options in owned:  # first, so that the table's DEFAULTs are checked
         sql = f"CREATE SEQUENCE {name} OWNED BY {table}.{column}"
-        _add_sequence(env, name, sql, {"owned_by": column, **options})
+        add_sequence(env, name, sql, {"owned_by": column, **options})
     try:
         done = ddl.create_table(env, Statement(stmt.kind, stmt.text, tree, stmt.args))
     except BaseException:
         names = {name for _, name, _ in owned}
         env.catalog.change(lambda s: (s.without([i.id for i in _named(s, names)]), None))
         raise
-    owner = env.catalog.load().by_name(table)
-    names = {name for _, name, _ in owned}
-    env.catalog.change(lambda s: (_owned(s, _named(s, names), owner.id), None))
+    own(env, {name for _, name, _ in owned}, table)
     return done
+
+
+def own(env: Any, names: set[str], table: str) -> None:
+    """The sequences ``names`` owned by their columns of ``table`` (dropped with it)."""
+    owner = env.catalog.load().by_name(table)
+    env.catalog.change(lambda s: (_owned(s, _named(s, names), owner.id), None))
+
+
+def serial_column(d: exp.ColumnDef, table: str) -> tuple[str, str, dict[str, Any]] | None:
+    """If ``d`` is a serial or identity column of ``table``: its type made an integer, its
+    DEFAULT the next value of its sequence and NOT NULL added; its name, its sequence's
+    name and that sequence's options. Else None."""
+    kind = _serial(d)
+    if kind is None:
+        return None
+    name = f"{table}_{d.name}_seq"
+    nextval = sqlglot.parse_one(_default_text(name), read="postgres")
+    d.append("constraints", exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=nextval)))
+    d.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+    return d.name, name, _column_options(d, kind)
 
 
 _TYPE_NAMES = {
@@ -346,7 +360,7 @@ def _default_text(name: str) -> str:
     return f"nextval('{shown}'::regclass)"
 
 
-def _add_sequence(env: Any, name: str, sql: str, options: dict[str, Any]) -> None:
+def add_sequence(env: Any, name: str, sql: str, options: dict[str, Any]) -> None:
     def add(state: Any) -> tuple[Any, None]:
         item_id, state = state.allocate()
         item = Item(item_id, name, "sequence", sql, (), options=options)
@@ -421,7 +435,7 @@ def create_sequence(env: Any, stmt: Statement) -> Result:
             return Result("CREATE SEQUENCE")
         raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
     options = with_clauses(_clauses(create), stmt.text, None)
-    _add_sequence(env, name, stmt.text, {"owned_by": None, "sequence": options.to_json()})
+    add_sequence(env, name, stmt.text, {"owned_by": None, "sequence": options.to_json()})
     if options.first != 0:  # a sequence never used starts after 0
         item = env.catalog.load().by_name(name)
         _blocks(env.catalog).set(item.id, options.first)
