@@ -11,6 +11,7 @@ import pytest
 
 import changeflow
 from changeflow.adapter.connection import DatabaseError
+from changeflow.errors import ChangeflowError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres  # noqa: E402
@@ -105,3 +106,27 @@ def test_a_unique_index_follows_its_columns_through_alter_table(tmp_path: Path) 
             conn.execute("INSERT INTO w VALUES (3, 2)")
         assert e.value.sqlstate == "23505"
         assert e.value.error.detail == "Key (d)=(2) already exists."
+
+
+def test_a_duplicate_written_while_the_index_is_built_undoes_it(tmp_path: Path) -> None:
+    from changeflow.adapter.environment import Environment
+    from changeflow.adapter.session import Session
+    from changeflow.config import Config
+    from changeflow.failpoints import hooked
+
+    env = Environment(Config.load(home=str(tmp_path / "home")), host_seconds=None)
+    try:
+        a, b = Session(env), Session(env)
+        a.execute("CREATE TABLE w (a int)")
+        a.execute("INSERT INTO w VALUES (1)")
+        # a write planned before the index is in the catalog does not check it
+        write = hooked("ddl.before_catalog", lambda: b.execute("INSERT INTO w VALUES (1)"))
+        with write, pytest.raises(ChangeflowError) as e:
+            a.execute("CREATE UNIQUE INDEX w_a ON w (a)")
+        assert e.value.sqlstate == "23505"
+        assert e.value.detail == "Key (a)=(1) is duplicated."
+        assert env.catalog.load().by_name("w_a") is None
+        b.execute("INSERT INTO w VALUES (1)")  # no index checks it
+        assert a.execute("SELECT count(*) FROM w")[-1].rows == [(3,)]
+    finally:
+        env.close()

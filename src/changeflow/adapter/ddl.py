@@ -37,7 +37,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
-from changeflow.adapter.unique_index import unique_index, unique_name
+from changeflow.adapter.unique_index import confirm, unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
@@ -346,6 +346,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     )
     _install(env, item, plan)
     _finish(env, item)
+    if unique:
+        confirm(env, item)
     return Result("CREATE INDEX")
 
 

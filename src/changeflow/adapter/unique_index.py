@@ -49,3 +49,17 @@ def index_constraints(state: CatalogState, item: Item) -> tuple[Unique, ...]:
         for i in sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
         if i.kind == "index" and i.options.get("unique")
     )
+
+
+def confirm(env: Environment, item: Item) -> None:
+    """Check the unique index ``item`` again now that it is in the catalog, where every
+    write from now on checks it: a write planned before it was there may have added a
+    duplicate since the first check. If one did, the index is dropped again (23505)."""
+    from changeflow.adapter.ddl import release
+
+    on = env.catalog.load().items[item.options["on"]]
+    try:
+        unique_index(env, on, item.name, list(item.options["key"]))
+    except PlanError:
+        release(env, env.catalog.change(lambda s: (s.without([item.id]), [item])))
+        raise
