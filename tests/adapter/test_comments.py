@@ -94,3 +94,20 @@ def test_comments_outlive_a_restart_and_go_with_their_objects(tmp_path: Path) ->
         conn.execute("DROP TABLE cm")
         conn.execute("CREATE TABLE cm (a int, b text, c int)")
         assert conn.execute(described).fetchall() == []
+
+
+def test_a_comment_in_a_transaction_lands_at_commit(tmp_path: Path) -> None:
+    described = "SELECT obj_description('cm'::regclass, 'pg_class')"
+    with changeflow.connect(tmp_path / "home", host_seconds=0) as conn:
+        conn.autocommit = False  # each statement in a transaction until commit() or rollback()
+        conn.execute("CREATE TABLE cm (a int)")
+        conn.execute("COMMENT ON TABLE cm IS 'made in a transaction'")
+        conn.commit()
+        assert conn.execute(described).fetchone() == ("made in a transaction",)
+        conn.commit()
+        conn.execute("COMMENT ON TABLE cm IS 'rolled back'")
+        with pytest.raises(DatabaseError) as e:
+            conn.execute("COMMENT ON COLUMN cm.nope IS 'x'")
+        assert e.value.sqlstate == "42703"
+        conn.rollback()
+        assert conn.execute(described).fetchone() == ("made in a transaction",)

@@ -31,39 +31,40 @@ COLUMN_OF = ("table", "source", "view", "materialized view")
 
 
 def comment_on(env: Environment, stmt: Statement) -> Result:
+    env.catalog.change(lambda state: (commented(state, stmt), None))
+    return Result("COMMENT")
+
+
+def commented(state: CatalogState, stmt: Statement) -> CatalogState:
+    """``state`` with the comment of ``stmt`` set (42P01, 42809, 42703 as PostgreSQL's)."""
     g = stmt.args
     kind, text = " ".join(g["kind"].upper().split()), g["text"]
-
-    def change(state: CatalogState) -> tuple[CatalogState, None]:
-        if kind == "COLUMN":
-            parts = re.findall(NAME, g["name"])
-            if len(parts) < 2:
-                raise PlanError("column name must be qualified", sqlstate="42601")
-            relation = name(".".join(parts[:-1]))
-            item = state.get(relation)
-            if item.kind not in COLUMN_OF:
-                raise PlanError(f'"{relation}" is not a table', sqlstate="42809")
-            column = name(parts[-1])
-            names = [c[0] for c in item.columns]
-            if column not in names:
-                raise PlanError(
-                    f'column "{column}" of relation "{relation}" does not exist', sqlstate="42703"
-                )
-            comments = list(item.options.get("comments") or [])
-            comments += [None] * (len(names) - len(comments))
-            comments[names.index(column)] = text
-            options = {**item.options, "comments": comments}
-        else:
-            relation = name(g["name"])
-            item = state.get(relation)
-            kinds, what = KINDS[kind]
-            if item.kind not in kinds:
-                raise PlanError(f'"{relation}" is not {what}', sqlstate="42809")
-            options = {**item.options, "comment": text}
-        return state.with_item(replace(item, options=options)), None
-
-    env.catalog.change(change)
-    return Result("COMMENT")
+    if kind == "COLUMN":
+        parts = re.findall(NAME, g["name"])
+        if len(parts) < 2:
+            raise PlanError("column name must be qualified", sqlstate="42601")
+        relation = name(".".join(parts[:-1]))
+        item = state.get(relation)
+        if item.kind not in COLUMN_OF:
+            raise PlanError(f'"{relation}" is not a table', sqlstate="42809")
+        column = name(parts[-1])
+        names = [c[0] for c in item.columns]
+        if column not in names:
+            raise PlanError(
+                f'column "{column}" of relation "{relation}" does not exist', sqlstate="42703"
+            )
+        comments = list(item.options.get("comments") or [])
+        comments += [None] * (len(names) - len(comments))
+        comments[names.index(column)] = text
+        options = {**item.options, "comments": comments}
+    else:
+        relation = name(g["name"])
+        item = state.get(relation)
+        kinds, what = KINDS[kind]
+        if item.kind not in kinds:
+            raise PlanError(f'"{relation}" is not {what}', sqlstate="42809")
+        options = {**item.options, "comment": text}
+    return state.with_item(replace(item, options=options))
 
 
 def descriptions(item: Item) -> list[tuple[int, str]]:

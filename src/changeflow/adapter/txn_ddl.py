@@ -1,9 +1,9 @@
 """DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
 MATERIALIZED VIEW, INDEX, SCHEMA) is applied at once, so the transaction's own statements can
-use what it created, and dropped again on ROLLBACK (or when the transaction fails); DROP is
-checked at once and applied at COMMIT, discarded on ROLLBACK. What a transaction creates is
-visible to other sessions before its COMMIT. Other DDL refuses to run inside a transaction
-block (25001), as before."""
+use what it created, and dropped again on ROLLBACK (or when the transaction fails); DROP and
+COMMENT ON are checked at once and applied at COMMIT, discarded on ROLLBACK. What a
+transaction creates is visible to other sessions before its COMMIT. Other DDL refuses to run
+inside a transaction block (25001), as before."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from changeflow.adapter import ddl
+from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.errors import PlanError
@@ -40,6 +41,10 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         }
         txn.created.extend(sorted(made - before))
         return result
+    if stmt.kind == "comment":  # checked now, applied at COMMIT with the DROPs, in order
+        commented(session.env.catalog.load(), stmt)
+        txn.dropped.append(stmt)
+        return Result("COMMENT")
     if stmt.kind == "drop":
         state = session.env.catalog.load()
         for n in stmt.args["names"]:
