@@ -31,6 +31,8 @@ STATEMENTS = [
     "INSERT INTO u VALUES (7, NULL, 'x'), (8, NULL, 'x')",
     "INSERT INTO u VALUES (9, 1, 'x') ON CONFLICT (a, b) DO NOTHING",
     "INSERT INTO u VALUES (10, 1, 'x') ON CONFLICT (a, b) DO UPDATE SET id = 100",
+    "INSERT INTO u VALUES (12, 1, 'x') ON CONFLICT ON CONSTRAINT u_a_b_idx DO NOTHING",
+    "INSERT INTO u VALUES (1, 7, 'y') ON CONFLICT ON CONSTRAINT u_pkey DO NOTHING",
     "CREATE UNIQUE INDEX u_nope ON u (nope)",
     "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'u' AND indexname <> 'u_pkey'"
     " ORDER BY 1",

@@ -27,11 +27,13 @@ Counted = dict[Row, int]
 
 @dataclass(frozen=True)
 class Unique:
-    """A PRIMARY KEY or UNIQUE constraint: its name and its columns' positions."""
+    """A PRIMARY KEY or UNIQUE constraint: its name and its columns' positions; ``index``
+    for a unique index's (enforced alike, but no constraint ON CONFLICT ON CONSTRAINT names)."""
 
     name: str
     columns: tuple[int, ...]
     primary: bool = False
+    index: bool = False
 
     def to_json(self) -> list:
         return [self.name, list(self.columns), self.primary]

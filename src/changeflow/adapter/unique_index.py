@@ -45,7 +45,7 @@ def index_constraints(state: CatalogState, item: Item) -> tuple[Unique, ...]:
     by the index, its key columns found by name (they follow renames and dropped columns)."""
     names = [c[0] for c in item.columns]
     return tuple(
-        Unique(split_name(i.name)[1], tuple(names.index(k) for k in i.options["key"]))
+        Unique(split_name(i.name)[1], tuple(names.index(k) for k in i.options["key"]), index=True)
         for i in sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
         if i.kind == "index" and i.options.get("unique")
     )

@@ -70,7 +70,7 @@ def _target(node: exp.OnConflict, relation: Relation) -> Unique | None:
     constraint = node.args.get("constraint")
     if constraint is not None:
         name = ident(constraint)
-        found = [u for u in relation.unique if u.name == name]
+        found = [u for u in relation.unique if u.name == name and not u.index]
         if not found:
             raise PlanError(
                 f'constraint "{name}" for table "{relation.name}" does not exist',
