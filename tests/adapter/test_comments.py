@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres  # noqa: E402
 
 SETUP = [
-    "CREATE TABLE cm (a int, b text, c int)",
+    "CREATE TABLE cm (a int PRIMARY KEY, b text, c int)",
     "CREATE VIEW cmv AS SELECT a FROM cm",
     "CREATE MATERIALIZED VIEW cmm AS SELECT a, c FROM cm",
     "CREATE INDEX cmi ON cm (b)",
@@ -38,12 +38,15 @@ STATEMENTS = [
     "COMMENT ON MATERIALIZED VIEW cmm IS 'totals'",
     "COMMENT ON COLUMN cmm.c IS 'mat column'",
     "COMMENT ON INDEX cmi IS 'by b'",
+    "COMMENT ON INDEX cm_pkey IS 'the key'",
+    "COMMENT ON INDEX public.cm_pkey IS 'the key, again'",
     "COMMENT ON VIEW cmv IS 'soon none'",
     "COMMENT ON VIEW cmv IS ''",
     "COMMENT ON COLUMN cm.a IS NULL",
     "SELECT objoid::regclass::text, classoid::regclass::text, objsubid, description"
     " FROM pg_description WHERE objoid IN ('cm'::regclass, 'cmv'::regclass, 'cmm'::regclass,"
-    " 'cmi'::regclass) ORDER BY 1, 3",
+    " 'cmi'::regclass, 'cm_pkey'::regclass) ORDER BY 1, 3",
+    "SELECT obj_description('cm_pkey'::regclass, 'pg_class')",
     "SELECT obj_description('cm'::regclass, 'pg_class'), obj_description('cmi'::regclass),"
     " col_description('cm'::regclass, 2), col_description('cm'::regclass, 1),"
     " obj_description('cm'::regclass, 'pg_type')",

@@ -59,12 +59,31 @@ def commented(state: CatalogState, stmt: Statement) -> CatalogState:
         options = {**item.options, "comments": comments}
     else:
         relation = name(g["name"])
+        table = _constraint_table(state, relation) if kind == "INDEX" else None
+        if table is not None:  # the index of a PRIMARY KEY or UNIQUE constraint
+            kept = {**(table.options.get("index_comments") or {}), relation: text}
+            return state.with_item(
+                replace(table, options={**table.options, "index_comments": kept})
+            )
         item = state.get(relation)
         kinds, what = KINDS[kind]
         if item.kind not in kinds:
             raise PlanError(f'"{relation}" is not {what}', sqlstate="42809")
         options = {**item.options, "comment": text}
     return state.with_item(replace(item, options=options))
+
+
+def _constraint_table(state: CatalogState, index: str) -> Item | None:
+    """The table whose PRIMARY KEY or UNIQUE constraint (and so its index) is ``index``."""
+    if state.find(index) is not None:
+        return None
+    schema, _, bare = index.rpartition(".")
+    for item in state.items.values():
+        in_schema = item.name.rpartition(".")[0] == schema
+        names = [u[0] for u in item.options.get("unique") or []]
+        if item.kind == "table" and in_schema and bare in names:
+            return item
+    return None
 
 
 def descriptions(item: Item) -> list[tuple[int, str]]:
@@ -75,9 +94,13 @@ def descriptions(item: Item) -> list[tuple[int, str]]:
     return out + [(n, c) for n, c in enumerate(comments[: len(item.columns)], 1) if c is not None]
 
 
-def description_functions(by_oid: dict[int, Item], pg_class: int) -> dict[str, Any]:
-    """``obj_description(oid[, catalog])`` and ``col_description(oid, n)`` over the items."""
+def description_functions(
+    by_oid: dict[int, Item], pg_class: int, others: dict[int, str]
+) -> dict[str, Any]:
+    """``obj_description(oid[, catalog])`` and ``col_description(oid, n)`` over the items,
+    and ``others`` (comments of relations that are no items, by oid)."""
     described = {oid: dict(descriptions(item)) for oid, item in by_oid.items()}
+    described |= {oid: {0: text} for oid, text in others.items()}
 
     def obj(oid: Any, catalog: Any = "pg_class") -> str | None:
         if catalog not in ("pg_class", pg_class):

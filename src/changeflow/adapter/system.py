@@ -171,6 +171,8 @@ def _rows(
     for index in every_index:
         for name, rows in index.rows(namespace_oid(state, split_name(index.table.name)[0])).items():
             out[name] += rows
+        if index.comment is not None:
+            out["pg_description"].append((index.oid, PG_CLASS, 0, index.comment))
     for item in items:
         kind = KINDS.get(item.kind)
         if kind is None:
@@ -300,22 +302,23 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         for k, (_, columns, primary) in enumerate(i.options.get("unique") or [])
     }
 
-    system_names = {oid: name for name, oid in SYSTEM_OIDS.items()}
+    every_index = {i.oid: i for i in indexes(state)}
+    names = {oid: name for name, oid in SYSTEM_OIDS.items()}
+    names |= {i.oid: i.qualified for i in every_index.values() if i.oid not in by_oid}
+    oids = {name: oid for oid, name in names.items()}
 
     def regclass(value: Any) -> Any:
         if isinstance(value, int):
             item = by_oid.get(value)
-            return item.name if item else system_names.get(value, str(value))
+            return item.name if item else names.get(value, str(value))
         text = str(value)
         if text.isdigit():
             return int(text)
         key = catalog_name(text)
         item = by_name.get(key)
         if item is None:
-            return SYSTEM_OIDS.get(key.split(".")[-1])
+            return oids.get(key, SYSTEM_OIDS.get(key.split(".")[-1]))
         return relation_oid(item)
-
-    every_index = {i.oid: i for i in indexes(state)}
 
     def indexdef(oid: int, column: int = 0, pretty: Any = None) -> str | None:
         index = every_index.get(oid)
@@ -338,7 +341,8 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             return None
         return 1 if re.search(pattern, value) else 0
 
-    return description_functions(by_oid, PG_CLASS) | {
+    commented = {i.oid: i.comment for i in every_index.values() if i.comment is not None}
+    return description_functions(by_oid, PG_CLASS, commented) | {
         "regexp": regexp,
         "regclass": regclass,
         "regtype": lambda oid: (

@@ -4,7 +4,7 @@ each with its pg_class, pg_attribute, pg_index and pg_indexes rows and its defin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
@@ -57,6 +57,13 @@ class Index:
     keys: tuple[str, ...]
     unique: bool = False
     primary: bool = False
+    comment: str | None = None  # a constraint's index's (an index item keeps its own)
+
+    @property
+    def qualified(self) -> str:
+        """Its name as the catalog names items (the schema's prefix unless public)."""
+        schema = split_name(self.table.name)[0]
+        return self.name if schema == "public" else f"{schema}.{self.name}"
 
     def definition(self) -> str:
         """pg_get_indexdef's text, as pg_indexes shows it."""
@@ -115,8 +122,10 @@ def indexes(state: CatalogState) -> list[Index]:
     for item in state.items.values():
         if item.kind != "table":
             continue
+        comments = item.options.get("index_comments") or {}
         for k, (name, columns, primary) in enumerate(item.options.get("unique") or []):
             keys = tuple(item.columns[c][0] for c in columns)
             oid = constraint_oid(relation_oid(item), k) + 250
-            out.append(Index(oid, name, item, keys, True, primary))
+            index = Index(oid, name, item, keys, True, primary)
+            out.append(replace(index, comment=comments.get(index.qualified)))
     return out
