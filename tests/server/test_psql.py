@@ -251,7 +251,7 @@ def test_describe_keys_and_unique_indexes_as_postgres(start_server, postgres_url
         "CREATE UNIQUE INDEX pgk_n ON pgk (n)",
         "CREATE INDEX pgk_vn ON pgk (v, n)",
     ]
-    commands = ["\\d pgk", "\\di", "\\d+ pgk", "\\d pgk_pkey", "\\d pgk_n"]
+    commands = ["\\d pgk", "\\di pgk*", "\\d+ pgk", "\\d pgk_pkey", "\\d pgk_n"]
     _same_psql_output(start_server(), postgres_url, setup, commands, ["DROP TABLE IF EXISTS pgk"])
 
 
