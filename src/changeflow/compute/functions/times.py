@@ -14,10 +14,11 @@ from changeflow.compute.functions.base import (
     _sig,
     _simple,
     fail,
+    in_process,
     spark_type,
     unsupported,
 )
-from changeflow.compute.functions.from_text import rows_only, to_timestamp_text
+from changeflow.compute.functions.from_text import TEMPLATE_IN_PROCESS, to_timestamp_text
 from changeflow.compute.intervals import (
     Interval,
     age,
@@ -293,7 +294,7 @@ def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
 
 def _spark_to_timestamp(cc: ExprCompiler, e: Func) -> Column:
     if len(e.args) == 2:
-        rows_only(cc, e)
+        TEMPLATE_IN_PROCESS(cc, e)
     s = _double(cc, e)
     in_range = (s >= -62135596800) & (s < 253402300800)
     micros = F.bround(s * 1e6, 0).cast("bigint")
@@ -331,10 +332,7 @@ def _spark_epoch_ms(cc: ExprCompiler, e: Func) -> Column:
     return F.bround(micros.cast("decimal(20,0)") / F.lit(Decimal(1000)), 0).cast("bigint")
 
 
-def _rows_only(cc: ExprCompiler, e: Func) -> Column:
-    """Functions of intervals run on rows (``dataflow.process_only`` keeps their plans off
-    Spark); reaching Spark is a planning error, 0A000."""
-    raise unsupported(e, "intervals are computed in the process")
+_rows_only = in_process("intervals are computed in the process")
 
 
 FUNCTIONS = [
