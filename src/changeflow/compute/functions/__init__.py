@@ -23,6 +23,7 @@ from changeflow.compute.functions import (
     from_text,
     jsonb,
     numbers,
+    parts,
     patterns,
     text,
     times,
@@ -36,7 +37,7 @@ from changeflow.errors import PlanError
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for family in (
-        *(text, patterns, chars, numbers, times, zones, formats, from_text, arrays, jsonb),
+        *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         binary,
     )
     for f in family.FUNCTIONS
