@@ -1,4 +1,4 @@
-"""quote_ident of keywords and the places of extract compared with PostgreSQL
+"""quote_ident of keywords, to_number, div and the places of extract compared with PostgreSQL
 15: the same statements on the same data, ad hoc and installed as materialized views kept
 through inserts, updates and deletes (and read again after a restart), and PostgreSQL's
 errors."""
@@ -145,7 +145,7 @@ def test_extract_places_as_postgres(tmp_path: Path, postgres_url: str) -> None:
 @pytest.mark.spark
 def test_on_the_cluster_tier(tmp_path: Path, spark) -> None:
     """The Spark forms give what the rows give: extract's fields at their places, date_part's
-    doubles, quote_ident of keywords (format() runs in the process)."""
+    doubles, div, quote_ident of keywords (format() and to_number run in the process)."""
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)
     conn.autocommit = True
     try:
@@ -154,7 +154,9 @@ def test_on_the_cluster_tier(tmp_path: Path, spark) -> None:
         conn.execute("CREATE TABLE kw (id int NOT NULL, w text)")
         conn.execute("INSERT INTO kw VALUES (1, 'select'), (2, 'abort'), (3, 'left'), (4, 'A')")
         queries = [q for q in STAMP_QUERIES if "FROM i" not in q]
-        queries += ["SELECT id, quote_ident(w) FROM kw"]
+        for sql in [*NUMBERS, *NUMBER_CHANGES]:
+            conn.execute(sql)
+        queries += [NUMBER_QUERIES[1], "SELECT id, quote_ident(w) FROM kw"]
         for i, sql in enumerate(queries):
             expected = as_text(conn, sql)
             conn.execute(f"CREATE MATERIALIZED VIEW c{i} WITH (CLUSTER = true) AS {sql}")
@@ -163,3 +165,77 @@ def test_on_the_cluster_tier(tmp_path: Path, spark) -> None:
         assert as_text(conn, f"SELECT * FROM c{len(queries) - 1}")[2] == quoted
     finally:
         conn.close()
+
+
+NUMBERS = [
+    "CREATE TABLE nu (id int NOT NULL, s text, f text, a numeric(12,3), b int)",
+    "INSERT INTO nu VALUES (1, '12,454.8-', '99G999D9S', 7.5, 2), (2, '$1,234.50', 'L9,999.99',"
+    " -7.5, 2), (3, '<123>', '9999PR', 7, -3), (4, '  -  3', '9999', 0.001, 7), (5, '1234.5',"
+    " '9999999', -100.25, -1), (6, NULL, NULL, NULL, NULL), (7, '123-', '9999MI', 5, 5),"
+    " (8, '0.50', '9.99', 123456789.123, 10)",
+]
+NUMBER_CHANGES = [
+    "INSERT INTO nu VALUES (9, '+42', 'S99', 1, 3), (10, '12 34', 'FM9,999', -1, 3)",
+    "UPDATE nu SET s = '9,876.54', f = '9G999D99', a = a * 3 WHERE id = 1",
+    "DELETE FROM nu WHERE id = 3",
+]
+NUMBER_QUERIES = [
+    "SELECT id, to_number(s, f), to_number(s, '99999D99'), to_number(s, 'S9999') FROM nu",
+    "SELECT id, div(a, b), div(b, 2), div(a, 0.3), div(-a, b) FROM nu WHERE b <> 0",
+    "SELECT id FROM nu WHERE div(a, 2) > 1 AND to_number(s, f) < 10000",
+]
+
+
+def test_to_number_and_div_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "nu", *NUMBERS) as (ours, pg):
+        for sql in NUMBER_QUERIES:  # the places each value shows
+            assert as_text(ours, sql) == as_text(pg, sql), sql
+        maintained_as_postgres(ours, pg, NUMBER_QUERIES, NUMBER_CHANGES)
+        constants = (
+            "SELECT to_number('12.50', '99.99'), to_number('-0', '9'), to_number('1,2,3', '9,999'),"
+            " to_number('12th', '99th'), to_number('12', ''), div(7, 2), div(-7.9, 2),"
+            " div(123456789012345678901234567890, 7), div('NaN', 2)"
+        )
+        assert as_text(ours, constants) == as_text(pg, constants)
+        same_errors(
+            ours,
+            pg,
+            [
+                "SELECT to_number('abc', '999')",
+                "SELECT to_number('1234.5', '99.9')",
+                "SELECT to_number('12', '99S9S')",
+                "SELECT to_number('12', 'S99MI')",
+                "SELECT to_number('12', '9.9.9')",
+                "SELECT to_number('-12', 'PR99')",
+                "SELECT to_number('12', '9EEEE')",
+                "SELECT div(a, 0) FROM nu",
+                "SELECT div(1.5::float8, 1)",
+                "SELECT div(b) FROM nu",
+            ],
+        )
+    # a property checked against PostgreSQL on many texts and templates
+    import random
+
+    import psycopg
+
+    from changeflow.compute.functions.to_number import to_number
+    from changeflow.errors import EvalError
+
+    rnd = random.Random(7)
+    words = ["9", "9", "0", ".", "D", ",", "G", "S", "MI", "PL", "SG", "PR", "L", "FM", "x", " "]
+    words += ["TH", "fm", "s"]
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        for _ in range(1500):
+            template = "".join(rnd.choice(words) for _ in range(rnd.randint(1, 7)))
+            text = "".join(rnd.choice("0123456789012.,-+<> $a") for _ in range(rnd.randint(0, 8)))
+            try:
+                theirs = pg.execute("SELECT to_number(%s, %s)::text", (text, template)).fetchone()
+                expected = str(theirs[0]) if theirs[0] is not None else None
+            except psycopg.Error as e:
+                expected = e.sqlstate
+            try:
+                got = to_number(text, template)
+                mine = None if got is None else str(got)
+            except EvalError as e:
+                mine = e.sqlstate
+            assert mine == expected, (text, template)

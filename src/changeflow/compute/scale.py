@@ -14,7 +14,7 @@ from changeflow.compute.functions.parts import extract_scale
 from changeflow.compute.types import NUMERIC, Schema
 
 _SAME = ("abs",)
-_INTEGRAL = ("ceil", "ceiling", "floor", "sign")
+_INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
 _ROUNDING = ("round", "trunc")
 
 

@@ -50,6 +50,8 @@ _CALL_NAMES: dict[type, str] = {
     exp.CurrentTimestamp: "current_timestamp",
     exp.CurrentUser: "current_user",
     exp.Explode: "unnest",
+    exp.IntDiv: "div",
+    exp.ToNumber: "to_number",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 

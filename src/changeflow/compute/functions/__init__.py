@@ -27,6 +27,7 @@ from changeflow.compute.functions import (
     patterns,
     text,
     times,
+    to_number,
     zones,
 )
 from changeflow.compute.functions.base import Function, function_named
@@ -39,6 +40,7 @@ FUNCTIONS: dict[str, Function] = {
     for family in (
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         binary,
+        to_number,
     )
     for f in family.FUNCTIONS
 }
