@@ -1,11 +1,12 @@
-"""``extract`` and ``date_part`` (PostgreSQL 15's) of dates, timestamps and intervals:
+"""``extract`` and ``date_part`` (PostgreSQL 15's) of dates, timestamps, times and intervals:
 extract's numeric at PostgreSQL's scale for each field (6 places for seconds and epoch of a
-timestamp, 3 for milliseconds, a quotient for julian, whole numbers otherwise; every field of a
-date whole), date_part's double computed as PostgreSQL computes it; their Spark forms."""
+timestamp or time, 3 for milliseconds, a quotient for julian, whole numbers otherwise; every
+field of a date whole), date_part's double computed as PostgreSQL computes it; their Spark
+forms (a time's are computed in the process)."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,8 @@ from changeflow.compute import expr as X
 from changeflow.compute.functions.base import F, Function, _sig, fail, spark_type, unsupported
 from changeflow.compute.intervals import Interval, interval_part
 from changeflow.compute.scalars import div_scale
-from changeflow.compute.types import DATE, FLOAT8, INTERVAL, NUMERIC, TEXT, TIMESTAMPTZ
+from changeflow.compute.time_of_day import micros_of
+from changeflow.compute.types import DATE, FLOAT8, INTERVAL, NUMERIC, TEXT, TIME, TIMESTAMPTZ
 from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
@@ -161,15 +163,53 @@ def stamp_part(name: str, value: date) -> float:
     return float(_whole(f, s))
 
 
-def _date_part(name: str, value: date | Interval) -> float:
+def _time_field(name: str) -> str:
+    f = field_of(name)
+    if f is None or f not in (*_OF_TIME, "epoch"):
+        word, state = ("recognized", "22023") if f is None else ("supported", "0A000")
+        raise EvalError(f'unit "{name}" not {word} for type time without time zone', sqlstate=state)
+    return f
+
+
+def time_extract(name: str, value: time) -> Decimal:
+    """``extract(name from value)`` of a time of day, at PostgreSQL's scale."""
+    f = _time_field(name)
+    sec_micros = value.second * 10**6 + value.microsecond
+    if f == "epoch":
+        return Decimal(micros_of(value)).scaleb(-6)
+    if f in ("second", "milliseconds", "microseconds"):
+        return Decimal(sec_micros).scaleb({"second": -6, "milliseconds": -3}.get(f, 0))
+    return Decimal(value.hour if f == "hour" else value.minute)
+
+
+def time_part(name: str, value: time) -> float:
+    """``date_part(name, value)`` of a time of day, computed as PostgreSQL computes it."""
+    f = _time_field(name)
+    fsec = float(value.microsecond)
+    if f == "epoch":
+        return micros_of(value) / 1000000.0
+    if f == "second":
+        return value.second + fsec / 1000000.0
+    if f == "milliseconds":
+        return value.second * 1000.0 + fsec / 1000.0
+    if f == "microseconds":
+        return value.second * 1000000.0 + fsec
+    return float(value.hour if f == "hour" else value.minute)
+
+
+def _date_part(name: str, value: date | time | Interval) -> float:
     if isinstance(value, Interval):
         return float(interval_part(field_of(name) or name, value))
+    if isinstance(value, time):
+        return time_part(name, value)
     return stamp_part(name, value)
 
 
-def _extract(name: str, value: date | Interval) -> Decimal:
+def _extract(name: str, value: date | time | Interval) -> Decimal:
     if isinstance(value, Interval):
         return interval_part(field_of(name) or name, value)
+    if isinstance(value, time):
+        return time_extract(name, value)
     return stamp_extract(name, value)
 
 
@@ -196,8 +236,8 @@ def _spark_part(cc: ExprCompiler, e: Func, numeric: bool) -> Column:
     v = cc.compile(value)
     f = field_of(unit.value)
     is_date = value.type == DATE and numeric  # date_part reads a date as its midnight
-    if value.type == INTERVAL:
-        raise unsupported(e, "intervals are computed in the process")
+    if value.type in (INTERVAL, TIME):
+        raise unsupported(e, f"{value.type} values are computed in the process")
     what = "date" if is_date else "timestamp with" + ("" if value.type == TIMESTAMPTZ else "out")
     what += "" if is_date else " time zone"
     if f is None or f in _OF_TIME and is_date or f in _OF_ZONE and value.type != TIMESTAMPTZ:
@@ -247,13 +287,13 @@ def _spark_part(cc: ExprCompiler, e: Func, numeric: bool) -> Column:
 FUNCTIONS = [
     Function(
         "date_part",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=FLOAT8),
+        _sig((TEXT, "stamp"), (TEXT, INTERVAL), (TEXT, TIME), result=FLOAT8),
         _date_part,
         spark=lambda cc, e: _spark_part(cc, e, numeric=False),
     ),
     Function(
         "extract",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=NUMERIC),
+        _sig((TEXT, "stamp"), (TEXT, INTERVAL), (TEXT, TIME), result=NUMERIC),
         _extract,
         spark=lambda cc, e: _spark_part(cc, e, numeric=True),
     ),
