@@ -14,7 +14,7 @@ from changeflow.compute import expr as X
 from changeflow.compute.functions.base import F, Function, _sig, fail, spark_type, unsupported
 from changeflow.compute.intervals import Interval, interval_part
 from changeflow.compute.scalars import div_scale
-from changeflow.compute.time_of_day import micros_of
+from changeflow.compute.time_of_day import DAY_MICROS, micros_of
 from changeflow.compute.types import DATE, FLOAT8, INTERVAL, NUMERIC, TEXT, TIME, TIMESTAMPTZ
 from changeflow.errors import EvalError
 
@@ -49,7 +49,6 @@ _FIELD = {s: f for f, spellings in _SPELLINGS.items() for s in spellings.split()
 _OF_TIME = ("microseconds", "milliseconds", "second", "minute", "hour")
 _OF_ZONE = ("timezone", "timezone_hour", "timezone_minute")
 _UNIX_JULIAN = 2440588  # the Julian day of 1970-01-01
-_DAY_MICROS = 86_400_000_000
 
 
 def field_of(name: str) -> str | None:
@@ -112,10 +111,6 @@ def _whole(f: str, s: datetime) -> int:
     return values.get(f, 0)  # the zone fields: 0 in the session's zone, UTC
 
 
-def _day_micros(s: datetime) -> int:
-    return ((s.hour * 60 + s.minute) * 60 + s.second) * 10**6 + s.microsecond
-
-
 def stamp_extract(name: str, value: date) -> Decimal:
     """``extract(name from value)`` of a date, timestamp or timestamptz, at PostgreSQL's scale."""
     f, s = _field(name, value), _stamp(value)
@@ -129,7 +124,7 @@ def stamp_extract(name: str, value: date) -> Decimal:
         whole = Decimal(s.toordinal() + 1721425)
         if type(value) is date:
             return whole
-        a, b = Decimal(_day_micros(s)), Decimal(_DAY_MICROS)
+        a, b = Decimal(micros_of(s.time())), Decimal(DAY_MICROS)
         with localcontext() as ctx:
             ctx.prec = 60
             places = Decimal(1).scaleb(-div_scale(a, b))
