@@ -134,6 +134,8 @@ CALLS = {
     "jsonb_build_array": "jsonb_build_array(id, name, x, f, d, ts, NULL)",
     "jsonb_build_object": "jsonb_build_object('id', id, 'name', name, 'x', x)",
     "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
+    "to_number": "to_number(id || ',5.25-', '9G9D99S')",
+    "div": "div(x, id + 1)",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -155,6 +157,7 @@ ROWS_ONLY = {
     "decode",
     "age",
     "to_date",
+    "to_number",
     *(n for n in CALLS if "jsonb" in n),
 }
 

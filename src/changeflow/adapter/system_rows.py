@@ -32,8 +32,8 @@ def constraint_oid(relation: int, k: int) -> int:
     return relation * 1000 + 500 + k
 
 
-_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1114: "D", 1184: "D", 1186: "T", 2950: "U"}
-_CATEGORY |= {3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
+_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1083: "D", 1114: "D", 1184: "D", 1186: "T"}
+_CATEGORY |= {2950: "U", 3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
 _ALIGN = {19: "c", 2950: "c", 1186: "d"}
 
 

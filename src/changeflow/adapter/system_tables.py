@@ -27,6 +27,7 @@ TYPES = {
     "uuid": (2950, 16, "uuid"),
     "bytea": (17, -1, "bytea"),
     "interval": (1186, 16, "interval"),
+    "time without time zone": (1083, 8, "time"),
     "jsonb": (3802, -1, "jsonb"),
     "boolean[]": (1000, -1, "_bool"),
     "smallint[]": (1005, -1, "_int2"),

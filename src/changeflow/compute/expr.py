@@ -32,6 +32,7 @@ from changeflow.compute.scalars import (
     like_regex,
     to_text,
 )
+from changeflow.compute.time_of_day import time_arith, time_arith_type
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -42,6 +43,7 @@ from changeflow.compute.types import (
     NULLTYPE,
     NUMERIC,
     TEXT,
+    TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
     SqlType,
@@ -232,7 +234,7 @@ class Arith(_Binary):
             raise PlanError(f"unknown operator {self.op!r}")
         ta, tb = self.a.type, self.b.type
         nullable = self.a.nullable or self.b.nullable
-        if (kind := arith_type(self.op, ta, tb)) is not None:
+        if (kind := arith_type(self.op, ta, tb) or time_arith_type(self.op, ta, tb)) is not None:
             return _typed(self, kind, nullable)
         if ta == DATE and tb.integer and self.op in "+-":
             return _typed(self, DATE, nullable)
@@ -244,6 +246,8 @@ class Arith(_Binary):
         _typed(self, common_numeric(ta, tb), nullable)
 
     def apply(self, a: Any, b: Any) -> Any:
+        if TIME in (self.a.type, self.b.type):
+            return time_arith(self.op, a, b)
         if INTERVAL in (self.type, self.a.type, self.b.type):
             return interval_arith(self.op, a, b)
         if self.type == DATE:

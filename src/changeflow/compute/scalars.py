@@ -14,8 +14,9 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
-from changeflow.compute.intervals import parse_interval
+from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.jsonb import parse_jsonb, scalar_of
+from changeflow.compute.time_of_day import DAY_MICROS, micros_of, parse_time, time_of, time_text
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -27,6 +28,7 @@ from changeflow.compute.types import (
     NULLTYPE,
     NUMERIC,
     TEXT,
+    TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
     UUID,
@@ -282,6 +284,8 @@ def to_text(value: Any, kind: SqlType) -> str:
         return text + ("+00" if kind == TIMESTAMPTZ else "")
     if kind == DATE:
         return value.isoformat()
+    if kind == TIME:
+        return time_text(value)
     if kind == BYTEA:
         return "\\x" + value.hex()
     return str(value)
@@ -406,6 +410,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return bytea_from_text(text)
         if kind == INTERVAL:
             return parse_interval(text)
+        if kind == TIME:
+            return parse_time(text)
         if kind == JSONB:
             return parse_jsonb(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
@@ -471,6 +477,12 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         from datetime import UTC
 
         return value.replace(tzinfo=UTC if target == TIMESTAMPTZ else None)
+    if target == TIME and source in (TIMESTAMP, TIMESTAMPTZ):
+        return value.time()  # (a timestamptz in the session's zone, UTC)
+    if target == TIME and source == INTERVAL:
+        return time_of(value.micros % DAY_MICROS)
+    if target == INTERVAL and source == TIME:
+        return Interval(0, 0, micros_of(value))
     raise EvalError(f"cannot cast type {source} to {target}", sqlstate="42846")
 
 
@@ -488,4 +500,6 @@ def castable(source: SqlType, target: SqlType) -> bool:
     if source == JSONB and (target.numeric or target == BOOL):
         return True
     stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
-    return source in stamps and target in stamps
+    if target == TIME:
+        return source in (TIMESTAMP, TIMESTAMPTZ, INTERVAL)
+    return source in stamps and target in stamps or (source, target) == (TIME, INTERVAL)

@@ -1,7 +1,8 @@
 """The decimals a numeric expression's values show, when the types decide it as PostgreSQL's
 rules do (a column's declared scale; ``+``/``-`` the larger, ``*`` the sum; ``round(x, n)`` n;
-integers 0), so that a view stores and prints ``1470.10`` where PostgreSQL does. A quotient, or
-branches that differ, have no single scale (None): each value then shows its own."""
+integers 0; extract's by its field), so that a view stores and prints ``1470.10`` where
+PostgreSQL does. A quotient, or branches that differ, have no single scale (None): each value
+then shows its own."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from decimal import Decimal
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
+from changeflow.compute.functions.parts import extract_scale
 from changeflow.compute.types import NUMERIC, Schema
 
 _SAME = ("abs",)
-_INTEGRAL = ("ceil", "ceiling", "floor", "sign")
+_INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
 _ROUNDING = ("round", "trunc")
 
 
@@ -73,4 +75,7 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
         return None
     if name in ("greatest", "least"):
         return common_scale(e.args, schema)
+    if name == "extract":
+        unit = e.args[0]
+        return extract_scale(unit.value if isinstance(unit, X.Lit) else None, e.args[1].type)
     return None

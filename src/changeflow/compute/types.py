@@ -3,7 +3,8 @@
 A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable). Integers are
 ``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
 ``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
-``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values.
+``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values,
+``time`` (without time zone) a Python ``time``.
 ``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``, ``interval`` an
 :class:`~changeflow.compute.intervals.Interval` (stored as a struct of
 months, days and microseconds: Parquet has no month_day_nano_interval), ``jsonb`` a
@@ -58,6 +59,7 @@ TEXT = SqlType("text", pa.string())
 DATE = SqlType("date", pa.date32())
 TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
 TIMESTAMPTZ = SqlType("timestamp with time zone", pa.timestamp("us", tz="UTC"))
+TIME = SqlType("time without time zone", pa.time64("us"))
 UUID = SqlType("uuid", pa.binary(16))
 BYTEA = SqlType("bytea", pa.binary())
 INTERVAL = SqlType(
@@ -68,7 +70,7 @@ NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cas
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
 ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB)}
-TYPES = (*SCALARS, UUID, BYTEA, INTERVAL, JSONB, *ARRAYS.values())
+TYPES = (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 
 _BY_NAME = {t.name: t for t in TYPES} | {
@@ -84,6 +86,7 @@ _BY_NAME = {t.name: t for t in TYPES} | {
     "varchar": TEXT,
     "string": TEXT,
     "timestamptz": TIMESTAMPTZ,
+    "time": TIME,
 }
 
 
@@ -111,7 +114,7 @@ def sql_type(name: str) -> SqlType:
         return array_of(sql_type(name[:-2]))
     found = _BY_NAME.get(name)
     if found is None:
-        known = ", ".join(t.name for t in (*SCALARS, UUID, BYTEA, INTERVAL, JSONB))
+        known = ", ".join(t.name for t in (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
     return found
 
@@ -138,8 +141,9 @@ def from_arrow(kind: pa.DataType) -> SqlType:
 
 def rows_only(kind: SqlType) -> bool:
     """Values neither Arrow's kernels nor Spark's mean as SQL does (arrays, uuid, bytea,
-    interval, jsonb): they are computed on rows, in this process."""
-    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB)
+    interval, jsonb; time of day, which Spark has no type for): they are computed on rows, in
+    this process."""
+    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB, TIME)
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

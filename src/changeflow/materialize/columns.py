@@ -24,7 +24,7 @@ KEY_META = b"changeflow.key"  # a Store table names its key columns in its schem
 
 def parse_type(name: str) -> pa.DataType:
     """An Arrow type from its name (``str(type)``): int64, string, timestamp[us, tz=UTC],
-    decimal128(10, 2), list<item: string>, struct<x: int64>, map<string, int64>, …"""
+    time64[us], decimal128(10, 2), list<item: string>, struct<x: int64>, map<string, int64>…"""
     kind, rest = _parse(name.strip())
     if rest.strip():
         raise InvalidInput(f"{name!r} is not an Arrow type a materialization can carry")
@@ -51,6 +51,8 @@ def _parse(text: str) -> tuple[pa.DataType, str]:
         key, rest = _parse(rest[1:])
         item, rest = _parse(rest.removeprefix(", "))
         return pa.map_(key, item), _close(rest, ">")
+    if word in ("time32", "time64") and (m := re.match(r"\[(s|ms|us|ns)\]", rest)):
+        return getattr(pa, word)(m[1]), rest[m.end() :]
     if m := re.match(r"\[(s|ms|us|ns)(?:, tz=([^\]]+))?\]", rest):
         return pa.timestamp(m[1], tz=m[2]), rest[m.end() :]
     if m := re.match(r"\((\d+), (-?\d+)\)", rest):

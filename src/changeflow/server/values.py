@@ -20,13 +20,14 @@ from typing import Any
 from changeflow.adapter.connection import literal
 from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, to_text
+from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
 from changeflow.compute.types import SqlType, sql_type
 from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
-INTERVAL = 1186
+INTERVAL, TIME = 1186, 1083
 
 # SQL type name -> (OID, type size)
 OIDS: dict[str, tuple[int, int]] = {
@@ -40,6 +41,7 @@ OIDS: dict[str, tuple[int, int]] = {
     "date": (DATE, 4),
     "timestamp": (TIMESTAMP, 8),
     "timestamp with time zone": (TIMESTAMPTZ, 8),
+    "time without time zone": (TIME, 8),
     "uuid": (UUID, 16),
     "bytea": (BYTEA, -1),
     "interval": (INTERVAL, 16),
@@ -76,6 +78,7 @@ TYPE_NAMES = {
     DATE: "date",
     TIMESTAMP: "timestamp",
     TIMESTAMPTZ: "timestamptz",
+    TIME: "time",
     UUID: "uuid",
     BYTEA: "bytea",
     INTERVAL: "interval",
@@ -110,6 +113,8 @@ def text(value: Any) -> str:
         return timestamp_text(value)
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, dt.time):
+        return time_text(value)
     if isinstance(value, bytes):
         return "\\x" + value.hex()
     return str(value)
@@ -218,6 +223,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "date": lambda v: struct.pack("!i", (v - PG_EPOCH_DATE).days),
     "timestamp": lambda v: struct.pack("!q", _micros(v)),
     "timestamp with time zone": lambda v: struct.pack("!q", _micros(v)),
+    "time without time zone": lambda v: struct.pack("!q", micros_of(v)),
     "uuid": lambda v: v.bytes,
     "bytea": bytes,
     "interval": lambda v: struct.pack("!qii", v.micros, v.days, v.months),
@@ -304,7 +310,10 @@ def from_text(raw: str, oid: int, index: int) -> Any:
             return value
     except (ValueError, decimal.InvalidOperation):
         raise _bad(index, oid, raw) from None
-    if oid in (DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA, INTERVAL) or oid in ARRAY_OIDS.values():
+    if (
+        oid in (DATE, TIMESTAMP, TIMESTAMPTZ, TIME, UUID, BYTEA, INTERVAL)
+        or oid in ARRAY_OIDS.values()
+    ):
         return _typed(raw, TYPE_NAMES[oid])
     return raw
 
@@ -312,7 +321,7 @@ def from_text(raw: str, oid: int, index: int) -> Any:
 def from_binary(raw: bytes, oid: int, index: int) -> Any:
     """A parameter sent in binary format, decoded by its declared OID."""
     fixed = {BOOL: 1, INT2: 2, INT4: 4, INT8: 8, OID: 4, FLOAT4: 4, FLOAT8: 8, DATE: 4}
-    fixed |= {TIMESTAMP: 8, TIMESTAMPTZ: 8}
+    fixed |= {TIMESTAMP: 8, TIMESTAMPTZ: 8, TIME: 8}
     if oid in fixed and len(raw) != fixed[oid]:
         raise PlanError(
             f"incorrect binary data format in parameter ${index}: {len(raw)} bytes for "
@@ -338,6 +347,8 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
             ) from None
     if oid == DATE:
         return PG_EPOCH_DATE + dt.timedelta(days=struct.unpack("!i", raw)[0])
+    if oid == TIME:
+        return _typed(time_text(time_of(struct.unpack("!q", raw)[0] % DAY_MICROS)), "time")
     if oid in (TIMESTAMP, TIMESTAMPTZ):
         micros = struct.unpack("!q", raw)[0]
         try:

@@ -50,6 +50,10 @@ _CALL_NAMES: dict[type, str] = {
     exp.CurrentTimestamp: "current_timestamp",
     exp.CurrentUser: "current_user",
     exp.Explode: "unnest",
+    exp.IntDiv: "div",
+    exp.Localtime: "localtime",
+    exp.Localtimestamp: "localtimestamp",
+    exp.ToNumber: "to_number",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
+from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
@@ -149,7 +150,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars, JsonbScalars, PatternScalars, TimeScalars):
+class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 

@@ -1,4 +1,4 @@
-"""``AT TIME ZONE`` and ``LOCALTIMESTAMP`` in SQL, mixed into
+"""``AT TIME ZONE``, ``LOCALTIMESTAMP`` and ``LOCALTIME`` in SQL, mixed into
 :class:`~changeflow.adapter.sql.scalar.Scalars`."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from sqlglot import exp
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.types import TIMESTAMP
+from changeflow.compute.time_of_day import round_time
+from changeflow.compute.types import TIME, TIMESTAMP
+from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -28,3 +30,19 @@ class TimeScalars:
 
         now = STATEMENT_TIME.get() or datetime.now(UTC)
         return X.Lit(now.astimezone(UTC).replace(tzinfo=None), TIMESTAMP)
+
+    def _localtime(self: Scalars, node: exp.Localtime) -> X.Expr:
+        """The statement's time of day in the session's zone (UTC), at ``LOCALTIME(p)``'s
+        places."""
+        stamp = self._localtimestamp(node).value  # type: ignore[arg-type, attr-defined]
+        places = node.this
+        value = stamp.time()
+        if places is not None:
+            value = round_time(value, int(places.name))
+        return X.Lit(value, TIME)
+
+    def _currenttime(self: Scalars, node: exp.CurrentTime) -> X.Expr:
+        raise PlanError(
+            "CURRENT_TIME (time with time zone) is not supported; use LOCALTIME or now()::time",
+            sqlstate="0A000",
+        )

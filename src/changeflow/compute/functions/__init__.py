@@ -23,9 +23,11 @@ from changeflow.compute.functions import (
     from_text,
     jsonb,
     numbers,
+    parts,
     patterns,
     text,
     times,
+    to_number,
     zones,
 )
 from changeflow.compute.functions.base import Function, function_named
@@ -36,8 +38,9 @@ from changeflow.errors import PlanError
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for family in (
-        *(text, patterns, chars, numbers, times, zones, formats, from_text, arrays, jsonb),
+        *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         binary,
+        to_number,
     )
     for f in family.FUNCTIONS
 }

@@ -16,6 +16,7 @@ from changeflow.compute.functions.base import (
     fail,
     in_process,
 )
+from changeflow.compute.functions.keywords import QUOTED
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import INT2, INT4, INT8, NULLTYPE, TEXT, SqlType
@@ -97,10 +98,11 @@ def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
 
 def _quote_ident(s: str) -> str:
     """``s`` as an identifier: as it is if it needs no quotes (lower-case letters, digits,
-    ``_``, not starting with a digit), else in double quotes, inner ones doubled."""
+    ``_``, not starting with a digit, and not a keyword PostgreSQL reserves in any way), else
+    in double quotes, inner ones doubled."""
     plain = s != "" and (s[0].islower() or s[0] == "_") and all(
         c.islower() or c.isdigit() or c == "_" for c in s
-    ) and s.isascii()  # fmt: skip
+    ) and s.isascii() and s not in QUOTED  # fmt: skip
     return s if plain else '"' + s.replace('"', '""') + '"'
 
 
@@ -116,7 +118,7 @@ def _quote_nullable(arg: tuple[str | None, SqlType]) -> str:
 
 def _spark_quote_ident(cc: ExprCompiler, e: Func) -> Column:
     (s,) = _args(cc, e)
-    plain = s.rlike("^[a-z_][a-z0-9_]*$")
+    plain = s.rlike("^[a-z_][a-z0-9_]*$") & ~s.isin(*sorted(QUOTED))
     return F.when(plain, s).otherwise(
         F.concat(F.lit('"'), F.replace(s, F.lit('"'), F.lit('""')), F.lit('"'))
     )

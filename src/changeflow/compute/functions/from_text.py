@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from changeflow.compute.functions.base import Function, _sig, unsupported
+from changeflow.compute.functions.base import Function, _sig, in_process
 from changeflow.compute.functions.formats import _WORDS
 from changeflow.compute.types import DATE, TEXT
 from changeflow.errors import EvalError
@@ -112,9 +112,7 @@ def to_timestamp_text(text: str, template: str) -> datetime:
     return parse_template(text, template).replace(tzinfo=UTC)
 
 
-def rows_only(cc: object, e: object) -> None:
-    """Text read by a template runs on rows; on Spark it is a planning error, 0A000."""
-    raise unsupported(e, "reading text by a template is computed in the process")
+TEMPLATE_IN_PROCESS = in_process("reading text by a template is computed in the process")
 
 
 FUNCTIONS = [
@@ -122,6 +120,6 @@ FUNCTIONS = [
         "to_date",
         _sig((TEXT, TEXT), result=DATE),
         lambda text, template: parse_template(text, template).date(),
-        spark=rows_only,  # type: ignore[arg-type]
+        spark=TEMPLATE_IN_PROCESS,
     ),
 ]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from changeflow.compute import jsonb as J
-from changeflow.compute.functions.base import Function, _sig, unsupported
+from changeflow.compute.functions.base import Function, _sig, in_process
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     BOOL,
@@ -24,16 +24,7 @@ from changeflow.compute.types import (
 )
 from changeflow.errors import EvalError, PlanError
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column
-
-    from changeflow.compute.functions import Func
-    from changeflow.compute.spark_expr import ExprCompiler
-
-
-def _rows_only(cc: ExprCompiler, e: Func) -> Column:
-    """Reaching Spark with jsonb is a planning error, 0A000 (its plans stay in the process)."""
-    raise unsupported(e, "jsonb is computed in the process")
+_rows_only = in_process("jsonb is computed in the process")
 
 
 def _json_value(value: Any, kind: SqlType) -> Any:

@@ -18,6 +18,7 @@ from changeflow.compute.functions.base import (
     _sig,
     _simple,
     fail,
+    in_process,
     unsupported,
 )
 from changeflow.compute.scalars import to_text
@@ -325,8 +326,7 @@ def _record_text(*fields: tuple[Any, Any]) -> str:
     return "(" + ",".join(out) + ")"
 
 
-def _record_rows_only(cc: object, e: object) -> None:
-    raise unsupported(e, "a whole row as a value is computed in the process")
+_record_rows_only = in_process("a whole row as a value is computed in the process")
 
 
 FUNCTIONS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from changeflow.compute import expr as X
@@ -14,15 +15,16 @@ from changeflow.compute.functions.base import (
     _sig,
     _simple,
     fail,
+    in_process,
     spark_type,
     unsupported,
 )
-from changeflow.compute.functions.from_text import rows_only, to_timestamp_text
+from changeflow.compute.functions.from_text import TEMPLATE_IN_PROCESS, to_timestamp_text
+from changeflow.compute.functions.parts import epoch_micros
 from changeflow.compute.intervals import (
     Interval,
     age,
     interval_arith,
-    interval_part,
     justify_days,
     justify_hours,
     justify_interval,
@@ -30,12 +32,10 @@ from changeflow.compute.intervals import (
 )
 from changeflow.compute.types import (
     DATE,
-    FLOAT8,
     INT4,
     INT8,
     INTERVAL,
     NULLTYPE,
-    NUMERIC,
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
@@ -49,70 +49,6 @@ if TYPE_CHECKING:
 
     from changeflow.compute.functions import Func
     from changeflow.compute.spark_expr import ExprCompiler
-
-
-_FIELDS = (
-    "year",
-    "quarter",
-    "month",
-    "week",
-    "day",
-    "hour",
-    "minute",
-    "second",
-    "dow",
-    "doy",
-    "epoch",
-)
-
-
-def _part(field_name: str, value: date) -> float:
-    f = field_name.lower()
-    stamp = value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
-    if f == "year":
-        return stamp.year
-    if f == "quarter":
-        return (stamp.month - 1) // 3 + 1
-    if f == "month":
-        return stamp.month
-    if f == "week":
-        return stamp.isocalendar()[1]
-    if f == "day":
-        return stamp.day
-    if f == "hour":
-        return stamp.hour
-    if f == "minute":
-        return stamp.minute
-    if f == "second":
-        return stamp.second + stamp.microsecond / 1e6
-    if f == "dow":
-        return (stamp.weekday() + 1) % 7
-    if f == "doy":
-        return stamp.timetuple().tm_yday
-    if f == "epoch":
-        from datetime import UTC
-
-        aware = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
-        return aware.timestamp()
-    raise EvalError(
-        f"unit {field_name!r} not recognized; the units are {', '.join(_FIELDS)}", sqlstate="22023"
-    )
-
-
-def _date_part(field_name: str, value: date | Interval) -> float:
-    if isinstance(value, Interval):
-        return float(interval_part(field_name, value))
-    return float(_part(field_name, value))
-
-
-def _extract(field_name: str, value: date | Interval) -> Decimal:
-    if isinstance(value, Interval):
-        return interval_part(field_name, value)
-    return (
-        Decimal(repr(_part(field_name, value))).normalize()
-        if field_name.lower() in ("second", "epoch")
-        else Decimal(int(_part(field_name, value)))
-    )
 
 
 _TRUNC = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
@@ -246,9 +182,6 @@ def _spark_unit(e: Func, known: tuple[str, ...]) -> str | None:
     return unit.value.lower() if unit.value.lower() in known else None
 
 
-_spark_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "dow", "doy")
-
-
 def _spark_stamp(cc: ExprCompiler, a: X.Expr) -> Column:
     """A date, timestamp or timestamptz as a Spark timestamp (a date is its UTC midnight)."""
     c = cc.compile(a)
@@ -257,24 +190,6 @@ def _spark_stamp(cc: ExprCompiler, a: X.Expr) -> Column:
 
 def _spark_epoch_micros(cc: ExprCompiler, a: X.Expr) -> Column:
     return F.unix_micros(_spark_stamp(cc, a))
-
-
-def _spark_part(cc: ExprCompiler, e: Func, numeric: bool) -> Column:
-    unit = _spark_unit(e, (*_spark_PARTS, "epoch"))
-    value = e.args[1]
-    if unit is None:
-        units = ", ".join((*_spark_PARTS, "epoch"))
-        shown = e.args[0].value  # type: ignore[attr-defined]
-        bad = fail(f"unit {shown!r} not recognized; the units are {units}", "22023")
-        return F.when(cc.compile(value).isNotNull(), bad).cast(spark_type(e.type))
-    if unit == "epoch":
-        micros = _spark_epoch_micros(cc, value)
-        if numeric:
-            return micros.cast("decimal(20,0)") * F.lit(Decimal("0.000001"))
-        return micros.cast("double") / 1e6
-    stamp = _spark_stamp(cc, value)
-    part = F.dayofweek(stamp) - 1 if unit == "dow" else F.date_part(F.lit(unit), stamp)
-    return part if numeric and unit == "second" else part.cast(spark_type(e.type))
 
 
 def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
@@ -293,7 +208,7 @@ def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
 
 def _spark_to_timestamp(cc: ExprCompiler, e: Func) -> Column:
     if len(e.args) == 2:
-        rows_only(cc, e)
+        TEMPLATE_IN_PROCESS(cc, e)
     s = _double(cc, e)
     in_range = (s >= -62135596800) & (s < 253402300800)
     micros = F.bround(s * 1e6, 0).cast("bigint")
@@ -331,25 +246,10 @@ def _spark_epoch_ms(cc: ExprCompiler, e: Func) -> Column:
     return F.bround(micros.cast("decimal(20,0)") / F.lit(Decimal(1000)), 0).cast("bigint")
 
 
-def _rows_only(cc: ExprCompiler, e: Func) -> Column:
-    """Functions of intervals run on rows (``dataflow.process_only`` keeps their plans off
-    Spark); reaching Spark is a planning error, 0A000."""
-    raise unsupported(e, "intervals are computed in the process")
+_rows_only = in_process("intervals are computed in the process")
 
 
 FUNCTIONS = [
-    Function(
-        "date_part",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=FLOAT8),
-        _date_part,
-        spark=lambda cc, e: _spark_part(cc, e, numeric=False),
-    ),
-    Function(
-        "extract",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), result=NUMERIC),
-        _extract,
-        spark=lambda cc, e: _spark_part(cc, e, numeric=True),
-    ),
     Function("date_trunc", _stamp_rule, _date_trunc, spark=_spark_date_trunc),
     Function(
         "make_date",
@@ -372,7 +272,7 @@ FUNCTIONS = [
     Function(
         "epoch_ms",
         _sig(("stamp",), result=INT8),
-        lambda v: int(round(_part("epoch", v) * 1000)),
+        lambda v: round(Fraction(epoch_micros(v), 1000)),
         spark=_spark_epoch_ms,
     ),
     Function("justify_days", _sig((INTERVAL,), result=INTERVAL), justify_days, spark=_rows_only),
