@@ -1,8 +1,8 @@
-"""Top-k on a batch: a step's rows summed per distinct row by Arrow's hash group-by, sorted by
-one ``sort_indices`` (group, then the order's columns with their directions and NULL places,
-then the whole row with NULLs first, as :func:`~changeflow.compute.evaluate.sort_key` sorts),
-and each row's share of its group's window found from running sums of the counts, so a group
-new to the state (all of them at hydration) costs no Python per row.
+"""Top-k on a batch: a step's rows sorted by one ``sort_indices`` (group, then the order's
+columns with their directions and NULL places, then the whole row with NULLs first, as
+:func:`~changeflow.compute.evaluate.sort_key` sorts), so equal rows are adjacent and summed as
+runs, and each row's share of its group's window found from running sums of the counts: a
+group new to the state (all of them at hydration) costs no Python per row.
 
 Arrow orders what the rows order alike where it groups alike (:func:`batch.groups_as_rows`):
 integers, numerics (by value; a column holds one scale), text (UTF-8 bytes sort by code point,
@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
-from changeflow.compute.operators.batch import Batch, groups_as_rows, summed
+from changeflow.compute.operators.batch import Batch, groups_as_rows
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
@@ -71,10 +71,7 @@ def rank(batch: Batch, top: P.TopK, end: int | None) -> Ranked | None:
     rows can tell (see the module's docstring)."""
     if not batch.columns or not all(groups_as_rows(c.type) for c in batch.columns):
         return None
-    distinct = summed(batch, timed=False)
-    if distinct is None:
-        return None
-    columns = distinct.columns
+    columns = batch.columns
     keys: list[tuple[pa.Array, str]] = []
     for i in top.group_by:
         keys += [(pc.is_null(columns[i]), "ascending"), (columns[i], "ascending")]
@@ -93,7 +90,12 @@ def rank(batch: Batch, top: P.TopK, end: int | None) -> Ranked | None:
     except pa.ArrowException:  # a type Arrow cannot sort
         return None
     columns = [c.take(order) for c in columns]
-    counts = distinct.diffs.take(order).to_numpy(zero_copy_only=False)
+    diffs = batch.diffs.take(order).to_numpy(zero_copy_only=False)
+    runs = _starts(columns, len(diffs))  # equal rows, adjacent: summed per run
+    counts = np.add.reduceat(diffs, runs) if len(runs) else diffs
+    kept = runs[counts != 0]
+    columns = [c.take(pa.array(kept, pa.int64())) for c in columns]
+    counts = counts[counts != 0]
     starts = _starts([columns[i] for i in top.group_by], len(counts))
     return Ranked(columns, counts, starts, _kept(counts, starts, top.offset, end))
 
