@@ -76,11 +76,12 @@ class TopK(Stateful):
             return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
         keys = ranked.keys(self.top.group_by)
         new = np.array([k not in self.groups and k not in self.cold for k in keys], bool)
-        sizes = ranked.stops() - ranked.starts
+        stops = ranked.stops()
+        sizes = stops - ranked.starts
         if (np.repeat(new, sizes) & (ranked.counts < 0)).any():  # the rows raise its error
             return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
-        for key, start, stop in zip(keys, ranked.starts, ranked.stops(), strict=True):
-            if key not in self.groups and key not in self.cold:
+        for key, start, stop, fresh in zip(keys, ranked.starts, stops, new, strict=True):
+            if fresh:
                 self.cold[key] = (ranked, int(start), int(stop))
         self.held += int(sizes[new].sum())
         out = ranked.window(new, t, self.kinds)
