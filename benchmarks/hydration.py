@@ -6,10 +6,14 @@ price numeric, disc numeric, ship date, ship_ms bigint``) and ``d`` (49 rows) ar
 shards at ``T0``; each view then hydrates as of ``T0``: its inputs' snapshots go through the
 operators as one step, the output to its shard. Views: ``chain`` (Filter, Map, Project),
 ``reduce`` (the chain grouped by ``qty``: sum, count) and ``join`` (the chain joined with ``d``,
-reduced by ``qty``), as in ``columnar.py``. The hydration runs under cProfile once more, its
-time split by where it is spent (shard read, operators and frames, output write, the rest).
+reduced by ``qty``), as in ``columnar.py``. With ``--tpch FOLDER`` (TPC-H Parquet, as
+``compute.py`` generates), the views are instead TPC-H Q1 and Q3 (``tpch.plans``) over its
+lineitem, orders and customer, rows counted over the tables a view reads. The hydration runs under
+cProfile once more, its time split by where it is spent (shard read, operators and frames,
+output write, the rest), and the functions with the most own time are listed.
 
     python benchmarks/hydration.py [--rows 1000000] [--views chain reduce join]
+    python benchmarks/hydration.py --tpch .bench-work/tpch-sf1 [--views q1 q3]
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from pathlib import Path
 
 import pyarrow as pa
 from columnar import DIMENSION, R, frame, plans
-from compute import hydrate
-from tpch import load_shards
+from compute import hydrate, profile_top
+from tpch import load, load_shards
+from tpch import plans as tpch_plans
 
 from changeflow.updates import DIFF, TIME
 
@@ -67,13 +72,17 @@ def split(profile: cProfile.Profile, total: float) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--views", nargs="+", default=["chain", "reduce", "join"])
+    parser.add_argument("--views", nargs="+")
+    parser.add_argument("--tpch", type=Path, help="a folder of TPC-H Parquet files")
     args = parser.parse_args()
     assert R.name == "r"
+    data = tables(args.rows) if args.tpch is None else load(args.tpch)
     with tempfile.TemporaryDirectory() as home:
-        shards = load_shards(Path(home), tables(args.rows), "local[1]")
-        for view in args.views:
-            plan = plans()[view]
+        shards = load_shards(Path(home), data, "local[1]")
+        views = plans() if args.tpch is None else tpch_plans(shards.schemas)
+        for view in args.views or [v for v in views if v != "window"]:
+            plan = views[view]
+            rows = sum(data[name].num_rows for name in plan.collections())
             started = time.perf_counter()
             hydrate(shards, view, plan, None, "a").close()
             secs = time.perf_counter() - started
@@ -86,10 +95,12 @@ def main() -> None:
             places = split(profile, total)
             shares = ", ".join(f"{p} {s / total:.0%}" for p, s in places.items())
             print(
-                f"{view}: {args.rows:,} rows hydrated in {secs:.2f} s "
-                f"({args.rows / secs / 1e6:.2f}M rows/s); profiled: {shares}",
+                f"{view}: {rows:,} rows hydrated in {secs:.2f} s "
+                f"({rows / secs / 1e6:.2f}M rows/s); profiled: {shares}",
                 flush=True,
             )
+            for entry in profile_top(profile, 12)["top"]:
+                print(f"    {entry['own_s']:7.3f} s {entry['share']:4.0%} {entry['function']}")
 
 
 if __name__ == "__main__":

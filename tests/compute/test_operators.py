@@ -51,7 +51,8 @@ def recount(op: Operator) -> int:
     if isinstance(op, Reduce):
         return sum(1 + g.held() for g in op.groups.values())
     if isinstance(op, TopK):
-        return sum(len(counts) for _, counts in op.groups.values())
+        cold = sum(stop - start for _, start, stop in op.cold.values())  # sorted Arrow rows
+        return cold + sum(len(counts) for _, counts in op.groups.values())
     sides = getattr(op, "arrangements", None) or [getattr(op, "arrangement", {})]
     return sum(len(rows) for side in sides for rows in side.values())
 

@@ -119,6 +119,23 @@ def test_a_sink_writes_exactly_the_desired_collection(storage: Storage, seed: in
     sink.close()
 
 
+def test_an_append_the_sink_wins_leaves_its_buffer_without_a_read_back(
+    storage: Storage,
+) -> None:
+    """Its append at the read-back's upper is exactly what the output holds there; another
+    writer's append after it is read back and corrected."""
+    storage.create("view", SCHEMA)
+    sink = SelfCorrectingSink(storage, "view")
+    sink.step([(("a", 1), 0, 1), (("b", 2), 1, 1)], 2)
+    assert sink.caught_up() and len(sink.correction) == 0
+    other = SelfCorrectingSink(storage, "view")  # a replica, first to write "c"
+    other.run([([(("a", 1), 0, 1), (("b", 2), 1, 1), (("c", 3), 2, 1)], 3)])
+    sink.run([([(("c", 3), 2, 1)], 3)])
+    assert written(storage, "view") == [(("a", 1), 0, 1), (("b", 2), 1, 1), (("c", 3), 2, 1)]
+    other.close()
+    sink.close()
+
+
 def test_a_sink_takes_frames_and_antichains_and_refuses_going_back(storage: Storage) -> None:
     storage.create("view", SCHEMA)
     sink = SelfCorrectingSink(storage, "view")

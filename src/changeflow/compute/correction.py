@@ -116,6 +116,11 @@ class Correction:
         self._consolidate_before(to_bound(upper, "a read's upper"))
         return self.emitted.table(self.frame)
 
+    def written(self) -> None:
+        """The updates the last read returned are in the output now: they leave the buffer
+        (as their negation read back would take them out)."""
+        self.emitted = Chain()
+
     def advance_since(self, since: int | Antichain | None) -> None:
         """Let times before ``since`` advance to it (on reads); never backwards."""
         since = to_bound(since, "the correction's since")

@@ -3,9 +3,10 @@
 The sink keeps a Correction buffer holding the desired updates minus everything the output
 holds, which it reads back through a subscription. It appends the batch
 ``[persisted upper, desired frontier)`` by compare-and-append, and only once the read-back has
-caught up with the output's upper. So restarts, replays and redundant replicas never duplicate
-or lose an update: whatever another writer appended is read back and corrected (as in
-Materialize's materialized-view sink).
+caught up with the output's upper (so a batch it wins is exactly what the output holds there:
+it leaves the buffer without being read back). So restarts, replays and redundant replicas
+never duplicate or lose an update: whatever another writer appended is read back and corrected
+(as in Materialize's materialized-view sink).
 """
 
 from __future__ import annotations
@@ -198,6 +199,10 @@ class SelfCorrectingSink:
             return
         self.stats.appends_won += 1
         self.stats.updates_written += updates.num_rows
+        # The append won at the read-back's upper, so the output's [lower, upper) is exactly
+        # what it wrote: no need to read it back.
+        self.correction.written()
+        self.adopt(upper)
 
 
 def _before(a: Bound, b: Bound) -> bool:

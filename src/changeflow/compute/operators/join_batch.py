@@ -62,6 +62,10 @@ class Arranged:
             self.held += _arrange(self.rows, batch, self.columns)
         return self.rows
 
+    def empty(self) -> bool:
+        """Whether nothing is arranged or waiting (a hydrating join's sides)."""
+        return not self.rows and not self.waiting
+
     def add(self, batch: Batch) -> None:
         """Changes to add before the arrangement is next read."""
         if not len(batch):
@@ -131,9 +135,20 @@ def delta_join(
     changed: tuple[Side, Side] | None = None,
 ) -> Batch:
     """The output at ``t`` of both inputs' changes at ``t`` (``batches``, or as ``changed``
-    if given), which are then added to the ``sides``."""
-    left, right = changed or (Side(batches[0], keys[0]), Side(batches[1], keys[1]))
+    if given), which are then added to the ``sides``. Where both sides hold nothing yet (a
+    join hydrating), the output is ``dA ⋈ dB`` alone, paired by Acero's hash join."""
     out_kinds = kinds[0] + kinds[1]
+    if changed is None and sides[0].empty() and sides[1].empty():
+        pairs = _hash_pairs(batches, keys)
+        if pairs is not None:
+            a, b = _taken(batches[0], pairs[0]), _taken(batches[1], pairs[1])
+            out = Batch(
+                a.columns + b.columns, _at(t, len(a)), pc.multiply(a.diffs, b.diffs), out_kinds
+            )
+            sides[0].add(batches[0])
+            sides[1].add(batches[1])
+            return filter_batch(out, *check) if len(out) else out
+    left, right = changed or (Side(batches[0], keys[0]), Side(batches[1], keys[1]))
     parts = []
     # dA ⋈ B: the left's changes by position, the right's arranged rows
     arranged_right = sides[1].arrangement() if left.at else {}
@@ -162,6 +177,33 @@ def delta_join(
     out = concat(parts, out_kinds)
     predicates, by_row = check
     return filter_batch(out, predicates, by_row) if len(out) else out
+
+
+def _hash_pairs(
+    batches: list[Batch], keys: tuple[tuple[int, ...], tuple[int, ...]]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The positions of the rows of ``batches[0]`` and ``batches[1]`` whose keys are equal
+    (none with a NULL key column), by Acero's hash join; None for a small step (Python's
+    grouping costs less), a cross join, or keys Arrow may not match as Python does (floats,
+    types that differ between the sides)."""
+    if not keys[0] or sum(map(len, batches)) < _GROUPED_ROWS:
+        return None
+    names = [f"k{i}" for i in range(len(keys[0]))]
+    tables = []
+    for batch, columns, at in zip(batches, keys, ("i", "j"), strict=True):
+        key = [batch.columns[c] for c in columns]
+        if not all(groups_as_rows(k.type) for k in key):
+            return None
+        table = pa.Table.from_arrays([*key, pa.array(np.arange(len(batch)))], [*names, at])
+        valid = None
+        for k in key:
+            valid = pc.is_valid(k) if valid is None else pc.and_(valid, pc.is_valid(k))
+        tables.append(table.filter(valid))
+    try:
+        joined = tables[0].join(tables[1], keys=names, join_type="inner", use_threads=False)
+    except pa.ArrowException:  # types that differ between the sides
+        return None
+    return tuple(joined.column(c).to_numpy() for c in ("i", "j"))  # type: ignore[return-value]
 
 
 def _meet(

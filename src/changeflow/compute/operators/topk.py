@@ -3,6 +3,12 @@
 A group's rows are sorted by :func:`~changeflow.compute.evaluate.sort_key` (each comparison
 SQL's, in Python), or where every column is of a type Python compares as SQL does, by an
 equal key of plain values (:func:`plain_key`), which the sorted list compares in C.
+
+A columnar input's step is ranked in Arrow (:mod:`topk_batch`): a group new to the state (all
+of them when a dataflow hydrates by stepping its inputs' snapshots) gives its window without
+Python per row and is kept as its sorted Arrow rows, which become the sorted list only when a
+later step touches the group (at the cost of its size, once); a step's rows of a group already
+held go through the sorted list.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedKeyList
 
 from changeflow.compute import plan as P
@@ -23,6 +30,8 @@ from changeflow.compute.operators.base import (
     _difference,
     _key,
 )
+from changeflow.compute.operators.batch import Batch, concat
+from changeflow.compute.operators.topk_batch import Ranked, orderable, rank
 from changeflow.compute.types import BOOL, DATE, INT2, INT4, INT8, NUMERIC, TEXT, SqlType
 
 _PLAIN = (BOOL, INT2, INT4, INT8, NUMERIC, DATE, TEXT)  # Python orders their values as SQL
@@ -39,9 +48,60 @@ class TopK(Stateful):
         self.top = top
         self.end = None if top.limit is None else top.offset + top.limit
         self.groups: dict[Row, tuple[SortedKeyList, Counter]] = {}
+        self.cold: dict[Row, tuple[Ranked, int, int]] = {}  # groups held as sorted Arrow rows
         order = top.order_by
-        kinds = tuple(c.type for c in top.schema)
-        self.key = plain_key(order, kinds) or (lambda r: sort_key(r, order))
+        self.kinds = tuple(c.type for c in top.schema)
+        self.key = plain_key(order, self.kinds) or (lambda r: sort_key(r, order))
+        self.orderable = orderable(self.kinds)
+
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        """Batches in, a batch out, where Arrow orders the rows' values as the rows do."""
+        return self.orderable and self.steps_batches()
+
+    def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
+        return super().step(upper)
+
+    def step_batch(self, upper: int) -> Batch:
+        parts = [self._apply_batch(t, b) for t, (b,) in self.batches_by_time(upper)]
+        return concat(parts, self.kinds)
+
+    def _apply_batch(self, t: int, batch: Batch) -> Batch:
+        """The output at ``t``: new groups' windows from the ranking, the other groups'
+        changes through their sorted lists."""
+        ranked = rank(batch, self.top, self.end)
+        if ranked is None:
+            return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
+        keys = ranked.keys(self.top.group_by)
+        new = np.array([k not in self.groups and k not in self.cold for k in keys], bool)
+        stops = ranked.stops()
+        sizes = stops - ranked.starts
+        if (np.repeat(new, sizes) & (ranked.counts < 0)).any():  # the rows raise its error
+            return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
+        for key, start, stop, fresh in zip(keys, ranked.starts, stops, new, strict=True):
+            if fresh:
+                self.cold[key] = (ranked, int(start), int(stop))
+        self.held += int(sizes[new].sum())
+        out = ranked.window(new, t, self.kinds)
+        if new.all():
+            return out
+        old = np.flatnonzero(~np.repeat(new, sizes))
+        updates = list(
+            zip(ranked.rows(old), [t] * len(old), ranked.counts[old].tolist(), strict=True)
+        )
+        return concat([out, Batch.of_updates(self.apply(t, [updates]), self.kinds)], self.kinds)
+
+    def _warm(self, key: Row) -> None:
+        """A group held as sorted Arrow rows becomes its sorted list."""
+        cold = self.cold.pop(key, None)
+        if cold is None:
+            return
+        ranked, start, stop = cold
+        rows = ranked.rows(np.arange(start, stop))
+        counts = Counter(dict(zip(rows, ranked.counts[start:stop].tolist(), strict=True)))
+        self.groups[key] = (SortedKeyList(rows, key=self.key), counts)
 
     def _group(self, key: Row) -> tuple[SortedKeyList, Counter]:
         group = self.groups.get(key)
@@ -84,6 +144,7 @@ class TopK(Stateful):
             touched[_key(u[0], self.top.group_by)].append(u)
         out: list[Update] = []
         for key, updates in touched.items():
+            self._warm(key)
             before = self._window(key)
             for row, _, diff in updates:
                 self._add(key, row, diff)
@@ -106,6 +167,8 @@ class TopK(Stateful):
                 self.held += len(counts)
 
     def contents(self) -> list[tuple[Row, int]] | None:
+        for key in list(self.cold):
+            self._warm(key)
         return [rc for key in self.groups for rc in self._window(key).items()]
 
 
