@@ -448,7 +448,7 @@ class Session:
             retract, add = None, planned.rows
         else:  # UPDATE and DELETE: planned once per text and catalog
             make = plan_delete if stmt.kind == "delete" else plan_update
-            planned = self.env.plans.plan(stmt, resolver.state, lambda: make(stmt.ast, resolver))
+            planned = self.env.plans.plan(stmt, resolver.state, lambda s: make(s.ast, resolver))
             delete = stmt.kind == "delete"
             retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
         table = resolver.relation(qualified(planned.table))
