@@ -27,7 +27,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.arrangements import Arrangement, Fixed, index_keys, narrowed, point
+from changeflow.adapter.arrangements import (
+    Arrangement,
+    Fixed,
+    constraint_keys,
+    index_keys,
+    narrowed,
+    point,
+)
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
@@ -306,6 +313,9 @@ class Environment:
                 shard = on.id if on is not None and on.kind in STORED else item.id
                 for key in index_keys(state, shard):
                     wanted.add((shard, key))
+            for key in constraint_keys(item):  # kept once a read made it
+                if (item.id, key) in self.arrangements:
+                    wanted.add((item.id, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
         for shard, key in wanted:
