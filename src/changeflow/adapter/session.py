@@ -31,14 +31,13 @@ from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
-from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.keyed import constrain
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
-from changeflow.adapter.rows import counted
 from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
@@ -478,7 +477,7 @@ class Session:
         lengths = item.options.get("lengths") if item else None
         rows = assign(rows, shape, lengths, table.name)
         if table.unique:
-            rows = self._constrain(txn, table, planned, rows, (shape, lengths))
+            rows = constrain(self, txn, table, planned, rows, (shape, lengths))
         for row, diff in rows:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
@@ -494,31 +493,6 @@ class Session:
             return Result(f"{tag} {count}")
         written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
         return Result(f"{tag} {count}", returning.columns, returning.rows(written))
-
-    def _constrain(
-        self, txn: Transaction, table: Any, planned: Any, rows: list, fit: tuple
-    ) -> list[tuple[tuple[Any, ...], int]]:
-        """PRIMARY KEY and UNIQUE: ON CONFLICT resolved, then every key checked (23505),
-        against the table as this transaction leaves it; the table joins the transaction's
-        reads, so a concurrent write to it makes the commit fail (40001), not a duplicate."""
-        shard = table.plan.name
-        timeline = self._timeline(frozenset({table.timeline}), txn)
-        if txn.read_ts is None:
-            txn.read_ts = self.env.read_ts(timeline, {shard})
-        txn.reads.add(shard)
-        seen = self.env.evaluate(table.plan, txn.read_ts, self.timeout)
-        txn.read_rows.append((table.plan, seen))  # so any write to it since is a conflict
-        before = dict(seen)
-        for frame in txn.writes.get(shard, []):
-            for row, c in counted(frame).items():
-                before[row] = before.get(row, 0) + c
-        unique = list(table.unique)
-        conflict = getattr(planned, "conflict", None)
-        if conflict is not None:
-            rows = assign(resolve(conflict, unique, before, rows), *fit, table.name)
-        names = [c.name for c in table.plan.schema]
-        check_unique(unique, before, rows, table.name, names)
-        return rows
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
