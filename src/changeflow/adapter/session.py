@@ -38,6 +38,7 @@ from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.rows import counted
 from changeflow.adapter.schemas import create_schema, drop_schema
 from changeflow.adapter.sql.dml import (
     check_not_null,
@@ -220,6 +221,8 @@ class Session:
             data,
             text,
         )
+        if relation.unique and frame.num_rows:  # PRIMARY KEY and UNIQUE, as INSERT checks
+            constrain(self, txn, relation, None, list(counted(frame).items()), ())
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
         self._end(txn)
