@@ -70,6 +70,8 @@ TEXTS = [
     "SELECT count(*), sum(v) FROM t WHERE name < {s} GROUP BY k > {i}",
     "SELECT {s} || name, k * {i} FROM t WHERE k = {small}",
     "SELECT k FROM t WHERE v < {big} AND k <> {huge}",
+    "SELECT CAST(name AS varchar({length})) FROM t WHERE k >= {small}",  # a type's length
+    "SELECT k FROM t WHERE k < CAST('{small}' AS int) + 1 AND v > {j}",  # text read as int
 ]
 INT4 = st.integers(min_value=0, max_value=2**31 - 1)
 VALUES = st.fixed_dictionaries(
@@ -79,6 +81,7 @@ VALUES = st.fixed_dictionaries(
         "small": st.integers(0, 6),
         "small2": st.integers(0, 6),
         "pos": st.integers(0, 3),
+        "length": st.integers(1, 4),
         "big": st.one_of(st.integers(0, 30), st.integers(2**31, 2**63 - 1)),
         "huge": st.one_of(st.integers(0, 9), st.integers(2**63, 2**70)),
         "s": st.text(alphabet="abc'", max_size=3).map(lambda v: "'" + v.replace("'", "''") + "'"),

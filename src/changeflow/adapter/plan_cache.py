@@ -26,7 +26,6 @@ from sqlglot import exp
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState
 from changeflow.adapter.sql.shapes import probes
 from changeflow.adapter.sql.statements import Statement, parse
-from changeflow.errors import ChangeflowError
 
 T = TypeVar("T")
 KEPT = 512  # plans kept (all forgotten at once past this many)
@@ -131,7 +130,10 @@ class PlanCache:
         if kept:
             template = Template(planned, ())
             if shaped.values and key[1] == shaped.key:
-                template = _template(stmt, planned, make)
+                try:
+                    template = _template(stmt, planned, make)
+                except Exception:  # noqa: BLE001 — a plan these leaves cannot tell apart
+                    template = None
                 if template is None:  # kept by its text alone
                     self._keep(key, state, None)
                     key, template = (stmt.kind, stmt.text, SEARCH_PATH.get()), Template(planned, ())
@@ -172,7 +174,7 @@ def _template(stmt: Statement, planned: Any, make: Callable[[Statement], Any]) -
         others = probes(values, descending)
         try:
             probe = make(parse(stmt.shape.text(others)))
-        except ChangeflowError:
+        except Exception:  # noqa: BLE001 — any failure of another value: kept by text
             return None
         diffs: list[tuple[tuple[Any, ...], Any, Any]] = []
         if not _diff(planned, probe, (), diffs):
