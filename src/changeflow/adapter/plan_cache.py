@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 from sqlglot import exp
@@ -29,6 +29,7 @@ from changeflow.adapter.sql.statements import Statement, parse
 
 T = TypeVar("T")
 KEPT = 512  # plans kept (all forgotten at once past this many)
+MADE = 64  # plans with their literals in place kept per shape
 PLAIN = (
     exp.Select,
     exp.Update,
@@ -150,16 +151,27 @@ class PlanCache:
 @dataclass(frozen=True)
 class Template:
     """A plan with the places its statement's literals went to: ``slots`` are (path, index
-    of the literal) pairs, a path the attribute names and positions leading to the value."""
+    of the literal) pairs, a path the attribute names and positions leading to the value.
+    The plans made for the last :data:`MADE` sets of values are kept (a client's prepared
+    statement run again with the same parameters takes its plan as it is)."""
 
     planned: Any
     slots: tuple[tuple[tuple[Any, ...], int], ...]
+    _made: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def made(self, values: tuple[Any, ...]) -> Any:
         """The plan with ``values`` in place of the literals it was made with."""
-        out = self.planned
-        for path, i in self.slots:
-            out = _put(out, path, values[i])
+        if not self.slots:
+            return self.planned
+        key = tuple((type(v), v) for v in values)  # 1 and True are other literals
+        out = self._made.get(key)
+        if out is None:
+            out = self.planned
+            for path, i in self.slots:
+                out = _put(out, path, values[i])
+            if len(self._made) >= MADE:
+                self._made.clear()
+            self._made[key] = out
         return out
 
 
