@@ -150,7 +150,9 @@ class Session:
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
-        return self._guarded(lambda: self.env.catalog.pinned(lambda: self._run(stmt)))
+        if stmt.kind in ("select", "insert", "update", "delete"):  # one catalog version
+            return self._guarded(lambda: self.env.catalog.pinned(lambda: self._run(stmt)))
+        return self._guarded(lambda: self._run(stmt))  # COMMIT may apply DROPs
 
     def _in_context(self) -> None:
         """The session's search path and settings, for the statement about to be planned."""
