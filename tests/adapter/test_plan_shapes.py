@@ -129,7 +129,8 @@ def test_one_plan_serves_a_shape(sessions) -> None:
     env = kept.env
     kept.execute("CREATE TABLE u (k int, v int)")
     kept.execute("INSERT INTO u VALUES (1, 1), (2, 5), (3, 5), (4, 1)")
-    kept.execute("SELECT k FROM u WHERE k = 1 AND v > 2")
+    kept.execute("SELECT k FROM u WHERE k = 1 AND v > 2")  # by its text
+    kept.execute("SELECT k FROM u WHERE k = 9 AND v > 2")  # the shape's plan made
     hits = env.plans.hits
     for n in range(2, 6):
         got = kept.execute(f"SELECT k FROM u WHERE k = {n} AND v > 2")[-1].rows

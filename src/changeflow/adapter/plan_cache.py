@@ -3,7 +3,9 @@ client's prepared statement with other parameters, bound into its text) is plann
 catalog version, as PostgreSQL keeps a prepared statement's generic plan. The statement's
 integer and string literals are taken out of its text (:mod:`~changeflow.adapter.sql.shapes`);
 the plan is kept with the places those literals went to, found by planning the shape again
-with other values, and each statement of the shape gets it with its own values in place. A
+with other values, and each statement of the shape gets it with its own values in place. The
+first statement of a shape is kept by its text (a query run once is planned once); the second
+makes the shape's plan. A
 shape whose plan does not carry its literals as they are (one read as a date, folded into
 another value, used as a column position) is kept by its whole text instead.
 
@@ -30,6 +32,8 @@ from changeflow.adapter.sql.statements import Statement, parse
 T = TypeVar("T")
 KEPT = 512  # plans kept (all forgotten at once past this many)
 MADE = 64  # plans with their literals in place kept per shape
+SEEN = "seen"  # a shape planned once: kept by its text, its template made the next time
+NOT_SHAPED = "by text"  # a shape whose literals are not found in its plan
 PLAIN = (
     exp.Select,
     exp.Update,
@@ -107,41 +111,43 @@ class PlanCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._plans: dict[tuple[Any, ...], tuple[CatalogState, Template | None]] = {}
+        self._plans: dict[tuple[Any, ...], tuple[CatalogState, Template | str | None]] = {}
         self.hits = 0  # plans reused (a measure for tests)
 
     def plan(self, stmt: Statement, state: CatalogState, make: Callable[[Statement], T]) -> T:
         """``stmt``'s plan on catalog ``state``: the one kept for its shape with its literals
-        in place, else ``make(stmt)`` (kept if the statement is plain and its literals are
-        found in the plan)."""
-        shaped = stmt.shape
-        key = (stmt.kind, shaped.key, SEARCH_PATH.get())
-        found = self._plans.get(key)
-        if found is not None and found[0] is state:
-            if found[1] is not None:
-                self.hits += 1
-                return found[1].made(shaped.values)  # type: ignore[no-any-return]
-            key = (stmt.kind, stmt.text, SEARCH_PATH.get())  # by text alone
-            found = self._plans.get(key)
-            if found is not None and found[0] is state and found[1] is not None:
-                self.hits += 1
-                return found[1].planned  # type: ignore[no-any-return]
+        in place, else the one kept for its text, else ``make(stmt)``. A plain statement's
+        plan is kept by its text the first time its shape is seen, and for its shape the
+        second (a query run once is planned once), if its literals are found in the plan."""
+        shaped, path = stmt.shape, SEARCH_PATH.get()
+        by_shape, by_text = (stmt.kind, shaped.key, path), (stmt.kind, stmt.text, path)
+        found = self._plans.get(by_shape)
+        seen = found is not None and found[0] is state
+        if seen and isinstance(found[1], Template):  # type: ignore[index]
+            self.hits += 1
+            return found[1].made(shaped.values)  # type: ignore[index, no-any-return]
+        again = self._plans.get(by_text)
+        if again is not None and again[0] is state and isinstance(again[1], Template):
+            self.hits += 1
+            return again[1].planned  # type: ignore[no-any-return]
         kept = plain(stmt.tree)  # before planning, which may change its tree
         planned = make(stmt)
-        if kept:
-            template = Template(planned, ())
-            if shaped.values and key[1] == shaped.key:
-                try:
-                    template = _template(stmt, planned, make)
-                except Exception:  # noqa: BLE001 — a plan these leaves cannot tell apart
-                    template = None
-                if template is None:  # kept by its text alone
-                    self._keep(key, state, None)
-                    key, template = (stmt.kind, stmt.text, SEARCH_PATH.get()), Template(planned, ())
-            self._keep(key, state, template)
+        if not kept:
+            return planned
+        template = None
+        if seen and found[1] is SEEN:  # type: ignore[index]
+            try:
+                template = _template(stmt, planned, make)
+            except Exception:  # noqa: BLE001 — a plan these leaves cannot tell apart
+                template = None
+            self._keep(by_shape, state, template or NOT_SHAPED)
+        elif not seen:  # its shape's plan is made the next time
+            self._keep(by_shape, state, SEEN if shaped.values else Template(planned, ()))
+        if template is None:
+            self._keep(by_text, state, Template(planned, ()))
         return planned
 
-    def _keep(self, key: tuple[Any, ...], state: CatalogState, template: Template | None) -> None:
+    def _keep(self, key: tuple[Any, ...], state: CatalogState, template: Template | str) -> None:
         with self._lock:
             if len(self._plans) >= KEPT:
                 self._plans.clear()
