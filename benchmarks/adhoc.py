@@ -36,7 +36,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
-from adapter import commit_arrow, postgres_server
+from adapter_common import commit_arrow
+from peers import postgres_server
 from readme import publish
 
 import changeflow

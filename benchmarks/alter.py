@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-from adapter import commit_arrow, say
+from adapter_common import commit_arrow
 from peers import postgres_server
+from tpch import say
 
 import changeflow
 

@@ -22,7 +22,8 @@ the ``bench:serve`` markers.
 
 Then, one client on each system: single-row INSERT latency; ``COPY … FROM STDIN`` of narrow
 CSV rows (rows/s); and on a table of ``--rows`` rows with ``CREATE INDEX`` on its key, point
-SELECT, UPDATE and DELETE by that key (latency).
+SELECT, UPDATE and DELETE by that key (latency); and on a table of up to 100,000 of those rows
+with a PRIMARY KEY and no index, SELECT and UPDATE by the key.
 
 ``--before SRC`` also runs a server from another source tree (``SRC``: its ``src`` folder, an
 earlier commit's), a column of its own in the same run, so a change is measured against what
@@ -57,6 +58,8 @@ from readme import publish
 HERE = Path(__file__).resolve().parent
 KINDS = ("insert", "update", "select")
 SYSTEMS = ("changeflow", "before", "postgresql")
+KEYED = ("key select", "key update")
+KEYED_ROWS = 100_000  # rows of the PRIMARY KEY table
 LABELS = {"changeflow": "changeflow", "before": "changeflow before", "postgresql": "postgresql"}
 
 
@@ -212,6 +215,9 @@ def one_client(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
         c.execute("CREATE INDEX narrow_id ON narrow (id)")
         c.execute("SELECT * FROM narrow WHERE id = 0").fetchall()  # the index is ready
         out["index_ready_s"] = round(time.perf_counter() - started, 3)
+        keyed = min(rows, KEYED_ROWS)  # (before the point DELETEs below take rows away)
+        c.execute("CREATE TABLE keyed (id bigint PRIMARY KEY, v int)")
+        c.execute(f"INSERT INTO keyed SELECT id, 0 FROM narrow WHERE id < {keyed}")
         ids = ((i * 7919) % rows for i in itertools.count(1))  # each id once (7919 is prime)
         for kind, sql in (
             ("point select", "SELECT * FROM narrow WHERE id = %s"),
@@ -223,6 +229,19 @@ def one_client(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
                 started = time.perf_counter()
                 cur = c.execute(sql, (next(ids),))
                 if kind == "point select":
+                    assert len(cur.fetchall()) == 1
+                latencies.append(time.perf_counter() - started)
+            out[kind] = summary(latencies, seconds)
+        ids = ((i * 7919) % keyed for i in itertools.count(1))
+        for kind, sql in (
+            ("key select", "SELECT * FROM keyed WHERE id = %s"),
+            ("key update", "UPDATE keyed SET v = v + 1 WHERE id = %s"),
+        ):
+            latencies, until = [], time.monotonic() + seconds
+            while time.monotonic() < until:
+                started = time.perf_counter()
+                cur = c.execute(sql, (next(ids),))
+                if kind == "key select":
                     assert len(cur.fetchall()) == 1
                 latencies.append(time.perf_counter() - started)
             out[kind] = summary(latencies, seconds)
@@ -277,7 +296,7 @@ def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
         "| one client | " + " | ".join(LABELS[s] for s in systems) + " |",
         "|---|" + "---:|" * len(systems),
     ]
-    for kind in ("insert", "point select", "point update", "point delete"):
+    for kind in ("insert", "point select", "point update", "point delete", *KEYED):
         cells = [
             f"{results[s][kind]['p50_ms']:.2f} / {results[s][kind]['p99_ms']:.2f}" for s in systems
         ]
@@ -288,7 +307,8 @@ def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
     lines.append("| CREATE INDEX + first read, s | " + " | ".join(cells) + " |")
     return "\n".join(lines) + (
         f"\n\nPoint reads and writes by an indexed bigint key on a table of {rows:,} narrow rows "
-        "loaded by COPY; single-row INSERTs into an empty table."
+        f"loaded by COPY; by a PRIMARY KEY without CREATE INDEX (key select, key update) on a "
+        f"table of {min(rows, KEYED_ROWS):,} rows; single-row INSERTs into an empty table."
     )
 
 

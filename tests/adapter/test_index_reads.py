@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.session import Session
 from changeflow.config import Config
+from changeflow.errors import ChangeflowError
 
 keys = st.integers(0, 4)
 ops = st.lists(
@@ -185,3 +186,45 @@ def test_an_update_reads_its_rows_through_the_index_once(env: Environment) -> No
     s.execute("UPDATE once SET v = v + 1 WHERE k = 1")
     assert sum(a.served for a in env.arrangements.values()) == served + 1
     assert rows(s, "SELECT * FROM once WHERE k >= 1") == [(1, 11), (2, 20)]
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=ops)
+def test_a_primary_key_serves_point_reads_without_an_index(env: Environment, ops) -> None:
+    """A table's PRIMARY KEY and UNIQUE columns are arranged without CREATE INDEX once a read
+    fixes them: point SELECT, UPDATE and DELETE give what a table without keys gives."""
+    n = next(names)
+    keyed, plain = f"kx{n}", f"kp{n}"
+    s = Session(env)
+    s.execute(f"CREATE TABLE {keyed} (k int PRIMARY KEY, v text UNIQUE, n int NOT NULL)")
+    s.execute(f"CREATE TABLE {plain} (k int NOT NULL, v text, n int NOT NULL)")
+    served = sum(a.served for a in env.arrangements.values())
+    for kind, k, v in ops:
+        value = "'" + v.replace("'", "''") + f"{k}'"
+        if kind == "insert":
+            try:
+                s.execute(f"INSERT INTO {keyed} VALUES ({k}, {value}, 0)")
+            except ChangeflowError as e:
+                assert e.sqlstate == "23505"
+            else:
+                s.execute(f"INSERT INTO {plain} VALUES ({k}, {value}, 0)")
+        for t in (keyed, plain):
+            if kind == "update":
+                s.execute(f"UPDATE {t} SET n = n + 1 WHERE k = {k}")
+            elif kind == "delete":
+                s.execute(f"DELETE FROM {t} WHERE k = {k}")
+        if kind == "tick":
+            env.tick()
+        if kind == "read":
+            for query in (
+                "SELECT k, v, n FROM {} WHERE k = {}",
+                "SELECT k, n FROM {} WHERE v = 'a{}'",
+                "SELECT count(*), sum(n) FROM {} WHERE {} = k AND n >= 1",
+            ):
+                got = [rows(s, query.format(t, k)) for t in (keyed, plain)]
+                assert got[0] == got[1], (query, k)
+    assert rows(s, f"SELECT * FROM {keyed}") == rows(s, f"SELECT * FROM {plain}")
+    if any(kind in ("read", "update", "delete") for kind, _, _ in ops):
+        assert sum(a.served for a in env.arrangements.values()) > served

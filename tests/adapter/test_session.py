@@ -564,3 +564,20 @@ def test_a_described_query_is_planned_once_unless_the_catalog_changed(
     conn.execute("CREATE TABLE t (a int)")
     conn.execute("INSERT INTO t VALUES (2)")
     assert session.run(stmt).rows == [(2,)] and len(planned) == 2
+
+
+def test_the_host_moves_a_since_only_once_it_is_far_enough_behind(conn: Connection) -> None:
+    """Each move of a since is a consensus write that commits queue behind: the host's tick
+    leaves one that is less than a slack behind where it may go."""
+    conn.execute("CREATE TABLE t (a int)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    env = conn.env
+    shard = env.catalog.load().get("t").id  # type: ignore[union-attr]
+    state = env.catalog.load()
+    start = env.oracle("EpochMilliseconds").read_ts() - 1_000
+    env.allow_compaction(state, start)
+    assert env.storage.state(shard).since.elements == (start,)
+    env.allow_compaction(state, start + 500, slack=1_000)  # within the slack: stays
+    assert env.storage.state(shard).since.elements == (start,)
+    env.allow_compaction(state, start + 1_500, slack=1_000)
+    assert env.storage.state(shard).since.elements == (start + 1_500,)

@@ -18,15 +18,14 @@ from changeflow.compute.evaluate import evaluate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from adapter import (  # noqa: E402
+from adapter_common import commit_frames, shard_of  # noqa: E402
+from adapter_tpch import (  # noqa: E402
     Q1_CUTOFF_LITERAL,
     Q3_FROM_JOIN,
-    commit_frames,
     multiset,
     q1_sql,
     q3_sql,
     renamed,
-    shard_of,
     sql_type,
 )
 from tpch import duck_apply, duck_tables, plans, refreshes, same_rows  # noqa: E402

@@ -116,3 +116,36 @@ def test_copy_into_a_table_with_defaults_and_in_a_transaction(
         conn.execute(f"INSERT INTO {table_name} VALUES (4, 'y')")
     got = conn.execute(f"SELECT k, v FROM {table_name} ORDER BY k").fetchall()
     assert got == [(1, "dflt"), (2, "dflt"), (3, "x"), (4, "y")]
+
+
+def test_copy_and_prepared_inserts_keep_the_primary_key(
+    conn: psycopg.Connection, pg: psycopg.Connection
+) -> None:
+    """Rows that COPY or prepared INSERTs bring (taken as columns, not statements) are
+    checked against PRIMARY KEY and UNIQUE as an INSERT is (23505, nothing written)."""
+    codes: list[list[str | None]] = []
+    for c in (pg, conn):
+        codes.append([])
+        c.execute("CREATE TABLE copy_keyed (k int PRIMARY KEY, v text UNIQUE)")
+        c.execute("INSERT INTO copy_keyed VALUES (1, 'a')")
+        for data in ("2\tb\n1\tc\n", "3\td\n3\te\n", "4\ta\n"):
+            with (
+                pytest.raises(psycopg.Error) as caught,
+                c.cursor().copy("COPY copy_keyed FROM STDIN") as copy,
+            ):
+                copy.write(data)
+            codes[-1].append(caught.value.sqlstate)
+        with pytest.raises(psycopg.Error) as caught:
+            c.cursor().executemany(
+                "INSERT INTO copy_keyed VALUES (%s, %s)", [(5, "e"), (6, "f"), (5, "g")]
+            )
+        codes[-1].append(caught.value.sqlstate)
+        c.cursor().executemany("INSERT INTO copy_keyed VALUES (%s, %s)", [(7, "h"), (8, "i")])
+    assert codes == [["23505"] * 4] * 2
+    for c in (conn, pg):  # (PostgreSQL's pipeline is one transaction; here each INSERT is)
+        c.execute("DELETE FROM copy_keyed WHERE k IN (5, 6)")
+    assert contents_keyed(conn) == contents_keyed(pg) == [(1, "a"), (7, "h"), (8, "i")]
+
+
+def contents_keyed(c: psycopg.Connection) -> list[tuple]:
+    return c.execute("SELECT k, v FROM copy_keyed ORDER BY k").fetchall()

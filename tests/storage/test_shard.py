@@ -216,12 +216,26 @@ def test_global_ids_are_never_reused(storage: Storage) -> None:
     storage.create("a", SCHEMA)
     first = storage.state("a").id
     storage.drop_shard("a")
+    with pytest.raises(InvalidInput, match="no shard named 'a'"):
+        storage.state("a")  # its id, known from before, names a dropped shard
     storage.create("a", SCHEMA)
     assert storage.state("a").id != first
     with pytest.raises(InvalidInput, match="exists"):
         storage.create("a", SCHEMA)
     with pytest.raises(InvalidInput, match="no shard named 'zzz'"):
         storage.state("zzz")
+
+
+def test_a_name_dropped_and_bound_again_elsewhere_reads_the_new_shard(tmp_path: Path) -> None:
+    """A process that knew a name's shard reads the shard bound to it later by another."""
+    one, other = open_storage(tmp_path), open_storage(tmp_path)
+    one.create("a", SCHEMA)
+    first = one.state("a").id
+    other.drop_shard("a")
+    with pytest.raises(InvalidInput, match="no shard named 'a'"):
+        one.state("a")
+    other.create("a", SCHEMA)
+    assert one.state("a").id == other.state("a").id != first
 
 
 # -- bad input leaves the shard unchanged ---------------------------------------------------

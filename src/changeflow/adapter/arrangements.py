@@ -288,7 +288,8 @@ def _same(col: X.Col, lit: X.Lit) -> bool:
 
 def index_keys(state: CatalogState, shard: str) -> list[tuple[int, ...]]:
     """The keys (column indexes of ``shard``) of the indexes that arrange it: a table's
-    indexes, or the index whose own shard it is."""
+    indexes and its PRIMARY KEY and UNIQUE constraints (arranged without an index, once a
+    read asks), or the index whose own shard it is."""
     item = state.items.get(shard)
     if item is None:
         return []
@@ -299,4 +300,11 @@ def index_keys(state: CatalogState, shard: str) -> list[tuple[int, ...]]:
             key = index.options.get("key") or []
             if key and all(k in names for k in key):
                 keys.append(tuple(names.index(k) for k in key))
-    return keys
+    return keys + [k for k in constraint_keys(item) if k not in keys]
+
+
+def constraint_keys(item: Any) -> list[tuple[int, ...]]:
+    """The column positions of a table's PRIMARY KEY and UNIQUE constraints."""
+    if item.kind != "table":
+        return []
+    return [tuple(u[1]) for u in item.options.get("unique") or []]

@@ -59,6 +59,7 @@ SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "mz_catalog")
 
 SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("search_path", default=(PUBLIC,))
 # the settings of the session planning a statement (current_setting, set_config)
+_PINNED: ContextVar[tuple[Catalog, CatalogState] | None] = ContextVar("pinned", default=None)
 SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", default=None)
 
 
@@ -196,7 +197,20 @@ class Catalog:
         self.decoded = Decoded(consensus, lambda head: CatalogState.from_bytes(head.data))
 
     def load(self) -> CatalogState:
+        """The latest state (the pinned one while :meth:`pinned` runs in this context)."""
+        pinned = _PINNED.get()
+        if pinned is not None and pinned[0] is self:
+            return pinned[1]
         return self.decoded.head(KEY)[1] or CatalogState()
+
+    def pinned(self, fn: Callable[[], T]) -> T:
+        """``fn()`` with :meth:`load` giving one state throughout, read once: a statement
+        plans and reads against one catalog version and reads its head once."""
+        token = _PINNED.set((self, self.load()))
+        try:
+            return fn()
+        finally:
+            _PINNED.reset(token)
 
     def change(self, fn: Callable[[CatalogState], tuple[CatalogState, T]]) -> T:
         """Apply ``fn`` to the latest state and store what it returns, atomically; return

@@ -27,7 +27,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.arrangements import Arrangement, Fixed, index_keys, narrowed, point
+from changeflow.adapter.arrangements import (
+    Arrangement,
+    Fixed,
+    constraint_keys,
+    index_keys,
+    narrowed,
+    point,
+)
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
@@ -54,6 +61,7 @@ PROCESS_ROWS = 10_000_000  # in this process, up to this many (a few GiB of colu
 SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
 ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
 HISTORY_MS = 3_600_000  # how far back reads AS OF a wall-clock time may go
+COMPACT_SLACK_MS = 60_000  # the host moves a since once it is this far behind (not each tick)
 STORED = ("table", "source", "materialized view", "index")
 Counted = dict[tuple[Any, ...], int]
 
@@ -306,6 +314,9 @@ class Environment:
                 shard = on.id if on is not None and on.kind in STORED else item.id
                 for key in index_keys(state, shard):
                     wanted.add((shard, key))
+            for key in constraint_keys(item):  # kept once a read made it
+                if (item.id, key) in self.arrangements:
+                    wanted.add((item.id, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
         for shard, key in wanted:
@@ -481,7 +492,7 @@ class Environment:
         now = oracle.read_ts()  # time moves by itself: idle tables and mz_now() follow the clock
         if tables:
             self.log.ready(tables, now, tidy=True)
-        self.allow_compaction(state, now - HISTORY_MS)
+        self.allow_compaction(state, now - HISTORY_MS, COMPACT_SLACK_MS)
         for item in state.items.values():
             if self.closed.is_set():
                 return
@@ -497,16 +508,18 @@ class Environment:
                     run_sink(self, item)
         self._keep_arrangements(state)
 
-    def allow_compaction(self, state: CatalogState, before: int) -> None:
+    def allow_compaction(self, state: CatalogState, before: int, slack: int = 0) -> None:
         """Let the wall-clock items' shards compact up to ``before``: reads AS OF an older time
-        are refused from then on (the adapter keeps :data:`HISTORY_MS` of history)."""
+        are refused from then on (the adapter keeps :data:`HISTORY_MS` of history). A since
+        less than ``slack`` behind stays (each move is a consensus write the commits of
+        sessions queue behind)."""
         shards = set(self.storage.shards())
         for item in state.items.values():
             if item.shard is None or item.timeline != EPOCH or item.id not in shards:
                 continue
             cap = reader(self.storage, item.id)
             since = to_bound(cap.frontier)
-            if since is not None and since < before:
+            if since is not None and since < before - slack:
                 cap.downgrade(before)
 
     def _host(self, seconds: float) -> None:

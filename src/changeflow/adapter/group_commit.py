@@ -3,8 +3,10 @@ one timestamp, in one entry of the write log (one compare-and-set of the log; th
 appended to later, many entries at once).
 
 A session hands its checked frames to :meth:`GroupCommit.commit` and waits. The first waiting
-session becomes the leader: it takes every transaction queued so far and commits them as
-groups, each at one write timestamp; the others wake with their result. A group is serial in
+session becomes the leader: it waits for company (until as many transactions wait as its last
+group took, at most :data:`COMPANY_WAIT`; a lone session's group is one, so it never waits),
+then takes every transaction queued so far and commits them as groups, each at one write
+timestamp; the others wake with their result. A group is serial in
 this order: the read-then-write transactions (UPDATE, DELETE), each unaffected by the writes
 of those before it in the group (:attr:`Reads.unaffected`; one that is affected waits for the
 next group), then the blind writes. The log refuses the group if a table a transaction read
@@ -18,6 +20,7 @@ table, so the chain of a table's commits is known to be complete), else through 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +33,7 @@ from changeflow.storage.txns import Moved, TxnLog, conflict
 TRIES = 100
 APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
 RECENT = 64  # commits of this process kept in memory for rechecks
+COMPANY_WAIT = 0.002  # seconds a leader waits for as many transactions as its last group had
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class GroupCommit:
         self.queue: list[_Pending] = []
         self.leading = False
         self.entries = 0  # log entries written (a measure of grouping)
+        self._company = 1  # transactions the last group took: the next waits for as many
         self.apply_error: BaseException | None = None  # the applier's last (it tries again)
         self._wanted = threading.Event()
         self._closed = False
@@ -78,12 +83,21 @@ class GroupCommit:
         mine = _Pending(frames, reads, reads.ts if reads is not None else -1)
         with self.cond:
             self.queue.append(mine)
+            if len(self.queue) >= self._company:
+                self.cond.notify_all()  # a leader waiting for company has it
             while self.leading and not mine.done:
                 self.cond.wait()
             lead = not mine.done
             if lead:
                 self.leading = True
+                deadline = time.monotonic() + COMPANY_WAIT
+                while len(self.queue) < self._company:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.cond.wait(left)
                 batch, self.queue = self.queue, []
+                self._company = len(batch)
         if lead:
             self._lead(batch)
         if mine.error is not None:

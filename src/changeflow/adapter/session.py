@@ -31,9 +31,9 @@ from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
-from changeflow.adapter.constraints import check_unique, resolve
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
+from changeflow.adapter.keyed import constrain
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
@@ -149,7 +149,9 @@ class Session:
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
-        return self._guarded(lambda: self._run(stmt))
+        if stmt.kind in ("select", "insert", "update", "delete"):  # one catalog version
+            return self._guarded(lambda: self.env.catalog.pinned(lambda: self._run(stmt)))
+        return self._guarded(lambda: self._run(stmt))  # COMMIT may apply DROPs
 
     def _in_context(self) -> None:
         """The session's search path and settings, for the statement about to be planned."""
@@ -220,6 +222,8 @@ class Session:
             data,
             text,
         )
+        if relation.unique and frame.num_rows:  # PRIMARY KEY and UNIQUE, as INSERT checks
+            constrain(self, txn, relation, None, list(counted(frame).items()), ())
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
         self._end(txn)
@@ -447,7 +451,7 @@ class Session:
             retract, add = None, planned.rows
         else:  # UPDATE and DELETE: planned once per text and catalog
             make = plan_delete if stmt.kind == "delete" else plan_update
-            planned = self.env.plans.plan(stmt, resolver.state, lambda: make(stmt.ast, resolver))
+            planned = self.env.plans.plan(stmt, resolver.state, lambda s: make(s.ast, resolver))
             delete = stmt.kind == "delete"
             retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
         table = resolver.relation(qualified(planned.table))
@@ -477,7 +481,7 @@ class Session:
         lengths = item.options.get("lengths") if item else None
         rows = assign(rows, shape, lengths, table.name)
         if table.unique:
-            rows = self._constrain(txn, table, planned, rows, (shape, lengths))
+            rows = constrain(self, txn, table, planned, rows, (shape, lengths))
         for row, diff in rows:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
@@ -493,31 +497,6 @@ class Session:
             return Result(f"{tag} {count}")
         written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
         return Result(f"{tag} {count}", returning.columns, returning.rows(written))
-
-    def _constrain(
-        self, txn: Transaction, table: Any, planned: Any, rows: list, fit: tuple
-    ) -> list[tuple[tuple[Any, ...], int]]:
-        """PRIMARY KEY and UNIQUE: ON CONFLICT resolved, then every key checked (23505),
-        against the table as this transaction leaves it; the table joins the transaction's
-        reads, so a concurrent write to it makes the commit fail (40001), not a duplicate."""
-        shard = table.plan.name
-        timeline = self._timeline(frozenset({table.timeline}), txn)
-        if txn.read_ts is None:
-            txn.read_ts = self.env.read_ts(timeline, {shard})
-        txn.reads.add(shard)
-        seen = self.env.evaluate(table.plan, txn.read_ts, self.timeout)
-        txn.read_rows.append((table.plan, seen))  # so any write to it since is a conflict
-        before = dict(seen)
-        for frame in txn.writes.get(shard, []):
-            for row, c in counted(frame).items():
-                before[row] = before.get(row, 0) + c
-        unique = list(table.unique)
-        conflict = getattr(planned, "conflict", None)
-        if conflict is not None:
-            rows = assign(resolve(conflict, unique, before, rows), *fit, table.name)
-        names = [c.name for c in table.plan.schema]
-        check_unique(unique, before, rows, table.name, names)
-        return rows
 
     def _commit(self, txn: Transaction) -> None:
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}

@@ -137,8 +137,8 @@ class Extended:
         except PlanError:
             return False  # the statement path gives the error
         item = state.by_name(relation.name)
-        if relation.kind != "table" or item is None:
-            return False
+        if relation.kind != "table" or item is None or relation.unique:
+            return False  # a key is checked when its row is inserted: after the reply
         stored = env.storage.state(item.id).schema
         lengths = item.options.get("lengths") or [None] * len(relation.plan.schema)
         plain = frozenset(

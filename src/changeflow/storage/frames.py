@@ -26,6 +26,7 @@ the index label); in a Spark DataFrame, which has no row order, it is the row it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -59,8 +60,10 @@ MIN_DIFF, MAX_DIFF = -(2**63), 2**63 - 1
 SEARCH_BLOCK = 4096  # rows checked at once while looking for the first bad row
 
 
+@functools.lru_cache(maxsize=256)
 def frame_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema of an update frame for data columns ``schema``."""
+    """The schema of an update frame for data columns ``schema`` (kept for the last few:
+    Arrow's calls give up the GIL, and taking it back waits behind busy threads)."""
     return schema.append(pa.field(TIME, pa.int64(), False)).append(
         pa.field(DIFF, pa.int64(), False)
     )

@@ -55,6 +55,7 @@ class Storage:
         else:
             root.check(consensus, blob)
         self.machine = Machine(consensus, blob, lease_seconds, spark_master, clock)
+        self._ids: dict[str, str] = {}  # name -> GlobalId, as last found in the catalog
 
     @classmethod
     def open(cls, config: Config, lease_seconds: float = 300.0, create: bool = True) -> Storage:
@@ -120,8 +121,17 @@ class Storage:
         return sorted(self.catalog().entries)
 
     def state(self, name: str) -> ShardState:
-        """The current state of the shard named ``name``."""
-        return self.machine.load(self.machine.entry(name).id)
+        """The current state of the shard named ``name``. A GlobalId is never bound twice, so
+        the id a name had stands while its shard is not dropped (a dropped shard's since is
+        empty): the catalog is read again only then."""
+        gid = self._ids.get(name)
+        if gid is not None:
+            state = self.machine.decoded_states.head(f"shard/{gid}")[1]
+            if state is not None and state.since.elements:
+                return state
+        gid = self.machine.entry(name).id
+        self._ids[name] = gid
+        return self.machine.load(gid)
 
     def evolve(self, name: str, schema: pa.Schema) -> None:
         """Keep, drop or append (nullable) columns of the shard ``name``; older batches read

@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.errors import ChangeflowError, UpperMismatch
+from changeflow.errors import ChangeflowError, InvalidInput, UpperMismatch
 from changeflow.failpoints import failpoint
 from changeflow.storage.consensus import Decoded, VersionedData
 from changeflow.storage.frames import empty_frame, frame_schema, to_frame
@@ -247,9 +247,10 @@ class TxnLog:
         pending = self._change(advance).pending  # read before the shards (see above)
         out = {}
         for shard in shards:
-            if shard not in self.storage.catalog().entries:
+            try:
+                state = self.storage.state(shard)
+            except InvalidInput:  # no such shard (dropped)
                 return None
-            state = self.storage.state(shard)
             upper, since = to_bound(state.upper), to_bound(state.since)
             if upper is None or upper > ts:
                 out[shard] = View(ts, None)
@@ -427,15 +428,14 @@ class TxnLog:
 
 def writer(storage: Storage, shard: str, upper: int) -> WriteCapability:
     """The table's shared write capability (created with the table), at ``upper``."""
-    gid = storage.machine.entry(shard).id
+    gid = storage.state(shard).id
     return WriteCapability(storage.machine, gid, shard, WRITER, Antichain([upper]))
 
 
 def reader(storage: Storage, shard: str) -> ReadCapability:
     """The adapter's registered read capability of ``shard``, at its since."""
-    gid = storage.machine.entry(shard).id
-    since = storage.state(shard).since
-    return ReadCapability(storage.machine, gid, shard, WRITER, since, WRITER)
+    state = storage.state(shard)
+    return ReadCapability(storage.machine, state.id, shard, WRITER, state.since, WRITER)
 
 
 def _moved(state: LogState, guard: dict[str, int]) -> Moved | None:

@@ -22,6 +22,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
+from changeflow.adapter.sql.shapes import Shape, shape_of
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -46,29 +47,60 @@ KIND = r"(?P<kind>TABLES?|SOURCES?|MATERIALIZED\s+VIEWS?|VIEWS?|INDEX(?:ES)?|SIN
 @dataclass(frozen=True)
 class Statement:
     """One statement: its ``kind`` (``select``, ``insert``, ``create_table``…), its text, the
-    sqlglot tree of its query or DML (if any) and the arguments its kind needs."""
+    sqlglot tree of its query or DML (if any) and the arguments its kind needs. A statement
+    of a shape parsed before (:mod:`~changeflow.adapter.sql.shapes`) is parsed only when its
+    tree is asked for (``lazy``): one whose plan is kept needs none."""
 
     kind: str
     text: str
-    tree: exp.Expression | None = None  # to read; :attr:`ast` to change
+    parsed: exp.Expression | None = None  # read it as :attr:`tree`; :attr:`ast` to change
     args: dict[str, Any] = field(default_factory=dict)
     shared: bool = False  # ``tree`` is the parse cache's: copied when ``ast`` is first asked for
+    lazy: bool = False  # ``tree`` is parsed from ``text`` when first asked for
     _own: list[exp.Expression] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def tree(self) -> exp.Expression | None:
+        return _parsed(self.text) if self.lazy else self.parsed
 
     @property
     def returns(self) -> bool:
         """Has it a RETURNING clause?"""
+        known = _SHAPES.get(self.shape.key) if self.lazy else None
+        if known is not None:
+            return known
         return self.tree is not None and self.tree.args.get("returning") is not None
+
+    @functools.cached_property
+    def shape(self) -> Shape:
+        return shape_of(self.text)
 
     @property
     def ast(self) -> exp.Expression | None:
         """The statement's tree, its own to change (planning may): a statement run again
         whose plan is kept (:mod:`~changeflow.adapter.plan_cache`) copies no tree."""
-        if not self.shared or self.tree is None:
-            return self.tree
+        tree = self.tree
+        if not self.shared or tree is None:
+            return tree
         if not self._own:
-            self._own.append(self.tree.copy())
+            self._own.append(tree.copy())
         return self._own[0]
+
+
+def _shared(kind: str, text: str, args: dict[str, Any] | None = None) -> Statement:
+    """A query or DML statement: its tree from the parse cache, parsed now unless a statement
+    of its shape was parsed before (then only when asked for)."""
+    stmt = Statement(kind, text, None, args or {}, shared=True, lazy=True)
+    key = stmt.shape.key
+    if key not in _SHAPES:
+        tree = _parsed(text)  # a syntax error is raised here
+        if len(_SHAPES) >= 4096:
+            _SHAPES.clear()
+        _SHAPES[key] = tree.args.get("returning") is not None
+    return stmt
+
+
+_SHAPES: dict[str, bool] = {}  # shapes parsed: has it a RETURNING clause?
 
 
 def split(script: str) -> list[str]:
@@ -463,7 +495,7 @@ def parse(text: str) -> Statement:
         tree.set("overriding", "system")  # dml.plan_insert takes identity values then
         return Statement("insert", text, tree)
     if head in ("INSERT", "UPDATE", "DELETE"):
-        return Statement(head.lower(), text, _parsed(text), shared=True)
+        return _shared(head.lower(), text)
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
@@ -488,7 +520,7 @@ def _query(kind: str, text: str, args: dict[str, Any] | None = None) -> Statemen
     m = _AS_OF.fullmatch(text)
     if m and not args.get("as_of"):
         text, args["as_of"] = m["query"] + (m["tail"] or ""), m["as_of"]
-    return Statement(kind, text, _parsed(text), args, shared=True)
+    return _shared(kind, text, args)
 
 
 def _parenthesised(text: str) -> tuple[str, str]:
