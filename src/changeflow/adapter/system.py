@@ -75,6 +75,7 @@ from changeflow.adapter.system_types import (
     rewrite_unnest,
     sqlite_columns,
 )
+from changeflow.compute.functions.chars import quote_ident
 from changeflow.compute.functions.patterns import like_escape
 from changeflow.compute.scalars import like_regex
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
@@ -387,7 +388,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "has_table_privilege": lambda *args: 1,
         "has_schema_privilege": lambda *args: 1,
         "pg_is_other_temp_schema": lambda oid: 0,
-        "quote_ident": lambda s: s if re.fullmatch(r"[a-z_][a-z0-9_$]*", s or "") else f'"{s}"',
+        "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
     }
 
 
