@@ -22,6 +22,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
+from changeflow.adapter.sql.typed_literals import TypedLiterals
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -158,7 +159,7 @@ class PostgresCalls(Postgres):
     class Generator(Postgres.Generator):
         TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
 
-    class Parser(Postgres.Parser):
+    class Parser(TypedLiterals):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
