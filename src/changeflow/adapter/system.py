@@ -38,6 +38,7 @@ from changeflow.adapter.system_indexes import (
     sql_type,
     storage,
 )
+from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
     constraint_oid,
     key_constraints,
@@ -88,10 +89,14 @@ _MENTION = re.compile(
     re.I,
 )
 
+_OBJECT_TYPES = re.compile(
+    r"\b(?:oid|reg(?:class|type|proc|procedure|namespace|oper|role))\b", re.I
+)
+
 
 def mentions_catalog(text: str) -> bool:
     """Does ``text`` read a system relation (``pg_class``, ``information_schema.tables``…)?"""
-    if _MENTION.search(text) is None:
+    if _MENTION.search(text) is None and _OBJECT_TYPES.search(text) is None:
         return False
     try:
         tree = sqlglot.parse_one(text, read=CatalogSql)
@@ -105,9 +110,11 @@ def mentions_catalog(text: str) -> bool:
             return True
     if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
         return True
-    # a catalog function (pg_get_viewdef('v'::regclass)) in a query that reads no table
+    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to an object identifier
+    # type ('t'::regclass, 16384::oid) in a query that reads no table
     calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
-    return bool(calls & CATALOG_CALLS) and next(tree.find_all(exp.Table), None) is None
+    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c) or c.to.is_type("uint")]
+    return bool(calls & CATALOG_CALLS or casts) and next(tree.find_all(exp.Table), None) is None
 
 
 @dataclass
@@ -292,8 +299,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     items = [i for i in state.items.values() if i.kind in KINDS]
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
-    namespaces = {PUBLIC: "public", PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
-    namespaces |= {namespace_oid(state, n): n for n in state.schemas}
 
     keys = {  # pg_get_constraintdef of the key constraints
         constraint_oid(relation_oid(i), k): ("PRIMARY KEY" if primary else "UNIQUE")
@@ -353,7 +358,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
-        "regnamespace": lambda oid: namespaces.get(oid, oid),
         "pg_table_is_visible": lambda oid: int(
             oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
         ),
@@ -430,6 +434,11 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         name = name.split(".")[-1].strip('"')
         if name in ("regclass", "regtype", "regnamespace"):
             return exp.Anonymous(this=name, expressions=[node.this])
+        kind = cast_kind(node.this)
+        if name in _SQLITE_CASTS and kind is not None:  # 't'::regclass::text: the name
+            return exp.Anonymous(
+                this="reg_name", expressions=[exp.Literal.string(kind), node.this.this]
+            )
         if name in _SQLITE_CASTS:
             node.set("to", exp.DataType.build("TEXT"))  # in place: its operand is rewritten
             return node
@@ -506,6 +515,9 @@ def answer(
         or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
+    from changeflow.adapter.object_ids import resolve  # (it reads this module's oids)
+
+    regs = RegColumns(tree, lambda kind, value: resolve(state, user, kind, value))
     for select in list(tree.find_all(exp.Select)):
         rewrite_unnest(select)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
@@ -524,6 +536,9 @@ def answer(
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
         db.create_function("pg_like", 4, _pg_like, deterministic=True)
+        db.create_function("reg_oid", 2, regs.oid, deterministic=True)
+        db.create_function("reg_name", 2, regs.name, deterministic=True)
+        db.create_function("regnamespace", 1, regs.toggle("regnamespace"), deterministic=True)
         db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
@@ -558,5 +573,5 @@ def answer(
             kinds.append(FLOAT8)
         else:
             kinds.append(TEXT)
-    rows = [tuple(map(from_sqlite, r, kinds)) for r in rows]
+    rows = regs.finish(kinds, [tuple(map(from_sqlite, r, kinds)) for r in rows])
     return Answer(names, kinds, rows)
