@@ -24,6 +24,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
@@ -204,11 +205,19 @@ def _rows(
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
         identity = identities(state, item)
-        for n, (col, type_name, nullable) in enumerate(columns, 1):
+        for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
+            name = f"........pg.dropped.{gone}........"
+            out["pg_attribute"].append(
+                (oid, name, 0, 0, -1, gone, 0, -1, -1, False, "i", "x", "", False, False)
+                + (False, "", "", True, True, 0, 0, None, None, None, None)
+            )
+        for i, ((col, type_name, nullable), n) in enumerate(
+            zip(columns, attnums(item), strict=True)
+        ):
             if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
                 type_name = "character varying"
             type_oid, length, _ = sql_type(type_name)
-            default = defaults[n - 1] if n - 1 < len(defaults) and col not in identity else None
+            default = defaults[i] if i < len(defaults) and col not in identity else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
