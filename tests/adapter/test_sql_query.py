@@ -492,7 +492,7 @@ def test_date_plus_or_minus_interval_is_a_timestamp() -> None:
     (a month clamped to the month's end)."""
     from datetime import date, datetime
 
-    from changeflow.adapter.sql.statements import parse_sql
+    from changeflow.adapter.sql.dialect import parse_sql
     from changeflow.compute.types import DATE
 
     days = P.Get("days", (Column("d", DATE),))

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from changeflow.adapter.assign import assign
+from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
@@ -50,8 +51,9 @@ from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import own, owned_by, owned_sequences
 from changeflow.adapter.serial_add import add_serial, discard, numbered
+from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
-from changeflow.adapter.sql.statements import Statement, commas, parse_sql
+from changeflow.adapter.sql.statements import Statement, commas
 from changeflow.adapter.view_sql import column_renamed
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -151,6 +153,7 @@ def _add_column(
         "lengths": [*_per_column(o, "lengths", item), column.length],
         "scales": [*_per_column(o, "scales", item), numeric_scale(column.arrow)],
         "layout": encode_schema(new),
+        **after_add(item),
     }
     sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
     columns = (*item.columns, (column.name, column.kind.name, column.nullable))
@@ -209,6 +212,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         "unique": [u.to_json() for u in unique],
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
+        **after_drop(item, i),
     }
     sql = _edit_sql(item.sql, lambda defs: _drop_def(defs, g["column"]))
     changed = replace(item, columns=_without(list(item.columns), i), options=options, sql=sql)

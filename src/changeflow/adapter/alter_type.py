@@ -35,10 +35,10 @@ from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once
+from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import assign as assign_cast
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.rows import col_of
-from changeflow.adapter.sql.statements import parse_sql
 from changeflow.compute import plan as P
 from changeflow.compute.types import Column, numeric_scale
 from changeflow.errors import PlanError

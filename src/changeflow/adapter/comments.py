@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import NAME, Statement, name
@@ -91,7 +92,8 @@ def descriptions(item: Item) -> list[tuple[int, str]]:
     the column's), those that are set."""
     out = [(0, item.options["comment"])] if item.options.get("comment") is not None else []
     comments = item.options.get("comments") or []
-    return out + [(n, c) for n, c in enumerate(comments[: len(item.columns)], 1) if c is not None]
+    numbered = zip(attnums(item), comments[: len(item.columns)], strict=False)
+    return out + [(n, c) for n, c in numbered if c is not None]
 
 
 def description_functions(

@@ -30,17 +30,19 @@ from changeflow.adapter.resolver import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sources import ingest_source
+from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
-from changeflow.adapter.sql.statements import QNAME, Statement, parse_sql
+from changeflow.adapter.sql.statements import QNAME, Statement
 from changeflow.adapter.sql.types import column_type
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
+from changeflow.compute.functions.chars import quote_ident
 from changeflow.compute.types import Column, numeric_scale
 from changeflow.errors import ChangeflowError, PlanError, with_context
 from changeflow.failpoints import failpoint
@@ -509,13 +511,6 @@ _HEAD = re.compile(
     rf"(?:TABLE|VIEW|SOURCE|INDEX|SINK)\s+(?:IF\s+NOT\s+EXISTS\s+)?){QNAME}",
     re.IGNORECASE,
 )
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as SQL writes it: bare if that reads back the same, else double-quoted."""
-    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
 
 
 def quote_name(name: str) -> str:

@@ -1,10 +1,12 @@
-"""Casts to PostgreSQL's object identifier types in queries that read no system relation.
+"""Casts to PostgreSQL's object identifier types, and the objects their values denote.
 
-``x::oid`` is a bigint (the planner's type for oid). A cast of a constant to ``regclass``,
-``regtype`` or ``regnamespace`` (``'pg_class'::regclass``, ``0::regtype``) is resolved against
-the catalog when the query is planned: to the object's name where it is shown (a reg* value
-prints as its name, ``-`` for 0) and to its oid where it is cast on to oid or an integer type,
-or compared.
+A query that reads no table and casts to one of them runs as a catalog query
+(:mod:`changeflow.adapter.system_regs` types its reg* columns, with :func:`resolve`). In a
+query over tables, ``x::oid`` is a bigint (the planner's type for oid), and a cast of a
+constant to ``regclass``, ``regtype`` or ``regnamespace`` (``'pg_class'::regclass``,
+``0::regtype``) is resolved against the catalog when the query is planned: to the object's
+name where it is shown (``-`` for 0) and to its oid where it is cast on to oid or an integer
+type, or compared.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system import namespace_oid, relation_oid, type_oid
-from changeflow.adapter.system_tables import FORMAT, INFO_SCHEMA, KINDS, PG_CATALOG, SYSTEM_OIDS
+from changeflow.adapter.system_indexes import indexes
+from changeflow.adapter.system_tables import (
+    FORMAT,
+    INFO_SCHEMA,
+    KINDS,
+    OWNER,
+    PG_CATALOG,
+    SYSTEM_OIDS,
+)
 from changeflow.errors import PlanError
 
 T = exp.DataType.Type
@@ -29,13 +39,18 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In)
 
 def _class(state: CatalogState, value: int | str) -> tuple[int, str]:
     items = [i for i in state.items.values() if i.kind in KINDS]
+    keys = {i.oid: i.qualified for i in indexes(state)}  # a constraint's index (t_pkey) too
     if isinstance(value, int):
-        named = {relation_oid(i): i.name for i in items} | {o: n for n, o in SYSTEM_OIDS.items()}
+        named = keys | {relation_oid(i): i.name for i in items}
+        named |= {o: n for n, o in SYSTEM_OIDS.items()}
         return value, named.get(value, str(value) if value else "-")
     key = catalog_name(value)
     item = state.find(key)
     if item is not None and item.kind in KINDS:
         return relation_oid(item), item.name
+    found = next((o for o, n in keys.items() if n == key), None)
+    if found is not None:
+        return found, key
     bare = split_name(key)[1]
     if bare in SYSTEM_OIDS:
         return SYSTEM_OIDS[bare], bare
@@ -69,6 +84,26 @@ def _namespace(state: CatalogState, value: int | str) -> tuple[int, str]:
     if found is None:
         raise PlanError(f'schema "{value}" does not exist', sqlstate="3F000")
     return found, key
+
+
+def resolve(state: CatalogState, user: str, kind: str, value: int | str) -> tuple[int, str]:
+    """The ``(oid, name)`` of the object that ``value`` (an OID, or a name) of the reg* type
+    ``kind`` denotes (``-`` names 0); a name that denotes nothing is an error, as in PostgreSQL."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if kind == "regclass":
+        return _class(state, value)
+    if kind == "regtype":
+        return _type(value)
+    if kind == "regnamespace":
+        return _namespace(state, value)
+    if isinstance(value, int):
+        return value, user if kind == "regrole" and value == OWNER else str(value) if value else "-"
+    if kind == "regrole":
+        if catalog_name(value) != user:
+            raise PlanError(f'role "{value}" does not exist', sqlstate="42704")
+        return OWNER, user
+    raise PlanError(f"a {kind} is supported given by its OID only", sqlstate="0A000")
 
 
 def _constant(node: exp.Expression, kind: str) -> int | str:

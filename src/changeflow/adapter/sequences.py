@@ -37,8 +37,9 @@ from changeflow.adapter.sequence_options import (
     restart_value,
     with_clauses,
 )
+from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.session_values import SEQUENCE_FUNCTIONS
-from changeflow.adapter.sql.statements import Statement, parse_sql
+from changeflow.adapter.sql.statements import Statement
 from changeflow.compute import expr as X
 from changeflow.compute.expr import _typed
 from changeflow.compute.types import INT8, TEXT

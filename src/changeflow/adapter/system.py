@@ -24,6 +24,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
@@ -38,6 +39,7 @@ from changeflow.adapter.system_indexes import (
     sql_type,
     storage,
 )
+from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
     constraint_oid,
     key_constraints,
@@ -75,6 +77,7 @@ from changeflow.adapter.system_types import (
     rewrite_unnest,
     sqlite_columns,
 )
+from changeflow.compute.functions.chars import quote_ident
 from changeflow.compute.functions.patterns import like_escape
 from changeflow.compute.scalars import like_regex
 from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, SqlType
@@ -87,10 +90,14 @@ _MENTION = re.compile(
     re.I,
 )
 
+_OBJECT_TYPES = re.compile(
+    r"\b(?:oid|reg(?:class|type|proc|procedure|namespace|oper|role))\b", re.I
+)
+
 
 def mentions_catalog(text: str) -> bool:
     """Does ``text`` read a system relation (``pg_class``, ``information_schema.tables``…)?"""
-    if _MENTION.search(text) is None:
+    if _MENTION.search(text) is None and _OBJECT_TYPES.search(text) is None:
         return False
     try:
         tree = sqlglot.parse_one(text, read=CatalogSql)
@@ -104,9 +111,11 @@ def mentions_catalog(text: str) -> bool:
             return True
     if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
         return True
-    # a catalog function (pg_get_viewdef('v'::regclass)) in a query that reads no table
+    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to an object identifier
+    # type ('t'::regclass, 16384::oid) in a query that reads no table
     calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
-    return bool(calls & CATALOG_CALLS) and next(tree.find_all(exp.Table), None) is None
+    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c) or c.to.is_type("uint")]
+    return bool(calls & CATALOG_CALLS or casts) and next(tree.find_all(exp.Table), None) is None
 
 
 @dataclass
@@ -196,11 +205,19 @@ def _rows(
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
         identity = identities(state, item)
-        for n, (col, type_name, nullable) in enumerate(columns, 1):
+        for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
+            name = f"........pg.dropped.{gone}........"
+            out["pg_attribute"].append(
+                (oid, name, 0, 0, -1, gone, 0, -1, -1, False, "i", "x", "", False, False)
+                + (False, "", "", True, True, 0, 0, None, None, None, None)
+            )
+        for i, ((col, type_name, nullable), n) in enumerate(
+            zip(columns, attnums(item), strict=True)
+        ):
             if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
                 type_name = "character varying"
             type_oid, length, _ = sql_type(type_name)
-            default = defaults[n - 1] if n - 1 < len(defaults) and col not in identity else None
+            default = defaults[i] if i < len(defaults) and col not in identity else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
                 default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
             out["pg_attribute"].append(
@@ -291,8 +308,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     items = [i for i in state.items.values() if i.kind in KINDS]
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
-    namespaces = {PUBLIC: "public", PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
-    namespaces |= {namespace_oid(state, n): n for n in state.schemas}
 
     keys = {  # pg_get_constraintdef of the key constraints
         constraint_oid(relation_oid(i), k): ("PRIMARY KEY" if primary else "UNIQUE")
@@ -352,7 +367,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
-        "regnamespace": lambda oid: namespaces.get(oid, oid),
         "pg_table_is_visible": lambda oid: int(
             oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
         ),
@@ -387,7 +401,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "has_table_privilege": lambda *args: 1,
         "has_schema_privilege": lambda *args: 1,
         "pg_is_other_temp_schema": lambda oid: 0,
-        "quote_ident": lambda s: s if re.fullmatch(r"[a-z_][a-z0-9_$]*", s or "") else f'"{s}"',
+        "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
     }
 
 
@@ -429,6 +443,11 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         name = name.split(".")[-1].strip('"')
         if name in ("regclass", "regtype", "regnamespace"):
             return exp.Anonymous(this=name, expressions=[node.this])
+        kind = cast_kind(node.this)
+        if name in _SQLITE_CASTS and kind is not None:  # 't'::regclass::text: the name
+            return exp.Anonymous(
+                this="reg_name", expressions=[exp.Literal.string(kind), node.this.this]
+            )
         if name in _SQLITE_CASTS:
             node.set("to", exp.DataType.build("TEXT"))  # in place: its operand is rewritten
             return node
@@ -505,6 +524,9 @@ def answer(
         or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
+    from changeflow.adapter.object_ids import resolve  # (it reads this module's oids)
+
+    regs = RegColumns(tree, lambda kind, value: resolve(state, user, kind, value))
     for select in list(tree.find_all(exp.Select)):
         rewrite_unnest(select)
     for _ in range(4):  # a rewritten node's children are rewritten in the next pass
@@ -523,6 +545,9 @@ def answer(
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
         db.create_function("pg_like", 4, _pg_like, deterministic=True)
+        db.create_function("reg_oid", 2, regs.oid, deterministic=True)
+        db.create_function("reg_name", 2, regs.name, deterministic=True)
+        db.create_function("regnamespace", 1, regs.toggle("regnamespace"), deterministic=True)
         db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
@@ -557,5 +582,5 @@ def answer(
             kinds.append(FLOAT8)
         else:
             kinds.append(TEXT)
-    rows = [tuple(map(from_sqlite, r, kinds)) for r in rows]
+    rows = regs.finish(kinds, [tuple(map(from_sqlite, r, kinds)) for r in rows])
     return Answer(names, kinds, rows)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.system_rows import constraint_oid, typmods
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
@@ -92,7 +93,8 @@ class Index:
                 + ("i", storage(type_oid, length), "", False, False, False, "", "", False, True)
                 + (0, 0, None, None, None, None)
             )
-        nums = " ".join(str(names.index(k) + 1) if k in names else "0" for k in self.keys)
+        numbers = attnums(self.table)
+        nums = " ".join(str(numbers[names.index(k)]) if k in names else "0" for k in self.keys)
         n = len(self.keys)
         collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1043) else 0) for t in types)
         index = (self.oid, table_oid, n, n, self.unique, False, self.primary, False, True)

@@ -8,6 +8,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
@@ -17,8 +18,9 @@ def key_constraints(item: Item, oid: int, namespace: int) -> dict[str, list[tupl
     the text of its array of column numbers; ``conindid`` the index that backs it:
     :mod:`~changeflow.adapter.system_indexes`)."""
     out: dict[str, list[tuple[Any, ...]]] = {"pg_constraint": []}
+    nums = attnums(item)
     for k, (name, columns, primary) in enumerate(item.options.get("unique") or []):
-        keys = "{" + ",".join(str(c + 1) for c in columns) + "}"
+        keys = "{" + ",".join(str(nums[c]) for c in columns) + "}"
         index = constraint_oid(oid, k) + 250
         out["pg_constraint"].append(
             (constraint_oid(oid, k), name, namespace, "p" if primary else "u", False, False)

@@ -22,10 +22,21 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from changeflow.adapter.sql.statements import PostgresCalls
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.system_tables import INFO_TABLES, TABLES
 from changeflow.compute.scalars import array_from_text
-from changeflow.compute.types import ARRAYS, BOOL, FLOAT8, INT2, INT4, INT8, TEXT, SqlType
+from changeflow.compute.types import (
+    ARRAYS,
+    BOOL,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    TEXT,
+    Column,
+    Schema,
+    SqlType,
+)
 
 
 class CatalogSql(Postgres):
@@ -74,6 +85,20 @@ def sqlite_columns(columns: str) -> str:
     return ", ".join(
         f"{name} {DECLARED[kind][0]}" for name, kind in (c.split() for c in columns.split(", "))
     )
+
+
+def system_columns(name: str) -> Schema | None:
+    """The columns of the system relation ``name`` (``pg_class``, ``pg_catalog.pg_class``,
+    ``information_schema.tables``), as their PostgreSQL types; None if it is none."""
+    schema, _, bare = name.lower().rpartition(".")
+    if schema == "information_schema":
+        columns = INFO_TABLES.get(bare)
+    else:
+        columns = TABLES.get(bare) if schema in ("", "pg_catalog") else None
+    if columns is None:
+        return None
+    pairs = (c.split() for c in columns.split(", "))
+    return tuple(Column(n, _SCALARS[_T[DECLARED[k][1]]]) for n, k in pairs)
 
 
 def _sql_type(dt: exp.DataType | None) -> SqlType | None:

@@ -22,7 +22,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.sql.colnames import output_name
-from changeflow.adapter.sql.statements import PostgresCalls, parse
+from changeflow.adapter.sql.dialect import PostgresCalls
+from changeflow.adapter.sql.statements import parse
 from changeflow.errors import ChangeflowError
 
 VIEWS = ("view", "materialized view")

@@ -133,13 +133,16 @@ def process_only(plan: P.Plan) -> str | None:
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
-        if any(rows_only(c.type) and not _held(c.type) for c in node.schema) or any(
-            not _on_spark(x)
+        kinds = [c.type for c in node.schema if rows_only(c.type) and not _held(c.type)]
+        kinds += [  # the first type of each expression Spark has no form for
+            next((t for t in (x.type, *(c.type for c in x.children())) if rows_only(t)), x.type)
             for f in dataclasses.fields(node)
             for e in _expressions(getattr(node, f.name))
             for x in _subexpressions(e)
-        ):
-            return "an expression of arrays, interval, jsonb, uuid or bytea"
+            if not _on_spark(x)
+        ]
+        if kinds:
+            return f"an expression of type {kinds[0]}"
         if _compares_carried(node):
             return "array, interval or jsonb values compared, grouped, ordered or aggregated"
     return None
@@ -150,8 +153,7 @@ CARRIED = (INTERVAL, JSONB)  # Spark holds them as structs: carried, never compa
 
 
 def _carried(kind: SqlType) -> bool:
-    """Values Spark holds but only carries (never compares): intervals and jsonb as their
-    structs, arrays as its arrays (PostgreSQL compares their NULL elements its own way)."""
+    """Values Spark holds but only carries, never compares: intervals, jsonb, arrays."""
     return kind in CARRIED or kind.element is not None
 
 
@@ -160,10 +162,9 @@ def _held(kind: SqlType) -> bool:
 
 
 def _on_spark(e: Expr) -> bool:
-    """Has Spark a form for ``e`` itself? Interval and jsonb values are only carried and
-    tested for NULL there; uuid and bytea values carried, compared and tested for NULL (their
-    casts and functions are not); arrays are built, read and carried, never compared (Spark
-    orders their NULL elements otherwise)."""
+    """Has Spark a form for ``e`` itself? It carries interval and jsonb values (and tests them
+    for NULL), uuid and bytea values (and compares them, not their casts and functions), and
+    arrays (never compared: Spark orders their NULL elements otherwise)."""
     if e.type in BYTES or e.type in CARRIED:
         return isinstance(e, Col)
     if any(c.type in CARRIED for c in e.children()):

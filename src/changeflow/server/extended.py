@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.ddl import quote_name
 from changeflow.adapter.sql.statements import Statement, parse, split
+from changeflow.adapter.system_types import system_columns
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 from changeflow.server import commands as C
@@ -186,6 +187,9 @@ class Extended:
     def _columns_of(self, relation: str) -> Schema | None:
         """A relation's columns (to type the parameters compared with or written to them)."""
         assert self.session is not None
+        system = system_columns(relation)  # (pg_catalog comes first on the search path)
+        if system is not None:
+            return system
         return self.session.describe(parse(f"SELECT * FROM {quote_name(relation)}"))
 
     def _describe_text(self, text: str, portal: Portal | None) -> Schema | None:

@@ -17,8 +17,9 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.sql.array_scalars import is_any_all
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.scope import table_name
-from changeflow.adapter.sql.statements import NAME, PostgresCalls, commas, name
+from changeflow.adapter.sql.statements import NAME, commas, name
 from changeflow.adapter.sql.types import cast_target
 from changeflow.adapter.system_types import OID_TYPE, OIDS_TYPE
 from changeflow.compute.types import Schema, SqlType, array_of

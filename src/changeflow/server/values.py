@@ -50,6 +50,10 @@ OIDS: dict[str, tuple[int, int]] = {
     "name": (NAME, 64),
     '"char"': (CHAR, 1),
 }
+# the object identifier types: their name in text, their 4-byte OID in binary
+REG_OIDS = {"regproc": 24, "regprocedure": 2202, "regoper": 2203, "regclass": 2205}
+REG_OIDS |= {"regtype": 2206, "regnamespace": 4089, "regrole": 4096}
+OIDS |= {name: (oid, 4) for name, oid in REG_OIDS.items()}
 # element type name -> the OID of its array type
 ARRAY_OIDS: dict[str, int] = {
     "boolean": 1000,
@@ -232,6 +236,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "name": lambda v: str(v).encode("utf-8"),
     '"char"': lambda v: str(v).encode("utf-8"),
 }
+BINARY |= dict.fromkeys(REG_OIDS, lambda v: struct.pack("!I", v.oid))
 
 
 def array_binary(values: tuple, element: SqlType) -> bytes:

@@ -19,12 +19,12 @@ from sqlglot import exp
 
 from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
-from changeflow.adapter.sql.statements import PostgresCalls
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target
 from changeflow.compute import expr as X

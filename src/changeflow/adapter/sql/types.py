@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter.sql.statements import PostgresCalls
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.compute.types import (
     BOOL,
     BYTEA,

@@ -96,7 +96,7 @@ def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
     return _sig((INT4,), (INT2,), result=TEXT)(args)
 
 
-def _quote_ident(s: str) -> str:
+def quote_ident(s: str) -> str:
     """``s`` as an identifier: as it is if it needs no quotes (lower-case letters, digits,
     ``_``, not starting with a digit, and not a keyword PostgreSQL reserves in any way), else
     in double quotes, inner ones doubled."""
@@ -174,7 +174,7 @@ def _format(*args: tuple[Any, SqlType]) -> str | None:
             text = "" if kind == "s" else "NULL"
         else:
             text = to_text(v, kind_of)
-            text = {"I": _quote_ident, "L": _quote_literal}.get(kind, str)(text)
+            text = {"I": quote_ident, "L": _quote_literal}.get(kind, str)(text)
         return text.ljust(int(width)) if left else text.rjust(int(width or 0))
 
     return _SPEC.sub(one, fmt)
@@ -205,7 +205,7 @@ FUNCTIONS = [
         lambda s: 8 * len(s.encode()),
         spark=lambda cc, e: F.octet_length(cc.compile(e.args[0])) * 8,
     ),
-    Function("quote_ident", _sig((TEXT,), result=TEXT), _quote_ident, spark=_spark_quote_ident),
+    Function("quote_ident", _sig((TEXT,), result=TEXT), quote_ident, spark=_spark_quote_ident),
     Function(
         "quote_literal", _sig((TEXT,), result=TEXT), _quote_literal, spark=_spark_quote_literal
     ),

@@ -1,0 +1,174 @@
+"""The SQL dialect changeflow reads: sqlglot's PostgreSQL with PostgreSQL's own reading of the
+calls and typed literals sqlglot reads otherwise, and parsing with PostgreSQL's syntax errors."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from changeflow.adapter.sql.typed_literals import TypedLiterals
+from changeflow.errors import PlanError
+
+_PLAIN_CALLS = (
+    "ARRAY_APPEND",
+    "ARRAY_CAT",
+    "ARRAY_PREPEND",
+    "ARRAY_REMOVE",
+    "BIT_LENGTH",
+    "CBRT",
+    "CHR",
+    "DECODE",
+    "DEGREES",
+    "ENCODE",
+    "FORMAT",
+    "JUSTIFY_INTERVAL",
+    "LOG",
+    "MAKE_TIMESTAMP",
+    "RADIANS",
+    "TO_DATE",
+    "TO_TIMESTAMP",
+)
+
+
+def _plain_call(name: str) -> Any:
+    return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
+
+
+def _object_agg(args: list[exp.Expression]) -> exp.Expression:
+    if len(args) != 2:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="jsonb_object_agg", expressions=args)
+    pair = exp.Anonymous(this="jsonb_build_array", expressions=args)
+    return exp.Anonymous(this="jsonb_object_of_pairs", expressions=[exp.ArrayAgg(this=pair)])
+
+
+class PostgresCalls(Postgres):
+    """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
+    than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
+    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
+    an interval literal keeps its text, ``date_part`` stays itself (a double, where
+    ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``,
+    ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
+    ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
+    would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``; ``oid`` is a
+    type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript)."""
+
+    class Tokenizer(Postgres.Tokenizer):
+        KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
+
+    class Generator(Postgres.Generator):
+        TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
+
+    class Parser(TypedLiterals):
+        FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            **Postgres.Parser.FUNCTIONS,
+            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            **{name: _plain_call(name) for name in _PLAIN_CALLS},
+            "AGE": lambda args: exp.Anonymous(
+                this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
+            ),
+            "JSONB_OBJECT_AGG": _object_agg,
+            "JSONB_AGG": lambda args: exp.Anonymous(
+                this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
+            ),
+        }
+        LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
+            k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
+        }
+        FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            k: v
+            for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
+            if k not in ("DATE_PART", *_PLAIN_CALLS)
+        }
+
+        def validate_expression(self, expression: Any, args: list | None = None) -> Any:
+            if (
+                args is not None
+                and isinstance(expression, exp.Func)
+                and not isinstance(expression, exp.Anonymous)
+                and any(
+                    "number of provided arguments" in m for m in expression.error_messages(args)
+                )
+            ):
+                return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
+            return super().validate_expression(expression, args)
+
+        def _parse_function_call(self, *args: Any, **kwargs: Any) -> Any:
+            """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
+            a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
+            written = self._curr.text.lower() if self._curr is not None else None
+            found = super()._parse_function_call(*args, **kwargs)
+            inner = found.this if isinstance(found, exp.Window) else found
+            if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
+                inner.meta["name"] = written
+            return found
+
+        def _parse_interval(
+            self, require_interval: bool = True, parse_function_unit: bool = True
+        ) -> Any:
+            """``INTERVAL 'text' [unit]`` alone: a ``+`` after it is an addition (sqlglot
+            reads ``INTERVAL '1 day' + 1`` as a sum of intervals)."""
+            index = self._index
+            if self._match(TokenType.INTERVAL) and self._match(TokenType.STRING, advance=False):
+                return self._parse_interval_span(self._parse_primary(), parse_function_unit)
+            self._retreat(index)
+            return super()._parse_interval(require_interval, parse_function_unit)
+
+        def _parse_interval_span(self, this: Any, parse_function_unit: bool = True) -> Any:
+            """``INTERVAL 'text' [unit]`` keeps its whole text (sqlglot's own reading keeps
+            only the first number and unit of ``'1 day 02:03:04'``)."""
+            if this is None or not this.is_string:
+                return super()._parse_interval_span(this, parse_function_unit)
+            curr = self._curr
+            unit = None
+            if curr is not None and curr.text.upper() in self.dialect.VALID_INTERVAL_UNITS:
+                unit = self._parse_var(any_token=True, upper=True)
+            return self.expression(exp.Interval(this=this, unit=unit))
+
+
+def parse_sql(text: str) -> exp.Expression:
+    """``text`` parsed by sqlglot's PostgreSQL dialect; a syntax error is a PlanError 42601
+    worded as PostgreSQL's (``syntax error at or near "x"``, ``at end of input``). The trees
+    of recent texts are kept (a statement is described, then run: one parse); each caller
+    gets a copy of its own, which planning may change."""
+    return shared_tree(text).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def shared_tree(text: str) -> exp.Expression:
+    """The parse cache's tree of ``text`` (not to be changed: :func:`parse_sql` copies it)."""
+    try:
+        parsed = sqlglot.parse(text, read=PostgresCalls)
+    except ParseError as e:
+        raise PlanError(_syntax_message(e), sqlstate="42601") from None
+    except TokenError as e:
+        raise PlanError(f"syntax error: {_first_line(e)}", sqlstate="42601") from None
+    if len(parsed) != 1 or parsed[0] is None:
+        raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
+    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to jsonb_object_agg's array_agg
+        call = f.this
+        if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
+            inner = exp.Filter(this=call.expressions[0], expression=f.expression)
+            f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
+    return parsed[0]
+
+
+def _syntax_message(e: ParseError) -> str:
+    if not e.errors:
+        return f"syntax error: {_first_line(e)}"
+    first = e.errors[0]
+    near, after = str(first.get("highlight") or ""), str(first.get("end_context") or "")
+    incomplete = re.match(r"Required keyword|Expecting|Expected", first.get("description", ""))
+    if not near.strip() or (incomplete and not after.strip()):
+        return "syntax error at end of input"
+    return f'syntax error at or near "{near}"'
+
+
+def _first_line(e: Exception) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines()[0]

@@ -1,0 +1,97 @@
+"""oid and the reg* types (regclass, regtype, regnamespace, regproc, regrole) through
+``changeflow serve`` as PostgreSQL 15 sends them: their type OIDs, the name in text and the
+4-byte OID in binary, to psycopg in both formats and to asyncpg on a fresh connection (which
+decodes them with its built-in codecs); an oid compares with integers and int parameters."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import psycopg
+import pytest
+from test_types_wire import same_in_text_and_binary
+
+pytestmark = pytest.mark.postgres
+
+CONSTANTS = (
+    "SELECT 'pg_class'::regclass, 0::regclass, 'int4'::regtype, 'text'::regtype,"
+    " 'public'::regnamespace, 'pg_catalog'::regnamespace, 16384::oid, 'pg_class'::regclass::oid"
+)
+
+
+def test_object_ids_reach_psycopg_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(f"CREATE TABLE {table_name} (id int, name text)")
+            same_in_text_and_binary(ours, pg, CONSTANTS)
+            catalog = (
+                "SELECT c.oid::regclass, c.relnamespace::regnamespace, a.attname,"
+                " a.atttypid::regtype FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
+                f" WHERE c.relname = '{table_name}' AND a.attnum > 0 ORDER BY a.attnum"
+            )
+            own = [
+                conn.execute(f"SELECT '{table_name}'::regclass::oid").fetchone()[0]
+                for conn in (ours, pg)
+            ]
+            for binary in (False, True):
+                got = []
+                for conn, oid in zip((ours, pg), own, strict=True):
+                    with conn.cursor(binary=binary) as cur:
+                        cur.execute(catalog)
+                        assert [d.type_code for d in cur.description] == [2205, 4089, 19, 2206]
+                        rows = cur.fetchall()
+                    if binary:  # the table's own OID (each server numbers its relations)
+                        assert {r[0] for r in rows} == {struct.pack("!I", oid)}
+                        rows = [r[1:] for r in rows]
+                    got.append(rows)
+                assert got[0] == got[1], binary
+            for conn in (ours, pg):
+                (oid,) = conn.execute(f"SELECT '{table_name}'::regclass::oid").fetchone()
+                for sql, args in [
+                    (f"SELECT relname FROM pg_class c WHERE c.oid = {oid}", ()),
+                    ("SELECT relname FROM pg_class c WHERE c.oid = %s", (oid,)),
+                    ("SELECT relname FROM pg_class c WHERE c.oid = %b", (oid,)),
+                ]:
+                    assert conn.execute(sql, args).fetchall() == [(table_name,)], sql
+            for kind, oid in [("regproc", 24), ("regrole", 4096)]:
+                cur = ours.execute(f"SELECT 10::{kind}")
+                assert cur.description[0].type_code == oid
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def test_asyncpg_reads_object_ids_on_a_fresh_connection(
+    server, postgres_url: str, table_name: str
+) -> None:
+    asyncpg = pytest.importorskip("asyncpg")
+
+    async def first(where: dict[str, Any]) -> tuple[list, list]:
+        c = await asyncpg.connect(**where)
+        try:  # the connection's first query: no introspection of these types
+            rows = await c.fetch(CONSTANTS)
+            await c.execute(f"CREATE TABLE {table_name} (id int)")
+            try:
+                (oid,) = await c.fetchrow(f"SELECT '{table_name}'::regclass::oid")
+                found = await c.fetch(
+                    "SELECT c.oid, c.oid::regclass, c.relname FROM pg_class c WHERE c.oid = $1",
+                    oid,
+                )
+            finally:
+                await c.execute(f"DROP TABLE {table_name}")
+            return [tuple(r) for r in rows], [(r[0] == oid, r[1], r[2]) for r in found]
+        finally:
+            await c.close()
+
+    async def main() -> list:
+        return [
+            await first({"host": server.host, "port": server.port, "user": "tester"}),
+            await first({"dsn": postgres_url}),
+        ]
+
+    ours, theirs = asyncio.run(main())
+    assert ours == theirs
