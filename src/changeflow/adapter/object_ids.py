@@ -19,8 +19,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.statements import name as catalog_name
-from changeflow.adapter.system import namespace_oid, relation_oid, type_oid
-from changeflow.adapter.system_indexes import indexes
+from changeflow.adapter.system_indexes import indexes, relation_oid
 from changeflow.adapter.system_tables import (
     FORMAT,
     INFO_SCHEMA,
@@ -28,6 +27,8 @@ from changeflow.adapter.system_tables import (
     OWNER,
     PG_CATALOG,
     SYSTEM_OIDS,
+    namespace_oid,
+    type_oid,
 )
 from changeflow.errors import PlanError
 

@@ -59,11 +59,11 @@ from changeflow.adapter.system_tables import (
     OWNER,
     PG_CATALOG,
     PUBLIC,
-    RELATION_BASE,
     SETTING_NAMES,
     SYSTEM_OIDS,
     TABLES,
-    TYPES,
+    namespace_oid,
+    type_oid,
 )
 from changeflow.adapter.system_types import (
     ArrayAgg,
@@ -271,15 +271,6 @@ def _rows(
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
-def type_oid(name: Any) -> int | None:
-    """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
-    text = str(name).lower().split(".")[-1].strip('"')
-    for sql_name, (oid, _, internal) in TYPES.items():
-        if text in (sql_name, internal):
-            return oid
-    return None
-
-
 def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
     if oid is None:
         return None
@@ -290,13 +281,6 @@ def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
         if oid == 1043:
             return f"character varying({typmod - 4})"
     return name
-
-
-def namespace_oid(state: CatalogState, schema: str) -> int:
-    """The pg_namespace oid of ``schema``: PostgreSQL's for public, else from its number."""
-    if schema == "public":
-        return PUBLIC
-    return RELATION_BASE + state.schemas.get(schema, 0)  # numbered as items are: no clash
 
 
 def _definition(item: Item) -> str:

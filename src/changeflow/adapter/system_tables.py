@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from changeflow.adapter.catalog import CatalogState
+
 PUBLIC, PG_CATALOG, INFO_SCHEMA = 2200, 11, 13000
 OWNER = 10
 RELATION_BASE = 16384
@@ -207,3 +212,19 @@ CATALOG_CALLS = frozenset(
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
 # the settings whose names are not all lower case, as PostgreSQL spells them (pg_settings, SHOW)
 SETTING_NAMES = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
+
+
+def type_oid(name: Any) -> int | None:
+    """The OID of the type called ``name`` (PostgreSQL's or its internal name), else None."""
+    text = str(name).lower().split(".")[-1].strip('"')
+    for sql_name, (oid, _, internal) in TYPES.items():
+        if text in (sql_name, internal):
+            return oid
+    return None
+
+
+def namespace_oid(state: CatalogState, schema: str) -> int:
+    """The pg_namespace oid of ``schema``: PostgreSQL's for public, else from its number."""
+    if schema == "public":
+        return PUBLIC
+    return RELATION_BASE + state.schemas.get(schema, 0)  # numbered as items are: no clash
