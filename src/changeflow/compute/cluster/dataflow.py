@@ -25,6 +25,7 @@ from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.index import indexed
 from changeflow.compute.cluster.local import (
     LinearStep,
     Update,
@@ -102,8 +103,11 @@ class Node:
             spined = [] if hold else widths
             # the columns each arrangement is probed by, which it is partitioned by
             self.by: list[tuple[int, ...]] = [()] * len(spined)
+            self.indexable = [False] * len(spined)
             if self.join:
                 self.by = D.arrangement_keys(plan)  # type: ignore[arg-type]
+                # arrangements a small step looks up by key, not scans (see ``index``)
+                self.indexable = [D.indexable(plan, k, by) for k, by in enumerate(self.by)]  # type: ignore[arg-type]
             elif self.keyed is not None and spined:
                 self.by = list(self.keyed.keys)
             self.spines = [
@@ -365,13 +369,18 @@ class ClusterDataflow(Dataflow):
             self.spark.createDataFrame(batch_table(now, child.plan.schema)) if now else None
             for child, now in zip(node.children, node.now, strict=True)
         ]
-        arranged = [s.frame() for s in node.spines]
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
+            indexes = [
+                indexed(s) if able else None
+                for s, able in zip(node.spines, node.indexable, strict=True)
+            ]
+            arranged = [s.frame() for s in node.spines]  # where a probe is by other columns
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts, indexes)
         else:
             assert node.keyed is not None
+            arranged = [s.frame() for s in node.spines]
             made = node.keyed.local_versions([b.updates() for b in node.now])
             local = None
             if made is not None:

@@ -30,6 +30,8 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
+from changeflow.compute.cluster.index import Indexed
+from changeflow.compute.cluster.index import indexable as index_types
 from changeflow.compute.cluster.local import Update, frame_table
 from changeflow.compute.cluster.spine import partitioned
 from changeflow.compute.expr import map_columns
@@ -128,35 +130,51 @@ def _window(plan: P.TemporalFilter, frame: DataFrame) -> DataFrame:
 
 def join(
     deltas: list[DataFrame | None],
-    arranged: list[DataFrame | None],
-    plan: P.Join,
+    arranged: Sequence[DataFrame | None],
+    plan: P.Plan,
     small: bool,
     by: Sequence[tuple[int, ...]] = (),
     parts: int = 0,
+    indexes: Sequence[Indexed | None] = (),
 ) -> DataFrame | None:
     """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
     collections before the step). With ``small``, each term's running result goes to the
-    arrangement it probes: hashed to its partitions when the arrangement is partitioned by the
+    arrangement it probes: looked up by key where the arrangement is ``indexes``' and the probe
+    is by its key; else hashed to its partitions when the arrangement is partitioned by the
     probe's columns (``by``: each arrangement's, into ``parts``), else broadcast."""
+    assert isinstance(plan, P.Join)
     by = by or [()] * len(deltas)
+    indexes = indexes or [None] * len(deltas)
     terms = []
     for i, delta in enumerate(deltas):
         if delta is None or any(a is None for a in arranged[i + 1 :]):
             continue
-        sides: dict[int, DataFrame] = {i: delta}
+        sides: dict[int, Side] = {i: Side(delta)}
         for j in range(len(deltas)):
             if j != i:
                 old = _untimed(arranged[j])
-                new = deltas[j]
+                new = deltas[j] if j < i else None
+                kept = new
                 if new is not None and by[j] and old is not None:  # keep the partitioning
-                    new = partitioned(new, by[j], parts)
-                side = union([old, new]) if j < i else old
+                    kept = partitioned(new, by[j], parts)
+                side = union([old, kept])
                 if side is None:
                     break
-                sides[j] = side
+                sides[j] = Side(side, indexes[j], new)
         else:
             terms.append(_join_term(plan, sides, i, small, by))
     return union(terms)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One input of a delta join's term: its updates (the arrangement's, which have no time,
+    and the step's own changes when they come before the term's); and, when the arrangement
+    can be looked up by key, its index and the step's changes apart."""
+
+    frame: DataFrame
+    index: Indexed | None = None
+    new: DataFrame | None = None
 
 
 def arrangement_keys(plan: P.Join) -> list[tuple[int, ...]]:
@@ -186,7 +204,7 @@ def _untimed(frame: DataFrame | None) -> DataFrame | None:
 
 def _join_term(
     plan: P.Join,
-    sides: dict[int, DataFrame],
+    sides: dict[int, Side],
     first: int,
     small: bool,
     by: Sequence[tuple[int, ...]],
@@ -194,30 +212,48 @@ def _join_term(
     widths = [len(p.schema) for p in plan.inputs_]
     offsets = [sum(widths[:k]) for k in range(len(widths))]
     owner = [k for k, w in enumerate(widths) for _ in range(w)]
-    renamed = {
-        k: frame.select(
+
+    def renamed(k: int, frame: DataFrame) -> DataFrame:
+        return frame.select(
             *(F.col(name(i)).alias(name(offsets[k] + i)) for i in range(widths[k])),
             F.col(TIME).alias(f"_t{k}"),
             F.col(DIFF).alias(f"_d{k}"),
-        )
-        for k, frame in sides.items()
-    }
+        ).where(_own(plan, owner, k))
+
+    types = [c.type for p in plan.inputs_ for c in p.schema]
     joined = {first}
-    running = renamed[first].where(_own(plan, owner, first))
+    running = renamed(first, sides[first].frame)
     while len(joined) < len(widths):
         k = _next_side(plan, owner, joined)
-        side = renamed[k].where(_own(plan, owner, k))
         links = _links(plan, owner, joined, k)
         equal = [F.col(name(m)) == F.col(name(d)) for m, d in links]
         on = fold(lambda a, b: a & b, equal) if equal else None
-        if on is None:
-            running = running.crossJoin(side)
-        elif small and by[k] == tuple(m - offsets[k] for m, _ in links):
-            running = side.join(running.hint("shuffle_hash"), on)  # only the change moves
-        elif small:  # the running result is small: broadcast it into the arrangement
-            running = side.join(F.broadcast(running), on)
+        mine = tuple(m - offsets[k] for m, _ in links)
+        index = sides[k].index
+        if (
+            index is not None
+            and on is not None
+            and mine == index.by
+            and all(types[m] == types[d] for m, d in links)
+        ):  # look the running result's keys up
+            spark_side = empty(running.sparkSession, plan.inputs_[k].schema, False).schema
+            on_keys = [name(d) for _, d in links]
+            found = index.probe(running, on_keys, spark_side, widths[k], offsets[k], k)
+            found = found.where(on & _own(plan, owner, k))
+            new = sides[k].new
+            if new is not None:  # the step's own changes of the input, before this term's
+                found = found.unionByName(running.join(F.broadcast(renamed(k, new)), on))
+            running = found
         else:
-            running = running.join(side, on)
+            side = renamed(k, sides[k].frame)
+            if on is None:
+                running = running.crossJoin(side)
+            elif small and by[k] == mine:
+                running = side.join(running.hint("shuffle_hash"), on)  # only the change moves
+            elif small:  # the running result is small: broadcast it into the arrangement
+                running = side.join(F.broadcast(running), on)
+            else:
+                running = running.join(side, on)
         joined.add(k)
     if plan.residual is not None:
         running = running.where(ExprCompiler(running).compile(plan.residual))
@@ -225,6 +261,13 @@ def _join_term(
     time = F.greatest(*times) if len(times) > 1 else times[0]
     count = fold(lambda a, b: a * b, (F.col(f"_d{k}") for k in range(len(widths))))
     return running.select(*data(sum(widths)), time.alias(TIME), count.alias(DIFF))
+
+
+def indexable(plan: P.Join, k: int, by: tuple[int, ...]) -> bool:
+    """May input ``k``'s arrangement, partitioned by its columns ``by``, be looked up by key
+    (where a term probes it by those columns)? When Spark hashes them as they compare."""
+    schema = plan.inputs_[k].schema
+    return by != () and index_types([schema[c].type for c in by])
 
 
 def _next_side(plan: P.Join, owner: list[int], joined: set[int]) -> int:
