@@ -41,24 +41,24 @@ HISTORY = {
 }
 
 
-def _maintain(spark, root: Path, probes: list) -> None:
+def _maintain(spark, root: Path, probes: list, plan: P.Plan = THREE_WAY) -> None:
     """Hydrate at 1, step the first half small (probing the arrangements by key), the rest
     wholly on Spark (reading the indexed batches as Parquet); check every time."""
     storage = open_storage(root)
     caps = load_inputs(storage, HISTORY, [])
     append_until(storage, caps, HISTORY, 0, 1)
-    maintain_view(storage, "v", THREE_WAY, "out").close()
+    maintain_view(storage, "v", plan, "out").close()
     storage.register_reader("out", "test:checker", "the test reads every time")
     key = "CHANGEFLOW_CLUSTER_STEP_ROWS"
     old = os.environ.get(key)
     try:
         os.environ[key] = "1000000"
-        flow = maintain_view(storage, "v", THREE_WAY, "out", spark=spark, cluster=True)
+        flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
         for t in range(1, TIMES):
             if t == TIMES // 2:
                 os.environ[key] = "0"
                 flow.close()  # a restart resumes from the checkpoint naming indexed batches
-                flow = maintain_view(storage, "v", THREE_WAY, "out", spark=spark, cluster=True)
+                flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
                 assert flow.resumed
             append_until(storage, caps, HISTORY, t, t + 1)
             flow.run(until=t + 1)
@@ -71,7 +71,7 @@ def _maintain(spark, root: Path, probes: list) -> None:
     assert probes, "no step looked an arrangement up by key"
     copies = [p for p in root.rglob("_part-*.arrow")]
     assert copies, "no executor mapped an indexed batch"
-    check_every_time(storage, THREE_WAY, HISTORY, "out", TIMES)
+    check_every_time(storage, plan, HISTORY, "out", TIMES)
 
 
 def _counting(monkeypatch) -> list:
@@ -92,6 +92,19 @@ def test_a_small_join_step_looks_its_keys_up(spark, tmp_path, monkeypatch) -> No
     assert any(p.files for p in probes) and any(p.local for p in probes)
 
 
+@pytest.mark.parametrize(
+    "plan",
+    [
+        P.TopK(R, (0,), (P.Order(1, True),), 2, 0),
+        P.Join((R, S), ((0, 2),), "full"),
+        P.Reduce(R, (0,), (P.Aggregate("count", P.col(R.schema, 1), distinct=True),)),
+    ],
+    ids=["topk", "full-join", "count-distinct"],
+)
+def test_a_keyed_step_looks_its_versions_keys_up(spark, tmp_path, monkeypatch, plan) -> None:
+    _maintain(spark, tmp_path, _counting(monkeypatch), plan)
+
+
 def test_colliding_hashes_are_told_apart_by_the_keys(spark, tmp_path, monkeypatch) -> None:
     """Every key hashes to one of two values: the lookup finds many rows of other keys, and
     the join keeps only the equal ones."""
@@ -110,9 +123,8 @@ def test_rows_are_paired_by_equal_hashes() -> None:
 
 
 def test_only_keys_spark_hashes_as_they_compare_are_looked_up() -> None:
-    assert D.indexable(THREE_WAY, 0, (0,)) and D.indexable(THREE_WAY, 1, (1,))
-    assert not D.indexable(THREE_WAY, 1, ())
-    floats = P.Get("f", (Column("k", FLOAT8), Column("v", INT4)))
-    assert not D.indexable(P.Join((floats, floats), ((0, 2),)), 1, (0,))
-    wide = P.Get("w", (Column("k", INT8), Column("t", TEXT), Column("n", NUMERIC)))
-    assert D.indexable(P.Join((wide, wide), ((0, 3), (1, 4), (2, 5))), 1, (0, 1, 2))
+    assert D.indexable(R.schema, (0,)) and D.indexable(R.schema, (0, 1))
+    assert not D.indexable(R.schema, ())
+    assert not D.indexable((Column("k", FLOAT8), Column("v", INT4)), (0,))
+    wide = (Column("k", INT8), Column("t", TEXT), Column("n", NUMERIC))
+    assert D.indexable(wide, (0, 1, 2))

@@ -26,6 +26,7 @@ from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster.index import indexed
+from changeflow.compute.cluster.keyed import keyed as keyed_form
 from changeflow.compute.cluster.local import (
     LinearStep,
     Update,
@@ -90,7 +91,7 @@ class Node:
         keyed = _keyed(plan) and not hold
         accumulates = accumulable(plan) and not hold  # type: ignore[arg-type]
         self.totals = Accumulated(plan) if accumulates else None  # type: ignore[arg-type]
-        self.keyed = D.keyed(plan) if keyed and self.totals is None else None
+        self.keyed = keyed_form(plan) if keyed and self.totals is None else None
         self.head = Head(plan) if self.keyed is not None and global_top(plan) else None  # type: ignore[arg-type]
         self.stateful = self.join or keyed or hold
         where = f"{len(flow.nodes)}"
@@ -103,13 +104,14 @@ class Node:
             spined = [] if hold else widths
             # the columns each arrangement is probed by, which it is partitioned by
             self.by: list[tuple[int, ...]] = [()] * len(spined)
-            self.indexable = [False] * len(spined)
             if self.join:
                 self.by = D.arrangement_keys(plan)  # type: ignore[arg-type]
-                # arrangements a small step looks up by key, not scans (see ``index``)
-                self.indexable = [D.indexable(plan, k, by) for k, by in enumerate(self.by)]  # type: ignore[arg-type]
             elif self.keyed is not None and spined:
                 self.by = list(self.keyed.keys)
+            # arrangements a small step looks up by key, not scans (see ``index``)
+            self.indexable = [
+                D.indexable(c.plan.schema, by) for c, by in zip(children, self.by, strict=False)
+            ]
             self.spines = [
                 flow.spine(f"{where}/in{i}", w, False, by=by)
                 for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
@@ -369,18 +371,17 @@ class ClusterDataflow(Dataflow):
             self.spark.createDataFrame(batch_table(now, child.plan.schema)) if now else None
             for child, now in zip(node.children, node.now, strict=True)
         ]
+        indexes = [
+            indexed(s) if able else None
+            for s, able in zip(node.spines, node.indexable, strict=True)
+        ]
+        arranged = [s.frame() for s in node.spines]  # where a probe is by other columns
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            indexes = [
-                indexed(s) if able else None
-                for s, able in zip(node.spines, node.indexable, strict=True)
-            ]
-            arranged = [s.frame() for s in node.spines]  # where a probe is by other columns
             out = D.join(frames, arranged, node.plan, True, node.by, self.parts, indexes)
         else:
             assert node.keyed is not None
-            arranged = [s.frame() for s in node.spines]
             made = node.keyed.local_versions([b.updates() for b in node.now])
             local = None
             if made is not None:
@@ -389,7 +390,7 @@ class ClusterDataflow(Dataflow):
                     self.spark.createDataFrame(versions),
                     [None if t is None else self.spark.createDataFrame(t) for t in changed],
                 )
-            out = node.keyed.delta(frames, arranged, True, None, local)
+            out = node.keyed.delta(frames, arranged, True, None, local, indexes)
         if out is None:
             return empty(node.plan)
         return spark_batch(out.toArrow(), out_kinds)
