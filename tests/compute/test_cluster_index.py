@@ -10,10 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
+from changeflow.compute.cluster import dataflow as cluster_dataflow
 from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster import index
 from changeflow.compute.dataflow import maintain_view
@@ -41,12 +43,14 @@ HISTORY = {
 }
 
 
-def _maintain(spark, root: Path, probes: list, plan: P.Plan = THREE_WAY) -> None:
+def _maintain(
+    spark, root: Path, probes: list, plan: P.Plan = THREE_WAY, history: dict = HISTORY
+) -> None:
     """Hydrate at 1, step the first half small (probing the arrangements by key), the rest
     wholly on Spark (reading the indexed batches as Parquet); check every time."""
     storage = open_storage(root)
-    caps = load_inputs(storage, HISTORY, [])
-    append_until(storage, caps, HISTORY, 0, 1)
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, 1)
     maintain_view(storage, "v", plan, "out").close()
     storage.register_reader("out", "test:checker", "the test reads every time")
     key = "CHANGEFLOW_CLUSTER_STEP_ROWS"
@@ -60,7 +64,7 @@ def _maintain(spark, root: Path, probes: list, plan: P.Plan = THREE_WAY) -> None
                 flow.close()  # a restart resumes from the checkpoint naming indexed batches
                 flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
                 assert flow.resumed
-            append_until(storage, caps, HISTORY, t, t + 1)
+            append_until(storage, caps, history, t, t + 1)
             flow.run(until=t + 1)
         flow.close()
     finally:
@@ -69,9 +73,7 @@ def _maintain(spark, root: Path, probes: list, plan: P.Plan = THREE_WAY) -> None
         else:
             os.environ[key] = old
     assert probes, "no step looked an arrangement up by key"
-    copies = [p for p in root.rglob("_part-*.arrow")]
-    assert copies, "no executor mapped an indexed batch"
-    check_every_time(storage, plan, HISTORY, "out", TIMES)
+    check_every_time(storage, plan, history, "out", TIMES)
 
 
 def _counting(monkeypatch) -> list:
@@ -105,6 +107,16 @@ def test_a_keyed_step_looks_its_versions_keys_up(spark, tmp_path, monkeypatch, p
     _maintain(spark, tmp_path, _counting(monkeypatch), plan)
 
 
+def test_a_reduce_looks_its_touched_groups_up(spark, tmp_path, monkeypatch) -> None:
+    """Totals of many groups (more than the driver reads) are looked up by group, a NULL
+    group among them."""
+    monkeypatch.setattr(cluster_dataflow, "SMALL_TOTALS", 0)
+    nulls = [((None, t), t, 1) for t in range(TIMES)] + [((None, 0), 4, -1)]
+    history = {"r": HISTORY["r"] + nulls, "s": HISTORY["s"]}
+    total = P.Reduce(R, (0,), (P.Aggregate("sum", P.col(R.schema, 1)), P.Aggregate("count")))
+    _maintain(spark, tmp_path, _counting(monkeypatch), total, history)
+
+
 def test_colliding_hashes_are_told_apart_by_the_keys(spark, tmp_path, monkeypatch) -> None:
     """Every key hashes to one of two values: the lookup finds many rows of other keys, and
     the join keeps only the equal ones."""
@@ -120,6 +132,33 @@ def test_rows_are_paired_by_equal_hashes() -> None:
     assert pairs == [(0, 3), (0, 4), (0, 5), (2, 0), (2, 1), (3, 0), (3, 1)]
     _, mine, theirs = index._hashed_pairs(probe.slice(1, 1), held)
     assert len(mine) == len(theirs) == 0 and isinstance(mine, np.ndarray)
+
+
+def test_a_mapped_copy_sits_beside_its_file_where_spark_does_not_read_it(spark, tmp_path) -> None:
+    folder = tmp_path / "batch"
+    spark.range(100).withColumnRenamed("id", "c0").write.parquet(str(folder))
+    files = sorted(folder.glob("part-*.parquet"))
+    mapped = index._mapped(str(files[0]))
+    assert (folder / f"_{files[0].name}.arrow").exists()
+    assert mapped.equals(pq.read_table(files[0]))
+    assert index._mapped(str(files[0])) is mapped  # kept open in this process
+    assert spark.read.parquet(str(folder)).count() == 100
+
+
+def test_a_batch_the_driver_wrote_pairs_null_keys_with_null_keys() -> None:
+    look = index._Lookup(index.Indexed("", 2, (0, 1), {}, ()), ("a", "b"), 2, (), False, None)
+    probe = pa.table({"a": [1, None, 2, None], "b": ["x", "y", None, None]})
+    held = pa.table({"c0": [None, 1, 2, 1, None], "c1": ["y", "x", None, "z", None]})
+    _, mine, theirs = look._equal_pairs(probe, held)
+    assert sorted(zip(mine.tolist(), theirs.tolist(), strict=True)) == [
+        (0, 1),
+        (1, 0),
+        (2, 2),
+        (3, 4),
+    ]
+    nothing = pa.table({"a": pa.nulls(2, pa.int64()), "b": pa.nulls(2, pa.string())})
+    _, mine, theirs = look._equal_pairs(nothing, held.slice(4))
+    assert sorted(zip(mine.tolist(), theirs.tolist(), strict=True)) == [(0, 0), (1, 0)]
 
 
 def test_only_keys_spark_hashes_as_they_compare_are_looked_up() -> None:

@@ -99,7 +99,11 @@ class Node:
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
         if self.totals is not None:  # a reduce of running totals holds one row per group
             totals = self.totals
-            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
+            groups = tuple(range(totals.width))  # a step looks its groups up by key
+            grouped = (plan.input.schema[c] for c in plan.group_by)  # type: ignore[attr-defined]
+            self.indexable = [D.indexable(tuple(grouped), groups)]
+            by = groups if self.indexable[0] else ()
+            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values(), by)]
         else:
             spined = [] if hold else widths
             # the columns each arrangement is probed by, which it is partitioned by
@@ -360,8 +364,9 @@ class ClusterDataflow(Dataflow):
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
-            else:  # the touched groups' totals, read with one join
-                held = node.totals.touched(node.spines[0].frame(), node.step_totals)
+            else:  # the touched groups' totals, looked up or read with one join
+                index = indexed(node.spines[0]) if node.indexable[0] else None
+                held = node.totals.touched(node.spines[0].frame(), node.step_totals, index)
             return Batch.of_updates(node.totals.local_delta(node.step_totals, held), out_kinds)
         if node.head is not None:
             head = node.head.step(node.now[0].updates(), node.spines[0].frame)

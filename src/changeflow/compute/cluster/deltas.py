@@ -228,7 +228,8 @@ def _join_term(
         ):  # look the running result's keys up
             spark_side = empty(running.sparkSession, plan.inputs_[k].schema, False).schema
             on_keys = [name(d) for _, d in links]
-            found = index.probe(running, on_keys, spark_side, widths[k], offsets[k], k)
+            values = {DIFF: f"_d{k}"}
+            found = index.probe(running, on_keys, spark_side, offsets[k], values, f"_t{k}")
             found = found.where(on & _own(plan, owner, k))
             new = sides[k].new
             if new is not None:  # the step's own changes of the input, before this term's

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,7 +52,6 @@ from changeflow.compute.types import (
     SqlType,
 )
 from changeflow.spark import on_executors, session_conf
-from changeflow.updates import DIFF
 
 HASH = "_h"  # the key's hash, by which an indexed batch's partition is sorted
 PART = "_p"  # the partition a probe row's key hashes to
@@ -110,7 +110,8 @@ def indexed(spine: Spine) -> Indexed | None:
             if part is not None:
                 files.setdefault(part, []).append(spine.blob.path(m.key))
     held = {p: tuple(f) for p, f in files.items()}
-    return Indexed(spine.blob.root, spine.parts, spine.by, held, tuple(local))
+    schema = spine.batches[0].schema
+    return Indexed(spine.blob.root, spine.parts, spine.by, held, tuple(local), schema)
 
 
 def _parquet(key: str) -> bool:
@@ -139,31 +140,34 @@ class Indexed:
     by: tuple[int, ...]
     files: dict[int, tuple[str, ...]]
     local: tuple[str, ...]
+    schema: str | None = None  # its columns' Spark types (JSON)
 
     def probe(
         self,
         running: DataFrame,
         on: Sequence[str],
         side: StructType,
-        width: int,
         offset: int,
-        k: int,
+        values: dict[str, str],
+        time: str | None = None,
     ) -> DataFrame:
         """``running`` with each arranged row whose key may equal its columns ``on`` (the
-        arrangement's ``by``, in order): the side's columns renamed from ``offset``, then
-        ``_t{k}`` (NULL: arranged rows have been there all along) and ``_d{k}``. The caller
-        keeps the pairs whose keys are equal."""
+        arrangement's ``by``, in order), the caller keeping those whose keys are equal: the
+        arrangement's data columns (``side``'s ``c0``…) renamed from ``offset``, its
+        ``values`` (``side``'s names to the output's), and ``time`` NULL (arranged rows have
+        been there all along) when named."""
         keys = [F.col(c) for c in on]
         hashed = running.withColumn(HASH, key_hash(*keys))
         hashed = hashed.withColumn(PART, F.pmod(F.hash(*keys), F.lit(self.parts)))
-        added = [
-            StructField(name(offset + i), field.dataType, True)
-            for i, field in enumerate(side.fields[:width])
-        ]
-        added += [StructField(f"_t{k}", LongType(), True), StructField(f"_d{k}", LongType())]
+        fields = {f.name: f for f in side.fields}
+        width = len([n for n in fields if n not in values])
+        added = [StructField(name(offset + i), fields[name(i)].dataType) for i in range(width)]
+        added += [StructField(new, fields[old].dataType) for old, new in values.items()]
+        added += [StructField(time, LongType())] if time else []
         out = StructType([*running.schema.fields, *added])
         tz = running.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-        look = _Lookup(self, tuple(on), width, to_arrow_schema(out, timezone=tz))
+        arrow = to_arrow_schema(out, timezone=tz)
+        look = _Lookup(self, tuple(on), width, tuple(values), time is not None, arrow)
         return hashed.mapInArrow(on_executors(look), out)
 
 
@@ -173,7 +177,9 @@ class _Lookup:
 
     index: Indexed
     on: tuple[str, ...]
-    width: int
+    width: int  # the arrangement's data columns
+    values: tuple[str, ...]  # and the value columns taken from it
+    timed: bool  # a NULL time after them
     out: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -192,15 +198,20 @@ class _Lookup:
             yield from self._matched(probe, *self._equal_pairs(probe, _mapped(path)))
 
     def _equal_pairs(self, probe: pa.Table, held: pa.Table) -> Pairs:
-        """Arrow's hash join of ``probe``'s key columns with those of a batch the driver wrote."""
-        keys = [f"_k{i}" for i in range(len(self.on))]
-        mine = [probe.column(c) for c in self.on]
-        theirs = [
-            held.column(name(c)).cast(m.type) for m, c in zip(mine, self.index.by, strict=True)
-        ]
-        left = pa.table([*mine, np.arange(probe.num_rows)], names=[*keys, "_i"])
-        right = pa.table([*theirs, np.arange(held.num_rows)], names=[*keys, "_j"])
-        pairs = left.join(right, keys=keys, join_type="inner")
+        """Arrow's hash join of ``probe``'s key columns with those of a batch the driver wrote,
+        NULL matching NULL (the caller compares the keys as its operator does)."""
+        left: dict[str, pa.Array] = {"_i": pa.array(np.arange(probe.num_rows))}
+        right: dict[str, pa.Array] = {"_j": pa.array(np.arange(held.num_rows))}
+        for n, (mine, c) in enumerate(zip(self.on, self.index.by, strict=True)):
+            ours = probe.column(mine).combine_chunks()
+            theirs = held.column(name(c)).cast(ours.type).combine_chunks()
+            left[f"_v{n}"], right[f"_v{n}"] = ours.is_valid(), theirs.is_valid()
+            some = pc.drop_null(pa.concat_arrays([ours, theirs]))
+            if len(some):  # NULLs stand in as one value, told apart by their flags
+                left[f"_k{n}"] = pc.coalesce(ours, some[0])
+                right[f"_k{n}"] = pc.coalesce(theirs, some[0])
+        keys = [k for k in left if k != "_i"]
+        pairs = pa.table(left).join(pa.table(right), keys=keys, join_type="inner")
         return held, pairs.column("_i").to_numpy(), pairs.column("_j").to_numpy()
 
     def _matched(
@@ -213,7 +224,8 @@ class _Lookup:
         count = len(mine)
         columns = [left.column(n) for n in self.out.names[: probe.num_columns - 2]]
         columns += [right.column(name(i)) for i in range(self.width)]
-        columns += [pa.nulls(count, pa.int64()), right.column(DIFF)]
+        columns += [right.column(v) for v in self.values]
+        columns += [pa.nulls(count, pa.int64())] if self.timed else []
         table = pa.Table.from_arrays(
             [c.cast(f.type) for c, f in zip(columns, self.out, strict=True)], schema=self.out
         )

@@ -216,10 +216,10 @@ class Keyed:
         picked = [changed]
         if index is not None and self._same_key_types(side):
             struct = empty(versions.sparkSession, schema, False).schema
-            found = index.probe(versions, keys, struct, width, 0, side)
+            found = index.probe(versions, keys, struct, 0, {DIFF: DIFF})
             same = [F.col(name(c)) == F.col(k) for k, c in zip(keys, self.keys[side], strict=True)]
             found = found.where(fold(lambda a, b: a & b, same))
-            picked.append(found.select(*data(width), *versioned, F.col(f"_d{side}").alias(DIFF)))
+            picked.append(found.select(*data(width), *versioned, DIFF))
         elif old is not None:
             found = old.join(versions.hint("shuffle_hash"), on)
             picked.append(found.select(*data(width), *versioned, DIFF))
