@@ -380,7 +380,8 @@ class ClusterDataflow(Dataflow):
             indexed(s) if able else None
             for s, able in zip(node.spines, node.indexable, strict=True)
         ]
-        arranged = [s.frame() for s in node.spines]  # where a probe is by other columns
+        # made only where a probe scans them (by other columns than an index's)
+        arranged = [s.frame if s.batches else None for s in node.spines]
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)

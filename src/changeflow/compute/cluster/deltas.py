@@ -16,8 +16,9 @@ step). Arrangements (an operator's accumulated input) have no ``_time``. Operato
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property, partial
 from functools import reduce as fold
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -118,9 +119,12 @@ def _window(plan: P.TemporalFilter, frame: DataFrame) -> DataFrame:
 # -- inner joins -------------------------------------------------------------------------------
 
 
+Arranged = DataFrame | Callable[[], DataFrame | None] | None  # a frame, made when needed
+
+
 def join(
     deltas: list[DataFrame | None],
-    arranged: Sequence[DataFrame | None],
+    arranged: Sequence[Arranged],
     plan: P.Plan,
     small: bool,
     by: Sequence[tuple[int, ...]] = (),
@@ -128,10 +132,11 @@ def join(
     indexes: Sequence[Indexed | None] = (),
 ) -> DataFrame | None:
     """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
-    collections before the step). With ``small``, each term's running result goes to the
-    arrangement it probes: looked up by key where the arrangement is ``indexes``' and the probe
-    is by its key; else hashed to its partitions when the arrangement is partitioned by the
-    probe's columns (``by``: each arrangement's, into ``parts``), else broadcast."""
+    collections before the step; None when empty, or made only if a term scans them). With
+    ``small``, each term's running result goes to the arrangement it probes: looked up by key
+    where the arrangement is ``indexes``' and the probe is by its key; else hashed to its
+    partitions when the arrangement is partitioned by the probe's columns (``by``: each
+    arrangement's, into ``parts``), else broadcast."""
     assert isinstance(plan, P.Join)
     by = by or [()] * len(deltas)
     indexes = indexes or [None] * len(deltas)
@@ -142,29 +147,40 @@ def join(
         sides: dict[int, Side] = {i: Side(delta)}
         for j in range(len(deltas)):
             if j != i:
-                old = _untimed(arranged[j])
                 new = deltas[j] if j < i else None
-                kept = new
-                if new is not None and by[j] and old is not None:  # keep the partitioning
-                    kept = partitioned(new, by[j], parts)
-                side = union([old, kept])
-                if side is None:
+                if arranged[j] is None and new is None:
                     break
-                sides[j] = Side(side, indexes[j], new)
+                scanned = partial(_scanned, arranged[j], new, by[j], parts)
+                sides[j] = Side(scanned, indexes[j], new)
         else:
             terms.append(_join_term(plan, sides, i, small, by))
     return union(terms)
 
 
-@dataclass(frozen=True)
+def _scanned(held: Arranged, new: DataFrame | None, by: tuple[int, ...], parts: int) -> DataFrame:
+    """An input's arranged updates (untimed) and the step's ``new`` ones, as one frame."""
+    old = _untimed(held() if callable(held) else held)
+    if new is not None and by and old is not None:  # keep the partitioning
+        new = partitioned(new, by, parts)
+    side = union([old, new])
+    assert side is not None
+    return side
+
+
+@dataclass
 class Side:
     """One input of a delta join's term: its updates (the arrangement's, which have no time,
-    and the step's own changes when they come before the term's); and, when the arrangement
-    can be looked up by key, its index and the step's changes apart."""
+    and the step's own changes when they come before the term's; made when a term scans
+    them); and, when the arrangement can be looked up by key, its index and the step's
+    changes apart."""
 
-    frame: DataFrame
+    made: DataFrame | Callable[[], DataFrame]
     index: Indexed | None = None
     new: DataFrame | None = None
+
+    @cached_property
+    def frame(self) -> DataFrame:
+        return self.made() if callable(self.made) else self.made
 
 
 def arrangement_keys(plan: P.Join) -> list[tuple[int, ...]]:
@@ -226,7 +242,9 @@ def _join_term(
             and mine == index.by
             and all(types[m] == types[d] for m, d in links)
         ):  # look the running result's keys up
-            spark_side = empty(running.sparkSession, plan.inputs_[k].schema, False).schema
+            spark_side = (
+                index.side() or empty(running.sparkSession, plan.inputs_[k].schema, False).schema
+            )
             on_keys = [name(d) for _, d in links]
             values = {DIFF: f"_d{k}"}
             found = index.probe(running, on_keys, spark_side, offsets[k], values, f"_t{k}")

@@ -142,6 +142,10 @@ class Indexed:
     local: tuple[str, ...]
     schema: str | None = None  # its columns' Spark types (JSON)
 
+    def side(self) -> StructType | None:
+        """Its columns and their Spark types, when known."""
+        return None if self.schema is None else StructType.fromJson(json.loads(self.schema))
+
     def probe(
         self,
         running: DataFrame,

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
-from changeflow.compute.cluster.deltas import data, empty, union
+from changeflow.compute.cluster.deltas import Arranged, data, empty, union
 from changeflow.compute.cluster.index import Indexed
 from changeflow.compute.cluster.local import Update, frame_table
 from changeflow.compute.expr import map_columns
@@ -50,7 +50,7 @@ class Keyed:
     def delta(
         self,
         deltas: list[DataFrame | None],
-        arranged: list[DataFrame | None],
+        arranged: Sequence[Arranged],
         small: bool,
         at: int | None,
         local: tuple[DataFrame, list[DataFrame | None]] | None = None,
@@ -74,6 +74,7 @@ class Keyed:
             width = len(self.plan.schema)
             return out.select(*data(width), F.lit(at).cast("bigint").alias(TIME), DIFF)
         if local is None:
+            arranged = [a() if callable(a) else a for a in arranged]
             versions = self._versions(deltas, small)
             frames = {
                 f"_in{i}": self._at_versions(i, deltas[i], arranged[i], versions, schemas[i])
@@ -197,7 +198,7 @@ class Keyed:
         self,
         side: int,
         changed: DataFrame | None,
-        old: DataFrame | None,
+        old: Arranged,
         versions: DataFrame,
         schema: Schema,
         index: Indexed | None = None,
@@ -215,12 +216,13 @@ class Keyed:
         versioned = [F.col(_V).alias(name(width)), F.col(_NX).alias(name(width + 1))]
         picked = [changed]
         if index is not None and self._same_key_types(side):
-            struct = empty(versions.sparkSession, schema, False).schema
+            struct = index.side() or empty(versions.sparkSession, schema, False).schema
             found = index.probe(versions, keys, struct, 0, {DIFF: DIFF})
             same = [F.col(name(c)) == F.col(k) for k, c in zip(keys, self.keys[side], strict=True)]
             found = found.where(fold(lambda a, b: a & b, same))
             picked.append(found.select(*data(width), *versioned, DIFF))
         elif old is not None:
+            old = old() if callable(old) else old
             found = old.join(versions.hint("shuffle_hash"), on)
             picked.append(found.select(*data(width), *versioned, DIFF))
         return _or_empty(picked, versions.sparkSession, schema)

@@ -9,7 +9,6 @@ totals. So a step reads the groups it changes, never their input rows.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from functools import reduce as fold
@@ -19,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
@@ -202,10 +200,10 @@ class Accumulated:
             return None
         keys = [name(j) for j in range(self.width)]
         spark = held.sparkSession
-        if index is not None and index.schema is not None:
+        side = None if index is None else index.side()
+        if index is not None and side is not None:
             mine = [f"_g{j}" for j in range(self.width)]
             groups = spark.createDataFrame(step.select(keys).rename_columns(mine)).distinct()
-            side = StructType.fromJson(json.loads(index.schema))
             values = {v: v for v in self.values()}
             found = index.probe(groups, mine, side, 0, values)
             same = (F.col(g).eqNullSafe(F.col(k)) for g, k in zip(mine, keys, strict=True))
