@@ -247,7 +247,8 @@ MOVING_R = STATIC_R + [((t % 5, 10 + t), t, 1) for t in range(1, TIMES)] + [((1,
 def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, plan, r) -> None:
     """Arrangements are hash-partitioned by the columns their probes use, so a small step's
     change (a keyed operator's versions, made in the driver) is hashed to them: no
-    arrangement is shuffled, nothing is broadcast, one job a step."""
+    arrangement is shuffled, nothing is broadcast, one job a step (and, at the first, one
+    for each batch of hydration indexed by its key)."""
     history = {"r": r, "s": MOVING_S}
     storage = open_storage(tmp_path)
     caps = load_inputs(storage, history, [])
@@ -262,7 +263,8 @@ def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, p
         flow.run(until=t + 1)
         counts.append(jobs())
     flow.close()
-    assert counts == [1] * (TIMES - 1), counts
+    indexed = len(plan.inputs())  # at most a batch of hydration an input
+    assert 1 <= counts[0] <= 1 + indexed and counts[1:] == [1] * (TIMES - 2), counts
     check_every_time(storage, plan, history, "out", TIMES)
 
 

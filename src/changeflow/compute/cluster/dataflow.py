@@ -25,6 +25,8 @@ from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.index import indexed
+from changeflow.compute.cluster.keyed import keyed as keyed_form
 from changeflow.compute.cluster.local import (
     LinearStep,
     Update,
@@ -89,7 +91,7 @@ class Node:
         keyed = _keyed(plan) and not hold
         accumulates = accumulable(plan) and not hold  # type: ignore[arg-type]
         self.totals = Accumulated(plan) if accumulates else None  # type: ignore[arg-type]
-        self.keyed = D.keyed(plan) if keyed and self.totals is None else None
+        self.keyed = keyed_form(plan) if keyed and self.totals is None else None
         self.head = Head(plan) if self.keyed is not None and global_top(plan) else None  # type: ignore[arg-type]
         self.stateful = self.join or keyed or hold
         where = f"{len(flow.nodes)}"
@@ -97,7 +99,11 @@ class Node:
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
         if self.totals is not None:  # a reduce of running totals holds one row per group
             totals = self.totals
-            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values())]
+            groups = tuple(range(totals.width))  # a step looks its groups up by key
+            grouped = (plan.input.schema[c] for c in plan.group_by)  # type: ignore[attr-defined]
+            self.indexable = [D.indexable(tuple(grouped), groups)]
+            by = groups if self.indexable[0] else ()
+            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values(), by)]
         else:
             spined = [] if hold else widths
             # the columns each arrangement is probed by, which it is partitioned by
@@ -106,6 +112,10 @@ class Node:
                 self.by = D.arrangement_keys(plan)  # type: ignore[arg-type]
             elif self.keyed is not None and spined:
                 self.by = list(self.keyed.keys)
+            # arrangements a small step looks up by key, not scans (see ``index``)
+            self.indexable = [
+                D.indexable(c.plan.schema, by) for c, by in zip(children, self.by, strict=False)
+            ]
             self.spines = [
                 flow.spine(f"{where}/in{i}", w, False, by=by)
                 for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
@@ -354,8 +364,9 @@ class ClusterDataflow(Dataflow):
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
-            else:  # the touched groups' totals, read with one join
-                held = node.totals.touched(node.spines[0].frame(), node.step_totals)
+            else:  # the touched groups' totals, looked up or read with one join
+                index = indexed(node.spines[0]) if node.indexable[0] else None
+                held = node.totals.touched(node.spines[0].frame(), node.step_totals, index)
             return Batch.of_updates(node.totals.local_delta(node.step_totals, held), out_kinds)
         if node.head is not None:
             head = node.head.step(node.now[0].updates(), node.spines[0].frame)
@@ -365,11 +376,16 @@ class ClusterDataflow(Dataflow):
             self.spark.createDataFrame(batch_table(now, child.plan.schema)) if now else None
             for child, now in zip(node.children, node.now, strict=True)
         ]
-        arranged = [s.frame() for s in node.spines]
+        indexes = [
+            indexed(s) if able else None
+            for s, able in zip(node.spines, node.indexable, strict=True)
+        ]
+        # made only where a probe scans them (by other columns than an index's)
+        arranged = [s.frame if s.batches else None for s in node.spines]
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, True, node.by, self.parts)
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts, indexes)
         else:
             assert node.keyed is not None
             made = node.keyed.local_versions([b.updates() for b in node.now])
@@ -380,7 +396,7 @@ class ClusterDataflow(Dataflow):
                     self.spark.createDataFrame(versions),
                     [None if t is None else self.spark.createDataFrame(t) for t in changed],
                 )
-            out = node.keyed.delta(frames, arranged, True, None, local)
+            out = node.keyed.delta(frames, arranged, True, None, local, indexes)
         if out is None:
             return empty(node.plan)
         return spark_batch(out.toArrow(), out_kinds)

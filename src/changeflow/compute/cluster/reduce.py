@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
+from changeflow.compute.cluster.index import Indexed
 from changeflow.compute.cluster.local import Update, fit_value
 from changeflow.compute.operators.batch import Batch
 from changeflow.compute.operators.reduce_batch import accumulate
@@ -190,13 +191,25 @@ class Accumulated:
                         acc[f"_s{i}"] += _as_total(value, kinds[f"_s{i}"]) * d
         return sums
 
-    def touched(self, held: DataFrame | None, step: pa.Table) -> pa.Table | None:
+    def touched(
+        self, held: DataFrame | None, step: pa.Table, index: Indexed | None = None
+    ) -> pa.Table | None:
         """The rows of totals ``held`` (unsummed) of the groups a small ``step`` touches: its
-        keys broadcast into the spine, one join."""
+        keys looked up in the totals' ``index``, else broadcast into the spine, one job."""
         if held is None:
             return None
         keys = [name(j) for j in range(self.width)]
-        groups = held.sparkSession.createDataFrame(step.select(keys))
+        spark = held.sparkSession
+        side = None if index is None else index.side()
+        if index is not None and side is not None:
+            mine = [f"_g{j}" for j in range(self.width)]
+            groups = spark.createDataFrame(step.select(keys).rename_columns(mine)).distinct()
+            values = {v: v for v in self.values()}
+            found = index.probe(groups, mine, side, 0, values)
+            same = (F.col(g).eqNullSafe(F.col(k)) for g, k in zip(mine, keys, strict=True))
+            found = found.where(fold(lambda a, b: a & b, same))
+            return found.select(*keys, *self.values()).toArrow()
+        groups = spark.createDataFrame(step.select(keys))
         same = (held[k].eqNullSafe(groups[k]) for k in keys)
         on = fold(lambda a, b: a & b, same, F.lit(True))
         return held.join(F.broadcast(groups), on, "left_semi").toArrow()

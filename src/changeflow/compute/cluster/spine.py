@@ -52,6 +52,7 @@ class Batch:
     rows: int
     local: bool = False  # one Parquet file the driver wrote
     schema: str | None = None  # its Spark schema (JSON), so reading it infers nothing
+    indexed: int = 0  # the partitions it is indexed into (see ``index``); 0: not indexed
 
 
 @dataclass
@@ -155,7 +156,7 @@ class Spine:
         self._tables.clear()
 
     def to_json(self) -> list[list]:
-        return [[b.key, b.rows, b.local, b.schema] for b in self.batches]
+        return [[b.key, b.rows, b.local, b.schema, b.indexed] for b in self.batches]
 
     def load(self, batches: list[list]) -> None:
         self.batches = [Batch(*b) for b in batches]

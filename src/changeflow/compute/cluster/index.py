@@ -1,0 +1,275 @@
+"""Indexed probes: a small step looks its keys up in a join's arrangement instead of scanning it.
+
+A join's arrangement is hash-partitioned by the columns its probe uses (``deltas.
+arrangement_keys``). An *indexed* batch is written that way: one Parquet file a partition
+(``part-<partition>-…``), its rows sorted by a 64-bit hash of the key (``_h``, Spark's
+``xxhash64``). A small step's probe rows get the same hash and the partition their key hashes
+to, and each executor task reads, for each partition its rows name, that partition's file as an
+Arrow IPC copy mapped into memory (made once per file and machine, next to the file, under a
+name Spark's readers skip), finds each key's rows by binary search on the hashes and returns
+the candidate pairs; Spark then keeps those whose keys are equal (a hash may collide). A step
+thus touches the rows its keys match, whatever the arrangement's size. A batch the driver wrote
+(small, not partitioned) is joined in each task by Arrow's hash join on the key columns.
+
+Only a local blob root is mapped (an object store's batches are probed by a Spark join, as
+are keys Spark hashes apart from how they compare: floating point, intervals, jsonb, arrays).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import LongType, StructField, StructType
+
+from changeflow.compute.cluster.spine import Batch, Spine, partitioned
+from changeflow.compute.spark_expr import name
+from changeflow.compute.types import (
+    BOOL,
+    BYTEA,
+    DATE,
+    INT2,
+    INT4,
+    INT8,
+    NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    SqlType,
+)
+from changeflow.spark import on_executors, session_conf
+
+HASH = "_h"  # the key's hash, by which an indexed batch's partition is sorted
+PART = "_p"  # the partition a probe row's key hashes to
+# key types whose equal values Spark hashes alike (and compares by their bytes)
+HASHABLE = frozenset(
+    {BOOL, INT2, INT4, INT8, NUMERIC, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, UUID, BYTEA}
+)
+Pairs = tuple[pa.Table, np.ndarray, np.ndarray]  # held rows, and the matched rows of each side
+_FILE = re.compile(r"part-(\d+)-")
+_OPEN_FILES = 64  # mapped files a Python worker keeps open
+
+
+def key_hash(*keys: Column) -> Column:
+    """The hash a key is looked up by (equal keys of equal types hash alike)."""
+    return F.xxhash64(*keys)
+
+
+def indexable(types: Sequence[SqlType]) -> bool:
+    """Can a key of these types be looked up by its hash?"""
+    return bool(types) and all(t in HASHABLE for t in types)
+
+
+def write_indexed(
+    spark: SparkSession, frame: DataFrame, by: tuple[int, ...], parts: int, uri: str
+) -> None:
+    """Write ``frame`` (positional columns, then its values) as an indexed batch at ``uri``:
+    partitioned by the columns ``by`` into ``parts``, each partition sorted by their hash."""
+    keys = [F.col(name(c)) for c in by]
+    with session_conf(spark, {"spark.sql.adaptive.enabled": "false"}):
+        hashed = partitioned(frame, by, parts).withColumn(HASH, key_hash(*keys))
+        hashed.sortWithinPartitions(HASH).write.parquet(uri)
+
+
+def partition_of(file: str) -> int | None:
+    """The partition a written file holds (Spark names each file by its task's partition)."""
+    found = _FILE.search(file.rsplit("/", 1)[-1])
+    return int(found.group(1)) if found else None
+
+
+def indexed(spine: Spine) -> Indexed | None:
+    """``spine`` as an arrangement a probe looks up (None when it holds nothing, or is not
+    partitioned, or not on a local blob root). Each batch Spark wrote that is not indexed into
+    the spine's partitions yet is rewritten so, with a Spark job (a batch's first probe)."""
+    if not spine.batches or not spine.by or not spine.blob.local:
+        return None
+    files: dict[int, list[str]] = {}
+    local = []
+    for n, batch in enumerate(spine.batches):
+        if batch.local:
+            local += [spine.blob.path(m.key) for m in spine.blob.list(batch.key) if _parquet(m.key)]
+            continue
+        if batch.indexed != spine.parts:
+            spine.batches[n] = batch = _rewritten(spine, batch)
+        for m in spine.blob.list(batch.key):
+            part = partition_of(m.key) if _parquet(m.key) else None
+            if part is not None:
+                files.setdefault(part, []).append(spine.blob.path(m.key))
+    held = {p: tuple(f) for p, f in files.items()}
+    schema = spine.batches[0].schema
+    return Indexed(spine.blob.root, spine.parts, spine.by, held, tuple(local), schema)
+
+
+def _parquet(key: str) -> bool:
+    return key.endswith(".parquet") and not key.rsplit("/", 1)[-1].startswith("_")
+
+
+def _rewritten(spine: Spine, batch: Batch) -> Batch:
+    """``batch`` written again indexed, the old one retired."""
+    reader = spine.spark.read
+    if batch.schema is not None:
+        reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
+    frame = reader.parquet(spine.blob.uri(batch.key))
+    key = f"{spine.prefix}/{uuid.uuid4().hex}"
+    write_indexed(spine.spark, frame, spine.by, spine.parts, spine.blob.uri(key))
+    spine.retired.append(batch.key)
+    return Batch(key, batch.rows, False, batch.schema or frame.schema.json(), spine.parts)
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """An arrangement a probe can look up: the files of its indexed batches by partition and
+    its batches the driver wrote, as paths under the blob root ``root``."""
+
+    root: str
+    parts: int
+    by: tuple[int, ...]
+    files: dict[int, tuple[str, ...]]
+    local: tuple[str, ...]
+    schema: str | None = None  # its columns' Spark types (JSON)
+
+    def side(self) -> StructType | None:
+        """Its columns and their Spark types, when known."""
+        return None if self.schema is None else StructType.fromJson(json.loads(self.schema))
+
+    def probe(
+        self,
+        running: DataFrame,
+        on: Sequence[str],
+        side: StructType,
+        offset: int,
+        values: dict[str, str],
+        time: str | None = None,
+    ) -> DataFrame:
+        """``running`` with each arranged row whose key may equal its columns ``on`` (the
+        arrangement's ``by``, in order), the caller keeping those whose keys are equal: the
+        arrangement's data columns (``side``'s ``c0``…) renamed from ``offset``, its
+        ``values`` (``side``'s names to the output's), and ``time`` NULL (arranged rows have
+        been there all along) when named."""
+        keys = [F.col(c) for c in on]
+        hashed = running.withColumn(HASH, key_hash(*keys))
+        hashed = hashed.withColumn(PART, F.pmod(F.hash(*keys), F.lit(self.parts)))
+        fields = {f.name: f for f in side.fields}
+        width = len([n for n in fields if n not in values])
+        added = [StructField(name(offset + i), fields[name(i)].dataType) for i in range(width)]
+        added += [StructField(new, fields[old].dataType) for old, new in values.items()]
+        added += [StructField(time, LongType())] if time else []
+        out = StructType([*running.schema.fields, *added])
+        tz = running.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+        arrow = to_arrow_schema(out, timezone=tz)
+        look = _Lookup(self, tuple(on), width, tuple(values), time is not None, arrow)
+        return hashed.mapInArrow(on_executors(look), out)
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """The executors' side of :meth:`Indexed.probe` (pickled into each task)."""
+
+    index: Indexed
+    on: tuple[str, ...]
+    width: int  # the arrangement's data columns
+    values: tuple[str, ...]  # and the value columns taken from it
+    timed: bool  # a NULL time after them
+    out: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        got = list(batches)
+        if not got:
+            return
+        probe = pa.Table.from_batches(got)
+        if not probe.num_rows:
+            return
+        parts = probe.column(PART).to_numpy()
+        for p in np.unique(parts):
+            rows = probe.filter(pa.array(parts == p))
+            for path in self.index.files.get(int(p), ()):
+                yield from self._matched(rows, *_hashed_pairs(rows, _mapped(path)))
+        for path in self.index.local:
+            yield from self._matched(probe, *self._equal_pairs(probe, _mapped(path)))
+
+    def _equal_pairs(self, probe: pa.Table, held: pa.Table) -> Pairs:
+        """Arrow's hash join of ``probe``'s key columns with those of a batch the driver wrote,
+        NULL matching NULL (the caller compares the keys as its operator does)."""
+        left: dict[str, pa.Array] = {"_i": pa.array(np.arange(probe.num_rows))}
+        right: dict[str, pa.Array] = {"_j": pa.array(np.arange(held.num_rows))}
+        for n, (mine, c) in enumerate(zip(self.on, self.index.by, strict=True)):
+            ours = probe.column(mine).combine_chunks()
+            theirs = held.column(name(c)).cast(ours.type).combine_chunks()
+            left[f"_v{n}"], right[f"_v{n}"] = ours.is_valid(), theirs.is_valid()
+            some = pc.drop_null(pa.concat_arrays([ours, theirs]))
+            if len(some):  # NULLs stand in as one value, told apart by their flags
+                left[f"_k{n}"] = pc.coalesce(ours, some[0])
+                right[f"_k{n}"] = pc.coalesce(theirs, some[0])
+        keys = [k for k in left if k != "_i"]
+        pairs = pa.table(left).join(pa.table(right), keys=keys, join_type="inner")
+        return held, pairs.column("_i").to_numpy(), pairs.column("_j").to_numpy()
+
+    def _matched(
+        self, probe: pa.Table, held: pa.Table, mine: np.ndarray, theirs: np.ndarray
+    ) -> Iterator[pa.RecordBatch]:
+        if not len(mine):
+            return
+        left = probe.take(pa.array(mine))
+        right = held.take(pa.array(theirs))
+        count = len(mine)
+        columns = [left.column(n) for n in self.out.names[: probe.num_columns - 2]]
+        columns += [right.column(name(i)) for i in range(self.width)]
+        columns += [right.column(v) for v in self.values]
+        columns += [pa.nulls(count, pa.int64())] if self.timed else []
+        table = pa.Table.from_arrays(
+            [c.cast(f.type) for c, f in zip(columns, self.out, strict=True)], schema=self.out
+        )
+        yield from table.to_batches()
+
+
+def _hashed_pairs(probe: pa.Table, held: pa.Table) -> Pairs:
+    """The probe rows and the held rows whose hashes are equal, by binary search on the held
+    hashes (sorted)."""
+    hashes = held.column(HASH).to_numpy()
+    wanted = probe.column(HASH).to_numpy()
+    low = np.searchsorted(hashes, wanted, "left")
+    counts = np.searchsorted(hashes, wanted, "right") - low
+    mine = np.repeat(np.arange(len(wanted)), counts)
+    starts = np.repeat(low - (np.cumsum(counts) - counts), counts)
+    return held, mine, starts + np.arange(counts.sum())
+
+
+_mapped_files: OrderedDict[str, pa.Table] = OrderedDict()
+
+
+def _mapped(path: str) -> pa.Table:
+    """The Parquet file at ``path`` as a table mapped from its Arrow IPC copy (made once, next
+    to it, under a name Spark's readers skip), kept open in this worker."""
+    table = _mapped_files.get(path)
+    if table is not None:
+        _mapped_files.move_to_end(path)
+        return table
+    folder, base = os.path.split(path)
+    copy = os.path.join(folder, f"_{base}.arrow")
+    if not os.path.exists(copy):
+        data = pq.read_table(path)
+        with contextlib.suppress(pa.ArrowInvalid):  # a column past 2 GiB stays in chunks
+            data = data.combine_chunks()
+        temporary = f"{copy}.{uuid.uuid4().hex}"
+        with pa.OSFile(temporary, "wb") as sink, pa.ipc.new_file(sink, data.schema) as writer:
+            writer.write_table(data)
+        os.replace(temporary, copy)
+    table = pa.ipc.open_file(pa.memory_map(copy)).read_all()
+    _mapped_files[path] = table
+    while len(_mapped_files) > _OPEN_FILES:
+        _mapped_files.popitem(last=False)
+    return table
