@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_types_wire import same_in_text_and_binary
+from test_types_wire import copy_in_text_and_binary, same_in_text_and_binary
 
 pytestmark = pytest.mark.postgres
 
@@ -26,16 +26,7 @@ def test_time_reaches_psycopg_as_from_postgres(server, postgres_url: str, table_
                     f"INSERT INTO {table_name} VALUES (3, '12:34:56.789'), (4, %s), (5, %b)",
                     (dt.time(0, 0), dt.time(1, 2, 3, 4)),
                 )
-                for fmt in ("TEXT", "BINARY"):
-                    binary = fmt == "BINARY"
-                    with (
-                        conn.cursor(binary=binary) as cur,
-                        cur.copy(f"COPY {table_name} FROM STDIN (FORMAT {fmt})") as copy,
-                    ):
-                        if binary:
-                            copy.set_types(["int4", "time"])
-                        for row in rows:
-                            copy.write_row(row)
+                copy_in_text_and_binary(conn, table_name, rows, ["int4", "time"])
             sql = (
                 f"SELECT id, t, t::text, t + interval '90 minutes', (t - time '12:00')::text,"
                 f" date '2024-02-29' + t, TIME '01:02', extract(epoch FROM t) FROM {table_name}"

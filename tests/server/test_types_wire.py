@@ -18,6 +18,21 @@ QUERIES = [
 ]
 
 
+def copy_in_text_and_binary(conn, table: str, rows: list, types: list[str]) -> None:  # noqa: ANN001
+    """``rows`` into ``table`` by COPY FROM STDIN, once in text and once in binary (``types``:
+    the columns' types, which binary COPY needs)."""
+    for fmt in ("TEXT", "BINARY"):
+        binary = fmt == "BINARY"
+        with (
+            conn.cursor(binary=binary) as cur,
+            cur.copy(f"COPY {table} FROM STDIN (FORMAT {fmt})") as copy,
+        ):
+            if binary:
+                copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
+
+
 def same_in_text_and_binary(ours, pg, sql: str) -> None:  # noqa: ANN001
     """``sql`` gives PostgreSQL's column types and rows, in text and in binary results."""
     for binary in (False, True):
@@ -198,16 +213,7 @@ def test_intervals_reach_psycopg_as_from_postgres(
                     "(4, %s), (5, %b)",
                     (timedelta(hours=-30), timedelta(days=40, microseconds=1)),
                 )
-                for fmt in ("TEXT", "BINARY"):
-                    binary = fmt == "BINARY"
-                    with (
-                        conn.cursor(binary=binary) as cur,
-                        cur.copy(f"COPY {table_name} FROM STDIN (FORMAT {fmt})") as copy,
-                    ):
-                        if binary:
-                            copy.set_types(["int4", "interval"])
-                        for row in rows:
-                            copy.write_row(row)
+                copy_in_text_and_binary(conn, table_name, rows, ["int4", "interval"])
             sql = (
                 f"SELECT id, i, i::text, i * 2, timestamp '2024-01-31' + i FROM {table_name} "
                 "ORDER BY id"

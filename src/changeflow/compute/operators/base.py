@@ -192,6 +192,15 @@ class Stateful(Operator):
     def state_size(self) -> int:
         return super().state_size() + sum(map(len, self.waiting)) + self.rows_held()
 
+    def step_each_batch(self, upper: int) -> Batch:
+        """A one-input step of batches: :meth:`apply_batch` of each time's batch, in order."""
+        parts = [self.apply_batch(t, b) for t, (b,) in self.batches_by_time(upper)]
+        return concat(parts, self.kinds)
+
+    def apply_batch(self, t: int, batch: Batch) -> Batch:
+        """The output batch at ``t`` for the input's ``batch`` at ``t``."""
+        raise NotImplementedError
+
     def rows_held(self) -> int:
         """The rows its state holds, read without changing the state."""
         return self.held

@@ -25,7 +25,7 @@ from changeflow.compute.operators.base import (
     _difference,
     _key,
 )
-from changeflow.compute.operators.batch import Batch, concat, groups_as_rows
+from changeflow.compute.operators.batch import Batch, groups_as_rows
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
@@ -93,10 +93,9 @@ class Threshold(KeyedRecompute):
         return super().step(upper)
 
     def step_batch(self, upper: int) -> Batch:
-        parts = [self._apply_batch(t, b) for t, (b,) in self.batches_by_time(upper)]
-        return concat(parts, self.kinds)
+        return self.step_each_batch(upper)
 
-    def _apply_batch(self, t: int, batch: Batch) -> Batch:
+    def apply_batch(self, t: int, batch: Batch) -> Batch:
         """The output at ``t``: each distinct changed row's change in output count."""
         names = [f"c{i}" for i in range(len(self.kinds))]
         table = pa.Table.from_arrays([*batch.columns, batch.diffs], names=[*names, "_d"])

@@ -65,10 +65,9 @@ class TopK(Stateful):
         return super().step(upper)
 
     def step_batch(self, upper: int) -> Batch:
-        parts = [self._apply_batch(t, b) for t, (b,) in self.batches_by_time(upper)]
-        return concat(parts, self.kinds)
+        return self.step_each_batch(upper)
 
-    def _apply_batch(self, t: int, batch: Batch) -> Batch:
+    def apply_batch(self, t: int, batch: Batch) -> Batch:
         """The output at ``t``: new groups' windows from the ranking, the other groups'
         changes through their sorted lists."""
         ranked = rank(batch, self.top, self.end)
