@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampNTZType
 
 from changeflow.compute import plan as P
 from changeflow.compute.cluster import dataflow as cluster_dataflow
@@ -20,6 +21,7 @@ from changeflow.compute.cluster import deltas as D
 from changeflow.compute.cluster import index
 from changeflow.compute.dataflow import maintain_view
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC, TEXT, Column
+from changeflow.updates import DIFF
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_dataflow import (  # noqa: E402
@@ -167,3 +169,13 @@ def test_only_keys_spark_hashes_as_they_compare_are_looked_up() -> None:
     assert not D.indexable((Column("k", FLOAT8), Column("v", INT4)), (0,))
     wide = (Column("k", INT8), Column("t", TEXT), Column("n", NUMERIC))
     assert D.indexable(wide, (0, 1, 2))
+
+
+def test_a_key_spark_hashes_apart_is_not_looked_up(spark) -> None:
+    """A timestamp and a timestamp_ntz of the same wall time compare equal but hash apart: such
+    a probe scans instead (None)."""
+    side = StructType([StructField("c0", TimestampNTZType()), StructField(DIFF, LongType())])
+    held = index.Indexed("", 2, (0,), {}, ())
+    at = spark.sql("SELECT timestamp'2024-01-01 00:00:00' AS k, timestamp_ntz'2024-01-01' AS n")
+    assert held.probe(at, ["k"], side, 0, {DIFF: DIFF}) is None
+    assert held.probe(at, ["n"], side, 0, {DIFF: DIFF}) is not None

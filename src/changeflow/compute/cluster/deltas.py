@@ -235,6 +235,7 @@ def _join_term(
         equal = [F.col(name(m)) == F.col(name(d)) for m, d in links]
         on = fold(lambda a, b: a & b, equal) if equal else None
         mine = tuple(m - offsets[k] for m, _ in links)
+        found = None
         index = sides[k].index
         if (
             index is not None
@@ -242,12 +243,12 @@ def _join_term(
             and mine == index.by
             and all(types[m] == types[d] for m, d in links)
         ):  # look the running result's keys up
-            spark_side = (
-                index.side() or empty(running.sparkSession, plan.inputs_[k].schema, False).schema
-            )
+            spark = running.sparkSession
+            spark_side = index.side() or empty(spark, plan.inputs_[k].schema, False).schema
             on_keys = [name(d) for _, d in links]
             values = {DIFF: f"_d{k}"}
             found = index.probe(running, on_keys, spark_side, offsets[k], values, f"_t{k}")
+        if found is not None:
             found = found.where(on & _own(plan, owner, k))
             new = sides[k].new
             if new is not None:  # the step's own changes of the input, before this term's

@@ -154,12 +154,17 @@ class Indexed:
         offset: int,
         values: dict[str, str],
         time: str | None = None,
-    ) -> DataFrame:
+    ) -> DataFrame | None:
         """``running`` with each arranged row whose key may equal its columns ``on`` (the
         arrangement's ``by``, in order), the caller keeping those whose keys are equal: the
         arrangement's data columns (``side``'s ``c0``…) renamed from ``offset``, its
         ``values`` (``side``'s names to the output's), and ``time`` NULL (arranged rows have
-        been there all along) when named."""
+        been there all along) when named. None when ``on`` is not of the key's Spark types
+        (a timestamp and a timestamp_ntz hash apart)."""
+        theirs = {f.name: f.dataType for f in side.fields}
+        mine = {f.name: f.dataType for f in running.schema.fields}
+        if any(mine[c] != theirs.get(name(b)) for c, b in zip(on, self.by, strict=True)):
+            return None  # Spark hashes the key apart from the arrangement's: it is scanned
         keys = [F.col(c) for c in on]
         hashed = running.withColumn(HASH, key_hash(*keys))
         hashed = hashed.withColumn(PART, F.pmod(F.hash(*keys), F.lit(self.parts)))

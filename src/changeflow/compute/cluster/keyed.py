@@ -215,9 +215,11 @@ class Keyed:
         on = fold(lambda a, b: a & b, same_key)
         versioned = [F.col(_V).alias(name(width)), F.col(_NX).alias(name(width + 1))]
         picked = [changed]
+        found = None
         if index is not None and self._same_key_types(side):
             struct = index.side() or empty(versions.sparkSession, schema, False).schema
             found = index.probe(versions, keys, struct, 0, {DIFF: DIFF})
+        if found is not None:
             same = [F.col(name(c)) == F.col(k) for k, c in zip(keys, self.keys[side], strict=True)]
             found = found.where(fold(lambda a, b: a & b, same))
             picked.append(found.select(*data(width), *versioned, DIFF))

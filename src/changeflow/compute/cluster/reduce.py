@@ -206,9 +206,10 @@ class Accumulated:
             groups = spark.createDataFrame(step.select(keys).rename_columns(mine)).distinct()
             values = {v: v for v in self.values()}
             found = index.probe(groups, mine, side, 0, values)
-            same = (F.col(g).eqNullSafe(F.col(k)) for g, k in zip(mine, keys, strict=True))
-            found = found.where(fold(lambda a, b: a & b, same))
-            return found.select(*keys, *self.values()).toArrow()
+            if found is not None:
+                same = (F.col(g).eqNullSafe(F.col(k)) for g, k in zip(mine, keys, strict=True))
+                found = found.where(fold(lambda a, b: a & b, same))
+                return found.select(*keys, *self.values()).toArrow()
         groups = spark.createDataFrame(step.select(keys))
         same = (held[k].eqNullSafe(groups[k]) for k in keys)
         on = fold(lambda a, b: a & b, same, F.lit(True))
