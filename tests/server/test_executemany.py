@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.postgres
@@ -116,6 +116,7 @@ def inserts(draw: st.DrawFn) -> tuple[list[str], list[str], list[list]]:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(insert=inserts(), binary=st.booleans())
+@example(insert=(["int", "boolean"], ["2147483648", "1"], [[]]), binary=False)  # 42804 first
 def test_constants_in_a_prepared_insert_mean_what_the_statement_path_makes_them(
     conn: psycopg.Connection, insert, binary: bool
 ) -> None:

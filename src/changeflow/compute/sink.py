@@ -200,9 +200,10 @@ class SelfCorrectingSink:
         self.stats.appends_won += 1
         self.stats.updates_written += updates.num_rows
         # The append won at the read-back's upper, so the output's [lower, upper) is exactly
-        # what it wrote: no need to read it back.
-        self.correction.written()
-        self.adopt(upper)
+        # what it wrote: no need to read it back (a closed output, with no upper, is read back).
+        if upper is not None:
+            self.correction.written()
+            self.adopt(upper)
 
 
 def _before(a: Bound, b: Bound) -> bool:

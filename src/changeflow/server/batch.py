@@ -189,11 +189,11 @@ def bound_row(
     for c in shape.columns:  # a left-out column is NULL: its DEFAULT or NOT NULL is theirs
         if c.name not in names and (c.name in shape.defaults or not c.nullable):
             return None
+    if not all(_fits(oid, by_name[n].type) for oid, n in zip(oids, names, strict=True)):
+        return None  # a type the statement path refuses before any value it would convert
     row: list[Any] = []
     for i, (value, oid, name) in enumerate(zip(raw, oids, names, strict=True)):
         column = by_name[name]
-        if not _fits(oid, column.type):
-            return None
         binary = formats[i]
         try:
             row.append(
