@@ -145,13 +145,26 @@ class Stateful(Operator):
     below ``upper`` and keeps later ones for a later step."""
 
     hydrates = True
+    batches_exact = False  # does Arrow treat its values as the rows do (so it may take batches)?
 
     def __init__(self, inputs: tuple[Operator, ...]) -> None:
         super().__init__(inputs)
         self.waiting: list[list[Update]] = [[] for _ in inputs]
         self.held = 0  # rows in the arrangement, kept as they change (a status read is cheap)
 
+    @property
+    def columnar(self) -> bool:  # type: ignore[override]
+        """Batches in, a batch out, where :attr:`batches_exact` holds, every input gives
+        batches and nothing waits."""
+        return self.batches_exact and self.steps_batches()
+
     def step(self, upper: int) -> list[Update]:
+        if self.columnar:
+            return self.step_batch(upper).updates()
+        return self.step_rows(upper)
+
+    def step_rows(self, upper: int) -> list[Update]:
+        """The step in rows: each time's updates through :meth:`apply`, in order."""
         by_time: dict[int, list[list[Update]]] = defaultdict(lambda: [[] for _ in self.inputs])
         for side, child in enumerate(self.inputs):
             fresh, self.waiting[side] = self.waiting[side] + child.step(upper), []
@@ -192,7 +205,7 @@ class Stateful(Operator):
     def state_size(self) -> int:
         return super().state_size() + sum(map(len, self.waiting)) + self.rows_held()
 
-    def step_each_batch(self, upper: int) -> Batch:
+    def step_batch(self, upper: int) -> Batch:
         """A one-input step of batches: :meth:`apply_batch` of each time's batch, in order."""
         parts = [self.apply_batch(t, b) for t, (b,) in self.batches_by_time(upper)]
         return concat(parts, self.kinds)

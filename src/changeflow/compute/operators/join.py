@@ -84,16 +84,7 @@ class InnerJoin(Joined):
         super().__init__(left, right, keys)
         self.match = match
         self.predicates, self.kinds = predicates, kinds  # ``match`` as expressions
-
-    @property
-    def columnar(self) -> bool:  # type: ignore[override]
-        """Batches in, a batch out, where both inputs give batches and nothing waits."""
-        return self.kinds is not None and self.steps_batches()
-
-    def step(self, upper: int) -> list[Update]:
-        if self.columnar:
-            return self.step_batch(upper).updates()
-        return super().step(upper)
+        self.batches_exact = kinds is not None
 
     def step_batch(self, upper: int) -> Batch:
         assert self.kinds is not None
@@ -152,19 +143,9 @@ class OuterJoin(Joined):
         self.join = join
         self.widths = (len(join.inputs_[0].schema), len(join.inputs_[1].schema))
         self.kinds = (_kinds(join.inputs_[0].schema), _kinds(join.inputs_[1].schema))
-        self.batchable = join.residual is None and batchable(
+        self.batches_exact = join.residual is None and batchable(
             join.equivalences, self.widths[0], self.kinds
         )
-
-    @property
-    def columnar(self) -> bool:  # type: ignore[override]
-        """Batches in, a batch out, where the keys are the whole condition."""
-        return self.batchable and self.steps_batches()
-
-    def step(self, upper: int) -> list[Update]:
-        if self.columnar:
-            return self.step_batch(upper).updates()
-        return super().step(upper)
 
     def step_batch(self, upper: int) -> Batch:
         out = [

@@ -39,7 +39,7 @@ class Reduce(Stateful):
     def step(self, upper: int) -> list[Update]:
         """A columnar input's step is summed per group in Arrow (:mod:`reduce_batch`)."""
         if not (self.batchable and self.steps_batches()):
-            return super().step(upper)
+            return self.step_rows(upper)
         out: list[Update] = []
         for t, (batch,) in self.batches_by_time(upper):
             out += self._apply_batch(t, batch)

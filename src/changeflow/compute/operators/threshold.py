@@ -74,26 +74,13 @@ class Threshold(KeyedRecompute):
         width = tuple(range(len(kinds)))
         super().__init__(child, width, self._kept)
         self.kinds, self.distinct = kinds, distinct
-        self.groups = all(groups_as_rows(k.arrow) for k in kinds)
+        self.batches_exact = all(groups_as_rows(k.arrow) for k in kinds)
 
     def _kept(self, key: Row, rows: Version) -> Version:
         return {r: self._clip(c) for r, c in rows.items() if c > 0}
 
     def _clip(self, count: int) -> int:
         return (1 if count > 0 else 0) if self.distinct else max(count, 0)
-
-    @property
-    def columnar(self) -> bool:  # type: ignore[override]
-        """Batches in, a batch out, where Arrow groups the rows' values as the rows do."""
-        return self.groups and self.steps_batches()
-
-    def step(self, upper: int) -> list[Update]:
-        if self.columnar:
-            return self.step_batch(upper).updates()
-        return super().step(upper)
-
-    def step_batch(self, upper: int) -> Batch:
-        return self.step_each_batch(upper)
 
     def apply_batch(self, t: int, batch: Batch) -> Batch:
         """The output at ``t``: each distinct changed row's change in output count."""

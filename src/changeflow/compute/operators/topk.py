@@ -52,20 +52,7 @@ class TopK(Stateful):
         order = top.order_by
         self.kinds = tuple(c.type for c in top.schema)
         self.key = plain_key(order, self.kinds) or (lambda r: sort_key(r, order))
-        self.orderable = orderable(self.kinds)
-
-    @property
-    def columnar(self) -> bool:  # type: ignore[override]
-        """Batches in, a batch out, where Arrow orders the rows' values as the rows do."""
-        return self.orderable and self.steps_batches()
-
-    def step(self, upper: int) -> list[Update]:
-        if self.columnar:
-            return self.step_batch(upper).updates()
-        return super().step(upper)
-
-    def step_batch(self, upper: int) -> Batch:
-        return self.step_each_batch(upper)
+        self.batches_exact = orderable(self.kinds)
 
     def apply_batch(self, t: int, batch: Batch) -> Batch:
         """The output at ``t``: new groups' windows from the ranking, the other groups'
