@@ -209,10 +209,8 @@ class Keyed:
         key up in its ``index``."""
         width = len(schema)
         keys = [f"_k{n}" for n in range(len(self.keys[side]))]
-        same_key = [
-            F.col(name(c)) == versions[k] for k, c in zip(keys, self.keys[side], strict=True)
-        ]
-        on = fold(lambda a, b: a & b, same_key)
+        same = [F.col(name(c)) == F.col(k) for k, c in zip(keys, self.keys[side], strict=True)]
+        on = fold(lambda a, b: a & b, same)
         versioned = [F.col(_V).alias(name(width)), F.col(_NX).alias(name(width + 1))]
         picked = [changed]
         found = None
@@ -220,8 +218,7 @@ class Keyed:
             struct = index.side() or empty(versions.sparkSession, schema, False).schema
             found = index.probe(versions, keys, struct, 0, {DIFF: DIFF})
         if found is not None:
-            same = [F.col(name(c)) == F.col(k) for k, c in zip(keys, self.keys[side], strict=True)]
-            found = found.where(fold(lambda a, b: a & b, same))
+            found = found.where(on)
             picked.append(found.select(*data(width), *versioned, DIFF))
         elif old is not None:
             old = old() if callable(old) else old
