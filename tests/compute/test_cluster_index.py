@@ -18,7 +18,7 @@ from pyspark.sql.types import LongType, StructField, StructType, TimestampNTZTyp
 from changeflow.compute import plan as P
 from changeflow.compute.cluster import dataflow as cluster_dataflow
 from changeflow.compute.cluster import deltas as D
-from changeflow.compute.cluster import index
+from changeflow.compute.cluster import index, layout
 from changeflow.compute.dataflow import maintain_view
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC, TEXT, Column
 from changeflow.updates import DIFF
@@ -122,7 +122,7 @@ def test_a_reduce_looks_its_touched_groups_up(spark, tmp_path, monkeypatch) -> N
 def test_colliding_hashes_are_told_apart_by_the_keys(spark, tmp_path, monkeypatch) -> None:
     """Every key hashes to one of two values: the lookup finds many rows of other keys, and
     the join keeps only the equal ones."""
-    monkeypatch.setattr(index, "key_hash", lambda *keys: F.abs(F.hash(*keys)) % 2)
+    monkeypatch.setattr(layout, "key_hash", lambda *keys: F.abs(F.hash(*keys)) % 2)
     _maintain(spark, tmp_path, _counting(monkeypatch))
 
 
@@ -179,3 +179,22 @@ def test_a_key_spark_hashes_apart_is_not_looked_up(spark) -> None:
     at = spark.sql("SELECT timestamp'2024-01-01 00:00:00' AS k, timestamp_ntz'2024-01-01' AS n")
     assert held.probe(at, ["k"], side, 0, {DIFF: DIFF}) is None
     assert held.probe(at, ["n"], side, 0, {DIFF: DIFF}) is not None
+
+
+def test_batches_written_unindexed_are_rewritten_at_their_first_probe(
+    spark, tmp_path, monkeypatch
+) -> None:
+    """Batches Spark wrote unindexed (before arrangements were indexed as written, or for a
+    cluster of another size) are rewritten indexed when a probe first looks them up."""
+    spine = cluster_dataflow.ClusterDataflow.spine
+
+    def unindexed(self, *args, **layout):
+        return spine(self, *args, **{**layout, "indexes": False})
+
+    monkeypatch.setattr(cluster_dataflow.ClusterDataflow, "spine", unindexed)
+    rewritten: list = []
+    rewrite = index._rewritten
+    monkeypatch.setattr(index, "_rewritten", lambda *a: rewritten.append(a) or rewrite(*a))
+    probes = _counting(monkeypatch)
+    _maintain(spark, tmp_path, probes)
+    assert rewritten and any(p.files for p in probes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -103,7 +103,8 @@ class Node:
             grouped = (plan.input.schema[c] for c in plan.group_by)  # type: ignore[attr-defined]
             self.indexable = [D.indexable(tuple(grouped), groups)]
             by = groups if self.indexable[0] else ()
-            self.spines = [flow.spine(f"{where}/totals", totals.width, False, totals.values(), by)]
+            layout = {"values": totals.values(), "by": by, "indexes": bool(by)}
+            self.spines = [flow.spine(f"{where}/totals", totals.width, False, **layout)]
         else:
             spined = [] if hold else widths
             # the columns each arrangement is probed by, which it is partitioned by
@@ -117,7 +118,7 @@ class Node:
                 D.indexable(c.plan.schema, by) for c, by in zip(children, self.by, strict=False)
             ]
             self.spines = [
-                flow.spine(f"{where}/in{i}", w, False, by=by)
+                flow.spine(f"{where}/in{i}", w, False, by=by, indexes=self.indexable[i])
                 for i, (w, by) in enumerate(zip(spined, self.by, strict=True))
             ]
         self.waiting = [
@@ -213,16 +214,10 @@ class ClusterDataflow(Dataflow):
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.adopt(self.frontier)
 
-    def spine(
-        self,
-        where: str,
-        width: int,
-        timed: bool,
-        values: tuple[str, ...] = (DIFF,),
-        by: tuple[int, ...] = (),
-    ) -> Spine:
+    def spine(self, where: str, width: int, timed: bool, **layout: Any) -> Spine:
+        """A spine under this dataflow's prefix (``layout``: its values, ``by``, ``indexes``)."""
         prefix = f"{self.prefix}/{where}"
-        return Spine(self.spark, self.blob, prefix, width, timed, values, by=by, parts=self.parts)
+        return Spine(self.spark, self.blob, prefix, width, timed, parts=self.parts, **layout)
 
     def _build(self, plan: P.Plan) -> Node:
         return Node(plan, [self._build(p) for p in plan.inputs()], self)

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from changeflow.compute import plan as P
 from changeflow.compute.cluster.index import Indexed
 from changeflow.compute.cluster.index import indexable as index_types
-from changeflow.compute.cluster.spine import partitioned
+from changeflow.compute.cluster.layout import partitioned
 from changeflow.compute.spark_expr import ExprCompiler, name, spark_type
 from changeflow.compute.types import Column as Col
 from changeflow.compute.types import Schema

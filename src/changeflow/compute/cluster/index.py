@@ -1,9 +1,8 @@
 """Indexed probes: a small step looks its keys up in a join's arrangement instead of scanning it.
 
 A join's arrangement is hash-partitioned by the columns its probe uses (``deltas.
-arrangement_keys``). An *indexed* batch is written that way: one Parquet file a partition
-(``part-<partition>-…``), its rows sorted by a 64-bit hash of the key (``_h``, Spark's
-``xxhash64``). A small step's probe rows get the same hash and the partition their key hashes
+arrangement_keys``), and the batches Spark writes for it are *indexed* (``layout``): one Parquet
+file a partition, its rows sorted by the key's hash. A small step's probe rows get the same hash and the partition their key hashes
 to, and each executor task reads, for each partition its rows name, that partition's file as an
 Arrow IPC copy mapped into memory (made once per file and machine, next to the file, under a
 name Spark's readers skip), finds each key's rows by binary search on the hashes and returns
@@ -30,12 +29,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
-from changeflow.compute.cluster.spine import Batch, Spine, partitioned
+from changeflow.compute.cluster import layout
+from changeflow.compute.cluster.layout import HASH
+from changeflow.compute.cluster.spine import Batch, Spine
 from changeflow.compute.spark_expr import name
 from changeflow.compute.types import (
     BOOL,
@@ -51,9 +52,8 @@ from changeflow.compute.types import (
     UUID,
     SqlType,
 )
-from changeflow.spark import on_executors, session_conf
+from changeflow.spark import on_executors
 
-HASH = "_h"  # the key's hash, by which an indexed batch's partition is sorted
 PART = "_p"  # the partition a probe row's key hashes to
 # key types whose equal values Spark hashes alike (and compares by their bytes)
 HASHABLE = frozenset(
@@ -64,25 +64,9 @@ _FILE = re.compile(r"part-(\d+)-")
 _OPEN_FILES = 64  # mapped files a Python worker keeps open
 
 
-def key_hash(*keys: Column) -> Column:
-    """The hash a key is looked up by (equal keys of equal types hash alike)."""
-    return F.xxhash64(*keys)
-
-
 def indexable(types: Sequence[SqlType]) -> bool:
     """Can a key of these types be looked up by its hash?"""
     return bool(types) and all(t in HASHABLE for t in types)
-
-
-def write_indexed(
-    spark: SparkSession, frame: DataFrame, by: tuple[int, ...], parts: int, uri: str
-) -> None:
-    """Write ``frame`` (positional columns, then its values) as an indexed batch at ``uri``:
-    partitioned by the columns ``by`` into ``parts``, each partition sorted by their hash."""
-    keys = [F.col(name(c)) for c in by]
-    with session_conf(spark, {"spark.sql.adaptive.enabled": "false"}):
-        hashed = partitioned(frame, by, parts).withColumn(HASH, key_hash(*keys))
-        hashed.sortWithinPartitions(HASH).write.parquet(uri)
 
 
 def partition_of(file: str) -> int | None:
@@ -93,8 +77,9 @@ def partition_of(file: str) -> int | None:
 
 def indexed(spine: Spine) -> Indexed | None:
     """``spine`` as an arrangement a probe looks up (None when it holds nothing, or is not
-    partitioned, or not on a local blob root). Each batch Spark wrote that is not indexed into
-    the spine's partitions yet is rewritten so, with a Spark job (a batch's first probe)."""
+    partitioned, or not on a local blob root). A batch Spark wrote that is not indexed into the
+    spine's partitions (written before they were, or for a cluster of another size) is
+    rewritten so, with a Spark job, at its first probe."""
     if not spine.batches or not spine.by or not spine.blob.local:
         return None
     files: dict[int, list[str]] = {}
@@ -125,7 +110,7 @@ def _rewritten(spine: Spine, batch: Batch) -> Batch:
         reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
     frame = reader.parquet(spine.blob.uri(batch.key))
     key = f"{spine.prefix}/{uuid.uuid4().hex}"
-    write_indexed(spine.spark, frame, spine.by, spine.parts, spine.blob.uri(key))
+    layout.write_indexed(frame, spine.by, spine.parts, spine.blob.uri(key))
     spine.retired.append(batch.key)
     return Batch(key, batch.rows, False, batch.schema or frame.schema.json(), spine.parts)
 
@@ -166,7 +151,7 @@ class Indexed:
         if any(mine[c] != theirs.get(name(b)) for c, b in zip(on, self.by, strict=True)):
             return None  # Spark hashes the key apart from the arrangement's: it is scanned
         keys = [F.col(c) for c in on]
-        hashed = running.withColumn(HASH, key_hash(*keys))
+        hashed = running.withColumn(HASH, layout.key_hash(*keys))
         hashed = hashed.withColumn(PART, F.pmod(F.hash(*keys), F.lit(self.parts)))
         fields = {f.name: f for f in side.fields}
         width = len([n for n in fields if n not in values])

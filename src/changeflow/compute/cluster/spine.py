@@ -29,6 +29,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from changeflow.compute.cluster import layout
+from changeflow.compute.cluster.layout import partitioned
 from changeflow.compute.spark_expr import name
 from changeflow.spark import session_conf
 from changeflow.storage.blob import Blob
@@ -37,11 +39,6 @@ from changeflow.updates import DIFF, TIME
 LOCAL_MERGE_ROWS = 1_000_000  # batches the driver wrote are merged there up to this size
 NEVER = 2**63 - 1  # a timed spine's earliest time when it holds nothing
 _REST = "_rest"
-
-
-def partitioned(frame: DataFrame, by: tuple[int, ...], parts: int) -> DataFrame:
-    """``frame`` hash-partitioned by its positional columns ``by`` into ``parts``."""
-    return frame.repartition(parts, *(F.col(name(i)) for i in by))
 
 
 @dataclass
@@ -76,6 +73,7 @@ class Spine:
     # probe by them shuffles only the change); () for none
     by: tuple[int, ...] = ()
     parts: int = 0
+    indexes: bool = False  # are the batches Spark writes indexed by ``by`` (see ``index``)?
     _frames: dict[str, DataFrame] = field(default_factory=dict)
     _tables: dict[str, pa.Table] = field(default_factory=dict)  # batches :meth:`table` read
 
@@ -179,10 +177,14 @@ class Spine:
         else:
             summed = delta.select(*columns, *self.values).where(nonzero)
         key = f"{self.prefix}/{uuid.uuid4().hex}"
-        summed.write.parquet(self.blob.uri(key))
+        indexed = self.parts if self.indexes else 0
+        if indexed:  # a probe looks it up as written, with no rewrite at its first
+            layout.write_indexed(summed, self.by, self.parts, self.blob.uri(key))
+        else:
+            summed.write.parquet(self.blob.uri(key))
         rows = self._rows_written(key)
         if rows:
-            self.batches.append(Batch(key, rows, schema=summed.schema.json()))
+            self.batches.append(Batch(key, rows, False, summed.schema.json(), indexed))
         else:
             self.blob.delete_dir(key)
 
