@@ -203,7 +203,7 @@ class Accumulated:
         side = None if index is None else index.side()
         if index is not None and side is not None:
             mine = [f"_g{j}" for j in range(self.width)]
-            groups = spark.createDataFrame(step.select(keys).rename_columns(mine)).distinct()
+            groups = spark.createDataFrame(_distinct(step.select(keys)).rename_columns(mine))
             values = {v: v for v in self.values()}
             found = index.probe(groups, mine, side, 0, values)
             if found is not None:
@@ -360,3 +360,8 @@ class Accumulated:
 def _rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
     """``table``'s ``columns`` as rows of Python values."""
     return list(zip(*(python_values(table.column(c)) for c in columns), strict=True))
+
+
+def _distinct(table: pa.Table) -> pa.Table:
+    """``table``'s distinct rows (NULL equal to NULL), found in the driver."""
+    return table.group_by(table.column_names, use_threads=False).aggregate([])
