@@ -25,7 +25,7 @@ from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
-from changeflow.compute.cluster.index import indexed
+from changeflow.compute.cluster.index import indexed, prepare
 from changeflow.compute.cluster.keyed import keyed as keyed_form
 from changeflow.compute.cluster.local import (
     LinearStep,
@@ -488,6 +488,11 @@ class ClusterDataflow(Dataflow):
                 for i, waiting in enumerate(node.waiting):
                     if waiting is not None and i < len(node.later):
                         waiting.replace(node.later[i])
+            if not self.local:
+                indexed_spines = [
+                    s for n in self.nodes for s, i in zip(n.spines, n.indexable, strict=True) if i
+                ]
+                prepare(self.spark, indexed_spines)
         saved = [
             [s.to_json() for s in (*n.spines, *(w for w in n.waiting if w is not None))]
             for n in self.nodes

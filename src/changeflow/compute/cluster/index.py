@@ -2,13 +2,13 @@
 
 A join's arrangement is hash-partitioned by the columns its probe uses (``deltas.
 arrangement_keys``), and the batches Spark writes for it are *indexed* (``layout``): one Parquet
-file a partition, its rows sorted by the key's hash. A small step's probe rows get the same hash and the partition their key hashes
-to, and each executor task reads, for each partition its rows name, that partition's file as an
-Arrow IPC copy mapped into memory (made once per file and machine, next to the file, under a
-name Spark's readers skip), finds each key's rows by binary search on the hashes and returns
-the candidate pairs; Spark then keeps those whose keys are equal (a hash may collide). A step
-thus touches the rows its keys match, whatever the arrangement's size. A batch the driver wrote
-(small, not partitioned) is joined in each task by Arrow's hash join on the key columns.
+file a partition, its rows sorted by the key's hash, with an Arrow IPC copy made beside it. A
+small step's probe rows get the same hash and the partition their key hashes to, and each
+executor task maps, for each partition its rows name, that partition's copies into memory,
+finds each key's rows by binary search on the hashes and returns the candidate pairs; Spark
+then keeps those whose keys are equal (a hash may collide). A step thus touches the rows its
+keys match, whatever the arrangement's size. A batch the driver wrote (small, not partitioned)
+is joined in each task by Arrow's hash join on the key columns.
 
 Only a local blob root is mapped (an object store's batches are probed by a Spark join, as
 are keys Spark hashes apart from how they compare: floating point, intervals, jsonb, arrays).
@@ -16,7 +16,6 @@ are keys Spark hashes apart from how they compare: floating point, intervals, js
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -28,8 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
@@ -86,21 +84,49 @@ def indexed(spine: Spine) -> Indexed | None:
     local = []
     for n, batch in enumerate(spine.batches):
         if batch.local:
-            local += [spine.blob.path(m.key) for m in spine.blob.list(batch.key) if _parquet(m.key)]
+            local += spine.files(batch.key)
             continue
         if batch.indexed != spine.parts:
             spine.batches[n] = batch = _rewritten(spine, batch)
-        for m in spine.blob.list(batch.key):
-            part = partition_of(m.key) if _parquet(m.key) else None
+        for path in spine.files(batch.key):
+            part = partition_of(path)
             if part is not None:
-                files.setdefault(part, []).append(spine.blob.path(m.key))
+                files.setdefault(part, []).append(path)
     held = {p: tuple(f) for p, f in files.items()}
     schema = spine.batches[0].schema
     return Indexed(spine.blob.root, spine.parts, spine.by, held, tuple(local), schema)
 
 
-def _parquet(key: str) -> bool:
-    return key.endswith(".parquet") and not key.rsplit("/", 1)[-1].startswith("_")
+def prepare(spark: SparkSession, spines: Sequence[Spine]) -> None:
+    """Make the mapped copies of the indexed batches of ``spines`` that lack them (just written
+    by Spark), one task a file, in the kind of Python workers a probe's tasks run in: two
+    chained (a probe chains its lookups), which Spark then keeps for the probes that follow."""
+    paths = [
+        path
+        for spine in spines
+        if spine.blob.local
+        for batch in spine.batches
+        if batch.indexed == spine.parts and not batch.local
+        for path in spine.files(batch.key)
+        if not os.path.exists(layout.copy_path(path))
+    ]
+    if not paths:
+        return
+    rows = spark.sparkContext.parallelize([(p,) for p in paths], len(paths))
+    frame = spark.createDataFrame(rows, "path string")
+    copied = frame.mapInArrow(_copied, frame.schema).mapInArrow(_passed, frame.schema)
+    copied.collect()
+
+
+def _copied(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for path in batch.column(0).to_pylist():
+            layout.arrow_copy(path)
+        yield batch
+
+
+def _passed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield from batches
 
 
 def _rewritten(spine: Spine, batch: Batch) -> Batch:
@@ -110,7 +136,7 @@ def _rewritten(spine: Spine, batch: Batch) -> Batch:
         reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
     frame = reader.parquet(spine.blob.uri(batch.key))
     key = f"{spine.prefix}/{uuid.uuid4().hex}"
-    layout.write_indexed(frame, spine.by, spine.parts, spine.blob.uri(key))
+    spine.write_indexed(frame, key)
     spine.retired.append(batch.key)
     return Batch(key, batch.rows, False, batch.schema or frame.schema.json(), spine.parts)
 
@@ -242,22 +268,13 @@ _mapped_files: OrderedDict[str, pa.Table] = OrderedDict()
 
 
 def _mapped(path: str) -> pa.Table:
-    """The Parquet file at ``path`` as a table mapped from its Arrow IPC copy (made once, next
-    to it, under a name Spark's readers skip), kept open in this worker."""
+    """The Parquet file at ``path`` as a table mapped from its Arrow IPC copy, kept open in
+    this worker."""
     table = _mapped_files.get(path)
     if table is not None:
         _mapped_files.move_to_end(path)
         return table
-    folder, base = os.path.split(path)
-    copy = os.path.join(folder, f"_{base}.arrow")
-    if not os.path.exists(copy):
-        data = pq.read_table(path)
-        with contextlib.suppress(pa.ArrowInvalid):  # a column past 2 GiB stays in chunks
-            data = data.combine_chunks()
-        temporary = f"{copy}.{uuid.uuid4().hex}"
-        with pa.OSFile(temporary, "wb") as sink, pa.ipc.new_file(sink, data.schema) as writer:
-            writer.write_table(data)
-        os.replace(temporary, copy)
+    copy = layout.arrow_copy(path)
     table = pa.ipc.open_file(pa.memory_map(copy)).read_all()
     _mapped_files[path] = table
     while len(_mapped_files) > _OPEN_FILES:

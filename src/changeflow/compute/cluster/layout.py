@@ -1,10 +1,18 @@
 """How an arrangement's batch lies on the executors: hash-partitioned by the columns its probe
 uses, and, for an *indexed* batch (see ``index``), one Parquet file a partition (Spark names it
 ``part-<partition>-…``) with its rows sorted by a 64-bit hash of the key (``_h``, Spark's
-``xxhash64``), so a probe finds a key's rows by binary search."""
+``xxhash64``), so a probe finds a key's rows by binary search in the file's Arrow IPC copy,
+which is mapped into memory (made beside it, under a name Spark's readers skip)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -32,3 +40,28 @@ def write_indexed(frame: DataFrame, by: tuple[int, ...], parts: int, uri: str) -
     with session_conf(frame.sparkSession, {"spark.sql.adaptive.enabled": "false"}):
         hashed = partitioned(frame, by, parts).withColumn(HASH, key_hash(*keys))
         hashed.sortWithinPartitions(HASH).write.parquet(uri)
+
+
+def copy_path(path: str) -> str:
+    """Where the Arrow IPC copy of the Parquet file at ``path`` is (a name Spark skips)."""
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f"_{base}.arrow")
+
+
+def arrow_copy(path: str) -> str:
+    """The path of the Arrow IPC copy of the Parquet file at ``path``, made if missing (once a
+    machine: a task making it holds a lock that others wait on)."""
+    copy = copy_path(path)
+    if os.path.exists(copy):
+        return copy
+    with open(f"{copy}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(copy):
+            data = pq.read_table(path)
+            with contextlib.suppress(pa.ArrowInvalid):  # a column past 2 GiB stays in chunks
+                data = data.combine_chunks()
+            temporary = f"{copy}.{uuid.uuid4().hex}"
+            with pa.OSFile(temporary, "wb") as sink, pa.ipc.new_file(sink, data.schema) as out:
+                out.write_table(data)
+            os.replace(temporary, copy)
+    return copy

@@ -179,7 +179,7 @@ class Spine:
         key = f"{self.prefix}/{uuid.uuid4().hex}"
         indexed = self.parts if self.indexes else 0
         if indexed:  # a probe looks it up as written, with no rewrite at its first
-            layout.write_indexed(summed, self.by, self.parts, self.blob.uri(key))
+            self.write_indexed(summed, key)
         else:
             summed.write.parquet(self.blob.uri(key))
         rows = self._rows_written(key)
@@ -219,6 +219,15 @@ class Spine:
         schema = to_arrow_schema(StructType.fromJson(json.loads(batch.schema)), timezone="UTC")
         return table.select(schema.names).cast(schema)
 
+    def write_indexed(self, frame: DataFrame, key: str) -> None:
+        """Write ``frame`` at ``key`` indexed by ``by`` (see ``layout``)."""
+        layout.write_indexed(frame, self.by, self.parts, self.blob.uri(key))
+
+    def files(self, key: str) -> list[str]:
+        """The paths of the Parquet files of the batch at ``key`` (on a local blob root)."""
+        names = (m.key for m in self.blob.list(key))
+        return [self.blob.path(k) for k in names if _parquet(k)]
+
     def _rows_written(self, key: str) -> int:
         """The rows of a written batch, from its Parquet footers (no Spark job)."""
         files = [m.key for m in self.blob.list(key) if m.key.endswith(".parquet")]
@@ -240,3 +249,8 @@ class Spine:
                 frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
             self._frames[batch.key] = frame
         return frame
+
+
+def _parquet(key: str) -> bool:
+    """Is ``key`` a batch's Parquet file (not a file Spark's readers skip)?"""
+    return key.endswith(".parquet") and not key.rsplit("/", 1)[-1].startswith("_")
