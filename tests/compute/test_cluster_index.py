@@ -91,9 +91,19 @@ def _counting(monkeypatch) -> list:
 
 
 def test_a_small_join_step_looks_its_keys_up(spark, tmp_path, monkeypatch) -> None:
+    """Each lookup also pairs the step's own earlier changes of the input it probes."""
     probes = _counting(monkeypatch)
+    paired: list = []
+    counted = index.Indexed.probe
+
+    def pairing(self, *args):
+        paired.append(args[-1])  # the step's own rows of the input
+        return counted(self, *args)
+
+    monkeypatch.setattr(index.Indexed, "probe", pairing)
     _maintain(spark, tmp_path, probes)
     assert any(p.files for p in probes) and any(p.local for p in probes)
+    assert any(new is not None and new.num_rows for new in paired)
 
 
 @pytest.mark.parametrize(

@@ -367,10 +367,11 @@ class ClusterDataflow(Dataflow):
             head = node.head.step(node.now[0].updates(), node.spines[0].frame)
             if head is not None:
                 return Batch.of_updates(head, out_kinds)
-        frames = [
-            self.spark.createDataFrame(batch_table(now, child.plan.schema)) if now else None
+        tables = [
+            batch_table(now, child.plan.schema) if now else None
             for child, now in zip(node.children, node.now, strict=True)
         ]
+        frames = [None if t is None else self.spark.createDataFrame(t) for t in tables]
         indexes = [
             indexed(s) if able else None
             for s, able in zip(node.spines, node.indexable, strict=True)
@@ -380,7 +381,7 @@ class ClusterDataflow(Dataflow):
         out: DataFrame | None
         if node.join:
             assert isinstance(node.plan, P.Join)
-            out = D.join(frames, arranged, node.plan, True, node.by, self.parts, indexes)
+            out = D.join(frames, arranged, node.plan, True, node.by, self.parts, indexes, tables)
         else:
             assert node.keyed is not None
             made = node.keyed.local_versions([b.updates() for b in node.now])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from functools import reduce as fold
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -130,16 +131,19 @@ def join(
     by: Sequence[tuple[int, ...]] = (),
     parts: int = 0,
     indexes: Sequence[Indexed | None] = (),
+    tables: Sequence[pa.Table | None] = (),
 ) -> DataFrame | None:
     """The delta of an inner join from its inputs' deltas and arrangements (the inputs'
     collections before the step; None when empty, or made only if a term scans them). With
     ``small``, each term's running result goes to the arrangement it probes: looked up by key
     where the arrangement is ``indexes``' and the probe is by its key; else hashed to its
     partitions when the arrangement is partitioned by the probe's columns (``by``: each
-    arrangement's, into ``parts``), else broadcast."""
+    arrangement's, into ``parts``), else broadcast. ``tables`` are the small step's deltas in
+    the driver, which a lookup pairs in its tasks."""
     assert isinstance(plan, P.Join)
     by = by or [()] * len(deltas)
     indexes = indexes or [None] * len(deltas)
+    tables = tables or [None] * len(deltas)
     terms = []
     for i, delta in enumerate(deltas):
         if delta is None or any(a is None for a in arranged[i + 1 :]):
@@ -151,7 +155,7 @@ def join(
                 if arranged[j] is None and new is None:
                     break
                 scanned = partial(_scanned, arranged[j], new, by[j], parts)
-                sides[j] = Side(scanned, indexes[j], new)
+                sides[j] = Side(scanned, indexes[j], new, tables[j] if j < i else None)
         else:
             terms.append(_join_term(plan, sides, i, small, by))
     return union(terms)
@@ -177,6 +181,7 @@ class Side:
     made: DataFrame | Callable[[], DataFrame]
     index: Indexed | None = None
     new: DataFrame | None = None
+    new_table: pa.Table | None = None  # ``new`` in the driver, when it is there
 
     @cached_property
     def frame(self) -> DataFrame:
@@ -247,11 +252,14 @@ def _join_term(
             spark_side = index.side() or empty(spark, plan.inputs_[k].schema, False).schema
             on_keys = [name(d) for _, d in links]
             values = {DIFF: f"_d{k}"}
-            found = index.probe(running, on_keys, spark_side, offsets[k], values, f"_t{k}")
+            # the step's own changes of the input, before this term's, paired by the lookup
+            new = sides[k].new_table
+            time = f"_t{k}"
+            found = index.probe(running, on_keys, spark_side, offsets[k], values, time, new)
         if found is not None:
             found = found.where(on & _own(plan, owner, k))
             new = sides[k].new
-            if new is not None:  # the step's own changes of the input, before this term's
+            if new is not None and sides[k].new_table is None:  # else the lookup paired it
                 found = found.unionByName(running.join(F.broadcast(renamed(k, new)), on))
             running = found
         else:

@@ -51,6 +51,7 @@ from changeflow.compute.types import (
     SqlType,
 )
 from changeflow.spark import on_executors
+from changeflow.updates import TIME
 
 PART = "_p"  # the partition a probe row's key hashes to
 # key types whose equal values Spark hashes alike (and compares by their bytes)
@@ -165,13 +166,16 @@ class Indexed:
         offset: int,
         values: dict[str, str],
         time: str | None = None,
+        new: pa.Table | None = None,
     ) -> DataFrame | None:
         """``running`` with each arranged row whose key may equal its columns ``on`` (the
         arrangement's ``by``, in order), the caller keeping those whose keys are equal: the
         arrangement's data columns (``side``'s ``c0``…) renamed from ``offset``, its
         ``values`` (``side``'s names to the output's), and ``time`` NULL (arranged rows have
-        been there all along) when named. None when ``on`` is not of the key's Spark types
-        (a timestamp and a timestamp_ntz hash apart)."""
+        been there all along) when named; and each of the step's ``new`` rows of the input
+        (its columns, ``_time``, ``_diff``: small, shipped with the tasks) whose key equals,
+        at its time. None when ``on`` is not of the key's Spark types (a timestamp and a
+        timestamp_ntz hash apart)."""
         theirs = {f.name: f.dataType for f in side.fields}
         mine = {f.name: f.dataType for f in running.schema.fields}
         if any(mine[c] != theirs.get(name(b)) for c, b in zip(on, self.by, strict=True)):
@@ -187,7 +191,7 @@ class Indexed:
         out = StructType([*running.schema.fields, *added])
         tz = running.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
         arrow = to_arrow_schema(out, timezone=tz)
-        look = _Lookup(self, tuple(on), width, tuple(values), time is not None, arrow)
+        look = _Lookup(self, tuple(on), width, tuple(values), time is not None, arrow, new)
         return hashed.mapInArrow(on_executors(look), out)
 
 
@@ -201,6 +205,7 @@ class _Lookup:
     values: tuple[str, ...]  # and the value columns taken from it
     timed: bool  # a NULL time after them
     out: pa.Schema
+    new: pa.Table | None = None  # the step's own rows of the input, with their times
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = list(batches)
@@ -216,6 +221,8 @@ class _Lookup:
                 yield from self._matched(rows, *_hashed_pairs(rows, _mapped(path)))
         for path in self.index.local:
             yield from self._matched(probe, *self._equal_pairs(probe, _mapped(path)))
+        if self.new is not None and self.new.num_rows:
+            yield from self._matched(probe, *self._equal_pairs(probe, self.new), timed=True)
 
     def _equal_pairs(self, probe: pa.Table, held: pa.Table) -> Pairs:
         """Arrow's hash join of ``probe``'s key columns with those of a batch the driver wrote,
@@ -235,8 +242,15 @@ class _Lookup:
         return held, pairs.column("_i").to_numpy(), pairs.column("_j").to_numpy()
 
     def _matched(
-        self, probe: pa.Table, held: pa.Table, mine: np.ndarray, theirs: np.ndarray
+        self,
+        probe: pa.Table,
+        held: pa.Table,
+        mine: np.ndarray,
+        theirs: np.ndarray,
+        timed: bool = False,
     ) -> Iterator[pa.RecordBatch]:
+        """The pairs of ``probe``'s and ``held``'s rows, their time ``held``'s when ``timed``
+        (else NULL)."""
         if not len(mine):
             return
         left = probe.take(pa.array(mine))
@@ -245,7 +259,8 @@ class _Lookup:
         columns = [left.column(n) for n in self.out.names[: probe.num_columns - 2]]
         columns += [right.column(name(i)) for i in range(self.width)]
         columns += [right.column(v) for v in self.values]
-        columns += [pa.nulls(count, pa.int64())] if self.timed else []
+        if self.timed:
+            columns.append(right.column(TIME) if timed else pa.nulls(count, pa.int64()))
         table = pa.Table.from_arrays(
             [c.cast(f.type) for c, f in zip(columns, self.out, strict=True)], schema=self.out
         )
