@@ -24,6 +24,7 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.session import Session, one_transaction
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
+from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
 from changeflow.errors import ChangeflowError, InvalidInput
 
@@ -261,7 +262,7 @@ class Cursor:
         results = self.connection._run(text)
         if results:
             last = results[-1]
-            self._rows = list(last.rows)
+            self._rows = _unsigned_zeros(last)
             self.statusmessage = last.status
             self.description = _describe(last.columns) if last.columns else None
             self.rowcount = _rowcount(last)
@@ -308,6 +309,21 @@ class Cursor:
 
 def _describe(columns: Any) -> list[tuple[Any, ...]]:
     return [(c.name, c.type.name, None, None, None, None, c.nullable) for c in columns]
+
+
+def _unsigned_zeros(result: Result) -> list[tuple[Any, ...]]:
+    """``result``'s rows, a numeric zero without its sign (PostgreSQL's has none: -0.5 * 0 is
+    0.0 there, where Python's ``Decimal`` keeps the sign)."""
+    numeric = [i for i, c in enumerate(result.columns) if c.type is NUMERIC]
+    if not numeric:
+        return list(result.rows)
+
+    def fixed(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not any(isinstance(row[i], Decimal) and row[i].is_zero() for i in numeric):
+            return row
+        return tuple(abs(v) if isinstance(v, Decimal) and v.is_zero() else v for v in row)
+
+    return [fixed(row) for row in result.rows]
 
 
 def _rowcount(result: Result) -> int:

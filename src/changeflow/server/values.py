@@ -166,7 +166,7 @@ def numeric_binary(value: Decimal) -> bytes:
         return struct.pack("!hhHh", 0, 0, 0xC000, 0)
     if value.is_infinite():
         return struct.pack("!hhHh", 0, 0, 0xD000 if value > 0 else 0xF000, 0)
-    sign = 0x4000 if value.is_signed() else 0
+    sign = 0x4000 if value.is_signed() and not value.is_zero() else 0  # no negative zero
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
     ds = "".join(map(str, digits))

@@ -15,17 +15,20 @@ from changeflow.compute.functions.base import (
     Builder,
     F,
     Function,
+    Rule,
     _double,
     _sig,
     _simple,
     fail,
     finite,
+    in_process,
     spark_type,
     unsupported,
 )
 from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
     FLOAT8,
+    INT4,
     NULLTYPE,
     NUMERIC,
     SqlType,
@@ -45,28 +48,71 @@ def _round(x: Any, places: int = 0) -> Any:
             return float(round(x))  # rint: half to even, as PostgreSQL's round(double)
         raise EvalError("round(double precision, integer) does not exist; cast to numeric")
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
     return x
+
+
+def _unsigned_zero(x: Decimal) -> Decimal:
+    """``x``, a zero without its sign (PostgreSQL's numeric has no negative zero)."""
+    return abs(x) if x.is_zero() else x
 
 
 def _trunc(x: Any, places: int = 0) -> Any:
     if isinstance(x, float):
         return float(math.trunc(x))
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN")
+        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN"))
     return x
 
 
 def _floor(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1), rounding=ROUND_FLOOR)
+        return _unsigned_zero(x.quantize(Decimal(1), rounding=ROUND_FLOOR))
     return float(math.floor(x)) if isinstance(x, float) else x
 
 
 def _ceil(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1), rounding="ROUND_CEILING")
+        return _unsigned_zero(x.quantize(Decimal(1), rounding="ROUND_CEILING"))
     return float(math.ceil(x)) if isinstance(x, float) else x
+
+
+def _scale(x: Decimal | int) -> int | None:
+    """``scale(numeric)``: the decimals ``x`` shows (NULL for NaN and infinities)."""
+    if isinstance(x, int):
+        return 0
+    exponent = x.as_tuple().exponent
+    return max(-exponent, 0) if isinstance(exponent, int) else None
+
+
+def _min_scale(x: Decimal | int) -> int | None:
+    """``min_scale(numeric)``: the fewest decimals that show ``x`` exactly."""
+    if isinstance(x, int):
+        return 0
+    return None if not x.is_finite() else 0 if x.is_zero() else _scale(x.normalize())
+
+
+def _trim_scale(x: Decimal | int) -> Decimal:
+    """``trim_scale(numeric)``: ``x`` without trailing zero decimals."""
+    if isinstance(x, int):
+        return Decimal(x)
+    places = _min_scale(x)
+    return x if places is None else _unsigned_zero(x.quantize(Decimal(1).scaleb(-places)))
+
+
+def _of_numeric(result: SqlType) -> Rule:
+    """The rule of a function of one numeric (an integer is cast to numeric, a float is not)."""
+
+    def rule(args: tuple[SqlType, ...]) -> SqlType:
+        if len(args) == 1 and (args[0] in (NUMERIC, NULLTYPE) or args[0].integer):
+            return result
+        raise PlanError("no match", sqlstate="42883")
+
+    return rule
+
+
+# A value's own scale: Spark holds numerics at one scale per column.
+_OWN_SCALE = in_process("a numeric value's own scale is known in the process only")
 
 
 def _sqrt(x: float) -> float:
@@ -354,4 +400,7 @@ FUNCTIONS = [
         "greatest", _extreme_rule, _extreme(max), strict=False, spark=_spark_extreme("greatest")
     ),
     Function("least", _extreme_rule, _extreme(min), strict=False, spark=_spark_extreme("least")),
+    Function("scale", _of_numeric(INT4), _scale, spark=_OWN_SCALE),
+    Function("min_scale", _of_numeric(INT4), _min_scale, spark=_OWN_SCALE),
+    Function("trim_scale", _of_numeric(NUMERIC), _trim_scale, spark=_OWN_SCALE),
 ]
