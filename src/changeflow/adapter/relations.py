@@ -61,3 +61,4 @@ class Query:
     finishing: Finishing = Finishing()
     timelines: frozenset[str] = field(default_factory=frozenset)
     items: frozenset[str] = field(default_factory=frozenset)  # names of the items read
+    shown: tuple[tuple[int, str], ...] = ()  # select list positions cast to oid or a reg* type

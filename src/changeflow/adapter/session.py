@@ -34,6 +34,7 @@ from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain
+from changeflow.adapter.object_ids import shown_columns, shown_rows
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
@@ -352,6 +353,7 @@ class Session:
         timeline = self._timeline(query.timelines, txn)
         ts = self._read_ts(stmt, query.plan, timeline, txn)
         rows = finish(self._evaluate(query.plan, ts, query.finishing), query.finishing)
+        rows = shown_rows(rows, query.shown, state, "changeflow")
         txn.queried = True
         self._end(txn)
         return Result(f"SELECT {len(rows)}", _visible(query), rows)
@@ -555,7 +557,8 @@ def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:
 
 def _visible(query: Any) -> tuple:
     width = query.finishing.width
-    return query.plan.schema if width is None else query.plan.schema[:width]
+    schema = query.plan.schema if width is None else query.plan.schema[:width]
+    return shown_columns(schema, query.shown)
 
 
 def finish(counted: dict[tuple[Any, ...], int], finishing: Any) -> list[tuple[Any, ...]]:

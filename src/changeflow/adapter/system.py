@@ -138,6 +138,7 @@ PG_CLASS = SYSTEM_OIDS["pg_class"]  # pg_description.classoid of a relation's co
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
+    from changeflow.adapter.object_ids import function_oids
     from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
@@ -153,9 +154,9 @@ def _rows(
         + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
         + ("client backend",)
     )
-    for i, name in enumerate(sorted(FUNCTIONS)):
+    for name, oid in function_oids().items():
         strict = FUNCTIONS[name].strict
-        out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
+        out["pg_proc"].append((oid, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
         out["pg_proc"][-1] += (-1, 0, "", name)
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
