@@ -33,6 +33,7 @@ class Relation:
     defaults: tuple[str | None, ...] = ()
     unique: tuple[Unique, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
     always: frozenset[str] = frozenset()  # its GENERATED ALWAYS AS IDENTITY columns
+    identity: frozenset[str] = frozenset()  # its identity columns, ALWAYS or BY DEFAULT
 
 
 class Resolver(Protocol):

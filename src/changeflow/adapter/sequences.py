@@ -435,7 +435,7 @@ def create_sequence(env: Any, stmt: Statement) -> Result:
         if create.args.get("exists"):
             return Result("CREATE SEQUENCE")
         raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
-    options = with_clauses(_clauses(create), stmt.text, None)
+    options = with_clauses(_clauses(create), stmt.text, None, create.args.get("expression"))
     add_sequence(env, name, stmt.text, {"owned_by": None, "sequence": options.to_json()})
     if options.first != 0:  # a sequence never used starts after 0
         item = env.catalog.load().by_name(name)
@@ -470,8 +470,10 @@ def alter_sequence(env: Any, stmt: Statement) -> Result:
     m = re.search(r"\bRESTART(?:\s+(?:WITH\s+)?(?P<n>-?\d+))?", rest, re.I)
     if m is not None:
         rest = rest[: m.start()] + rest[m.end() :]
-    clauses = _clauses(parse_sql(f"CREATE SEQUENCE x {rest}")) if rest.strip() else None
-    options = with_clauses(clauses, rest, SequenceOptions.of(item.options))
+    parsed = parse_sql(f"CREATE SEQUENCE x {rest}") if rest.strip() else None
+    clauses = _clauses(parsed) if parsed is not None else None
+    as_type = parsed.args.get("expression") if parsed is not None else None
+    options = with_clauses(clauses, rest, SequenceOptions.of(item.options), as_type)
     if m is not None:
         restart = restart_value(options, int(m["n"]) if m["n"] else None)
 

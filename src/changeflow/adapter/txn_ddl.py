@@ -1,9 +1,11 @@
 """DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
-MATERIALIZED VIEW, INDEX, SCHEMA) is applied at once, so the transaction's own statements can
-use what it created, and dropped again on ROLLBACK (or when the transaction fails); DROP and
-COMMENT ON are checked at once and applied at COMMIT, discarded on ROLLBACK. What a
-transaction creates is visible to other sessions before its COMMIT. Other DDL refuses to run
-inside a transaction block (25001), as before."""
+MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transaction's own
+statements can use what it created, and dropped again on ROLLBACK (or when the transaction
+fails); DROP and COMMENT ON are checked at once and applied at COMMIT, discarded on ROLLBACK.
+What a transaction creates is visible to other sessions before its COMMIT. Other DDL refuses
+to run inside a transaction block (25001), ALTER SEQUENCE among it: PostgreSQL rolls its
+changes back with the transaction, and a sequence's values are handed out at once, to every
+session, from blocks no transaction owns."""
 
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.errors import PlanError
 
-CREATES = ("create_table", "create_view", "create_index", "create_schema")
+CREATES = ("create_table", "create_view", "create_index", "create_schema", "create_sequence")
 DROP_WORDS = {
     "table": "TABLE",
     "view": "VIEW",
     "materialized view": "MATERIALIZED VIEW",
     "index": "INDEX",
     "schema": "SCHEMA",
+    "sequence": "SEQUENCE",
 }
 
 
@@ -53,6 +56,13 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
                 raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
         txn.dropped.append(stmt)
         return Result(f"DROP {ddl.TAGS[stmt.args['kind']]}")
+    if stmt.kind == "alter_sequence":
+        raise PlanError(
+            "ALTER SEQUENCE cannot run inside a transaction block",
+            sqlstate="25001",
+            detail="A sequence's new options and RESTART apply at once and cannot be rolled back.",
+            hint="Run ALTER SEQUENCE outside BEGIN … COMMIT.",
+        )
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
     )
