@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain
+from changeflow.adapter.notices import notices
 from changeflow.adapter.object_ids import shown_columns, shown_rows
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
@@ -300,13 +301,8 @@ class Session:
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
-            if self.in_transaction:
-                return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
-            if self.access is not None and kind == "create_source":
-                self.access.check_source(stmt.args["name"], stmt.args["path"])
-            if self.access is not None and kind == "create_sink":
-                self.access.check_sink(stmt.args["name"], stmt.args["target"])
-            return DDL[kind](self.env, stmt)
+            heard = notices(self.env.catalog.load(), stmt)
+            return replace(self._ddl(stmt), notices=heard)
         if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
             got = answer(
                 stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
@@ -329,6 +325,15 @@ class Session:
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
+
+    def _ddl(self, stmt: Statement) -> Result:
+        if self.in_transaction:
+            return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
+        if self.access is not None and stmt.kind == "create_source":
+            self.access.check_source(stmt.args["name"], stmt.args["path"])
+        if self.access is not None and stmt.kind == "create_sink":
+            self.access.check_sink(stmt.args["name"], stmt.args["target"])
+        return DDL[stmt.kind](self.env, stmt)
 
     # -- queries -----------------------------------------------------------------------------
 
