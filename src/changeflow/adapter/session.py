@@ -41,6 +41,7 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted
+from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,
@@ -304,9 +305,8 @@ class Session:
             heard = notices(self.env.catalog.load(), stmt)
             return replace(self._ddl(stmt), notices=heard)
         if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
-            got = answer(
-                stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
-            )
+            state, sizes = self.env.catalog.load(), shard_sizes(self.env)
+            got = answer(stmt.text, state, "changeflow", "materialize", self.settings, sizes)
             columns = got.columns
             return Result(f"SELECT {len(got.rows)}", columns, got.rows)
         if kind in ("select", "explain", "subscribe"):

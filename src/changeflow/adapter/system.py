@@ -29,6 +29,7 @@ from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_na
 from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
+from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -371,8 +372,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_viewdef": viewdef,
         "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
         "pg_encoding_to_char": lambda n: "UTF8",
-        "pg_table_size": lambda oid: None,  # unknown: storage is blobs of update batches
-        "pg_size_pretty": lambda size: None,
         "pg_relation_is_publishable": lambda oid: 0,
         "shobj_description": lambda *args: None,
         "array_to_string": lambda value, sep=",", *rest: value,
@@ -494,8 +493,10 @@ def answer(
     user: str,
     database: str,
     settings: dict[str, str] | None = None,
+    sizes: Callable[[str], int] | None = None,
 ) -> Answer:
-    """Run the catalog query ``text`` over the system relations of ``state``."""
+    """Run the catalog query ``text`` over the system relations of ``state`` (``sizes``: a
+    shard's bytes, for ``pg_table_size`` and its kin)."""
     try:
         tree = sqlglot.parse_one(text, read=CatalogSql)
     except sqlglot.errors.ParseError as e:
@@ -526,7 +527,8 @@ def answer(
             if rows:
                 marks = ", ".join("?" * width)
                 db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
-        for fn, impl in _functions(state, user, database).items():
+        functions = _functions(state, user, database) | size_functions(state, sizes)
+        for fn, impl in functions.items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
         db.create_function("pg_like", 4, _pg_like, deterministic=True)

@@ -206,6 +206,9 @@ CATALOG_CALLS = frozenset(
         "has_schema_privilege",
         "pg_encoding_to_char",
         "pg_table_size",
+        "pg_relation_size",
+        "pg_total_relation_size",
+        "pg_indexes_size",
         "pg_size_pretty",
     }
 )
