@@ -99,9 +99,14 @@ def in_key_order(rows: pa.Table, key: Iterable[str]) -> pa.Table:
 
 
 def from_text(values: pa.Array, kind: pa.DataType) -> pa.Array:
-    """The inverse of :func:`to_text`."""
+    """The inverse of :func:`to_text` (a time of day read as that time on 1970-01-01: Arrow
+    casts no text to a time)."""
     if pa.types.is_nested(kind):
         return pa.array([None if v is None else json.loads(v) for v in values.to_pylist()], kind)
+    if pa.types.is_time(kind):
+        stamps = pc.binary_join_element_wise("1970-01-01 ", values.cast(pa.string()), "")
+        micros = stamps.cast(pa.timestamp("us")).cast(pa.int64())
+        return micros.cast(pa.time64("us")).cast(kind)
     return values.cast(kind)
 
 
