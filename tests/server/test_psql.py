@@ -328,7 +328,8 @@ def test_describe_serial_table_as_postgres(start_server, postgres_url: str) -> N
 
 
 def test_sizes_in_describe_plus(server, table_name: str) -> None:
-    """``\\dt+`` and ``\\dv+`` show a Size: the table's bytes, a view's 0 bytes."""
+    """``\\dt+``, ``\\dv+`` and ``\\l+`` show a Size: the table's bytes, a view's 0 bytes,
+    the database's."""
     out = psql(
         server,
         "-c",
@@ -349,3 +350,8 @@ def test_sizes_in_describe_plus(server, table_name: str) -> None:
             assert int(number) > 0 and unit in ("bytes", "kB"), size
         else:
             assert size == "0 bytes", out.stdout
+    out = psql(server, "-A", "-F", "|", "-c", "\\l+")  # the database's Size: its tables'
+    assert out.returncode == 0, out.stderr
+    header, row = out.stdout.splitlines()[1:3]
+    number, unit = row.split("|")[header.split("|").index("Size")].split()
+    assert int(number) > 0 and unit in ("bytes", "kB", "MB"), out.stdout

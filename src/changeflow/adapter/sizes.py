@@ -2,7 +2,8 @@
 ``pg_relation_size`` and ``pg_total_relation_size`` of a table, source or materialized view are
 the bytes of its shard's live blobs (the batches its state refers to, a table's with the writes
 acknowledged before; blobs not yet collected are not counted); a view, and an index (arranged
-in memory), take 0 bytes. ``pg_size_pretty`` is PostgreSQL's."""
+in memory), take 0 bytes; ``pg_database_size`` is the sum of them all. ``pg_size_pretty`` is
+PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -102,10 +103,16 @@ def size_functions(
     def indexes_size(relation: Any) -> int | None:
         return None if relation is None or item_of(relation) is None else 0
 
+    def database_size(database: Any) -> int | None:
+        if database is None or sizes is None:
+            return None
+        return sum(sizes(i.shard or i.id) for i in items.values() if i.kind in STORED)
+
     return {
         "pg_table_size": size,
         "pg_relation_size": size,
         "pg_total_relation_size": size,
         "pg_indexes_size": indexes_size,
+        "pg_database_size": database_size,
         "pg_size_pretty": size_pretty,
     }

@@ -170,6 +170,7 @@ def _rows(
         info["schemata"].append((database, name, user))
     out["pg_am"].append((403, "btree", "bthandler", "i"))
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
+    out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
     out["pg_roles"].append((OWNER, user, True, True))
     out["pg_user"].append((OWNER, user, True))
     out["pg_database"].append(
@@ -384,6 +385,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "version": lambda: "PostgreSQL 15.0 on changeflow",
         "has_table_privilege": lambda *args: 1,
         "has_schema_privilege": lambda *args: 1,
+        "has_database_privilege": lambda *args: 1,
         "pg_is_other_temp_schema": lambda oid: 0,
         "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
     }

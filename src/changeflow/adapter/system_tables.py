@@ -209,10 +209,12 @@ CATALOG_CALLS = frozenset(
         "pg_relation_size",
         "pg_total_relation_size",
         "pg_indexes_size",
+        "pg_database_size",
         "pg_size_pretty",
     }
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
+BOOL_CALLS |= {"has_database_privilege"}
 # the settings whose names are not all lower case, as PostgreSQL spells them (pg_settings, SHOW)
 SETTING_NAMES = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
 
