@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from changeflow.compute.types import NUMERIC
 from changeflow.errors import ChangeflowError, FencedOff, InvalidInput, ProtocolViolation
 from changeflow.materialize.columns import (
     DELETED,
@@ -79,12 +80,18 @@ def column_type(kind: pa.DataType, native: dict[str, Column]) -> Column:
 
 
 def to_text(values: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """A column as text: JSON for nested values, Arrow's own form for the rest."""
+    """A column as text: JSON for nested values, Arrow's own form for the rest, but an
+    unconstrained numeric's without the trailing zeros of its storage's fixed scale (287.5, as
+    a query shows it, not 287.5000000000)."""
     if pa.types.is_nested(values.type):
         return pa.array(
             [None if v is None else canonical_json(v) for v in values.to_pylist()], pa.string()
         )
-    return values.cast(pa.string())
+    text = values.cast(pa.string())
+    if values.type == NUMERIC.arrow:
+        text = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
+        text = pc.replace_substring_regex(text, r"\.$", "")
+    return text
 
 
 def in_key_order(rows: pa.Table, key: Iterable[str]) -> pa.Table:
