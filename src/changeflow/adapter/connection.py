@@ -128,6 +128,7 @@ class Connection:
         self.session = Session(env)
         self.autocommit = True
         self.closed = False
+        self.notices: list[str] = []  # as psycopg2 keeps them: 'NOTICE:  message\n'
 
     def cursor(self) -> Cursor:
         self._check()
@@ -203,6 +204,7 @@ class Connection:
                 ):
                     self.session.run(parse("BEGIN"))
                 out.append(self.session.run(stmt))
+                self.notices += [f"NOTICE:  {message}\n" for _, message in out[-1].notices]
             if block:
                 block = False
                 self.session.run(parse("COMMIT"))
