@@ -1,6 +1,7 @@
-"""NOTICEs where IF EXISTS / IF NOT EXISTS skip a statement's work, as PostgreSQL 15 sends them
-(severity, SQLSTATE and message), to psycopg's notice handlers and to psql, compared with the
-same statements on a throwaway PostgreSQL server."""
+"""NOTICEs where IF EXISTS / IF NOT EXISTS skip a statement's work and of what DROP … CASCADE
+drops besides, as PostgreSQL 15 sends them (severity, SQLSTATE, message and detail), to
+psycopg's notice handlers and to psql, compared with the same statements on a throwaway
+PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -32,15 +33,25 @@ STATEMENTS = [
     "ALTER TABLE IF EXISTS {t}_no ADD COLUMN c int",
     "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS a int",
     "ALTER TABLE {t} DROP COLUMN IF EXISTS c",
-    "DROP TABLE {t}",
+    "CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+    "DROP TABLE {t} CASCADE",
+    "CREATE TABLE {t} (a int, b text)",
+    "CREATE INDEX {t}_i ON {t} (a)",
+    "CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+    "CREATE VIEW {t}_v2 AS SELECT b FROM {t}",
+    "CREATE MATERIALIZED VIEW {t}_m3 AS SELECT a FROM {t}_v1",
+    "CREATE INDEX {t}_m3_i ON {t}_m3 (a)",
+    "CREATE VIEW {t}_v4 AS SELECT b FROM {t}_v2",
+    "DROP VIEW IF EXISTS {t}_nope, {t}_v2 CASCADE",
+    "DROP TABLE {t} CASCADE",
 ]
 
 
-def _heard(conn: psycopg.Connection, sql: str) -> list[tuple[str, str, str]]:
-    heard: list[tuple[str, str, str]] = []
+def _heard(conn: psycopg.Connection, sql: str) -> list[tuple]:
+    heard: list[tuple] = []
 
     def handler(d: psycopg.errors.Diagnostic) -> None:
-        heard.append((d.severity_nonlocalized, d.sqlstate, d.message_primary))
+        heard.append((d.severity_nonlocalized, d.sqlstate, d.message_primary, d.message_detail))
 
     conn.add_notice_handler(handler)
     try:

@@ -204,7 +204,7 @@ class Connection:
                 ):
                     self.session.run(parse("BEGIN"))
                 out.append(self.session.run(stmt))
-                self.notices += [f"NOTICE:  {message}\n" for _, message in out[-1].notices]
+                self.notices += [_notice(*n) for n in out[-1].notices]
             if block:
                 block = False
                 self.session.run(parse("COMMIT"))
@@ -326,6 +326,11 @@ def _unsigned_zeros(result: Result) -> list[tuple[Any, ...]]:
         return tuple(abs(v) if isinstance(v, Decimal) and v.is_zero() else v for v in row)
 
     return [fixed(row) for row in result.rows]
+
+
+def _notice(code: str, message: str, detail: str) -> str:
+    """A NOTICE as psycopg2 keeps it: ``NOTICE:  message``, then ``DETAIL:  …`` if any."""
+    return f"NOTICE:  {message}\n" + (f"DETAIL:  {detail}\n" if detail else "")
 
 
 def _rowcount(result: Result) -> int:

@@ -19,7 +19,7 @@ class Result:
     status: str
     columns: Schema = ()
     rows: list[tuple[Any, ...]] = field(default_factory=list)
-    notices: list[tuple[str, str]] = field(default_factory=list)  # (SQLSTATE, message)
+    notices: list[tuple[str, str, str]] = field(default_factory=list)  # SQLSTATE, text, detail
 
     @property
     def names(self) -> list[str]:

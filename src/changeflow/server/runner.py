@@ -109,8 +109,8 @@ class Runner:
             result = self.session.run(stmt)
         finally:
             self._end_cursors()
-        for code, message in result.notices:
-            self.wire.send(*W.notice(code, message))
+        for code, message, detail in result.notices:
+            self.wire.send(*W.notice(code, message, detail=detail))
         if result.columns or result.status.startswith("SELECT"):
             counted = "SELECT" if result.status.startswith("SELECT") else None
             return Outcome(result.status, result.columns, iter(result.rows), counted)
