@@ -74,6 +74,10 @@ STATEMENTS = [
     "SELECT nextval('so_s')",
     "SELECT seqrelid::regclass::text, seqtypid, seqstart, seqmax, seqmin FROM pg_sequence"
     " WHERE seqrelid::regclass::text IN ('so_s', 'so_i', 'so_b') ORDER BY 1",
+    "SELECT sequence_schema, sequence_name, data_type, numeric_precision,"
+    " numeric_precision_radix, numeric_scale, start_value, minimum_value, maximum_value,"
+    " increment, cycle_option FROM information_schema.sequences"
+    " WHERE sequence_name IN ('so_s', 'so_i', 'so_b', 'so_a') ORDER BY 2",
     "CREATE SEQUENCE so_e AS integer MAXVALUE 3000000000",
     "CREATE SEQUENCE so_e AS smallint MINVALUE -40000",
     "CREATE SEQUENCE so_e AS smallint INCREMENT -1 START 5 MINVALUE -32769",

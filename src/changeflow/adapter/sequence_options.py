@@ -153,6 +153,13 @@ def with_clauses(
     )
 
 
+def sequence_info(o: SequenceOptions) -> tuple[Any, ...]:
+    """The options as ``information_schema.sequences`` shows them, from ``data_type`` on."""
+    precision = {"smallint": 16, "integer": 32}.get(o.type, 64)
+    numbers = (o.start, o.min, o.max, o.increment)
+    return (o.type, precision, 2, 0, *map(str, numbers), "YES" if o.cycle else "NO")
+
+
 def restart_value(options: SequenceOptions, value: int | None) -> int:
     """ALTER SEQUENCE … RESTART [WITH value]'s next value (the start by default), checked."""
     value = options.start if value is None else value

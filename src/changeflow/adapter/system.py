@@ -27,7 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
+from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
 from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
@@ -205,6 +205,7 @@ def _rows(
                 (oid, TYPE_OIDS[o.type], o.start, o.increment, o.max, o.min, o.cache, o.cycle)
             )
             out["pg_depend"] += sequence_depends(state, item, oid)
+            info["sequences"].append((database, schema, relname, *sequence_info(o)))
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
         identity = identities(state, item)

@@ -157,6 +157,10 @@ INFO_TABLES: dict[str, str] = {
     "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
     "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
     "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
+    "sequences": "sequence_catalog TEXT, sequence_schema TEXT, sequence_name TEXT, "
+    "data_type TEXT, numeric_precision INTEGER, numeric_precision_radix INTEGER, "
+    "numeric_scale INTEGER, start_value TEXT, minimum_value TEXT, maximum_value TEXT, "
+    "increment TEXT, cycle_option TEXT",
 }
 EMPTY = {
     "pg_range",
