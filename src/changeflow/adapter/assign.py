@@ -64,7 +64,7 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
     if pa.types.is_time(field.type):
 
         def fit_time(value: Any) -> Any:
-            if value == END_OF_DAY:
+            if value is END_OF_DAY:
                 raise unstorable_end_of_day(f'column "{field.name}" of "{table}"')
             return value
 

@@ -70,7 +70,7 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         ]
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
-    if pa.types.is_time(kind) and END_OF_DAY in values:
+    if pa.types.is_time(kind) and any(v is END_OF_DAY for v in values):
         raise unstorable_end_of_day("an Arrow column")  # it would read back as 00:00:00
     if pa.types.is_list(kind) and (
         pa.types.is_struct(kind.value_type) or pa.types.is_fixed_size_binary(kind.value_type)
