@@ -105,6 +105,15 @@ class _Blocks:
                 end, given = self.ends[seq_id], self.given[seq_id]
                 self._reserve(seq_id, lambda old: given if old == end else old)
 
+    def last(self, seq_id: str) -> int | None:
+        """The value the next one follows: the last handed out here while a block reserved
+        here lasts, else the last one reserved (None: none yet)."""
+        with self.lock:
+            if self.free.get(seq_id):
+                return self.given[seq_id]
+        head = self.consensus.head(f"adapter/sequence/{seq_id}")
+        return json.loads(head.data)["reserved"] if head is not None else None
+
     def _reserve(self, seq_id: str, step: Any) -> int:
         key = f"adapter/sequence/{seq_id}"
         for _ in range(1000):
@@ -488,6 +497,30 @@ def alter_sequence(env: Any, stmt: Statement) -> Result:
     else:
         _blocks(env.catalog).forget(item.id)
     return Result("ALTER SEQUENCE")
+
+
+def sequence_undo(env: Any, name: str) -> Callable[[], None] | None:
+    """What puts back the sequence ``name`` as it is now (its options, and the value its next
+    one follows) after an ALTER SEQUENCE (None if there is no such sequence)."""
+    item = env.catalog.load().find(name)
+    if item is None or item.kind != "sequence":
+        return None
+    kept = item.options.get("sequence")
+    last = _blocks(env.catalog).last(item.id)
+    if last is None:  # none handed out yet: the next is the start
+        last = SequenceOptions.of(item.options).first
+
+    def undo() -> None:
+        def change(state: CatalogState) -> tuple[CatalogState, None]:
+            now = state.items.get(item.id)
+            if now is None:
+                return state, None
+            return state.with_item(replace(now, options={**now.options, "sequence": kept})), None
+
+        env.catalog.change(change)
+        _blocks(env.catalog).set(item.id, last)
+
+    return undo
 
 
 def drop_sequence(env: Any, stmt: Statement) -> Result:

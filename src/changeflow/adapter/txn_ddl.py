@@ -1,11 +1,11 @@
 """DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
 MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transaction's own
 statements can use what it created, and dropped again on ROLLBACK (or when the transaction
-fails); DROP and COMMENT ON are checked at once and applied at COMMIT, discarded on ROLLBACK.
-What a transaction creates is visible to other sessions before its COMMIT. Other DDL refuses
-to run inside a transaction block (25001), ALTER SEQUENCE among it: PostgreSQL rolls its
-changes back with the transaction, and a sequence's values are handed out at once, to every
-session, from blocks no transaction owns."""
+fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
+value its next one follows, as PostgreSQL's); DROP and COMMENT ON are checked at once and
+applied at COMMIT, discarded on ROLLBACK. What a transaction creates or alters is visible to
+other sessions before its COMMIT (a sequence's values they take meanwhile are not taken back).
+Other DDL refuses to run inside a transaction block (25001), as before."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from changeflow.adapter import ddl
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
+from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.errors import PlanError
 
@@ -56,13 +57,12 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
                 raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
         txn.dropped.append(stmt)
         return Result(f"DROP {ddl.TAGS[stmt.args['kind']]}")
-    if stmt.kind == "alter_sequence":
-        raise PlanError(
-            "ALTER SEQUENCE cannot run inside a transaction block",
-            sqlstate="25001",
-            detail="A sequence's new options and RESTART apply at once and cannot be rolled back.",
-            hint="Run ALTER SEQUENCE outside BEGIN … COMMIT.",
-        )
+    if stmt.kind == "alter_sequence":  # applied at once, put back on ROLLBACK
+        undo = sequence_undo(session.env, stmt.args["name"])
+        result = run(stmt)
+        if undo is not None:
+            txn.__dict__.setdefault("undo", []).append(undo)
+        return result
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
     )
@@ -74,6 +74,8 @@ def end(txn: Any, committed: bool, run: Callable[[Statement], Result]) -> None:
         for stmt in txn.dropped:
             run(stmt)
         return
+    for undo in reversed(txn.__dict__.get("undo", [])):
+        undo()
     for kind, name in reversed(txn.created):
         word = DROP_WORDS.get(kind)
         if word is not None:
