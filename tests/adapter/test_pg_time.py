@@ -143,3 +143,40 @@ def test_a_sink_of_time_writes_its_text(tmp_path: Path) -> None:
         ]
     finally:
         conn.close()
+
+
+END_OF_DAY = [
+    "SELECT '24:00:00'::time::text, time '24:00'::text, '24:00:00.0000001'::time::text",
+    "SELECT ('24:00'::time + interval '1 hour')::text, ('24:00'::time - interval '1 us')::text,"
+    " ('24:00'::time - '00:00'::time)::text, ('24:00'::time)::interval::text",
+    "SELECT '24:00'::time > '23:59:59.999999'::time, '24:00'::time = '00:00'::time,"
+    " '00:00'::time < '24:00'::time, '24:00'::time = time '24:00:00'",
+    "SELECT extract(hour FROM '24:00'::time), (date '2024-02-28' + time '24:00')::text",
+    "SELECT id, t::text, (t < '24:00')::text, greatest(t, '24:00')::text FROM tt",
+    "SELECT x::text FROM (VALUES ('24:00'::time), ('01:00'::time), (NULL)) v(x) ORDER BY x",
+    "SELECT max(x)::text, min(x)::text FROM (VALUES ('24:00'::time), ('01:00'::time)) v(x)",
+]
+
+
+def test_end_of_day_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """``24:00:00`` is a time PostgreSQL accepts: read, shown, compared (after every other
+    time), ordered and computed with as PostgreSQL does; storing it is refused (0A000: Arrow
+    would read it back as 00:00:00) and leaves the table as it was."""
+    from changeflow.adapter.connection import DatabaseError
+
+    with beside_postgres(tmp_path / "home", postgres_url, "tt", *SETUP) as (ours, pg):
+        for sql in END_OF_DAY:
+            assert as_text(ours, sql) == as_text(pg, sql), sql
+        same_errors(ours, pg, ["SELECT '24:00:01'::time", "SELECT '24:00:00.000001'::time"])
+        for sql in [
+            "INSERT INTO tt (id, t) VALUES (8, '24:00')",
+            "UPDATE tt SET t = '24:00' WHERE id = 1",
+            "INSERT INTO tt (id, t) SELECT 9, '24:00'::time",
+        ]:
+            with pytest.raises(DatabaseError) as caught:
+                ours.execute(sql)
+            assert caught.value.sqlstate == "0A000", sql
+            assert "24:00:00 cannot be stored" in str(caught.value), sql
+        assert as_text(ours, "SELECT id, t::text FROM tt") == as_text(
+            pg, "SELECT id, t::text FROM tt"
+        )

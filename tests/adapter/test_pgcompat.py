@@ -136,10 +136,14 @@ CALLS = {
     "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
     "to_number": "to_number(id || ',5.25-', '9G9D99S')",
     "div": "div(x, id + 1)",
+    "scale": "scale(x * id)",
+    "min_scale": "min_scale(x)",
+    "trim_scale": "trim_scale(x + 0.50)",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
-# functions of bytea (Spark only carries and compares it): a cluster-tier view leaves them out.
+# functions of bytea (Spark only carries and compares it) and a numeric's own scale (Spark
+# holds a column at one): a cluster-tier view leaves them out.
 ROWS_ONLY = {
     "justify_days",
     "justify_hours",
@@ -158,6 +162,9 @@ ROWS_ONLY = {
     "age",
     "to_date",
     "to_number",
+    "scale",
+    "min_scale",
+    "trim_scale",
     *(n for n in CALLS if "jsonb" in n),
 }
 

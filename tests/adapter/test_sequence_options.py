@@ -1,7 +1,8 @@
-"""CREATE SEQUENCE's options (INCREMENT, MINVALUE, MAXVALUE, START, CYCLE, CACHE), ALTER
-SEQUENCE (RESTART and the same options), pg_sequence, pg_attribute.attidentity and INSERT …
-OVERRIDING SYSTEM VALUE, as PostgreSQL 15 runs them: the same statements on both, each one's
-rows or error (SQLSTATE and message) compared."""
+"""CREATE SEQUENCE's options (INCREMENT, MINVALUE, MAXVALUE, START, CYCLE, CACHE, AS smallint |
+integer | bigint), ALTER SEQUENCE (RESTART and the same options), pg_sequence,
+pg_attribute.attidentity and INSERT … OVERRIDING SYSTEM VALUE and OVERRIDING USER VALUE, as
+PostgreSQL 15 runs them: the same statements on both, each one's rows or error (SQLSTATE and
+message) compared."""
 
 from __future__ import annotations
 
@@ -54,6 +55,35 @@ STATEMENTS = [
     " WHERE attrelid = 'so_t'::regclass AND attnum > 0 ORDER BY attnum",
     "SELECT column_name, column_default, is_identity FROM information_schema.columns"
     " WHERE table_name = 'so_t' ORDER BY ordinal_position",
+    "INSERT INTO so_t (id, b, s, v) OVERRIDING USER VALUE VALUES (50, 50, 50, 'e'), (0, 0, 0, 'f')",
+    "INSERT INTO so_t (b, v) OVERRIDING USER VALUE SELECT 60, 'g'",
+    "SELECT * FROM so_t WHERE v > 'd' ORDER BY v",
+    # the values' type: its bounds, a change of type moving the bounds that were its limits
+    "CREATE SEQUENCE so_s AS smallint",
+    "CREATE SEQUENCE so_i AS integer INCREMENT -1",
+    "CREATE SEQUENCE so_b AS bigint MAXVALUE 9 START 8",
+    "ALTER SEQUENCE so_s RESTART WITH 32766",
+    "SELECT nextval('so_s'), nextval('so_s')",
+    "SELECT nextval('so_s')",
+    "SELECT setval('so_s', 40000)",
+    "SELECT nextval('so_i'), nextval('so_b')",
+    "ALTER SEQUENCE so_s AS integer",
+    "ALTER SEQUENCE so_i AS smallint",
+    "ALTER SEQUENCE so_b AS smallint",
+    "ALTER SEQUENCE so_b AS integer MAXVALUE 3000000000",
+    "SELECT nextval('so_s')",
+    "SELECT seqrelid::regclass::text, seqtypid, seqstart, seqmax, seqmin FROM pg_sequence"
+    " WHERE seqrelid::regclass::text IN ('so_s', 'so_i', 'so_b') ORDER BY 1",
+    "SELECT sequence_schema, sequence_name, data_type, numeric_precision,"
+    " numeric_precision_radix, numeric_scale, start_value, minimum_value, maximum_value,"
+    " increment, cycle_option FROM information_schema.sequences"
+    " WHERE sequence_name IN ('so_s', 'so_i', 'so_b', 'so_a') ORDER BY 2",
+    "CREATE SEQUENCE so_e AS integer MAXVALUE 3000000000",
+    "CREATE SEQUENCE so_e AS smallint MINVALUE -40000",
+    "CREATE SEQUENCE so_e AS smallint INCREMENT -1 START 5 MINVALUE -32769",
+    "CREATE SEQUENCE so_e AS text",
+    "CREATE SEQUENCE so_e AS numeric",
+    "ALTER SEQUENCE so_b AS real",
 ]
 
 
@@ -73,7 +103,10 @@ def _outcome(conn, sql: str) -> tuple | list:
 def test_sequence_options_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     import psycopg
 
-    drop = ["DROP TABLE IF EXISTS so_t", "DROP SEQUENCE IF EXISTS so_a, so_d, so_x, so_e"]
+    drop = [
+        "DROP TABLE IF EXISTS so_t",
+        "DROP SEQUENCE IF EXISTS so_a, so_d, so_x, so_e, so_s, so_i, so_b",
+    ]
     with (
         changeflow.connect(tmp_path / "home", host_seconds=0) as ours,
         psycopg.connect(postgres_url, autocommit=True) as pg,
@@ -135,3 +168,64 @@ def test_add_column_serial_numbers_the_rows_as_postgres(tmp_path: Path, postgres
                 assert _outcome(ours, sql) == _outcome(pg, sql), sql
         finally:
             pg.execute("DROP TABLE IF EXISTS so_ac")
+
+
+IN_TRANSACTION = [
+    "CREATE SEQUENCE so_tx",
+    "SELECT nextval('so_tx')",
+    "BEGIN",
+    "CREATE SEQUENCE so_tx2 START 7",
+    "ROLLBACK",
+    "SELECT nextval('so_tx2')",
+    "BEGIN",
+    "CREATE SEQUENCE so_tx2 START 7",
+    "COMMIT",
+    "SELECT nextval('so_tx2')",
+    # ALTER SEQUENCE in a transaction: seen at once by it, put back by ROLLBACK
+    "BEGIN",
+    "ALTER SEQUENCE so_tx RESTART WITH 100 INCREMENT 5",
+    "SELECT nextval('so_tx'), nextval('so_tx')",
+    "ROLLBACK",
+    "SELECT nextval('so_tx')",
+    "BEGIN",
+    "ALTER SEQUENCE so_tx INCREMENT 10 MAXVALUE 1000",
+    "SELECT nextval('so_tx')",
+    "SELECT 1/0",
+    "ROLLBACK",
+    "SELECT nextval('so_tx')",
+    "BEGIN",
+    "ALTER SEQUENCE so_tx2 AS smallint INCREMENT 3",
+    "ALTER SEQUENCE so_tx2 RESTART",
+    "COMMIT",
+    "SELECT nextval('so_tx2'), nextval('so_tx2')",
+    "SELECT seqrelid::regclass::text, seqtypid, seqincrement, seqmax FROM pg_sequence"
+    " WHERE seqrelid::regclass::text LIKE 'so_tx%' ORDER BY 1",
+    "BEGIN",
+    "ALTER SEQUENCE so_tx2 AS integer",
+    "ALTER SEQUENCE so_tx2 RESTART WITH 50",
+    "ROLLBACK",
+    "SELECT nextval('so_tx2')",
+    "SELECT seqrelid::regclass::text, seqtypid, seqincrement, seqmax FROM pg_sequence"
+    " WHERE seqrelid::regclass::text LIKE 'so_tx%' ORDER BY 1",
+]
+
+
+@pytest.mark.postgres
+def test_sequences_in_a_transaction_block(tmp_path: Path, postgres_url: str) -> None:
+    """CREATE SEQUENCE and ALTER SEQUENCE in a transaction act at once for it and are undone
+    by ROLLBACK (a failed transaction's too), kept by COMMIT, as PostgreSQL's."""
+    import psycopg
+
+    drop = "DROP SEQUENCE IF EXISTS so_tx, so_tx2"
+    with (
+        changeflow.connect(tmp_path / "home", host_seconds=0) as ours,
+        psycopg.connect(postgres_url, autocommit=True) as pg,
+    ):
+        ours.autocommit = True
+        pg.execute(drop)
+        try:
+            for sql in IN_TRANSACTION:
+                assert _outcome(ours, sql) == _outcome(pg, sql), sql
+        finally:
+            pg.execute("ROLLBACK")
+            pg.execute(drop)

@@ -310,3 +310,22 @@ def _target_rows(target: str) -> Callable[[str], list[tuple]]:
             return sorted(db.execute(sql).fetchall())
 
     return read_pg
+
+
+def test_a_sink_writes_numerics_as_the_view_shows_them(conn: Connection, tmp_path: Path) -> None:
+    """A numeric(p, s) column is written at its scale, an unconstrained one (an average, a
+    maximum) as a query of the view shows it: without its storage's ten trailing zeros."""
+    target = tmp_path / "out.sqlite"
+    conn.execute("CREATE TABLE nn (id int NOT NULL, g int, x numeric(12,2), u numeric)")
+    conn.execute("INSERT INTO nn VALUES (1, 1, 287.5, 1.5), (2, 1, 3, 2.125), (3, 2, 0.1, 7)")
+    conn.execute(
+        "CREATE MATERIALIZED VIEW nv AS SELECT g, sum(x) AS s, avg(x) AS a, max(u) AS mu"
+        " FROM nn GROUP BY g"
+    )
+    conn.execute(f"CREATE SINK nv_out FROM nv INTO 'sqlite:{target}' KEY (g)")
+    conn.execute("UPDATE nn SET u = 100 WHERE id = 3")
+    conn.env.tick()
+    with closing(sqlite3.connect(target)) as db:
+        got = sorted(db.execute("SELECT g, s, a, mu FROM nv_out").fetchall())
+    shown = [(g, *map(str, rest)) for g, *rest in rows(conn, "SELECT g, s, a, mu FROM nv")]
+    assert got == sorted(shown) == [(1, "290.50", "145.25", "2.125"), (2, "0.10", "0.1", "100")]

@@ -430,6 +430,7 @@ TYPED = pa.schema(
         ("day", pa.date32()),
         ("at", pa.timestamp("us")),
         ("at_utc", pa.timestamp("us", tz="UTC")),
+        ("clock", pa.time64("us")),
     ]
 )
 
@@ -451,6 +452,7 @@ def typed_rows() -> list[dict]:
             "day": dt.date(1999, 12, 31),
             "at": dt.datetime(2024, 2, 29, 23, 59, 59, 999999),
             "at_utc": dt.datetime(1970, 1, 1, tzinfo=utc),
+            "clock": dt.time(23, 59, 59, 999999),
         },
         {
             "k": 2,
@@ -463,6 +465,7 @@ def typed_rows() -> list[dict]:
             "day": dt.date(2000, 1, 1),
             "at": dt.datetime(1900, 1, 1),
             "at_utc": dt.datetime(2038, 1, 19, 3, 14, 8, 5, tzinfo=utc),
+            "clock": dt.time(0, 0, 0, 5),
         },
         {"k": 3, **{c: None for c in TYPED.names if c != "k"}},
     ]
@@ -470,8 +473,9 @@ def typed_rows() -> list[dict]:
 
 def test_every_type_round_trips_as_a_typed_value(url: str, tmp_path: Path) -> None:
     """Booleans, integers, doubles, decimals, text, dates, timestamps with and without a
-    time zone (and NULL of each) are written as typed values and load back equal: an upsert
-    of a stored row retracts it exactly, and a sum over a decimal adds exactly."""
+    time zone, times of day (and NULL of each) are written as the target's types and load back
+    equal: an upsert of a stored row retracts it exactly, and a sum over a decimal adds
+    exactly."""
     storage = Storage(SqliteConsensus(tmp_path / "c.sqlite"), Blob(str(tmp_path / "blob")))
     try:
         rows = typed_rows()
@@ -493,6 +497,19 @@ def test_every_type_round_trips_as_a_typed_value(url: str, tmp_path: Path) -> No
             driver.close()
         assert loaded.schema == TYPED
         assert sorted(loaded.to_pylist(), key=lambda r: r["k"]) == [changed, *rows[1:]]
+        # dates, timestamps and times of day are the target's own types
+        if url.startswith("sqlite:"):
+            declared = query(url, "SELECT name, type FROM pragma_table_info('t')")
+            kinds = {"day": "DATE", "at": "TIMESTAMP", "clock": "TIME"}
+        else:
+            declared = query(
+                url,
+                "SELECT column_name, data_type FROM information_schema.columns"
+                " WHERE table_name = 't' AND table_schema = current_schema()",
+            )
+            kinds = {"day": "date", "at": "timestamp without time zone"}
+            kinds |= {"at_utc": "timestamp with time zone", "clock": "time without time zone"}
+        assert {n: t for n, t in declared if n in kinds} == kinds
         # a sum loads the stored decimal, adds, and stores it again: exactly
         sums = Materialization("s", "t", url.replace("target", "sums"), ("k",), {"amount": "sum"})
         if not url.startswith("sqlite:"):

@@ -12,6 +12,7 @@ QUERIES = [
     "SELECT id, round(x, 1), x::numeric(10,3), abs(x) FROM {t} ORDER BY id",
     "SELECT sum(x), min(x), max(x) FROM {t}",
     "SELECT id, x FROM {t} WHERE x > 0 ORDER BY id",
+    "SELECT id, x * 0, ceil(x / 10), scale(x), min_scale(x), trim_scale(x) FROM {t} ORDER BY id",
 ]
 
 

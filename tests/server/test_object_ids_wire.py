@@ -95,3 +95,52 @@ def test_asyncpg_reads_object_ids_on_a_fresh_connection(
 
     ours, theirs = asyncio.run(main())
     assert ours == theirs
+
+
+# Casts to oid and reg* types in queries over a table: the column has the cast's type (a column
+# cast, o::regtype, is named per row); types, schemas and system relations share their OIDs.
+OVER_TABLE = [
+    "SELECT id, o::oid, o::regtype, n::regclass, 'int4'::regtype, 'pg_class'::regclass"
+    " FROM {t} ORDER BY id",
+    "SELECT id, s::regnamespace, (o + 0)::oid AS x, 'pg_class'::regclass::oid FROM {t}"
+    " WHERE id < 3 ORDER BY id",
+]
+
+
+def test_object_id_casts_over_a_table_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    create = f"CREATE TABLE {table_name} (id int, o int8, n text, s text)"
+    insert = (
+        f"INSERT INTO {table_name} VALUES (1, 23, 'pg_class', 'pg_catalog'),"
+        " (2, 1043, 'pg_type', 'public'), (3, NULL, NULL, NULL)"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                conn.execute(insert)
+            for sql in OVER_TABLE:
+                same_in_text_and_binary(ours, pg, sql.format(t=table_name))
+            # a function's OID is this catalog's own: its name and its column's type
+            sql = f"SELECT 'initcap'::regproc, 'md5(text)'::regprocedure FROM {table_name}"
+            for conn in (ours, pg):
+                cur = conn.execute(sql + " WHERE id = 1")
+                assert [d.type_code for d in cur.description] == [24, 2202]
+                assert [str(v) for v in cur.fetchone()] == ["initcap", "md5(text)"]
+            for bad in [
+                f"SELECT n::regclass FROM {table_name} WHERE id = 1 OR n = 'pg_type'",
+                f"SELECT (n || 'x')::regclass FROM {table_name}",
+                f"SELECT (-o)::oid FROM {table_name}",
+                f"SELECT 'nosuch'::regproc FROM {table_name}",
+            ]:
+                states = []
+                for conn in (ours, pg):
+                    try:
+                        conn.execute(bad).fetchall()
+                        states.append(None)
+                    except psycopg.Error as e:
+                        states.append(e.sqlstate)
+                assert states[0] == states[1], (bad, states)
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}")

@@ -325,3 +325,33 @@ def test_describe_serial_table_as_postgres(start_server, postgres_url: str) -> N
     commands += ["\\d pgs_j_seq", "\\d pgs_o"]
     teardown = ["DROP TABLE IF EXISTS pgs", "DROP SEQUENCE IF EXISTS pgs_o"]
     _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
+
+
+def test_sizes_in_describe_plus(server, table_name: str) -> None:
+    """``\\dt+``, ``\\dv+`` and ``\\l+`` show a Size: the table's bytes, a view's 0 bytes,
+    the database's."""
+    out = psql(
+        server,
+        "-c",
+        f"CREATE TABLE {table_name} (a int, b text)",
+        "-c",
+        f"INSERT INTO {table_name} SELECT g, repeat('x', 50) FROM generate_series(1, 500) g",
+        "-c",
+        f"CREATE VIEW {table_name}_v AS SELECT a FROM {table_name}",
+    )
+    assert out.returncode == 0, out.stderr
+    for command, name in [("\\dt+", table_name), ("\\dv+", f"{table_name}_v")]:
+        out = psql(server, "-A", "-F", "|", "-c", f"{command} {name}")
+        assert out.returncode == 0, out.stderr
+        header, row = out.stdout.splitlines()[1:3]
+        size = row.split("|")[header.split("|").index("Size")]
+        if command == "\\dt+":
+            number, unit = size.split()
+            assert int(number) > 0 and unit in ("bytes", "kB"), size
+        else:
+            assert size == "0 bytes", out.stdout
+    out = psql(server, "-A", "-F", "|", "-c", "\\l+")  # the database's Size: its tables'
+    assert out.returncode == 0, out.stderr
+    header, row = out.stdout.splitlines()[1:3]
+    number, unit = row.split("|")[header.split("|").index("Size")].split()
+    assert int(number) > 0 and unit in ("bytes", "kB", "MB"), out.stdout

@@ -73,3 +73,31 @@ def test_asyncpg_binds_and_reads_time(server, postgres_url: str, table_name: str
     ours, theirs = asyncio.run(main())
     assert ours == theirs
     assert ours[0][1] == dt.time(12, 34, 56, 789000)
+
+
+def test_end_of_day_on_the_wire_as_from_postgres(server, postgres_url: str) -> None:
+    """``24:00:00`` (which ``datetime.time`` cannot hold) is sent as PostgreSQL sends it: its
+    text, and 86,400,000,000 microseconds in binary (read here as the raw bytes)."""
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    class Raw(Loader):
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
+
+    class RawBinary(Raw):
+        format = Format.BINARY
+
+    sql = "SELECT '24:00'::time, time '24:00:00', '23:59:59.999999'::time"
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        got = []
+        for conn in (ours, pg):
+            conn.adapters.register_loader("time", Raw)
+            conn.adapters.register_loader("time", RawBinary)
+            for binary in (False, True):
+                with conn.cursor(binary=binary) as cur:
+                    cur.execute(sql)
+                    assert [d.type_code for d in cur.description] == [1083] * 3
+                    got.append(cur.fetchall())
+        assert got[:2] == got[2:]
+        assert got[0] == [(b"24:00:00", b"24:00:00", b"23:59:59.999999")]

@@ -24,6 +24,7 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.session import Session, one_transaction
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
+from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
 from changeflow.errors import ChangeflowError, InvalidInput
 
@@ -127,6 +128,7 @@ class Connection:
         self.session = Session(env)
         self.autocommit = True
         self.closed = False
+        self.notices: list[str] = []  # as psycopg2 keeps them: 'NOTICE:  message\n'
 
     def cursor(self) -> Cursor:
         self._check()
@@ -202,6 +204,7 @@ class Connection:
                 ):
                     self.session.run(parse("BEGIN"))
                 out.append(self.session.run(stmt))
+                self.notices += [_notice(*n) for n in out[-1].notices]
             if block:
                 block = False
                 self.session.run(parse("COMMIT"))
@@ -261,7 +264,7 @@ class Cursor:
         results = self.connection._run(text)
         if results:
             last = results[-1]
-            self._rows = list(last.rows)
+            self._rows = _unsigned_zeros(last)
             self.statusmessage = last.status
             self.description = _describe(last.columns) if last.columns else None
             self.rowcount = _rowcount(last)
@@ -308,6 +311,26 @@ class Cursor:
 
 def _describe(columns: Any) -> list[tuple[Any, ...]]:
     return [(c.name, c.type.name, None, None, None, None, c.nullable) for c in columns]
+
+
+def _unsigned_zeros(result: Result) -> list[tuple[Any, ...]]:
+    """``result``'s rows, a numeric zero without its sign (PostgreSQL's has none: -0.5 * 0 is
+    0.0 there, where Python's ``Decimal`` keeps the sign)."""
+    numeric = [i for i, c in enumerate(result.columns) if c.type is NUMERIC]
+    if not numeric:
+        return list(result.rows)
+
+    def fixed(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not any(isinstance(row[i], Decimal) and row[i].is_zero() for i in numeric):
+            return row
+        return tuple(abs(v) if isinstance(v, Decimal) and v.is_zero() else v for v in row)
+
+    return [fixed(row) for row in result.rows]
+
+
+def _notice(code: str, message: str, detail: str) -> str:
+    """A NOTICE as psycopg2 keeps it: ``NOTICE:  message``, then ``DETAIL:  …`` if any."""
+    return f"NOTICE:  {message}\n" + (f"DETAIL:  {detail}\n" if detail else "")
 
 
 def _rowcount(result: Result) -> int:

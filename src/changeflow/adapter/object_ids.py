@@ -2,15 +2,18 @@
 
 A query that reads no table and casts to one of them runs as a catalog query
 (:mod:`changeflow.adapter.system_regs` types its reg* columns, with :func:`resolve`). In a
-query over tables, ``x::oid`` is a bigint (the planner's type for oid), and a cast of a
-constant to ``regclass``, ``regtype`` or ``regnamespace`` (``'pg_class'::regclass``,
-``0::regtype``) is resolved against the catalog when the query is planned: to the object's
-name where it is shown (``-`` for 0) and to its oid where it is cast on to oid or an integer
-type, or compared.
+query over tables, ``x::oid`` is computed as a bigint (the planner's type for oid), and a cast
+of a constant to ``regclass``, ``regtype``, ``regnamespace`` or ``regproc``
+(``'pg_class'::regclass``, ``0::regtype``) is resolved against the catalog when the query is
+planned: to the object's name where it is shown (``-`` for 0) and to its oid where it is cast on
+to oid or an integer type, or compared. A select list's cast to oid or a reg* type (of a column
+too, ``o::regtype``) gives its column that type on the way out (:func:`shown_ids`): a reg*
+value is then an :class:`ObjectName`, shown as the name and sent in binary as the OID.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sqlglot
@@ -20,6 +23,8 @@ from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_indexes import indexes, relation_oid
+from changeflow.adapter.system_regs import REG_TYPES as REG_KINDS
+from changeflow.adapter.system_regs import ObjectName
 from changeflow.adapter.system_tables import (
     FORMAT,
     INFO_SCHEMA,
@@ -30,10 +35,15 @@ from changeflow.adapter.system_tables import (
     namespace_oid,
     type_oid,
 )
+from changeflow.adapter.system_types import OID_TYPE
+from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 
+MAX_OID = 2**32 - 1
+
 T = exp.DataType.Type
-REG_TYPES = ("regclass", "regtype", "regnamespace")
+REG_TYPES = ("regclass", "regtype", "regnamespace", "regproc", "regprocedure")
+FIRST_FUNCTION = 9000  # pg_proc's OIDs: the function table's names in order from here
 _NUMERIC = (T.UINT, T.INT, T.BIGINT, T.SMALLINT, T.DECIMAL)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In)
 
@@ -75,6 +85,34 @@ def _type(value: int | str) -> tuple[int, str]:
     return oid, FORMAT[oid]
 
 
+def function_oids() -> dict[str, int]:
+    """Each function of the function table by name, to its OID in ``pg_proc``."""
+    from changeflow.compute.functions import FUNCTIONS
+
+    return {name: FIRST_FUNCTION + i for i, name in enumerate(sorted(FUNCTIONS))}
+
+
+def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
+    """A ``regproc`` (a function's name), or with ``arguments`` a ``regprocedure``
+    (``name(type, …)``, its argument types named as PostgreSQL names them)."""
+    oids = function_oids()
+    if isinstance(value, int):
+        named = {o: n for n, o in oids.items()}
+        return value, named.get(value, str(value) if value else "-")
+    text, args = value.strip(), None
+    if arguments:
+        head, paren, rest = text.partition("(")
+        if not paren or not rest.rstrip().endswith(")"):
+            raise PlanError(f'invalid name syntax: "{value}"', sqlstate="42601")
+        text, inner = head.strip(), rest.rstrip()[:-1].strip()
+        args = [_type(a.strip())[1] for a in inner.split(",")] if inner else []
+    key = catalog_name(text)
+    schema, bare = split_name(key)
+    if schema not in ("public", "pg_catalog") or bare not in oids:
+        raise PlanError(f'function "{text}" does not exist', sqlstate="42883")
+    return oids[bare], bare if args is None else f"{bare}({','.join(args)})"
+
+
 def _namespace(state: CatalogState, value: int | str) -> tuple[int, str]:
     named = {PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
     named |= {namespace_oid(state, n): n for n in ["public", *state.schemas]}
@@ -98,6 +136,8 @@ def resolve(state: CatalogState, user: str, kind: str, value: int | str) -> tupl
         return _type(value)
     if kind == "regnamespace":
         return _namespace(state, value)
+    if kind in ("regproc", "regprocedure"):
+        return _proc(value, kind == "regprocedure")
     if isinstance(value, int):
         return value, user if kind == "regrole" and value == OWNER else str(value) if value else "-"
     if kind == "regrole":
@@ -124,24 +164,111 @@ def _wants_number(cast: exp.Cast) -> bool:
     return isinstance(parent, _COMPARISONS)
 
 
-def fold_object_ids(tree: exp.Expression, state: CatalogState | None) -> exp.Expression:
-    """``tree`` with its casts of constants to reg* types resolved (changed in place)."""
+def _shown_kind(node: exp.Expression) -> str | None:
+    """The object identifier type (``oid``, ``regclass``…) ``node`` casts to, else None."""
+    if not isinstance(node, exp.Cast):
+        return None
+    if isinstance(node.to, exp.ObjectIdentifier):
+        return str(node.to.this).lower()
+    return "oid" if node.to.this == T.UINT else None
+
+
+def shown_ids(tree: exp.Expression) -> tuple[tuple[int, str], ...]:
+    """The select list's casts to oid or a reg* type, as (position, type), up to its first
+    ``*`` (whose width is not known yet)."""
+    if not isinstance(tree, exp.Select):
+        return ()
+    out = []
+    for i, e in enumerate(tree.expressions):
+        if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+            break
+        kind = _shown_kind(e.unalias())
+        if kind is not None:
+            out.append((i, kind))
+    return tuple(out)
+
+
+def fold_object_ids(
+    tree: exp.Expression, state: CatalogState | None, shown: tuple[tuple[int, str], ...] = ()
+) -> exp.Expression:
+    """``tree`` with its casts of constants to reg* types resolved (changed in place); a
+    ``shown`` cast of a column is left to be resolved on the way out (it is planned as text)."""
+    kept = [tree.expressions[i].unalias() for i, _ in shown] if shown else []
     casts = [c for c in tree.find_all(exp.Cast) if isinstance(c.to, exp.ObjectIdentifier)]
     for cast in sorted(casts, key=lambda c: -c.depth):
         kind = str(cast.to.this).lower()
         if kind not in REG_TYPES:
             raise PlanError(f"the type {kind} is not supported", sqlstate="0A000")
-        if isinstance(cast.this, exp.Null):
+        if (
+            isinstance(cast.this, exp.Null)
+            or any(cast is k for k in kept)
+            and not _is_constant(cast.this)
+        ):
             continue
         value = _constant(cast.this, kind)
         if state is None:
             raise PlanError(f"a cast to {kind} needs the catalog", sqlstate="0A000")
-        resolve: Any = {"regclass": lambda v: _class(state, v), "regtype": _type}.get(
-            kind, lambda v: _namespace(state, v)
-        )
-        oid, shown = resolve(value)
+        resolve: Any = {
+            "regclass": lambda v: _class(state, v),
+            "regtype": _type,
+            "regproc": _proc,
+            "regprocedure": lambda v: _proc(v, True),
+        }.get(kind, lambda v: _namespace(state, v))
+        oid, shown_as = resolve(value)
         if _wants_number(cast):
             cast.replace(exp.Literal.number(oid))
         else:
-            cast.set("this", exp.Literal.string(shown))
+            cast.set("this", exp.Literal.string(shown_as))
     return tree
+
+
+def _is_constant(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) or (
+        isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+    )
+
+
+def shown_columns(columns: Schema, shown: tuple[tuple[int, str], ...]) -> Schema:
+    """A query's visible columns with the types of its casts to oid and reg* types."""
+    if not shown:
+        return columns
+    out = list(columns)
+    for i, kind in shown:
+        if i < len(out):
+            out[i] = replace(out[i], type=OID_TYPE if kind == "oid" else REG_KINDS[kind])
+    return tuple(out)
+
+
+def shown_rows(
+    rows: list[tuple[Any, ...]],
+    shown: tuple[tuple[int, str], ...],
+    state: CatalogState,
+    user: str,
+) -> list[tuple[Any, ...]]:
+    """A query's rows with each reg* value as its object's :class:`ObjectName` (found once
+    per distinct value; a name that denotes nothing is PostgreSQL's error), each oid checked
+    to be one (22003)."""
+    found: dict[tuple[str, Any], Any] = {}
+
+    def named(kind: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if kind == "oid":
+            if not 0 <= value <= MAX_OID:
+                raise PlanError("OID out of range", sqlstate="22003")
+            return value
+        if (kind, value) not in found:
+            oid, name = (0, "-") if value == "-" else resolve(state, user, kind, value)
+            found[kind, value] = ObjectName(name, oid)
+        return found[kind, value]
+
+    if not shown:
+        return rows
+    out = []
+    for row in rows:
+        values = list(row)
+        for i, kind in shown:
+            if i < len(values):
+                values[i] = named(kind, values[i])
+        out.append(tuple(values))
+    return out

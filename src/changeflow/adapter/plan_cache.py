@@ -265,4 +265,6 @@ def plan_select(
     from changeflow.adapter.sql.recursive import running
 
     with running(run):
-        return plans.plan(stmt, state, lambda s: plan_query(s.ast, CatalogResolver(state)))
+        return plans.plan(
+            stmt, state, lambda s: plan_query(s.ast, CatalogResolver(state), shown_types=True)
+        )

@@ -33,6 +33,7 @@ class Relation:
     defaults: tuple[str | None, ...] = ()
     unique: tuple[Unique, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
     always: frozenset[str] = frozenset()  # its GENERATED ALWAYS AS IDENTITY columns
+    identity: frozenset[str] = frozenset()  # its identity columns, ALWAYS or BY DEFAULT
 
 
 class Resolver(Protocol):
@@ -61,3 +62,4 @@ class Query:
     finishing: Finishing = Finishing()
     timelines: frozenset[str] = field(default_factory=frozenset)
     items: frozenset[str] = field(default_factory=frozenset)  # names of the items read
+    shown: tuple[tuple[int, str], ...] = ()  # select list positions cast to oid or a reg* type

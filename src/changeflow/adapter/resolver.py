@@ -57,12 +57,16 @@ class CatalogResolver:
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])
         unique += index_constraints(self.state, item)
         plan = self.plan(item)
-        always = frozenset(
-            i.options["owned_by"]
+        owned = [
+            i
             for i in self.state.dependents(item.id)
-            if i.kind == "sequence" and i.options.get("always")
+            if i.kind == "sequence" and i.options.get("owned_by") is not None
+        ]
+        always = frozenset(i.options["owned_by"] for i in owned if i.options.get("always"))
+        identity = always | {i.options["owned_by"] for i in owned if i.options.get("identity")}
+        return Relation(
+            item.name, item.kind, plan, item.timeline, defaults(item), unique, always, identity
         )
-        return Relation(item.name, item.kind, plan, item.timeline, defaults(item), unique, always)
 
     def plan(self, item: Item) -> P.Plan:
         """The plan that reads ``item``: its shard, or an index's, or a view's own plan."""

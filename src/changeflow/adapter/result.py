@@ -13,11 +13,13 @@ from changeflow.compute.types import TEXT, Column, Schema, arrow_schema
 @dataclass
 class Result:
     """A statement's outcome: ``status`` is PostgreSQL's command tag (``SELECT 3``,
-    ``INSERT 0 1``, ``CREATE TABLE``); ``columns`` and ``rows`` are a query's output."""
+    ``INSERT 0 1``, ``CREATE TABLE``); ``columns`` and ``rows`` are a query's output;
+    ``notices`` what PostgreSQL notes on the way (``table "t" does not exist, skipping``)."""
 
     status: str
     columns: Schema = ()
     rows: list[tuple[Any, ...]] = field(default_factory=list)
+    notices: list[tuple[str, str, str]] = field(default_factory=list)  # SQLSTATE, text, detail
 
     @property
     def names(self) -> list[str]:

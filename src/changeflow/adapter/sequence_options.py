@@ -54,19 +54,44 @@ class SequenceOptions:
             )
 
 
+_TYPES = {
+    exp.DataType.Type.SMALLINT: "smallint",
+    exp.DataType.Type.INT: "integer",
+    exp.DataType.Type.BIGINT: "bigint",
+}
+
+
+def value_type(node: exp.Expression | None, old: str) -> str:
+    """The values' type ``AS type`` names (``old`` without one); 22023 for any but the three
+    integer types, as PostgreSQL refuses them."""
+    if node is None:
+        return old
+    found = _TYPES.get(node.this) if isinstance(node, exp.DataType) else None
+    if found is None:
+        raise PlanError("sequence type must be smallint, integer, or bigint", sqlstate="22023")
+    return found
+
+
 def with_clauses(
-    props: exp.SequenceProperties | None, text: str, old: SequenceOptions | None
+    props: exp.SequenceProperties | None,
+    text: str,
+    old: SequenceOptions | None,
+    as_type: exp.Expression | None = None,
 ) -> SequenceOptions:
     """The options of CREATE SEQUENCE's clauses (``old`` None) or of ALTER SEQUENCE's over
-    ``old`` (``text`` the clauses' text: sqlglot drops a leading NO); 22023 where PostgreSQL
-    refuses them."""
+    ``old`` (``text`` the clauses' text: sqlglot drops a leading NO; ``as_type`` its AS type);
+    22023 where PostgreSQL refuses them. A new type moves a bound that was the old type's
+    limit to the new type's, as PostgreSQL's ALTER SEQUENCE … AS does."""
     args = props.args if props is not None else {}
     words = {
         ("NO " if no else "") + word.upper()
         for no, word in re.findall(r"\b(NO\s+)?(CYCLE|MINVALUE|MAXVALUE)\b", text, re.I)
     }
     base = old or SequenceOptions()
-    low, high = BOUNDS.get(base.type, BIGINT)
+    kind = value_type(as_type, base.type)
+    low, high = BOUNDS.get(kind, BIGINT)
+    was_low, was_high = BOUNDS.get(base.type, BIGINT)
+    moved = old is not None and kind != base.type
 
     def number(key: str) -> int | None:
         node = args.get(key)
@@ -82,12 +107,20 @@ def with_clauses(
     increment = increment if increment is not None else base.increment
     up = increment > 0
     given_min, given_max = number("minvalue"), number("maxvalue")
-    new_min = given_min if given_min is not None else (base.min if old else None)
-    new_max = given_max if given_max is not None else (base.max if old else None)
+    keep_min = old is not None and not (moved and base.min == was_low)
+    keep_max = old is not None and not (moved and base.max == was_high)
+    new_min = given_min if given_min is not None else (base.min if keep_min else None)
+    new_max = given_max if given_max is not None else (base.max if keep_max else None)
     if "NO MINVALUE" in words or new_min is None:
         new_min = 1 if up else low
     if "NO MAXVALUE" in words or new_max is None:
         new_max = high if up else -1
+    for word, value in (("MAXVALUE", new_max), ("MINVALUE", new_min)):
+        if not low <= value <= high:
+            raise PlanError(
+                f"{word} ({value}) is out of range for sequence data type {kind}",
+                sqlstate="22023",
+            )
     if new_min >= new_max:
         raise PlanError(
             f"MINVALUE ({new_min}) must be less than MAXVALUE ({new_max})", sqlstate="22023"
@@ -116,7 +149,15 @@ def with_clauses(
         max=new_max,
         cycle=cycle,
         cache=cache or base.cache,
+        type=kind,
     )
+
+
+def sequence_info(o: SequenceOptions) -> tuple[Any, ...]:
+    """The options as ``information_schema.sequences`` shows them, from ``data_type`` on."""
+    precision = {"smallint": 16, "integer": 32}.get(o.type, 64)
+    numbers = (o.start, o.min, o.max, o.increment)
+    return (o.type, precision, 2, 0, *map(str, numbers), "YES" if o.cycle else "NO")
 
 
 def restart_value(options: SequenceOptions, value: int | None) -> int:

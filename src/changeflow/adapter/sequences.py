@@ -105,6 +105,15 @@ class _Blocks:
                 end, given = self.ends[seq_id], self.given[seq_id]
                 self._reserve(seq_id, lambda old: given if old == end else old)
 
+    def last(self, seq_id: str) -> int | None:
+        """The value the next one follows: the last handed out here while a block reserved
+        here lasts, else the last one reserved (None: none yet)."""
+        with self.lock:
+            if self.free.get(seq_id):
+                return self.given[seq_id]
+        head = self.consensus.head(f"adapter/sequence/{seq_id}")
+        return json.loads(head.data)["reserved"] if head is not None else None
+
     def _reserve(self, seq_id: str, step: Any) -> int:
         key = f"adapter/sequence/{seq_id}"
         for _ in range(1000):
@@ -435,7 +444,7 @@ def create_sequence(env: Any, stmt: Statement) -> Result:
         if create.args.get("exists"):
             return Result("CREATE SEQUENCE")
         raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
-    options = with_clauses(_clauses(create), stmt.text, None)
+    options = with_clauses(_clauses(create), stmt.text, None, create.args.get("expression"))
     add_sequence(env, name, stmt.text, {"owned_by": None, "sequence": options.to_json()})
     if options.first != 0:  # a sequence never used starts after 0
         item = env.catalog.load().by_name(name)
@@ -470,8 +479,10 @@ def alter_sequence(env: Any, stmt: Statement) -> Result:
     m = re.search(r"\bRESTART(?:\s+(?:WITH\s+)?(?P<n>-?\d+))?", rest, re.I)
     if m is not None:
         rest = rest[: m.start()] + rest[m.end() :]
-    clauses = _clauses(parse_sql(f"CREATE SEQUENCE x {rest}")) if rest.strip() else None
-    options = with_clauses(clauses, rest, SequenceOptions.of(item.options))
+    parsed = parse_sql(f"CREATE SEQUENCE x {rest}") if rest.strip() else None
+    clauses = _clauses(parsed) if parsed is not None else None
+    as_type = parsed.args.get("expression") if parsed is not None else None
+    options = with_clauses(clauses, rest, SequenceOptions.of(item.options), as_type)
     if m is not None:
         restart = restart_value(options, int(m["n"]) if m["n"] else None)
 
@@ -486,6 +497,30 @@ def alter_sequence(env: Any, stmt: Statement) -> Result:
     else:
         _blocks(env.catalog).forget(item.id)
     return Result("ALTER SEQUENCE")
+
+
+def sequence_undo(env: Any, name: str) -> Callable[[], None] | None:
+    """What puts back the sequence ``name`` as it is now (its options, and the value its next
+    one follows) after an ALTER SEQUENCE (None if there is no such sequence)."""
+    item = env.catalog.load().find(name)
+    if item is None or item.kind != "sequence":
+        return None
+    kept = item.options.get("sequence")
+    last = _blocks(env.catalog).last(item.id)
+    if last is None:  # none handed out yet: the next is the start
+        last = SequenceOptions.of(item.options).first
+
+    def undo() -> None:
+        def change(state: CatalogState) -> tuple[CatalogState, None]:
+            now = state.items.get(item.id)
+            if now is None:
+                return state, None
+            return state.with_item(replace(now, options={**now.options, "sequence": kept})), None
+
+        env.catalog.change(change)
+        _blocks(env.catalog).set(item.id, last)
+
+    return undo
 
 
 def drop_sequence(env: Any, stmt: Statement) -> Result:

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,11 +34,14 @@ from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain
+from changeflow.adapter.notices import notices
+from changeflow.adapter.object_ids import shown_columns, shown_rows
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted
+from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.dml import (
     check_not_null,
     plan_delete,
@@ -299,17 +302,11 @@ class Session:
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
-            if self.in_transaction:
-                return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
-            if self.access is not None and kind == "create_source":
-                self.access.check_source(stmt.args["name"], stmt.args["path"])
-            if self.access is not None and kind == "create_sink":
-                self.access.check_sink(stmt.args["name"], stmt.args["target"])
-            return DDL[kind](self.env, stmt)
+            heard = notices(self.env.catalog.load(), stmt)
+            return replace(self._ddl(stmt), notices=heard)
         if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
-            got = answer(
-                stmt.text, self.env.catalog.load(), "changeflow", "materialize", self.settings
-            )
+            state, sizes = self.env.catalog.load(), shard_sizes(self.env)
+            got = answer(stmt.text, state, "changeflow", "materialize", self.settings, sizes)
             columns = got.columns
             return Result(f"SELECT {len(got.rows)}", columns, got.rows)
         if kind in ("select", "explain", "subscribe"):
@@ -328,6 +325,15 @@ class Session:
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
+
+    def _ddl(self, stmt: Statement) -> Result:
+        if self.in_transaction:
+            return txn_ddl.in_transaction(self, stmt, lambda s: DDL[s.kind](self.env, s))
+        if self.access is not None and stmt.kind == "create_source":
+            self.access.check_source(stmt.args["name"], stmt.args["path"])
+        if self.access is not None and stmt.kind == "create_sink":
+            self.access.check_sink(stmt.args["name"], stmt.args["target"])
+        return DDL[stmt.kind](self.env, stmt)
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -352,6 +358,7 @@ class Session:
         timeline = self._timeline(query.timelines, txn)
         ts = self._read_ts(stmt, query.plan, timeline, txn)
         rows = finish(self._evaluate(query.plan, ts, query.finishing), query.finishing)
+        rows = shown_rows(rows, query.shown, state, "changeflow")
         txn.queried = True
         self._end(txn)
         return Result(f"SELECT {len(rows)}", _visible(query), rows)
@@ -555,7 +562,8 @@ def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:
 
 def _visible(query: Any) -> tuple:
     width = query.finishing.width
-    return query.plan.schema if width is None else query.plan.schema[:width]
+    schema = query.plan.schema if width is None else query.plan.schema[:width]
+    return shown_columns(schema, query.shown)
 
 
 def finish(counted: dict[tuple[Any, ...], int], finishing: Any) -> list[tuple[Any, ...]]:

@@ -27,8 +27,9 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions
+from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
+from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -138,6 +139,7 @@ PG_CLASS = SYSTEM_OIDS["pg_class"]  # pg_description.classoid of a relation's co
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
+    from changeflow.adapter.object_ids import function_oids
     from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
@@ -153,9 +155,9 @@ def _rows(
         + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
         + ("client backend",)
     )
-    for i, name in enumerate(sorted(FUNCTIONS)):
+    for name, oid in function_oids().items():
         strict = FUNCTIONS[name].strict
-        out["pg_proc"].append((9000 + i, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
+        out["pg_proc"].append((oid, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
         out["pg_proc"][-1] += (-1, 0, "", name)
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
@@ -168,6 +170,7 @@ def _rows(
         info["schemata"].append((database, name, user))
     out["pg_am"].append((403, "btree", "bthandler", "i"))
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
+    out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
     out["pg_roles"].append((OWNER, user, True, True))
     out["pg_user"].append((OWNER, user, True))
     out["pg_database"].append(
@@ -202,6 +205,7 @@ def _rows(
                 (oid, TYPE_OIDS[o.type], o.start, o.increment, o.max, o.min, o.cache, o.cycle)
             )
             out["pg_depend"] += sequence_depends(state, item, oid)
+            info["sequences"].append((database, schema, relname, *sequence_info(o)))
         defaults = item.options.get("defaults") or []
         mods = typmods(item) if item.kind == "table" else {}
         identity = identities(state, item)
@@ -370,8 +374,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_viewdef": viewdef,
         "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
         "pg_encoding_to_char": lambda n: "UTF8",
-        "pg_table_size": lambda oid: None,  # unknown: storage is blobs of update batches
-        "pg_size_pretty": lambda size: None,
         "pg_relation_is_publishable": lambda oid: 0,
         "shobj_description": lambda *args: None,
         "array_to_string": lambda value, sep=",", *rest: value,
@@ -384,6 +386,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "version": lambda: "PostgreSQL 15.0 on changeflow",
         "has_table_privilege": lambda *args: 1,
         "has_schema_privilege": lambda *args: 1,
+        "has_database_privilege": lambda *args: 1,
         "pg_is_other_temp_schema": lambda oid: 0,
         "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
     }
@@ -493,8 +496,10 @@ def answer(
     user: str,
     database: str,
     settings: dict[str, str] | None = None,
+    sizes: Callable[[str], int] | None = None,
 ) -> Answer:
-    """Run the catalog query ``text`` over the system relations of ``state``."""
+    """Run the catalog query ``text`` over the system relations of ``state`` (``sizes``: a
+    shard's bytes, for ``pg_table_size`` and its kin)."""
     try:
         tree = sqlglot.parse_one(text, read=CatalogSql)
     except sqlglot.errors.ParseError as e:
@@ -525,7 +530,8 @@ def answer(
             if rows:
                 marks = ", ".join("?" * width)
                 db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
-        for fn, impl in _functions(state, user, database).items():
+        functions = _functions(state, user, database) | size_functions(state, sizes)
+        for fn, impl in functions.items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
         db.create_function("pg_like", 4, _pg_like, deterministic=True)

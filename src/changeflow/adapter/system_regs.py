@@ -61,6 +61,7 @@ class RegColumns:
         self.resolve = resolve
         self.kinds: dict[int, str] = {}
         self.failed: list[ChangeflowError] = []
+        self.named: dict[tuple[str, int], str] = {}  # the name each OID was found by
         if not isinstance(select, exp.Select):
             return
         for i, e in enumerate(select.expressions):
@@ -75,13 +76,17 @@ class RegColumns:
 
     def oid(self, kind: str, value: Any) -> int | None:
         """``value`` (an OID or a name) as its object's OID (the SQLite function ``reg_oid``)."""
-        return self._found(kind, value, 0)
+        found = self._found(kind, value, slice(None))
+        if found is None:
+            return None
+        self.named[kind, found[0]] = found[1]  # 'f(text)'::regprocedure shows its arguments
+        return found[0]
 
     def name(self, kind: str, value: Any) -> str | None:
         """``value`` as its object's name (``reg_name``: a reg* value cast to text)."""
         return self._found(kind, value, 1)
 
-    def _found(self, kind: str, value: Any, part: int) -> Any:
+    def _found(self, kind: str, value: Any, part: int | slice) -> Any:
         if value is None:
             return None
         try:
@@ -112,6 +117,9 @@ class RegColumns:
             values = list(row)
             for i, kind in self.kinds.items():
                 if values[i] is not None:
-                    values[i] = ObjectName(self.resolve(kind, values[i])[1], values[i])
+                    shown = self.named.get((kind, values[i]))
+                    if shown is None:
+                        shown = self.resolve(kind, values[i])[1]
+                    values[i] = ObjectName(shown, values[i])
             out.append(tuple(values))
         return out

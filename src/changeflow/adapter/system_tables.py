@@ -157,6 +157,10 @@ INFO_TABLES: dict[str, str] = {
     "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
     "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
     "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
+    "sequences": "sequence_catalog TEXT, sequence_schema TEXT, sequence_name TEXT, "
+    "data_type TEXT, numeric_precision INTEGER, numeric_precision_radix INTEGER, "
+    "numeric_scale INTEGER, start_value TEXT, minimum_value TEXT, maximum_value TEXT, "
+    "increment TEXT, cycle_option TEXT",
 }
 EMPTY = {
     "pg_range",
@@ -206,10 +210,15 @@ CATALOG_CALLS = frozenset(
         "has_schema_privilege",
         "pg_encoding_to_char",
         "pg_table_size",
+        "pg_relation_size",
+        "pg_total_relation_size",
+        "pg_indexes_size",
+        "pg_database_size",
         "pg_size_pretty",
     }
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
+BOOL_CALLS |= {"has_database_privilege"}
 # the settings whose names are not all lower case, as PostgreSQL spells them (pg_settings, SHOW)
 SETTING_NAMES = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
 

@@ -1,9 +1,13 @@
 """DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
-MATERIALIZED VIEW, INDEX, SCHEMA) is applied at once, so the transaction's own statements can
-use what it created, and dropped again on ROLLBACK (or when the transaction fails); DROP and
-COMMENT ON are checked at once and applied at COMMIT, discarded on ROLLBACK. What a
-transaction creates is visible to other sessions before its COMMIT. Other DDL refuses to run
-inside a transaction block (25001), as before."""
+MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transaction's own
+statements can use what it created, and dropped again on ROLLBACK (or when the transaction
+fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
+value its next one follows, as PostgreSQL's); DROP and COMMENT ON are checked at once and
+applied at COMMIT, discarded on ROLLBACK. What a transaction creates or alters is visible to
+other sessions before its COMMIT: where PostgreSQL makes them wait for an altered sequence,
+they take its values meanwhile, and a ROLLBACK that puts back an earlier position may hand
+those values out again.
+Other DDL refuses to run inside a transaction block (25001), as before."""
 
 from __future__ import annotations
 
@@ -13,16 +17,18 @@ from typing import Any
 from changeflow.adapter import ddl
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
+from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.errors import PlanError
 
-CREATES = ("create_table", "create_view", "create_index", "create_schema")
+CREATES = ("create_table", "create_view", "create_index", "create_schema", "create_sequence")
 DROP_WORDS = {
     "table": "TABLE",
     "view": "VIEW",
     "materialized view": "MATERIALIZED VIEW",
     "index": "INDEX",
     "schema": "SCHEMA",
+    "sequence": "SEQUENCE",
 }
 
 
@@ -53,6 +59,12 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
                 raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
         txn.dropped.append(stmt)
         return Result(f"DROP {ddl.TAGS[stmt.args['kind']]}")
+    if stmt.kind == "alter_sequence":  # applied at once, put back on ROLLBACK
+        undo = sequence_undo(session.env, stmt.args["name"])
+        result = run(stmt)
+        if undo is not None:
+            txn.__dict__.setdefault("undo", []).append(undo)
+        return result
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
     )
@@ -64,6 +76,8 @@ def end(txn: Any, committed: bool, run: Callable[[Statement], Result]) -> None:
         for stmt in txn.dropped:
             run(stmt)
         return
+    for undo in reversed(txn.__dict__.get("undo", [])):
+        undo()
     for kind, name in reversed(txn.created):
         word = DROP_WORDS.get(kind)
         if word is not None:

@@ -1,7 +1,16 @@
 """``CREATE UNIQUE INDEX``: a unique index of a table is a UNIQUE constraint kept with the
 index (its ``unique`` option), enforced on every later write and arbitrating ``ON CONFLICT``
 as the table's own constraints are (:mod:`~changeflow.adapter.constraints`), and dropped with
-the index or the table. It is built only if the table's rows have no duplicate key (23505)."""
+the index or the table. It is built only if the table's rows have no duplicate key (23505).
+
+The rule for writes racing the build: a write is checked against the unique indexes of the
+catalog version it was planned on. The build checks the rows, puts the index in the catalog,
+then checks the rows again (:func:`confirm`), so a write planned before the index that commits
+before that second read is caught there. A write planned before the index that commits after
+the second read (a statement in flight across both, or an explicit transaction that wrote the
+table before the CREATE UNIQUE INDEX and commits after it) is checked against neither, and can
+leave a duplicate key the index does not report. Where that matters, create the index while
+no writes to the table are in flight, or declare the constraint with the table."""
 
 from __future__ import annotations
 

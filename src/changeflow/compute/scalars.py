@@ -271,10 +271,22 @@ def float_text(f: float) -> str:
     return f"{'-' if sign else ''}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
 
 
+def numeric_text(value: Decimal) -> str:
+    """A numeric as PostgreSQL writes it: at its own scale (1470.10), without an exponent
+    (0.0000001) or a negative zero."""
+    if value.is_nan():
+        return "NaN"
+    if value.is_infinite():
+        return "Infinity" if value > 0 else "-Infinity"
+    return format(abs(value) if value.is_zero() else value, "f")
+
+
 def to_text(value: Any, kind: SqlType) -> str:
     """A non-NULL value as PostgreSQL's text output."""
     if kind.element is not None:
         return array_text(value, kind.element)
+    if kind == NUMERIC and isinstance(value, Decimal):
+        return numeric_text(value)
     if kind == BOOL:
         return "true" if value else "false"
     if kind == FLOAT8:

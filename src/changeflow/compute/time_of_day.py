@@ -1,6 +1,9 @@
-"""``time`` (without time zone), PostgreSQL's: a Python ``time`` to the microsecond. Its text
-in and out, and its arithmetic: ``time ± interval`` (the interval's time part, around the
-clock), ``time - time`` (an interval), ``date + time`` (a timestamp)."""
+"""``time`` (without time zone), PostgreSQL's: a Python ``time`` to the microsecond, and
+:data:`END_OF_DAY`, PostgreSQL's ``24:00:00`` (after every other time; Python's ``time`` stops
+at 23:59:59.999999). Its text in and out, and its arithmetic: ``time ± interval`` (the
+interval's time part, around the clock), ``time - time`` (an interval), ``date + time`` (a
+timestamp). Arrow reads a stored ``time64`` back as a Python ``time``, so ``24:00:00`` is
+computed and compared in queries but not stored (:func:`unstorable_end_of_day`)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,76 @@ _TEXT = re.compile(
     r"\s*([ap]\.?m\.?)?\s*",
     re.IGNORECASE,
 )
+
+
+class _EndOfDay(time):
+    """``24:00:00``: hour 24, equal only to itself, after every other time of day."""
+
+    @property
+    def hour(self) -> int:  # type: ignore[override]
+        return 24
+
+    def _key(self, other: object) -> tuple[int, int] | None:
+        if isinstance(other, _EndOfDay):
+            return (0, 0)
+        if isinstance(other, time):
+            return (1, 0)
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _EndOfDay)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, _EndOfDay)
+
+    def __hash__(self) -> int:
+        return hash(DAY_MICROS)
+
+    def __lt__(self, other: object) -> bool:
+        if self._key(other) is None:
+            return NotImplemented
+        return False
+
+    def __le__(self, other: object) -> bool:
+        if self._key(other) is None:
+            return NotImplemented
+        return isinstance(other, _EndOfDay)
+
+    def __gt__(self, other: object) -> bool:
+        if self._key(other) is None:
+            return NotImplemented
+        return not isinstance(other, _EndOfDay)
+
+    def __ge__(self, other: object) -> bool:
+        if self._key(other) is None:
+            return NotImplemented
+        return True
+
+    def isoformat(self, timespec: str = "auto") -> str:
+        return "24:00:00"
+
+    __str__ = isoformat
+
+    def __repr__(self) -> str:
+        return "END_OF_DAY"
+
+    def __reduce_ex__(self, protocol: object) -> tuple[object, tuple[()]]:
+        return (_end_of_day, ())
+
+
+def _end_of_day() -> time:
+    return END_OF_DAY
+
+
+END_OF_DAY: time = _EndOfDay(0, 0)
+
+
+def unstorable_end_of_day(where: str) -> EvalError:
+    """The error for ``24:00:00`` bound for ``where`` (a stored column, an Arrow column)."""
+    return EvalError(
+        f"time 24:00:00 cannot be stored in {where}; it can be computed and compared in queries",
+        sqlstate="0A000",
+    )
 
 
 def micros_of(t: time) -> int:
@@ -48,9 +121,9 @@ def parse_time(text: str) -> time:
             raise EvalError(f'date/time field value out of range: "{text}"', sqlstate="22008")
         hour = hour % 12 + (12 if m.group(5)[0].lower() == "p" else 0)
     total = ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros
-    if hour > 23 or minute > 59 or second > 59 or total >= DAY_MICROS:
+    if hour > 24 or minute > 59 or second > 59 or total > DAY_MICROS:
         raise EvalError(f'date/time field value out of range: "{text}"', sqlstate="22008")
-    return time_of(total)
+    return END_OF_DAY if total == DAY_MICROS else time_of(total)
 
 
 def time_text(t: time) -> str:

@@ -20,6 +20,7 @@ import pyarrow as pa
 from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
 from changeflow.compute.scalars import NAN
+from changeflow.compute.time_of_day import END_OF_DAY, unstorable_end_of_day
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -61,7 +62,7 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
 
 def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     """Row values as Arrow builds a column of ``kind`` from them: an interval or a jsonb as
-    its struct's fields, a uuid as its 16 bytes."""
+    its struct's fields, a uuid as its 16 bytes; 0A000 for a time of 24:00:00."""
     if pa.types.is_struct(kind):
         return [
             {"jsonb": v.text} if isinstance(v, Jsonb) else vars(v) if isinstance(v, Interval) else v
@@ -69,6 +70,8 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         ]
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
+    if pa.types.is_time(kind) and any(v is END_OF_DAY for v in values):
+        raise unstorable_end_of_day("an Arrow column")  # it would read back as 00:00:00
     if pa.types.is_list(kind) and (
         pa.types.is_struct(kind.value_type) or pa.types.is_fixed_size_binary(kind.value_type)
     ):

@@ -257,5 +257,7 @@ def error(
     return b"E", notice_fields(severity, code, message, detail, hint)
 
 
-def notice(code: str, message: str, severity: str = "NOTICE") -> tuple[bytes, bytes]:
-    return b"N", notice_fields(severity, code, message)
+def notice(
+    code: str, message: str, severity: str = "NOTICE", detail: str = ""
+) -> tuple[bytes, bytes]:
+    return b"N", notice_fields(severity, code, message, detail)

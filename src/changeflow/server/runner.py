@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
@@ -108,6 +109,8 @@ class Runner:
             result = self.session.run(stmt)
         finally:
             self._end_cursors()
+        for code, message, detail in result.notices:
+            self.wire.send(*W.notice(code, message, detail=detail))
         if result.columns or result.status.startswith("SELECT"):
             counted = "SELECT" if result.status.startswith("SELECT") else None
             return Outcome(result.status, result.columns, iter(result.rows), counted)
@@ -263,7 +266,8 @@ class Runner:
         user = self.params.get("user", "")
         database = self.params.get("database") or user
         state = self.session.env.catalog.load()
-        got = answer(text, state, user, database, self.session.settings)
+        sizes = shard_sizes(self.session.env)
+        got = answer(text, state, user, database, self.session.settings, sizes)
         columns = got.columns
         return Outcome(columns=columns, rows=iter(got.rows), counted="SELECT")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from changeflow.adapter.connection import literal
 from changeflow.compute.intervals import Interval
-from changeflow.compute.scalars import array_text, to_text
+from changeflow.compute.scalars import array_text, numeric_text, to_text
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
 from changeflow.compute.types import SqlType, sql_type
 from changeflow.errors import PlanError
@@ -133,16 +133,6 @@ def float_text(value: float) -> str:
     return out[:-2] if out.endswith(".0") else out
 
 
-def numeric_text(value: Decimal) -> str:
-    if value.is_nan():
-        return "NaN"
-    if value.is_infinite():
-        return "Infinity" if value > 0 else "-Infinity"
-    if value.is_zero():
-        value = abs(value)  # PostgreSQL has no negative zero
-    return format(value, "f")  # at the value's own scale, as PostgreSQL's (1470.10)
-
-
 def timestamp_text(value: dt.datetime) -> str:
     tz = value.tzinfo is not None
     if tz:
@@ -166,7 +156,7 @@ def numeric_binary(value: Decimal) -> bytes:
         return struct.pack("!hhHh", 0, 0, 0xC000, 0)
     if value.is_infinite():
         return struct.pack("!hhHh", 0, 0, 0xD000 if value > 0 else 0xF000, 0)
-    sign = 0x4000 if value.is_signed() else 0
+    sign = 0x4000 if value.is_signed() and not value.is_zero() else 0  # no negative zero
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
     ds = "".join(map(str, digits))

@@ -207,19 +207,23 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
-    if insert.args.get("overriding") != "system":  # OVERRIDING SYSTEM VALUE takes them
+    overriding = insert.args.get("overriding")
+    if overriding is None:  # OVERRIDING SYSTEM VALUE takes them, USER VALUE ignores them
         _given_always(relation, targets, source)
+    ignored = frozenset(
+        i for i in targets if overriding == "user" and schema[i].name in relation.identity
+    )
     planner = Planner(resolver, False)
     if source is None:  # DEFAULT VALUES
         plan = _values_row(exp.Tuple(expressions=[]), relation, [])
     elif isinstance(source, exp.Values):
-        rows = [_values_row(row, relation, targets) for row in source.expressions]
+        rows = [_values_row(row, relation, targets, ignored) for row in source.expressions]
         rows = unify_columns(rows, "VALUES")
         plan = rows[0] if len(rows) == 1 else P.Union(tuple(rows))
     else:
         out = planner.query(source, None)
         _count_error(len(out.names), len(targets))
-        plan = _fill(out.plan, relation, targets)
+        plan = _fill(out.plan, relation, targets, ignored)
     reads = frozenset(planner.items)
     return InsertPlan(relation.name, plan, schema, reads, frozenset(planner.timelines), conflict)
 
@@ -243,7 +247,13 @@ def _given_always(relation: Relation, targets: list[int], source: Any) -> None:
             )
 
 
-def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> P.Plan:
+def _values_row(
+    row: exp.Expression,
+    relation: Relation,
+    targets: list[int],
+    ignored: frozenset[int] = frozenset(),
+) -> P.Plan:
+    """A VALUES row as the table's columns; the ``ignored`` ones take their defaults."""
     schema = relation.plan.schema
     items = row.expressions if isinstance(row, exp.Tuple) else [row]
     _count_error(len(items), len(targets))
@@ -252,6 +262,9 @@ def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> 
     exprs = []
     for i, column in enumerate(schema):
         node = given.get(i)
+        if node is not None and i in ignored:
+            sc(node)  # checked, then left out, as PostgreSQL does
+            node = None
         if node is None or _is_default(node):
             e, node = _default(relation, i)
         else:
@@ -260,12 +273,15 @@ def _values_row(row: exp.Expression, relation: Relation, targets: list[int]) -> 
     return P.Map(ONE_ROW, tuple(exprs))
 
 
-def _fill(rows: P.Plan, relation: Relation, targets: list[int]) -> P.Plan:
-    """The query's rows as the table's columns: given ones cast, missing ones defaulted."""
+def _fill(
+    rows: P.Plan, relation: Relation, targets: list[int], ignored: frozenset[int] = frozenset()
+) -> P.Plan:
+    """The query's rows as the table's columns: given ones cast, missing (and ``ignored``)
+    ones defaulted."""
     schema = relation.plan.schema
     exprs = []
     for i, column in enumerate(schema):
-        if i in targets:
+        if i in targets and i not in ignored:
             j = targets.index(i)
             e, node = P.col(rows.schema, j), None
         else:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from changeflow.adapter.object_ids import fold_object_ids
+from changeflow.adapter.object_ids import fold_object_ids, shown_ids
 from changeflow.adapter.relations import Finishing, Query, Resolver
 from changeflow.adapter.sql.array_subquery import plan_array_subqueries
 from changeflow.adapter.sql.colnames import output_name
@@ -41,12 +41,19 @@ from changeflow.compute.optimize import optimize
 from changeflow.errors import PlanError
 
 
-def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: bool = False) -> Query:
-    """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read."""
+def plan_query(
+    query: exp.Expression,
+    resolver: Resolver,
+    temporal_and_only: bool = False,
+    shown_types: bool = False,
+) -> Query:
+    """``query`` planned: its rows, its ORDER BY/LIMIT/OFFSET as finishing, what it read;
+    ``shown_types``: its rows are shown, with the oid and reg* types of its select list."""
     unbound = next(query.find_all(exp.Parameter), None)
     if unbound is not None:  # bound values replace $n before a statement is parsed
         raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
-    fold_object_ids(query, getattr(resolver, "state", None))
+    shown = shown_ids(query) if shown_types else ()
+    fold_object_ids(query, getattr(resolver, "state", None), shown)
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
     planner = Planner(resolver, temporal_and_only)
@@ -57,6 +64,7 @@ def plan_query(query: exp.Expression, resolver: Resolver, temporal_and_only: boo
         out.finishing or Finishing(),
         frozenset(planner.timelines),
         frozenset(planner.items),
+        shown,
     )
 
 

@@ -331,10 +331,8 @@ def parse(text: str) -> Statement:
     if head in ("SELECT", "WITH", "VALUES", "TABLE", "("):
         return _query("select", text)
     if head == "INSERT" and (m := _OVERRIDING.search(text.split("'", 1)[0])):
-        if m[1].upper() == "USER":
-            raise PlanError("INSERT … OVERRIDING USER VALUE is not supported", sqlstate="0A000")
         tree = shared_tree(text[: m.start()] + text[m.end() :]).copy()
-        tree.set("overriding", "system")  # dml.plan_insert takes identity values then
+        tree.set("overriding", m[1].lower())  # dml.plan_insert takes or ignores identity values
         return Statement("insert", text, tree)
     if head in ("INSERT", "UPDATE", "DELETE"):
         return _shared(head.lower(), text)

@@ -15,17 +15,29 @@ from changeflow.compute.functions.base import (
     Builder,
     F,
     Function,
+    Rule,
     _double,
     _sig,
     _simple,
     fail,
     finite,
+    in_process,
     spark_type,
     unsupported,
+)
+from changeflow.compute.functions.numeric_math import (
+    exp_numeric,
+    float_or_numeric,
+    ln_numeric,
+    ln_weight,
+    numeric_form,
+    power_numeric,
+    sqrt_numeric,
 )
 from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
     FLOAT8,
+    INT4,
     NULLTYPE,
     NUMERIC,
     SqlType,
@@ -45,28 +57,71 @@ def _round(x: Any, places: int = 0) -> Any:
             return float(round(x))  # rint: half to even, as PostgreSQL's round(double)
         raise EvalError("round(double precision, integer) does not exist; cast to numeric")
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
     return x
+
+
+def _unsigned_zero(x: Decimal) -> Decimal:
+    """``x``, a zero without its sign (PostgreSQL's numeric has no negative zero)."""
+    return abs(x) if x.is_zero() else x
 
 
 def _trunc(x: Any, places: int = 0) -> Any:
     if isinstance(x, float):
         return float(math.trunc(x))
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN")
+        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN"))
     return x
 
 
 def _floor(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1), rounding=ROUND_FLOOR)
+        return _unsigned_zero(x.quantize(Decimal(1), rounding=ROUND_FLOOR))
     return float(math.floor(x)) if isinstance(x, float) else x
 
 
 def _ceil(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return x.quantize(Decimal(1), rounding="ROUND_CEILING")
+        return _unsigned_zero(x.quantize(Decimal(1), rounding="ROUND_CEILING"))
     return float(math.ceil(x)) if isinstance(x, float) else x
+
+
+def _scale(x: Decimal | int) -> int | None:
+    """``scale(numeric)``: the decimals ``x`` shows (NULL for NaN and infinities)."""
+    if isinstance(x, int):
+        return 0
+    exponent = x.as_tuple().exponent
+    return max(-exponent, 0) if isinstance(exponent, int) else None
+
+
+def _min_scale(x: Decimal | int) -> int | None:
+    """``min_scale(numeric)``: the fewest decimals that show ``x`` exactly."""
+    if isinstance(x, int):
+        return 0
+    return None if not x.is_finite() else 0 if x.is_zero() else _scale(x.normalize())
+
+
+def _trim_scale(x: Decimal | int) -> Decimal:
+    """``trim_scale(numeric)``: ``x`` without trailing zero decimals."""
+    if isinstance(x, int):
+        return Decimal(x)
+    places = _min_scale(x)
+    return x if places is None else _unsigned_zero(x.quantize(Decimal(1).scaleb(-places)))
+
+
+def _of_numeric(result: SqlType) -> Rule:
+    """The rule of a function of one numeric (an integer is cast to numeric, a float is not)."""
+
+    def rule(args: tuple[SqlType, ...]) -> SqlType:
+        if len(args) == 1 and (args[0] in (NUMERIC, NULLTYPE) or args[0].integer):
+            return result
+        raise PlanError("no match", sqlstate="42883")
+
+    return rule
+
+
+# A value's own scale: Spark holds numerics at one scale per column.
+_OWN_SCALE = in_process("a numeric value's own scale is known in the process only")
 
 
 def _sqrt(x: float) -> float:
@@ -100,21 +155,12 @@ def _log(*args: Any) -> float | Decimal:
 def _log_numeric(base: Decimal, x: Decimal) -> Decimal:
     """PostgreSQL's numeric ``log(b, x)``: at least 16 significant digits, and no fewer
     decimals than either argument shows (its ``log_var``), rounded half away from zero."""
-    places = 16 - (_ln_weight(x) - _ln_weight(base))
+    places = 16 - (ln_weight(x) - ln_weight(base))
     places = min(max(places, _places(base), _places(x), 0), 1000)
     with localcontext() as ctx:
         ctx.prec = places + 40
         value = x.ln() / base.ln()
         return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-
-
-def _ln_weight(x: Decimal) -> int:
-    """The decimal weight PostgreSQL estimates for ``ln(x)`` (``estimate_ln_dweight``)."""
-    if Decimal("0.9") <= x <= Decimal("1.1"):
-        return 0 if x == 1 else (x - 1).adjusted()
-    with localcontext() as ctx:
-        ctx.prec = 20
-        return int(math.log10(abs(float(x.ln()))))
 
 
 def _places(x: Decimal) -> int:
@@ -244,15 +290,16 @@ def _spark_sign(cc: ExprCompiler, e: Func) -> Column:
 def _spark_sqrt(cc: ExprCompiler, e: Func) -> Column:
     x = _double(cc, e)
     bad = fail("cannot take square root of a negative number", "2201F")
-    return F.when(x < 0, bad).otherwise(F.sqrt(x))
+    return _as_type(e, F.when(x < 0, bad).otherwise(F.sqrt(x)))
 
 
 def _spark_ln(cc: ExprCompiler, e: Func) -> Column:
     x = _double(cc, e)
-    return (
+    return _as_type(
+        e,
         F.when(x == 0, fail("cannot take logarithm of zero", "2201E"))
         .when(x < 0, fail("cannot take logarithm of a negative number", "2201E"))
-        .otherwise(F.log(x))
+        .otherwise(F.log(x)),
     )
 
 
@@ -267,21 +314,26 @@ def _spark_log(cc: ExprCompiler, e: Func) -> Column:
         )
     if len(args) == 2:
         out = F.when(args[0] == 1, fail("division by zero", "22012")).otherwise(out)
-    if e.type == NUMERIC:  # through double precision, to the scale Spark holds numeric in
+    return _as_type(e, out)
+
+
+def _as_type(e: Func, out: Column) -> Column:
+    """A double's result as ``e``'s type: a numeric through double precision, at the scale
+    Spark holds numerics in."""
+    if e.type == NUMERIC:
         return F.bround(out, NUMERIC.arrow.scale).cast(spark_type(NUMERIC))
     return out
 
 
 def _spark_exp(cc: ExprCompiler, e: Func) -> Column:
     x = _double(cc, e)
-    return F.when(x > _MAX_DOUBLE_EXP, fail("value out of range: overflow", "22003")).otherwise(
-        F.exp(x)
-    )
+    out = F.when(x > _MAX_DOUBLE_EXP, fail("value out of range: overflow", "22003"))
+    return _as_type(e, out.otherwise(F.exp(x)))
 
 
 def _spark_power(cc: ExprCompiler, e: Func) -> Column:
     x, y = _double(cc, e, 0), _double(cc, e, 1)
-    return (
+    out = (
         F.when((x == 0) & (y < 0), fail("zero raised to a negative power is undefined", "2201F"))
         .when(
             (x < 0) & (y % F.lit(1.0) != 0),
@@ -291,6 +343,7 @@ def _spark_power(cc: ExprCompiler, e: Func) -> Column:
         )
         .otherwise(finite(F.pow(x, y)))
     )
+    return _as_type(e, out)
 
 
 def _spark_extreme(fn: str) -> Builder:
@@ -316,9 +369,9 @@ FUNCTIONS = [
     Function("ceiling", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
     Function("sign", _sign_rule, _sign, spark=_spark_sign),
     Function("pi", _sig((), result=FLOAT8), lambda: math.pi, spark=_simple("pi")),
-    Function("sqrt", _sig(("num",), result=FLOAT8), lambda x: _sqrt(float(x)), spark=_spark_sqrt),
-    Function("ln", _sig(("num",), result=FLOAT8), lambda x: _ln(float(x)), spark=_spark_ln),
-    Function("exp", _sig(("num",), result=FLOAT8), lambda x: _exp(float(x)), spark=_spark_exp),
+    Function("sqrt", float_or_numeric(1), numeric_form(sqrt_numeric, _sqrt), spark=_spark_sqrt),
+    Function("ln", float_or_numeric(1), numeric_form(ln_numeric, _ln), spark=_spark_ln),
+    Function("exp", float_or_numeric(1), numeric_form(exp_numeric, _exp), spark=_spark_exp),
     Function("log", _log_type, _log, spark=_spark_log),
     Function(
         "cbrt",
@@ -340,18 +393,21 @@ FUNCTIONS = [
     ),
     Function(
         "power",
-        _sig(("num", "num"), result=FLOAT8),
-        lambda x, y: _power(float(x), float(y)),
+        float_or_numeric(2),
+        numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
     Function(
         "pow",
-        _sig(("num", "num"), result=FLOAT8),
-        lambda x, y: _power(float(x), float(y)),
+        float_or_numeric(2),
+        numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
     Function(
         "greatest", _extreme_rule, _extreme(max), strict=False, spark=_spark_extreme("greatest")
     ),
     Function("least", _extreme_rule, _extreme(min), strict=False, spark=_spark_extreme("least")),
+    Function("scale", _of_numeric(INT4), _scale, spark=_OWN_SCALE),
+    Function("min_scale", _of_numeric(INT4), _min_scale, spark=_OWN_SCALE),
+    Function("trim_scale", _of_numeric(NUMERIC), _trim_scale, spark=_OWN_SCALE),
 ]

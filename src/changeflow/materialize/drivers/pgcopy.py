@@ -2,10 +2,11 @@
 
 A row is a 16-bit field count, then per field a 32-bit length (-1 for NULL) and the value in
 network byte order: booleans one byte, integers and floats their big-endian bytes, text its
-UTF-8 bytes, a date its days and a timestamp its microseconds since 2000-01-01. Each column
-becomes an array of its fields' bytes at once, and the rows are the element-wise concatenation
-of those arrays, so no Python runs per row. Decimals travel as text (PostgreSQL's binary
-numeric is base 10000) and nested values as JSON text.
+UTF-8 bytes, a date its days, a timestamp its microseconds since 2000-01-01 and a time of day
+its microseconds since midnight. Each column becomes an array of its fields' bytes at once, and
+the rows are the element-wise concatenation of those arrays, so no Python runs per row.
+Decimals travel as text (PostgreSQL's binary numeric is base 10000) and nested values as JSON
+text.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def _field(values: pa.Array) -> pa.Array:
     if pa.types.is_timestamp(kind):
         micros = values.cast(pa.timestamp("us", kind.tz)).cast(pa.int64())
         return _fixed(pc.subtract(micros, _EPOCH_US), ">i8", values)
+    if pa.types.is_time(kind):
+        return _fixed(values.cast(pa.time64("us")).cast(pa.int64()), ">i8", values)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return _variable(values.cast(pa.large_binary()))
     return _variable(to_text(values).cast(pa.large_binary()))

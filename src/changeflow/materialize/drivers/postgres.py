@@ -71,6 +71,7 @@ class PostgresDriver(SqlDriver):
         "timestamp[s, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
         "timestamp[ns, tz=": Column("TIMESTAMPTZ", "timestamp with time zone"),
         "timestamp": Column("TIMESTAMP", "timestamp without time zone"),
+        "time64": Column("TIME", "time without time zone"),
         "decimal": Column("NUMERIC", "numeric"),
     }
 

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from changeflow.compute.types import NUMERIC
 from changeflow.errors import ChangeflowError, FencedOff, InvalidInput, ProtocolViolation
 from changeflow.materialize.columns import (
     DELETED,
@@ -79,12 +80,18 @@ def column_type(kind: pa.DataType, native: dict[str, Column]) -> Column:
 
 
 def to_text(values: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """A column as text: JSON for nested values, Arrow's own form for the rest."""
+    """A column as text: JSON for nested values, Arrow's own form for the rest, but an
+    unconstrained numeric's without the trailing zeros of its storage's fixed scale (287.5, as
+    a query shows it, not 287.5000000000)."""
     if pa.types.is_nested(values.type):
         return pa.array(
             [None if v is None else canonical_json(v) for v in values.to_pylist()], pa.string()
         )
-    return values.cast(pa.string())
+    text = values.cast(pa.string())
+    if values.type == NUMERIC.arrow:
+        text = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
+        text = pc.replace_substring_regex(text, r"\.$", "")
+    return text
 
 
 def in_key_order(rows: pa.Table, key: Iterable[str]) -> pa.Table:
@@ -99,9 +106,14 @@ def in_key_order(rows: pa.Table, key: Iterable[str]) -> pa.Table:
 
 
 def from_text(values: pa.Array, kind: pa.DataType) -> pa.Array:
-    """The inverse of :func:`to_text`."""
+    """The inverse of :func:`to_text` (a time of day read as that time on 1970-01-01: Arrow
+    casts no text to a time)."""
     if pa.types.is_nested(kind):
         return pa.array([None if v is None else json.loads(v) for v in values.to_pylist()], kind)
+    if pa.types.is_time(kind):
+        stamps = pc.binary_join_element_wise("1970-01-01 ", values.cast(pa.string()), "")
+        micros = stamps.cast(pa.timestamp("us")).cast(pa.int64())
+        return micros.cast(pa.time64("us")).cast(kind)
     return values.cast(kind)
 
 

@@ -5,8 +5,8 @@ Loads fill a temporary table of keys and join it with the target; a commit is on
 write (delete, insert, upsert) over the rows' column lists, in key order (so the B-tree is
 walked once, not at random). Every commit syncs (WAL, ``synchronous=FULL``); a 64 MiB page
 cache and a checkpoint every 10,000 WAL pages keep the writes off the disk in between.
-Dates, timestamps and decimals are ISO text (SQLite has no such types; a decimal as text
-keeps its digits), cast back to their Arrow types on load.
+Dates, timestamps, times of day and decimals are ISO text (SQLite has no such types; a decimal
+as text keeps its digits), cast back to their Arrow types on load.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class SqliteDriver(SqlDriver):
     native = {
         "date": Column("DATE", "date", text=True),
         "timestamp": Column("TIMESTAMP", "timestamp", text=True),
+        "time64": Column("TIME", "time", text=True),
         "decimal": Column("TEXT", "text", text=True),
     }
 

@@ -1,0 +1,111 @@
+"""The NOTICEs PostgreSQL sends where ``IF EXISTS`` or ``IF NOT EXISTS`` skips a statement's
+work: ``table "t" does not exist, skipping`` (00000), ``relation "t" already exists, skipping``
+(42P07), and what a DROP … CASCADE drops besides (``drop cascades to view v``), found on the
+catalog version the statement runs on, before it runs."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, split_name
+from changeflow.adapter.sql.scope import table_name
+from changeflow.adapter.sql.statements import Statement
+from changeflow.adapter.sql.statements import name as catalog_name
+
+Notice = tuple[str, str, str]  # (SQLSTATE, message, detail)
+
+_KINDS = {"drop_sequence": "sequence", "drop_schema": "schema"}
+
+
+def notices(state: CatalogState, stmt: Statement) -> list[Notice]:
+    """What PostgreSQL notes when ``stmt`` skips a name: each missing name of a DROP … IF
+    EXISTS or ALTER TABLE IF EXISTS, each present one of a CREATE … IF NOT EXISTS, each column
+    ADD COLUMN IF NOT EXISTS finds or DROP COLUMN IF EXISTS misses."""
+    kind, args = stmt.kind, stmt.args
+    if kind in ("drop", "drop_sequence", "drop_schema"):
+        what = _KINDS.get(kind) or args["kind"]
+        names = args["names"] if args.get("ie") else []
+        skipped = [n for name in names if (n := _missing(state, what, name)) is not None]
+        return skipped + (_cascade(state, args["names"]) if args.get("cascade") else [])
+    if kind == "create_schema" and args.get("ine"):
+        name = args["name"]
+        if name in state.schemas or name in (PUBLIC, *SYSTEM_SCHEMAS):
+            return [("42P06", f'schema "{name}" already exists, skipping', "")]
+        return []
+    created = _created(stmt)
+    if created is not None and state.find(created) is not None:
+        return [("42P07", f'relation "{split_name(created)[1]}" already exists, skipping', "")]
+    if kind == "alter_table":
+        return _alter(state, stmt)
+    return []
+
+
+def _cascade(state: CatalogState, names: list[str]) -> list[Notice]:
+    """``drop cascades to …``: the items a DROP … CASCADE of ``names`` drops besides them, in
+    PostgreSQL's order (each dependent, then its own, in the order made), leaving out indexes
+    and sequences (they go with their items unreported, as PostgreSQL's)."""
+    named = [i for n in names if (i := state.find(n)) is not None]
+    seen = {i.id for i in named}
+    listed: list[str] = []
+
+    def visit(item_id: str) -> None:
+        for d in sorted(state.dependents(item_id), key=lambda i: int(i.id.lstrip("u") or 0)):
+            if d.id in seen or d.kind in ("index", "sequence"):
+                continue
+            seen.add(d.id)
+            listed.append(f"drop cascades to {d.kind} {d.name}")
+            visit(d.id)
+
+    for item in named:
+        visit(item.id)
+    if len(listed) < 2:
+        return [("00000", line, "") for line in listed]
+    return [("00000", f"drop cascades to {len(listed)} other objects", "\n".join(listed))]
+
+
+def _missing(state: CatalogState, what: str, name: str) -> Notice | None:
+    if what == "schema":
+        if name in state.schemas or name in (PUBLIC, *SYSTEM_SCHEMAS):
+            return None
+        return ("00000", f'schema "{name}" does not exist, skipping', "")
+    schema, bare = split_name(name)
+    if "." in name and schema not in state.schemas and schema not in (PUBLIC, *SYSTEM_SCHEMAS):
+        return ("00000", f'schema "{schema}" does not exist, skipping', "")
+    item = state.find(name)
+    if item is not None and item.kind == what:
+        return None
+    return ("00000", f'{what} "{bare}" does not exist, skipping', "")
+
+
+def _created(stmt: Statement) -> str | None:
+    """The name a CREATE … IF NOT EXISTS makes (None for any other statement)."""
+    args, tree = stmt.args, stmt.ast
+    if stmt.kind in ("create_index", "create_view") and args.get("ine") and args.get("name"):
+        return catalog_name(str(args["name"]).strip())
+    if stmt.kind in ("create_table", "create_sequence") and isinstance(tree, exp.Create):
+        if not tree.args.get("exists"):
+            return None
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        return table_name(target) if isinstance(target, exp.Table) else None
+    return None
+
+
+def _alter(state: CatalogState, stmt: Statement) -> list[Notice]:
+    args = stmt.args
+    item = state.find(args["name"])
+    if item is None:
+        if args.get("ie"):
+            return [
+                ("00000", f'relation "{split_name(args["name"])[1]}" does not exist, skipping', "")
+            ]
+        return []
+    if not args.get("cie") or args.get("action") not in ("add", "drop"):
+        return []
+    column = catalog_name(str(args["column"]).split()[0]) if args.get("column") else ""
+    present = any(c[0] == column for c in item.columns)
+    table = split_name(item.name)[1]
+    if args["action"] == "add" and present:
+        return [("42701", f'column "{column}" of relation "{table}" already exists, skipping', "")]
+    if args["action"] == "drop" and not present:
+        return [("00000", f'column "{column}" of relation "{table}" does not exist, skipping', "")]
+    return []

@@ -1,0 +1,89 @@
+"""A numeric's scale as PostgreSQL 15 shows it, embedded: ``scale``, ``min_scale`` and
+``trim_scale``, no negative zero (``ceil(-0.5)``, ``-0.50 * 0``), ad hoc and in views of
+declared ``numeric(p, s)`` columns; ``sqrt``, ``exp``, ``ln`` and ``power`` of numerics (numeric,
+at PostgreSQL's scales) and the text of small numerics (no exponent), compared as text with the
+same statements on PostgreSQL."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_errors  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CREATE = "CREATE TABLE ns (id int NOT NULL, y numeric(10,2), z numeric(8,3))"
+INSERT = "INSERT INTO ns VALUES (1, 3.1, 2.5), (2, -0.5, 0.125), (3, NULL, -1), (4, 0, -0.25)"
+AD_HOC = [
+    "SELECT scale(1.50), scale(-0.00), scale(7), min_scale(1.500), min_scale(0.00),"
+    " trim_scale(1.500), trim_scale(-0.00), trim_scale(12), scale(NULL::numeric)",
+    "SELECT scale('NaN'::numeric), min_scale('NaN'::numeric), trim_scale('NaN'::numeric)",
+    "SELECT ceil(-0.5), floor(-0.0), round(-0.4), round(-0.004, 2), trunc(-0.9), -0.50 * 0",
+]
+QUERIES = [
+    "SELECT id, scale(y), scale(y * z), min_scale(z), trim_scale(z), y * 0 FROM ns",
+    "SELECT id, ceil(y), floor(z), round(z, 1), trunc(y), y * z FROM ns",
+]
+CHANGES = [
+    "INSERT INTO ns VALUES (5, -0.01, -0.001)",
+    "UPDATE ns SET z = z * 10 WHERE id < 3",
+    "DELETE FROM ns WHERE id = 1",
+]
+
+
+VALUES = ["2.5", "0.125", "1.000", "0", "12345.6789", "0.00001234", "99999999", "3.10", "-0.50"]
+VALUES += ["1e-20", "123456789012345678.5", "0.9", "1.05", "7.5e10", "'NaN'"]
+EXPONENTS = ["2", "0", "-1", "3", "0.5", "-2.5", "10", "1.5", "-3", "2.0", "'NaN'"]
+MATH = (
+    [
+        f"SELECT sqrt(abs({v}::numeric))::text, ln(abs({v}::numeric) + 1)::text,"
+        f" exp({v}::numeric / 1000000000000)::text"
+        for v in VALUES
+    ]
+    + [
+        "SELECT " + ", ".join(f"power({v}::numeric, {e}::numeric)::text" for e in EXPONENTS)
+        for v in VALUES
+        if not v.startswith("-") and v != "0"
+    ]
+    + [
+        "SELECT sqrt(2)::text, exp(1)::text, power(2, 0.5)::text, power(2.0::float8, 3)::text,"
+        " pg_typeof(sqrt(2.0)), pg_typeof(power(2, 3)), pg_typeof(power(2.0, 3)),"
+        " pg_typeof(ln(2.0::float8)), pg_typeof(exp(2::numeric))",
+        "SELECT power(0.9::numeric, 536104)::text, exp(-5999.5::numeric)::text,"
+        " power(99999999::numeric, 0.5)::text, (1::numeric / 10000000)::text, 0.00000001234::text",
+    ]
+)
+MATH_ERRORS = [
+    "SELECT sqrt(-1::numeric)",
+    "SELECT ln(0::numeric)",
+    "SELECT ln(-2.5)",
+    "SELECT exp(6000::numeric)",
+    "SELECT power(0::numeric, -1)",
+    "SELECT power(-2::numeric, 0.5)",
+    "SELECT power(10::numeric, 200000)",
+]
+
+
+def texts(conn, sql: str) -> list:
+    return sorted(outcome(conn, sql)[2], key=str)
+
+
+def test_numeric_scale_functions_and_zero_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "ns", CREATE, INSERT) as (ours, pg):
+        for sql in AD_HOC:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        maintained_as_postgres(ours, pg, QUERIES, CHANGES, rows=texts)
+        same_errors(ours, pg, ["SELECT scale(1.5::float8)", "SELECT trim_scale('a'::text)"])
+
+
+def test_numeric_math_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "ns", CREATE, INSERT) as (ours, pg):
+        for sql in MATH:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_errors(ours, pg, MATH_ERRORS)
+        sql = "SELECT id, sqrt(abs(y))::text, power(z, 2)::text, exp(y)::text FROM ns"
+        assert texts(ours, sql) == texts(pg, sql)

@@ -1,0 +1,83 @@
+"""NOTICEs where IF EXISTS / IF NOT EXISTS skip a statement's work and of what DROP … CASCADE
+drops besides, as PostgreSQL 15 sends them (severity, SQLSTATE, message and detail), to
+psycopg's notice handlers and to psql, compared with the same statements on a throwaway
+PostgreSQL server."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from serve_clients import PSQL, psql
+
+pytestmark = pytest.mark.postgres
+
+STATEMENTS = [
+    "DROP TABLE IF EXISTS {t}_no, public.{t}_no2",
+    "DROP TABLE IF EXISTS {t}_nos.x",
+    "CREATE TABLE {t} (a int, b text)",
+    "CREATE TABLE IF NOT EXISTS {t} (a int)",
+    "CREATE TABLE IF NOT EXISTS {t}_new (a int)",
+    "DROP TABLE IF EXISTS {t}_new, {t}_no",
+    "DROP VIEW IF EXISTS {t}_v",
+    'DROP VIEW IF EXISTS "{t}_Quoted"',
+    "DROP MATERIALIZED VIEW IF EXISTS {t}_mv",
+    "CREATE MATERIALIZED VIEW IF NOT EXISTS {t} AS SELECT 1",
+    "DROP INDEX IF EXISTS {t}_i",
+    "CREATE INDEX IF NOT EXISTS {t}_i ON {t} (a)",
+    "CREATE INDEX IF NOT EXISTS {t}_i ON {t} (a)",
+    "DROP INDEX IF EXISTS {t}_i",
+    "DROP SEQUENCE IF EXISTS {t}_s",
+    "CREATE SEQUENCE IF NOT EXISTS {t}",
+    "CREATE SCHEMA IF NOT EXISTS public",
+    "DROP SCHEMA IF EXISTS {t}_schema",
+    "ALTER TABLE IF EXISTS {t}_no ADD COLUMN c int",
+    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS a int",
+    "ALTER TABLE {t} DROP COLUMN IF EXISTS c",
+    "CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+    "DROP TABLE {t} CASCADE",
+    "CREATE TABLE {t} (a int, b text)",
+    "CREATE INDEX {t}_i ON {t} (a)",
+    "CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+    "CREATE VIEW {t}_v2 AS SELECT b FROM {t}",
+    "CREATE MATERIALIZED VIEW {t}_m3 AS SELECT a FROM {t}_v1",
+    "CREATE INDEX {t}_m3_i ON {t}_m3 (a)",
+    "CREATE VIEW {t}_v4 AS SELECT b FROM {t}_v2",
+    "DROP VIEW IF EXISTS {t}_nope, {t}_v2 CASCADE",
+    "DROP TABLE {t} CASCADE",
+]
+
+
+def _heard(conn: psycopg.Connection, sql: str) -> list[tuple]:
+    heard: list[tuple] = []
+
+    def handler(d: psycopg.errors.Diagnostic) -> None:
+        heard.append((d.severity_nonlocalized, d.sqlstate, d.message_primary, d.message_detail))
+
+    conn.add_notice_handler(handler)
+    try:
+        conn.execute(sql)
+    finally:
+        conn.remove_notice_handler(handler)
+    return heard
+
+
+def test_notices_reach_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for statement in STATEMENTS:
+                sql = statement.format(t=table_name)
+                assert _heard(ours, sql) == _heard(pg, sql), sql
+        finally:
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}, {table_name}_new")
+    # nothing is noted where nothing is skipped
+    with server.connect() as ours:
+        assert _heard(ours, f"CREATE TABLE {table_name} (a int)") == []
+        assert _heard(ours, f"DROP TABLE IF EXISTS {table_name}") == []
+
+
+@pytest.mark.skipif(PSQL is None, reason="psql is not installed")
+def test_psql_shows_notices(server, table_name: str) -> None:
+    out = psql(server, "-c", f"DROP TABLE IF EXISTS {table_name}_gone")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == f'NOTICE:  table "{table_name}_gone" does not exist, skipping\n'
+    assert out.stdout.strip() == "DROP TABLE"
