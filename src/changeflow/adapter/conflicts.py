@@ -79,3 +79,43 @@ def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str,
         if evaluate_once(plan, inputs, 0):
             return False
     return True
+
+
+def with_own_writes(
+    env: Environment,
+    plan: P.Plan,
+    ts: int,
+    rows: Counted,
+    writes: dict[str, list[pa.Table]],
+    timeout: float = 30.0,
+) -> Counted:
+    """``plan``'s rows over its inputs as a transaction leaves them: ``rows`` (what it gives
+    at ``ts``) with the transaction's earlier ``writes`` (shard -> update frames) added, so a
+    second UPDATE of a row in one transaction changes what the first made of it. A linear
+    plan adds what it makes of the writes; another is evaluated again on the whole inputs."""
+    from changeflow.adapter.rows import counted, evaluate_once
+
+    shards = plan.collections()
+    mine = {s: counted(pa.concat_tables(writes[s])) for s in shards if writes.get(s)}
+    if not mine:
+        return rows
+    if linear(plan):
+        out = dict(rows)
+        for row, c in evaluate_once(plan, {s: mine.get(s, {}) for s in shards}, ts).items():
+            out[row] = out.get(row, 0) + c
+        return {r: c for r, c in out.items() if c}
+    inputs = {}
+    for get in _gets(plan):
+        whole = dict(env.evaluate(get, ts, timeout))
+        for row, c in mine.get(get.name, {}).items():
+            whole[row] = whole.get(row, 0) + c
+        inputs[get.name] = {r: c for r, c in whole.items() if c}
+    return evaluate_once(plan, inputs, ts)
+
+
+def _gets(plan: P.Plan) -> list[P.Get]:
+    """The inputs ``plan`` reads, one Get each."""
+    if isinstance(plan, P.Get):
+        return [plan]
+    found = {g.name: g for p in plan.inputs() for g in _gets(p)}
+    return list(found.values())

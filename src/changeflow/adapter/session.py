@@ -30,7 +30,7 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
-from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
+from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged, with_own_writes
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain
@@ -472,9 +472,11 @@ class Session:
                 counted = self.env.evaluate(p, ts, self.timeout, read) if reads else _constant(p)
                 if reads:
                     txn.read_rows.append((p, counted))  # what the commit checks is unchanged
+                    counted = with_own_writes(self.env, p, ts, counted, txn.writes, self.timeout)
                 rows += [(row, sign * c) for row, c in counted.items()]
         if getattr(planned, "whole", False):  # UPDATE … FROM, DELETE … USING
             table_rows = self.env.evaluate(table.plan, ts, self.timeout)
+            table_rows = with_own_writes(self.env, table.plan, ts, table_rows, txn.writes)
             rows = whole_rows(rows, table_rows, len(table.plan.schema))
         item = resolver.state.by_name(table.name)
         shape = self.env.storage.state(shard).schema
