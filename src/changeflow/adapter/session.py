@@ -33,7 +33,7 @@ from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified,
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged, with_own_writes
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
-from changeflow.adapter.keyed import constrain
+from changeflow.adapter.keyed import constrain, constrain_frame
 from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
@@ -222,8 +222,8 @@ class Session:
             data,
             text,
         )
-        if relation.unique and frame.num_rows:  # PRIMARY KEY and UNIQUE, as INSERT checks
-            constrain(self, txn, relation, None, list(counted(frame).items()), ())
+        if relation.unique and frame.num_rows and not constrain_frame(self, txn, relation, frame):
+            constrain(self, txn, relation, None, list(counted(frame).items()), ())  # as INSERT
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
         self._end(txn)
