@@ -165,15 +165,21 @@ PIPELINES = {  # a table, then statements sent as one pipeline whose third fails
         "UPDATE {t} SET k = k + 10 / %s WHERE v = %s",
         [(1, "x"), (2, "y"), (0, "x"), (1, "y"), (1, "x")],
     ),
+    "many keys": (  # past the 64 keys a write reads by key, a late repeat of an early key
+        "(k int PRIMARY KEY, v text)",
+        "INSERT INTO {t} VALUES (%s, %s)",
+        [(1, "a"), (2, "b"), (3, "c"), *((i, "n") for i in range(10, 90)), (2, "again")],
+    ),
 }
+BAD = {"many keys": 83}  # the failing statement, if not the third
 
 
 @pytest.mark.parametrize("case", sorted(PIPELINES))
 def test_an_error_in_a_pipeline_leaves_none_of_its_writes_as_in_postgresql(
     conn: psycopg.Connection, pg: psycopg.Connection, table_name: str, case: str
 ) -> None:
-    """The writes up to Sync are one implicit transaction: a failing third statement of five
-    leaves nothing of the first two; a pipeline without one commits all five."""
+    """The writes up to Sync are one implicit transaction: a failing statement (the third of
+    five) leaves nothing of those before it; the pipeline without it commits all of them."""
     columns, statement, rows = PIPELINES[case]
     got = []
     for c in (pg, conn):
@@ -183,7 +189,7 @@ def test_an_error_in_a_pipeline_leaves_none_of_its_writes_as_in_postgresql(
         with pytest.raises(psycopg.Error) as caught:
             c.cursor().executemany(statement.format(t=t), rows)
         after_error = c.execute(f"SELECT k, v FROM {t} ORDER BY k, v").fetchall()
-        good = [r for i, r in enumerate(rows) if i != 2]
+        good = [r for i, r in enumerate(rows) if i != BAD.get(case, 2)]
         c.cursor().executemany(statement.format(t=t), good)
         after = c.execute(f"SELECT k, v FROM {t} ORDER BY k, v").fetchall()
         got.append((caught.value.sqlstate, after_error, after))

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from changeflow.adapter.assign import assign
 from changeflow.adapter.constraints import Unique, check_unique, duplicate, resolve
 from changeflow.adapter.rows import counted
+from changeflow.adapter.written import written
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.updates import DIFF
@@ -62,9 +63,9 @@ def constrain(
             seen.update(got)
         done.update(wanted)
         before = dict(seen)
-        for frame in txn.writes.get(shard, []):
-            for row, c in counted(frame).items():
-                before[row] = before.get(row, 0) + c
+        mine = written(txn.written, txn.writes, shard, tuple(unique))
+        for row, c in (mine.rows if None in done else mine.with_keys(done)).items():  # type: ignore[arg-type]
+            before[row] = before.get(row, 0) + c
         return before
 
     before = read(rows)
