@@ -133,7 +133,10 @@ class GroupCommit:
         blind = [p for p in group if p.reads is None]
         with spool.turn(_merged(blind) if blind else None) as mine:
             if mine is not None:  # spooled while another process had the turn
-                at = self.log.state().carried.get(mine)
+                state = self.log.state()
+                at = state.carried.get(mine)
+                if at is None and not spool.holds(mine):  # taken, so committed (at or before
+                    at = state.upper - 1  # the log's upper); its name forgotten since
                 if at is not None:  # which committed them
                     for p in blind:
                         p.ts = at

@@ -8,10 +8,11 @@ blind writes in the spool (``txns-spool/``, one file each, written whole then re
 place), then waits. Whoever has the turn takes every spooled write of the others, commits them
 with its own in one entry, names them in the log (:attr:`LogState.carried`, with the entry's
 timestamp) in that same compare-and-set, and removes their files. A process that gets its
-turn finds its own write either named in the log (committed by another: it is done) or still
-in the spool (it takes it back and commits it itself). A process killed while carrying others'
-writes leaves them in the log (committed) or in the spool (their owners commit them): never
-both, since the log names each one it took.
+turn finds its own write either named in the log or gone from the spool (committed by
+another: it is done), or still in the spool and not named (it takes it back and commits it
+itself). A process killed while carrying others' writes leaves them in the log (committed) or
+in the spool (their owners commit them): never both, since the log names each one it took in
+the commit, and the files go only after it.
 
 Writes that read (UPDATE, DELETE) are checked against what they read by their own process,
 so they are never spooled; their process commits them in its turn, with the spooled writes of
@@ -92,7 +93,12 @@ class Spool:
             }
         return out
 
-    def remove(self, ids: list[str] | set[str]) -> None:
+    def holds(self, name: str) -> bool:
+        """Whether the write ``name`` is still in the spool (a holder of the turn removes the
+        writes it carried only once its commit has won)."""
+        return (self.folder / f"{name}.json").exists()
+
+    def remove(self, ids: list[str] | set[str] | tuple[str, ...]) -> None:
         for name in ids:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.folder / f"{name}.json")

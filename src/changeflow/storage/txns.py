@@ -50,7 +50,7 @@ BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
 INLINE_KEPT = 4096  # decoded inline writes kept (all forgotten at once past this many)
-CARRIED_KEPT = 256  # spooled writes whose commit times the log keeps for their owners
+CARRIED_KEPT = 64  # spooled writes whose commit times the log keeps for their owners
 FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
