@@ -151,3 +151,42 @@ def test_every_acknowledged_write_of_every_process_survives(tmp_path: Path) -> N
         assert rows == [-1, *acked]  # each acknowledged write once, nothing else
         assert [v for w, i, v in got if w == who and i == -1] == [updates[who]]
     assert not list((home / SPOOL).glob("*.json"))
+
+
+def test_a_write_whose_carrier_died_after_committing_it_is_not_committed_again(
+    tmp_path: Path,
+) -> None:
+    """The turn's holder commits a waiting process's spooled write and is killed before it
+    removes the spool file: the owner, given the turn, finds its write named in the log and
+    removes the file, so no later turn commits it a second time."""
+    home = tmp_path / "home"
+    config = Config.load(home=str(home))
+    env = Environment(config, host_seconds=None)
+    Session(env).execute("CREATE TABLE t (worker int NOT NULL, i int NOT NULL, v int)")
+    lock = os.open(home / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # this process has the turn
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    owner = ctx.Process(target=_insert_one, args=(str(home), 2, queue))
+    owner.start()
+    try:
+        _spooled(home, 1)
+        assert env.log.spool is not None
+        taken = env.log.spool.take()  # as a holder of the turn: commits it, then is "killed"
+        ((name, frames),) = taken.items()
+        env.log.commit(frames, floor=env.oracle("EpochMilliseconds").now(), carried=(name,))
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+    status, entries = queue.get(timeout=600)
+    owner.join()
+    assert status == "ok" and entries == 0, entries  # its write was committed for it
+    assert not list((home / SPOOL).glob("*.json"))
+    Session(env).execute("INSERT INTO t VALUES (3, 0, 0)")  # a later turn carries nothing
+    env.close()
+    reopened = Environment(config, host_seconds=None)
+    try:
+        got = Session(reopened).execute("SELECT worker FROM t ORDER BY worker")[-1].rows
+    finally:
+        reopened.close()
+    assert got == [(2,), (3,)]

@@ -141,8 +141,7 @@ class GroupCommit:
                     for p in blind:
                         p.ts = at
                     group = [p for p in group if p.reads is not None]
-                else:
-                    spool.remove([mine])
+                spool.remove([mine])  # (left by a carrier killed after its commit: not twice)
             if group:
                 self._commit_group(group, spool.take())
 
