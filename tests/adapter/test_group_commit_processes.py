@@ -22,12 +22,18 @@ from changeflow.storage.spool import LOCK, SPOOL
 PROCESSES, THREADS, EACH = 3, 2, 12
 
 
-def _insert_one(home: str, row: int, queue: Any) -> None:
-    """A process that inserts one row and reports its log entries written."""
+def _insert_one(home: str, row: int, queue: Any, go: Any = None) -> None:
+    """A process that inserts one row (after a first one, -``row``, and ``go``, if given)
+    and reports its log entries written for it."""
     env = Environment(Config.load(home=home), host_seconds=None)
     try:
+        if go is not None:
+            Session(env).execute(f"INSERT INTO t VALUES ({-row}, 0, 0)")
+            queue.put(("first", None))
+            go.wait()
+        before = env.committer.entries
         Session(env).execute(f"INSERT INTO t VALUES ({row}, 0, 0)")
-        queue.put(("ok", env.committer.entries))
+        queue.put(("ok", env.committer.entries - before))
     except BaseException as e:  # noqa: BLE001 — reported to the test
         queue.put(("error", repr(e)))
     finally:
@@ -48,12 +54,15 @@ def test_one_entry_carries_the_waiting_writes_of_two_processes(tmp_path: Path) -
     config = Config.load(home=str(home))
     env = Environment(config, host_seconds=None)
     Session(env).execute("CREATE TABLE t (worker int NOT NULL, i int NOT NULL, v int)")
+    ctx = multiprocessing.get_context("spawn")
+    queue, go = ctx.Queue(), ctx.Event()
+    other = ctx.Process(target=_insert_one, args=(str(home), 2, queue, go))
+    other.start()
+    assert queue.get(timeout=600)[0] == "first"
+    Session(env).execute("INSERT INTO t VALUES (-1, 0, 0)")  # each has seen the other's commit
     lock = os.open(home / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)  # the turn is taken: both writers spool and wait
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    other = ctx.Process(target=_insert_one, args=(str(home), 2, queue))
-    other.start()
+    go.set()
     mine: list[BaseException] = []
 
     def insert() -> None:
@@ -83,7 +92,7 @@ def test_one_entry_carries_the_waiting_writes_of_two_processes(tmp_path: Path) -
         got = Session(reopened).execute("SELECT worker FROM t ORDER BY worker")[-1].rows
     finally:
         reopened.close()
-    assert got == [(1,), (2,)]
+    assert got == [(-2,), (-1,), (1,), (2,)]
 
 
 def _writer(home: str, worker: int, queue: Any) -> None:
@@ -163,6 +172,7 @@ def test_a_write_whose_carrier_died_after_committing_it_is_not_committed_again(
     config = Config.load(home=str(home))
     env = Environment(config, host_seconds=None)
     Session(env).execute("CREATE TABLE t (worker int NOT NULL, i int NOT NULL, v int)")
+    Session(env).execute("INSERT INTO t VALUES (1, 0, 0)")  # the owner sees another's commit
     lock = os.open(home / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)  # this process has the turn
     ctx = multiprocessing.get_context("spawn")
@@ -189,4 +199,4 @@ def test_a_write_whose_carrier_died_after_committing_it_is_not_committed_again(
         got = Session(reopened).execute("SELECT worker FROM t ORDER BY worker")[-1].rows
     finally:
         reopened.close()
-    assert got == [(2,), (3,)]
+    assert got == [(1,), (2,), (3,)]

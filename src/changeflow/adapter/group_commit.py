@@ -34,6 +34,7 @@ TRIES = 100
 APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
 RECENT = 64  # commits of this process kept in memory for rechecks
 COMPANY_WAIT = 0.002  # seconds a leader waits for as many transactions as its last group had
+SHARED_SECONDS = 10.0  # processes take turns this long after another's commit was seen
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class GroupCommit:
         self._applier: threading.Thread | None = None
         # recent commits: timestamp -> (frames, each table's commit before it)
         self._recent: dict[int, tuple[dict[str, pa.Table], dict[str, int]]] = {}
+        self._shared_until = 0.0  # another process committed lately: take turns until then
 
     def commit(self, frames: dict[str, pa.Table], reads: Reads | None = None) -> int:
         """Commit ``frames`` and return their timestamp once durable (see the module doc)."""
@@ -127,7 +129,7 @@ class GroupCommit:
 
     def _commit(self, group: list[_Pending]) -> None:
         spool = self.log.spool
-        if spool is None:
+        if spool is None or not self._shared():
             self._commit_group(group, {})
             return
         blind = [p for p in group if p.reads is None]
@@ -144,6 +146,14 @@ class GroupCommit:
                 spool.remove([mine])  # (left by a carrier killed after its commit: not twice)
             if group:
                 self._commit_group(group, spool.take())
+
+    def _shared(self) -> bool:
+        """Does another process commit to this home (its commit the log's latest within the
+        last :data:`SHARED_SECONDS`)? Alone, a commit takes no turn and reads no spool."""
+        latest = max(self.log.state().last_write.values(), default=-1)
+        if latest >= 0 and latest not in self._recent:
+            self._shared_until = time.monotonic() + SHARED_SECONDS
+        return time.monotonic() < self._shared_until
 
     def _commit_group(self, group: list[_Pending], others: dict[str, dict[str, pa.Table]]) -> None:
         """Commit ``group`` with the ``others``' spooled writes (id -> frames) that have the

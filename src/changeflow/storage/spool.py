@@ -3,11 +3,13 @@ the blind writes (INSERTs, writes that read nothing) of every process waiting to
 
 The processes that commit to a home's SQLite consensus take turns through a lock file beside
 it (``txns.lock``, an exclusive ``flock``: the kernel wakes the next waiter at once, where
-SQLite's busy handler would sleep and poll). A process whose turn is not free first leaves its
-blind writes in the spool (``txns-spool/``, one file each, written whole then renamed into
-place), then waits. Whoever has the turn takes every spooled write of the others, commits them
-with its own in one entry, names them in the log (:attr:`LogState.carried`, with the entry's
-timestamp) in that same compare-and-set, and removes their files. A process that gets its
+SQLite's busy handler would sleep and poll), once they have seen each other's commits in the
+log lately (a process alone commits without a turn, at no cost). A process whose turn is not
+free first leaves its blind writes in the spool (``txns-spool/``, one file each, written whole
+then renamed into place), then waits. Whoever has the turn takes every spooled write of the
+others, commits them with its own in one entry, names them in the log
+(:attr:`LogState.carried`, with the entry's timestamp) in that same compare-and-set, and
+removes their files. A process that gets its
 turn finds its own write either named in the log or gone from the spool (committed by
 another: it is done), or still in the spool and not named (it takes it back and commits it
 itself). A process killed while carrying others' writes leaves them in the log (committed) or
