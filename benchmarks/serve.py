@@ -21,8 +21,9 @@ Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README 
 the ``bench:serve`` markers.
 
 Then, one client on each system: single-row INSERT latency; ``COPY … FROM STDIN`` of narrow
-CSV rows (rows/s); and on a table of ``--rows`` rows with ``CREATE INDEX`` on its key, point
-SELECT, UPDATE and DELETE by that key (latency); and on a table of up to 100,000 of those rows
+CSV rows (rows/s), into a table without a key and into one with a PRIMARY KEY; and on a
+table of ``--rows`` rows with ``CREATE INDEX`` on its key, point SELECT, UPDATE and DELETE by
+that key (latency); and on a table of up to 100,000 of those rows
 with a PRIMARY KEY and no index, SELECT and UPDATE by the key.
 
 ``--before SRC`` also runs a server from another source tree (``SRC``: its ``src`` folder, an
@@ -211,6 +212,17 @@ def one_client(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
             "seconds": round(elapsed, 3),
             "rows_per_s": round(rows / elapsed),
         }
+        c.execute(
+            "CREATE TABLE narrow_pk (id bigint PRIMARY KEY, grp int NOT NULL,"
+            " amount double precision, name text)"
+        )
+        started = time.perf_counter()
+        with c.cursor().copy("COPY narrow_pk FROM STDIN (FORMAT csv)") as copy:
+            copy.write(data.encode())
+        elapsed = time.perf_counter() - started
+        out["copy_pk"] = {"rows": rows, "seconds": round(elapsed, 3)}
+        out["copy_pk"]["rows_per_s"] = round(rows / elapsed)
+        c.execute("DROP TABLE narrow_pk")
         started = time.perf_counter()
         c.execute("CREATE INDEX narrow_id ON narrow (id)")
         c.execute("SELECT * FROM narrow WHERE id = 0").fetchall()  # the index is ready
@@ -303,6 +315,11 @@ def one_client_markdown(results: dict[str, dict[str, Any]], rows: int) -> str:
         lines.append(f"| {kind} p50 / p99 ms | " + " | ".join(cells) + " |")
     cells = [f"{results[s]['copy']['rows_per_s']:,}" for s in systems]
     lines.append("| COPY FROM csv, rows/s | " + " | ".join(cells) + " |")
+    cells = [f"{results[s]['copy_pk']['rows_per_s']:,}" for s in systems if "copy_pk" in results[s]]
+    if len(cells) == len(systems):
+        lines.append(
+            "| COPY FROM csv into a PRIMARY KEY table, rows/s | " + " | ".join(cells) + " |"
+        )
     cells = [f"{results[s]['index_ready_s']:.2f}" for s in systems]
     lines.append("| CREATE INDEX + first read, s | " + " | ".join(cells) + " |")
     return "\n".join(lines) + (

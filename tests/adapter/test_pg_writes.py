@@ -176,3 +176,43 @@ def test_a_default_the_column_cannot_take_is_refused_at_create(
         assert _outcome(ours, insert, error) == _outcome(pg, insert, error) == ("error", "22012")
         pg.execute("DROP TABLE dflt")
     ours.close()
+
+
+TRANSACTION = [  # one transaction's writes, each reading what those before it left
+    "UPDATE own SET n = n + 1 WHERE grp = 1",
+    "UPDATE own SET n = n * 10 WHERE grp = 1",
+    "DELETE FROM own WHERE n = 20",
+    "INSERT INTO own VALUES (4, 7, 2)",
+    "UPDATE own SET n = (SELECT max(n) FROM own) + id WHERE grp = 2",
+    "UPDATE own SET id = own.id + 100 FROM own_src AS s WHERE own.id = s.id",
+]
+
+
+def test_a_transaction_reads_its_own_writes_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """A later write of one transaction acts on the rows its earlier writes left (a second
+    UPDATE of a row does not retract the row the first one replaced)."""
+    import psycopg
+
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    with psycopg.connect(postgres_url) as pg:
+        pg.execute("DROP TABLE IF EXISTS own, own_src")
+        pg.commit()
+        try:
+            got = []
+            for c in (ours, pg):
+                c.autocommit = True
+                c.execute("CREATE TABLE own (id int, n int, grp int)")
+                c.execute("CREATE TABLE own_src (id int, n int)")
+                c.execute("INSERT INTO own VALUES (1, 1, 1), (2, 2, 1), (3, 3, 2)")
+                c.execute("INSERT INTO own_src VALUES (3, 0)")
+                c.autocommit = False
+                for sql in TRANSACTION:
+                    c.execute(sql)
+                c.commit()
+                got.append(sorted(c.execute("SELECT * FROM own").fetchall()))
+                c.rollback()
+        finally:
+            pg.autocommit = True
+            pg.execute("DROP TABLE IF EXISTS own, own_src")
+            ours.close()
+    assert got[0] == got[1]

@@ -142,10 +142,48 @@ def test_copy_and_prepared_inserts_keep_the_primary_key(
         codes[-1].append(caught.value.sqlstate)
         c.cursor().executemany("INSERT INTO copy_keyed VALUES (%s, %s)", [(7, "h"), (8, "i")])
     assert codes == [["23505"] * 4] * 2
-    for c in (conn, pg):  # (PostgreSQL's pipeline is one transaction; here each INSERT is)
-        c.execute("DELETE FROM copy_keyed WHERE k IN (5, 6)")
     assert contents_keyed(conn) == contents_keyed(pg) == [(1, "a"), (7, "h"), (8, "i")]
 
 
 def contents_keyed(c: psycopg.Connection) -> list[tuple]:
     return c.execute("SELECT k, v FROM copy_keyed ORDER BY k").fetchall()
+
+
+def _lines(rows: list[tuple]) -> str:
+    return "".join("\t".join("\\N" if v is None else str(v) for v in r) + "\n" for r in rows)
+
+
+LARGE = [  # COPYs of 200 rows (checked on columns); each but the first has one duplicate
+    [(k, k % 50, None if k % 2 else f"b{k}") for k in range(200)],
+    [(k, 1000 + k, "x") for k in range(200, 400)][:150] + [(7, 999, "y")] + [],
+    [(k, 2000 + k, "x") for k in range(400, 600)][:100] + [(410, 5000, "z")],
+    [(k, 3000 + k, "x") for k in range(600, 800)][:60] + [(900, 4, "b4")],
+    [(k, None, None) for k in range(1000, 1200)],
+]
+
+
+def test_a_large_copy_keeps_keys_as_postgresql(
+    conn: psycopg.Connection, pg: psycopg.Connection
+) -> None:
+    """A COPY of many rows into a table with a PRIMARY KEY and a UNIQUE of two columns (its
+    keys checked on columns): NULLs never conflict; a key the table holds, or one the COPY
+    brings twice, is 23505 with PostgreSQL's message and detail, and nothing is written."""
+    got = []
+    for c in (pg, conn):
+        c.execute("CREATE TABLE copy_large (k int PRIMARY KEY, a int, b text, UNIQUE (a, b))")
+        outcomes = []
+        for rows in [*LARGE, "DELETE FROM copy_large WHERE k < 100", LARGE[0][:100]]:
+            if isinstance(rows, str):  # keys deleted are free again
+                c.execute(rows)
+                continue
+            try:
+                with c.cursor().copy("COPY copy_large FROM STDIN") as copy:
+                    copy.write(_lines(rows))
+                outcomes.append(None)
+            except psycopg.Error as e:
+                outcomes.append((e.sqlstate, str(e).splitlines()[0], e.diag.message_detail))
+            outcomes.append(c.execute("SELECT count(*), sum(k) FROM copy_large").fetchall())
+        got.append(outcomes)
+    assert got[0] == got[1]
+    assert [o[0] for o in got[1][::2] if o] == ["23505"] * 3
+    assert got[1][-1] == [(400, sum(range(200)) + sum(range(1000, 1200)))]

@@ -142,3 +142,70 @@ def test_constants_in_a_prepared_insert_mean_what_the_statement_path_makes_them(
 
 
 _tables = iter(range(10**6))
+
+
+PIPELINES = {  # a table, then statements sent as one pipeline whose third fails
+    "primary key": (
+        "(k int PRIMARY KEY, v text)",
+        "INSERT INTO {t} VALUES (%s, %s)",
+        [(1, "a"), (2, "b"), (1, "dup"), (4, "d"), (5, "e")],
+    ),
+    "not null": (
+        "(k int NOT NULL, v text)",
+        "INSERT INTO {t} VALUES (%s, %s)",
+        [(1, "a"), (2, "b"), (None, "c"), (4, "d"), (5, "e")],
+    ),
+    "expression": (
+        "(k int, v text)",
+        "INSERT INTO {t} VALUES (10 / %s, %s)",
+        [(1, "a"), (2, "b"), (0, "c"), (4, "d"), (5, "e")],
+    ),
+    "update": (
+        "(k int, v text)",
+        "UPDATE {t} SET k = k + 10 / %s WHERE v = %s",
+        [(1, "x"), (2, "y"), (0, "x"), (1, "y"), (1, "x")],
+    ),
+    "many keys": (  # past the 64 keys a write reads by key, a late repeat of an early key
+        "(k int PRIMARY KEY, v text)",
+        "INSERT INTO {t} VALUES (%s, %s)",
+        [(1, "a"), (2, "b"), (3, "c"), *((i, "n") for i in range(10, 90)), (2, "again")],
+    ),
+}
+BAD = {"many keys": 83}  # the failing statement, if not the third
+
+
+@pytest.mark.parametrize("case", sorted(PIPELINES))
+def test_an_error_in_a_pipeline_leaves_none_of_its_writes_as_in_postgresql(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str, case: str
+) -> None:
+    """The writes up to Sync are one implicit transaction: a failing statement (the third of
+    five) leaves nothing of those before it; the pipeline without it commits all of them."""
+    columns, statement, rows = PIPELINES[case]
+    got = []
+    for c in (pg, conn):
+        t = f"{table_name}_{case.replace(' ', '_')}"
+        c.execute(f"CREATE TABLE {t} {columns}")
+        c.execute(f"INSERT INTO {t} VALUES (100, 'x'), (200, 'y')")
+        with pytest.raises(psycopg.Error) as caught:
+            c.cursor().executemany(statement.format(t=t), rows)
+        after_error = c.execute(f"SELECT k, v FROM {t} ORDER BY k, v").fetchall()
+        good = [r for i, r in enumerate(rows) if i != BAD.get(case, 2)]
+        c.cursor().executemany(statement.format(t=t), good)
+        after = c.execute(f"SELECT k, v FROM {t} ORDER BY k, v").fetchall()
+        got.append((caught.value.sqlstate, after_error, after))
+    assert got[0] == got[1]
+    assert got[1][1] == [(100, "x"), (200, "y")]
+
+
+def test_a_read_in_a_pipeline_commits_the_writes_before_it(
+    conn: psycopg.Connection, table_name: str
+) -> None:
+    """A read between writes of one pipeline sees the writes before it (they commit first;
+    changeflow's transactions read or write, not both)."""
+    conn.execute(f"CREATE TABLE {table_name} (k int PRIMARY KEY)")
+    with conn.pipeline():
+        conn.execute(f"INSERT INTO {table_name} VALUES (1)")
+        counted = conn.execute(f"SELECT count(*) FROM {table_name}")
+        conn.execute(f"INSERT INTO {table_name} VALUES (2)")
+    assert counted.fetchall() == [(1,)]
+    assert conn.execute(f"SELECT k FROM {table_name} ORDER BY k").fetchall() == [(1,), (2,)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlglot import exp
 
@@ -23,6 +23,7 @@ from changeflow.errors import EvalError, PlanError
 
 Row = tuple[Any, ...]
 Counted = dict[Row, int]
+_E = TypeVar("_E", EvalError, PlanError)
 
 
 @dataclass(frozen=True)
@@ -122,18 +123,20 @@ def check_unique(
 
 
 def duplicate(u: Unique, key: Row, table: str, names: list[str]) -> EvalError:
-    return EvalError(
-        f'duplicate key value violates unique constraint "{u.name}"',
-        sqlstate="23505",
-        detail=f"Key {_shown(u, key, names)} already exists.",
-        table=table,
-        constraint=u.name,
-    )
+    """23505 for a write that would give ``u``'s ``key`` a second row."""
+    message = f'duplicate key value violates unique constraint "{u.name}"'
+    return _key_error(EvalError, message, "already exists", u, key, table, names)
 
 
-def _shown(u: Unique, key: Row, names: list[str]) -> str:
+def _key_error(
+    kind: type[_E], message: str, state: str, u: Unique, key: Row, table: str, names: list[str]
+) -> _E:
+    """A 23505 of ``kind`` naming ``u`` and, in its detail, ``key`` and its ``state``."""
     columns = ", ".join(names[i] for i in u.columns)
-    return f"({columns})=({', '.join('null' if v is None else str(v) for v in key)})"
+    shown = f"({columns})=({', '.join('null' if v is None else str(v) for v in key)})"
+    return kind(
+        message, sqlstate="23505", detail=f"Key {shown} {state}.", table=table, constraint=u.name
+    )
 
 
 def check_build(u: Unique, rows: Iterable[tuple[Row, int]], table: str, names: list[str]) -> None:
@@ -144,13 +147,8 @@ def check_build(u: Unique, rows: Iterable[tuple[Row, int]], table: str, names: l
         if key is None or count <= 0:
             continue
         if key in seen or count > 1:
-            raise PlanError(
-                f'could not create unique index "{u.name}"',
-                sqlstate="23505",
-                detail=f"Key {_shown(u, key, names)} is duplicated.",
-                table=table,
-                constraint=u.name,
-            )
+            message = f'could not create unique index "{u.name}"'
+            raise _key_error(PlanError, message, "is duplicated", u, key, table, names)
         seen.add(key)
 
 

@@ -541,10 +541,11 @@ class Environment:
 
 def _integer(plan: P.Plan, column: int) -> bool:
     """Is column ``column`` of ``plan``'s only input an integer?"""
-    get = next(p for p in _gets(plan))
+    get = next(p for p in gets(plan))
     return get.schema[column].type.integer
 
 
-def _gets(plan: P.Plan) -> list[P.Get]:
+def gets(plan: P.Plan) -> list[P.Get]:
+    """The Get nodes of ``plan`` (an input read twice is there twice)."""
     own = [plan] if isinstance(plan, P.Get) else []
-    return own + [g for p in plan.inputs() for g in _gets(p)]
+    return own + [g for p in plan.inputs() for g in gets(p)]

@@ -34,6 +34,7 @@ TRIES = 100
 APPLY_AT = 64  # the log is applied to the shards once this many entries wait (or each second)
 RECENT = 64  # commits of this process kept in memory for rechecks
 COMPANY_WAIT = 0.002  # seconds a leader waits for as many transactions as its last group had
+SHARED_SECONDS = 10.0  # processes take turns this long after another's commit was seen
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class GroupCommit:
         self._applier: threading.Thread | None = None
         # recent commits: timestamp -> (frames, each table's commit before it)
         self._recent: dict[int, tuple[dict[str, pa.Table], dict[str, int]]] = {}
+        self._shared_until = 0.0  # another process committed lately: take turns until then
 
     def commit(self, frames: dict[str, pa.Table], reads: Reads | None = None) -> int:
         """Commit ``frames`` and return their timestamp once durable (see the module doc)."""
@@ -126,6 +128,37 @@ class GroupCommit:
                 self.cond.notify_all()
 
     def _commit(self, group: list[_Pending]) -> None:
+        spool = self.log.spool
+        if spool is None or not self._shared():
+            self._commit_group(group, {})
+            return
+        blind = [p for p in group if p.reads is None]
+        with spool.turn(_merged(blind) if blind else None) as mine:
+            if mine is not None:  # spooled while another process had the turn
+                state = self.log.state()
+                at = state.carried.get(mine)
+                if at is None and not spool.holds(mine):  # taken, so committed (at or before
+                    at = state.upper - 1  # the log's upper); its name forgotten since
+                if at is not None:  # which committed them
+                    for p in blind:
+                        p.ts = at
+                    group = [p for p in group if p.reads is not None]
+                spool.remove([mine])  # (left by a carrier killed after its commit: not twice)
+            if group:
+                self._commit_group(group, spool.take())
+
+    def _shared(self) -> bool:
+        """Does another process commit to this home (its commit the log's latest within the
+        last :data:`SHARED_SECONDS`)? Alone, a commit takes no turn and reads no spool."""
+        latest = max(self.log.state().last_write.values(), default=-1)
+        if latest >= 0 and latest not in self._recent:
+            self._shared_until = time.monotonic() + SHARED_SECONDS
+        return time.monotonic() < self._shared_until
+
+    def _commit_group(self, group: list[_Pending], others: dict[str, dict[str, pa.Table]]) -> None:
+        """Commit ``group`` with the ``others``' spooled writes (id -> frames) that have the
+        same frame schemas."""
+        carried = tuple(others)
         for _ in range(TRIES):
             guard: dict[str, int] = {}
             for p in group:
@@ -136,7 +169,10 @@ class GroupCommit:
                 if refused is not None:
                     raise refused
                 merged, prior = _merged(group), {}
-                ts = self.log.commit(merged, guard=guard, floor=self.oracle.now(), prior=prior)
+                carried = _carry(merged, others)
+                ts = self.log.commit(
+                    merged, guard=guard, floor=self.oracle.now(), prior=prior, carried=carried
+                )
             except Moved as m:
                 group = self._recheck(group, m)
                 if not group:
@@ -148,6 +184,8 @@ class GroupCommit:
             self.entries += 1  # a read's timestamp is at least the log's last commit
             for p in group:
                 p.ts = ts
+            if carried and self.log.spool is not None:
+                self.log.spool.remove(carried)
             if self.log.pending >= APPLY_AT:  # else the host does, within a second
                 self._wake_applier()
             return
@@ -182,6 +220,7 @@ class GroupCommit:
         self._wanted.set()
         if self._applier is not None:
             self._applier.join(timeout=30)
+        self.log.close()
 
     def _recheck(self, group: list[_Pending], m: Moved) -> list[_Pending]:
         """The transactions of ``group`` that still hold after the writes ``m`` reports; the
@@ -240,6 +279,20 @@ def _compatible(batch: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
         for shard, frame in p.frames.items():
             written.setdefault(shard, []).append(frame)
     return group, rest
+
+
+def _carry(merged: dict[str, pa.Table], others: dict[str, dict[str, pa.Table]]) -> tuple[str, ...]:
+    """Add to ``merged`` the spooled writes of ``others`` whose frames have its schemas (a
+    write framed across a schema change is left to its own process); their ids."""
+    carried = []
+    for name, frames in others.items():
+        if all(s not in merged or merged[s].schema == f.schema for s, f in frames.items()):
+            for shard, frame in frames.items():
+                merged[shard] = (
+                    pa.concat_tables([merged[shard], frame]) if shard in merged else frame
+                )
+            carried.append(name)
+    return tuple(carried)
 
 
 def _merged(group: list[_Pending]) -> dict[str, pa.Table]:

@@ -33,7 +33,7 @@ from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified,
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
-from changeflow.adapter.keyed import constrain
+from changeflow.adapter.keyed import constrain, constrain_frame
 from changeflow.adapter.notices import notices
 from changeflow.adapter.object_ids import shown_columns, shown_rows
 from changeflow.adapter.plan_cache import plan_select
@@ -58,6 +58,7 @@ from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.system_tables import SETTING_NAMES
 from changeflow.adapter.timelines import check_single, check_transaction
+from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.types import Schema
@@ -111,6 +112,7 @@ class Transaction:
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
     read_rows: list[tuple[P.Plan, dict[tuple[Any, ...], int]]] = field(default_factory=list)
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
+    written: dict[str, Written] = field(default_factory=dict)  # the writes as later reads see them
     queried: bool = False
     failed: bool = False
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
@@ -225,8 +227,8 @@ class Session:
             data,
             text,
         )
-        if relation.unique and frame.num_rows:  # PRIMARY KEY and UNIQUE, as INSERT checks
-            constrain(self, txn, relation, None, list(counted(frame).items()), ())
+        if relation.unique and frame.num_rows and not constrain_frame(self, txn, relation, frame):
+            constrain(self, txn, relation, None, list(counted(frame).items()), ())  # as INSERT
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
         self._end(txn)
@@ -479,9 +481,15 @@ class Session:
                 counted = self.env.evaluate(p, ts, self.timeout, read) if reads else _constant(p)
                 if reads:
                     txn.read_rows.append((p, counted))  # what the commit checks is unchanged
+                    counted = with_own_writes(
+                        self.env, p, ts, counted, txn.written, txn.writes, self.timeout
+                    )
                 rows += [(row, sign * c) for row, c in counted.items()]
         if getattr(planned, "whole", False):  # UPDATE … FROM, DELETE … USING
             table_rows = self.env.evaluate(table.plan, ts, self.timeout)
+            table_rows = with_own_writes(
+                self.env, table.plan, ts, table_rows, txn.written, txn.writes
+            )
             rows = whole_rows(rows, table_rows, len(table.plan.schema))
         item = resolver.state.by_name(table.name)
         shape = self.env.storage.state(shard).schema

@@ -141,15 +141,22 @@ class ClientConnection(Startup, Extended, Runner):
             kind = msg.kind
             if kind == b"X":
                 return
-            if kind in (b"Q", b"S"):  # collected INSERT rows go in first (one commit)
+            if kind in (b"Q", b"S"):  # collected INSERT rows go in, then the writes commit
                 skipping = False
                 try:
                     self.flush_batch()
+                    failed = False
                 except ChangeflowError as e:
                     self._error(e)
-                    if kind == b"Q":
-                        self.wire.send(*W.ready(self.status))
-                        continue
+                    failed = True
+                try:
+                    self.end_writes()
+                except ChangeflowError as e:
+                    self._error(e)
+                    failed = True
+                if failed and kind == b"Q":
+                    self.wire.send(*W.ready(self.status))
+                    continue
             if kind == b"Q":
                 self.simple_query(W.Reader(msg.body).cstr())
                 continue

@@ -23,6 +23,7 @@ from changeflow.server.batch import (
     target,
 )
 from changeflow.server.params import placeholders, substitute
+from changeflow.server.pipeline import WRITES, Pipeline, is_write
 from changeflow.server.prepare import Prepared, infer_oids
 from changeflow.server.runner import Outcome
 from changeflow.server.values import TYPE_NAMES, from_binary, from_text
@@ -46,9 +47,10 @@ class Portal:
     stmt: Statement | None = None  # the query as described: run as is, with the plan kept
 
 
-class Extended:
+class Extended(Pipeline):
     """The extended-protocol part of a client connection (statements run through
-    :class:`~changeflow.server.runner.Runner`)."""
+    :class:`~changeflow.server.runner.Runner`; the writes up to Sync are one transaction,
+    :mod:`~changeflow.server.pipeline`)."""
 
     session: Session | None
     wire: W.Wire
@@ -231,6 +233,7 @@ class Extended:
             self.wire.send(b"I")
             return
         if portal.row is not None and portal.outcome is None:
+            self.begin_writes()
             found, row = portal.row
             batch = self.batch
             if batch is None or batch.target != found or len(batch.rows[0]) != len(row):
@@ -243,6 +246,12 @@ class Extended:
             self.wire.send(*W.command_complete("INSERT 0 1"))
             return
         self.flush_batch()
+        if portal.outcome is None:
+            write = portal.stmt.kind in WRITES if portal.stmt else is_write(portal.text)
+            if write:
+                self.begin_writes()
+            else:  # a read or another statement runs on its own
+                self.end_writes()
         try:
             if portal.outcome is None:
                 portal.outcome = self.run(portal.text, portal.stmt)

@@ -28,7 +28,7 @@ import base64
 import json
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -36,10 +36,11 @@ import pyarrow.compute as pc
 
 from changeflow.errors import ChangeflowError, InvalidInput, UpperMismatch
 from changeflow.failpoints import failpoint
-from changeflow.storage.consensus import Decoded, VersionedData
+from changeflow.storage.consensus import Decoded, SqliteConsensus, VersionedData
 from changeflow.storage.frames import empty_frame, frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
+from changeflow.storage.spool import Spool
 from changeflow.storage.write import WriteCapability
 from changeflow.time import Antichain, to_bound
 from changeflow.updates import TIME
@@ -49,6 +50,7 @@ BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
 INLINE_KEPT = 4096  # decoded inline writes kept (all forgotten at once past this many)
+CARRIED_KEPT = 64  # spooled writes whose commit times the log keeps for their owners
 FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
@@ -85,6 +87,7 @@ class LogState:
     upper: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)  # {ts, writes: {shard: key}}
     last_write: dict[str, int] = field(default_factory=dict)  # shard -> ts of its last commit
+    carried: dict[str, int] = field(default_factory=dict)  # spooled write -> its commit's ts
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.__dict__).encode()
@@ -109,6 +112,11 @@ class TxnLog:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.consensus = storage.consensus
+        # processes sharing a consensus file take turns to commit, and carry each other's
+        # blind writes (a PostgreSQL consensus may be shared across machines: no spool)
+        self.spool = None
+        if isinstance(self.consensus, SqliteConsensus):
+            self.spool = Spool(self.consensus.path.parent)
         self._applying = threading.Lock()
         self._lock = threading.Lock()
         self._applied: set[int] = set()  # entries applied by this process, not forgotten yet
@@ -135,6 +143,10 @@ class TxnLog:
     def state(self) -> LogState:
         return self.decoded.head(KEY)[1] or LogState()
 
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
     def last_commit(self) -> int:
         """The timestamp of the latest commit (-1 if none): a read at or after it sees every
         acknowledged commit."""
@@ -160,6 +172,7 @@ class TxnLog:
         guard: dict[str, int] | None = None,
         floor: int = 0,
         prior: dict[str, int] | None = None,
+        carried: tuple[str, ...] = (),
     ) -> int:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) atomically and return
         their timestamp; see the module docstring. At ``ts`` (:class:`StaleTimestamp` if it
@@ -170,7 +183,9 @@ class TxnLog:
         after its time, and write nothing. ``read_ts`` and ``read_shards`` say the same for
         a read-then-write commit that cannot check its reads: a serialization failure.
         :attr:`pending` is then how many entries wait to be applied; ``prior`` (if given) is
-        filled with each written shard's commit before this one (-1: none)."""
+        filled with each written shard's commit before this one (-1: none). ``carried``: the
+        ids of other processes' spooled writes among ``frames`` (:mod:`~.spool`), kept in the
+        log with this commit's timestamp so their owners find them committed."""
         guard = dict(guard or {})
         for shard in read_shards:
             guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
@@ -200,10 +215,14 @@ class TxnLog:
             if prior is not None:
                 prior.clear()
                 prior.update({s: state.last_write.get(s, -1) for s in keys})
+            held = state.carried
+            if carried:  # the last CARRIED_KEPT spooled writes' times, for their owners
+                held = dict(list(held.items())[-CARRIED_KEPT:]) | dict.fromkeys(carried, at)
             if not keys:
-                return LogState(at + 1, kept, state.last_write), at
+                return replace(state, upper=at + 1, pending=kept, carried=held), at
             last = {**state.last_write, **dict.fromkeys(keys, at)}
-            return LogState(at + 1, [*kept, {"ts": at, "writes": keys}], last), at
+            entries = [*kept, {"ts": at, "writes": keys}]
+            return LogState(at + 1, entries, last, held), at
 
         failpoint("txns.before_commit")
         try:
@@ -241,7 +260,7 @@ class TxnLog:
         def advance(state: LogState) -> tuple[LogState | None, LogState]:
             if state.upper > ts:
                 return None, state
-            new = LogState(ts + 1, state.pending, state.last_write)
+            new = replace(state, upper=ts + 1)
             return new, new
 
         pending = self._change(advance).pending  # read before the shards (see above)
@@ -330,7 +349,7 @@ class TxnLog:
         def advance(state: LogState) -> tuple[LogState | None, None]:
             if state.upper > ts:
                 return None, None
-            return LogState(ts + 1, state.pending, state.last_write), None
+            return replace(state, upper=ts + 1), None
 
         self._change(advance)
         self.apply(tidy)
@@ -363,7 +382,7 @@ class TxnLog:
 
             def forget(state: LogState) -> tuple[LogState | None, None]:
                 left = [e for e in state.pending if e["ts"] not in done]
-                return LogState(state.upper, left, state.last_write), None
+                return replace(state, pending=left), None
 
             self._change(forget)
             for entry in pending:
