@@ -291,7 +291,9 @@ class Correction:
         """
         view = sortable(table)
         order = pc.sort_indices(view, [(k, "ascending") for k in self.keys])
-        table, view = table.take(order), view.take(order)
+        same = view is table  # no nested columns: one take serves both
+        table = table.take(order)
+        view = table if same else view.take(order)
         n = table.num_rows
         if not n:
             return Chain()
