@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -144,3 +145,25 @@ def test_a_batch_rounds_its_numerics_to_the_column_as_the_rows_do(a) -> None:
     unit = Decimal(1).scaleb(-10)
     want = [None if v is None else v.quantize(unit, ROUND_HALF_EVEN, EXACT) for v in values]
     assert got is not None and got.column("x").to_pylist() == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=columns(), extra=st.integers(0, 19))
+def test_wide_decimals_are_read_at_their_fewest_places(a, extra) -> None:
+    """A column whose unscaled values pass an int64 at its scale (a product at scale 20) is
+    read as int64s where a power of ten divides them all; the values are the column's."""
+    values, scale = a
+    ints = scaled.unscaled(_array(values, scale + extra))
+    if ints is None:
+        return
+    assert isinstance(ints.values, np.ndarray)
+    got = [Decimal(int(i)).scaleb(-ints.scale, EXACT) for i in ints.values]
+    assert [g if v is not None else None for g, v in zip(got, values, strict=True)] == values
+
+
+def test_a_product_at_scale_20_is_read_at_its_own_places() -> None:
+    wide = _array([Decimal("12345.678"), Decimal("-9.5"), None, Decimal(0)], 20)
+    ints = scaled.unscaled(wide)
+    assert ints is not None and ints.scale == 3 and ints.values.tolist() == [12345678, -9500, 0, 0]
+    negative = _array([Decimal("-92233720368547.75808")], 5)  # -2**63 at scale 5
+    assert scaled.unscaled(negative).values.tolist() == [-(2**63)]

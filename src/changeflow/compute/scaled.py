@@ -80,7 +80,11 @@ def unscaled(v: Value) -> Ints | None:
         valid = v.is_valid().to_numpy(zero_copy_only=False)
         low, high = np.where(valid, low, 0), np.where(valid, high, 0)
     if not (high == (low >> 63)).all():
-        return None
+        values = _divided(low.view(np.uint64), high, scale)
+        if values is None:
+            return None
+        values, scale = values
+        return _ints(values, valid, scale)
     return _ints(np.array(low, np.int64), valid, scale)
 
 
@@ -95,6 +99,41 @@ def _ints(values: np.ndarray, valid: np.ndarray | None, scale: int) -> Ints:
     if drop:
         values = values // 10**drop
     return Ints(values, valid, scale - drop)
+
+
+def _divided(low: np.ndarray, high: np.ndarray, scale: int) -> tuple[np.ndarray, int] | None:
+    """128-bit values (low and high words) divided by the largest power of ten (at most
+    ``scale``, and 18) that leaves int64s, or None: ``v / 10**k`` is ``(v >> k) / 5**k``, and
+    an exact division by an odd number is a multiplication by its inverse modulo 2**64; the
+    quotients are multiplied back to confirm it (no division anywhere)."""
+    bits = int(np.bitwise_or.reduce(low))
+    top = min(scale, 18, (bits & -bits).bit_length() - 1 if bits else 18)
+    for k in range(top, max(top - 3, 0), -1):
+        shifted = (low >> np.uint64(k)) | (high.view(np.uint64) << np.uint64(64 - k))
+        values = (shifted * np.uint64(pow(5**k, -1, 2**64))).view(np.int64)
+        back_low, back_high = _times(values, 10**k)
+        if (back_low == low).all() and (back_high == high).all():
+            return values, scale - k
+    return None
+
+
+def _times(values: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values * factor`` (``factor`` below 2**63) as 128-bit low (unsigned) and high
+    words, from 32-bit halves."""
+    negative = values < 0
+    magnitude = np.where(negative, -values, values).view(np.uint64)  # -2**63 gives 2**63
+    half, mask = np.uint64(32), np.uint64(0xFFFFFFFF)
+    low_m, high_m = magnitude & mask, magnitude >> half
+    low_f, high_f = np.uint64(factor & 0xFFFFFFFF), np.uint64(factor >> 32)
+    p0, p1, p2 = low_m * low_f, low_m * high_f, high_m * low_f
+    middle = (p0 >> half) + (p1 & mask) + (p2 & mask)
+    low = (p0 & mask) | (middle << half)
+    high = high_m * high_f + (p1 >> half) + (p2 >> half) + (middle >> half)
+    negated_low = ~low + np.uint64(1)
+    negated_high = ~high + (low == 0).astype(np.uint64)
+    low = np.where(negative, negated_low, low)
+    high = np.where(negative, negated_high, high)
+    return low, high.view(np.int64)
 
 
 def decimal(ints: Ints, kind: pa.Decimal128Type) -> Value | None:
