@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from changeflow.cdc.formats.jsonl import _count_from_json, message_from_json
 from changeflow.cdc.messages import Progress, Updates
 from changeflow.cdc.reader import CdcReader, decode
 from changeflow.cdc.writer import CdcWriter, write_history
@@ -20,6 +21,7 @@ from changeflow.errors import (
     InvalidTime,
     ProtocolViolation,
 )
+from changeflow.time import Antichain
 
 sys.path.insert(0, str(Path(__file__).parent))
 from reader_histories import (  # noqa: E402
@@ -175,3 +177,43 @@ def test_writer_output_is_well_formed_and_independent_of_batch_size(history, b1,
 
 
 # -- memory -------------------------------------------------------------------------------------
+
+
+_entries = st.one_of(
+    st.fixed_dictionaries({"time": st.integers(0, 10), "count": st.integers(0, 3)}),
+    st.fixed_dictionaries(
+        {
+            "time": st.one_of(
+                st.integers(-2, 2**63),
+                st.booleans(),
+                st.lists(st.integers(0, 3), max_size=2),
+                st.text(max_size=1),
+            ),
+            "count": st.one_of(st.integers(-1, 3), st.booleans(), st.floats(0, 1)),
+        }
+    ),
+    st.fixed_dictionaries({"time": st.integers(0, 3)}),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.text(max_size=2),
+    st.none(),
+)
+
+
+@settings(max_examples=300)
+@given(counts=st.lists(_entries, max_size=5))
+def test_progress_counts_parse_as_entry_by_entry(counts) -> None:
+    """A statement's counts, read a list at a time where every entry is an int time with an
+    int count, parse (or fail, naming the first bad entry) exactly as read one by one."""
+
+    def outcome(parse):
+        try:
+            return parse()
+        except (InvalidInput, InvalidTime, ProtocolViolation) as error:
+            return type(error), str(error)
+
+    def one_by_one():
+        parsed = tuple(_count_from_json(c) for c in counts)
+        return Progress(Antichain([0]), Antichain([20]), parsed).validate().counts
+
+    statement = {"progress": {"lower": [0], "upper": [20], "counts": counts}}
+    assert outcome(lambda: message_from_json(statement).counts) == outcome(one_by_one)

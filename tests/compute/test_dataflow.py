@@ -16,6 +16,7 @@ from changeflow.collection import PTVC
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view, maintain_view
 from changeflow.compute.evaluate import evaluate
+from changeflow.compute.expr import Arith, Col
 from changeflow.compute.types import INT4, INT8, Column
 from changeflow.errors import PlanError
 from changeflow.storage import Storage
@@ -206,3 +207,24 @@ def test_a_new_view_over_compacted_inputs_begins_at_their_since(tmp_path: Path) 
         tuple(row.values())[:2]: row["_diff"] for row in storage.snapshot_table(read, 5).to_pylist()
     }
     assert got == {(0, 3): 1, (1, 3): 1}
+
+
+def test_a_row_gone_before_the_as_of_is_not_evaluated_when_hydrating(tmp_path: Path) -> None:
+    """A new view's first step reads its inputs' updates before its as_of without summing them
+    where every diff is positive; a row inserted and deleted before then (whose ``k / v``
+    divides by zero) must not reach the operators."""
+    r = P.Get("r", (Column("k", INT4), Column("v", INT4)))
+    plan = P.Map(r, (("q", Arith("/", Col(0, INT4), Col(1, INT4))),))
+    history = {"r": [((1, 0), 0, 1), ((1, 0), 1, -1), ((4, 2), 0, 1), ((4, 2), 1, 1)], "s": []}
+    storage = open_storage(tmp_path)
+    caps = load_inputs(storage, history, [])
+    append_until(storage, caps, history, 0, 3)
+    for read, _ in caps.values():
+        read.downgrade(Antichain([2]))
+    flow = maintain_view(storage, "v", plan, "out")
+    flow.run(until=3)
+    flow.close()
+    read, _ = storage.acquire_capabilities("out")
+    assert [(*row.values(),) for row in storage.snapshot_table(read, 2).to_pylist()] == [
+        (4, 2, 2, 2, 2)
+    ]

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,3 +130,43 @@ def test_a_sums_decimal_places_are_those_of_its_most_precise_value() -> None:
     assert _places(pa.array([None, None], ten)) == 0
     long = Decimal("1234567890123456789012345678901.5")
     assert _places(pa.array([long], pa.decimal256(40, 5))) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(0, 10).flatmap(
+                lambda p: st.decimals(-(10**8), 10**8, places=p, allow_nan=False)
+            ),
+            st.sampled_from([Decimal(0), Decimal("92233720.3685477580")]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    signs=st.lists(st.sampled_from([1, -1]), min_size=8, max_size=8),
+    scale=st.sampled_from([10, 20]),
+)
+def test_decimal_sums_on_scaled_ints_are_the_decimal_kernels(values, signs, scale) -> None:
+    """A numeric sum's weighted values taken on scaled int64s have the decimal kernels' values,
+    type and bound (or both send the step to the rows)."""
+    from changeflow.compute.operators import reduce_batch
+
+    arg = pa.array(values, pa.decimal128(38, scale))
+    diffs = pa.array(signs[: len(values)], pa.int64())
+    valid = pc.is_valid(arg)
+
+    def weighted(fast: bool) -> object:
+        saved = reduce_batch._weighted_ints
+        if not fast:
+            reduce_batch._weighted_ints = lambda *_: None
+        try:
+            out, bound = reduce_batch._weighted(arg, diffs, valid)
+        except C.Rows:
+            return "rows"
+        finally:
+            reduce_batch._weighted_ints = saved
+        return out.type, out.to_pylist(), str(bound)
+
+    assert weighted(True) == weighted(False)

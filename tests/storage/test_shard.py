@@ -54,6 +54,19 @@ def contents(table: pa.Table) -> dict[tuple, int]:
     return out
 
 
+def summed(table: pa.Table, as_of: int) -> dict[tuple, int]:
+    """The contents of a snapshot's updates (a multiset: a row may come more than once), each
+    row of which must be in the contents, at ``as_of``."""
+    data = [c for c in table.column_names if not c.startswith("_")]
+    out: dict[tuple, int] = {}
+    for row in table.to_pylist():
+        assert row["_time"] == as_of
+        key = tuple(row[c] for c in data)
+        out[key] = out.get(key, 0) + row["_diff"]
+    assert all(out.values()), f"rows not in the contents: {out}"
+    return out
+
+
 @pytest.fixture
 def storage(tmp_path: Path) -> Storage:
     return open_storage(tmp_path)
@@ -99,6 +112,7 @@ def test_shard_reads_like_the_reference(tmp_path_factory: pytest.TempPathFactory
         elif since < upper:
             as_of = since + op[1] % (upper - since)
             assert contents(storage.snapshot_table(read, as_of)) == ref.read(as_of)
+            assert summed(read.snapshot_updates(as_of), as_of) == ref.read(as_of)
         assert storage.state("t").since == ref.since
         assert storage.state("t").upper == ref.upper
     storage.compact("t")
@@ -106,6 +120,7 @@ def test_shard_reads_like_the_reference(tmp_path_factory: pytest.TempPathFactory
     assert len(state.batches) <= 1
     for as_of in range(since_of(ref), upper_of(ref)):
         assert contents(storage.snapshot_table(read, as_of)) == ref.read(as_of)
+        assert summed(read.snapshot_updates(as_of), as_of) == ref.read(as_of)
 
 
 def since_of(ref: PTVC) -> int:
@@ -383,6 +398,20 @@ def test_garbage_waits_for_the_grace(tmp_path: Path) -> None:
     clock.now += 61
     assert storage.collect_garbage("t", grace_seconds=60) == 2
     assert contents(storage.snapshot_table(read, 1)) == {("a", 1): 1, ("b", 1): 1}
+
+
+def test_an_unsummed_snapshot_keeps_rows_apart_unless_a_diff_cancels(storage: Storage) -> None:
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1), (("a", 1), 1, 2), (("b", 1), 1, 1)], 3)
+    table, upper = storage.subscribe_at(read, summed=False).next(1)
+    assert upper == Antichain([1]) and summed(table, 0) == {("a", 1): 1}
+    storage.downgrade(read, 2)
+    table, _ = storage.subscribe_at(read, summed=False).next(1)
+    assert table.num_rows == 3 and summed(table, 2) == {("a", 1): 3, ("b", 1): 1}
+    storage.append(write, [(("b", 1), 3, -1)], 5)
+    storage.downgrade(read, 4)
+    table, _ = storage.subscribe_at(read, summed=False).next(1)
+    assert contents(table) == {("a", 1): 3} and summed(table, 4) == {("a", 1): 3}
 
 
 def test_a_subscription_never_delivers_an_update_twice(storage: Storage) -> None:

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.compute import expr as X
+from changeflow.compute import scaled
 from changeflow.compute.functions import Func
 from changeflow.compute.scalars import like_pattern, unstorable_nan
 from changeflow.compute.types import (
@@ -211,6 +212,8 @@ def _exact_in_rows(out: Value) -> Value:
 def _numeric(op: str, a: Value, b: Value) -> Value:
     if op not in ("+", "-", "*"):
         raise NoKernel(f"numeric {op}")
+    if (fast := scaled.arith(op, a, b)) is not None:
+        return fast
     a, b = narrow(a), narrow(b)
     pa_, pb = a.type.precision, b.type.precision
     sa, sb = a.type.scale, b.type.scale

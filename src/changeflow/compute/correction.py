@@ -291,7 +291,9 @@ class Correction:
         """
         view = sortable(table)
         order = pc.sort_indices(view, [(k, "ascending") for k in self.keys])
-        table, view = table.take(order), view.take(order)
+        same = view is table  # no nested columns: one take serves both
+        table = table.take(order)
+        view = table if same else view.take(order)
         n = table.num_rows
         if not n:
             return Chain()
@@ -302,6 +304,8 @@ class Correction:
         at = np.flatnonzero(starts)
         sums = np.add.reduceat(table.column(DIFF).to_numpy(), at)
         keep = sums != 0
+        if len(at) == n and keep.all():  # every row its own run: the sorted table as it is
+            return Chain.from_table(table, self.chunk_rows)
         runs = table.take(pa.array(at[keep]))
         runs = runs.set_column(len(self.schema) + 1, self.frame.field(DIFF), pa.array(sums[keep]))
         return Chain.from_table(runs, self.chunk_rows)

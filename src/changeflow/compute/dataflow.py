@@ -331,7 +331,7 @@ class Dataflow:
             and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {
-            s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk)
+            s: self.storage.subscribe_at(c, timeout=None, snapshot=not bulk, summed=False)
             for s, c in self.holds.items()
         }
         if bulk:
@@ -432,7 +432,7 @@ class Dataflow:
         self.inputs = Inputs()
         self.root = build(self.plan, self.inputs, at=at)
         subscribe = self.storage.subscribe_at
-        self.subscriptions = {s: subscribe(c, timeout=None) for s, c in caps.items()}
+        self.subscriptions = {s: subscribe(c, timeout=None, summed=False) for s, c in caps.items()}
         self.frontier = at
         self.uppers = dict.fromkeys(self.holds, at)
         self.error = None

@@ -90,6 +90,18 @@ class ReadCapability:
         """The consolidated contents at ``as_of`` as an Arrow table (for small shards)."""
         return consolidate(self.updates_until(as_of), as_of)
 
+    def snapshot_updates(self, as_of: int) -> pa.Table:
+        """The contents at ``as_of`` as updates at ``as_of``, summed only where a diff is not
+        positive: where none is, every row read is in the contents and the updates are their
+        multiset as they are (a row may come more than once), with no group-by of the whole."""
+        table = self.updates_until(as_of)
+        diffs = table.column(DIFF)
+        if table.num_rows and pc.min(diffs).as_py() <= 0:
+            return consolidate(table, as_of)
+        times = pa.repeat(pa.scalar(as_of, pa.int64()), table.num_rows)
+        at = table.schema.get_field_index(TIME)
+        return table.set_column(at, table.schema.field(at), times)
+
     def updates_until(self, as_of: int) -> pa.Table:
         """The updates at times up to ``as_of``, not consolidated: the contents at ``as_of``
         once summed (for a reader that sums them itself, as a count or a hash join does)."""
@@ -105,6 +117,8 @@ class ReadCapability:
                 attempts += 1
                 if attempts == 3:
                     raise
+        if not table.num_rows or pc.max(table.column(TIME)).as_py() <= as_of:
+            return table
         return table.filter(pc.less_equal(table.column(TIME), as_of))
 
     def snapshot(self, as_of: int, spark: SparkSession | None = None) -> DataFrame:
@@ -144,13 +158,19 @@ class ReadCapability:
         return table.filter(keep).sort_by([(TIME, "ascending")])
 
     def subscribe(
-        self, timeout: float | None = 60.0, poll: float = 0.05, snapshot: bool = True
+        self,
+        timeout: float | None = 60.0,
+        poll: float = 0.05,
+        snapshot: bool = True,
+        summed: bool = True,
     ) -> Subscription:
         """The snapshot at this capability's frontier (unless ``snapshot`` is false: the caller
-        read it in bulk), then every later update in order."""
+        read it in bulk), then every later update in order. The snapshot is consolidated unless
+        ``summed`` is false: then it is :meth:`ReadCapability.snapshot_updates`."""
         to_bound(self._frontier, "the read capability's frontier")
         self.state()
-        return Subscription(self, timeout, poll, self._machine.lease_ms / 3000, snapshot)
+        renew = self._machine.lease_ms / 3000
+        return Subscription(self, timeout, poll, renew, snapshot, summed)
 
     def _readable(self, state: ShardState, as_of: int) -> ShardState:
         """``state``, if this capability is live and ``as_of`` is in ``[since, upper)``."""
@@ -175,8 +195,10 @@ class Subscription:
         poll: float,
         renew_every: float,
         snapshot: bool = True,
+        summed: bool = True,
     ) -> None:
         self.cap, self.timeout, self.poll, self.renew_every = cap, timeout, poll, renew_every
+        self.summed = summed
         as_of = to_bound(cap.frontier, "the read capability's frontier")
         # updates before this time have been delivered (None: not even the snapshot)
         self.progress: int | None = None if snapshot or as_of is None else as_of + 1
@@ -211,7 +233,8 @@ class Subscription:
                     as_of = to_bound(self.cap.frontier, "the read capability's frontier")
                     assert as_of is not None
                     if not state.upper.less_equal(as_of):
-                        table = self.cap.snapshot_table(as_of)
+                        read = self.cap.snapshot_table if self.summed else self.cap.snapshot_updates
+                        table = read(as_of)
                         self.progress = as_of + 1
                         return table, Antichain([as_of + 1])
                 elif not state.upper.less_equal(self.progress):

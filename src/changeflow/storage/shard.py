@@ -231,10 +231,12 @@ class Storage:
         timeout: float | None = 60.0,
         poll: float = 0.05,
         snapshot: bool = True,
+        summed: bool = True,
     ) -> Subscription:
         """The snapshot at ``cap``'s frontier (unless ``snapshot`` is false), then every later
-        update in order of upper."""
-        return _reader(cap).subscribe(timeout, poll, snapshot)
+        update in order of upper; the snapshot consolidated unless ``summed`` is false (then
+        its updates are a multiset, as later ones are: see ``ReadCapability.snapshot_updates``)."""
+        return _reader(cap).subscribe(timeout, poll, snapshot, summed)
 
     # -- compaction and garbage --------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from changeflow.cdc.formats.base import (
 )
 from changeflow.cdc.messages import Message, Progress, Updates
 from changeflow.errors import ChangeflowError, InvalidInput, with_context
-from changeflow.time import MAX_TIME, Antichain, Product, time_from_json, time_to_json
+from changeflow.time import MAX_TIME, Antichain, Product, Time, time_from_json, time_to_json
 from changeflow.updates import DIFF, TIME, canonical_json
 
 if TYPE_CHECKING:
@@ -66,18 +66,38 @@ def message_from_json(obj: Any) -> Message:
         p = obj["progress"]
         if not isinstance(p, dict) or not {"lower", "upper"} <= p.keys():
             raise InvalidInput('"progress" needs "lower", "upper" and "counts"')
-        counts = []
-        for c in p.get("counts", []):
-            if not isinstance(c, dict) or not {"time", "count"} <= c.keys():
-                raise InvalidInput(f'a progress count is {{"time": …, "count": …}}, not {c!r}')
-            count = c["count"]
-            if isinstance(count, bool) or not isinstance(count, int):
-                raise InvalidInput(f"a progress count is an int, not {count!r}")
-            counts.append((time_from_json(c["time"]), count))
+        counts = _int_counts(p.get("counts", []))
+        if counts is None:
+            counts = [_count_from_json(c) for c in p.get("counts", [])]
         return Progress(
             Antichain.from_json(p["lower"]), Antichain.from_json(p["upper"]), tuple(counts)
         ).validate()
     raise InvalidInput('a message is {"updates": [...]} or {"progress": {...}}')
+
+
+def _int_counts(raw: Any) -> list[tuple[Time, int]] | None:
+    """Counts at int times, checked a list at a time (one statement may count 100,000 times);
+    None where any entry is not an int time with an int count: the entries are then parsed
+    one by one, which names the first bad one."""
+    try:
+        times = [c["time"] for c in raw]
+        counts = [c["count"] for c in raw]
+    except (TypeError, KeyError, IndexError):
+        return None
+    if not all(type(t) is int for t in times) or not all(type(c) is int for c in counts):
+        return None
+    if times and not (min(times) >= 0 and max(times) <= MAX_TIME):
+        return None
+    return list(zip(times, counts, strict=True))
+
+
+def _count_from_json(c: Any) -> tuple[Time, int]:
+    if not isinstance(c, dict) or not {"time", "count"} <= c.keys():
+        raise InvalidInput(f'a progress count is {{"time": …, "count": …}}, not {c!r}')
+    count = c["count"]
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise InvalidInput(f"a progress count is an int, not {count!r}")
+    return time_from_json(c["time"]), count
 
 
 def _update_from_json(u: Any) -> tuple[str, Any, int]:

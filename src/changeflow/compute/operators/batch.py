@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -20,13 +19,14 @@ import pyarrow.compute as pc
 from changeflow.compute import columnar as C
 from changeflow.compute.evaluate import Row
 from changeflow.compute.expr import Expr
+from changeflow.compute.scaled import round_half_even
 from changeflow.compute.types import BOOL, NUMERIC, SqlType
 from changeflow.compute.values import python_values
 from changeflow.errors import EvalError
 from changeflow.updates import DIFF, TIME
 
 Update = tuple[Row, int, int]
-_FIT_LIMIT = Decimal("1e17")  # numerics below this fit the output's 28-digit quantize
+_FIT_LIMIT = 10**17  # numerics below this fit the output's 28-digit quantize
 
 
 @dataclass
@@ -76,6 +76,10 @@ class Batch:
         arrays: list[pa.Array] = []
         for column, field in zip(self.columns, schema, strict=True):
             if pa.types.is_decimal(column.type) and column.type != field.type:
+                fast = round_half_even(column, field.type, _FIT_LIMIT)
+                if fast is not None:
+                    arrays.append(fast)
+                    continue
                 biggest = pc.max(pc.abs(column)).as_py()
                 if biggest is not None and biggest >= _FIT_LIMIT:
                     return None

@@ -14,12 +14,15 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
+from changeflow.compute import scaled
 from changeflow.compute.operators.batch import Batch
+from changeflow.compute.scaled import Ints
 from changeflow.compute.values import python_values
 from changeflow.errors import EvalError
 
@@ -165,6 +168,8 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
         raise C.Rows()
     if not pc.all(pc.equal(pc.abs(diffs), 1)).as_py():
         raise C.Rows()  # a multiplicity above one: the rows multiply
+    if (fast := _weighted_ints(arg, diffs)) is not None:
+        return fast
     arg = arg.cast(pa.decimal128(38, _places(arg)))  # the rows sum these places exactly
     zero = pa.scalar(Decimal(0), arg.type)
     biggest = pc.max(pc.abs(arg)).as_py() or Decimal(0).scaleb(-arg.type.scale)
@@ -174,6 +179,30 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
     if _int_digits(bound) + arg.type.scale >= _ROW_DIGITS:
         raise C.Rows()
     return pc.if_else(valid, pc.if_else(pc.greater(diffs, 0), arg, pc.negate(arg)), zero), bound
+
+
+def _weighted_ints(arg: pa.Array, diffs: pa.Array) -> tuple[pa.Array, Decimal] | None:
+    """:func:`_weighted` of decimals on their scaled int64s (:mod:`~changeflow.compute.scaled`)
+    where those are at the fewest places (a value not a multiple of ten, or no places left)
+    and no partial sum can pass an int64: the same values, type and bound."""
+    ints = scaled.unscaled(arg)
+    if ints is None or not isinstance(ints.values, np.ndarray) or not len(ints.values):
+        return None
+    values = ints.values
+    if ints.scale and not (values % 10).any():
+        return None  # a reduction stopped short of the fewest places
+    biggest = int(np.abs(values).max()) if values.min() > -(2**63) else 2**63
+    if biggest * len(values) >= _INT_LIMIT:
+        return None
+    signed = Ints(values * diffs.to_numpy(zero_copy_only=False), None, ints.scale)  # NULL: 0
+    out = scaled.decimal(signed, pa.decimal128(38, ints.scale))
+    with localcontext() as ctx:
+        ctx.prec = 80
+        bound = Decimal(biggest).scaleb(-ints.scale) * len(values)
+    if _int_digits(bound) + ints.scale >= _ROW_DIGITS:
+        raise C.Rows()
+    assert isinstance(out, pa.Array)
+    return out, bound
 
 
 def _places(arg: pa.Array) -> int:

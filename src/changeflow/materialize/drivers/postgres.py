@@ -2,12 +2,13 @@
 
 A Flush's loads COPY the keys into a temporary table and join it with the target: a handful of
 round trips per Flush, none per key. A commit COPYs the staged rows into a temporary staging
-table and applies them set-based (DELETE … USING, INSERT … SELECT, INSERT … SELECT … ON
-CONFLICT DO UPDATE) in the transaction that updates the checkpoint where the fence is still
-this instance's. Both COPYs are binary, and their payload is built from the Arrow columns by
-:mod:`~changeflow.materialize.drivers.pgcopy` without a Python step per row. A keyed table the
-driver creates leaves 30% of each page free (fillfactor 70), so an upsert can rewrite a row on
-its own page without a new index entry (a HOT update).
+table for each kind of write (deletes their keys alone; no column tells the kinds apart, and no
+statement filters on one) and applies them set-based (DELETE … USING, INSERT … SELECT, INSERT …
+SELECT … ON CONFLICT DO UPDATE) in the transaction that updates the checkpoint where the fence
+is still this instance's. Both COPYs are binary, and their payload is built from the Arrow
+columns by :mod:`~changeflow.materialize.drivers.pgcopy` without a Python step per row. A keyed
+table the driver creates leaves 30% of each page free (fillfactor 70), so an upsert can rewrite
+a row on its own page without a new index entry (a HOT update).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 
-import numpy as np
 import psycopg
 import pyarrow as pa
 from psycopg import sql
@@ -27,8 +27,7 @@ from changeflow.storage.consensus import CREATE_LOCK
 
 _SPLIT = "materialization = %s AND key_begin = %s AND key_end = %s"
 FILLFACTOR = 70  # percent of a page that a keyed target table's inserts fill
-OP = "_changeflow_op"  # the staging table's 'd' (delete), 'i' (insert) or 'u' (upsert)
-_OP = sql.Identifier(OP)
+STAGES = ("delete", "insert", "upsert")  # a staging table for each (deletes: the keys alone)
 
 _COLUMNS = (
     "SELECT column_name, data_type FROM information_schema.columns "
@@ -148,11 +147,12 @@ class PostgresDriver(SqlDriver):
 
         create = "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS"
         with self._transaction() as cur:
+            keys = columns(table.binding.key)
             if not table.delta:
-                keys = columns(table.binding.key)
                 cur.execute(sql.SQL(create).format(_temp("load", index), keys))
-            rows = sql.SQL("{}, {} text").format(columns(table.columns), _OP)
-            cur.execute(sql.SQL(create).format(_temp("stage", index), rows))
+            for kind in STAGES:
+                staged = keys if kind == "delete" else columns(table.columns)
+                cur.execute(sql.SQL(create).format(_temp(kind, index), staged))
 
     def _bump_fence(self) -> tuple[int, str | None]:
         with self._transaction() as cur:
@@ -203,28 +203,23 @@ class PostgresDriver(SqlDriver):
                     self._apply(cur, index, table, w)
 
     def _apply(self, cur: psycopg.Cursor, index: int, table: Table, writes: Writes) -> None:
-        """COPY the rows into the staging table, then one statement per kind of write."""
-        stage, target, columns = _temp("stage", index), sql.Identifier(table.name), table.columns
-        key = table.binding.key
-        kinds = (("d", writes.deletes), ("i", writes.inserts), ("u", writes.upserts))
-        for op, tables in kinds:
+        """COPY the rows into the staging table of their kind, then one statement per kind."""
+        target, columns, key = sql.Identifier(table.name), table.columns, table.binding.key
+        kinds = zip(STAGES, (writes.deletes, writes.inserts, writes.upserts), strict=True)
+        for kind, tables in kinds:
             for rows in tables:
-                names = list(rows.column_names)
-                ops = pa.array(np.full(rows.num_rows, op, dtype=object), pa.string())
-                _copy(cur, stage, [*names, OP], copy_data(rows.append_column(OP, ops)))
+                _copy(cur, _temp(kind, index), rows.column_names, copy_data(rows))
         values = sql.SQL(", ").join(_value(table, c) for c in columns)
         if writes.deletes:
             cur.execute(
-                sql.SQL("DELETE FROM {} AS t USING {} AS s WHERE s.{} = 'd' AND {}").format(
-                    target, stage, _OP, _equal(key)
+                sql.SQL("DELETE FROM {} AS t USING {} AS s WHERE {}").format(
+                    target, _temp("delete", index), _equal(key)
                 )
             )
-        insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} AS s WHERE s.{} = {}")
+        insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} AS s")
         if writes.inserts:
             try:
-                cur.execute(
-                    insert.format(target, _names(columns), values, stage, _OP, sql.Literal("i"))
-                )
+                cur.execute(insert.format(target, _names(columns), values, _temp("insert", index)))
             except psycopg.errors.UniqueViolation as e:  # "Key (k)=(7) already exists."
                 detail = (e.diag.message_detail or "").removeprefix("Key ")
                 raise self.second_row(detail.removesuffix(" already exists.")) from None
@@ -238,7 +233,7 @@ class PostgresDriver(SqlDriver):
                 conflict = sql.SQL("DO NOTHING")
             cur.execute(
                 sql.SQL("{} ON CONFLICT ({}) {}").format(
-                    insert.format(target, _names(columns), values, stage, _OP, sql.Literal("u")),
+                    insert.format(target, _names(columns), values, _temp("upsert", index)),
                     _names(key),
                     conflict,
                 )
