@@ -197,3 +197,46 @@ def test_log_of_numeric_is_numeric_as_postgres(both) -> None:
             assert all(
                 abs(a - b) <= Decimal("5e-11") for a, b in zip(mine[1:], theirs[1:], strict=True)
             )
+
+
+# quoted literals where a function takes no text: read as the one category it takes there
+UNKNOWN_LITERALS = [
+    "trim_scale('1.50')",
+    "scale('1.50')",
+    "min_scale('1.50')",
+    "sqrt('4')",
+    "abs('-1')",
+    "round('1.5')",
+    "round('1.234', 2)",
+    "trunc('1.239', 2)",
+    "power('2', '3')",
+    "exp('1')",
+    "jsonb_typeof('{}')",
+    "length('abc')",
+    "greatest('1', '2')",
+]
+
+
+def test_unknown_literals_take_the_functions_type_as_postgres(both) -> None:
+    """A quoted literal is read as the type the function takes (its value and type as
+    PostgreSQL gives them); where that reading fails, or several categories fit, the same
+    SQLSTATE."""
+    ours, pg = both
+    for call in UNKNOWN_LITERALS:
+        sql = f"SELECT {call}"
+        theirs, mine = pg.execute(sql).fetchall(), ours.execute(sql).fetchall()
+        assert [(type(v), str(v)) for (v,) in mine] == [(type(v), str(v)) for (v,) in theirs], sql
+    same_errors(
+        ours,
+        pg,
+        [
+            "SELECT trim_scale('a')",
+            "SELECT scale('a')",
+            "SELECT min_scale('a')",
+            "SELECT sqrt('x')",
+            "SELECT round(1.5::float8, 2)",
+            "SELECT to_char('2024-01-01', 'YYYY')",
+            "SELECT date_part('year', '2024-01-01')",
+            "SELECT upper('a', 'b')",
+        ],
+    )

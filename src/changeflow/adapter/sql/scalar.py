@@ -27,6 +27,7 @@ from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target
+from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
 from changeflow.compute.functions import Func
@@ -447,7 +448,18 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
             first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
             return Func(name, (first, *(self.expr(a) for a in args[1:])))
-        return self.array_call(name, args) or Func(name, tuple(self.expr(a) for a in args))
+        found = self.array_call(name, args)
+        if found is not None:
+            return found
+        values = [self.expr(a) for a in args]
+        try:
+            return Func(name, tuple(values))
+        except PlanError as e:
+            unknown = [i for i, a in enumerate(args) if is_string_literal(bare(a))]
+            read = read_unknown(name, values, unknown) if e.sqlstate == "42883" else None
+            if read is None:
+                raise
+            return Func(name, tuple(read))
 
     def _substring(self, node: exp.Substring) -> X.Expr:
         args = [node.this, node.args.get("start") or exp.Literal.number(1)]

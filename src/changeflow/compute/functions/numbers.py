@@ -120,6 +120,14 @@ def _of_numeric(result: SqlType) -> Rule:
     return rule
 
 
+def _to_places(args: tuple[SqlType, ...]) -> SqlType:
+    """round's and trunc's rule: of any number, or of a number not a double and a count of
+    places (PostgreSQL has no round(double precision, integer))."""
+    if len(args) == 2 and args[0] == FLOAT8:
+        raise PlanError("no match", sqlstate="42883")
+    return _sig(("num",), ("num", "int"), result="same")(args)
+
+
 # A value's own scale: Spark holds numerics at one scale per column.
 _OWN_SCALE = in_process("a numeric value's own scale is known in the process only")
 
@@ -362,8 +370,8 @@ FUNCTIONS = [
         spark=lambda cc, e: _spark_same(cc, e, F.abs(cc.compile(e.args[0]))),
         arrow=pc.abs_checked,
     ),
-    Function("round", _sig(("num",), ("num", "int"), result="same"), _round, spark=_spark_round),
-    Function("trunc", _sig(("num",), ("num", "int"), result="same"), _trunc, spark=_spark_trunc),
+    Function("round", _to_places, _round, spark=_spark_round),
+    Function("trunc", _to_places, _trunc, spark=_spark_trunc),
     Function("floor", _sig(("num",), result="same"), _floor, spark=_spark_floor(up=False)),
     Function("ceil", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
     Function("ceiling", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
