@@ -44,6 +44,17 @@ MAX_OID = 2**32 - 1
 T = exp.DataType.Type
 REG_TYPES = ("regclass", "regtype", "regnamespace", "regproc", "regprocedure")
 FIRST_FUNCTION = 9000  # pg_proc's OIDs: the function table's names in order from here
+# the function table's names of which PostgreSQL 15 has several functions (overloads): a
+# regproc of one is ambiguous there (42725), a regprocedure names its arguments
+_OVERLOADED = (
+    "abs age array_to_string bit_length btrim ceil ceiling char_length date_part date_trunc "
+    "exp extract floor format jsonb_build_array jsonb_build_object jsonb_delete length "
+    "like_escape ln log lower lpad ltrim md5 octet_length position pow power quote_literal "
+    "quote_nullable regexp_like regexp_match regexp_replace regexp_split_to_array round rpad "
+    "rtrim sign similar_to_escape sqrt string_to_array substr substring timezone to_char "
+    "to_hex to_timestamp trunc upper"
+)
+OVERLOADED = frozenset(_OVERLOADED.split())
 _NUMERIC = (T.UINT, T.INT, T.BIGINT, T.SMALLINT, T.DECIMAL)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In)
 
@@ -110,6 +121,8 @@ def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
     schema, bare = split_name(key)
     if schema not in ("public", "pg_catalog") or bare not in oids:
         raise PlanError(f'function "{text}" does not exist', sqlstate="42883")
+    if args is None and bare in OVERLOADED:
+        raise PlanError(f'more than one function named "{text}"', sqlstate="42725")
     return oids[bare], bare if args is None else f"{bare}({','.join(args)})"
 
 
