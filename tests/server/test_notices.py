@@ -1,7 +1,7 @@
 """NOTICEs where IF EXISTS / IF NOT EXISTS skip a statement's work and of what DROP … CASCADE
-drops besides, as PostgreSQL 15 sends them (severity, SQLSTATE, message and detail), to
-psycopg's notice handlers and to psql, compared with the same statements on a throwaway
-PostgreSQL server."""
+(of tables, views, schemas) drops besides, as PostgreSQL 15 sends them (severity, SQLSTATE,
+message and detail), to psycopg's notice handlers and to psql, compared with the same
+statements on a throwaway PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -44,6 +44,25 @@ STATEMENTS = [
     "CREATE VIEW {t}_v4 AS SELECT b FROM {t}_v2",
     "DROP VIEW IF EXISTS {t}_nope, {t}_v2 CASCADE",
     "DROP TABLE {t} CASCADE",
+    "CREATE TABLE {t}_a (x int)",
+    "CREATE TABLE {t}_b (y int)",
+    "CREATE VIEW {t}_va AS SELECT * FROM {t}_a",
+    "CREATE VIEW {t}_vb AS SELECT * FROM {t}_b",
+    "CREATE VIEW {t}_vab AS SELECT * FROM {t}_va, {t}_vb",
+    "CREATE VIEW {t}_va2 AS SELECT * FROM {t}_a",
+    "DROP TABLE {t}_a, {t}_b CASCADE",
+    "CREATE SCHEMA {t}_s1",
+    "CREATE SCHEMA {t}_s2",
+    "CREATE SCHEMA {t}_s3",
+    "CREATE TABLE {t}_s1.a (x serial)",
+    "CREATE INDEX {t}_ai ON {t}_s1.a (x)",
+    "CREATE SEQUENCE {t}_s1.q",
+    "CREATE TABLE {t}_s2.b (y int)",
+    "CREATE VIEW {t}_s2.v AS SELECT * FROM {t}_s1.a, {t}_s2.b",
+    "CREATE VIEW {t}_w AS SELECT * FROM {t}_s1.a",
+    "CREATE MATERIALIZED VIEW {t}_s1.m AS SELECT * FROM {t}_s2.b",
+    "DROP SCHEMA {t}_s3 CASCADE",
+    "DROP SCHEMA IF EXISTS {t}_nos, {t}_s1, {t}_s2 CASCADE",
 ]
 
 
@@ -68,7 +87,10 @@ def test_notices_reach_psycopg_as_from_postgres(server, postgres_url: str, table
                 sql = statement.format(t=table_name)
                 assert _heard(ours, sql) == _heard(pg, sql), sql
         finally:
-            pg.execute(f"DROP TABLE IF EXISTS {table_name}, {table_name}_new")
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}, {table_name}_new CASCADE")
+            pg.execute(f"DROP TABLE IF EXISTS {table_name}_a, {table_name}_b CASCADE")
+            for n in (1, 2, 3):
+                pg.execute(f"DROP SCHEMA IF EXISTS {table_name}_s{n} CASCADE")
     # nothing is noted where nothing is skipped
     with server.connect() as ours:
         assert _heard(ours, f"CREATE TABLE {table_name} (a int)") == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, split_name
+from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item, split_name
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import Statement
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -26,7 +26,9 @@ def notices(state: CatalogState, stmt: Statement) -> list[Notice]:
         what = _KINDS.get(kind) or args["kind"]
         names = args["names"] if args.get("ie") else []
         skipped = [n for name in names if (n := _missing(state, what, name)) is not None]
-        return skipped + (_cascade(state, args["names"]) if args.get("cascade") else [])
+        if not args.get("cascade"):
+            return skipped
+        return skipped + _cascade(state, args["names"], schemas=kind == "drop_schema")
     if kind == "create_schema" and args.get("ine"):
         name = args["name"]
         if name in state.schemas or name in (PUBLIC, *SYSTEM_SCHEMAS):
@@ -40,27 +42,45 @@ def notices(state: CatalogState, stmt: Statement) -> list[Notice]:
     return []
 
 
-def _cascade(state: CatalogState, names: list[str]) -> list[Notice]:
-    """``drop cascades to …``: the items a DROP … CASCADE of ``names`` drops besides them, in
-    PostgreSQL's order (each dependent, then its own, in the order made), leaving out indexes
-    and sequences (they go with their items unreported, as PostgreSQL's)."""
-    named = [i for n in names if (i := state.find(n)) is not None]
-    seen = {i.id for i in named}
-    listed: list[str] = []
+def _cascade(state: CatalogState, names: list[str], schemas: bool = False) -> list[Notice]:
+    """``drop cascades to …``: the items a DROP … CASCADE of ``names`` (of schemas, with
+    ``schemas``) drops besides them, in PostgreSQL's order: each named object's dependents
+    newest first, depth first, each after its own dependents, the whole list read backwards.
+    Indexes and owned sequences go with their items unreported, as PostgreSQL's."""
+    if schemas:
+        roots = [n for n in names if n in state.schemas]
+    else:
+        roots = [i.id for n in names if (i := state.find(n)) is not None]
+    seen, order = set(roots), []
 
-    def visit(item_id: str) -> None:
-        for d in sorted(state.dependents(item_id), key=lambda i: int(i.id.lstrip("u") or 0)):
-            if d.id in seen or d.kind in ("index", "sequence"):
-                continue
-            seen.add(d.id)
-            listed.append(f"drop cascades to {d.kind} {d.name}")
-            visit(d.id)
+    def dependents(node: str) -> list[Item]:
+        if schemas and node in state.schemas:
+            found = [i for i in state.in_schema(node) if not _goes_with(i)]
+        else:
+            found = state.dependents(node)
+        return sorted(found, key=lambda i: int(i.id.lstrip("u") or 0), reverse=True)
 
-    for item in named:
-        visit(item.id)
+    def visit(node: str) -> None:
+        for d in dependents(node):
+            if d.id not in seen:
+                seen.add(d.id)
+                visit(d.id)
+                order.append(d)
+
+    for root in roots:
+        visit(root)
+    listed = [f"drop cascades to {d.kind} {d.name}" for d in reversed(order) if not _goes_with(d)]
     if len(listed) < 2:
         return [("00000", line, "") for line in listed]
     return [("00000", f"drop cascades to {len(listed)} other objects", "\n".join(listed))]
+
+
+def _goes_with(item: Item) -> bool:
+    """Is ``item`` dropped with the item it belongs to, unreported (an index, an owned
+    sequence)?"""
+    return item.kind == "index" or (
+        item.kind == "sequence" and item.options.get("owned_by") is not None
+    )
 
 
 def _missing(state: CatalogState, what: str, name: str) -> Notice | None:
