@@ -4,11 +4,14 @@ behave as the embedded connection does, and see the embedded processes' writes."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from decimal import Decimal
 
+import psycopg
 import pytest
+from serve_clients import PSQL
 
 import changeflow
 
@@ -77,3 +80,37 @@ def test_changeflow_sql_by_url(server, table_name: str) -> None:
     assert (
         bad.returncode == 1 and bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
     )
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(PSQL is None, reason="psql is not installed")
+def test_changeflow_sql_prints_notices_as_psql(server, postgres_url: str, table_name: str) -> None:
+    """The NOTICEs (and their DETAIL) of ``changeflow sql``, embedded and by url, on standard
+    error as psql prints PostgreSQL's; status lines aside."""
+    t = table_name
+    statements = [
+        f"DROP TABLE IF EXISTS {t}_nope",
+        f"CREATE TABLE {t} (a int)",
+        f"CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+        f"CREATE VIEW {t}_v2 AS SELECT a FROM {t}_v1",
+        f"DROP TABLE {t} CASCADE",
+        f"CREATE TABLE {t} (a int)",
+        f"CREATE VIEW {t}_v1 AS SELECT a FROM {t}",
+        f"DROP TABLE {t} CASCADE",
+    ]
+    args = [a for s in statements for a in ("-c", s)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"PSQLRC": "/dev/null"}
+    try:
+        theirs = subprocess.run(
+            [PSQL, "-X", "-w", "-d", postgres_url, *args], capture_output=True, text=True, env=env
+        ).stderr
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as pg:
+            pg.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+    statuses = {"CREATE TABLE", "CREATE VIEW", "DROP TABLE"}
+    cli = [sys.executable, "-m", "changeflow.cli", "sql"]
+    for where in (["--url", url(server)], ["--home", str(server.home)]):
+        ours = subprocess.run([*cli, *where, *args], capture_output=True, text=True)
+        notes = [line for line in ours.stderr.splitlines() if line not in statuses]
+        assert ours.returncode == 0, ours.stderr
+        assert notes == theirs.splitlines(), where

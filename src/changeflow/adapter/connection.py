@@ -204,7 +204,7 @@ class Connection:
                 ):
                     self.session.run(parse("BEGIN"))
                 out.append(self.session.run(stmt))
-                self.notices += [_notice(*n) for n in out[-1].notices]
+                self.notices += [notice_text(*n) for n in out[-1].notices]
             if block:
                 block = False
                 self.session.run(parse("COMMIT"))
@@ -328,7 +328,7 @@ def _unsigned_zeros(result: Result) -> list[tuple[Any, ...]]:
     return [fixed(row) for row in result.rows]
 
 
-def _notice(code: str, message: str, detail: str) -> str:
+def notice_text(code: str, message: str, detail: str) -> str:
     """A NOTICE as psycopg2 keeps it: ``NOTICE:  message``, then ``DETAIL:  …`` if any."""
     return f"NOTICE:  {message}\n" + (f"DETAIL:  {detail}\n" if detail else "")
 

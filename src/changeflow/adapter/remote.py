@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from changeflow.adapter.connection import QueryResult
+from changeflow.adapter.connection import QueryResult, notice_text
 from changeflow.compute import types as T
 
 MIN_WAIT = 0.2  # seconds a FETCH waits at least (to tell an ended subscription apart)
@@ -40,19 +40,25 @@ def _columns(description: Any) -> T.Schema:
 
 class RemoteConnection:
     """A psycopg connection to a server, with ``sql`` and ``subscribe``; other attributes
-    (``cursor``, ``commit``, ``rollback``, ``autocommit``…) are psycopg's."""
+    (``cursor``, ``commit``, ``rollback``, ``autocommit``…) are psycopg's. The server's
+    NOTICEs are kept in ``notices`` as the embedded connection keeps them."""
 
     def __init__(self, url: str) -> None:
         import psycopg
 
         self.url = url
+        self.notices: list[str] = []
         self.pg = psycopg.connect(url, autocommit=True)
+        self.pg.add_notice_handler(self._heard)
+
+    def _heard(self, d: Any) -> None:
+        self.notices.append(notice_text(d.sqlstate, d.message_primary, d.message_detail or ""))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pg, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("url", "pg"):
+        if name in ("url", "pg", "notices"):
             object.__setattr__(self, name, value)
         else:
             setattr(self.pg, name, value)

@@ -134,7 +134,12 @@ def _run(conn: Any, script: str, fmt: str) -> None:
         if text.split(None, 1)[0].upper() == "SUBSCRIBE":
             _stream(conn, text, fmt)
             continue
-        cur.execute(text)
+        heard = len(conn.notices)
+        try:
+            cur.execute(text)
+        finally:  # as psql shows them, also those of a statement that then fails
+            for line in conn.notices[heard:]:
+                click.echo(line, err=True, nl=False)
         if cur.description is not None:
             emit([d[0] for d in cur.description], cur.fetchall(), fmt)
         click.echo(cur.statusmessage, err=True)
