@@ -88,3 +88,40 @@ def test_session_functions(both) -> None:
     ).fetchone()
     assert row[4:] == ("public", "public", "PostgreSQL 15.0 on changeflow", True)
     assert row[0] and row[1] == row[2] == row[3]
+
+
+SPANS = "'YYYY YYY YY MM DD DDD HH24 HH12 HH MI SS MS US AM p.m. Q FMHH24:FMMI:FMSS FMDDD \"h\"'"
+
+
+def test_to_char_of_intervals_and_times_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """to_char of an interval field by field, each with its own sign, and of a time (as its
+    interval), ad hoc and maintained; the words of a date's calendar are 22007 for them."""
+    create = "CREATE TABLE tci (id int NOT NULL, t time, i interval)"
+    insert = (
+        "INSERT INTO tci VALUES (1, '13:04:05.5', '1 year 14 months 40 days 30:04:05.123456'),"
+        " (2, '00:00', '-1 year -2 months -3 days -04:05:06.7'), (3, NULL, NULL),"
+        " (4, '23:59:59.999999', '8 months -12 hours'), (5, '11:00', '-13 hours -30 minutes')"
+    )
+    changes = [
+        "INSERT INTO tci VALUES (6, '12:00', '-1234 years -27 months')",
+        "UPDATE tci SET i = '0' WHERE id = 1",
+        "DELETE FROM tci WHERE id = 2",
+    ]
+    queries = [
+        f"SELECT id, to_char(i, {SPANS}), to_char(t, {SPANS}) FROM tci",
+        "SELECT id, to_char(t, 'HH24:MI:SS.US FMHH12 am') FROM tci WHERE to_char(i, 'MM') < '03'",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "tci", create, insert) as (ours, pg):
+        maintained_as_postgres(ours, pg, queries, changes)
+        sql = f"SELECT to_char(time '24:00', {SPANS}), to_char(interval '-30 minutes', 'HH24:MI')"
+        assert unordered(ours, sql) == unordered(pg, sql)
+        same_errors(
+            ours,
+            pg,
+            [
+                "SELECT to_char(i, 'Mon') FROM tci",
+                "SELECT to_char(t, 'Day') FROM tci",
+                "SELECT to_char(interval '3 days', 'D')",
+                "SELECT to_char(i) FROM tci",
+            ],
+        )

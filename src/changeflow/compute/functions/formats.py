@@ -1,17 +1,29 @@
-"""``to_char`` (PostgreSQL's): a timestamp, date or number as text by a template, defined once,
-on Python values and on Spark (timestamps by a template Spark's ``date_format`` can say)."""
+"""``to_char`` (PostgreSQL's): a timestamp, date, interval (a time as its interval) or number as
+text by a template, defined once, on Python values and on Spark (timestamps by a template
+Spark's ``date_format`` can say)."""
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, unsupported
 from changeflow.compute.functions.text import _constant
-from changeflow.compute.types import DATE, FLOAT8, TEXT, TIMESTAMP, TIMESTAMPTZ, SqlType
-from changeflow.errors import PlanError
+from changeflow.compute.intervals import Interval
+from changeflow.compute.time_of_day import micros_of
+from changeflow.compute.types import (
+    DATE,
+    FLOAT8,
+    INTERVAL,
+    TEXT,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
+from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -67,6 +79,61 @@ def _time_word(word: str, t: datetime) -> tuple[str, bool]:
     if word.startswith('"'):
         return re.sub(r"\\(.)", r"\1", word[1:-1]), False
     return word, False
+
+
+def _trunc_div(a: int, b: int) -> tuple[int, int]:
+    """C's integer division: the quotient toward zero and its remainder."""
+    q = abs(a) // b * (1 if a >= 0 else -1)
+    return q, a - q * b
+
+
+def _interval_word(word: str, v: Interval, fill_mode: bool) -> str:
+    """One template word's text for an interval, as PostgreSQL's ``interval_to_char`` writes
+    it: fields with their own signs (a negative one a place wider), 22007 for the words of a
+    date's calendar (month and day names, day of the week)."""
+    upper = word.upper()
+    years, months = _trunc_div(v.months, 12)
+    hours, rest = _trunc_div(v.micros, 3_600_000_000)
+    minutes, rest = _trunc_div(rest, 60_000_000)
+    seconds, fraction = _trunc_div(rest, 1_000_000)
+    half_day = _trunc_div(hours, 12)[1] or 12
+    numbers = {  # the value, its width, and the field whose sign makes it a place wider
+        "YYYY": (years, 4, years),
+        "YYY": (_trunc_div(years, 1000)[1], 3, years),
+        "YY": (_trunc_div(years, 100)[1], 2, years),
+        "MM": (months, 2, months),
+        "DD": (v.days, 2, 0),
+        "DDD": ((years * 12 + months) * 30 + v.days, 3, 0),
+        "HH24": (hours, 2, hours),
+        "HH12": (half_day, 2, hours),
+        "HH": (half_day, 2, hours),
+        "MI": (minutes, 2, minutes),
+        "SS": (seconds, 2, seconds),
+        "MS": (_trunc_div(fraction, 1000)[0], 3, 0),
+        "US": (fraction, 6, 0),
+    }
+    if upper in numbers:
+        value, width, sign = numbers[upper]
+        return str(value).zfill(0 if fill_mode else width + (sign < 0))
+    if upper == "Q":
+        return str(_trunc_div(months - 1, 3)[0] + 1) if months else ""
+    if upper in ("MONTH", "MON", "DAY", "DY", "D"):
+        raise EvalError("invalid format specification for an interval value", sqlstate="22007")
+    if upper in ("AM", "PM", "A.M.", "P.M."):
+        return _time_word(word, datetime(1, 1, 1, 12 * (_trunc_div(hours, 24)[1] >= 12)))[0]
+    return _time_word(word, datetime(1, 1, 1))[0]
+
+
+def _interval_text(value: Interval, template: str) -> str:
+    out, fill_mode = [], False
+    for m in _WORDS.finditer(template):
+        word = m.group(0)
+        if word == "FM":
+            fill_mode = True
+            continue
+        out.append(_interval_word(word, value, fill_mode))
+        fill_mode = False
+    return "".join(out)
 
 
 def _time_text(value: date, template: str) -> str:
@@ -129,6 +196,10 @@ def _number_text(value: Any, template: str, half: str) -> str:
 
 
 def _to_char(value: Any, template: str) -> str:
+    if isinstance(value, time):  # PostgreSQL casts a time to an interval for to_char
+        value = Interval(0, 0, micros_of(value))
+    if isinstance(value, Interval):
+        return _interval_text(value, template)
     if isinstance(value, date):
         return _time_text(value, template)
     half = ROUND_HALF_EVEN if isinstance(value, float) else ROUND_HALF_UP
@@ -138,7 +209,7 @@ def _to_char(value: Any, template: str) -> str:
 def _rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 2 or args[1] != TEXT:
         raise PlanError("no match", sqlstate="42883")
-    if args[0] in (TIMESTAMP, TIMESTAMPTZ, DATE, FLOAT8) or args[0].numeric:
+    if args[0] in (TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, FLOAT8) or args[0].numeric:
         return TEXT
     raise PlanError("no match", sqlstate="42883")
 
@@ -169,7 +240,7 @@ _SPARK = {
 def _spark_to_char(cc: ExprCompiler, e: Func) -> Column:
     template = _constant(e, 1, "template")
     if e.args[0].type not in (TIMESTAMP, TIMESTAMPTZ, DATE):
-        raise unsupported(e, "to_char of a number on the cluster tier")
+        raise unsupported(e, f"to_char of a {e.args[0].type} on the cluster tier")
     out: list[str] = []
     words = iter(_WORDS.finditer(template))
     for m in words:
