@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.object_ids import shown_ids
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,
@@ -247,6 +248,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
+    oids = {i for i, kind in shown_ids(stmt.ast) if kind == "oid"}  # before planning folds
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = _renamed(view_plan(query), g.get("columns"))
@@ -262,7 +264,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         g["name"],
         kind,
         stmt.text,
-        columns_of(plan.schema),
+        columns_of(plan.schema, oids),
         timeline,
         depends,
         item_id if materialized else None,

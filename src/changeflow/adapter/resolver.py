@@ -17,17 +17,28 @@ from changeflow.errors import PlanError
 QUERYABLE = ("table", "source", "view", "materialized view")
 
 
+# a catalog column type a plan holds as another: a view's oid column (``x::oid``) as a bigint
+PLANNED_AS = {"oid": "bigint"}
+
+
 def schema_of(item: Item) -> Schema:
     """An item's columns as a plan reads them (numeric ones with the scale they show)."""
     scales = item.options.get("scales") or [None] * len(item.columns)
     return tuple(
-        Column(n, sql_type(t), nullable, scale)
+        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale)
         for (n, t, nullable), scale in zip(item.columns, scales, strict=True)
     )
 
 
-def columns_of(schema: Schema) -> tuple[tuple[str, str, bool], ...]:
-    return tuple((c.name, c.type.name, c.nullable) for c in schema)
+def columns_of(
+    schema: Schema, oids: set[int] | frozenset[int] = frozenset()
+) -> tuple[tuple[str, str, bool], ...]:
+    """A schema's columns as an item keeps them; those at ``oids`` (bigints a view's select
+    list casts to oid) have the oid type in the catalog."""
+    return tuple(
+        (c.name, "oid" if i in oids and c.type.name == "bigint" else c.type.name, c.nullable)
+        for i, c in enumerate(schema)
+    )
 
 
 def scales_of(schema: Schema) -> list[int | None]:
