@@ -1,6 +1,7 @@
 """A view's column cast to oid in its select list has the oid type in the catalog, as in
-PostgreSQL 15 (information_schema, pg_attribute), held as a bigint: its rows are compared
-with PostgreSQL's through changes."""
+PostgreSQL 15 (information_schema, pg_attribute), held as a bigint, and a query reading it
+as it is from the view shows it as an oid: rows and types compared with PostgreSQL's through
+changes."""
 
 from __future__ import annotations
 
@@ -27,7 +28,15 @@ CATALOG = [
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.relname LIKE 'tov_%' AND a.attnum > 0 ORDER BY 1, 2",
 ]
-READS = ["SELECT * FROM tov_m ORDER BY id", "SELECT * FROM tov_v WHERE o = 23"]
+READS = [
+    "SELECT * FROM tov_m ORDER BY id",
+    "SELECT * FROM tov_v WHERE o = 23",
+    "SELECT x, id, tov_m.oid AS y, 1 FROM tov_m ORDER BY id",
+    "SELECT m.*, 1 FROM tov_m m ORDER BY id",
+    "SELECT x FROM tov_m GROUP BY x ORDER BY x",
+    "WITH tov_m AS (SELECT 1 AS x) SELECT * FROM tov_m",
+]
+TYPE_OIDS = {"integer": 23, "bigint": 20, "oid": 26}
 
 
 def test_oid_columns_of_views_as_postgres(tmp_path: Path, postgres_url: str) -> None:
@@ -43,6 +52,9 @@ def test_oid_columns_of_views_as_postgres(tmp_path: Path, postgres_url: str) -> 
                     pg.execute("REFRESH MATERIALIZED VIEW tov_m")  # kept here, refreshed there
                 for sql in CATALOG + READS:
                     assert outcome(ours, sql) == outcome(pg, sql), sql
+                for sql in READS:  # the oid columns' type on the way out
+                    mine = [TYPE_OIDS[d[1]] for d in ours.execute(sql).description]
+                    assert mine == [d.type_code for d in pg.execute(sql).description], sql
         finally:
             pg.execute("DROP TABLE tov CASCADE")
             pg.execute("CREATE TABLE tov (id int)")  # for beside_postgres to drop

@@ -20,7 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
-from changeflow.adapter.object_ids import shown_ids
+from changeflow.adapter.object_ids import read_ids, shown_ids
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,
@@ -248,7 +248,8 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
-    oids = {i for i, kind in shown_ids(stmt.ast) if kind == "oid"}  # before planning folds
+    shown = shown_ids(stmt.ast) + read_ids(stmt.ast, state)  # before planning folds
+    oids = {i for i, kind in shown if kind == "oid"}
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = _renamed(view_plan(query), g.get("columns"))

@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.sql.colnames import type_name
+from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_indexes import indexes, relation_oid
 from changeflow.adapter.system_regs import REG_TYPES as REG_KINDS
@@ -198,6 +199,36 @@ def shown_ids(tree: exp.Expression) -> tuple[tuple[int, str], ...]:
         kind = _shown_kind(e.unalias())
         if kind is not None:
             out.append((i, kind))
+    return tuple(out)
+
+
+def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[int, str], ...]:
+    """The output positions of a select list's columns read as they are from a view's oid
+    columns (a ``*`` of it at its width), where the query reads one relation of the catalog
+    (no join, no CTE of its name)."""
+    if not isinstance(tree, exp.Select) or state is None or tree.args.get("joins"):
+        return ()
+    source = tree.args.get("from_")
+    if source is None or not isinstance(source.this, exp.Table):
+        return ()
+    name = table_name(source.this)
+    ctes = tree.args.get("with")
+    if ctes is not None and any(c.alias_or_name == name for c in ctes.expressions):
+        return ()
+    item = state.find(name)
+    if item is None or not any(t == "oid" for _, t, _ in item.columns):
+        return ()
+    kinds = {n: t for n, t, _ in item.columns}
+    out, at = [], 0
+    for e in tree.expressions:
+        if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+            out += [(at + j, "oid") for j, (_, t, _) in enumerate(item.columns) if t == "oid"]
+            at += len(item.columns)
+            continue
+        inner = e.unalias()
+        if isinstance(inner, exp.Column) and kinds.get(inner.name) == "oid":
+            out.append((at, "oid"))
+        at += 1
     return tuple(out)
 
 

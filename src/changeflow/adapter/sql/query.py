@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from changeflow.adapter.object_ids import fold_object_ids, shown_ids
+from changeflow.adapter.object_ids import fold_object_ids, read_ids, shown_ids
 from changeflow.adapter.relations import Finishing, Query, Resolver
 from changeflow.adapter.sql.array_subquery import plan_array_subqueries
 from changeflow.adapter.sql.colnames import output_name
@@ -52,8 +52,10 @@ def plan_query(
     unbound = next(query.find_all(exp.Parameter), None)
     if unbound is not None:  # bound values replace $n before a statement is parsed
         raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
+    state = getattr(resolver, "state", None)
     shown = shown_ids(query) if shown_types else ()
-    fold_object_ids(query, getattr(resolver, "state", None), shown)
+    read = read_ids(query, state) if shown_types else ()
+    fold_object_ids(query, state, shown)
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
     planner = Planner(resolver, temporal_and_only)
@@ -64,7 +66,7 @@ def plan_query(
         out.finishing or Finishing(),
         frozenset(planner.timelines),
         frozenset(planner.items),
-        shown,
+        tuple(sorted(shown + read)),
     )
 
 
