@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from changeflow.adapter.environment import Environment
+from changeflow.adapter.group_commit import _Pending
 from changeflow.adapter.session import Session
 from changeflow.config import Config
 from changeflow.errors import ChangeflowError
@@ -200,3 +201,46 @@ def test_a_write_whose_carrier_died_after_committing_it_is_not_committed_again(
     finally:
         reopened.close()
     assert got == [(1,), (2,), (3,)]
+
+
+def test_a_write_left_in_the_spool_by_a_killed_carrier_is_not_committed_again_later(
+    tmp_path: Path,
+) -> None:
+    """The turn's holder commits a waiting process's spooled write and is killed before it
+    removes the file; before the owner's turn, later holders commit many others' spooled
+    writes (more than the log ever kept names of): none of them commits the left write again,
+    and its owner, given the turn, finds it committed."""
+    home = tmp_path / "home"
+    config = Config.load(home=str(home))
+    env = Environment(config, host_seconds=None)
+    Session(env).execute("CREATE TABLE t (worker int NOT NULL, i int NOT NULL, v int)")
+    Session(env).execute("INSERT INTO t VALUES (1, 0, 0)")  # the owner sees another's commit
+    spool = env.log.spool
+    assert spool is not None
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    owner = ctx.Process(target=_insert_one, args=(str(home), 2, queue))
+    with spool.turn():  # this process has the turn
+        owner.start()
+        _spooled(home, 1)
+        ((name, frames),) = spool.take().items()
+        env.log.commit(frames, floor=env.oracle("EpochMilliseconds").now(), carried=(name,))
+        # ... and its carrier is killed here: the file stays; later holders carry others
+        ((shard, _),) = frames.items()
+        for i in range(100):
+            spool.put({shard: env.log.frame(shard, [((1000 + i, 0, 0), 1)], "t")})
+            own = _Pending({shard: env.log.frame(shard, [((3000 + i, 0, 0), 1)], "t")}, None)
+            env.committer._commit_spooled([own])
+            assert own.ts is not None and own.error is None
+    status, entries = queue.get(timeout=600)
+    owner.join()
+    assert status == "ok" and entries == 0, entries  # its write was committed for it
+    assert not list((home / SPOOL).glob("*.json"))
+    env.close()
+    reopened = Environment(config, host_seconds=None)
+    try:
+        got = Session(reopened).execute("SELECT worker FROM t")[-1].rows
+    finally:
+        reopened.close()
+    expected = [1, 2, *range(1000, 1100), *range(3000, 3100)]
+    assert sorted(w for (w,) in got) == expected  # each once

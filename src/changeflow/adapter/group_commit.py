@@ -145,7 +145,19 @@ class GroupCommit:
                     group = [p for p in group if p.reads is not None]
                 spool.remove([mine])  # (left by a carrier killed after its commit: not twice)
             if group:
-                self._commit_group(group, spool.take())
+                self._commit_spooled(group)
+
+    def _commit_spooled(self, group: list[_Pending]) -> None:
+        """Commit ``group`` with the writes waiting in the spool (the turn held). A spooled
+        write the log names was committed by a carrier killed before it removed the file:
+        it is removed, not committed again."""
+        spool = self.log.spool
+        assert spool is not None
+        others = spool.take()
+        done = [name for name in others if name in self.log.state().carried]
+        spool.remove(done)
+        others = {name: frames for name, frames in others.items() if name not in done}
+        self._commit_group(group, others, spool.names())
 
     def _shared(self) -> bool:
         """Does another process commit to this home (its commit the log's latest within the
@@ -155,9 +167,14 @@ class GroupCommit:
             self._shared_until = time.monotonic() + SHARED_SECONDS
         return time.monotonic() < self._shared_until
 
-    def _commit_group(self, group: list[_Pending], others: dict[str, dict[str, pa.Table]]) -> None:
+    def _commit_group(
+        self,
+        group: list[_Pending],
+        others: dict[str, dict[str, pa.Table]],
+        spooled: frozenset[str] | None = None,
+    ) -> None:
         """Commit ``group`` with the ``others``' spooled writes (id -> frames) that have the
-        same frame schemas."""
+        same frame schemas; ``spooled``: the ids in the spool, with the turn held."""
         carried = tuple(others)
         for _ in range(TRIES):
             guard: dict[str, int] = {}
@@ -171,7 +188,12 @@ class GroupCommit:
                 merged, prior = _merged(group), {}
                 carried = _carry(merged, others)
                 ts = self.log.commit(
-                    merged, guard=guard, floor=self.oracle.now(), prior=prior, carried=carried
+                    merged,
+                    guard=guard,
+                    floor=self.oracle.now(),
+                    prior=prior,
+                    carried=carried,
+                    spooled=spooled,
                 )
             except Moved as m:
                 group = self._recheck(group, m)

@@ -13,8 +13,11 @@ removes their files. A process that gets its
 turn finds its own write either named in the log or gone from the spool (committed by
 another: it is done), or still in the spool and not named (it takes it back and commits it
 itself). A process killed while carrying others' writes leaves them in the log (committed) or
-in the spool (their owners commit them): never both, since the log names each one it took in
-the commit, and the files go only after it.
+in the spool (their owners commit them): the log names each one it took in the commit, and
+the files go only after it. A file left by a carrier killed between the two is named in the
+log: the next holder of the turn skips it and removes it, and the log forgets a name only
+once a holder of the turn finds its file gone (:meth:`TxnLog.commit`'s ``spooled``), so
+neither its owner nor another holder commits it again, however many commits come between.
 
 Writes that read (UPDATE, DELETE) are checked against what they read by their own process,
 so they are never spooled; their process commits them in its turn, with the spooled writes of
@@ -94,6 +97,13 @@ class Spool:
                 for shard, b in data.items()
             }
         return out
+
+    def names(self) -> frozenset[str]:
+        """The ids of the writes in the spool (whole or not); call with the turn held."""
+        with os.scandir(self.folder) as entries:
+            return frozenset(
+                e.name.removesuffix(".json") for e in entries if e.name.endswith(".json")
+            )
 
     def holds(self, name: str) -> bool:
         """Whether the write ``name`` is still in the spool (a holder of the turn removes the

@@ -50,7 +50,6 @@ BLOBS = "adapter-txns"
 INLINE = "inline:"  # a write kept in its entry: this prefix, then its Arrow IPC stream in base64
 INLINE_BYTES = 4096  # writes up to this size ride in the entry; larger ones go to a blob
 INLINE_KEPT = 4096  # decoded inline writes kept (all forgotten at once past this many)
-CARRIED_KEPT = 64  # spooled writes whose commit times the log keeps for their owners
 FORGET_AT = 32  # applied inline entries are forgotten by a compare-and-set of their own from here
 WRITER = "adapter"  # the id of each table's write capability, and the holder of its reads
 
@@ -173,6 +172,7 @@ class TxnLog:
         floor: int = 0,
         prior: dict[str, int] | None = None,
         carried: tuple[str, ...] = (),
+        spooled: frozenset[str] | None = None,
     ) -> int:
         """Commit ``frames`` (shard -> update frame from :meth:`frame`) atomically and return
         their timestamp; see the module docstring. At ``ts`` (:class:`StaleTimestamp` if it
@@ -185,7 +185,10 @@ class TxnLog:
         :attr:`pending` is then how many entries wait to be applied; ``prior`` (if given) is
         filled with each written shard's commit before this one (-1: none). ``carried``: the
         ids of other processes' spooled writes among ``frames`` (:mod:`~.spool`), kept in the
-        log with this commit's timestamp so their owners find them committed."""
+        log with this commit's timestamp so their owners find them committed; ``spooled``:
+        the ids in the spool as the holder of the turn sees it (none is added or removed by
+        others meanwhile): the log forgets a carried write only once its file is gone, so no
+        later turn can take it for uncommitted however many commits come between."""
         guard = dict(guard or {})
         for shard in read_shards:
             guard[shard] = min(guard.get(shard, read_ts), read_ts)  # type: ignore[type-var]
@@ -216,8 +219,10 @@ class TxnLog:
                 prior.clear()
                 prior.update({s: state.last_write.get(s, -1) for s in keys})
             held = state.carried
-            if carried:  # the last CARRIED_KEPT spooled writes' times, for their owners
-                held = dict(list(held.items())[-CARRIED_KEPT:]) | dict.fromkeys(carried, at)
+            if spooled is not None:  # a name whose file is gone cannot be taken again
+                held = {name: t for name, t in held.items() if name in spooled}
+            if carried:
+                held = held | dict.fromkeys(carried, at)
             if not keys:
                 return replace(state, upper=at + 1, pending=kept, carried=held), at
             last = {**state.last_write, **dict.fromkeys(keys, at)}
