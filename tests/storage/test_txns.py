@@ -16,6 +16,7 @@ from changeflow.config import Config
 from changeflow.failpoints import ENV, EXIT_CODE
 from changeflow.storage import Storage
 from changeflow.storage.txns import (
+    KEY,
     WRITER,
     Moved,
     SerializationFailure,
@@ -259,3 +260,16 @@ def test_the_log_names_the_spooled_writes_a_commit_carried(storage: Storage) -> 
     assert log.state().carried == {"w1": at, "x99": log.state().upper - 1}
     log.commit(frames(log, {"b": [((3, "y"), 1)]}), spooled=frozenset())
     assert log.state().carried == {}
+
+
+def test_the_logs_old_versions_are_deleted_off_the_commit_path(storage: Storage) -> None:
+    """Every 64th commit asks for the log's older versions to go; a thread of the consensus
+    deletes them (all asked for are done when it closes), never the head."""
+    log = TxnLog(storage)
+    for i in range(150):
+        log.commit(frames(log, {"a": [((i, "x"), 1)]}))
+    head = storage.consensus.head(KEY)
+    storage.consensus.close()  # the truncations asked for are done
+    kept = storage.consensus.scan(KEY)
+    assert head is not None and kept[-1] == head
+    assert len(kept) <= 64

@@ -69,12 +69,35 @@ class Consensus(ABC):
     def close(self) -> None:
         """Release connections."""
 
+    def truncate_later(self, key: str, seqno: int) -> None:
+        """:meth:`truncate`, by a thread of its own (:mod:`~changeflow.storage.tidy`)."""
+        from changeflow.storage.tidy import Tidier
+
+        with _TIDIERS_LOCK:
+            tidier = self.__dict__.get("_tidier")
+            if tidier is None:
+                tidier = self.__dict__["_tidier"] = Tidier(self)
+        tidier.truncate(key, seqno)
+
+    def _stop_tidier(self) -> None:
+        """Finish the truncations asked for (on :meth:`close`)."""
+        with _TIDIERS_LOCK:
+            tidier = self.__dict__.pop("_tidier", None)
+        if tidier is not None:
+            tidier.close()
+
+    def release_thread(self) -> None:  # noqa: B027 — nothing to release by default
+        """Release the calling thread's connection, if it has one of its own."""
+
     @staticmethod
     def _check_next(expected: int | None, new: VersionedData) -> None:
         if new.seqno != (expected or 0) + 1:
             raise InvalidInput(
                 f"the next seqno after {expected} is {(expected or 0) + 1}, not {new.seqno}"
             )
+
+
+_TIDIERS_LOCK = threading.Lock()
 
 
 def read_json(consensus: Consensus, key: str) -> Any:
@@ -369,11 +392,15 @@ class SqliteConsensus(Consensus):
         )
         return cur.rowcount
 
-    def close(self) -> None:
+    def release_thread(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def close(self) -> None:
+        self._stop_tidier()
+        self.release_thread()
         with self._wal_lock:
             if self._wal is not None:
                 self._wal.close()
@@ -487,6 +514,7 @@ class PostgresConsensus(Consensus):
         return deleted
 
     def close(self) -> None:
+        self._stop_tidier()
         self._db.close()
 
 

@@ -470,7 +470,7 @@ class Machine:
                 ):
                     if (state.seqno + 1) % KEEP_VERSIONS == 0:
                         keep = min(state.seqno + 1 - KEEP_VERSIONS, new.oldest_held(now))
-                        self.consensus.truncate(key, keep)
+                        self.consensus.truncate_later(key, keep)
                     return result
                 state = None
             except ConsensusUnavailable:

@@ -136,7 +136,7 @@ class TxnLog:
             data = VersionedData((seqno or 0) + 1, new.to_bytes())
             if self.consensus.compare_and_set(KEY, seqno, data):
                 if seqno and seqno % 64 == 0:
-                    self.consensus.truncate(KEY, seqno)
+                    self.consensus.truncate_later(KEY, seqno)
                 return result
 
     def state(self) -> LogState:
