@@ -3,11 +3,12 @@ connections run under ``cProfile.Profile(time.process_time)`` (a wall-clock prof
 loaded machine charges waiting to whatever runs; ``PROFILE_WALL=1`` for one anyway), and one
 psycopg client running, for ``--seconds`` each, single-row INSERTs (into a PRIMARY KEY table:
 insert; into one without a key: append), an UPDATE of its own row by the key, a point SELECT
-by the key, and a SELECT of one client's rows of the unkeyed table (scan). Prints the CPU per
-statement of each kind and its top functions (own and cumulative time).
+by the key, a SELECT of one client's rows of the unkeyed table (scan) and an UPDATE of one
+of them (change), or append, change and scan in turn as benchmarks/serve.py's clients (mix).
+Prints the CPU per statement of each kind and its top functions (own and cumulative time).
 
     python benchmarks/serve_profile.py [--seconds 5] [--top 25] [--save DIR]
-                                       [--kinds insert,append,update,select,scan]
+                                       [--kinds insert,append,update,select,scan,change,mix]
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ STATEMENTS = {
     "select": ("SELECT v FROM t WHERE id = %s", lambda n: (1,)),
     "append": ("INSERT INTO u VALUES (%s, 1, 0)", lambda n: (n + 10,)),
     "scan": ("SELECT count(*), max(v) FROM u WHERE client = %s", lambda n: (1,)),
+    "change": ("UPDATE u SET v = v + 1 WHERE client = %s AND n = 0", lambda n: (1,)),
 }
+MIX = ("append", "change", "scan")  # benchmarks/serve.py's client, in turn
 
 
 CLOCK = time.perf_counter if os.environ.get("PROFILE_WALL") else time.process_time
@@ -78,15 +81,18 @@ def measure(kind: str, seconds: float, top: int, save: str | None) -> None:
             c.execute("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
             c.execute("CREATE TABLE u (client int NOT NULL, n int NOT NULL, v int)")
             c.execute("INSERT INTO t VALUES (1, 0), (2, 0)")
-            c.execute("INSERT INTO u VALUES (1, 0, 0), (2, 0, 0)")
-        sql, args = STATEMENTS[kind]
+            rows = ", ".join(f"({k % 16}, {k // 16}, 0)" for k in range(2000))
+            c.execute(f"INSERT INTO u VALUES {rows}")  # as 16 clients leave it after a while
+        kinds = MIX if kind == "mix" else (kind,)
         n = 0
         with psycopg.connect(dsn, autocommit=True) as c:
             for i in range(20):  # warm: plans cached, prepared by psycopg
+                sql, args = STATEMENTS[kinds[i % len(kinds)]]
                 c.execute(sql, args(10_000 + i))
             until = time.monotonic() + seconds
             started = time.perf_counter()
             while time.monotonic() < until:
+                sql, args = STATEMENTS[kinds[n % len(kinds)]]
                 c.execute(sql, args(n))
                 n += 1
             wall = time.perf_counter() - started
@@ -115,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--kinds", default="insert,append,update,select,scan")
+    parser.add_argument("--kinds", default="insert,append,update,select,scan,change,mix")
     parser.add_argument("--save", metavar="DIR", help="keep each kind's profile as DIR/KIND.prof")
     args = parser.parse_args()
     for kind in args.kinds.split(","):
