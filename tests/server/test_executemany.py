@@ -54,6 +54,42 @@ def test_executemany_inserts_as_postgresql_does(
     assert len(contents(conn, name)) == 53
 
 
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_executemany_into_a_keyed_table_inserts_and_checks_as_postgresql_does(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str, binary: bool
+) -> None:
+    """Prepared INSERTs into a table with a PRIMARY KEY and a UNIQUE column, each row inserted
+    and its keys checked at its Execute: the same rows as PostgreSQL's, and a repeated key
+    (against the table, within the run, of the UNIQUE column) the same error, nothing of the
+    run written, in a transaction block too."""
+    name = f"{table_name}_{int(binary)}"
+    columns = COLUMNS.replace("k int NOT NULL", "k int PRIMARY KEY").replace(
+        "v text", "v text UNIQUE"
+    )
+    insert = f"INSERT INTO {name} VALUES (%s, %s, %s, %s, %s, %s)"
+    got = []
+    for c in (pg, conn):
+        c.execute(f"CREATE TABLE {name} {columns}")
+        c.cursor(binary=binary).executemany(insert, ROWS)
+        errors = []
+        for rows in (
+            [(10, "x", None, None, None, None), (1, "again", None, None, None, None)],
+            [(11, "y", None, None, None, None), (11, "z", None, None, None, None)],
+            [(12, "a", None, None, None, None)],  # v 'a' is row 1's
+        ):
+            with pytest.raises(psycopg.Error) as caught:
+                c.cursor(binary=binary).executemany(insert, rows)
+            errors.append(caught.value.sqlstate)
+        with pytest.raises(psycopg.Error) as caught, c.transaction():
+            c.cursor(binary=binary).execute(insert, (20, "t", None, None, None, None))
+            c.cursor(binary=binary).execute(insert, (20, "u", None, None, None, None))
+        errors.append(caught.value.sqlstate)
+        c.cursor(binary=binary).execute(insert, (30, None, 1.0, None, None, None))
+        got.append((errors, contents(c, name)))
+    assert got[0] == got[1]
+    assert got[1][0] == ["23505"] * 4 and len(got[1][1]) == 4
+
+
 def test_a_bad_row_stops_executemany_as_in_postgresql(
     conn: psycopg.Connection, pg: psycopg.Connection, table_name: str
 ) -> None:

@@ -7,7 +7,12 @@ to parse.
 A run of such Executes of one statement is collected until anything else happens on the
 connection (Sync, another statement, the end of a batch of :data:`MAX_ROWS`), then inserted at
 once: one commit, as PostgreSQL commits the implicit transaction of the Executes before a
-Sync. A row is taken only when its parameters mean what its columns read: a parameter of
+Sync. The rows of a table with a PRIMARY KEY or UNIQUE constraint are inserted one at its
+Execute instead (no SQL text either), so that a repeated key is that Execute's error, as in
+PostgreSQL: an error after the CommandCompletes, at Sync, is one psycopg's pipeline (its
+``executemany``) cannot take.
+
+A row is taken only when its parameters mean what its columns read: a parameter of
 unknown or text type, or of the column's own type (read by the column's type, as a quoted
 literal would be, or decoded from binary), an integer type into an integer, float or numeric
 column, a float or numeric into a float column; a constant is taken as such a parameter (an
@@ -155,24 +160,32 @@ class Batch:
 
     def insert(self, session: Session) -> None:
         """Insert the rows, by columns if the table allows, else statement by statement."""
-        width = len(self.rows[0])
-        columns = [pa.array([r[i] for r in self.rows]) for i in range(width)]
-        done = session.insert_columns(self.target.table, self.target.columns, columns, text=False)
-        if done is None:
-            from changeflow.adapter.sql.statements import parse
+        insert_rows(session, self.target, self.rows, self.texts)
 
-            for text in self.texts:
-                session.run(parse(text))
+
+def insert_rows(session: Session, target: Target, rows: list[list[Any]], texts: list[str]) -> None:
+    """Insert ``rows`` (of ``target``'s columns) by columns if the table allows, else by
+    their statements' ``texts``."""
+    columns = [pa.array([r[i] for r in rows]) for i in range(len(rows[0]))]
+    if session.insert_columns(target.table, target.columns, columns, text=False) is None:
+        from changeflow.adapter.sql.statements import parse
+
+        for text in texts:
+            session.run(parse(text))
 
 
 @dataclass(frozen=True)
 class Shape:
-    """What a Bind needs of the target table: its columns, which of them have a DEFAULT, and
-    which store exactly their SQL type (no numeric(p,s) or varchar(n) to fit a value to)."""
+    """What a Bind needs of the target table: its columns, which of them have a DEFAULT,
+    which store exactly their SQL type (no numeric(p,s) or varchar(n) to fit a value to), and
+    whether it has a PRIMARY KEY or UNIQUE constraint (``keyed``: each row is then inserted
+    at its own Execute, its keys checked there, as PostgreSQL checks them; still without SQL
+    text, and committed at Sync)."""
 
     columns: tuple[Column, ...]
     defaults: frozenset[str]
     plain: frozenset[str]
+    keyed: bool = False
 
 
 def bound_row(

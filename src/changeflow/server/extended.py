@@ -20,6 +20,7 @@ from changeflow.server.batch import (
     Target,
     bound_row,
     format_code,
+    insert_rows,
     target,
 )
 from changeflow.server.params import placeholders, substitute
@@ -44,6 +45,7 @@ class Portal:
     outcome: Outcome | None = None
     sent: int = 0
     row: tuple[Target, list[Any]] | None = None  # a prepared INSERT's row, collected
+    keyed: bool = False  # ... into a keyed table: inserted at its Execute
     stmt: Statement | None = None  # the query as described: run as is, with the plan kept
 
 
@@ -107,9 +109,9 @@ class Extended(Pipeline):
                     raise PlanError(f"invalid UTF-8 in parameter ${i}", sqlstate="22021") from None
                 literals.append(param_literal(from_text(decoded, oid, i)))
         text = substitute(prepared.text, literals) if literals else prepared.text
-        self.portals[portal] = Portal(
-            text, result_formats, row=self._row(prepared, raw, format_codes)
-        )
+        row = self._row(prepared, raw, format_codes)
+        keyed = isinstance(prepared.columns, Shape) and prepared.columns.keyed
+        self.portals[portal] = Portal(text, result_formats, row=row, keyed=keyed)
         self.wire.send(b"2")
 
     def _row(
@@ -140,8 +142,8 @@ class Extended(Pipeline):
         except PlanError:
             return False  # the statement path gives the error
         item = state.by_name(relation.name)
-        if relation.kind != "table" or item is None or relation.unique:
-            return False  # a key is checked when its row is inserted: after the reply
+        if relation.kind != "table" or item is None:
+            return False
         stored = env.storage.state(item.id).schema
         lengths = item.options.get("lengths") or [None] * len(relation.plan.schema)
         plain = frozenset(
@@ -152,7 +154,7 @@ class Extended(Pipeline):
         defaults = frozenset(
             c.name for c, d in zip(relation.plan.schema, relation.defaults, strict=False) if d
         )
-        return Shape(relation.plan.schema, defaults, plain)
+        return Shape(relation.plan.schema, defaults, plain, keyed=bool(relation.unique))
 
     def flush_batch(self) -> None:
         """Insert the rows collected from prepared INSERTs (before anything else runs)."""
@@ -235,6 +237,12 @@ class Extended(Pipeline):
         if portal.row is not None and portal.outcome is None:
             self.begin_writes()
             found, row = portal.row
+            if portal.keyed:  # its keys checked now, as PostgreSQL does
+                self.flush_batch()
+                assert self.session is not None
+                insert_rows(self.session, found, [row], [portal.text])
+                self.wire.send(*W.command_complete("INSERT 0 1"))
+                return
             batch = self.batch
             if batch is None or batch.target != found or len(batch.rows[0]) != len(row):
                 self.flush_batch()
