@@ -14,8 +14,11 @@ turn, for a fixed time:
 Reported per client count and per kind: transactions acknowledged per second and p50/p99
 latency (ms), plus the retries. The clients are threads of this process, on the same two cores
 as the server. The same clients then run against a throwaway PostgreSQL 15 started in the same
-run (``tests/postgres_server.py``: fsync off, as changeflow's SQLite consensus here), the same
-table without the view (PostgreSQL has no incrementally maintained one), side by side.
+run (``tests/postgres_server.py``: fsync and synchronous_commit off), the same table without
+the view (PostgreSQL has no incrementally maintained one), side by side. changeflow's SQLite
+consensus syncs every commit (``CHANGEFLOW_SQLITE_SYNC=full``, its default) unless ``--sync
+normal`` (synced at checkpoints: a commit survives a SIGKILL at once, a power loss once
+checkpointed, closer to that PostgreSQL).
 
 Writes ``results/serve.json`` and ``results/serve.md`` and refreshes the README table between
 the ``bench:serve`` markers.
@@ -31,7 +34,7 @@ earlier commit's), a column of its own in the same run, so a change is measured 
 it changed under the same load.
 
     python benchmarks/serve.py [--quick] [--seconds 10] [--clients 1,4,16] [--rows 1000000]
-                               [--no-postgres] [--before SRC]
+                               [--no-postgres] [--before SRC] [--sync full|normal]
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ KINDS = ("insert", "update", "select")
 SYSTEMS = ("changeflow", "before", "postgresql")
 KEYED = ("key select", "key update")
 KEYED_ROWS = 100_000  # rows of the PRIMARY KEY table
+SYNC = ["full"]  # changeflow's CHANGEFLOW_SQLITE_SYNC (--sync)
+SYNC_SAID = {"full": "every commit", "normal": "checkpoints (CHANGEFLOW_SQLITE_SYNC=normal)"}
 LABELS = {"changeflow": "changeflow", "before": "changeflow before", "postgresql": "postgresql"}
 
 
@@ -73,7 +78,7 @@ def start(home: Path, src: str | None = None) -> tuple[subprocess.Popen[str], st
     psycopg connection string."""
     cmd = [sys.executable, "-m", "changeflow.cli", "serve", "--home", str(home)]
     cmd += ["--listen", "127.0.0.1:0", "--http", "off"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "CHANGEFLOW_SQLITE_SYNC": SYNC[0]}
     if src is not None:
         env["PYTHONPATH"] = src
     proc = subprocess.Popen(
@@ -296,7 +301,8 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
         "\n".join(lines)
         + f"\n\n{seconds:g} s per client count and system, one run; each client in turn INSERT, "
         f"UPDATE (retried on 40001; retries: {retries}), SELECT; on changeflow one materialized "
-        f"view kept up to date meanwhile; PostgreSQL 15 with fsync off; clients and servers on "
+        f"view kept up to date meanwhile, its SQLite consensus synced at {SYNC_SAID[SYNC[0]]}; "
+        f"PostgreSQL 15 with fsync off; clients and servers on "
         f"the same {os.cpu_count()} cores."
     )
 
@@ -342,7 +348,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the point table")
     parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
     parser.add_argument("--before", metavar="SRC", help="also a server from this source folder")
+    parser.add_argument("--sync", choices=("full", "normal"), default="full",
+                        help="changeflow's CHANGEFLOW_SQLITE_SYNC (see above)")  # fmt: skip
     args = parser.parse_args()
+    SYNC[0] = args.sync
     seconds = 3.0 if args.quick else args.seconds
     counts = [int(x) for x in args.clients.split(",")]
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
@@ -384,6 +393,7 @@ def main() -> None:
         "when": time.strftime("%F %T"),
         "seconds": seconds,
         "before": args.before,
+        "sqlite_sync": args.sync,
         "load": os.getloadavg(),
     }
     publish("serve", {"meta": meta, "results": results, "one_client": single}, table)

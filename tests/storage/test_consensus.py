@@ -406,3 +406,43 @@ def test_a_head_every_thread_shares_is_current_after_another_processs_write(
                 )
     finally:
         c.close()
+
+
+_COMMIT_THEN_DIE = """
+import os, signal, sys
+from changeflow.storage.consensus import VersionedData, open_consensus
+c = open_consensus(sys.argv[1])
+assert c.compare_and_set("k", None, VersionedData(1, b"kept"))
+assert c._conn().execute("PRAGMA synchronous").fetchone()[0] == int(sys.argv[2])
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize(("level", "pragma"), [("full", 2), ("normal", 1), ("", 2)])
+def test_a_sqlite_commit_survives_a_sigkill_at_each_sync_level(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, level: str, pragma: int
+) -> None:
+    """CHANGEFLOW_SQLITE_SYNC sets how commits reach the disk (unset or empty: full); at
+    each level a commit whose call returned is there after its process is killed."""
+    from changeflow.storage.consensus import SYNC_ENV
+
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    open_consensus(location).close()  # made
+    monkeypatch.setenv(SYNC_ENV, level)
+    run = [sys.executable, "-c", _COMMIT_THEN_DIE, location, str(pragma)]
+    assert subprocess.run(run, timeout=300).returncode == -9
+    c = open_consensus(location)
+    try:
+        assert c.head("k") == VersionedData(1, b"kept")
+    finally:
+        c.close()
+
+
+def test_an_unknown_sqlite_sync_level_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from changeflow.storage.consensus import SYNC_ENV
+
+    monkeypatch.setenv(SYNC_ENV, "off")
+    with pytest.raises(InvalidInput, match="CHANGEFLOW_SQLITE_SYNC must be one of full, normal"):
+        open_consensus(f"sqlite:{tmp_path / 'c.sqlite'}").head("k")

@@ -29,6 +29,14 @@ SQLITE_TABLE = (
 )
 SQLITE_COLUMNS = ["key", "seqno", "data"]
 WAL_INDEX_HEADER = 96  # the two copies of the WAL-index header that open the -shm file
+SYNC_ENV = "CHANGEFLOW_SQLITE_SYNC"
+SYNC_LEVELS = ("full", "normal")
+"""How a SQLite consensus's commits reach the disk (``PRAGMA synchronous``): ``full``, the
+default, syncs the write-ahead log at every commit (durable against a power loss when the
+call returns); ``normal`` syncs it only at checkpoints: a commit survives the process's
+death (SIGKILL) at once, an operating system crash or power loss only once checkpointed, as
+PostgreSQL with ``synchronous_commit = off`` (several milliseconds a commit on a disk whose
+sync is that slow, to a few microseconds)."""
 T = TypeVar("T")
 
 
@@ -98,6 +106,14 @@ class Consensus(ABC):
 
 
 _TIDIERS_LOCK = threading.Lock()
+
+
+def sync_level() -> str:
+    """The SQLite consensus's :data:`SYNC_LEVELS` level, from :data:`SYNC_ENV`."""
+    level = os.environ.get(SYNC_ENV, "full").strip().lower() or "full"
+    if level not in SYNC_LEVELS:
+        raise InvalidInput(f"{SYNC_ENV} must be one of {', '.join(SYNC_LEVELS)}, not {level!r}")
+    return level
 
 
 def read_json(consensus: Consensus, key: str) -> Any:
@@ -286,7 +302,7 @@ class SqliteConsensus(Consensus):
                 )
                 # Switching a new file to WAL does not wait for other openers: retry.
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute(f"PRAGMA synchronous={sync_level().upper()}")
                 return conn
             except sqlite3.OperationalError as e:  # others (not a database): _check's
                 if "locked" not in str(e) or attempt == 99:
