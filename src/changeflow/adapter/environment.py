@@ -195,7 +195,9 @@ class Environment:
         fixed = point(plan)  # a filter on the only input: its rows picked on columns first
         served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
         if served is None:
-            views = self._views(plan, shards, ts)
+            views = read.get(("views", ts, frozenset(shards)))  # the statement's, at ``ts``
+            if views is None:
+                views = read[("views", ts, frozenset(shards))] = self._views(plan, shards, ts)
             if views is None:
                 self.make_readable(shards, ts, deadline)
             served = self._served(plan, ts, views)
