@@ -62,7 +62,9 @@ class Func(Expr):
             raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
         try:
             kind = function.rule(kinds)
-        except PlanError:
+        except PlanError as e:
+            if e.sqlstate == "42725":
+                raise
             shown = ", ".join(map(str, kinds))
             raise PlanError(
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
