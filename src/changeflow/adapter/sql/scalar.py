@@ -23,7 +23,7 @@ from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
-from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target
@@ -549,21 +549,6 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
 
     def _least(self, node: exp.Least) -> X.Expr:
         return Func("least", tuple(self.unify([node.this, *node.expressions])))
-
-    def _extract(self, node: exp.Extract) -> X.Expr:
-        unit = node.this
-        name = ident(unit) if isinstance(unit, exp.Var | exp.Identifier) else None
-        part = X.Lit(name, TEXT) if name else self.expr(unit)
-        return Func("extract", (part, self.expr(node.expression)))
-
-    def _timestamptrunc(self, node: exp.TimestampTrunc) -> X.Expr:
-        unit = node.args.get("unit")
-        text = unit.name.lower() if isinstance(unit, exp.Var) else None
-        part = X.Lit(text, TEXT) if text else self.expr(unit)
-        return Func("date_trunc", (part, self.expr(node.this)))
-
-    def _datetrunc(self, node: exp.Expression) -> X.Expr:
-        return self._timestamptrunc(node)  # type: ignore[arg-type]
 
     def _unixtotime(self, node: exp.UnixToTime) -> X.Expr:
         return self.func("to_timestamp", [node.this])
