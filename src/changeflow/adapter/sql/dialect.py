@@ -28,6 +28,7 @@ _PLAIN_CALLS = (
     "DEGREES",
     "ENCODE",
     "FORMAT",
+    "JSONB_EXISTS",
     "JUSTIFY_INTERVAL",
     "LOG",
     "MAKE_TIMESTAMP",
@@ -103,10 +104,12 @@ class PostgresCalls(Postgres):
             """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
             a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
             written = self._curr.text.lower() if self._curr is not None else None
+            start = self._index
             found = super()._parse_function_call(*args, **kwargs)
             inner = found.this if isinstance(found, exp.Window) else found
             if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
                 inner.meta["name"] = written
+                inner.meta["arity"] = _arguments(self._tokens, start)
             return found
 
         def _parse_interval(
@@ -130,6 +133,30 @@ class PostgresCalls(Postgres):
             if curr is not None and curr.text.upper() in self.dialect.VALID_INTERVAL_UNITS:
                 unit = self._parse_var(any_token=True, upper=True)
             return self.expression(exp.Interval(this=this, unit=unit))
+
+
+_OPEN = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
+_CLOSE = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+
+
+def _arguments(tokens: list[Any], start: int) -> int:
+    """How many arguments the call whose name is ``tokens[start]`` was written with (its
+    commas outside brackets; sqlglot's node may keep or drop some, see ``arity.all_read``)."""
+    if start + 1 >= len(tokens) or tokens[start + 1].token_type != TokenType.L_PAREN:
+        return 0
+    depth, commas, empty = 0, 0, True
+    for token in tokens[start + 2 :]:
+        kind = token.token_type
+        if kind in _CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+        elif kind in _OPEN:
+            depth += 1
+        elif kind == TokenType.COMMA and depth == 0:
+            commas += 1
+        empty = False
+    return 0 if empty else commas + 1
 
 
 def parse_sql(text: str) -> exp.Expression:

@@ -18,6 +18,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from changeflow.adapter.sql import whole_row
+from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
@@ -67,7 +68,6 @@ _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp
 _SIMPLE_FUNCS = {
     exp.Lower: "lower",
     exp.Upper: "upper",
-    exp.Length: "length",
     exp.Reverse: "reverse",
     exp.Abs: "abs",
     exp.Floor: "floor",
@@ -186,13 +186,14 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
             return constant
         method = getattr(self, "_" + type(node).__name__.lower(), None)
         if method is not None:
-            return method(node)
+            return all_read(node, method(node), (), self.expr)
         if type(node) in _ARITH:
             return self._arith(node)
         if type(node) in _CMP:
             return self._cmp(_CMP[type(node)], node.this, node.expression)
         if type(node) in _SIMPLE_FUNCS:
-            return self.func(_SIMPLE_FUNCS[type(node)], [node.this])
+            name = _SIMPLE_FUNCS[type(node)]
+            return all_read(node, self.func(name, [node.this]), (name,), self.expr)
         if is_aggregate(node):
             raise PlanError(
                 f"aggregate functions are not allowed in {self.clause}", sqlstate="42803"
@@ -490,6 +491,11 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         fill = node.args.get("fill_pattern")
         args = [node.this, node.expression] + ([fill] if fill is not None else [])
         return self.func("lpad" if node.args.get("is_left") else "rpad", args)
+
+    def _length(self, node: exp.Length) -> X.Expr:
+        encoding = node.args.get("encoding")  # length(bytea, name)
+        name = "length" if node.meta.get("name", "length") == "length" else "char_length"
+        return self.func(name, [node.this, *([encoding] if encoding is not None else [])])
 
     def _md5(self, node: exp.MD5) -> X.Expr:
         return self.func("md5", [node.this])

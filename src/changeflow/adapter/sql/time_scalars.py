@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.arity import refuse, written_count
 from changeflow.adapter.sql.scope import ident
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
@@ -40,6 +41,8 @@ class TimeScalars:
         zone = node.args.get("zone")
         if zone is None:
             return self.func("date_trunc", [part, node.this])
+        if written_count(node) > 3:
+            refuse(node, self.expr)
         args = [self.expr(a) for a in (part, node.this, zone)]
         kinds = (TEXT, TIMESTAMPTZ, TEXT)
         for i, (a, kind) in enumerate(zip(args, kinds, strict=True)):
