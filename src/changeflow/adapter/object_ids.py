@@ -98,10 +98,12 @@ def _type(value: int | str) -> tuple[int, str]:
 
 
 def function_oids() -> dict[str, int]:
-    """Each function of the function table by name, to its OID in ``pg_proc``."""
-    from changeflow.compute.functions import FUNCTIONS
+    """Each function of the function table PostgreSQL has, by name, to its OID in
+    ``pg_proc`` (numbered over the whole table, so that an OID does not change)."""
+    from changeflow.compute.functions import FUNCTIONS, NOT_IN_PG_PROC
 
-    return {name: FIRST_FUNCTION + i for i, name in enumerate(sorted(FUNCTIONS))}
+    numbered = enumerate(sorted(FUNCTIONS), FIRST_FUNCTION)
+    return {name: oid for oid, name in numbered if name not in NOT_IN_PG_PROC}
 
 
 def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:

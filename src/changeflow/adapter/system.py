@@ -242,6 +242,8 @@ def _rows(
             )
             if default is not None:
                 out["pg_attrdef"].append((oid * 1000 + n, oid, n, default))
+            if kind not in ("r", "v"):  # as PostgreSQL's: no materialized view, no sequence
+                continue
             info["columns"].append(
                 (
                     database,
@@ -270,8 +272,9 @@ def _rows(
             definition = _definition(item)
             view = "pg_views" if kind == "v" else "pg_matviews"
             out[view].append((schema, relname, user, definition))
-            info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
-            info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
+            if kind == "v":  # information_schema leaves materialized views out, as PostgreSQL's
+                info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
+                info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 

@@ -45,6 +45,15 @@ FUNCTIONS: dict[str, Function] = {
     for f in family.FUNCTIONS
 }
 
+# functions of the table that are not PostgreSQL's (the planner's own forms), or are its
+# syntax rather than functions of pg_proc (GREATEST, LEAST, TRIM): pg_proc leaves them out
+NOT_IN_PG_PROC = frozenset(
+    {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
+    | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
+    | {"interval_sum_of"}
+)
+assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
+
 
 @dataclass(frozen=True)
 class Func(Expr):
@@ -94,4 +103,4 @@ class Func(Expr):
         return f"{self.name}({', '.join(map(str, self.args))})"
 
 
-__all__ = ["FUNCTIONS", "Func", "Function", "function_named"]
+__all__ = ["FUNCTIONS", "NOT_IN_PG_PROC", "Func", "Function", "function_named"]
