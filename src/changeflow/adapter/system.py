@@ -112,10 +112,10 @@ def mentions_catalog(text: str) -> bool:
             return True
     if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
         return True
-    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to an object identifier
-    # type ('t'::regclass, 16384::oid) in a query that reads no table
+    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to a reg* type
+    # ('t'::regclass) in a query that reads no table (the planner casts to oid)
     calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
-    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c) or c.to.is_type("uint")]
+    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c)]
     return bool(calls & CATALOG_CALLS or casts) and next(tree.find_all(exp.Table), None) is None
 
 

@@ -1,5 +1,5 @@
-"""``to_number``, ``div`` and ``mod`` in SQL (sqlglot reads them as its own nodes), mixed into
-:class:`~changeflow.adapter.sql.scalar.Scalars`."""
+"""``to_number``, ``div`` and ``mod`` in SQL (sqlglot reads them as its own nodes) and casts to
+oid, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,20 @@ class NumberScalars:
 
     def _tonumber(self: Scalars, node: exp.ToNumber) -> X.Expr:
         return self.func("to_number", [node.this, node.args["format"]])
+
+    def to_oid(self: Scalars, value: X.Expr) -> X.Expr:
+        """``value::oid`` as PostgreSQL casts it (held as a bigint): a smallint's or an
+        integer's bits (-1 is 4294967295), a bigint checked to be an oid (22003), text read
+        as one; no other type casts (42846)."""
+        if value.type in (INT2, INT4):
+            wide = X.Cast(value, INT8)
+            negative = X.Cmp("<", value, X.lit(0))
+            return X.Case(((negative, X.Arith("+", wide, X.Lit(2**32, INT8))),), wide)
+        if value.type in (INT8, TEXT):
+            return Func("oid_of_bigint", (value if value.type == INT8 else X.Cast(value, INT8),))
+        if value.type == NULLTYPE:
+            return X.Cast(value, INT8)
+        raise PlanError(f"cannot cast type {value.type} to oid", sqlstate="42846")
 
     def _intdiv(self: Scalars, node: exp.IntDiv) -> X.Expr:
         """PostgreSQL's ``div(a, b)`` (sqlglot reads it as a numeric cast of this node)."""

@@ -410,6 +410,8 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
             value: X.Expr = coerce_text(str(inner.this), kind)
         else:
             value = self.expr(inner)
+            if node.to.this == exp.DataType.Type.UINT:
+                return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
         if scale is not None:

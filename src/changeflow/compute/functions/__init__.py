@@ -50,7 +50,7 @@ FUNCTIONS: dict[str, Function] = {
 NOT_IN_PG_PROC = frozenset(
     {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
-    | {"interval_sum_of"}
+    | {"interval_sum_of", "oid_of_bigint"}
 )
 assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
 

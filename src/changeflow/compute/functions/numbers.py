@@ -232,6 +232,21 @@ def _extreme_rule(args: tuple[SqlType, ...]) -> SqlType:
     return common_type(tuple(Lit(None, a) for a in args), "GREATEST/LEAST")
 
 
+_MAX_OID = 2**32 - 1
+
+
+def _oid_of(x: int) -> int:
+    """A bigint as an oid (PostgreSQL's cast): 22003 outside 0 to 4294967295."""
+    if not 0 <= x <= _MAX_OID:
+        raise EvalError("OID out of range", sqlstate="22003")
+    return x
+
+
+def _spark_oid_of(cc: ExprCompiler, e: Func) -> Column:
+    x = cc.compile(e.args[0])
+    return F.when((x < 0) | (x > _MAX_OID), fail("OID out of range", "22003")).otherwise(x)
+
+
 # -- on Spark --------------------------------------------------------------------------------
 
 
@@ -421,6 +436,7 @@ FUNCTIONS = [
         "greatest", _extreme_rule, _extreme(max), strict=False, spark=_spark_extreme("greatest")
     ),
     Function("least", _extreme_rule, _extreme(min), strict=False, spark=_spark_extreme("least")),
+    Function("oid_of_bigint", _sig((INT8,), result=INT8), _oid_of, spark=_spark_oid_of),
     Function("scale", _of_numeric(INT4), _scale, spark=_OWN_SCALE),
     Function("min_scale", _of_numeric(INT4), _min_scale, spark=_OWN_SCALE),
     Function("trim_scale", _of_numeric(NUMERIC), _trim_scale, spark=_OWN_SCALE),
