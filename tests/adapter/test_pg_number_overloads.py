@@ -1,6 +1,7 @@
 """Numeric functions with several signatures resolved as PostgreSQL 15 resolves them: round,
 trunc, ceil, ceiling, floor, sign and abs of integers, numerics, doubles, quoted literals and
-NULL, with and without places; div, mod and ``%`` (no double precision). Each call's text and
+NULL, with and without places; div, mod and ``%`` (no double precision); power, sqrt, ln and
+exp of a numeric and an unknown. Each call's text and
 ``pg_typeof``, or its SQLSTATE, compared with PostgreSQL's; then the same in materialized views
 of a table's columns, through changes."""
 
@@ -40,6 +41,13 @@ CALLS = (
     ]
     + [_typed(f"{a} % {b}") for a in OPERANDS for b in ("2", "2::int2", "2.5::float8", "'2'")]
     + [_typed("round(25, -1)"), _typed("trunc(-25.5, -1)"), _typed("round(1e300::float8)")]
+    + [
+        _typed(f"{f}({a}, {b})")
+        for f in ("power", "pow")
+        for a in ("2", "2.0", "2::float8", "'2'", "NULL")
+        for b in ("3", "3.0", "3::float8", "'3'", "NULL")
+    ]
+    + [_typed(f"{f}({v})") for f in ("sqrt", "ln", "exp") for v in ("4", "4.0", "'4'", "NULL")]
 )
 
 CREATE = "CREATE TABLE nums (id int NOT NULL, i int, b bigint, n numeric(8,3), f float8)"

@@ -398,9 +398,11 @@ FUNCTIONS = [
     ),
     Function("sign", Overloads("sign", _OF_FLOAT_OR_NUMERIC), _sign, spark=_spark_sign),
     Function("pi", _sig((), result=FLOAT8), lambda: math.pi, spark=_simple("pi")),
-    Function("sqrt", float_or_numeric(1), numeric_form(sqrt_numeric, _sqrt), spark=_spark_sqrt),
-    Function("ln", float_or_numeric(1), numeric_form(ln_numeric, _ln), spark=_spark_ln),
-    Function("exp", float_or_numeric(1), numeric_form(exp_numeric, _exp), spark=_spark_exp),
+    Function(
+        "sqrt", float_or_numeric("sqrt", 1), numeric_form(sqrt_numeric, _sqrt), spark=_spark_sqrt
+    ),
+    Function("ln", float_or_numeric("ln", 1), numeric_form(ln_numeric, _ln), spark=_spark_ln),
+    Function("exp", float_or_numeric("exp", 1), numeric_form(exp_numeric, _exp), spark=_spark_exp),
     Function("log", _log_type, _log, spark=_spark_log),
     Function(
         "cbrt",
@@ -422,13 +424,13 @@ FUNCTIONS = [
     ),
     Function(
         "power",
-        float_or_numeric(2),
+        float_or_numeric("power", 2),
         numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
     Function(
         "pow",
-        float_or_numeric(2),
+        float_or_numeric("pow", 2),
         numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
