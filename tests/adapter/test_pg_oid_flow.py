@@ -1,8 +1,8 @@
 """The oid type flows as PostgreSQL 15's types do: a view's oid column read through a join, a
-CTE, a subquery or min/max is still an oid on the way out; arithmetic, negation, sum and avg
-of an oid are refused (42883); a cast to oid takes a smallint's or integer's bits
-(``(-1)::int::oid`` is 4294967295), range-checks a bigint (22003) and refuses other numbers
-(42846), ad hoc and in views through changes."""
+CTE, a subquery or min/max is still an oid on the way out (and to pg_typeof); arithmetic,
+negation, sum and avg of an oid are refused (42883); a cast to oid takes a smallint's or
+integer's bits (``(-1)::int::oid`` is 4294967295), range-checks a bigint (22003) and refuses
+other numbers (42846), ad hoc and in views through changes."""
 
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ ERRORS = [
     "SELECT 1.5::oid",
     "SELECT 1.5::float8::oid",
 ]
+TYPES = [
+    "SELECT pg_typeof(x), pg_typeof(id) FROM tof_v ORDER BY id LIMIT 1",
+    "SELECT pg_typeof(y) FROM (SELECT y FROM tof_m) s LIMIT 1",
+    "SELECT pg_typeof(5::oid), pg_typeof(5::oid::bigint)",
+]
 TYPE_OIDS = {"integer": 23, "bigint": 20, "oid": 26}
 
 
@@ -67,7 +72,7 @@ def test_oid_flows_as_postgres(tmp_path: Path, postgres_url: str) -> None:
                     for conn in (ours, pg):
                         conn.execute(change)
                     pg.execute("REFRESH MATERIALIZED VIEW tof_m")  # kept here, refreshed there
-                for sql in READS + ERRORS:
+                for sql in READS + ERRORS + TYPES:
                     assert outcome(ours, sql) == outcome(pg, sql), sql
                 for sql in READS:  # the oid columns' type on the way out
                     mine = [TYPE_OIDS[d[1]] for d in ours.execute(sql).description]

@@ -78,4 +78,19 @@ def oid_columns(tree: exp.Expression, state: CatalogState | None) -> tuple[int, 
         if isinstance(node, exp.Sum | exp.Avg) and _is_oid(node.this):
             name = "sum" if isinstance(node, exp.Sum) else "avg"
             raise PlanError(f"function {name}(oid) does not exist", sqlstate="42883")
+    _typeof_oids(tree, typed)
     return tuple(i for i, e in enumerate(typed.selects) if _is_oid(e))
+
+
+def _typeof_oids(tree: exp.Expression, typed: exp.Expression) -> None:
+    """``pg_typeof(x)`` of an oid in ``tree`` as the text 'oid' (the plan holds a bigint);
+    ``typed`` is its typed copy, whose calls come in the same order."""
+    calls = [c for c in tree.find_all(exp.Anonymous) if c.name.lower() == "pg_typeof"]
+    found = [c for c in typed.find_all(exp.Anonymous) if c.name.lower() == "pg_typeof"]
+    if len(calls) != len(found):
+        return
+    for call, copy in zip(calls, found, strict=True):
+        if len(copy.expressions) == 1 and _is_oid(copy.expressions[0]):
+            named = isinstance(call.parent, exp.Select)  # the column keeps its name
+            text = exp.Literal.string("oid")
+            call.replace(exp.alias_(text, "pg_typeof") if named else text)
