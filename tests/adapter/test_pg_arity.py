@@ -35,6 +35,11 @@ MORE_IN_POSTGRES |= {"regexp_replace"}
 # written only in PostgreSQL's own syntax (extract(f FROM x), position(a IN b), trim(… FROM …))
 SYNTAX = {"extract", "position", "trim"}
 
+# of NULLs PostgreSQL cannot tell the polymorphic type (42804), where changeflow reads a NULL
+# as an array of any type; pg_typeof's own type is regtype there, text here
+NOT_OF_NULLS = {"array_cat", "array_length", "array_lower", "array_upper", "array_to_string"}
+NOT_OF_NULLS |= {"cardinality", "to_jsonb", "pg_typeof", "concat", "concat_ws"}
+
 LENGTHS = [
     "SELECT length('abc'::bytea, 'UTF8'), length('abc'::bytea, 'utf-8')",
     "SELECT length('\\xc3a9'::bytea, 'utf8'), length('\\xc3a9'::bytea, 'latin1')",
@@ -83,6 +88,32 @@ def one_too_many(names: set[str]) -> list[str]:
             continue
         calls.append(f"SELECT {name}({', '.join(args)})")
     return calls
+
+
+def of_nulls(names: set[str]) -> list[str]:
+    """``pg_typeof`` of each function of the table PostgreSQL has, of up to three NULLs."""
+    calls = []
+    for name in sorted(FUNCTIONS):
+        if name not in names or name in NOT_OF_NULLS | SYNTAX:
+            continue
+        for count in range(4):
+            try:
+                Func(name, tuple(X.Lit(None) for _ in range(count)))
+            except PlanError:
+                continue
+            calls.append(f"SELECT pg_typeof({name}({', '.join(['NULL'] * count)}))")
+    return calls
+
+
+def test_calls_of_nulls_as_postgres(both) -> None:
+    """The signature a call of NULLs runs (its result type), or PostgreSQL's SQLSTATE where
+    it cannot choose one (42725: to_hex(NULL), trunc(NULL))."""
+    ours, pg = both
+    names = {n for (n,) in pg.execute("SELECT DISTINCT proname FROM pg_proc").fetchall()}
+    calls = of_nulls(names)
+    assert len(calls) > 80
+    for sql in calls:
+        assert outcome(ours, sql) == outcome(pg, sql), sql
 
 
 def test_one_argument_too_many_as_postgres(both) -> None:

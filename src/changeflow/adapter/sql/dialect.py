@@ -28,6 +28,7 @@ _PLAIN_CALLS = (
     "DEGREES",
     "ENCODE",
     "FORMAT",
+    "JSONB_CONTAINS",
     "JSONB_EXISTS",
     "JUSTIFY_INTERVAL",
     "LOG",

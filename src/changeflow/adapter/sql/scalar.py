@@ -448,17 +448,21 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
-        if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
-            first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
-            return Func(name, (first, *(self.expr(a) for a in args[1:])))
-        found = self.array_call(name, args)
-        if found is not None:
+        jsonb_first = name.lower() in JSONB_FIRST and args and is_string_literal(args[0])
+        if jsonb_first:  # an unknown literal read as jsonb
+            values = [coerce_text(str(args[0].this), JSONB), *(self.expr(a) for a in args[1:])]
+        elif (found := self.array_call(name, args)) is not None:
             return found
-        values = [self.expr(a) for a in args]
+        else:
+            values = [self.expr(a) for a in args]
         try:
             return Func(name, tuple(values))
         except PlanError as e:
-            unknown = [i for i, a in enumerate(args) if is_string_literal(bare(a))]
+            unknown = [
+                i
+                for i, a in enumerate(args)
+                if is_string_literal(bare(a)) and (i or not jsonb_first)
+            ]
             read = read_unknown(name, values, unknown) if e.sqlstate == "42883" else None
             if read is None:
                 raise
