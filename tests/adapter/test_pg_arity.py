@@ -119,7 +119,7 @@ def test_calls_of_nulls_as_postgres(both) -> None:
 def test_one_argument_too_many_as_postgres(both) -> None:
     ours, pg = both
     names = {n for (n,) in pg.execute("SELECT DISTINCT proname FROM pg_proc").fetchall()}
-    calls = one_too_many(names)
+    calls = one_too_many(names) + ["SELECT trim(NULL, NULL, NULL)", "SELECT trim('a', 'b', 'c')"]
     assert len(calls) > 80
     for sql in calls:
         theirs = outcome(pg, sql)

@@ -113,6 +113,20 @@ class PostgresCalls(Postgres):
                 inner.meta["arity"] = _arguments(self._tokens, start)
             return found
 
+        def _parse_trim(self) -> Any:
+            """``trim(a, b, c…)`` of more arguments than PostgreSQL's btrim takes is a call
+            of btrim, which the planner refuses (42883) as PostgreSQL does."""
+            index = self._index
+            args = self._parse_csv(self._parse_assignment)
+            if (
+                len(args) > 2
+                and self._curr is not None
+                and self._curr.token_type == TokenType.R_PAREN
+            ):
+                return exp.Anonymous(this="btrim", expressions=args)
+            self._retreat(index)
+            return super()._parse_trim()
+
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
         ) -> Any:
