@@ -52,6 +52,7 @@ CALLS = {
     "translate": "translate(name, 'ab', 'x')",
     "to_hex": "to_hex(id - 2)",
     "pi": "pi()",
+    "oid_of_bigint": "(id::bigint + 7)::oid::bigint",
     "array_to_string": "array_to_string(ARRAY[name, NULL, 'z'], '-', '*')",
     "string_to_array": "cardinality(string_to_array(name, 'b'))",
     "concat": "concat(name, id, x)",

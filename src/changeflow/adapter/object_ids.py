@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, split_name
+from changeflow.adapter.oid_flow import oid_columns
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -98,10 +99,12 @@ def _type(value: int | str) -> tuple[int, str]:
 
 
 def function_oids() -> dict[str, int]:
-    """Each function of the function table by name, to its OID in ``pg_proc``."""
-    from changeflow.compute.functions import FUNCTIONS
+    """Each function of the function table PostgreSQL has, by name, to its OID in
+    ``pg_proc`` (numbered over the whole table, so that an OID does not change)."""
+    from changeflow.compute.functions import FUNCTIONS, NOT_IN_PG_PROC
 
-    return {name: FIRST_FUNCTION + i for i, name in enumerate(sorted(FUNCTIONS))}
+    numbered = enumerate(sorted(FUNCTIONS), FIRST_FUNCTION)
+    return {name: oid for oid, name in numbered if name not in NOT_IN_PG_PROC}
 
 
 def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
@@ -203,9 +206,14 @@ def shown_ids(tree: exp.Expression) -> tuple[tuple[int, str], ...]:
 
 
 def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[int, str], ...]:
-    """The output positions of a select list's columns read as they are from a view's oid
-    columns (a ``*`` of it at its width), where the query reads one relation of the catalog
-    (no join, no CTE of its name)."""
+    """The output positions of a query's oid columns, as they flow from a view's oid columns
+    and casts to oid (``oid_flow``; it refuses what PostgreSQL has no operator of an oid
+    for); where sqlglot cannot type the query, of its select list's columns read as they are
+    from a view's oid columns (a ``*`` of it at its width), where the query reads one relation
+    of the catalog (no join, no CTE of its name)."""
+    flowing = oid_columns(tree, state)
+    if flowing is not None:
+        return tuple((i, "oid") for i in flowing)
     if not isinstance(tree, exp.Select) or state is None or tree.args.get("joins"):
         return ()
     source = tree.args.get("from_")

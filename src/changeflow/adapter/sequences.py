@@ -27,6 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter import ddl
+from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequence_options import (
@@ -61,6 +62,7 @@ def enter(session: Any) -> None:
     """The session's home and last values, for the statement it is about to plan."""
     last = session.__dict__.setdefault("sequence_values", {})  # currval's, by sequence id
     CONTEXT.set((session.env.catalog, last))
+    holds.SESSION.set(session)
 
 
 class _Blocks:
@@ -159,6 +161,7 @@ class NextVal(Volatile):
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         catalog, last = _context()
+        holds.wait(catalog, self.seq_id, self.name)  # an open ALTER SEQUENCE of another session
         value = _blocks(catalog).next(
             self.seq_id, lambda: _options(catalog, self.seq_id), self.name
         )
@@ -201,6 +204,7 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
     options = SequenceOptions.of(item.options)
     options.check(value, "setval", item.name)
     called = len(consts) < 3 or consts[2] is True
+    holds.wait(catalog, item.id, item.name)
     _blocks(catalog).set(item.id, value if called else value - options.increment)
     if called:
         last[item.id] = value
@@ -509,6 +513,7 @@ def sequence_undo(env: Any, name: str) -> Callable[[], None] | None:
     last = _blocks(env.catalog).last(item.id)
     if last is None:  # none handed out yet: the next is the start
         last = SequenceOptions.of(item.options).first
+    holds.hold(env.catalog, item.id)  # other sessions' nextval waits for the end
 
     def undo() -> None:
         def change(state: CatalogState) -> tuple[CatalogState, None]:
@@ -519,6 +524,7 @@ def sequence_undo(env: Any, name: str) -> Callable[[], None] | None:
 
         env.catalog.change(change)
         _blocks(env.catalog).set(item.id, last)
+        holds.release(env.catalog, item.id)
 
     return undo
 

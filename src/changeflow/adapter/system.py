@@ -112,10 +112,10 @@ def mentions_catalog(text: str) -> bool:
             return True
     if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
         return True
-    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to an object identifier
-    # type ('t'::regclass, 16384::oid) in a query that reads no table
+    # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to a reg* type
+    # ('t'::regclass) in a query that reads no table (the planner casts to oid)
     calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
-    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c) or c.to.is_type("uint")]
+    casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c)]
     return bool(calls & CATALOG_CALLS or casts) and next(tree.find_all(exp.Table), None) is None
 
 
@@ -242,6 +242,8 @@ def _rows(
             )
             if default is not None:
                 out["pg_attrdef"].append((oid * 1000 + n, oid, n, default))
+            if kind not in ("r", "v"):  # as PostgreSQL's: no materialized view, no sequence
+                continue
             info["columns"].append(
                 (
                     database,
@@ -270,8 +272,9 @@ def _rows(
             definition = _definition(item)
             view = "pg_views" if kind == "v" else "pg_matviews"
             out[view].append((schema, relname, user, definition))
-            info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
-            info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
+            if kind == "v":  # information_schema leaves materialized views out, as PostgreSQL's
+                info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
+                info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 

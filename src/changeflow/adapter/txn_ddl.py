@@ -4,9 +4,8 @@ statements can use what it created, and dropped again on ROLLBACK (or when the t
 fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
 value its next one follows, as PostgreSQL's); DROP and COMMENT ON are checked at once and
 applied at COMMIT, discarded on ROLLBACK. What a transaction creates or alters is visible to
-other sessions before its COMMIT: where PostgreSQL makes them wait for an altered sequence,
-they take its values meanwhile, and a ROLLBACK that puts back an earlier position may hand
-those values out again.
+other sessions before its COMMIT; an altered sequence is held until the transaction ends:
+other sessions' nextval waits, as PostgreSQL's (``sequence_holds``).
 Other DDL refuses to run inside a transaction block (25001), as before."""
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ _PLAIN_CALLS = (
     "DEGREES",
     "ENCODE",
     "FORMAT",
+    "JSONB_CONTAINS",
+    "JSONB_EXISTS",
     "JUSTIFY_INTERVAL",
     "LOG",
     "MAKE_TIMESTAMP",
@@ -103,11 +105,27 @@ class PostgresCalls(Postgres):
             """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
             a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
             written = self._curr.text.lower() if self._curr is not None else None
+            start = self._index
             found = super()._parse_function_call(*args, **kwargs)
             inner = found.this if isinstance(found, exp.Window) else found
             if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
                 inner.meta["name"] = written
+                inner.meta["arity"] = _arguments(self._tokens, start)
             return found
+
+        def _parse_trim(self) -> Any:
+            """``trim(a, b, c…)`` of more arguments than PostgreSQL's btrim takes is a call
+            of btrim, which the planner refuses (42883) as PostgreSQL does."""
+            index = self._index
+            args = self._parse_csv(self._parse_assignment)
+            if (
+                len(args) > 2
+                and self._curr is not None
+                and self._curr.token_type == TokenType.R_PAREN
+            ):
+                return exp.Anonymous(this="btrim", expressions=args)
+            self._retreat(index)
+            return super()._parse_trim()
 
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
@@ -130,6 +148,30 @@ class PostgresCalls(Postgres):
             if curr is not None and curr.text.upper() in self.dialect.VALID_INTERVAL_UNITS:
                 unit = self._parse_var(any_token=True, upper=True)
             return self.expression(exp.Interval(this=this, unit=unit))
+
+
+_OPEN = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
+_CLOSE = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+
+
+def _arguments(tokens: list[Any], start: int) -> int:
+    """How many arguments the call whose name is ``tokens[start]`` was written with (its
+    commas outside brackets; sqlglot's node may keep or drop some, see ``arity.all_read``)."""
+    if start + 1 >= len(tokens) or tokens[start + 1].token_type != TokenType.L_PAREN:
+        return 0
+    depth, commas, empty = 0, 0, True
+    for token in tokens[start + 2 :]:
+        kind = token.token_type
+        if kind in _CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+        elif kind in _OPEN:
+            depth += 1
+        elif kind == TokenType.COMMA and depth == 0:
+            commas += 1
+        empty = False
+    return 0 if empty else commas + 1
 
 
 def parse_sql(text: str) -> exp.Expression:

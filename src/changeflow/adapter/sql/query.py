@@ -54,7 +54,7 @@ def plan_query(
         raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
     state = getattr(resolver, "state", None)
     shown = shown_ids(query) if shown_types else ()
-    read = read_ids(query, state) if shown_types else ()
+    read = read_ids(query, state)  # refuses operators PostgreSQL has none of for an oid
     fold_object_ids(query, state, shown)
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
@@ -66,7 +66,7 @@ def plan_query(
         out.finishing or Finishing(),
         frozenset(planner.timelines),
         frozenset(planner.items),
-        tuple(sorted(shown + read)),
+        tuple(sorted(set(shown + read))) if shown_types else (),
     )
 
 

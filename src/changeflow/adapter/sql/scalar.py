@@ -18,12 +18,13 @@ from decimal import Decimal
 from sqlglot import exp
 
 from changeflow.adapter.sql import whole_row
+from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
-from changeflow.adapter.sql.scope import Scope, ident, unsupported
+from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target
@@ -67,7 +68,6 @@ _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp
 _SIMPLE_FUNCS = {
     exp.Lower: "lower",
     exp.Upper: "upper",
-    exp.Length: "length",
     exp.Reverse: "reverse",
     exp.Abs: "abs",
     exp.Floor: "floor",
@@ -186,13 +186,14 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
             return constant
         method = getattr(self, "_" + type(node).__name__.lower(), None)
         if method is not None:
-            return method(node)
+            return all_read(node, method(node), (), self.expr)
         if type(node) in _ARITH:
             return self._arith(node)
         if type(node) in _CMP:
             return self._cmp(_CMP[type(node)], node.this, node.expression)
         if type(node) in _SIMPLE_FUNCS:
-            return self.func(_SIMPLE_FUNCS[type(node)], [node.this])
+            name = _SIMPLE_FUNCS[type(node)]
+            return all_read(node, self.func(name, [node.this]), (name,), self.expr)
         if is_aggregate(node):
             raise PlanError(
                 f"aggregate functions are not allowed in {self.clause}", sqlstate="42803"
@@ -409,6 +410,8 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
             value: X.Expr = coerce_text(str(inner.this), kind)
         else:
             value = self.expr(inner)
+            if node.to.this == exp.DataType.Type.UINT:
+                return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
         if scale is not None:
@@ -445,17 +448,21 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
-        if name.lower() in JSONB_FIRST and args and is_string_literal(args[0]):
-            first = coerce_text(str(args[0].this), JSONB)  # an unknown literal read as jsonb
-            return Func(name, (first, *(self.expr(a) for a in args[1:])))
-        found = self.array_call(name, args)
-        if found is not None:
+        jsonb_first = name.lower() in JSONB_FIRST and args and is_string_literal(args[0])
+        if jsonb_first:  # an unknown literal read as jsonb
+            values = [coerce_text(str(args[0].this), JSONB), *(self.expr(a) for a in args[1:])]
+        elif (found := self.array_call(name, args)) is not None:
             return found
-        values = [self.expr(a) for a in args]
+        else:
+            values = [self.expr(a) for a in args]
         try:
             return Func(name, tuple(values))
         except PlanError as e:
-            unknown = [i for i, a in enumerate(args) if is_string_literal(bare(a))]
+            unknown = [
+                i
+                for i, a in enumerate(args)
+                if is_string_literal(bare(a)) and (i or not jsonb_first)
+            ]
             read = read_unknown(name, values, unknown) if e.sqlstate == "42883" else None
             if read is None:
                 raise
@@ -490,6 +497,11 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         fill = node.args.get("fill_pattern")
         args = [node.this, node.expression] + ([fill] if fill is not None else [])
         return self.func("lpad" if node.args.get("is_left") else "rpad", args)
+
+    def _length(self, node: exp.Length) -> X.Expr:
+        encoding = node.args.get("encoding")  # length(bytea, name)
+        name = "length" if node.meta.get("name", "length") == "length" else "char_length"
+        return self.func(name, [node.this, *([encoding] if encoding is not None else [])])
 
     def _md5(self, node: exp.MD5) -> X.Expr:
         return self.func("md5", [node.this])
@@ -549,21 +561,6 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
 
     def _least(self, node: exp.Least) -> X.Expr:
         return Func("least", tuple(self.unify([node.this, *node.expressions])))
-
-    def _extract(self, node: exp.Extract) -> X.Expr:
-        unit = node.this
-        name = ident(unit) if isinstance(unit, exp.Var | exp.Identifier) else None
-        part = X.Lit(name, TEXT) if name else self.expr(unit)
-        return Func("extract", (part, self.expr(node.expression)))
-
-    def _timestamptrunc(self, node: exp.TimestampTrunc) -> X.Expr:
-        unit = node.args.get("unit")
-        text = unit.name.lower() if isinstance(unit, exp.Var) else None
-        part = X.Lit(text, TEXT) if text else self.expr(unit)
-        return Func("date_trunc", (part, self.expr(node.this)))
-
-    def _datetrunc(self, node: exp.Expression) -> X.Expr:
-        return self._timestamptrunc(node)  # type: ignore[arg-type]
 
     def _unixtotime(self, node: exp.UnixToTime) -> X.Expr:
         return self.func("to_timestamp", [node.this])

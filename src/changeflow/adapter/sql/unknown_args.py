@@ -11,6 +11,7 @@ from itertools import product
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import FUNCTIONS
+from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -20,6 +21,7 @@ from changeflow.compute.types import (
     INT8,
     INTERVAL,
     JSONB,
+    NULLTYPE,
     NUMERIC,
     TEXT,
     TIME,
@@ -51,7 +53,18 @@ def unknown_kinds(name: str, kinds: tuple[SqlType, ...], unknown: list[int]) -> 
     the one type category the function accepts there; None where none fits or the function
     is not one of :data:`FUNCTIONS`, 42725 where several do."""
     function = FUNCTIONS.get(name.lower())
-    if function is None or not unknown or len(unknown) > MOST_UNKNOWN:
+    if function is None or not unknown:
+        return None
+    if isinstance(function.rule, Overloads):  # PostgreSQL's own resolution
+        trial = tuple(NULLTYPE if i in unknown else k for i, k in enumerate(kinds))
+        try:
+            return function.rule.resolve(trial)[0]
+        except PlanError as e:
+            if e.sqlstate != "42725":
+                return None
+            shown = ", ".join("unknown" if i in unknown else str(k) for i, k in enumerate(kinds))
+            raise PlanError(f"function {name}({shown}) is not unique", sqlstate="42725") from None
+    if len(unknown) > MOST_UNKNOWN:
         return None
     found: dict[tuple[int, ...], tuple[SqlType, ...]] = {}
     for cats in product(range(len(CATEGORIES)), repeat=len(unknown)):

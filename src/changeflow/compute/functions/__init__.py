@@ -45,6 +45,15 @@ FUNCTIONS: dict[str, Function] = {
     for f in family.FUNCTIONS
 }
 
+# functions of the table that are not PostgreSQL's (the planner's own forms), or are its
+# syntax rather than functions of pg_proc (GREATEST, LEAST, TRIM): pg_proc leaves them out
+NOT_IN_PG_PROC = frozenset(
+    {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
+    | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
+    | {"interval_sum_of", "oid_of_bigint"}
+)
+assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
+
 
 @dataclass(frozen=True)
 class Func(Expr):
@@ -62,7 +71,9 @@ class Func(Expr):
             raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
         try:
             kind = function.rule(kinds)
-        except PlanError:
+        except PlanError as e:
+            if e.sqlstate == "42725":
+                raise
             shown = ", ".join(map(str, kinds))
             raise PlanError(
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
@@ -92,4 +103,4 @@ class Func(Expr):
         return f"{self.name}({', '.join(map(str, self.args))})"
 
 
-__all__ = ["FUNCTIONS", "Func", "Function", "function_named"]
+__all__ = ["FUNCTIONS", "NOT_IN_PG_PROC", "Func", "Function", "function_named"]

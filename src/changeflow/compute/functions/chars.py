@@ -17,9 +17,10 @@ from changeflow.compute.functions.base import (
     in_process,
 )
 from changeflow.compute.functions.keywords import QUOTED
+from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.scalars import to_text
-from changeflow.compute.types import INT2, INT4, INT8, NULLTYPE, TEXT, SqlType
+from changeflow.compute.types import INT4, INT8, NULLTYPE, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -90,10 +91,8 @@ def _spark_to_hex(cc: ExprCompiler, e: Func) -> Column:
     return F.lower(F.hex(n))
 
 
-def _hex_rule(args: tuple[SqlType, ...]) -> SqlType:
-    if len(args) == 1 and args[0] == INT8:
-        return TEXT
-    return _sig((INT4,), (INT2,), result=TEXT)(args)
+# PostgreSQL's to_hex(integer) and to_hex(bigint): a smallint or a NULL fits both (42725)
+_HEX = Overloads("to_hex", (((INT4,), TEXT), ((INT8,), TEXT)))
 
 
 def quote_ident(s: str) -> str:
@@ -198,7 +197,7 @@ FUNCTIONS = [
     Function(
         "translate", _sig((TEXT, TEXT, TEXT), result=TEXT), _translate, spark=_spark_translate
     ),
-    Function("to_hex", _hex_rule, _to_hex, strict=False, spark=_spark_to_hex),
+    Function("to_hex", _HEX, _to_hex, strict=False, spark=_spark_to_hex),
     Function(
         "bit_length",
         _sig((TEXT,), result=INT4),

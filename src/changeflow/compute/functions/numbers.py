@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -34,10 +34,13 @@ from changeflow.compute.functions.numeric_math import (
     power_numeric,
     sqrt_numeric,
 )
+from changeflow.compute.functions.overloads import MACADDR, Overloads, same
 from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
     FLOAT8,
+    INT2,
     INT4,
+    INT8,
     NULLTYPE,
     NUMERIC,
     SqlType,
@@ -51,14 +54,21 @@ if TYPE_CHECKING:
     from changeflow.compute.spark_expr import ExprCompiler
 
 
-def _round(x: Any, places: int = 0) -> Any:
-    if isinstance(x, float):
-        if places == 0:
-            return float(round(x))  # rint: half to even, as PostgreSQL's round(double)
-        raise EvalError("round(double precision, integer) does not exist; cast to numeric")
-    if isinstance(x, Decimal):
-        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
-    return x
+def _round(x: Any, places: int | None = None) -> Any:
+    """PostgreSQL's round: of a double (an integer cast to one), half to even (rint); of a
+    numeric (an integer cast to one where places are given), half away from zero."""
+    if places is None and not isinstance(x, Decimal):
+        return float(round(float(x)))
+    return _to_scale(Decimal(x), places or 0, ROUND_HALF_UP)
+
+
+def _to_scale(x: Decimal, places: int, rounding: str) -> Decimal:
+    """``x`` rounded to ``places`` decimals (tens, hundreds… if negative, shown without
+    decimals, as PostgreSQL shows ``round(25, -1)``: 30)."""
+    if not x.is_finite():
+        return x
+    out = x.quantize(Decimal(1).scaleb(-places), rounding=rounding)
+    return _unsigned_zero(out.quantize(Decimal(1)) if places < 0 else out)
 
 
 def _unsigned_zero(x: Decimal) -> Decimal:
@@ -66,24 +76,22 @@ def _unsigned_zero(x: Decimal) -> Decimal:
     return abs(x) if x.is_zero() else x
 
 
-def _trunc(x: Any, places: int = 0) -> Any:
-    if isinstance(x, float):
-        return float(math.trunc(x))
-    if isinstance(x, Decimal):
-        return _unsigned_zero(x.quantize(Decimal(1).scaleb(-places), rounding="ROUND_DOWN"))
-    return x
+def _trunc(x: Any, places: int | None = None) -> Any:
+    if places is None and not isinstance(x, Decimal):
+        return float(math.trunc(float(x)))
+    return _to_scale(Decimal(x), places or 0, ROUND_DOWN)
 
 
 def _floor(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return _unsigned_zero(x.quantize(Decimal(1), rounding=ROUND_FLOOR))
-    return float(math.floor(x)) if isinstance(x, float) else x
+        return _to_scale(x, 0, ROUND_FLOOR)
+    return float(math.floor(x))
 
 
 def _ceil(x: Any) -> Any:
     if isinstance(x, Decimal):
-        return _unsigned_zero(x.quantize(Decimal(1), rounding="ROUND_CEILING"))
-    return float(math.ceil(x)) if isinstance(x, float) else x
+        return _to_scale(x, 0, ROUND_CEILING)
+    return float(math.ceil(x))
 
 
 def _scale(x: Decimal | int) -> int | None:
@@ -120,12 +128,9 @@ def _of_numeric(result: SqlType) -> Rule:
     return rule
 
 
-def _to_places(args: tuple[SqlType, ...]) -> SqlType:
-    """round's and trunc's rule: of any number, or of a number not a double and a count of
-    places (PostgreSQL has no round(double precision, integer))."""
-    if len(args) == 2 and args[0] == FLOAT8:
-        raise PlanError("no match", sqlstate="42883")
-    return _sig(("num",), ("num", "int"), result="same")(args)
+# PostgreSQL's signatures (float4's left out: changeflow reads real as double precision)
+_ROUND = ((FLOAT8,), FLOAT8), ((NUMERIC,), NUMERIC), ((NUMERIC, INT4), NUMERIC)
+_OF_FLOAT_OR_NUMERIC = same(FLOAT8, NUMERIC)
 
 
 # A value's own scale: Spark holds numerics at one scale per column.
@@ -213,11 +218,6 @@ def _sign(x: Any) -> Any:
     return (Decimal if isinstance(x, Decimal) else float)((x > 0) - (x < 0))
 
 
-def _sign_rule(args: tuple[SqlType, ...]) -> SqlType:
-    kind = _sig(("num",), result="same")(args)
-    return kind if kind in (NUMERIC, NULLTYPE) else FLOAT8
-
-
 def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
     def extreme(*args: Any) -> Any:
         present = [v for v, _ in args if v is not None]
@@ -230,6 +230,21 @@ def _extreme_rule(args: tuple[SqlType, ...]) -> SqlType:
     from changeflow.compute.expr import Lit
 
     return common_type(tuple(Lit(None, a) for a in args), "GREATEST/LEAST")
+
+
+_MAX_OID = 2**32 - 1
+
+
+def _oid_of(x: int) -> int:
+    """A bigint as an oid (PostgreSQL's cast): 22003 outside 0 to 4294967295."""
+    if not 0 <= x <= _MAX_OID:
+        raise EvalError("OID out of range", sqlstate="22003")
+    return x
+
+
+def _spark_oid_of(cc: ExprCompiler, e: Func) -> Column:
+    x = cc.compile(e.args[0])
+    return F.when((x < 0) | (x > _MAX_OID), fail("OID out of range", "22003")).otherwise(x)
 
 
 # -- on Spark --------------------------------------------------------------------------------
@@ -252,13 +267,16 @@ def _spark_places(e: Func) -> int:
     return int(arg.value)
 
 
-def _spark_round(cc: ExprCompiler, e: Func) -> Column:
+def _spark_arg(cc: ExprCompiler, e: Func) -> Column:
+    """The first argument, cast to the type of the signature chosen (an integer's double
+    precision or numeric)."""
     x = cc.compile(e.args[0])
-    if e.type.integer:
-        return x
+    return x if e.args[0].type == e.type else x.cast(spark_type(e.type))
+
+
+def _spark_round(cc: ExprCompiler, e: Func) -> Column:
+    x = _spark_arg(cc, e)
     if e.type == FLOAT8:
-        if len(e.args) > 1:
-            raise PlanError("round(double precision, integer) does not exist; cast to numeric")
         return F.rint(x)
     return F.round(x, _spark_places(e))
 
@@ -268,9 +286,7 @@ def _spark_float_trunc(x: Column) -> Column:
 
 
 def _spark_trunc(cc: ExprCompiler, e: Func) -> Column:
-    x = cc.compile(e.args[0])
-    if e.type.integer:
-        return x
+    x = _spark_arg(cc, e)
     if e.type == FLOAT8:
         return _spark_float_trunc(x)
     places = F.lit(_spark_places(e))
@@ -279,9 +295,7 @@ def _spark_trunc(cc: ExprCompiler, e: Func) -> Column:
 
 def _spark_floor(up: bool) -> Builder:
     def build(cc: ExprCompiler, e: Func) -> Column:
-        x = cc.compile(e.args[0])
-        if e.type.integer:
-            return x
+        x = _spark_arg(cc, e)
         if e.type == NUMERIC:
             return F.ceil(x, F.lit(0)) if up else F.floor(x, F.lit(0))
         t = _spark_float_trunc(x)
@@ -365,21 +379,30 @@ def _spark_extreme(fn: str) -> Builder:
 FUNCTIONS = [
     Function(
         "abs",
-        _sig(("num",), result="same"),
+        Overloads("abs", same(INT2, INT4, INT8, NUMERIC, FLOAT8)),
         abs,
         spark=lambda cc, e: _spark_same(cc, e, F.abs(cc.compile(e.args[0]))),
         arrow=pc.abs_checked,
     ),
-    Function("round", _to_places, _round, spark=_spark_round),
-    Function("trunc", _to_places, _trunc, spark=_spark_trunc),
-    Function("floor", _sig(("num",), result="same"), _floor, spark=_spark_floor(up=False)),
-    Function("ceil", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
-    Function("ceiling", _sig(("num",), result="same"), _ceil, spark=_spark_floor(up=True)),
-    Function("sign", _sign_rule, _sign, spark=_spark_sign),
+    Function("round", Overloads("round", _ROUND), _round, spark=_spark_round),
+    Function(
+        "trunc", Overloads("trunc", (*_ROUND, ((MACADDR,), MACADDR))), _trunc, spark=_spark_trunc
+    ),
+    *(
+        Function(name, Overloads(name, _OF_FLOAT_OR_NUMERIC), impl, spark=_spark_floor(up))
+        for name, impl, up in (
+            ("floor", _floor, False),
+            ("ceil", _ceil, True),
+            ("ceiling", _ceil, True),
+        )
+    ),
+    Function("sign", Overloads("sign", _OF_FLOAT_OR_NUMERIC), _sign, spark=_spark_sign),
     Function("pi", _sig((), result=FLOAT8), lambda: math.pi, spark=_simple("pi")),
-    Function("sqrt", float_or_numeric(1), numeric_form(sqrt_numeric, _sqrt), spark=_spark_sqrt),
-    Function("ln", float_or_numeric(1), numeric_form(ln_numeric, _ln), spark=_spark_ln),
-    Function("exp", float_or_numeric(1), numeric_form(exp_numeric, _exp), spark=_spark_exp),
+    Function(
+        "sqrt", float_or_numeric("sqrt", 1), numeric_form(sqrt_numeric, _sqrt), spark=_spark_sqrt
+    ),
+    Function("ln", float_or_numeric("ln", 1), numeric_form(ln_numeric, _ln), spark=_spark_ln),
+    Function("exp", float_or_numeric("exp", 1), numeric_form(exp_numeric, _exp), spark=_spark_exp),
     Function("log", _log_type, _log, spark=_spark_log),
     Function(
         "cbrt",
@@ -401,13 +424,13 @@ FUNCTIONS = [
     ),
     Function(
         "power",
-        float_or_numeric(2),
+        float_or_numeric("power", 2),
         numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
     Function(
         "pow",
-        float_or_numeric(2),
+        float_or_numeric("pow", 2),
         numeric_form(power_numeric, _power),
         spark=_spark_power,
     ),
@@ -415,6 +438,7 @@ FUNCTIONS = [
         "greatest", _extreme_rule, _extreme(max), strict=False, spark=_spark_extreme("greatest")
     ),
     Function("least", _extreme_rule, _extreme(min), strict=False, spark=_spark_extreme("least")),
+    Function("oid_of_bigint", _sig((INT8,), result=INT8), _oid_of, spark=_spark_oid_of),
     Function("scale", _of_numeric(INT4), _scale, spark=_OWN_SCALE),
     Function("min_scale", _of_numeric(INT4), _min_scale, spark=_OWN_SCALE),
     Function("trim_scale", _of_numeric(NUMERIC), _trim_scale, spark=_OWN_SCALE),

@@ -11,8 +11,9 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import Rule
-from changeflow.compute.types import FLOAT8, NULLTYPE, NUMERIC, SqlType
-from changeflow.errors import EvalError, PlanError
+from changeflow.compute.functions.overloads import Overloads, same
+from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,15 +24,10 @@ MAX_WEIGHT = 131072  # the decimal digits a numeric holds before its point
 MAX_EXP = 6000  # exp's argument from which it overflows (or is 0): NUMERIC_MAX_RESULT_SCALE * 3
 
 
-def float_or_numeric(arity: int) -> Rule:
-    """numeric where an argument is numeric and none is a double, else double precision."""
-
-    def rule(args: tuple[SqlType, ...]) -> SqlType:
-        if len(args) != arity or not all(a.numeric or a == NULLTYPE for a in args):
-            raise PlanError("no match", sqlstate="42883")
-        return NUMERIC if NUMERIC in args and FLOAT8 not in args else FLOAT8
-
-    return rule
+def float_or_numeric(name: str, arity: int) -> Rule:
+    """PostgreSQL's two signatures of ``name``: of doubles, or of numerics (integers take the
+    double's, a numeric argument the numeric's)."""
+    return Overloads(name, same(FLOAT8, NUMERIC, arity=arity))
 
 
 def numeric_form(

@@ -11,11 +11,22 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
 from changeflow.compute import expr as X
-from changeflow.compute.functions.base import F, Function, _sig, fail, spark_type, unsupported
+from changeflow.compute.functions.base import F, Function, fail, spark_type, unsupported
+from changeflow.compute.functions.overloads import Candidate, Overloads
 from changeflow.compute.intervals import Interval, interval_part
 from changeflow.compute.scalars import div_scale
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of
-from changeflow.compute.types import DATE, FLOAT8, INTERVAL, NUMERIC, TEXT, TIME, TIMESTAMPTZ
+from changeflow.compute.types import (
+    DATE,
+    FLOAT8,
+    INTERVAL,
+    NUMERIC,
+    TEXT,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
 from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
@@ -279,16 +290,21 @@ def _spark_part(cc: ExprCompiler, e: Func, numeric: bool) -> Column:
     return part.cast(spark_type(e.type))
 
 
+def _parts(result: SqlType) -> tuple[Candidate, ...]:
+    """PostgreSQL's signatures of date_part and extract (timetz left out)."""
+    return tuple(((TEXT, k), result) for k in (TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL))
+
+
 FUNCTIONS = [
     Function(
         "date_part",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), (TEXT, TIME), result=FLOAT8),
+        Overloads("date_part", _parts(FLOAT8)),
         _date_part,
         spark=lambda cc, e: _spark_part(cc, e, numeric=False),
     ),
     Function(
         "extract",
-        _sig((TEXT, "stamp"), (TEXT, INTERVAL), (TEXT, TIME), result=NUMERIC),
+        Overloads("extract", _parts(NUMERIC)),
         _extract,
         spark=lambda cc, e: _spark_part(cc, e, numeric=True),
     ),

@@ -21,6 +21,7 @@ from changeflow.compute.functions.base import (
     in_process,
     unsupported,
 )
+from changeflow.compute.functions.encodings import length_in
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     BOOL,
@@ -329,6 +330,15 @@ def _record_text(*fields: tuple[Any, Any]) -> str:
 _record_rows_only = in_process("a whole row as a value is computed in the process")
 
 
+def _spark_length(cc: ExprCompiler, e: Func) -> Column:
+    if len(e.args) == 2:
+        return _ENCODED_LENGTH(cc, e)
+    return F.length(cc.compile(e.args[0]))
+
+
+_ENCODED_LENGTH = in_process("length in an encoding is computed in the process only")
+
+
 FUNCTIONS = [
     Function(
         "lower",
@@ -346,9 +356,9 @@ FUNCTIONS = [
     ),
     Function(
         "length",
-        _sig((TEXT,), (BYTEA,), result=INT4),
-        len,
-        spark=_simple("length"),
+        _sig((TEXT,), (BYTEA,), (BYTEA, TEXT), result=INT4),
+        lambda s, encoding=None: len(s) if encoding is None else length_in(s, encoding),
+        spark=_spark_length,
         arrow=pc.utf8_length,
     ),
     Function(

@@ -20,6 +20,7 @@ from changeflow.compute.functions.base import (
     unsupported,
 )
 from changeflow.compute.functions.from_text import TEMPLATE_IN_PROCESS, to_timestamp_text
+from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.functions.parts import epoch_micros
 from changeflow.compute.intervals import (
     Interval,
@@ -54,7 +55,48 @@ if TYPE_CHECKING:
 _TRUNC = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
 
 
-def _date_trunc(unit: str, value: date) -> datetime:
+# PostgreSQL's interval units from the largest: each keeps what its row's fields make of it
+_INTERVAL_TRUNC = {
+    "millennium": (12000, None),
+    "millennia": (12000, None),
+    "century": (1200, None),
+    "centuries": (1200, None),
+    "decade": (120, None),
+    "decades": (120, None),
+    "year": (12, None),
+    "quarter": (3, None),
+    "month": (1, None),
+    "day": (1, 0),
+    "hour": (1, 3_600_000_000),
+    "minute": (1, 60_000_000),
+    "second": (1, 1_000_000),
+    "milliseconds": (1, 1000),
+    "microseconds": (1, 1),
+}
+
+
+def _interval_trunc(unit: str, value: Interval) -> Interval:
+    """``date_trunc(unit, interval)``: the fields below ``unit`` zeroed (toward zero, as
+    PostgreSQL's; weeks are refused, 0A000: months have fractional weeks)."""
+    u = unit.lower()
+    if u not in _INTERVAL_TRUNC:
+        if u == "week":
+            raise EvalError(
+                'interval units "week" not supported because months usually have fractional weeks',
+                sqlstate="0A000",
+            )
+        raise EvalError(f'interval units "{unit}" not recognized', sqlstate="22023")
+    months_step, micros_step = _INTERVAL_TRUNC[u]
+    months = int(value.months / months_step) * months_step
+    if micros_step is None:
+        return Interval(months)
+    micros = int(value.micros / micros_step) * micros_step if micros_step else 0
+    return Interval(months, value.days, micros)
+
+
+def _date_trunc(unit: str, value: date | Interval) -> datetime | Interval:
+    if isinstance(value, Interval):
+        return _interval_trunc(unit, value)
     u = unit.lower()
     if u not in _TRUNC:
         raise EvalError(
@@ -156,10 +198,9 @@ def _to_timestamp_rule(args: tuple[SqlType, ...]) -> SqlType:
     return _sig(("num",), (TEXT, TEXT), result=TIMESTAMPTZ)(args)
 
 
-def _stamp_rule(args: tuple[SqlType, ...]) -> SqlType:
-    if len(args) == 2 and args[0] in (TEXT, NULLTYPE) and args[1] in (TIMESTAMP, TIMESTAMPTZ, DATE):
-        return TIMESTAMPTZ if args[1] == DATE else args[1]  # a date is its midnight, UTC
-    raise PlanError("no match", sqlstate="42883")
+_DATE_TRUNC = Overloads(
+    "date_trunc", tuple(((TEXT, k), k) for k in (TIMESTAMP, TIMESTAMPTZ, INTERVAL))
+)
 
 
 def _from_epoch(seconds: float) -> datetime:
@@ -250,7 +291,7 @@ _rows_only = in_process("intervals are computed in the process")
 
 
 FUNCTIONS = [
-    Function("date_trunc", _stamp_rule, _date_trunc, spark=_spark_date_trunc),
+    Function("date_trunc", _DATE_TRUNC, _date_trunc, spark=_spark_date_trunc),
     Function(
         "make_date",
         _sig(("int", "int", "int"), result=DATE),

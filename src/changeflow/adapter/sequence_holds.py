@@ -1,0 +1,85 @@
+"""ALTER SEQUENCE inside a transaction holds the sequence until the transaction ends, as
+PostgreSQL's lock does: another session's ``nextval`` or ``setval`` of it waits (and gives up
+after :data:`WAIT` seconds, 55P03), so that the values it would take meanwhile are not handed
+out again when a ROLLBACK puts the sequence back. The transaction's own session goes on. A
+hold lives in the process (sessions of one process: the embedded connection, the server);
+it is released when the ROLLBACK has put the sequence back, or when the committed
+transaction is gone."""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from contextvars import ContextVar
+from typing import Any
+
+from changeflow.errors import PlanError
+
+WAIT = 60.0  # seconds a nextval waits for an altering transaction to end
+# the session whose statement runs (set with its sequences' context)
+SESSION: ContextVar[Any] = ContextVar("sequence_session", default=None)
+
+_cond = threading.Condition()
+_waiting = 0  # sessions waiting now
+_held: dict[tuple[int, str], tuple[weakref.ref, weakref.ref]] = {}  # (home, id) -> holder
+
+
+def hold(home: object, seq_id: str) -> None:
+    """The running session's transaction holds the sequence ``seq_id`` of ``home`` (its
+    catalog) until :func:`release`, or until the transaction object is gone (committed)."""
+    session = SESSION.get()
+    txn = getattr(session, "txn", None)
+    if session is None or txn is None:
+        return
+    key = (id(home), seq_id)
+    with _cond:
+        _held[key] = (weakref.ref(session), weakref.ref(txn))
+    weakref.finalize(txn, release, home, seq_id, weakref.ref(txn))
+
+
+def release(home: object, seq_id: str, txn: weakref.ref | None = None) -> None:
+    """The hold of ``seq_id`` ends (only ``txn``'s, if given); waiting sessions go on."""
+    key = (id(home), seq_id)
+    with _cond:
+        found = _held.get(key)
+        if found is not None and (txn is None or found[1] is txn or found[1]() is None):
+            del _held[key]
+            _cond.notify_all()
+
+
+def waiting() -> int:
+    """How many sessions wait for an altering transaction now."""
+    with _cond:
+        return _waiting
+
+
+def wait(home: object, seq_id: str, name: str) -> None:
+    """Return once no other session's open transaction holds the sequence; 55P03 after
+    :data:`WAIT` seconds."""
+    me = SESSION.get()
+    key = (id(home), seq_id)
+    deadline = time.monotonic() + WAIT
+    with _cond:
+        while True:
+            found = _held.get(key)
+            if found is None:
+                return
+            if found[1]() is None:  # the transaction is gone (no reference kept here)
+                del _held[key]
+                return
+            if found[0]() is me:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PlanError(
+                    f'canceling statement due to lock timeout: sequence "{name}" is altered'
+                    " by an open transaction",
+                    sqlstate="55P03",
+                )
+            global _waiting
+            _waiting += 1
+            try:
+                _cond.wait(min(left, 1.0))
+            finally:
+                _waiting -= 1

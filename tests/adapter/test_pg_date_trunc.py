@@ -1,0 +1,69 @@
+"""``date_trunc`` and ``extract`` as PostgreSQL 15 resolves and computes them: a quoted literal
+or NULL that could be a timestamp or an interval is ambiguous (42725); ``date_trunc`` of an
+interval; ``date_trunc(unit, x, zone)`` truncates in that zone. Ad hoc and in materialized
+views through changes, compared with PostgreSQL."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+SPAN = "interval '3 years 5 months 10 days 27:45:12.345678'"
+NEGATIVE = "interval '-3 years -5 months -10 days -27:45:12.345678'"
+UNITS = ["microseconds", "milliseconds", "second", "minute", "hour", "day", "month", "quarter"]
+UNITS += ["year", "decade", "century", "millennium", "week", "fortnight"]
+AD_HOC = (
+    [
+        "SELECT date_trunc('day', '2024-01-01')",
+        "SELECT extract(year from '2024-01-01')",
+        "SELECT date_part('year', '2024-01-01')",
+        "SELECT date_trunc('day', NULL)",
+        "SELECT extract(year from NULL)",
+        "SELECT date_part('year', NULL)",
+        "SELECT date_trunc('day', 5)",
+        "SELECT date_trunc('day', '2024-01-01'::date),"
+        " date_trunc('day', '2024-01-01 10:00'::timestamp)",
+        "SELECT pg_typeof(date_trunc('day', '1 day'::interval))",
+        "SELECT date_trunc('day', '2024-01-01 03:00+00'::timestamptz, 'Asia/Tokyo')",
+        "SELECT date_trunc('day', '2024-01-01 03:00+00', 'Asia/Tokyo')",
+        "SELECT date_trunc('month', '2024-01-01 03:00'::timestamp, 'Asia/Tokyo')",
+        "SELECT date_trunc('hour', '2024-01-01 03:30+00'::timestamptz, 'Asia/Kolkata')",
+        "SELECT date_trunc('day', '2024-01-01'::date, 'America/New_York')",
+        "SELECT date_trunc('day', NULL, 'UTC')",
+        "SELECT date_trunc('day', 5, 'UTC')",
+        "SELECT date_trunc('day', '1 day'::interval, 'UTC')",
+    ]
+    + [
+        f"SELECT date_trunc('{u}', {SPAN})::text, date_trunc('{u}', {NEGATIVE})::text"
+        for u in UNITS
+    ]
+    + ["SELECT date_trunc('year', interval '-15 months')::text"]
+)
+CREATE = "CREATE TABLE dt (id int NOT NULL, s interval, t timestamptz)"
+INSERT = (
+    "INSERT INTO dt VALUES (1, '1 year 13 days 25:30:00', '2024-03-01 01:30+00'),"
+    " (2, '-2 months -40:00:00.5', '2024-02-29 23:59:59.5+00'), (3, NULL, NULL)"
+)
+QUERIES = [
+    "SELECT id, date_trunc('hour', s)::text, date_trunc('month', s)::text,"
+    " date_trunc('day', t, 'Asia/Tokyo'), date_trunc('month', t, 'America/New_York') FROM dt",
+]
+CHANGES = [
+    "INSERT INTO dt VALUES (4, '7 days 3 microseconds', '2023-12-31 20:00+00')",
+    "UPDATE dt SET s = s * 3, t = t + interval '5 hours' WHERE id < 3",
+    "DELETE FROM dt WHERE id = 1",
+]
+
+
+def test_date_trunc_and_extract_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "dt", CREATE, INSERT) as (ours, pg):
+        for sql in AD_HOC:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        maintained_as_postgres(ours, pg, QUERIES, CHANGES)
