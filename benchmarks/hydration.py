@@ -99,7 +99,7 @@ def main() -> None:
             print(
                 f"{view}: {rows:,} rows hydrated in {secs:.2f} s wall, {cpu:.2f} s CPU "
                 f"({rows / secs / 1e6:.2f}M rows/s wall, {rows / cpu / 1e6:.2f}M rows/s CPU); "
-                f"profiled (CPU): {shares}",
+                f"profiled: {total:.2f} s CPU, {shares}",
                 flush=True,
             )
             for entry in profile_top(profile, 12)["top"]:
