@@ -83,8 +83,10 @@ class TopK(Stateful):
             per_row, rows_at_most = self.rerank
             if self.cold.size(touched) <= per_row * len(batch) + rows_at_most:
                 change = self.cold.step(t, ranked, keys, cold)
-            if change is None:  # a count turns negative (the rows raise its error), or the
-                for key in touched:  # groups dwarf the step: their sorted lists take it
+            if change is None:
+                # the groups dwarf the step, or a count turns negative (the rows raise its
+                # error): their sorted lists take it
+                for key in touched:
                     self._warm(key)
                 rows = ~new
             else:
@@ -100,7 +102,7 @@ class TopK(Stateful):
         return concat(parts, self.kinds) if len(parts) > 1 else parts[0]
 
     def _warm(self, key: Row) -> None:
-        """A group held as sorted Arrow rows becomes its sorted list (a step fed as rows)."""
+        """A group held as sorted Arrow rows becomes its sorted list (at its size, once)."""
         cold = self.cold.pop(key)
         if cold is None:
             return
