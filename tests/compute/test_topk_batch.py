@@ -82,17 +82,25 @@ def _reference(plan: P.Plan, history: list) -> list:
     history=st.data(),
     cuts=st.lists(st.integers(1, TIMES - 1), max_size=3),
     rows=st.sets(st.integers(0, TIMES - 1), max_size=2),
+    compact=st.booleans(),
+    large=st.booleans(),
 )
 def test_batch_topk_agrees_with_the_reference(
-    order: tuple, group: tuple, limit: int | None, offset: int, history, cuts, rows
+    order: tuple, group: tuple, limit: int | None, offset: int, history, cuts, rows, compact, large
 ) -> None:
-    """Steps in ``rows`` (by their first time) are fed as rows; the others as frames."""
+    """Steps in ``rows`` (by their first time) are fed as rows; the others as frames, groups
+    held as Arrow rows re-ranked with their changes (with ``compact``, all of them into one
+    ranking after every step; with ``large``, never: they become sorted lists)."""
     updates = live_history(history.draw, VALUES, TIMES, counts=(1, 1, 2, 3))
     plan = P.TopK(R, group, order, limit, offset)
     expected = _reference(plan, updates)
     sources = Inputs()
     root = build(plan, sources, at=0)
     assert isinstance(root, TopK)
+    if compact:
+        root.cold.slack = -1
+    if large:
+        root.rerank = (0, -1)
     out, lower = [], 0
     for upper in [*sorted(set(cuts)), TIMES]:
         step = [u for u in updates if lower <= u[1] < upper]
@@ -108,6 +116,7 @@ def test_batch_topk_agrees_with_the_reference(
     assert by_data_and_time(out) == by_data_and_time(expected), plan.explain()
     held = sum(len(c) for _, c in root.groups.values())
     assert root.held == held + sum(stop - start for _, start, stop in root.cold.values())
+    assert root.cold.rows <= root.cold.buffered
 
 
 def test_floats_take_the_rows() -> None:

@@ -15,6 +15,7 @@ Product times take the reference path, tuple by tuple.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Hashable, Sequence
 from itertools import compress, repeat
 from typing import Any
@@ -53,6 +54,12 @@ class _Counts(MutableAntichain):
         for t in compress(times, zero):
             del counts[t]
         if ((old > 0) & (new <= 0)).any():
+            self._dirty = True
+
+    def discard_all(self, times: list[int]) -> None:
+        """Forget the counts at ``times`` entirely."""
+        counts = self._counts
+        if max(map(counts.pop, times, repeat(0)), default=0) > 0:  # max pops every one
             self._dirty = True
 
     def add(self, times: list[int], k: np.ndarray) -> None:
@@ -349,8 +356,7 @@ class ColumnarReader(CdcReader):
         out, hashes = self._pending.remove_before(self._bound(frontier), hashed=audit)
         if out is not None:
             times, n = _tally(out.column(TIME).to_numpy())
-            for t, c in zip(times.tolist(), n.tolist(), strict=True):
-                self._retire(t, c)
+            self._retire(times.tolist(), n)
             if audit:
                 self._done.add(out, hashes)
         else:
@@ -358,19 +364,25 @@ class ColumnarReader(CdcReader):
         self._forget_order_before(frontier)
         return [(out, frontier)]
 
-    def _retire(self, t: int, n: int) -> None:
-        """Forget a reported time; its distinct updates must be exactly its count."""
-        expected = self._announced.get(t, 0)
-        if n != expected:
-            raise CdcConflict(
-                f"time {t} has {n} distinct updates but its progress count is {expected}"
-            )
+    def _retire(self, times: list[int], n: np.ndarray) -> None:
+        """Forget reported times (increasing); the distinct updates of each must be exactly
+        its count. Those before the first that is not are forgotten, then it is refused."""
+        announced = self._announced
+        expected = np.fromiter(map(announced.get, times, repeat(0)), np.int64, len(times))
+        bad = np.flatnonzero(n != expected)
+        end = int(bad[0]) if len(bad) else len(times)
+        done = times[:end]
         if self._audit is not None:
-            self._audit_counts[t] = n
-            self._audit_order.append(t)
-        del self._received[t]
-        if self._announced.pop(t, None) is not None:
-            self._outstanding.discard(t)
+            self._audit_counts.update(zip(done, n[:end].tolist(), strict=True))
+            self._audit_order.extend(done)
+        deque(map(self._received.__delitem__, done), maxlen=0)
+        popped = [t for t in done if announced.pop(t, None) is not None]
+        self._outstanding.discard_all(popped)
+        if len(bad):
+            t = times[end]
+            raise CdcConflict(
+                f"time {t} has {n[end]} distinct updates but its progress count is {expected[end]}"
+            )
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -289,8 +289,10 @@ class Correction:
         One sort of the whole input: stale times advanced to since need no sub-chains, and a
         sort in C++ followed by vectorised run sums beats any merge written in Python.
         """
+        if table.num_rows and table.column(TIME).num_chunks > 1:
+            table = table.combine_chunks()  # Arrow sorts one chunk about twice as fast as many
         view = sortable(table)
-        order = pc.sort_indices(view, [(k, "ascending") for k in self.keys])
+        order = pc.sort_indices(view, [(k, "ascending") for k in self._sort_keys(table)])
         same = view is table  # no nested columns: one take serves both
         table = table.take(order)
         view = table if same else view.take(order)
@@ -309,6 +311,15 @@ class Correction:
         runs = table.take(pa.array(at[keep]))
         runs = runs.set_column(len(self.schema) + 1, self.frame.field(DIFF), pa.array(sums[keep]))
         return Chain.from_table(runs, self.chunk_rows)
+
+    def _sort_keys(self, table: pa.Table) -> list[str]:
+        """The keys to sort ``table`` by: ``(time, data)``, without the time where every
+        update has the same one (a hydration's step), as the order is the same without it."""
+        if table.num_rows:
+            low, high = pc.min_max(table.column(TIME)).values()
+            if low == high:
+                return self.keys[1:] or self.keys
+        return self.keys
 
     # -- checks --------------------------------------------------------------------------------
 

