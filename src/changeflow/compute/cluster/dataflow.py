@@ -235,7 +235,7 @@ class ClusterDataflow(Dataflow):
         started = time.monotonic()
         changes = {}
         for shard, cap in self.holds.items():
-            frame = self.storage.snapshot(cap, self.as_of, self.spark)
+            frame = self.storage.snapshot(cap, self.as_of, self.spark, summed=False)
             width = len([c for c in frame.columns if not c.startswith("_")])
             cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
             at = F.lit(self.as_of).cast("bigint").alias(TIME)
