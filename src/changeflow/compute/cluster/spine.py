@@ -252,15 +252,18 @@ class Spine:
             reader = self.spark.read
             if batch.schema is not None:
                 reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
-            frame = reader.parquet(self.blob.uri(batch.key))
-            if self.by:  # planned without adaptive execution, which would hide the partitioning
-                with session_conf(self.spark, {"spark.sql.adaptive.enabled": "false"}):
-                    frame = partitioned(frame, self.by, self.parts)
-                    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-            else:
-                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            frame = self.persisted(reader.parquet(self.blob.uri(batch.key)))
             self._frames[batch.key] = frame
         return frame
+
+    def persisted(self, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted, partitioned as this spine's batches are (planned without
+        adaptive execution, which would hide the partitioning): a join over it and its write
+        to this spine then share that one shuffle."""
+        if not self.by:
+            return frame.persist(StorageLevel.MEMORY_AND_DISK)
+        with session_conf(self.spark, {"spark.sql.adaptive.enabled": "false"}):
+            return partitioned(frame, self.by, self.parts).persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _parquet(key: str) -> bool:
