@@ -215,8 +215,12 @@ class Shards:
             self.storage.append(write, refresh.frame(name, self.schemas[name]), refresh.time + 1)
 
     def recompute(self, plan: P.Plan, t: int, spark: Any) -> list[tuple]:
-        """The plan at ``t`` evaluated on Spark from the shards' snapshots."""
-        frames = {n: self.storage.snapshot(self.reads[n], t, spark) for n in plan.collections()}
+        """The plan at ``t`` evaluated on Spark from the shards' snapshots (read as they are
+        where no diff is negative, as a view's hydration reads them)."""
+        reads = self.reads
+        frames = {
+            n: self.storage.snapshot(reads[n], t, spark, summed=False) for n in plan.collections()
+        }
         return evaluate_spark(plan, frames, t).collect()
 
 

@@ -49,10 +49,39 @@ def test_spark_snapshot_and_compaction_match_arrow(spark, tmp_path_factory, batc
             assert counts(r.asDict() for r in storage.snapshot(read, as_of, spark).collect()) == (
                 expected
             )
+            unsummed = storage.snapshot(read, as_of, spark, summed=False).collect()
+            assert summed(r.asDict() for r in unsummed) == expected
     before = {t: counts(storage.snapshot_table(read, t).to_pylist()) for t in range(since, upper)}
     storage.compact("t", spark=spark)
     after = {t: counts(storage.snapshot_table(read, t).to_pylist()) for t in range(since, upper)}
     assert after == before
+
+
+def summed(rows) -> dict:
+    """Diffs summed per row and time, the rows whose sum is zero left out."""
+    out: dict = {}
+    for r in rows:
+        key = (r["key"], r["value"], r["_time"])
+        out[key] = out.get(key, 0) + r["_diff"]
+    return {k: d for k, d in out.items() if d}
+
+
+def test_an_unsummed_snapshot_reads_positive_diffs_as_they_are(spark, tmp_path: Path) -> None:
+    """Where every diff is positive (the footers say so) nothing is grouped: a row written
+    twice comes twice; one negative diff anywhere and the whole is summed."""
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    storage.append(write, [(("a", 1), 0, 1), (("b", 2), 0, 2)], 1)
+    storage.append(write, [(("a", 1), 1, 1)], 2)
+    rows = [r.asDict() for r in storage.snapshot(read, 1, spark, summed=False).collect()]
+    assert sorted((r["key"], r["_time"], r["_diff"]) for r in rows) == [
+        ("a", 1, 1),
+        ("a", 1, 1),
+        ("b", 1, 2),
+    ]
+    storage.append(write, [(("b", 2), 2, -1)], 3)
+    rows = [r.asDict() for r in storage.snapshot(read, 2, spark, summed=False).collect()]
+    assert sorted((r["key"], r["_time"], r["_diff"]) for r in rows) == [("a", 2, 2), ("b", 2, 1)]
 
 
 def test_append_a_spark_dataframe(spark, tmp_path: Path) -> None:

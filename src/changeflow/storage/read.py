@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from changeflow.errors import FrontierViolation, Timeout
+from changeflow.storage.blob import Blob
 from changeflow.storage.frames import consolidate, frame_schema
 from changeflow.storage.machine import Machine, new_id
 from changeflow.storage.state import Batch, ShardState
@@ -121,8 +123,13 @@ class ReadCapability:
             return table
         return table.filter(pc.less_equal(table.column(TIME), as_of))
 
-    def snapshot(self, as_of: int, spark: SparkSession | None = None) -> DataFrame:
-        """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame.
+    def snapshot(
+        self, as_of: int, spark: SparkSession | None = None, summed: bool = True
+    ) -> DataFrame:
+        """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame;
+        with ``summed`` False, the contents as updates at ``as_of``, summed unless the blobs'
+        Parquet footers show every diff positive (then a row may come more than once, and no
+        shuffle of the whole is needed to read it, as in :meth:`snapshot_updates`).
 
         The DataFrame reads its blobs lazily; a seqno hold keeps them from the garbage
         collector for the lease duration, even if the shard is compacted meanwhile.
@@ -139,13 +146,10 @@ class ReadCapability:
         data = state.schema.names
         blob = self._machine.blob
         frame = spark.read.schema(schema).parquet(*(blob.uri(k) for k in keys))
-        summed = (
-            frame.where(F.col(TIME) <= as_of)
-            .groupBy(*data)
-            .agg(F.sum(DIFF).alias(DIFF))
-            .where(F.col(DIFF) != 0)
-        )
-        return summed.select(*data, F.lit(as_of).cast("long").alias(TIME), DIFF)
+        frame = frame.where(F.col(TIME) <= as_of)
+        if summed or not all(_diffs_positive(blob, k) for k in keys):
+            frame = frame.groupBy(*data).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+        return frame.select(*data, F.lit(as_of).cast("long").alias(TIME), DIFF)
 
     def updates(self, state: ShardState, lower: int, upper: int | None) -> pa.Table:
         """The updates of ``state`` at times in ``[lower, upper)``, in time order."""
@@ -272,3 +276,14 @@ class Subscription:
 def _starts_by(batch: Batch, as_of: int) -> bool:
     """Can ``batch`` hold updates at or before ``as_of``?"""
     return batch.lower.less_equal(as_of) or not batch.lower
+
+
+def _diffs_positive(blob: Blob, key: str) -> bool:
+    """Do the Parquet footer statistics of the blob at ``key`` show every diff positive?"""
+    meta = pq.read_metadata(blob.path(key), filesystem=blob.fs)
+    column = meta.schema.to_arrow_schema().get_field_index(DIFF)
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max or stats.min <= 0:
+            return False
+    return True

@@ -215,11 +215,16 @@ class Storage:
         return _writer(cap).append(updates, new_upper, token)
 
     def snapshot(
-        self, cap: ReadCapability, as_of: int, spark: SparkSession | None = None
+        self,
+        cap: ReadCapability,
+        as_of: int,
+        spark: SparkSession | None = None,
+        summed: bool = True,
     ) -> DataFrame:
         """The consolidated contents at ``as_of`` (times advanced to it) as a Spark DataFrame,
-        read lazily; its blobs are kept from the garbage collector for the lease duration."""
-        return _reader(cap).snapshot(as_of, spark)
+        read lazily; its blobs are kept from the garbage collector for the lease duration.
+        With ``summed`` False, rows may come more than once where no diff is negative."""
+        return _reader(cap).snapshot(as_of, spark, summed)
 
     def snapshot_table(self, cap: ReadCapability, as_of: int) -> pa.Table:
         """The consolidated contents at ``as_of`` as an Arrow table (for small shards)."""

@@ -235,7 +235,7 @@ class ClusterDataflow(Dataflow):
         started = time.monotonic()
         changes = {}
         for shard, cap in self.holds.items():
-            frame = self.storage.snapshot(cap, self.as_of, self.spark)
+            frame = self.storage.snapshot(cap, self.as_of, self.spark, summed=False)
             width = len([c for c in frame.columns if not c.startswith("_")])
             cols = [F.col(c).alias(name(i)) for i, c in enumerate(frame.columns[:width])]
             at = F.lit(self.as_of).cast("bigint").alias(TIME)
@@ -443,7 +443,7 @@ class ClusterDataflow(Dataflow):
         """A stateful operator's output changes: its inputs' changes below the step against
         the collections its spines hold; changes beyond the step wait in a spine."""
         node.now, node.later = [], []
-        for frame, waiting in zip(inputs, node.waiting, strict=True):
+        for i, (frame, waiting) in enumerate(zip(inputs, node.waiting, strict=True)):
             if waiting is not None:
                 frame = D.union([frame, waiting.frame()])
             later = None
@@ -451,7 +451,7 @@ class ClusterDataflow(Dataflow):
                 later = frame.where(F.col(TIME) >= upper)
                 frame = frame.where(F.col(TIME) < upper)
             if frame is not None and node.totals is None:  # read again by _stepped
-                frame = frame.persist()
+                frame = node.spines[i].persisted(frame) if node.spines else frame.persist()
             node.now.append(frame)
             node.later.append(later)
         if node.hold:

@@ -102,15 +102,13 @@ def prepare(spark: SparkSession, spines: Sequence[Spine]) -> None:
     """Make the mapped copies of the indexed batches of ``spines`` that lack them (just written
     by Spark), one task a file, in the kind of Python workers a probe's tasks run in: two
     chained (a probe chains its lookups), which Spark then keeps for the probes that follow."""
-    paths = [
-        path
-        for spine in spines
-        if spine.blob.local
-        for batch in spine.batches
-        if batch.indexed == spine.parts and not batch.local
-        for path in spine.files(batch.key)
-        if not os.path.exists(layout.copy_path(path))
-    ]
+    paths = []
+    for spine in spines:
+        live = {b.key for b in spine.batches}
+        for key in spine.unprepared:
+            if key in live:
+                paths += [p for p in spine.files(key) if not os.path.exists(layout.copy_path(p))]
+        spine.unprepared = []
     if not paths:
         return
     rows = spark.sparkContext.parallelize([(p,) for p in paths], len(paths))

@@ -74,7 +74,10 @@ class Spine:
     by: tuple[int, ...] = ()
     parts: int = 0
     indexes: bool = False  # are the batches Spark writes indexed by ``by`` (see ``index``)?
+    # indexed batches written since :func:`index.prepare` last made their mapped copies
+    unprepared: list[str] = field(default_factory=list)
     _frames: dict[str, DataFrame] = field(default_factory=dict)
+    _files: dict[str, list[str]] = field(default_factory=dict)  # a batch's Parquet files
     _tables: dict[str, pa.Table] = field(default_factory=dict)  # batches :meth:`table` read
 
     def rows(self) -> int:
@@ -139,6 +142,7 @@ class Spine:
         replica resumed from the same checkpoint may still read it."""
         for key in self.retired:
             self._tables.pop(key, None)
+            self._files.pop(key, None)
             frame = self._frames.pop(key, None)
             if frame is not None:
                 frame.unpersist()
@@ -152,12 +156,14 @@ class Spine:
             frame.unpersist()
         self._frames.clear()
         self._tables.clear()
+        self._files.clear()
 
     def to_json(self) -> list[list]:
         return [[b.key, b.rows, b.local, b.schema, b.indexed] for b in self.batches]
 
     def load(self, batches: list[list]) -> None:
         self.batches = [Batch(*b) for b in batches]
+        self.unprepared = [b.key for b in self.batches if b.indexed and self.blob.local]
 
     def _columns(self) -> list[str]:
         return [name(i) for i in range(self.width)] + ([TIME] if self.timed else [])
@@ -186,6 +192,7 @@ class Spine:
         if rows:
             self.batches.append(Batch(key, rows, False, summed.schema.json(), indexed))
         else:
+            self._files.pop(key, None)
             self.blob.delete_dir(key)
 
     def _append_local(self, delta: pa.Table) -> None:
@@ -222,17 +229,22 @@ class Spine:
     def write_indexed(self, frame: DataFrame, key: str) -> None:
         """Write ``frame`` at ``key`` indexed by ``by`` (see ``layout``)."""
         layout.write_indexed(frame, self.by, self.parts, self.blob.uri(key))
+        if self.blob.local:
+            self.unprepared.append(key)
 
     def files(self, key: str) -> list[str]:
-        """The paths of the Parquet files of the batch at ``key`` (on a local blob root)."""
-        names = (m.key for m in self.blob.list(key))
-        return [self.blob.path(k) for k in names if _parquet(k)]
+        """The paths of the Parquet files of the batch at ``key`` (listed once: a batch does
+        not change)."""
+        files = self._files.get(key)
+        if files is None:
+            names = (m.key for m in self.blob.list(key))
+            files = self._files[key] = [self.blob.path(k) for k in names if _parquet(k)]
+        return files
 
     def _rows_written(self, key: str) -> int:
         """The rows of a written batch, from its Parquet footers (no Spark job)."""
-        files = [m.key for m in self.blob.list(key) if m.key.endswith(".parquet")]
         fs = self.blob.fs
-        return sum(pq.read_metadata(self.blob.path(f), filesystem=fs).num_rows for f in files)
+        return sum(pq.read_metadata(f, filesystem=fs).num_rows for f in self.files(key))
 
     def _read(self, batch: Batch) -> DataFrame:
         frame = self._frames.get(batch.key)
@@ -240,15 +252,23 @@ class Spine:
             reader = self.spark.read
             if batch.schema is not None:
                 reader = reader.schema(StructType.fromJson(json.loads(batch.schema)))
-            frame = reader.parquet(self.blob.uri(batch.key))
-            if self.by:  # planned without adaptive execution, which would hide the partitioning
-                with session_conf(self.spark, {"spark.sql.adaptive.enabled": "false"}):
-                    frame = partitioned(frame, self.by, self.parts)
-                    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-            else:
-                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            frame = self.persisted(reader.parquet(self.blob.uri(batch.key)), kept=True)
             self._frames[batch.key] = frame
         return frame
+
+    def persisted(self, frame: DataFrame, kept: bool = False) -> DataFrame:
+        """``frame`` persisted, partitioned as this spine's batches are (planned without
+        adaptive execution, which would hide the partitioning): a join over it and its write
+        to this spine then share that one shuffle. A frame read within one step is cached
+        uncompressed (cheaper to make: 10% of a hydration's executor CPU, measured); one
+        ``kept`` for many (a batch) compressed."""
+        settings = {"spark.sql.adaptive.enabled": "false"} if self.by else {}
+        if not kept:
+            settings["spark.sql.inMemoryColumnarStorage.compressed"] = "false"
+        with session_conf(self.spark, settings):
+            if self.by:
+                frame = partitioned(frame, self.by, self.parts)
+            return frame.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _parquet(key: str) -> bool:
