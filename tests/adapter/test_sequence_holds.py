@@ -67,3 +67,17 @@ def test_the_altering_session_and_others_after_it(env: Environment) -> None:
     assert value(a, "SELECT nextval('s')") == 1
     a.execute("COMMIT")
     assert value(b, "SELECT nextval('s')") > 1
+
+
+def test_a_commit_releases_the_hold_while_the_transaction_is_still_referenced(
+    env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hold ends at COMMIT, not when the transaction object is collected."""
+    monkeypatch.setattr(sequence_holds, "WAIT", 0.2)
+    a, b = Session(env), Session(env)
+    a.execute("CREATE SEQUENCE s")
+    a.execute("BEGIN; ALTER SEQUENCE s RESTART WITH 100")
+    kept = a.txn  # a reference that outlives the transaction
+    a.execute("COMMIT")
+    assert value(b, "SELECT nextval('s')") == 100
+    assert kept is not None

@@ -3,8 +3,8 @@ PostgreSQL's lock does: another session's ``nextval`` or ``setval`` of it waits 
 after :data:`WAIT` seconds, 55P03), so that the values it would take meanwhile are not handed
 out again when a ROLLBACK puts the sequence back. The transaction's own session goes on. A
 hold lives in the process (sessions of one process: the embedded connection, the server);
-it is released when the ROLLBACK has put the sequence back, or when the committed
-transaction is gone."""
+it is released when the ROLLBACK has put the sequence back, at the COMMIT, or (should
+neither come) when the transaction object is gone."""
 
 from __future__ import annotations
 
@@ -46,6 +46,14 @@ def release(home: object, seq_id: str, txn: weakref.ref | None = None) -> None:
         if found is not None and (txn is None or found[1] is txn or found[1]() is None):
             del _held[key]
             _cond.notify_all()
+
+
+def release_all(txn: object) -> None:
+    """Every hold of the transaction ``txn`` ends (at its COMMIT)."""
+    with _cond:
+        for key in [k for k, (_, held) in _held.items() if held() is txn]:
+            del _held[key]
+        _cond.notify_all()
 
 
 def waiting() -> int:

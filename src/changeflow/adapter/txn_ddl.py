@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from changeflow.adapter import ddl
+from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
@@ -72,6 +73,7 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
 def end(txn: Any, committed: bool, run: Callable[[Statement], Result]) -> None:
     """At the end of a transaction: its DROPs applied (COMMIT), or what it created dropped."""
     if committed:
+        holds.release_all(txn)
         for stmt in txn.dropped:
             run(stmt)
         return
