@@ -30,7 +30,7 @@ from changeflow.compute.functions import (
     to_number,
     zones,
 )
-from changeflow.compute.functions.base import Function, function_named
+from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
 from changeflow.compute.scalars import check_range, coerce, one_nan
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
@@ -62,7 +62,9 @@ class Func(Expr):
             raise PlanError(f"function {self.name}({shown}) does not exist", sqlstate="42883")
         try:
             kind = function.rule(kinds)
-        except PlanError:
+        except PlanError as e:
+            if e.sqlstate == UNDETERMINED:
+                raise
             shown = ", ".join(map(str, kinds))
             raise PlanError(
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
