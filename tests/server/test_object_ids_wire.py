@@ -144,3 +144,38 @@ def test_object_id_casts_over_a_table_as_from_postgres(
                 assert states[0] == states[1], (bad, states)
         finally:
             pg.execute(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def test_pg_typeof_is_a_regtype_as_from_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    """pg_typeof's column is a regtype (OID 2206: the name in text, the type's OID in binary);
+    it compares with a regtype, and with quoted type names read as regtypes."""
+    queries = [
+        f"SELECT pg_typeof(id), pg_typeof(name), pg_typeof(at), pg_typeof(a), pg_typeof(NULL),"
+        f" pg_typeof(id + 0.5) AS t FROM {table_name}",
+        f"SELECT id FROM {table_name} WHERE pg_typeof(id) = 'int4'::regtype"
+        f" AND pg_typeof(name) <> 'integer'::regtype AND pg_typeof(id)::text = 'integer'",
+        f"SELECT pg_typeof(id) IN ('int4', 'text'), pg_typeof(at) IN ('timestamptz', 'text'),"
+        f" pg_typeof(1) = pg_typeof(id), pg_typeof(id) || '!', pg_typeof(id) = 23"
+        f" FROM {table_name}",
+    ]
+    create = f"CREATE TABLE {table_name} (id int, name text, at timestamp, a bigint[])"
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                conn.execute(create)
+                conn.execute(f"INSERT INTO {table_name} VALUES (1, 'a', now(), '{{1}}')")
+            for sql in queries:
+                same_in_text_and_binary(ours, pg, sql)
+            for conn in (ours, pg):
+                with pytest.raises(psycopg.errors.UndefinedObject):
+                    conn.execute(
+                        f"SELECT pg_typeof(id) = 'no_such_type'::regtype FROM {table_name}"
+                    )
+            # PostgreSQL reads the literal of ``=`` as an oid (22P02); here it is a regtype
+            sql = f"SELECT pg_typeof(id) = 'integer', pg_typeof(id) = 'int4' FROM {table_name}"
+            assert ours.execute(sql).fetchall() == [(True, True)]
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE IF EXISTS {table_name}")

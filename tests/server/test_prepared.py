@@ -141,3 +141,40 @@ def test_views_calling_functions_survive_a_server_restart(start_server, tmp_path
     with server.connect() as conn:
         assert conn.execute("SELECT * FROM v ORDER BY id").fetchall() == expected
     assert "Traceback" not in server.stderr()
+
+
+def _defaults_afresh(conn: psycopg.Connection, table: str) -> tuple[list[int], int]:
+    """Run prepared UPDATEs and INSERTs that take columns' DEFAULTs (a sequence's nextval and
+    now()); the sequence values the updated row took and how many distinct times it saw."""
+    conn.prepare_threshold = 0  # every statement prepared, its plan kept
+    for sql in (
+        f"DROP TABLE IF EXISTS {table}",
+        f"DROP SEQUENCE IF EXISTS {table}_s",
+        f"CREATE SEQUENCE {table}_s",
+        f"CREATE TABLE {table} (id int, v bigint DEFAULT nextval('{table}_s'),"
+        " ts timestamptz DEFAULT now())",
+    ):
+        conn.execute(sql)
+    values, times = [], set()
+    for i in range(4):
+        conn.execute(f"INSERT INTO {table} (id) VALUES (%s)", (10 + i,))
+        conn.execute(f"INSERT INTO {table} VALUES (%s, DEFAULT, DEFAULT)", (20 + i,))
+        conn.execute(f"UPDATE {table} SET v = DEFAULT, ts = DEFAULT WHERE id = %s", (10,))
+        v, ts = conn.execute(f"SELECT v, ts FROM {table} WHERE id = %s", (10,)).fetchone()
+        values.append(v)
+        times.add(ts)
+    times |= {r[0] for r in conn.execute(f"SELECT ts FROM {table} WHERE id <> 10")}
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"DROP SEQUENCE {table}_s")
+    return values, len(times)
+
+
+def test_a_prepared_statement_takes_defaults_afresh(
+    server, postgres_url: str, table_name: str
+) -> None:
+    """Each run of a prepared UPDATE ... SET c = DEFAULT (or INSERT taking a DEFAULT) evaluates
+    the default again, as PostgreSQL does: a new nextval and a new now() each time."""
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        expected = _defaults_afresh(pg, table_name)
+        assert expected == ([3, 6, 9, 12], 11)
+        assert _defaults_afresh(ours, table_name) == expected

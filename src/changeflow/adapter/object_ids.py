@@ -7,8 +7,10 @@ of a constant to ``regclass``, ``regtype``, ``regnamespace`` or ``regproc``
 (``'pg_class'::regclass``, ``0::regtype``) is resolved against the catalog when the query is
 planned: to the object's name where it is shown (``-`` for 0) and to its oid where it is cast on
 to oid or an integer type, or compared. A select list's cast to oid or a reg* type (of a column
-too, ``o::regtype``) gives its column that type on the way out (:func:`shown_ids`): a reg*
-value is then an :class:`ObjectName`, shown as the name and sent in binary as the OID.
+too, ``o::regtype``, and ``pg_typeof(x)``) gives its column that type on the way out
+(:func:`shown_ids`): a reg* value is then an :class:`ObjectName`, shown as the name and sent
+in binary as the OID. A constant compared with ``pg_typeof(x)`` is read as a regtype
+(``'int4'`` is ``integer``).
 """
 
 from __future__ import annotations
@@ -181,8 +183,16 @@ def _wants_number(cast: exp.Cast) -> bool:
     return isinstance(parent, _COMPARISONS)
 
 
+def _is_typeof(node: exp.Expression) -> bool:
+    """A call of ``pg_typeof``."""
+    return isinstance(node, exp.Anonymous) and node.name.lower() == "pg_typeof"
+
+
 def _shown_kind(node: exp.Expression) -> str | None:
-    """The object identifier type (``oid``, ``regclass``…) ``node`` casts to, else None."""
+    """The object identifier type (``oid``, ``regclass``…) ``node`` casts to (``regtype``
+    for ``pg_typeof``, planned as its text), else None."""
+    if _is_typeof(node):
+        return "regtype"
     if not isinstance(node, exp.Cast):
         return None
     if isinstance(node.to, exp.ObjectIdentifier):
@@ -246,6 +256,7 @@ def fold_object_ids(
     """``tree`` with its casts of constants to reg* types resolved (changed in place); a
     ``shown`` cast of a column is left to be resolved on the way out (it is planned as text)."""
     kept = [tree.expressions[i].unalias() for i, _ in shown] if shown else []
+    _name_types(tree)
     casts = [c for c in tree.find_all(exp.Cast) if isinstance(c.to, exp.ObjectIdentifier)]
     for cast in sorted(casts, key=lambda c: -c.depth):
         kind = str(cast.to.this).lower()
@@ -272,6 +283,22 @@ def fold_object_ids(
         else:
             cast.set("this", exp.Literal.string(shown_as))
     return tree
+
+
+def _name_types(tree: exp.Expression) -> None:
+    """The constants compared with ``pg_typeof(x)`` (which is planned as text) as the names
+    of the types they denote, 42704 for none: a quoted name, a type's OID, a regtype cast of
+    either."""
+    for compare in tree.find_all(*_COMPARISONS):
+        sides = [compare.this, *compare.expressions] if isinstance(compare, exp.In) else []
+        sides = sides or [compare.this, compare.expression]
+        if not any(_is_typeof(side.unnest()) for side in sides):
+            continue
+        for side in sides:
+            value = side.this if _shown_kind(side) == "regtype" else side
+            if isinstance(value, exp.Literal):
+                name = value.this if value.is_string else int(value.this)
+                side.replace(exp.Literal.string(_type(name)[1]))
 
 
 def _is_constant(node: exp.Expression) -> bool:

@@ -13,7 +13,8 @@ A plan is kept only where it depends on nothing but its text, the catalog and th
 path: the statement's tree holds only plain nodes (:data:`PLAIN`: columns, literals,
 comparisons, arithmetic, the common aggregates, joins, grouping, ordering), so no plan keeps
 a value read while planning (``now()``, a setting, the user, a subquery's rows, a recursive
-query run at plan time). A catalog change plans every statement again.
+query run at plan time, a column's DEFAULT such as ``now()`` that an UPDATE's ``SET c =
+DEFAULT`` evaluates afresh each time). A catalog change plans every statement again.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState
+from changeflow.adapter.sql.dml import is_default
 from changeflow.adapter.sql.shapes import probes
 from changeflow.adapter.sql.statements import Statement, parse
 
@@ -97,7 +99,9 @@ def plain(tree: exp.Expression | None) -> bool:
     for node in tree.walk():
         if type(node) not in _PLAIN:
             return False
-        if isinstance(node, exp.Column) and node.name.lower() in SESSION_NAMES:
+        if isinstance(node, exp.Column) and (
+            node.name.lower() in SESSION_NAMES or is_default(node)
+        ):
             return False
     return True
 

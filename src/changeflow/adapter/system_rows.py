@@ -34,9 +34,19 @@ def constraint_oid(relation: int, k: int) -> int:
     return relation * 1000 + 500 + k
 
 
-_CATEGORY = {16: "B", 17: "U", 18: "Z", 1082: "D", 1083: "D", 1114: "D", 1184: "D", 1186: "T"}
+_CATEGORY = {
+    16: "B",
+    17: "U",
+    18: "Z",
+    705: "X",
+    1082: "D",
+    1083: "D",
+    1114: "D",
+    1184: "D",
+    1186: "T",
+}
 _CATEGORY |= {2950: "U", 3802: "U"} | dict.fromkeys((20, 21, 23, 26, 700, 701, 1700), "N")
-_ALIGN = {19: "c", 2950: "c", 1186: "d"}
+_ALIGN = {19: "c", 705: "c", 2950: "c", 1186: "d"}
 
 
 def type_rows() -> list[tuple[Any, ...]]:
@@ -55,10 +65,11 @@ def type_rows() -> list[tuple[Any, ...]]:
     for oid, (name, length, typname) in first.items():
         element = TYPES[name[:-2]][0] if name.endswith("[]") else (18 if oid == 19 else 0)
         io = "array" if oid in arrays.values() else typname
-        storage = "m" if oid == 1700 else ("p" if length > 0 else "x")
+        storage = "m" if oid == 1700 else ("p" if length > 0 or length == -2 else "x")
         array_align = "d" if element and align(element) == "d" else "i"
         rows.append(
-            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8), "b")
+            (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8))
+            + ("p" if length == -2 else "b",)
             + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
             + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
             + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)

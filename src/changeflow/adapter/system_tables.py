@@ -47,6 +47,7 @@ TYPES = {
     "jsonb[]": (3807, -1, "_jsonb"),
     "uuid[]": (2951, -1, "_uuid"),
     "oid[]": (1028, -1, "_oid"),
+    "unknown": (705, -2, "unknown"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",

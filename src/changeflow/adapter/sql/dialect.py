@@ -39,6 +39,16 @@ _PLAIN_CALLS = (
 )
 
 
+# calls that are PostgreSQL's grammar, not functions: with no arguments, a syntax error
+_GRAMMAR = frozenset({"coalesce", "greatest", "least", "nullif"})
+
+
+def _strpos(args: list[exp.Expression]) -> exp.Expression:
+    if len(args) != 2:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="strpos", expressions=args)
+    return exp.StrPosition(this=args[0], substr=args[1])
+
+
 def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
@@ -52,8 +62,10 @@ def _object_agg(args: list[exp.Expression]) -> exp.Expression:
 
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
-    than sqlglot's node takes (``upper('a', 'b')``) parses as a plain call, so the planner
-    refuses it as PostgreSQL does (42883, naming the argument types), not as a syntax error;
+    than sqlglot's node takes (``upper('a', 'b')``), or with none where it needs some
+    (``concat()``), parses as a plain call, so the planner refuses it as PostgreSQL does
+    (42883, naming the argument types), not as a syntax error; ``position`` takes
+    ``a IN b`` alone (``position(a, b)`` is a syntax error, as in PostgreSQL);
     an interval literal keeps its text, ``date_part`` stays itself (a double, where
     ``extract`` is a numeric), ``jsonb_agg(x …)`` is ``to_jsonb(array_agg(x …))``,
     ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
@@ -76,6 +88,7 @@ class PostgresCalls(Postgres):
                 this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
             ),
             "JSONB_OBJECT_AGG": _object_agg,
+            "STRPOS": _strpos,
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
@@ -87,26 +100,46 @@ class PostgresCalls(Postgres):
             k: v
             for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
             if k not in ("DATE_PART", *_PLAIN_CALLS)
-        }
+        } | {"POSITION": lambda self: self._parse_position_in()}
+
+        def _parse_position_in(self) -> exp.Expression:
+            """``position(a IN b)``, PostgreSQL's only form of the call."""
+            needle = self._parse_bitwise()
+            if not self._match(TokenType.IN):
+                self.raise_error("Expected IN")
+            return self.expression(exp.StrPosition(this=self._parse_bitwise(), substr=needle))
 
         def validate_expression(self, expression: Any, args: list | None = None) -> Any:
             if (
                 args is not None
                 and isinstance(expression, exp.Func)
                 and not isinstance(expression, exp.Anonymous)
-                and any(
-                    "number of provided arguments" in m for m in expression.error_messages(args)
-                )
+                and self._misses_arguments(expression, args)
             ):
-                return exp.Anonymous(this=expression.sql_name().lower(), expressions=args)
+                written = self._calls[-1] if self._calls else expression.sql_name().lower()
+                return exp.Anonymous(this=written, expressions=args)
             return super().validate_expression(expression, args)
+
+        def _misses_arguments(self, expression: exp.Func, args: list) -> bool:
+            """Too many arguments for sqlglot's node, or none where it needs some."""
+            errors = expression.error_messages(args)
+            if any("number of provided arguments" in m for m in errors):
+                return True
+            none = not args and expression.sql_name().lower() not in _GRAMMAR
+            return none and any(m.startswith("Required keyword") for m in errors)
 
         def _parse_function_call(self, *args: Any, **kwargs: Any) -> Any:
             """A call keeps the name it was written with (``meta["name"]``): PostgreSQL names
             a column by it (``strpos``, ``ceiling``) where sqlglot's node is shared."""
             written = self._curr.text.lower() if self._curr is not None else None
             start = self._index
-            found = super()._parse_function_call(*args, **kwargs)
+            if not hasattr(self, "_calls"):
+                self._calls: list[str | None] = []
+            self._calls.append(written)  # the names of the calls being read, innermost last
+            try:
+                found = super()._parse_function_call(*args, **kwargs)
+            finally:
+                self._calls.pop()
             inner = found.this if isinstance(found, exp.Window) else found
             if written and isinstance(inner, exp.Expression) and "name" not in inner.meta:
                 inner.meta["name"] = written

@@ -153,7 +153,7 @@ def _default_of(text: str | None) -> tuple[X.Expr, exp.Expression | None]:
     return Scalars(Scope(), (), "DEFAULT")(node), node
 
 
-def _is_default(node: exp.Expression) -> bool:
+def is_default(node: exp.Expression) -> bool:
     """The DEFAULT keyword (a bare, unquoted ``default``)."""
     if isinstance(node, exp.Var):
         return node.name.upper() == "DEFAULT"
@@ -238,7 +238,7 @@ def _given_always(relation: Relation, targets: list[int], source: Any) -> None:
             continue
         rows = source.expressions if isinstance(source, exp.Values) else None
         items = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in rows or []]
-        if rows is None or any(k < len(r) and not _is_default(r[k]) for r in items):
+        if rows is None or any(k < len(r) and not is_default(r[k]) for r in items):
             raise PlanError(
                 f'cannot insert a non-DEFAULT value into column "{name}"',
                 sqlstate="428C9",
@@ -265,7 +265,7 @@ def _values_row(
         if node is not None and i in ignored:
             sc(node)  # checked, then left out, as PostgreSQL does
             node = None
-        if node is None or _is_default(node):
+        if node is None or is_default(node):
             e, node = _default(relation, i)
         else:
             e = sc(node)
@@ -355,7 +355,7 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
             )
         if names.index(name) in sets:
             raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
-        if name in relation.always and not _is_default(assignment.expression):
+        if name in relation.always and not is_default(assignment.expression):
             raise PlanError(f'column "{name}" can only be updated to DEFAULT', sqlstate="428C9")
         sets[names.index(name)] = assignment.expression
     stage.clause = "UPDATE SET"
@@ -366,7 +366,7 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
         node = sets.get(i)
         if node is None:
             e: X.Expr = P.col(stage.rel.plan.schema, i)
-        elif _is_default(node):
+        elif is_default(node):
             e, node = _default(relation, i)
         else:
             e = sc(node)

@@ -211,6 +211,11 @@ class Grouping:
                 f"function count() of {1 + len(n.expressions)} arguments does not exist",
                 sqlstate="42883",
             )
+        if arg is None:  # count()
+            raise PlanError(
+                f"{func}(*) must be used to call a parameterless aggregate function",
+                sqlstate="42809",
+            )
         if isinstance(n, exp.Min | exp.Max) and n.expressions:
             raise unsupported(f"{func}() of several arguments", n)
         if contains(arg, is_aggregate):

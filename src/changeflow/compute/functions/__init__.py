@@ -30,7 +30,7 @@ from changeflow.compute.functions import (
     to_number,
     zones,
 )
-from changeflow.compute.functions.base import Function, function_named
+from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
 from changeflow.compute.scalars import check_range, coerce, one_nan
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
@@ -72,7 +72,7 @@ class Func(Expr):
         try:
             kind = function.rule(kinds)
         except PlanError as e:
-            if e.sqlstate == "42725":
+            if e.sqlstate in ("42725", UNDETERMINED):
                 raise
             shown = ", ".join(map(str, kinds))
             raise PlanError(

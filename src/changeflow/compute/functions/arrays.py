@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from changeflow.compute.functions.base import F, Function, Rule, _args, spark_type, unsupported
+from changeflow.compute.functions.base import (
+    F,
+    Function,
+    Rule,
+    _args,
+    determined,
+    spark_type,
+    unsupported,
+)
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     ARRAYS,
@@ -29,7 +37,7 @@ def _array_rule(*rest: str) -> Rule:
     """A rule: an array, then ``rest`` integers; the result is an integer."""
 
     def rule(args: tuple[SqlType, ...]) -> SqlType:
-        if len(args) != 1 + len(rest) or args[0].element is None and args[0] is not NULLTYPE:
+        if len(args) != 1 + len(rest) or determined(args[0]).element is None:
             raise PlanError("no match", sqlstate="42883")
         if any(not (a.integer or a is NULLTYPE) for a in args[1:]):
             raise PlanError("no match", sqlstate="42883")
@@ -66,7 +74,7 @@ def _spark_lower(cc: ExprCompiler, e: Func) -> Column:
 
 
 def _joined_rule(args: tuple[SqlType, ...]) -> SqlType:
-    if len(args) not in (2, 3) or args[0].element is None and args[0] is not NULLTYPE:
+    if len(args) not in (2, 3) or determined(args[0]).element is None:
         raise PlanError("no match", sqlstate="42883")
     if any(a not in (TEXT, NULLTYPE) for a in args[1:]):
         raise PlanError("no match", sqlstate="42883")
@@ -137,11 +145,10 @@ def _spark_string_to_array(cc: ExprCompiler, e: Func) -> Column:
 
 def _with_element(array: SqlType, element: SqlType) -> SqlType:
     """The type of an array of type ``array`` with an element of type ``element`` added (a
-    NULL array takes the element's array type; integers widen into a wider array)."""
+    NULL array takes the element's array type, text[] if that is a NULL too, as PostgreSQL's
+    anycompatible; integers widen into a wider array)."""
     if array is NULLTYPE:
-        if element is NULLTYPE:
-            raise PlanError("no match", sqlstate="42883")
-        return array_of(element)
+        return array_of(TEXT if element is NULLTYPE else element)
     fits = element in (NULLTYPE, array.element) or (
         element.integer and array.element is not None and array.element.integer
         and element.rank <= array.element.rank
@@ -167,6 +174,8 @@ def _cat_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 2 or any(a is not NULLTYPE and a.element is None for a in args):
         raise PlanError("no match", sqlstate="42883")
     a, b = args
+    if a is NULLTYPE and b is NULLTYPE:
+        return ARRAYS[TEXT]  # PostgreSQL's anycompatible of unknowns: text
     if a is NULLTYPE or b is NULLTYPE or a == b:
         return b if a is NULLTYPE else a
     raise PlanError("no match", sqlstate="42883")

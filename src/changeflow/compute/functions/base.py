@@ -69,6 +69,20 @@ def _sig(*shapes: tuple[SqlType | str, ...], result: SqlType | str) -> Rule:
     return rule
 
 
+UNDETERMINED = "42804"  # a rule's error that is the caller's, not "no such function"
+
+
+def determined(kind: SqlType) -> SqlType:
+    """``kind`` of an argument a polymorphic parameter (anyarray, anyelement) takes: 42804
+    for a bare NULL's unknown type, as PostgreSQL cannot infer the function's types then."""
+    if kind is NULLTYPE:
+        raise PlanError(
+            "could not determine polymorphic type because input has type unknown",
+            sqlstate=UNDETERMINED,
+        )
+    return kind
+
+
 def _fits(actual: SqlType, shape: SqlType | str) -> bool:
     if actual == NULLTYPE:
         return True

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.compute import jsonb as J
-from changeflow.compute.functions.base import Function, _sig, in_process
+from changeflow.compute.functions.base import Function, _sig, determined, in_process
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     BOOL,
@@ -95,6 +95,7 @@ def _any(result: SqlType) -> Any:
 def _one_any(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 1:
         raise PlanError("no match", sqlstate="42883")
+    determined(args[0])
     return JSONB
 
 

@@ -145,6 +145,12 @@ def _concat_ws(sep: tuple[Any, Any], *args: Any) -> str | None:
     return None if sep[0] is None else sep[0].join(_concat(a) for a in args if a[0] is not None)
 
 
+def _concat_rule(args: tuple[Any, ...]) -> Any:
+    if not args:  # concat() has at least one argument
+        raise PlanError("no match", sqlstate="42883")
+    return TEXT
+
+
 def _concat_ws_rule(args: tuple[Any, ...]) -> Any:
     if len(args) < 2 or args[0] not in (TEXT, NULLTYPE):
         raise PlanError("no match", sqlstate="42883")
@@ -454,7 +460,7 @@ FUNCTIONS = [
         _regexp_replace,
         spark=_spark_regexp_replace,
     ),
-    Function("concat", lambda args: TEXT, _concat, strict=False, spark=_spark_concat),
+    Function("concat", _concat_rule, _concat, strict=False, spark=_spark_concat),
     Function("record_text", lambda args: TEXT, _record_text, strict=False, spark=_record_rows_only),
     Function("concat_ws", _concat_ws_rule, _concat_ws, strict=False, spark=_spark_concat_ws),
     Function(
