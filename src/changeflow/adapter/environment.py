@@ -48,7 +48,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
-from changeflow.errors import EvalError, PlanError, Timeout
+from changeflow.errors import EvalError, PlanError, StoreGone, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
 from changeflow.storage.txns import TxnLog, View, reader
@@ -96,6 +96,7 @@ class Environment:
             self.oracle(EPOCH).apply_write(max(written))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
+        self.gone: StoreGone | None = None  # the store was deleted underneath (the host stops)
         self.thread: threading.Thread | None = None
         if host_seconds:
             self.thread = threading.Thread(
@@ -535,8 +536,20 @@ class Environment:
             if since is not None and since < before - slack:
                 cap.downgrade(before)
 
+    def store_gone(self) -> StoreGone | None:
+        """Why the store this environment opened is gone (as the host found, or now); None
+        while it is there."""
+        if self.gone is None:
+            try:
+                self.storage.check_present()
+            except StoreGone as e:
+                self.gone = e
+        return self.gone
+
     def _host(self, seconds: float) -> None:
         while not self.closed.wait(seconds):
+            if self.store_gone() is not None:  # nothing written now is kept: the host stops
+                return
             try:
                 self.tick()
             except Exception as e:  # noqa: BLE001 — kept for the status page; the host goes on
