@@ -39,7 +39,6 @@ class Summed:
         self.lock = threading.Lock()
         self.at: int | None = None
         self.table: pa.Table | None = None  # the contents at ``at``, every time ``at``
-        self.folds = 0  # times the summed part was made or moved forward
 
     def until(self, ts: int) -> pa.Table:
         """The shard's updates up to ``ts`` (readable there), those up to ``at`` summed: the
@@ -70,5 +69,4 @@ class Summed:
     def _fold(self, updates: pa.Table, ts: int) -> pa.Table:
         """Keep ``updates`` (the shard's up to ``ts``) summed at ``ts``; return them so."""
         self.table, self.at = consolidate(updates, ts).cast(updates.schema), ts
-        self.folds += 1
         return self.table
