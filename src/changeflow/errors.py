@@ -83,6 +83,11 @@ class ConsensusUnavailable(ChangeflowError):
     """The consensus store could not be reached; the outcome of a write may be unknown."""
 
 
+class StoreGone(ChangeflowError):
+    """The store a running process opened is no longer there: its consensus file or local
+    blob root deleted (or replaced) underneath it."""
+
+
 class StoreMismatch(ChangeflowError):
     """A store that is not the one expected: a blob root that belongs to another consensus, an
     empty or foreign consensus file where one was made."""

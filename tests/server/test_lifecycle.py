@@ -4,6 +4,7 @@ load: test_load.py)."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 
@@ -59,3 +60,26 @@ def test_sigterm_stops_cleanly_and_restart_keeps_acknowledged_writes(start_serve
         assert c.execute("SELECT count(*), min(a), max(a) FROM kept").fetchone() == (40, 0, 39)
         assert c.execute("SELECT n FROM kept_count").fetchone() == (acknowledged,)
     assert again.stop() == 0
+
+
+def test_a_home_deleted_underneath_stops_the_server_with_a_clear_error(start_server) -> None:
+    server = start_server()
+    with server.connect() as c:
+        c.execute("CREATE TABLE doomed (a int)")
+        c.execute("INSERT INTO doomed VALUES (1)")
+    shutil.rmtree(server.home)
+    assert server.proc.wait(120) == 1  # by itself: the host finds the store gone
+    log = server.stderr()
+    assert "error: the store this process opened is gone" in log and "Traceback" not in log
+
+
+def test_sigterm_stops_a_server_whose_home_was_deleted(start_server) -> None:
+    server = start_server()
+    with server.connect() as c:
+        c.execute("CREATE TABLE doomed (a int)")
+    idle = server.connect()
+    shutil.rmtree(server.home)
+    assert server.stop(timeout=120) == 1
+    idle.close()
+    log = server.stderr()
+    assert "error: the store this process opened is gone" in log and "Traceback" not in log

@@ -83,3 +83,19 @@ def test_release_lets_since_move_on(tmp_path: Path) -> None:
     assert again.frontier == Antichain([7])
     storage.drop(again)
     assert storage.registered_readers("t") == {}
+
+
+def test_updates_after_a_time_are_those_of_the_whole_read_past_it(tmp_path: Path) -> None:
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    for t in range(6):  # one batch per time: ("a", t) replaces ("a", t - 1)
+        updates = [(("a", t), t, 1)] + ([(("a", t - 1), t, -1)] if t else [])
+        storage.append(write, updates, t + 1)
+    for as_of in range(6):
+        every = read.updates_until(as_of)
+        for after in range(-1, 7):
+            got = read.updates_until(as_of, after=after)
+            want = every.filter(pa.compute.greater(every.column("_time"), after))
+            assert sorted(got.to_pylist(), key=repr) == sorted(want.to_pylist(), key=repr)
+    assert read.updates_until(5, after=5).num_rows == 0
+    assert read.updates_until(5, after=3).column("_time").to_pylist() == [4, 4, 5, 5]

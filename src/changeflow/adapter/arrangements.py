@@ -147,8 +147,9 @@ class Arrangement:
                 self._build(upper - 1)
 
     def _build(self, ts: int, view: View | None = None) -> None:
-        """The shard's updates up to ``ts`` as columns sorted by the key's first column (not
-        consolidated: a read sums the few rows it finds)."""
+        """The shard's updates up to ``ts`` as columns sorted by the key's first column (its
+        history summed as :meth:`Environment.updates_until` keeps it, the rest not: a read
+        sums the few rows it finds)."""
         views = None if view is None else {self.shard: view}
         updates = self.env.updates_until(self.shard, ts, views)
         name = updates.column_names[self.key[0]]

@@ -43,11 +43,12 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import decode_plan
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
+from changeflow.adapter.summed import Summed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
-from changeflow.errors import EvalError, PlanError, Timeout
+from changeflow.errors import EvalError, PlanError, StoreGone, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
 from changeflow.storage.txns import TxnLog, View, reader
@@ -84,6 +85,7 @@ class Environment:
         self.dataflows: dict[str, Dataflow] = {}
         self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
+        self.summed: dict[str, Summed] = {}  # shards' history summed for their latest rows
         self.oracles: dict[str, TimestampOracle] = {}
         self.plans = PlanCache()  # statements' plans by text and catalog version
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
@@ -94,6 +96,7 @@ class Environment:
             self.oracle(EPOCH).apply_write(max(written))
         self.closed = threading.Event()
         self.host_error: BaseException | None = None
+        self.gone: StoreGone | None = None  # the store was deleted underneath (the host stops)
         self.thread: threading.Thread | None = None
         if host_seconds:
             self.thread = threading.Thread(
@@ -238,8 +241,17 @@ class Environment:
         return self.log.view(shards, ts)
 
     def updates_until(self, shard: str, ts: int, views: dict[str, View] | None = None) -> pa.Table:
-        """``shard``'s updates up to ``ts`` (complete there, or as ``views`` has it)."""
-        return self.log.updates_until(shard, ts, None if views is None else views[shard])
+        """``shard``'s updates up to ``ts`` (complete there, or as ``views`` has it): the
+        contents at ``ts`` once summed, the stored history kept summed for reads of the
+        latest rows (:mod:`~changeflow.adapter.summed`), so not at their own times."""
+        view = None if views is None else views[shard]
+        summed = self.summed.get(shard)
+        if summed is None:
+            if sum(b.rows for b in self.storage.state(shard).batches) > ARRANGE_ROWS:
+                return self.log.updates_until(shard, ts, view)
+            with self._hosting:
+                summed = self.summed.setdefault(shard, Summed(self.storage, shard))
+        return self.log.updates_until(shard, ts, view, summed.until)
 
     def _evaluate_columnar(
         self, plan: P.Plan, shards: set[str], ts: int, views: dict[str, View] | None = None
@@ -321,6 +333,8 @@ class Environment:
                     wanted.add((item.id, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
+        for shard in self.summed.keys() - state.items.keys():  # dropped
+            self.summed.pop(shard, None)
         for shard, key in wanted:
             if self.closed.is_set():
                 return
@@ -365,7 +379,7 @@ class Environment:
         if views is not None:
             return counted(self.log.updates_after(shard, after, views[shard]))
         self.log.ready({shard}, upper - 1)
-        table = self.updates_until(shard, upper - 1)
+        table = self.log.updates_until(shard, upper - 1)  # at their own times
         return counted(table.filter(pc.greater(table.column(TIME), after)))
 
     def make_readable(self, shards: Iterable[str], ts: int, deadline: float) -> None:
@@ -524,8 +538,20 @@ class Environment:
             if since is not None and since < before - slack:
                 cap.downgrade(before)
 
+    def store_gone(self) -> StoreGone | None:
+        """Why the store this environment opened is gone (as the host found, or now); None
+        while it is there."""
+        if self.gone is None:
+            try:
+                self.storage.check_present()
+            except StoreGone as e:
+                self.gone = e
+        return self.gone
+
     def _host(self, seconds: float) -> None:
         while not self.closed.wait(seconds):
+            if self.store_gone() is not None:  # nothing written now is kept: the host stops
+                return
             try:
                 self.tick()
             except Exception as e:  # noqa: BLE001 — kept for the status page; the host goes on

@@ -5,13 +5,17 @@ from __future__ import annotations
 import faulthandler
 import gc
 import logging
+import os
 import signal
 import ssl
+import threading
 from types import FrameType
 
 import click
 
 from changeflow.cli.common import friendly
+
+STOP_SECONDS = 90  # after SIGTERM or SIGINT, the longest a stop may take before it is forced
 
 
 @click.command("serve")
@@ -192,7 +196,13 @@ def serve(
                 page.start()
 
         def stop(signum: int, frame: FrameType | None) -> None:
+            if server.stopping.is_set():  # a second signal: stop now, without waiting
+                os._exit(128 + signum)
             server.stop()
+            # a stop that cannot finish (a statement stuck on a store gone) still ends
+            hard = threading.Timer(STOP_SECONDS, os._exit, (128 + signum,))
+            hard.daemon = True
+            hard.start()
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
@@ -215,7 +225,10 @@ def serve(
         finally:
             if page is not None:
                 page.close()
-            server.shutdown()
+            gone = env.store_gone()
+            server.shutdown(timeout=5 if gone is not None else 30)
             click.echo("changeflow serve: stopped", err=True)
+        if gone is not None:
+            raise gone
     finally:
         env.close()

@@ -156,8 +156,9 @@ class Server:
             client.request_cancel()
 
     def serve_forever(self) -> None:
-        """Accept clients until :meth:`stop`."""
-        while not self.stopping.is_set():
+        """Accept clients until :meth:`stop`, or until the host finds the store gone
+        (:attr:`Environment.gone`, which the caller reports)."""
+        while not self.stopping.is_set() and self.env.gone is None:
             try:
                 ready, _, _ = select.select([self.listener], [], [], 0.5)
             except (OSError, ValueError):

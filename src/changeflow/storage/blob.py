@@ -71,6 +71,12 @@ class Blob:
         """Does the root exist (a folder, or on an object store a prefix holding objects)?"""
         return self.fs.get_file_info(self.root).type != pafs.FileType.NotFound
 
+    def present(self) -> bool:
+        """Is a local root still there, with its marker (an object store's is not checked)?"""
+        if not self.local:
+            return True
+        return self.fs.get_file_info(self.path(MARKER)).type == pafs.FileType.File
+
     def folders(self) -> list[str]:
         """The names of the folders right under the root (one per shard)."""
         selector = pafs.FileSelector(self.root, allow_not_found=True)

@@ -97,6 +97,10 @@ class Consensus(ABC):
     def release_thread(self) -> None:  # noqa: B027 — nothing to release by default
         """Release the calling thread's connection, if it has one of its own."""
 
+    def present(self) -> bool:
+        """Is the store this handle opened still there (a file not deleted underneath)?"""
+        return True
+
     @staticmethod
     def _check_next(expected: int | None, new: VersionedData) -> None:
         if new.seqno != (expected or 0) + 1:
@@ -238,6 +242,13 @@ class SqliteConsensus(Consensus):
                 raise InvalidInput(missing_store(str(path), "the consensus file does not exist"))
             self._create()
         self._check()
+        self._identity = _identity(path)
+
+    def present(self) -> bool:
+        """Is the file this handle opened still at ``path`` (not deleted, not replaced)?
+        Open connections go on reading and writing a deleted file, lost to every other
+        process and to the next start."""
+        return _identity(self.path) == self._identity
 
     def _create(self) -> None:
         """Make the file whole under a temporary name, then link it into place (atomic; if
@@ -532,6 +543,15 @@ class PostgresConsensus(Consensus):
     def close(self) -> None:
         self._stop_tidier()
         self._db.close()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path``; None if there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def missing_store(where: str, why: str) -> str:

@@ -104,24 +104,32 @@ class ReadCapability:
         at = table.schema.get_field_index(TIME)
         return table.set_column(at, table.schema.field(at), times)
 
-    def updates_until(self, as_of: int) -> pa.Table:
+    def updates_until(self, as_of: int, after: int | None = None) -> pa.Table:
         """The updates at times up to ``as_of``, not consolidated: the contents at ``as_of``
-        once summed (for a reader that sums them itself, as a count or a hash join does)."""
+        once summed (for a reader that sums them itself, as a count or a hash join does).
+        With ``after``, only those at times after it (only the batches reaching past it
+        are read)."""
         attempts = 0
         while True:
             state = self._readable(self._machine.load(self.shard), as_of)
+            batches = [b for b in state.batches if _starts_by(b, as_of)]
+            if after is not None:
+                batches = [b for b in batches if not b.upper.less_equal(after + 1)]
             try:
-                table = self._machine.read(
-                    state, [b for b in state.batches if _starts_by(b, as_of)]
-                )
+                table = self._machine.read(state, batches)
                 break
             except FileNotFoundError:  # merged and collected under us: read the new state
                 attempts += 1
                 if attempts == 3:
                     raise
-        if not table.num_rows or pc.max(table.column(TIME)).as_py() <= as_of:
+        if not table.num_rows:
             return table
-        return table.filter(pc.less_equal(table.column(TIME), as_of))
+        times = table.column(TIME)
+        keep = None if pc.max(times).as_py() <= as_of else pc.less_equal(times, as_of)
+        if after is not None and pc.min(times).as_py() <= after:
+            later = pc.greater(times, after)
+            keep = later if keep is None else pc.and_(keep, later)
+        return table if keep is None else table.filter(keep)
 
     def snapshot(
         self, as_of: int, spark: SparkSession | None = None, summed: bool = True

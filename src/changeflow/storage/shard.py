@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from changeflow.config import Config
-from changeflow.errors import CapabilityError, InvalidInput
+from changeflow.errors import CapabilityError, InvalidInput, StoreGone
 from changeflow.storage import compact, gc, root
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import Consensus, missing_store, open_consensus
@@ -95,6 +95,20 @@ class Storage:
 
     def close(self) -> None:
         self.machine.consensus.close()
+
+    def check_present(self) -> None:
+        """Raise :class:`StoreGone` if the consensus file or local blob root this store
+        opened was deleted or replaced underneath it (a running process then stops, rather
+        than write where nobody will read)."""
+        for part, location in (
+            (self.consensus, self.consensus.location),
+            (self.blob, self.blob.location),
+        ):
+            if not part.present():
+                raise StoreGone(
+                    f"the store this process opened is gone: {location} was deleted or "
+                    "replaced while it ran"
+                )
 
     # -- the catalog ---------------------------------------------------------------------------
 

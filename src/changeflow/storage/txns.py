@@ -28,6 +28,7 @@ import base64
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -318,12 +319,21 @@ class TxnLog:
         self._pending[shard] = (times, schema, extra)
         return extra
 
-    def updates_until(self, shard: str, ts: int, view: View | None = None) -> pa.Table:
+    def updates_until(
+        self,
+        shard: str,
+        ts: int,
+        view: View | None = None,
+        stored: Callable[[int], pa.Table] | None = None,
+    ) -> pa.Table:
         """``shard``'s updates up to ``ts``, not consolidated: from the shard (readable at
-        ``ts``), or as ``view`` (from :meth:`view`) has them."""
+        ``ts``), or as ``view`` (from :meth:`view`) has them. ``stored``: what reads the
+        shard's updates up to a time (its read capability's, unless given)."""
+        if stored is None:
+            stored = reader(self.storage, shard).updates_until
         if view is None:
-            return reader(self.storage, shard).updates_until(ts)
-        parts = [] if view.at < 0 else [reader(self.storage, shard).updates_until(view.at)]
+            return stored(ts)
+        parts = [] if view.at < 0 else [stored(view.at)]
         if view.pending is not None:
             parts.append(view.pending)
         if not parts:
