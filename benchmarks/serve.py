@@ -81,9 +81,14 @@ def start(home: Path, src: str | None = None) -> tuple[subprocess.Popen[str], st
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "CHANGEFLOW_SQLITE_SYNC": SYNC[0]}
     if src is not None:
         env["PYTHONPATH"] = src
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )  # fmt: skip
+    return launched(cmd, env, subprocess.DEVNULL)
+
+
+def launched(
+    cmd: list[str], env: dict[str, str], stderr: int | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """A server process started by ``cmd`` and a psycopg connection string, once it listens."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     m = re.search(r"listening on ([\d.]+):(\d+)", line)

@@ -18,16 +18,15 @@ import cProfile
 import io
 import os
 import pstats
-import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psycopg
+from serve import launched
 
 STATEMENTS = {
     "insert": ("INSERT INTO t VALUES (%s, 0)", lambda n: (n + 10,)),
@@ -69,14 +68,7 @@ def measure(kind: str, seconds: float, top: int, save: str | None) -> None:
         out = str(Path(tmp) / "profile")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         cmd = [sys.executable, __file__, "--server", str(Path(tmp) / "home"), out]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        m = re.search(r"listening on ([\d.]+):(\d+)", line)
-        if not m:
-            proc.kill()
-            raise SystemExit(f"the server did not start: {line!r}")
-        dsn = f"host={m[1]} port={m[2]} user=bench dbname=materialize"
+        proc, dsn = launched(cmd, env)
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
             c.execute("CREATE TABLE u (client int NOT NULL, n int NOT NULL, v int)")
