@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import select
 import socket
 import ssl
 import threading
@@ -105,11 +104,10 @@ class ClientConnection(Startup, Extended, Runner):
             if self.wire.pending or (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
                 return
             try:
-                ready, _, _ = select.select([self.sock], [], [], IDLE_POLL)
+                if W.readable(self.sock, IDLE_POLL):
+                    return
             except (OSError, ValueError):
                 raise W.ClientGone("socket closed") from None
-            if ready:
-                return
 
     def client_gone(self) -> bool:
         """Whether the client has closed its end (checked while a stream waits for rows)."""

@@ -37,6 +37,18 @@ class ClientGone(Exception):
     """The client closed the connection."""
 
 
+def readable(sock: socket.socket, timeout: float) -> bool:
+    """Has ``sock`` something to read (or been closed by its peer) within ``timeout``
+    seconds? By ``poll``, which takes any descriptor (``select`` refuses those past 1023,
+    which a process with many open files reaches). A socket closed here is an ``OSError``."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    events = poller.poll(timeout * 1000)
+    if any(e & select.POLLNVAL for _, e in events):
+        raise OSError("the socket is closed")
+    return bool(events)
+
+
 @dataclass(frozen=True)
 class Message:
     """One frontend message: its type byte (``b"Q"``…) and payload."""
@@ -131,8 +143,7 @@ class Wire:
         """Whether the client closed its end, without losing anything it sent: a plain socket
         is peeked at; a TLS one is read without blocking, its data kept for the next read."""
         try:
-            ready, _, _ = select.select([self.sock], [], [], 0)
-            if not ready:
+            if not readable(self.sock, 0):
                 return False
             if not isinstance(self.sock, ssl.SSLSocket):
                 return self.sock.recv(1, socket.MSG_PEEK) == b""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import secrets
-import select
 import socket
 import ssl
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 from changeflow.adapter.access import SUPERUSER, Access
 from changeflow.adapter.budget import DEFAULT_BUDGET
 from changeflow.adapter.environment import Environment
+from changeflow.server import pgwire as W
 from changeflow.server.auth import ScramSecret
 from changeflow.server.connection import ClientConnection
 from changeflow.server.pgwire import SOCKET_TIMEOUT
@@ -160,11 +160,10 @@ class Server:
         (:attr:`Environment.gone`, which the caller reports)."""
         while not self.stopping.is_set() and self.env.gone is None:
             try:
-                ready, _, _ = select.select([self.listener], [], [], 0.5)
+                if not W.readable(self.listener, 0.5):
+                    continue
             except (OSError, ValueError):
                 break
-            if not ready:
-                continue
             try:
                 sock, peer = self.listener.accept()
             except OSError:

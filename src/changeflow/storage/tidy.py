@@ -17,8 +17,9 @@ log = logging.getLogger("changeflow.storage")
 
 
 class Tidier:
-    """Truncates ``consensus``'s keys, the latest wish for each key, on a thread of its own
-    (started at the first wish, stopped by :meth:`close` after the wishes left)."""
+    """Truncates ``consensus``'s keys, the latest wish for each key, on a thread of its own:
+    started by a wish, it ends once no wish is left (so an idle consensus holds no thread,
+    and no connection of one, and is freed with its last reference)."""
 
     def __init__(self, consensus: Consensus) -> None:
         self.consensus = consensus
@@ -38,16 +39,14 @@ class Tidier:
                     target=self._run, name="changeflow-tidy", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
 
     def _run(self) -> None:
         try:
             while True:
                 with self._cond:
-                    while not self._wanted and not self._closed:
-                        self._cond.wait()
                     wanted, self._wanted = self._wanted, {}
                     if not wanted:
+                        self._thread = None
                         return
                 for key, seqno in wanted.items():
                     try:
@@ -58,10 +57,9 @@ class Tidier:
             self.consensus.release_thread()
 
     def close(self) -> None:
-        """Do the truncations asked for, then stop the thread."""
+        """Let the truncations asked for finish; ask for none after."""
         with self._cond:
             self._closed = True
             thread = self._thread
-            self._cond.notify()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=60)
