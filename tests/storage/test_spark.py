@@ -144,3 +144,15 @@ def test_spark_reads_an_evolved_shard_as_arrow_does(spark, tmp_path: Path) -> No
     storage.downgrade(read, 1)
     storage.compact("t", spark=spark)
     assert rows(storage.snapshot_table(read, 1).to_pylist()) == want
+
+
+def test_spark_filters_a_large_blob_by_its_dictionary(spark, tmp_path: Path) -> None:
+    """A filter Spark pushes down reads a column's dictionary page: a blob whose dictionary
+    is larger than 8 KiB is read whole (Parquet-java's LZ4_RAW reader failed on it)."""
+    storage = open_storage(tmp_path)
+    read, write = storage.create("t", SCHEMA)
+    rows = [((f"key-{i % 5000:05d}-" + "x" * 20, i), 1, 1) for i in range(20_000)]
+    storage.append(write, rows, 2)
+    snapshot = storage.snapshot(read, 1, spark, summed=False)
+    picked = snapshot.where("key = 'key-00042-xxxxxxxxxxxxxxxxxxxx'").collect()
+    assert sorted(r["value"] for r in picked) == [42, 5042, 10042, 15042]
