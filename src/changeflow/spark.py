@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -130,19 +131,34 @@ def local_path(uri: str) -> str:
 
 @contextmanager
 def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Session settings for the plans made inside (a persisted plan keeps them); the old
-    values come back on the way out."""
-    old = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    """Session settings for the plans made inside (a persisted plan keeps them). Threads share
+    the session, so each key keeps the blocks inside it: on the way out a key takes the value
+    of the latest block still inside, or the one it had before them all (restoring each
+    block's own "old" value let another thread's setting stay for good)."""
+    block = object()
+    with _overridden_lock:
+        for key, value in settings.items():
+            _overridden.setdefault(key, (spark.conf.get(key, None), []))[1].append((block, value))
+            spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, value in old.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        with _overridden_lock:
+            for key in settings:
+                before, inside = _overridden[key]
+                inside[:] = [(b, v) for b, v in inside if b is not block]
+                value = inside[-1][1] if inside else before
+                if not inside:
+                    del _overridden[key]
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
+
+
+# per key set by session_conf: its value before, and the blocks inside (oldest first)
+_overridden: dict[str, tuple[str | None, list[tuple[object, str]]]] = {}
+_overridden_lock = threading.Lock()
 
 
 class ExecutorError(RuntimeError):
