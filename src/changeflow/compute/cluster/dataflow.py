@@ -11,6 +11,7 @@ on the executors and runs as a first step from empty state.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from contextlib import AbstractContextManager
@@ -25,6 +26,7 @@ from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.cluster import checkpoint
 from changeflow.compute.cluster import deltas as D
+from changeflow.compute.cluster.background import Background
 from changeflow.compute.cluster.index import indexed, prepare
 from changeflow.compute.cluster.keyed import keyed as keyed_form
 from changeflow.compute.cluster.local import (
@@ -33,8 +35,10 @@ from changeflow.compute.cluster.local import (
     batch_table,
     consolidated,
     consolidated_batch,
+    fit_table,
     frame_table,
     kinds,
+    no_changes,
     spark_batch,
 )
 from changeflow.compute.cluster.reduce import Accumulated, accumulable
@@ -46,6 +50,7 @@ from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.spark_eval import positional_frame
 from changeflow.compute.spark_expr import exact_decimals, from_spark, name
 from changeflow.config import Config
+from changeflow.failpoints import failpoint
 from changeflow.spark import session_conf, spark_errors
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
@@ -171,6 +176,7 @@ class ClusterDataflow(Dataflow):
         self.resumed = bool(resume)  # from a checkpoint, without hydrating
         self._lease(force=True)
         checkpoint.sweep(self.storage, self.name)
+        self.arranging = Background()  # a hydration's arrangements, written after its output
         if resume:
             self._resume()
         elif ready:
@@ -245,7 +251,7 @@ class ClusterDataflow(Dataflow):
         self.frontier = self.as_of + 1
         self.uppers = dict.fromkeys(self.holds, self.frontier)
         self.sink.step(out, Antichain([self.frontier]))
-        self._stepped()
+        self.arranging = Background(self._stepped, f"view {self.name}")
         self.stats.steps += 1
         self.stats.updates_out += out.num_rows
         self.stats.seconds.append(time.monotonic() - started)
@@ -291,7 +297,7 @@ class ClusterDataflow(Dataflow):
                 if written is not None:
                     self.stats.updates_out += written
                     return self._frame([])
-                return _fit(summed.toArrow(), self.schema)
+                return fit_table(summed.toArrow(), self.schema)
             finally:
                 summed.unpersist()
 
@@ -303,7 +309,7 @@ class ClusterDataflow(Dataflow):
         self.first = False
         self.local = True
         table = batch_table(out, self.plan.schema)
-        return _fit(table.rename_columns([*self.schema.names, TIME, DIFF]), self.schema)
+        return fit_table(table.rename_columns([*self.schema.names, TIME, DIFF]), self.schema)
 
     def _local(
         self,
@@ -317,7 +323,7 @@ class ClusterDataflow(Dataflow):
         plan = node.plan
         if isinstance(plan, P.Get):
             table = changes.get(plan.name)
-            out = empty(plan) if table is None else Batch.of_table(table, kinds(plan.schema))
+            out = no_changes(plan) if table is None else Batch.of_table(table, kinds(plan.schema))
         elif isinstance(plan, P.Constant):
             rows = [(row, self.as_of, c) for row, c in plan.rows] if self.first else []
             out = Batch.of_updates(rows, kinds(plan.schema))
@@ -355,7 +361,7 @@ class ClusterDataflow(Dataflow):
         if node.totals is not None:
             node.step_totals = None
             if not node.now[0]:
-                return empty(node.plan)
+                return no_changes(node.plan)
             node.step_totals = node.totals.local_totals(node.now[0])
             if node.spines[0].rows() <= SMALL_TOTALS:  # read in the driver: no Spark job
                 held = node.spines[0].table()
@@ -394,7 +400,7 @@ class ClusterDataflow(Dataflow):
                 )
             out = node.keyed.delta(frames, arranged, True, None, local, indexes)
         if out is None:
-            return empty(node.plan)
+            return no_changes(node.plan)
         return spark_batch(out.toArrow(), out_kinds)
 
     def _delta(
@@ -473,6 +479,7 @@ class ClusterDataflow(Dataflow):
     def _stepped(self) -> None:
         """Add each stateful operator's changes to its spines (inputs before the operators
         above them have read them: every frame still reads the batches it was built on)."""
+        failpoint("cluster.arrange")
         with exact_decimals(self.spark):
             for node in self.nodes:
                 if not node.stateful:
@@ -534,6 +541,7 @@ class ClusterDataflow(Dataflow):
                 waiting.not_before = min([waiting.not_before, *times])
 
     def step(self, timeout: float = 0.0) -> bool:
+        self.arranging.wait()
         self._lease()
         return super().step(timeout)
 
@@ -555,6 +563,8 @@ class ClusterDataflow(Dataflow):
         :meth:`Dataflow._start_over`): a new incarnation with new spines (the old one's
         batches are swept once no checkpoint names them) and a new sink writing what
         differs."""
+        with contextlib.suppress(Exception):  # its spines are dropped whole
+            self.arranging.wait()
         self.sink.close()
         for node in self.nodes:
             for spine in (*node.spines, *node.waiting):
@@ -579,21 +589,11 @@ class ClusterDataflow(Dataflow):
         return sum(n.rows() for n in self.nodes)
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):  # step raised it; the spines are dropped whole
+            self.arranging.wait()
         super().close()
         for node in self.nodes:
             for spine in (*node.spines, *node.waiting):
                 if spine is not None:
                     spine.drop()
         checkpoint.release(self.storage, self.name, self.incarnation)
-
-
-def empty(plan: P.Plan) -> Batch:
-    """No changes of ``plan``'s rows."""
-    return Batch.of_updates([], kinds(plan.schema))
-
-
-def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Spark's Arrow output in the output shard's column types."""
-    arrays = [table.column(f.name).cast(f.type) for f in schema]
-    arrays += [table.column(TIME).cast(pa.int64()), table.column(DIFF).cast(pa.int64())]
-    return pa.Table.from_arrays(arrays, names=[*schema.names, TIME, DIFF])

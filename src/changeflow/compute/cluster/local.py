@@ -119,3 +119,15 @@ def fit_value(value: Any, kind: pa.DataType) -> Any:
     if isinstance(value, Decimal) and pa.types.is_decimal(kind):
         return value.quantize(Decimal(1).scaleb(-kind.scale))
     return value
+
+
+def no_changes(plan: P.Plan) -> Batch:
+    """No changes of ``plan``'s rows."""
+    return Batch.of_updates([], kinds(plan.schema))
+
+
+def fit_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Spark's Arrow output in the output shard's column types."""
+    arrays = [table.column(f.name).cast(f.type) for f in schema]
+    arrays += [table.column(TIME).cast(pa.int64()), table.column(DIFF).cast(pa.int64())]
+    return pa.Table.from_arrays(arrays, names=[*schema.names, TIME, DIFF])
