@@ -51,7 +51,8 @@ FIRST_FUNCTION = 9000  # pg_proc's OIDs: the function table's names in order fro
 # the function table's names of which PostgreSQL 15 has several functions (overloads): a
 # regproc of one is ambiguous there (42725), a regprocedure names its arguments
 _OVERLOADED = (
-    "abs age array_to_string bit_length btrim ceil ceiling char_length date_part date_trunc "
+    "abs age array_fill array_position array_to_string bit_length btrim ceil ceiling "
+    "char_length date_part date_trunc "
     "exp extract floor format jsonb_build_array jsonb_build_object jsonb_delete length "
     "like_escape ln log lower lpad ltrim md5 octet_length position pow power quote_literal "
     "quote_nullable regexp_like regexp_match regexp_replace regexp_split_to_array round rpad "
