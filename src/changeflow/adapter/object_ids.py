@@ -10,7 +10,8 @@ to oid or an integer type, or compared. A select list's cast to oid or a reg* ty
 too, ``o::regtype``, and ``pg_typeof(x)``) gives its column that type on the way out
 (:func:`shown_ids`): a reg* value is then an :class:`ObjectName`, shown as the name and sent
 in binary as the OID. A constant compared with ``pg_typeof(x)`` is read as a regtype
-(``'int4'`` is ``integer``).
+(``'int4'::regtype`` is ``integer``; a quoted constant beside ``=`` or ``<`` is an
+oid there, as PostgreSQL reads ``regtype = unknown``, and in an IN list a type's name).
 """
 
 from __future__ import annotations
@@ -296,10 +297,21 @@ def _name_types(tree: exp.Expression) -> None:
         if not any(_is_typeof(side.unnest()) for side in sides):
             continue
         for side in sides:
-            value = side.this if _shown_kind(side) == "regtype" else side
+            cast = _shown_kind(side) == "regtype"
+            value = side.this if cast else side
             if isinstance(value, exp.Literal):
                 name = value.this if value.is_string else int(value.this)
+                if value.is_string and not cast and not isinstance(compare, exp.In):
+                    name = _oid_text(name)  # regtype = unknown is oid = oid in PostgreSQL
                 side.replace(exp.Literal.string(_type(name)[1]))
+
+
+def _oid_text(text: str) -> int:
+    """A quoted constant read as an oid (22P02 for other text)."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise PlanError(f'invalid input syntax for type oid: "{text}"', sqlstate="22P02") from None
 
 
 def _is_constant(node: exp.Expression) -> bool:
