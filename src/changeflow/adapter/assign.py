@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 
 from changeflow.compute.scalars import unstorable_nan
-from changeflow.compute.time_of_day import END_OF_DAY, unstorable_end_of_day
 from changeflow.errors import EvalError
 
 Rows = list[tuple[tuple[Any, ...], int]]
@@ -61,12 +60,4 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
             return value
 
         return fit_text
-    if pa.types.is_time(field.type):
-
-        def fit_time(value: Any) -> Any:
-            if value is END_OF_DAY:
-                raise unstorable_end_of_day(f'column "{field.name}" of "{table}"')
-            return value
-
-        return fit_time
     return None
