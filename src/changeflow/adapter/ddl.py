@@ -20,7 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
-from changeflow.adapter.object_ids import read_ids, shown_ids
+from changeflow.adapter.object_ids import held_as_oids, read_ids, shown_ids
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,
@@ -249,7 +249,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         return done
     state = env.catalog.load()
     shown = shown_ids(stmt.ast) + read_ids(stmt.ast, state)  # before planning folds
-    oids = {i for i, kind in shown if kind == "oid"}
+    oids = {i: kind for i, kind in shown if kind == "oid"} | held_as_oids(stmt.ast)
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = _renamed(view_plan(query), g.get("columns"))

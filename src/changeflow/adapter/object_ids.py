@@ -217,15 +217,43 @@ def shown_ids(tree: exp.Expression) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
+def held_as_oids(tree: exp.Expression) -> dict[int, str]:
+    """A view's select list's casts of constants to reg* types (``'t'::regclass``), each
+    changed (in place) into a cast of it on to oid, so the view holds the object's OID (a
+    bigint) and names it when read, as PostgreSQL's view does (it follows a rename); their
+    positions and types."""
+    out: dict[int, str] = {}
+    for i, kind in shown_ids(tree):
+        item = tree.expressions[i]
+        cast = item.unalias()
+        if kind not in REG_TYPES or not isinstance(cast, exp.Cast) or not _is_constant(cast.this):
+            continue
+        held = exp.Cast(this=cast.copy(), to=exp.DataType(this=T.UINT))
+        if cast is item:  # the column keeps the name PostgreSQL gives it (``regclass``)
+            tree.expressions[i].replace(exp.alias_(held, kind))
+        else:
+            cast.replace(held)
+        out[i] = kind
+    return out
+
+
 def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[int, str], ...]:
     """The output positions of a query's oid columns, as they flow from a view's oid columns
     and casts to oid (``oid_flow``; it refuses what PostgreSQL has no operator of an oid
     for); where sqlglot cannot type the query, of its select list's columns read as they are
     from a view's oid columns (a ``*`` of it at its width), where the query reads one relation
-    of the catalog (no join, no CTE of its name)."""
+    of the catalog (no join, no CTE of its name); and of the columns read as they are from a
+    view's reg* columns (held as OIDs), with their types."""
     flowing = oid_columns(tree, state)
+    direct = _read_as_they_are(tree, state)
     if flowing is not None:
-        return tuple((i, "oid") for i in flowing)
+        return tuple(sorted({(i, "oid") for i in flowing} | {d for d in direct if d[1] != "oid"}))
+    return direct
+
+
+def _read_as_they_are(
+    tree: exp.Expression, state: CatalogState | None
+) -> tuple[tuple[int, str], ...]:
     if not isinstance(tree, exp.Select) or state is None or tree.args.get("joins"):
         return ()
     source = tree.args.get("from_")
@@ -236,18 +264,19 @@ def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[in
     if ctes is not None and any(c.alias_or_name == name for c in ctes.expressions):
         return ()
     item = state.find(name)
-    if item is None or not any(t == "oid" for _, t, _ in item.columns):
+    held = ("oid", *REG_TYPES)
+    if item is None or not any(t in held for _, t, _ in item.columns):
         return ()
     kinds = {n: t for n, t, _ in item.columns}
     out, at = [], 0
     for e in tree.expressions:
         if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
-            out += [(at + j, "oid") for j, (_, t, _) in enumerate(item.columns) if t == "oid"]
+            out += [(at + j, t) for j, (_, t, _) in enumerate(item.columns) if t in held]
             at += len(item.columns)
             continue
         inner = e.unalias()
-        if isinstance(inner, exp.Column) and kinds.get(inner.name) == "oid":
-            out.append((at, "oid"))
+        if isinstance(inner, exp.Column) and kinds.get(inner.name) in held:
+            out.append((at, kinds[inner.name]))
         at += 1
     return tuple(out)
 

@@ -1,0 +1,53 @@
+"""Casts of constants to reg* types in a view's or materialized view's select list, compared
+with PostgreSQL 15: the column has the reg* type in the catalog, holds the object's OID (so it
+names a renamed table by its new name) and compares with reg* constants."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, outcome  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+CREATE = "CREATE TABLE rgv (id int NOT NULL, k int)"
+INSERT = "INSERT INTO rgv VALUES (1, 10), (2, 20)"
+VIEWS = [
+    "CREATE VIEW rgv_v AS SELECT 'rgv'::regclass, 'int4'::regtype AS ty, id FROM rgv",
+    "CREATE MATERIALIZED VIEW rgv_m AS SELECT id, 'rgv'::regclass AS c, 'integer'::regtype AS t,"
+    " 'public'::regnamespace AS n, 'rgv'::regclass::oid > 0 AS o FROM rgv WHERE k > 10",
+]
+QUERIES = [
+    "SELECT * FROM rgv_v",
+    "SELECT * FROM rgv_m",
+    "SELECT id, regclass FROM rgv_v WHERE ty = 'integer'::regtype AND regclass = 'rgv'::regclass",
+    "SELECT c, t, n FROM rgv_m WHERE c = 'rgv'::regclass",
+    "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.atttypid"
+    " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+    " WHERE c.relname LIKE 'rgv_%' AND a.attnum > 0 ORDER BY 1, 2",
+    "SELECT table_name, column_name, data_type FROM information_schema.columns"
+    " WHERE table_name LIKE 'rgv_%' ORDER BY 1, 2",
+]
+
+
+def test_reg_casts_in_views_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "rgv", CREATE, INSERT) as (ours, pg):
+        try:
+            for conn in (ours, pg):
+                for sql in VIEWS:
+                    conn.execute(sql)
+            for sql in QUERIES:
+                assert outcome(ours, sql, sort=True) == outcome(pg, sql, sort=True), sql
+            for conn in (ours, pg):  # the views hold the table's OID: they show its new name
+                conn.execute("ALTER TABLE rgv RENAME TO rgv_renamed")
+            for sql in QUERIES[:2]:
+                assert outcome(ours, sql, sort=True) == outcome(pg, sql, sort=True), sql
+                assert "rgv_renamed" in str(outcome(ours, sql)), sql
+        finally:
+            pg.execute("DROP VIEW IF EXISTS rgv_v")
+            pg.execute("DROP MATERIALIZED VIEW IF EXISTS rgv_m")
+            pg.execute("ALTER TABLE IF EXISTS rgv_renamed RENAME TO rgv")
