@@ -1,6 +1,7 @@
-"""array_ndims, array_dims, trim_array, array_fill, array_replace, array_position(s) and
-to_jsonb of other types compared with PostgreSQL 15: ad hoc and as materialized views kept
-through inserts, updates and deletes; and the calls PostgreSQL refuses, with its SQLSTATEs."""
+"""array_ndims, array_dims, trim_array, array_fill, array_replace, array_position(s),
+to_json and to_jsonb of other types compared with PostgreSQL 15: ad hoc and as materialized
+views kept through inserts, updates and deletes; and the calls PostgreSQL refuses, with its
+SQLSTATEs."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ QUERIES = [
     "1.5) FROM af",
     "SELECT id FROM af WHERE array_position(a, 1) IS NOT NULL",
     "SELECT id, to_jsonb(a)::text, to_jsonb(x)::text, to_jsonb(t)::text FROM af",
+    "SELECT id, to_json(a)::text, to_json(x)::text, to_json(t)::text, to_json(n)::jsonb::text,"
+    " to_json(id > 1)::text, pg_typeof(to_json(t))::text FROM af",
 ]
 AD_HOC = [
     "SELECT array_position('{1,2}', '2'), array_replace('{a,b}', 'a', 'c'), "
@@ -44,6 +47,9 @@ AD_HOC = [
     "SELECT array_fill(NULL::int, ARRAY[2]), array_fill(1.5, ARRAY[0]), trim_array(NULL::int[], 1)",
     "SELECT to_jsonb(1.50)::text, to_jsonb(true)::text, to_jsonb(date '2020-01-01')::text, "
     "to_jsonb(timestamptz '2020-01-01 00:00:01.5+00')::text, to_jsonb(interval '1 day')::text",
+    "SELECT to_json(1.50)::text, to_json(E'a\\t\"b'::text)::text, to_json('NaN'::float8)::text,"
+    " to_json(date '2020-01-01')::text, to_json(timestamptz '2020-01-01 00:00:01.5+00')::text,"
+    " to_json('{\"a\": [1, 2]}'::jsonb)::text, to_json(NULL::int) IS NULL",
 ]
 REFUSED = [
     "SELECT trim_array(ARRAY[1, 2], 3)",
@@ -62,6 +68,9 @@ REFUSED = [
     "SELECT cardinality('{1,2}')",
     "SELECT array_length('{1}', 1)",
     "SELECT to_jsonb('a')",
+    "SELECT to_json('a')",
+    "SELECT to_json(NULL)",
+    "SELECT to_json(1) = to_json(1)",
     "SELECT array_replace(ARRAY[1], 'x'::text, 2)",
 ]
 

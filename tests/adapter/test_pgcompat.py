@@ -139,6 +139,7 @@ CALLS = {
     "jsonb_delete": "jsonb_build_object('a', id, 'b', f) - 'a'",
     "jsonb_array_length": "jsonb_array_length(jsonb_build_array(id, d, ts))",
     "to_jsonb": "to_jsonb(ts)",
+    "to_json": "to_json(ARRAY[name, NULL])::jsonb",
     "jsonb_build_array": "jsonb_build_array(id, name, x, f, d, ts, NULL)",
     "jsonb_build_object": "jsonb_build_object('id', id, 'name', name, 'x', x)",
     "jsonb_object_of_pairs": "jsonb_object_of_pairs(ARRAY[jsonb_build_array(name, id)])",
@@ -173,6 +174,7 @@ ROWS_ONLY = {
     "scale",
     "min_scale",
     "trim_scale",
+    "to_json",
     *(n for n in CALLS if "jsonb" in n),
 }
 

@@ -39,6 +39,7 @@ TYPES = {
     "interval": (1186, 16, "interval"),
     "time without time zone": (1083, 8, "time"),
     "jsonb": (3802, -1, "jsonb"),
+    "json": (114, -1, "json"),
     "boolean[]": (1000, -1, "_bool"),
     "smallint[]": (1005, -1, "_int2"),
     "integer[]": (1007, -1, "_int4"),

@@ -65,6 +65,8 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else UUID(bytes=v) for v in values]
+    if pa.types.is_struct(kind) and kind.num_fields == 1 and kind.field(0).name == "json":
+        return [None if v is None else v["json"] for v in values]
     if pa.types.is_struct(kind) and kind.num_fields == 1:
         return [None if v is None or v["jsonb"] is None else Jsonb(v["jsonb"]) for v in values]
     if pa.types.is_struct(kind):
@@ -76,6 +78,8 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     """Row values as Arrow builds a column of ``kind`` from them: an interval or a jsonb as
     its struct's fields, a uuid as its 16 bytes; times as microseconds where one is 24:00:00
     (Arrow's range check lets a stored time64 hold it, not Python's ``time``)."""
+    if pa.types.is_struct(kind) and kind.num_fields == 1 and kind.field(0).name == "json":
+        return [None if v is None else {"json": v} for v in values]
     if pa.types.is_struct(kind):
         return [
             {"jsonb": v.text} if isinstance(v, Jsonb) else vars(v) if isinstance(v, Interval) else v
