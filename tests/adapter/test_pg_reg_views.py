@@ -1,6 +1,7 @@
 """Casts of constants to reg* types in a view's or materialized view's select list, compared
 with PostgreSQL 15: the column has the reg* type in the catalog, holds the object's OID (so it
-names a renamed table by its new name) and compares with reg* constants."""
+names a renamed table by its new name), compares with reg* constants and is its type to
+pg_typeof; a cast of it to text is refused (0A000), not answered with the OID."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres, outcome  # noqa: E402
+
+from changeflow.adapter.connection import DatabaseError
 
 pytestmark = pytest.mark.postgres
 
@@ -26,6 +29,8 @@ QUERIES = [
     "SELECT * FROM rgv_m",
     "SELECT id, regclass FROM rgv_v WHERE ty = 'integer'::regtype AND regclass = 'rgv'::regclass",
     "SELECT c, t, n FROM rgv_m WHERE c = 'rgv'::regclass",
+    "SELECT pg_typeof(c), pg_typeof(t), id FROM rgv_m WHERE pg_typeof(n) = 'regnamespace'::regtype",
+    "SELECT c::oid > 0, t::oid FROM rgv_m",
     "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.atttypid"
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.relname LIKE 'rgv_%' AND a.attnum > 0 ORDER BY 1, 2",
@@ -47,6 +52,9 @@ def test_reg_casts_in_views_as_postgres(tmp_path: Path, postgres_url: str) -> No
             for sql in QUERIES[:2]:
                 assert outcome(ours, sql, sort=True) == outcome(pg, sql, sort=True), sql
                 assert "rgv_renamed" in str(outcome(ours, sql)), sql
+            with pytest.raises(DatabaseError) as caught:  # the view holds the OID, not the name
+                ours.execute("SELECT c::text FROM rgv_m")
+            assert caught.value.sqlstate == "0A000"
         finally:
             pg.execute("DROP VIEW IF EXISTS rgv_v")
             pg.execute("DROP MATERIALIZED VIEW IF EXISTS rgv_m")

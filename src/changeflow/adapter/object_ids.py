@@ -251,19 +251,24 @@ def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[in
     return direct
 
 
-def _read_as_they_are(
-    tree: exp.Expression, state: CatalogState | None
-) -> tuple[tuple[int, str], ...]:
+def _single_item(tree: exp.Expression, state: CatalogState | None) -> Any:
+    """The one relation of the catalog a query reads (no join, no CTE of its name), or None."""
     if not isinstance(tree, exp.Select) or state is None or tree.args.get("joins"):
-        return ()
+        return None
     source = tree.args.get("from_")
     if source is None or not isinstance(source.this, exp.Table):
-        return ()
+        return None
     name = table_name(source.this)
     ctes = tree.args.get("with")
     if ctes is not None and any(c.alias_or_name == name for c in ctes.expressions):
-        return ()
-    item = state.find(name)
+        return None
+    return state.find(name)
+
+
+def _read_as_they_are(
+    tree: exp.Expression, state: CatalogState | None
+) -> tuple[tuple[int, str], ...]:
+    item = _single_item(tree, state)
     held = ("oid", *REG_TYPES)
     if item is None or not any(t in held for _, t, _ in item.columns):
         return ()
@@ -279,6 +284,33 @@ def _read_as_they_are(
             out.append((at, kinds[inner.name]))
         at += 1
     return tuple(out)
+
+
+def reg_columns_read(tree: exp.Expression, state: CatalogState | None) -> None:
+    """A query of a view's reg* columns (held as OIDs): ``pg_typeof`` of one is its type's
+    name (changed in place); a cast of one to anything but an oid or a number is refused
+    (0A000: the plan holds the OID, not the name PostgreSQL's cast gives)."""
+    item = _single_item(tree, state)
+    regs = {n: t for n, t, _ in item.columns if t in REG_TYPES} if item is not None else {}
+    if not regs:
+        return
+    for column in list(tree.find_all(exp.Column)):
+        kind = regs.get(column.name)
+        parent = column.parent
+        if kind is None or parent is None:
+            continue
+        if _is_typeof(parent):
+            named = isinstance(parent.parent, exp.Select)  # the column keeps its name
+            text = exp.Literal.string(kind)
+            parent.replace(exp.alias_(text, "pg_typeof") if named else text)
+        elif isinstance(parent, exp.Cast) and not (
+            isinstance(parent.to, exp.DataType) and parent.to.this in _NUMERIC
+        ):
+            raise PlanError(
+                f'a cast of the {kind} column "{column.name}" of a view is not supported;'
+                " select the column itself to see its names",
+                sqlstate="0A000",
+            )
 
 
 def fold_object_ids(
