@@ -1,7 +1,8 @@
 """Casts of constants to reg* types in a view's or materialized view's select list, compared
 with PostgreSQL 15: the column has the reg* type in the catalog, holds the object's OID (so it
 names a renamed table by its new name), compares with reg* constants and is its type to
-pg_typeof; a cast of it to text is refused (0A000), not answered with the OID."""
+pg_typeof, and keeps the table from being dropped; a cast of it to text is refused (0A000),
+not answered with the OID."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_errors  # noqa: E402
 
 from changeflow.adapter.connection import DatabaseError
 
@@ -23,6 +24,7 @@ VIEWS = [
     "CREATE VIEW rgv_v AS SELECT 'rgv'::regclass, 'int4'::regtype AS ty, id FROM rgv",
     "CREATE MATERIALIZED VIEW rgv_m AS SELECT id, 'rgv'::regclass AS c, 'integer'::regtype AS t,"
     " 'public'::regnamespace AS n, 'rgv'::regclass::oid > 0 AS o FROM rgv WHERE k > 10",
+    "CREATE VIEW rgv_n AS SELECT 'rgv'::regclass AS r, 1 AS one",
 ]
 QUERIES = [
     "SELECT * FROM rgv_v",
@@ -55,7 +57,13 @@ def test_reg_casts_in_views_as_postgres(tmp_path: Path, postgres_url: str) -> No
             with pytest.raises(DatabaseError) as caught:  # the view holds the OID, not the name
                 ours.execute("SELECT c::text FROM rgv_m")
             assert caught.value.sqlstate == "0A000"
+            for conn in (ours, pg):  # the view that names the table alone still depends on it
+                conn.execute("DROP VIEW rgv_v")
+                conn.execute("DROP MATERIALIZED VIEW rgv_m")
+            assert outcome(ours, "SELECT * FROM rgv_n") == outcome(pg, "SELECT * FROM rgv_n")
+            same_errors(ours, pg, ["DROP TABLE rgv_renamed"])
         finally:
+            pg.execute("DROP VIEW IF EXISTS rgv_n")
             pg.execute("DROP VIEW IF EXISTS rgv_v")
             pg.execute("DROP MATERIALIZED VIEW IF EXISTS rgv_m")
             pg.execute("ALTER TABLE IF EXISTS rgv_renamed RENAME TO rgv")

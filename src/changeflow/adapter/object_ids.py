@@ -237,6 +237,18 @@ def held_as_oids(tree: exp.Expression) -> dict[int, str]:
     return out
 
 
+def regclass_names(tree: exp.Expression) -> frozenset[str]:
+    """The relations a query's casts of constants to regclass name (a view depends on
+    them, as PostgreSQL's does: they cannot be dropped under it)."""
+    casts = [c for c in tree.find_all(exp.Cast) if isinstance(c.to, exp.ObjectIdentifier)]
+    return frozenset(
+        catalog_name(str(c.this.this))
+        for c in casts
+        if str(c.to.this).lower() == "regclass" and isinstance(c.this, exp.Literal)
+        and c.this.is_string and not str(c.this.this).strip().isdigit()
+    )  # fmt: skip
+
+
 def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[int, str], ...]:
     """The output positions of a query's oid columns, as they flow from a view's oid columns
     and casts to oid (``oid_flow``; it refuses what PostgreSQL has no operator of an oid
