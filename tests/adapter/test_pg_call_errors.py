@@ -46,6 +46,11 @@ ARITY = [
     "SELECT position('a', 'b')",
     "SELECT position('a', 'b', 'c')",
     "SELECT position(s, 'b', 1) FROM ce",
+    "SELECT initcap()",
+    "SELECT mod()",
+    "SELECT mod(id) FROM ce",
+    "SELECT now(1)",
+    "SELECT now(NULL)",
 ]
 UNDETERMINED = [
     "SELECT array_length(NULL, 1)",
@@ -55,6 +60,23 @@ UNDETERMINED = [
     "SELECT array_to_string(NULL, ',')",
     "SELECT to_jsonb(NULL)",
     "SELECT id FROM ce WHERE cardinality(NULL) > 0",
+    "SELECT cardinality('{1,2}')",
+    "SELECT to_jsonb('a')",
+]
+# a NULL or quoted literal where PostgreSQL has several candidates and prefers none (42725),
+# and a quoted name compared with pg_typeof's regtype, read as an oid (22P02)
+NOT_UNIQUE = [
+    "SELECT unnest(NULL)",
+    "SELECT * FROM unnest(NULL)",
+    "SELECT unnest('{1}')",
+    "SELECT array_agg(NULL)",
+    "SELECT array_agg('a') FROM ce",
+    "SELECT sum(NULL) FROM ce",
+    "SELECT avg('1')",
+    "SELECT age('2020-01-01')",
+    "SELECT age(NULL)",
+    "SELECT id FROM ce WHERE pg_typeof(id) = 'integer'",
+    "SELECT pg_typeof(s) <> 'text' FROM ce",
 ]
 ANSWERED = [
     "SELECT array_append(NULL, NULL), array_prepend(NULL, NULL), array_cat(NULL, NULL),"
@@ -64,6 +86,11 @@ ANSWERED = [
     "SELECT concat(s), concat(NULL), concat(s, id), position('b' IN s), strpos(s, 'c') FROM ce",
     "SELECT position('b' IN s) + 1, position(s IN 'xabc') FROM ce",
     "SELECT jsonb_build_array()::text, jsonb_build_object()::text",
+    "SELECT pg_catalog.pg_typeof(id)::text, pg_catalog.upper(s), pg_catalog.pg_typeof(1.5)::text"
+    " FROM ce",
+    "SELECT pg_catalog.pg_typeof(1)::text, mod(7, 3), current_timestamp(1) IS NOT NULL",
+    "SELECT id, pg_typeof(id) = '23', pg_typeof(s) IN ('text', 'integer') FROM ce",
+    "SELECT age('2020-01-01', '2019-01-01')::text, age(date '2020-01-01') IS NOT NULL",
 ]
 
 
@@ -73,6 +100,10 @@ def test_calls_of_the_wrong_arity_as_postgres(both) -> None:
 
 def test_polymorphic_calls_of_a_bare_null_as_postgres(both) -> None:
     same_errors(*both, UNDETERMINED)
+
+
+def test_calls_postgres_finds_ambiguous_as_postgres(both) -> None:
+    same_errors(*both, NOT_UNIQUE)
 
 
 def test_calls_beside_them_as_postgres(both) -> None:

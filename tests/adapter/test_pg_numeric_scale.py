@@ -87,3 +87,24 @@ def test_numeric_math_as_postgres(tmp_path: Path, postgres_url: str) -> None:
         same_errors(ours, pg, MATH_ERRORS)
         sql = "SELECT id, sqrt(abs(y))::text, power(z, 2)::text, exp(y)::text FROM ns"
         assert texts(ours, sql) == texts(pg, sql)
+
+
+def test_numeric_overflow_on_insert(tmp_path: Path, postgres_url: str) -> None:
+    """A value past a numeric(p, s) column's range is 22003 as in PostgreSQL, however many
+    digits it has (30 digits was an internal error); past what an unconstrained column stores
+    here (28 digits before the point), a clear 0A000 where PostgreSQL stores it."""
+    from changeflow.adapter.connection import DatabaseError
+
+    with beside_postgres(tmp_path / "home", postgres_url, "ns", CREATE, INSERT) as (ours, pg):
+        same_errors(
+            ours,
+            pg,
+            [
+                "INSERT INTO ns VALUES (9, 123456789012345678901234567890.5, 1)",
+                "INSERT INTO ns VALUES (9, 1, 123456.5)",
+            ],
+        )
+        ours.execute("CREATE TABLE nu (x numeric)")
+        with pytest.raises(DatabaseError) as caught:
+            ours.execute("INSERT INTO nu VALUES (12345678901234567890123456789.5)")
+        assert caught.value.sqlstate == "0A000" and "unconstrained numeric" in str(caught.value)

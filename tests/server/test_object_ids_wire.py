@@ -150,7 +150,8 @@ def test_pg_typeof_is_a_regtype_as_from_postgres(
     server, postgres_url: str, table_name: str
 ) -> None:
     """pg_typeof's column is a regtype (OID 2206: the name in text, the type's OID in binary);
-    it compares with a regtype, and with quoted type names read as regtypes."""
+    it compares with a regtype, with quoted type names in an IN list, and with a quoted
+    OID beside = (a quoted name there is 22P02, as PostgreSQL reads it as an oid)."""
     queries = [
         f"SELECT pg_typeof(id), pg_typeof(name), pg_typeof(at), pg_typeof(a), pg_typeof(NULL),"
         f" pg_typeof(id + 0.5) AS t FROM {table_name}",
@@ -173,9 +174,12 @@ def test_pg_typeof_is_a_regtype_as_from_postgres(
                     conn.execute(
                         f"SELECT pg_typeof(id) = 'no_such_type'::regtype FROM {table_name}"
                     )
-            # PostgreSQL reads the literal of ``=`` as an oid (22P02); here it is a regtype
-            sql = f"SELECT pg_typeof(id) = 'integer', pg_typeof(id) = 'int4' FROM {table_name}"
-            assert ours.execute(sql).fetchall() == [(True, True)]
+            # the literal of ``=`` is read as an oid: a type's name is 22P02, its OID is it
+            for conn in (ours, pg):
+                with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                    conn.execute(f"SELECT pg_typeof(id) = 'integer' FROM {table_name}")
+            sql = f"SELECT pg_typeof(id) = '23', pg_typeof(id) <> '25' FROM {table_name}"
+            assert ours.execute(sql).fetchall() == pg.execute(sql).fetchall() == [(True, True)]
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE IF EXISTS {table_name}")

@@ -4,13 +4,13 @@ point than the column allows (22003); text longer than varchar(n) is an error (2
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 import pyarrow as pa
 
 from changeflow.compute.scalars import unstorable_nan
-from changeflow.compute.time_of_day import END_OF_DAY, unstorable_end_of_day
+from changeflow.compute.types import NUMERIC
 from changeflow.errors import EvalError
 
 Rows = list[tuple[tuple[Any, ...], int]]
@@ -29,6 +29,9 @@ def assign(rows: Rows, schema: pa.Schema, lengths: list[int | None], table: str)
     ]
 
 
+_WIDE = Context(prec=100)  # a value's digits before its check, past Decimal's default 28
+
+
 def fitter(field: pa.Field, length: int | None, table: str) -> Any:
     """The function that fits a (non-NULL) value to ``field``; None if values fit as they are."""
     if pa.types.is_decimal(field.type):
@@ -38,7 +41,14 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
         def fit_numeric(value: Any) -> Decimal:
             if value != value:  # only a NaN is unequal to itself
                 raise unstorable_nan(f'column "{field.name}" of "{table}"')
-            rounded = Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP)
+            rounded = Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP, context=_WIDE)
+            if rounded.adjusted() >= precision - scale and field.type == NUMERIC.arrow:
+                raise EvalError(
+                    f'numeric value {value} does not fit column "{field.name}" of "{table}": an '
+                    f"unconstrained numeric is stored with at most {precision - scale} digits "
+                    f"before the point and {scale} after",
+                    sqlstate="0A000",
+                )
             if rounded.adjusted() >= precision - scale:
                 raise EvalError(
                     f'numeric field overflow in column "{field.name}" of "{table}": a field with '
@@ -61,12 +71,4 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
             return value
 
         return fit_text
-    if pa.types.is_time(field.type):
-
-        def fit_time(value: Any) -> Any:
-            if value is END_OF_DAY:
-                raise unstorable_end_of_day(f'column "{field.name}" of "{table}"')
-            return value
-
-        return fit_time
     return None

@@ -20,7 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
-from changeflow.adapter.object_ids import read_ids, shown_ids
+from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,
@@ -249,11 +249,12 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         return done
     state = env.catalog.load()
     shown = shown_ids(stmt.ast) + read_ids(stmt.ast, state)  # before planning folds
-    oids = {i for i, kind in shown if kind == "oid"}
+    oids = {i: kind for i, kind in shown if kind == "oid"} | held_as_oids(stmt.ast)
+    named = regclass_names(stmt.ast)  # tables the view names by 'x'::regclass
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = _renamed(view_plan(query), g.get("columns"))
-    depends = _depends(state, query.items)
+    depends = _depends(state, query.items | named)
     kind = "materialized view" if materialized else "view"
     setting = _cluster_setting(g.get("with") or {}, materialized)
     item_id = _allocate(env)

@@ -10,7 +10,8 @@ to oid or an integer type, or compared. A select list's cast to oid or a reg* ty
 too, ``o::regtype``, and ``pg_typeof(x)``) gives its column that type on the way out
 (:func:`shown_ids`): a reg* value is then an :class:`ObjectName`, shown as the name and sent
 in binary as the OID. A constant compared with ``pg_typeof(x)`` is read as a regtype
-(``'int4'`` is ``integer``).
+(``'int4'::regtype`` is ``integer``; a quoted constant beside ``=`` or ``<`` is an
+oid there, as PostgreSQL reads ``regtype = unknown``, and in an IN list a type's name).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ FIRST_FUNCTION = 9000  # pg_proc's OIDs: the function table's names in order fro
 # the function table's names of which PostgreSQL 15 has several functions (overloads): a
 # regproc of one is ambiguous there (42725), a regprocedure names its arguments
 _OVERLOADED = (
-    "abs age array_to_string bit_length btrim ceil ceiling char_length date_part date_trunc "
+    "abs age array_fill array_position array_to_string bit_length btrim ceil ceiling "
+    "char_length date_part date_trunc "
     "exp extract floor format jsonb_build_array jsonb_build_object jsonb_delete length "
     "like_escape ln log lower lpad ltrim md5 octet_length position pow power quote_literal "
     "quote_nullable regexp_like regexp_match regexp_replace regexp_split_to_array round rpad "
@@ -215,39 +217,112 @@ def shown_ids(tree: exp.Expression) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
+def held_as_oids(tree: exp.Expression) -> dict[int, str]:
+    """A view's select list's casts of constants to reg* types (``'t'::regclass``), each
+    changed (in place) into a cast of it on to oid, so the view holds the object's OID (a
+    bigint) and names it when read, as PostgreSQL's view does (it follows a rename); their
+    positions and types."""
+    out: dict[int, str] = {}
+    for i, kind in shown_ids(tree):
+        item = tree.expressions[i]
+        cast = item.unalias()
+        if kind not in REG_TYPES or not isinstance(cast, exp.Cast) or not _is_constant(cast.this):
+            continue
+        held = exp.Cast(this=cast.copy(), to=exp.DataType(this=T.UINT))
+        if cast is item:  # the column keeps the name PostgreSQL gives it (``regclass``)
+            tree.expressions[i].replace(exp.alias_(held, kind))
+        else:
+            cast.replace(held)
+        out[i] = kind
+    return out
+
+
+def regclass_names(tree: exp.Expression) -> frozenset[str]:
+    """The relations a query's casts of constants to regclass name (a view depends on
+    them, as PostgreSQL's does: they cannot be dropped under it)."""
+    casts = [c for c in tree.find_all(exp.Cast) if isinstance(c.to, exp.ObjectIdentifier)]
+    return frozenset(
+        catalog_name(str(c.this.this))
+        for c in casts
+        if str(c.to.this).lower() == "regclass" and isinstance(c.this, exp.Literal)
+        and c.this.is_string and not str(c.this.this).strip().isdigit()
+    )  # fmt: skip
+
+
 def read_ids(tree: exp.Expression, state: CatalogState | None) -> tuple[tuple[int, str], ...]:
     """The output positions of a query's oid columns, as they flow from a view's oid columns
     and casts to oid (``oid_flow``; it refuses what PostgreSQL has no operator of an oid
     for); where sqlglot cannot type the query, of its select list's columns read as they are
     from a view's oid columns (a ``*`` of it at its width), where the query reads one relation
-    of the catalog (no join, no CTE of its name)."""
+    of the catalog (no join, no CTE of its name); and of the columns read as they are from a
+    view's reg* columns (held as OIDs), with their types."""
     flowing = oid_columns(tree, state)
+    direct = _read_as_they_are(tree, state)
     if flowing is not None:
-        return tuple((i, "oid") for i in flowing)
+        return tuple(sorted({(i, "oid") for i in flowing} | {d for d in direct if d[1] != "oid"}))
+    return direct
+
+
+def _single_item(tree: exp.Expression, state: CatalogState | None) -> Any:
+    """The one relation of the catalog a query reads (no join, no CTE of its name), or None."""
     if not isinstance(tree, exp.Select) or state is None or tree.args.get("joins"):
-        return ()
+        return None
     source = tree.args.get("from_")
     if source is None or not isinstance(source.this, exp.Table):
-        return ()
+        return None
     name = table_name(source.this)
     ctes = tree.args.get("with")
     if ctes is not None and any(c.alias_or_name == name for c in ctes.expressions):
-        return ()
-    item = state.find(name)
-    if item is None or not any(t == "oid" for _, t, _ in item.columns):
+        return None
+    return state.find(name)
+
+
+def _read_as_they_are(
+    tree: exp.Expression, state: CatalogState | None
+) -> tuple[tuple[int, str], ...]:
+    item = _single_item(tree, state)
+    held = ("oid", *REG_TYPES)
+    if item is None or not any(t in held for _, t, _ in item.columns):
         return ()
     kinds = {n: t for n, t, _ in item.columns}
     out, at = [], 0
     for e in tree.expressions:
         if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
-            out += [(at + j, "oid") for j, (_, t, _) in enumerate(item.columns) if t == "oid"]
+            out += [(at + j, t) for j, (_, t, _) in enumerate(item.columns) if t in held]
             at += len(item.columns)
             continue
         inner = e.unalias()
-        if isinstance(inner, exp.Column) and kinds.get(inner.name) == "oid":
-            out.append((at, "oid"))
+        if isinstance(inner, exp.Column) and kinds.get(inner.name) in held:
+            out.append((at, kinds[inner.name]))
         at += 1
     return tuple(out)
+
+
+def reg_columns_read(tree: exp.Expression, state: CatalogState | None) -> None:
+    """A query of a view's reg* columns (held as OIDs): ``pg_typeof`` of one is its type's
+    name (changed in place); a cast of one to anything but an oid or a number is refused
+    (0A000: the plan holds the OID, not the name PostgreSQL's cast gives)."""
+    item = _single_item(tree, state)
+    regs = {n: t for n, t, _ in item.columns if t in REG_TYPES} if item is not None else {}
+    if not regs:
+        return
+    for column in list(tree.find_all(exp.Column)):
+        kind = regs.get(column.name)
+        parent = column.parent
+        if kind is None or parent is None:
+            continue
+        if _is_typeof(parent):
+            named = isinstance(parent.parent, exp.Select)  # the column keeps its name
+            text = exp.Literal.string(kind)
+            parent.replace(exp.alias_(text, "pg_typeof") if named else text)
+        elif isinstance(parent, exp.Cast) and not (
+            isinstance(parent.to, exp.DataType) and parent.to.this in _NUMERIC
+        ):
+            raise PlanError(
+                f'a cast of the {kind} column "{column.name}" of a view is not supported;'
+                " select the column itself to see its names",
+                sqlstate="0A000",
+            )
 
 
 def fold_object_ids(
@@ -295,10 +370,21 @@ def _name_types(tree: exp.Expression) -> None:
         if not any(_is_typeof(side.unnest()) for side in sides):
             continue
         for side in sides:
-            value = side.this if _shown_kind(side) == "regtype" else side
+            cast = _shown_kind(side) == "regtype"
+            value = side.this if cast else side
             if isinstance(value, exp.Literal):
                 name = value.this if value.is_string else int(value.this)
+                if value.is_string and not cast and not isinstance(compare, exp.In):
+                    name = _oid_text(name)  # regtype = unknown is oid = oid in PostgreSQL
                 side.replace(exp.Literal.string(_type(name)[1]))
+
+
+def _oid_text(text: str) -> int:
+    """A quoted constant read as an oid (22P02 for other text)."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise PlanError(f'invalid input syntax for type oid: "{text}"', sqlstate="22P02") from None
 
 
 def _is_constant(node: exp.Expression) -> bool:

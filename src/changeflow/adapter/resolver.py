@@ -17,8 +17,10 @@ from changeflow.errors import PlanError
 QUERYABLE = ("table", "source", "view", "materialized view")
 
 
-# a catalog column type a plan holds as another: a view's oid column (``x::oid``) as a bigint
-PLANNED_AS = {"oid": "bigint"}
+# a catalog column type a plan holds as another: a view's oid column (``x::oid``) as a bigint,
+# and its reg* columns (``'t'::regclass``) as the bigint OIDs they name
+PLANNED_AS = dict.fromkeys(("oid", "regclass", "regtype", "regnamespace", "regproc"), "bigint")
+PLANNED_AS["regprocedure"] = "bigint"
 
 
 def schema_of(item: Item) -> Schema:
@@ -31,12 +33,13 @@ def schema_of(item: Item) -> Schema:
 
 
 def columns_of(
-    schema: Schema, oids: set[int] | frozenset[int] = frozenset()
+    schema: Schema, oids: dict[int, str] | None = None
 ) -> tuple[tuple[str, str, bool], ...]:
     """A schema's columns as an item keeps them; those at ``oids`` (bigints a view's select
-    list casts to oid) have the oid type in the catalog."""
+    list casts to oid or a reg* type) have that type in the catalog."""
+    oids = oids or {}
     return tuple(
-        (c.name, "oid" if i in oids and c.type.name == "bigint" else c.type.name, c.nullable)
+        (c.name, oids[i] if i in oids and c.type.name == "bigint" else c.type.name, c.nullable)
         for i, c in enumerate(schema)
     )
 

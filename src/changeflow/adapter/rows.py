@@ -11,7 +11,7 @@ import pyarrow as pa
 from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC
-from changeflow.compute.values import stored_values
+from changeflow.compute.values import python_values
 from changeflow.updates import DIFF, TIME
 
 Counted = dict[tuple[Any, ...], int]
@@ -54,7 +54,7 @@ def _plain(column: pa.ChunkedArray) -> list[Any]:
     """A column's values; numerics without the trailing zeros of storage's fixed scale (a
     stored 5.0000000000 reads as 5, as the query computed it), except a column declared
     ``numeric(p, s)``, whose values have its scale, as PostgreSQL's do (1470.10)."""
-    values = stored_values(column.to_pylist(), column.type)
+    values = python_values(column)
     if not pa.types.is_decimal(column.type) or column.type != NUMERIC.arrow:
         return values
     return [v if v is None else plain(v) for v in values]

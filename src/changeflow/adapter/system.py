@@ -110,13 +110,25 @@ def mentions_catalog(text: str) -> bool:
             not schema and table.name.lower() in TABLES
         ):
             return True
-    if any(d.this.name.lower() == "pg_catalog" for d in tree.find_all(exp.Dot)):
+    if any(_catalog_call(d) for d in tree.find_all(exp.Dot)):
         return True
     # a catalog function (pg_get_viewdef('v'::regclass)) or a cast to a reg* type
     # ('t'::regclass) in a query that reads no table (the planner casts to oid)
     calls = {str(f.this).lower() for f in tree.find_all(exp.Anonymous)}
     casts = [c for c in tree.find_all(exp.Cast) if cast_kind(c)]
     return bool(calls & CATALOG_CALLS or casts) and next(tree.find_all(exp.Table), None) is None
+
+
+def _catalog_call(dot: exp.Dot) -> bool:
+    """Is ``dot`` a call qualified by ``pg_catalog`` of a function the planner has not
+    (``pg_catalog.pg_get_viewdef(…)``, not ``pg_catalog.upper(…)``)?"""
+    from changeflow.compute.functions import FUNCTIONS
+
+    if dot.this.name.lower() != "pg_catalog":
+        return False
+    call = dot.expression
+    name = str(call.this if isinstance(call, exp.Anonymous) else call.meta.get("name", ""))
+    return not isinstance(call, exp.Func) or name.lower() not in FUNCTIONS
 
 
 @dataclass

@@ -24,6 +24,7 @@ from changeflow.compute.types import (
     FLOAT8,
     INT_RANGES,
     INTERVAL,
+    JSON,
     JSONB,
     NULLTYPE,
     NUMERIC,
@@ -165,7 +166,9 @@ def date_arith(op: str, a: date, days: int) -> date:
 
 
 def comparable(a: SqlType, b: SqlType) -> bool:
-    """Can values of ``a`` and ``b`` be compared (and so be equal)?"""
+    """Can values of ``a`` and ``b`` be compared (and so be equal)? json has no operator."""
+    if JSON in (a, b):
+        return False
     if NULLTYPE in (a, b) or a == b:
         return True
     if a.numeric and b.numeric:
@@ -470,6 +473,8 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
         return one_nan(float(value))
+    if source == JSON and target == JSONB:
+        return parse_jsonb(value)
     if source == JSONB and (target.numeric or target == BOOL):
         v = scalar_of(value, "boolean" if target == BOOL else str(target))
         return v if target == BOOL else cast_value(v, NUMERIC, target)
@@ -509,7 +514,7 @@ def castable(source: SqlType, target: SqlType) -> bool:
         return True
     if (source.integer and target == BOOL) or (source == BOOL and target.integer):
         return True
-    if source == JSONB and (target.numeric or target == BOOL):
+    if source == JSONB and (target.numeric or target == BOOL) or (source, target) == (JSON, JSONB):
         return True
     stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
     if target == TIME:

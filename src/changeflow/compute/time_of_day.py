@@ -2,8 +2,8 @@
 :data:`END_OF_DAY`, PostgreSQL's ``24:00:00`` (after every other time; Python's ``time`` stops
 at 23:59:59.999999). Its text in and out, and its arithmetic: ``time ± interval`` (the
 interval's time part, around the clock), ``time - time`` (an interval), ``date + time`` (a
-timestamp). Arrow reads a stored ``time64`` back as a Python ``time``, so ``24:00:00`` is
-computed and compared in queries but not stored (:func:`unstorable_end_of_day`)."""
+timestamp). A stored ``24:00:00`` is a ``time64`` of a whole day's microseconds (Arrow's
+``to_pylist`` would read it as midnight: it is read as microseconds, :func:`time_from_micros`)."""
 
 from __future__ import annotations
 
@@ -85,12 +85,9 @@ def _end_of_day() -> time:
 END_OF_DAY: time = _EndOfDay(0, 0)
 
 
-def unstorable_end_of_day(where: str) -> EvalError:
-    """The error for ``24:00:00`` bound for ``where`` (a stored column, an Arrow column)."""
-    return EvalError(
-        f"time 24:00:00 cannot be stored in {where}; it can be computed and compared in queries",
-        sqlstate="0A000",
-    )
+def time_from_micros(micros: int) -> time:
+    """The time ``micros`` after midnight, a whole day's being 24:00:00 (as stored)."""
+    return END_OF_DAY if micros == DAY_MICROS else time_of(micros)
 
 
 def micros_of(t: time) -> int:

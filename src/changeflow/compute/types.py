@@ -8,7 +8,8 @@ A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable)
 ``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``, ``interval`` an
 :class:`~changeflow.compute.intervals.Interval` (stored as a struct of
 months, days and microseconds: Parquet has no month_day_nano_interval), ``jsonb`` a
-:class:`~changeflow.compute.jsonb.Jsonb` (stored as a struct of its normalized text)..
+:class:`~changeflow.compute.jsonb.Jsonb` (stored as a struct of its normalized text), ``json``
+its text as a Python ``str`` (stored as a struct of it; made by ``to_json``).
 An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its elements' values
 (hashable, so it can be a group key) and an Arrow list.
 """
@@ -66,11 +67,12 @@ INTERVAL = SqlType(
     "interval", pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())])
 )
 JSONB = SqlType("jsonb", pa.struct([("jsonb", pa.string())]))
+JSON = SqlType("json", pa.struct([("json", pa.string())]))  # its text, kept as made (to_json)
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
 ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB)}
-TYPES = (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB, *ARRAYS.values())
+TYPES = (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB, JSON, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 
 _BY_NAME = {t.name: t for t in TYPES} | {
@@ -143,7 +145,7 @@ def rows_only(kind: SqlType) -> bool:
     """Values neither Arrow's kernels nor Spark's mean as SQL does (arrays, uuid, bytea,
     interval, jsonb; time of day, which Spark has no type for): they are computed on rows, in
     this process."""
-    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB, TIME)
+    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB, JSON, TIME)
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

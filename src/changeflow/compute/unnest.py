@@ -41,6 +41,14 @@ MAX_ROWS = 1_000_000  # the most values one generate_series gives here
 Row = tuple[Any, ...]
 
 
+def no_unnest(kind: SqlType) -> PlanError:
+    """The error of ``unnest`` of a value that is no array: 42725 for a NULL or a quoted
+    literal's unknown type (PostgreSQL has several unnests), else 42883."""
+    if kind is NULLTYPE:
+        return PlanError("function unnest(unknown) is not unique", sqlstate="42725")
+    return PlanError(f"function unnest({kind}) does not exist", sqlstate="42883")
+
+
 @dataclass(frozen=True)
 class Unnest(P.Plan):
     """Each input row once per element of ``array`` (see the module docstring)."""
@@ -55,7 +63,7 @@ class Unnest(P.Plan):
         P.check_expr(self.array, self.input.schema, "Unnest")
         element = self.array.type.element
         if element is None:
-            raise PlanError(f"function unnest({self.array.type}) does not exist", sqlstate="42883")
+            raise no_unnest(self.array.type)
         added = [Column(self.names[0], element, True)]
         if self.ordinality:
             added.append(Column(self.names[1], INT8, False))

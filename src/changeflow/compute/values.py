@@ -20,7 +20,7 @@ import pyarrow as pa
 from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
 from changeflow.compute.scalars import NAN
-from changeflow.compute.time_of_day import END_OF_DAY, unstorable_end_of_day
+from changeflow.compute.time_of_day import END_OF_DAY, micros_of, time_from_micros
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -37,7 +37,19 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         days, where = np.unique(column.cast(pa.int32()).to_numpy(), return_inverse=True)
         dates = np.array([date.fromordinal(_EPOCH + d) for d in days.tolist()], dtype=object)
         return dates[where].tolist()
+    if pa.types.is_time(kind):
+        return time_values(column)
     return stored_values(column.to_pylist(), kind)
+
+
+def time_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """A time column's values, a stored 24:00:00 (a whole day's microseconds, which Arrow's
+    ``to_pylist`` would read as midnight) as :data:`END_OF_DAY`."""
+    unit = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 0}[column.type.unit]
+    if not unit:
+        return column.to_pylist()
+    micros = column.cast(pa.int64()).to_pylist()
+    return [None if v is None else time_from_micros(v * unit) for v in micros]
 
 
 def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
@@ -53,6 +65,8 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         return [None if v is None else tuple(v) for v in values]
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else UUID(bytes=v) for v in values]
+    if pa.types.is_struct(kind) and kind.num_fields == 1 and kind.field(0).name == "json":
+        return [None if v is None else v["json"] for v in values]
     if pa.types.is_struct(kind) and kind.num_fields == 1:
         return [None if v is None or v["jsonb"] is None else Jsonb(v["jsonb"]) for v in values]
     if pa.types.is_struct(kind):
@@ -62,7 +76,10 @@ def stored_values(values: list[Any], kind: pa.DataType) -> list[Any]:
 
 def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     """Row values as Arrow builds a column of ``kind`` from them: an interval or a jsonb as
-    its struct's fields, a uuid as its 16 bytes; 0A000 for a time of 24:00:00."""
+    its struct's fields, a uuid as its 16 bytes; times as microseconds where one is 24:00:00
+    (Arrow's range check lets a stored time64 hold it, not Python's ``time``)."""
+    if pa.types.is_struct(kind) and kind.num_fields == 1 and kind.field(0).name == "json":
+        return [None if v is None else {"json": v} for v in values]
     if pa.types.is_struct(kind):
         return [
             {"jsonb": v.text} if isinstance(v, Jsonb) else vars(v) if isinstance(v, Interval) else v
@@ -71,7 +88,7 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
     if pa.types.is_fixed_size_binary(kind):
         return [getattr(v, "bytes", v) for v in values]
     if pa.types.is_time(kind) and any(v is END_OF_DAY for v in values):
-        raise unstorable_end_of_day("an Arrow column")  # it would read back as 00:00:00
+        return [None if v is None else micros_of(v) for v in values]  # 24:00:00 as its micros
     if pa.types.is_list(kind) and (
         pa.types.is_struct(kind.value_type) or pa.types.is_fixed_size_binary(kind.value_type)
     ):

@@ -282,8 +282,12 @@ def _from_values(values: list[Any], field: pa.Field, name: str) -> pa.Array:
     exact = _exact(values, field.type)
     if exact is not None:
         return _conform(exact, field, name)
-    if pa.types.is_list(field.type) or pa.types.is_struct(field.type):
-        try:
+    if (
+        pa.types.is_list(field.type)
+        or pa.types.is_struct(field.type)
+        or pa.types.is_time(field.type)
+    ):
+        try:  # (times as microseconds where one is 24:00:00)
             return _conform(pa.array(values, field.type), field, name)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             pass  # refused below, as Arrow infers them

@@ -12,6 +12,7 @@ from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.functions import Func
+from changeflow.compute.functions.base import determined
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
 from changeflow.compute.volatile import RandomDouble, RandomUuid
 from changeflow.errors import PlanError
@@ -55,6 +56,11 @@ class ArrayScalars:
     def _arraysize(self: Scalars, node: exp.ArraySize) -> X.Expr:
         args = [node.this] + ([node.expression] if node.expression is not None else [])
         return self.func("array_length", args)
+
+    def _arrayposition(self: Scalars, node: exp.ArrayPosition) -> X.Expr:
+        start = node.args.get("zero_based")  # sqlglot's name for PostgreSQL's start position
+        args = [node.this, node.expression] + ([start] if isinstance(start, exp.Expression) else [])
+        return self.func("array_position", args)
 
     def _uuid(self: Scalars, node: exp.Uuid) -> X.Expr:
         if node.args.get("this") is not None or node.expressions:
@@ -108,11 +114,17 @@ class ArrayScalars:
         return Func("array_prepend", (a, b))
 
     def array_call(self: Scalars, name: str, args: list[exp.Expression]) -> X.Expr | None:
-        """``array_cat`` with a quoted literal beside an array: the literal is an array of
-        that type, as PostgreSQL reads it; None for any other call."""
+        """A call of an anycompatiblearray function (``array_cat``, ``array_position``…) with
+        a quoted literal for its array beside a typed argument: the literal is an array of that
+        type, as PostgreSQL reads it; None for any other call."""
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
-        if name.lower() != "array_cat" or len(args) != 2:
+        name = name.lower()
+        if name in UNKNOWN_REFUSED and args and is_string_literal(args[0]):
+            determined(NULLTYPE)  # 42804, as PostgreSQL cannot infer the argument's type
+        if name in _SEARCHES and len(args) > 1:
+            return self._search(name, args)
+        if name != "array_cat" or len(args) != 2:
             return None
         literal = [is_string_literal(a) for a in args]
         if literal.count(True) != 1:
@@ -122,3 +134,34 @@ class ArrayScalars:
             return None
         parsed = coerce_text(str(args[literal.index(True)].this), typed.type)
         return Func("array_cat", (parsed, typed) if literal[0] else (typed, parsed))
+
+    def _search(self: Scalars, name: str, args: list[exp.Expression]) -> X.Expr:
+        """An anycompatiblearray function's call with its quoted literals read as the type of
+        its typed array or elements (text if all are quoted)."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        values = [self.expr(a) for a in args]
+        quoted = [is_string_literal(a) for a in args]
+        elements = range(1, 1 + _SEARCHES[name])
+        if not quoted[0] and values[0].type.element is not None:
+            element = values[0].type.element
+        else:
+            typed = [values[i].type for i in elements if i < len(args) and not quoted[i]]
+            typed = [t for t in typed if t is not NULLTYPE]
+            element = typed[0] if typed else TEXT
+        for i in [0, *elements]:
+            if i < len(args) and quoted[i]:
+                kind = array_of(element) if i == 0 else element
+                values[i] = coerce_text(str(args[i].this), kind)
+        return Func(name, tuple(values))
+
+
+# functions whose only polymorphic argument (anyarray, anyelement) is the first: a quoted
+# literal there has no type to take (42804)
+UNKNOWN_REFUSED = frozenset(
+    {"cardinality", "array_length", "array_upper", "array_lower", "array_ndims", "array_dims"}
+    | {"trim_array", "array_to_string", "array_fill", "to_jsonb", "to_json"}
+)
+# anycompatiblearray functions taking their array first: how many arguments after it are
+# anycompatible elements (a quoted array beside them is read as an array of their type)
+_SEARCHES = {"array_position": 1, "array_positions": 1, "array_replace": 2, "array_remove": 1}

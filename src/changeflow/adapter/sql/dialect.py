@@ -49,6 +49,22 @@ def _strpos(args: list[exp.Expression]) -> exp.Expression:
     return exp.StrPosition(this=args[0], substr=args[1])
 
 
+def _mod(args: list[exp.Expression]) -> exp.Expression:
+    if len(args) != 2:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="mod", expressions=args)
+    return exp.Mod(this=args[0], expression=args[1])
+
+
+def _age(args: list[exp.Expression]) -> exp.Expression:
+    """``age(x)`` is ``age(current_date, x)``; of a NULL or quoted literal, PostgreSQL's two
+    one-argument ages (timestamp, timestamptz) are ambiguous (42725)."""
+    if len(args) != 1:
+        return exp.Anonymous(this="age", expressions=args)
+    if isinstance(args[0], exp.Null) or (isinstance(args[0], exp.Literal) and args[0].is_string):
+        raise PlanError("function age(unknown) is not unique", sqlstate="42725")
+    return exp.Anonymous(this="age", expressions=[exp.CurrentDate(), *args])
+
+
 def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
@@ -84,11 +100,10 @@ class PostgresCalls(Postgres):
             **Postgres.Parser.FUNCTIONS,
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
             **{name: _plain_call(name) for name in _PLAIN_CALLS},
-            "AGE": lambda args: exp.Anonymous(
-                this="age", expressions=[exp.CurrentDate(), *args] if len(args) == 1 else args
-            ),
+            "AGE": _age,
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
+            "MOD": _mod,
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
@@ -226,6 +241,9 @@ def shared_tree(text: str) -> exp.Expression:
         raise PlanError(f"syntax error: {_first_line(e)}", sqlstate="42601") from None
     if len(parsed) != 1 or parsed[0] is None:
         raise PlanError(f"expected one statement, got {text!r}", sqlstate="42601")
+    for dot in list(parsed[0].find_all(exp.Dot)):  # pg_catalog.f(x) is f(x)
+        if dot.this.name.lower() == "pg_catalog" and isinstance(dot.expression, exp.Func):
+            dot.replace(dot.expression)
     for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to jsonb_object_agg's array_agg
         call = f.this
         if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":

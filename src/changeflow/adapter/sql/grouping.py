@@ -16,6 +16,7 @@ from changeflow.adapter.sql.scalar import (
     bare,
     contains,
     is_aggregate,
+    is_string_literal,
     walk,
 )
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
@@ -23,7 +24,7 @@ from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.windows import windowed_functions
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import BOOL, INT4
+from changeflow.compute.types import BOOL, INT4, NULLTYPE
 from changeflow.errors import PlanError
 
 
@@ -234,6 +235,8 @@ class Grouping:
             return P.Aggregate("count")
         sc.clause = f"{func}()"
         value = sc(arg)
+        if func in _OVERLOADED and (value.type is NULLTYPE or is_string_literal(arg)):
+            raise PlanError(f"function {func}(unknown) is not unique", sqlstate="42725")
         order = tuple(_sort_expr(o, sc) for o in ordered)
         if distinct and any(o.expr != value for o in order):
             raise PlanError(
@@ -243,6 +246,10 @@ class Grouping:
         if func == "string_agg" and order == (P.SortExpr(value),):
             order = ()  # its values' own order, string_agg's default here
         return P.Aggregate(func, value, distinct, separator, order)
+
+
+# aggregates PostgreSQL has several of, none preferred for a NULL or a quoted literal
+_OVERLOADED = frozenset({"sum", "avg", "array_agg"})
 
 
 def _sort_expr(o: exp.Ordered, sc: Scalars) -> P.SortExpr:

@@ -12,7 +12,12 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from changeflow.adapter.object_ids import fold_object_ids, read_ids, shown_ids
+from changeflow.adapter.object_ids import (
+    fold_object_ids,
+    read_ids,
+    reg_columns_read,
+    shown_ids,
+)
 from changeflow.adapter.relations import Finishing, Query, Resolver
 from changeflow.adapter.sql.array_subquery import plan_array_subqueries
 from changeflow.adapter.sql.colnames import output_name
@@ -56,6 +61,7 @@ def plan_query(
     shown = shown_ids(query) if shown_types else ()
     read = read_ids(query, state)  # refuses operators PostgreSQL has none of for an oid
     fold_object_ids(query, state, shown)
+    reg_columns_read(query, state)
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
     planner = Planner(resolver, temporal_and_only)

@@ -484,7 +484,11 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         return self.func(name, [node.this] + ([chars] if chars is not None else []))
 
     def _currenttimestamp(self, node: exp.CurrentTimestamp) -> X.Expr:
-        """now(): the start of the session's transaction, as PostgreSQL's (views refuse it)."""
+        """now(): the start of the session's transaction, as PostgreSQL's (views refuse it);
+        ``now`` takes no argument (``current_timestamp(p)`` takes a precision)."""
+        if node.this is not None and node.meta.get("name") == "now":
+            kind = self.expr(node.this).type
+            raise PlanError(f"function now({kind}) does not exist", sqlstate="42883")
         return X.Lit(STATEMENT_TIME.get() or datetime.now(UTC), TIMESTAMPTZ)
 
     def _currentdate(self, node: exp.CurrentDate) -> X.Expr:
@@ -507,7 +511,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         return self.func("md5", [node.this])
 
     def _initcap(self, node: exp.Initcap) -> X.Expr:
-        return self.func("initcap", [node.this])
+        return self.func("initcap", [node.this] if node.this is not None else [])
 
     def _arraytostring(self, node: exp.ArrayToString) -> X.Expr:
         return self.func("array_to_string", _with_null(node))

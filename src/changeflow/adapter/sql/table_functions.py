@@ -10,7 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.sql.rows import Output, Rel, col_of
-from changeflow.adapter.sql.scalar import Scalars, walk
+from changeflow.adapter.sql.scalar import Scalars, is_string_literal, walk
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
@@ -19,7 +19,14 @@ from changeflow.compute.arrays import Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.jsonb import as_text, from_value
 from changeflow.compute.types import INT4, INT8, JSONB, NULLTYPE, TEXT, Column, SqlType
-from changeflow.compute.unnest import JsonbElements, Series, Unnest, series, series_type
+from changeflow.compute.unnest import (
+    JsonbElements,
+    Series,
+    Unnest,
+    no_unnest,
+    series,
+    series_type,
+)
 from changeflow.errors import EvalError, PlanError
 
 
@@ -81,7 +88,7 @@ def _unnest(
     for array in arrays:
         e = _constant(array, "unnest")
         if e.type.element is None:
-            raise PlanError(f"function unnest({e.type}) does not exist", sqlstate="42883")
+            raise no_unnest(NULLTYPE if is_string_literal(array) else e.type)
         columns.append(e.eval(()) or ())
         kinds.append(e.type.element)
     depth = max((len(c) for c in columns), default=0)
@@ -244,6 +251,8 @@ def set_returning(stage: Stage, nodes: list[exp.Expression]) -> Stage:
     distinct: dict[str, X.Expr] = {}
     for call in calls:
         if call.sql() not in distinct:
+            if isinstance(call, exp.Explode) and is_string_literal(call.this):
+                raise no_unnest(NULLTYPE)  # a quoted literal's unknown type
             distinct[call.sql()] = (
                 scalars(call.this) if isinstance(call, exp.Explode) else _series_of(scalars, call)
             )

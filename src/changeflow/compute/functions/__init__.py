@@ -16,6 +16,7 @@ from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
 from changeflow.compute.functions import (
+    array_edits,
     arrays,
     binary,
     chars,
@@ -39,6 +40,7 @@ FUNCTIONS: dict[str, Function] = {
     f.name: f
     for family in (
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
+        array_edits,
         binary,
         to_number,
     )

@@ -4,6 +4,7 @@ jsonb stay in the process (``dataflow.process_only``)."""
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -15,6 +16,7 @@ from changeflow.compute.types import (
     BOOL,
     DATE,
     INT4,
+    JSON,
     JSONB,
     TEXT,
     TIMESTAMP,
@@ -51,6 +53,30 @@ def _json_value(value: Any, kind: SqlType) -> Any:
 def to_jsonb(arg: tuple[Any, SqlType]) -> J.Jsonb | None:
     value, kind = arg
     return None if value is None else J.from_value(_json_value(value, kind))
+
+
+def to_json(arg: tuple[Any, SqlType]) -> str | None:
+    """``to_json``: a value as json text, as PostgreSQL writes it (an array without spaces,
+    a jsonb as its own text, strings quoted and escaped)."""
+    value, kind = arg
+    return None if value is None else _json_text(value, kind)
+
+
+def _json_text(value: Any, kind: SqlType) -> str:
+    if value is None:
+        return "null"
+    if kind == JSONB:
+        return value.text
+    if kind == JSON:
+        return value
+    if kind.element is not None:
+        return "[" + ",".join(_json_text(v, kind.element) for v in value) + "]"
+    if kind == BOOL:
+        return "true" if value else "false"
+    if kind.numeric:
+        text = to_text(value, kind)
+        return text if text.lstrip("-")[:1].isdigit() else json.dumps(text)  # NaN, Infinity
+    return json.dumps(_json_value(value, kind), ensure_ascii=False)
 
 
 def build_array(*args: tuple[Any, SqlType]) -> J.Jsonb:
@@ -99,6 +125,11 @@ def _one_any(args: tuple[SqlType, ...]) -> SqlType:
     return JSONB
 
 
+def _to_json_rule(args: tuple[SqlType, ...]) -> SqlType:
+    _one_any(args)
+    return JSON
+
+
 FUNCTIONS = [
     Function("jsonb_object_field", _sig((JSONB, TEXT), result=JSONB), J.object_field),
     Function(
@@ -136,6 +167,7 @@ FUNCTIONS = [
     Function("jsonb_typeof", _sig((JSONB,), result=TEXT), J.typeof),
     Function("jsonb_array_length", _sig((JSONB,), result=INT4), J.array_length),
     Function("to_jsonb", _one_any, to_jsonb, strict=False),
+    Function("to_json", _to_json_rule, to_json, strict=False),
     Function("jsonb_build_array", _any(JSONB), build_array, strict=False),
     Function("jsonb_build_object", _any(JSONB), build_object, strict=False),
     Function("jsonb_object_of_pairs", _sig((array_of(JSONB),), result=JSONB), object_of_pairs),

@@ -1,0 +1,238 @@
+"""More functions of arrays (PostgreSQL's): their shape (``array_ndims``, ``array_dims``), arrays
+made or changed (``array_fill``, ``trim_array``, ``array_replace``) and searched
+(``array_position``, ``array_positions``). Arrays here have one dimension, from 1."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from changeflow.compute.functions.base import F, Function, _args, determined, fail, spark_type
+from changeflow.compute.scalars import as_type
+from changeflow.compute.types import INT4, NULLTYPE, TEXT, SqlType, array_of
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from changeflow.compute.functions import Func
+    from changeflow.compute.spark_expr import ExprCompiler
+
+
+def _no_match() -> PlanError:
+    return PlanError("no match", sqlstate="42883")
+
+
+def _array(kind: SqlType) -> SqlType:
+    """``kind`` of an anyarray argument (42804 for a bare NULL)."""
+    if determined(kind).element is None:
+        raise _no_match()
+    return kind
+
+
+def _compatible(array: SqlType, *elements: SqlType) -> SqlType:
+    """The element type of PostgreSQL's anycompatiblearray and anycompatible arguments: the
+    array's element, or a wider numeric one of the elements (a NULL array takes theirs)."""
+    if array is not NULLTYPE and array.element is None:
+        raise _no_match()
+    kinds = [k for k in (array.element if array is not NULLTYPE else None, *elements) if k]
+    kinds = [k for k in kinds if k is not NULLTYPE]
+    if not kinds:
+        return TEXT  # the anycompatible type of unknowns
+    if all(k == kinds[0] for k in kinds):
+        return kinds[0]
+    if all(k.numeric for k in kinds):
+        return max(kinds, key=lambda k: k.rank)
+    raise _no_match()
+
+
+def _shape_rule(result: SqlType) -> Any:
+    def rule(args: tuple[SqlType, ...]) -> SqlType:
+        if len(args) != 1:
+            raise _no_match()
+        _array(args[0])
+        return result
+
+    return rule
+
+
+def _trim_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2 or not (args[1].integer or args[1] is NULLTYPE):
+        raise _no_match()
+    return _array(args[0])
+
+
+def _fill_rule(args: tuple[SqlType, ...]) -> SqlType:
+    ints = array_of(INT4)
+    if len(args) not in (2, 3) or any(a not in (ints, NULLTYPE) for a in args[1:]):
+        raise _no_match()
+    return array_of(determined(args[0]))
+
+
+def _replace_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 3:
+        raise _no_match()
+    return array_of(_compatible(args[0], args[1], args[2]))
+
+
+def _position_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) not in (2, 3) or (len(args) == 3 and not (args[2].integer or args[2] is NULLTYPE)):
+        raise _no_match()
+    _compatible(args[0], args[1])
+    return INT4
+
+
+def _positions_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2:
+        raise _no_match()
+    _compatible(args[0], args[1])
+    return array_of(INT4)
+
+
+def _ndims(values: tuple) -> int | None:
+    return 1 if values else None
+
+
+def _dims(values: tuple) -> str | None:
+    return f"[1:{len(values)}]" if values else None
+
+
+def _trim(values: tuple, n: int) -> tuple:
+    if not 0 <= n <= len(values):
+        raise EvalError(
+            f"number of elements to trim must be between 0 and {len(values)}", sqlstate="2202E"
+        )
+    return values[: len(values) - n]
+
+
+def _fill(*args: tuple[Any, SqlType]) -> tuple:
+    """``value`` repeated as the one dimension says (a lower bound other than 1, or several
+    dimensions, is not held here: 0A000)."""
+    value, dims = args[0][0], args[1][0]
+    lower = args[2][0] if len(args) > 2 else (1,)
+    if dims is None or lower is None:
+        raise EvalError("dimension array or low bound array cannot be null", sqlstate="22004")
+    if len(dims) != len(lower) and len(args) > 2:
+        raise EvalError(
+            "wrong number of array subscripts",
+            sqlstate="2202E",
+        )
+    if len(dims) != 1 or lower[0] != 1 or None in dims:
+        raise EvalError("arrays of several dimensions or bounds other than 1 are not supported",
+                        sqlstate="0A000")  # fmt: skip
+    if dims[0] < 0 or dims[0] > 134217727:
+        raise EvalError("array size exceeds the maximum allowed (134217727)", sqlstate="54000")
+    return (value,) * dims[0]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Not distinct: NULLs are the same, as PostgreSQL's array searches compare."""
+    return a is None if b is None else a is not None and a == b
+
+
+def _replace(
+    array: tuple[Any, SqlType], old: tuple[Any, SqlType], new: tuple[Any, SqlType]
+) -> tuple | None:
+    values = array[0]
+    if values is None:
+        return None
+    kind = _compatible(array[1], old[1], new[1])
+    widen = (
+        (lambda v: v) if not kind.numeric else (lambda v: None if v is None else as_type(v, kind))
+    )
+    return tuple(widen(new[0]) if _same(v, old[0]) else widen(v) for v in values)
+
+
+def _position(*args: tuple[Any, SqlType]) -> int | None:
+    values, wanted = args[0][0], args[1][0]
+    start = args[2][0] if len(args) > 2 else 1
+    if values is None:
+        return None
+    if len(args) > 2 and start is None:
+        raise EvalError("initial position must not be null", sqlstate="22004")
+    for i in range(max(start, 1) - 1, len(values)):
+        if _same(values[i], wanted):
+            return i + 1
+    return None
+
+
+def _positions(values: tuple[Any, SqlType], wanted: tuple[Any, SqlType]) -> tuple | None:
+    if values[0] is None:
+        return None
+    return tuple(i + 1 for i, v in enumerate(values[0]) if _same(v, wanted[0]))
+
+
+def _spark_ndims(cc: ExprCompiler, e: Func) -> Column:
+    (a,) = _args(cc, e)
+    return F.when(F.size(a) > 0, F.lit(1))
+
+
+def _spark_dims(cc: ExprCompiler, e: Func) -> Column:
+    (a,) = _args(cc, e)
+    return F.when(F.size(a) > 0, F.concat(F.lit("[1:"), F.size(a).cast("string"), F.lit("]")))
+
+
+def _spark_trim(cc: ExprCompiler, e: Func) -> Column:
+    a, n = _args(cc, e)
+    size = F.size(a)
+    bad = fail("number of elements to trim must be between 0 and the array's length", "2202E")
+    kept = F.slice(a, F.lit(1), size - n)
+    return F.when((n < 0) | (n > size), bad).otherwise(F.when(size == n, _empty(e)).otherwise(kept))
+
+
+def _empty(e: Func) -> Column:
+    return F.array().cast(spark_type(e.type))
+
+
+def _spark_fill(cc: ExprCompiler, e: Func) -> Column:
+    args = _args(cc, e)
+    value, dims = args[0], args[1]
+    lower = args[2] if len(args) > 2 else F.array(F.lit(1))
+    null = fail("dimension array or low bound array cannot be null", "22004")
+    several = fail("arrays of several dimensions or bounds other than 1 are not supported", "0A000")
+    n = F.get(dims, 0)
+    return (
+        F.when(dims.isNull() | lower.isNull(), null)
+        .when((F.size(dims) != 1) | (F.get(lower, 0) != 1) | n.isNull(), several)
+        .when(n < 0, fail("array size exceeds the maximum allowed (134217727)", "54000"))
+        .otherwise(F.array_repeat(value.cast(spark_type(e.type.element)), n))
+    )
+
+
+def _spark_replace(cc: ExprCompiler, e: Func) -> Column:
+    a, old, new = _args(cc, e)
+    element = spark_type(e.type.element)
+    return F.transform(
+        a.cast(spark_type(e.type)),
+        lambda x: F.when(x.eqNullSafe(old), new.cast(element)).otherwise(x),
+    )
+
+
+def _found(cc: ExprCompiler, e: Func) -> Column:
+    """The 1-based positions of the array's elements not distinct from the value (NULL for a
+    NULL array)."""
+    a, wanted = _args(cc, e)[:2]
+    marked = F.transform(a, lambda x, i: F.when(x.eqNullSafe(wanted), i + 1))
+    return F.filter(marked, lambda p: p.isNotNull())
+
+
+def _spark_position(cc: ExprCompiler, e: Func) -> Column:
+    found = _found(cc, e)
+    if len(e.args) < 3:
+        return F.array_min(found)
+    start = cc.compile(e.args[2])
+    after = F.array_min(F.filter(found, lambda p: p >= start))
+    a = cc.compile(e.args[0])
+    return F.when(
+        a.isNotNull() & start.isNull(), fail("initial position must not be null", "22004")
+    ).otherwise(after)
+
+
+FUNCTIONS = [
+    Function("array_ndims", _shape_rule(INT4), _ndims, spark=_spark_ndims),
+    Function("array_dims", _shape_rule(TEXT), _dims, spark=_spark_dims),
+    Function("trim_array", _trim_rule, _trim, spark=_spark_trim),
+    Function("array_fill", _fill_rule, _fill, strict=False, spark=_spark_fill),
+    Function("array_replace", _replace_rule, _replace, strict=False, spark=_spark_replace),
+    Function("array_position", _position_rule, _position, strict=False, spark=_spark_position),
+    Function("array_positions", _positions_rule, _positions, strict=False, spark=_found),
+]
