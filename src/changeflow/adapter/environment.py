@@ -51,6 +51,7 @@ from changeflow.config import Config
 from changeflow.errors import EvalError, PlanError, StoreGone, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
+from changeflow.storage.state import ShardState
 from changeflow.storage.txns import TxnLog, View, reader
 from changeflow.time import to_bound
 from changeflow.updates import TIME
@@ -207,7 +208,7 @@ class Environment:
         if served is not None:  # a point read through an index's arrangement
             read[("served", ts, repr(fixed))] = served
             return evaluate_once(plan, served, ts)
-        stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
+        stored = sum(b.rows for s in shards for b in self._state(s, views).batches)
         stored += sum(v.pending.num_rows for v in (views or {}).values() if v.pending is not None)
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
             inputs = {}
@@ -240,6 +241,13 @@ class Environment:
             return None
         return self.log.view(shards, ts)
 
+    def _state(self, shard: str, views: dict[str, View] | None) -> ShardState:
+        """``shard``'s state as ``views`` read it (no head read again), or as it is now."""
+        view = None if views is None else views.get(shard)
+        if view is not None and view.state is not None:
+            return view.state
+        return self.storage.state(shard)
+
     def updates_until(self, shard: str, ts: int, views: dict[str, View] | None = None) -> pa.Table:
         """``shard``'s updates up to ``ts`` (complete there, or as ``views`` has it): the
         contents at ``ts`` once summed, the stored history kept summed for reads of the
@@ -247,7 +255,7 @@ class Environment:
         view = None if views is None else views[shard]
         summed = self.summed.get(shard)
         if summed is None:
-            if sum(b.rows for b in self.storage.state(shard).batches) > ARRANGE_ROWS:
+            if sum(b.rows for b in self._state(shard, views).batches) > ARRANGE_ROWS:
                 return self.log.updates_until(shard, ts, view)
             with self._hosting:
                 summed = self.summed.setdefault(shard, Summed(self.storage, shard))

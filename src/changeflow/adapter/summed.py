@@ -26,6 +26,7 @@ from changeflow.time import to_bound
 
 if TYPE_CHECKING:
     from changeflow.storage import Storage
+    from changeflow.storage.state import ShardState
 
 FOLD_ROWS = 512  # stored updates after ``at`` past which they are summed in
 FOLD_SHARE = 8  # ... or past this share of the summed rows, whichever is more
@@ -36,37 +37,53 @@ class Summed:
 
     def __init__(self, storage: Storage, shard: str) -> None:
         self.storage, self.shard = storage, shard
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # held only to take or replace ``at`` and ``table``
         self.at: int | None = None
         self.table: pa.Table | None = None  # the contents at ``at``, every time ``at``
 
-    def until(self, ts: int) -> pa.Table:
+    def until(self, ts: int, state: ShardState | None = None) -> pa.Table:
         """The shard's updates up to ``ts`` (readable there), those up to ``at`` summed: the
-        contents at ``ts`` once summed, as the stored updates are."""
-        cap = reader(self.storage, self.shard)
-        with self.lock:
-            if self.at is not None and ts < self.at:
-                return cap.updates_until(ts)
-            if self.at is None or self.table is None:
-                return self._fold(cap.updates_until(ts), ts)
-            newer = cap.updates_until(ts, after=self.at)
-            if not self._valid():  # compacted past ``at`` (before or during the read)
-                return self._fold(cap.updates_until(ts), ts)
-            if newer.num_rows > max(FOLD_ROWS, self.table.num_rows // FOLD_SHARE):
-                return self._fold(pa.concat_tables([self.table, newer]), ts)
-            if not newer.num_rows:
-                return self.table
-            return pa.concat_tables([self.table, newer])
+        contents at ``ts`` once summed, as the stored updates are. ``state``: the shard's
+        state, if the caller has read it (else it is read here, once); every read of the
+        shard and the check of the summed part use that one state, and none holds the
+        lock (concurrent reads of one table do not wait for each other)."""
+        for attempt in range(3):
+            try:
+                return self._until(ts, state or self.storage.state(self.shard))
+            except FileNotFoundError:  # its blobs merged and collected: read the new state
+                if attempt == 2:
+                    raise
+                state = None
+        raise AssertionError("unreachable")
 
-    def _valid(self) -> bool:
-        """Do the stored updates after ``at`` still add to the summed part exactly?"""
-        state = self.storage.state(self.shard)
-        since = to_bound(state.since)
-        assert self.at is not None and self.table is not None
-        same = self.table.schema == frame_schema(state.schema)  # no change of columns since
-        return since is not None and since <= self.at and same
+    def _until(self, ts: int, state: ShardState) -> pa.Table:
+        cap = reader(self.storage, self.shard, state)
+        with self.lock:
+            at, table = self.at, self.table
+        if at is not None and ts < at:
+            return cap.updates_until(ts, state=state)
+        if at is None or table is None or not _valid(state, at, table):
+            return self._fold(cap.updates_until(ts, state=state), ts)
+        newer = cap.updates_until(ts, after=at, state=state)
+        if newer.num_rows > max(FOLD_ROWS, table.num_rows // FOLD_SHARE):
+            return self._fold(pa.concat_tables([table, newer]), ts)
+        if not newer.num_rows:
+            return table
+        return pa.concat_tables([table, newer])
 
     def _fold(self, updates: pa.Table, ts: int) -> pa.Table:
-        """Keep ``updates`` (the shard's up to ``ts``) summed at ``ts``; return them so."""
-        self.table, self.at = consolidate(updates, ts).cast(updates.schema), ts
-        return self.table
+        """Keep ``updates`` (the shard's up to ``ts``) summed at ``ts`` unless a later fold
+        is kept already; return them so."""
+        table = consolidate(updates, ts).cast(updates.schema)
+        with self.lock:
+            if self.at is None or self.at <= ts:
+                self.table, self.at = table, ts
+        return table
+
+
+def _valid(state: ShardState, at: int, table: pa.Table) -> bool:
+    """Do ``state``'s stored updates after ``at`` add to ``table``, the contents summed at
+    ``at``, exactly? Not if its since passed ``at`` (times up to it collapsed onto it) or
+    its columns changed."""
+    since = to_bound(state.since)
+    return since is not None and since <= at and table.schema == frame_schema(state.schema)
