@@ -61,13 +61,14 @@ def server(home: str, out: str, clock: str) -> None:
     numbers = itertools.count()
 
     def profiled(self: ClientConnection) -> None:
+        number = next(numbers)  # in order of connection: 0 is the setup's
         profile = cProfile.Profile(CLOCKS[clock])
         profile.enable()
         try:
             plain(self)
         finally:
             profile.disable()
-            profile.dump_stats(str(Path(out) / f"{next(numbers)}.prof"))
+            profile.dump_stats(str(Path(out) / f"{number}.prof"))
 
     ClientConnection.serve = profiled  # type: ignore[method-assign]
     serve.main(["--home", home, "--listen", "127.0.0.1:0", "--http", "off"], standalone_mode=False)
@@ -122,7 +123,7 @@ def measure(
         wall = time.perf_counter() - started
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-        files = sorted(str(f) for f in out.iterdir())
+        files = sorted(str(f) for f in out.iterdir() if f.name != "0.prof")  # not the setup
         if save:
             Path(save).mkdir(parents=True, exist_ok=True)
             pstats.Stats(*files).dump_stats(str(Path(save) / f"{kind}-{clients}-{clock}.prof"))
