@@ -130,12 +130,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
+PIDS: dict[str, int] = {}  # a changeflow server's process by its DSN
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def changeflow_server(src: str | None = None) -> Iterator[str]:
     """A fresh ``changeflow serve`` (from ``src`` if given) with the benchmark's table and
     view; its DSN."""
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
         proc, dsn = start(Path(tmp) / "home", src)
+        PIDS[dsn] = proc.pid
         try:
             with psycopg.connect(dsn, autocommit=True) as c:
                 c.execute("CREATE TABLE bench (client int NOT NULL, n int NOT NULL, v int)")
@@ -176,12 +186,15 @@ def run(clients: int, seconds: float, dsn: str) -> dict[str, Any]:
         t.start()
     while go.n_waiting < clients:  # each client has connected and made its first row
         time.sleep(0.01)
+    pid = PIDS.get(dsn)
+    cpu = cpu_seconds(pid) if pid else 0.0
     begin = time.monotonic()
     until[0] = begin + seconds
     go.wait()
     for t in threads:
         t.join()
     elapsed = time.monotonic() - begin
+    cpu = cpu_seconds(pid) - cpu if pid else 0.0
     with psycopg.connect(dsn, autocommit=True) as c:
         rows = c.execute("SELECT count(*) FROM bench").fetchone()[0]
     result: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 2), "rows": rows}
@@ -192,6 +205,8 @@ def run(clients: int, seconds: float, dsn: str) -> dict[str, Any]:
         result[kind] = summary(values, elapsed)
     result["all"] = summary(every, elapsed)
     result["update_retries"] = sum(o["retries"] for o in outs)
+    if pid:  # the server's CPU (every thread: host and applier too) per statement
+        result["server_cpu_ms"] = round(1000 * cpu / max(1, len(every)), 2)
     return result
 
 
@@ -302,13 +317,20 @@ def markdown(results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
         + ", ".join(f"{r['clients']} clients {r['update_retries']:,}" for r in results[s])
         for s in systems
     )
+    cpu = "; ".join(
+        f"{LABELS[s]}: "
+        + ", ".join(f"{r['clients']} clients {r['server_cpu_ms']:.2f}" for r in results[s])
+        for s in systems
+        if all("server_cpu_ms" in r for r in results[s])
+    )
     return (
         "\n".join(lines)
         + f"\n\n{seconds:g} s per client count and system, one run; each client in turn INSERT, "
         f"UPDATE (retried on 40001; retries: {retries}), SELECT; on changeflow one materialized "
         f"view kept up to date meanwhile, its SQLite consensus synced at {SYNC_SAID[SYNC[0]]}; "
         f"PostgreSQL 15 with fsync off; clients and servers on "
-        f"the same {os.cpu_count()} cores."
+        f"the same {os.cpu_count()} cores. The server process's CPU time per statement (ms; "
+        f"all its threads): {cpu}."
     )
 
 
@@ -347,8 +369,9 @@ def systems(url: str | None, before: str | None) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 s runs; results not saved")
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--quick", action="store_true", help="3 s runs (unless --seconds); "
+                        "results printed, not saved")  # fmt: skip
+    parser.add_argument("--seconds", type=float, help="each run's (default 10)")
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the point table")
     parser.add_argument("--no-postgres", action="store_true", help="changeflow only")
@@ -357,7 +380,7 @@ def main() -> None:
                         help="changeflow's CHANGEFLOW_SQLITE_SYNC (see above)")  # fmt: skip
     args = parser.parse_args()
     SYNC[0] = args.sync
-    seconds = 3.0 if args.quick else args.seconds
+    seconds = args.seconds or (3.0 if args.quick else 10.0)
     counts = [int(x) for x in args.clients.split(",")]
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
     with contextlib.ExitStack() as stack:

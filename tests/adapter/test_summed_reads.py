@@ -4,6 +4,8 @@ answers as the stored updates do, at the latest timestamp and at a transaction's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from changeflow.adapter.environment import Environment
@@ -70,3 +72,43 @@ def test_a_change_of_columns_sums_the_table_again(env: Environment) -> None:
     s.execute("DROP TABLE altered")
     env.tick()
     assert shard not in env.summed  # forgotten with the table
+
+
+def test_summed_copies_are_bounded_in_total_least_recently_read_dropped_first(
+    tmp_path: Path,
+) -> None:
+    own = Environment(Config.load(home=str(tmp_path / "home")), host_seconds=None)
+    try:
+        s = Session(own)
+        rows = ", ".join(f"({k}, {k % 7})" for k in range(300))
+        for name in ("a", "b", "c"):
+            s.execute(f"CREATE TABLE {name} (k int NOT NULL, v int)")
+            s.execute(f"INSERT INTO {name} VALUES {rows}")
+        own.tick()  # the host applies the write log to the shards
+        a, b, c = (_shard(own, name) for name in ("a", "b", "c"))
+        expected = [(300, sum(k % 7 for k in range(300)))]
+
+        def read(name: str) -> None:
+            assert s.execute(f"SELECT count(*), sum(v) FROM {name}")[-1].rows == expected
+
+        read("a")
+        one = own.summed.get(a).nbytes
+        assert one > 0
+        own.summed.limit = 2 * one + one // 2  # room for two of the three
+        read("b")
+        read("c")
+        assert a not in own.summed and {b, c} <= own.summed.shards()
+        assert own.summed.kept_bytes() <= own.summed.limit
+        read("a")  # summed again; b is now the least recently read
+        assert b not in own.summed and {a, c} <= own.summed.shards()
+        read("c")
+        read("b")  # a goes: c was read after it
+        assert a not in own.summed and {b, c} <= own.summed.shards()
+        own.summed.limit = one // 2  # no part fits: each read's is used, then dropped
+        read("a")
+        read("b")
+        assert own.summed.kept_bytes() == 0 and not own.summed.shards() & {a, b, c}
+        s.execute("UPDATE a SET v = v + 1 WHERE k = 0")
+        assert s.execute("SELECT v FROM a WHERE k = 0")[-1].rows == [(1,)]
+    finally:
+        own.close()

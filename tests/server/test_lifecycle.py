@@ -1,15 +1,19 @@
 """Stopping: SIGTERM ends the server cleanly (exit 0) while clients are connected, one of them
 waiting in a FETCH; a restart on the same home has every acknowledged write (SIGKILL under
-load: test_load.py)."""
+load: test_load.py). A home deleted underneath stops the server by itself, and a stop that
+cannot finish (a statement stuck, holding the catalog lock) is forced after --stop-seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
 
 import psycopg
 import pytest
+
+from changeflow.failpoints import HANG
 
 
 def test_sigterm_stops_cleanly_and_restart_keeps_acknowledged_writes(start_server) -> None:
@@ -83,3 +87,36 @@ def test_sigterm_stops_a_server_whose_home_was_deleted(start_server) -> None:
     idle.close()
     log = server.stderr()
     assert "error: the store this process opened is gone" in log and "Traceback" not in log
+
+
+def _stuck(server) -> tuple[psycopg.Connection, threading.Thread]:  # noqa: ANN001
+    """A client whose CREATE TABLE waits for good at a failpoint, holding the catalog lock
+    (closing the home needs it), once the server says it got there."""
+    stuck = server.connect()
+    thread = threading.Thread(target=_run_until_gone, args=(stuck,), daemon=True)
+    thread.start()
+    while "failpoint ddl.before_catalog: waiting" not in server.stderr():
+        assert server.proc.poll() is None, server.stderr()
+        time.sleep(0.05)
+    return stuck, thread
+
+
+def _run_until_gone(conn: psycopg.Connection) -> None:
+    with contextlib.suppress(psycopg.Error):
+        conn.execute("CREATE TABLE stuck (a int)")
+
+
+def test_a_stop_that_cannot_finish_is_forced_when_the_home_is_deleted(
+    start_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(HANG, "ddl.before_catalog")
+    server = start_server("--stop-seconds", "1")
+    stuck, thread = _stuck(server)
+    shutil.rmtree(server.home)
+    assert server.proc.wait(120) == 1  # by itself, though the statement never ends
+    log = server.stderr()
+    assert "stopped by force: the stop did not finish within 1 s" in log
+    assert "error: the store this process opened is gone" in log and "Traceback" not in log
+    thread.join(30)
+    assert not thread.is_alive()  # the client saw the connection end
+    stuck.close()

@@ -43,7 +43,7 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import decode_plan
 from changeflow.adapter.rows import counted, evaluate_once, plain
 from changeflow.adapter.sources import ingest_source
-from changeflow.adapter.summed import Summed
+from changeflow.adapter.summed import Copies
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
 from changeflow.compute.types import NUMERIC
@@ -51,6 +51,7 @@ from changeflow.config import Config
 from changeflow.errors import EvalError, PlanError, StoreGone, Timeout
 from changeflow.storage import Storage
 from changeflow.storage.frames import consolidate
+from changeflow.storage.state import ShardState
 from changeflow.storage.txns import TxnLog, View, reader
 from changeflow.time import to_bound
 from changeflow.updates import TIME
@@ -85,7 +86,7 @@ class Environment:
         self.dataflows: dict[str, Dataflow] = {}
         self.started: dict[str, str] = {}  # the encoded plan each dataflow was started with
         self.arrangements: dict[tuple[str, tuple[int, ...]], Arrangement] = {}
-        self.summed: dict[str, Summed] = {}  # shards' history summed for their latest rows
+        self.summed = Copies(self.storage)  # shards' history summed for their latest rows
         self.oracles: dict[str, TimestampOracle] = {}
         self.plans = PlanCache()  # statements' plans by text and catalog version
         self.ingested: dict[str, tuple[float, Any]] = {}  # source -> (when, its files then)
@@ -207,7 +208,7 @@ class Environment:
         if served is not None:  # a point read through an index's arrangement
             read[("served", ts, repr(fixed))] = served
             return evaluate_once(plan, served, ts)
-        stored = sum(b.rows for s in shards for b in self.storage.state(s).batches)
+        stored = sum(b.rows for s in shards for b in self._state(s, views).batches)
         stored += sum(v.pending.num_rows for v in (views or {}).values() if v.pending is not None)
         if isinstance(plan, P.Get) or stored <= COLUMNAR_ROWS:
             inputs = {}
@@ -240,18 +241,23 @@ class Environment:
             return None
         return self.log.view(shards, ts)
 
+    def _state(self, shard: str, views: dict[str, View] | None) -> ShardState:
+        """``shard``'s state as ``views`` read it (no head read again), or as it is now."""
+        view = None if views is None else views.get(shard)
+        if view is not None and view.state is not None:
+            return view.state
+        return self.storage.state(shard)
+
     def updates_until(self, shard: str, ts: int, views: dict[str, View] | None = None) -> pa.Table:
         """``shard``'s updates up to ``ts`` (complete there, or as ``views`` has it): the
         contents at ``ts`` once summed, the stored history kept summed for reads of the
         latest rows (:mod:`~changeflow.adapter.summed`), so not at their own times."""
         view = None if views is None else views[shard]
-        summed = self.summed.get(shard)
-        if summed is None:
-            if sum(b.rows for b in self.storage.state(shard).batches) > ARRANGE_ROWS:
+        if shard not in self.summed:  # not summed here past ARRANGE_ROWS stored rows
+            stored = sum(b.rows for b in self._state(shard, views).batches)
+            if stored > ARRANGE_ROWS:
                 return self.log.updates_until(shard, ts, view)
-            with self._hosting:
-                summed = self.summed.setdefault(shard, Summed(self.storage, shard))
-        return self.log.updates_until(shard, ts, view, summed.until)
+        return self.log.updates_until(shard, ts, view, self.summed.get(shard).until)
 
     def _evaluate_columnar(
         self, plan: P.Plan, shards: set[str], ts: int, views: dict[str, View] | None = None
@@ -333,8 +339,8 @@ class Environment:
                     wanted.add((item.id, key))
         for gone in self.arrangements.keys() - wanted:
             self.arrangements.pop(gone, None)
-        for shard in self.summed.keys() - state.items.keys():  # dropped
-            self.summed.pop(shard, None)
+        for shard in self.summed.shards() - state.items.keys():  # dropped
+            self.summed.pop(shard)
         for shard, key in wanted:
             if self.closed.is_set():
                 return

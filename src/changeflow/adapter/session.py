@@ -501,7 +501,8 @@ class Session:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
         if rows:
-            txn.writes.setdefault(shard, []).append(self.env.log.frame(shard, rows, table.name))
+            frame = self.env.log.frame(shard, rows, table.name, shape)
+            txn.writes.setdefault(shard, []).append(frame)
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
             count = sum(c for _, c in rows if c > 0)

@@ -10,12 +10,16 @@ import signal
 import ssl
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from changeflow.cli.common import friendly
 
-STOP_SECONDS = 90  # after SIGTERM or SIGINT, the longest a stop may take before it is forced
+if TYPE_CHECKING:
+    from changeflow.adapter.environment import Environment
+
+STOP_SECONDS = 90  # the longest a stop may take before it is forced (--stop-seconds)
 
 
 @click.command("serve")
@@ -78,6 +82,14 @@ STOP_SECONDS = 90  # after SIGTERM or SIGINT, the longest a stop may take before
     "the home). Clients also need a role for that (see --password-file).",
 )
 @click.option(
+    "--stop-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=STOP_SECONDS,
+    show_default=True,
+    help="The longest a stop (SIGTERM, Ctrl-C, or the home found deleted) may take to let "
+    "running statements finish; then the process exits anyway.",
+)
+@click.option(
     "--insecure",
     is_flag=True,
     help="Allow listening beyond loopback without --password-file, and the status page "
@@ -97,6 +109,7 @@ def serve(
     reserved_connections: int | None,
     query_memory: int,
     allow_paths: tuple[str, ...],
+    stop_seconds: float,
     insecure: bool,
 ) -> None:
     """Host a home's views, sources and sinks and speak the PostgreSQL wire protocol.
@@ -199,10 +212,7 @@ def serve(
             if server.stopping.is_set():  # a second signal: stop now, without waiting
                 os._exit(128 + signum)
             server.stop()
-            # a stop that cannot finish (a statement stuck on a store gone) still ends
-            hard = threading.Timer(STOP_SECONDS, os._exit, (128 + signum,))
-            hard.daemon = True
-            hard.start()
+            forced(env, stop_seconds, 128 + signum)
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
@@ -226,9 +236,31 @@ def serve(
             if page is not None:
                 page.close()
             gone = env.store_gone()
+            if gone is not None and not server.stopping.is_set():  # stopped by itself
+                forced(env, stop_seconds, 1)
             server.shutdown(timeout=5 if gone is not None else 30)
             click.echo("changeflow serve: stopped", err=True)
         if gone is not None:
             raise gone
     finally:
         env.close()
+
+
+def forced(env: Environment, seconds: float, code: int) -> None:
+    """End the process with ``code`` in ``seconds`` unless it ends before: a stop that cannot
+    finish (a statement stuck, holding what closing the home needs) still ends, and says so
+    (and that the store is gone, if it is: the exit status is then 1)."""
+
+    def end() -> None:
+        gone = env.store_gone()
+        click.echo(
+            f"changeflow serve: stopped by force: the stop did not finish within {seconds:g} s",
+            err=True,
+        )
+        if gone is not None:
+            click.echo(f"error: {gone}", err=True)
+        os._exit(1 if gone is not None else code)
+
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()

@@ -104,14 +104,18 @@ class ReadCapability:
         at = table.schema.get_field_index(TIME)
         return table.set_column(at, table.schema.field(at), times)
 
-    def updates_until(self, as_of: int, after: int | None = None) -> pa.Table:
+    def updates_until(
+        self, as_of: int, after: int | None = None, state: ShardState | None = None
+    ) -> pa.Table:
         """The updates at times up to ``as_of``, not consolidated: the contents at ``as_of``
         once summed (for a reader that sums them itself, as a count or a hash join does).
         With ``after``, only those at times after it (only the batches reaching past it
-        are read)."""
+        are read). ``state``: the shard's state to read (one its caller read already, so
+        its head is not read again); its blobs merged and collected meanwhile raise
+        FileNotFoundError (without it, the new state is read)."""
         attempts = 0
         while True:
-            state = self._readable(self._machine.load(self.shard), as_of)
+            given, state = state, self._readable(state or self._machine.load(self.shard), as_of)
             batches = [b for b in state.batches if _starts_by(b, as_of)]
             if after is not None:
                 batches = [b for b in batches if not b.upper.less_equal(after + 1)]
@@ -120,8 +124,9 @@ class ReadCapability:
                 break
             except FileNotFoundError:  # merged and collected under us: read the new state
                 attempts += 1
-                if attempts == 3:
+                if given is not None or attempts == 3:
                     raise
+                state = None
         if not table.num_rows:
             return table
         times = table.column(TIME)

@@ -42,6 +42,7 @@ from changeflow.storage.frames import empty_frame, frame_schema, to_frame
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.shard import Storage
 from changeflow.storage.spool import Spool
+from changeflow.storage.state import ShardState
 from changeflow.storage.write import WriteCapability
 from changeflow.time import Antichain, to_bound
 from changeflow.updates import TIME
@@ -100,10 +101,13 @@ class LogState:
 @dataclass(frozen=True)
 class View:
     """A table as :meth:`TxnLog.view` reads it: its shard at ``at`` (nothing if negative)
-    plus the log's writes not applied yet, ``pending`` (an update frame, or None)."""
+    plus the log's writes not applied yet, ``pending`` (an update frame, or None); ``state``
+    the shard's state it was read from (readable at ``at``: a read of the shard there needs
+    no other)."""
 
     at: int
     pending: pa.Table | None
+    state: ShardState | None = None
 
 
 class TxnLog:
@@ -155,12 +159,16 @@ class TxnLog:
     # -- writing -----------------------------------------------------------------------------
 
     def frame(
-        self, shard: str, rows: list[tuple[tuple[Any, ...], int]], name: str | None = None
+        self,
+        shard: str,
+        rows: list[tuple[tuple[Any, ...], int]],
+        name: str | None = None,
+        schema: pa.Schema | None = None,
     ) -> pa.Table:
         """``rows`` (row, diff) as an update frame of the shard (its time set at commit),
-        checked against its schema (types, NOT NULL) before anything is written; errors name
-        the table ``name``."""
-        schema = self.storage.state(shard).schema
+        checked against its schema (types, NOT NULL; ``schema`` if the caller read it) before
+        anything is written; errors name the table ``name``."""
+        schema = schema or self.storage.state(shard).schema
         return to_frame([(row, 0, diff) for row, diff in rows], schema, name or shard)
 
     def commit(
@@ -278,7 +286,7 @@ class TxnLog:
                 return None
             upper, since = to_bound(state.upper), to_bound(state.since)
             if upper is None or upper > ts:
-                out[shard] = View(ts, None)
+                out[shard] = View(ts, None, state)
                 continue
             if since is None or (upper > 0 and since > upper - 1):
                 return None
@@ -290,7 +298,7 @@ class TxnLog:
             extra = self._pending_writes(shard, writes, state.schema) if writes else None
             if writes and extra is None:
                 return None
-            out[shard] = View(upper - 1, extra)
+            out[shard] = View(upper - 1, extra, state)
         return out
 
     def _pending_writes(
@@ -324,16 +332,22 @@ class TxnLog:
         shard: str,
         ts: int,
         view: View | None = None,
-        stored: Callable[[int], pa.Table] | None = None,
+        stored: Callable[..., pa.Table] | None = None,
     ) -> pa.Table:
         """``shard``'s updates up to ``ts``, not consolidated: from the shard (readable at
         ``ts``), or as ``view`` (from :meth:`view`) has them. ``stored``: what reads the
-        shard's updates up to a time (its read capability's, unless given)."""
+        shard's updates up to a time, given the shard's state if known (as its read
+        capability's :meth:`~ReadCapability.updates_until`, used unless given)."""
         if stored is None:
             stored = reader(self.storage, shard).updates_until
         if view is None:
             return stored(ts)
-        parts = [] if view.at < 0 else [stored(view.at)]
+        parts = []
+        if view.at >= 0:
+            try:
+                parts.append(stored(view.at, state=view.state))
+            except FileNotFoundError:  # merged and collected since the view: as it is now
+                parts.append(stored(view.at))
         if view.pending is not None:
             parts.append(view.pending)
         if not parts:
@@ -466,9 +480,10 @@ def writer(storage: Storage, shard: str, upper: int) -> WriteCapability:
     return WriteCapability(storage.machine, gid, shard, WRITER, Antichain([upper]))
 
 
-def reader(storage: Storage, shard: str) -> ReadCapability:
-    """The adapter's registered read capability of ``shard``, at its since."""
-    state = storage.state(shard)
+def reader(storage: Storage, shard: str, state: ShardState | None = None) -> ReadCapability:
+    """The adapter's registered read capability of ``shard``, at its since (as of ``state``,
+    its state if the caller read it already)."""
+    state = state or storage.state(shard)
     return ReadCapability(storage.machine, state.id, shard, WRITER, state.since, WRITER)
 
 
