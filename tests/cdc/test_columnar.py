@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from changeflow.cdc.chaos import mangle
-from changeflow.cdc.columnar import ColumnarReader, read_all
+from changeflow.cdc.columnar import NULL, SEEDS, ColumnarReader, column_hash, read_all
 from changeflow.cdc.files import open_source, write_messages
 from changeflow.cdc.held import time_order
 from changeflow.cdc.messages import Progress, Updates, UpdateTable
@@ -224,6 +225,28 @@ def test_time_order_sorts_stably_whatever_the_span(span: int) -> None:
     expected = np.argsort(times, kind="stable")
     assert np.array_equal(time_order(times), expected)
     assert np.array_equal(time_order(times[:0]), expected[:0])
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.chunked_array([np.array([0, -1, 2**63 - 1, -(2**63), 42], np.int64)]),
+        pa.chunked_array([pa.array([1, None, 3], pa.int32()), pa.array([4, 5], pa.int32())]),
+        pa.chunked_array([pa.array([1.5, -0.0, 0.0, float("nan"), None, -2.0])]),
+        pa.chunked_array([pa.array([True, False, None])]),
+    ],
+)
+def test_numbers_hash_as_pandas_hashes_them(column: pa.ChunkedArray) -> None:
+    """Numbers hash bit for bit as pandas' ``hash_array`` hashes their int64 or float64 values
+    (key ranges of materializations are cut by these hashes), nulls as NULL, -0.0 as 0.0."""
+    if pa.types.is_floating(column.type):
+        values = column.cast(pa.float64()).fill_null(0.0).to_numpy() + 0.0
+    else:
+        values = column.cast(pa.int64()).fill_null(0).to_numpy()
+    expected = pd.util.hash_array(values, categorize=False)
+    expected[column.is_null().to_numpy(zero_copy_only=False)] = NULL
+    assert np.array_equal(column_hash(column, SEEDS[0]), expected)
+    assert np.array_equal(column_hash(column, SEEDS[3], np.empty(len(column), np.uint64)), expected)
 
 
 def outcome(reader, messages) -> tuple[list, str | None]:

@@ -204,13 +204,14 @@ class ColumnarReader(CdcReader):
         labels = self._pending.label(hashes)
         try:
             first = self._check_held(table, labels, diffs, n)
-            if len(first) < len(table) or (np.diff(first) < 0).any():  # not the table in order
-                table, hashes = table.take(pa.array(first)), hashes[first]
-            self._pending.add(table, hashes, mapped=True)
+            whole = len(first) == len(table) and not (np.diff(first) < 0).any()  # in order
+            pick = None if whole else first
+            self._pending.add(table, hashes if whole else hashes[first], mapped=True, picked=pick)
         except BaseException:
             self._pending.remap()
             raise
-        self._count(table.column(TIME).to_numpy())
+        times = table.column(TIME).to_numpy()
+        self._count(times if whole else times[first])
 
     def _check_held(
         self, table: pa.Table, labels: np.ndarray, diffs: np.ndarray, n: int
@@ -415,9 +416,12 @@ class ColumnarReader(CdcReader):
         """A 64-bit hash of each row's data and time."""
         key = SEEDS[self._seed]
         h = column_hash(table.column(TIME), key)
+        scratch = np.empty_like(h)
         for c in data_columns(table.column_names):
-            h = h * MIXES[self._seed] + column_hash(table.column(c), key)
-            h ^= h >> np.uint64(29)
+            h *= MIXES[self._seed]
+            h += column_hash(table.column(c), key, scratch)
+            np.right_shift(h, np.uint64(29), out=scratch)
+            h ^= scratch
         return h
 
     def _data(self, table: pa.Table, i: int) -> Any:
@@ -495,23 +499,50 @@ def _tally(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return at + lo, counts[at]
 
 
-def column_hash(column: pa.ChunkedArray, key: str) -> np.ndarray:
+def column_hash(column: pa.ChunkedArray, key: str, scratch: np.ndarray | None = None) -> np.ndarray:
     """A hash of each value, equal for equal values (nulls alike, whatever the column's type)
-    whatever the chunking."""
+    whatever the chunking. ``scratch``: a buffer of the column's length that numbers may use."""
     kind = column.type
     if pa.types.is_null(kind):
         return np.full(len(column), NULL, np.uint64)
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        values = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
+        values = _numbers(column, pa.int64(), 0)
+        h = mix(values, scratch)
     elif pa.types.is_floating(kind):
-        values = pc.fill_null(column.cast(pa.float64()), 0.0).to_numpy() + 0.0  # -0.0 is 0.0
+        values = _numbers(column, pa.float64(), 0.0) + 0.0  # -0.0 is 0.0
         values[np.isnan(values)] = np.nan
+        h = mix(values, scratch)
     else:
         values = np.empty(len(column), object)
         values[:] = [freeze(v) for v in column.to_pylist()]
-    h = pd.util.hash_array(values, hash_key=key, categorize=False)
+        h = pd.util.hash_array(values, hash_key=key, categorize=False)
     if column.null_count:
         h[column.is_null().to_numpy(zero_copy_only=False)] = NULL
+    return h
+
+
+def _numbers(column: pa.ChunkedArray, kind: pa.DataType, blank: float) -> np.ndarray:
+    """A column as a numpy array of ``kind``, nulls as ``blank`` (without a copy when it is
+    one chunk of that type with no nulls)."""
+    if column.type != kind:
+        column = column.cast(kind)
+    if column.null_count:
+        column = pc.fill_null(column, blank)
+    if column.num_chunks == 1:
+        return column.chunk(0).to_numpy(zero_copy_only=False)
+    return column.to_numpy()
+
+
+def mix(values: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """pandas' hash of 64-bit numbers (``hash_array``: their bits through splitmix64's
+    finalizer), computed in place in a copy, with ``scratch`` for the shifts."""
+    h = values.view(np.uint64).copy()
+    t = np.empty_like(h) if scratch is None else scratch
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
+        np.right_shift(h, np.uint64(shift), out=t)
+        h ^= t
+        if factor is not None:
+            h *= np.uint64(factor)
     return h
 
 

@@ -132,8 +132,9 @@ class HeldRows:
     def schema(self) -> pa.Schema | None:
         return pa.schema([(c, self.types[c]) for c in self.names]) if self.names else None
 
-    def append(self, table: pa.Table) -> int:
-        """Hold the rows of ``table``; return the position of the first."""
+    def append(self, table: pa.Table, rows: np.ndarray | None = None) -> int:
+        """Hold the rows of ``table`` (``rows``: those, in that order); return the position of
+        the first."""
         if not self.names:
             self.names = table.column_names
             for c in self.names:
@@ -143,7 +144,7 @@ class HeldRows:
                     self.chunks[c] = []
                 else:
                     self.values[c] = np.empty(0, dtype)
-        start, m = self.n, table.num_rows
+        start, m = self.n, table.num_rows if rows is None else len(rows)
         size = len(self.values[TIME])
         if start + m > size:
             size = max(2 * size, start + m, 1024)
@@ -156,12 +157,14 @@ class HeldRows:
             if c in self.values:
                 got = numeric(column, self.values[c].dtype)
                 if got is not None:
+                    if rows is not None:
+                        got = (got[0][rows], None if got[1] is None else got[1][rows])
                     self._put(c, start, got)
                     if column.type != self.types[c] and not pa.types.is_null(column.type):
                         self.types[c] = pa.from_numpy_dtype(self.values[c].dtype)
                     continue
                 self._to_arrow(c)
-            self._add_chunks(c, column)
+            self._add_chunks(c, column if rows is None else column.take(pa.array(rows)))
         self.n += m
         return start
 
@@ -325,13 +328,21 @@ class HeldIndex:
         self.map = HashMap()
         self.map.put(self.hashes[live], live.astype(np.int64))
 
-    def add(self, rows: pa.Table, hashes: np.ndarray, mapped: bool = False) -> None:
-        """Hold ``rows``: none is held yet; their hashes are distinct and not of live rows
-        (``mapped``: :meth:`label` has put them in the hash table)."""
-        if not len(rows):
+    def add(
+        self,
+        rows: pa.Table,
+        hashes: np.ndarray,
+        mapped: bool = False,
+        picked: np.ndarray | None = None,
+    ) -> None:
+        """Hold ``rows`` (``picked``: those of its rows, in that order): none is held yet;
+        their hashes are distinct and not of live rows (``mapped``: :meth:`label` has put them
+        in the hash table)."""
+        count = len(rows) if picked is None else len(picked)
+        if not count:
             return
-        start = self.rows.append(rows)
-        end = start + len(rows)
+        start = self.rows.append(rows, picked)
+        end = start + count
         if end > len(self.hashes):
             size = max(2 * len(self.hashes), end, 1024)
             self.hashes, self.alive = _grow(self.hashes, size), _grow(self.alive, size, False)
@@ -339,7 +350,7 @@ class HeldIndex:
         self.alive[start:end] = True
         if not mapped:
             self.map.put(hashes, np.arange(start, end, dtype=np.int64))
-        self.live += len(rows)
+        self.live += count
 
     def find(self, rows: pa.Table, hashes: np.ndarray) -> np.ndarray:
         """The position of the live row equal to each of ``rows`` in data and time, or -1."""
