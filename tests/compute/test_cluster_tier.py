@@ -256,6 +256,7 @@ def test_a_small_step_is_one_spark_job_moving_only_the_change(spark, tmp_path, p
     maintain_view(storage, "v", plan, "out").close()
     storage.register_reader("out", "test:checker", "the test reads every time")
     flow = maintain_view(storage, "v", plan, "out", spark=spark, cluster=True)
+    flow.arranging.wait()  # the jobs writing hydration's arrangements are not a step's
     counts = []
     for t in range(1, TIMES):
         append_until(storage, caps, history, t, t + 1)

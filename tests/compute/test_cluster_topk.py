@@ -62,6 +62,21 @@ def test_random_histories_through_a_small_head_are_exact(
         _run(spark, tmp_path_factory.mktemp("view"), plan, history, cut)
 
 
+def test_a_head_read_short_of_its_window_recomputes(spark, tmp_path) -> None:
+    """Read after a restart, the head's last row is clipped and what is left is less than the
+    window: the step cannot be told from the head (it kept a row the window had dropped)."""
+    n = None
+    history = {
+        "r": [((n, -2), 0, 1), ((n, n), 0, 1), ((n, n), 1, -1), ((n, n), 2, 1), ((n, n), 2, -1)]
+        + [((n, n), 2, 1), ((n, n), 3, 1), ((n, n), 3, 1), ((n, n), 3, 1), ((n, -2), 4, 1)]
+        + [((n, n), 4, 1), ((n, n), 4, -1), ((n, -2), 5, -1)],
+        "s": [((n, 0), 2, 1), ((n, 0), 4, -1)],
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(topk, "HEAD_ROWS", 4)
+        _run(spark, tmp_path, P.TopK(R, (), (P.Order(1),), 2, 0), history, 2)
+
+
 def test_a_step_beyond_the_head_runs_no_spark_job(spark, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CHANGEFLOW_CLUSTER_STEP_ROWS", "1000000")
     history = {

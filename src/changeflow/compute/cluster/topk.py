@@ -60,6 +60,9 @@ class Head:
         if self.op is None:
             self._read(arranged())
         assert self.op is not None
+        if self.beyond is not None and self._held() < self.end:
+            self.op = None  # read short (a clipped row held many times): the window is unknown
+            return None
         by_time: dict[int, list[Update]] = defaultdict(list)
         for u in updates:
             if self.beyond is None or sort_key(u[0], self.top.order_by) < self.beyond:
