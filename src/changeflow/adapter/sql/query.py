@@ -39,6 +39,7 @@ from changeflow.adapter.sql.scalar import Scalars
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.table_functions import set_returning
+from changeflow.adapter.sql.types import operator_for
 from changeflow.adapter.sql.windows import Windows
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -181,6 +182,8 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
             )
         a, b = unify_columns([left.plan, right.plan], type(node).__name__.upper())
         distinct = node.args.get("distinct") is not False
+        for c in a.schema if distinct else ():
+            operator_for(c.type)
         if isinstance(node, exp.Union):
             plan: P.Plan = P.Union((a, b))
             plan = P.Distinct(plan) if distinct else plan

@@ -21,7 +21,7 @@ from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.dialect import PostgresCalls
-from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
+from changeflow.adapter.sql.jsonb_scalars import JSON_FIRST, JSONB_FIRST, JsonbScalars
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, unsupported
@@ -36,6 +36,7 @@ from changeflow.compute.types import (
     BOOL,
     DATE,
     INTERVAL,
+    JSON,
     JSONB,
     NULLTYPE,
     NUMERIC,
@@ -448,9 +449,12 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
-        jsonb_first = name.lower() in JSONB_FIRST and args and is_string_literal(args[0])
-        if jsonb_first:  # an unknown literal read as jsonb
-            values = [coerce_text(str(args[0].this), JSONB), *(self.expr(a) for a in args[1:])]
+        first = JSONB if name.lower() in JSONB_FIRST else JSON
+        jsonb_first = (
+            name.lower() in JSONB_FIRST | JSON_FIRST and args and is_string_literal(args[0])
+        )
+        if jsonb_first:  # an unknown literal read as jsonb (or json)
+            values = [coerce_text(str(args[0].this), first), *(self.expr(a) for a in args[1:])]
         elif (found := self.array_call(name, args)) is not None:
             return found
         else:

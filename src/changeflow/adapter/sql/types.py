@@ -15,6 +15,7 @@ from changeflow.compute.types import (
     INT4,
     INT8,
     INTERVAL,
+    JSON,
     JSONB,
     NUMERIC,
     TEXT,
@@ -103,10 +104,7 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         kind = array_of(column_type(element)[0])
         return kind, kind.arrow
     if dt.this == T.JSON:
-        raise PlanError(
-            "the json type is not supported (it keeps its text verbatim); use jsonb",
-            sqlstate="0A000",
-        )
+        return JSON, JSON.arrow
     raise _unknown(dt)
 
 
@@ -120,3 +118,12 @@ def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
     if dt.this == T.UINT:  # oid
         return INT8, None
     return column_type(dt)[0], None
+
+
+def operator_for(kind: SqlType, ordering: bool = False) -> SqlType:
+    """``kind`` once it is known to have the equality (GROUP BY, DISTINCT, UNION, PARTITION BY)
+    or ordering (ORDER BY) a clause needs: json has neither (42883, as PostgreSQL)."""
+    if kind == JSON:
+        what = "an ordering" if ordering else "an equality"
+        raise PlanError(f"could not identify {what} operator for type json", sqlstate="42883")
+    return kind
