@@ -135,6 +135,14 @@ CALLS = {
     "scale": "scale(x * id)",
     "min_scale": "min_scale(x)",
     "trim_scale": "trim_scale(x + 0.50)",
+    "json_object_field": "(to_json(name) -> 'n')::text",
+    "json_object_field_text": "('{\"n\": [' || id || ',  2]}')::json ->> 'n'",
+    "json_array_element": "(to_json(ARRAY[name, name]) -> 1)::text",
+    "json_array_element_text": "to_json(ARRAY[name, NULL]) ->> 0",
+    "json_extract_path": "(('{\"a\": [' || f || ' ]}')::json #> '{a,0}')::text",
+    "json_extract_path_text": "('{\"a\": [' || f || ' ]}')::json #>> '{a}'",
+    "json_typeof": "json_typeof(to_json(d))",
+    "json_array_length": "json_array_length(to_json(ARRAY[id, id]))",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -161,6 +169,5 @@ ROWS_ONLY = {
     "scale",
     "min_scale",
     "trim_scale",
-    "to_json",
-    *(n for n in CALLS if "jsonb" in n),
+    *(n for n in CALLS if "json" in n),
 }

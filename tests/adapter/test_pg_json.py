@@ -44,6 +44,12 @@ CONSTANTS = [
     "SELECT json_array_length('[1, [2, 3], {\"a\": 4}]'), json_typeof('true')",
     'SELECT \'{"a":1}\'::jsonb::json, \'{"b": 2, "a": 1}\'::json::jsonb',
     "SELECT j::text::json FROM jt WHERE id = 1",
+    "SELECT pg_typeof(json_extract_path(NULL, NULL)), pg_typeof(json_extract_path_text(NULL, 'a'))",
+    "SELECT json_extract_path('{\"a\": {\"b\": [1,  2]}}', 'a', 'b'),"
+    " json_extract_path_text('{\"a\": {\"b\": [1,  2]}}', 'a', 'b', '1')",
+    "SELECT jsonb_extract_path('{\"a\": {\"b\": [1,  2]}}', 'a', 'b'),"
+    " jsonb_extract_path_text('{\"a\": {\"b\": [1,  2]}}', 'a', 'b', '1')",
+    "SELECT json_extract_path('{\"a\": 1}', 'a'), jsonb_extract_path('{\"a\": 1}', 'a')",
     "SELECT DISTINCT j::text FROM jt ORDER BY 1",
     "SELECT column_name, data_type, udt_name FROM information_schema.columns"
     " WHERE table_name = 'jt' ORDER BY 1",
@@ -55,6 +61,7 @@ ERRORS = [
     "SELECT 'x'::text::json",
     "INSERT INTO jt VALUES (6, 'nope')",
     "SELECT json_array_length('{}')",
+    "SELECT json_extract_path('{\"a\": 1}'::jsonb, 'a')",
     "SELECT j FROM jt GROUP BY j",
     "SELECT DISTINCT j FROM jt",
     "SELECT id FROM jt ORDER BY j",

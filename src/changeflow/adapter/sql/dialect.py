@@ -30,6 +30,8 @@ _PLAIN_CALLS = (
     "FORMAT",
     "JSONB_CONTAINS",
     "JSONB_EXISTS",
+    "JSON_EXTRACT_PATH",  # (not ``->``: PostgreSQL's call takes a path of any length)
+    "JSON_EXTRACT_PATH_TEXT",
     "JUSTIFY_INTERVAL",
     "LOG",
     "MAKE_TIMESTAMP",

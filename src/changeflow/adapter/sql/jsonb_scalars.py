@@ -32,8 +32,20 @@ JSONB_FIRST = frozenset(
         "jsonb_contained",
     )
 )
+# Functions whose steps after the first argument are a VARIADIC text[] (a path).
+VARIADIC_PATH = frozenset(
+    ("jsonb_extract_path", "jsonb_extract_path_text", "json_extract_path", "json_extract_path_text")
+)
 # The json functions of the same kind (their literal is read as json, kept as written).
 JSON_FIRST = frozenset(name.replace("jsonb", "json") for name in JSONB_FIRST)
+
+
+def variadic_path(name: str, args: list[exp.Expression]) -> list[exp.Expression]:
+    """A call's arguments, the steps of a VARIADIC path (``json_extract_path(j, 'a', 'b')``)
+    made one text[]."""
+    if name.lower() not in VARIADIC_PATH or len(args) < 2:
+        return args
+    return [args[0], exp.Array(expressions=[exp.cast(a, "text") for a in args[1:]])]
 
 
 def _path_operand(node: exp.Expression) -> exp.Expression:

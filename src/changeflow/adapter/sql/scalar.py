@@ -21,7 +21,12 @@ from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.dialect import PostgresCalls
-from changeflow.adapter.sql.jsonb_scalars import JSON_FIRST, JSONB_FIRST, JsonbScalars
+from changeflow.adapter.sql.jsonb_scalars import (
+    JSON_FIRST,
+    JSONB_FIRST,
+    JsonbScalars,
+    variadic_path,
+)
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, unsupported
@@ -449,6 +454,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
+        args = variadic_path(name, args)
         first = JSONB if name.lower() in JSONB_FIRST else JSON
         jsonb_first = (
             name.lower() in JSONB_FIRST | JSON_FIRST and args and is_string_literal(args[0])
