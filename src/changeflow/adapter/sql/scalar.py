@@ -32,7 +32,7 @@ from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.time_scalars import TimeScalars
-from changeflow.adapter.sql.types import cast_target
+from changeflow.adapter.sql.types import cast_target, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -420,9 +420,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
                 return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
-        if scale is not None:
-            value = Func("round", (value, X.lit(scale)))
-        return value
+        return sized(value, node.to, scale)
 
     def _collate(self, node: exp.Collate) -> X.Expr:
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""

@@ -6,6 +6,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from changeflow.adapter.sql.dialect import PostgresCalls
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -127,3 +129,20 @@ def operator_for(kind: SqlType, ordering: bool = False) -> SqlType:
         what = "an ordering" if ordering else "an equality"
         raise PlanError(f"could not identify {what} operator for type json", sqlstate="42883")
     return kind
+
+
+def text_length(dt: exp.DataType) -> int | None:
+    """n of varchar(n) or char(n)."""
+    texts = (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR)
+    if isinstance(dt, exp.DataType) and dt.this in texts and dt.expressions:
+        return int(dt.expressions[0].this.this)
+    return None
+
+
+def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
+    """A cast's value made to fit its target: rounded to numeric(p, s)'s scale, or cut to
+    varchar(n)'s or char(n)'s length (an explicit cast cuts, as PostgreSQL's does)."""
+    if scale is not None:
+        return Func("round", (value, X.lit(scale)))
+    length = text_length(dt)  # type: ignore[arg-type]
+    return value if length is None else Func("left", (value, X.lit(length)))
