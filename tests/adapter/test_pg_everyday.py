@@ -247,3 +247,27 @@ def test_everyday_statements_as_postgres(tmp_path: Path, postgres_url: str) -> N
 def test_everyday_queries_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "emp", *SETUP[:2]) as (ours, pg):
         maintained_as_postgres(ours, pg, MAINTAINED, CHANGES, rows=unordered_rows)
+
+
+@pytest.mark.spark
+def test_case_mapping_in_a_cluster_tier_view(tmp_path: Path, spark) -> None:
+    """upper, lower and initcap in Spark map character by character, as in the process and
+    in PostgreSQL (``ß`` stays, ``İ`` lowers to ``i``)."""
+    import changeflow
+
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    try:
+        conn.execute("CREATE TABLE cm (id int, s text)")
+        conn.execute("INSERT INTO cm VALUES (1, 'straße'), (2, 'İx ÉÀ'), (3, 'élan ßa'), (4, NULL)")
+        select = "SELECT id, upper(s) AS u, lower(s) AS l, initcap(s) AS i FROM cm"
+        conn.execute(f"CREATE MATERIALIZED VIEW cmv WITH (CLUSTER = true) AS {select}")
+        expected = [
+            (1, "STRAßE", "straße", "Straße"),
+            (2, "İX ÉÀ", "ix éà", "İx Éà"),
+            (3, "ÉLAN ßA", "élan ßa", "Élan ßa"),
+            (4, None, None, None),
+        ]
+        assert conn.execute(f"{select} ORDER BY id").fetchall() == expected
+        assert conn.execute("SELECT * FROM cmv ORDER BY id").fetchall() == expected
+    finally:
+        conn.close()
