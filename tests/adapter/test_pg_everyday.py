@@ -34,6 +34,14 @@ SETUP = [
     "'2024-03-01 00:00:00', 'pending'), (15, 3, 75.25, '2024-03-15 12:00:00', 'shipped')",
 ]
 STATEMENTS = [
+    "SELECT 7 & 3, 7 | 8, 5 # 1, ~1, 1::bigint << 40, 1 << 40, -16 >> 2, 1::int2 << 15,"
+    " 1::int2 << 17",
+    "SELECT 6::int2 & 3, pg_typeof(6::int2 & 3), pg_typeof(1::int2 << 2), pg_typeof(1 & 2::bigint),"
+    " ~0::int2",
+    "SELECT 1 << -1, 1::bigint << 65, -1 >> 40, NULL & 1, 5 & NULL, ~NULL::int, '5' & 3",
+    "SELECT 2.5 & 1",
+    "SELECT 'a'::text & 1",
+    "SELECT 1 << 2.5",
     "SELECT upper(name), lower(name), initcap(lower(name)), length(name) FROM emp ORDER BY id",
     "SELECT name, substr(name, 2, 3), left(name, 2), right(name, 2), reverse(name) FROM emp "
     "ORDER BY id",
