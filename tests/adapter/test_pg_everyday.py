@@ -1,9 +1,9 @@
 """Everyday PostgreSQL statements (string, date and math functions, CASE, COALESCE, casts,
 LIKE/ILIKE and regular expressions, subqueries, CTEs (recursive too), window functions,
 GROUP BY ROLLUP/CUBE/GROUPING SETS, DISTINCT ON, set operations, INSERT … ON CONFLICT,
-UPDATE … FROM, DELETE … USING, RETURNING, TRUNCATE) run in order here and on PostgreSQL 15:
-the same rows or the same SQLSTATE for each; a selection of the queries also as materialized
-views, kept right through changes."""
+UPDATE … FROM, DELETE … USING, RETURNING, TRUNCATE, ``op ANY|ALL (subquery)``, bitwise
+operators) run in order here and on PostgreSQL 15: the same rows or the same SQLSTATE for
+each; a selection of the queries also as materialized views, kept right through changes."""
 
 from __future__ import annotations
 
@@ -34,6 +34,15 @@ SETUP = [
     "'2024-03-01 00:00:00', 'pending'), (15, 3, 75.25, '2024-03-15 12:00:00', 'shipped')",
 ]
 STATEMENTS = [
+    "SELECT name FROM emp WHERE salary > ALL (SELECT salary FROM emp WHERE dept = 'sales')"
+    " ORDER BY 1",
+    "SELECT name, salary >= ANY (SELECT amount * 1000 FROM orders), salary < ALL (SELECT"
+    " amount * 1000 FROM orders WHERE emp_id IS NULL), manager <= ALL (SELECT emp_id FROM orders)"
+    " FROM emp ORDER BY id",
+    "SELECT name FROM emp e WHERE e.salary < ANY (SELECT m.salary FROM emp m"
+    " WHERE m.id = e.manager) ORDER BY 1",
+    "SELECT id, id > ANY (SELECT emp_id FROM orders GROUP BY emp_id HAVING count(*) > 1),"
+    " id <> ALL (SELECT 1 UNION SELECT 2) FROM emp ORDER BY id",
     "SELECT 7 & 3, 7 | 8, 5 # 1, ~1, 1::bigint << 40, 1 << 40, -16 >> 2, 1::int2 << 15,"
     " 1::int2 << 17",
     "SELECT 6::int2 & 3, pg_typeof(6::int2 & 3), pg_typeof(1::int2 << 2), pg_typeof(1 & 2::bigint),"
@@ -209,6 +218,8 @@ STATEMENTS = [
     "SELECT id, v, length(v) FROM vc ORDER BY id",
 ]
 MAINTAINED = [
+    "SELECT name FROM emp e WHERE e.salary >= ALL (SELECT m.salary FROM emp m"
+    " WHERE m.dept = e.dept)",
     "SELECT id, upper(name), initcap(lower(name)), split_part(email, '@', 2),"
     " lpad(id::text, 3, '0') FROM emp",
     "SELECT id, CASE WHEN salary > 90000 THEN 'high' ELSE 'low' END, COALESCE(dept, 'none'),"
