@@ -135,6 +135,10 @@ CALLS = {
     "scale": "scale(x * id)",
     "min_scale": "min_scale(x)",
     "trim_scale": "trim_scale(x + 0.50)",
+    "sha224": "encode(sha224(name::bytea), 'hex')",
+    "sha256": "encode(sha256(name::bytea), 'base64')",
+    "sha384": "length(sha384(name::bytea))",
+    "sha512": "sha512(''::bytea)",
     "int_and": "id & 6",
     "int_or": "id::int2 | 8::int2",
     "int_xor": "id::bigint # 5",
@@ -175,5 +179,5 @@ ROWS_ONLY = {
     "scale",
     "min_scale",
     "trim_scale",
-    *(n for n in CALLS if "json" in n),
+    *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }

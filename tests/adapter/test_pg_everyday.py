@@ -34,6 +34,10 @@ SETUP = [
     "'2024-03-01 00:00:00', 'pending'), (15, 3, 75.25, '2024-03-15 12:00:00', 'shipped')",
 ]
 STATEMENTS = [
+    "SELECT sha224('abc'::bytea), sha256('abc'::bytea), sha384(''::bytea),"
+    " sha512('\\x00ff'::bytea)",
+    "SELECT encode(sha256('a'::bytea), 'hex'), sha256(NULL), pg_typeof(sha256('a'))",
+    "SELECT sha256('a'::text)",
     "SELECT name FROM emp WHERE salary > ALL (SELECT salary FROM emp WHERE dept = 'sales')"
     " ORDER BY 1",
     "SELECT name, salary >= ANY (SELECT amount * 1000 FROM orders), salary < ALL (SELECT"

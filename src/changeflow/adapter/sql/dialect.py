@@ -36,6 +36,9 @@ _PLAIN_CALLS = (
     "LOG",
     "MAKE_TIMESTAMP",
     "RADIANS",
+    "SHA256",
+    "SHA384",
+    "SHA512",
     "TO_DATE",
     "TO_TIMESTAMP",
 )
