@@ -34,6 +34,8 @@ SETUP = [
     "'2024-03-01 00:00:00', 'pending'), (15, 3, 75.25, '2024-03-15 12:00:00', 'shipped')",
 ]
 STATEMENTS = [
+    "SELECT transaction_timestamp() = now(), pg_typeof(transaction_timestamp())",
+    "SELECT transaction_timestamp(1)",
     "SELECT sha224('abc'::bytea), sha256('abc'::bytea), sha384(''::bytea),"
     " sha512('\\x00ff'::bytea)",
     "SELECT encode(sha256('a'::bytea), 'hex'), sha256(NULL), pg_typeof(sha256('a'))",

@@ -70,6 +70,13 @@ def _age(args: list[exp.Expression]) -> exp.Expression:
     return exp.Anonymous(this="age", expressions=[exp.CurrentDate(), *args])
 
 
+def _transaction_timestamp(args: list[exp.Expression]) -> exp.Expression:
+    """``transaction_timestamp()`` is ``now()``: the start of the transaction."""
+    if args:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="transaction_timestamp", expressions=args)
+    return exp.CurrentTimestamp()
+
+
 def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
@@ -106,6 +113,7 @@ class PostgresCalls(Postgres):
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
             **{name: _plain_call(name) for name in _PLAIN_CALLS},
             "AGE": _age,
+            "TRANSACTION_TIMESTAMP": _transaction_timestamp,
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
             "MOD": _mod,
