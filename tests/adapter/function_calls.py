@@ -135,6 +135,24 @@ CALLS = {
     "scale": "scale(x * id)",
     "min_scale": "min_scale(x)",
     "trim_scale": "trim_scale(x + 0.50)",
+    "sha224": "encode(sha224(name::bytea), 'hex')",
+    "sha256": "encode(sha256(name::bytea), 'base64')",
+    "sha384": "length(sha384(name::bytea))",
+    "sha512": "sha512(''::bytea)",
+    "int_and": "id & 6",
+    "int_or": "id::int2 | 8::int2",
+    "int_xor": "id::bigint # 5",
+    "int_not": "~id",
+    "int_shl": "(id << 31)::bigint + (id::int2 << 15) + (id::bigint << 65)",
+    "int_shr": "(-id >> 1) + (id::int2 >> 33)",
+    "json_object_field": "(to_json(name) -> 'n')::text",
+    "json_object_field_text": "('{\"n\": [' || id || ',  2]}')::json ->> 'n'",
+    "json_array_element": "(to_json(ARRAY[name, name]) -> 1)::text",
+    "json_array_element_text": "to_json(ARRAY[name, NULL]) ->> 0",
+    "json_extract_path": "(('{\"a\": [' || f || ' ]}')::json #> '{a,0}')::text",
+    "json_extract_path_text": "('{\"a\": [' || f || ' ]}')::json #>> '{a}'",
+    "json_typeof": "json_typeof(to_json(d))",
+    "json_array_length": "json_array_length(to_json(ARRAY[id, id]))",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -161,6 +179,5 @@ ROWS_ONLY = {
     "scale",
     "min_scale",
     "trim_scale",
-    "to_json",
-    *(n for n in CALLS if "jsonb" in n),
+    *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }

@@ -31,6 +31,7 @@ CALLS = {
 }
 # PostgreSQL takes more arguments there, which changeflow does not (yet)
 MORE_IN_POSTGRES = {"jsonb_delete", "jsonb_extract_path", "jsonb_extract_path_text"}
+MORE_IN_POSTGRES |= {"json_extract_path", "json_extract_path_text"}  # VARIADIC: any count
 MORE_IN_POSTGRES |= {"regexp_replace"}
 # written only in PostgreSQL's own syntax (extract(f FROM x), position(a IN b), trim(… FROM …))
 SYNTAX = {"extract", "position", "trim"}

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import changeflow
+from changeflow.adapter.connection import DatabaseError
+
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres, maintained_as_postgres, same_errors  # noqa: E402
 
@@ -45,6 +48,10 @@ AD_HOC = [
     "SELECT array_position('{1,2}', '2'), array_replace('{a,b}', 'a', 'c'), "
     "array_remove('{1,2}', 1), array_position(ARRAY[1, 2], '2'), array_positions(NULL, 1)",
     "SELECT array_fill(NULL::int, ARRAY[2]), array_fill(1.5, ARRAY[0]), trim_array(NULL::int[], 1)",
+    "SELECT array_fill(7, ARRAY[0], ARRAY[5]), array_fill(7, ARRAY[0, 2]),"
+    " array_fill(7, '{}'::int[]), array_fill(7, ARRAY[2, 0], ARRAY[3, 4]),"
+    " array_fill(7, '{}'::int[], '{}'::int[]),"
+    " array_fill(7, ARRAY[3], ARRAY[1]), array_fill('x'::text, ARRAY[0, 3], ARRAY[2, 2])",
     "SELECT to_jsonb(1.50)::text, to_jsonb(true)::text, to_jsonb(date '2020-01-01')::text, "
     "to_jsonb(timestamptz '2020-01-01 00:00:01.5+00')::text, to_jsonb(interval '1 day')::text",
     "SELECT to_json(1.50)::text, to_json(E'a\\t\"b'::text)::text, to_json('NaN'::float8)::text,"
@@ -58,6 +65,13 @@ REFUSED = [
     "SELECT array_fill(7, ARRAY[-1])",
     "SELECT array_fill('a', ARRAY[2])",
     "SELECT array_fill(7, ARRAY['a'])",
+    "SELECT array_fill(7, ARRAY[1, 2, 3, 4, 5, 6, 7])",
+    "SELECT array_fill(7, ARRAY[NULL]::int[], ARRAY[2])",
+    "SELECT array_fill(7, ARRAY[-1, 2])",
+    "SELECT array_fill(7, ARRAY[2], ARRAY[NULL]::int[])",
+    "SELECT array_fill(7, ARRAY[2], NULL)",
+    "SELECT array_fill(7, ARRAY[2], ARRAY[1, 2])",
+    "SELECT array_fill(7, ARRAY[100000, 100000])",
     "SELECT array_position(ARRAY[1, 2], 1, NULL)",
     "SELECT array_position(ARRAY[1, 2], 'a')",
     "SELECT array_position(ARRAY[1, 2], 'a'::text)",
@@ -97,3 +111,49 @@ def test_array_functions_of_literals_as_postgres(both) -> None:
 def test_array_function_errors_as_postgres(both) -> None:
     ours, pg = both
     same_errors(ours, pg, REFUSED)
+
+
+# PostgreSQL's answers that an array here cannot hold (one dimension, lower bound 1)
+NOT_HELD = ["SELECT array_fill(7, ARRAY[2], ARRAY[0])", "SELECT array_fill(7, ARRAY[2, 2])"]
+
+
+def test_array_fill_of_shapes_not_held_is_refused(both) -> None:
+    ours, pg = both
+    assert [pg.execute(sql).fetchone()[0] for sql in NOT_HELD] == [[7, 7], [[7, 7], [7, 7]]]
+    for sql in NOT_HELD:
+        with pytest.raises(DatabaseError) as caught:
+            ours.execute(sql)
+        assert caught.value.sqlstate == "0A000", sql
+        assert "one dimension and a lower bound of 1" in str(caught.value), sql
+
+
+@pytest.mark.spark
+def test_array_fill_in_a_cluster_tier_view(tmp_path: Path, spark) -> None:
+    """array_fill's Spark form gives the process tier's arrays and errors."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    try:
+        conn.execute("CREATE TABLE fl (id int, d int[], l int[])")
+        conn.execute(
+            "INSERT INTO fl VALUES (1, '{3}', '{1}'), (2, '{0,2}', '{1,1}'), (3, '{2,0}', '{3,4}'),"
+            " (4, '{}', '{}'), (5, '{0}', '{5}')"
+        )
+        select = "SELECT id, array_fill(id, d) AS a, array_fill('x'::text, d, l) AS b FROM fl"
+        conn.execute(f"CREATE MATERIALIZED VIEW fv WITH (CLUSTER = true) AS {select}")
+        expected = [(1, (1, 1, 1), ("x", "x", "x")), (2, (), ()), (3, (), ())]
+        expected += [(4, (), ()), (5, (), ())]
+        assert conn.execute("SELECT * FROM fv ORDER BY id").fetchall() == expected
+        assert conn.execute(f"{select} ORDER BY id").fetchall() == expected
+        bad = {"'{2,2}', '{1,1}'": "0A000", "'{2}', '{0}'": "0A000", "'{-1}', '{1}'": "54000"}
+        bad |= {"'{2}', '{1,1}'": "2202E", "'{NULL}', '{1}'": "22004", "NULL, '{1}'": "22004"}
+        for i, (row, state) in enumerate(bad.items()):
+            conn.execute(f"CREATE TABLE fl{i} (id int, d int[], l int[])")
+            conn.execute(f"INSERT INTO fl{i} VALUES (1, {row})")
+            with pytest.raises(DatabaseError) as caught:
+                conn.execute(
+                    f"CREATE MATERIALIZED VIEW fv{i} WITH (CLUSTER = true) AS"
+                    f" SELECT array_fill(id, d, l) FROM fl{i}"
+                )
+                conn.execute(f"SELECT * FROM fv{i}").fetchall()
+            assert caught.value.sqlstate == state, row
+    finally:
+        conn.close()

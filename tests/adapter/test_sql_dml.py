@@ -26,6 +26,7 @@ from changeflow.compute.types import (
     INT2,
     INT4,
     INT8,
+    JSON,
     NUMERIC,
     TEXT,
     TIMESTAMP,
@@ -229,8 +230,6 @@ def test_unknown_column_types(name: str) -> None:
     assert name.split("(")[0] in e.value.message.lower()
 
 
-def test_json_columns_are_refused_naming_jsonb() -> None:
+def test_json_columns_hold_json_text() -> None:
     dt = parse("CREATE TABLE x (c json)").this.expressions[0].args["kind"]
-    with pytest.raises(PlanError) as e:
-        column_type(dt)
-    assert e.value.sqlstate == "0A000" and "jsonb" in e.value.message
+    assert column_type(dt) == (JSON, JSON.arrow)

@@ -22,3 +22,24 @@ def test_to_json_on_the_wire_as_postgres(server, postgres_url: str) -> None:
             assert [d.type_code for d in mine.description] == [114] * 4
             assert [d.type_code for d in theirs.description] == [114] * 4
             assert mine.fetchall() == theirs.fetchall() == [(["a", None], 1.5, True, {"k": [1, 2]})]
+
+
+def test_json_column_on_the_wire_as_postgres(server, postgres_url: str) -> None:
+    """A json column and ``->`` on it are json (OID 114), their text as written; the same
+    values from both, in text and in binary."""
+    setup = ["CREATE TABLE jw (id int, j json)", "INSERT INTO jw VALUES (1, '{\"a\":  [1, 2]}')"]
+    query = "SELECT j, j -> 'a', j ->> 'a' FROM jw"
+    with server.connect() as ours, psycopg.connect(postgres_url) as pg:
+        pg.execute("DROP TABLE IF EXISTS jw")
+        for conn in (ours, pg):
+            for sql in setup:
+                conn.execute(sql)
+        for binary in (False, True):
+            mine = ours.cursor(binary=binary).execute(query)
+            theirs = pg.cursor(binary=binary).execute(query)
+            assert [d.type_code for d in mine.description] == [114, 114, 25]
+            assert [d.type_code for d in theirs.description] == [114, 114, 25]
+            assert mine.fetchall() == theirs.fetchall() == [({"a": [1, 2]}, [1, 2], "[1, 2]")]
+        assert ours.execute("SELECT j::text FROM jw").fetchall() == [('{"a":  [1, 2]}',)]
+        pg.execute("DROP TABLE jw")
+        pg.commit()

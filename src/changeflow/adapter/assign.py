@@ -62,13 +62,21 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
     if length is not None:
 
         def fit_text(value: Any) -> Any:
-            if isinstance(value, str) and len(value) > length:
-                raise EvalError(
-                    f"value too long for type character varying({length}) in column "
-                    f'"{field.name}" of "{table}"',
-                    sqlstate="22001",
-                )
-            return value
+            return fit_varchar(value, length, field.name, table)
 
         return fit_text
     return None
+
+
+def fit_varchar(value: Any, length: int, column: str, table: str) -> Any:
+    """A value stored in a varchar(n) column: past n characters, spaces alone are cut (as
+    PostgreSQL cuts them), anything else is 22001."""
+    if not isinstance(value, str) or len(value) <= length:
+        return value
+    if value[length:].strip(" "):
+        raise EvalError(
+            f"value too long for type character varying({length}) in column "
+            f'"{column}" of "{table}"',
+            sqlstate="22001",
+        )
+    return value[:length]

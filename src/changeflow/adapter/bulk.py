@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.assign import fitter
+from changeflow.adapter.assign import fit_varchar, fitter
 from changeflow.compute.scalars import from_text
 from changeflow.compute.types import FLOAT8, TEXT, Column, Schema
 from changeflow.compute.values import arrow_values
@@ -63,11 +63,8 @@ def table_frame(
             length = lengths[i] if lengths else None
             longest = pc.max(pc.utf8_length(values)).as_py() if length is not None else None
             if longest is not None and longest > length:  # type: ignore[operator]
-                raise EvalError(
-                    f"value too long for type character varying({length}) in column "
-                    f'"{column.name}" of "{table}"',
-                    sqlstate="22001",
-                )
+                cut = [fit_varchar(v, length, column.name, table) for v in values.to_pylist()]
+                values = pa.array(cut, values.type)
         if not column.nullable and values.null_count:
             raise EvalError(
                 f'null value in column "{column.name}" of relation "{table}" violates '

@@ -37,7 +37,7 @@ from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
-from changeflow.adapter.sql.types import column_type
+from changeflow.adapter.sql.types import column_type, text_length
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
@@ -165,7 +165,7 @@ def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
                 default = k.this.sql(dialect="postgres")
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
-        out.append(ColumnDef(name, kind, arrow, nullable, default, _length(d.args["kind"])))
+        out.append(ColumnDef(name, kind, arrow, nullable, default, text_length(d.args["kind"])))
     names = [c.name for c in out]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
@@ -173,19 +173,6 @@ def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
     if not out:
         raise PlanError("a table needs at least one column", sqlstate="42601")
     return out
-
-
-def _length(dt: exp.DataType) -> int | None:
-    """n of varchar(n) or char(n)."""
-    texts = (
-        exp.DataType.Type.VARCHAR,
-        exp.DataType.Type.CHAR,
-        exp.DataType.Type.NCHAR,
-        exp.DataType.Type.NVARCHAR,
-    )
-    if dt.this in texts and dt.expressions:
-        return int(dt.expressions[0].this.this)
-    return None
 
 
 def _columns(columns: list[ColumnDef]) -> tuple[tuple[str, str, bool], ...]:

@@ -65,13 +65,18 @@ _NUMERIC = (T.UINT, T.INT, T.BIGINT, T.SMALLINT, T.DECIMAL)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In)
 
 
-def _class(state: CatalogState, value: int | str) -> tuple[int, str]:
+def _class_names(state: CatalogState) -> dict[int, str]:
+    """Each relation's OID to its name as a regclass shows it."""
     items = [i for i in state.items.values() if i.kind in KINDS]
-    keys = {i.oid: i.qualified for i in indexes(state)}  # a constraint's index (t_pkey) too
+    named = {i.oid: i.qualified for i in indexes(state)}  # a constraint's index (t_pkey) too
+    named |= {relation_oid(i): i.name for i in items}
+    return named | {o: n for n, o in SYSTEM_OIDS.items()}
+
+
+def _class(state: CatalogState, value: int | str) -> tuple[int, str]:
+    keys = {i.oid: i.qualified for i in indexes(state)}
     if isinstance(value, int):
-        named = keys | {relation_oid(i): i.name for i in items}
-        named |= {o: n for n, o in SYSTEM_OIDS.items()}
-        return value, named.get(value, str(value) if value else "-")
+        return value, _class_names(state).get(value, str(value) if value else "-")
     key = catalog_name(value)
     item = state.find(key)
     if item is not None and item.kind in KINDS:
@@ -134,9 +139,13 @@ def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
     return oids[bare], bare if args is None else f"{bare}({','.join(args)})"
 
 
-def _namespace(state: CatalogState, value: int | str) -> tuple[int, str]:
+def _namespace_names(state: CatalogState) -> dict[int, str]:
     named = {PG_CATALOG: "pg_catalog", INFO_SCHEMA: "information_schema"}
-    named |= {namespace_oid(state, n): n for n in ["public", *state.schemas]}
+    return named | {namespace_oid(state, n): n for n in ["public", *state.schemas]}
+
+
+def _namespace(state: CatalogState, value: int | str) -> tuple[int, str]:
+    named = _namespace_names(state)
     if isinstance(value, int):
         return value, named.get(value, str(value) if value else "-")
     key = catalog_name(value)
@@ -300,8 +309,8 @@ def _read_as_they_are(
 
 def reg_columns_read(tree: exp.Expression, state: CatalogState | None) -> None:
     """A query of a view's reg* columns (held as OIDs): ``pg_typeof`` of one is its type's
-    name (changed in place); a cast of one to anything but an oid or a number is refused
-    (0A000: the plan holds the OID, not the name PostgreSQL's cast gives)."""
+    name and a cast of one to text the current name of the object it holds (changed in place);
+    a cast of one to anything but text, an oid or a number is refused (0A000)."""
     item = _single_item(tree, state)
     regs = {n: t for n, t, _ in item.columns if t in REG_TYPES} if item is not None else {}
     if not regs:
@@ -315,14 +324,50 @@ def reg_columns_read(tree: exp.Expression, state: CatalogState | None) -> None:
             named = isinstance(parent.parent, exp.Select)  # the column keeps its name
             text = exp.Literal.string(kind)
             parent.replace(exp.alias_(text, "pg_typeof") if named else text)
+        elif isinstance(parent, exp.Cast) and _is_text(parent.to):
+            named = isinstance(parent.parent, exp.Select)  # the column keeps its name
+            text = _named(column, kind, state, parent.to)  # type: ignore[arg-type]
+            parent.replace(exp.alias_(text, column.name) if named else text)
+        elif isinstance(parent, exp.Cast) and _reg_kind(parent.to) == kind:
+            raise PlanError(
+                f'a cast of the {kind} column "{column.name}" of a view to {kind} is not'
+                " supported; select the column itself",
+                sqlstate="0A000",
+            )
         elif isinstance(parent, exp.Cast) and not (
             isinstance(parent.to, exp.DataType) and parent.to.this in _NUMERIC
         ):
-            raise PlanError(
-                f'a cast of the {kind} column "{column.name}" of a view is not supported;'
-                " select the column itself to see its names",
-                sqlstate="0A000",
-            )
+            target = _reg_kind(parent.to) or parent.to.sql("postgres").lower()
+            raise PlanError(f"cannot cast type {kind} to {target}", sqlstate="42846")
+
+
+def _reg_kind(to: exp.Expression) -> str | None:
+    return str(to.this).lower() if isinstance(to, exp.ObjectIdentifier) else None
+
+
+def _is_text(to: exp.Expression) -> bool:
+    return isinstance(to, exp.DataType) and to.this in (T.TEXT, T.VARCHAR, T.CHAR, T.NAME)
+
+
+def _named(column: exp.Column, kind: str, state: CatalogState, to: exp.DataType) -> exp.Case:
+    """``column::text`` of a view's reg* column (an OID): the current name of the object it
+    holds, as PostgreSQL's cast gives it (so a renamed table's new name); an OID that names
+    nothing as its number."""
+    if kind == "regclass":
+        names = _class_names(state)
+    elif kind == "regtype":
+        names = dict(FORMAT)
+    elif kind == "regnamespace":
+        names = _namespace_names(state)
+    else:
+        names = {o: n for n, o in function_oids().items()}
+    case = exp.Case(
+        this=column.copy(), default=exp.Cast(this=column.copy(), to=exp.DataType.build("text"))
+    )
+    for oid, name in sorted(names.items()):
+        case = case.when(exp.Literal.number(oid), exp.Literal.string(name))
+    case = case.when(exp.Literal.number(0), exp.Literal.string("-"))
+    return exp.Cast(this=case, to=to.copy())
 
 
 def fold_object_ids(

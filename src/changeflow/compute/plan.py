@@ -29,6 +29,7 @@ from changeflow.compute.types import (
     INT2,
     INT4,
     INT8,
+    JSON,
     NULLTYPE,
     NUMERIC,
     TEXT,
@@ -388,7 +389,7 @@ def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
     if func == "count":
         return INT8
     if func in ("min", "max"):
-        return None if kind in (UUID, BYTEA) else kind  # PostgreSQL has no min(uuid)
+        return None if kind in (UUID, BYTEA, JSON) else kind  # PostgreSQL has no min(uuid)
     if func in ("bool_and", "bool_or"):
         return BOOL if kind in (BOOL, NULLTYPE) else None
     if func == "string_agg":

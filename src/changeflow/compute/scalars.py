@@ -15,6 +15,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.compute.intervals import Interval, parse_interval
+from changeflow.compute.json_text import parse_json
 from changeflow.compute.jsonb import parse_jsonb, scalar_of
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, parse_time, time_of, time_text
 from changeflow.compute.types import (
@@ -429,6 +430,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return parse_time(text)
         if kind == JSONB:
             return parse_jsonb(text)
+        if kind == JSON:
+            return parse_json(text)
         if kind in (TIMESTAMP, TIMESTAMPTZ):
             stamp = datetime.fromisoformat(s)
             if kind == TIMESTAMPTZ:
@@ -475,6 +478,8 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         return one_nan(float(value))
     if source == JSON and target == JSONB:
         return parse_jsonb(value)
+    if source == JSONB and target == JSON:
+        return value.text
     if source == JSONB and (target.numeric or target == BOOL):
         v = scalar_of(value, "boolean" if target == BOOL else str(target))
         return v if target == BOOL else cast_value(v, NUMERIC, target)
@@ -514,7 +519,7 @@ def castable(source: SqlType, target: SqlType) -> bool:
         return True
     if (source.integer and target == BOOL) or (source == BOOL and target.integer):
         return True
-    if source == JSONB and (target.numeric or target == BOOL) or (source, target) == (JSON, JSONB):
+    if source == JSONB and (target.numeric or target == BOOL) or {source, target} == {JSON, JSONB}:
         return True
     stamps = {DATE, TIMESTAMP, TIMESTAMPTZ}
     if target == TIME:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.jsonb_scalars import VARIADIC_PATH
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.errors import PlanError
@@ -47,7 +48,7 @@ def all_read(
         return result
     if result.name not in (name, _SAME.get(name), *names):
         return result
-    if len(result.args) < written_count(node):
+    if len(result.args) < written_count(node) and result.name not in VARIADIC_PATH:
         refuse(node, plan)
     return result
 

@@ -54,6 +54,8 @@ _CALL_NAMES: dict[type, str] = {
     exp.Localtime: "localtime",
     exp.Localtimestamp: "localtimestamp",
     exp.ToNumber: "to_number",
+    exp.AtTimeZone: "timezone",
+    exp.Overlay: "overlay",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 

@@ -30,10 +30,15 @@ _PLAIN_CALLS = (
     "FORMAT",
     "JSONB_CONTAINS",
     "JSONB_EXISTS",
+    "JSON_EXTRACT_PATH",  # (not ``->``: PostgreSQL's call takes a path of any length)
+    "JSON_EXTRACT_PATH_TEXT",
     "JUSTIFY_INTERVAL",
     "LOG",
     "MAKE_TIMESTAMP",
     "RADIANS",
+    "SHA256",
+    "SHA384",
+    "SHA512",
     "TO_DATE",
     "TO_TIMESTAMP",
 )
@@ -63,6 +68,13 @@ def _age(args: list[exp.Expression]) -> exp.Expression:
     if isinstance(args[0], exp.Null) or (isinstance(args[0], exp.Literal) and args[0].is_string):
         raise PlanError("function age(unknown) is not unique", sqlstate="42725")
     return exp.Anonymous(this="age", expressions=[exp.CurrentDate(), *args])
+
+
+def _transaction_timestamp(args: list[exp.Expression]) -> exp.Expression:
+    """``transaction_timestamp()`` is ``now()``: the start of the transaction."""
+    if args:  # no such function: the planner says so, naming the argument types
+        return exp.Anonymous(this="transaction_timestamp", expressions=args)
+    return exp.CurrentTimestamp()
 
 
 def _plain_call(name: str) -> Any:
@@ -101,6 +113,7 @@ class PostgresCalls(Postgres):
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
             **{name: _plain_call(name) for name in _PLAIN_CALLS},
             "AGE": _age,
+            "TRANSACTION_TIMESTAMP": _transaction_timestamp,
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
             "MOD": _mod,

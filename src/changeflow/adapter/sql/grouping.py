@@ -21,6 +21,7 @@ from changeflow.adapter.sql.scalar import (
 )
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.adapter.sql.types import operator_for
 from changeflow.adapter.sql.windows import windowed_functions
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -56,6 +57,8 @@ class Grouping:
         if expanded is not None:
             groups, sets = expanded
         keys = list(inner_keys) + [self.group_key(g, pre, items) for g in groups]
+        for k in keys[len(inner_keys) :]:
+            operator_for(k.type)
         having = node.args.get("having")
         sources = items.nodes + ([having.this] if having else []) + order_nodes
         aggs: list[P.Aggregate] = []
@@ -235,6 +238,8 @@ class Grouping:
             return P.Aggregate("count")
         sc.clause = f"{func}()"
         value = sc(arg)
+        if distinct:
+            operator_for(value.type)
         if func in _OVERLOADED and (value.type is NULLTYPE or is_string_literal(arg)):
             raise PlanError(f"function {func}(unknown) is not unique", sqlstate="42725")
         order = tuple(_sort_expr(o, sc) for o in ordered)
@@ -259,7 +264,9 @@ def _sort_expr(o: exp.Ordered, sc: Scalars) -> P.SortExpr:
     desc = bool(o.args.get("desc"))
     nulls_first = o.args.get("nulls_first")
     nulls_last = None if nulls_first is None else not nulls_first
-    return P.SortExpr(sc(o.this), desc, nulls_last)
+    e = sc(o.this)
+    operator_for(e.type, ordering=True)
+    return P.SortExpr(e, desc, nulls_last)
 
 
 def _filtered_aggregate(n: exp.Expression) -> bool:

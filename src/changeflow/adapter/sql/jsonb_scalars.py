@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.types import JSONB, TEXT, array_of
+from changeflow.compute.types import JSON, JSONB, TEXT, array_of
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -32,6 +32,20 @@ JSONB_FIRST = frozenset(
         "jsonb_contained",
     )
 )
+# Functions whose steps after the first argument are a VARIADIC text[] (a path).
+VARIADIC_PATH = frozenset(
+    ("jsonb_extract_path", "jsonb_extract_path_text", "json_extract_path", "json_extract_path_text")
+)
+# The json functions of the same kind (their literal is read as json, kept as written).
+JSON_FIRST = frozenset(name.replace("jsonb", "json") for name in JSONB_FIRST)
+
+
+def variadic_path(name: str, args: list[exp.Expression]) -> list[exp.Expression]:
+    """A call's arguments, the steps of a VARIADIC path (``json_extract_path(j, 'a', 'b')``)
+    made one text[]."""
+    if name.lower() not in VARIADIC_PATH or len(args) < 2:
+        return args
+    return [args[0], exp.Array(expressions=[exp.cast(a, "text") for a in args[1:]])]
 
 
 def _path_operand(node: exp.Expression) -> exp.Expression:
@@ -62,6 +76,8 @@ class JsonbScalars:
         right = _path_operand(node.expression)
         key = coerce_text(str(right.this), TEXT) if is_string_literal(right) else self.expr(right)
         name = "jsonb_array_element" if key.type.integer else "jsonb_object_field"
+        if j.type == JSON:  # json's own functions, which answer with its text as written
+            name = name.replace("jsonb", "json")
         return Func(name + ("_text" if text else ""), (j, key))
 
     def _jsonextract(self: Scalars, node: exp.JSONExtract) -> X.Expr:
@@ -80,7 +96,8 @@ class JsonbScalars:
             else self.expr(path)
         )
         name = "jsonb_extract_path_text" if text else "jsonb_extract_path"
-        return Func(name, (self._jsonb_side(node.this), steps))
+        j = self._jsonb_side(node.this)
+        return Func(name.replace("jsonb", "json") if j.type == JSON else name, (j, steps))
 
     def _jsonbextract(self: Scalars, node: exp.JSONBExtract) -> X.Expr:
         return self._path(node, text=False)

@@ -73,3 +73,21 @@ class NumberScalars:
                 f"operator {verdict}: {kinds[0]} % {kinds[1]}", sqlstate=e.sqlstate
             ) from None
         return X.Arith("%", a, b)
+
+    def _bitwiseand(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_and", [node.this, node.expression])
+
+    def _bitwiseor(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_or", [node.this, node.expression])
+
+    def _bitwisexor(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_xor", [node.this, node.expression])
+
+    def _bitwiseleftshift(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_shl", [node.this, node.expression])
+
+    def _bitwiserightshift(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_shr", [node.this, node.expression])
+
+    def _bitwisenot(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self.func("int_not", [node.this])

@@ -16,6 +16,7 @@ from changeflow.adapter.sql.rows import Output
 from changeflow.adapter.sql.scalar import Scalars, bare
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
+from changeflow.adapter.sql.types import operator_for
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import NULLTYPE
@@ -34,6 +35,8 @@ class Ordering:
         if order is not None:
             for o in order.expressions:
                 orders.append(self.output_order(o, out.names))
+            for order in orders:
+                operator_for(out.plan.schema[out.keys + order.column].type, ordering=True)
         return self.limit(out, node, top, orders, len(out.names))
 
     def output_order(self, o: exp.Ordered, names: list[str]) -> P.Order:
@@ -125,6 +128,11 @@ class Ordering:
             for o in ordered
         ]
         on_cols = [self.item_index(n, exprs, names, hidden, sc, False, "DISTINCT ON") for n in on]
+        kinds = [e.type for e in exprs + hidden]
+        for c in range(len(exprs)) if distinct else on_cols:
+            operator_for(kinds[c])
+        for order in orders:
+            operator_for(kinds[order.column], ordering=True)
         leading = {o.column for o in orders[: len(on_cols)]}
         if orders and (len(orders) < len(set(on_cols)) or leading != set(on_cols)):
             raise PlanError(

@@ -75,3 +75,18 @@ class PatternScalars:
         else:
             regex = self.func("similar_to_escape", args)
         return Func("regexp_like", (self.expr(node.this), regex))
+
+    def _overlay(self: Scalars, node: exp.Overlay) -> X.Expr:
+        """``overlay(s PLACING r FROM n [FOR k])``: ``s`` with its ``k`` characters from the
+        ``n``-th (``length(r)`` of them by default) replaced by ``r``, as PostgreSQL defines
+        it (``substring(s, 1, n - 1) || r || substring(s, n + k)``)."""
+        s, r, start = node.this, node.expression, node.args["from_"]
+        count = node.args.get("for_") or exp.Anonymous(this="length", expressions=[r.copy()])
+        head = exp.Substring(
+            this=s.copy(),
+            start=exp.Literal.number(1),
+            length=exp.Sub(this=start.copy(), expression=exp.Literal.number(1)),
+        )
+        tail = exp.Substring(this=s.copy(), start=exp.Add(this=start.copy(), expression=count))
+        whole = exp.DPipe(this=exp.DPipe(this=head, expression=r.copy()), expression=tail)
+        return self.expr(whole)

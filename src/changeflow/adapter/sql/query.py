@@ -25,6 +25,7 @@ from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
 from changeflow.adapter.sql.ordering import Ordering
+from changeflow.adapter.sql.quantified import rewrite_quantified
 from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
 from changeflow.adapter.sql.row_compare import rewrite_row_comparisons
 from changeflow.adapter.sql.rows import (
@@ -39,6 +40,7 @@ from changeflow.adapter.sql.scalar import Scalars
 from changeflow.adapter.sql.scope import Scope, correlated, ident, unsupported
 from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.table_functions import set_returning
+from changeflow.adapter.sql.types import operator_for
 from changeflow.adapter.sql.windows import Windows
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -64,6 +66,7 @@ def plan_query(
     reg_columns_read(query, state)
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
+    rewrite_quantified(query)
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
     plan = optimize(resolve_unknown(out.plan))
@@ -181,6 +184,8 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
             )
         a, b = unify_columns([left.plan, right.plan], type(node).__name__.upper())
         distinct = node.args.get("distinct") is not False
+        for c in a.schema if distinct else ():
+            operator_for(c.type)
         if isinstance(node, exp.Union):
             plan: P.Plan = P.Union((a, b))
             plan = P.Distinct(plan) if distinct else plan

@@ -21,13 +21,18 @@ from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.dialect import PostgresCalls
-from changeflow.adapter.sql.jsonb_scalars import JSONB_FIRST, JsonbScalars
+from changeflow.adapter.sql.jsonb_scalars import (
+    JSON_FIRST,
+    JSONB_FIRST,
+    JsonbScalars,
+    variadic_path,
+)
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.time_scalars import TimeScalars
-from changeflow.adapter.sql.types import cast_target
+from changeflow.adapter.sql.types import cast_target, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -36,6 +41,7 @@ from changeflow.compute.types import (
     BOOL,
     DATE,
     INTERVAL,
+    JSON,
     JSONB,
     NULLTYPE,
     NUMERIC,
@@ -414,9 +420,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
                 return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
-        if scale is not None:
-            value = Func("round", (value, X.lit(scale)))
-        return value
+        return sized(value, node.to, scale)
 
     def _collate(self, node: exp.Collate) -> X.Expr:
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
@@ -448,9 +452,13 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
-        jsonb_first = name.lower() in JSONB_FIRST and args and is_string_literal(args[0])
-        if jsonb_first:  # an unknown literal read as jsonb
-            values = [coerce_text(str(args[0].this), JSONB), *(self.expr(a) for a in args[1:])]
+        args = variadic_path(name, args)
+        first = JSONB if name.lower() in JSONB_FIRST else JSON
+        jsonb_first = (
+            name.lower() in JSONB_FIRST | JSON_FIRST and args and is_string_literal(args[0])
+        )
+        if jsonb_first:  # an unknown literal read as jsonb (or json)
+            values = [coerce_text(str(args[0].this), first), *(self.expr(a) for a in args[1:])]
         elif (found := self.array_call(name, args)) is not None:
             return found
         else:

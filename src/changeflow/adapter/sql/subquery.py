@@ -115,7 +115,7 @@ class Stage:
                 elif isinstance(n, exp.Any | exp.All) and isinstance(
                     n.this.unnest(), exp.Subquery | exp.Query
                 ):
-                    raise unsupported("ANY/ALL with a subquery other than = ANY, <> ALL", n)
+                    raise unsupported("ANY/ALL of a subquery after a non-comparison", n)
 
     def sub(self, node: exp.Expression) -> Output:
         """A subquery, decorrelated: by its equalities with outer columns if it has only

@@ -6,6 +6,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from changeflow.adapter.sql.dialect import PostgresCalls
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -15,6 +17,7 @@ from changeflow.compute.types import (
     INT4,
     INT8,
     INTERVAL,
+    JSON,
     JSONB,
     NUMERIC,
     TEXT,
@@ -103,10 +106,7 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         kind = array_of(column_type(element)[0])
         return kind, kind.arrow
     if dt.this == T.JSON:
-        raise PlanError(
-            "the json type is not supported (it keeps its text verbatim); use jsonb",
-            sqlstate="0A000",
-        )
+        return JSON, JSON.arrow
     raise _unknown(dt)
 
 
@@ -120,3 +120,29 @@ def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
     if dt.this == T.UINT:  # oid
         return INT8, None
     return column_type(dt)[0], None
+
+
+def operator_for(kind: SqlType, ordering: bool = False) -> SqlType:
+    """``kind`` once it is known to have the equality (GROUP BY, DISTINCT, UNION, PARTITION BY)
+    or ordering (ORDER BY) a clause needs: json has neither (42883, as PostgreSQL)."""
+    if kind == JSON:
+        what = "an ordering" if ordering else "an equality"
+        raise PlanError(f"could not identify {what} operator for type json", sqlstate="42883")
+    return kind
+
+
+def text_length(dt: exp.DataType) -> int | None:
+    """n of varchar(n) or char(n)."""
+    texts = (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR)
+    if isinstance(dt, exp.DataType) and dt.this in texts and dt.expressions:
+        return int(dt.expressions[0].this.this)
+    return None
+
+
+def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
+    """A cast's value made to fit its target: rounded to numeric(p, s)'s scale, or cut to
+    varchar(n)'s or char(n)'s length (an explicit cast cuts, as PostgreSQL's does)."""
+    if scale is not None:
+        return Func("round", (value, X.lit(scale)))
+    length = text_length(dt)  # type: ignore[arg-type]
+    return value if length is None else Func("left", (value, X.lit(length)))

@@ -11,6 +11,7 @@ from changeflow.adapter.sql.rows import Rel, col_of
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, walk
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
+from changeflow.adapter.sql.types import operator_for
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
@@ -81,6 +82,10 @@ class Windows:
             order = spec.args.get("order")
             ordered = list(order.expressions) if order is not None else []
             sort = [sc(o.this) for o in ordered]
+            for k in keys:
+                operator_for(k.type)
+            for k in sort:
+                operator_for(k.type, ordering=True)
             sc.clause = "a window function"
             function = self.window_function(call.this, spec.args.get("spec"), sc, len(ordered))
             columns, plan = _columns(plan, keys + sort)

@@ -19,6 +19,7 @@ from changeflow.compute.functions import (
     array_edits,
     arrays,
     binary,
+    bits,
     chars,
     formats,
     from_text,
@@ -42,6 +43,7 @@ FUNCTIONS: dict[str, Function] = {
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
         binary,
+        bits,
         to_number,
     )
     for f in family.FUNCTIONS
@@ -53,6 +55,7 @@ NOT_IN_PG_PROC = frozenset(
     {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint"}
+    | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
 assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
 

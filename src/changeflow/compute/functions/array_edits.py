@@ -4,6 +4,7 @@ made or changed (``array_fill``, ``trim_array``, ``array_replace``) and searched
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, _args, determined, fail, spark_type
@@ -104,23 +105,39 @@ def _trim(values: tuple, n: int) -> tuple:
     return values[: len(values) - n]
 
 
+_NULL_ARRAY = "dimension array or low bound array cannot be null"
+_NULL_VALUES = "dimension values cannot be null"
+_SUBSCRIPTS = "wrong number of array subscripts"
+_SIZE = "array size exceeds the maximum allowed (134217727)"
+_SHAPE = (
+    "array_fill's result would have several dimensions or a lower bound other than 1;"
+    " arrays here have one dimension and a lower bound of 1"
+)
+
+
 def _fill(*args: tuple[Any, SqlType]) -> tuple:
-    """``value`` repeated as the one dimension says (a lower bound other than 1, or several
-    dimensions, is not held here: 0A000)."""
+    """``value`` repeated as the dimensions say. An array here has one dimension and a lower
+    bound of 1 (a Python tuple), so a result of several dimensions or another lower bound is
+    refused (0A000); an empty one (a dimension of 0, or none) is ``{}``, as in PostgreSQL."""
     value, dims = args[0][0], args[1][0]
-    lower = args[2][0] if len(args) > 2 else (1,)
-    if dims is None or lower is None:
-        raise EvalError("dimension array or low bound array cannot be null", sqlstate="22004")
-    if len(dims) != len(lower) and len(args) > 2:
+    lower = args[2][0] if len(args) > 2 else None
+    if dims is None or (len(args) > 2 and lower is None):
+        raise EvalError(_NULL_ARRAY, sqlstate="22004")
+    if len(dims) > 6:
         raise EvalError(
-            "wrong number of array subscripts",
-            sqlstate="2202E",
+            f"number of array dimensions ({len(dims)}) exceeds the maximum allowed (6)",
+            sqlstate="54000",
         )
-    if len(dims) != 1 or lower[0] != 1 or None in dims:
-        raise EvalError("arrays of several dimensions or bounds other than 1 are not supported",
-                        sqlstate="0A000")  # fmt: skip
-    if dims[0] < 0 or dims[0] > 134217727:
-        raise EvalError("array size exceeds the maximum allowed (134217727)", sqlstate="54000")
+    if lower is not None and len(dims) != len(lower):
+        raise EvalError(_SUBSCRIPTS, sqlstate="2202E")
+    if None in dims or (lower is not None and None in lower):
+        raise EvalError(_NULL_VALUES, sqlstate="22004")
+    if any(d < 0 for d in dims) or math.prod(dims) > 134217727:
+        raise EvalError(_SIZE, sqlstate="54000")
+    if not dims or math.prod(dims) == 0:  # no elements: no dimensions, no bounds
+        return ()
+    if len(dims) > 1 or (lower is not None and lower[0] != 1):
+        raise EvalError(_SHAPE, sqlstate="0A000")
     return (value,) * dims[0]
 
 
@@ -184,17 +201,23 @@ def _empty(e: Func) -> Column:
 
 
 def _spark_fill(cc: ExprCompiler, e: Func) -> Column:
+    """``_fill`` in Spark, error for error."""
     args = _args(cc, e)
     value, dims = args[0], args[1]
-    lower = args[2] if len(args) > 2 else F.array(F.lit(1))
-    null = fail("dimension array or low bound array cannot be null", "22004")
-    several = fail("arrays of several dimensions or bounds other than 1 are not supported", "0A000")
-    n = F.get(dims, 0)
+    given = len(args) > 2
+    lower = args[2] if given else F.array(F.lit(1))
+    product = F.aggregate(dims, F.lit(1.0), lambda acc, d: acc * d.cast("double"))
+    zero = F.exists(dims, lambda d: d == 0)
     return (
-        F.when(dims.isNull() | lower.isNull(), null)
-        .when((F.size(dims) != 1) | (F.get(lower, 0) != 1) | n.isNull(), several)
-        .when(n < 0, fail("array size exceeds the maximum allowed (134217727)", "54000"))
-        .otherwise(F.array_repeat(value.cast(spark_type(e.type.element)), n))
+        F.when(dims.isNull() | lower.isNull(), fail(_NULL_ARRAY, "22004"))
+        .when(F.size(dims) > 6, fail("number of array dimensions exceeds the maximum", "54000"))
+        .when(F.lit(given) & (F.size(dims) != F.size(lower)), fail(_SUBSCRIPTS, "2202E"))
+        .when(F.exists(dims, lambda d: d.isNull()), fail(_NULL_VALUES, "22004"))
+        .when(F.lit(given) & F.exists(lower, lambda d: d.isNull()), fail(_NULL_VALUES, "22004"))
+        .when(F.exists(dims, lambda d: d < 0) | (product > 134217727), fail(_SIZE, "54000"))
+        .when((F.size(dims) == 0) | zero, F.array().cast(spark_type(e.type)))
+        .when((F.size(dims) > 1) | (F.get(lower, 0) != 1), fail(_SHAPE, "0A000"))
+        .otherwise(F.array_repeat(value.cast(spark_type(e.type.element)), F.get(dims, 0)))
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, _sig, in_process
@@ -80,8 +82,19 @@ def _spark_typeof(cc: ExprCompiler, e: Func) -> Column:
     return F.lit(_type_name(e.args[0].type))
 
 
+def _digest(name: str) -> Callable[[bytes], bytes]:
+    """PostgreSQL's ``sha224``… of a bytea: the digest's bytes."""
+    return lambda data: hashlib.new(name, data).digest()
+
+
 FUNCTIONS = [
     Function("encode", _sig((BYTEA, TEXT), result=TEXT), _encode, spark=_BYTEA_IN_PROCESS),
     Function("decode", _sig((TEXT, TEXT), result=BYTEA), _decode, spark=_BYTEA_IN_PROCESS),
     Function("pg_typeof", _typeof_rule, _typeof, strict=False, spark=_spark_typeof),
+    *(
+        Function(
+            f"sha{n}", _sig((BYTEA,), result=BYTEA), _digest(f"sha{n}"), spark=_BYTEA_IN_PROCESS
+        )
+        for n in (224, 256, 384, 512)
+    ),
 ]

@@ -9,6 +9,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from changeflow.compute import json_text as JT
 from changeflow.compute import jsonb as J
 from changeflow.compute.functions.base import Function, _sig, determined, in_process
 from changeflow.compute.scalars import to_text
@@ -171,6 +172,16 @@ FUNCTIONS = [
     Function("jsonb_build_array", _any(JSONB), build_array, strict=False),
     Function("jsonb_build_object", _any(JSONB), build_object, strict=False),
     Function("jsonb_object_of_pairs", _sig((array_of(JSONB),), result=JSONB), object_of_pairs),
+    Function("json_object_field", _sig((JSON, TEXT), result=JSON), JT.object_field),
+    Function("json_object_field_text", _sig((JSON, TEXT), result=TEXT), JT.object_field_text),
+    Function("json_array_element", _sig((JSON, "int"), result=JSON), JT.array_element),
+    Function("json_array_element_text", _sig((JSON, "int"), result=TEXT), JT.array_element_text),
+    Function("json_extract_path", _sig((JSON, array_of(TEXT)), result=JSON), JT.extract_path),
+    Function(
+        "json_extract_path_text", _sig((JSON, array_of(TEXT)), result=TEXT), JT.extract_path_text
+    ),
+    Function("json_typeof", _sig((JSON,), result=TEXT), JT.typeof),
+    Function("json_array_length", _sig((JSON,), result=INT4), JT.array_length),
 ]
 FUNCTIONS = [
     Function(f.name, f.rule, f.impl, f.strict, spark=_rows_only, arrow=None) for f in FUNCTIONS

@@ -88,10 +88,27 @@ def _pad(left: bool) -> Callable[..., str]:
     return pad
 
 
+def _one(ch: str, upper: bool) -> str:
+    """A character's other case where that is one character (PostgreSQL maps character by
+    character: ``ß`` stays, where Python's ``upper`` makes ``SS``; ``İ`` lowers to ``i``)."""
+    cased = ch.upper() if upper else ch.lower()
+    if len(cased) == 1:
+        return cased
+    return ch if upper else cased[0]  # (``İ`` lowers to ``i`` and a combining dot)
+
+
+def _upper(s: str) -> str:
+    return s.upper() if s.isascii() else "".join(_one(ch, True) for ch in s)
+
+
+def _lower(s: str) -> str:
+    return s.lower() if s.isascii() else "".join(_one(ch, False) for ch in s)
+
+
 def _initcap(s: str) -> str:
     out, word = [], False
     for ch in s:
-        out.append(ch.lower() if word else ch.upper())
+        out.append(_one(ch, not word))
         word = ch.isalnum()
     return "".join(out)
 
@@ -257,11 +274,30 @@ def _spark_initcap(cc: ExprCompiler, e: Func) -> Column:
     word = "[\\p{L}\\p{N}]"
     cased = F.transform(
         chars,
-        lambda ch, i: F.when((i > 0) & F.element_at(chars, i).rlike(word), F.lower(ch)).otherwise(
-            F.upper(ch)
-        ),
+        lambda ch, i: F.when(
+            (i > 0) & F.element_at(chars, i).rlike(word), _spark_one(F.lower, ch)
+        ).otherwise(_spark_one(F.upper, ch)),
     )
     return F.array_join(cased, "")
+
+
+def _spark_one(case: Callable[[Column], Column], ch: Column) -> Column:
+    """``_one`` in Spark: a character's other case where that is one character."""
+    other = ch if case is F.upper else F.substring(case(ch), 1, 1)
+    return F.when(F.length(case(ch)) == 1, case(ch)).otherwise(other)
+
+
+def _spark_case(case: Callable[[Column], Column]) -> Callable[[ExprCompiler, Func], Column]:
+    """``upper``/``lower`` character by character (as ``_upper``/``_lower``)."""
+
+    def build(cc: ExprCompiler, e: Func) -> Column:
+        s = cc.compile(e.args[0])
+        whole = case(s)
+        chars = F.split(s, "(?!^)")
+        if_each = F.array_join(F.transform(chars, lambda ch: _spark_one(case, ch)), "")
+        return F.when(F.length(whole) == F.length(s), whole).otherwise(if_each)
+
+    return build
 
 
 def _spark_md5(cc: ExprCompiler, e: Func) -> Column:
@@ -349,15 +385,15 @@ FUNCTIONS = [
     Function(
         "lower",
         _sig((TEXT,), result=TEXT),
-        str.lower,
-        spark=_simple("lower"),
+        _lower,
+        spark=_spark_case(F.lower),
         arrow=_ascii(pc.ascii_lower),
     ),
     Function(
         "upper",
         _sig((TEXT,), result=TEXT),
-        str.upper,
-        spark=_simple("upper"),
+        _upper,
+        spark=_spark_case(F.upper),
         arrow=_ascii(pc.ascii_upper),
     ),
     Function(

@@ -1,0 +1,89 @@
+"""``x op ANY (subquery)`` and ``x op ALL (subquery)`` for the comparisons other than
+``= ANY`` and ``<> ALL`` (planned as IN and NOT IN), rewritten before planning into EXISTS
+tests with PostgreSQL's three-valued result: ANY is true where some row compares true, else
+NULL where some comparison is NULL, else false (no rows: false); ALL is false where some row
+compares false, else NULL where some comparison is NULL, else true (no rows: true)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+_ALIAS, _VALUE = "quantified_rows", "quantified_value"
+
+
+def _plain(query: exp.Expression, x: exp.Expression) -> bool:
+    """A SELECT of one expression whose WHERE can take the test of its value: no grouping,
+    limit or set operation, and each column of ``x`` qualified by a name the subquery's FROM
+    does not bind (so the subquery cannot capture it)."""
+    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
+        return False
+    clauses = ("group", "having", "limit", "offset", "distinct", "order", "with", "windows")
+    item = query.expressions[0]
+    aggregated = any(isinstance(n, exp.AggFunc | exp.Window) for n in item.walk())
+    inner = {t.alias_or_name for t in query.find_all(exp.Table)}
+    columns = list(x.find_all(exp.Column))
+    captured = any(not c.table or c.table in inner for c in columns)
+    return not (aggregated or captured or any(query.args.get(c) for c in clauses))
+
+
+def _exists(
+    query: exp.Expression, x: exp.Expression, test: Callable[[exp.Expression], Any]
+) -> exp.Exists:
+    """EXISTS of a row of ``query`` whose value passes ``test``: the test joins its WHERE
+    (so a correlated subquery stays one), or it reads the query as a derived table."""
+    if _plain(query, x):
+        select = query.copy()
+        value = select.expressions[0].unalias()
+        select.set("expressions", [exp.Literal.number(1)])
+        return exp.Exists(this=select.where(test(value.copy())))
+    rows = exp.Subquery(
+        this=query.copy(),
+        alias=exp.TableAlias(this=exp.to_identifier(_ALIAS), columns=[exp.to_identifier(_VALUE)]),
+    )
+    select = exp.select("1").from_(rows).where(test(exp.column(_VALUE, _ALIAS)))
+    return exp.Exists(this=select)
+
+
+def _case(node: exp.Binary, query: exp.Expression, every: bool) -> exp.Expression:
+    """The three-valued CASE of ``node`` (``x op ANY|ALL (query)``)."""
+    kind, x = type(node), node.this
+
+    def decided(v: exp.Expression) -> exp.Expression:
+        compared = kind(this=x.copy(), expression=v)
+        return exp.Not(this=exp.paren(compared)) if every else compared
+
+    def unknown(v: exp.Expression) -> exp.Expression:
+        return exp.Is(this=exp.paren(kind(this=x.copy(), expression=v)), expression=exp.Null())
+
+    null = exp.Cast(this=exp.Null(), to=exp.DataType.build("boolean"))
+    return exp.paren(
+        exp.Case(
+            ifs=[
+                exp.If(this=_exists(query, x, decided), true=exp.Boolean(this=not every)),
+                exp.If(this=_exists(query, x, unknown), true=null),
+            ],
+            default=exp.Boolean(this=every),
+        )
+    )
+
+
+def rewrite_quantified(tree: exp.Expression) -> None:
+    """Rewrite (in place) each quantified comparison with a subquery that IN and NOT IN do
+    not already plan."""
+    for node in list(tree.find_all(*_COMPARISONS)):
+        q = node.expression
+        if not isinstance(q, exp.Any | exp.All):
+            continue
+        query = q.this.unnest() if isinstance(q.this, exp.Subquery) else q.this
+        if not isinstance(query, exp.Query):
+            continue
+        every = isinstance(q, exp.All)
+        if (isinstance(node, exp.EQ) and not every) or (isinstance(node, exp.NEQ) and every):
+            continue
+        case = _case(node, query, every)
+        named = isinstance(node.parent, exp.Select)  # the column keeps PostgreSQL's name
+        node.replace(exp.alias_(case, "?column?", quoted=True) if named else case)
