@@ -68,14 +68,31 @@ def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str,
     shards is taken to be affected (its transaction then waits for a later group)."""
     from changeflow.adapter.rows import counted, evaluate_once
 
-    changes = {shard: counted(frame) for shard, frame in written.items()}
+    changes: dict[str, Counted] = {}
     for plan, _ in reads:
         shards = plan.collections()
-        if not shards & changes.keys():
+        if not shards & written.keys():
             continue
         if not linear(plan):
             return False
+        if passes_none(plan, written):
+            continue
+        for s in shards & written.keys() - changes.keys():
+            changes[s] = counted(written[s])
         inputs = {s: changes.get(s, {}) for s in shards}
         if evaluate_once(plan, inputs, 0):
             return False
     return True
+
+
+def passes_none(plan: P.Plan, frames: dict[str, pa.Table]) -> bool:
+    """Does the filter above ``plan``'s only input let none of the updates of ``frames`` (shard
+    -> update frame) through, by the columns it fixes (picked on Arrow columns, as a scan
+    picks its rows)? Then a linear plan maps them to nothing, without building its operators.
+    False where it cannot tell."""
+    from changeflow.adapter.arrangements import narrowed, point
+
+    fixed = point(plan)
+    if fixed is None or fixed.shard not in frames:
+        return False
+    return narrowed(frames[fixed.shard], fixed).num_rows == 0
