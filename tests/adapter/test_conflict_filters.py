@@ -1,7 +1,7 @@
 """A read-then-write transaction of a group is unaffected by the writes before it when its
-read's filter lets none of their rows through, told on Arrow columns without building the
-plan's operators (``conflicts.passes_none``): the same verdict as the row operators over the
-written rows, on random reads and writes."""
+read's filter lets none of their rows through, told by the values of the columns it fixes
+without building the plan's operators (``conflicts.passes_none``): the same verdict as the
+row operators over the written rows, on random reads and writes."""
 
 from __future__ import annotations
 

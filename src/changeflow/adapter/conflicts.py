@@ -8,7 +8,9 @@ whether the plans still give those rows just below the commit's timestamp. A pla
 linear in its inputs (Get, Filter, Map, Project, Union, Negate) gives the same rows iff it
 maps the tables' changes since the read to nothing, so only the changed rows are evaluated;
 any other plan (joins, aggregates, subqueries) is evaluated again in full and compared.
-:func:`reads_unaffected` asks the same of the writes committed before it in one group.
+:func:`reads_unaffected` asks the same of the writes committed before it in one group; a
+read whose filter fixes columns that none of those writes' rows match is unaffected without
+its operators being built.
 """
 
 from __future__ import annotations
@@ -87,12 +89,11 @@ def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str,
 
 def passes_none(plan: P.Plan, frames: dict[str, pa.Table]) -> bool:
     """Does the filter above ``plan``'s only input let none of the updates of ``frames`` (shard
-    -> update frame) through, by the columns it fixes (picked on Arrow columns, as a scan
-    picks its rows)? Then a linear plan maps them to nothing, without building its operators.
-    False where it cannot tell."""
-    from changeflow.adapter.arrangements import narrowed, point
+    -> update frame) through, by the values of the columns it fixes? Then a linear plan maps
+    them to nothing, without building its operators. False where it cannot tell."""
+    from changeflow.adapter.arrangements import any_passes, point
 
     fixed = point(plan)
     if fixed is None or fixed.shard not in frames:
         return False
-    return narrowed(frames[fixed.shard], fixed).num_rows == 0
+    return not any_passes(frames[fixed.shard], fixed)
