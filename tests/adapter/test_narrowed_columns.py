@@ -54,18 +54,19 @@ def env(tmp_path_factory: pytest.TempPathFactory):
 )
 @given(
     rows=st.lists(st.tuples(keys, values, texts, numerics), min_size=40, max_size=160),
+    copies=st.integers(1, 4),  # the same rows again: past NARROWED_ROWS for a key
     updated=st.integers(0, 2),
     key=st.integers(0, 2),
     select=selects,
     bound=st.one_of(st.none(), st.integers(-5, 5)),
 )
 def test_a_scan_on_columns_gives_what_the_rows_give(
-    env: Environment, rows, updated, key, select, bound
+    env: Environment, rows, copies, updated, key, select, bound
 ) -> None:
     t = f"t{next(names)}"
     s = Session(env)
     s.execute(f"CREATE TABLE {t} (k int NOT NULL, v bigint, t text, d numeric)")
-    values_sql = ", ".join("(" + ", ".join(_sql(x) for x in row) + ")" for row in rows)
+    values_sql = ", ".join("(" + ", ".join(_sql(x) for x in row) + ")" for row in rows * copies)
     s.execute(f"INSERT INTO {t} VALUES {values_sql}")
     s.execute(f"UPDATE {t} SET v = v / 2 WHERE k = {updated}")  # retractions stored
     where = f"k = {key}" + ("" if bound is None else f" AND v > {bound}")
@@ -96,7 +97,7 @@ def test_a_client_count_takes_the_columns(env: Environment) -> None:
     """The serve benchmark's scan: a client's rows of a shared table, counted and summed."""
     s = Session(env)
     s.execute("CREATE TABLE shared (client int NOT NULL, n int NOT NULL, v int)")
-    rows = ", ".join(f"({i % 4}, {i // 4}, {i})" for i in range(400))
+    rows = ", ".join(f"({i % 4}, {i // 4}, {i})" for i in range(1600))
     s.execute(f"INSERT INTO shared VALUES {rows}")
     s.execute("UPDATE shared SET v = v + 1 WHERE client = 1 AND n = 0")
     query = plan_query(
@@ -104,7 +105,7 @@ def test_a_client_count_takes_the_columns(env: Environment) -> None:
         CatalogResolver(env.catalog.load()),
     )
     ts = env.read_ts("EpochMilliseconds", query.plan.collections())
-    expected = {(100, 397, sum(range(1, 400, 4)) + 1): 1}
+    expected = {(400, 1597, sum(range(1, 1600, 4)) + 1): 1}
     assert env.evaluate(query.plan, ts) == expected
     (shard,) = query.plan.collections()
     env.log.ready({shard}, ts)

@@ -17,7 +17,7 @@ from changeflow.compute.types import NUMERIC
 from changeflow.compute.values import python_values
 
 Counted = dict[tuple[Any, ...], int]
-NARROWED_ROWS = 48  # a filtered scan's picked updates past which its plan runs on columns
+NARROWED_ROWS = 256  # a filtered scan's picked updates past which its plan runs on columns
 
 
 def columnar(plan: P.Plan, tables: Mapping[str, pa.Table]) -> Counted | None:
