@@ -8,7 +8,9 @@ whether the plans still give those rows just below the commit's timestamp. A pla
 linear in its inputs (Get, Filter, Map, Project, Union, Negate) gives the same rows iff it
 maps the tables' changes since the read to nothing, so only the changed rows are evaluated;
 any other plan (joins, aggregates, subqueries) is evaluated again in full and compared.
-:func:`reads_unaffected` asks the same of the writes committed before it in one group.
+:func:`reads_unaffected` asks the same of the writes committed before it in one group; a
+read whose filter fixes columns that none of those writes' rows match is unaffected without
+its operators being built.
 """
 
 from __future__ import annotations
@@ -68,14 +70,30 @@ def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str,
     shards is taken to be affected (its transaction then waits for a later group)."""
     from changeflow.adapter.rows import counted, evaluate_once
 
-    changes = {shard: counted(frame) for shard, frame in written.items()}
+    changes: dict[str, Counted] = {}
     for plan, _ in reads:
         shards = plan.collections()
-        if not shards & changes.keys():
+        if not shards & written.keys():
             continue
         if not linear(plan):
             return False
+        if passes_none(plan, written):
+            continue
+        for s in shards & written.keys() - changes.keys():
+            changes[s] = counted(written[s])
         inputs = {s: changes.get(s, {}) for s in shards}
         if evaluate_once(plan, inputs, 0):
             return False
     return True
+
+
+def passes_none(plan: P.Plan, frames: dict[str, pa.Table]) -> bool:
+    """Does the filter above ``plan``'s only input let none of the updates of ``frames`` (shard
+    -> update frame) through, by the values of the columns it fixes? Then a linear plan maps
+    them to nothing, without building its operators. False where it cannot tell."""
+    from changeflow.adapter.arrangements import any_passes, point
+
+    fixed = point(plan)
+    if fixed is None or fixed.shard not in frames:
+        return False
+    return not any_passes(frames[fixed.shard], fixed)

@@ -36,21 +36,20 @@ from changeflow.adapter.arrangements import (
     point,
 )
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.columnar_rows import columnar, worth_columns
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.plan_cache import PlanCache
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import decode_plan
-from changeflow.adapter.rows import counted, evaluate_once, plain
+from changeflow.adapter.rows import counted, evaluate_once, summed_rows
 from changeflow.adapter.sources import ingest_source
 from changeflow.adapter.summed import Copies
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import Dataflow, cluster_tier, maintain_view, process_only
-from changeflow.compute.types import NUMERIC
 from changeflow.config import Config
 from changeflow.errors import EvalError, PlanError, StoreGone, Timeout
 from changeflow.storage import Storage
-from changeflow.storage.frames import consolidate
 from changeflow.storage.state import ShardState
 from changeflow.storage.txns import TxnLog, View, reader
 from changeflow.time import to_bound
@@ -58,7 +57,6 @@ from changeflow.updates import TIME
 
 EPOCH = "EpochMilliseconds"
 COLUMNAR_ROWS = 20_000  # a query reading more stored rows than this runs on Arrow columns
-SUMMED_ROWS = 2_000  # more updates than this are consolidated on columns before rows
 PROCESS_ROWS = 10_000_000  # in this process, up to this many (a few GiB of columns at most)
 SPARK_ROWS = 500_000  # beyond that, or without a kernel and above this many, on Spark
 ARRANGE_ROWS = 2_000_000  # an index of a shard storing more rows is not kept in memory
@@ -215,6 +213,13 @@ class Environment:
             for s in shards:  # one shard at ``ts`` through one filter: the same rows
                 key = (s, ts, repr(fixed))
                 found = read.get(key)
+                if found is None and fixed is not None:  # the only input, picked on columns
+                    picked = narrowed(self.updates_until(s, ts, views), fixed)
+                    if worth_columns(plan, picked):  # many: the plan runs on them as columns
+                        rows = columnar(plan, {s: picked})
+                        if rows is not None:
+                            return rows
+                    found = summed_rows(picked, ts)
                 inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
                 read[key] = inputs[s]
             return evaluate_once(plan, inputs, ts)
@@ -264,27 +269,7 @@ class Environment:
     ) -> Counted | None:
         """``plan`` on the snapshots' Arrow columns in this process; None where it has a node
         without a kernel or only the rows can tell (an overflow): Spark evaluates it then."""
-        from changeflow.compute.arrow_eval import Unsupported, check, evaluate_arrow
-        from changeflow.compute.values import python_values
-
-        try:
-            check(plan)
-            tables = {s: self.updates_until(s, ts, views) for s in shards}
-            rel = evaluate_arrow(plan, tables)
-        except Unsupported:
-            return None
-        columns = []
-        for column, kind in zip(rel.columns, rel.kinds, strict=True):
-            values = python_values(column)
-            if kind == NUMERIC and getattr(column.type, "scale", 0) >= NUMERIC.arrow.scale:
-                # from unconstrained numerics: without storage's zeros, as the rows read them
-                values = [v if v is None else plain(v) for v in values]
-            columns.append(values)
-        rows = zip(*columns, strict=True) if columns else [()] * len(rel)
-        out: Counted = {}
-        for row, diff in zip(rows, rel.counts.to_pylist(), strict=True):
-            out[row] = out.get(row, 0) + diff
-        return {r: c for r, c in out.items() if c}
+        return columnar(plan, {s: self.updates_until(s, ts, views) for s in shards})
 
     def _served(
         self, plan: P.Plan, ts: int, views: dict[str, View] | None = None
@@ -368,11 +353,7 @@ class Environment:
         """``shard``'s rows at ``ts`` (see :meth:`updates_until`); with ``fixed``, only
         those a filter fixing those columns can pass (:func:`narrowed`)."""
         updates = self.updates_until(shard, ts, views)
-        if fixed is not None:
-            updates = narrowed(updates, fixed)
-        if updates.num_rows > SUMMED_ROWS:  # else summing them as rows costs less
-            updates = consolidate(updates, ts)
-        return counted(updates)
+        return summed_rows(updates if fixed is None else narrowed(updates, fixed), ts)
 
     def changes(self, shard: str, after: int, upper: int) -> Counted | None:
         """The net changes of table ``shard`` at times in ``(after, upper)`` (the write log's

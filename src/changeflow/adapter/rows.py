@@ -12,9 +12,11 @@ from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC
 from changeflow.compute.values import python_values
+from changeflow.storage.frames import consolidate
 from changeflow.updates import DIFF, TIME
 
 Counted = dict[tuple[Any, ...], int]
+SUMMED_ROWS = 2_000  # more updates than this are consolidated on columns before rows
 
 
 def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
@@ -40,6 +42,14 @@ def counted(table: pa.Table) -> Counted:
     for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
         out[row] = out.get(row, 0) + diff
     return {r: c for r, c in out.items() if c}
+
+
+def summed_rows(updates: pa.Table, ts: int) -> Counted:
+    """An update frame's rows up to ``ts`` with their summed diffs: summed as rows, or past
+    :data:`SUMMED_ROWS` updates consolidated on columns first."""
+    if updates.num_rows > SUMMED_ROWS:  # else summing them as rows costs less
+        updates = consolidate(updates, ts)
+    return counted(updates)
 
 
 def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
