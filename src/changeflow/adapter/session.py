@@ -54,6 +54,7 @@ from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import Statement, parse, split
+from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.system_tables import SETTING_NAMES
@@ -167,7 +168,9 @@ class Session:
     def _statement_time(self) -> None:
         """now()'s value for the statement: the explicit transaction's start, or this moment."""
         explicit = self.txn is not None and self.txn.explicit
-        STATEMENT_TIME.set(self.txn.started if explicit else datetime.now(UTC))  # type: ignore[union-attr]
+        start = datetime.now(UTC)
+        STATEMENT_START.set(start)
+        STATEMENT_TIME.set(self.txn.started if explicit else start)  # type: ignore[union-attr]
 
     def _guarded(self, fn: Callable[[], T]) -> T:
         """``fn()``, then the commit of the transaction it ended; on an error the transaction

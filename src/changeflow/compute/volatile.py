@@ -8,10 +8,11 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.types import FLOAT8, UUID
+from changeflow.compute.types import FLOAT8, TIMESTAMPTZ, UUID
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,20 @@ class RandomDouble(Volatile):
 
     def __str__(self) -> str:
         return "random()"
+
+
+@dataclass(frozen=True)
+class ClockTimestamp(Volatile):
+    """``clock_timestamp()``: the time at each evaluation."""
+
+    def __post_init__(self) -> None:
+        _typed(self, TIMESTAMPTZ, False)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        return datetime.now(UTC)
+
+    def __str__(self) -> str:
+        return "clock_timestamp()"
 
 
 def volatile(e: Expr) -> bool:

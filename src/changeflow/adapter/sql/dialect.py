@@ -77,6 +77,23 @@ def _transaction_timestamp(args: list[exp.Expression]) -> exp.Expression:
     return exp.CurrentTimestamp()
 
 
+class StatementTimestamp(exp.Expression, exp.Func):
+    """``statement_timestamp()``: the start of the current statement."""
+
+    arg_types: dict[str, bool] = {}  # noqa: RUF012 (sqlglot's own class attribute)
+
+
+class ClockTimestamp(exp.Expression, exp.Func):
+    """``clock_timestamp()``: the time at each evaluation."""
+
+    arg_types: dict[str, bool] = {}  # noqa: RUF012 (sqlglot's own class attribute)
+
+
+def _clock(name: str, node: type[exp.Func]) -> Any:
+    """``name()`` as ``node`` (with arguments, no such function: the planner says so)."""
+    return lambda args: exp.Anonymous(this=name, expressions=args) if args else node()
+
+
 def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
@@ -114,6 +131,8 @@ class PostgresCalls(Postgres):
             **{name: _plain_call(name) for name in _PLAIN_CALLS},
             "AGE": _age,
             "TRANSACTION_TIMESTAMP": _transaction_timestamp,
+            "STATEMENT_TIMESTAMP": _clock("statement_timestamp", StatementTimestamp),
+            "CLOCK_TIMESTAMP": _clock("clock_timestamp", ClockTimestamp),
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
             "MOD": _mod,

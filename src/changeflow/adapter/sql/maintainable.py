@@ -5,17 +5,26 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.dialect import ClockTimestamp, StatementTimestamp
 from changeflow.errors import PlanError
 
-_CLOCK = (exp.CurrentTimestamp, exp.CurrentDate, exp.Localtimestamp, exp.Localtime)
+_CLOCK = (
+    exp.CurrentTimestamp,
+    exp.CurrentDate,
+    exp.Localtimestamp,
+    exp.Localtime,
+    StatementTimestamp,
+    ClockTimestamp,
+)
 
 
 def refuse_unmaintainable(ast: exp.Expression) -> None:
     """0A000 if the view's query ``ast`` reads the clock or a random value."""
     if ast.find(*_CLOCK):
         raise PlanError(
-            "now(), current_date, localtimestamp and localtime are not allowed in a view: its rows "
-            "would not change as time passes; use mz_now() in a temporal filter",
+            "now(), current_date, localtimestamp, localtime, statement_timestamp() and "
+            "clock_timestamp() are not allowed in a view: its rows would not change as time "
+            "passes; use mz_now() in a temporal filter",
             sqlstate="0A000",
         )
     if (found := ast.find(exp.Uuid, exp.Rand)) is not None:

@@ -1,9 +1,10 @@
-"""``AT TIME ZONE``, ``LOCALTIMESTAMP``, ``LOCALTIME``, ``extract`` and ``date_trunc`` in SQL,
-mixed into
+"""``AT TIME ZONE``, ``LOCALTIMESTAMP``, ``LOCALTIME``, ``statement_timestamp()``,
+``clock_timestamp()``, ``extract`` and ``date_trunc`` in SQL, mixed into
 :class:`~changeflow.adapter.sql.scalar.Scalars`."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,14 @@ from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.time_of_day import round_time
 from changeflow.compute.types import NULLTYPE, TEXT, TIME, TIMESTAMP, TIMESTAMPTZ
+from changeflow.compute.volatile import ClockTimestamp
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
+
+# the moment the statement began (now() is its transaction's start)
+STATEMENT_START: ContextVar[datetime | None] = ContextVar("statement_start", default=None)
 
 
 class TimeScalars:
@@ -62,6 +67,12 @@ class TimeScalars:
 
     def _attimezone(self: Scalars, node: exp.AtTimeZone) -> X.Expr:
         return Func("timezone", (self.expr(node.args["zone"]), self.expr(node.this)))
+
+    def _statementtimestamp(self: Scalars, node: exp.Expression) -> X.Expr:
+        return X.Lit(STATEMENT_START.get() or datetime.now(UTC), TIMESTAMPTZ)
+
+    def _clocktimestamp(self: Scalars, node: exp.Expression) -> X.Expr:
+        return ClockTimestamp()
 
     def _localtimestamp(self: Scalars, node: exp.Localtimestamp) -> X.Expr:
         """The statement's time as the session's wall time (its zone is UTC)."""
