@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.expr import Cmp, Col, Expr, IsNull
+from changeflow.compute.functions.base import process_call
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.recursive import has_recursive
 from changeflow.compute.scalars import unstorable_nan
@@ -133,16 +134,15 @@ def process_only(plan: P.Plan) -> str | None:
     while nodes:
         node = nodes.pop()
         nodes += node.inputs()
+        exprs = [x for f in dataclasses.fields(node) for x in _expressions(getattr(node, f.name))]
         kinds = [c.type for c in node.schema if rows_only(c.type) and not _held(c.type)]
         kinds += [  # the first type of each expression Spark has no form for
             next((t for t in (x.type, *(c.type for c in x.children())) if rows_only(t)), x.type)
-            for f in dataclasses.fields(node)
-            for e in _expressions(getattr(node, f.name))
-            for x in _subexpressions(e)
+            for x in exprs
             if not _on_spark(x)
         ]
-        if kinds:
-            return f"an expression of type {kinds[0]}"
+        if (why := next(filter(None, map(process_call, exprs)), None)) or kinds:
+            return why or f"an expression of type {kinds[0]}"
         if _compares_carried(node):
             return "array, interval or jsonb values compared, grouped, ordered or aggregated"
     return None
@@ -199,21 +199,17 @@ def _compares_carried(node: P.Plan) -> bool:
 
 
 def _expressions(value: object) -> Iterator[Expr]:
-    """The expressions in a plan node's field (in tuples and aggregates; not its inputs)."""
+    """The expressions in a plan node's field (in tuples and aggregates; not its inputs),
+    and theirs."""
     if isinstance(value, Expr):
         yield value
+        yield from _expressions(value.children())
     elif isinstance(value, tuple | list):
         for v in value:
             yield from _expressions(v)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type | P.Plan):
         for f in dataclasses.fields(value):
             yield from _expressions(getattr(value, f.name))
-
-
-def _subexpressions(e: Expr) -> Iterator[Expr]:
-    yield e
-    for c in e.children():
-        yield from _subexpressions(c)
 
 
 def cluster_tier(storage: Storage, plan: P.Plan, setting: bool | None, threshold: int) -> bool:

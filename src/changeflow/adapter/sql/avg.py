@@ -7,6 +7,7 @@ over the distinct values array_agg keeps (as text that keeps their fields)."""
 
 from __future__ import annotations
 
+from changeflow.adapter.sql import statistics
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.functions import Func
@@ -17,7 +18,9 @@ _FIELDS = ("interval_months", "interval_days", "interval_micros")
 
 def parts(agg: P.Aggregate) -> list[P.Aggregate]:
     """The aggregates ``agg`` is computed from: sum and count for an exact avg, the sums of
-    an interval's fields (and the count for avg), else itself."""
+    an interval's fields (and the count for avg), a variance's sums, else itself."""
+    if agg.func in statistics.COMBINED:
+        return statistics.parts(agg)
     if agg.func in ("sum", "avg") and agg.arg is not None and agg.arg.type == INTERVAL:
         if agg.distinct:  # the distinct values, kept by array_agg (by interval equality)
             return [P.Aggregate("array_agg", Func("interval_key", (agg.arg,)), True)]
@@ -31,6 +34,8 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
 def combine(agg: P.Aggregate, reduced: P.Plan, first: int, slots: list[int]) -> X.Expr:
     """The value of ``agg`` from its parts, columns ``first + slot`` of ``reduced``."""
     columns = [P.col(reduced.schema, first + j) for j in slots]
+    if agg.func in statistics.COMBINED:
+        return statistics.combine(agg, columns)
     if (
         agg.func in ("sum", "avg")
         and agg.distinct

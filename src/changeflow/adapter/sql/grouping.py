@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql import avg, grouping_sets
+from changeflow.adapter.sql import avg, grouping_sets, statistics
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
@@ -240,8 +240,11 @@ class Grouping:
         value = sc(arg)
         if distinct:
             operator_for(value.type)
-        if func in _OVERLOADED and (value.type is NULLTYPE or is_string_literal(arg)):
+        unknown = value.type is NULLTYPE or is_string_literal(arg)
+        if func in _OVERLOADED and unknown:
             raise PlanError(f"function {func}(unknown) is not unique", sqlstate="42725")
+        if func in statistics.COMBINED and unknown:  # the numeric category's preferred type
+            value = statistics.preferred(arg, value)
         order = tuple(_sort_expr(o, sc) for o in ordered)
         if distinct and any(o.expr != value for o in order):
             raise PlanError(

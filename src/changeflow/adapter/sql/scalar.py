@@ -31,6 +31,7 @@ from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
 from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
+from changeflow.adapter.sql.statistics import STATISTICS
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
@@ -66,6 +67,7 @@ AGGREGATE_NODES: dict[type, str] = {
     exp.LogicalOr: "bool_or",
     exp.GroupConcat: "string_agg",
     exp.ArrayAgg: "array_agg",
+    **STATISTICS,
 }
 SUBQUERY_NODES = (exp.Subquery, exp.Exists)
 

@@ -27,6 +27,7 @@ from changeflow.compute.functions import (
     numbers,
     parts,
     patterns,
+    statistics,
     text,
     times,
     to_number,
@@ -43,6 +44,7 @@ FUNCTIONS: dict[str, Function] = {
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
         binary,
+        statistics,
         bits,
         to_number,
     )
@@ -55,6 +57,7 @@ NOT_IN_PG_PROC = frozenset(
     {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint"}
+    | set(statistics.FORMS)
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
 assert FUNCTIONS.keys() >= NOT_IN_PG_PROC

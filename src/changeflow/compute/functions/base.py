@@ -144,7 +144,18 @@ def in_process(why: str) -> Builder:
     def refuse(cc: ExprCompiler, e: Func) -> Column:
         raise unsupported(e, why)
 
+    refuse.why = why  # type: ignore[attr-defined]
     return refuse
+
+
+def process_call(e: Any) -> str | None:
+    """Why the call ``e`` runs in the process only, or None: its Spark form's ``why``, a text
+    (:func:`in_process`'s) or a function of the call (a form refusing some calls)."""
+    function = getattr(e, "function", None)
+    why = getattr(getattr(function, "spark", None), "why", None)
+    if callable(why):
+        why = why(e)
+    return None if why is None else f"{function.name}(): {why}"
 
 
 def _args(cc: ExprCompiler, e: Func) -> list[Column]:
