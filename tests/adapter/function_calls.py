@@ -153,11 +153,16 @@ CALLS = {
     "json_extract_path_text": "('{\"a\": [' || f || ' ]}')::json #>> '{a}'",
     "json_typeof": "json_typeof(to_json(d))",
     "json_array_length": "json_array_length(to_json(ARRAY[id, id]))",
+    "var_samp_of": "var_samp_of(id + 1, f * id, f * f + 1)",
+    "stddev_samp_of": "stddev_samp_of(id * 3, f, f * f * 3)",
+    "var_pop_of": "round(var_pop_of(id + 2, x, x * x + 1), 8)",  # a view keeps 10 decimals
+    "stddev_pop_of": "round(stddev_pop_of(id, x * 2, x * x * 5), 8)",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
-# functions of bytea (Spark only carries and compares it) and a numeric's own scale (Spark
-# holds a column at one): a cluster-tier view leaves them out.
+# functions of bytea (Spark only carries and compares it), a numeric's own scale (Spark
+# holds a column at one) and a numeric variance (at PostgreSQL's scales): a cluster-tier view
+# leaves them out.
 ROWS_ONLY = {
     "justify_days",
     "justify_hours",
@@ -179,5 +184,7 @@ ROWS_ONLY = {
     "scale",
     "min_scale",
     "trim_scale",
+    "var_pop_of",
+    "stddev_pop_of",
     *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }
