@@ -1,6 +1,6 @@
 """stddev, stddev_samp, stddev_pop, variance, var_samp and var_pop compared with PostgreSQL 15:
 of integers, numerics and doubles (numeric results at PostgreSQL's scales, NULL for one row in
-the sample forms, DISTINCT and FILTER), ad hoc and maintained in materialized views through
+the sample forms, DISTINCT, FILTER and OVER), ad hoc and maintained in materialized views through
 inserts, updates, deletes and a restart."""
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ AD_HOC = [
     "SELECT variance(v), stddev(v), var_pop(v) FROM (VALUES (1.5), (2.25), (-0.125)) t(v)",
     "SELECT stddev(v), var_samp(v) FROM (VALUES (1e10), (1e10), (1e10)) t(v)",
     "SELECT stddev('1'), variance(NULL), var_pop('2.5'), pg_typeof(stddev_pop(NULL))",
+    "SELECT id, stddev(x) OVER (PARTITION BY g), round((var_pop(f) OVER (ORDER BY id))"
+    "::numeric, 10), variance(i) FILTER (WHERE id > 1) OVER (PARTITION BY g ORDER BY id"
+    " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), stddev_pop(b) OVER w FROM st"
+    " WINDOW w AS (ORDER BY id) ORDER BY id",
 ]
 # In a view, a numeric keeps 10 decimals (an unconstrained numeric column's scale): its
 # results here are compared as text and rounded, which the view computes before storing. A
@@ -48,6 +52,8 @@ MAINTAINED = [
     "SELECT g, round(variance(i), 6), round(stddev_samp(x), 4), count(*) FROM st GROUP BY g",
     "SELECT stddev(i)::text, round(var_pop(f)::numeric, 10), variance(DISTINCT x)::text FROM st",
     "SELECT g, stddev_pop(x)::text FROM st WHERE i > 0 GROUP BY g HAVING variance(f) >= 0",
+    "SELECT id, stddev(x) OVER (PARTITION BY g)::text, var_samp(f) OVER (PARTITION BY g"
+    " ORDER BY id) FROM st",
 ]
 CHANGES = [
     "INSERT INTO st VALUES (9, 3, 5, 2, 0.30, 1.5), (10, 4, 1, 1, 1.00, 8)",
@@ -59,6 +65,8 @@ CHANGES = [
 ERRORS = [
     "SELECT var_pop(g::text) FROM st",
     "SELECT stddev(id > 1) FROM st",
+    "SELECT stddev(DISTINCT i) OVER () FROM st",
+    "SELECT variance() OVER () FROM st",
 ]
 
 

@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute import window as W
 from changeflow.compute.functions import Func
 from changeflow.compute.types import FLOAT8, NULLTYPE, NUMERIC
 from changeflow.errors import PlanError
@@ -51,6 +52,23 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
         return [P.Aggregate("array_agg", value, True)]
     square = X.Arith("*", value, value)
     return [P.Aggregate("count", value), P.Aggregate("sum", value), P.Aggregate("sum", square)]
+
+
+def window_parts(function: W.WindowFunc) -> list[W.WindowFunc]:
+    """A window call as the window functions it is computed from: the count, sum and sum of
+    squares over its frame for a variance, else itself."""
+    if function.func not in COMBINED:
+        return [function]
+    if len(function.args) != 1:
+        shown = ", ".join(str(a.type) for a in function.args)
+        raise PlanError(f"function {function.func}({shown}) does not exist", sqlstate="42883")
+    sums = parts(P.Aggregate(function.func, function.args[0]))
+    return [W.WindowFunc(a.func, (a.arg,), function.frame) for a in sums]  # type: ignore[arg-type]
+
+
+def window_value(name: str, columns: list[X.Expr]) -> X.Expr:
+    """A window call's value from its window functions' ``columns``."""
+    return Func(COMBINED[name], tuple(columns)) if name in COMBINED else columns[0]
 
 
 def combine(agg: P.Aggregate, columns: list[X.Expr]) -> X.Expr:

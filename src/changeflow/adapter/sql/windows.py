@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from changeflow.adapter.sql import statistics
 from changeflow.adapter.sql.rows import Rel, col_of
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, walk
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
@@ -96,15 +97,20 @@ class Windows:
             )
             if shape not in specs:
                 specs.append(shape)
-            funcs.setdefault(specs.index(shape), []).append((call, function))
+            for part in statistics.window_parts(function):
+                funcs.setdefault(specs.index(shape), []).append((call, part))
         plan = stage.rel.plan
         for i, (partition, orders) in enumerate(specs):
             group = funcs[i]
             width = len(plan.schema)
             names = tuple(function_name(c.this) for c, _ in group)
             plan = W.Window(plan, partition, orders, tuple(f for _, f in group), names)
+            found: dict[int, list[X.Expr]] = {}
             for j, (call, _) in enumerate(group):
-                stage.replacements[id(call)] = col_of(plan, width + j)
+                found.setdefault(id(call), []).append(col_of(plan, width + j))
+            for call, _ in group:
+                name = function_name(call.this.this if _filtered(call) else call.this)
+                stage.replacements[id(call)] = statistics.window_value(name, found[id(call)])
         stage.rel = Rel(plan, stage.rel.scope)
         return stage
 
@@ -117,11 +123,11 @@ class Windows:
             condition = sc(fn.expression.this)
             fn = fn.this
         name = function_name(fn)
-        if name not in W.FUNCTIONS:
+        if name not in W.FUNCTIONS and name not in statistics.COMBINED:
             if name in ("string_agg",):
                 raise unsupported(f"{name} as a window function", fn)
             raise PlanError(f"function {name} is not a window function here", sqlstate="42809")
-        if condition is not None and name not in W.AGGREGATES:
+        if condition is not None and name not in (*W.AGGREGATES, *statistics.COMBINED):
             raise PlanError(
                 "FILTER is not implemented for non-aggregate window functions", sqlstate="0A000"
             )
@@ -147,6 +153,10 @@ class Windows:
                 )
             args[i] = X.Cast(args[i], INT8) if args[i].type is not INT8 else args[i]
         return W.WindowFunc(name, tuple(args), _frame(spec, ordered))
+
+
+def _filtered(call: exp.Window) -> bool:
+    return isinstance(call.this, exp.Filter)
 
 
 def _integer_arguments(name: str, count: int) -> list[int]:
