@@ -99,6 +99,7 @@ SETTINGS = {
     "is_superuser": "off",
     "default_transaction_isolation": "serializable",
     "jit": "off",
+    "default_table_access_method": "heap",
 }
 
 
