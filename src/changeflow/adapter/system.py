@@ -443,7 +443,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         to = node.to
         name = (to.sql(CatalogSql) if isinstance(to, exp.DataType) else str(to.this)).lower()
         name = name.split(".")[-1].strip('"')
-        if name in ("regclass", "regtype", "regnamespace"):
+        if name in ("regclass", "regtype", "regnamespace", "regproc", "regprocedure"):
             return exp.Anonymous(this=name, expressions=[node.this])
         kind = cast_kind(node.this)
         if name in _SQLITE_CASTS and kind is not None:  # 't'::regclass::text: the name
@@ -553,7 +553,8 @@ def answer(
         db.create_function("pg_like", 4, _pg_like, deterministic=True)
         db.create_function("reg_oid", 2, regs.oid, deterministic=True)
         db.create_function("reg_name", 2, regs.name, deterministic=True)
-        db.create_function("regnamespace", 1, regs.toggle("regnamespace"), deterministic=True)
+        for kind in ("regnamespace", "regproc", "regprocedure"):
+            db.create_function(kind, 1, regs.toggle(kind), deterministic=True)
         db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")
