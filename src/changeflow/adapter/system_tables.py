@@ -51,6 +51,7 @@ TYPES = {
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
     "jsonb[]": (3807, -1, "_jsonb"),
+    "json[]": (199, -1, "_json"),
     "uuid[]": (2951, -1, "_uuid"),
     "oid[]": (1028, -1, "_oid"),
     "unknown": (705, -2, "unknown"),

@@ -167,8 +167,9 @@ def date_arith(op: str, a: date, days: int) -> date:
 
 
 def comparable(a: SqlType, b: SqlType) -> bool:
-    """Can values of ``a`` and ``b`` be compared (and so be equal)? json has no operator."""
-    if JSON in (a, b):
+    """Can values of ``a`` and ``b`` be compared (and so be equal)? json has no operator,
+    nor have arrays of it."""
+    if JSON in (a, b, a.element, b.element):
         return False
     if NULLTYPE in (a, b) or a == b:
         return True

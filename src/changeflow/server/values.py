@@ -68,6 +68,7 @@ ARRAY_OIDS: dict[str, int] = {
     "timestamp": 1115,
     "timestamp with time zone": 1185,
     "jsonb": 3807,
+    "json": 199,
     "uuid": 2951,
     "oid": 1028,
 }
