@@ -58,6 +58,17 @@ STATEMENTS = [
     "SELECT id, ARRAY[a, a]::text, (ARRAY[a, a])[2][1], array_dims(ARRAY[a, a]),"
     " ARRAY[t, t]::text FROM mdim ORDER BY id",
     "SELECT id, ARRAY[a, ARRAY[5,6]] FROM mdim WHERE id = 4",
+    "SELECT array_agg(a)::text FROM (VALUES (ARRAY[1,2]), (ARRAY[3,4])) v(a)",
+    "SELECT array_agg(a ORDER BY a DESC)::text FROM (VALUES (ARRAY[1,2]), (ARRAY[3,4])) v(a)",
+    "SELECT array_agg(a) FROM (VALUES (ARRAY[1,2]), (ARRAY[3])) v(a)",
+    "SELECT array_agg(a) FROM (VALUES (ARRAY[1,2]), (NULL)) v(a)",
+    "SELECT array_agg(a) FROM (VALUES (ARRAY[1,2]), ('{}')) v(a)",
+    "SELECT array_agg(a) FROM (VALUES ('{}'::int[]), (ARRAY[1])) v(a)",
+    "SELECT array_agg(a)::text FROM (VALUES (ARRAY[[1,2]]), (ARRAY[[3,4]])) v(a)",
+    "SELECT ARRAY(SELECT ARRAY[i, i] FROM generate_series(1, 2) i)::text",
+    "SELECT k, array_agg(ARRAY[k, x] ORDER BY x)::text FROM (VALUES (1, 1), (1, 2), (2, 5))"
+    " v(k, x) GROUP BY k ORDER BY k",
+    "SELECT id, array_agg(t)::text FROM mdim WHERE id < 3 GROUP BY id ORDER BY id",
     "CREATE VIEW mdim_v AS SELECT id, ARRAY[a, a] AS aa, (ARRAY[a, a])[2][2] AS x FROM mdim",
     "SELECT id, aa::text, x, array_ndims(aa), cardinality(aa) FROM mdim_v ORDER BY id",
     "SELECT id, u FROM mdim_v, unnest(aa) u ORDER BY id, u",

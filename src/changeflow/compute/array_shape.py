@@ -64,6 +64,21 @@ def of_arrays(items: list[Any]) -> tuple:
     return tuple(items)
 
 
+def accumulated(items: list[Any]) -> tuple:
+    """``array_agg`` of arrays: one more dimension, as PostgreSQL's (22004 for a NULL array,
+    2202E for an empty one or for arrays of different shapes)."""
+    for n, item in enumerate(items):  # in turn, as PostgreSQL accumulates them
+        if item is None:
+            raise EvalError("cannot accumulate null arrays", sqlstate="22004")
+        if n == 0 and not item:
+            raise EvalError("cannot accumulate empty arrays", sqlstate="2202E")
+        if shape(item) != shape(items[0]):
+            raise EvalError(
+                "cannot accumulate arrays of different dimensionality", sqlstate="2202E"
+            )
+    return of_arrays(items)
+
+
 def element_at(values: tuple, indexes: list[int]) -> Any:
     """``a[i][j]…`` of an array: NULL unless there is one index a dimension and each is in
     range."""
