@@ -62,3 +62,22 @@ def test_json_arrays_maintained_as_postgres(tmp_path: Path, postgres_url: str) -
 
 def _rows(conn, sql: str) -> tuple:  # noqa: ANN001
     return outcome(conn, sql, sort=True)
+
+
+CATALOG = [
+    "SELECT oid::int, typname, typelem::int, typarray::int, typcategory FROM pg_type"
+    " WHERE oid IN (114, 199) ORDER BY 1",
+    "SELECT format_type(199, -1), '_json'::regtype::text, 'json[]'::regtype::oid::int",
+    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+    " WHERE a.attrelid = 'jarr'::regclass AND a.attnum > 0 ORDER BY a.attnum",
+    "SELECT column_name, data_type, udt_name FROM information_schema.columns"
+    " WHERE table_name = 'jarr' ORDER BY ordinal_position",
+]
+
+
+def test_json_arrays_in_the_catalogs_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """json[] is _json (199) in pg_type, and an array column is ARRAY in information_schema."""
+    setup = ["CREATE TABLE jarr (id int, j json[], n int[])"]
+    with beside_postgres(tmp_path / "home", postgres_url, "jarr", *setup) as (ours, pg):
+        for sql in CATALOG:
+            assert outcome(ours, sql) == outcome(pg, sql), sql

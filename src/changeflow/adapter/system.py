@@ -267,7 +267,7 @@ def _rows(
                     "NO" if not nullable and kind == "r" else "YES",
                 )
                 + (
-                    FORMAT.get(type_oid, type_name),
+                    "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, type_name),
                     mods.get(col, 3) - 4 if type_oid == 1043 else None,
                 )
                 + precision(type_oid, mods.get(col, -1))
