@@ -26,6 +26,9 @@ QUERIES = [
     "SELECT x, k2 FROM quant_a WHERE x > ANY (SELECT y FROM quant_b WHERE quant_b.k = k2)",
     "SELECT x, x < ALL (SELECT y FROM quant_b WHERE k = k2) AS lo,"
     " x <= ANY (SELECT y FROM quant_b b WHERE b.k = k2) AS hi FROM quant_a",
+    # y is a column of both: the left side's y is quant_a's, the subquery's quant_b's
+    "SELECT x, k2, y FROM quant_a WHERE y < ALL (SELECT y FROM quant_b WHERE quant_b.k = k2)",
+    "SELECT a.x, y <= ANY (SELECT b.y - 2 FROM quant_b b WHERE b.k = k2) AS t FROM quant_a a",
     # y is quant_b's too: the inner y is quant_b's, the outer x is still the outer row's
     "SELECT x, x >= ALL (SELECT y FROM quant_b WHERE k = k2 AND y > 0) AS top FROM quant_a",
 ]

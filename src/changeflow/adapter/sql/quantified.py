@@ -107,9 +107,29 @@ def rewrite_quantified(tree: exp.Expression, names: Names | None = None) -> None
         every = isinstance(q, exp.All)
         if (isinstance(node, exp.EQ) and not every) or (isinstance(node, exp.NEQ) and every):
             continue
+        _qualify(node.this, node.find_ancestor(exp.Select), names)
         case = _case(node, query, every, names)
         named = isinstance(node.parent, exp.Select)  # the column keeps PostgreSQL's name
         node.replace(exp.alias_(case, "?column?", quoted=True) if named else case)
+
+
+def _qualify(x: exp.Expression, outer: exp.Select | None, names: Names | None) -> None:
+    """Qualify (in place) each unqualified column of ``x`` by the one relation of ``outer``'s
+    FROM that has such a column, so that moved into the subquery it still names the outer
+    row's (left as written where the FROM holds anything but named relations)."""
+    if outer is None or names is None:
+        return
+    sources = [outer.args["from_"].this] if outer.args.get("from_") else []
+    sources += [j.this for j in outer.args.get("joins") or []]
+    if not all(isinstance(s, exp.Table) for s in sources):
+        return
+    known = [(s, names(".".join(p.name for p in s.parts))) for s in sources]
+    if any(columns is None for _, columns in known):
+        return
+    for column in list(x.find_all(exp.Column)):
+        having = [s for s, columns in known if columns and column.name.lower() in columns]
+        if not column.table and len(having) == 1:
+            column.set("table", exp.to_identifier(having[0].alias_or_name))
 
 
 def relation_names(tree: exp.Expression, resolver: Any) -> Names:
