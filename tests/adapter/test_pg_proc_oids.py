@@ -24,6 +24,11 @@ STATEMENTS = [
     "SELECT 1397::regprocedure, 872::regprocedure, 'initcap'::regproc::oid::regprocedure",
     "SELECT 'abs(text)'::regprocedure",
     "SELECT p.proname, p.oid::int FROM pg_proc p WHERE p.oid = 'initcap'::regproc",
+    "SELECT p.proname, p.oid::int, p.pronargs, p.prorettype::int, p.proargtypes::text"
+    " FROM pg_proc p WHERE p.oid = 'abs(integer)'::regprocedure",
+    "SELECT count(*) FROM pg_proc WHERE proname IN ('abs', 'upper', 'md5')",
+    "SELECT pg_get_function_result(p.oid), pg_get_function_arguments(p.oid) FROM pg_proc p"
+    " WHERE p.proname IN ('make_date', 'json_extract_path') ORDER BY 1",
     "SELECT p.proname, p.oid::int FROM pg_catalog.pg_proc p WHERE p.proname IN ('initcap',"
     " 'split_part', 'chr', 'left', 'array_dims') ORDER BY 1",
 ]

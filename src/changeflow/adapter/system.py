@@ -27,6 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
 from changeflow.adapter.sizes import size_functions
@@ -151,8 +152,6 @@ PG_CLASS = SYSTEM_OIDS["pg_class"]  # pg_description.classoid of a relation's co
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
-    from changeflow.adapter.object_ids import function_oids
-    from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
     for key, value in sorted(settings.items()):
@@ -167,10 +166,8 @@ def _rows(
         + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
         + ("client backend",)
     )
-    for name, oid in function_oids().items():
-        strict = FUNCTIONS[name].strict
-        out["pg_proc"].append((oid, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
-        out["pg_proc"][-1] += (-1, 0, "", name)
+    out["pg_proc"] += proc_rows(PG_CATALOG, OWNER)
+    out["pg_language"] += [(12, "internal", OWNER), (13, "c", OWNER), (14, "sql", OWNER)]
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
         (PG_CATALOG, "pg_catalog"),
@@ -380,8 +377,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         ),
         "pg_type_is_visible": lambda oid: 1,
         "pg_function_is_visible": lambda oid: 1,
-        "pg_get_function_result": lambda oid: None,
-        "pg_get_function_arguments": lambda oid: "",
+        "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
+        "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
+        "pg_get_function_sqlbody": lambda oid: None,
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
