@@ -7,8 +7,8 @@ stable OID derived from the name for any other.
 result type OID | argument type OIDs`` (the argument types as ``regprocedure`` shows them, the
 result and arguments as ``pg_get_function_result`` and ``pg_get_function_arguments`` do, ``=``
 where those are the argument types); it is PostgreSQL's own, and a test compares it with a
-running PostgreSQL. A name
-with several functions (an overload) has one row in changeflow's ``pg_proc``: its lowest OID.
+running PostgreSQL. ``pg_proc`` lists each of them; a name with several functions (an
+overload) stands, where one OID is wanted for the name, for its lowest.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def _lowest() -> dict[str, int]:
     return out
 
 
-PG_OIDS = _lowest()  # each name's OID in changeflow's pg_proc: the lowest of its functions'
+PG_OIDS = _lowest()  # the OID a name stands for: the lowest of its functions'
 # the names of which PostgreSQL 15 has several functions: a regproc of one is ambiguous there
 # (42725), a regprocedure names its arguments
 OVERLOADED = frozenset(
