@@ -43,3 +43,36 @@ def test_json_column_on_the_wire_as_postgres(server, postgres_url: str) -> None:
         assert ours.execute("SELECT j::text FROM jw").fetchall() == [('{"a":  [1, 2]}',)]
         pg.execute("DROP TABLE jw")
         pg.commit()
+
+
+def test_json_array_column_on_the_wire_as_postgres(server, postgres_url: str) -> None:
+    """A json[] column is json[] (OID 199) on the wire, an element of it json (114); the
+    same values from both, in text and in binary."""
+    setup = [
+        "CREATE TABLE jaw (id int, j json[])",
+        "INSERT INTO jaw VALUES (1, ARRAY['{\"a\":  [1, 2]}'::json, NULL, '\"x y\"'])",
+    ]
+    query = "SELECT j, j[1], ARRAY['1'::json, '[]'] AS lit, j::text FROM jaw"
+    with server.connect() as ours, psycopg.connect(postgres_url) as pg:
+        pg.execute("DROP TABLE IF EXISTS jaw")
+        for conn in (ours, pg):
+            for sql in setup:
+                conn.execute(sql)
+        try:
+            for binary in (False, True):
+                mine = ours.cursor(binary=binary).execute(query)
+                theirs = pg.cursor(binary=binary).execute(query)
+                assert [d.type_code for d in mine.description] == [199, 114, 199, 25]
+                assert [d.type_code for d in theirs.description] == [199, 114, 199, 25]
+                expected = [
+                    (
+                        [{"a": [1, 2]}, None, "x y"],
+                        {"a": [1, 2]},
+                        [1, []],
+                        '{"{\\"a\\":  [1, 2]}",NULL,"\\"x y\\""}',
+                    )
+                ]
+                assert mine.fetchall() == theirs.fetchall() == expected
+        finally:
+            pg.execute("DROP TABLE jaw")
+            pg.commit()

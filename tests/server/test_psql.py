@@ -245,6 +245,20 @@ def test_describe_output_as_postgres(start_server, postgres_url: str) -> None:
 
 
 @pytest.mark.postgres
+def test_describe_functions_as_postgres(server, postgres_url: str) -> None:
+    """\\df of built-in functions: each of PostgreSQL's overloads, its result and argument
+    types (named arguments too), as PostgreSQL lists them."""
+    commands = [
+        "\\df abs",
+        "\\df initcap",
+        "\\df make_date",
+        "\\df upper",
+        "\\dfS json_extract_path",
+    ]
+    _same_psql_output(server, postgres_url, [], commands, [])
+
+
+@pytest.mark.postgres
 def test_describe_keys_and_unique_indexes_as_postgres(start_server, postgres_url: str) -> None:
     setup = [
         "CREATE TABLE pgk (id int PRIMARY KEY, code text UNIQUE, n int, v varchar(5))",

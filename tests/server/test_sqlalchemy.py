@@ -87,3 +87,92 @@ def test_inspector_sees_schemas_as_on_postgres(server, postgres_url: str, table_
     theirs = _inspect_schema(postgres_url.replace("postgresql://", "postgresql+psycopg://"), schema)
     assert ours == theirs
     assert ours["tables"] == ["items"] and ours["views"] == ["named"]
+
+
+REFLECTED = [
+    "CREATE TABLE {p}items (id int PRIMARY KEY, name text NOT NULL DEFAULT 'x', price "
+    "numeric(12,2), at timestamptz, ok boolean, n bigint, f double precision, d date, "
+    "UNIQUE (n, d))",
+    "CREATE INDEX {p}items_name ON {p}items (name, id)",
+    "INSERT INTO {p}items VALUES (1, 'a', 2.50, '2020-01-01 00:00:00+00', true, 5, 1.5, "
+    "'2020-01-02'), (2, 'b', NULL, NULL, NULL, NULL, NULL, NULL), (3, 'b', 1, NULL, false, 7, "
+    "-0.5, '1999-12-31')",
+    "CREATE VIEW {p}named AS SELECT id, name FROM {p}items WHERE id > 1",
+    "CREATE MATERIALIZED VIEW {p}counted AS SELECT name, count(*) AS c FROM {p}items GROUP BY name",
+]
+
+
+def _table(table: sa.Table) -> dict:
+    """What reflection made of ``table``: its columns, constraints and indexes."""
+    return {
+        "columns": [
+            (
+                c.name,
+                str(c.type),
+                c.nullable,
+                c.primary_key,
+                str(getattr(c.server_default, "arg", "")),
+            )
+            for c in table.columns
+        ],
+        "constraints": sorted(
+            (type(c).__name__, c.name or "", [col.name for col in c.columns])
+            for c in table.constraints
+        ),
+        "indexes": sorted((i.name, i.unique, [c.name for c in i.columns]) for i in table.indexes),
+    }
+
+
+def _reflect(url: str, prefix: str) -> dict:
+    import pandas as pd
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for sql in REFLECTED:
+                conn.execute(sa.text(sql.format(p=prefix)))
+        insp = sa.inspect(engine)
+        md = sa.MetaData()
+        md.reflect(engine, views=True, only=lambda name, _: name.startswith(prefix))
+        view = insp.get_view_definition(f"{prefix}named").strip().rstrip(";")
+        with engine.connect() as conn:
+            viewed = sorted(conn.execute(sa.text(view)).all())
+        read = pd.read_sql_table(f"{prefix}items", engine).sort_values("id")
+        queried = pd.read_sql(f"SELECT * FROM {prefix}counted ORDER BY name", engine)
+        out = {
+            "reflected": {name: _table(t) for name, t in sorted(md.tables.items())},
+            "loaded": _table(sa.Table(f"{prefix}items", sa.MetaData(), autoload_with=engine)),
+            "loaded view": _table(
+                sa.Table(f"{prefix}counted", sa.MetaData(), autoload_with=engine)
+            ),
+            "materialized": [v for v in insp.get_materialized_view_names() if v.startswith(prefix)],
+            "checks": insp.get_check_constraints(f"{prefix}items"),
+            "foreign keys": insp.get_foreign_keys(f"{prefix}items"),
+            "view rows": viewed,
+            "read_sql_table": (
+                list(read.dtypes.astype(str)),
+                read.astype(object).where(read.notna(), None).to_dict("records"),
+            ),
+            "read_sql": queried.to_dict("records"),
+        }
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for kind, name in [("MATERIALIZED VIEW", "counted"), ("VIEW", "named")]:
+                conn.execute(sa.text(f"DROP {kind} {prefix}{name}"))
+            conn.execute(sa.text(f"DROP TABLE {prefix}items"))
+        return out
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_whole_table_reflection_as_on_postgres(server, postgres_url: str, table_name: str) -> None:
+    """MetaData.reflect, Table(autoload_with=…), the inspector's view definitions and pandas'
+    read_sql_table give what they give against PostgreSQL."""
+    pytest.importorskip("pandas")
+    ours = _reflect(
+        f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize", table_name
+    )
+    theirs = _reflect(postgres_url.replace("postgresql://", "postgresql+psycopg://"), table_name)
+    assert ours == theirs
+    assert sorted(ours["reflected"]) == [f"{table_name}{n}" for n in ("counted", "items", "named")]
+    assert ours["materialized"] == [f"{table_name}counted"]

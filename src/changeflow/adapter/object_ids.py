@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.oid_flow import oid_columns
+from changeflow.adapter.proc_oids import OVERLOADED, PG_OIDS, SIGNATURES, proc_oid
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import name as catalog_name
@@ -48,19 +49,6 @@ MAX_OID = 2**32 - 1
 
 T = exp.DataType.Type
 REG_TYPES = ("regclass", "regtype", "regnamespace", "regproc", "regprocedure")
-FIRST_FUNCTION = 9000  # pg_proc's OIDs: the function table's names in order from here
-# the function table's names of which PostgreSQL 15 has several functions (overloads): a
-# regproc of one is ambiguous there (42725), a regprocedure names its arguments
-_OVERLOADED = (
-    "abs age array_fill array_position array_to_string bit_length btrim ceil ceiling "
-    "char_length date_part date_trunc "
-    "exp extract floor format jsonb_build_array jsonb_build_object jsonb_delete length "
-    "like_escape ln log lower lpad ltrim md5 octet_length position pow power quote_literal "
-    "quote_nullable regexp_like regexp_match regexp_replace regexp_split_to_array round rpad "
-    "rtrim sign similar_to_escape sqrt string_to_array substr substring timezone to_char "
-    "to_hex to_timestamp trunc upper"
-)
-OVERLOADED = frozenset(_OVERLOADED.split())
 _NUMERIC = (T.UINT, T.INT, T.BIGINT, T.SMALLINT, T.DECIMAL)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In)
 
@@ -108,12 +96,11 @@ def _type(value: int | str) -> tuple[int, str]:
 
 
 def function_oids() -> dict[str, int]:
-    """Each function of the function table PostgreSQL has, by name, to its OID in
-    ``pg_proc`` (numbered over the whole table, so that an OID does not change)."""
+    """Each function of the function table that ``pg_proc`` lists, by name, to its OID there
+    (PostgreSQL's own where it has the function, see :mod:`changeflow.adapter.proc_oids`)."""
     from changeflow.compute.functions import FUNCTIONS, NOT_IN_PG_PROC
 
-    numbered = enumerate(sorted(FUNCTIONS), FIRST_FUNCTION)
-    return {name: oid for oid, name in numbered if name not in NOT_IN_PG_PROC}
+    return {name: proc_oid(name) for name in sorted(FUNCTIONS) if name not in NOT_IN_PG_PROC}
 
 
 def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
@@ -122,6 +109,9 @@ def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
     oids = function_oids()
     if isinstance(value, int):
         named = {o: n for n, o in oids.items()}
+        for sig, oid in SIGNATURES.items():  # PostgreSQL's, each overload's too
+            if sig.split("(", 1)[0] in oids:
+                named[oid] = sig if arguments else sig.split("(", 1)[0]
         return value, named.get(value, str(value) if value else "-")
     text, args = value.strip(), None
     if arguments:
@@ -136,7 +126,14 @@ def _proc(value: int | str, arguments: bool = False) -> tuple[int, str]:
         raise PlanError(f'function "{text}" does not exist', sqlstate="42883")
     if args is None and bare in OVERLOADED:
         raise PlanError(f'more than one function named "{text}"', sqlstate="42725")
-    return oids[bare], bare if args is None else f"{bare}({','.join(args)})"
+    if args is None:
+        return oids[bare], bare
+    signature = f"{bare}({','.join(args)})"
+    if bare in PG_OIDS:  # PostgreSQL's function of these argument types, if it has one
+        if signature not in SIGNATURES:
+            raise PlanError(f'function "{value.strip()}" does not exist', sqlstate="42883")
+        return SIGNATURES[signature], signature
+    return oids[bare], signature
 
 
 def _namespace_names(state: CatalogState) -> dict[int, str]:

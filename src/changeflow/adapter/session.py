@@ -100,6 +100,7 @@ SETTINGS = {
     "is_superuser": "off",
     "default_transaction_isolation": "serializable",
     "jit": "off",
+    "default_table_access_method": "heap",
 }
 
 

@@ -27,6 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
 from changeflow.adapter.sizes import size_functions
@@ -151,8 +152,6 @@ PG_CLASS = SYSTEM_OIDS["pg_class"]  # pg_description.classoid of a relation's co
 def _rows(
     state: CatalogState, user: str, database: str, settings: dict[str, str]
 ) -> dict[str, list[tuple[Any, ...]]]:
-    from changeflow.adapter.object_ids import function_oids
-    from changeflow.compute.functions import FUNCTIONS
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
     for key, value in sorted(settings.items()):
@@ -167,10 +166,8 @@ def _rows(
         + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
         + ("client backend",)
     )
-    for name, oid in function_oids().items():
-        strict = FUNCTIONS[name].strict
-        out["pg_proc"].append((oid, name, PG_CATALOG, OWNER, 12, "f", strict, False, "i"))
-        out["pg_proc"][-1] += (-1, 0, "", name)
+    out["pg_proc"] += proc_rows(PG_CATALOG, OWNER)
+    out["pg_language"] += [(12, "internal", OWNER), (13, "c", OWNER), (14, "sql", OWNER)]
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
         (PG_CATALOG, "pg_catalog"),
@@ -267,7 +264,7 @@ def _rows(
                     "NO" if not nullable and kind == "r" else "YES",
                 )
                 + (
-                    FORMAT.get(type_oid, type_name),
+                    "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, type_name),
                     mods.get(col, 3) - 4 if type_oid == 1043 else None,
                 )
                 + precision(type_oid, mods.get(col, -1))
@@ -380,8 +377,9 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         ),
         "pg_type_is_visible": lambda oid: 1,
         "pg_function_is_visible": lambda oid: 1,
-        "pg_get_function_result": lambda oid: None,
-        "pg_get_function_arguments": lambda oid: "",
+        "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
+        "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
+        "pg_get_function_sqlbody": lambda oid: None,
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
@@ -443,7 +441,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         to = node.to
         name = (to.sql(CatalogSql) if isinstance(to, exp.DataType) else str(to.this)).lower()
         name = name.split(".")[-1].strip('"')
-        if name in ("regclass", "regtype", "regnamespace"):
+        if name in ("regclass", "regtype", "regnamespace", "regproc", "regprocedure"):
             return exp.Anonymous(this=name, expressions=[node.this])
         kind = cast_kind(node.this)
         if name in _SQLITE_CASTS and kind is not None:  # 't'::regclass::text: the name
@@ -546,13 +544,15 @@ def answer(
                 marks = ", ".join("?" * width)
                 db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
         functions = _functions(state, user, database) | size_functions(state, sizes)
+        functions["current_setting"] = lambda name, missing_ok=0: (settings or {}).get(name)
         for fn, impl in functions.items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)
         db.create_function("pg_like", 4, _pg_like, deterministic=True)
         db.create_function("reg_oid", 2, regs.oid, deterministic=True)
         db.create_function("reg_name", 2, regs.name, deterministic=True)
-        db.create_function("regnamespace", 1, regs.toggle("regnamespace"), deterministic=True)
+        for kind in ("regnamespace", "regproc", "regprocedure"):
+            db.create_function(kind, 1, regs.toggle(kind), deterministic=True)
         db.create_function("array_json", 1, array_json, deterministic=True)
         db.create_aggregate("array_agg", -1, ArrayAgg)
         sql = tree.sql(dialect="sqlite")

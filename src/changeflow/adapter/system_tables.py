@@ -51,6 +51,7 @@ TYPES = {
     "timestamp[]": (1115, -1, "_timestamp"),
     "timestamp with time zone[]": (1185, -1, "_timestamptz"),
     "jsonb[]": (3807, -1, "_jsonb"),
+    "json[]": (199, -1, "_json"),
     "uuid[]": (2951, -1, "_uuid"),
     "oid[]": (1028, -1, "_oid"),
     "unknown": (705, -2, "unknown"),
@@ -121,8 +122,10 @@ TABLES: dict[str, str] = {
     "pg_description": "objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT",
     "pg_proc": "oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
     "prolang INTEGER, prokind TEXT, proisstrict BOOL, proretset BOOL, provolatile TEXT, "
-    "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT",
+    "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT, proparallel TEXT, "
+    "prosecdef BOOL, proacl TEXT",
     "pg_am": "oid INTEGER, amname TEXT, amhandler TEXT, amtype TEXT",
+    "pg_language": "oid INTEGER, lanname TEXT, lanowner INTEGER",
     "pg_attrdef": "oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT",
     "pg_collation": "oid INTEGER, collname TEXT, collnamespace INTEGER",
     "pg_roles": "oid INTEGER, rolname TEXT, rolsuper BOOL, rolcanlogin BOOL",

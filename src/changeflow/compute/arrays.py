@@ -1,6 +1,7 @@
 """Array expressions: ``ARRAY[…]``, subscripts and ``x op ANY/ALL(array)``.
 
-An array value is a tuple of its elements (one dimension, subscripts from 1). The functions on
+An array value is a tuple of its elements (subscripts from 1), or of its sub-arrays for
+several dimensions (``array_shape``). The functions on
 arrays (``cardinality``, ``array_length``…) are in ``functions/arrays.py``; the text form
 (``{1,2,NULL}``) is in ``scalars.py`` with the other casts.
 """
@@ -10,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from changeflow.compute.array_shape import element_at, flat, nested, of_arrays
 from changeflow.compute.expr import Expr, _mismatch, _typed, common_type
-from changeflow.compute.scalars import CMP, coerce, comparable, compare_values
+from changeflow.compute.scalars import CMP, cast_value, coerce, comparable, compare_values
 from changeflow.compute.types import BOOL, NULLTYPE, TEXT, array_of
 from changeflow.errors import PlanError
 
@@ -26,7 +28,8 @@ class ArrayOf(Expr):
         element = common_type(self.items, "ARRAY")
         if element is NULLTYPE:
             element = TEXT  # ARRAY[NULL] is text[], as PostgreSQL's
-        _typed(self, array_of(element), False)
+        # ARRAY[] of arrays: one more dimension, of the same type (int[] holds both)
+        _typed(self, element if element.element is not None else array_of(element), False)
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -34,6 +37,9 @@ class ArrayOf(Expr):
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         element = self.type.element
         assert element is not None
+        if any(i.type.element is not None for i in self.items):
+            values = [(i.eval(row, now), i.type) for i in self.items]
+            return of_arrays([v if v is None else cast_value(v, t, self.type) for v, t in values])
         return tuple(coerce(i.eval(row, now), element) for i in self.items)
 
     def __str__(self) -> str:
@@ -46,6 +52,7 @@ class Subscript(Expr):
 
     array: Expr
     index: Expr
+    more: tuple[Expr, ...] = ()  # a[i][j]…: the indexes after the first
 
     def __post_init__(self) -> None:
         element = self.array.type.element
@@ -54,24 +61,28 @@ class Subscript(Expr):
                 f"cannot subscript type {self.array.type} because it does not support subscripting",
                 sqlstate="42804",
             )
-        if not (self.index.type.integer or self.index.type is NULLTYPE):
-            raise PlanError(
-                f"array subscript must have type integer, not {self.index.type}",
-                sqlstate="42804",
-            )
+        for index in (self.index, *self.more):
+            if not (index.type.integer or index.type is NULLTYPE):
+                raise PlanError(
+                    f"array subscript must have type integer, not {index.type}",
+                    sqlstate="42804",
+                )
         _typed(self, element, True)
 
     def children(self) -> tuple[Expr, ...]:
-        return (self.array, self.index)
+        return (self.array, self.index, *self.more)
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         values, i = self.array.eval(row, now), self.index.eval(row, now)
+        if self.more or nested(values):
+            indexes = [i, *(m.eval(row, now) for m in self.more)]
+            return None if values is None or None in indexes else element_at(values, indexes)
         if values is None or i is None or not 1 <= i <= len(values):
             return None
         return values[i - 1]
 
     def __str__(self) -> str:
-        return f"{self.array}[{self.index}]"
+        return f"{self.array}" + "".join(f"[{i}]" for i in (self.index, *self.more))
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,7 @@ class AnyOf(Expr):
         a, values = self.a.eval(row, now), self.array.eval(row, now)
         if values is None:
             return None
+        values = flat(values)
         if not values:
             return self.every
         if a is None:

@@ -18,6 +18,7 @@ from typing import Any
 from changeflow.collection import PTVC, CollectionVersion, Update, consolidate
 from changeflow.collection import diff as version_diff
 from changeflow.compute import plan as P
+from changeflow.compute.array_shape import accumulated
 from changeflow.compute.scalars import as_type, check_range, compare_values, nan_last, one_nan
 from changeflow.compute.types import FLOAT8
 from changeflow.compute.volatile import copies, volatile
@@ -233,6 +234,8 @@ def _ordered(agg: P.Aggregate, values: list[tuple[Any, int]]) -> Any:
     except TypeError:  # values Python does not order as SQL does (arrays with NULLs)
         rows.sort(key=lambda r: sort_key(r, order))
     if agg.func == "array_agg":
+        if agg.arg is not None and agg.arg.type.element is not None:
+            return accumulated([r[width] for r in rows])
         return tuple(r[width] for r in rows)
     return agg.separator.join(r[width] for r in rows)
 

@@ -47,6 +47,7 @@ from changeflow.compute.types import (
     TIMESTAMP,
     TIMESTAMPTZ,
     SqlType,
+    array_of,
     common_numeric,
 )
 from changeflow.errors import EvalError, PlanError
@@ -395,6 +396,12 @@ def common_type(exprs: tuple[Expr, ...], where: str) -> SqlType:
         for k in kinds[1:]:
             best = common_numeric(best, k)
         return best
+    elements = [k.element for k in kinds]
+    if all(e is not None and e.numeric for e in elements) and len(set(kinds)) > 1:
+        element = elements[0]  # arrays of numbers: of the widest of their elements
+        for e in elements[1:]:
+            element = common_numeric(element, e)  # type: ignore[arg-type]
+        return array_of(element)  # type: ignore[arg-type]
     if any(k != kinds[0] for k in kinds):
         raise PlanError(
             f"{where} types {' and '.join(sorted({str(k) for k in kinds}))} cannot be matched",

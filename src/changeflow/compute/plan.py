@@ -394,8 +394,8 @@ def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
         return BOOL if kind in (BOOL, NULLTYPE) else None
     if func == "string_agg":
         return TEXT if kind in (TEXT, NULLTYPE) else None
-    if func == "array_agg":
-        return None if kind is NULLTYPE else array_of(kind)
+    if func == "array_agg":  # of arrays: one more dimension, of the same type
+        return None if kind is NULLTYPE else kind if kind.element is not None else array_of(kind)
     if not kind.numeric:
         return None
     if func == "sum":

@@ -14,6 +14,7 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from changeflow.compute.array_shape import flat, nested, parse, shape, text_of
 from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.json_text import parse_json
 from changeflow.compute.jsonb import parse_jsonb, scalar_of
@@ -167,8 +168,9 @@ def date_arith(op: str, a: date, days: int) -> date:
 
 
 def comparable(a: SqlType, b: SqlType) -> bool:
-    """Can values of ``a`` and ``b`` be compared (and so be equal)? json has no operator."""
-    if JSON in (a, b):
+    """Can values of ``a`` and ``b`` be compared (and so be equal)? json has no operator,
+    nor have arrays of it."""
+    if JSON in (a, b, a.element, b.element):
         return False
     if NULLTYPE in (a, b) or a == b:
         return True
@@ -215,7 +217,10 @@ def compare_values(op: str, a: Any, b: Any) -> bool:
 
 
 def _array_key(values: tuple) -> tuple:
-    return tuple((1, 0) if v is None else (0, nan_last(v)) for v in values)
+    """As PostgreSQL orders arrays: element by element in storage order, then by the number
+    of dimensions and their lengths."""
+    elements = tuple((1, 0) if v is None else (0, nan_last(v)) for v in flat(values))
+    return (elements, len(shape(values)), shape(values))
 
 
 def nan_last(value: Any) -> tuple:
@@ -316,7 +321,10 @@ def _syntax(kind: SqlType, text: str) -> EvalError:
 
 
 def array_text(values: tuple, element: SqlType) -> str:
-    """An array as PostgreSQL prints it: ``{1,2,NULL}``, elements quoted where needed."""
+    """An array as PostgreSQL prints it: ``{1,2,NULL}``, elements quoted where needed
+    (``{{1,2},{3,4}}`` for several dimensions)."""
+    if nested(values):
+        return text_of(values, lambda v: array_text(v, element))
     out = []
     for v in values:
         if v is None:
@@ -330,10 +338,13 @@ def array_text(values: tuple, element: SqlType) -> str:
 
 
 def array_from_text(text: str, element: SqlType) -> tuple:
-    """``'{1,2,NULL}'`` read as an array of ``element`` (one dimension; 22P02 if malformed)."""
+    """``'{1,2,NULL}'`` read as an array of ``element`` (``'{{1,2},{3,4}}'`` of several
+    dimensions; 22P02 if malformed)."""
     s = text.strip()
     if len(s) < 2 or s[0] != "{" or s[-1] != "}":
         raise EvalError(f'malformed array literal: "{text}"', sqlstate="22P02")
+    if s[1:].lstrip().startswith("{"):
+        return parse(s, lambda t: array_from_text(t, element))
     body, items, i = s[1:-1], [], 0
     if not body.strip():
         return ()
@@ -455,6 +466,8 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
     if source == TEXT:
         return from_text(value, target)
     if source.element is not None and target.element is not None:
+        if nested(value):  # each sub-array cast in turn
+            return tuple(cast_value(v, source, target) for v in value)
         return tuple(
             None if v is None else cast_value(v, source.element, target.element) for v in value
         )

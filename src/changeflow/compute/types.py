@@ -71,7 +71,9 @@ JSON = SqlType("json", pa.struct([("json", pa.string())]))  # its text, kept as 
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
-ARRAYS = {t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB)}
+ARRAYS = {
+    t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB, JSON)
+}
 TYPES = (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB, JSON, *ARRAYS.values())
 INT_RANGES = {INT2: 2**15, INT4: 2**31, INT8: 2**63}
 

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.compute import plan as P
+from changeflow.compute.array_shape import flat
 from changeflow.compute.expr import Expr, _typed
 from changeflow.compute.intervals import Interval, add_to_stamp, stamp_of
 from changeflow.compute.jsonb import as_text, from_value
@@ -77,7 +78,7 @@ class Unnest(P.Plan):
 
     def rows(self, row: Row) -> list[Row]:
         """The output rows of one input row."""
-        values = self.array.eval(row) or ()
+        values = flat(self.array.eval(row) or ())
         if self.ordinality:
             return [(*row, v, i) for i, v in enumerate(values, 1)]
         return [(*row, v) for v in values]

@@ -17,6 +17,7 @@ from uuid import UUID
 import numpy as np
 import pyarrow as pa
 
+from changeflow.compute.array_shape import one_dimension
 from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
 from changeflow.compute.scalars import NAN
@@ -89,6 +90,8 @@ def arrow_values(values: list[Any], kind: pa.DataType) -> list[Any]:
         return [getattr(v, "bytes", v) for v in values]
     if pa.types.is_time(kind) and any(v is END_OF_DAY for v in values):
         return [None if v is None else micros_of(v) for v in values]  # 24:00:00 as its micros
+    if pa.types.is_list(kind):
+        one_dimension(values)
     if pa.types.is_list(kind) and (
         pa.types.is_struct(kind.value_type) or pa.types.is_fixed_size_binary(kind.value_type)
     ):

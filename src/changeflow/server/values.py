@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.connection import literal
+from changeflow.compute.array_shape import MAX_DIMS, flat, shape
 from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, numeric_text, to_text
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
@@ -68,6 +69,7 @@ ARRAY_OIDS: dict[str, int] = {
     "timestamp": 1115,
     "timestamp with time zone": 1185,
     "jsonb": 3807,
+    "json": 199,
     "uuid": 2951,
     "oid": 1028,
 }
@@ -232,12 +234,12 @@ BINARY |= dict.fromkeys(REG_OIDS, lambda v: struct.pack("!I", v.oid))
 
 
 def array_binary(values: tuple, element: SqlType) -> bytes:
-    """PostgreSQL's binary array: dimensions, a NULL flag, the element OID, the length and
-    lower bound (1), then each element's length (-1: NULL) and bytes."""
+    """PostgreSQL's binary array: dimensions, a NULL flag, the element OID, each dimension's
+    length and lower bound (1), then each element's length (-1: NULL) and bytes."""
     encode = BINARY[element.name]
-    out = [struct.pack("!iiI", 1 if values else 0, int(None in values), oid_of(element)[0])]
-    if values:
-        out.append(struct.pack("!ii", len(values), 1))
+    dims, values = shape(values), flat(values)
+    out = [struct.pack("!iiI", len(dims), int(None in values), oid_of(element)[0])]
+    out += [struct.pack("!ii", n, 1) for n in dims]
     for v in values:
         data = b"" if v is None else encode(v)
         out.append(struct.pack("!i", -1) if v is None else struct.pack("!i", len(data)) + data)
@@ -379,15 +381,15 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
 
 
 def _array_from_binary(raw: bytes, index: int) -> str:
-    """A binary array (one dimension) as its text form."""
+    """A binary array as its text form."""
     ndim, _, element = struct.unpack_from("!iiI", raw)
     names = {oid: name for name, (oid, _) in OIDS.items()} | {OID: "bigint"}
     names |= dict.fromkeys((VARCHAR, NAME, CHAR), "text")
-    if ndim > 1 or element not in names:
+    if ndim > MAX_DIMS or element not in names:
         raise PlanError(f"unsupported binary array in parameter ${index}", sqlstate="0A000")
-    count = struct.unpack_from("!i", raw, 12)[0] if ndim else 0
+    dims = [struct.unpack_from("!i", raw, 12 + 8 * d)[0] for d in range(ndim)]
     pos, values = 12 + 8 * ndim, []
-    for _ in range(count):
+    for _ in range(math.prod(dims) if dims else 0):
         (size,) = struct.unpack_from("!i", raw, pos)
         pos += 4
         if size == -1:
@@ -395,6 +397,8 @@ def _array_from_binary(raw: bytes, index: int) -> str:
             continue
         values.append(from_binary(raw[pos : pos + size], element, index))
         pos += size
+    for n in reversed(dims[1:]):  # grouped into sub-arrays, innermost first
+        values = [tuple(values[i : i + n]) for i in range(0, len(values), n)]
     return array_text(tuple(values), sql_type(names[element]))
 
 

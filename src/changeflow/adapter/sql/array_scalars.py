@@ -44,14 +44,20 @@ class ArrayScalars:
         return ArrayOf(tuple(self.unify(list(node.expressions))))
 
     def _bracket(self: Scalars, node: exp.Bracket) -> X.Expr:
-        if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
-            raise unsupported("array slices and several subscripts", node)
+        """``a[i]``, or ``a[i][j]…`` as one subscript of several indexes (one a dimension)."""
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
-        index = _unshifted(node.expressions[0])
-        if is_string_literal(index):
-            return Subscript(self.expr(node.this), coerce_text(str(index.this), INT4))
-        return Subscript(self.expr(node.this), self.expr(index))
+        chain: list[exp.Expression] = []
+        array: exp.Expression = node
+        while isinstance(array, exp.Bracket):
+            if len(array.expressions) != 1 or isinstance(array.expressions[0], exp.Slice):
+                raise unsupported("array slices", node)
+            chain.insert(0, _unshifted(array.expressions[0]))
+            array = array.this
+        indexes = [
+            coerce_text(str(i.this), INT4) if is_string_literal(i) else self.expr(i) for i in chain
+        ]
+        return Subscript(self.expr(array), indexes[0], tuple(indexes[1:]))
 
     def _arraysize(self: Scalars, node: exp.ArraySize) -> X.Expr:
         args = [node.this] + ([node.expression] if node.expression is not None else [])

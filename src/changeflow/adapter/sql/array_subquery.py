@@ -47,7 +47,11 @@ def plan_array_subqueries(tree: exp.Expression) -> None:
             continue
         rows = exp.Subquery(this=_aggregated(node.expressions[0]))
         new = exp.Coalesce(this=rows, expressions=[exp.Literal.string("{}")])
-        parent = node.parent
-        if isinstance(parent, exp.Select) and node in parent.expressions:
-            new = exp.alias_(new, "array")
+        top: exp.Expression = node  # the select item it names: itself, or a cast of it
+        while isinstance(top.parent, exp.Cast | exp.Paren) and top.parent.this is top:
+            top = top.parent
+        named = isinstance(top.parent, exp.Select) and top in top.parent.expressions
         node.replace(new)
+        if named:
+            item = new if top is node else top
+            item.replace(exp.alias_(item.copy(), "array"))

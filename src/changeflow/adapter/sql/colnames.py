@@ -116,7 +116,7 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
         selects = inner.selects if isinstance(inner, exp.Query) else []
         return (output_name(selects[0]) if selects else UNNAMED), 2
     if isinstance(node, exp.Array):
-        return "array", 2 if any(isinstance(e, exp.Query) for e in node.expressions) else 1
+        return "array", 2  # as a call's name: ARRAY[…]::text is still "array"
     if isinstance(node, exp.Interval):
         return "interval", 1
     if "name" in node.meta:  # a call, as written (an operator's node has no name)

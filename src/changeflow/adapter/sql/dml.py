@@ -207,6 +207,13 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     schema = relation.plan.schema
     targets = _columns(insert, schema, name)
     source = insert.expression
+    explicit = isinstance(insert.this, exp.Schema)
+    if not explicit and isinstance(source, exp.Values) and source.expressions:
+        # no column list: the first N columns, as PostgreSQL
+        widths = {len(r.expressions) if isinstance(r, exp.Tuple) else 1 for r in source.expressions}
+        if len(widths) > 1:
+            raise PlanError("VALUES lists must all be the same length", sqlstate="42601")
+        targets = targets[: widths.pop()]
     overriding = insert.args.get("overriding")
     if overriding is None:  # OVERRIDING SYSTEM VALUE takes them, USER VALUE ignores them
         _given_always(relation, targets, source)
@@ -222,6 +229,8 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
         plan = rows[0] if len(rows) == 1 else P.Union(tuple(rows))
     else:
         out = planner.query(source, None)
+        if not explicit:
+            targets = targets[: len(out.names)]
         _count_error(len(out.names), len(targets))
         plan = _fill(out.plan, relation, targets, ignored)
     reads = frozenset(planner.items)

@@ -15,6 +15,7 @@ from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute.array_shape import flat
 from changeflow.compute.arrays import Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.jsonb import as_text, from_value
@@ -89,7 +90,7 @@ def _unnest(
         e = _constant(array, "unnest")
         if e.type.element is None:
             raise no_unnest(NULLTYPE if is_string_literal(array) else e.type)
-        columns.append(e.eval(()) or ())
+        columns.append(flat(e.eval(()) or ()))
         kinds.append(e.type.element)
     depth = max((len(c) for c in columns), default=0)
     rows = [tuple(c[i] if i < len(c) else None for c in columns) for i in range(depth)]

@@ -124,10 +124,11 @@ def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
 
 def operator_for(kind: SqlType, ordering: bool = False) -> SqlType:
     """``kind`` once it is known to have the equality (GROUP BY, DISTINCT, UNION, PARTITION BY)
-    or ordering (ORDER BY) a clause needs: json has neither (42883, as PostgreSQL)."""
-    if kind == JSON:
+    or ordering (ORDER BY) a clause needs: json has neither, nor json[] (42883, as
+    PostgreSQL)."""
+    if JSON in (kind, kind.element):
         what = "an ordering" if ordering else "an equality"
-        raise PlanError(f"could not identify {what} operator for type json", sqlstate="42883")
+        raise PlanError(f"could not identify {what} operator for type {kind}", sqlstate="42883")
     return kind
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from changeflow.compute.array_shape import dims_text, nested, shape
 from changeflow.compute.functions.base import F, Function, _args, determined, fail, spark_type
 from changeflow.compute.scalars import as_type
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, SqlType, array_of
@@ -90,11 +91,7 @@ def _positions_rule(args: tuple[SqlType, ...]) -> SqlType:
 
 
 def _ndims(values: tuple) -> int | None:
-    return 1 if values else None
-
-
-def _dims(values: tuple) -> str | None:
-    return f"[1:{len(values)}]" if values else None
+    return len(shape(values)) or None
 
 
 def _trim(values: tuple, n: int) -> tuple:
@@ -109,16 +106,13 @@ _NULL_ARRAY = "dimension array or low bound array cannot be null"
 _NULL_VALUES = "dimension values cannot be null"
 _SUBSCRIPTS = "wrong number of array subscripts"
 _SIZE = "array size exceeds the maximum allowed (134217727)"
-_SHAPE = (
-    "array_fill's result would have several dimensions or a lower bound other than 1;"
-    " arrays here have one dimension and a lower bound of 1"
-)
+_SHAPE = "array_fill's lower bound would be other than 1; arrays here have lower bounds of 1"
 
 
 def _fill(*args: tuple[Any, SqlType]) -> tuple:
-    """``value`` repeated as the dimensions say. An array here has one dimension and a lower
-    bound of 1 (a Python tuple), so a result of several dimensions or another lower bound is
-    refused (0A000); an empty one (a dimension of 0, or none) is ``{}``, as in PostgreSQL."""
+    """``value`` repeated as the dimensions say. An array here has lower bounds of 1, so
+    another lower bound is refused (0A000); an empty one (a dimension of 0, or none) is
+    ``{}``, as in PostgreSQL."""
     value, dims = args[0][0], args[1][0]
     lower = args[2][0] if len(args) > 2 else None
     if dims is None or (len(args) > 2 and lower is None):
@@ -136,9 +130,12 @@ def _fill(*args: tuple[Any, SqlType]) -> tuple:
         raise EvalError(_SIZE, sqlstate="54000")
     if not dims or math.prod(dims) == 0:  # no elements: no dimensions, no bounds
         return ()
-    if len(dims) > 1 or (lower is not None and lower[0] != 1):
+    if lower is not None and any(b != 1 for b in lower):
         raise EvalError(_SHAPE, sqlstate="0A000")
-    return (value,) * dims[0]
+    filled: Any = value
+    for d in reversed(dims):
+        filled = (filled,) * d
+    return filled
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -156,7 +153,13 @@ def _replace(
     widen = (
         (lambda v: v) if not kind.numeric else (lambda v: None if v is None else as_type(v, kind))
     )
-    return tuple(widen(new[0]) if _same(v, old[0]) else widen(v) for v in values)
+
+    def replaced(values: tuple) -> tuple:
+        if nested(values):
+            return tuple(replaced(v) for v in values)
+        return tuple(widen(new[0]) if _same(v, old[0]) else widen(v) for v in values)
+
+    return replaced(values)
 
 
 def _position(*args: tuple[Any, SqlType]) -> int | None:
@@ -164,6 +167,7 @@ def _position(*args: tuple[Any, SqlType]) -> int | None:
     start = args[2][0] if len(args) > 2 else 1
     if values is None:
         return None
+    _searchable(values)
     if len(args) > 2 and start is None:
         raise EvalError("initial position must not be null", sqlstate="22004")
     for i in range(max(start, 1) - 1, len(values)):
@@ -175,7 +179,15 @@ def _position(*args: tuple[Any, SqlType]) -> int | None:
 def _positions(values: tuple[Any, SqlType], wanted: tuple[Any, SqlType]) -> tuple | None:
     if values[0] is None:
         return None
+    _searchable(values[0])
     return tuple(i + 1 for i, v in enumerate(values[0]) if _same(v, wanted[0]))
+
+
+def _searchable(values: tuple) -> None:
+    if nested(values):
+        raise EvalError(
+            "searching for elements in multidimensional arrays is not supported", sqlstate="0A000"
+        )
 
 
 def _spark_ndims(cc: ExprCompiler, e: Func) -> Column:
@@ -252,7 +264,7 @@ def _spark_position(cc: ExprCompiler, e: Func) -> Column:
 
 FUNCTIONS = [
     Function("array_ndims", _shape_rule(INT4), _ndims, spark=_spark_ndims),
-    Function("array_dims", _shape_rule(TEXT), _dims, spark=_spark_dims),
+    Function("array_dims", _shape_rule(TEXT), dims_text, spark=_spark_dims),
     Function("trim_array", _trim_rule, _trim, spark=_spark_trim),
     Function("array_fill", _fill_rule, _fill, strict=False, spark=_spark_fill),
     Function("array_replace", _replace_rule, _replace, strict=False, spark=_spark_replace),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from changeflow.compute.array_shape import flat, length, lower, nested, shape
 from changeflow.compute.functions.base import (
     F,
     Function,
@@ -24,7 +25,7 @@ from changeflow.compute.types import (
     SqlType,
     array_of,
 )
-from changeflow.errors import PlanError
+from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -47,15 +48,7 @@ def _array_rule(*rest: str) -> Rule:
 
 
 def _cardinality(values: tuple) -> int:
-    return len(values)
-
-
-def _array_length(values: tuple, dimension: int) -> int | None:
-    return len(values) if dimension == 1 and values else None
-
-
-def _array_lower(values: tuple, dimension: int) -> int | None:
-    return 1 if dimension == 1 and values else None
+    return len(flat(values))
 
 
 def _spark_size(cc: ExprCompiler, e: Func) -> Column:
@@ -95,7 +88,7 @@ def _array_to_string(*args: tuple[Any, SqlType]) -> str | None:
     if values is None or sep is None:
         return None
     element = kind.element or TEXT
-    shown = [null if v is None else to_text(v, element) for v in values]
+    shown = [null if v is None else to_text(v, element) for v in flat(values)]
     return sep.join(v for v in shown if v is not None)
 
 
@@ -181,20 +174,37 @@ def _cat_rule(args: tuple[SqlType, ...]) -> SqlType:
     raise PlanError("no match", sqlstate="42883")
 
 
+def _one_dimension(values: Any) -> tuple:
+    if nested(values):
+        raise EvalError("argument must be empty or one-dimensional array", sqlstate="22000")
+    return values or ()
+
+
 def _append(array: tuple[Any, SqlType], element: tuple[Any, SqlType]) -> tuple:
     """``array`` with ``element`` after its elements (a NULL array as an empty one)."""
-    return (*(array[0] or ()), element[0])
+    return (*_one_dimension(array[0]), element[0])
 
 
 def _prepend(element: tuple[Any, SqlType], array: tuple[Any, SqlType]) -> tuple:
-    return (element[0], *(array[0] or ()))
+    return (element[0], *_one_dimension(array[0]))
 
 
 def _cat(a: tuple[Any, SqlType], b: tuple[Any, SqlType]) -> tuple | None:
-    """Both arrays' elements in turn (NULL only if both are)."""
-    if a[0] is None and b[0] is None:
+    """Both arrays' elements in turn (NULL only if both are); of several dimensions, along
+    the first: ``{{1,2}} || {{3,4}}`` and ``{{1,2}} || {3,4}`` are ``{{1,2},{3,4}}``."""
+    x, y = a[0], b[0]
+    if x is None and y is None:
         return None
-    return (*(a[0] or ()), *(b[0] or ()))
+    if not x or not y:
+        return x or y or ()
+    sx, sy = shape(x), shape(y)
+    if sx[1:] == sy[1:]:
+        return (*x, *y)
+    if sx[1:] == sy:
+        return (*x, y)
+    if sx == sy[1:]:
+        return (x, *y)
+    raise EvalError("cannot concatenate incompatible arrays", sqlstate="2202E")
 
 
 def _remove(array: tuple[Any, SqlType], element: tuple[Any, SqlType]) -> tuple | None:
@@ -202,6 +212,10 @@ def _remove(array: tuple[Any, SqlType], element: tuple[Any, SqlType]) -> tuple |
     values, gone = array[0], element[0]
     if values is None:
         return None
+    if nested(values):
+        raise EvalError(
+            "removing elements from multidimensional arrays is not supported", sqlstate="0A000"
+        )
     return tuple(v for v in values if not (v is None if gone is None else v == gone))
 
 
@@ -234,9 +248,9 @@ def _spark_remove(cc: ExprCompiler, e: Func) -> Column:
 
 FUNCTIONS = [
     Function("cardinality", _array_rule(), _cardinality, spark=_spark_size),
-    Function("array_length", _array_rule("int"), _array_length, spark=_spark_length),
-    Function("array_upper", _array_rule("int"), _array_length, spark=_spark_length),
-    Function("array_lower", _array_rule("int"), _array_lower, spark=_spark_lower),
+    Function("array_length", _array_rule("int"), length, spark=_spark_length),
+    Function("array_upper", _array_rule("int"), length, spark=_spark_length),
+    Function("array_lower", _array_rule("int"), lower, spark=_spark_lower),
     Function(
         "array_to_string",
         _joined_rule,
