@@ -36,7 +36,7 @@ from changeflow.adapter.arrangements import (
 )
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.columnar_rows import columnar, worth_columns
-from changeflow.adapter.exact_filter import point_path
+from changeflow.adapter.exact_filter import exact_rows, point_path
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.plan_cache import PlanCache
@@ -194,7 +194,8 @@ class Environment:
         """
         shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
-        fixed, unfiltered = point_path(plan)  # a filter on the only input: picked on columns
+        path = point_path(plan)  # a filter on the only input: its rows picked on columns
+        fixed, unfiltered = path.fixed, path.unfiltered
         served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
         if served is None:
             views = read.get(("views", ts, frozenset(shards)))  # the statement's, at ``ts``
@@ -213,19 +214,22 @@ class Environment:
             for s in shards:  # one shard at ``ts`` through one filter: the same rows
                 key = (s, ts, repr(fixed))
                 found = read.get(key)
-                if found is None and fixed is not None:  # the only input, picked on columns
-                    updates = self.updates_until(s, ts, views)
-                    picked = narrowed(updates, fixed)
+                if found is None and fixed is not None and ("picked", *key) not in read:
+                    updates = self.updates_until(s, ts, views)  # the only input, on columns
+                    picked = read[("picked", *key)] = narrowed(updates, fixed)
                     exact = read[("exact", *key)] = picked is not updates  # by every predicate
                     if worth_columns(plan, picked):  # many: the plan runs on them as columns
                         rows = columnar(unfiltered if exact and unfiltered else plan, {s: picked})
                         if rows is not None:
                             return rows
-                    found = summed_rows(picked, ts)
+                exact_read = exact_rows(path, read, key, ts)
+                if exact_read is not None:  # the rows the filter passes: the plan without it
+                    plan, inputs[s] = exact_read
+                    continue
+                if found is None and ("picked", *key) in read:
+                    found = summed_rows(read[("picked", *key)], ts)
                 inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
                 read[key] = inputs[s]
-                if unfiltered is not None and read.get(("exact", *key)):
-                    plan = unfiltered  # the rows are those the filter passes
             return evaluate_once(plan, inputs, ts)
         if stored <= PROCESS_ROWS:
             found = self._evaluate_columnar(plan, shards, ts, views)
@@ -281,7 +285,7 @@ class Environment:
         """The rows of ``plan``'s input that a filter above it can pass, found through an
         index's arrangement (:mod:`~changeflow.adapter.arrangements`), with the write log's
         ``views`` of the tables (or read where they are complete); None without one."""
-        found = point_path(plan)[0]
+        found = point_path(plan).fixed
         if found is None:
             return None
         shard = found.shard
