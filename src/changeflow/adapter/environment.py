@@ -195,7 +195,7 @@ class Environment:
         shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
         path = point_path(plan)  # a filter on the only input: its rows picked on columns
-        fixed, unfiltered = path.fixed, path.unfiltered
+        fixed = path.fixed
         served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
         if served is None:
             views = read.get(("views", ts, frozenset(shards)))  # the statement's, at ``ts``
@@ -219,7 +219,7 @@ class Environment:
                     picked = read[("picked", *key)] = narrowed(updates, fixed)
                     exact = read[("exact", *key)] = picked is not updates  # by every predicate
                     if worth_columns(plan, picked):  # many: the plan runs on them as columns
-                        rows = columnar(unfiltered if exact and unfiltered else plan, {s: picked})
+                        rows = columnar(exact and path.unfiltered or plan, {s: picked})
                         if rows is not None:
                             return rows
                 exact_read = exact_rows(path, read, key, ts)

@@ -18,7 +18,7 @@ query reach its aggregate as a few rows instead of one per row).
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from functools import cached_property
 
 import pyarrow as pa
 
@@ -32,13 +32,24 @@ from changeflow.updates import DIFF, TIME
 KEPT = 1024  # plans kept (all forgotten at once past this many)
 
 
-class Path(NamedTuple):
-    """What a read of ``plan`` works out from it alone (see the module docstring)."""
+class Path:
+    """What a read of ``plan`` works out from it alone (see the module docstring): what
+    the filter above its only input fixes (None: nothing) at once, the rest when a read
+    picks its rows exactly (a read through an index needs only ``fixed``)."""
 
-    plan: P.Plan
-    fixed: Fixed | None  # what the filter above its only input fixes; None: nothing
-    unfiltered: P.Plan | None  # the plan without that filter, if the kernels decide it
-    used: frozenset[int] | None  # the input's columns ``unfiltered`` reads; None: all
+    def __init__(self, plan: P.Plan) -> None:
+        self.plan = plan
+        self.fixed: Fixed | None = point(plan)
+
+    @cached_property
+    def unfiltered(self) -> P.Plan | None:
+        """The plan without that filter, if the kernels decide it; else None."""
+        return None if self.fixed is None else _unfiltered(self.plan)
+
+    @cached_property
+    def used(self) -> frozenset[int] | None:
+        """The input's columns :attr:`unfiltered` reads; None: all of them."""
+        return None if self.unfiltered is None else demanded(self.unfiltered)
 
 
 _lock = threading.Lock()
@@ -46,14 +57,11 @@ _kept: dict[int, Path] = {}
 
 
 def point_path(plan: P.Plan) -> Path:
-    """``plan``'s :class:`Path`, worked out once per plan object."""
+    """``plan``'s :class:`Path`, made once per plan object."""
     found = _kept.get(id(plan))
     if found is not None and found.plan is plan:
         return found
-    fixed = point(plan)
-    unfiltered = None if fixed is None else _unfiltered(plan)
-    used = None if unfiltered is None else demanded(unfiltered)
-    path = Path(plan, fixed, unfiltered, used)
+    path = Path(plan)
     with _lock:
         if len(_kept) >= KEPT:
             _kept.clear()
@@ -149,7 +157,7 @@ def exact_rows(path: Path, read: dict, key: tuple, ts: int) -> tuple[P.Plan, Cou
     read NULL), where the updates picked for ``key`` (kept in ``read``, the statement's reads
     at ``("picked", *key)``) are exactly those the filter passes; None where they are not.
     The rows are kept in ``read`` for the statement's other plans of the same columns."""
-    if path.unfiltered is None or not read.get(("exact", *key)):
+    if not read.get(("exact", *key)) or path.unfiltered is None:
         return None
     at = ("rows", *key, path.used)
     rows = read.get(at)
