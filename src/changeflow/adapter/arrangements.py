@@ -262,22 +262,29 @@ def point(plan: P.Plan) -> Fixed | None:
 def narrowed(updates: pa.Table, fixed: Fixed) -> pa.Table:
     """The updates of an update frame (of ``fixed``'s shard) whose rows the filter can pass,
     picked by Arrow kernels, so a scan without an index turns into rows only those it finds
-    (the filter itself still runs on them); all of them where a kernel cannot tell."""
+    (the filter itself still runs on them); all of them where a kernel cannot tell (the
+    same table, ``updates``). Updates in many chunks (one per write since the shard was last
+    summed) are put in one first: Arrow filters a table chunk by chunk, column by column."""
     data = [n for n in updates.column_names if n not in (TIME, DIFF)]
+    whole = updates.combine_chunks() if updates.num_columns and _chunks(updates) > 1 else updates
     try:
         keep = None
         for i, value in fixed.equal.items():
-            mask = pc.equal(updates.column(data[i]), value)
+            mask = pc.equal(whole.column(data[i]), value)
             keep = mask if keep is None else pc.and_(keep, mask)
         for i, (low, high) in fixed.ranges.items():
-            column = updates.column(data[i])
+            column = whole.column(data[i])
             for bound, compare in ((low, pc.greater_equal), (high, pc.less_equal)):
                 if bound is not None:
                     mask = compare(column, bound)
                     keep = mask if keep is None else pc.and_(keep, mask)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return updates  # a literal the column's type cannot hold: the rows decide
-    return updates if keep is None else updates.filter(keep)
+    return updates if keep is None else whole.filter(keep)
+
+
+def _chunks(table: pa.Table) -> int:
+    return table.column(0).num_chunks
 
 
 def any_passes(updates: pa.Table, fixed: Fixed) -> bool:

@@ -33,10 +33,10 @@ from changeflow.adapter.arrangements import (
     constraint_keys,
     index_keys,
     narrowed,
-    point,
 )
 from changeflow.adapter.catalog import Catalog, CatalogState, Item
 from changeflow.adapter.columnar_rows import columnar, worth_columns
+from changeflow.adapter.exact_filter import exact_rows, point_path
 from changeflow.adapter.group_commit import GroupCommit
 from changeflow.adapter.oracle import TimestampOracle
 from changeflow.adapter.plan_cache import PlanCache
@@ -194,7 +194,8 @@ class Environment:
         """
         shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
-        fixed = point(plan)  # a filter on the only input: its rows picked on columns first
+        path = point_path(plan)  # a filter on the only input: its rows picked on columns
+        fixed = path.fixed
         served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
         if served is None:
             views = read.get(("views", ts, frozenset(shards)))  # the statement's, at ``ts``
@@ -213,13 +214,20 @@ class Environment:
             for s in shards:  # one shard at ``ts`` through one filter: the same rows
                 key = (s, ts, repr(fixed))
                 found = read.get(key)
-                if found is None and fixed is not None:  # the only input, picked on columns
-                    picked = narrowed(self.updates_until(s, ts, views), fixed)
+                if found is None and fixed is not None and ("picked", *key) not in read:
+                    updates = self.updates_until(s, ts, views)  # the only input, on columns
+                    picked = read[("picked", *key)] = narrowed(updates, fixed)
+                    exact = read[("exact", *key)] = picked is not updates  # by every predicate
                     if worth_columns(plan, picked):  # many: the plan runs on them as columns
-                        rows = columnar(plan, {s: picked})
+                        rows = columnar(exact and path.unfiltered or plan, {s: picked})
                         if rows is not None:
                             return rows
-                    found = summed_rows(picked, ts)
+                exact_read = exact_rows(path, read, key, ts)
+                if exact_read is not None:  # the rows the filter passes: the plan without it
+                    plan, inputs[s] = exact_read
+                    continue
+                if found is None and ("picked", *key) in read:
+                    found = summed_rows(read[("picked", *key)], ts)
                 inputs[s] = self.snapshot(s, ts, views, fixed) if found is None else found
                 read[key] = inputs[s]
             return evaluate_once(plan, inputs, ts)
@@ -277,7 +285,7 @@ class Environment:
         """The rows of ``plan``'s input that a filter above it can pass, found through an
         index's arrangement (:mod:`~changeflow.adapter.arrangements`), with the write log's
         ``views`` of the tables (or read where they are complete); None without one."""
-        found = point(plan)
+        found = point_path(plan).fixed
         if found is None:
             return None
         shard = found.shard

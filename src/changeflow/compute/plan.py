@@ -51,9 +51,14 @@ class Plan:
         return ()
 
     def collections(self) -> set[str]:
-        """The names of the collections the plan reads."""
-        own = {self.name} if isinstance(self, Get) else set()
-        return own.union(*(p.collections() for p in self.inputs()))
+        """The names of the collections the plan reads (worked out once per plan: a plan
+        is immutable, and a statement run again reads them from its kept plan)."""
+        found = self.__dict__.get("_collections")
+        if found is None:
+            own = {self.name} if isinstance(self, Get) else set()
+            found = frozenset(own.union(*(p.collections() for p in self.inputs())))
+            object.__setattr__(self, "_collections", found)
+        return set(found)
 
     def describe(self) -> str:
         """This operator alone, on one line."""
