@@ -45,8 +45,8 @@ from changeflow.adapter.system_rows import (
     constraint_oid,
     key_constraints,
     precision,
-    type_rows,
     text_types,
+    type_rows,
     typmods,
 )
 from changeflow.adapter.system_tables import (
