@@ -152,5 +152,4 @@ def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
     length = text_length(dt)  # type: ignore[arg-type]
     if length is None:
         return value
-    cut = Func("left", (value, X.lit(abs(length))))
-    return cut if length > 0 else Func("rtrim", (cut, X.lit(" ")))
+    return Func("left" if length > 0 else "char_n", (value, X.lit(abs(length))))
