@@ -56,6 +56,13 @@ class CharScalars:
         """Two operands, a quoted literal beside char(n) without its trailing blanks."""
         return _unpadded(self, a, ea, eb), _unpadded(self, b, eb, ea)
 
+    def unpadded_cast(self: Scalars, value: X.Expr, to: exp.Expression) -> X.Expr:
+        """A cast's value: char(n) cast to text or varchar is text (shown unpadded)."""
+        texts = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+        if isinstance(to, exp.DataType) and to.this in texts and self.pad(value) is not None:
+            return Func("rtrim", (value, X.lit(" ")))  # held without trailing blanks: the same
+        return value
+
     def compared_literal(self: Scalars, a: X.Expr, item: exp.Expression) -> X.Expr:
         """An item of ``a IN (…)``: a quoted literal takes ``a``'s type (char(n)'s too)."""
         e = self.expr(item)

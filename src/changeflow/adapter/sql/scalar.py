@@ -417,7 +417,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
                 return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
-        return sized(value, node.to, scale)
+        return self.unpadded_cast(sized(value, node.to, scale), node.to)
 
     def _collate(self, node: exp.Collate) -> X.Expr:
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
