@@ -50,6 +50,11 @@ ERRORS = [
     "INSERT INTO ch (id, c) VALUES (9, 'xy')",
     "UPDATE ch SET b = 'abcdefg' WHERE id = 1",
 ]
+RETURNING = [
+    "INSERT INTO ch VALUES (8, 'q', 'q  ', 'r', 'q') RETURNING *",
+    "UPDATE ch SET a = a || 'z' WHERE id = 8 RETURNING a, b || '|', a::char(6), octet_length(b)",
+    "DELETE FROM ch WHERE id = 8 RETURNING a, c",
+]
 MAINTAINED = [
     "SELECT id, a, b, c FROM ch",
     "SELECT a, count(*) AS n FROM ch GROUP BY a",
@@ -84,6 +89,8 @@ def test_char_as_postgres(tmp_path: Path, postgres_url: str) -> None:
         for sql in STATEMENTS + CATALOG:
             assert rows(ours, sql) == rows(pg, sql), sql
         same_errors(ours, pg, ERRORS)
+        for sql in RETURNING:
+            assert rows(ours, sql) == rows(pg, sql), sql
         assert rows(ours, "SELECT * FROM ch ORDER BY id") == rows(
             pg, "SELECT * FROM ch ORDER BY id"
         )
