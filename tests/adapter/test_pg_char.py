@@ -99,3 +99,16 @@ def test_char_as_postgres(tmp_path: Path, postgres_url: str) -> None:
 def test_char_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ch", *SETUP) as (ours, pg):
         maintained_as_postgres(ours, pg, MAINTAINED, CHANGES)
+
+
+@pytest.mark.spark
+def test_char_maintained_on_the_cluster_tier_as_postgres(
+    spark, tmp_path: Path, postgres_url: str
+) -> None:
+    """The same views kept on the cluster tier (char(n) casts, LIKE and octet_length of the
+    padded value computed by Spark) give PostgreSQL's rows through the changes."""
+    with beside_postgres(tmp_path / "home", postgres_url, "ch", *SETUP) as (ours, pg):
+        maintained_as_postgres(ours, pg, MAINTAINED, CHANGES, options="CLUSTER = true")
+        for i in range(len(MAINTAINED)):
+            plan = ours.execute(f"EXPLAIN MATERIALIZED VIEW v{i}").fetchall()
+            assert plan[0][0].startswith("Tier: cluster"), plan
