@@ -71,11 +71,14 @@ CHANGES = [
     "UPDATE ch SET b = 'abcd  ', a = 'ab' WHERE id = 4",
     "DELETE FROM ch WHERE a = 'ab  '",
 ]
+VIEW = "CREATE VIEW chv AS SELECT id, a, a::char(2) AS b, a || 'x' AS c, c AS d FROM ch"
 CATALOG = [
-    "SELECT column_name, data_type, character_maximum_length, udt_name"
-    " FROM information_schema.columns WHERE table_name = 'ch' ORDER BY ordinal_position",
-    "SELECT attname, atttypid, atttypmod, format_type(atttypid, atttypmod) FROM pg_attribute"
-    " WHERE attrelid = 'ch'::regclass AND attnum > 0 ORDER BY attnum",
+    "SELECT table_name, column_name, data_type, character_maximum_length, udt_name"
+    " FROM information_schema.columns WHERE table_name IN ('ch', 'chv')"
+    " ORDER BY table_name, ordinal_position",
+    "SELECT attrelid::regclass::text, attname, atttypid, atttypmod,"
+    " format_type(atttypid, atttypmod) FROM pg_attribute"
+    " WHERE attrelid IN ('ch'::regclass, 'chv'::regclass) AND attnum > 0 ORDER BY 1, attnum",
 ]
 
 
@@ -85,8 +88,13 @@ def rows(conn, sql: str) -> tuple:  # noqa: ANN001
 
 
 def test_char_as_postgres(tmp_path: Path, postgres_url: str) -> None:
-    with beside_postgres(tmp_path / "home", postgres_url, "ch", *SETUP) as (ours, pg):
-        for sql in STATEMENTS + CATALOG:
+    with beside_postgres(tmp_path / "home", postgres_url, "ch", *SETUP, VIEW) as (ours, pg):
+        try:
+            for sql in CATALOG:
+                assert rows(ours, sql) == rows(pg, sql), sql
+        finally:
+            pg.execute("DROP VIEW chv")
+        for sql in STATEMENTS:
             assert rows(ours, sql) == rows(pg, sql), sql
         same_errors(ours, pg, ERRORS)
         for sql in RETURNING:

@@ -220,8 +220,8 @@ def _rows(
             out["pg_depend"] += sequence_depends(state, item, oid)
             info["sequences"].append((database, schema, relname, *sequence_info(o)))
         defaults = item.options.get("defaults") or []
-        mods = typmods(item) if item.kind == "table" else {}
-        texts = text_types(item) if item.kind == "table" else {}
+        mods = typmods(item)
+        texts = text_types(item)
         identity = identities(state, item)
         for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
             name = f"........pg.dropped.{gone}........"

@@ -79,8 +79,8 @@ class Index:
         """Its rows of pg_class, pg_attribute, pg_index and pg_indexes."""
         names = [c[0] for c in self.table.columns]
         kinds = {c[0]: c[1] for c in self.table.columns}
-        mods = typmods(self.table) if self.table.kind == "table" else {}
-        texts = text_types(self.table) if self.table.kind == "table" else {}
+        mods = typmods(self.table)
+        texts = text_types(self.table)
         table_oid = relation_oid(self.table)
         attributes, types = [], []
         for n, key in enumerate(self.keys, 1):

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
+from changeflow.adapter.resolver import pads_of
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
 
@@ -93,7 +94,11 @@ def text_types(item: Item) -> dict[str, str]:
 
 
 def _declared(item: Item) -> dict[str, tuple[int, str]]:
-    """Each column's type modifier (-1 for none) and text type name ('' for another type)."""
+    """Each column's type modifier (-1 for none) and text type name ('' for another type): a
+    table's from its CREATE statement, a view's char(n) columns from the n they carry."""
+    if item.kind != "table":
+        pads = zip(item.columns, pads_of(item), strict=True)
+        return {c[0]: (n + 4, "character") for c, n in pads if n is not None}
     try:
         create = sqlglot.parse_one(item.sql, read="postgres")
     except sqlglot.errors.ParseError:
