@@ -50,6 +50,15 @@ ERRORS = [
     "INSERT INTO ch (id, c) VALUES (9, 'xy')",
     "UPDATE ch SET b = 'abcdefg' WHERE id = 1",
 ]
+ALTERS = [
+    "ALTER TABLE ch ALTER COLUMN v TYPE char(5)",
+    "ALTER TABLE ch ADD COLUMN w char(3)",
+    "UPDATE ch SET w = 'z  ' WHERE id = 1",
+    "SELECT id, v || '|', v, w, w = 'z' FROM ch ORDER BY id",
+    "ALTER TABLE ch ALTER COLUMN v TYPE char(2)",
+    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'ch'::regclass"
+    " AND attnum > 0 ORDER BY attnum",
+]
 RETURNING = [
     "INSERT INTO ch VALUES (8, 'q', 'q  ', 'r', 'q') RETURNING *",
     "UPDATE ch SET a = a || 'z' WHERE id = 8 RETURNING a, b || '|', a::char(6), octet_length(b)",
@@ -93,11 +102,12 @@ def test_char_as_postgres(tmp_path: Path, postgres_url: str) -> None:
             for sql in CATALOG:
                 assert rows(ours, sql) == rows(pg, sql), sql
         finally:
-            pg.execute("DROP VIEW chv")
+            for conn in (ours, pg):
+                conn.execute("DROP VIEW chv")
         for sql in STATEMENTS:
             assert rows(ours, sql) == rows(pg, sql), sql
         same_errors(ours, pg, ERRORS)
-        for sql in RETURNING:
+        for sql in RETURNING + ALTERS:
             assert rows(ours, sql) == rows(pg, sql), sql
         assert rows(ours, "SELECT * FROM ch ORDER BY id") == rows(
             pg, "SELECT * FROM ch ORDER BY id"
