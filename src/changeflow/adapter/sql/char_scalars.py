@@ -23,12 +23,6 @@ if TYPE_CHECKING:
 PADDED_ARGS = frozenset({"octet_length", "concat", "concat_ws", "format"})
 
 
-def _literal(node: exp.Expression) -> bool:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return isinstance(node, exp.Literal) and node.is_string
-
-
 class CharScalars:
     """The char(n) forms of :class:`Scalars`."""
 
@@ -65,14 +59,18 @@ class CharScalars:
 
     def compared_literal(self: Scalars, a: X.Expr, item: exp.Expression) -> X.Expr:
         """An item of ``a IN (…)``: a quoted literal takes ``a``'s type (char(n)'s too)."""
+        from changeflow.adapter.sql.scalar import is_string_literal
+
         e = self.expr(item)
-        if _literal(item) and a.type not in (TEXT, NULLTYPE):
+        if is_string_literal(item) and a.type not in (TEXT, NULLTYPE):
             return self.retype(str(item.this), a)
         return _unpadded(self, item, e, a)
 
 
 def _unpadded(scalars: Scalars, node: exp.Expression, e: X.Expr, other: X.Expr) -> X.Expr:
-    literal = _literal(node) and isinstance(e, X.Lit) and isinstance(e.value, str)
+    from changeflow.adapter.sql.scalar import bare, is_string_literal
+
+    literal = is_string_literal(bare(node)) and isinstance(e, X.Lit) and isinstance(e.value, str)
     if literal and scalars.pad(other) is not None:
         return X.Lit(e.value.rstrip(" "), TEXT)  # type: ignore[attr-defined]
     return e
