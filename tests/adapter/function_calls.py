@@ -20,6 +20,7 @@ CALLS = {
     "strpos": "strpos(name, 'b')",
     "position": "position('b' IN name)",
     "left": "left(name, 2)",
+    "char_n": "char_n(name, 2)",
     "right": "right(name, 2)",
     "starts_with": "starts_with(name, 'a')",
     "reverse": "reverse(name)",

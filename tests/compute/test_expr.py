@@ -176,6 +176,9 @@ def test_string_functions_of_postgres() -> None:
         ev(Func("split_part", (lit("a"), lit(","), lit(0))))
     assert ev(Func("lpad", (lit("hi"), lit(5), lit("xy")))) == "xyxhi"
     assert ev(Func("rpad", (lit("hello"), lit(3)))) == "hel"
+    # a cast to char(n): cut to n, held without its trailing blanks (shown padded to n)
+    assert ev(Func("char_n", (lit("ab  cd"), lit(4)))) == "ab"
+    assert ev(Func("char_n", (lit(" a "), lit(4)))) == " a"
     assert ev(Func("initcap", (lit("hELLO wORLD-x1y"),))) == "Hello World-X1y"
     assert ev(Func("md5", (lit(""),))) == "d41d8cd98f00b204e9800998ecf8427e"
     assert ev(Func("regexp_replace", (lit("abab"), lit("(a)"), lit("<\\1>")))) == "<a>bab"

@@ -68,15 +68,24 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
     return None
 
 
+def char_limit(length: int) -> tuple[int, bool]:
+    """A column's stored length limit (``lengths`` of a table) as n and whether the column is
+    char(n): its limit is kept as -n, and its values without their trailing blanks, which
+    PostgreSQL's comparisons, GROUP BY, joins, ``||``, length() and ``::text`` ignore."""
+    return abs(length), length < 0
+
+
 def fit_varchar(value: Any, length: int, column: str, table: str) -> Any:
-    """A value stored in a varchar(n) column: past n characters, spaces alone are cut (as
-    PostgreSQL cuts them), anything else is 22001."""
-    if not isinstance(value, str) or len(value) <= length:
+    """A value stored in a varchar(n) or char(n) column (``length`` as :func:`char_limit`
+    reads it): past n characters, spaces alone are cut (as PostgreSQL cuts them), anything
+    else is 22001; a char(n) value loses its trailing blanks."""
+    if not isinstance(value, str):
         return value
-    if value[length:].strip(" "):
+    n, padded = char_limit(length)
+    if len(value) > n and value[n:].strip(" "):
+        kind = f"character({n})" if padded else f"character varying({n})"
         raise EvalError(
-            f"value too long for type character varying({length}) in column "
-            f'"{column}" of "{table}"',
+            f'value too long for type {kind} in column "{column}" of "{table}"',
             sqlstate="22001",
         )
-    return value[:length]
+    return value.rstrip(" ") if padded else value[:n]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from changeflow.adapter.assign import fit_varchar, fitter
+from changeflow.adapter.assign import char_limit, fit_varchar, fitter
 from changeflow.compute.scalars import from_text
 from changeflow.compute.types import FLOAT8, TEXT, Column, Schema
 from changeflow.compute.values import arrow_values
@@ -62,9 +62,11 @@ def table_frame(
             values = _column(given[column.name], column, shape.field(i), text, table)
             length = lengths[i] if lengths else None
             longest = pc.max(pc.utf8_length(values)).as_py() if length is not None else None
-            if longest is not None and longest > length:  # type: ignore[operator]
+            if longest is not None and longest > abs(length):  # type: ignore[arg-type]
                 cut = [fit_varchar(v, length, column.name, table) for v in values.to_pylist()]
                 values = pa.array(cut, values.type)
+            if length is not None and char_limit(length)[1]:
+                values = pc.utf8_rtrim(values, characters=" ")
         if not column.nullable and values.null_count:
             raise EvalError(
                 f'null value in column "{column.name}" of relation "{table}" violates '

@@ -26,6 +26,7 @@ from changeflow.adapter.resolver import (
     columns_of,
     decode_plan,
     encode_plan,
+    pads_of,
     scales_of,
     schema_of,
 )
@@ -245,7 +246,11 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     kind = "materialized view" if materialized else "view"
     setting = _cluster_setting(g.get("with") or {}, materialized)
     item_id = _allocate(env)
-    options = {"plan": encode_plan(plan), "scales": scales_of(plan.schema)}
+    options = {
+        "plan": encode_plan(plan),
+        "scales": scales_of(plan.schema),
+        "pads": [c.pad for c in plan.schema],
+    }
     if materialized:
         options["tier"] = env.choose_tier(plan, setting)
     item = Item(
@@ -334,6 +339,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             # an index of a stored item copies it: Spark's bulk hydration buys nothing there
             "tier": "process" if isinstance(plan, P.Get) else env.choose_tier(plan, None),
             "scales": on.options.get("scales"),
+            "pads": pads_of(on),
         }
         | ({"unique": unique} if unique else {}),
     )

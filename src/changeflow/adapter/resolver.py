@@ -24,12 +24,24 @@ PLANNED_AS["regprocedure"] = "bigint"
 
 
 def schema_of(item: Item) -> Schema:
-    """An item's columns as a plan reads them (numeric ones with the scale they show)."""
+    """An item's columns as a plan reads them (numeric ones with the scale they show, char(n)
+    ones with n)."""
     scales = item.options.get("scales") or [None] * len(item.columns)
     return tuple(
-        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale)
-        for (n, t, nullable), scale in zip(item.columns, scales, strict=True)
+        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale, pad)
+        for (n, t, nullable), scale, pad in zip(item.columns, scales, pads_of(item), strict=True)
     )
+
+
+def pads_of(item: Item) -> list[int | None]:
+    """The n of an item's char(n) columns (None for the others): a view's or an index's
+    ``pads``, a table's from its ``lengths`` (-n for char(n))."""
+    pads = item.options.get("pads")
+    if pads is not None and len(pads) == len(item.columns):
+        return list(pads)
+    lengths = item.options.get("lengths") or []
+    found = [-n if n is not None and n < 0 else None for n in lengths]
+    return (found + [None] * len(item.columns))[: len(item.columns)]
 
 
 def columns_of(

@@ -62,6 +62,7 @@ from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
+from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
 
@@ -367,7 +368,8 @@ class Session:
         rows = shown_rows(rows, query.shown, state, "changeflow")
         txn.queried = True
         self._end(txn)
-        return Result(f"SELECT {len(rows)}", _visible(query), rows)
+        columns = _visible(query)
+        return Result(f"SELECT {len(rows)}", columns, padded_rows(rows, columns))
 
     def _timeline(self, timelines: frozenset[str], txn: Transaction) -> str:
         check_single(timelines, "the query")

@@ -46,6 +46,7 @@ from changeflow.adapter.system_rows import (
     constraint_oid,
     key_constraints,
     precision,
+    text_types,
     type_rows,
     typmods,
 )
@@ -216,7 +217,8 @@ def _rows(
             out["pg_depend"] += sequence_depends(state, item, oid)
             info["sequences"].append((database, schema, relname, *sequence_info(o)))
         defaults = item.options.get("defaults") or []
-        mods = typmods(item) if item.kind == "table" else {}
+        mods = typmods(item)
+        texts = text_types(item)
         identity = identities(state, item)
         for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
             name = f"........pg.dropped.{gone}........"
@@ -227,8 +229,8 @@ def _rows(
         for i, ((col, type_name, nullable), n) in enumerate(
             zip(columns, attnums(item), strict=True)
         ):
-            if type_name == "text" and mods.get(col, -1) >= 4:  # varchar(n) keeps text
-                type_name = "character varying"
+            if type_name == "text":  # varchar(n) and char(n) keep text
+                type_name = texts.get(col, type_name)
             type_oid, length, _ = sql_type(type_name)
             default = defaults[i] if i < len(defaults) and col not in identity else None
             if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
@@ -265,7 +267,7 @@ def _rows(
                 )
                 + (
                     "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, type_name),
-                    mods.get(col, 3) - 4 if type_oid == 1043 else None,
+                    mods.get(col, 3) - 4 if type_oid in (1042, 1043) else None,
                 )
                 + precision(type_oid, mods.get(col, -1))
                 + (database,)
@@ -296,6 +298,10 @@ def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
             return f"numeric({(typmod - 4) >> 16},{(typmod - 4) & 0xFFFF})"
         if oid == 1043:
             return f"character varying({typmod - 4})"
+        if oid == 1042:
+            return f"character({typmod - 4})"
+    if oid == 1042:
+        return "bpchar"
     return name
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
-from changeflow.adapter.system_rows import constraint_oid, typmods
+from changeflow.adapter.system_rows import constraint_oid, text_types, typmods
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
 
 BTREE = 403
 # a type's default btree operator class (pg_index.indclass), as PostgreSQL 15's
 OPCLASS = {16: 10003, 17: 10006, 19: 10028, 20: 3124, 21: 1979, 23: 1978, 25: 3126, 26: 1981}
-OPCLASS |= {700: 10012, 701: 3123, 1043: 3126, 1082: 3122, 1114: 3128, 1184: 3127}
+OPCLASS |= {700: 10012, 701: 3123, 1042: 10004, 1043: 3126, 1082: 3122, 1114: 3128, 1184: 3127}
 OPCLASS |= {1186: 10022, 1700: 3125, 2950: 10065, 3802: 10088}
 DEFAULT_COLLATION = 100
 
@@ -79,13 +79,14 @@ class Index:
         """Its rows of pg_class, pg_attribute, pg_index and pg_indexes."""
         names = [c[0] for c in self.table.columns]
         kinds = {c[0]: c[1] for c in self.table.columns}
-        mods = typmods(self.table) if self.table.kind == "table" else {}
+        mods = typmods(self.table)
+        texts = text_types(self.table)
         table_oid = relation_oid(self.table)
         attributes, types = [], []
         for n, key in enumerate(self.keys, 1):
             kind = kinds.get(key, "text")
-            if kind == "text" and mods.get(key, -1) >= 4:
-                kind = "character varying"
+            if kind == "text":
+                kind = texts.get(key, kind)
             type_oid, length, _ = sql_type(kind)
             types.append(type_oid)
             attributes.append(
@@ -96,7 +97,7 @@ class Index:
         numbers = attnums(self.table)
         nums = " ".join(str(numbers[names.index(k)]) if k in names else "0" for k in self.keys)
         n = len(self.keys)
-        collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1043) else 0) for t in types)
+        collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1042, 1043) else 0) for t in types)
         index = (self.oid, table_oid, n, n, self.unique, False, self.primary, False, True)
         index += (False, True, False, True, True, False, nums, collations)
         index += (" ".join(str(OPCLASS.get(t, 0)) for t in types), " ".join("0" * n), None, None)

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
+from changeflow.adapter.resolver import pads_of
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
 
@@ -82,22 +83,41 @@ def type_rows() -> list[tuple[Any, ...]]:
 
 def typmods(item: Item) -> dict[str, int]:
     """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
-    ``(p << 16 | s) + 4``; varchar(n): ``n + 4``), read from its CREATE statement."""
+    ``(p << 16 | s) + 4``; varchar(n) and char(n): ``n + 4``), read from its CREATE statement."""
+    return {name: mod for name, (mod, _) in _declared(item).items() if mod >= 0}
+
+
+def text_types(item: Item) -> dict[str, str]:
+    """The columns of a table declared varchar(n) or char(n), by the name PostgreSQL gives
+    their type (``character varying``, ``character``); they hold text here."""
+    return {name: kind for name, (_, kind) in _declared(item).items() if kind}
+
+
+def _declared(item: Item) -> dict[str, tuple[int, str]]:
+    """Each column's type modifier (-1 for none) and text type name ('' for another type): a
+    table's from its CREATE statement, a view's char(n) columns from the n they carry."""
+    if item.kind != "table":
+        pads = zip(item.columns, pads_of(item), strict=True)
+        return {c[0]: (n + 4, "character") for c, n in pads if n is not None}
     try:
         create = sqlglot.parse_one(item.sql, read="postgres")
     except sqlglot.errors.ParseError:
         return {}
+    T = exp.DataType.Type
     out = {}
     for column in create.find_all(exp.ColumnDef):
         kind = column.args.get("kind")
-        params = [int(p.name) for p in kind.expressions if p.name.isdigit()] if kind else []
-        if not params:
+        if kind is None:
             continue
-        if kind.this == exp.DataType.Type.DECIMAL:
+        params = [int(p.name) for p in kind.expressions if p.name.isdigit()]
+        name = column.name.lower()
+        if kind.this in (T.CHAR, T.NCHAR):  # char alone is char(1)
+            out[name] = ((params[0] if params else 1) + 4, "character")
+        elif kind.this == T.VARCHAR and params:
+            out[name] = (params[0] + 4, "character varying")
+        elif kind.this == T.DECIMAL and params:
             scale = params[1] if len(params) > 1 else 0
-            out[column.name.lower()] = ((params[0] << 16) | scale) + 4
-        elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
-            out[column.name.lower()] = params[0] + 4
+            out[name] = (((params[0] << 16) | scale) + 4, "")
     return out
 
 

@@ -22,6 +22,7 @@ TYPES = {
     "real": (700, 4, "float4"),
     "text": (25, -1, "text"),
     "character varying": (1043, -1, "varchar"),
+    "character": (1042, -1, "bpchar"),
     "date": (1082, 4, "date"),
     "timestamp": (1114, 8, "timestamp"),
     "timestamp without time zone": (1114, 8, "timestamp"),

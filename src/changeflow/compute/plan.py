@@ -17,10 +17,11 @@ the front end's to add).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from changeflow.compute.expr import Col, Expr
+from changeflow.compute.pads import common_pad, pad_of
 from changeflow.compute.scale import scale_of
 from changeflow.compute.types import (
     BOOL,
@@ -168,7 +169,10 @@ class Map(Plan):
             check_expr(e, self.input.schema, f"Map {name}")
             _no_now(e, f"Map {name}")
         schema = self.input.schema
-        added = (Column(name, e.type, e.nullable, scale_of(e, schema)) for name, e in self.exprs)
+        added = (
+            Column(name, e.type, e.nullable, scale_of(e, schema), pad_of(e, schema))
+            for name, e in self.exprs
+        )
         _schema(self, (*self.input.schema, *added))
 
     def inputs(self) -> tuple[Plan, ...]:
@@ -193,10 +197,7 @@ class Project(Plan):
         if self.names is not None:
             if len(self.names) != len(picked):
                 raise PlanError("Project: as many names as columns are needed")
-            picked = [
-                Column(n, c.type, c.nullable, c.scale)
-                for n, c in zip(self.names, picked, strict=True)
-            ]
+            picked = [replace(c, name=n) for n, c in zip(self.names, picked, strict=True)]
         _schema(self, picked)
 
     def inputs(self) -> tuple[Plan, ...]:
@@ -295,7 +296,7 @@ class Join(Plan):
 
 
 def _nullable(c: Column) -> Column:
-    return Column(c.name, c.type, True, c.scale)
+    return replace(c, nullable=True)
 
 
 AGGREGATES = (
@@ -380,7 +381,8 @@ class Aggregate:
         scale = None
         if result is NUMERIC and self.func in ("sum", "min", "max"):
             scale = scale_of(self.arg, schema)
-        return Column(name, result, self.func != "count", scale)
+        pad = pad_of(self.arg, schema) if self.func in ("min", "max") else None
+        return Column(name, result, self.func != "count", scale, pad)
 
     def __str__(self) -> str:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + str(self.arg)
@@ -477,7 +479,8 @@ class Union(Plan):
             nullable = any(p.schema[i].nullable for p in self.inputs_)
             scales = {p.schema[i].scale for p in self.inputs_}
             scale = scales.pop() if len(scales) == 1 else None
-            columns.append(Column(c.name, c.type, nullable, scale))
+            pad = common_pad([p.schema for p in self.inputs_], i)
+            columns.append(Column(c.name, c.type, nullable, scale, pad))
         _schema(self, columns)
 
     def inputs(self) -> tuple[Plan, ...]:

@@ -165,6 +165,7 @@ class Column:
     type: SqlType
     nullable: bool = True
     scale: int | None = None
+    pad: int | None = None  # char(n)'s n: its text is held without trailing blanks, shown to n
 
     def __str__(self) -> str:
         return f"{self.name} {self.type}{'' if self.nullable else ' not null'}"

@@ -213,11 +213,15 @@ def command_complete(tag: str) -> tuple[bytes, bytes]:
     return b"C", cstr(tag)
 
 
-def row_description(fields: Sequence[tuple[str, int, int, int]]) -> tuple[bytes, bytes]:
-    """Fields as (name, type OID, type size, format code)."""
+def row_description(
+    fields: Sequence[tuple[str, int, int, int]], typmods: Sequence[int] | None = None
+) -> tuple[bytes, bytes]:
+    """Fields as (name, type OID, type size, format code), each with its type modifier (-1
+    for none: char(n)'s is n + 4)."""
     body = bytearray(int16(len(fields)))
-    for name, oid, size, fmt in fields:
-        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(-1)
+    mods = typmods if typmods is not None else [-1] * len(fields)
+    for (name, oid, size, fmt), mod in zip(fields, mods, strict=True):
+        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(mod)
         body += int16(fmt)
     return b"T", bytes(body)
 

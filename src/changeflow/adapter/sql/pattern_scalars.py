@@ -31,7 +31,7 @@ class PatternScalars:
         if node.args.get("escape") is not None:
             raise unsupported("LIKE ... ESCAPE", node)
         negated = bool(node.args.get("negate"))
-        a, p = self.expr(node.this), self.expr(node.expression)
+        a, p = self.blank_padded(self.expr(node.this)), self.expr(node.expression)
         if escape is not None:
             args = [node.expression, escape]
             if all(isinstance(x, exp.Literal) and x.is_string for x in args):
@@ -74,7 +74,7 @@ class PatternScalars:
             regex: X.Expr = X.Lit(similar_to_escape(*(str(a.this) for a in args)), TEXT)
         else:
             regex = self.func("similar_to_escape", args)
-        return Func("regexp_like", (self.expr(node.this), regex))
+        return Func("regexp_like", (self.blank_padded(self.expr(node.this)), regex))
 
     def _overlay(self: Scalars, node: exp.Overlay) -> X.Expr:
         """``overlay(s PLACING r FROM n [FOR k])``: ``s`` with its ``k`` characters from the

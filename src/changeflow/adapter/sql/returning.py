@@ -12,6 +12,7 @@ from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.scalar import Scalars, contains, is_aggregate
 from changeflow.adapter.sql.scope import Field, Scope, unsupported
 from changeflow.compute import expr as X
+from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Column, Schema
 from changeflow.errors import PlanError
 
@@ -29,7 +30,7 @@ class Returning:
         for row, count in written:
             values = tuple(e.eval(row) for e in self.exprs)
             out += [values] * abs(count)
-        return out
+        return padded_rows(out, self.columns)
 
 
 def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returning | None:
@@ -58,5 +59,5 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
             raise unsupported("a subquery in RETURNING", inner)
         e = sc(inner)
         exprs.append(e)
-        columns.append(Column(output_name(item), e.type, e.nullable))
+        columns.append(Column(output_name(item), e.type, e.nullable, pad=sc.pad(e)))
     return Returning(tuple(columns), tuple(exprs))

@@ -12,7 +12,7 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.sql.scope import Scope
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import INT8, NULLTYPE, TEXT, Column
+from changeflow.compute.types import INT8, NULLTYPE, TEXT
 
 ONE_ROW = P.Constant((((), 1),), ())
 
@@ -79,14 +79,14 @@ def one_row(reduce: P.Reduce) -> P.Plan:
     source = reduce.input
     width = len(source.schema)
     marked = P.Map(source, (("present", X.Lit(1, INT8)),))
-    nulls = tuple(Column(c.name, c.type, True, c.scale) for c in marked.schema)
+    nulls = tuple(replace(c, nullable=True) for c in marked.schema)
     padded = P.Union((marked, P.Constant((((None,) * (width + 1), 1),), nulls)))
     present = P.col(padded.schema, width)
     if any(a.func in KEEPS_NULLS for a in reduce.aggregates):
         counted = P.Reduce(padded, (), (P.Aggregate("count", present),), ("n",))
         empty = P.Filter(counted, (X.Cmp("=", P.col(counted.schema, 0), X.Lit(0, INT8)),))
         row = tuple(0 if a.func == "count" else None for a in reduce.aggregates)
-        columns = tuple(Column(c.name, c.type, True, c.scale) for c in reduce.schema)
+        columns = tuple(replace(c, nullable=True) for c in reduce.schema)
         defaults = P.Join((empty, P.Constant(((row, 1),), columns)))
         return P.Union((reduce, P.Project(defaults, tuple(range(1, 1 + len(columns))))))
     aggs = tuple(

@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.sql import whole_row
 from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
+from changeflow.adapter.sql.char_scalars import CharScalars
 from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.jsonb_scalars import (
     JSON_FIRST,
@@ -159,7 +160,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 
 @dataclass
-class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeScalars):
+class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternScalars, TimeScalars):
     """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
     whose named columns are ``scope``."""
 
@@ -268,7 +269,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
             ea = self.retype(str(a.this), eb)
         if is_string_literal(b) and ea.type not in (TEXT, NULLTYPE):
             eb = self.retype(str(b.this), ea)
-        return ea, eb
+        return self.blank_literals(a, b, ea, eb)
 
     def retype(self, text: str, other: X.Expr) -> X.Lit:
         kind = TIMESTAMPTZ if isinstance(other, X.MzNow) else other.type
@@ -357,13 +358,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         if node.args.get("query") is not None or node.args.get("unnest") is not None:
             raise unsupported(f"a subquery in {self.clause}", node)
         a = self.expr(node.this)
-        items = []
-        for item in node.expressions:
-            e = self.expr(item)
-            if is_string_literal(item) and a.type not in (TEXT, NULLTYPE):
-                e = coerce_text(str(item.this), a.type)
-            items.append(e)
-        return X.InList(a, tuple(items))
+        return X.InList(a, tuple(self.compared_literal(a, item) for item in node.expressions))
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
         if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
@@ -422,7 +417,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
                 return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
-        return sized(value, node.to, scale)
+        return self.unpadded_cast(sized(value, node.to, scale), node.to)
 
     def _collate(self, node: exp.Collate) -> X.Expr:
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
@@ -464,7 +459,7 @@ class Scalars(ArrayScalars, JsonbScalars, NumberScalars, PatternScalars, TimeSca
         elif (found := self.array_call(name, args)) is not None:
             return found
         else:
-            values = [self.expr(a) for a in args]
+            values = self.shown_args(name, [self.expr(a) for a in args])
         try:
             return Func(name, tuple(values))
         except PlanError as e:

@@ -133,17 +133,24 @@ def operator_for(kind: SqlType, ordering: bool = False) -> SqlType:
 
 
 def text_length(dt: exp.DataType) -> int | None:
-    """n of varchar(n) or char(n)."""
-    texts = (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR)
-    if isinstance(dt, exp.DataType) and dt.this in texts and dt.expressions:
+    """n of varchar(n); -n of char(n) (``char`` alone is char(1)), whose values are held
+    without trailing blanks (see :func:`changeflow.adapter.assign.char_limit`)."""
+    if not isinstance(dt, exp.DataType):
+        return None
+    if dt.this in (T.CHAR, T.NCHAR):
+        return -(int(dt.expressions[0].this.this) if dt.expressions else 1)
+    if dt.this in (T.VARCHAR, T.NVARCHAR) and dt.expressions:
         return int(dt.expressions[0].this.this)
     return None
 
 
 def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
     """A cast's value made to fit its target: rounded to numeric(p, s)'s scale, or cut to
-    varchar(n)'s or char(n)'s length (an explicit cast cuts, as PostgreSQL's does)."""
+    varchar(n)'s or char(n)'s length (an explicit cast cuts, as PostgreSQL's does); char(n)'s
+    trailing blanks dropped, as its comparisons, ``||``, length() and ``::text`` drop them."""
     if scale is not None:
         return Func("round", (value, X.lit(scale)))
     length = text_length(dt)  # type: ignore[arg-type]
-    return value if length is None else Func("left", (value, X.lit(length)))
+    if length is None:
+        return value
+    return Func("left" if length > 0 else "char_n", (value, X.lit(abs(length))))

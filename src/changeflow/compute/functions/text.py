@@ -62,6 +62,12 @@ def _left(s: str, n: int) -> str:
     return s[:n] if n >= 0 else s[: max(len(s) + n, 0)]
 
 
+def _char_n(s: str, n: int) -> str:
+    """A cast to char(n) (the planner's form): cut to n, held without trailing blanks
+    (:mod:`changeflow.compute.pads` shows it padded to n)."""
+    return s[:n].rstrip(" ")
+
+
 def _right(s: str, n: int) -> str:
     return s[-n:] if n > 0 else ("" if n == 0 else s[min(-n, len(s)) :])
 
@@ -213,6 +219,11 @@ def _spark_left(cc: ExprCompiler, e: Func) -> Column:
     s, n = cc.compile(e.args[0]), cc.compile(e.args[1]).cast("bigint")
     keep = F.when(n >= 0, n).otherwise(F.greatest(F.length(s) + n, F.lit(0)))
     return F.substr(s, F.lit(1), F.least(keep, F.length(s).cast("bigint")).cast("int"))
+
+
+def _spark_char_n(cc: ExprCompiler, e: Func) -> Column:
+    s, n = cc.compile(e.args[0]), cc.compile(e.args[1]).cast("int")
+    return F.rtrim(F.substr(s, F.lit(1), n), F.lit(" "))
 
 
 def _spark_right(cc: ExprCompiler, e: Func) -> Column:
@@ -456,6 +467,7 @@ FUNCTIONS = [
         spark=_simple(lambda sub, s: F.call_function("instr", s, sub)),
     ),
     Function("left", _sig((TEXT, "int"), result=TEXT), _left, spark=_spark_left),
+    Function("char_n", _sig((TEXT, "int"), result=TEXT), _char_n, spark=_spark_char_n),
     Function("right", _sig((TEXT, "int"), result=TEXT), _right, spark=_spark_right),
     Function(
         "starts_with", _sig((TEXT, TEXT), result=BOOL), str.startswith, spark=_simple("startswith")

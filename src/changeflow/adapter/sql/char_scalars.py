@@ -1,0 +1,76 @@
+"""char(n) in expressions, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`.
+
+A char(n) value is held without its trailing blanks (:mod:`changeflow.compute.pads`), which
+is how PostgreSQL's comparisons, ``||``, ``length()``, ``::text`` and the text functions see
+it. What PostgreSQL reads blank-padded (LIKE, ILIKE and SIMILAR TO, ``octet_length``, and the
+functions that print their arguments: ``concat``, ``concat_ws``, ``format``) is given the value
+padded to n; a quoted literal compared with char(n) is char(n), so its trailing blanks drop."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from changeflow.compute import expr as X
+from changeflow.compute.functions import Func
+from changeflow.compute.pads import pad_of
+from changeflow.compute.types import NULLTYPE, TEXT
+
+if TYPE_CHECKING:
+    from changeflow.adapter.sql.scalar import Scalars
+
+PADDED_ARGS = frozenset({"octet_length", "concat", "concat_ws", "format"})
+
+
+class CharScalars:
+    """The char(n) forms of :class:`Scalars`."""
+
+    def pad(self: Scalars, e: X.Expr) -> int | None:
+        """n if ``e`` is char(n) over this clause's columns, else None."""
+        try:
+            return pad_of(e, self.schema)
+        except IndexError:  # a column of another clause's schema (an aggregate's output)
+            return None
+
+    def blank_padded(self: Scalars, e: X.Expr) -> X.Expr:
+        """``e`` as PostgreSQL shows it: a char(n) value padded with blanks to n."""
+        n = self.pad(e)
+        return e if n is None else Func("rpad", (e, X.lit(n)))
+
+    def shown_args(self: Scalars, name: str, values: list[X.Expr]) -> list[X.Expr]:
+        """A call's arguments, char(n) ones padded for the functions that read them so."""
+        if name.lower() not in PADDED_ARGS:
+            return values
+        return [self.blank_padded(v) for v in values]
+
+    def blank_literals(
+        self: Scalars, a: exp.Expression, b: exp.Expression, ea: X.Expr, eb: X.Expr
+    ) -> tuple[X.Expr, X.Expr]:
+        """Two operands, a quoted literal beside char(n) without its trailing blanks."""
+        return _unpadded(self, a, ea, eb), _unpadded(self, b, eb, ea)
+
+    def unpadded_cast(self: Scalars, value: X.Expr, to: exp.Expression) -> X.Expr:
+        """A cast's value: char(n) cast to text or varchar is text (shown unpadded)."""
+        texts = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+        if isinstance(to, exp.DataType) and to.this in texts and self.pad(value) is not None:
+            return Func("rtrim", (value, X.lit(" ")))  # held without trailing blanks: the same
+        return value
+
+    def compared_literal(self: Scalars, a: X.Expr, item: exp.Expression) -> X.Expr:
+        """An item of ``a IN (…)``: a quoted literal takes ``a``'s type (char(n)'s too)."""
+        from changeflow.adapter.sql.scalar import is_string_literal
+
+        e = self.expr(item)
+        if is_string_literal(item) and a.type not in (TEXT, NULLTYPE):
+            return self.retype(str(item.this), a)
+        return _unpadded(self, item, e, a)
+
+
+def _unpadded(scalars: Scalars, node: exp.Expression, e: X.Expr, other: X.Expr) -> X.Expr:
+    from changeflow.adapter.sql.scalar import bare, is_string_literal
+
+    literal = is_string_literal(bare(node)) and isinstance(e, X.Lit) and isinstance(e.value, str)
+    if literal and scalars.pad(other) is not None:
+        return X.Lit(e.value.rstrip(" "), TEXT)  # type: ignore[attr-defined]
+    return e
