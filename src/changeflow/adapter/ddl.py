@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
+from changeflow.adapter.checks import table_checks
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
@@ -199,6 +200,8 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         if c.default is not None:
             target = Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow))
             default_plan(target, c.default)
+    schema = tuple(Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow)) for c in columns)
+    checks = table_checks(name, defs, schema, {u.name for u in unique})
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
     options = {
@@ -206,6 +209,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         "lengths": [c.length for c in columns],
         "scales": [numeric_scale(c.arrow) for c in columns],
         "unique": [u.to_json() for u in unique],
+        "checks": [c.to_json() for c in checks],
     }
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)

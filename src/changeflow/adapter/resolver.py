@@ -7,6 +7,7 @@ import base64
 import pickle
 
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.checks import checks_of
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.unique_index import index_constraints
@@ -79,7 +80,15 @@ class CatalogResolver:
         always = frozenset(i.options["owned_by"] for i in owned if i.options.get("always"))
         identity = always | {i.options["owned_by"] for i in owned if i.options.get("identity")}
         return Relation(
-            item.name, item.kind, plan, item.timeline, defaults(item), unique, always, identity
+            item.name,
+            item.kind,
+            plan,
+            item.timeline,
+            defaults(item),
+            unique,
+            always,
+            identity,
+            tuple(checks_of(item)),
         )
 
     def plan(self, item: Item) -> P.Plan:

@@ -109,3 +109,45 @@ def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None
     if oid in fixed:
         return fixed[oid], 0 if oid in (20, 21, 23) else None, None
     return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
+
+
+def check_constraints(item: Item, oid: int, namespace: int) -> list[tuple[Any, ...]]:
+    """pg_constraint's rows of a table's CHECK constraints (contype ``c``, ``conkey`` the
+    numbers of the columns the expression reads)."""
+    from changeflow.adapter.checks import checks_of
+
+    nums = dict(zip((c[0] for c in item.columns), attnums(item), strict=True))
+    rows = []
+    for k, check in enumerate(checks_of(item)):
+        keys = "{" + ",".join(str(nums[c]) for c in check.columns() if c in nums) + "}"
+        rows.append(
+            (check_oid(oid, k), check.name, namespace, "c", False, False, True, oid, 0, 0, 0)
+            + (0, " ", " ", " ", True, 0, False, keys, None, check.sql)
+        )
+    return rows
+
+
+def check_oid(relation: int, k: int) -> int:
+    """The oid of a table's ``k``-th CHECK constraint."""
+    return relation * 1000 + 850 + k
+
+
+def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
+    """pg_get_constraintdef of each table constraint by oid: (plain, pretty)."""
+    from changeflow.adapter.check_sql import constraint_def
+    from changeflow.adapter.checks import checks_of
+
+    out: dict[int, tuple[str, str]] = {}
+    for i in items:
+        if i.kind != "table":
+            continue
+        rel = relation_oid(i)
+        for k, (_, columns, primary) in enumerate(i.options.get("unique") or []):
+            text = ("PRIMARY KEY" if primary else "UNIQUE") + (
+                f" ({', '.join(i.columns[c][0] for c in columns)})"
+            )
+            out[constraint_oid(rel, k)] = (text, text)
+        for k, check in enumerate(checks_of(i)):
+            defs = (constraint_def(check.sql, False), constraint_def(check.sql, True))
+            out[check_oid(rel, k)] = defs
+    return out
