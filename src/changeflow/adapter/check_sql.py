@@ -25,47 +25,43 @@ _BINARY = {
     exp.Or: "OR",
     exp.Like: "~~",
 }
-_PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3}  # comparisons 4, arithmetic above
-
-
-def _level(op: str) -> int:
-    if op in _PRECEDENCE:
-        return _PRECEDENCE[op]
-    return 6 if op in ("*", "/", "%") else 5 if op in ("+", "-") else 4
+_ARITH = ("+", "-", "*", "/", "%")
+_BOOL = (exp.And, exp.Or, exp.Not)
 
 
 def constraint_def(sql: str, pretty: bool) -> str:
     """``CHECK (…)`` of the check expression ``sql`` (PostgreSQL's dialect)."""
     import sqlglot
 
-    tree = sqlglot.parse_one(sql, read="postgres")
-    text = _deparse(tree, pretty, 0)
-    return f"CHECK ({text})" if pretty else f"CHECK ({_wrap(tree, text)})"
+    tree = _bare(sqlglot.parse_one(sql, read="postgres"))
+    text = _deparse(tree, pretty)
+    return f"CHECK ({text})" if pretty or not _operator(tree) else f"CHECK (({text}))"
 
 
-def _wrap(node: exp.Expression, text: str) -> str:
-    """Non-pretty output parenthesizes an operator expression even at the top."""
+def _bare(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren):
         node = node.this
-    return f"({text})" if type(node) in _BINARY or isinstance(node, exp.Not | exp.Is) else text
+    return node
 
 
-def _deparse(node: exp.Expression, pretty: bool, outer: int) -> str:
-    if isinstance(node, exp.Paren):
-        return _deparse(node.this, pretty, outer)
+def _operator(node: exp.Expression) -> bool:
+    return type(node) in _BINARY or isinstance(node, exp.Not | exp.Is)
+
+
+def _deparse(node: exp.Expression, pretty: bool) -> str:
+    """``node`` as PostgreSQL's ruleutils prints it, its operands in parentheses where
+    :func:`_simple` says they need them."""
     op = _BINARY.get(type(node))
     if op is not None:
-        level = _level(op)
-        left = _deparse(node.this, pretty, level)
-        right = _deparse(node.expression, pretty, level + 1)
-        return _paren(f"{left} {op} {right}", pretty, level, outer)
+        left = _child(node.this, node, pretty, True)
+        return f"{left} {op} {_child(node.expression, node, pretty, False)}"
     if isinstance(node, exp.Not):
-        inner = node.this
+        inner = _bare(node.this)
         if isinstance(inner, exp.Is):
-            return _is(inner, pretty, outer, True)
-        return _paren(f"NOT {_deparse(inner, pretty, 3)}", pretty, 3, outer)
+            return _is(inner, pretty, not inner.args.get("negate"))
+        return f"NOT {_child(inner, node, pretty, True)}"
     if isinstance(node, exp.Is):
-        return _is(node, pretty, outer, bool(node.args.get("negate")))
+        return _is(node, pretty, bool(node.args.get("negate")))
     if isinstance(node, exp.Column):
         name = node.this.this if node.this.quoted else node.this.this.lower()
         return quote_ident(name)
@@ -74,7 +70,7 @@ def _deparse(node: exp.Expression, pretty: bool, outer: int) -> str:
     if isinstance(node, exp.Literal):
         if node.is_string:
             return "'" + node.this.replace("'", "''") + "'::text"
-        return node.this if _number_type(node.this) == "integer" else f"{node.this}"
+        return node.this
     if isinstance(node, exp.Boolean):
         return "true" if node.this else "false"
     if isinstance(node, exp.Null):
@@ -82,19 +78,37 @@ def _deparse(node: exp.Expression, pretty: bool, outer: int) -> str:
     return node.sql(dialect="postgres")
 
 
-def _is(node: exp.Is, pretty: bool, outer: int, negated: bool) -> str:
+def _child(node: exp.Expression, parent: exp.Expression, pretty: bool, left: bool) -> str:
+    node = _bare(node)
+    text = _deparse(node, pretty)
+    if not _operator(node) or (pretty and _simple(node, parent, left)):
+        return text
+    return f"({text})"
+
+
+def _simple(node: exp.Expression, parent: exp.Expression, left: bool) -> bool:
+    """PostgreSQL's isSimpleNode for pretty output: may ``node`` go without parentheses
+    as an operand of ``parent``?"""
+    if isinstance(parent, exp.Not) and isinstance(node, exp.And | exp.Or):
+        return False
+    if isinstance(parent, _BOOL):
+        return isinstance(parent, exp.Or) if isinstance(node, exp.Or) else True
+    op, outer = _BINARY.get(type(node)), _BINARY.get(type(parent))
+    if op not in _ARITH or outer not in _ARITH:
+        return False
+    high, high_parent = op in ("*", "/", "%"), outer in ("*", "/", "%")
+    if high != high_parent:
+        return high
+    return left
+
+
+def _is(node: exp.Is, pretty: bool, negated: bool) -> str:
     what = "NULL" if isinstance(node.expression, exp.Null) else node.expression.sql("postgres")
-    text = f"{_deparse(node.this, pretty, 4)} IS {'NOT ' if negated else ''}{what}"
-    return _paren(text, pretty, 4, outer)
+    operand = _child(node.this, node, pretty, True)
+    return f"{operand} IS {'NOT ' if negated else ''}{what}"
 
 
 def _number_type(text: str) -> str:
     if "." in text or "e" in text.lower():
         return "numeric"
     return "integer" if abs(int(text)) < 2**31 else "bigint"
-
-
-def _paren(text: str, pretty: bool, level: int, outer: int) -> str:
-    if not pretty:
-        return f"({text})" if outer else text
-    return f"({text})" if level < outer else text
