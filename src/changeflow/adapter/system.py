@@ -203,11 +203,11 @@ def _rows(
         out["pg_description"] += [(oid, PG_CLASS, n, text) for n, text in descriptions(item)]
         if kind == "i":
             continue
-        columns = item.columns
+        columns, checks = item.columns, len(item.options.get("checks") or [])
         schema, relname = split_name(item.name)
         namespace = namespace_oid(state, schema)
         out["pg_class"].append(
-            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed)
+            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed, checks)
         )
         if kind == "S":
             o = SequenceOptions.of(item.options)
