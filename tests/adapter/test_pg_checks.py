@@ -79,3 +79,43 @@ def test_check_violation_message_as_postgres(tmp_path: Path, postgres_url: str) 
             "INSERT INTO chk_t VALUES (5, 2, 3, NULL)",
         ]:
             assert _message(ours, sql) == _message(pg, sql), sql
+
+
+ALTER_CREATE = (
+    "CREATE TABLE chk_a (id int PRIMARY KEY, x int, y int CHECK (y > 0), CHECK (x < 100))"
+)
+DEFS = (
+    "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = 'chk_a'::regclass ORDER BY 1"
+)
+ALTER_STATEMENTS = [
+    "INSERT INTO chk_a VALUES (1, 5, 1), (2, -3, 2)",
+    "ALTER TABLE chk_a ADD CONSTRAINT pos CHECK (x > 0)",
+    "ALTER TABLE chk_a ADD CHECK (x > -10)",
+    "ALTER TABLE chk_a ADD CHECK (x > -10)",
+    "ALTER TABLE chk_a ADD CONSTRAINT chk_a_pkey CHECK (x > -10)",
+    "INSERT INTO chk_a VALUES (3, -11, 1)",
+    "ALTER TABLE chk_a DROP CONSTRAINT chk_a_x_check1",
+    "INSERT INTO chk_a VALUES (3, -11, 1)",
+    "ALTER TABLE chk_a DROP CONSTRAINT nope",
+    "ALTER TABLE chk_a DROP CONSTRAINT IF EXISTS nope",
+    "ALTER TABLE chk_a RENAME COLUMN x TO z",
+    DEFS,
+    "INSERT INTO chk_a VALUES (4, 200, 1)",
+    "ALTER TABLE chk_a DROP COLUMN z",
+    "INSERT INTO chk_a VALUES (5, 0)",
+    "ALTER TABLE chk_a DROP CONSTRAINT chk_a_pkey",
+    "INSERT INTO chk_a VALUES (5, 3)",
+    "SELECT * FROM chk_a ORDER BY id",
+    DEFS,
+]
+
+
+def test_alter_table_checks_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """ADD CONSTRAINT … CHECK checks the rows (23514), DROP CONSTRAINT, and a column's
+    rename or drop carries or drops its checks, as PostgreSQL."""
+    with beside_postgres(tmp_path / "home", postgres_url, "chk_a", ALTER_CREATE) as (ours, pg):
+        for sql in ALTER_STATEMENTS:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        sql = "ALTER TABLE chk_a ADD CONSTRAINT big CHECK (y > 100)"
+        assert _message(ours, sql) == _message(pg, sql)

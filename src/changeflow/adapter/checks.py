@@ -179,3 +179,21 @@ def enforce_checks(relation: Any, rows: list[tuple[tuple[Any, ...], int]] | Any)
     schema = relation.plan.schema
     pairs = [(c, _compiled(c, schema, relation.name)) for c in relation.checks]
     enforce(pairs, schema, rows, relation.name)
+
+
+def checks_without(item: Any, column: str) -> list[list[str]]:
+    """The item's checks once ``column`` is dropped: those reading it go with it, as in
+    PostgreSQL."""
+    return [c.to_json() for c in checks_of(item) if column not in c.columns()]
+
+
+def checks_renamed(item: Any, old: str, new: str) -> list[list[str]]:
+    """The item's checks once its column ``old`` is named ``new``."""
+    out = []
+    for c in checks_of(item):
+        tree = c.tree
+        for column in tree.find_all(exp.Column):
+            if _ident(column.this) == old:
+                column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
+        out.append(Check(c.name, tree.sql(dialect="postgres")).to_json())
+    return out
