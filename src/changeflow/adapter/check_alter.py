@@ -35,7 +35,7 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
     parts = [p for d in defs for p in (d.expressions if isinstance(d, exp.Constraint) else [d])]
     if len(defs) != 1 or not parts or not isinstance(parts[0], exp.CheckColumnConstraint):
         raise PlanError(
-            "ALTER TABLE … ADD CONSTRAINT is supported for CHECK constraints only",
+            "ALTER TABLE … ADD CONSTRAINT other than CHECK is not supported",
             sqlstate="0A000",
         )
     table = split_name(item.name)[1]
