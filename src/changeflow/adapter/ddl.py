@@ -250,6 +250,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     setting = _cluster_setting(g.get("with") or {}, materialized)
     item_id = _allocate(env)
     options = {"plan": encode_plan(plan), "scales": scales_of(plan.schema)}
+    options["typmods"] = [c.typmod for c in plan.schema]
     if materialized:
         options["tier"] = env.choose_tier(plan, setting)
     item = Item(

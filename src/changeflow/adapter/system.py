@@ -48,7 +48,6 @@ from changeflow.adapter.system_rows import (
     key_constraints,
     precision,
     type_rows,
-    typmods,
 )
 from changeflow.adapter.system_tables import (
     BOOL_CALLS,
@@ -80,6 +79,7 @@ from changeflow.adapter.system_types import (
     rewrite_unnest,
     sqlite_columns,
 )
+from changeflow.adapter.typmods import typmods
 from changeflow.compute.functions.chars import quote_ident
 from changeflow.compute.functions.patterns import like_escape
 from changeflow.compute.scalars import like_regex
@@ -217,7 +217,7 @@ def _rows(
             out["pg_depend"] += sequence_depends(state, item, oid)
             info["sequences"].append((database, schema, relname, *sequence_info(o)))
         defaults = item.options.get("defaults") or []
-        mods = typmods(item) if item.kind == "table" else {}
+        mods = typmods(item)
         identity = identities(state, item)
         for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
             name = f"........pg.dropped.{gone}........"

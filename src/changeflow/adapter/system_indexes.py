@@ -9,8 +9,9 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
-from changeflow.adapter.system_rows import constraint_oid, typmods
+from changeflow.adapter.system_rows import constraint_oid
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
+from changeflow.adapter.typmods import typmods
 
 BTREE = 403
 # a type's default btree operator class (pg_index.indclass), as PostgreSQL 15's

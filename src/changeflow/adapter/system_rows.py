@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
@@ -78,27 +75,6 @@ def type_rows() -> list[tuple[Any, ...]]:
             + (-1, 0, 0, None, None, None)
         )
     return rows
-
-
-def typmods(item: Item) -> dict[str, int]:
-    """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
-    ``(p << 16 | s) + 4``; varchar(n): ``n + 4``), read from its CREATE statement."""
-    try:
-        create = sqlglot.parse_one(item.sql, read="postgres")
-    except sqlglot.errors.ParseError:
-        return {}
-    out = {}
-    for column in create.find_all(exp.ColumnDef):
-        kind = column.args.get("kind")
-        params = [int(p.name) for p in kind.expressions if p.name.isdigit()] if kind else []
-        if not params:
-            continue
-        if kind.this == exp.DataType.Type.DECIMAL:
-            scale = params[1] if len(params) > 1 else 0
-            out[column.name.lower()] = ((params[0] << 16) | scale) + 4
-        elif kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
-            out[column.name.lower()] = params[0] + 4
-    return out
 
 
 def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:

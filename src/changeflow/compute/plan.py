@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changeflow.compute.expr import Col, Expr
-from changeflow.compute.scale import scale_of
+from changeflow.compute.scale import scale_of, typmod_of
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -163,7 +163,10 @@ class Map(Plan):
             check_expr(e, self.input.schema, f"Map {name}")
             _no_now(e, f"Map {name}")
         schema = self.input.schema
-        added = (Column(name, e.type, e.nullable, scale_of(e, schema)) for name, e in self.exprs)
+        added = (
+            Column(name, e.type, e.nullable, scale_of(e, schema), typmod_of(e, schema))
+            for name, e in self.exprs
+        )
         _schema(self, (*self.input.schema, *added))
 
     def inputs(self) -> tuple[Plan, ...]:
@@ -189,7 +192,7 @@ class Project(Plan):
             if len(self.names) != len(picked):
                 raise PlanError("Project: as many names as columns are needed")
             picked = [
-                Column(n, c.type, c.nullable, c.scale)
+                Column(n, c.type, c.nullable, c.scale, c.typmod)
                 for n, c in zip(self.names, picked, strict=True)
             ]
         _schema(self, picked)
@@ -290,7 +293,7 @@ class Join(Plan):
 
 
 def _nullable(c: Column) -> Column:
-    return Column(c.name, c.type, True, c.scale)
+    return Column(c.name, c.type, True, c.scale, c.typmod)
 
 
 AGGREGATES = (
@@ -472,7 +475,9 @@ class Union(Plan):
             nullable = any(p.schema[i].nullable for p in self.inputs_)
             scales = {p.schema[i].scale for p in self.inputs_}
             scale = scales.pop() if len(scales) == 1 else None
-            columns.append(Column(c.name, c.type, nullable, scale))
+            mods = {p.schema[i].typmod for p in self.inputs_}  # PostgreSQL's: kept if all agree
+            typmod = mods.pop() if len(mods) == 1 else -1
+            columns.append(Column(c.name, c.type, nullable, scale, typmod))
         _schema(self, columns)
 
     def inputs(self) -> tuple[Plan, ...]:

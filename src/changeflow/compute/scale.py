@@ -79,3 +79,17 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
         unit = e.args[0]
         return extract_scale(unit.value if isinstance(unit, X.Lit) else None, e.args[1].type)
     return None
+
+
+def typmod_of(e: X.Expr, schema: Schema) -> int:
+    """PostgreSQL's exprTypmod of ``e``: a column's own; CASE and COALESCE keep the one
+    all their branches share, NULLIF its first argument's; anything else has none (-1)."""
+    if isinstance(e, X.Col):
+        return schema[e.index].typmod
+    if isinstance(e, X.NullIf):
+        return typmod_of(e.a, schema)
+    if isinstance(e, X.Case | X.Coalesce):
+        branches = [v for _, v in e.whens] + [e.otherwise] if isinstance(e, X.Case) else e.args
+        mods = {typmod_of(b, schema) for b in branches if b is not None}
+        return mods.pop() if len(mods) == 1 else -1
+    return -1

@@ -28,7 +28,7 @@ from changeflow.server.batch import Batch, format_code
 from changeflow.server.extended import Extended, Portal, Prepared
 from changeflow.server.runner import FLUSH, Cursor, Interrupted, Outcome, Runner, Shutdown
 from changeflow.server.startup import Startup
-from changeflow.server.values import encoder, oid_of
+from changeflow.server.values import TEXT, VARCHAR, encoder, oid_of
 
 if TYPE_CHECKING:
     from changeflow.server.server import Server
@@ -256,7 +256,9 @@ class ClientConnection(Startup, Extended, Runner):
         fields = []
         for i, c in enumerate(columns):
             oid, size = oid_of(c.type)
-            fields.append((c.name, oid, size, format_code(formats, i)))
+            if oid == TEXT and c.typmod >= 4:  # a column declared varchar(n)
+                oid = VARCHAR
+            fields.append((c.name, oid, size, format_code(formats, i), c.typmod))
         self.wire.send(*W.row_description(fields))
 
     def _send_outcome(self, outcome: Outcome, formats: list[int], limit: int) -> bool:

@@ -213,11 +213,11 @@ def command_complete(tag: str) -> tuple[bytes, bytes]:
     return b"C", cstr(tag)
 
 
-def row_description(fields: Sequence[tuple[str, int, int, int]]) -> tuple[bytes, bytes]:
-    """Fields as (name, type OID, type size, format code)."""
+def row_description(fields: Sequence[tuple[str, int, int, int, int]]) -> tuple[bytes, bytes]:
+    """Fields as (name, type OID, type size, format code, type modifier)."""
     body = bytearray(int16(len(fields)))
-    for name, oid, size, fmt in fields:
-        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(-1)
+    for name, oid, size, fmt, typmod in fields:
+        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(typmod)
         body += int16(fmt)
     return b"T", bytes(body)
 
