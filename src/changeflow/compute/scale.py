@@ -11,7 +11,7 @@ from decimal import Decimal
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.parts import extract_scale
-from changeflow.compute.types import NUMERIC, Schema
+from changeflow.compute.types import NUMERIC, TEXT, Schema
 
 _SAME = ("abs",)
 _INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
@@ -83,11 +83,12 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
 
 def typmod_of(e: X.Expr, schema: Schema) -> int:
     """PostgreSQL's exprTypmod of ``e``: a column's own; CASE and COALESCE keep the one
-    all their branches share, NULLIF its first argument's; anything else has none (-1)."""
+    all their branches share, NULLIF its first argument's (a number's); anything else has
+    none (-1)."""
     if isinstance(e, X.Col):
         return schema[e.index].typmod
-    if isinstance(e, X.NullIf):
-        return typmod_of(e.a, schema)
+    if isinstance(e, X.NullIf):  # its = takes a varchar as text, which has no typmod
+        return typmod_of(e.a, schema) if e.type is not TEXT else -1
     if isinstance(e, X.Case | X.Coalesce):
         branches = [v for _, v in e.whens] + [e.otherwise] if isinstance(e, X.Case) else e.args
         mods = {typmod_of(b, schema) for b in branches if b is not None}
