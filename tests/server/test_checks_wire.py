@@ -49,6 +49,7 @@ def test_copy_and_prepared_inserts_as_postgres(server, postgres_url: str, table_
         copy([(1, 5, 1), (2, None, None)]),
         copy([(3, 5, 1), (4, 0, -1)]),
         copy([(5, 5, 9)]),
+        copy([(12, 6, 1), (13, 5, 9), (14, 0, -1)]),
         many([(6, 7, 1), (7, 8, 2)]),
         many([(8, 7, 1), (9, 8, -9), (10, 1, 0)]),
         many([(11, -1, None)]),

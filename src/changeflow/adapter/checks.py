@@ -172,13 +172,35 @@ def enforce_checks(relation: Any, rows: list[tuple[tuple[Any, ...], int]] | Any)
     (row, diff) pairs, or an update frame of added rows); 23514 for the first that fails."""
     if not relation.checks:
         return
-    if not isinstance(rows, list):
-        from changeflow.adapter.rows import counted
-
-        rows = list(counted(rows).items())
     schema = relation.plan.schema
     pairs = [(c, _compiled(c, schema, relation.name)) for c in relation.checks]
+    if not isinstance(rows, list):
+        rows = _failing(pairs, schema, rows)
     enforce(pairs, schema, rows, relation.name)
+
+
+def _failing(pairs: list[tuple[Check, X.Expr]], schema: Schema, frame: Any) -> list:
+    """The rows of an update frame of added rows to check one by one: evaluated on its
+    columns with the filter's kernels, the first row a check finds FALSE (none if none
+    does; every row where only the rows can tell)."""
+    import pyarrow.compute as pc
+
+    from changeflow.adapter.rows import counted
+    from changeflow.compute.columnar import Rows, evaluate
+
+    columns = [frame.column(i).combine_chunks() for i in range(len(schema))]
+    failed = None
+    for _, e in pairs:
+        try:
+            result = evaluate(e, columns, frame.num_rows)
+        except Rows:
+            return list(counted(frame).items())
+        false = pc.equal(result, False).fill_null(False)
+        failed = false if failed is None else pc.or_(failed, false)
+    if failed is None or not pc.any(failed).as_py():
+        return []
+    first = pc.index(failed, True).as_py()  # the first row of the input that fails
+    return list(counted(frame.slice(first, 1)).items())
 
 
 def checks_without(item: Any, column: str) -> list[list[str]]:
