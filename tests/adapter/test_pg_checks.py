@@ -119,3 +119,36 @@ def test_alter_table_checks_as_postgres(tmp_path: Path, postgres_url: str) -> No
             assert outcome(ours, sql) == outcome(pg, sql), sql
         sql = "ALTER TABLE chk_a ADD CONSTRAINT big CHECK (y > 100)"
         assert _message(ours, sql) == _message(pg, sql)
+
+
+FUNCTIONS_CREATE = (
+    "CREATE TABLE chk_m (id int, s text CHECK (length(s) > 1), k int CHECK (k IN (1, 2, 3)), "
+    "d date CHECK (d > '2020-01-01'))"
+)
+FUNCTIONS = [
+    "INSERT INTO chk_m VALUES (1, 'ab', 2, '2021-01-01')",
+    "INSERT INTO chk_m VALUES (2, 'a', 2, '2021-01-01')",
+    "INSERT INTO chk_m VALUES (3, 'ab', 5, '2021-01-01')",
+    "INSERT INTO chk_m VALUES (4, 'ab', 1, '2019-01-01')",
+    "INSERT INTO chk_m VALUES (5, NULL, NULL, NULL)",
+    "BEGIN",
+    "INSERT INTO chk_m VALUES (6, 'abc', 3, '2022-01-01')",
+    "INSERT INTO chk_m VALUES (7, 'abc', 9, '2022-01-01')",
+    "COMMIT",
+    "SELECT * FROM chk_m ORDER BY id",
+    "SELECT conname FROM pg_constraint WHERE conrelid = 'chk_m'::regclass ORDER BY 1",
+    "CREATE TABLE chk_bad2 (x int CHECK (x > count(*)))",
+    "CREATE TABLE chk_bad3 (x int CHECK (row_number() OVER () > 0))",
+    "CREATE TABLE chk_bad4 (x int CHECK (x = ANY (SELECT 1)))",
+]
+
+
+def test_checks_of_functions_and_in_transactions_as_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "chk_m", FUNCTIONS_CREATE) as (
+        ours,
+        pg,
+    ):
+        for sql in FUNCTIONS:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
