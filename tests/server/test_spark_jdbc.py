@@ -1,6 +1,6 @@
 """Spark's JDBC reader (PostgreSQL's JDBC driver) reading a table through ``changeflow serve``,
-compared with the same read of PostgreSQL 15. (A numeric(p,s) column is left out: the
-server's RowDescription does not carry type modifiers, so Spark reads it as decimal(38,18).)"""
+compared with the same read of PostgreSQL 15: numeric(p,s) columns are read as decimal(p,s),
+from the type modifiers of the server's RowDescription, as from PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
 SETUP = [
     "CREATE TABLE {t} (id int PRIMARY KEY, name text, at timestamptz, ok boolean, n bigint, "
-    "f double precision, d date, s smallint)",
-    "INSERT INTO {t} VALUES (1, 'a', '2020-01-01 00:00:00+00', true, 5, 1.5, '2020-01-02', 3),"
-    " (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "f double precision, d date, s smallint, p numeric(10,2), q numeric(5), v varchar(12))",
+    "INSERT INTO {t} VALUES (1, 'a', '2020-01-01 00:00:00+00', true, 5, 1.5, '2020-01-02', 3, "
+    "1470.1, 12345, 'x'), (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
 ]
 
 

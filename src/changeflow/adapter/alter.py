@@ -43,6 +43,8 @@ from sqlglot import exp
 from changeflow.adapter.assign import assign
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.check_alter import add_check, drop_constraint
+from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
@@ -84,6 +86,8 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         from changeflow.adapter.alter_type import alter_type
 
         return alter_type(env, state, item, g)
+    if g["action"] == "drop_constraint":
+        return drop_constraint(env, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 
@@ -91,7 +95,7 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
 def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
     text = g["column"].strip()
     if _CONSTRAINT.match(text):
-        raise PlanError("ALTER TABLE … ADD CONSTRAINT is not supported", sqlstate="0A000")
+        return add_check(env, item, text)
     if len(commas(text)) > 1:
         raise PlanError("ALTER TABLE with several actions is not supported", sqlstate="0A000")
     node = parse_sql(f"CREATE TABLE x ({text})").this.expressions
@@ -210,6 +214,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         **o,
         **{k: _without(_per_column(o, k, item), i) for k in PER_COLUMN},
         "unique": [u.to_json() for u in unique],
+        "checks": checks_without(item, g["column"]),
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
         **after_drop(item, i),
@@ -255,6 +260,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         return defs
 
     options = {**item.options, "layout": encode_schema(schema)}
+    options["checks"] = checks_renamed(item, old_name, new_name)
     sql = _edit_sql(item.sql, renamed)
     changed = replace(item, columns=tuple(columns), options=options, sql=sql)
     indexes = [

@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
+from changeflow.adapter.checks import table_checks
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
@@ -26,7 +27,6 @@ from changeflow.adapter.resolver import (
     columns_of,
     decode_plan,
     encode_plan,
-    pads_of,
     scales_of,
     schema_of,
 )
@@ -40,6 +40,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
 from changeflow.adapter.sql.types import column_type, text_length
 from changeflow.adapter.timelines import Timeline, check_single
+from changeflow.adapter.typmods import pads_of
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
@@ -200,6 +201,8 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         if c.default is not None:
             target = Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow))
             default_plan(target, c.default)
+    schema = tuple(Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow)) for c in columns)
+    checks = table_checks(name, defs, schema, {u.name for u in unique})
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
     options = {
@@ -207,6 +210,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         "lengths": [c.length for c in columns],
         "scales": [numeric_scale(c.arrow) for c in columns],
         "unique": [u.to_json() for u in unique],
+        "checks": [c.to_json() for c in checks],
     }
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
     _finish(env, item)
@@ -250,6 +254,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         "plan": encode_plan(plan),
         "scales": scales_of(plan.schema),
         "pads": [c.pad for c in plan.schema],
+        "typmods": [c.typmod for c in plan.schema],
     }
     if materialized:
         options["tier"] = env.choose_tier(plan, setting)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from changeflow.adapter.checks import Check
 from changeflow.adapter.constraints import Unique
 from changeflow.compute.plan import Order, Plan
 
@@ -34,6 +35,7 @@ class Relation:
     unique: tuple[Unique, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
     always: frozenset[str] = frozenset()  # its GENERATED ALWAYS AS IDENTITY columns
     identity: frozenset[str] = frozenset()  # its identity columns, ALWAYS or BY DEFAULT
+    checks: tuple[Check, ...] = ()  # a table's CHECK constraints
 
 
 class Resolver(Protocol):

@@ -7,8 +7,10 @@ import base64
 import pickle
 
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.checks import checks_of
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.relations import Relation
+from changeflow.adapter.typmods import column_typmods, pads_of
 from changeflow.adapter.unique_index import index_constraints
 from changeflow.compute import plan as P
 from changeflow.compute.types import Column, Schema, sql_type
@@ -27,21 +29,13 @@ def schema_of(item: Item) -> Schema:
     """An item's columns as a plan reads them (numeric ones with the scale they show, char(n)
     ones with n)."""
     scales = item.options.get("scales") or [None] * len(item.columns)
+    mods = column_typmods(item)
     return tuple(
-        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale, pad)
-        for (n, t, nullable), scale, pad in zip(item.columns, scales, pads_of(item), strict=True)
+        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale, pad, mod)
+        for (n, t, nullable), scale, pad, mod in zip(
+            item.columns, scales, pads_of(item), mods, strict=True
+        )
     )
-
-
-def pads_of(item: Item) -> list[int | None]:
-    """The n of an item's char(n) columns (None for the others): a view's or an index's
-    ``pads``, a table's from its ``lengths`` (-n for char(n))."""
-    pads = item.options.get("pads")
-    if pads is not None and len(pads) == len(item.columns):
-        return list(pads)
-    lengths = item.options.get("lengths") or []
-    found = [-n if n is not None and n < 0 else None for n in lengths]
-    return (found + [None] * len(item.columns))[: len(item.columns)]
 
 
 def columns_of(
@@ -91,7 +85,15 @@ class CatalogResolver:
         always = frozenset(i.options["owned_by"] for i in owned if i.options.get("always"))
         identity = always | {i.options["owned_by"] for i in owned if i.options.get("identity")}
         return Relation(
-            item.name, item.kind, plan, item.timeline, defaults(item), unique, always, identity
+            item.name,
+            item.kind,
+            plan,
+            item.timeline,
+            defaults(item),
+            unique,
+            always,
+            identity,
+            tuple(checks_of(item)),
         )
 
     def plan(self, item: Item) -> P.Plan:

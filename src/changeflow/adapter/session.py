@@ -30,6 +30,7 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
+from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.group_commit import Reads
@@ -234,6 +235,7 @@ class Session:
         )
         if relation.unique and frame.num_rows and not constrain_frame(self, txn, relation, frame):
             constrain(self, txn, relation, None, list(counted(frame).items()), ())  # as INSERT
+        enforce_checks(relation, frame)
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
         self._end(txn)
@@ -506,6 +508,7 @@ class Session:
         for row, diff in rows:
             if diff > 0:
                 check_not_null(row, table.plan.schema, table.name)
+        enforce_checks(table, rows)
         if rows:
             frame = self.env.log.frame(shard, rows, table.name, shape)
             txn.writes.setdefault(shard, []).append(frame)

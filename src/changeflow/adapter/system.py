@@ -43,12 +43,11 @@ from changeflow.adapter.system_indexes import (
 )
 from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
-    constraint_oid,
+    check_constraints,
+    constraint_defs,
     key_constraints,
     precision,
-    text_types,
     type_rows,
-    typmods,
 )
 from changeflow.adapter.system_tables import (
     BOOL_CALLS,
@@ -80,6 +79,7 @@ from changeflow.adapter.system_types import (
     rewrite_unnest,
     sqlite_columns,
 )
+from changeflow.adapter.typmods import text_types, typmods
 from changeflow.compute.functions.chars import quote_ident
 from changeflow.compute.functions.patterns import like_escape
 from changeflow.compute.scalars import like_regex
@@ -203,11 +203,11 @@ def _rows(
         out["pg_description"] += [(oid, PG_CLASS, n, text) for n, text in descriptions(item)]
         if kind == "i":
             continue
-        columns = item.columns
+        columns, checks = item.columns, len(item.options.get("checks") or [])
         schema, relname = split_name(item.name)
         namespace = namespace_oid(state, schema)
         out["pg_class"].append(
-            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed)
+            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed, checks)
         )
         if kind == "S":
             o = SequenceOptions.of(item.options)
@@ -277,6 +277,7 @@ def _rows(
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
                 out[name] += rows
+            out["pg_constraint"] += check_constraints(item, oid, namespace_oid(state, schema))
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
@@ -315,13 +316,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
 
-    keys = {  # pg_get_constraintdef of the key constraints
-        constraint_oid(relation_oid(i), k): ("PRIMARY KEY" if primary else "UNIQUE")
-        + f" ({', '.join(i.columns[c][0] for c in columns)})"
-        for i in items
-        if i.kind == "table"
-        for k, (_, columns, primary) in enumerate(i.options.get("unique") or [])
-    }
+    keys = constraint_defs(items, relation_oid)  # pg_get_constraintdef's texts
 
     every_index = {i.oid: i for i in indexes(state)}
     names = {oid: name for name, oid in SYSTEM_OIDS.items()}
@@ -391,7 +386,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
         "pg_get_indexdef": indexdef,
         "pg_get_viewdef": viewdef,
-        "pg_get_constraintdef": lambda oid, pretty=None: keys.get(oid),
+        "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[bool(pretty)],
         "pg_encoding_to_char": lambda n: "UTF8",
         "pg_relation_is_publishable": lambda oid: 0,
         "shobj_description": lambda *args: None,

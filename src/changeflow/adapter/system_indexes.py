@@ -9,8 +9,9 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
-from changeflow.adapter.system_rows import constraint_oid, text_types, typmods
+from changeflow.adapter.system_rows import constraint_oid
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
+from changeflow.adapter.typmods import text_types, typmods
 
 BTREE = 403
 # a type's default btree operator class (pg_index.indclass), as PostgreSQL 15's
@@ -36,13 +37,13 @@ def storage(type_oid: int, length: int) -> str:
 
 
 def class_row(
-    oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool
+    oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool, checks: int = 0
 ) -> tuple[Any, ...]:
-    """A pg_class row."""
+    """A pg_class row (``checks``: its table's CHECK constraints, relchecks)."""
     am = {"i": BTREE, "r": 2, "m": 2}.get(kind, 0)
     return (
         (oid, name, namespace, 0, 0, OWNER, am, oid, 0, 0, -1.0, 0, 0, has_index, False, "p")
-        + (kind, natts, 0, False, False, False, False, False, True, "d", False, 0, 0, 0, None)
+        + (kind, natts, checks, False, False, False, False, False, True, "d", False, 0, 0, 0, None)
         + (None, None)
     )
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
-from changeflow.adapter.resolver import pads_of
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
 
@@ -81,46 +77,6 @@ def type_rows() -> list[tuple[Any, ...]]:
     return rows
 
 
-def typmods(item: Item) -> dict[str, int]:
-    """A table's columns' type modifiers as PostgreSQL encodes them (numeric(p,s):
-    ``(p << 16 | s) + 4``; varchar(n) and char(n): ``n + 4``), read from its CREATE statement."""
-    return {name: mod for name, (mod, _) in _declared(item).items() if mod >= 0}
-
-
-def text_types(item: Item) -> dict[str, str]:
-    """The columns of a table declared varchar(n) or char(n), by the name PostgreSQL gives
-    their type (``character varying``, ``character``); they hold text here."""
-    return {name: kind for name, (_, kind) in _declared(item).items() if kind}
-
-
-def _declared(item: Item) -> dict[str, tuple[int, str]]:
-    """Each column's type modifier (-1 for none) and text type name ('' for another type): a
-    table's from its CREATE statement, a view's char(n) columns from the n they carry."""
-    if item.kind != "table":
-        pads = zip(item.columns, pads_of(item), strict=True)
-        return {c[0]: (n + 4, "character") for c, n in pads if n is not None}
-    try:
-        create = sqlglot.parse_one(item.sql, read="postgres")
-    except sqlglot.errors.ParseError:
-        return {}
-    T = exp.DataType.Type
-    out = {}
-    for column in create.find_all(exp.ColumnDef):
-        kind = column.args.get("kind")
-        if kind is None:
-            continue
-        params = [int(p.name) for p in kind.expressions if p.name.isdigit()]
-        name = column.name.lower()
-        if kind.this in (T.CHAR, T.NCHAR):  # char alone is char(1)
-            out[name] = ((params[0] if params else 1) + 4, "character")
-        elif kind.this == T.VARCHAR and params:
-            out[name] = (params[0] + 4, "character varying")
-        elif kind.this == T.DECIMAL and params:
-            scale = params[1] if len(params) > 1 else 0
-            out[name] = (((params[0] << 16) | scale) + 4, "")
-    return out
-
-
 def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None]:
     """information_schema's numeric_precision, numeric_scale and datetime_precision."""
     if oid == 1700 and typmod >= 4:
@@ -129,3 +85,45 @@ def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None
     if oid in fixed:
         return fixed[oid], 0 if oid in (20, 21, 23) else None, None
     return None, None, {1082: 0, 1114: 6, 1184: 6}.get(oid)
+
+
+def check_constraints(item: Item, oid: int, namespace: int) -> list[tuple[Any, ...]]:
+    """pg_constraint's rows of a table's CHECK constraints (contype ``c``, ``conkey`` the
+    numbers of the columns the expression reads)."""
+    from changeflow.adapter.checks import checks_of
+
+    nums = dict(zip((c[0] for c in item.columns), attnums(item), strict=True))
+    rows = []
+    for k, check in enumerate(checks_of(item)):
+        keys = "{" + ",".join(str(nums[c]) for c in check.columns() if c in nums) + "}"
+        rows.append(
+            (check_oid(oid, k), check.name, namespace, "c", False, False, True, oid, 0, 0, 0)
+            + (0, " ", " ", " ", True, 0, False, keys, None, check.sql)
+        )
+    return rows
+
+
+def check_oid(relation: int, k: int) -> int:
+    """The oid of a table's ``k``-th CHECK constraint."""
+    return relation * 1000 + 850 + k
+
+
+def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
+    """pg_get_constraintdef of each table constraint by oid: (plain, pretty)."""
+    from changeflow.adapter.check_sql import constraint_def
+    from changeflow.adapter.checks import checks_of
+
+    out: dict[int, tuple[str, str]] = {}
+    for i in items:
+        if i.kind != "table":
+            continue
+        rel = relation_oid(i)
+        for k, (_, columns, primary) in enumerate(i.options.get("unique") or []):
+            text = ("PRIMARY KEY" if primary else "UNIQUE") + (
+                f" ({', '.join(i.columns[c][0] for c in columns)})"
+            )
+            out[constraint_oid(rel, k)] = (text, text)
+        for k, check in enumerate(checks_of(i)):
+            defs = (constraint_def(check.sql, False), constraint_def(check.sql, True))
+            out[check_oid(rel, k)] = defs
+    return out

@@ -22,7 +22,7 @@ from typing import Any
 
 from changeflow.compute.expr import Col, Expr
 from changeflow.compute.pads import common_pad, pad_of
-from changeflow.compute.scale import scale_of
+from changeflow.compute.scale import scale_of, typmod_of
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -170,7 +170,14 @@ class Map(Plan):
             _no_now(e, f"Map {name}")
         schema = self.input.schema
         added = (
-            Column(name, e.type, e.nullable, scale_of(e, schema), pad_of(e, schema))
+            Column(
+                name,
+                e.type,
+                e.nullable,
+                scale_of(e, schema),
+                pad_of(e, schema),
+                typmod_of(e, schema),
+            )
             for name, e in self.exprs
         )
         _schema(self, (*self.input.schema, *added))
@@ -480,7 +487,9 @@ class Union(Plan):
             scales = {p.schema[i].scale for p in self.inputs_}
             scale = scales.pop() if len(scales) == 1 else None
             pad = common_pad([p.schema for p in self.inputs_], i)
-            columns.append(Column(c.name, c.type, nullable, scale, pad))
+            mods = {p.schema[i].typmod for p in self.inputs_}  # PostgreSQL's: kept if all agree
+            typmod = mods.pop() if len(mods) == 1 else -1
+            columns.append(Column(c.name, c.type, nullable, scale, pad, typmod))
         _schema(self, columns)
 
     def inputs(self) -> tuple[Plan, ...]:

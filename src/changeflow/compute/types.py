@@ -16,7 +16,7 @@ An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its ele
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -159,13 +159,17 @@ def common_numeric(a: SqlType, b: SqlType) -> SqlType:
 class Column:
     """A column of a plan's output: name, type, whether it may be NULL and, for a numeric
     whose values all show the same number of decimals (``numeric(12,2)``, ``x * 2`` of it,
-    ``sum(x)``), that scale; None: each value shows its own, as PostgreSQL's numerics do."""
+    ``sum(x)``), that scale; None: each value shows its own, as PostgreSQL's numerics do.
+    ``typmod`` is PostgreSQL's type modifier of a column read as declared (``numeric(p,s)``:
+    ``(p << 16 | s) + 4``, ``varchar(n)``: ``n + 4``; -1 for none): it is shown to clients,
+    not part of the column's identity."""
 
     name: str
     type: SqlType
     nullable: bool = True
     scale: int | None = None
     pad: int | None = None  # char(n)'s n: its text is held without trailing blanks, shown to n
+    typmod: int = field(default=-1, compare=False)
 
     def __str__(self) -> str:
         return f"{self.name} {self.type}{'' if self.nullable else ' not null'}"

@@ -28,7 +28,7 @@ from changeflow.server.batch import Batch, format_code
 from changeflow.server.extended import Extended, Portal, Prepared
 from changeflow.server.runner import FLUSH, Cursor, Interrupted, Outcome, Runner, Shutdown
 from changeflow.server.startup import Startup
-from changeflow.server.values import BPCHAR, encoder, oid_of
+from changeflow.server.values import BPCHAR, TEXT, VARCHAR, encoder, oid_of
 
 if TYPE_CHECKING:
     from changeflow.server.server import Server
@@ -253,12 +253,14 @@ class ClientConnection(Startup, Extended, Runner):
         self.wire.flush()
 
     def _row_description(self, columns: Schema, formats: list[int]) -> None:
-        fields, typmods = [], []
+        fields = []
         for i, c in enumerate(columns):
             oid, size = (BPCHAR, -1) if c.pad is not None else oid_of(c.type)
-            fields.append((c.name, oid, size, format_code(formats, i)))
-            typmods.append(-1 if c.pad is None else c.pad + 4)
-        self.wire.send(*W.row_description(fields, typmods))
+            if oid == TEXT and c.typmod >= 4:  # a column declared varchar(n)
+                oid = VARCHAR
+            typmod = c.pad + 4 if c.pad is not None else c.typmod
+            fields.append((c.name, oid, size, format_code(formats, i), typmod))
+        self.wire.send(*W.row_description(fields))
 
     def _send_outcome(self, outcome: Outcome, formats: list[int], limit: int) -> bool:
         """Send the outcome's rows (at most ``limit``, 0 for all) and its CommandComplete;

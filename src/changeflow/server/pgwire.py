@@ -213,15 +213,11 @@ def command_complete(tag: str) -> tuple[bytes, bytes]:
     return b"C", cstr(tag)
 
 
-def row_description(
-    fields: Sequence[tuple[str, int, int, int]], typmods: Sequence[int] | None = None
-) -> tuple[bytes, bytes]:
-    """Fields as (name, type OID, type size, format code), each with its type modifier (-1
-    for none: char(n)'s is n + 4)."""
+def row_description(fields: Sequence[tuple[str, int, int, int, int]]) -> tuple[bytes, bytes]:
+    """Fields as (name, type OID, type size, format code, type modifier)."""
     body = bytearray(int16(len(fields)))
-    mods = typmods if typmods is not None else [-1] * len(fields)
-    for (name, oid, size, fmt), mod in zip(fields, mods, strict=True):
-        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(mod)
+    for name, oid, size, fmt, typmod in fields:
+        body += cstr(name) + int32(0) + int16(0) + int32(oid) + int16(size) + int32(typmod)
         body += int16(fmt)
     return b"T", bytes(body)
 

@@ -246,6 +246,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?:COLUMN\s+)?(?P<cie>IF\s+NOT\s+EXISTS\s+)?(?P<column>.+)",
     ),
     (
+        "alter_drop_constraint",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
+        rf"CONSTRAINT\s+(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    (
         "alter_drop",
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
         rf"(?:COLUMN\s+)?(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",

@@ -1,0 +1,109 @@
+"""``ALTER TABLE t ADD [CONSTRAINT c] CHECK (…)`` and ``ALTER TABLE t DROP CONSTRAINT c``.
+
+A check is added only if the table's rows pass it (23514 otherwise, naming the constraint,
+as PostgreSQL). Writes racing the change follow the rule of unique indexes
+(:mod:`~changeflow.adapter.unique_index`): a write is checked against the catalog version it
+was planned on, so the rows are checked, the constraint put in the catalog, and the rows
+checked again; a failure then takes the constraint out again. A write planned before the
+change that commits after that second read is checked by neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.dialect import parse_sql
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.environment import Environment
+
+TAG = "ALTER TABLE"
+
+
+def add_check(env: Environment, item: Item, text: str) -> Result:
+    """ADD [CONSTRAINT name] CHECK (…): 0A000 for other constraints."""
+    from changeflow.adapter.resolver import schema_of
+
+    defs = parse_sql(f"CREATE TABLE x ({text})").this.expressions
+    parts = [p for d in defs for p in (d.expressions if isinstance(d, exp.Constraint) else [d])]
+    if len(defs) != 1 or not parts or not isinstance(parts[0], exp.CheckColumnConstraint):
+        raise PlanError(
+            "ALTER TABLE … ADD CONSTRAINT other than CHECK is not supported",
+            sqlstate="0A000",
+        )
+    table = split_name(item.name)[1]
+    taken = {c.name for c in checks_of(item)}
+    taken |= {u[0] for u in item.options.get("unique") or []}
+    (check,) = table_checks(table, defs, schema_of(item), taken)
+    _check_rows(env, item, check)
+
+    def change(state: CatalogState) -> tuple[CatalogState, Item]:
+        now = state.items[item.id]
+        checks = [*(now.options.get("checks") or []), check.to_json()]
+        changed = replace(now, options={**now.options, "checks": checks})
+        return state.with_item(changed), changed
+
+    env.catalog.change(change)
+    try:
+        _check_rows(env, env.catalog.load().items[item.id], check)
+    except EvalError:
+        env.catalog.change(lambda s: _without(s, item.id, check.name))
+        raise
+    return Result(TAG)
+
+
+def _check_rows(env: Environment, item: Item, check: Check) -> None:
+    """23514 if a row of the table fails ``check``."""
+    from changeflow.adapter.resolver import CatalogResolver, schema_of
+
+    schema = schema_of(item)
+    e = planned(check, schema, item.name)
+    ts = env.read_ts(item.timeline, {item.id})
+    rows = env.evaluate(CatalogResolver(env.catalog.load()).plan(item), ts)
+    for row, count in rows.items():
+        if count > 0 and e.eval(row) is False:
+            failed = violation(check, row, schema, item.name)
+            raise EvalError(
+                f'check constraint "{check.name}" of relation "{split_name(item.name)[1]}" '
+                "is violated by some row",
+                sqlstate="23514",
+                table=item.name,
+                constraint=check.name,
+            ) from failed
+
+
+def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState, None]:
+    now = state.items[item_id]
+    checks = [c for c in now.options.get("checks") or [] if c[0] != name]
+    return state.with_item(replace(now, options={**now.options, "checks": checks})), None
+
+
+def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
+    """DROP CONSTRAINT [IF EXISTS] name: a CHECK, PRIMARY KEY or UNIQUE constraint."""
+    name = g["column"]
+    checks = [c.name for c in checks_of(item)]
+    keys = [u[0] for u in item.options.get("unique") or []]
+    if name not in checks and name not in keys:
+        if g.get("cie"):
+            return Result(TAG)
+        raise PlanError(
+            f'constraint "{name}" of relation "{split_name(item.name)[1]}" does not exist',
+            sqlstate="42704",
+        )
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        now = state.items[item.id]
+        options = dict(now.options)
+        options["checks"] = [c for c in options.get("checks") or [] if c[0] != name]
+        options["unique"] = [u for u in options.get("unique") or [] if u[0] != name]
+        return state.with_item(replace(now, options=options)), None
+
+    env.catalog.change(change)
+    return Result(TAG)
