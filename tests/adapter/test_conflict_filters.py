@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +18,6 @@ from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
-from changeflow.config import Config
 from changeflow.updates import DIFF, TIME
 
 ks = st.one_of(st.none(), st.integers(-2, 2))
@@ -40,14 +38,6 @@ wheres = st.sampled_from(
 )
 selects = st.sampled_from(["k, v", "n + 1", "*"])
 names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("conflict_filters") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 @settings(

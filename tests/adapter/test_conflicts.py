@@ -30,14 +30,6 @@ reads = st.sampled_from(
 names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("conflicts") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
-
-
 def rows(session: Session, sql: str) -> list[tuple]:
     return sorted(session.execute(sql)[-1].rows)
 

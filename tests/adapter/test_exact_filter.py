@@ -18,7 +18,6 @@ from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
-from changeflow.config import Config
 from changeflow.storage.txns import reader
 
 ints = st.one_of(st.none(), st.integers(-2, 2))
@@ -46,14 +45,6 @@ selects = st.sampled_from(
     ]
 )
 names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("exact") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 @settings(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,14 +27,6 @@ ops = st.lists(
     max_size=10,
 )
 names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("index") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 def rows(session: Session, sql: str) -> list[tuple]:

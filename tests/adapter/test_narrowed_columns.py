@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +17,6 @@ from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
-from changeflow.config import Config
 from changeflow.storage.txns import reader
 
 keys = st.sampled_from([0, 0, 1, 2])  # many rows per key: the columns' path is taken
@@ -39,14 +37,6 @@ selects = st.sampled_from(
     ]
 )
 names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("narrowed_columns") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 @settings(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +15,6 @@ from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
-from changeflow.config import Config
 from changeflow.storage.txns import reader
 
 ints = st.one_of(st.none(), st.integers(-3, 3))
@@ -31,14 +29,6 @@ conditions = st.one_of(
     st.tuples(st.just("v"), operators, text_literals),
 )
 names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("narrowed") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 @settings(

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.session import Session
 from changeflow.adapter.summed import FOLD_ROWS
@@ -16,14 +14,6 @@ from changeflow.storage.frames import consolidate
 from changeflow.storage.txns import reader
 
 UPDATES = FOLD_ROWS + 200  # each a retraction and an insertion: over twice FOLD_ROWS
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("summed") / "home"
-    environment = Environment(Config.load(home=str(home)), host_seconds=None)
-    yield environment
-    environment.close()
 
 
 def _shard(env: Environment, name: str) -> str:
