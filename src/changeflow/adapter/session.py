@@ -58,7 +58,7 @@ from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
-from changeflow.adapter.system_tables import SETTING_NAMES
+from changeflow.adapter.system_tables import SETTING_NAMES, SETTINGS
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
@@ -86,24 +86,6 @@ DDL = {
     "comment": comments.comment_on,
 }
 UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
-SETTINGS = {
-    "transaction_isolation": "strict serializable",
-    "server_version": "15.0",
-    "client_encoding": "UTF8",
-    "datestyle": "ISO, MDY",
-    "timezone": "UTC",
-    "standard_conforming_strings": "on",
-    "application_name": "",
-    "server_version_num": "150000",
-    "search_path": '"$user", public',
-    "integer_datetimes": "on",
-    "intervalstyle": "postgres",
-    "max_identifier_length": "63",
-    "is_superuser": "off",
-    "default_transaction_isolation": "serializable",
-    "jit": "off",
-    "default_table_access_method": "heap",
-}
 
 
 @dataclass
