@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeflow.errors import InvalidInput
+from changeflow.errors import FrontierViolation, InvalidInput
 from changeflow.storage import Storage, WriteCapability
 from changeflow.storage.blob import Blob
 from changeflow.storage.consensus import SqliteConsensus
@@ -308,6 +308,12 @@ def test_spark_frames_obey_the_same_rule(spark, store) -> None:
         with pytest.raises(InvalidInput, match=message):
             storage.append(write, updates, 9)
         assert storage.state("t") == state and blob_files(storage) == files
+    # the checks ride on the write: a time beyond the new upper is found once the parts are
+    # written, and they are deleted before the error
+    state, files = storage.state("t"), blob_files(storage)
+    with pytest.raises(FrontierViolation, match="at or beyond the new upper"):
+        storage.append(write, frame(rows(_time=(1, 9))), 9)
+    assert storage.state("t") == state and blob_files(storage) == files
 
     lossless = frame(rows(value=(0, 7.0)), value="double").selectExpr(
         "key", "value", "score", "cast(_time as int) as _time", "_diff"

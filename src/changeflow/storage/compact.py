@@ -104,7 +104,7 @@ def _merge_on_spark(
     keys = write_parts(machine, summed.select(*schema.names), state.id)
     rows = sum(pq.read_metadata(blob.path(k), filesystem=blob.fs).num_rows for k in keys)
     if not rows:
-        machine.delete_keys(keys)
+        discard_parts(machine, keys)
         return (), 0
     return keys, rows
 
@@ -124,3 +124,10 @@ def write_parts(machine: Machine, frame: DataFrame, gid: str) -> tuple[str, ...]
         else:
             keys.append(meta.key)
     return tuple(sorted(keys))
+
+
+def discard_parts(machine: Machine, keys: tuple[str, ...]) -> None:
+    """Delete parts written by :func:`write_parts` that no batch will hold, and their folders."""
+    machine.delete_keys(keys)
+    for folder in {key.rsplit("/", 1)[0] for key in keys}:
+        machine.blob.delete_dir(folder)

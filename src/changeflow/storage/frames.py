@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,15 +40,11 @@ from changeflow.time import MAX_TIME
 from changeflow.time import to_bound as bound
 from changeflow.updates import DIFF, TIME
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
 __all__ = [
     "DIFF",
     "TIME",
     "bound",
     "check_data_schema",
-    "check_spark_frame",
     "check_times",
     "consolidate",
     "empty_frame",
@@ -86,13 +82,13 @@ def check_data_schema(schema: pa.Schema) -> pa.Schema:
 # -- the rule's vocabulary -------------------------------------------------------------------
 
 
-def _refuse(name: str, column: str, row: Any, value: Any, why: str) -> InvalidInput:
+def refuse(name: str, column: str, row: Any, value: Any, why: str) -> InvalidInput:
     """The one error of a bad value: where (column, row), what (value) and why."""
     kind = InvalidTime if column == TIME else InvalidInput
     return kind(f"{name}: column {column}, row {row}: {why}", column=column, row=row, value=value)
 
 
-def _type_refused(
+def type_refused(
     name: str, column: str, actual: str, expected: str, row: Any, value: Any
 ) -> InvalidInput:
     why = "diffs are integers" if column == DIFF else "times are integers"
@@ -106,7 +102,7 @@ def _type_refused(
     )
 
 
-def _columns_refused(name: str, given: Sequence[Any], expected: Sequence[str]) -> None:
+def columns_refused(name: str, given: Sequence[Any], expected: Sequence[str]) -> None:
     """An error unless ``given`` holds each of ``expected`` once and nothing else."""
     missing = [c for c in expected if c not in given]
     extra = [c for c in given if c not in expected]
@@ -206,20 +202,18 @@ def _conform(values: Any, field: pa.Field, name: str, offset: int = 0) -> Any:
     integers = field.name in (TIME, DIFF)
     if values.null_count and (integers or not field.nullable):
         row = pc.index(pc.is_null(values), True).as_py()
-        raise _refuse(name, field.name, offset + row, None, "NULL in a NOT NULL column")
+        raise refuse(name, field.name, offset + row, None, "NULL in a NOT NULL column")
     if values.type.equals(field.type):
         out = values
     elif not _castable(values.type, field.type, integers):
         row = _example_row(values, field.type)
         value = values[row].as_py() if len(values) else None
-        raise _type_refused(
-            name, field.name, str(values.type), str(field.type), row + offset, value
-        )
+        raise type_refused(name, field.name, str(values.type), str(field.type), row + offset, value)
     else:
         out = _lossless(values, field.type)
         if out is None:
             row = _first(values, lambda part: _lossless(part, field.type) is None)
-            raise _refuse(
+            raise refuse(
                 name,
                 field.name,
                 offset + row,
@@ -228,7 +222,7 @@ def _conform(values: Any, field: pa.Field, name: str, offset: int = 0) -> Any:
             )
     if field.name == TIME and len(out) and pc.min(out).as_py() < 0:
         row = pc.index(pc.less(out, 0), True).as_py()
-        raise _refuse(
+        raise refuse(
             name,
             TIME,
             offset + row,
@@ -244,16 +238,17 @@ def _conform(values: Any, field: pa.Field, name: str, offset: int = 0) -> Any:
 def to_frame(updates: Any, schema: pa.Schema, name: str) -> pa.Table:
     """Any supported input as an update frame of ``schema``, checked by the module's rule.
 
-    Spark DataFrames go through :func:`check_spark_frame` instead: they are written by Spark.
+    Spark DataFrames go through :func:`~changeflow.storage.spark_write.write_spark_frame`
+    instead: they are written by Spark.
     """
     target = frame_schema(schema)
     if isinstance(updates, pa.RecordBatch):
         updates = pa.Table.from_batches([updates])
     if isinstance(updates, pa.Table):
-        _columns_refused(name, updates.column_names, target.names)
+        columns_refused(name, updates.column_names, target.names)
         columns = [_conform(updates.column(f.name), f, name) for f in target]
     elif type(updates).__module__.startswith("pandas"):
-        _columns_refused(name, list(updates.columns), target.names)
+        columns_refused(name, list(updates.columns), target.names)
         columns = [_from_pandas(updates[f.name], f, name) for f in target]
     elif isinstance(updates, Sequence) or hasattr(updates, "__iter__"):
         columns = _from_triples(list(updates), schema, name)
@@ -328,7 +323,7 @@ def _one(value: Any, field: pa.Field, name: str, row: int) -> pa.Array:
     try:
         return pa.array([value])
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        raise _refuse(
+        raise refuse(
             name, field.name, row, value, f"{value!r} is not a value of type {field.type}"
         ) from None
 
@@ -420,100 +415,12 @@ def _check_int(value: Any, column: str, low: int, high: int, name: str, row: int
     """``value`` is an int (not a bool, not a float) in ``[low, high]``."""
     what = "int times" if column == TIME else "integer diffs"
     if value is None:
-        raise _refuse(name, column, row, value, "NULL in a NOT NULL column")
+        raise refuse(name, column, row, value, "NULL in a NOT NULL column")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _refuse(name, column, row, value, f"{value!r} is not an int; shards hold {what}")
+        raise refuse(name, column, row, value, f"{value!r} is not an int; shards hold {what}")
     if not low <= value <= high:
         bounds = "0 <= t < 2^63" if column == TIME else "-2^63 <= d < 2^63"
-        raise _refuse(name, column, row, value, f"{value} is outside {bounds}")
-
-
-# -- Spark -----------------------------------------------------------------------------------
-
-
-def check_spark_frame(
-    frame: DataFrame, schema: pa.Schema, lower: int, upper: int | None, name: str
-) -> tuple[DataFrame, int]:
-    """``frame`` cast to the update frame of ``schema``, and its row count, once the module's
-    rule and the times' bounds ``[lower, upper)`` hold; checked by one Spark aggregate.
-
-    Nothing is written here: the caller writes the returned frame only after this returns.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    target = from_arrow_schema(frame_schema(schema))
-    _columns_refused(name, frame.columns, target.names)
-    row = F.to_json(F.struct(*(_spark_col(c) for c in frame.columns)))
-    checks: list[tuple[str, str, Column]] = []
-    casts = []
-    for f in target.fields:
-        actual, column = frame.schema[f.name].dataType, _spark_col(f.name)
-        integers = f.name in (TIME, DIFF)
-        if integers or not f.nullable:
-            checks.append((f.name, "NULL in a NOT NULL column", column.isNull()))
-        if actual != f.dataType:
-            if not _spark_castable(actual, f.dataType, integers):
-                example = frame.where(column.isNotNull()).select(column, row).first()
-                value, where = (None, None) if example is None else example
-                raise _type_refused(
-                    name, f.name, actual.simpleString(), f.dataType.simpleString(), where, value
-                )
-            lost = _spark_lost(column, actual, f.dataType)
-            checks.append((f.name, f"does not fit {f.dataType.simpleString()} without loss", lost))
-        casts.append(column.cast(f.dataType).alias(f.name))
-    examples = [
-        F.first(F.when(bad, F.struct(_spark_col(c), row)), ignorenulls=True) for c, _, bad in checks
-    ]
-    stats = frame.agg(F.count(F.lit(1)), F.min(TIME), F.max(TIME), *examples).first()
-    rows, low, high = stats[0], stats[1], stats[2]
-    for (column, why, _), example in zip(checks, stats[3:], strict=True):
-        if example is not None:
-            value, where = example
-            raise _refuse(name, column, where, value, why if value is None else f"{value!r} {why}")
-    if rows:
-        _check_time_range(low, high, lower, upper, name)
-    return frame.select(*casts), rows
-
-
-def _spark_col(name: str) -> Column:
-    """A Spark column by its exact name (dots and backticks included)."""
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _spark_lost(column: Column, actual: Any, target: Any) -> Column:
-    """True where a value of ``column`` would change on its way to ``target`` (between floats:
-    where it would overflow to infinity; rounding is allowed)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    there = column.try_cast(target)
-    if isinstance(actual, T.FractionalType) and isinstance(target, T.FractionalType):
-        infinite = float("inf")
-        changed = (F.abs(there) == infinite) & (F.abs(column) != infinite)
-    else:
-        changed = there.try_cast(actual) != column
-    return column.isNotNull() & (there.isNull() | changed)
-
-
-def _spark_castable(actual: Any, target: Any, integers_only: bool) -> bool:
-    """The rule's casts on Spark types: ints among ints, ints and floats both ways (data
-    columns only), floats among floats, nulls into anything; otherwise equal types only."""
-    from pyspark.sql import types as T
-
-    def kind(t: Any) -> str:
-        if isinstance(t, T.IntegralType):
-            return "int"
-        if isinstance(t, T.FloatType | T.DoubleType):
-            return "float"
-        return "null" if isinstance(t, T.NullType) else t.simpleString()
-
-    a, b = kind(actual), kind(target)
-    if integers_only:
-        return a in ("int", "null")
-    return a in (b, "null") or (a, b) in (("int", "float"), ("float", "int"))
+        raise refuse(name, column, row, value, f"{value} is outside {bounds}")
 
 
 # -- times against frontiers -----------------------------------------------------------------
@@ -523,10 +430,10 @@ def check_times(table: pa.Table, lower: int, upper: int | None, name: str) -> No
     """Every ``_time`` in ``[lower, upper)``; else name the time that is not."""
     if table.num_rows:
         low, high = (v.as_py() for v in pc.min_max(table.column(TIME)).values())
-        _check_time_range(low, high, lower, upper, name)
+        check_time_range(low, high, lower, upper, name)
 
 
-def _check_time_range(low: int, high: int, lower: int, upper: int | None, name: str) -> None:
+def check_time_range(low: int, high: int, lower: int, upper: int | None, name: str) -> None:
     if low < 0:
         raise InvalidTime(f"{name}: time {low} is negative; times are 0 <= t < 2^63", value=low)
     if low < lower:

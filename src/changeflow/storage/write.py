@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.errors import CapabilityError, FrontierViolation, UpperMismatch
 from changeflow.failpoints import failpoint
-from changeflow.storage.compact import tidy, write_parts
-from changeflow.storage.frames import check_spark_frame, check_times, to_frame
+from changeflow.storage.compact import tidy
+from changeflow.storage.frames import check_times, to_frame
 from changeflow.storage.machine import Machine, new_id
+from changeflow.storage.spark_write import write_spark_frame
 from changeflow.storage.state import Batch, ShardState
 from changeflow.time import Antichain, to_bound, to_frontier
 
@@ -122,5 +123,6 @@ class WriteCapability:
     def _write_spark(
         self, state: ShardState, frame: DataFrame, lower: int, upper: int | None
     ) -> tuple[tuple[str, ...], int]:
-        frame, rows = check_spark_frame(frame, state.schema, lower, upper, self.name)
-        return (write_parts(self._machine, frame, state.id), rows) if rows else ((), 0)
+        return write_spark_frame(
+            self._machine, frame, state.schema, state.id, lower, upper, self.name
+        )
