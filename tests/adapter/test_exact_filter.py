@@ -157,11 +157,11 @@ def test_the_filter_is_skipped_only_where_the_kernels_decide_it(
     t = f"t{next(names)}"
     Session(env).execute(f"CREATE TABLE {t} (k int, v text, n bigint)")
     query = plan_query(parse(f"SELECT * FROM {t} WHERE {clause}").ast, _resolver(env))
-    path = point_path(query.plan)
+    path = point_path(env.plans, query.plan)
     assert (path.unfiltered is not None) == skipped
     if skipped:
         assert path.fixed is not None and "Filter" not in path.unfiltered.explain()
-        assert point_path(query.plan) is path  # worked out once per plan
+        assert point_path(env.plans, query.plan) is path  # worked out once per plan
 
 
 @pytest.mark.parametrize(
@@ -181,7 +181,7 @@ def test_the_columns_a_plan_reads_are_kept(env: Environment, select: str, used) 
     Session(env).execute(f"CREATE TABLE {t} (k int, v text, n bigint)")
     text = f"SELECT {select}" if "{t}" in select else f"SELECT {select} FROM {{t}} WHERE k = 1"
     query = plan_query(parse(text.format(t=t)).ast, _resolver(env))
-    path = point_path(query.plan)
+    path = point_path(env.plans, query.plan)
     assert path.used == (None if used is None else frozenset(used))
 
 

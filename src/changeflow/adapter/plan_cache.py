@@ -33,6 +33,7 @@ from changeflow.adapter.sql.statements import Statement, parse
 
 T = TypeVar("T")
 KEPT = 512  # plans kept (all forgotten at once past this many)
+DERIVED = 2048  # what reads work out from plans, kept (all forgotten at once past this many)
 MADE = 64  # plans with their literals in place kept per shape
 SEEN = "seen"  # a shape planned once: kept by its text, its template made the next time
 NOT_SHAPED = "by text"  # a shape whose literals are not found in its plan
@@ -116,7 +117,23 @@ class PlanCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._plans: dict[tuple[Any, ...], tuple[CatalogState, Template | str | None]] = {}
+        self._derived: dict[tuple[int, Any], tuple[Any, Any]] = {}  # (id, make): (plan, value)
         self.hits = 0  # plans reused (a measure for tests)
+
+    def derived(self, plan: Any, make: Callable[[Any], T]) -> T:
+        """``make(plan)``, worked out once per plan object while the cache keeps its plans
+        (a statement run again gets the same plan object from its template, so what a read
+        works out from the plan alone is worked out once). Forgotten with the plans."""
+        key = (id(plan), make)
+        found = self._derived.get(key)
+        if found is not None and found[0] is plan:
+            return found[1]  # type: ignore[no-any-return]
+        value = make(plan)
+        with self._lock:
+            if len(self._derived) >= DERIVED:
+                self._derived.clear()
+            self._derived[key] = (plan, value)  # the plan held: its id is not reused meanwhile
+        return value
 
     def plan(self, stmt: Statement, state: CatalogState, make: Callable[[Statement], T]) -> T:
         """``stmt``'s plan on catalog ``state``: the one kept for its shape with its literals
@@ -155,6 +172,7 @@ class PlanCache:
         with self._lock:
             if len(self._plans) >= KEPT:
                 self._plans.clear()
+                self._derived.clear()
             self._plans[key] = (state, template)
 
 
