@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState
+from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import is_default
 from changeflow.adapter.sql.shapes import probes
 from changeflow.adapter.sql.statements import Statement, parse
@@ -118,7 +119,24 @@ class PlanCache:
         self._lock = threading.Lock()
         self._plans: dict[tuple[Any, ...], tuple[CatalogState, Template | str | None]] = {}
         self._derived: dict[tuple[int, Any], tuple[Any, Any]] = {}  # (id, make): (plan, value)
+        self._relations: dict[tuple[Any, ...], tuple[CatalogState, Relation]] = {}
         self.hits = 0  # plans reused (a measure for tests)
+
+    def relation(self, state: CatalogState, name: str) -> Relation:
+        """The relation ``name`` names on catalog ``state`` and the search path, resolved
+        once per catalog version (a prepared INSERT's, COPY's table); its error each time."""
+        from changeflow.adapter.resolver import CatalogResolver
+
+        key = ("relation", name, SEARCH_PATH.get())
+        found = self._relations.get(key)
+        if found is not None and found[0] is state:
+            return found[1]
+        relation = CatalogResolver(state).relation(name)
+        with self._lock:
+            if len(self._relations) >= KEPT:
+                self._relations.clear()
+            self._relations[key] = (state, relation)
+        return relation
 
     def derived(self, plan: Any, make: Callable[[Any], T]) -> T:
         """``make(plan)``, worked out once per plan object while the cache keeps its plans

@@ -199,7 +199,7 @@ class Session:
                 "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
             )
         state = self.env.catalog.load()
-        relation = CatalogResolver(state).relation(table)
+        relation = self.env.plans.relation(state, table)
         if relation.kind != "table":
             raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
         item = state.by_name(relation.name)
