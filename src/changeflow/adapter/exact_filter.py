@@ -19,15 +19,12 @@ from __future__ import annotations
 
 from functools import cached_property
 
-import pyarrow as pa
-
 from changeflow.adapter.arrangements import FLIP, Fixed, _same, point
 from changeflow.adapter.plan_cache import PlanCache
 from changeflow.adapter.rows import Counted, summed_rows
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
-from changeflow.updates import DIFF, TIME
 
 
 class Path:
@@ -90,17 +87,6 @@ def _demand(node: P.Plan, out: frozenset[int]) -> frozenset[int] | None:
     return _demand(reading[0], frozenset(need))
 
 
-def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:
-    """``updates`` (an update frame) with the data columns not in ``used`` all NULL."""
-    data = [n for n in updates.column_names if n not in (TIME, DIFF)]
-    for i, name in enumerate(data):
-        if i not in used:
-            at = updates.column_names.index(name)
-            nulls = pa.nulls(updates.num_rows, updates.schema.field(name).type)
-            updates = updates.set_column(at, pa.field(name, nulls.type), nulls)
-    return updates
-
-
 def _unfiltered(plan: P.Plan) -> P.Plan | None:
     """``plan`` with the filter over its only input replaced by that input, if
     :func:`exact`; else None. The other inputs on the way (a global aggregate's row of
@@ -149,6 +135,5 @@ def exact_rows(path: Path, read: dict, key: tuple, ts: int) -> tuple[P.Plan, Cou
     at = ("rows", *key, path.used)
     rows = read.get(at)
     if rows is None:
-        picked = read[("picked", *key)]
-        rows = read[at] = summed_rows(picked if path.used is None else only(picked, path.used), ts)
+        rows = read[at] = summed_rows(read[("picked", *key)], ts, path.used)
     return path.unfiltered, rows
