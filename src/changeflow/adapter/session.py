@@ -453,7 +453,7 @@ class Session:
             planned = self.env.plans.plan(stmt, resolver.state, lambda s: make(s.ast, resolver))
             delete = stmt.kind == "delete"
             retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
-        table = resolver.relation(qualified(planned.table))
+        table = self.env.plans.relation(resolver.state, qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
         plans = [p for p in (retract, add) if p is not None]
         reads = set().union(*(p.collections() for p in plans))
