@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -14,11 +15,12 @@ from hypothesis import strategies as st
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.exact_filter import point_path
 from changeflow.adapter.resolver import CatalogResolver
-from changeflow.adapter.rows import counted, evaluate_once
+from changeflow.adapter.rows import counted, evaluate_once, only, summed_rows
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.query import plan_query
 from changeflow.adapter.sql.statements import parse
 from changeflow.storage.txns import reader
+from changeflow.updates import DIFF, TIME
 
 ints = st.one_of(st.none(), st.integers(-2, 2))
 texts = st.one_of(st.none(), st.sampled_from(["a", "b", "it's", ""]))
@@ -157,11 +159,11 @@ def test_the_filter_is_skipped_only_where_the_kernels_decide_it(
     t = f"t{next(names)}"
     Session(env).execute(f"CREATE TABLE {t} (k int, v text, n bigint)")
     query = plan_query(parse(f"SELECT * FROM {t} WHERE {clause}").ast, _resolver(env))
-    path = point_path(query.plan)
+    path = point_path(env.plans, query.plan)
     assert (path.unfiltered is not None) == skipped
     if skipped:
         assert path.fixed is not None and "Filter" not in path.unfiltered.explain()
-        assert point_path(query.plan) is path  # worked out once per plan
+        assert point_path(env.plans, query.plan) is path  # worked out once per plan
 
 
 @pytest.mark.parametrize(
@@ -181,7 +183,7 @@ def test_the_columns_a_plan_reads_are_kept(env: Environment, select: str, used) 
     Session(env).execute(f"CREATE TABLE {t} (k int, v text, n bigint)")
     text = f"SELECT {select}" if "{t}" in select else f"SELECT {select} FROM {{t}} WHERE k = 1"
     query = plan_query(parse(text.format(t=t)).ast, _resolver(env))
-    path = point_path(query.plan)
+    path = point_path(env.plans, query.plan)
     assert path.used == (None if used is None else frozenset(used))
 
 
@@ -214,3 +216,34 @@ def _sql(value) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return str(value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            ints,
+            texts,
+            st.one_of(st.none(), st.decimals(-10, 10, places=2)),
+            st.integers(-2, 2),
+        ),
+        max_size=30,
+    ),
+    used=st.frozensets(st.integers(0, 2)),
+)
+def test_rows_counted_without_columns_are_the_rows_of_those_columns_nulled(
+    rows: list, used: frozenset[int]
+) -> None:
+    """``counted(frame, used)`` (the columns not used read as NULL, never converted) is
+    ``counted`` of the frame with those columns set NULL."""
+    frame = pa.table(
+        {
+            "k": pa.array([r[0] for r in rows], pa.int32()),
+            "v": pa.array([r[1] for r in rows], pa.string()),
+            "d": pa.array([r[2] for r in rows], pa.decimal128(38, 10)),
+            TIME: pa.array([1] * len(rows), pa.int64()),
+            DIFF: pa.array([r[3] for r in rows], pa.int64()),
+        }
+    )
+    assert counted(frame, used) == counted(only(frame, used))
+    assert summed_rows(frame, 1, used) == counted(only(frame, used))

@@ -295,6 +295,8 @@ def any_passes(updates: pa.Table, fixed: Fixed) -> bool:
     columns = {i: updates.column(data[i]).to_pylist() for i in {*fixed.equal, *fixed.ranges}}
     equal = [(columns[i], v) for i, v in fixed.equal.items()]
     ranges = [(columns[i], low, high) for i, (low, high) in fixed.ranges.items()]
+    if equal and not ranges and all(v is not None for _, v in equal):  # compared in C
+        return tuple(v for _, v in equal) in zip(*(c for c, _ in equal), strict=True)
     for r in range(updates.num_rows):
         if all(c[r] is not None and c[r] == v for c, v in equal) and all(
             c[r] is not None and (low is None or c[r] >= low) and (high is None or c[r] <= high)

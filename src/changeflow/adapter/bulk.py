@@ -89,7 +89,16 @@ def _column(values: pa.Array, column: Column, field: pa.Field, text: bool, table
             return pc.cast(values, field.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # a value Arrow does not read (spaces, a bad one): read each as PostgreSQL
-    fit = fitter(field, None, table) or (lambda v: v)
+    fit = fitter(field, None, table)
+    if not text and fit is None:  # values of the column's own type, or integers to narrow
+        if values.type.equals(field.type):
+            return values
+        if pa.types.is_integer(values.type) and pa.types.is_integer(field.type):
+            try:
+                return pc.cast(values, field.type)  # checked: one out of range takes the rows
+            except pa.ArrowInvalid:
+                pass
+    fit = fit or (lambda v: v)
     if text:
         encoded = values.dictionary_encode()
         read = [

@@ -194,7 +194,7 @@ class Environment:
         """
         shards, read = plan.collections(), {} if read is None else read
         deadline = time.monotonic() + timeout
-        path = point_path(plan)  # a filter on the only input: its rows picked on columns
+        path = point_path(self.plans, plan)  # a filter on the only input: rows picked on columns
         fixed = path.fixed
         served = read.get(("served", ts, repr(fixed)))  # this statement's, through an index
         if served is None:
@@ -285,7 +285,7 @@ class Environment:
         """The rows of ``plan``'s input that a filter above it can pass, found through an
         index's arrangement (:mod:`~changeflow.adapter.arrangements`), with the write log's
         ``views`` of the tables (or read where they are complete); None without one."""
-        found = point_path(plan).fixed
+        found = point_path(self.plans, plan).fixed
         if found is None:
             return None
         shard = found.shard

@@ -1,35 +1,30 @@
 """A filtered read's plan kept per plan, without the filter where the columns decide it.
 
 A statement run again takes its plan from the plan cache, the same object each time
-(:class:`~changeflow.adapter.plan_cache.Template` keeps the plans of its last values), so
-what a read works out from the plan alone is kept with it here: what the filter right above
-its only input fixes (:func:`~changeflow.adapter.arrangements.point`), and the plan with
-that filter taken out where :func:`~changeflow.adapter.arrangements.narrowed` picks exactly
-the rows the filter passes. That holds when every predicate is a comparison of a column
-with a literal that Arrow's kernels decide as SQL does (an integer column with an integer
-literal, text with text; a NULL column value passes neither) and no column is said equal to
-two values. The rows picked so are then handed to the rest of the plan as they are, instead
-of every row's predicates being evaluated again by the row operators, and with the columns
-the rest of the plan does not read (:func:`demanded`) left NULL: rows that differ only there
-become one row with their counts summed (a client's rows counted and summed by a point
-query reach its aggregate as a few rows instead of one per row).
+(:class:`~changeflow.adapter.plan_cache.Template` keeps the plans of its last values), so what
+a read works out from the plan alone is kept with that plan in the cache: what the filter right
+above its only input fixes (:func:`~changeflow.adapter.arrangements.point`), and the plan with
+that filter taken out where :func:`~changeflow.adapter.arrangements.narrowed` picks exactly the
+rows the filter passes. That holds when every predicate is a comparison of a column with a
+literal that Arrow's kernels decide as SQL does (an integer column with an integer literal,
+text with text; a NULL column value passes neither) and no column is said equal to two values.
+The rows picked so are then handed to the rest of the plan as they are, instead of every row's
+predicates being evaluated again by the row operators, and with the columns the rest of the
+plan does not read (:func:`demanded`) left NULL: rows that differ only there become one row
+with their counts summed (a client's rows counted and summed by a point query reach its
+aggregate as a few rows instead of one per row).
 """
 
 from __future__ import annotations
 
-import threading
 from functools import cached_property
 
-import pyarrow as pa
-
 from changeflow.adapter.arrangements import FLIP, Fixed, _same, point
+from changeflow.adapter.plan_cache import PlanCache
 from changeflow.adapter.rows import Counted, summed_rows
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
-from changeflow.updates import DIFF, TIME
-
-KEPT = 1024  # plans kept (all forgotten at once past this many)
 
 
 class Path:
@@ -52,21 +47,10 @@ class Path:
         return None if self.unfiltered is None else demanded(self.unfiltered)
 
 
-_lock = threading.Lock()
-_kept: dict[int, Path] = {}
-
-
-def point_path(plan: P.Plan) -> Path:
-    """``plan``'s :class:`Path`, made once per plan object."""
-    found = _kept.get(id(plan))
-    if found is not None and found.plan is plan:
-        return found
-    path = Path(plan)
-    with _lock:
-        if len(_kept) >= KEPT:
-            _kept.clear()
-        _kept[id(plan)] = path  # the plan held: its id is not reused meanwhile
-    return path
+def point_path(plans: PlanCache, plan: P.Plan) -> Path:
+    """``plan``'s :class:`Path`, made once per plan object and kept with the plan cache's
+    plans (:meth:`~changeflow.adapter.plan_cache.PlanCache.derived`)."""
+    return plans.derived(plan, Path)
 
 
 def demanded(plan: P.Plan) -> frozenset[int] | None:
@@ -101,17 +85,6 @@ def _demand(node: P.Plan, out: frozenset[int]) -> frozenset[int] | None:
     else:
         return None
     return _demand(reading[0], frozenset(need))
-
-
-def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:
-    """``updates`` (an update frame) with the data columns not in ``used`` all NULL."""
-    data = [n for n in updates.column_names if n not in (TIME, DIFF)]
-    for i, name in enumerate(data):
-        if i not in used:
-            at = updates.column_names.index(name)
-            nulls = pa.nulls(updates.num_rows, updates.schema.field(name).type)
-            updates = updates.set_column(at, pa.field(name, nulls.type), nulls)
-    return updates
 
 
 def _unfiltered(plan: P.Plan) -> P.Plan | None:
@@ -162,6 +135,5 @@ def exact_rows(path: Path, read: dict, key: tuple, ts: int) -> tuple[P.Plan, Cou
     at = ("rows", *key, path.used)
     rows = read.get(at)
     if rows is None:
-        picked = read[("picked", *key)]
-        rows = read[at] = summed_rows(picked if path.used is None else only(picked, path.used), ts)
+        rows = read[at] = summed_rows(read[("picked", *key)], ts, path.used)
     return path.unfiltered, rows

@@ -27,12 +27,14 @@ from typing import Any, TypeVar
 from sqlglot import exp
 
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState
+from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import is_default
 from changeflow.adapter.sql.shapes import probes
 from changeflow.adapter.sql.statements import Statement, parse
 
 T = TypeVar("T")
 KEPT = 512  # plans kept (all forgotten at once past this many)
+DERIVED = 2048  # what reads work out from plans, kept (all forgotten at once past this many)
 MADE = 64  # plans with their literals in place kept per shape
 SEEN = "seen"  # a shape planned once: kept by its text, its template made the next time
 NOT_SHAPED = "by text"  # a shape whose literals are not found in its plan
@@ -116,7 +118,40 @@ class PlanCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._plans: dict[tuple[Any, ...], tuple[CatalogState, Template | str | None]] = {}
+        self._derived: dict[tuple[int, Any], tuple[Any, Any]] = {}  # (id, make): (plan, value)
+        self._relations: dict[tuple[Any, ...], tuple[CatalogState, Relation]] = {}
         self.hits = 0  # plans reused (a measure for tests)
+
+    def relation(self, state: CatalogState, name: str) -> Relation:
+        """The relation ``name`` names on catalog ``state`` and the search path, resolved
+        once per catalog version (a prepared INSERT's, COPY's table); its error each time."""
+        from changeflow.adapter.resolver import CatalogResolver
+
+        key = ("relation", name, SEARCH_PATH.get())
+        found = self._relations.get(key)
+        if found is not None and found[0] is state:
+            return found[1]
+        relation = CatalogResolver(state).relation(name)
+        with self._lock:
+            if len(self._relations) >= KEPT:
+                self._relations.clear()
+            self._relations[key] = (state, relation)
+        return relation
+
+    def derived(self, plan: Any, make: Callable[[Any], T]) -> T:
+        """``make(plan)``, worked out once per plan object while the cache keeps its plans
+        (a statement run again gets the same plan object from its template, so what a read
+        works out from the plan alone is worked out once). Forgotten with the plans."""
+        key = (id(plan), make)
+        found = self._derived.get(key)
+        if found is not None and found[0] is plan:
+            return found[1]  # type: ignore[no-any-return]
+        value = make(plan)
+        with self._lock:
+            if len(self._derived) >= DERIVED:
+                self._derived.clear()
+            self._derived[key] = (plan, value)  # the plan held: its id is not reused meanwhile
+        return value
 
     def plan(self, stmt: Statement, state: CatalogState, make: Callable[[Statement], T]) -> T:
         """``stmt``'s plan on catalog ``state``: the one kept for its shape with its literals
@@ -155,6 +190,7 @@ class PlanCache:
         with self._lock:
             if len(self._plans) >= KEPT:
                 self._plans.clear()
+                self._derived.clear()
             self._plans[key] = (state, template)
 
 

@@ -4,6 +4,7 @@ plan evaluated once over such rows by the dataflow operators."""
 from __future__ import annotations
 
 from decimal import Decimal
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -34,22 +35,28 @@ def evaluate_once(plan: P.Plan, inputs: dict[str, Counted], ts: int) -> Counted:
     return {r: c for r, c in out.items() if c}
 
 
-def counted(table: pa.Table) -> Counted:
-    """An update frame's rows with their summed diffs (zeros left out)."""
+def counted(table: pa.Table, used: frozenset[int] | None = None) -> Counted:
+    """An update frame's rows with their summed diffs (zeros left out); with ``used``, the
+    data columns not in it read as NULL (as if set so: rows differing only there are one)."""
     names = [n for n in table.column_names if n not in (TIME, DIFF)]
-    columns = [_plain(table.column(n)) for n in names]
+    n = table.num_rows
+    columns = [
+        _plain(table.column(c)) if used is None or i in used else repeat(None, n)
+        for i, c in enumerate(names)
+    ]
     out: Counted = {}
     for row, diff in zip(zip(*columns, strict=True), table.column(DIFF).to_pylist(), strict=True):
         out[row] = out.get(row, 0) + diff
     return {r: c for r, c in out.items() if c}
 
 
-def summed_rows(updates: pa.Table, ts: int) -> Counted:
+def summed_rows(updates: pa.Table, ts: int, used: frozenset[int] | None = None) -> Counted:
     """An update frame's rows up to ``ts`` with their summed diffs: summed as rows, or past
-    :data:`SUMMED_ROWS` updates consolidated on columns first."""
+    :data:`SUMMED_ROWS` updates consolidated on columns first; with ``used``, the data
+    columns not in it NULL (:func:`counted`)."""
     if updates.num_rows > SUMMED_ROWS:  # else summing them as rows costs less
-        updates = consolidate(updates, ts)
-    return counted(updates)
+        return counted(consolidate(updates if used is None else only(updates, used), ts))
+    return counted(updates, used)
 
 
 def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
@@ -75,3 +82,14 @@ def plain(value: Decimal) -> Decimal:
     if value == value.to_integral_value():
         return value.quantize(Decimal(1))
     return value.normalize()
+
+
+def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:
+    """``updates`` (an update frame) with the data columns not in ``used`` all NULL."""
+    data = [n for n in updates.column_names if n not in (TIME, DIFF)]
+    for i, name in enumerate(data):
+        if i not in used:
+            at = updates.column_names.index(name)
+            nulls = pa.nulls(updates.num_rows, updates.schema.field(name).type)
+            updates = updates.set_column(at, pa.field(name, nulls.type), nulls)
+    return updates

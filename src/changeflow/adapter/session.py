@@ -199,7 +199,7 @@ class Session:
                 "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
             )
         state = self.env.catalog.load()
-        relation = CatalogResolver(state).relation(table)
+        relation = self.env.plans.relation(state, table)
         if relation.kind != "table":
             raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
         item = state.by_name(relation.name)
@@ -453,7 +453,7 @@ class Session:
             planned = self.env.plans.plan(stmt, resolver.state, lambda s: make(s.ast, resolver))
             delete = stmt.kind == "delete"
             retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
-        table = resolver.relation(qualified(planned.table))
+        table = self.env.plans.relation(resolver.state, qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
         plans = [p for p in (retract, add) if p is not None]
         reads = set().union(*(p.collections() for p in plans))

@@ -25,12 +25,13 @@ from changeflow.server.batch import (
 )
 from changeflow.server.params import placeholders, substitute
 from changeflow.server.pipeline import WRITES, Pipeline, is_write
-from changeflow.server.prepare import Prepared, infer_oids
+from changeflow.server.prepare import UNREAD, Prepared, infer_oids
 from changeflow.server.runner import Outcome
 from changeflow.server.values import TYPE_NAMES, from_binary, from_text
 from changeflow.server.values import sql_literal as param_literal
 
 if TYPE_CHECKING:
+    from changeflow.adapter.catalog import CatalogState
     from changeflow.adapter.session import Session
 
 
@@ -119,26 +120,26 @@ class Extended(Pipeline):
     ) -> tuple[Target, list[Any]] | None:
         """A plain prepared INSERT's row, to collect instead of running its text
         (:mod:`~changeflow.server.batch`); None for any other statement."""
-        found = target(prepared.text)
-        session = self.session
+        if prepared.found is UNREAD:
+            prepared.found = target(prepared.text)
+        found, session = prepared.found, self.session
         if found is None or session is None or (session.txn is not None and session.txn.failed):
             return None
-        if prepared.columns is None:
-            prepared.columns = self._shape(found)
+        state = session.env.catalog.load()
+        if prepared.catalog is not state:  # looked up once per catalog version
+            prepared.columns, prepared.catalog = self._shape(found, state), state
         if not prepared.columns:
             return None
         row = bound_row(found, prepared.columns, prepared.oids, raw, formats)
         return None if row is None else (found, row)
 
-    def _shape(self, found: Target) -> Shape | bool:
-        """The target table's :class:`~changeflow.server.batch.Shape`; False if it is none."""
-        from changeflow.adapter.resolver import CatalogResolver
-
+    def _shape(self, found: Target, state: CatalogState) -> Shape | bool:
+        """The target table's :class:`~changeflow.server.batch.Shape` on catalog version
+        ``state``; False if it is none."""
         assert self.session is not None
         env = self.session.env
-        state = env.catalog.load()
         try:
-            relation = CatalogResolver(state).relation(found.table)
+            relation = env.plans.relation(state, found.table)
         except PlanError:
             return False  # the statement path gives the error
         item = state.by_name(relation.name)
@@ -171,10 +172,7 @@ class Extended(Pipeline):
             prepared = self.prepared.get(name)
             if prepared is None:
                 raise PlanError(f'prepared statement "{name}" does not exist', sqlstate="26000")
-            prepared.oids = infer_oids(prepared.text, prepared.oids, self._columns_of)
-            self.wire.send(*W.parameter_description(prepared.oids))
-            nulls = [f"NULL::{TYPE_NAMES[o]}" if o in TYPE_NAMES else "NULL" for o in prepared.oids]
-            columns = self._describe_text(substitute(prepared.text, nulls), None)
+            columns = self._describe_statement(prepared)
             formats: list[int] = []
         elif what == b"P":
             portal = self._portal(name)
@@ -189,6 +187,28 @@ class Extended(Pipeline):
             self.wire.send(b"n")
         else:
             self._row_description(columns, formats)
+
+    def _describe_statement(self, prepared: Prepared) -> Schema | None:
+        """Send a prepared statement's ParameterDescription; the columns it returns. A query
+        or DML statement's are kept with it for the catalog version, search path and
+        parameter types they were found on (a driver that describes each statement before
+        its Binds, as asyncpg does, describes it again at no cost)."""
+        assert self.session is not None
+        key = (self.session.env.catalog.load(), self.session.settings["search_path"])
+        kept = prepared.described
+        if kept is not None and kept[0] is key[0] and kept[1:3] == (key[1], prepared.oids):
+            self.wire.send(*W.parameter_description(prepared.oids))
+            return kept[3]  # type: ignore[no-any-return]
+        prepared.oids = infer_oids(prepared.text, prepared.oids, self._columns_of)
+        self.wire.send(*W.parameter_description(prepared.oids))
+        nulls = [f"NULL::{TYPE_NAMES[o]}" if o in TYPE_NAMES else "NULL" for o in prepared.oids]
+        text = substitute(prepared.text, nulls)
+        columns = self._describe_text(text, None)
+        stripped = C.strip(text)
+        plain = stripped and self._special(stripped, describe=True) is None
+        if plain and parse(stripped).kind in ("select", "insert", "update", "delete"):
+            prepared.described = (*key, list(prepared.oids), columns)
+        return columns
 
     def _columns_of(self, relation: str) -> Schema | None:
         """A relation's columns (to type the parameters compared with or written to them)."""

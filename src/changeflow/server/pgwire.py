@@ -24,6 +24,7 @@ CANCEL_REQUEST = 80877102
 MAX_MESSAGE = 256 * 1024 * 1024  # longer is garbage, not a message
 MAX_STARTUP = 10_000
 FLUSH_AT = 64 * 1024
+READ_AHEAD = 8192  # bytes a message read takes beyond it, of the client's next ones
 SOCKET_TIMEOUT = 120.0  # a client that stops mid-message or stops reading for this long is gone
 
 
@@ -107,7 +108,10 @@ class Wire:
         self.out = bytearray()
         self.pending = b""  # read ahead while checking that a TLS client is still there
 
-    def _recv_exact(self, n: int) -> bytes:
+    def _recv_exact(self, n: int, ahead: int = 0) -> bytes:
+        """``n`` bytes from the client; with ``ahead``, up to that many more that it has
+        sent already are read with them and kept for the next read (a driver sends Bind,
+        Describe, Execute and Sync at once: one system call, not eight)."""
         chunks, got = [], 0
         if self.pending:
             chunks.append(self.pending[:n])
@@ -115,14 +119,18 @@ class Wire:
             self.pending = self.pending[n:]
         while got < n:
             try:
-                chunk = self.sock.recv(min(n - got, 1 << 20))
+                chunk = self.sock.recv(min(max(n - got, ahead), 1 << 20))
             except (ConnectionError, OSError) as e:
                 raise ClientGone(str(e)) from None
             if not chunk:
                 raise ClientGone("the client closed the connection")
             chunks.append(chunk)
             got += len(chunk)
-        return b"".join(chunks)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if got > n:  # (read only once ``pending`` was used up)
+            self.pending = data[n:]
+            return data[:n]
+        return data
 
     def read_startup(self) -> tuple[int, bytes]:
         """A startup-phase packet: its code (protocol version or request) and the rest."""
@@ -133,11 +141,11 @@ class Wire:
         return struct.unpack("!i", body[:4])[0], body[4:]
 
     def read(self) -> Message:
-        head = self._recv_exact(5)
+        head = self._recv_exact(5, READ_AHEAD)
         kind, length = head[:1], struct.unpack("!i", head[1:])[0]
         if length < 4 or length > MAX_MESSAGE:
             raise ProtocolError(f"invalid message length {length} for message type {kind!r}")
-        return Message(kind, self._recv_exact(length - 4))
+        return Message(kind, self._recv_exact(length - 4, READ_AHEAD))
 
     def closed_by_peer(self) -> bool:
         """Whether the client closed its end, without losing anything it sent: a plain socket

@@ -37,15 +37,23 @@ ROLLBACK_TO = re.compile(
     rf"ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})", _FLAGS
 )
 DEALLOCATE = re.compile(rf"DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>{NAME})", _FLAGS)
+UNREAD = object()  # a prepared statement's text not read for a plain INSERT yet
 
 
 @dataclass
 class Prepared:
-    """A prepared statement: its text and parameter type OIDs (0: not known yet)."""
+    """A prepared statement: its text and parameter type OIDs (0: not known yet), and what
+    its Binds and Describes work out from it, kept for the next ones: a plain INSERT's
+    target (its text read once) and that table's columns on the catalog version
+    ``catalog`` (looked up again when the catalog changes), and the statement's
+    Describe on the catalog version and search path it was made on."""
 
     text: str
     oids: list[int]
     columns: Any = None  # a plain INSERT's target columns, once looked up (server/batch.py)
+    catalog: Any = None  # the catalog version ``columns`` were looked up on
+    found: Any = UNREAD  # the plain INSERT's :class:`~changeflow.server.batch.Target`, or None
+    described: Any = None  # (catalog version, search path, parameter OIDs, its columns)
 
 
 def statement_name(raw: str) -> str:
