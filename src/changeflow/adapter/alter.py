@@ -48,6 +48,7 @@ from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
+from changeflow.adapter.fk_catalog import fks_without_column, refuse_drop_referenced
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
@@ -186,6 +187,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             sqlstate="0A000",
         )
     i = names.index(g["column"])
+    refuse_drop_referenced(state, item, i)
     old = layout(env, item)
     views = _plan_readers(state, item.id)
     needing = [v for v in views if _needs(v, item.id, g["column"], i)]
@@ -215,6 +217,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         **{k: _without(_per_column(o, k, item), i) for k in PER_COLUMN},
         "unique": [u.to_json() for u in unique],
         "checks": checks_without(item, g["column"]),
+        "foreign_keys": fks_without_column(item, i),
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
         **after_drop(item, i),

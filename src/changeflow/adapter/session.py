@@ -33,6 +33,8 @@ from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified,
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.fk_catalog import refuse_truncate
+from changeflow.adapter.fk_enforce import enforce_foreign_keys, frame_rows
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain, constrain_frame
 from changeflow.adapter.notices import notices
@@ -220,6 +222,7 @@ class Session:
         enforce_checks(relation, frame)
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
+            enforce_foreign_keys(self, txn, state, item, frame_rows(item, frame))
         self._end(txn)
         return frame.num_rows
 
@@ -303,6 +306,7 @@ class Session:
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
         if kind == "truncate":  # a DELETE of every row of each table, in one transaction
+            refuse_truncate(self.env.catalog.load(), stmt.args["names"])
             implicit = self.txn is None
             txn = self._transaction()
             txn.explicit = True  # held open across the DELETEs
@@ -494,6 +498,7 @@ class Session:
         if rows:
             frame = self.env.log.frame(shard, rows, table.name, shape)
             txn.writes.setdefault(shard, []).append(frame)
+            enforce_foreign_keys(self, txn, resolver.state, item, rows)  # type: ignore[arg-type]
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
             count = sum(c for _, c in rows if c > 0)

@@ -27,6 +27,8 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.fk_catalog import fk_constraints, fk_defs
+from changeflow.adapter.fk_catalog import info_rows as fk_info
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
@@ -278,6 +280,7 @@ def _rows(
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
                 out[name] += rows
             out["pg_constraint"] += check_constraints(item, oid, namespace_oid(state, schema))
+            out["pg_constraint"] += fk_constraints(state, item, oid, namespace, relation_oid)
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
@@ -287,6 +290,7 @@ def _rows(
             if kind == "v":  # information_schema leaves materialized views out, as PostgreSQL's
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
+    info |= fk_info(state, database)
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
@@ -316,7 +320,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
 
-    keys = constraint_defs(items, relation_oid)  # pg_get_constraintdef's texts
+    keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
 
     every_index = {i.oid: i for i in indexes(state)}
     names = {oid: name for name, oid in SYSTEM_OIDS.items()}

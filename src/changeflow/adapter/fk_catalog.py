@@ -1,0 +1,271 @@
+"""FOREIGN KEY constraints in the catalog: added with CREATE TABLE and ALTER TABLE ADD (the
+table's rows checked first, 23503), dropped with DROP CONSTRAINT, with a dropped column of
+the key, or with DROP TABLE … CASCADE of the referenced table (which without CASCADE is
+2BP01, as TRUNCATE of it is 0A000); and listed as pg_constraint and information_schema show
+them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from changeflow.adapter.attnums import attnums
+from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.foreign_keys import (
+    SHOWN,
+    ForeignKey,
+    column_names,
+    definition,
+    foreign_keys_of,
+    referencing,
+    table_foreign_keys,
+)
+from changeflow.errors import EvalError, PlanError
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+    from changeflow.adapter.environment import Environment
+
+
+def with_foreign_keys(env: Environment, item: Item, defs: list[exp.Expression], taken: set) -> Item:
+    """``item`` (a new table) with the foreign keys of its CREATE TABLE's definitions."""
+    fks = table_foreign_keys(env.catalog.load(), item.name, defs, item, taken)
+    if not fks:
+        return item
+    return replace(item, options={**item.options, "foreign_keys": [f.to_json() for f in fks]})
+
+
+def _others(state: CatalogState, item: Item, names: list[str]) -> list[tuple[Item, ForeignKey]]:
+    """The foreign keys of other tables than ``names``' that reference ``item``."""
+    named = {i.id for n in names if (i := state.find(n)) is not None}
+    return [(c, fk) for c, fk in referencing(state, item.id) if c.id not in named]
+
+
+def unreferenced(state: CatalogState, item: Item, cascade: bool, names: list[str]) -> CatalogState:
+    """The state in which the tables ``names`` can be dropped: 2BP01 if another table's
+    foreign key references ``item``, unless ``cascade``, which drops those constraints."""
+    if item.kind != "table":
+        return state
+    others = _others(state, item, names)
+    if not others:
+        return state
+    rel = split_name(item.name)[1]
+    if not cascade:
+        lines = [
+            f"constraint {fk.name} on table {split_name(c.name)[1]} depends on table {rel}"
+            for c, fk in others
+        ]
+        raise PlanError(
+            f"cannot drop table {rel} because other objects depend on it",
+            sqlstate="2BP01",
+            detail="\n".join(lines),
+            hint="Use DROP ... CASCADE to drop the dependent objects too.",
+        )
+    for c, fk in others:
+        state = _without(state, c.id, fk.name)[0]
+    return state
+
+
+def refuse_truncate(state: CatalogState, names: list[str]) -> None:
+    """0A000, as PostgreSQL's, for TRUNCATE of a table another's foreign key references."""
+    for n in names:
+        item = state.find(n)
+        if item is None or item.kind != "table":
+            continue
+        for c, _ in _others(state, item, names):
+            child, rel = split_name(c.name)[1], split_name(item.name)[1]
+            raise PlanError(
+                "cannot truncate a table referenced in a foreign key constraint",
+                sqlstate="0A000",
+                detail=f'Table "{child}" references "{rel}".',
+                hint=f'Truncate table "{child}" at the same time, or use TRUNCATE ... CASCADE.',
+            )
+
+
+def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState, None]:
+    now = state.items[item_id]
+    fks = [f for f in now.options.get("foreign_keys") or [] if f[0] != name]
+    return state.with_item(replace(now, options={**now.options, "foreign_keys": fks})), None
+
+
+def fks_without_column(item: Item, i: int) -> list[list]:
+    """The item's foreign keys once its ``i``-th column is dropped: those of the column go
+    with it, as in PostgreSQL."""
+    num = attnums(item)[i]
+    return [f.to_json() for f in foreign_keys_of(item) if num not in f.columns]
+
+
+def refuse_drop_referenced(state: CatalogState, item: Item, i: int) -> None:
+    """2BP01 for dropping a column another table's foreign key references."""
+    num = attnums(item)[i]
+    for c, fk in referencing(state, item.id):
+        if c.id != item.id and num in fk.refs:
+            raise PlanError(
+                f"cannot drop column {item.columns[i][0]} of table {split_name(item.name)[1]} "
+                "because other objects depend on it",
+                sqlstate="2BP01",
+                detail=f"constraint {fk.name} on table {split_name(c.name)[1]} depends on "
+                f"column {item.columns[i][0]} of table {split_name(item.name)[1]}",
+                hint="Use DROP ... CASCADE to drop the dependent objects too.",
+            )
+
+
+def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], taken: set) -> None:
+    """ALTER TABLE ADD [CONSTRAINT n] FOREIGN KEY …: the table's rows checked (23503 for a
+    row whose key is not referenced), then the constraint kept, then the rows checked again
+    (a write planned before the change may have added one meanwhile: it then goes again)."""
+    (fk,) = table_foreign_keys(env.catalog.load(), item.name, defs, item, taken)
+    _check_rows(env, item, fk)
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        now = state.items[item.id]
+        fks = [*(now.options.get("foreign_keys") or []), fk.to_json()]
+        return state.with_item(replace(now, options={**now.options, "foreign_keys": fks})), None
+
+    env.catalog.change(change)
+    try:
+        _check_rows(env, env.catalog.load().items[item.id], fk)
+    except EvalError:
+        env.catalog.change(lambda s: _without(s, item.id, fk.name))
+        raise
+
+
+def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
+    from changeflow.adapter.fk_enforce import _error, _key, _shown
+    from changeflow.adapter.foreign_keys import positions
+    from changeflow.adapter.resolver import CatalogResolver
+
+    state = env.catalog.load()
+    parent = state.items[fk.parent]
+    resolver = CatalogResolver(state)
+    ts = env.read_ts(item.timeline, {item.id, parent.id})
+    rows = env.evaluate(resolver.plan(item), ts)
+    theirs = env.evaluate(resolver.plan(parent), ts) if parent.id != item.id else rows
+    refs, cols = positions(parent, fk.refs), positions(item, fk.columns)
+    present = {_key(r, refs) for r, c in theirs.items() if c > 0}
+    for row, count in rows.items():
+        key = _key(row, cols)
+        if count > 0 and key is not None and key not in present:
+            raise _error(
+                f'insert or update on table "{split_name(item.name)[1]}" violates foreign key '
+                f'constraint "{fk.name}"',
+                f"Key {_shown(item, fk.columns, key)} is not present in table "
+                f'"{split_name(parent.name)[1]}".',
+                item,
+                fk,
+            )
+
+
+def drop_foreign_key(env: Environment, item: Item, name: str) -> bool:
+    """DROP CONSTRAINT of a foreign key: False if ``item`` has none named ``name``."""
+    if not any(f.name == name for f in foreign_keys_of(item)):
+        return False
+    env.catalog.change(lambda s: _without(s, item.id, name))
+    return True
+
+
+def fk_oid(relation: int, k: int) -> int:
+    """The oid of a table's ``k``-th FOREIGN KEY constraint."""
+    return relation * 1000 + 900 + k
+
+
+def fk_constraints(
+    state: CatalogState, item: Item, oid: int, namespace: int, relation_oid: Any
+) -> list[tuple[Any, ...]]:
+    """pg_constraint's rows of a table's FOREIGN KEY constraints (contype ``f``)."""
+    from changeflow.adapter.system_rows import constraint_oid
+
+    rows = []
+    for k, fk in enumerate(foreign_keys_of(item)):
+        parent = state.items.get(fk.parent)
+        if parent is None:
+            continue
+        parent_oid = relation_oid(parent)
+        index = 0
+        for n, u in enumerate(parent.options.get("unique") or []):
+            if sorted(attnums(parent)[i] for i in u[1]) == sorted(fk.refs):
+                index = constraint_oid(parent_oid, n) + 250
+                break
+        keys = "{" + ",".join(map(str, fk.columns)) + "}"
+        refs = "{" + ",".join(map(str, fk.refs)) + "}"
+        rows.append(
+            (fk_oid(oid, k), fk.name, namespace, "f", False, False, True, oid, 0, index, 0)
+            + (parent_oid, fk.on_update, fk.on_delete, fk.match, True, 0, True, keys, refs, None)
+        )
+    return rows
+
+
+def fk_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
+    """pg_get_constraintdef of each FOREIGN KEY constraint by oid: (plain, pretty)."""
+    by_id = {i.id: i for i in items}
+    out = {}
+    for i in items:
+        for k, fk in enumerate(foreign_keys_of(i) if i.kind == "table" else []):
+            text = definition(by_id, i, fk)
+            out[fk_oid(relation_oid(i), k)] = (text, text)
+    return out
+
+
+def info_rows(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...]]]:
+    """information_schema's table_constraints, referential_constraints, key_column_usage and
+    constraint_column_usage rows of the tables' key, check and foreign key constraints."""
+    from changeflow.adapter.checks import checks_of
+
+    out: dict[str, list[tuple[Any, ...]]] = {
+        "table_constraints": [],
+        "referential_constraints": [],
+        "key_column_usage": [],
+        "constraint_column_usage": [],
+    }
+    tables = sorted((i for i in state.items.values() if i.kind == "table"), key=lambda i: i.name)
+    for item in tables:
+        schema, rel = split_name(item.name)
+        head = (database, schema)
+        for name, columns, primary in item.options.get("unique") or []:
+            kind = "PRIMARY KEY" if primary else "UNIQUE"
+            out["table_constraints"].append((*head, name, *head, rel, kind, "NO", "NO", "YES"))
+            for n, c in enumerate(columns):
+                out["key_column_usage"].append(
+                    (*head, name, *head, rel, item.columns[c][0], n + 1, None)
+                )
+                out["constraint_column_usage"].append((*head, rel, item.columns[c][0], *head, name))
+        for check in checks_of(item):
+            out["table_constraints"].append((*head, check.name, *head, rel, "CHECK", "NO", "NO"))
+            out["table_constraints"][-1] += ("YES",)
+            for c in check.columns():
+                out["constraint_column_usage"].append((*head, rel, c, *head, check.name))
+        for fk in foreign_keys_of(item):
+            parent = state.items.get(fk.parent)
+            if parent is None:
+                continue
+            pschema, prel = split_name(parent.name)
+            row = (*head, fk.name, *head, rel, "FOREIGN KEY", "NO", "NO", "YES")
+            out["table_constraints"].append(row)
+            unique = next(
+                (
+                    u[0]
+                    for u in parent.options.get("unique") or []
+                    if sorted(attnums(parent)[i] for i in u[1]) == sorted(fk.refs)
+                ),
+                None,
+            )
+            match = "FULL" if fk.match == "f" else "NONE"
+            out["referential_constraints"].append(
+                (*head, fk.name, database, pschema, unique, match)
+                + (SHOWN[fk.on_update], SHOWN[fk.on_delete])
+            )
+            theirs = column_names(parent, fk.refs)
+            key_order = _unique_order(parent, unique)
+            for n, (c, r) in enumerate(zip(column_names(item, fk.columns), theirs, strict=True)):
+                at = key_order.index(r) + 1 if r in key_order else None
+                out["key_column_usage"].append((*head, fk.name, *head, rel, c, n + 1, at))
+                out["constraint_column_usage"].append((database, pschema, prel, r, *head, fk.name))
+    return out
+
+
+def _unique_order(parent: Item, name: str | None) -> list[str]:
+    for u in parent.options.get("unique") or []:
+        if u[0] == name:
+            return [parent.columns[i][0] for i in u[1]]
+    return []
