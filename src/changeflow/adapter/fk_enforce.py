@@ -125,8 +125,10 @@ def _check_parent(
         return
     updating = bool(added)
     action = fk.on_update if updating else fk.on_delete
-    if action in ("a", "r"):
-        key = next(k for k in gone if k in referencing_rows)
+    fill = _defaults(child, cols) if action == "d" else None
+    if action in ("a", "r") or (fill is not None and fill in referencing_rows):
+        # SET DEFAULT to the very key taken away leaves the rows referencing it
+        key = fill if action == "d" else next(k for k in gone if k in referencing_rows)
         raise _error(
             f'update or delete on table "{_rel(item)}" violates foreign key constraint '
             f'"{fk.name}" on table "{_rel(child)}"',
@@ -135,7 +137,6 @@ def _check_parent(
             fk,
         )
     new_keys = _new_keys(removed, added, refs) if action == "c" and updating else {}
-    fill = _defaults(child, cols) if action == "d" else None
     changes: list[tuple[Row, int]] = []
     for key in gone:
         for row, count in referencing_rows.get(key, {}).items():

@@ -2,7 +2,8 @@
 [(x)]``, a table's ``FOREIGN KEY (a, b) REFERENCES p (x, y)``) and ALTER TABLE ADD, named as
 PostgreSQL names them (``c_a_b_fkey``), kept in the referencing table's item by column
 numbers (attnums, which renames keep) and the referenced table's id. The referenced columns
-must be the referenced table's PRIMARY KEY or a UNIQUE constraint of it (42830), of types
+must be the referenced table's PRIMARY KEY or a UNIQUE constraint of it (42830; 42704
+without columns and a primary key), of types
 the referencing ones compare with (42804). Enforcement: :mod:`~changeflow.adapter.fk_enforce`.
 """
 
@@ -199,7 +200,7 @@ def _referenced(parent: Item, refs: list[str] | None) -> list[str]:
         primary = next((cols for p, cols in keys if p), None)
         if primary is None:
             raise PlanError(
-                f'there is no primary key for referenced table "{relname}"', sqlstate="42830"
+                f'there is no primary key for referenced table "{relname}"', sqlstate="42704"
             )
         return primary
     names = [c[0] for c in parent.columns]
