@@ -269,3 +269,12 @@ def _unique_order(parent: Item, name: str | None) -> list[str]:
         if u[0] == name:
             return [parent.columns[i][0] for i in u[1]]
     return []
+
+
+def fk_tables(state: CatalogState) -> set[str]:
+    """The ids of the tables with a foreign key or referenced by one (relhastriggers)."""
+    out: set[str] = set()
+    for item in state.items.values():
+        for fk in foreign_keys_of(item) if item.kind == "table" else []:
+            out |= {item.id, fk.parent}
+    return out

@@ -27,7 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.fk_catalog import fk_constraints, fk_defs
+from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_tables
 from changeflow.adapter.fk_catalog import info_rows as fk_info
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
@@ -191,7 +191,7 @@ def _rows(
     out["pg_type"] += type_rows()
     items = state.items.values()
     every_index = indexes(state)
-    indexed = {i.table.id for i in every_index}
+    indexed, triggered = {i.table.id for i in every_index}, fk_tables(state)
     for index in every_index:
         for name, rows in index.rows(namespace_oid(state, split_name(index.table.name)[0])).items():
             out[name] += rows
@@ -208,9 +208,8 @@ def _rows(
         columns, checks = item.columns, len(item.options.get("checks") or [])
         schema, relname = split_name(item.name)
         namespace = namespace_oid(state, schema)
-        out["pg_class"].append(
-            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed, checks)
-        )
+        has = (item.id in indexed, checks, item.id in triggered)
+        out["pg_class"].append(class_row(oid, relname, namespace, kind, len(columns), *has))
         if kind == "S":
             o = SequenceOptions.of(item.options)
             out["pg_sequence"].append(
@@ -365,6 +364,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     return description_functions(by_oid, PG_CLASS, commented) | {
         "regexp": regexp,
         "regclass": regclass,
+        "pg_partition_ancestors": regclass,  # a table that is no partition: itself
         "regtype": lambda oid: (
             FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
         ),
