@@ -81,6 +81,13 @@ STATEMENTS = [
     "ALTER TABLE fk_p RENAME COLUMN id TO pid",
     "ALTER TABLE fk_c3 DROP COLUMN y",
     "INSERT INTO fk_c3 VALUES (9, 77)",
+    "ALTER TABLE fk_p DROP COLUMN code",
+    "ALTER TABLE fk_p DROP COLUMN code CASCADE",
+    "INSERT INTO fk_c2 VALUES (9, NULL, 'nowhere')",
+    "INSERT INTO fk_p VALUES (6, 'six'), (7, 'seven')",
+    "INSERT INTO fk_c2 VALUES (10, 6, NULL), (11, 7, NULL), (12, 7, NULL)",
+    "UPDATE fk_p SET pid = pid + 100 WHERE pid > 5",
+    "SELECT * FROM fk_c2 ORDER BY id",
 ]
 CATALOG = [
     "SELECT conname, contype, conrelid::regclass, confrelid::regclass, conkey::text, "

@@ -48,7 +48,7 @@ from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
-from changeflow.adapter.fk_catalog import fks_without_column, refuse_drop_referenced
+from changeflow.adapter.fk_catalog import drop_referenced, fks_without_column
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
@@ -187,7 +187,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             sqlstate="0A000",
         )
     i = names.index(g["column"])
-    refuse_drop_referenced(state, item, i)
+    unreferenced = drop_referenced(state, item, i, bool(g.get("cascade")))
     old = layout(env, item)
     views = _plan_readers(state, item.id)
     needing = [v for v in views if _needs(v, item.id, g["column"], i)]
@@ -233,6 +233,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         (v, None if v.id in doomed else _reget(v, item.id, read)) for v in views
     ]
     others += [(d, None) for d in doomed.values() if d not in views]
+    others += unreferenced  # other tables' foreign keys of the column, under CASCADE
     with _restarting(env, item, [*views, *sinks]):
         _change(env, item, changed, old, new, None, None, others, {v.id for v in [*views, *sinks]})
     release(env, list(doomed.values()))

@@ -90,25 +90,40 @@ def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState
 
 
 def fks_without_column(item: Item, i: int) -> list[list]:
-    """The item's foreign keys once its ``i``-th column is dropped: those of the column go
-    with it, as in PostgreSQL."""
+    """The item's foreign keys once its ``i``-th column is dropped: those of the column (or
+    referencing it, in the table itself) go with it."""
     num = attnums(item)[i]
-    return [f.to_json() for f in foreign_keys_of(item) if num not in f.columns]
+    return [
+        f.to_json()
+        for f in foreign_keys_of(item)
+        if num not in f.columns and not (f.parent == item.id and num in f.refs)
+    ]
 
 
-def refuse_drop_referenced(state: CatalogState, item: Item, i: int) -> None:
-    """2BP01 for dropping a column another table's foreign key references."""
+def drop_referenced(
+    state: CatalogState, item: Item, i: int, cascade: bool
+) -> list[tuple[Item, Item | None]]:
+    """Other tables without their foreign keys that reference ``item``'s ``i``-th column,
+    for DROP COLUMN … CASCADE (each as (before, after)); 2BP01 without CASCADE if any."""
     num = attnums(item)[i]
-    for c, fk in referencing(state, item.id):
-        if c.id != item.id and num in fk.refs:
-            raise PlanError(
-                f"cannot drop column {item.columns[i][0]} of table {split_name(item.name)[1]} "
-                "because other objects depend on it",
-                sqlstate="2BP01",
-                detail=f"constraint {fk.name} on table {split_name(c.name)[1]} depends on "
-                f"column {item.columns[i][0]} of table {split_name(item.name)[1]}",
-                hint="Use DROP ... CASCADE to drop the dependent objects too.",
-            )
+    found = [(c, fk) for c, fk in referencing(state, item.id) if c.id != item.id]
+    found = [(c, fk) for c, fk in found if num in fk.refs]
+    if found and not cascade:
+        column, rel = item.columns[i][0], split_name(item.name)[1]
+        c, fk = found[0]
+        raise PlanError(
+            f"cannot drop column {column} of table {rel} because other objects depend on it",
+            sqlstate="2BP01",
+            detail=f"constraint {fk.name} on table {split_name(c.name)[1]} depends on "
+            f"column {column} of table {rel}",
+            hint="Use DROP ... CASCADE to drop the dependent objects too.",
+        )
+    out: list[tuple[Item, Item | None]] = []
+    for c in {c.id: c for c, _ in found}.values():
+        names = {fk.name for d, fk in found if d.id == c.id}
+        fks = [f for f in c.options.get("foreign_keys") or [] if f[0] not in names]
+        out.append((c, replace(c, options={**c.options, "foreign_keys": fks})))
+    return out
 
 
 def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], taken: set) -> None:
