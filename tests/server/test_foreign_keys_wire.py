@@ -20,11 +20,12 @@ def _tables(t: str) -> list[str]:
         f"CREATE TABLE {t}_c (id int PRIMARY KEY, p_id int REFERENCES {t}_p ON DELETE CASCADE, "
         f"code text, CONSTRAINT {t}_c_code FOREIGN KEY (code) REFERENCES {t}_p (code) "
         "ON UPDATE SET NULL)",
+        f"CREATE TABLE {t}_d (p_id int REFERENCES {t}_p (id))",
     ]
 
 
 def _drop(t: str) -> list[str]:
-    return [f"DROP TABLE IF EXISTS {t}_c", f"DROP TABLE IF EXISTS {t}_p"]
+    return [f"DROP TABLE IF EXISTS {t}_{k}" for k in "dcp"]
 
 
 def test_describe_lists_foreign_keys_as_postgres(start_server, postgres_url: str) -> None:
@@ -88,6 +89,11 @@ def test_errors_name_their_objects_as_postgres(server, postgres_url: str, table_
                 with pytest.raises(psycopg.errors.ForeignKeyViolation):
                     conn.cursor().executemany(sql, [(7, 1, None), (8, 9, None)])
             query = f"SELECT * FROM {t}_c ORDER BY id"
+            assert ours.execute(query).fetchall() == pg.execute(query).fetchall()
+            for conn in (ours, pg):  # a table whose one constraint is its foreign key
+                with pytest.raises(psycopg.errors.ForeignKeyViolation):
+                    conn.cursor().executemany(f"INSERT INTO {t}_d VALUES (%s)", [(1,), (9,)])
+            query = f"SELECT * FROM {t}_d"
             assert ours.execute(query).fetchall() == pg.execute(query).fetchall()
         finally:
             for conn in (ours, pg):

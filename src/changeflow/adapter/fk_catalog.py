@@ -67,8 +67,9 @@ def unreferenced(state: CatalogState, item: Item, cascade: bool, names: list[str
     return state
 
 
-def refuse_truncate(state: CatalogState, names: list[str]) -> None:
-    """0A000, as PostgreSQL's, for TRUNCATE of a table another's foreign key references."""
+def truncate_order(state: CatalogState, names: list[str]) -> list[str]:
+    """The tables of TRUNCATE in the order to empty them: those referencing others first.
+    0A000, as PostgreSQL's, if another table's foreign key references one of them."""
     for n in names:
         item = state.find(n)
         if item is None or item.kind != "table":
@@ -81,6 +82,21 @@ def refuse_truncate(state: CatalogState, names: list[str]) -> None:
                 detail=f'Table "{child}" references "{rel}".',
                 hint=f'Truncate table "{child}" at the same time, or use TRUNCATE ... CASCADE.',
             )
+    items = {n: state.find(n) for n in names}
+    left, out = list(names), []
+    while left:
+        ids = {i.id for n in left if (i := items[n]) is not None}
+        ready = [n for n in left if not _referenced_among(state, items[n], ids)] or left
+        out += ready  # (a cycle: as given)
+        left = [n for n in left if n not in ready]
+    return out
+
+
+def _referenced_among(state: CatalogState, item: Item | None, ids: set[str]) -> bool:
+    """Does a table of ``ids`` other than ``item`` reference ``item``?"""
+    return item is not None and any(
+        c.id in ids and c.id != item.id for c, _ in referencing(state, item.id)
+    )
 
 
 def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState, None]:

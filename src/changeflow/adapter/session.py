@@ -33,7 +33,7 @@ from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified,
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
-from changeflow.adapter.fk_catalog import refuse_truncate
+from changeflow.adapter.fk_catalog import truncate_order
 from changeflow.adapter.fk_enforce import enforce_foreign_keys, frame_rows
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain, constrain_frame
@@ -306,12 +306,11 @@ class Session:
         if kind in ("select", "explain", "subscribe"):
             return self._query(stmt)
         if kind == "truncate":  # a DELETE of every row of each table, in one transaction
-            refuse_truncate(self.env.catalog.load(), stmt.args["names"])
             implicit = self.txn is None
             txn = self._transaction()
             txn.explicit = True  # held open across the DELETEs
             try:
-                for name in stmt.args["names"]:
+                for name in truncate_order(self.env.catalog.load(), stmt.args["names"]):
                     self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
             finally:
                 txn.explicit = not implicit
