@@ -70,7 +70,7 @@ def _check_child(
     added: list[Row],
 ) -> None:
     cols = positions(item, fk.columns)
-    keys: list[Row] = []
+    keys: dict[Row, None] = {}  # in order, each once
     for row in added:
         key = _key(row, cols)
         if key is None:
@@ -83,12 +83,11 @@ def _check_child(
                     fk,
                 )
             continue
-        if key not in keys:
-            keys.append(key)
+        keys[key] = None
     if not keys:
         return
     parent = state.items[fk.parent]
-    found = _with_keys(session, txn, parent, positions(parent, fk.refs), keys)
+    found = _with_keys(session, txn, parent, positions(parent, fk.refs), list(keys))
     for key in keys:
         if key not in found:
             shown = _shown(item, fk.columns, key)
