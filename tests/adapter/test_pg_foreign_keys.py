@@ -119,6 +119,7 @@ BAD = [
     "CREATE TABLE fk_bad (x int, FOREIGN KEY (z) REFERENCES fk_p)",
     "CREATE TABLE fk_bad (x int, FOREIGN KEY (x) REFERENCES fk_p (zz))",
     "CREATE TABLE fk_bad (x int REFERENCES fk_c3)",
+    "CREATE TABLE fk_bad (x int REFERENCES fk_p MATCH PARTIAL)",
 ]
 
 
@@ -252,3 +253,29 @@ def test_writes_of_other_keys_do_not_conflict(env: Environment) -> None:
     parent.execute("COMMIT")
     child.execute("COMMIT")
     assert s.execute("SELECT p FROM calm_c")[-1].rows == [(2,)]
+
+
+def test_tables_of_another_schema_as_postgres(pair: tuple) -> None:
+    ours, pg = pair
+    pg.execute("DROP SCHEMA IF EXISTS fk_s CASCADE")
+    statements = [
+        "CREATE SCHEMA fk_s",
+        "CREATE TABLE fk_s.p (id int PRIMARY KEY)",
+        "CREATE TABLE fk_s.t (id int PRIMARY KEY, up int REFERENCES fk_s.t, p int "
+        "REFERENCES fk_s.p ON DELETE SET NULL)",
+        "INSERT INTO fk_s.p VALUES (1)",
+        "INSERT INTO fk_s.t VALUES (1, NULL, 1), (2, 1, 1)",
+        "INSERT INTO fk_s.t VALUES (3, 9, NULL)",
+        "DELETE FROM fk_s.p",
+        "SELECT * FROM fk_s.t ORDER BY id",
+        "DELETE FROM fk_s.t WHERE id = 1",
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'f' "
+        "AND connamespace = 'fk_s'::regnamespace ORDER BY 1",
+        "DROP TABLE fk_s.p",
+    ]
+    try:
+        for sql in statements:
+            assert _outcome(ours, sql) == _outcome(pg, sql), sql
+    finally:
+        for conn in (ours, pg):
+            conn.execute("DROP SCHEMA fk_s CASCADE")

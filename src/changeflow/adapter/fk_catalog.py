@@ -36,6 +36,12 @@ def with_foreign_keys(env: Environment, item: Item, defs: list[exp.Expression], 
     return replace(item, options={**item.options, "foreign_keys": [f.to_json() for f in fks]})
 
 
+def visible(state: CatalogState, item: Item) -> str:
+    """A table's name as PostgreSQL's messages show it: bare if the search path finds it."""
+    rel = split_name(item.name)[1]
+    return rel if state.find(rel) == item else item.name
+
+
 def _others(state: CatalogState, item: Item, names: list[str]) -> list[tuple[Item, ForeignKey]]:
     """The foreign keys of other tables than ``names``' that reference ``item``."""
     named = {i.id for n in names if (i := state.find(n)) is not None}
@@ -50,10 +56,10 @@ def unreferenced(state: CatalogState, item: Item, cascade: bool, names: list[str
     others = _others(state, item, names)
     if not others:
         return state
-    rel = split_name(item.name)[1]
+    rel = visible(state, item)
     if not cascade:
         lines = [
-            f"constraint {fk.name} on table {split_name(c.name)[1]} depends on table {rel}"
+            f"constraint {fk.name} on table {visible(state, c)} depends on table {rel}"
             for c, fk in others
         ]
         raise PlanError(
@@ -125,12 +131,12 @@ def drop_referenced(
     found = [(c, fk) for c, fk in referencing(state, item.id) if c.id != item.id]
     found = [(c, fk) for c, fk in found if num in fk.refs]
     if found and not cascade:
-        column, rel = item.columns[i][0], split_name(item.name)[1]
+        column, rel = item.columns[i][0], visible(state, item)
         c, fk = found[0]
         raise PlanError(
             f"cannot drop column {column} of table {rel} because other objects depend on it",
             sqlstate="2BP01",
-            detail=f"constraint {fk.name} on table {split_name(c.name)[1]} depends on "
+            detail=f"constraint {fk.name} on table {visible(state, c)} depends on "
             f"column {column} of table {rel}",
             hint="Use DROP ... CASCADE to drop the dependent objects too.",
         )

@@ -112,7 +112,15 @@ def _reference(given: str | None, columns: list[str], ref: exp.Reference) -> _Pa
     table = target.this if isinstance(target, exp.Schema) else target
     refs = [_ident(e) for e in target.expressions] if isinstance(target, exp.Schema) else None
     name = ".".join(_ident(p) for p in table.parts)
-    options = [str(o).upper() for o in ref.args.get("options") or []]
+    options = [" ".join(str(o).upper().split()) for o in ref.args.get("options") or []]
+    if "MATCH PARTIAL" in options:
+        raise PlanError("MATCH PARTIAL not yet implemented", sqlstate="0A000")
+    if "DEFERRABLE" in options or "INITIALLY DEFERRED" in options:
+        raise PlanError(
+            "DEFERRABLE foreign keys are not supported: a foreign key is checked at the end "
+            "of each statement",
+            sqlstate="0A000",
+        )
     return _Parsed(given, columns, name, refs, options)
 
 
@@ -143,7 +151,7 @@ def table_foreign_keys(
     relname = split_name(table)[1]
     names = [c[0] for c in me.columns]
     for p in _parse(defs):
-        parent = me if state.find(p.parent) is None and p.parent == relname else None
+        parent = me if state.find(p.parent) is None and p.parent in (relname, table) else None
         parent = parent or state.find(p.parent)
         if parent is None or parent.kind != "table":
             raise PlanError(f'relation "{p.parent}" does not exist', sqlstate="42P01")
