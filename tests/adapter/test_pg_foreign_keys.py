@@ -71,6 +71,8 @@ STATEMENTS = [
     "TRUNCATE fk_self",
     "DROP TABLE fk_p",
     "DROP TABLE fk_p2",
+    "DROP TABLE IF EXISTS fk_p2 CASCADE",
+    "INSERT INTO fk_c3 VALUES (8, 5, 'no longer referencing')",
     "ALTER TABLE fk_c DROP CONSTRAINT fk_c_p_id_fkey",
     "INSERT INTO fk_c VALUES (10, 99, 'free now')",
     "ALTER TABLE fk_c ADD CONSTRAINT fk_c_again FOREIGN KEY (p_id) REFERENCES fk_p (id)",
@@ -165,8 +167,13 @@ def test_foreign_keys_as_postgres(pair: tuple) -> None:
         assert _outcome(ours, sql) == _outcome(pg, sql) == ("ok",), sql
     for sql in BAD:
         assert _outcome(ours, sql) == _outcome(pg, sql), sql
+    heard: list[str] = []
+    pg.add_notice_handler(lambda d: heard.append(d.message_primary))
     for sql in STATEMENTS:
+        ours.notices.clear()
+        heard.clear()
         assert _outcome(ours, sql) == _outcome(pg, sql), sql
+        assert [n.split(":", 1)[1].strip() for n in ours.notices] == heard, sql
         for query in CATALOG[:1]:
             assert _outcome(ours, query) == _outcome(pg, query), (sql, query)
     for query in CATALOG:
