@@ -195,6 +195,10 @@ def _write(
         if diff > 0:
             check_not_null(row, relation.plan.schema, relation.name)
     enforce_checks(relation, changes)
+    if relation.unique:  # a key the action gave may be taken (23505)
+        from changeflow.adapter.keyed import constrain
+
+        changes = constrain(session, txn, relation, None, changes, ())
     assert child.shard is not None
     shape = session.env.storage.state(child.shard).schema
     frame = session.env.log.frame(child.shard, changes, child.name, shape)
