@@ -204,6 +204,12 @@ def test_transactions_see_their_own_writes_as_postgres(pair: tuple) -> None:
         "INSERT INTO fk_tc VALUES (5, 5)",
         "COMMIT",
         "SELECT * FROM fk_tc ORDER BY id",
+        "ALTER TABLE fk_tc ADD COLUMN q int DEFAULT 8 REFERENCES fk_tp",
+        "SELECT * FROM fk_tc ORDER BY id",
+        "ALTER TABLE fk_tc ADD COLUMN q int DEFAULT 5 REFERENCES fk_tp ON DELETE SET NULL",
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = 'fk_tc'::regclass ORDER BY 1",
+        "INSERT INTO fk_tc VALUES (7, 5, 9)",
         "TRUNCATE fk_tp, fk_tc",
         "SELECT * FROM fk_tc ORDER BY id",
         "INSERT INTO fk_tp VALUES (5)",

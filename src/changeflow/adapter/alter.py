@@ -48,7 +48,12 @@ from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
-from changeflow.adapter.fk_catalog import drop_referenced, fks_without_column
+from changeflow.adapter.fk_catalog import (
+    add_foreign_key,
+    constraint_names,
+    drop_referenced,
+    fks_without_column,
+)
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
@@ -124,6 +129,13 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
         raise
     if serial is not None:
         own(env, {serial.name}, item.name)
+    if node[0].find(exp.Reference):  # its foreign key, once the column is there
+        now = env.catalog.load().items[item.id]
+        try:
+            add_foreign_key(env, now, node, constraint_names(now))
+        except BaseException:
+            _drop(env, env.catalog.load(), now, {"column": name})
+            raise
     return Result(TAG)
 
 

@@ -17,8 +17,7 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
-from changeflow.adapter.fk_catalog import add_foreign_key, drop_foreign_key
-from changeflow.adapter.foreign_keys import foreign_keys_of
+from changeflow.adapter.fk_catalog import add_foreign_key, constraint_names, drop_foreign_key
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.errors import EvalError, PlanError
@@ -35,8 +34,7 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
 
     defs = parse_sql(f"CREATE TABLE x ({text})").this.expressions
     parts = [p for d in defs for p in (d.expressions if isinstance(d, exp.Constraint) else [d])]
-    taken = {c.name for c in checks_of(item)} | {f.name for f in foreign_keys_of(item)}
-    taken |= {u[0] for u in item.options.get("unique") or []}
+    taken = constraint_names(item)
     if len(defs) == 1 and parts and isinstance(parts[0], exp.ForeignKey):
         add_foreign_key(env, item, defs, taken)
         return Result(TAG)

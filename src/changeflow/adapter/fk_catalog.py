@@ -148,6 +148,13 @@ def drop_referenced(
     return out
 
 
+def constraint_names(item: Item) -> set[str]:
+    """The names of a table's constraints (keys, checks and foreign keys)."""
+    names = {u[0] for u in item.options.get("unique") or []}
+    names |= {c[0] for c in item.options.get("checks") or []}
+    return names | {f.name for f in foreign_keys_of(item)}
+
+
 def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], taken: set) -> None:
     """ALTER TABLE ADD [CONSTRAINT n] FOREIGN KEY …: the table's rows checked (23503 for a
     row whose key is not referenced), then the constraint kept, then the rows checked again
