@@ -253,8 +253,27 @@ def _error(message: str, detail: str, table: Item, fk: ForeignKey) -> EvalError:
 
 
 def frame_rows(item: Item, frame: Any) -> list:
-    """The rows of an update frame of added rows to enforce foreign keys on: none for a
-    table without foreign keys (an insert takes no key away)."""
-    from changeflow.adapter.rows import counted
+    """The rows of an update frame of added rows to enforce foreign keys on (an insert takes
+    no key away, so only its keys matter): each distinct combination of the foreign keys'
+    columns once, in the order of the input, the other columns NULL; none for a table
+    without foreign keys."""
+    fks = foreign_keys_of(item)
+    if not fks:
+        return []
+    at = sorted({i for fk in fks for i in positions(item, fk.columns)})
+    names = [f"k{i}" for i in at]
+    keys = frame.select(at).rename_columns(names)
+    try:
+        distinct = keys.group_by(names, use_threads=False).aggregate([])
+    except (NotImplementedError, ValueError):  # types Arrow cannot group: every row
+        distinct = keys
+    width = len(item.columns)
+    out = []
+    from changeflow.adapter.rows import _plain  # values as the rows of the frame hold them
 
-    return list(counted(frame).items()) if item.options.get("foreign_keys") else []
+    for values in zip(*(_plain(distinct.column(n)) for n in names), strict=True):
+        row: list[Any] = [None] * width
+        for i, v in zip(at, values, strict=True):
+            row[i] = v
+        out.append((tuple(row), 1))
+    return out
