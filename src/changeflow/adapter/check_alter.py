@@ -17,7 +17,12 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
-from changeflow.adapter.fk_catalog import add_foreign_key, constraint_names, drop_foreign_key
+from changeflow.adapter.fk_catalog import (
+    add_foreign_key,
+    constraint_names,
+    drop_foreign_key,
+    key_unreferenced,
+)
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.errors import EvalError, PlanError
@@ -104,7 +109,10 @@ def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
             sqlstate="42704",
         )
 
+    cascade = (g.get("mode") or "").upper() == "CASCADE"
+
     def change(state: CatalogState) -> tuple[CatalogState, None]:
+        state = key_unreferenced(state, state.items[item.id], name, cascade)
         now = state.items[item.id]
         options = dict(now.options)
         options["checks"] = [c for c in options.get("checks") or [] if c[0] != name]

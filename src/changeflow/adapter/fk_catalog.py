@@ -73,6 +73,31 @@ def unreferenced(state: CatalogState, item: Item, cascade: bool, names: list[str
     return state
 
 
+def key_unreferenced(state: CatalogState, item: Item, name: str, cascade: bool) -> CatalogState:
+    """The state in which ``item``'s key constraint ``name`` can be dropped: 2BP01 if a
+    foreign key references its columns, unless ``cascade``, which drops those foreign keys."""
+    key = next((u for u in item.options.get("unique") or [] if u[0] == name), None)
+    if key is None:
+        return state
+    nums = sorted(attnums(item)[i] for i in key[1])
+    found = [(c, fk) for c, fk in referencing(state, item.id) if sorted(fk.refs) == nums]
+    if found and not cascade:
+        lines = [
+            f"constraint {fk.name} on table {visible(state, c)} depends on index {name}"
+            for c, fk in found
+        ]
+        raise PlanError(
+            f"cannot drop constraint {name} on table {visible(state, item)} because other "
+            "objects depend on it",
+            sqlstate="2BP01",
+            detail="\n".join(lines),
+            hint="Use DROP ... CASCADE to drop the dependent objects too.",
+        )
+    for c, fk in found:
+        state = _without(state, c.id, fk.name)[0]
+    return state
+
+
 def truncate_order(state: CatalogState, names: list[str]) -> list[str]:
     """The tables of TRUNCATE in the order to empty them: those referencing others first.
     0A000, as PostgreSQL's, if another table's foreign key references one of them."""
