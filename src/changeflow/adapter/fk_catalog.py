@@ -201,7 +201,7 @@ def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], ta
 
 
 def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
-    from changeflow.adapter.fk_enforce import _error, _key, _shown
+    from changeflow.adapter.fk_enforce import key_of, shown_key, violation
     from changeflow.adapter.foreign_keys import positions
     from changeflow.adapter.resolver import CatalogResolver
 
@@ -212,14 +212,14 @@ def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
     rows = env.evaluate(resolver.plan(item), ts)
     theirs = env.evaluate(resolver.plan(parent), ts) if parent.id != item.id else rows
     refs, cols = positions(parent, fk.refs), positions(item, fk.columns)
-    present = {_key(r, refs) for r, c in theirs.items() if c > 0}
+    present = {key_of(r, refs) for r, c in theirs.items() if c > 0}
     for row, count in rows.items():
-        key = _key(row, cols)
+        key = key_of(row, cols)
         if count > 0 and key is not None and key not in present:
-            raise _error(
+            raise violation(
                 f'insert or update on table "{split_name(item.name)[1]}" violates foreign key '
                 f'constraint "{fk.name}"',
-                f"Key {_shown(item, fk.columns, key)} is not present in table "
+                f"Key {shown_key(item, fk.columns, key)} is not present in table "
                 f'"{split_name(parent.name)[1]}".',
                 item,
                 fk,

@@ -56,7 +56,8 @@ def enforce_foreign_keys(
         _check_parent(session, txn, state, item, child, fk, added, removed)
 
 
-def _key(row: Row, cols: tuple[int, ...]) -> Row | None:
+def key_of(row: Row, cols: tuple[int, ...]) -> Row | None:
+    """The row's values at ``cols``; None if one is NULL (MATCH SIMPLE: nothing to check)."""
     key = tuple(row[i] for i in cols)
     return None if any(v is None for v in key) else key
 
@@ -72,10 +73,10 @@ def _check_child(
     cols = positions(item, fk.columns)
     keys: dict[Row, None] = {}  # in order, each once
     for row in added:
-        key = _key(row, cols)
+        key = key_of(row, cols)
         if key is None:
             if fk.match == "f" and any(row[i] is not None for i in cols):
-                raise _error(
+                raise violation(
                     f'insert or update on table "{_rel(item)}" violates foreign key '
                     f'constraint "{fk.name}"',
                     "MATCH FULL does not allow mixing of null and nonnull key values.",
@@ -90,8 +91,8 @@ def _check_child(
     found = _with_keys(session, txn, parent, positions(parent, fk.refs), list(keys))
     for key in keys:
         if key not in found:
-            shown = _shown(item, fk.columns, key)
-            raise _error(
+            shown = shown_key(item, fk.columns, key)
+            raise violation(
                 f'insert or update on table "{_rel(item)}" violates foreign key constraint '
                 f'"{fk.name}"',
                 f'Key {shown} is not present in table "{_rel(parent)}".',
@@ -111,7 +112,7 @@ def _check_parent(
     removed: list[Row],
 ) -> None:
     refs = positions(item, fk.refs)
-    gone = list(dict.fromkeys(k for r in removed if (k := _key(r, refs)) is not None))
+    gone = list(dict.fromkeys(k for r in removed if (k := key_of(r, refs)) is not None))
     if not gone:
         return
     still = _with_keys(session, txn, item, refs, gone)
@@ -128,10 +129,10 @@ def _check_parent(
     if action in ("a", "r") or (fill is not None and fill in referencing_rows):
         # SET DEFAULT to the very key taken away leaves the rows referencing it
         key = fill if action == "d" else next(k for k in gone if k in referencing_rows)
-        raise _error(
+        raise violation(
             f'update or delete on table "{_rel(item)}" violates foreign key constraint '
             f'"{fk.name}" on table "{_rel(child)}"',
-            f'Key {_shown(item, fk.refs, key)} is still referenced from table "{_rel(child)}".',
+            f'Key {shown_key(item, fk.refs, key)} is still referenced from table "{_rel(child)}".',
             child,
             fk,
         )
@@ -160,7 +161,7 @@ def _new_keys(removed: list[Row], added: list[Row], refs: tuple[int, ...]) -> di
         )
     out: dict[Row, Row] = {}
     for old, new in zip(removed, added, strict=True):
-        k = _key(old, refs)
+        k = key_of(old, refs)
         if k is not None:
             out[k] = tuple(new[i] for i in refs)
     return out
@@ -227,13 +228,13 @@ def _with_keys(
         txn.read_rows.append((plan, got))  # a concurrent change of these rows: 40001
         got = with_own_writes(env, plan, txn.read_ts, got, txn.written, txn.writes)
         for row, count in got.items():
-            key = _key(row, cols)
+            key = key_of(row, cols)
             if count > 0 and key in wanted:
                 out.setdefault(key, {})[row] = count  # type: ignore[index]
     return out
 
 
-def _shown(item: Item, nums: tuple[int, ...], key: Row) -> str:
+def shown_key(item: Item, nums: tuple[int, ...], key: Row) -> str:
     """``(a, b)=(1, x)`` of a key, as PostgreSQL's details show it."""
     schema = schema_of(item)
     at = positions(item, nums)
@@ -245,7 +246,8 @@ def _rel(item: Item) -> str:
     return split_name(item.name)[1]
 
 
-def _error(message: str, detail: str, table: Item, fk: ForeignKey) -> EvalError:
+def violation(message: str, detail: str, table: Item, fk: ForeignKey) -> EvalError:
+    """A 23503 of ``fk`` naming the referencing ``table``, as PostgreSQL's names it."""
     schema, rel = split_name(table.name)
     return EvalError(
         message, sqlstate="23503", detail=detail, schema=schema, table=rel, constraint=fk.name
