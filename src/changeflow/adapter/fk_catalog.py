@@ -98,9 +98,27 @@ def key_unreferenced(state: CatalogState, item: Item, name: str, cascade: bool) 
     return state
 
 
-def truncate_order(state: CatalogState, names: list[str]) -> list[str]:
-    """The tables of TRUNCATE in the order to empty them: those referencing others first.
-    0A000, as PostgreSQL's, if another table's foreign key references one of them."""
+def truncate_cascades(state: CatalogState, names: list[str]) -> list[str]:
+    """The tables TRUNCATE … CASCADE empties besides ``names``: those whose foreign keys
+    reference one of them, and so on."""
+    out: list[str] = []
+    todo = [i for n in names if (i := state.find(n)) is not None]
+    seen = {i.id for i in todo}
+    while todo:
+        for c, _ in referencing(state, todo.pop(0).id):
+            if c.id not in seen:
+                seen.add(c.id)
+                todo.append(c)
+                out.append(c.name)
+    return out
+
+
+def truncate_order(state: CatalogState, names: list[str], cascade: bool = False) -> list[str]:
+    """The tables of TRUNCATE in the order to empty them: those referencing others first
+    (under CASCADE with every table referencing one of them). 0A000, as PostgreSQL's, if
+    another table's foreign key references one of them."""
+    if cascade:
+        names = [*names, *truncate_cascades(state, names)]
     for n in names:
         item = state.find(n)
         if item is None or item.kind != "table":

@@ -310,12 +310,14 @@ class Session:
             txn = self._transaction()
             txn.explicit = True  # held open across the DELETEs
             try:
-                for name in truncate_order(self.env.catalog.load(), stmt.args["names"]):
+                for name in truncate_order(
+                    self.env.catalog.load(), stmt.args["names"], stmt.args["cascade"]
+                ):
                     self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
             finally:
                 txn.explicit = not implicit
             self._end(txn)
-            return Result("TRUNCATE TABLE")
+            return Result("TRUNCATE TABLE", notices=notices(self.env.catalog.load(), stmt))
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
