@@ -87,7 +87,9 @@ def _check_child(
         keys[key] = None
     if not keys:
         return
-    parent = state.items[fk.parent]
+    parent = state.items.get(fk.parent)
+    if parent is None:  # dropped while the constraint was being made: nothing to reference
+        return
     found = _with_keys(session, txn, parent, positions(parent, fk.refs), list(keys))
     for key in keys:
         if key not in found:
