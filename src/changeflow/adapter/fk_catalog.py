@@ -260,10 +260,11 @@ def fk_oid(relation: int, k: int) -> int:
 def fk_constraints(
     state: CatalogState, item: Item, oid: int, namespace: int, relation_oid: Any
 ) -> list[tuple[Any, ...]]:
-    """pg_constraint's rows of a table's FOREIGN KEY constraints (contype ``f``)."""
-    from changeflow.adapter.system_rows import constraint_oid
+    """pg_constraint's rows of a table's CHECK constraints, then of its FOREIGN KEY
+    constraints (contype ``f``)."""
+    from changeflow.adapter.system_rows import check_constraints, constraint_oid
 
-    rows = []
+    rows = check_constraints(item, oid, namespace)
     for k, fk in enumerate(foreign_keys_of(item)):
         parent = state.items.get(fk.parent)
         if parent is None:
@@ -294,7 +295,7 @@ def fk_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
     return out
 
 
-def info_rows(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...]]]:
+def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...]]]:
     """information_schema's table_constraints, referential_constraints, key_column_usage and
     constraint_column_usage rows of the tables' key, check and foreign key constraints."""
     from changeflow.adapter.checks import checks_of

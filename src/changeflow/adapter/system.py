@@ -27,8 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_tables
-from changeflow.adapter.fk_catalog import info_rows as fk_info
+from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
@@ -45,7 +44,6 @@ from changeflow.adapter.system_indexes import (
 )
 from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
-    check_constraints,
     constraint_defs,
     key_constraints,
     precision,
@@ -278,7 +276,6 @@ def _rows(
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
                 out[name] += rows
-            out["pg_constraint"] += check_constraints(item, oid, namespace_oid(state, schema))
             out["pg_constraint"] += fk_constraints(state, item, oid, namespace, relation_oid)
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
@@ -289,7 +286,7 @@ def _rows(
             if kind == "v":  # information_schema leaves materialized views out, as PostgreSQL's
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
-    info |= fk_info(state, database)
+    info |= fk_info(state, database)  # constraints' views
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
