@@ -358,58 +358,53 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         return 1 if re.search(pattern, value) else 0
 
     commented = {i.oid: i.comment for i in every_index.values() if i.comment is not None}
-    return (
-        description_functions(by_oid, PG_CLASS, commented)
-        | {
-            "regexp": regexp,
-            "regclass": regclass,
-            "pg_partition_ancestors": regclass,  # a table that is no partition: itself
-            "regtype": lambda oid: (
-                FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
-            ),
-            "to_regtype": type_oid,
-            "to_regclass": lambda name: (
-                by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
-            ),
-            "pg_table_is_visible": lambda oid: int(
-                oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
-            ),
-            "pg_collation_is_visible": lambda oid: 1,
-            "pg_get_serial_sequence": lambda table, column: serial_sequence(state, table, column),
-            "json_build_object": lambda *args: json.dumps(
-                dict(zip(args[::2], args[1::2], strict=False))
-            ),
-            "pg_type_is_visible": lambda oid: 1,
-            "pg_function_is_visible": lambda oid: 1,
-            "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
-            "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
-            "pg_get_function_sqlbody": lambda oid: None,
-            "pg_get_userbyid": lambda oid: user,
-            "format_type": _format_type,
-            "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
-            "pg_get_indexdef": indexdef,
-            "pg_get_viewdef": viewdef,
-            "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[
-                bool(pretty)
-            ],
-            "pg_encoding_to_char": lambda n: "UTF8",
-            "pg_relation_is_publishable": lambda oid: 0,
-            "shobj_description": lambda *args: None,
-            "array_to_string": lambda value, sep=",", *rest: value,
-            "current_schema": lambda: next(
-                (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
-            ),
-            "current_database": lambda: database,
-            "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
-            "current_user": lambda: user,
-            "version": lambda: "PostgreSQL 15.0 on changeflow",
-            "has_table_privilege": lambda *args: 1,
-            "has_schema_privilege": lambda *args: 1,
-            "has_database_privilege": lambda *args: 1,
-            "pg_is_other_temp_schema": lambda oid: 0,
-            "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
-        }
-    )
+    return description_functions(by_oid, PG_CLASS, commented) | {
+        "regexp": regexp,
+        "regclass": regclass,
+        "pg_partition_ancestors": regclass,
+        "regtype": lambda oid: (
+            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
+        ),
+        "to_regtype": type_oid,
+        "to_regclass": lambda name: (
+            by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
+        ),
+        "pg_table_is_visible": lambda oid: int(
+            oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
+        ),
+        "pg_collation_is_visible": lambda oid: 1,
+        "pg_get_serial_sequence": lambda table, column: serial_sequence(state, table, column),
+        "json_build_object": lambda *args: json.dumps(
+            dict(zip(args[::2], args[1::2], strict=False))
+        ),
+        "pg_type_is_visible": lambda oid: 1,
+        "pg_function_is_visible": lambda oid: 1,
+        "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
+        "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
+        "pg_get_function_sqlbody": lambda oid: None,
+        "pg_get_userbyid": lambda oid: user,
+        "format_type": _format_type,
+        "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
+        "pg_get_indexdef": indexdef,
+        "pg_get_viewdef": viewdef,
+        "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[bool(pretty)],
+        "pg_encoding_to_char": lambda n: "UTF8",
+        "pg_relation_is_publishable": lambda oid: 0,
+        "shobj_description": lambda *args: None,
+        "array_to_string": lambda value, sep=",", *rest: value,
+        "current_schema": lambda: next(
+            (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
+        ),
+        "current_database": lambda: database,
+        "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
+        "current_user": lambda: user,
+        "version": lambda: "PostgreSQL 15.0 on changeflow",
+        "has_table_privilege": lambda *args: 1,
+        "has_schema_privilege": lambda *args: 1,
+        "has_database_privilege": lambda *args: 1,
+        "pg_is_other_temp_schema": lambda oid: 0,
+        "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
+    }
 
 
 _SQLITE_CASTS = {
