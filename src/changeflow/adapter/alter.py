@@ -48,6 +48,12 @@ from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
+from changeflow.adapter.fk_catalog import (
+    add_foreign_key,
+    constraint_names,
+    drop_referenced,
+    fks_without_column,
+)
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
@@ -123,6 +129,13 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
         raise
     if serial is not None:
         own(env, {serial.name}, item.name)
+    if node[0].find(exp.Reference):  # its foreign key, once the column is there
+        now = env.catalog.load().items[item.id]
+        try:
+            add_foreign_key(env, now, node, constraint_names(now))
+        except BaseException:
+            _drop(env, env.catalog.load(), now, {"column": name})
+            raise
     return Result(TAG)
 
 
@@ -186,6 +199,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
             sqlstate="0A000",
         )
     i = names.index(g["column"])
+    unreferenced = drop_referenced(state, item, i, bool(g.get("cascade")))
     old = layout(env, item)
     views = _plan_readers(state, item.id)
     needing = [v for v in views if _needs(v, item.id, g["column"], i)]
@@ -215,6 +229,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         **{k: _without(_per_column(o, k, item), i) for k in PER_COLUMN},
         "unique": [u.to_json() for u in unique],
         "checks": checks_without(item, g["column"]),
+        "foreign_keys": fks_without_column(item, i),
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
         **after_drop(item, i),
@@ -230,6 +245,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         (v, None if v.id in doomed else _reget(v, item.id, read)) for v in views
     ]
     others += [(d, None) for d in doomed.values() if d not in views]
+    others += unreferenced  # other tables' foreign keys of the column, under CASCADE
     with _restarting(env, item, [*views, *sinks]):
         _change(env, item, changed, old, new, None, None, others, {v.id for v in [*views, *sinks]})
     release(env, list(doomed.values()))

@@ -72,6 +72,8 @@ def table_frame(
                 f'null value in column "{column.name}" of relation "{table}" violates '
                 "not-null constraint",
                 sqlstate="23502",
+                table=table,
+                column=column.name,
             )
         columns.append(values)
     columns += [pa.array([0] * rows, pa.int64()), pa.array([1] * rows, pa.int64())]

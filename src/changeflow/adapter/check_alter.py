@@ -17,6 +17,12 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
+from changeflow.adapter.fk_catalog import (
+    add_foreign_key,
+    constraint_names,
+    drop_foreign_key,
+    key_unreferenced,
+)
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.errors import EvalError, PlanError
@@ -33,14 +39,16 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
 
     defs = parse_sql(f"CREATE TABLE x ({text})").this.expressions
     parts = [p for d in defs for p in (d.expressions if isinstance(d, exp.Constraint) else [d])]
+    taken = constraint_names(item)
+    if len(defs) == 1 and parts and isinstance(parts[0], exp.ForeignKey):
+        add_foreign_key(env, item, defs, taken)
+        return Result(TAG)
     if len(defs) != 1 or not parts or not isinstance(parts[0], exp.CheckColumnConstraint):
         raise PlanError(
-            "ALTER TABLE … ADD CONSTRAINT other than CHECK is not supported",
+            "ALTER TABLE … ADD CONSTRAINT other than CHECK or FOREIGN KEY is not supported",
             sqlstate="0A000",
         )
     table = split_name(item.name)[1]
-    taken = {c.name for c in checks_of(item)}
-    taken |= {u[0] for u in item.options.get("unique") or []}
     (check,) = table_checks(table, defs, schema_of(item), taken)
     _check_rows(env, item, check)
 
@@ -86,8 +94,11 @@ def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState
 
 
 def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
-    """DROP CONSTRAINT [IF EXISTS] name: a CHECK, PRIMARY KEY or UNIQUE constraint."""
+    """DROP CONSTRAINT [IF EXISTS] name: a CHECK, FOREIGN KEY, PRIMARY KEY or UNIQUE
+    constraint."""
     name = g["column"]
+    if drop_foreign_key(env, item, name):
+        return Result(TAG)
     checks = [c.name for c in checks_of(item)]
     keys = [u[0] for u in item.options.get("unique") or []]
     if name not in checks and name not in keys:
@@ -98,7 +109,10 @@ def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
             sqlstate="42704",
         )
 
+    cascade = (g.get("mode") or "").upper() == "CASCADE"
+
     def change(state: CatalogState) -> tuple[CatalogState, None]:
+        state = key_unreferenced(state, state.items[item.id], name, cascade)
         now = state.items[item.id]
         options = dict(now.options)
         options["checks"] = [c for c in options.get("checks") or [] if c[0] != name]

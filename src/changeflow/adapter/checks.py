@@ -145,16 +145,21 @@ def enforce(
 
 def violation(check: Check, row: tuple[Any, ...], schema: Schema, table: str) -> EvalError:
     """PostgreSQL's 23514 for ``row`` failing ``check``."""
-    shown = ", ".join(
-        "null" if v is None else to_text(v, c.type) for v, c in zip(row, schema, strict=True)
-    )
     return EvalError(
         f'new row for relation "{table.split(".")[-1]}" violates check constraint "{check.name}"',
         sqlstate="23514",
-        detail=f"Failing row contains ({shown}).",
+        detail=failing_row(row, schema),
         table=table,
         constraint=check.name,
     )
+
+
+def failing_row(row: tuple[Any, ...], schema: Schema) -> str:
+    """PostgreSQL's detail of a row a constraint refuses: ``Failing row contains (1, null).``"""
+    shown = ", ".join(
+        "null" if v is None else to_text(v, c.type) for v, c in zip(row, schema, strict=True)
+    )
+    return f"Failing row contains ({shown})."
 
 
 def _ident(node: exp.Expression) -> str:

@@ -21,6 +21,7 @@ from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.checks import table_checks
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.fk_catalog import unreferenced, with_foreign_keys
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
 from changeflow.adapter.resolver import (
     CatalogResolver,
@@ -213,6 +214,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         "checks": [c.to_json() for c in checks],
     }
     item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
+    item = with_foreign_keys(env, item, defs, {u.name for u in unique} | {c.name for c in checks})
     _finish(env, item)
     return Result("CREATE TABLE")
 
@@ -465,6 +467,7 @@ def drop(env: Environment, stmt: Statement) -> Result:
                     else f'"{n}" is a {item.kind}, not a {kind}',
                     sqlstate="42P01",
                 )
+            state = unreferenced(state, item, cascade, g["names"])
             closure = state.closure(item.id)
             others = [
                 d

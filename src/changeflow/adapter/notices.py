@@ -29,6 +29,11 @@ def notices(state: CatalogState, stmt: Statement) -> list[Notice]:
         if not args.get("cascade"):
             return skipped
         return skipped + _cascade(state, args["names"], schemas=kind == "drop_schema")
+    if kind == "truncate" and args.get("cascade"):
+        from changeflow.adapter.fk_catalog import truncate_cascades
+
+        found = [split_name(n)[1] for n in truncate_cascades(state, args["names"])]
+        return [("00000", f'truncate cascades to table "{n}"', "") for n in found]
     if kind == "create_schema" and args.get("ine"):
         name = args["name"]
         if name in state.schemas or name in (PUBLIC, *SYSTEM_SCHEMAS):
@@ -69,10 +74,65 @@ def _cascade(state: CatalogState, names: list[str], schemas: bool = False) -> li
 
     for root in roots:
         visit(root)
-    listed = [f"drop cascades to {d.kind} {d.name}" for d in reversed(order) if not _goes_with(d)]
+    listed = [] if schemas else _foreign_keys(state, roots, seen)
+    listed += [f"drop cascades to {d.kind} {d.name}" for d in reversed(order) if not _goes_with(d)]
+    return _as_notices(listed)
+
+
+def _as_notices(listed: list[str]) -> list[Notice]:
+    """``drop cascades to …`` lines as PostgreSQL sends them: one a notice, or two and more
+    counted in one whose detail lists them."""
     if len(listed) < 2:
         return [("00000", line, "") for line in listed]
     return [("00000", f"drop cascades to {len(listed)} other objects", "\n".join(listed))]
+
+
+def _foreign_keys(state: CatalogState, roots: list[str], gone: set[str]) -> list[str]:
+    """``drop cascades to constraint c_p_fkey on table c``: the foreign keys of tables that
+    stay which reference a table dropped."""
+    from changeflow.adapter.fk_catalog import visible
+    from changeflow.adapter.foreign_keys import referencing
+
+    return [
+        f"drop cascades to constraint {fk.name} on table {visible(state, c)}"
+        for root in roots
+        for c, fk in referencing(state, root)
+        if c.id not in gone
+    ]
+
+
+def _column_keys(state: CatalogState, item: Item, column: str) -> list[str]:
+    """``drop cascades to constraint …``: other tables' foreign keys of a column dropped."""
+    from changeflow.adapter.attnums import attnums
+    from changeflow.adapter.fk_catalog import visible
+    from changeflow.adapter.foreign_keys import referencing
+
+    names = [c[0] for c in item.columns]
+    if column not in names:
+        return []
+    num = attnums(item)[names.index(column)]
+    return [
+        f"drop cascades to constraint {fk.name} on table {visible(state, c)}"
+        for c, fk in referencing(state, item.id)
+        if c.id != item.id and num in fk.refs
+    ]
+
+
+def _key_users(state: CatalogState, item: Item, name: str) -> list[str]:
+    """``drop cascades to constraint …``: the foreign keys on a key constraint dropped."""
+    from changeflow.adapter.attnums import attnums
+    from changeflow.adapter.fk_catalog import visible
+    from changeflow.adapter.foreign_keys import referencing
+
+    key = next((u for u in item.options.get("unique") or [] if u[0] == name), None)
+    if key is None:
+        return []
+    nums = sorted(attnums(item)[i] for i in key[1])
+    return [
+        f"drop cascades to constraint {fk.name} on table {visible(state, c)}"
+        for c, fk in referencing(state, item.id)
+        if sorted(fk.refs) == nums
+    ]
 
 
 def _goes_with(item: Item) -> bool:
@@ -119,9 +179,13 @@ def _alter(state: CatalogState, stmt: Statement) -> list[Notice]:
                 ("00000", f'relation "{split_name(args["name"])[1]}" does not exist, skipping', "")
             ]
         return []
+    column = catalog_name(str(args["column"]).split()[0]) if args.get("column") else ""
+    if args.get("action") == "drop" and args.get("cascade") and not args.get("cie"):
+        return _as_notices(_column_keys(state, item, column))
+    if args.get("action") == "drop_constraint" and args.get("cascade"):
+        return _as_notices(_key_users(state, item, column))
     if not args.get("cie") or args.get("action") not in ("add", "drop"):
         return []
-    column = catalog_name(str(args["column"]).split()[0]) if args.get("column") else ""
     present = any(c[0] == column for c in item.columns)
     table = split_name(item.name)[1]
     if args["action"] == "add" and present:

@@ -36,6 +36,7 @@ class Relation:
     always: frozenset[str] = frozenset()  # its GENERATED ALWAYS AS IDENTITY columns
     identity: frozenset[str] = frozenset()  # its identity columns, ALWAYS or BY DEFAULT
     checks: tuple[Check, ...] = ()  # a table's CHECK constraints
+    referencing: bool = False  # a table with a FOREIGN KEY constraint
 
 
 class Resolver(Protocol):

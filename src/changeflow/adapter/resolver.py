@@ -94,6 +94,7 @@ class CatalogResolver:
             always,
             identity,
             tuple(checks_of(item)),
+            bool(item.options.get("foreign_keys")),
         )
 
     def plan(self, item: Item) -> P.Plan:

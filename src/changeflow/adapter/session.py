@@ -33,6 +33,8 @@ from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified,
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.fk_catalog import truncate_order
+from changeflow.adapter.fk_enforce import enforce_foreign_keys, frame_rows
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain, constrain_frame
 from changeflow.adapter.notices import notices
@@ -220,6 +222,7 @@ class Session:
         enforce_checks(relation, frame)
         if frame.num_rows:
             txn.writes.setdefault(item.id, []).append(frame)
+            enforce_foreign_keys(self, txn, state, item, frame_rows(item, frame))
         self._end(txn)
         return frame.num_rows
 
@@ -307,12 +310,14 @@ class Session:
             txn = self._transaction()
             txn.explicit = True  # held open across the DELETEs
             try:
-                for name in stmt.args["names"]:
+                for name in truncate_order(
+                    self.env.catalog.load(), stmt.args["names"], stmt.args["cascade"]
+                ):
                     self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
             finally:
                 txn.explicit = not implicit
             self._end(txn)
-            return Result("TRUNCATE TABLE")
+            return Result("TRUNCATE TABLE", notices=notices(self.env.catalog.load(), stmt))
         if kind in ("insert", "update", "delete"):
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
@@ -494,6 +499,7 @@ class Session:
         if rows:
             frame = self.env.log.frame(shard, rows, table.name, shape)
             txn.writes.setdefault(shard, []).append(frame)
+            enforce_foreign_keys(self, txn, resolver.state, item, rows)  # type: ignore[arg-type]
         count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
         if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
             count = sum(c for _, c in rows if c > 0)

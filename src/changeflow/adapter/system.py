@@ -27,6 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
@@ -43,7 +44,6 @@ from changeflow.adapter.system_indexes import (
 )
 from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
-    check_constraints,
     constraint_defs,
     key_constraints,
     precision,
@@ -189,7 +189,7 @@ def _rows(
     out["pg_type"] += type_rows()
     items = state.items.values()
     every_index = indexes(state)
-    indexed = {i.table.id for i in every_index}
+    indexed, triggered = {i.table.id for i in every_index}, fk_tables(state)
     for index in every_index:
         for name, rows in index.rows(namespace_oid(state, split_name(index.table.name)[0])).items():
             out[name] += rows
@@ -206,9 +206,8 @@ def _rows(
         columns, checks = item.columns, len(item.options.get("checks") or [])
         schema, relname = split_name(item.name)
         namespace = namespace_oid(state, schema)
-        out["pg_class"].append(
-            class_row(oid, relname, namespace, kind, len(columns), item.id in indexed, checks)
-        )
+        has = (item.id in indexed, checks, item.id in triggered)
+        out["pg_class"].append(class_row(oid, relname, namespace, kind, len(columns), *has))
         if kind == "S":
             o = SequenceOptions.of(item.options)
             out["pg_sequence"].append(
@@ -277,7 +276,7 @@ def _rows(
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():
                 out[name] += rows
-            out["pg_constraint"] += check_constraints(item, oid, namespace_oid(state, schema))
+            out["pg_constraint"] += fk_constraints(state, item, oid, namespace, relation_oid)
             out["pg_tables"].append((schema, relname, user, item.id in indexed))
             info["tables"].append((database, schema, relname, "BASE TABLE", "YES", "NO"))
         elif kind in ("v", "m"):
@@ -287,6 +286,7 @@ def _rows(
             if kind == "v":  # information_schema leaves materialized views out, as PostgreSQL's
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
+    info |= fk_info(state, database)  # constraints' views
     return out | {f"information_schema.{k}": v for k, v in info.items()}
 
 
@@ -316,7 +316,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_oid = {relation_oid(i): i for i in items}
     by_name = {i.name: i for i in items}
 
-    keys = constraint_defs(items, relation_oid)  # pg_get_constraintdef's texts
+    keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
 
     every_index = {i.oid: i for i in indexes(state)}
     names = {oid: name for name, oid in SYSTEM_OIDS.items()}
@@ -361,6 +361,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     return description_functions(by_oid, PG_CLASS, commented) | {
         "regexp": regexp,
         "regclass": regclass,
+        "pg_partition_ancestors": regclass,
         "regtype": lambda oid: (
             FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
         ),

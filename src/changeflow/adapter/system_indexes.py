@@ -37,14 +37,22 @@ def storage(type_oid: int, length: int) -> str:
 
 
 def class_row(
-    oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool, checks: int = 0
+    oid: int,
+    name: str,
+    namespace: int,
+    kind: str,
+    natts: int,
+    has_index: bool,
+    checks: int = 0,
+    triggers: bool = False,
 ) -> tuple[Any, ...]:
-    """A pg_class row (``checks``: its table's CHECK constraints, relchecks)."""
+    """A pg_class row (``checks``: its table's CHECK constraints, relchecks; ``triggers``:
+    relhastriggers, which a foreign key's tables have in PostgreSQL)."""
     am = {"i": BTREE, "r": 2, "m": 2}.get(kind, 0)
     return (
         (oid, name, namespace, 0, 0, OWNER, am, oid, 0, 0, -1.0, 0, 0, has_index, False, "p")
-        + (kind, natts, checks, False, False, False, False, False, True, "d", False, 0, 0, 0, None)
-        + (None, None)
+        + (kind, natts, checks, False, triggers, False, False, False, True, "d", False, 0, 0, 0)
+        + (None, None, None)
     )
 
 

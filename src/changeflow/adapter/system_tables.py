@@ -172,6 +172,17 @@ INFO_TABLES: dict[str, str] = {
     "data_type TEXT, numeric_precision INTEGER, numeric_precision_radix INTEGER, "
     "numeric_scale INTEGER, start_value TEXT, minimum_value TEXT, maximum_value TEXT, "
     "increment TEXT, cycle_option TEXT",
+    "table_constraints": "constraint_catalog TEXT, constraint_schema TEXT, "
+    "constraint_name TEXT, table_catalog TEXT, table_schema TEXT, table_name TEXT, "
+    "constraint_type TEXT, is_deferrable TEXT, initially_deferred TEXT, enforced TEXT",
+    "referential_constraints": "constraint_catalog TEXT, constraint_schema TEXT, "
+    "constraint_name TEXT, unique_constraint_catalog TEXT, unique_constraint_schema TEXT, "
+    "unique_constraint_name TEXT, match_option TEXT, update_rule TEXT, delete_rule TEXT",
+    "key_column_usage": "constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT, "
+    "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, "
+    "ordinal_position INTEGER, position_in_unique_constraint INTEGER",
+    "constraint_column_usage": "table_catalog TEXT, table_schema TEXT, table_name TEXT, "
+    "column_name TEXT, constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT",
 }
 EMPTY = {
     "pg_range",

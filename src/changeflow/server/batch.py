@@ -178,7 +178,7 @@ def insert_rows(session: Session, target: Target, rows: list[list[Any]], texts: 
 class Shape:
     """What a Bind needs of the target table: its columns, which of them have a DEFAULT,
     which store exactly their SQL type (no numeric(p,s) or varchar(n) to fit a value to), and
-    whether it has a PRIMARY KEY or UNIQUE constraint (``keyed``: each row is then inserted
+    whether it has a constraint other than NOT NULL (``keyed``: each row is then inserted
     at its own Execute, its keys checked there, as PostgreSQL checks them; still without SQL
     text, and committed at Sync)."""
 

@@ -202,7 +202,8 @@ class ClientConnection(Startup, Extended, Runner):
                 self.session.txn = None
         message = str(e).strip() or type(e).__name__
         detail, hint = (str(getattr(e, f, None) or "") for f in ("detail", "hint"))
-        self.wire.send(*W.error(sqlstate(e), message, detail=detail, hint=hint))
+        objects = W.object_fields(e)
+        self.wire.send(*W.error(sqlstate(e), message, detail=detail, hint=hint, objects=objects))
 
     # -- simple query ------------------------------------------------------------------------
 

@@ -155,9 +155,8 @@ class Extended(Pipeline):
         defaults = frozenset(
             c.name for c, d in zip(relation.plan.schema, relation.defaults, strict=False) if d
         )
-        return Shape(
-            relation.plan.schema, defaults, plain, keyed=bool(relation.unique or relation.checks)
-        )
+        keyed = bool(relation.unique or relation.checks or relation.referencing)
+        return Shape(relation.plan.schema, defaults, plain, keyed=keyed)
 
     def flush_batch(self) -> None:
         """Insert the rows collected from prepared INSERTs (before anything else runs)."""

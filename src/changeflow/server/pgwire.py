@@ -258,7 +258,12 @@ def copy_in_response(overall: int, columns: int) -> tuple[bytes, bytes]:
 
 
 def notice_fields(
-    severity: str, code: str, message: str, detail: str = "", hint: str = ""
+    severity: str,
+    code: str,
+    message: str,
+    detail: str = "",
+    hint: str = "",
+    objects: dict[bytes, str] | None = None,
 ) -> bytes:
     message, detail = redact(message), redact(detail)  # no password reaches a client
     body = b"S" + cstr(severity) + b"V" + cstr(severity) + b"C" + cstr(code)
@@ -267,13 +272,38 @@ def notice_fields(
         body += b"D" + cstr(detail)
     if hint:
         body += b"H" + cstr(redact(hint))
+    for kind, value in (objects or {}).items():
+        body += kind + cstr(value)
     return body + b"\0"
 
 
 def error(
-    code: str, message: str, severity: str = "ERROR", detail: str = "", hint: str = ""
+    code: str,
+    message: str,
+    severity: str = "ERROR",
+    detail: str = "",
+    hint: str = "",
+    objects: dict[bytes, str] | None = None,
 ) -> tuple[bytes, bytes]:
-    return b"E", notice_fields(severity, code, message, detail, hint)
+    return b"E", notice_fields(severity, code, message, detail, hint, objects)
+
+
+def object_fields(e: BaseException) -> dict[bytes, str]:
+    """The schema (``s``), table (``t``), column (``c``) and constraint (``n``) fields of an
+    error that names them, as PostgreSQL's constraint violations do (a table name ``s.t``
+    gives both)."""
+    table = getattr(e, "table", None)
+    schema = getattr(e, "schema", None)
+    if not isinstance(table, str):
+        return {}
+    if schema is None:
+        schema, dot, rest = table.partition(".")
+        schema, table = (schema, rest) if dot else ("public", table)
+    out = {b"s": str(schema), b"t": table}
+    for kind, name in ((b"c", "column"), (b"n", "constraint")):
+        if isinstance(value := getattr(e, name, None), str):
+            out[kind] = value
+    return out
 
 
 def notice(

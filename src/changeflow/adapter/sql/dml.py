@@ -85,12 +85,17 @@ def whole_rows(
 
 def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
     """PostgreSQL's error (23502) if ``row`` has NULL in a NOT NULL column of ``table``."""
+    from changeflow.adapter.checks import failing_row
+
     for value, c in zip(row, schema, strict=True):
         if value is None and not c.nullable:
             raise EvalError(
                 f'null value in column "{c.name}" of relation "{table}" violates not-null '
                 "constraint",
                 sqlstate="23502",
+                detail=failing_row(row, schema),
+                table=table,
+                column=c.name,
             )
 
 

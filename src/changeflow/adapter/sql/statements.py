@@ -227,7 +227,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "truncate",
         rf"TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
-        r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?:RESTRICT)?",
+        r"(?:(?:CONTINUE|RESTART)\s+IDENTITY\s*)?(?P<mode>CASCADE|RESTRICT)?",
     ),
     (
         "create_schema",
