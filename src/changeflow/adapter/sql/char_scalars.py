@@ -14,8 +14,8 @@ from sqlglot import exp
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.pads import pad_of
 from changeflow.compute.types import NULLTYPE, TEXT
+from changeflow.compute.typmods import mod_of
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -29,7 +29,7 @@ class CharScalars:
     def pad(self: Scalars, e: X.Expr) -> int | None:
         """n if ``e`` is char(n) over this clause's columns, else None."""
         try:
-            return pad_of(e, self.schema)
+            return mod_of(e, self.schema).pad
         except IndexError:  # a column of another clause's schema (an aggregate's output)
             return None
 
