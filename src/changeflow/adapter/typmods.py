@@ -73,7 +73,12 @@ def mods_of(item: Item) -> list[Mod]:
                 out.append(Mod(mod, _TEXT_TYPE.get(named, "")))
         return out
     typmods = (list(item.options.get("typmods") or []) + [-1] * width)[:width]
-    kinds = (list(item.options.get("text_types") or []) + [""] * width)[:width]
+    kinds = item.options.get("text_types")
+    if kinds is None:  # stored before text types: a text column's typmod was varchar(n)'s
+        kinds = [
+            "varchar" if c[1] == "text" and m >= 4 else ""
+            for c, m in zip(item.columns, typmods, strict=True)
+        ]
     pads = (list(item.options.get("pads") or []) + [None] * width)[:width]
     return [
         bpchar(pad) if pad is not None else Mod(mod, kind)
@@ -93,12 +98,13 @@ def typmods(item: Item) -> dict[str, int]:
 
 
 def text_types(item: Item) -> dict[str, str]:
-    """The columns declared varchar(n) or char(n) (a view's char(n) ones), by the name
+    """The columns declared (or a view's read as) varchar(n) or char(n), by the name
     PostgreSQL gives their type (they hold text here)."""
     if item.kind == "table":
         return {name: named for name, (_, named) in _declared(item.sql).items() if named}
+    names = {kind: name for name, kind in _TEXT_TYPE.items()}
     mods = zip(item.columns, mods_of(item), strict=True)
-    return {c[0]: "character" for c, m in mods if m.text_type == "bpchar"}
+    return {c[0]: names[m.text_type] for c, m in mods if m.text_type}
 
 
 def column_typmods(item: Item) -> list[int]:

@@ -198,6 +198,8 @@ class Column:
         pad = state.pop("pad", None)
         if pad is not None:
             state |= {"typmod": pad + 4, "text_type": "bpchar"}
+        elif "text_type" not in state and state["type"] is TEXT and state.get("typmod", -1) >= 4:
+            state["text_type"] = "varchar"  # a text column's typmod was varchar(n)'s
         object.__setattr__(self, "__dict__", {"typmod": -1, "text_type": ""} | state)
 
     def __str__(self) -> str:
