@@ -15,7 +15,7 @@ from changeflow.compute.types import NUMERIC, Schema
 
 _SAME = ("abs",)
 _INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
-_ROUNDING = ("round", "trunc")
+_ROUNDING = ("round", "trunc", "numeric_n")
 
 
 def scale_of(e: X.Expr, schema: Schema) -> int | None:

@@ -48,6 +48,8 @@ def mod_of(e: X.Expr, schema: Schema) -> Mod:
         return Mod.of(schema[e.index])
     if isinstance(e, Func) and e.name in CAST_FORMS:
         return _cast_mod(e)
+    if isinstance(e, Func) and e.name == "typed_text" and isinstance(e.args[1], X.Lit):
+        return Mod(-1, str(e.args[1].value))
     if isinstance(e, X.NullIf):
         found = mod_of(e.a, schema)
         return found if found.text_type == "bpchar" or e.type is not TEXT else NONE
@@ -79,7 +81,7 @@ def _cast_mod(e: Func) -> Mod:
     if len(sizes) != len(e.args) - 1:
         return NONE
     if e.name == "numeric_n":
-        precision, scale = sizes
+        scale, precision = sizes
         return Mod(((precision << 16) | scale) + 4)
     return Mod(sizes[0] + 4, CAST_FORMS[e.name])
 

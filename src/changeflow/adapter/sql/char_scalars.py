@@ -15,23 +15,35 @@ from sqlglot import exp
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.types import NULLTYPE, TEXT
-from changeflow.compute.typmods import mod_of
+from changeflow.compute.typmods import NONE, Mod, mod_of
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
 
+TYPE_NAMES = {"bpchar": "character", "varchar": "character varying"}
 PADDED_ARGS = frozenset({"octet_length", "concat", "concat_ws", "format"})
 
 
 class CharScalars:
     """The char(n) forms of :class:`Scalars`."""
 
+    def mod(self: Scalars, e: X.Expr) -> Mod:
+        """``e``'s type modifier over this clause's columns."""
+        try:
+            return mod_of(e, self.schema)
+        except IndexError:  # a column of another clause's schema (an aggregate's output)
+            return NONE
+
     def pad(self: Scalars, e: X.Expr) -> int | None:
         """n if ``e`` is char(n) over this clause's columns, else None."""
-        try:
-            return mod_of(e, self.schema).pad
-        except IndexError:  # a column of another clause's schema (an aggregate's output)
+        return self.mod(e).pad
+
+    def text_typeof(self: Scalars, name: str, values: list[X.Expr]) -> X.Expr | None:
+        """``pg_typeof`` of a char(n) or varchar value: its type's name (held as text)."""
+        if name.lower() != "pg_typeof" or len(values) != 1:
             return None
+        found = TYPE_NAMES.get(self.mod(values[0]).text_type)
+        return None if found is None else X.lit(found)
 
     def blank_padded(self: Scalars, e: X.Expr) -> X.Expr:
         """``e`` as PostgreSQL shows it: a char(n) value padded with blanks to n."""
@@ -53,7 +65,11 @@ class CharScalars:
     def unpadded_cast(self: Scalars, value: X.Expr, to: exp.Expression) -> X.Expr:
         """A cast's value: char(n) cast to text or varchar is text (shown unpadded)."""
         texts = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
-        if isinstance(to, exp.DataType) and to.this in texts and self.pad(value) is not None:
+        if (
+            isinstance(to, exp.DataType)
+            and to.this in texts
+            and self.mod(value).text_type == "bpchar"
+        ):
             return Func("rtrim", (value, X.lit(" ")))  # held without trailing blanks: the same
         return value
 
@@ -71,6 +87,6 @@ def _unpadded(scalars: Scalars, node: exp.Expression, e: X.Expr, other: X.Expr) 
     from changeflow.adapter.sql.scalar import bare, is_string_literal
 
     literal = is_string_literal(bare(node)) and isinstance(e, X.Lit) and isinstance(e.value, str)
-    if literal and scalars.pad(other) is not None:
+    if literal and scalars.mod(other).text_type == "bpchar":
         return X.Lit(e.value.rstrip(" "), TEXT)  # type: ignore[attr-defined]
     return e

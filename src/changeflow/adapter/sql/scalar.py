@@ -460,6 +460,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             return found
         else:
             values = self.shown_args(name, [self.expr(a) for a in args])
+            if (named := self.text_typeof(name, values)) is not None:
+                return named
         try:
             return Func(name, tuple(values))
         except PlanError as e:
