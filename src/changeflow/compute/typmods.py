@@ -76,6 +76,17 @@ def shared(mods: list[Mod]) -> Mod:
     return found.pop() if len(found) == 1 else NONE
 
 
+def unsized_bpchar(e: X.Expr, mod: Mod) -> X.Expr:
+    """``e``, of modifier ``mod``, as bpchar without a length, whose values are held as
+    PostgreSQL holds them, with their blanks (char(n)'s padded to n), for branches or inputs
+    of different widths."""
+    if mod == (-1, "bpchar"):
+        return e
+    if mod.pad is not None:
+        e = Func("rpad", (e, X.lit(mod.pad)))
+    return Func("typed_text", (e, X.lit("bpchar")))
+
+
 def _cast_mod(e: Func) -> Mod:
     sizes = [a.value for a in e.args[1:] if isinstance(a, X.Lit) and isinstance(a.value, int)]
     if len(sizes) != len(e.args) - 1:

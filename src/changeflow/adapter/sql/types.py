@@ -159,12 +159,10 @@ def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
 
 
 def _unsized_text(value: X.Expr, dt: exp.Expression) -> X.Expr:
-    """``x::varchar`` and ``x::bpchar`` without a length: text of that type; bpchar's is held
-    without trailing blanks, which its comparisons, ``||`` and ``length()`` ignore."""
+    """``x::varchar`` without a length: text of that type (``x::bpchar``: see
+    :meth:`~changeflow.adapter.sql.char_scalars.CharScalars.cast_text`)."""
     if not isinstance(dt, exp.DataType) or dt.expressions:
         return value
-    if dt.this == T.BPCHAR:
-        return Func("typed_text", (Func("rtrim", (value, X.lit(" "))), X.lit("bpchar")))
     if dt.this in (T.VARCHAR, T.NVARCHAR):
         return Func("typed_text", (value, X.lit("varchar")))
     return value
