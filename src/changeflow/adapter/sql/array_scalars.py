@@ -83,7 +83,7 @@ class ArrayScalars:
                 f"cannot subscript type {array.type} because it does not support subscripting",
                 sqlstate="42804",
             )
-        return Func("array_slice", (array, *bounds))
+        return Func("array_slice_of", (array, *bounds))
 
     def array_containment(self: Scalars, node: exp.Expression, name: str) -> X.Expr | None:
         """``a @> b`` (arraycontains), ``a <@ b`` (arraycontained), ``a && b``

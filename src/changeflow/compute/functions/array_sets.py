@@ -1,6 +1,6 @@
 """PostgreSQL's array containment and overlap (``a @> b``: arraycontains, ``a <@ b``:
 arraycontained, ``a && b``: arrayoverlap) and slices (``a[lo:hi]``, ``a[:hi]``, ``a[lo:]``:
-array_slice). Containment and overlap compare the elements of arrays of one type, whatever
+array_slice_of). Containment and overlap compare the elements of arrays of one type, whatever
 their dimensions; a NULL element matches nothing. A slice keeps the elements from ``lo`` to
 ``hi`` (from 1) of the first dimension, ``{}`` when none are in range; a NULL bound gives
 NULL. They run on rows, in the process."""
@@ -78,5 +78,5 @@ FUNCTIONS = [
     Function("arraycontains", _pair_rule, _contains, spark=_ON_ROWS),
     Function("arraycontained", _pair_rule, _contained, spark=_ON_ROWS),
     Function("arrayoverlap", _pair_rule, _overlap, spark=_ON_ROWS),
-    Function("array_slice", _slice_rule, _slice, spark=_ON_ROWS),
+    Function("array_slice_of", _slice_rule, _slice, spark=_ON_ROWS),
 ]
