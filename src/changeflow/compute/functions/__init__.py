@@ -59,7 +59,7 @@ NOT_IN_PG_PROC = frozenset(
     {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
-    | {"arraycontains", "arraycontained", "arrayoverlap", "array_slice_of"}
+    | {"array_slice_of"}
     | set(statistics.FORMS)
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
