@@ -16,6 +16,8 @@ QUERIES = [
     "SELECT coalesce(n::numeric(10,2), 0::numeric(10,2)) AS a, (n::numeric(10,2)) + 1 AS b,"
     " upper(s::varchar(5)) AS c FROM {t}",
     "SELECT coalesce(c, 'zz') AS a, c::bpchar AS b, coalesce(c, v::char(6)) AS c FROM {t}",
+    "SELECT coalesce(c, NULL) AS b, coalesce(c, c) AS c, CASE WHEN n > 0 THEN c ELSE c END AS d"
+    " FROM {t}",
     "SELECT pg_typeof(c)::text AS a, pg_typeof(v)::text AS b, pg_typeof(s)::text AS c,"
     " pg_typeof(c::text)::text AS d, pg_typeof(s::varchar)::text AS e,"
     " pg_typeof('x'::bpchar)::text AS f FROM {t}",
