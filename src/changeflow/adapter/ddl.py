@@ -41,7 +41,7 @@ from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
 from changeflow.adapter.sql.types import column_type, text_length
 from changeflow.adapter.timelines import Timeline, check_single
-from changeflow.adapter.typmods import pads_of
+from changeflow.adapter.typmods import stored_mods
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
@@ -255,9 +255,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     options = {
         "plan": encode_plan(plan),
         "scales": scales_of(plan.schema),
-        "pads": [c.pad for c in plan.schema],
-        "typmods": [c.typmod for c in plan.schema],
-    }
+    } | stored_mods(plan.schema)
     if materialized:
         options["tier"] = env.choose_tier(plan, setting)
     item = Item(
@@ -346,8 +344,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             # an index of a stored item copies it: Spark's bulk hydration buys nothing there
             "tier": "process" if isinstance(plan, P.Get) else env.choose_tier(plan, None),
             "scales": on.options.get("scales"),
-            "pads": pads_of(on),
         }
+        | stored_mods(schema_of(on))
         | ({"unique": unique} if unique else {}),
     )
     _install(env, item, plan)

@@ -10,7 +10,7 @@ from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.checks import checks_of
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.relations import Relation
-from changeflow.adapter.typmods import column_typmods, pads_of
+from changeflow.adapter.typmods import mods_of
 from changeflow.adapter.unique_index import index_constraints
 from changeflow.compute import plan as P
 from changeflow.compute.types import Column, Schema, sql_type
@@ -29,12 +29,9 @@ def schema_of(item: Item) -> Schema:
     """An item's columns as a plan reads them (numeric ones with the scale they show, char(n)
     ones with n)."""
     scales = item.options.get("scales") or [None] * len(item.columns)
-    mods = column_typmods(item)
     return tuple(
-        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale, pad, mod)
-        for (n, t, nullable), scale, pad, mod in zip(
-            item.columns, scales, pads_of(item), mods, strict=True
-        )
+        Column(n, sql_type(PLANNED_AS.get(t, t)), nullable, scale, *mod)
+        for (n, t, nullable), scale, mod in zip(item.columns, scales, mods_of(item), strict=True)
     )
 
 

@@ -25,6 +25,7 @@ from changeflow.adapter.rows import plain
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import update_rows
 from changeflow.compute.operators import Inputs, build
+from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import BOOL, INT8, Column, Schema
 from changeflow.errors import Timeout
 from changeflow.storage.read import ReadCapability
@@ -38,7 +39,7 @@ def columns(schema: Schema, progress: bool) -> Schema:
     if progress:
         head.append(Column("mz_progressed", BOOL, False))
     head.append(Column("mz_diff", INT8, True))
-    return (*head, *(Column(c.name, c.type, True) for c in schema))
+    return (*head, *(Column(c.name, c.type, True, c.scale, c.typmod, c.text_type) for c in schema))
 
 
 class Subscribe:
@@ -120,4 +121,4 @@ class Subscribe:
             summed[(max(t, self.as_of), row)] += diff
         ordered = sorted((k for k, d in summed.items() if d), key=lambda k: k[0])
         mark = (False,) if self.progress else ()
-        return [(t, *mark, summed[(t, row)], *row) for t, row in ordered]
+        return padded_rows([(t, *mark, summed[(t, row)], *row) for t, row in ordered], self.columns)

@@ -1,7 +1,7 @@
 """Columns' type modifiers (PostgreSQL's typmod) as the catalog keeps them: a table's read
 from its CREATE TABLE text (which ALTER TABLE keeps up to date), a view's as its plan's
-columns had them when it was created (its ``typmods`` option). pg_attribute's atttypmod and
-the RowDescription of a query reading the columns show them."""
+columns had them when it was created (its ``typmods`` and ``text_types`` options).
+pg_attribute's atttypmod and the RowDescription of a query reading the columns show them."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.catalog import Item
+from changeflow.compute.types import Schema
+from changeflow.compute.typmods import Mod, bpchar
 
 T = exp.DataType.Type
 
@@ -32,6 +34,7 @@ def typmod(kind: exp.Expression | None) -> int:
 
 
 TEXT_TYPES = {T.CHAR: "character", T.NCHAR: "character", T.VARCHAR: "character varying"}
+_TEXT_TYPE = {"character": "bpchar", "character varying": "varchar"}
 
 
 @lru_cache(maxsize=512)
@@ -53,40 +56,57 @@ def _declared(sql: str) -> dict[str, tuple[int, str]]:
     return out
 
 
-def pads_of(item: Item) -> list[int | None]:
-    """The n of an item's char(n) columns (None for the others): a view's or an index's
-    ``pads``, a table's from its ``lengths`` (-n for char(n))."""
-    pads = item.options.get("pads")
-    if pads is not None and len(pads) == len(item.columns):
-        return list(pads)
-    lengths = item.options.get("lengths") or []
-    found = [-n if n is not None and n < 0 else None for n in lengths]
-    return (found + [None] * len(item.columns))[: len(item.columns)]
+def mods_of(item: Item) -> list[Mod]:
+    """Each of an item's columns' type modifier and text type, in order: a table's as
+    declared, a view's or an index's as stored (``typmods`` and ``text_types``; one stored
+    before typmods held char(n)'s n keeps it in ``pads``)."""
+    width = len(item.columns)
+    if item.kind == "table":
+        declared = _declared(item.sql)
+        lengths = (list(item.options.get("lengths") or []) + [None] * width)[:width]
+        out = []
+        for (name, *_), n in zip(item.columns, lengths, strict=True):
+            mod, named = declared.get(name, (-1, ""))
+            if n is not None and n < 0:  # char(n), as ALTER TABLE keeps it
+                out.append(bpchar(-n))
+            else:
+                out.append(Mod(mod, _TEXT_TYPE.get(named, "")))
+        return out
+    typmods = (list(item.options.get("typmods") or []) + [-1] * width)[:width]
+    kinds = item.options.get("text_types")
+    if kinds is None:  # stored before text types: a text column's typmod was varchar(n)'s
+        kinds = [
+            "varchar" if c[1] == "text" and m >= 4 else ""
+            for c, m in zip(item.columns, typmods, strict=True)
+        ]
+    pads = (list(item.options.get("pads") or []) + [None] * width)[:width]
+    return [
+        bpchar(pad) if pad is not None else Mod(mod, kind)
+        for mod, kind, pad in zip(typmods, kinds, pads, strict=True)
+    ]
+
+
+def stored_mods(schema: Schema) -> dict[str, list[int] | list[str]]:
+    """A view's or an index's columns' type modifiers as its options keep them."""
+    return {"typmods": [c.typmod for c in schema], "text_types": [c.text_type for c in schema]}
 
 
 def typmods(item: Item) -> dict[str, int]:
-    """The item's columns that have a type modifier, by name (a view's char(n) columns
-    ``n + 4``, from the n they carry)."""
-    if item.kind == "table":
-        return {name: mod for name, (mod, _) in _declared(item.sql).items() if mod >= 0}
-    stored = item.options.get("typmods") or []
-    out = {c[0]: m for c, m in zip(item.columns, stored, strict=False) if m >= 0}
-    for column, n in zip(item.columns, pads_of(item), strict=True):
-        if n is not None:
-            out[column[0]] = n + 4
-    return out
+    """The item's columns that have a type modifier, by name."""
+    mods = zip(item.columns, mods_of(item), strict=True)
+    return {c[0]: m.typmod for c, m in mods if m.typmod >= 0}
 
 
 def text_types(item: Item) -> dict[str, str]:
-    """The columns declared varchar(n) or char(n), by the name PostgreSQL gives their type
-    (they hold text here): a table's from its CREATE statement, a view's char(n) ones."""
+    """The columns declared (or a view's read as) varchar(n) or char(n), by the name
+    PostgreSQL gives their type (they hold text here)."""
     if item.kind == "table":
         return {name: named for name, (_, named) in _declared(item.sql).items() if named}
-    pads = zip(item.columns, pads_of(item), strict=True)
-    return {c[0]: "character" for c, n in pads if n is not None}
+    names = {kind: name for name, kind in _TEXT_TYPE.items()}
+    mods = zip(item.columns, mods_of(item), strict=True)
+    return {c[0]: names[m.text_type] for c, m in mods if m.text_type}
 
 
 def column_typmods(item: Item) -> list[int]:
     """Each of the item's columns' type modifier, in order (-1 for none)."""
-    found = typmods(item)
-    return [found.get(c[0], -1) for c in item.columns]
+    return [m.typmod for m in mods_of(item)]

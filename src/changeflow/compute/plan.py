@@ -21,8 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from changeflow.compute.expr import Col, Expr
-from changeflow.compute.pads import common_pad, pad_of
-from changeflow.compute.scale import scale_of, typmod_of
+from changeflow.compute.scale import scale_of
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -40,6 +39,7 @@ from changeflow.compute.types import (
     SqlType,
     array_of,
 )
+from changeflow.compute.typmods import NONE, Mod, mod_of, shared
 from changeflow.errors import PlanError
 
 
@@ -170,14 +170,7 @@ class Map(Plan):
             _no_now(e, f"Map {name}")
         schema = self.input.schema
         added = (
-            Column(
-                name,
-                e.type,
-                e.nullable,
-                scale_of(e, schema),
-                pad_of(e, schema),
-                typmod_of(e, schema),
-            )
+            Column(name, e.type, e.nullable, scale_of(e, schema), *mod_of(e, schema))
             for name, e in self.exprs
         )
         _schema(self, (*self.input.schema, *added))
@@ -388,8 +381,9 @@ class Aggregate:
         scale = None
         if result is NUMERIC and self.func in ("sum", "min", "max"):
             scale = scale_of(self.arg, schema)
-        pad = pad_of(self.arg, schema) if self.func in ("min", "max") else None
-        return Column(name, result, self.func != "count", scale, pad)
+        mod = mod_of(self.arg, schema) if self.func in ("min", "max") else NONE
+        mod = mod if mod.text_type == "bpchar" else NONE  # char(n)'s values keep their width
+        return Column(name, result, self.func != "count", scale, *mod)
 
     def __str__(self) -> str:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + str(self.arg)
@@ -486,10 +480,8 @@ class Union(Plan):
             nullable = any(p.schema[i].nullable for p in self.inputs_)
             scales = {p.schema[i].scale for p in self.inputs_}
             scale = scales.pop() if len(scales) == 1 else None
-            pad = common_pad([p.schema for p in self.inputs_], i)
-            mods = {p.schema[i].typmod for p in self.inputs_}  # PostgreSQL's: kept if all agree
-            typmod = mods.pop() if len(mods) == 1 else -1
-            columns.append(Column(c.name, c.type, nullable, scale, pad, typmod))
+            mod = shared([Mod.of(p.schema[i]) for p in self.inputs_])
+            columns.append(Column(c.name, c.type, nullable, scale, *mod))
         _schema(self, columns)
 
     def inputs(self) -> tuple[Plan, ...]:

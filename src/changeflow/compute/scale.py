@@ -11,11 +11,11 @@ from decimal import Decimal
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.parts import extract_scale
-from changeflow.compute.types import NUMERIC, TEXT, Schema
+from changeflow.compute.types import NUMERIC, Schema
 
 _SAME = ("abs",)
 _INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
-_ROUNDING = ("round", "trunc")
+_ROUNDING = ("round", "trunc", "numeric_n")
 
 
 def scale_of(e: X.Expr, schema: Schema) -> int | None:
@@ -79,18 +79,3 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
         unit = e.args[0]
         return extract_scale(unit.value if isinstance(unit, X.Lit) else None, e.args[1].type)
     return None
-
-
-def typmod_of(e: X.Expr, schema: Schema) -> int:
-    """PostgreSQL's exprTypmod of ``e``: a column's own; CASE and COALESCE keep the one
-    all their branches share, NULLIF its first argument's (a number's); anything else has
-    none (-1)."""
-    if isinstance(e, X.Col):
-        return schema[e.index].typmod
-    if isinstance(e, X.NullIf):  # its = takes a varchar as text, which has no typmod
-        return typmod_of(e.a, schema) if e.type is not TEXT else -1
-    if isinstance(e, X.Case | X.Coalesce):
-        branches = [v for _, v in e.whens] + [e.otherwise] if isinstance(e, X.Case) else e.args
-        mods = {typmod_of(b, schema) for b in branches if b is not None}
-        return mods.pop() if len(mods) == 1 else -1
-    return -1

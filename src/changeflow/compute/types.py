@@ -16,7 +16,8 @@ An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its ele
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -155,21 +156,51 @@ def common_numeric(a: SqlType, b: SqlType) -> SqlType:
     return a if a.rank >= b.rank else b
 
 
-@dataclass(frozen=True)
+def char_width(typmod: int, text_type: str) -> int | None:
+    """The n of char(n) (``bpchar`` of typmod n + 4); None for another type."""
+    return typmod - 4 if text_type == "bpchar" and typmod >= 4 else None
+
+
+@dataclass(frozen=True, eq=False)
 class Column:
     """A column of a plan's output: name, type, whether it may be NULL and, for a numeric
     whose values all show the same number of decimals (``numeric(12,2)``, ``x * 2`` of it,
     ``sum(x)``), that scale; None: each value shows its own, as PostgreSQL's numerics do.
-    ``typmod`` is PostgreSQL's type modifier of a column read as declared (``numeric(p,s)``:
-    ``(p << 16 | s) + 4``, ``varchar(n)``: ``n + 4``; -1 for none): it is shown to clients,
-    not part of the column's identity."""
+    ``typmod`` is PostgreSQL's type modifier of the column (``numeric(p,s)``:
+    ``(p << 16 | s) + 4``, ``varchar(n)`` and ``char(n)``: ``n + 4``; -1 for none) and
+    ``text_type`` the PostgreSQL type a text column has when it is not ``text``: ``bpchar``
+    (char(n), whose width :attr:`pad` is its typmod's n) or ``varchar``."""
 
     name: str
     type: SqlType
     nullable: bool = True
     scale: int | None = None
-    pad: int | None = None  # char(n)'s n: its text is held without trailing blanks, shown to n
-    typmod: int = field(default=-1, compare=False)
+    typmod: int = -1
+    text_type: str = ""
+
+    @property
+    def pad(self) -> int | None:
+        """char(n)'s n: its text is held without trailing blanks and shown padded to n."""
+        return char_width(self.typmod, self.text_type)
+
+    def _identity(self) -> tuple[Any, ...]:
+        # the typmod of a varchar or a numeric is shown to clients, not part of the identity
+        return (self.name, self.type, self.nullable, self.scale, self.pad)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Column) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A column pickled before typmods held char(n)'s n (its ``pad``) read as it is now."""
+        pad = state.pop("pad", None)
+        if pad is not None:
+            state |= {"typmod": pad + 4, "text_type": "bpchar"}
+        elif "text_type" not in state and state["type"] is TEXT and state.get("typmod", -1) >= 4:
+            state["text_type"] = "varchar"  # a text column's typmod was varchar(n)'s
+        object.__setattr__(self, "__dict__", {"typmod": -1, "text_type": ""} | state)
 
     def __str__(self) -> str:
         return f"{self.name} {self.type}{'' if self.nullable else ' not null'}"

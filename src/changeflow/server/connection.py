@@ -256,11 +256,10 @@ class ClientConnection(Startup, Extended, Runner):
     def _row_description(self, columns: Schema, formats: list[int]) -> None:
         fields = []
         for i, c in enumerate(columns):
-            oid, size = (BPCHAR, -1) if c.pad is not None else oid_of(c.type)
-            if oid == TEXT and c.typmod >= 4:  # a column declared varchar(n)
-                oid = VARCHAR
-            typmod = c.pad + 4 if c.pad is not None else c.typmod
-            fields.append((c.name, oid, size, format_code(formats, i), typmod))
+            oid, size = oid_of(c.type)
+            if oid == TEXT and c.text_type:  # char(n) or varchar(n) held as text
+                oid = BPCHAR if c.text_type == "bpchar" else VARCHAR
+            fields.append((c.name, oid, size, format_code(formats, i), c.typmod))
         self.wire.send(*W.row_description(fields))
 
     def _send_outcome(self, outcome: Outcome, formats: list[int], limit: int) -> bool:

@@ -12,6 +12,7 @@ from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.functions import Func
+from changeflow.compute.functions.array_sets import HIGHEST, LOWEST
 from changeflow.compute.functions.base import determined
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
 from changeflow.compute.volatile import RandomDouble, RandomUuid
@@ -47,6 +48,8 @@ class ArrayScalars:
         """``a[i]``, or ``a[i][j]…`` as one subscript of several indexes (one a dimension)."""
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
+        if len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Slice):
+            return self._slice(node)
         chain: list[exp.Expression] = []
         array: exp.Expression = node
         while isinstance(array, exp.Bracket):
@@ -58,6 +61,54 @@ class ArrayScalars:
             coerce_text(str(i.this), INT4) if is_string_literal(i) else self.expr(i) for i in chain
         ]
         return Subscript(self.expr(array), indexes[0], tuple(indexes[1:]))
+
+    def _slice(self: Scalars, node: exp.Bracket) -> X.Expr:
+        """``a[lo:hi]``, ``a[:hi]``, ``a[lo:]`` of a one-dimensional array's first dimension."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        if isinstance(node.this, exp.Bracket):
+            raise unsupported("slices of several dimensions", node)
+        part = node.expressions[0]
+        bounds = []
+        for bound, omitted in ((part.this, LOWEST), (part.expression, HIGHEST)):
+            if bound is None:
+                bounds.append(X.lit(omitted))
+            elif is_string_literal(bound):
+                bounds.append(coerce_text(str(bound.this), INT4))
+            else:
+                bounds.append(self.expr(bound))
+        array = self.expr(node.this)
+        if array.type.element is None and array.type is not NULLTYPE:
+            raise PlanError(
+                f"cannot subscript type {array.type} because it does not support subscripting",
+                sqlstate="42804",
+            )
+        return Func("array_slice_of", (array, *bounds))
+
+    def array_containment(self: Scalars, node: exp.Expression, name: str) -> X.Expr | None:
+        """``a @> b`` (arraycontains), ``a <@ b`` (arraycontained), ``a && b``
+        (arrayoverlap) where a side is an array (a quoted literal beside one is of its
+        type); None where neither is."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        a, b = self.expr(node.this), self.expr(node.expression)
+        if a.type.element is None and b.type.element is None:
+            return None
+        if is_string_literal(node.this) and b.type.element is not None:
+            a = coerce_text(str(node.this.this), b.type)
+        if is_string_literal(node.expression) and a.type.element is not None:
+            b = coerce_text(str(node.expression.this), a.type)
+        if a.type != b.type and NULLTYPE not in (a.type, b.type):
+            op = {"arraycontains": "@>", "arraycontained": "<@"}.get(name, "&&")
+            raise PlanError(f"operator does not exist: {a.type} {op} {b.type}", sqlstate="42883")
+        return Func(name, (a, b))
+
+    def _arrayoverlaps(self: Scalars, node: exp.ArrayOverlaps) -> X.Expr:
+        found = self.array_containment(node, "arrayoverlap")
+        if found is None:
+            a, b = self.expr(node.this), self.expr(node.expression)
+            raise PlanError(f"operator does not exist: {a.type} && {b.type}", sqlstate="42883")
+        return found
 
     def _arraysize(self: Scalars, node: exp.ArraySize) -> X.Expr:
         args = [node.this] + ([node.expression] if node.expression is not None else [])

@@ -148,9 +148,13 @@ class JsonbScalars:
         return Func("jsonb_delete", (a, key))
 
     def _arraycontainsall(self: Scalars, node: exp.Expression) -> X.Expr:
+        if (found := self.array_containment(node, "arraycontains")) is not None:
+            return found
         a, b = self._jsonb_side(node.this), self._jsonb_side(node.expression)
         return Func("jsonb_contains", (a, b))
 
     def _arraycontainedby(self: Scalars, node: exp.Expression) -> X.Expr:
+        if (found := self.array_containment(node, "arraycontained")) is not None:
+            return found
         a, b = self._jsonb_side(node.this), self._jsonb_side(node.expression)
         return Func("jsonb_contained", (a, b))

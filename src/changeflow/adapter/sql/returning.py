@@ -14,6 +14,7 @@ from changeflow.adapter.sql.scope import Field, Scope, unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Column, Schema
+from changeflow.compute.typmods import mod_of
 from changeflow.errors import PlanError
 
 
@@ -59,5 +60,5 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
             raise unsupported("a subquery in RETURNING", inner)
         e = sc(inner)
         exprs.append(e)
-        columns.append(Column(output_name(item), e.type, e.nullable, pad=sc.pad(e)))
+        columns.append(Column(output_name(item), e.type, e.nullable, None, *mod_of(e, sc.schema)))
     return Returning(tuple(columns), tuple(exprs))

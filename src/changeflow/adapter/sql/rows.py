@@ -13,6 +13,7 @@ from changeflow.adapter.sql.scope import Scope
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.types import INT8, NULLTYPE, TEXT
+from changeflow.compute.typmods import Mod, unsized_bpchar
 
 ONE_ROW = P.Constant((((), 1),), ())
 
@@ -108,32 +109,36 @@ def _skips_padding(arg: X.Expr, present: X.Col) -> X.Expr:
 
 
 def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:
-    """``plans`` with each column cast to the type all of them unify to."""
+    """``plans`` with each column cast to the type all of them unify to; char(n) columns of
+    different widths (or beside a bpchar without one) become bpchar without a length, each
+    value padded to its own n, as PostgreSQL's UNION gives them."""
     width = len(plans[0].schema)
     kinds = []
     for i in range(width):
         column = tuple(X.Lit(None, p.schema[i].type) for p in plans)
         kinds.append(X.common_type(column, f"{what}"))
+    chars = [_mixed_chars([Mod.of(p.schema[i]) for p in plans]) for i in range(width)]
     out = []
     for p in plans:
-        casts = [
-            (c.name, X.Cast(P.col(p.schema, i), kinds[i]))
-            for i, c in enumerate(p.schema)
-            if c.type != kinds[i]
-        ]
-        if not casts:
-            out.append(p)
-            continue
-        mapped = P.Map(p, tuple(casts))
-        columns, extra = [], width
+        changed = {}
         for i, c in enumerate(p.schema):
             if c.type != kinds[i]:
-                columns.append(extra)
-                extra += 1
-            else:
-                columns.append(i)
-        out.append(P.Project(mapped, tuple(columns), tuple(c.name for c in p.schema)))
+                changed[i] = X.Cast(P.col(p.schema, i), kinds[i])
+            elif chars[i]:
+                changed[i] = unsized_bpchar(P.col(p.schema, i), Mod.of(c))
+        if not changed:
+            out.append(p)
+            continue
+        mapped = P.Map(p, tuple((p.schema[i].name, e) for i, e in changed.items()))
+        places = {i: width + k for k, i in enumerate(changed)}
+        columns = tuple(places.get(i, i) for i in range(width))
+        out.append(P.Project(mapped, columns, tuple(c.name for c in p.schema)))
     return out
+
+
+def _mixed_chars(mods: list[Mod]) -> bool:
+    """Are these bpchar columns of more than one width?"""
+    return all(m.text_type == "bpchar" for m in mods) and len(set(mods)) > 1
 
 
 def col_of(plan: P.Plan, index: int, name: str = "") -> X.Col:

@@ -358,12 +358,13 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         if node.args.get("query") is not None or node.args.get("unnest") is not None:
             raise unsupported(f"a subquery in {self.clause}", node)
         a = self.expr(node.this)
-        return X.InList(a, tuple(self.compared_literal(a, item) for item in node.expressions))
+        items = tuple(self.compared_literal(a, item) for item in node.expressions)
+        return X.InList(self.as_text(a), items)
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
         if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
             return joined
-        texts = (self.expr(node.this), self.expr(node.expression))
+        texts = (self.as_text(self.expr(node.this)), self.as_text(self.expr(node.expression)))
         return Func("textcat", tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in texts))
 
     # -- conditionals ------------------------------------------------------------------------
@@ -377,7 +378,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         except PlanError:
             return exprs
         if kind in (TEXT, NULLTYPE):
-            return exprs
+            return self.char_branches(nodes, exprs)
         return [
             coerce_text(str(n.this), kind) if is_string_literal(n) else e
             for n, e in zip(nodes, exprs, strict=True)
@@ -417,7 +418,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
                 return self.to_oid(value)
             if value.type != kind:
                 value = X.Cast(value, kind)
-        return self.unpadded_cast(sized(value, node.to, scale), node.to)
+        return sized(self.cast_text(value, node.to), node.to, scale)
 
     def _collate(self, node: exp.Collate) -> X.Expr:
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
@@ -460,6 +461,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             return found
         else:
             values = self.shown_args(name, [self.expr(a) for a in args])
+            if (named := self.text_typeof(name, values)) is not None:
+                return named
         try:
             return Func(name, tuple(values))
         except PlanError as e:

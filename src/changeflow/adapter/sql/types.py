@@ -149,8 +149,20 @@ def sized(value: X.Expr, dt: exp.Expression, scale: int | None) -> X.Expr:
     varchar(n)'s or char(n)'s length (an explicit cast cuts, as PostgreSQL's does); char(n)'s
     trailing blanks dropped, as its comparisons, ``||``, length() and ``::text`` drop them."""
     if scale is not None:
-        return Func("round", (value, X.lit(scale)))
+        found = _decimal(dt)  # type: ignore[arg-type]
+        precision = found[0] if found is not None else 38
+        return Func("numeric_n", (value, X.lit(scale), X.lit(precision)))
     length = text_length(dt)  # type: ignore[arg-type]
     if length is None:
+        return _unsized_text(value, dt)
+    return Func("varchar_n" if length > 0 else "char_n", (value, X.lit(abs(length))))
+
+
+def _unsized_text(value: X.Expr, dt: exp.Expression) -> X.Expr:
+    """``x::varchar`` without a length: text of that type (``x::bpchar``: see
+    :meth:`~changeflow.adapter.sql.char_scalars.CharScalars.cast_text`)."""
+    if not isinstance(dt, exp.DataType) or dt.expressions:
         return value
-    return Func("left" if length > 0 else "char_n", (value, X.lit(abs(length))))
+    if dt.this in (T.VARCHAR, T.NVARCHAR):
+        return Func("typed_text", (value, X.lit("varchar")))
+    return value

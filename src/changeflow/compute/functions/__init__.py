@@ -17,6 +17,7 @@ from typing import Any
 from changeflow.compute.expr import Expr, _typed
 from changeflow.compute.functions import (
     array_edits,
+    array_sets,
     arrays,
     binary,
     bits,
@@ -43,6 +44,7 @@ FUNCTIONS: dict[str, Function] = {
     for family in (
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
+        array_sets,
         binary,
         statistics,
         bits,
@@ -56,7 +58,8 @@ FUNCTIONS: dict[str, Function] = {
 NOT_IN_PG_PROC = frozenset(
     {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
-    | {"interval_sum_of", "oid_of_bigint", "char_n"}
+    | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
+    | {"array_slice_of"}
     | set(statistics.FORMS)
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )

@@ -385,6 +385,13 @@ FUNCTIONS = [
         arrow=pc.abs_checked,
     ),
     Function("round", Overloads("round", _ROUND), _round, spark=_spark_round),
+    # a cast to numeric(p,s): rounded to s (its type modifier is the cast's, not round's)
+    Function(
+        "numeric_n",
+        _sig((NUMERIC, "int", "int"), result=NUMERIC),
+        lambda x, places, _precision: _round(x, places),
+        spark=_spark_round,
+    ),
     Function(
         "trunc", Overloads("trunc", (*_ROUND, ((MACADDR,), MACADDR))), _trunc, spark=_spark_trunc
     ),

@@ -468,6 +468,14 @@ FUNCTIONS = [
     ),
     Function("left", _sig((TEXT, "int"), result=TEXT), _left, spark=_spark_left),
     Function("char_n", _sig((TEXT, "int"), result=TEXT), _char_n, spark=_spark_char_n),
+    Function("varchar_n", _sig((TEXT, "int"), result=TEXT), _left, spark=_spark_left),
+    # ``x::varchar`` and ``x::bpchar`` without a length: the text, of that type
+    Function(
+        "typed_text",
+        _sig((TEXT, TEXT), result=TEXT),
+        lambda s, _kind: s,
+        spark=lambda cc, e: cc.compile(e.args[0]),
+    ),
     Function("right", _sig((TEXT, "int"), result=TEXT), _right, spark=_spark_right),
     Function(
         "starts_with", _sig((TEXT, TEXT), result=BOOL), str.startswith, spark=_simple("startswith")
