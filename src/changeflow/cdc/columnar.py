@@ -161,6 +161,9 @@ class ColumnarReader(CdcReader):
         table = table.set_column(
             table.schema.get_field_index(TIME), TIME, table.column(TIME).cast(pa.int64())
         ).set_column(table.schema.get_field_index(DIFF), DIFF, table.column(DIFF).cast(pa.int64()))
+        # one chunk a column (Parquet gives one per batch of rows): every numpy view of a column
+        # below is then free, where each would otherwise concatenate the chunks again
+        table = table.combine_chunks()
         if self._minimum is None:
             self._start([0])
         self._check_kind(table.column(TIME)[0].as_py())

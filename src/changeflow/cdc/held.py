@@ -92,21 +92,25 @@ def equal_numeric(a: tuple, i: np.ndarray, b: tuple, j: np.ndarray) -> np.ndarra
     return (eq & va & vb) | (~va & ~vb)
 
 
-def time_order(times: np.ndarray) -> np.ndarray:
-    """The order that sorts ``times`` (stable): one counting pass when they span at most a few
-    times their number (as the times of one report do), two 16-bit radix passes when they span
-    less than 2^32, else a comparison sort."""
+def time_order(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order that sorts ``times`` (stable), and the times in that order: one counting
+    pass when they span at most a few times their number (as the times of one report do; the
+    sorted times are then written from the counts, not gathered), two 16-bit radix passes
+    when they span less than 2^32, else a comparison sort."""
     if not len(times):
-        return np.empty(0, np.int64)
+        return np.empty(0, np.int64), times
     lo, hi = int(times.min()), int(times.max())
     if hi - lo <= 4 * len(times) + 65_536:
-        order, _ = groupsort_indexer((times - lo).astype(np.intp), hi - lo + 1)
-        return order.astype(np.int64, copy=False)
+        order, counts = groupsort_indexer((times - lo).astype(np.intp), hi - lo + 1)
+        ordered = np.repeat(np.arange(lo, hi + 1, dtype=np.int64), counts[1:])
+        return order.astype(np.int64, copy=False), ordered
     if hi - lo >= 1 << 32:
-        return np.argsort(times, kind="stable")
-    t = (times - lo).astype(np.uint32)
-    order = np.argsort((t & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort((t[order] >> 16).astype(np.uint16), kind="stable")]
+        order = np.argsort(times, kind="stable")
+    else:
+        t = (times - lo).astype(np.uint32)
+        order = np.argsort((t & 0xFFFF).astype(np.uint16), kind="stable")
+        order = order[np.argsort((t[order] >> 16).astype(np.uint16), kind="stable")]
+    return order, times[order]
 
 
 def _grow(a: np.ndarray, size: int, fill: object | None = None) -> np.ndarray:
@@ -209,9 +213,13 @@ class HeldRows:
         whole = pa.chunked_array(self.chunks[c], self.types[c])
         return whole.take(pa.array(positions, pa.int64())).combine_chunks()
 
-    def take(self, positions: np.ndarray) -> pa.Table:
-        """The rows at ``positions``, as a table."""
-        return pa.table([self.column(c, positions) for c in self.names], names=self.names)
+    def take(self, positions: np.ndarray, times: np.ndarray | None = None) -> pa.Table:
+        """The rows at ``positions``, as a table; ``times``: their ``_time``, known already."""
+        columns = [
+            pa.array(times) if c == TIME and times is not None else self.column(c, positions)
+            for c in self.names
+        ]
+        return pa.table(columns, names=self.names)
 
     def ints(self, c: str, positions: np.ndarray | slice) -> np.ndarray:
         """``_time`` or ``_diff`` at ``positions``."""
@@ -390,8 +398,9 @@ class HeldIndex:
         gone = np.flatnonzero(alive)
         if not len(gone):
             return None, np.empty(0, np.uint64)
-        gone = gone[time_order(self.rows.ints(TIME, gone))]
-        out = self.rows.take(gone)
+        order, times = time_order(self.rows.ints(TIME, gone))
+        gone = gone[order]
+        out = self.rows.take(gone, times)
         hashes = self.hashes[gone] if hashed else np.empty(0, np.uint64)
         if len(gone) == self.live:  # all of them: no scatter
             self.alive[:n] = False
