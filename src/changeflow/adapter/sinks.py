@@ -14,6 +14,7 @@ from typing import Any
 
 from changeflow.adapter.catalog import Item
 from changeflow.adapter.environment import EPOCH, Environment
+from changeflow.adapter.typmods import pads
 from changeflow.errors import ChangeflowError, PlanError, Timeout, with_context
 
 WAIT_SECONDS = 5.0  # how long a host's run of a sink waits for its input to be complete
@@ -93,6 +94,7 @@ def run_sink(env: Environment, item: Item, first: bool = False) -> None:
         o["delta"],
         resource=o["table"],
         columns=tuple((s, n) for s, n in o["columns"]) if "columns" in o else None,
+        pads=tuple(pads(env.catalog.load().items[o["from"]]).items()),
     )
     _log(env).parent.mkdir(parents=True, exist_ok=True)
     try:

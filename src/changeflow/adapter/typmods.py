@@ -107,6 +107,12 @@ def text_types(item: Item) -> dict[str, str]:
     return {c[0]: names[m.text_type] for c, m in mods if m.text_type}
 
 
+def pads(item: Item) -> dict[str, int]:
+    """The item's char(n) columns and their n, by name."""
+    mods = zip(item.columns, mods_of(item), strict=True)
+    return {c[0]: m.pad for c, m in mods if m.pad is not None}
+
+
 def column_typmods(item: Item) -> list[int]:
     """Each of the item's columns' type modifier, in order (-1 for none)."""
     return [m.typmod for m in mods_of(item)]

@@ -6,7 +6,11 @@ stores and sends it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from changeflow.compute.types import Schema
 
@@ -24,3 +28,13 @@ def padded_rows(rows: list[tuple[Any, ...]], schema: Schema) -> list[tuple[Any, 
                 values[i] = values[i].ljust(n)
         out.append(tuple(values))
     return out
+
+
+def padded_table(table: pa.Table, pads: Iterable[tuple[str, int]]) -> pa.Table:
+    """``table`` with its char(n) columns (each a name and its n) padded with blanks to n."""
+    for name, n in pads:
+        if name in table.column_names:
+            at = table.column_names.index(name)
+            padded = pc.utf8_rpad(table.column(at), width=n, padding=" ")
+            table = table.set_column(at, table.schema.field(at), padded)
+    return table

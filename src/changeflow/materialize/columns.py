@@ -15,8 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from changeflow.compute.pads import padded_table
 from changeflow.errors import InvalidInput
 from changeflow.materialize.protocol import Binding, Doc, Key
+from changeflow.storage.frames import consolidate
+from changeflow.updates import DIFF, TIME
 
 EXISTS, DELETED = "_exists", "_deleted"
 KEY_META = b"changeflow.key"  # a Store table names its key columns in its schema's metadata
@@ -157,3 +160,17 @@ def documents(binding: Binding, rows: pa.Table) -> list[tuple[Key, Doc]]:
     for doc in rows.select(list(binding.columns)).to_pylist():
         out.append((tuple(doc[k] for k in binding.key), doc))
     return out
+
+
+def as_written(
+    updates: pa.Table,
+    columns: tuple[tuple[str, str], ...] | None,
+    pads: tuple[tuple[str, int], ...],
+) -> pa.Table:
+    """A shard's updates as the target gets them: only ``columns`` (each a stored name and
+    its target name; a change to the others is none to these), char(n) values padded."""
+    if columns is not None:
+        stored, names = zip(*columns, strict=True)
+        updates = updates.select([*stored, TIME, DIFF])
+        updates = consolidate(updates.rename_columns([*names, TIME, DIFF]))
+    return padded_table(updates, pads)

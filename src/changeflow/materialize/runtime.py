@@ -46,6 +46,7 @@ from changeflow.materialize.columns import (
     DELETED,
     EXISTS,
     arrow_schema,
+    as_written,
     conform,
     from_rows,
     store_schema,
@@ -77,7 +78,6 @@ from changeflow.materialize.stop import Stoppable, sigint_stops
 from changeflow.materialize.targets import claim
 from changeflow.materialize.transport import InProcess, Subprocess, Transport
 from changeflow.storage import ReadCapability, Storage
-from changeflow.storage.frames import consolidate
 from changeflow.time import Antichain
 from changeflow.updates import DIFF, TIME
 
@@ -101,6 +101,7 @@ class Materialization:
     resource: str | None = None  # the target's table or file name (default: the shard's)
     #: the shard's columns to write, each with its name in the target (default: all, as named)
     columns: tuple[tuple[str, str], ...] | None = None
+    pads: tuple[tuple[str, int], ...] = ()  # char(n) columns (target names): shown padded to n
 
 
 @dataclass
@@ -444,10 +445,7 @@ class Runtime:
         skip_snapshot = resume is not None
         while (step := subscription.next(timeout=idle if goal is None else None)) is not None:
             updates, upper = step
-            if self.spec.columns is not None:  # a change to the others is none to these
-                stored, names = zip(*self.spec.columns, strict=True)
-                updates = updates.select([*stored, TIME, DIFF])
-                updates = consolidate(updates.rename_columns([*names, TIME, DIFF]))
+            updates = as_written(updates, self.spec.columns, self.spec.pads)
             updates = self.keys.select(updates, self.binding.key)
             if skip_snapshot:  # the target holds it already
                 skip_snapshot = False
