@@ -57,20 +57,7 @@ def unreferenced(state: CatalogState, item: Item, cascade: bool, names: list[str
     if not others:
         return state
     rel = visible(state, item)
-    if not cascade:
-        lines = [
-            f"constraint {fk.name} on table {visible(state, c)} depends on table {rel}"
-            for c, fk in others
-        ]
-        raise PlanError(
-            f"cannot drop table {rel} because other objects depend on it",
-            sqlstate="2BP01",
-            detail="\n".join(lines),
-            hint="Use DROP ... CASCADE to drop the dependent objects too.",
-        )
-    for c, fk in others:
-        state = _without(state, c.id, fk.name)[0]
-    return state
+    return _dropped_with(state, others, cascade, f"table {rel}", f"table {rel}")
 
 
 def key_unreferenced(state: CatalogState, item: Item, name: str, cascade: bool) -> CatalogState:
@@ -81,19 +68,26 @@ def key_unreferenced(state: CatalogState, item: Item, name: str, cascade: bool) 
         return state
     nums = sorted(attnums(item)[i] for i in key[1])
     found = [(c, fk) for c, fk in referencing(state, item.id) if sorted(fk.refs) == nums]
-    if found and not cascade:
+    what = f"constraint {name} on table {visible(state, item)}"
+    return _dropped_with(state, found, cascade, what, f"index {name}")
+
+
+def _dropped_with(
+    state: CatalogState, fks: list[tuple[Item, ForeignKey]], cascade: bool, what: str, on: str
+) -> CatalogState:
+    """The state without the foreign keys ``fks`` (each with its table) that depend ``on``
+    something, if ``cascade``; else, if there are any, 2BP01: ``what`` cannot be dropped."""
+    if fks and not cascade:
         lines = [
-            f"constraint {fk.name} on table {visible(state, c)} depends on index {name}"
-            for c, fk in found
+            f"constraint {fk.name} on table {visible(state, c)} depends on {on}" for c, fk in fks
         ]
         raise PlanError(
-            f"cannot drop constraint {name} on table {visible(state, item)} because other "
-            "objects depend on it",
+            f"cannot drop {what} because other objects depend on it",
             sqlstate="2BP01",
             detail="\n".join(lines),
             hint="Use DROP ... CASCADE to drop the dependent objects too.",
         )
-    for c, fk in found:
+    for c, fk in fks:
         state = _without(state, c.id, fk.name)[0]
     return state
 
