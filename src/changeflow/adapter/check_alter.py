@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
+from changeflow.adapter.constraint_options import add_checked
 from changeflow.adapter.fk_catalog import (
     add_foreign_key,
     constraint_names,
@@ -50,20 +51,7 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
         )
     table = split_name(item.name)[1]
     (check,) = table_checks(table, defs, schema_of(item), taken)
-    _check_rows(env, item, check)
-
-    def change(state: CatalogState) -> tuple[CatalogState, Item]:
-        now = state.items[item.id]
-        checks = [*(now.options.get("checks") or []), check.to_json()]
-        changed = replace(now, options={**now.options, "checks": checks})
-        return state.with_item(changed), changed
-
-    env.catalog.change(change)
-    try:
-        _check_rows(env, env.catalog.load().items[item.id], check)
-    except EvalError:
-        env.catalog.change(lambda s: _without(s, item.id, check.name))
-        raise
+    add_checked(env, item, "checks", check, lambda table: _check_rows(env, table, check))
     return Result(TAG)
 
 
@@ -85,12 +73,6 @@ def _check_rows(env: Environment, item: Item, check: Check) -> None:
                 table=item.name,
                 constraint=check.name,
             ) from failed
-
-
-def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState, None]:
-    now = state.items[item_id]
-    checks = [c for c in now.options.get("checks") or [] if c[0] != name]
-    return state.with_item(replace(now, options={**now.options, "checks": checks})), None
 
 
 def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.constraint_options import add_checked, without
 from changeflow.adapter.foreign_keys import (
     SHOWN,
     ForeignKey,
@@ -20,7 +21,7 @@ from changeflow.adapter.foreign_keys import (
     referencing,
     table_foreign_keys,
 )
-from changeflow.errors import EvalError, PlanError
+from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -88,7 +89,7 @@ def _dropped_with(
             hint="Use DROP ... CASCADE to drop the dependent objects too.",
         )
     for c, fk in fks:
-        state = _without(state, c.id, fk.name)[0]
+        state = without(state, c.id, "foreign_keys", fk.name)
     return state
 
 
@@ -142,12 +143,6 @@ def _referenced_among(state: CatalogState, item: Item | None, ids: set[str]) -> 
     )
 
 
-def _without(state: CatalogState, item_id: str, name: str) -> tuple[CatalogState, None]:
-    now = state.items[item_id]
-    fks = [f for f in now.options.get("foreign_keys") or [] if f[0] != name]
-    return state.with_item(replace(now, options={**now.options, "foreign_keys": fks})), None
-
-
 def fks_without_column(item: Item, i: int) -> list[list]:
     """The item's foreign keys once its ``i``-th column is dropped: those of the column (or
     referencing it, in the table itself) go with it."""
@@ -197,19 +192,7 @@ def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], ta
     row whose key is not referenced), then the constraint kept, then the rows checked again
     (a write planned before the change may have added one meanwhile: it then goes again)."""
     (fk,) = table_foreign_keys(env.catalog.load(), item.name, defs, item, taken)
-    _check_rows(env, item, fk)
-
-    def change(state: CatalogState) -> tuple[CatalogState, None]:
-        now = state.items[item.id]
-        fks = [*(now.options.get("foreign_keys") or []), fk.to_json()]
-        return state.with_item(replace(now, options={**now.options, "foreign_keys": fks})), None
-
-    env.catalog.change(change)
-    try:
-        _check_rows(env, env.catalog.load().items[item.id], fk)
-    except EvalError:
-        env.catalog.change(lambda s: _without(s, item.id, fk.name))
-        raise
+    add_checked(env, item, "foreign_keys", fk, lambda table: _check_rows(env, table, fk))
 
 
 def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
@@ -242,7 +225,7 @@ def drop_foreign_key(env: Environment, item: Item, name: str) -> bool:
     """DROP CONSTRAINT of a foreign key: False if ``item`` has none named ``name``."""
     if not any(f.name == name for f in foreign_keys_of(item)):
         return False
-    env.catalog.change(lambda s: _without(s, item.id, name))
+    env.catalog.change(lambda s: (without(s, item.id, "foreign_keys", name), None))
     return True
 
 

@@ -26,7 +26,7 @@ from changeflow.adapter.foreign_keys import (
     positions,
     referencing,
 )
-from changeflow.adapter.keyed import KEYS_READ, _by_key
+from changeflow.adapter.keyed import KEYS_READ, rows_with_key
 from changeflow.adapter.resolver import CatalogResolver, schema_of
 from changeflow.adapter.written import with_own_writes
 from changeflow.compute import plan as P
@@ -222,7 +222,7 @@ def _with_keys(
         txn.read_ts = env.read_ts(timeline, {item.shard})
     txn.reads.add(item.shard)
     u = Unique("", cols)
-    plans = [get] if len(keys) > KEYS_READ else [_by_key(get, u, k) for k in keys]
+    plans = [get] if len(keys) > KEYS_READ else [rows_with_key(get, u, k) for k in keys]
     wanted = set(keys)
     out: dict[Row, dict[Row, int]] = {}
     for plan in plans:

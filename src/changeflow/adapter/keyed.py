@@ -52,7 +52,7 @@ def constrain(
         whose keys are those of ``changes``' added rows."""
         wanted = {(u, k) for u in unique for r, d in changes if d > 0 and (k := u.key(r))}
         wanted -= done
-        plans = [_by_key(table.plan, u, k) for u, k in wanted]
+        plans = [rows_with_key(table.plan, u, k) for u, k in wanted]
         if None in done or not wanted:
             plans = []
         elif len(wanted | done) > KEYS_READ:
@@ -78,7 +78,7 @@ def constrain(
     return rows
 
 
-def _by_key(get: P.Plan, u: Unique, key: Row) -> P.Plan:
+def rows_with_key(get: P.Plan, u: Unique, key: Row) -> P.Plan:
     """The rows of ``get`` whose columns of ``u`` are ``key``."""
     predicates = []
     for i, value in zip(u.columns, key, strict=True):
