@@ -92,6 +92,10 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         from changeflow.adapter.alter_type import alter_type
 
         return alter_type(env, state, item, g)
+    if g["action"] == "column":
+        from changeflow.adapter.alter_column import alter_column
+
+        return alter_column(env, state, item, g)
     if g["action"] == "drop_constraint":
         return drop_constraint(env, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
@@ -107,11 +111,6 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
     node = parse_sql(f"CREATE TABLE x ({text})").this.expressions
     if len(node) != 1 or not isinstance(node[0], exp.ColumnDef):
         raise PlanError("syntax error: ADD COLUMN takes a name and a type", sqlstate="42601")
-    if node[0].find(exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint):
-        raise PlanError(
-            "ADD COLUMN … PRIMARY KEY or UNIQUE is not supported: a key is declared with the table",
-            sqlstate="0A000",
-        )
     ident = node[0].this
     name = ident.this if ident.quoted else ident.this.lower()
     if name in (c[0] for c in item.columns):
@@ -129,10 +128,16 @@ def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -
         raise
     if serial is not None:
         own(env, {serial.name}, item.name)
-    if node[0].find(exp.Reference):  # its foreign key, once the column is there
+    from changeflow.adapter.key_alter import add_key
+
+    keys = (exp.Reference, exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint)
+    if node[0].find(*keys):  # its keys, once the column is there
         now = env.catalog.load().items[item.id]
         try:
-            add_foreign_key(env, now, node, constraint_names(now))
+            add_key(env, now, node, constraint_names(now))
+            if node[0].find(exp.Reference):
+                now = env.catalog.load().items[item.id]
+                add_foreign_key(env, now, node, constraint_names(now))
         except BaseException:
             _drop(env, env.catalog.load(), now, {"column": name})
             raise

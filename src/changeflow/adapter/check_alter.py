@@ -35,7 +35,9 @@ TAG = "ALTER TABLE"
 
 
 def add_check(env: Environment, item: Item, text: str) -> Result:
-    """ADD [CONSTRAINT name] CHECK (…): 0A000 for other constraints."""
+    """ADD [CONSTRAINT name] CHECK (…), FOREIGN KEY, PRIMARY KEY or UNIQUE: 0A000 for
+    EXCLUDE."""
+    from changeflow.adapter.key_alter import KEYS, add_key  # it builds on ALTER TABLE's steps
     from changeflow.adapter.resolver import schema_of
 
     defs = parse_sql(f"CREATE TABLE x ({text})").this.expressions
@@ -44,9 +46,13 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
     if len(defs) == 1 and parts and isinstance(parts[0], exp.ForeignKey):
         add_foreign_key(env, item, defs, taken)
         return Result(TAG)
+    if len(defs) == 1 and parts and isinstance(parts[0], KEYS):
+        add_key(env, item, defs, taken)
+        return Result(TAG)
     if len(defs) != 1 or not parts or not isinstance(parts[0], exp.CheckColumnConstraint):
         raise PlanError(
-            "ALTER TABLE … ADD CONSTRAINT other than CHECK or FOREIGN KEY is not supported",
+            "ALTER TABLE … ADD CONSTRAINT takes CHECK, FOREIGN KEY, PRIMARY KEY or UNIQUE "
+            "(EXCLUDE is not supported)",
             sqlstate="0A000",
         )
     table = split_name(item.name)[1]

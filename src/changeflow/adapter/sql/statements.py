@@ -261,6 +261,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
     ),
     (
+        "alter_column",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
+        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?P<change>(?:SET|DROP)\s+NOT\s+NULL|DROP\s+DEFAULT"
+        r"|SET\s+DEFAULT\s+(?P<default>.+))",
+    ),
+    (
         "alter_type",
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
         rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?:SET\s+DATA\s+)?TYPE\s+(?P<type>.+?)"
