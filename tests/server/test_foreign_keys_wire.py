@@ -129,3 +129,39 @@ def test_inspector_foreign_keys_as_postgres(server, postgres_url: str, table_nam
     theirs = inspect(postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
     assert ours == theirs
     assert len(ours[0]) == 2
+
+
+def test_deferred_foreign_keys_through_the_server(start_server, postgres_url: str) -> None:
+    """A DEFERRABLE INITIALLY DEFERRED foreign key (as Django declares them) through psycopg
+    in a transaction: checked at commit, whose failure (23503, as PostgreSQL's) rolls it back
+    and leaves the connection usable; psql's ``\\d`` lists it as PostgreSQL's does."""
+    served = start_server()
+    setup = [
+        "CREATE TABLE dfk_p (id int PRIMARY KEY)",
+        "CREATE TABLE dfk_c (id int PRIMARY KEY, p_id int)",
+        "ALTER TABLE dfk_c ADD CONSTRAINT dfk_c_p_id_fk FOREIGN KEY (p_id) REFERENCES dfk_p (id) "
+        "DEFERRABLE INITIALLY DEFERRED",
+    ]
+    seen = []
+    for c in (served.connect(), psycopg.connect(postgres_url)):
+        with c:
+            c.autocommit = True
+            for sql in ["DROP TABLE IF EXISTS dfk_c, dfk_p", *setup]:
+                c.execute(sql)
+            c.autocommit = False
+            c.execute("INSERT INTO dfk_c VALUES (1, 10)")
+            c.execute("INSERT INTO dfk_p VALUES (10)")
+            c.commit()
+            c.execute("INSERT INTO dfk_c VALUES (2, 20)")
+            with pytest.raises(psycopg.errors.ForeignKeyViolation) as failed:
+                c.commit()
+            d = failed.value.diag
+            seen.append((d.message_primary, d.message_detail, d.constraint_name))
+            seen.append(c.execute("SELECT * FROM dfk_c ORDER BY id").fetchall())
+            c.rollback()
+            c.autocommit = True
+            c.execute("DROP TABLE dfk_c, dfk_p")
+    assert seen[:2] == seen[2:]
+    assert seen[1] == [(1, 10)]
+    teardown = ["DROP TABLE IF EXISTS dfk_c, dfk_p"]
+    _same_psql_output(served, postgres_url, setup, ["\\d dfk_c"], teardown)

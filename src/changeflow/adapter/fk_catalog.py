@@ -255,7 +255,8 @@ def fk_constraints(
         keys = "{" + ",".join(map(str, fk.columns)) + "}"
         refs = "{" + ",".join(map(str, fk.refs)) + "}"
         rows.append(
-            (fk_oid(oid, k), fk.name, namespace, "f", False, False, True, oid, 0, index, 0)
+            (fk_oid(oid, k), fk.name, namespace, "f", fk.deferrable, fk.deferred, True, oid, 0)
+            + (index, 0)
             + (parent_oid, fk.on_update, fk.on_delete, fk.match, True, 0, True, keys, refs, None)
         )
     return rows
@@ -305,7 +306,8 @@ def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...
             if parent is None:
                 continue
             pschema, prel = split_name(parent.name)
-            row = (*head, fk.name, *head, rel, "FOREIGN KEY", "NO", "NO", "YES")
+            deferral = ("YES" if fk.deferrable else "NO", "YES" if fk.deferred else "NO")
+            row = (*head, fk.name, *head, rel, "FOREIGN KEY", *deferral, "YES")
             out["table_constraints"].append(row)
             unique = next(
                 (

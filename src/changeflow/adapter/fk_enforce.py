@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.constraints import Unique
+from changeflow.adapter.fk_deferred import Pending, deferring
 from changeflow.adapter.foreign_keys import (
     ForeignKey,
     column_names,
@@ -48,12 +49,19 @@ def enforce_foreign_keys(
         return
     added = [r for r, d in rows if d > 0]
     for fk in foreign_keys_of(item):
-        _check_child(session, txn, state, item, fk, added)
+        if deferring(txn, fk):
+            txn.deferred.append(Pending("child", item.id, fk.name, added, []))
+        else:
+            check_child(session, txn, state, item, fk, added)
     removed = [r for r, d in rows if d < 0]
     if not removed:
         return
     for child, fk in referencing(state, item.id):
-        _check_parent(session, txn, state, item, child, fk, added, removed)
+        action = fk.on_update if added else fk.on_delete
+        if action == "a" and deferring(txn, fk):
+            txn.deferred.append(Pending("parent", child.id, fk.name, added, removed))
+        else:
+            check_parent(session, txn, state, item, child, fk, added, removed)
 
 
 def key_of(row: Row, cols: tuple[int, ...]) -> Row | None:
@@ -62,14 +70,17 @@ def key_of(row: Row, cols: tuple[int, ...]) -> Row | None:
     return None if any(v is None for v in key) else key
 
 
-def _check_child(
+def check_child(
     session: Session,
     txn: Transaction,
     state: CatalogState,
     item: Item,
     fk: ForeignKey,
     added: list[Row],
+    present: bool = False,
 ) -> None:
+    """23503 if a key of the ``added`` rows of the referencing table ``item`` is not in the
+    referenced one (``present``: only the keys some row of ``item`` still has)."""
     cols = positions(item, fk.columns)
     keys: dict[Row, None] = {}  # in order, each once
     for row in added:
@@ -90,6 +101,9 @@ def _check_child(
     parent = state.items.get(fk.parent)
     if parent is None:  # dropped while the constraint was being made: nothing to reference
         return
+    if present:
+        there = _with_keys(session, txn, item, cols, list(keys))
+        keys = {k: None for k in keys if k in there}
     found = _with_keys(session, txn, parent, positions(parent, fk.refs), list(keys))
     for key in keys:
         if key not in found:
@@ -103,7 +117,7 @@ def _check_child(
             )
 
 
-def _check_parent(
+def check_parent(
     session: Session,
     txn: Transaction,
     state: CatalogState,
@@ -113,6 +127,8 @@ def _check_parent(
     added: list[Row],
     removed: list[Row],
 ) -> None:
+    """The action of ``fk`` (of table ``child``) on the keys that the write of ``added`` and
+    ``removed`` rows to its referenced table ``item`` takes away."""
     refs = positions(item, fk.refs)
     gone = list(dict.fromkeys(k for r in removed if (k := key_of(r, refs)) is not None))
     if not gone:

@@ -31,7 +31,7 @@ class ForeignKey:
     """A FOREIGN KEY constraint: its name, its columns' numbers, the referenced table (its
     item id) and that table's columns' numbers, ON UPDATE and ON DELETE (pg_constraint's
     letters: a no action, r restrict, c cascade, n set null, d set default) and MATCH (s
-    simple, f full)."""
+    simple, f full), DEFERRABLE and INITIALLY DEFERRED."""
 
     name: str
     columns: tuple[int, ...]
@@ -40,17 +40,22 @@ class ForeignKey:
     on_update: str = "a"
     on_delete: str = "a"
     match: str = "s"
+    deferrable: bool = False
+    deferred: bool = False
 
     def to_json(self) -> list:
         return [self.name, list(self.columns), self.parent, list(self.refs)] + [
             self.on_update,
             self.on_delete,
             self.match,
+            self.deferrable,
+            self.deferred,
         ]
 
     @staticmethod
     def from_json(v: list) -> ForeignKey:
-        return ForeignKey(v[0], tuple(v[1]), v[2], tuple(v[3]), v[4], v[5], v[6])
+        deferral = (bool(v[7]), bool(v[8])) if len(v) > 7 else (False, False)
+        return ForeignKey(v[0], tuple(v[1]), v[2], tuple(v[3]), v[4], v[5], v[6], *deferral)
 
 
 def foreign_keys_of(item: Any) -> list[ForeignKey]:
@@ -115,11 +120,9 @@ def _reference(given: str | None, columns: list[str], ref: exp.Reference) -> _Pa
     options = [" ".join(str(o).upper().split()) for o in ref.args.get("options") or []]
     if "MATCH PARTIAL" in options:
         raise PlanError("MATCH PARTIAL not yet implemented", sqlstate="0A000")
-    if "DEFERRABLE" in options or "INITIALLY DEFERRED" in options:
+    if "INITIALLY DEFERRED" in options and "NOT DEFERRABLE" in options:
         raise PlanError(
-            "DEFERRABLE foreign keys are not supported: a foreign key is checked at the end "
-            "of each statement",
-            sqlstate="0A000",
+            "constraint declared INITIALLY DEFERRED must be DEFERRABLE", sqlstate="42601"
         )
     return _Parsed(given, columns, name, refs, options)
 
@@ -194,6 +197,8 @@ def table_foreign_keys(
                 _action(p.options, "UPDATE"),
                 _action(p.options, "DELETE"),
                 "f" if "MATCH FULL" in p.options else "s",
+                "DEFERRABLE" in p.options or "INITIALLY DEFERRED" in p.options,
+                "INITIALLY DEFERRED" in p.options,
             )
         )
     return out
@@ -264,4 +269,8 @@ def definition(items: dict[str, Item], item: Item, fk: ForeignKey) -> str:
         text += f" ON UPDATE {SHOWN[fk.on_update]}"
     if fk.on_delete != "a":
         text += f" ON DELETE {SHOWN[fk.on_delete]}"
+    if fk.deferrable:
+        text += " DEFERRABLE"
+    if fk.deferred:
+        text += " INITIALLY DEFERRED"
     return text

@@ -34,6 +34,7 @@ from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import truncate_order
+from changeflow.adapter.fk_deferred import Pending, check_deferred, set_constraints
 from changeflow.adapter.fk_enforce import enforce_foreign_keys, frame_rows
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain, constrain_frame
@@ -106,6 +107,8 @@ class Transaction:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
     created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) by its DDL
     dropped: list[Statement] = field(default_factory=list)  # its DROPs, applied at COMMIT
+    deferred: list[Pending] = field(default_factory=list)  # foreign keys checked at COMMIT
+    constraint_modes: dict[str, bool] = field(default_factory=dict)  # by SET CONSTRAINTS
 
 
 class Session:
@@ -281,6 +284,8 @@ class Session:
                 )
             self.settings[var] = "UTC" if var == "timezone" else value
             return Result("SET")
+        if kind == "set_constraints":
+            return set_constraints(self, stmt.args)
         if kind == "show_isolation":
             # PostgreSQL's name for the level (drivers accept only theirs); changeflow's
             # transactions are strict serializable, which is serializable and more
@@ -512,6 +517,7 @@ class Session:
         return Result(f"{tag} {count}", returning.columns, returning.rows(written))
 
     def _commit(self, txn: Transaction) -> None:
+        check_deferred(self, txn)
         frames = {s: pa.concat_tables(f) for s, f in txn.writes.items() if f}
         if not frames:
             return

@@ -290,6 +290,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
     ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?"),
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
+    (
+        "set_constraints",
+        rf"SET\s+CONSTRAINTS\s+(?:ALL|(?P<names>{QNAME}(?:\s*,\s*{QNAME})*))\s+"
+        r"(?P<mode>DEFERRED|IMMEDIATE)",
+    ),
     ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
     ("reset", r"RESET\s+(?!ALL\b)(?P<var>[\w.]+)"),
@@ -416,6 +421,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
             g["new"] = name(g["new"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
         return Statement("alter_table", text, None, g)
+    if kind == "set_constraints":  # a qualified name's constraint by its own name
+        named = g["names"] and [n.split(".")[-1] for n in names(g["names"])]
+        return Statement(kind, text, None, {"names": named or None, "mode": g["mode"]})
     if kind == "set_time_zone":
         return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
     if kind == "reset":  # RESET x is SET x TO DEFAULT
