@@ -113,3 +113,51 @@ def test_keys_added_hold_in_views_and_after_restart(tmp_path: Path) -> None:
             assert failed.value.sqlstate == state, sql
         c.execute("INSERT INTO kv VALUES (4, 'w')")
         assert c.execute("SELECT count(*) FROM kv_v").fetchall() == [(4,)]
+
+
+MIGRATION = [  # as an ORM's migration runs: one transaction
+    "BEGIN",
+    "CREATE TABLE am_p (id int NOT NULL)",
+    "ALTER TABLE am_p ADD CONSTRAINT am_p_pkey PRIMARY KEY (id)",
+    "CREATE TABLE am_c (id int, p_id int, name varchar(10))",
+    "ALTER TABLE am_c ADD COLUMN flag boolean DEFAULT false NOT NULL",
+    "ALTER TABLE am_c ALTER COLUMN flag DROP DEFAULT",
+    "ALTER TABLE am_c ADD CONSTRAINT am_c_p_id_fk FOREIGN KEY (p_id) REFERENCES am_p (id) "
+    "DEFERRABLE INITIALLY DEFERRED",
+    "CREATE INDEX am_c_p_id ON am_c (p_id)",
+    "COMMIT",
+    "BEGIN",
+    "ALTER TABLE am_c ADD CONSTRAINT am_c_name UNIQUE (name)",
+    "ALTER TABLE am_c ALTER COLUMN name SET NOT NULL",
+    "ALTER TABLE am_c ALTER COLUMN name SET DEFAULT 'n'",
+    "ALTER TABLE am_c DROP CONSTRAINT am_c_p_id_fk",
+    "ROLLBACK",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = 'am_c'::regclass ORDER BY 1",
+    "SELECT column_name, is_nullable, column_default FROM information_schema.columns "
+    "WHERE table_name = 'am_c' ORDER BY ordinal_position",
+    "BEGIN",
+    "INSERT INTO am_p VALUES (1)",
+    "INSERT INTO am_c (id, p_id, name, flag) VALUES (1, 1, 'a', true)",
+    "COMMIT",
+    "BEGIN",
+    "ALTER TABLE am_c ADD CONSTRAINT am_c_name UNIQUE (name)",
+    "INSERT INTO am_c (id, p_id, name, flag) VALUES (2, 1, 'a', true)",
+    "ROLLBACK",
+    "BEGIN",
+    "ALTER TABLE am_c ADD CONSTRAINT am_c_name UNIQUE (name)",
+    "INSERT INTO am_c (id, p_id, name, flag) VALUES (2, 7, 'b', true)",
+    "COMMIT",
+    "SELECT conname FROM pg_constraint WHERE conrelid = 'am_c'::regclass ORDER BY 1",
+]
+
+
+def test_alter_table_in_a_migration_transaction_as_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """ALTER TABLE inside BEGIN … COMMIT as migrations run it: on tables the transaction
+    made, and (constraints, NOT NULL, defaults) on others, put back by ROLLBACK, and by a
+    deferred check failing at COMMIT."""
+    with beside_postgres(tmp_path / "home", postgres_url, "am_c, am_p") as (ours, pg):
+        for sql in MIGRATION:
+            assert outcome(ours, sql) == outcome(pg, sql), sql

@@ -102,9 +102,14 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
     return action(env, state, item, g)
 
 
+def is_constraint(text: str) -> bool:
+    """Whether ALTER TABLE … ADD's ``text`` is a table constraint (else a column)."""
+    return _CONSTRAINT.match(text.strip()) is not None
+
+
 def _add(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) -> Result:
     text = g["column"].strip()
-    if _CONSTRAINT.match(text):
+    if is_constraint(text):
         return add_check(env, item, text)
     if len(commas(text)) > 1:
         raise PlanError("ALTER TABLE with several actions is not supported", sqlstate="0A000")

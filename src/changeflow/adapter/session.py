@@ -109,6 +109,7 @@ class Transaction:
     dropped: list[Statement] = field(default_factory=list)  # its DROPs, applied at COMMIT
     deferred: list[Pending] = field(default_factory=list)  # foreign keys checked at COMMIT
     constraint_modes: dict[str, bool] = field(default_factory=dict)  # by SET CONSTRAINTS
+    undo: list[Callable[[], None]] = field(default_factory=list)  # its DDL's, on ROLLBACK
 
 
 class Session:
@@ -270,7 +271,8 @@ class Session:
             txn, self.txn = self.txn, None
             if txn is not None:
                 committed = kind == "commit" and not txn.failed
-                txn_ddl.end(txn, committed, lambda s: _locked(self.env.lock, lambda: self._run(s)))
+                run = lambda s: _locked(self.env.lock, lambda: self._run(s))  # noqa: E731
+                txn_ddl.end(txn, committed, run, lambda: check_deferred(self, txn))
             if kind == "commit" and txn is not None and not txn.failed:
                 self.committing = txn
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")

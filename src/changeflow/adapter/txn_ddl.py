@@ -15,6 +15,7 @@ from typing import Any
 
 from changeflow.adapter import ddl
 from changeflow.adapter import sequence_holds as holds
+from changeflow.adapter.catalog import CatalogState
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
@@ -63,24 +64,85 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         undo = sequence_undo(session.env, stmt.args["name"])
         result = run(stmt)
         if undo is not None:
-            txn.__dict__.setdefault("undo", []).append(undo)
+            txn.undo.append(undo)
+        return result
+    if stmt.kind == "alter_table" and _alterable(session, stmt):
+        before = session.env.catalog.load()
+        result = run(stmt)
+        txn.undo.append(_catalog_undo(session.env, before, session.env.catalog.load()))
         return result
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
     )
 
 
-def end(txn: Any, committed: bool, run: Callable[[Statement], Result]) -> None:
-    """At the end of a transaction: its DROPs applied (COMMIT), or what it created dropped."""
+def end(
+    txn: Any,
+    committed: bool,
+    run: Callable[[Statement], Result],
+    check: Callable[[], None] = lambda: None,
+) -> None:
+    """At the end of a transaction: its DROPs applied (COMMIT, once ``check`` of its deferred
+    constraints passed), or what it created dropped and what it altered put back."""
     if committed:
+        try:
+            check()
+        except BaseException:
+            end(txn, False, run)
+            raise
         holds.release_all(txn)
         for stmt in txn.dropped:
             run(stmt)
         return
-    for undo in reversed(txn.__dict__.get("undo", [])):
+    for undo in reversed(txn.undo):
         undo()
     for kind, name in reversed(txn.created):
         word = DROP_WORDS.get(kind)
         if word is not None:
             shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
             run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
+
+
+def _alterable(session: Any, stmt: Statement) -> bool:
+    """Whether ALTER TABLE ``stmt`` may run in the session's transaction: before any write of
+    it (those were checked against the table as it was), on a table the transaction created
+    (ROLLBACK drops it), or changing only the catalog (constraints, NOT NULL, defaults: ROLLBACK
+    puts the items back)."""
+    from changeflow.adapter.alter import is_constraint
+
+    txn, g = session.txn, stmt.args
+    if txn.writes:
+        raise PlanError("ALTER TABLE cannot follow writes in a transaction block", sqlstate="25001")
+    item = session.env.catalog.load().find(g["name"])
+    if item is None or (item.kind, item.name) in txn.created:
+        return True
+    change = " ".join(str(g.get("change") or "").upper().split())
+    return (
+        g["action"] == "drop_constraint"
+        or (g["action"] == "add" and is_constraint(g["column"]))
+        or (g["action"] == "column" and not change.startswith("DROP NOT NULL"))
+    )
+
+
+def _catalog_undo(env: Any, before: CatalogState, after: CatalogState) -> Callable[[], None]:
+    """What puts back the items a catalog-only change made ``after`` as they were ``before``
+    (each that no one changed since)."""
+    changed = [
+        i
+        for i in after.items.keys() | before.items.keys()
+        if after.items.get(i) != before.items.get(i)
+    ]
+
+    def undo() -> None:
+        def change(state: CatalogState) -> tuple[CatalogState, None]:
+            for i in changed:
+                if state.items.get(i) != after.items.get(i):
+                    continue
+                state = state.without([i])
+                if i in before.items:
+                    state = state.with_item(before.items[i])
+            return state, None
+
+        env.catalog.change(change)
+
+    return undo
