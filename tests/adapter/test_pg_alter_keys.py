@@ -161,3 +161,99 @@ def test_alter_table_in_a_migration_transaction_as_postgres(
     with beside_postgres(tmp_path / "home", postgres_url, "am_c, am_p") as (ours, pg):
         for sql in MIGRATION:
             assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
+AUTH_SETUP = [  # tables an earlier migration made, with rows, a foreign key and an index
+    "CREATE TABLE au_ct (id int PRIMARY KEY, name varchar(100) NOT NULL, app varchar(100))",
+    "CREATE TABLE au_perm (id int PRIMARY KEY, name varchar(50) NOT NULL, "
+    "ct_id int NOT NULL REFERENCES au_ct DEFERRABLE INITIALLY DEFERRED)",
+    "CREATE INDEX au_perm_ct ON au_perm (ct_id)",
+    "CREATE INDEX au_ct_name ON au_ct (app)",
+    "INSERT INTO au_ct VALUES (1, 'user', 'auth'), (2, 'group', 'auth')",
+    "INSERT INTO au_perm VALUES (1, 'add user', 1), (2, 'change user', 1), (3, 'add group', 2)",
+]
+COLUMNS = (
+    "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, "
+    "column_default FROM information_schema.columns WHERE table_name LIKE 'au_%' "
+    "ORDER BY table_name, ordinal_position"
+)
+AUTH_MIGRATIONS = [
+    "BEGIN",
+    "ALTER TABLE au_ct ALTER COLUMN name DROP NOT NULL",
+    "COMMIT",
+    "BEGIN",
+    "ALTER TABLE au_ct DROP COLUMN name",
+    "COMMIT",
+    "BEGIN",
+    "ALTER TABLE au_perm ALTER COLUMN name TYPE varchar(255)",
+    "COMMIT",
+    "BEGIN",
+    "ALTER TABLE au_perm ALTER COLUMN name TYPE varchar(5)",
+    "ROLLBACK",
+    "BEGIN",
+    "ALTER TABLE au_perm ADD COLUMN extra int DEFAULT 5",
+    "ALTER TABLE au_perm ALTER COLUMN name TYPE text",
+    "ALTER TABLE au_perm RENAME COLUMN ct_id TO type_id",
+    "ALTER TABLE au_perm ALTER COLUMN id DROP NOT NULL",
+    "ROLLBACK",
+    "SELECT * FROM au_perm ORDER BY id",
+    "SELECT * FROM au_perm WHERE ct_id = 1 ORDER BY id",
+    COLUMNS,
+    "BEGIN",
+    "ALTER TABLE au_perm DROP COLUMN name",
+    "INSERT INTO au_perm VALUES (4, 2)",
+    "ROLLBACK",
+    "SELECT * FROM au_perm ORDER BY id",
+    "BEGIN",
+    "ALTER TABLE au_perm ADD COLUMN codename varchar(100) DEFAULT 'x' NOT NULL",
+    "ALTER TABLE au_perm ALTER COLUMN codename DROP DEFAULT",
+    "INSERT INTO au_perm VALUES (4, 'delete user', 1, 'delete_user')",
+    "COMMIT",
+    "SELECT * FROM au_perm ORDER BY id",
+    "SELECT * FROM au_perm WHERE ct_id = 1 ORDER BY id",
+    COLUMNS,
+]
+
+
+def test_migrations_altering_earlier_tables_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """ALTER TABLE of the columns of tables an earlier transaction made (type, NOT NULL,
+    ADD/DROP/RENAME COLUMN), inside BEGIN … COMMIT as migrations run it, with the tables'
+    indexes rebuilt, and ROLLBACK putting the tables back with their rows."""
+    home = tmp_path / "home"
+    with beside_postgres(home, postgres_url, "au_perm, au_ct", *AUTH_SETUP) as (ours, pg):
+        for sql in AUTH_MIGRATIONS:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
+def test_writes_wait_for_a_transaction_altering_their_table(tmp_path: Path) -> None:
+    """Another session's write to a table an open transaction altered waits for its end, as
+    PostgreSQL's lock makes it, and then writes the table as the end left it."""
+    import threading
+
+    from changeflow.adapter import sequence_holds
+    from changeflow.adapter.environment import Environment
+    from changeflow.adapter.session import Session
+    from changeflow.config import Config
+
+    env = Environment(Config.load(home=str(tmp_path / "home")), host_seconds=None)
+    try:
+        a, b = Session(env), Session(env)
+        a.execute("CREATE TABLE w (id int, s text); INSERT INTO w VALUES (1, 'a')")
+        for end, columns in [("ROLLBACK", 2), ("COMMIT", 3)]:
+            a.execute("BEGIN; ALTER TABLE w ADD COLUMN z int DEFAULT 7")
+            thread = threading.Thread(target=lambda: b.execute("INSERT INTO w (id) VALUES (2)"))
+            thread.start()
+            for _ in range(6000):
+                if sequence_holds.waiting() or not thread.is_alive():
+                    break
+                thread.join(0.01)
+            assert thread.is_alive()  # it waits
+            a.execute(end)
+            thread.join(60)
+            assert not thread.is_alive()
+            rows = b.execute("SELECT * FROM w ORDER BY id")[-1].rows
+            assert all(len(r) == columns for r in rows)
+            b.execute("DELETE FROM w WHERE id = 2")
+        assert b.execute("SELECT * FROM w ORDER BY id")[-1].rows == [(1, "a", 7)]
+    finally:
+        env.close()

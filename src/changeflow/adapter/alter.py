@@ -373,6 +373,16 @@ def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
     return i in _reads(reader, shard)
 
 
+def own_index(reader: Item, table: Item) -> bool:
+    """Whether ``reader`` is an index of ``table`` arranged in the process (built again from
+    the table's rows when it changes)."""
+    return (
+        reader.kind == "index"
+        and reader.options.get("on") == table.id
+        and reader.options.get("tier") != "cluster"
+    )
+
+
 @contextmanager
 def _restarting(env: Environment, table: Item, readers: list[Item]) -> Iterator[None]:
     """Hold the dataflows of the materialized views and indexes among ``readers``, its sinks

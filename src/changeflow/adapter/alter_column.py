@@ -15,13 +15,24 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from changeflow.adapter.alter import TAG, _change, _edit_sql, _per_column, _plan_readers, _sinks
+from changeflow.adapter.alter import (
+    TAG,
+    _change,
+    _edit_sql,
+    _per_column,
+    _plan_readers,
+    _reget,
+    _restarting,
+    _sinks,
+    own_index,
+)
 from changeflow.adapter.alter import layout as stored_layout
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import identities
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
+from changeflow.compute import plan as P
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -135,6 +146,8 @@ def _nullable(item: Item, columns: set[str], nullable: bool) -> Item:
 
 
 def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) -> None:
+    from changeflow.adapter.resolver import schema_of
+
     name = item.columns[i][0]
     if any(u[2] and i in u[1] for u in item.options.get("unique") or []):
         raise PlanError(f'column "{name}" is in a primary key', sqlstate="42P16")
@@ -142,6 +155,8 @@ def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) ->
     if changed == item:
         return
     readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
+    indexes = [r for r in readers if own_index(r, item)]  # built again from the rows
+    readers = [r for r in readers if r not in indexes]
     if readers:  # their output was planned NOT NULL where the column is read
         raise PlanError(
             f'cannot drop NOT NULL of column "{name}": {readers[0].kind} "{readers[0].name}" '
@@ -150,7 +165,10 @@ def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) ->
         )
     old = stored_layout(env, item)
     new = old.set(i, old.field(i).with_nullable(True))
-    _change(env, item, changed, old, new, None, None, [], set())
+    read = P.Get(item.id, schema_of(changed))
+    others = [(ix, _reget(ix, item.id, read)) for ix in indexes]
+    with _restarting(env, item, indexes):
+        _change(env, item, changed, old, new, None, None, others, {ix.id for ix in indexes})
 
 
 def _set_default(env: Environment, item: Item, i: int, text: str | None) -> None:

@@ -6,8 +6,9 @@ table is rewritten. Stored batches keep their old values under the column's old 
 so the new values go under a fresh one (:mod:`changeflow.adapter.alter`): one write retracts
 each row as it reads in the new layout (the new column NULL) and adds it with its new value.
 Everything is computed before anything changes: a value that does not convert (22P02), a NULL
-in a NOT NULL column (23502) or a key made duplicate (23505) changes nothing. A column that
-views, indexes or sinks read cannot change its type (0A000).
+in a NOT NULL column (23502) or a key made duplicate (23505) changes nothing. The table's
+indexes are built again from its new rows, as PostgreSQL rebuilds them; a table that views,
+sinks or cluster-tier indexes read cannot change a column's type (0A000).
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from changeflow.adapter.alter import (
     _edit_sql,
     _per_column,
     _plan_readers,
+    _reget,
+    _restarting,
     _sinks,
     layout,
+    own_index,
 )
 from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique, check_build
 from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
-from changeflow.adapter.resolver import CatalogResolver
+from changeflow.adapter.resolver import CatalogResolver, schema_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.sql.dialect import parse_sql
@@ -55,6 +59,8 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
             f'column "{name}" of relation "{item.name}" does not exist', sqlstate="42703"
         )
     readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
+    indexes = [r for r in readers if own_index(r, item)]  # rebuilt with the new values
+    readers = [r for r in readers if r not in indexes]
     if readers:
         raise PlanError(
             f"cannot alter type of a column used by a view or rule: {readers[0].kind} "
@@ -114,7 +120,10 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
     changed = replace(
         item, columns=tuple(columns), options=options, sql=_edit_sql(item.sql, retyped)
     )
-    _change(env, item, changed, old, new, ts, rewrite, [], set())
+    read = P.Get(item.id, schema_of(changed))
+    others = [(ix, _reget(ix, item.id, read)) for ix in indexes]
+    with _restarting(env, item, indexes):
+        _change(env, item, changed, old, new, ts, rewrite, others, {ix.id for ix in indexes})
     return Result(TAG)
 
 

@@ -1,5 +1,6 @@
-"""Rows with their counts: an update frame read as rows (values as queries compute them), and a
-plan evaluated once over such rows by the dataflow operators."""
+"""Rows with their counts: an update frame read as rows (values as queries compute them), a
+plan evaluated once over such rows by the dataflow operators, and a query's counted rows
+finished (ordered, limited) as it returns them."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 import pyarrow as pa
 
 from changeflow.compute import plan as P
+from changeflow.compute.evaluate import sort_key
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.types import NUMERIC
 from changeflow.compute.values import python_values
+from changeflow.errors import EvalError
 from changeflow.storage.frames import consolidate
 from changeflow.updates import DIFF, TIME
 
@@ -93,3 +96,22 @@ def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:
             nulls = pa.nulls(updates.num_rows, updates.schema.field(name).type)
             updates = updates.set_column(at, pa.field(name, nulls.type), nulls)
     return updates
+
+
+def finish(counted: dict[tuple[Any, ...], int], finishing: Any) -> list[tuple[Any, ...]]:
+    """A query's rows in order: each row as often as its count, sorted, then OFFSET, LIMIT
+    and the visible columns."""
+    rows: list[tuple[Any, ...]] = []
+    for row, count in counted.items():
+        if count < 0:
+            raise EvalError(
+                f"the query's result holds a row a negative number of times ({count}): {row}",
+                sqlstate="XX000",
+            )
+        rows += [row] * count
+    rows.sort(key=lambda r: sort_key(r, finishing.order_by))
+    end = None if finishing.limit is None else finishing.offset + finishing.limit
+    rows = rows[finishing.offset : end]
+    if finishing.width is not None:
+        rows = [r[: finishing.width] for r in rows]
+    return rows

@@ -1,10 +1,10 @@
-"""ALTER SEQUENCE inside a transaction holds the sequence until the transaction ends, as
-PostgreSQL's lock does: another session's ``nextval`` or ``setval`` of it waits (and gives up
-after :data:`WAIT` seconds, 55P03), so that the values it would take meanwhile are not handed
-out again when a ROLLBACK puts the sequence back. The transaction's own session goes on. A
-hold lives in the process (sessions of one process: the embedded connection, the server);
-it is released when the ROLLBACK has put the sequence back, at the COMMIT, or (should
-neither come) when the transaction object is gone."""
+"""ALTER SEQUENCE and ALTER TABLE inside a transaction hold the sequence or table until the
+transaction ends, as PostgreSQL's lock does: another session's ``nextval`` or ``setval`` of
+the sequence, or write to the table, waits (and gives up after :data:`WAIT` seconds, 55P03),
+so that nothing it would do meanwhile is lost or handed out again when a ROLLBACK puts the
+item back. The transaction's own session goes on. A hold lives in the process (sessions of
+one process: the embedded connection, the server); it is released when the ROLLBACK has put
+the item back, at the COMMIT, or (should neither come) when the transaction object is gone."""
 
 from __future__ import annotations
 
@@ -62,9 +62,28 @@ def waiting() -> int:
         return _waiting
 
 
-def wait(home: object, seq_id: str, name: str) -> None:
-    """Return once no other session's open transaction holds the sequence; 55P03 after
-    :data:`WAIT` seconds."""
+class Held(Exception):
+    """A statement met an item another session's open transaction holds: it waits (outside
+    its catalog version) and runs again."""
+
+    def __init__(self, home: object, item_id: str, name: str, kind: str) -> None:
+        super().__init__(name)
+        self.home, self.item_id, self.name, self.kind = home, item_id, name, kind
+
+    def wait(self) -> None:
+        wait(self.home, self.item_id, self.name, self.kind)
+
+
+def held_elsewhere(home: object, item_id: str) -> bool:
+    """Whether another session's open transaction holds ``item_id`` of ``home``."""
+    with _cond:
+        found = _held.get((id(home), item_id))
+    return found is not None and found[1]() is not None and found[0]() is not SESSION.get()
+
+
+def wait(home: object, seq_id: str, name: str, kind: str = "sequence") -> None:
+    """Return once no other session's open transaction holds the item (a sequence, or a
+    ``kind``); 55P03 after :data:`WAIT` seconds."""
     me = SESSION.get()
     key = (id(home), seq_id)
     deadline = time.monotonic() + WAIT
@@ -81,7 +100,7 @@ def wait(home: object, seq_id: str, name: str) -> None:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise PlanError(
-                    f'canceling statement due to lock timeout: sequence "{name}" is altered'
+                    f'canceling statement due to lock timeout: {kind} "{name}" is altered'
                     " by an open transaction",
                     sqlstate="55P03",
                 )

@@ -24,6 +24,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from changeflow.adapter import comments, ddl, schemas, sequences, txn_ddl
+from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -44,7 +45,7 @@ from changeflow.adapter.plan_cache import plan_select
 from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
-from changeflow.adapter.rows import counted
+from changeflow.adapter.rows import counted, finish
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.dml import (
     check_not_null,
@@ -65,10 +66,9 @@ from changeflow.adapter.system_tables import SETTING_NAMES, SETTINGS
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
-from changeflow.compute.evaluate import sort_key
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Schema
-from changeflow.errors import ChangeflowError, EvalError, FrontierViolation, PlanError
+from changeflow.errors import ChangeflowError, FrontierViolation, PlanError
 
 T = TypeVar("T")
 DDL = {
@@ -147,8 +147,17 @@ class Session:
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         if stmt.kind in ("select", "insert", "update", "delete"):  # one catalog version
-            return self._guarded(lambda: self.env.catalog.pinned(lambda: self._run(stmt)))
+            return self._guarded(lambda: self._pinned(stmt))
         return self._guarded(lambda: self._run(stmt))  # COMMIT may apply DROPs
+
+    def _pinned(self, stmt: Statement) -> Result:
+        """``stmt`` run against one catalog version; again on a new one after waiting for
+        another session's transaction that holds its table (its ALTER TABLE)."""
+        while True:
+            try:
+                return self.env.catalog.pinned(lambda: self._run(stmt))
+            except holds.Held as held:
+                held.wait()
 
     def _in_context(self) -> None:
         """The session's search path and settings, for the statement about to be planned."""
@@ -204,6 +213,9 @@ class Session:
             raise PlanError(
                 "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
             )
+        found = self.env.catalog.load().find(table)
+        if found is not None:  # another session's transaction altering it: its end
+            holds.wait(self.env.catalog, found.id, found.name, "table")
         state = self.env.catalog.load()
         relation = self.env.plans.relation(state, table)
         if relation.kind != "table":
@@ -467,6 +479,8 @@ class Session:
             retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
         table = self.env.plans.relation(resolver.state, qualified(planned.table))
         shard = table.plan.name  # type: ignore[attr-defined]
+        if holds.held_elsewhere(self.env.catalog, shard):
+            raise holds.Held(self.env.catalog, shard, table.name, "table")
         plans = [p for p in (retract, add) if p is not None]
         reads = set().union(*(p.collections() for p in plans))
         rows: list[tuple[tuple[Any, ...], int]] = []
@@ -578,22 +592,3 @@ def _visible(query: Any) -> tuple:
     width = query.finishing.width
     schema = query.plan.schema if width is None else query.plan.schema[:width]
     return shown_columns(schema, query.shown)
-
-
-def finish(counted: dict[tuple[Any, ...], int], finishing: Any) -> list[tuple[Any, ...]]:
-    """A query's rows in order: each row as often as its count, sorted, then OFFSET, LIMIT
-    and the visible columns."""
-    rows: list[tuple[Any, ...]] = []
-    for row, count in counted.items():
-        if count < 0:
-            raise EvalError(
-                f"the query's result holds a row a negative number of times ({count}): {row}",
-                sqlstate="XX000",
-            )
-        rows += [row] * count
-    rows.sort(key=lambda r: sort_key(r, finishing.order_by))
-    end = None if finishing.limit is None else finishing.offset + finishing.limit
-    rows = rows[finishing.offset : end]
-    if finishing.width is not None:
-        rows = [r[: finishing.width] for r in rows]
-    return rows

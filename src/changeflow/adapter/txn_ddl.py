@@ -2,10 +2,11 @@
 MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transaction's own
 statements can use what it created, and dropped again on ROLLBACK (or when the transaction
 fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
-value its next one follows, as PostgreSQL's); DROP and COMMENT ON are checked at once and
-applied at COMMIT, discarded on ROLLBACK. What a transaction creates or alters is visible to
-other sessions before its COMMIT; an altered sequence is held until the transaction ends:
-other sessions' nextval waits, as PostgreSQL's (``sequence_holds``).
+value its next one follows, as PostgreSQL's); ALTER TABLE is applied at once and put back
+on ROLLBACK (:func:`_alter`); DROP and COMMENT ON are checked at once and applied at COMMIT,
+discarded on ROLLBACK. What a transaction creates or alters is visible to other sessions
+before its COMMIT; an altered sequence or table is held until the transaction ends: other
+sessions' nextval, or writes, wait, as PostgreSQL's (``sequence_holds``).
 Other DDL refuses to run inside a transaction block (25001), as before."""
 
 from __future__ import annotations
@@ -66,11 +67,8 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         if undo is not None:
             txn.undo.append(undo)
         return result
-    if stmt.kind == "alter_table" and _alterable(session, stmt):
-        before = session.env.catalog.load()
-        result = run(stmt)
-        txn.undo.append(_catalog_undo(session.env, before, session.env.catalog.load()))
-        return result
+    if stmt.kind == "alter_table":
+        return _alter(session, stmt, run)
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"
     )
@@ -94,39 +92,81 @@ def end(
         for stmt in txn.dropped:
             run(stmt)
         return
-    for undo in reversed(txn.undo):
-        undo()
-    for kind, name in reversed(txn.created):
-        word = DROP_WORDS.get(kind)
-        if word is not None:
-            shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
-            run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
+    try:
+        for undo in reversed(txn.undo):
+            undo()
+        for kind, name in reversed(txn.created):
+            word = DROP_WORDS.get(kind)
+            if word is not None:
+                shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
+                run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
+    finally:
+        holds.release_all(txn)
 
 
-def _alterable(session: Any, stmt: Statement) -> bool:
-    """Whether ALTER TABLE ``stmt`` may run in the session's transaction: before any write of
-    it (those were checked against the table as it was), on a table the transaction created
-    (ROLLBACK drops it), or changing only the catalog (constraints, NOT NULL, defaults: ROLLBACK
-    puts the items back)."""
-    from changeflow.adapter.alter import is_constraint
+def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) -> Result:
+    """ALTER TABLE in the session's transaction, applied at once: on a table the transaction
+    created (ROLLBACK drops it), or on another, which the transaction then holds (other
+    sessions' writes to it wait for its end) and ROLLBACK puts back: its catalog items and its
+    shard's layout (the columns a rewrite wrote under new stored names are read no more, so
+    its retractions and additions cancel). Refused (25001) after the transaction's writes,
+    which were checked against the table as it was, and for a change of the columns of a
+    table that views or sinks read."""
+    from changeflow.adapter.alter import _plan_readers, _sinks, is_constraint, own_index
 
-    txn, g = session.txn, stmt.args
+    env, txn, g = session.env, session.txn, stmt.args
     if txn.writes:
         raise PlanError("ALTER TABLE cannot follow writes in a transaction block", sqlstate="25001")
-    item = session.env.catalog.load().find(g["name"])
-    if item is None or (item.kind, item.name) in txn.created:
-        return True
+    state = env.catalog.load()
+    item = state.find(g["name"])
+    if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
+        return run(stmt)
     change = " ".join(str(g.get("change") or "").upper().split())
-    return (
+    columns = not (
         g["action"] == "drop_constraint"
         or (g["action"] == "add" and is_constraint(g["column"]))
         or (g["action"] == "column" and not change.startswith("DROP NOT NULL"))
     )
+    readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
+    readers = [r for r in readers if not own_index(r, item)]
+    if columns and readers:
+        raise PlanError(
+            f'ALTER TABLE of the columns of table "{item.name}" cannot run inside a '
+            f'transaction block while {readers[0].kind} "{readers[0].name}" reads it',
+            sqlstate="25001",
+        )
+    holds.hold(env.catalog, item.id)
+    layout = env.storage.state(item.id).schema
+    result = run(stmt)
+    txn.undo.append(_put_back(env, item.id, state, env.catalog.load(), layout))
+    return result
+
+
+def _put_back(
+    env: Any, table_id: str, before: CatalogState, after: CatalogState, layout: Any
+) -> Callable[[], None]:
+    """What puts table ``table_id`` back as it was ``before`` an ALTER TABLE: its shard's
+    ``layout``, and the items the change made ``after`` (the table's indexes rebuilt)."""
+    from changeflow.adapter.alter import _plan_readers, _restarting
+
+    restore = _catalog_undo(env, before, after)
+
+    def undo() -> None:
+        state = env.catalog.load()
+        item = state.items.get(table_id)
+        if item is None:
+            return
+        with _restarting(env, item, _plan_readers(state, table_id)):
+            if env.storage.state(table_id).schema != layout:
+                env.storage.evolve(table_id, layout)
+            restore()
+
+    return undo
 
 
 def _catalog_undo(env: Any, before: CatalogState, after: CatalogState) -> Callable[[], None]:
-    """What puts back the items a catalog-only change made ``after`` as they were ``before``
-    (each that no one changed since)."""
+    """What puts back the items a change made ``after`` as they were ``before`` (each that
+    no one changed since)."""
     changed = [
         i
         for i in after.items.keys() | before.items.keys()
