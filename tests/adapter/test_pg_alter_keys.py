@@ -257,3 +257,69 @@ def test_writes_wait_for_a_transaction_altering_their_table(tmp_path: Path) -> N
         assert b.execute("SELECT * FROM w ORDER BY id")[-1].rows == [(1, "a", 7)]
     finally:
         env.close()
+
+
+SEVERAL = [
+    "INSERT INTO mt VALUES (1, 10), (2, 20)",
+    "ALTER TABLE mt ADD COLUMN a int, ADD COLUMN b text DEFAULT 'x'",
+    "ALTER TABLE mt ADD COLUMN c int, ADD COLUMN a int",
+    "ALTER TABLE mt ADD COLUMN c int, ADD COLUMN d int NOT NULL",
+    "ALTER TABLE mt DROP COLUMN a, DROP COLUMN b",
+    "ALTER TABLE mt ALTER COLUMN id SET NOT NULL, ADD PRIMARY KEY (id)",
+    "ALTER TABLE mt ADD CONSTRAINT mt_v UNIQUE (v), ALTER COLUMN v TYPE bigint",
+    "ALTER TABLE mt ADD COLUMN d int, ALTER COLUMN v TYPE date",
+    "ALTER TABLE mt ADD COLUMN e int, RENAME COLUMN v TO w",
+    "ALTER TABLE IF EXISTS nope ADD COLUMN e int, ADD COLUMN f int",
+    "BEGIN",
+    "ALTER TABLE mt ADD COLUMN e int, ADD COLUMN f int DEFAULT 3",
+    "ROLLBACK",
+    "INSERT INTO mt VALUES (1, 30)",
+    "SELECT * FROM mt ORDER BY id",
+    "SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+    "WHERE table_name = 'mt' ORDER BY ordinal_position",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = 'mt'::regclass ORDER BY 1",
+]
+
+
+def test_several_actions_as_one_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """ALTER TABLE with several actions applies all of them or, if one fails, none."""
+    create = "CREATE TABLE mt (id int, v int)"
+    with beside_postgres(tmp_path / "home", postgres_url, "mt", create) as (ours, pg):
+        for sql in SEVERAL:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
+RENAMES = [
+    "ALTER TABLE rc RENAME CONSTRAINT rc_pkey TO rc_key",
+    "ALTER TABLE rc RENAME CONSTRAINT rc_v_check TO rc_positive",
+    "ALTER TABLE rc RENAME CONSTRAINT nope TO other",
+    "ALTER TABLE rc RENAME CONSTRAINT rc_positive TO rc_key",
+    "ALTER TABLE rc RENAME CONSTRAINT rc_key TO rc",
+    "ALTER TABLE rc RENAME CONSTRAINT rc_u_key TO rc_unique",
+    "INSERT INTO rc VALUES (1, -1, 'a')",
+    "INSERT INTO rc VALUES (1, 1, 'a')",
+    "INSERT INTO rc VALUES (1, 2, 'b')",
+    "INSERT INTO rc VALUES (2, 2, 'a')",
+    "SELECT conname, contype FROM pg_constraint WHERE conrelid = 'rc'::regclass ORDER BY 1",
+    "SELECT indexname FROM pg_indexes WHERE tablename = 'rc' ORDER BY 1",
+]
+
+
+def test_rename_constraint_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """RENAME CONSTRAINT renames a key (and its index), a check or a foreign key; the
+    errors of names taken or missing are PostgreSQL's."""
+    create = "CREATE TABLE rc (id int PRIMARY KEY, v int CHECK (v > 0), u text UNIQUE)"
+    with beside_postgres(tmp_path / "home", postgres_url, "rc", create) as (ours, pg):
+        for sql in RENAMES:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        sql = "INSERT INTO rc VALUES (3, -3, 'c')"
+        assert _message(ours, sql) == _message(pg, sql)  # the check's new name
+
+
+def _message(conn, sql: str) -> str | None:
+    try:
+        conn.execute(sql)
+    except Exception as e:  # noqa: BLE001 - either connection's error class
+        return str(e).splitlines()[0]
+    return None

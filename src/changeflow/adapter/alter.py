@@ -43,7 +43,7 @@ from sqlglot import exp
 from changeflow.adapter.assign import assign
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
-from changeflow.adapter.check_alter import add_check, drop_constraint
+from changeflow.adapter.check_alter import add_check, drop_constraint, rename_constraint
 from changeflow.adapter.checks import checks_renamed, checks_without
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import ColumnDef, release, table_columns
@@ -92,12 +92,18 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         from changeflow.adapter.alter_type import alter_type
 
         return alter_type(env, state, item, g)
+    if g["action"] == "many":
+        from changeflow.adapter.alter_many import alter_many
+
+        return alter_many(env, item, g)
     if g["action"] == "column":
         from changeflow.adapter.alter_column import alter_column
 
         return alter_column(env, state, item, g)
     if g["action"] == "drop_constraint":
         return drop_constraint(env, item, g)
+    if g["action"] == "rename_constraint":
+        return rename_constraint(env, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 

@@ -170,6 +170,13 @@ class CatalogState:
     def in_schema(self, schema: str) -> list[Item]:
         return [i for i in self.items.values() if split_name(i.name)[0] == schema]
 
+    def relation_names(self, schema: str) -> set[str]:
+        """The names PostgreSQL's pg_class holds in ``schema``: its items' and the indexes
+        of its tables' keys (named as the PRIMARY KEY and UNIQUE constraints are)."""
+        present = self.in_schema(schema)
+        names = {split_name(i.name)[1] for i in present}
+        return names | {u[0] for i in present for u in i.options.get("unique") or []}
+
     def with_schema(self, schema: str) -> CatalogState:
         """The state with ``schema`` created; 42P06 if it exists."""
         if schema in self.schemas or schema in (PUBLIC, *SYSTEM_SCHEMAS):

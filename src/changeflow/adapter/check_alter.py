@@ -1,4 +1,5 @@
-"""``ALTER TABLE t ADD [CONSTRAINT c] CHECK (…)`` and ``ALTER TABLE t DROP CONSTRAINT c``.
+"""``ALTER TABLE t ADD [CONSTRAINT c] CHECK (…)``, ``DROP CONSTRAINT c`` and ``RENAME
+CONSTRAINT c TO d``.
 
 A check is added only if the table's rows pass it (23514 otherwise, naming the constraint,
 as PostgreSQL). Writes racing the change follow the rule of unique indexes
@@ -105,6 +106,36 @@ def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
         options = dict(now.options)
         options["checks"] = [c for c in options.get("checks") or [] if c[0] != name]
         options["unique"] = [u for u in options.get("unique") or [] if u[0] != name]
+        return state.with_item(replace(now, options=options)), None
+
+    env.catalog.change(change)
+    return Result(TAG)
+
+
+NAMED = ("unique", "checks", "foreign_keys")  # a table's constraint lists, each entry named first
+
+
+def rename_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
+    """RENAME CONSTRAINT old TO new: 42704 if the table has no ``old``, 42710 if it has a
+    ``new``, 42P07 if a relation or key of its schema is named ``new`` (a key's index is)."""
+    old, new = g["column"], g["new"]
+    table = split_name(item.name)[1]
+    taken = constraint_names(item)
+    if old not in taken:
+        raise PlanError(f'constraint "{old}" for table "{table}" does not exist', sqlstate="42704")
+    relations = env.catalog.load().relation_names(split_name(item.name)[0])
+    if new in relations and any(u[0] == old for u in item.options.get("unique") or []):
+        raise PlanError(f'relation "{new}" already exists', sqlstate="42P07")
+    if new in taken:
+        raise PlanError(
+            f'constraint "{new}" for relation "{table}" already exists', sqlstate="42710"
+        )
+
+    def change(state: CatalogState) -> tuple[CatalogState, None]:
+        now = state.items[item.id]
+        options = dict(now.options)
+        for key in NAMED:
+            options[key] = [[new, *c[1:]] if c[0] == old else c for c in options.get(key) or []]
         return state.with_item(replace(now, options=options)), None
 
     env.catalog.change(change)

@@ -69,9 +69,7 @@ def _free_name(env: Environment, item: Item, name: str, taken: set[str], named: 
     a given name: 42P07 if a relation or key has it, else 42710); else PostgreSQL's
     choice for an unnamed key: ``name`` with the first number that makes it free."""
     schema, table = split_name(item.name)
-    present = env.catalog.load().in_schema(schema)
-    relations = {split_name(i.name)[1] for i in present}
-    relations |= {u[0] for i in present for u in i.options.get("unique") or []}
+    relations = env.catalog.load().relation_names(schema)
     if named and name in relations:
         raise PlanError(f'relation "{name}" already exists', sqlstate="42P07")
     if named and name in taken:

@@ -112,7 +112,8 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     its retractions and additions cancel). Refused (25001) after the transaction's writes,
     which were checked against the table as it was, and for a change of the columns of a
     table that views or sinks read."""
-    from changeflow.adapter.alter import _plan_readers, _sinks, is_constraint, own_index
+    from changeflow.adapter.alter import _plan_readers, _sinks, own_index
+    from changeflow.adapter.alter_many import changes_columns
 
     env, txn, g = session.env, session.txn, stmt.args
     if txn.writes:
@@ -121,12 +122,7 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     item = state.find(g["name"])
     if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
         return run(stmt)
-    change = " ".join(str(g.get("change") or "").upper().split())
-    columns = not (
-        g["action"] == "drop_constraint"
-        or (g["action"] == "add" and is_constraint(g["column"]))
-        or (g["action"] == "column" and not change.startswith("DROP NOT NULL"))
-    )
+    columns = changes_columns(g)
     readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
     readers = [r for r in readers if not own_index(r, item)]
     if columns and readers:
@@ -138,11 +134,11 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     holds.hold(env.catalog, item.id)
     layout = env.storage.state(item.id).schema
     result = run(stmt)
-    txn.undo.append(_put_back(env, item.id, state, env.catalog.load(), layout))
+    txn.undo.append(put_back(env, item.id, state, env.catalog.load(), layout))
     return result
 
 
-def _put_back(
+def put_back(
     env: Any, table_id: str, before: CatalogState, after: CatalogState, layout: Any
 ) -> Callable[[], None]:
     """What puts table ``table_id`` back as it was ``before`` an ALTER TABLE: its shard's

@@ -256,6 +256,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?:COLUMN\s+)?(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
     ),
     (
+        "alter_rename_constraint",
+        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
+        rf"CONSTRAINT\s+(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
+    ),
+    (
         "alter_rename",
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
         rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
@@ -316,8 +321,8 @@ _OVERRIDING = re.compile(
 _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(r"ALTER\s+TABLE\b", re.I),
-        "this form of ALTER TABLE is not supported (ADD COLUMN, DROP COLUMN, RENAME COLUMN, "
-        "ALTER COLUMN … TYPE and RENAME TO are)",
+        "this form of ALTER TABLE is not supported (ADD/DROP/RENAME COLUMN, ADD/DROP "
+        "CONSTRAINT, ALTER COLUMN … TYPE, SET/DROP NOT NULL, SET/DROP DEFAULT, RENAME TO are)",
     ),
     (
         re.compile(
@@ -339,6 +344,8 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
 def parse(text: str) -> Statement:
     """One statement of text (no trailing semicolon) as a :class:`Statement`."""
     text = plain_strings(text.strip().rstrip(";").strip())
+    if (many := _alter_actions(text)) is not None:
+        return many
     for kind, pattern in _COMPILED:
         m = pattern.fullmatch(text)
         if m:
@@ -364,6 +371,27 @@ def parse(text: str) -> Statement:
     raise PlanError(
         f"syntax error: {_short(text)} is not a statement changeflow knows", sqlstate="42601"
     )
+
+
+_ALTER_HEAD = re.compile(
+    rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+(?P<rest>.+)",
+    re.I | re.S,
+)
+_ACTION = re.compile(r"(?:ADD|DROP|ALTER|RENAME)\b", re.I)
+
+
+def _alter_actions(text: str) -> Statement | None:
+    """``ALTER TABLE t action, action…`` (ADD, DROP and ALTER actions) as one statement whose
+    ``actions`` are the single-action statements; None for other text."""
+    m = _ALTER_HEAD.fullmatch(text)
+    if m is None:
+        return None
+    parts = [p.strip() for p in commas(m["rest"])]
+    if len(parts) < 2 or not all(_ACTION.match(p) for p in parts):
+        return None
+    actions = [parse(f"ALTER TABLE {m['name']} {p}") for p in parts]
+    g = {"action": "many", "name": name(m["name"]), "ie": bool(m["ie"]), "actions": actions}
+    return Statement("alter_table", text, None, g)
 
 
 def _short(text: str) -> str:
