@@ -52,8 +52,7 @@ def _add(env: Environment, item: Item, key: Unique) -> None:
         check_build(key, rows.items(), table.name, [c[0] for c in table.columns])
 
     def keyed(table: Item) -> Item:
-        listed = [*(table.options.get("unique") or []), key.to_json()]
-        listed.sort(key=lambda u: not u[2])  # the primary key first, as CREATE TABLE keeps it
+        listed = [*(table.options.get("unique") or []), key.to_json()]  # others keep oids
         return replace(table, options={**table.options, "unique": listed})
 
     columns = [item.columns[i][0] for i in key.columns] if key.primary else []

@@ -145,28 +145,33 @@ def put_back(
     ``layout``, and the items the change made ``after`` (the table's indexes rebuilt)."""
     from changeflow.adapter.alter import _plan_readers, _restarting
 
-    restore = _catalog_undo(env, before, after)
+    made = {d.id for d in after.closure(table_id)}  # a serial column's sequence, say
+    restore = _catalog_undo(env, before, after, made)
 
     def undo() -> None:
         state = env.catalog.load()
         item = state.items.get(table_id)
         if item is None:
             return
-        with _restarting(env, item, _plan_readers(state, table_id)):
-            if env.storage.state(table_id).schema != layout:
-                env.storage.evolve(table_id, layout)
+        if env.storage.state(table_id).schema == layout:  # the catalog's change alone
+            restore()
+            return
+        with _restarting(env, item, _plan_readers(state, table_id)):  # on the old columns
+            env.storage.evolve(table_id, layout)
             restore()
 
     return undo
 
 
-def _catalog_undo(env: Any, before: CatalogState, after: CatalogState) -> Callable[[], None]:
+def _catalog_undo(
+    env: Any, before: CatalogState, after: CatalogState, made: set[str]
+) -> Callable[[], None]:
     """What puts back the items a change made ``after`` as they were ``before`` (each that
-    no one changed since)."""
+    no one changed since); of the items new ``after``, only those in ``made`` go."""
     changed = [
         i
         for i in after.items.keys() | before.items.keys()
-        if after.items.get(i) != before.items.get(i)
+        if after.items.get(i) != before.items.get(i) and (i in before.items or i in made)
     ]
 
     def undo() -> None:

@@ -381,8 +381,9 @@ _ACTION = re.compile(r"(?:ADD|DROP|ALTER|RENAME)\b", re.I)
 
 
 def _alter_actions(text: str) -> Statement | None:
-    """``ALTER TABLE t action, action…`` (ADD, DROP and ALTER actions) as one statement whose
-    ``actions`` are the single-action statements; None for other text."""
+    """``ALTER TABLE t action, action…`` (ADD, DROP and ALTER actions; a RENAME among them is
+    refused when run) as one statement whose ``actions`` are the single-action statements;
+    None for other text."""
     m = _ALTER_HEAD.fullmatch(text)
     if m is None:
         return None
