@@ -165,3 +165,64 @@ def test_deferred_foreign_keys_through_the_server(start_server, postgres_url: st
     assert seen[1] == [(1, 10)]
     teardown = ["DROP TABLE IF EXISTS dfk_c, dfk_p"]
     _same_psql_output(served, postgres_url, setup, ["\\d dfk_c"], teardown)
+
+
+def test_sqlalchemy_migration_shapes_as_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    """What a migration tool built on SQLAlchemy does, in one transaction: create_all, then
+    AddConstraint of a deferrable foreign key, a unique constraint and a primary key on tables
+    that exist; rows written child first; the inspector's view of it, as PostgreSQL's."""
+    sa = pytest.importorskip("sqlalchemy")
+    t = table_name
+
+    def migrate(url: str) -> tuple:
+        meta = sa.MetaData()
+        parent = sa.Table(f"{t}_mp", meta, sa.Column("id", sa.Integer, nullable=False))
+        child = sa.Table(
+            f"{t}_mc",
+            meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("p_id", sa.Integer),
+            sa.Column("code", sa.String(20)),
+        )
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                meta.create_all(conn)
+                conn.execute(sa.schema.AddConstraint(sa.PrimaryKeyConstraint(parent.c.id)))
+                fk = sa.ForeignKeyConstraint(
+                    [child.c.p_id],
+                    [parent.c.id],
+                    name=f"{t}_mc_p_fk",
+                    deferrable=True,
+                    initially="DEFERRED",
+                )
+                conn.execute(sa.schema.AddConstraint(fk))
+                conn.execute(sa.schema.AddConstraint(sa.UniqueConstraint(child.c.code)))
+            with engine.begin() as conn:
+                conn.execute(child.insert().values(id=1, p_id=7, code="a"))
+                conn.execute(parent.insert().values(id=7))
+            failed = None
+            try:
+                with engine.begin() as conn:
+                    conn.execute(child.insert().values(id=2, p_id=8, code="b"))
+            except sa.exc.IntegrityError as e:
+                failed = e.orig.sqlstate
+            inspector = sa.inspect(engine)
+            seen = (
+                inspector.get_pk_constraint(f"{t}_mp"),
+                inspector.get_foreign_keys(f"{t}_mc"),
+                inspector.get_unique_constraints(f"{t}_mc"),
+                failed,
+            )
+            with engine.begin() as conn:
+                meta.drop_all(conn)
+            return seen
+        finally:
+            engine.dispose()
+
+    ours = migrate(f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize")
+    theirs = migrate(postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    assert ours == theirs
+    assert ours[1][0]["options"] == {"deferrable": True, "initially": "DEFERRED"}
