@@ -66,7 +66,9 @@ STATEMENTS = [
     "ALTER TABLE ak ADD COLUMN k3 int PRIMARY KEY",
     "ALTER TABLE ak ADD COLUMN k4 serial PRIMARY KEY",
     "INSERT INTO ak (id, x, s, k2) VALUES (8, 8, 'e', 1), (9, 9, 'f', 1)",
-    "SELECT * FROM ak ORDER BY id, x",
+    # which existing row a serial numbers first is the scan's order, undefined in both
+    "SELECT id, x, s, k2 FROM ak ORDER BY id, x",
+    "SELECT count(DISTINCT k), min(k), max(k), count(DISTINCT k4), min(k4), max(k4) FROM ak",
     *CATALOG,
 ]
 
@@ -323,3 +325,23 @@ def _message(conn, sql: str) -> str | None:
     except Exception as e:  # noqa: BLE001 - either connection's error class
         return str(e).splitlines()[0]
     return None
+
+
+def test_keys_added_beside_unique_indexes(tmp_path: Path) -> None:
+    """A schema with a unique index (whose item marks it unique) names new keys around it."""
+    import changeflow
+    from changeflow.adapter.connection import DatabaseError
+
+    with changeflow.connect(tmp_path / "home", host_seconds=0) as c:
+        c.autocommit = True
+        c.execute("CREATE TABLE ui (a int, b int)")
+        c.execute("CREATE UNIQUE INDEX ui_a_key ON ui (a)")
+        c.execute("ALTER TABLE ui ADD UNIQUE (a)")  # ui_a_key is taken: ui_a_key1
+        c.execute("ALTER TABLE ui RENAME CONSTRAINT ui_a_key1 TO ui_b")
+        with pytest.raises(DatabaseError) as taken:
+            c.execute("ALTER TABLE ui ADD CONSTRAINT ui_a_key UNIQUE (b)")
+        assert taken.value.sqlstate == "42P07"
+        names = c.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'ui'::regclass ORDER BY 1"
+        ).fetchall()
+        assert names == [("ui_b",)]

@@ -175,7 +175,8 @@ class CatalogState:
         of its tables' keys (named as the PRIMARY KEY and UNIQUE constraints are)."""
         present = self.in_schema(schema)
         names = {split_name(i.name)[1] for i in present}
-        return names | {u[0] for i in present for u in i.options.get("unique") or []}
+        tables = [i for i in present if i.kind == "table"]  # an index's ``unique`` is a flag
+        return names | {u[0] for i in tables for u in i.options.get("unique") or []}
 
     def with_schema(self, schema: str) -> CatalogState:
         """The state with ``schema`` created; 42P06 if it exists."""
