@@ -379,14 +379,24 @@ def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
     return i in _reads(reader, shard)
 
 
-def own_index(reader: Item, table: Item) -> bool:
-    """Whether ``reader`` is an index of ``table`` arranged in the process (built again from
-    the table's rows when it changes)."""
-    return (
-        reader.kind == "index"
-        and reader.options.get("on") == table.id
-        and reader.options.get("tier") != "cluster"
-    )
+def readers_of(state: CatalogState, item: Item) -> tuple[list[Item], list[Item]]:
+    """The table's own indexes arranged in the process (built again from its rows when its
+    columns change), and the other items that read it (views, sinks, cluster-tier indexes)."""
+    readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
+    own = [r for r in readers if r.kind == "index" and r.options.get("on") == item.id]
+    own = [r for r in own if r.options.get("tier") != "cluster"]
+    return own, [r for r in readers if r not in own]
+
+
+def change_rebuilding(
+    env: Environment, item: Item, changed: Item, indexes: list[Item], *change: Any
+) -> None:
+    """:func:`_change` (``change``: its layouts, timestamp and rewrite), the table's own
+    ``indexes`` then reading its new columns, restarted."""
+    read = P.Get(item.id, schema_of(changed))
+    others = [(ix, _reget(ix, item.id, read)) for ix in indexes]
+    with _restarting(env, item, indexes):
+        _change(env, item, changed, *change, others, {ix.id for ix in indexes})
 
 
 @contextmanager

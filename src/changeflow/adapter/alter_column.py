@@ -20,11 +20,8 @@ from changeflow.adapter.alter import (
     _change,
     _edit_sql,
     _per_column,
-    _plan_readers,
-    _reget,
-    _restarting,
-    _sinks,
-    own_index,
+    change_rebuilding,
+    readers_of,
 )
 from changeflow.adapter.alter import layout as stored_layout
 from changeflow.adapter.catalog import CatalogState, Item
@@ -32,7 +29,6 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import identities
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
-from changeflow.compute import plan as P
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -146,7 +142,6 @@ def _nullable(item: Item, columns: set[str], nullable: bool) -> Item:
 
 
 def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) -> None:
-    from changeflow.adapter.resolver import schema_of
 
     name = item.columns[i][0]
     if any(u[2] and i in u[1] for u in item.options.get("unique") or []):
@@ -154,9 +149,7 @@ def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) ->
     changed = _nullable(item, {name}, True)
     if changed == item:
         return
-    readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
-    indexes = [r for r in readers if own_index(r, item)]  # built again from the rows
-    readers = [r for r in readers if r not in indexes]
+    indexes, readers = readers_of(state, item)
     if readers:  # their output was planned NOT NULL where the column is read
         raise PlanError(
             f'cannot drop NOT NULL of column "{name}": {readers[0].kind} "{readers[0].name}" '
@@ -165,10 +158,7 @@ def _drop_not_null(env: Environment, state: CatalogState, item: Item, i: int) ->
         )
     old = stored_layout(env, item)
     new = old.set(i, old.field(i).with_nullable(True))
-    read = P.Get(item.id, schema_of(changed))
-    others = [(ix, _reget(ix, item.id, read)) for ix in indexes]
-    with _restarting(env, item, indexes):
-        _change(env, item, changed, old, new, None, None, others, {ix.id for ix in indexes})
+    change_rebuilding(env, item, changed, indexes, old, new, None, None)
 
 
 def _set_default(env: Environment, item: Item, i: int, text: str | None) -> None:

@@ -21,22 +21,18 @@ from sqlglot import exp
 
 from changeflow.adapter.alter import (
     TAG,
-    _change,
     _contents,
     _edit_sql,
     _per_column,
-    _plan_readers,
-    _reget,
-    _restarting,
-    _sinks,
+    change_rebuilding,
     layout,
-    own_index,
+    readers_of,
 )
 from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.constraints import Unique, check_build
 from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
-from changeflow.adapter.resolver import CatalogResolver, schema_of
+from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once
 from changeflow.adapter.sql.dialect import parse_sql
@@ -58,9 +54,7 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
         raise PlanError(
             f'column "{name}" of relation "{item.name}" does not exist', sqlstate="42703"
         )
-    readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
-    indexes = [r for r in readers if own_index(r, item)]  # rebuilt with the new values
-    readers = [r for r in readers if r not in indexes]
+    indexes, readers = readers_of(state, item)  # the indexes rebuilt with the new values
     if readers:
         raise PlanError(
             f"cannot alter type of a column used by a view or rule: {readers[0].kind} "
@@ -120,10 +114,7 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
     changed = replace(
         item, columns=tuple(columns), options=options, sql=_edit_sql(item.sql, retyped)
     )
-    read = P.Get(item.id, schema_of(changed))
-    others = [(ix, _reget(ix, item.id, read)) for ix in indexes]
-    with _restarting(env, item, indexes):
-        _change(env, item, changed, old, new, ts, rewrite, others, {ix.id for ix in indexes})
+    change_rebuilding(env, item, changed, indexes, old, new, ts, rewrite)
     return Result(TAG)
 
 

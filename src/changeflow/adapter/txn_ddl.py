@@ -112,7 +112,7 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     its retractions and additions cancel). Refused (25001) after the transaction's writes,
     which were checked against the table as it was, and for a change of the columns of a
     table that views or sinks read."""
-    from changeflow.adapter.alter import _plan_readers, _sinks, own_index
+    from changeflow.adapter.alter import readers_of
     from changeflow.adapter.alter_many import changes_columns
 
     env, txn, g = session.env, session.txn, stmt.args
@@ -123,8 +123,7 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
         return run(stmt)
     columns = changes_columns(g)
-    readers = [*_plan_readers(state, item.id), *_sinks(state, item)]
-    readers = [r for r in readers if not own_index(r, item)]
+    readers = readers_of(state, item)[1]
     if columns and readers:
         raise PlanError(
             f'ALTER TABLE of the columns of table "{item.name}" cannot run inside a '
