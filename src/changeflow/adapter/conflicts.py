@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from changeflow.adapter.environment import Environment
 
 Counted = dict[tuple[Any, ...], int]
+Read = tuple[P.Plan, "Counted | None"]  # None: rows not kept (a query's), found again if needed
 LINEAR = (P.Get, P.Filter, P.Map, P.Project, P.Union, P.Negate)
 
 
@@ -36,7 +37,7 @@ def linear(plan: P.Plan) -> bool:
 
 def reads_unchanged(
     env: Environment,
-    reads: Iterable[tuple[P.Plan, Counted]],
+    reads: Iterable[Read],
     read_ts: int,
     upper: int,
     moved: set[str],
@@ -45,6 +46,7 @@ def reads_unchanged(
     ``moved``: the tables written in ``(read_ts, upper)`` (their uppers are at ``upper``);
     every other input is unchanged there."""
     from changeflow.adapter.rows import evaluate_once
+    from changeflow.errors import FrontierViolation
 
     for plan, before in reads:
         shards = plan.collections()
@@ -59,12 +61,18 @@ def reads_unchanged(
                 changes[shard] = got
             if evaluate_once(plan, changes, upper - 1):
                 return False
-        elif env.evaluate(plan, upper - 1) != before:
-            return False
+        else:
+            try:
+                if before is None:
+                    before = env.evaluate(plan, read_ts)
+                if env.evaluate(plan, upper - 1) != before:
+                    return False
+            except FrontierViolation:
+                return False  # compacted past the read: cannot tell
     return True
 
 
-def reads_unaffected(reads: Iterable[tuple[P.Plan, Counted]], written: dict[str, pa.Table]) -> bool:
+def reads_unaffected(reads: Iterable[Read], written: dict[str, pa.Table]) -> bool:
     """Does every plan of ``reads`` give what it gave once the update frames ``written``
     (shard -> frame) are added to its inputs? A plan that is not linear and reads one of those
     shards is taken to be affected (its transaction then waits for a later group)."""

@@ -1,14 +1,15 @@
-"""A session: statements run in order, with PostgreSQL's transaction rules as Materialize has them.
+"""A session: statements run in order, with PostgreSQL's transaction rules, serializable.
 
 - Outside ``BEGIN`` every statement is its own transaction.
-- A read-only transaction reads every query at the timestamp of its first, which fixes its
+- A transaction reads every query at the timestamp of its first read, which fixes its
   timeline: a later query of another timeline fails ("Transactions can only reference objects in
   the same timedomain").
-- A write-only transaction buffers INSERTs, UPDATEs and DELETEs and commits them together at one
-  timestamp. Reads after writes, or writes after reads, in one transaction are refused.
-- UPDATE and DELETE read at a timestamp and write at a later one; the commit is refused with a
-  serialization failure (40001), and nothing is written, if what they read changed between
-  (rows another commit changed in a table they read, not merely a write to that table).
+- Its INSERTs, UPDATEs and DELETEs are buffered and commit together at one timestamp; its
+  later statements see them (:mod:`~changeflow.adapter.txn_reads`).
+- Reads and writes come in any order: a transaction that writes commits at a later timestamp
+  than it read, and is refused with a serialization failure (40001), nothing written, if what
+  it read changed between (rows another commit changed in a table it read, not merely a write
+  to that table).
 - After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02), as in
   PostgreSQL, and ``COMMIT`` then rolls back.
 """
@@ -32,7 +33,7 @@ from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
 from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
 from changeflow.adapter.checks import enforce_checks
-from changeflow.adapter.conflicts import reads_unaffected, reads_unchanged
+from changeflow.adapter.conflicts import Read, reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import truncate_order
 from changeflow.adapter.fk_deferred import Pending, check_deferred, set_constraints
@@ -64,6 +65,7 @@ from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.system_tables import SETTING_NAMES, SETTINGS
 from changeflow.adapter.timelines import check_single, check_transaction
+from changeflow.adapter.txn_reads import transaction_read
 from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
@@ -99,10 +101,9 @@ class Transaction:
     timeline: str | None = None
     read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
-    read_rows: list[tuple[P.Plan, dict[tuple[Any, ...], int]]] = field(default_factory=list)
+    read_rows: list[Read] = field(default_factory=list)  # what the commit checks is unchanged
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     written: dict[str, Written] = field(default_factory=dict)  # the writes as later reads see them
-    queried: bool = False
     failed: bool = False
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
     created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) by its DDL
@@ -209,10 +210,6 @@ class Session:
         self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
     ) -> int:
         txn = self._transaction()
-        if txn.queried:
-            raise PlanError(
-                "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
-            )
         found = self.env.catalog.load().find(table)
         if found is not None:  # another session's transaction altering it: its end
             holds.wait(self.env.catalog, found.id, found.name, "table")
@@ -366,15 +363,15 @@ class Session:
             lines = query.plan.explain().splitlines()
             return text_result("EXPLAIN", ["Optimized Plan"], [(line,) for line in lines])
         txn = self._transaction()
-        if txn.writes:
-            raise PlanError(
-                "transaction in write-only mode: reads cannot follow writes", sqlstate="25006"
-            )
         timeline = self._timeline(query.timelines, txn)
         ts = self._read_ts(stmt, query.plan, timeline, txn)
-        rows = finish(self._evaluate(query.plan, ts, query.finishing), query.finishing)
-        rows = shown_rows(rows, query.shown, state, "changeflow")
-        txn.queried = True
+        if txn.explicit and stmt.args.get("as_of") is None:  # it may write after, or before
+            counted = transaction_read(
+                self.env, state, txn, query.plan, ts, query.finishing, self._evaluate
+            )
+        else:
+            counted = self._evaluate(query.plan, ts, query.finishing)
+        rows = shown_rows(finish(counted, query.finishing), query.shown, state, "changeflow")
         self._end(txn)
         columns = _visible(query)
         return Result(f"SELECT {len(rows)}", columns, padded_rows(rows, columns))
@@ -464,10 +461,6 @@ class Session:
 
     def _write(self, stmt: Statement) -> Result:
         txn = self._transaction()
-        if txn.queried:
-            raise PlanError(
-                "transaction in read-only mode: writes cannot follow reads", sqlstate="25006"
-            )
         resolver = CatalogResolver(self.env.catalog.load())
         if stmt.kind == "insert":
             planned = plan_insert(stmt.ast, resolver)

@@ -1,0 +1,87 @@
+"""Queries in a transaction block that also writes: PostgreSQL's reads of the transaction's
+own writes, and writes after reads, kept serializable.
+
+A query in a transaction block reads at the transaction's read timestamp with the
+transaction's own writes to the tables it reads added (:func:`~changeflow.adapter.written.
+with_own_writes`), so ``BEGIN; INSERT …; SELECT …`` sees the row. The query is remembered for
+the commit by its plan, not its rows: if the transaction writes, the commit checks (as for an
+UPDATE's reads, :mod:`~changeflow.adapter.conflicts`) that the plan still gives at the
+commit's timestamp what it gave at the read timestamp, else 40001 and nothing is written. A
+query of a materialized view or an index is remembered by the tables under it, any change of
+which since the read is a conflict. A view over a table the transaction has written does not
+hold the uncommitted rows: reading it then is refused (0A000) rather than answered without
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from changeflow.adapter.written import with_own_writes
+from changeflow.compute import plan as P
+from changeflow.errors import PlanError
+
+if TYPE_CHECKING:
+    from changeflow.adapter.catalog import CatalogState, Item
+    from changeflow.adapter.environment import Environment
+    from changeflow.adapter.relations import Finishing
+    from changeflow.adapter.session import Transaction
+
+Counted = dict[tuple[Any, ...], int]
+Evaluate = Callable[[P.Plan, int, "Finishing | None"], Counted]
+
+
+def transaction_read(
+    env: Environment,
+    state: CatalogState,
+    txn: Transaction,
+    plan: P.Plan,
+    ts: int,
+    shown: Finishing | None,
+    evaluate: Evaluate,
+) -> Counted:
+    """``plan``'s rows at ``ts`` as the transaction block ``txn`` sees them (``evaluate``
+    reads the committed rows, with ``shown`` the query's ORDER BY and LIMIT when it may stop
+    early); the read is remembered for the commit's check."""
+    shards = plan.collections()
+    by_shard = {i.shard: i for i in state.items.values() if i.shard in shards}
+    derived = {s: i for s, i in by_shard.items() if i.kind != "table"}
+    under = {s: _tables_under(state, i) for s, i in derived.items()}
+    for shard, tables in under.items():
+        touched = sorted(t.name for t in tables if txn.writes.get(t.shard or ""))
+        if touched:
+            raise PlanError(
+                f'cannot read {derived[shard].kind} "{derived[shard].name}" in a transaction '
+                f'that has written "{touched[0]}", which it reads: COMMIT first, or read the '
+                "table itself",
+                sqlstate="0A000",
+            )
+    own = any(txn.writes.get(s) for s in shards)
+    rows = evaluate(plan, ts, None if own else shown)
+    if own:
+        rows = with_own_writes(env, plan, ts, rows, txn.written, txn.writes)
+    if not derived:
+        txn.read_rows.append((plan, None))  # its rows found again at the commit if needed
+        txn.reads |= shards
+    else:  # a view's tables: any change since the read is a conflict
+        tables = {t.shard: t for ts_ in under.values() for t in ts_}
+        tables.update({s: i for s, i in by_shard.items() if i.kind == "table"})
+        for shard, table in tables.items():
+            assert shard is not None
+            txn.read_rows.append((env.plans.relation(state, table.name).plan, {}))
+            txn.reads.add(shard)
+    return rows
+
+
+def _tables_under(state: CatalogState, item: Item) -> list[Item]:
+    """The tables ``item`` reads, directly or through other items."""
+    found: dict[str, Item] = {}
+    pending = list(item.depends_on)
+    while pending:
+        dep = state.items.get(pending.pop())
+        if dep is None or dep.id in found:
+            continue
+        found[dep.id] = dep
+        pending += dep.depends_on
+    return [i for i in found.values() if i.kind == "table" and i.shard]
