@@ -32,6 +32,9 @@ STATEMENTS = [
     "INSERT INTO rw_items VALUES (3, 'x', 5), (3, 'z', 1)",
     "SELECT o.customer, sum(i.qty) FROM rw_orders o JOIN rw_items i ON i.order_id = o.id "
     "GROUP BY o.customer ORDER BY 1",
+    "WITH RECURSIVE r(n) AS (SELECT max(id) FROM rw_orders UNION ALL "
+    "SELECT n - 1 FROM r WHERE n > 1) SELECT count(*) FROM r",
+    "SELECT (SELECT max(qty) FROM rw_items), EXISTS (SELECT 1 FROM rw_items WHERE sku = 'z')",
     "UPDATE rw_orders SET total = total + 1 WHERE customer = 'cy'",
     "SELECT total FROM rw_orders WHERE id = 3",
     "DELETE FROM rw_items WHERE sku = 'x'",

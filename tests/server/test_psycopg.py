@@ -219,6 +219,11 @@ def test_server_side_cursor(server, table_name: str) -> None:
             cur.execute(f"SELECT a FROM {table_name} WHERE a < 3 ORDER BY a")
             assert cur.fetchall() == [(0,), (1,), (2,)]
         c.commit()
+        c.execute(f"INSERT INTO {table_name} VALUES (-1, 'mine')")  # seen before COMMIT
+        with c.cursor(name="own") as cur:
+            cur.execute(f"SELECT a, b FROM {table_name} WHERE a < 1 ORDER BY a")
+            assert cur.fetchall() == [(-1, "mine"), (0, "0")]
+        c.rollback()
 
 
 def test_declare_fetch_subscribe(server, table_name: str) -> None:

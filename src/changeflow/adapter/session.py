@@ -404,8 +404,15 @@ class Session:
         return ts
 
     def _run_now(self, plan: P.Plan) -> dict[tuple[Any, ...], int]:
-        """``plan``'s rows at the transaction's read time (or the latest, before it has one)."""
+        """``plan``'s rows at the transaction's read time (or the latest, before it has one);
+        in a transaction block, with its own writes."""
         txn = self.txn
+        if txn is not None and txn.explicit:
+            timeline = self._timeline(frozenset(), txn)
+            if txn.read_ts is None:
+                txn.read_ts = self.env.read_ts(timeline, plan.collections())
+            state = self.env.catalog.load()
+            return transaction_read(self.env, state, txn, plan, txn.read_ts, None, self._evaluate)
         ts = None if txn is None else txn.read_ts
         timeline = EPOCH if txn is None or txn.timeline is None else txn.timeline
         return self._evaluate(
