@@ -110,3 +110,71 @@ def test_a_changed_read_refuses_the_commit(tmp_path: Path) -> None:
     finally:
         a.close()
         b.close()
+
+
+ALTER_TABLES = "rw_parent, rw_child"
+ALTER_SETUP = [
+    "CREATE TABLE rw_parent (id int, v int)",
+    "CREATE TABLE rw_child (id int, p int)",
+    "INSERT INTO rw_parent VALUES (1, 10), (2, NULL)",
+]
+# a new constraint is checked against the table as the transaction has left it
+ALTER_STATEMENTS = [
+    "BEGIN",
+    "ALTER TABLE rw_parent ALTER COLUMN v SET NOT NULL",
+    "ROLLBACK",
+    "BEGIN",
+    "UPDATE rw_parent SET v = 20 WHERE id = 2",
+    "ALTER TABLE rw_parent ALTER COLUMN v SET NOT NULL",
+    "INSERT INTO rw_parent VALUES (3, NULL)",
+    "ROLLBACK",
+    "BEGIN",
+    "DELETE FROM rw_parent WHERE v IS NULL",
+    "ALTER TABLE rw_parent ALTER COLUMN v SET NOT NULL",
+    "COMMIT",
+    "SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'rw_parent'::regclass "
+    "AND attnum > 0 ORDER BY attnum",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (1, 11)",
+    "ALTER TABLE rw_parent ADD PRIMARY KEY (id)",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (5, 50)",
+    "ALTER TABLE rw_parent ADD PRIMARY KEY (id)",
+    "INSERT INTO rw_parent VALUES (5, 51)",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (-1, 5)",
+    "ALTER TABLE rw_parent ADD CONSTRAINT positive CHECK (id > 0)",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (6, 60)",
+    "ALTER TABLE rw_parent ADD PRIMARY KEY (id)",
+    "INSERT INTO rw_child VALUES (1, 6)",
+    "ALTER TABLE rw_child ADD FOREIGN KEY (p) REFERENCES rw_parent",
+    "INSERT INTO rw_child VALUES (2, 7)",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_child VALUES (1, 9)",
+    "ALTER TABLE rw_parent ADD PRIMARY KEY (id)",
+    "ALTER TABLE rw_child ADD FOREIGN KEY (p) REFERENCES rw_parent",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (7, 70)",
+    "ALTER TABLE rw_parent ALTER COLUMN v SET DEFAULT 0",
+    "ALTER TABLE rw_parent RENAME CONSTRAINT nope TO other",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO rw_parent VALUES (7, 70)",
+    "ALTER TABLE rw_parent ALTER COLUMN v SET DEFAULT 0",
+    "INSERT INTO rw_parent (id) VALUES (8)",
+    "COMMIT",
+    "SELECT * FROM rw_parent ORDER BY id",
+]
+
+
+@pytest.mark.postgres
+def test_alter_table_after_writes_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, ALTER_TABLES, *ALTER_SETUP) as (ours, pg):
+        for sql in ALTER_STATEMENTS:
+            assert outcome(ours, sql) == outcome(pg, sql), sql

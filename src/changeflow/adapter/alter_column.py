@@ -89,12 +89,11 @@ def set_not_null(
 
 def null_rows(env: Environment, item: Item, columns: set[str]) -> None:
     """23502 if a row of table ``item`` is NULL in one of ``columns``."""
-    from changeflow.adapter.resolver import CatalogResolver
+    from changeflow.adapter.txn_reads import table_rows
 
     names = [c[0] for c in item.columns]
     at = [names.index(c) for c in names if c in columns]
-    ts = env.read_ts(item.timeline, {item.id})
-    rows = env.evaluate(CatalogResolver(env.catalog.load()).plan(item), ts)
+    rows = table_rows(env, item)
     for row, count in rows.items():
         for i in at:
             if count > 0 and row[i] is None:

@@ -64,12 +64,12 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
 
 def _check_rows(env: Environment, item: Item, check: Check) -> None:
     """23514 if a row of the table fails ``check``."""
-    from changeflow.adapter.resolver import CatalogResolver, schema_of
+    from changeflow.adapter.resolver import schema_of
+    from changeflow.adapter.txn_reads import table_rows
 
     schema = schema_of(item)
     e = planned(check, schema, item.name)
-    ts = env.read_ts(item.timeline, {item.id})
-    rows = env.evaluate(CatalogResolver(env.catalog.load()).plan(item), ts)
+    rows = table_rows(env, item)
     for row, count in rows.items():
         if count > 0 and e.eval(row) is False:
             failed = violation(check, row, schema, item.name)

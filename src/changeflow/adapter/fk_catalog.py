@@ -198,14 +198,12 @@ def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], ta
 def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
     from changeflow.adapter.fk_enforce import key_of, shown_key, violation
     from changeflow.adapter.foreign_keys import positions
-    from changeflow.adapter.resolver import CatalogResolver
+    from changeflow.adapter.txn_reads import table_rows
 
-    state = env.catalog.load()
-    parent = state.items[fk.parent]
-    resolver = CatalogResolver(state)
+    parent = env.catalog.load().items[fk.parent]
     ts = env.read_ts(item.timeline, {item.id, parent.id})
-    rows = env.evaluate(resolver.plan(item), ts)
-    theirs = env.evaluate(resolver.plan(parent), ts) if parent.id != item.id else rows
+    rows = table_rows(env, item, ts)
+    theirs = table_rows(env, parent, ts) if parent.id != item.id else rows
     refs, cols = positions(parent, fk.refs), positions(item, fk.columns)
     present = {key_of(r, refs) for r, c in theirs.items() if c > 0}
     for row, count in rows.items():

@@ -44,11 +44,10 @@ def add_key(env: Environment, item: Item, defs: list[exp.Expression], taken: set
 
 
 def _add(env: Environment, item: Item, key: Unique) -> None:
-    from changeflow.adapter.resolver import CatalogResolver
+    from changeflow.adapter.txn_reads import table_rows
 
     def check(table: Item) -> None:
-        ts = env.read_ts(table.timeline, {table.id})
-        rows = env.evaluate(CatalogResolver(env.catalog.load()).plan(table), ts)
+        rows = table_rows(env, table)
         check_build(key, rows.items(), table.name, [c[0] for c in table.columns])
 
     def keyed(table: Item) -> Item:

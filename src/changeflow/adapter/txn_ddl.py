@@ -109,20 +109,26 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     created (ROLLBACK drops it), or on another, which the transaction then holds (other
     sessions' writes to it wait for its end) and ROLLBACK puts back: its catalog items and its
     shard's layout (the columns a rewrite wrote under new stored names are read no more, so
-    its retractions and additions cancel). Refused (25001) after the transaction's writes,
-    which were checked against the table as it was, and for a change of the columns of a
-    table that views or sinks read."""
+    its retractions and additions cancel). A new constraint is checked against the table with
+    the transaction's writes. Refused (25001): a change of the columns of a table the
+    transaction has written (its rows are in the old columns) or that views or sinks read."""
     from changeflow.adapter.alter import readers_of
     from changeflow.adapter.alter_many import changes_columns
+    from changeflow.adapter.txn_reads import running_in
 
     env, txn, g = session.env, session.txn, stmt.args
-    if txn.writes:
-        raise PlanError("ALTER TABLE cannot follow writes in a transaction block", sqlstate="25001")
     state = env.catalog.load()
     item = state.find(g["name"])
-    if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
-        return run(stmt)
     columns = changes_columns(g)
+    if item is not None and columns and txn.writes.get(item.id):
+        raise PlanError(
+            f'ALTER TABLE changing the columns of table "{item.name}" cannot follow this '
+            "transaction's writes to it: COMMIT them first",
+            sqlstate="25001",
+        )
+    if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
+        with running_in(txn):
+            return run(stmt)
     readers = readers_of(state, item)[1]
     if columns and readers:
         raise PlanError(
@@ -132,7 +138,8 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
         )
     holds.hold(env.catalog, item.id)
     layout = env.storage.state(item.id).schema
-    result = run(stmt)
+    with running_in(txn):
+        result = run(stmt)
     txn.undo.append(put_back(env, item.id, state, env.catalog.load(), layout))
     return result
 

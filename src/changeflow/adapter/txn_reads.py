@@ -10,12 +10,15 @@ commit's timestamp what it gave at the read timestamp, else 40001 and nothing is
 query of a materialized view or an index is remembered by the tables under it, any change of
 which since the read is a conflict. A view over a table the transaction has written does not
 hold the uncommitted rows: reading it then is refused (0A000) rather than answered without
-them.
+them. DDL that reads a table's rows (ALTER TABLE's checks of a new constraint) reads them
+with the writes of the transaction it runs in (:func:`table_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.written import with_own_writes
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 
 Counted = dict[tuple[Any, ...], int]
 Evaluate = Callable[[P.Plan, int, "Finishing | None"], Counted]
+# the transaction a DDL statement runs in, whose writes its reads of tables see
+RUNNING: ContextVar[Transaction | None] = ContextVar("running_transaction", default=None)
 
 
 def transaction_read(
@@ -85,3 +90,28 @@ def _tables_under(state: CatalogState, item: Item) -> list[Item]:
         found[dep.id] = dep
         pending += dep.depends_on
     return [i for i in found.values() if i.kind == "table" and i.shard]
+
+
+@contextmanager
+def running_in(txn: Transaction) -> Iterator[None]:
+    """DDL run within ``txn``: its reads of tables (:func:`table_rows`) see ``txn``'s writes."""
+    token = RUNNING.set(txn)
+    try:
+        yield
+    finally:
+        RUNNING.reset(token)
+
+
+def table_rows(env: Environment, item: Item, ts: int | None = None) -> Counted:
+    """Table ``item``'s rows at ``ts`` (default: now), with the writes of the transaction
+    the statement runs in (:func:`running_in`)."""
+    from changeflow.adapter.resolver import CatalogResolver
+
+    plan = CatalogResolver(env.catalog.load()).plan(item)
+    if ts is None:
+        ts = env.read_ts(item.timeline, {item.id})
+    rows = env.evaluate(plan, ts)
+    txn = RUNNING.get()
+    if txn is not None and txn.writes.get(item.id):
+        rows = with_own_writes(env, plan, ts, rows, txn.written, txn.writes)
+    return rows
