@@ -26,9 +26,14 @@ PSQL = _psql()
 
 
 def psql(
-    server: Any, *args: str, password: str | None = None, user: str = "tester"
+    server: Any,
+    *args: str,
+    password: str | None = None,
+    user: str = "tester",
+    input: str | None = None,  # noqa: A002 (subprocess's name)
 ) -> subprocess.CompletedProcess[str]:
-    """Run psql against ``server`` with ``args``; its output and exit status."""
+    """Run psql against ``server`` with ``args`` (and ``input`` on its stdin); its output and
+    exit status."""
     assert PSQL is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env |= {"PGCONNECT_TIMEOUT": "10", "PSQLRC": "/dev/null"}
@@ -36,7 +41,7 @@ def psql(
         env["PGPASSWORD"] = password
     cmd = [PSQL, "-X", "-w", "-h", server.host, "-p", str(server.port), "-U", user]
     cmd += ["-d", "materialize", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, input=input)
 
 
 # -- raw protocol ---------------------------------------------------------------------------

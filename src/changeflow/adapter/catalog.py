@@ -64,7 +64,10 @@ SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", def
 
 
 def search_path(setting: str) -> tuple[str, ...]:
-    """The schemas of a ``search_path`` setting (``"$user", public`` or ``'s', public``)."""
+    """The schemas of a ``search_path`` setting (``"$user", public`` or ``'s', public``).
+    An empty one is taken as ``public``: pg_dump's scripts set it and name every object with
+    its schema, and a name in public is stored without it, so ``public.t`` is read as ``t``
+    (where PostgreSQL would find no unqualified name at all)."""
     out = []
     for part in setting.split(","):
         part = part.strip().strip("'").strip()
@@ -72,7 +75,7 @@ def search_path(setting: str) -> tuple[str, ...]:
             out.append(part[1:-1].replace('""', '"'))
         elif part:
             out.append(part.lower())
-    return tuple(out)
+    return tuple(out) or (PUBLIC,)
 
 
 def qualified(name: str) -> str:

@@ -320,8 +320,9 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     unknown = [k for k in key if ident(k) not in {c[0] for c in on.columns}]
     if unknown:
         raise PlanError(f'column "{unknown[0]}" does not exist', sqlstate="42703")
-    unnamed = unique_name(on, [ident(k) for k in key]) if g.get("unique") else None
-    name = (g.get("name") or "").strip() or unnamed or f"{on.name}_primary_idx"
+    keyed = g.get("key") or g.get("unique")  # PostgreSQL's name; without a key Materialize's
+    unnamed = unique_name(on, [ident(k) for k in key]) if keyed else f"{on.name}_primary_idx"
+    name = (g.get("name") or "").strip() or unnamed
     name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
     if (done := _exists(env, name, bool(g.get("ine")))) is not None:
         return done

@@ -38,6 +38,7 @@ from changeflow.adapter.sequence_options import (
     restart_value,
     with_clauses,
 )
+from changeflow.adapter.sequence_owned import owned_clause, set_owned_by
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.session_values import SEQUENCE_FUNCTIONS
 from changeflow.adapter.sql.statements import Statement
@@ -471,15 +472,16 @@ def _clauses(create: exp.Expression) -> exp.SequenceProperties | None:
 
 
 def alter_sequence(env: Any, stmt: Statement) -> Result:
-    """``ALTER SEQUENCE [IF EXISTS] name`` with RESTART [WITH n] and CREATE SEQUENCE's
-    options: the options change for the next values; RESTART sets the next value."""
+    """``ALTER SEQUENCE [IF EXISTS] name`` with RESTART [WITH n], OWNED BY and CREATE
+    SEQUENCE's options: the options change for the next values; RESTART sets the next value."""
     g = stmt.args
     item = env.catalog.load().find(g["name"])
     if item is None or item.kind != "sequence":
         if g.get("ie"):
             return Result("ALTER SEQUENCE")
         raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
-    rest, restart = g["rest"], None
+    rest, owner = owned_clause(g["rest"])
+    restart = None
     m = re.search(r"\bRESTART(?:\s+(?:WITH\s+)?(?P<n>-?\d+))?", rest, re.I)
     if m is not None:
         rest = rest[: m.start()] + rest[m.end() :]
@@ -492,8 +494,8 @@ def alter_sequence(env: Any, stmt: Statement) -> Result:
 
     def change(state: CatalogState) -> tuple[CatalogState, None]:
         now = state.items[item.id]
-        kept = {**now.options, "sequence": options.to_json()}
-        return state.with_item(replace(now, options=kept)), None
+        now = replace(now, options={**now.options, "sequence": options.to_json()})
+        return state.with_item(now if owner is None else set_owned_by(state, now, owner)), None
 
     env.catalog.change(change)
     if restart is not None:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import comments, ddl, schemas, sequences, txn_ddl
+from changeflow.adapter import comments, ddl, owners, schemas, sequences, txn_ddl
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
@@ -89,6 +89,7 @@ DDL = {
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
     "comment": comments.comment_on,
+    "owner_to": owners.owner_to,
 }
 UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
 

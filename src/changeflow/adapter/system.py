@@ -124,13 +124,15 @@ def mentions_catalog(text: str) -> bool:
 def _catalog_call(dot: exp.Dot) -> bool:
     """Is ``dot`` a call qualified by ``pg_catalog`` of a function the planner has not
     (``pg_catalog.pg_get_viewdef(…)``, not ``pg_catalog.upper(…)``)?"""
+    from changeflow.adapter.sql.session_values import SESSION_FUNCTIONS
     from changeflow.compute.functions import FUNCTIONS
 
     if dot.this.name.lower() != "pg_catalog":
         return False
     call = dot.expression
     name = str(call.this if isinstance(call, exp.Anonymous) else call.meta.get("name", ""))
-    return not isinstance(call, exp.Func) or name.lower() not in FUNCTIONS
+    known = name.lower() in FUNCTIONS or name.lower() in SESSION_FUNCTIONS
+    return not isinstance(call, exp.Func) or not known
 
 
 @dataclass

@@ -140,6 +140,10 @@ class PostgresCalls(Postgres):
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
         }
+        KEY_CONSTRAINT_OPTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
+            **Postgres.Parser.KEY_CONSTRAINT_OPTIONS,
+            "NOT": ("ENFORCED", "DEFERRABLE"),  # NOT DEFERRABLE: the default, said
+        }
         LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
             k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
         }

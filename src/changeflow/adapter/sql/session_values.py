@@ -30,6 +30,9 @@ SESSION_NAMES: ContextVar[SessionNames | None] = ContextVar("session_names", def
 
 VERSION = "PostgreSQL 15.0 on changeflow"
 SEQUENCE_FUNCTIONS = ("nextval", "currval", "setval", "pg_get_serial_sequence")
+SETTING_FUNCTIONS = ("current_setting", "set_config")
+# the calls the planner answers here (by name, also as pg_catalog.name)
+SESSION_FUNCTIONS = (*SEQUENCE_FUNCTIONS, *SETTING_FUNCTIONS, "pg_backend_pid")
 
 
 def session_value(node: exp.Expression) -> X.Expr | None:
@@ -58,10 +61,7 @@ def session_value(node: exp.Expression) -> X.Expr | None:
         return X.Lit(path[0] if path else "public", TEXT)
     if isinstance(node, exp.CurrentVersion):
         return X.Lit(VERSION, TEXT)
-    if isinstance(node, exp.Anonymous) and str(node.this).lower() in (
-        "current_setting",
-        "set_config",
-    ):
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in SETTING_FUNCTIONS:
         return _setting(str(node.this).lower(), node.expressions)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "pg_backend_pid":
         if node.expressions:

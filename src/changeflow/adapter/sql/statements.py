@@ -19,6 +19,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from changeflow.adapter.sql.dialect import parse_sql, shared_tree
+from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.shapes import Shape, shape_of
@@ -201,9 +202,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "create_index",
-        rf"CREATE\s+(?P<default>DEFAULT\s+)?(?P<unique>UNIQUE\s+)?INDEX\s+(?P<ine>IF\s+NOT\s+"
-        rf"EXISTS\s+)?(?P<name>{QNAME}\s+)?ON\s+(?P<item>{QNAME})\s*(?:USING\s+btree\s*)?"
-        r"(?:\((?P<key>[^)]*)\))?",
+        rf"CREATE\s+(?P<default>DEFAULT\s+)?(?P<unique>UNIQUE\s+)?INDEX\s+(?:CONCURRENTLY\s+)?"
+        rf"(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME}\s+)?ON\s+(?:ONLY\s+)?(?P<item>{QNAME})"
+        r"\s*(?:USING\s+(?P<method>\w+)\s*)?(?:\((?P<key>(?:[^()]|\([^()]*\))*)\))?"
+        r"\s*(?P<tail>(?:INCLUDE|WITH|WHERE|NULLS)\b.*)?",
+    ),
+    (
+        "owner_to",
+        r"ALTER\s+(?P<kind>TABLE|VIEW|MATERIALIZED\s+VIEW|SEQUENCE|INDEX|SOURCE|SINK|SCHEMA)\s+"
+        rf"(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+OWNER\s+TO\s+(?P<role>{NAME})",
     ),
     (
         "alter_sequence",
@@ -450,6 +457,10 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
             g["new"] = name(g["new"])
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
         return Statement("alter_table", text, None, g)
+    if kind == "owner_to":
+        kind_word = " ".join(g["kind"].lower().split())
+        found = {"name": name(g["name"]), "role": name(g["role"]), "ie": bool(g["ie"])}
+        return Statement(kind, text, None, {**found, "kind": kind_word})
     if kind == "set_constraints":  # a qualified name's constraint by its own name
         named = g["names"] and [n.split(".")[-1] for n in names(g["names"])]
         return Statement(kind, text, None, {"names": named or None, "mode": g["mode"]})
@@ -500,6 +511,8 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         g["key"] = [name(k) for k in g["key"].split(",") if k.strip()]
     if kind == "comment":  # an empty comment is none, as in PostgreSQL
         g["text"] = None if g["text"].upper() == "NULL" else (unquote(g["text"]) or None)
-    if kind == "create_index" and g.get("key"):
-        g["key"] = [k.strip() for k in commas(g["key"])]
+    if kind == "create_index":
+        check_clauses(g.get("method"), g.get("tail"))
+        if g.get("key"):
+            g["key"] = key_columns(commas(g["key"]))
     return Statement(kind, text, None, g)

@@ -1,0 +1,58 @@
+"""CREATE INDEX's key and clauses as PostgreSQL writes them (pg_dump, Django, Alembic), read
+down to what an index here is: an arrangement of its relation by equality of key columns.
+
+A key item's collation, operator class (``varchar_pattern_ops``, Django's ``_like`` indexes),
+ASC/DESC and NULLS FIRST/LAST order entries within a key and do not change which rows are
+equal, so the item is its column. ``USING btree`` or ``hash``, ``INCLUDE (…)`` (the arrangement
+holds whole rows) and ``WITH (…)`` storage parameters are taken as they are. What would change
+the index's meaning is refused with 0A000: an expression as a key, a partial index (WHERE),
+another access method, NULLS NOT DISTINCT.
+"""
+
+from __future__ import annotations
+
+import re
+
+from changeflow.errors import PlanError
+
+_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+_ITEM = re.compile(
+    rf"(?P<column>{_NAME})(?:\s+COLLATE\s+{_NAME}(?:\.{_NAME})?)?(?:\s+(?:{_NAME}\.)?[\w$]+_ops)?"
+    r"(?:\s+(?:ASC|DESC))?(?:\s+NULLS\s+(?:FIRST|LAST))?",
+    re.I,
+)
+METHODS = ("btree", "hash")
+
+
+def key_columns(items: list[str]) -> list[str]:
+    """The key columns of CREATE INDEX's key ``items`` (as written); 0A000 for an expression."""
+    out = []
+    for item in items:
+        m = _ITEM.fullmatch(item.strip())
+        if m is None:
+            raise PlanError(
+                f"an index on an expression is not supported ({item.strip()}): index the "
+                "columns it reads",
+                sqlstate="0A000",
+            )
+        out.append(m["column"])
+    return out
+
+
+def check_clauses(method: str | None, tail: str | None) -> None:
+    """0A000 for an access method or a clause after the key that changes what the index
+    holds or means."""
+    if method is not None and method.lower() not in METHODS:
+        raise PlanError(
+            f'index access method "{method.lower()}" is not supported: an index here is an '
+            "arrangement by equality of its key (btree or hash)",
+            sqlstate="0A000",
+        )
+    words = " ".join((tail or "").upper().split())
+    if re.search(r"\bWHERE\b", words):
+        raise PlanError(
+            "partial indexes (CREATE INDEX … WHERE) are not supported: index every row",
+            sqlstate="0A000",
+        )
+    if "NULLS NOT DISTINCT" in words:
+        raise PlanError("NULLS NOT DISTINCT indexes are not supported", sqlstate="0A000")

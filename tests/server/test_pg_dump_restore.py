@@ -1,0 +1,85 @@
+"""A PostgreSQL 15 database dumped with pg_dump and restored into ``changeflow serve`` with
+psql, stopping at the first error: serial and bigserial columns (CREATE SEQUENCE … AS, NO
+MINVALUE, CACHE; ALTER SEQUENCE … OWNED BY; SET DEFAULT nextval), OWNER TO, an empty
+search_path with every name qualified, COPY FROM stdin, constraints added after the data,
+indexes with an operator class and a sort order, a view and a comment. The restored tables,
+sequences and keys then behave as PostgreSQL's."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from serve_clients import PSQL, psql
+
+pytestmark = pytest.mark.postgres
+
+SCHEMA = """
+CREATE TABLE {p}authors (id serial PRIMARY KEY, name varchar(100) NOT NULL UNIQUE, born date,
+  bio text DEFAULT '');
+CREATE TABLE {p}books (id bigserial PRIMARY KEY,
+  author_id int NOT NULL REFERENCES {p}authors(id) ON DELETE CASCADE,
+  title text NOT NULL, price numeric(8,2) CHECK (price >= 0), tags text[], published timestamptz,
+  meta jsonb);
+CREATE INDEX {p}books_author ON {p}books (author_id DESC NULLS LAST);
+CREATE INDEX {p}authors_name_like ON {p}authors (name varchar_pattern_ops);
+CREATE TABLE {p}reviews (book_id bigint REFERENCES {p}books, stars smallint NOT NULL, body text,
+  PRIMARY KEY (book_id, stars));
+CREATE VIEW {p}cheap AS SELECT id, title, price FROM {p}books WHERE price < 10;
+CREATE SEQUENCE {p}tickets START 100;
+INSERT INTO {p}authors (name, born) VALUES ('Ann', '1970-01-02'), ('Bob', NULL), ('O''Hara', NULL);
+INSERT INTO {p}books (author_id, title, price, tags, published, meta) VALUES
+  (1, 'Alpha', 9.99, '{{a,b}}', '2020-01-01 10:00+00', '{{"pages": 100}}'),
+  (1, 'Beta', 25.00, NULL, '2021-06-01 12:30+02', NULL),
+  (2, E'Gamma\\tTab', 0, '{{}}', NULL, '{{"x": [1, 2]}}');
+INSERT INTO {p}reviews VALUES (1, 5, 'great'), (1, 3, NULL), (3, 1, E'two\\nlines');
+COMMENT ON TABLE {p}books IS 'all the books';
+"""
+CHECKS = [
+    "SELECT * FROM {p}authors ORDER BY id",
+    "SELECT * FROM {p}books ORDER BY id",
+    "SELECT * FROM {p}reviews ORDER BY book_id, stars",
+    "SELECT * FROM {p}cheap ORDER BY id",
+    "SELECT nextval('{p}authors_id_seq'), nextval('{p}tickets')",
+    "INSERT INTO {p}books (author_id, title) VALUES (3, 'Delta') RETURNING id",
+    "INSERT INTO {p}authors (id, name) VALUES (1, 'Dup')",
+    "INSERT INTO {p}books (author_id, title, price) VALUES (1, 'Neg', -1)",
+    "INSERT INTO {p}reviews VALUES (99, 1, 'none')",
+    "DELETE FROM {p}authors WHERE id = 2",
+    "SELECT count(*) FROM {p}books",
+    "SELECT obj_description('{p}books'::regclass)",
+    "SELECT indexname FROM pg_indexes WHERE tablename LIKE '{p}%' ORDER BY 1",
+]
+
+
+def test_pg_dump_restored_by_psql(server, postgres_url: str, table_name: str) -> None:
+    bindir = Path(subprocess.check_output(["pg_config", "--bindir"], text=True).strip())
+    database = f"restore_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database}")
+    source = postgres_url.rsplit("/", 1)[0] + f"/{database}"
+    try:
+        with psycopg.connect(source, autocommit=True) as pg:
+            pg.execute(SCHEMA.format(p=table_name))
+        dump = subprocess.run(
+            [str(bindir / "pg_dump"), source], capture_output=True, text=True, timeout=60
+        )
+        assert dump.returncode == 0, dump.stderr
+        restored = psql(server, "-v", "ON_ERROR_STOP=1", user="postgres", input=dump.stdout)
+        assert restored.returncode == 0, restored.stderr
+        for check in CHECKS:
+            sql = check.format(p=table_name)
+            theirs = subprocess.run(
+                [PSQL, "-X", "-w", "-A", "-v", "VERBOSITY=sqlstate", source, "-c", sql],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            ours = psql(server, "-A", "-v", "VERBOSITY=sqlstate", "-c", sql)
+            assert (ours.stdout, ours.stderr) == (theirs.stdout, theirs.stderr), sql
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {database}")
