@@ -321,7 +321,7 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     if unknown:
         raise PlanError(f'column "{unknown[0]}" does not exist', sqlstate="42703")
     keyed = g.get("key") or g.get("unique")  # PostgreSQL's name; without a key Materialize's
-    unnamed = unique_name(on, [ident(k) for k in key]) if keyed else f"{on.name}_primary_idx"
+    unnamed = unique_name(on, [ident(k) for k in key], state) if keyed else f"{on.name}_primary_idx"
     name = (g.get("name") or "").strip() or unnamed
     name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
     if (done := _exists(env, name, bool(g.get("ine")))) is not None:

@@ -14,19 +14,28 @@ no writes to the table are in flight, or declare the constraint with the table."
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.constraints import Unique, check_build
+from changeflow.adapter.sql.scope import qualify
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from changeflow.adapter.environment import Environment
 
 
-def unique_name(on: Item, key: list[str]) -> str:
-    """PostgreSQL's name of an unnamed index: the table's, its key columns', ``idx``."""
-    return "_".join([split_name(on.name)[1], *key, "idx"])
+def unique_name(on: Item, key: list[str], state: CatalogState | None = None) -> str:
+    """PostgreSQL's name of an unnamed index: the table's, its key columns', ``idx``, and a
+    number after it while ``state`` has that name in the table's schema."""
+    schema, table = split_name(on.name)
+    base = "_".join([table, *key, "idx"])
+    for n in itertools.count():
+        name = f"{base}{n or ''}"
+        if state is None or state.by_name(qualify(schema, name)) is None:
+            return name
+    raise AssertionError("unreachable")
 
 
 def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
