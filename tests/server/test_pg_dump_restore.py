@@ -1,9 +1,11 @@
 """A PostgreSQL 15 database dumped with pg_dump and restored into ``changeflow serve`` with
-psql, stopping at the first error: serial and bigserial columns (CREATE SEQUENCE … AS, NO
-MINVALUE, CACHE; ALTER SEQUENCE … OWNED BY; SET DEFAULT nextval), OWNER TO, an empty
-search_path with every name qualified, COPY FROM stdin, constraints added after the data,
-indexes with an operator class and a sort order, a view and a comment. The restored tables,
-sequences and keys then behave as PostgreSQL's."""
+psql, stopping at the first error, statement by statement and in one transaction (``psql
+-1``: COPY's rows, then the keys and foreign keys checked against them before COMMIT):
+serial and bigserial columns (CREATE SEQUENCE … AS, NO MINVALUE, CACHE; ALTER SEQUENCE …
+OWNED BY; SET DEFAULT nextval), OWNER TO, an empty search_path with every name qualified,
+COPY FROM stdin, constraints added after the data, indexes with an operator class and a sort
+order, a view and a comment. The restored tables, sequences and keys then behave as
+PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -55,7 +57,8 @@ CHECKS = [
 ]
 
 
-def test_pg_dump_restored_by_psql(server, postgres_url: str, table_name: str) -> None:
+@pytest.mark.parametrize("single", [False, True], ids=["statements", "one transaction"])
+def test_pg_dump_restored_by_psql(server, postgres_url: str, table_name: str, single: bool) -> None:
     bindir = Path(subprocess.check_output(["pg_config", "--bindir"], text=True).strip())
     database = f"restore_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:
@@ -68,7 +71,8 @@ def test_pg_dump_restored_by_psql(server, postgres_url: str, table_name: str) ->
             [str(bindir / "pg_dump"), source], capture_output=True, text=True, timeout=60
         )
         assert dump.returncode == 0, dump.stderr
-        restored = psql(server, "-v", "ON_ERROR_STOP=1", user="postgres", input=dump.stdout)
+        flags = ["-v", "ON_ERROR_STOP=1", *(["--single-transaction"] if single else [])]
+        restored = psql(server, *flags, user="postgres", input=dump.stdout)
         assert restored.returncode == 0, restored.stderr
         for check in CHECKS:
             sql = check.format(p=table_name)
