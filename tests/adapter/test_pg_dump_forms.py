@@ -31,8 +31,7 @@ STATEMENTS = [
     "ALTER TABLE df_parent OWNER TO df_nobody",
     "ALTER TABLE IF EXISTS df_nothing OWNER TO CURRENT_USER",
     "ALTER TABLE df_nothing OWNER TO CURRENT_USER",
-    "CREATE SEQUENCE df_seq AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE "
-    "CACHE 1",
+    "CREATE SEQUENCE df_seq AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1",
     "ALTER SEQUENCE df_seq OWNER TO CURRENT_USER",
     "ALTER SEQUENCE df_seq OWNED BY df_parent.nope",
     "ALTER SEQUENCE df_seq OWNED BY df_nothing.id",
@@ -47,7 +46,7 @@ STATEMENTS = [
     "SELECT pg_get_serial_sequence('df_other', 'id')",
     "CREATE INDEX df_parent_name_like ON df_parent (name varchar_pattern_ops)",
     "CREATE INDEX df_parent_note ON ONLY public.df_parent USING btree "
-    "(note COLLATE \"C\" DESC NULLS LAST, id)",
+    '(note COLLATE "C" DESC NULLS LAST, id)',
     "CREATE INDEX ON df_parent (note)",
     "CREATE INDEX ON df_parent (note)",
     "CREATE UNIQUE INDEX ON df_parent (name)",
