@@ -107,6 +107,26 @@ def test_a_changed_read_refuses_the_commit(tmp_path: Path) -> None:
         assert "COMMIT first" in str(caught.value)
         a.execute("ROLLBACK")
         assert a.execute("SELECT s FROM total").fetchall() == [(152,)]
+        # changes of columns the buffered rows cannot follow, or rewrites after reads: refused
+        a.execute("CREATE TABLE w (k int, v int)")
+        for change in (
+            "ALTER TABLE w ALTER COLUMN v TYPE text",
+            "ALTER TABLE w ADD COLUMN id serial",
+            "ALTER TABLE w ADD COLUMN x int, ADD COLUMN y int",
+        ):
+            a.execute("BEGIN")
+            a.execute("INSERT INTO w VALUES (1, 1)")
+            with pytest.raises(DatabaseError) as caught:
+                a.execute(change)
+            assert caught.value.sqlstate == "25001", change
+            a.execute("ROLLBACK")
+        a.execute("BEGIN")
+        a.execute("SELECT * FROM w")
+        with pytest.raises(DatabaseError) as caught:
+            a.execute("ALTER TABLE w ADD COLUMN d int DEFAULT 1")
+        assert caught.value.sqlstate == "25001"
+        a.execute("ROLLBACK")
+        assert [d[0] for d in a.execute("SELECT * FROM w").description] == ["k", "v"]
     finally:
         a.close()
         b.close()
@@ -170,6 +190,28 @@ ALTER_STATEMENTS = [
     "INSERT INTO rw_parent (id) VALUES (8)",
     "COMMIT",
     "SELECT * FROM rw_parent ORDER BY id",
+    # a change of columns carries the transaction's rows to the new columns
+    "BEGIN",
+    "INSERT INTO rw_child VALUES (1, 1), (2, 2)",
+    "DELETE FROM rw_child WHERE id = 2",
+    "ALTER TABLE rw_child ADD COLUMN note text",
+    "INSERT INTO rw_child VALUES (3, 3, 'x')",
+    "SELECT * FROM rw_child ORDER BY id",
+    "ALTER TABLE rw_child RENAME COLUMN note TO memo",
+    "ALTER TABLE rw_child DROP COLUMN p",
+    "SELECT * FROM rw_child ORDER BY id",
+    "ALTER TABLE rw_child ADD COLUMN w int NOT NULL",
+    "ROLLBACK",
+    "SELECT * FROM rw_child ORDER BY id",
+    "BEGIN",
+    "CREATE TABLE rw_new (a int)",
+    "INSERT INTO rw_new VALUES (1)",
+    "ALTER TABLE rw_new ADD COLUMN b text DEFAULT 'b'",
+    "INSERT INTO rw_new (a) VALUES (2)",
+    "SELECT * FROM rw_new ORDER BY a",
+    "COMMIT",
+    "SELECT * FROM rw_new ORDER BY a",
+    "DROP TABLE rw_new",
 ]
 
 

@@ -112,27 +112,38 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     sessions' writes to it wait for its end) and ROLLBACK puts back: its catalog items and its
     shard's layout (the columns a rewrite wrote under new stored names are read no more, so
     its retractions and additions cancel). A new constraint is checked against the table with
-    the transaction's writes. Refused (25001): a change of the columns of a table the
-    transaction has written (its rows are in the old columns) or that views or sinks read."""
+    the transaction's writes, which a change of columns carries to the new ones
+    (:mod:`.txn_columns`). Refused (25001): a change of columns those writes cannot follow,
+    and of a table that views or sinks read."""
     from changeflow.adapter.alter import readers_of
     from changeflow.adapter.alter_many import changes_columns
+    from changeflow.adapter.txn_columns import carried, carry, rewrites_rows
     from changeflow.adapter.txn_reads import running_in
 
     env, txn, g = session.env, session.txn, stmt.args
     state = env.catalog.load()
     item = state.find(g["name"])
-    columns = changes_columns(g)
-    if item is not None and columns and txn.writes.get(item.id):
+    written = item is not None and changes_columns(g) and bool(txn.writes.get(item.id))
+    if written and not carried(g):
         raise PlanError(
-            f'ALTER TABLE changing the columns of table "{item.name}" cannot follow this '
+            f'this change of the columns of table "{item.name}" cannot follow the '
             "transaction's writes to it: COMMIT them first",
+            sqlstate="25001",
+        )
+    if item is not None and txn.read_ts is not None and rewrites_rows(g):
+        raise PlanError(
+            f'ALTER TABLE rewriting the rows of table "{item.name}" cannot follow reads in a '
+            "transaction block (they were read before it): COMMIT first",
             sqlstate="25001",
         )
     if item is None or item.kind != "table" or (item.kind, item.name) in txn.created:
         with running_in(txn):
-            return run(stmt)
+            result = run(stmt)
+        if written:
+            carry(env, txn, item.id, item.name, g)
+        return result
     readers = readers_of(state, item)[1]
-    if columns and readers:
+    if changes_columns(g) and readers:
         raise PlanError(
             f'ALTER TABLE of the columns of table "{item.name}" cannot run inside a '
             f'transaction block while {readers[0].kind} "{readers[0].name}" reads it',
@@ -143,6 +154,8 @@ def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) ->
     with running_in(txn):
         result = run(stmt)
     txn.undo.append(put_back(env, item.id, state, env.catalog.load(), layout))
+    if written:
+        carry(env, txn, item.id, item.name, g)
     return result
 
 
