@@ -103,6 +103,7 @@ class Transaction:
     read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
     reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
     read_rows: list[Read] = field(default_factory=list)  # what the commit checks is unchanged
+    queried: set[int] = field(default_factory=set)  # the plans of read_rows its queries put
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
     written: dict[str, Written] = field(default_factory=dict)  # the writes as later reads see them
     failed: bool = False

@@ -67,16 +67,23 @@ def transaction_read(
     if own:
         rows = with_own_writes(env, plan, ts, rows, txn.written, txn.writes)
     if not derived:
-        txn.read_rows.append((plan, None))  # its rows found again at the commit if needed
+        _remember(txn, plan, None)  # its rows found again at the commit if needed
         txn.reads |= shards
     else:  # a view's tables: any change since the read is a conflict
         tables = {t.shard: t for ts_ in under.values() for t in ts_}
         tables.update({s: i for s, i in by_shard.items() if i.kind == "table"})
         for shard, table in tables.items():
             assert shard is not None
-            txn.read_rows.append((env.plans.relation(state, table.name).plan, {}))
+            _remember(txn, env.plans.relation(state, table.name).plan, {})
             txn.reads.add(shard)
     return rows
+
+
+def _remember(txn: Transaction, plan: P.Plan, before: Counted | None) -> None:
+    """Keep ``plan`` for the commit's check, once however often the transaction runs it."""
+    if id(plan) not in txn.queried:
+        txn.queried.add(id(plan))
+        txn.read_rows.append((plan, before))
 
 
 def _tables_under(state: CatalogState, item: Item) -> list[Item]:
