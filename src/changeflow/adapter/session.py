@@ -100,8 +100,8 @@ class Transaction:
 
     explicit: bool
     timeline: str | None = None
-    read_ts: int | None = None  # the reads' timestamp (read-only) or the first read (UPDATE)
-    reads: set[str] = field(default_factory=set)  # shards read by UPDATE/DELETE
+    read_ts: int | None = None  # the timestamp of its reads (its first read's)
+    reads: set[str] = field(default_factory=set)  # the shards it read (checked at commit)
     read_rows: list[Read] = field(default_factory=list)  # what the commit checks is unchanged
     queried: set[int] = field(default_factory=set)  # the plans of read_rows its queries put
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)  # checked update frames
