@@ -7,7 +7,7 @@ with_own_writes`), so ``BEGIN; INSERT …; SELECT …`` sees the row. The query 
 the commit by its plan, not its rows: if the transaction writes, the commit checks (as for an
 UPDATE's reads, :mod:`~changeflow.adapter.conflicts`) that the plan still gives at the
 commit's timestamp what it gave at the read timestamp, else 40001 and nothing is written. A
-query of a materialized view or an index is remembered by the tables under it, any change of
+query of a materialized view is remembered by the tables under it, any change of
 which since the read is a conflict. A view over a table the transaction has written does not
 hold the uncommitted rows: reading it then is refused (0A000) rather than answered without
 them. DDL that reads a table's rows (ALTER TABLE's checks of a new constraint) reads them
