@@ -17,13 +17,21 @@ from changeflow.adapter.sql.typed_literals import TypedLiterals
 from changeflow.errors import PlanError
 
 _PLAIN_CALLS = (
+    "ACOS",
     "ARRAY_APPEND",
     "ARRAY_CAT",
     "ARRAY_PREPEND",
     "ARRAY_REMOVE",
+    "ASIN",
+    "ASINH",
+    "ATAN",
+    "ATAN2",
     "BIT_LENGTH",
     "CBRT",
     "CHR",
+    "COS",
+    "COSH",
+    "COT",
     "DECODE",
     "DEGREES",
     "ENCODE",
@@ -39,6 +47,10 @@ _PLAIN_CALLS = (
     "SHA256",
     "SHA384",
     "SHA512",
+    "SIN",
+    "SINH",
+    "TAN",
+    "TANH",
     "TO_DATE",
     "TO_TIMESTAMP",
 )

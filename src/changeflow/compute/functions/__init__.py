@@ -32,6 +32,7 @@ from changeflow.compute.functions import (
     text,
     times,
     to_number,
+    trig,
     zones,
 )
 from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
@@ -49,6 +50,7 @@ FUNCTIONS: dict[str, Function] = {
         statistics,
         bits,
         to_number,
+        trig,
     )
     for f in family.FUNCTIONS
 }
