@@ -312,6 +312,14 @@ def to_text(value: Any, kind: SqlType) -> str:
     return str(value)
 
 
+def output_text(value: Any, kind: SqlType) -> str:
+    """A non-NULL value as its type's output function writes it (what ``concat``, ``format``
+    and a record show): as :func:`to_text`, but a boolean is ``t`` or ``f``."""
+    if kind == BOOL:
+        return "t" if value else "f"
+    return to_text(value, kind)
+
+
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
 

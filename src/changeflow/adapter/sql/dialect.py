@@ -147,10 +147,15 @@ class PostgresCalls(Postgres):
             "CLOCK_TIMESTAMP": _clock("clock_timestamp", ClockTimestamp),
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
+            "ROW": lambda args: exp.Tuple(expressions=args),  # ROW(a, b) is (a, b)
             "MOD": _mod,
             "JSONB_AGG": lambda args: exp.Anonymous(
                 this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
             ),
+        }
+        PRIMARY_PARSERS = {  # noqa: RUF012 (a dollar-quoted string is a string constant)
+            **TypedLiterals.PRIMARY_PARSERS,
+            TokenType.HEREDOC_STRING: lambda self, token: exp.Literal.string(token.text),
         }
         LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
             k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW

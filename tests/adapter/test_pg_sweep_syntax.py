@@ -1,0 +1,59 @@
+"""Everyday syntax that once failed, run here and on PostgreSQL 15: ``BETWEEN SYMMETRIC``,
+``ROW(…)`` constructors compared, dollar-quoted strings, quoted literals as the operands of
+AND/OR/NOT, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
+ad hoc and, for the queries over a table, as materialized views kept through changes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+SETUP = [
+    "CREATE TABLE sx (id int PRIMARY KEY, lo int, hi int, flag boolean, name text)",
+    "INSERT INTO sx VALUES (1, 1, 5, true, 'a'), (2, 9, 3, false, NULL), (3, NULL, 4, NULL,"
+    " 'c'), (4, 4, 4, true, 'd')",
+]
+AD_HOC = [
+    "SELECT 5 BETWEEN SYMMETRIC 10 AND 1, 5 BETWEEN 10 AND 1, 5 NOT BETWEEN SYMMETRIC 10 AND 1,"
+    " NULL BETWEEN SYMMETRIC 1 AND 2, 2 BETWEEN SYMMETRIC NULL AND 3, 0 BETWEEN SYMMETRIC NULL"
+    " AND 3",
+    "SELECT ROW(1, 'a') = ROW(1, 'a'), ROW(1, NULL) IS NULL, ROW(NULL, NULL) IS NULL,"
+    " ROW(1, 2) < ROW(1, 3), ROW(1, 2) <> (1, 3)",
+    "SELECT $$dollar$$",
+    "SELECT $$it's$$ AS d, $t$x$t$, $$1$$::int + 1",
+    "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",
+    "SELECT true AND 'maybe'",
+    "SELECT 1 AND true",
+    "SELECT concat('a', NULL, 1, true), concat_ws(',', true, false), format('%s %L', true,"
+    " false), 'x' || true, true || 'x'",
+]
+QUERIES = [
+    "SELECT id FROM sx WHERE 3 BETWEEN SYMMETRIC lo AND hi",
+    "SELECT id, id NOT BETWEEN SYMMETRIC hi AND lo FROM sx",
+    "SELECT id, concat(name, flag), format('%s/%s', id, flag) FROM sx",
+    "SELECT id FROM sx WHERE ROW(lo, hi) = ROW(4, 4) OR ROW(lo, hi) < (2, 0)",
+    "SELECT id, flag AND 'on', NOT 'off' OR flag FROM sx",
+]
+CHANGES = [
+    "INSERT INTO sx VALUES (5, 7, 2, false, 'e')",
+    "UPDATE sx SET lo = 3, flag = NOT flag WHERE id = 1",
+    "DELETE FROM sx WHERE id = 4",
+]
+
+
+def test_syntax_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "sx", *SETUP) as (ours, pg):
+        for sql in AD_HOC:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
+def test_syntax_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "sx", *SETUP) as (ours, pg):
+        maintained_as_postgres(ours, pg, QUERIES, CHANGES)
