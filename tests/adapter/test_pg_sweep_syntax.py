@@ -1,7 +1,8 @@
 """Everyday syntax that once failed, run here and on PostgreSQL 15: ``BETWEEN SYMMETRIC``,
 ``ROW(…)`` constructors compared, dollar-quoted strings, quoted literals as the operands of
-AND/OR/NOT, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
-ad hoc and, for the queries over a table, as materialized views kept through changes."""
+AND/OR/NOT and as ``generate_series`` bounds, ``isfinite``, and booleans written by ``concat``
+and ``format`` as their output (``t``/``f``); ad hoc and, for the queries over a table, as
+materialized views kept through changes."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ AD_HOC = [
     "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",
     "SELECT true AND 'maybe'",
     "SELECT 1 AND true",
+    "SELECT * FROM generate_series('2024-01-01'::timestamp, '2024-01-03', '1 day')",
+    "SELECT * FROM generate_series('2024-01-30', '2024-02-02'::timestamp, '1 day')",
+    "SELECT * FROM generate_series('1', 3)",
+    "SELECT * FROM generate_series(1, 'x')",
+    "SELECT isfinite(date '2024-01-01'), isfinite(interval '1 day'), isfinite(NULL::date),"
+    " isfinite(timestamp '2024-01-01'), isfinite(now())",
+    "SELECT isfinite('2024-01-01')",
     "SELECT concat('a', NULL, 1, true), concat_ws(',', true, false), format('%s %L', true,"
     " false), 'x' || true, true || 'x'",
 ]

@@ -107,6 +107,10 @@ _PG15 = """
 5044 gcd(integer,integer) | integer | = | 23 | 23 23
 5048 gcd(numeric,numeric) | numeric | = | 1700 | 1700 1700
 872 initcap(text) | text | = | 25 | 25
+1373 isfinite(date) | boolean | = | 16 | 1082
+1390 isfinite(interval) | boolean | = | 16 | 1186
+1389 isfinite(timestamp with time zone) | boolean | = | 16 | 1184
+2048 isfinite(timestamp without time zone) | boolean | = | 16 | 1114
 3949 json_array_element(json,integer) | json | from_json json, element_index integer | 114 | 114 23
 3950 json_array_element_text(json,integer) | text | from_json json, element_index integer | 25 | 114 23
 3956 json_array_length(json) | integer | = | 23 | 114
