@@ -1,8 +1,8 @@
 """Everyday syntax that once failed, run here and on PostgreSQL 15: ``BETWEEN SYMMETRIC``,
-``ROW(…)`` constructors compared, dollar-quoted strings, quoted literals as the operands of
-AND/OR/NOT and as ``generate_series`` bounds, ``isfinite``, and booleans written by ``concat``
-and ``format`` as their output (``t``/``f``); ad hoc and, for the queries over a table, as
-materialized views kept through changes."""
+``ROW(…)`` constructors compared, dollar-quoted strings, statements that open with a
+parenthesis, quoted literals as the operands of AND/OR/NOT and as ``generate_series`` bounds,
+``isfinite``, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
+ad hoc and, for the queries over a table, as materialized views kept through changes."""
 
 from __future__ import annotations
 
@@ -27,6 +27,13 @@ AD_HOC = [
     " AND 3",
     "SELECT ROW(1, 'a') = ROW(1, 'a'), ROW(1, NULL) IS NULL, ROW(NULL, NULL) IS NULL,"
     " ROW(1, 2) < ROW(1, 3), ROW(1, 2) <> (1, 3)",
+    "(SELECT 1 AS x UNION SELECT 2) UNION SELECT 3 ORDER BY x DESC",
+    "(SELECT 1 AS x) UNION (SELECT 2) ORDER BY 1",
+    "(SELECT 1 AS x ORDER BY 1 LIMIT 1) UNION ALL (SELECT 2) ORDER BY 1",
+    "((SELECT 5))",
+    "(VALUES (1), (2)) ORDER BY 1 DESC",
+    "(SELECT id FROM sx ORDER BY id LIMIT 2) EXCEPT (SELECT 1)",
+    "(SELECT",
     "SELECT $$dollar$$",
     "SELECT $$it's$$ AS d, $t$x$t$, $$1$$::int + 1",
     "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",
@@ -48,6 +55,7 @@ QUERIES = [
     "SELECT id, concat(name, flag), format('%s/%s', id, flag) FROM sx",
     "SELECT id FROM sx WHERE ROW(lo, hi) = ROW(4, 4) OR ROW(lo, hi) < (2, 0)",
     "SELECT id, flag AND 'on', NOT 'off' OR flag FROM sx",
+    "(SELECT id, name FROM sx WHERE flag) UNION (SELECT lo, 'x' FROM sx WHERE lo > 2)",
 ]
 CHANGES = [
     "INSERT INTO sx VALUES (5, 7, 2, false, 'e')",
