@@ -1,7 +1,8 @@
 """Everyday syntax that once failed, run here and on PostgreSQL 15: ``BETWEEN SYMMETRIC``,
 ``ROW(…)`` constructors compared, dollar-quoted strings, statements that open with a
 parenthesis, quoted literals as the operands of AND/OR/NOT and as ``generate_series`` bounds,
-``isfinite``, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
+``isfinite``, dates out of range (22008),
+and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
 ad hoc and, for the queries over a table, as materialized views kept through changes."""
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ AD_HOC = [
     "(VALUES (1), (2)) ORDER BY 1 DESC",
     "(SELECT id FROM sx ORDER BY id LIMIT 2) EXCEPT (SELECT 1)",
     "(SELECT",
+    "SELECT date '2024-02-30'",
+    "SELECT '2024-13-01'::date",
+    "SELECT '2024-01-01 25:00'::timestamp",
+    "SELECT '2024-02-29 10:00:00+02'::timestamptz, '2023-02-29'::timestamptz",
+    "SELECT 'abc'::date",
     "SELECT $$dollar$$",
     "SELECT $$it's$$ AS d, $t$x$t$, $$1$$::int + 1",
     "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",
