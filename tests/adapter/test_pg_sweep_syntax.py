@@ -2,6 +2,7 @@
 ``ROW(…)`` constructors compared, dollar-quoted strings, statements that open with a
 parenthesis, quoted literals as the operands of AND/OR/NOT and as ``generate_series`` bounds,
 ``isfinite``, dates out of range (22008),
+``UPDATE … SET (a, b) = (x, y)``,
 and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
 ad hoc and, for the queries over a table, as materialized views kept through changes."""
 
@@ -40,6 +41,12 @@ AD_HOC = [
     "SELECT '2024-01-01 25:00'::timestamp",
     "SELECT '2024-02-29 10:00:00+02'::timestamptz, '2023-02-29'::timestamptz",
     "SELECT 'abc'::date",
+    "UPDATE sx SET (name, flag) = ('n', false) WHERE id = 1",
+    "UPDATE sx SET (name, hi) = ROW(upper(name), DEFAULT), flag = NOT flag WHERE id = 4",
+    "SELECT * FROM sx ORDER BY id",
+    "UPDATE sx SET (name, flag) = ('n')",
+    "UPDATE sx SET (name, flag) = ('n', true, 1)",
+    "UPDATE sx SET (name, name) = ('n', 'm')",
     "SELECT $$dollar$$",
     "SELECT $$it's$$ AS d, $t$x$t$, $$1$$::int + 1",
     "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",
