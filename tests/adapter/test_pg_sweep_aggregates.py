@@ -1,6 +1,6 @@
-"""``json_agg`` (with ORDER BY, grouped or not) here and on PostgreSQL 15: the same text
-(compared as text: psycopg reads PostgreSQL's json into Python values), ad hoc and as
-materialized views kept through changes."""
+"""``json_agg`` (with ORDER BY, grouped or not), ``jsonb_set`` and ``jsonb_strip_nulls`` here
+and on PostgreSQL 15: the same text (compared as text: psycopg reads PostgreSQL's json into
+Python values), ad hoc and as materialized views kept through changes."""
 
 from __future__ import annotations
 
@@ -44,3 +44,34 @@ def test_json_agg_as_postgres(tmp_path: Path, postgres_url: str) -> None:
 def test_json_agg_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ja", *SETUP) as (ours, pg):
         maintained_as_postgres(ours, pg, QUERIES, CHANGES)
+
+
+JSONB_EDITS = [
+    "SELECT jsonb_set('{\"a\":1}', '{b}', '2')::text",
+    "SELECT jsonb_set('{\"a\":[1,2,{\"c\":3}]}', '{a,2,c}', '[true]')::text,"
+    " jsonb_set('{\"a\":[1,2]}', '{a,-1}', '\"x\"', false)::text,"
+    " jsonb_set('{\"a\":[1,2]}', '{a,9}', '0')::text,"
+    " jsonb_set('{\"a\":[1,2]}', '{a,-9}', '0')::text,"
+    " jsonb_set('{\"a\":1}', '{b}', '2', false)::text, jsonb_set('{\"a\":1}', '{x,y}', '2')::text,"
+    " jsonb_set('{\"a\":1}', '{}', '2')::text, jsonb_set('{\"a\":1}', '{a}', NULL)",
+    "SELECT jsonb_set('1', '{a}', '2')",
+    "SELECT jsonb_set('[1]', '{x}', '2')",
+    'SELECT jsonb_strip_nulls(\'{"a":null,"b":{"c":null,"d":1},"e":[null]}\')::text,'
+    " jsonb_strip_nulls('null')::text, jsonb_strip_nulls(NULL)",
+]
+
+
+def test_jsonb_edits_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """``jsonb_set`` and ``jsonb_strip_nulls``, ad hoc and in a view kept through changes."""
+    setup = [
+        *SETUP,
+        "ALTER TABLE ja ADD COLUMN j jsonb",
+        "UPDATE ja SET j = jsonb_build_object('n', name, 'k', k)",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "ja", *setup) as (ours, pg):
+        for sql in JSONB_EDITS:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        queries = [
+            "SELECT id, jsonb_set(j, '{k}', to_jsonb(id))::text, jsonb_strip_nulls(j)::text FROM ja"
+        ]
+        maintained_as_postgres(ours, pg, queries, CHANGES)

@@ -139,6 +139,8 @@ _PG15 = """
 3940 jsonb_extract_path_text(jsonb,text[]) | text | from_json jsonb, VARIADIC path_elems text[] | 25 | 3802 1009
 3478 jsonb_object_field(jsonb,text) | jsonb | from_json jsonb, field_name text | 3802 | 3802 25
 3214 jsonb_object_field_text(jsonb,text) | text | from_json jsonb, field_name text | 25 | 3802 25
+3305 jsonb_set(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, create_if_missing boolean DEFAULT true | 3802 | 3802 1009 3802 16
+3262 jsonb_strip_nulls(jsonb) | jsonb | = | 3802 | 3802
 3210 jsonb_typeof(jsonb) | text | = | 25 | 3802
 1295 justify_days(interval) | interval | = | 1186 | 1186
 1175 justify_hours(interval) | interval | = | 1186 | 1186
