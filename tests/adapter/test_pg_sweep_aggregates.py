@@ -75,3 +75,13 @@ def test_jsonb_edits_as_postgres(tmp_path: Path, postgres_url: str) -> None:
             "SELECT id, jsonb_set(j, '{k}', to_jsonb(id))::text, jsonb_strip_nulls(j)::text FROM ja"
         ]
         maintained_as_postgres(ours, pg, queries, CHANGES)
+
+
+def test_scalar_subquery_keeps_scale_in_a_view(tmp_path: Path, postgres_url: str) -> None:
+    """A scalar subquery of a numeric(p, s) column shows its scale in a view (``500.00``)."""
+    queries = [
+        "SELECT (SELECT max(amount) FROM ja) AS m, (SELECT amount FROM ja WHERE id = 1) AS one",
+        "SELECT id, (SELECT min(b.amount) FROM ja b WHERE b.k = a.k) AS low FROM ja a",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "ja", *SETUP) as (ours, pg):
+        maintained_as_postgres(ours, pg, queries, CHANGES)
