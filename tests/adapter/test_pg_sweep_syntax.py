@@ -1,10 +1,9 @@
 """Everyday syntax that once failed, run here and on PostgreSQL 15: ``BETWEEN SYMMETRIC``,
 ``ROW(…)`` constructors compared, dollar-quoted strings, statements that open with a
-parenthesis, quoted literals as the operands of AND/OR/NOT and as ``generate_series`` bounds,
-``isfinite``, dates out of range (22008),
-``UPDATE … SET (a, b) = (x, y)``,
-and booleans written by ``concat`` and ``format`` as their output (``t``/``f``);
-ad hoc and, for the queries over a table, as materialized views kept through changes."""
+parenthesis, quoted literals as set operation columns, as the operands of AND/OR/NOT and as
+``generate_series`` bounds, ``isfinite``, dates out of range (22008), ``UPDATE … SET (a, b) =
+(x, y)``, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``); ad
+hoc and, for the queries over a table, as materialized views kept through changes."""
 
 from __future__ import annotations
 
@@ -36,6 +35,14 @@ AD_HOC = [
     "(VALUES (1), (2)) ORDER BY 1 DESC",
     "(SELECT id FROM sx ORDER BY id LIMIT 2) EXCEPT (SELECT 1)",
     "(SELECT",
+    "SELECT 1 UNION SELECT '2' ORDER BY 1",
+    "SELECT 'a' UNION SELECT 1",
+    "SELECT 1 AS a UNION SELECT 'x'",
+    "SELECT 1.5 UNION ALL SELECT '2.25' ORDER BY 1",
+    "SELECT date '2024-01-01' UNION SELECT '2024-02-01' ORDER BY 1",
+    "SELECT 1, 'q' UNION SELECT '3', 'r' ORDER BY 1",
+    "SELECT 1 EXCEPT SELECT '1'",
+    "SELECT id FROM sx INTERSECT SELECT '2' ORDER BY 1",
     "SELECT date '2024-02-30'",
     "SELECT '2024-13-01'::date",
     "SELECT '2024-01-01 25:00'::timestamp",
