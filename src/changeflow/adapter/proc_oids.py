@@ -26,6 +26,7 @@ _PG15 = """
 1397 abs(integer) | integer | = | 23 | 23
 1398 abs(smallint) | smallint | = | 21 | 21
 1705 abs(numeric) | numeric | = | 1700 | 1700
+1601 acos(double precision) | double precision | = | 701 | 701
 1181 age(xid) | integer | = | 23 | 28
 1199 age(timestamp with time zone,timestamp with time zone) | interval | = | 1186 | 1184 1184
 1386 age(timestamp with time zone) | interval | = | 1186 | 1184
@@ -52,6 +53,10 @@ _PG15 = """
 2748 arraycontains(anyarray,anyarray) | boolean | = | 16 | 2277 2277
 2747 arrayoverlap(anyarray,anyarray) | boolean | = | 16 | 2277 2277
 1620 ascii(text) | integer | = | 23 | 25
+1600 asin(double precision) | double precision | = | 701 | 701
+2465 asinh(double precision) | double precision | = | 701 | 701
+1602 atan(double precision) | double precision | = | 701 | 701
+1603 atan2(double precision,double precision) | double precision | = | 701 | 701 701
 1810 bit_length(bytea) | integer | = | 23 | 17
 1811 bit_length(text) | integer | = | 23 | 25
 1812 bit_length(bit) | integer | = | 23 | 1560
@@ -69,6 +74,9 @@ _PG15 = """
 1621 chr(integer) | text | = | 25 | 23
 3058 concat("any") | text | VARIADIC "any" | 25 | 2276
 3059 concat_ws(text,"any") | text | text, VARIADIC "any" | 25 | 25 2276
+1605 cos(double precision) | double precision | = | 701 | 701
+2463 cosh(double precision) | double precision | = | 701 | 701
+1607 cot(double precision) | double precision | = | 701 | 701
 1171 date_part(text,timestamp with time zone) | double precision | = | 701 | 25 1184
 1172 date_part(text,interval) | double precision | = | 701 | 25 1186
 1273 date_part(text,time with time zone) | double precision | = | 701 | 25 1266
@@ -95,7 +103,14 @@ _PG15 = """
 2309 floor(double precision) | double precision | = | 701 | 701
 3539 format(text,"any") | text | text, VARIADIC "any" | 25 | 25 2276
 3540 format(text) | text | = | 25 | 25
+5045 gcd(bigint,bigint) | bigint | = | 20 | 20 20
+5044 gcd(integer,integer) | integer | = | 23 | 23 23
+5048 gcd(numeric,numeric) | numeric | = | 1700 | 1700 1700
 872 initcap(text) | text | = | 25 | 25
+1373 isfinite(date) | boolean | = | 16 | 1082
+1390 isfinite(interval) | boolean | = | 16 | 1186
+1389 isfinite(timestamp with time zone) | boolean | = | 16 | 1184
+2048 isfinite(timestamp without time zone) | boolean | = | 16 | 1114
 3949 json_array_element(json,integer) | json | from_json json, element_index integer | 114 | 114 23
 3950 json_array_element_text(json,integer) | text | from_json json, element_index integer | 25 | 114 23
 3956 json_array_length(json) | integer | = | 23 | 114
@@ -124,10 +139,15 @@ _PG15 = """
 3940 jsonb_extract_path_text(jsonb,text[]) | text | from_json jsonb, VARIADIC path_elems text[] | 25 | 3802 1009
 3478 jsonb_object_field(jsonb,text) | jsonb | from_json jsonb, field_name text | 3802 | 3802 25
 3214 jsonb_object_field_text(jsonb,text) | text | from_json jsonb, field_name text | 25 | 3802 25
+3305 jsonb_set(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, create_if_missing boolean DEFAULT true | 3802 | 3802 1009 3802 16
+3262 jsonb_strip_nulls(jsonb) | jsonb | = | 3802 | 3802
 3210 jsonb_typeof(jsonb) | text | = | 25 | 3802
 1295 justify_days(interval) | interval | = | 1186 | 1186
 1175 justify_hours(interval) | interval | = | 1186 | 1186
 2711 justify_interval(interval) | interval | = | 1186 | 1186
+5047 lcm(bigint,bigint) | bigint | = | 20 | 20 20
+5046 lcm(integer,integer) | integer | = | 23 | 23 23
+5049 lcm(numeric,numeric) | numeric | = | 1700 | 1700 1700
 3060 left(text,integer) | text | = | 25 | 25 23
 1317 length(text) | integer | = | 23 | 25
 1318 length(character) | integer | = | 23 | 1042
@@ -157,6 +177,8 @@ _PG15 = """
 2311 md5(text) | text | = | 25 | 25
 2321 md5(bytea) | text | = | 25 | 17
 5042 min_scale(numeric) | integer | = | 23 | 1700
+440 num_nonnulls("any") | integer | VARIADIC "any" | 23 | 2276
+438 num_nulls("any") | integer | VARIADIC "any" | 23 | 2276
 720 octet_length(bytea) | integer | = | 23 | 17
 1374 octet_length(text) | integer | = | 23 | 25
 1375 octet_length(character) | integer | = | 23 | 1042
@@ -208,6 +230,8 @@ _PG15 = """
 2310 sign(double precision) | double precision | = | 701 | 701
 1986 similar_to_escape(text,text) | text | = | 25 | 25 25
 1987 similar_to_escape(text) | text | = | 25 | 25
+1604 sin(double precision) | double precision | = | 701 | 701
+2462 sinh(double precision) | double precision | = | 701 | 701
 2088 split_part(text,text,integer) | text | = | 25 | 25 25 23
 1344 sqrt(double precision) | double precision | = | 701 | 701
 1730 sqrt(numeric) | numeric | = | 1700 | 1700
@@ -227,6 +251,8 @@ _PG15 = """
 2013 substring(bytea,integer) | bytea | = | 17 | 17 23
 2073 substring(text,text) | text | = | 25 | 25 25
 2074 substring(text,text,text) | text | = | 25 | 25 25 25
+1606 tan(double precision) | double precision | = | 701 | 701
+2464 tanh(double precision) | double precision | = | 701 | 701
 1258 textcat(text,text) | text | = | 25 | 25 25
 1026 timezone(interval,timestamp with time zone) | timestamp without time zone | = | 1114 | 1186 1184
 1159 timezone(text,timestamp with time zone) | timestamp without time zone | = | 1114 | 25 1184

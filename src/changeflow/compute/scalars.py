@@ -312,12 +312,22 @@ def to_text(value: Any, kind: SqlType) -> str:
     return str(value)
 
 
+def output_text(value: Any, kind: SqlType) -> str:
+    """A non-NULL value as its type's output function writes it (what ``concat``, ``format``
+    and a record show): as :func:`to_text`, but a boolean is ``t`` or ``f``."""
+    if kind == BOOL:
+        return "t" if value else "f"
+    return to_text(value, kind)
+
+
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
 
 
 def _syntax(kind: SqlType, text: str) -> EvalError:
-    return EvalError(f'invalid input syntax for type {kind}: "{text}"', sqlstate="22P02")
+    """22P02, or 22007 (invalid_datetime_format) for a date or timestamp, as PostgreSQL."""
+    code = "22007" if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) else "22P02"
+    return EvalError(f'invalid input syntax for type {kind}: "{text}"', sqlstate=code)
 
 
 def array_text(values: tuple, element: SqlType) -> str:
@@ -452,7 +462,13 @@ def from_text(text: str, kind: SqlType) -> Any:
             else:
                 stamp = stamp.replace(tzinfo=None)
             return stamp
-    except (ValueError, InvalidOperation):
+    except ValueError as e:
+        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and ("range" in str(e) or "must be in" in str(e)):
+            # a well-formed date whose day, month or hour does not exist (2024-02-30)
+            message = f'date/time field value out of range: "{text}"'
+            raise EvalError(message, sqlstate="22008") from None
+        raise _syntax(kind, text) from None
+    except InvalidOperation:
         raise _syntax(kind, text) from None
     return text
 

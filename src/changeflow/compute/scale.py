@@ -51,13 +51,16 @@ def scale_of(e: X.Expr, schema: Schema) -> int | None:
 
 
 def common_scale(exprs: list[X.Expr] | tuple[X.Expr, ...], schema: Schema) -> int | None:
-    """The scale all of ``exprs`` share (a NULL literal shares any), else None."""
+    """The scale all of ``exprs`` share (a NULL literal or a raised error shares any), else
+    None."""
     scales = {scale_of(x, schema) for x in exprs if not _null(x)}
     return scales.pop() if len(scales) == 1 else None
 
 
 def _null(e: X.Expr) -> bool:
-    return isinstance(e, X.Lit) and e.value is None
+    """A branch that shows no value: a NULL literal, or an error raised (a scalar subquery's
+    "more than one row")."""
+    return isinstance(e, X.Lit) and e.value is None or isinstance(e, X.Raise)
 
 
 def _func_scale(e: Func, schema: Schema) -> int | None:

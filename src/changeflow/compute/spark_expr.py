@@ -373,7 +373,8 @@ _STAMPTZ_RE = _STAMP_RE[:-1] + r"(Z|[+-]\d{2}(:\d{2})?)?$"
 
 
 def _syntax(c: Column, kind: SqlType) -> Column:
-    bad = EvalError(f'invalid input syntax for type {kind}: "', sqlstate="22P02")
+    code = "22007" if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) else "22P02"  # as PostgreSQL
+    bad = EvalError(f'invalid input syntax for type {kind}: "', sqlstate=code)
     return raise_column(bad, F.concat(c, F.lit('"')))
 
 

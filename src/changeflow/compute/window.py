@@ -17,15 +17,27 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import Row, aggregate_values, sort_key
 from changeflow.compute.expr import Expr
+from changeflow.compute.intervals import Interval, add_to_stamp, stamp_of
 from changeflow.compute.scalars import div_scale
 from changeflow.compute.scale import common_scale
-from changeflow.compute.types import FLOAT8, INT4, INT8, Column, Schema, SqlType
+from changeflow.compute.types import (
+    DATE,
+    FLOAT8,
+    INT4,
+    INT8,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    Column,
+    Schema,
+    SqlType,
+)
 from changeflow.compute.window_frames import frame_values
 from changeflow.errors import EvalError, PlanError
 
@@ -127,12 +139,8 @@ class Window(P.Plan):
             raise PlanError("Window: as many names as functions are needed")
         for f in self.functions:
             offsets = "offset" in (f.frame.start.kind, f.frame.end.kind)
-            if f.frame.mode == "range" and offsets and not _one_numeric(self.order_by, schema):
-                raise PlanError(
-                    "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY "
-                    "column of a numeric type here",
-                    sqlstate="42P20",
-                )
+            if f.frame.mode == "range" and offsets:
+                _check_offsettable(f.frame, self.order_by, schema)
             if f.frame.mode == "groups" and not self.order_by:
                 raise PlanError("GROUPS mode requires an ORDER BY clause", sqlstate="42P20")
         outs = [f.output(schema, n) for f, n in zip(self.functions, names, strict=True)]
@@ -148,8 +156,29 @@ class Window(P.Plan):
         return f"Window partition_by=[{keys}] order_by=[{order}] {funcs}"
 
 
-def _one_numeric(order_by: tuple[P.Order, ...], schema: Schema) -> bool:
-    return len(order_by) == 1 and schema[order_by[0].column].type.numeric
+def _check_offsettable(frame: Frame, order_by: tuple[P.Order, ...], schema: Schema) -> None:
+    """RANGE offsets need one ORDER BY column: numeric with numeric offsets, or a date or
+    timestamp with interval offsets (else 0A000, as PostgreSQL has no such ``+``)."""
+    if len(order_by) != 1:
+        raise PlanError(
+            "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+            sqlstate="42P20",
+        )
+    kind = schema[order_by[0].column].type
+    offsets = [b.offset for b in (frame.start, frame.end) if b.kind == "offset"]
+    if all(isinstance(o, Interval) for o in offsets):
+        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ):
+            return
+        offset = "interval"
+    elif kind.numeric and not any(isinstance(o, Interval) for o in offsets):
+        return
+    else:
+        offset = "a number"
+    raise PlanError(
+        f"RANGE with offset PRECEDING/FOLLOWING is not supported for column type {kind} "
+        f"and an offset of {offset}",
+        sqlstate="0A000",
+    )
 
 
 def evaluate_window(window: Window, version: dict[Row, int]) -> list[tuple[Row, int]]:
@@ -298,7 +327,7 @@ def _row_bound(b: Bound, at: int, unbounded: int) -> int:
 
 
 def _check_offset(offset: Any) -> Any:
-    if offset is None or offset < 0:
+    if offset is None or offset < (Interval() if isinstance(offset, Interval) else 0):
         raise EvalError("frame starting or ending offset must not be negative", sqlstate="22013")
     return offset
 
@@ -312,14 +341,18 @@ class _RangeIndex:
     def __init__(self, window: Window, rows: list[Row]) -> None:
         self.n = len(rows)
         self.order = window.order_by[0] if window.order_by else None
-        if self.order is None:
-            return
-        column = self.order.column
-        present = [j for j, r in enumerate(rows) if r[column] is not None]
-        self.start = present[0] if present else 0
-        sign = -1 if self.order.desc else 1
-        self.keys = [sign * rows[j][column] for j in present] if present else []
-        self.values = [r[column] for r in rows]
+        self.values = [] if self.order is None else [r[self.order.column] for r in rows]
+        self.keys: list[Any] | None = None  # made when an offset bound is first asked
+
+    def _sorted_keys(self) -> list[Any]:
+        """The non-NULL values as they sort (ascending under ``_Desc`` if descending)."""
+        if self.keys is None:
+            assert self.order is not None
+            present = [j for j, v in enumerate(self.values) if v is not None]
+            self.start = present[0] if present else 0
+            wrap = _Desc if self.order.desc else _Asc
+            self.keys = [wrap(_comparable(self.values[j])) for j in present]
+        return self.keys
 
     def bound(self, b: Bound, peer: int, i: int, start: bool) -> int:
         if b.kind == "current":
@@ -331,13 +364,41 @@ class _RangeIndex:
         if value is None:
             return peer
         offset = _check_offset(b.offset)
-        offset = float(offset) if isinstance(value, float) else offset
-        sign = -1 if self.order.desc else 1
-        # in sort order (keys ascending), the bound lies offset before or after the value
-        limit = sign * value + (-offset if b.preceding else offset)
-        if start:  # the first key >= limit
-            return self.start + bisect_left(self.keys, limit)
-        return self.start + bisect_right(self.keys, limit) - 1
+        keys = self._sorted_keys()
+        # in sort order, the bound lies offset before (PRECEDING) or after the value
+        ahead = b.preceding == self.order.desc
+        limit = (_Desc if self.order.desc else _Asc)(_shifted(value, offset, ahead))
+        if start:  # the first key at or after limit
+            return self.start + bisect_left(keys, limit)
+        return self.start + bisect_right(keys, limit) - 1
+
+
+def _comparable(value: Any) -> Any:
+    """A date as its midnight's timestamp (so it compares with ``date ± interval``)."""
+    return stamp_of(value) if isinstance(value, date) else value
+
+
+def _shifted(value: Any, offset: Any, ahead: bool) -> Any:
+    """``value + offset`` (``ahead``) or ``value - offset``."""
+    if isinstance(offset, Interval):
+        return add_to_stamp(stamp_of(value), offset if ahead else -offset)
+    offset = float(offset) if isinstance(value, float) else offset
+    return value + offset if ahead else value - offset
+
+
+@dataclass(frozen=True, order=True)
+class _Asc:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Desc:
+    """A value that sorts in reverse."""
+
+    value: Any
+
+    def __lt__(self, other: _Desc) -> bool:
+        return other.value < self.value
 
 
 def _average(total: Decimal, n: int) -> Decimal:

@@ -109,6 +109,15 @@ class CharScalars:
             return self.retype(str(item.this), a)
         return _unpadded(self, item, e, a)
 
+    def boolean_operand(self: Scalars, node: exp.Expression) -> X.Expr:
+        """An operand of AND, OR or NOT: a quoted literal (``'t'``, ``'yes'``) read as a
+        boolean, as PostgreSQL reads an unknown-typed constant there."""
+        from changeflow.adapter.sql.scalar import bare, is_string_literal
+
+        if is_string_literal(bare(node)):
+            return self.expr(exp.cast(bare(node).copy(), exp.DataType.build("boolean")))
+        return self.expr(node)
+
 
 def _unpadded(scalars: Scalars, node: exp.Expression, e: X.Expr, other: X.Expr) -> X.Expr:
     from changeflow.adapter.sql.scalar import bare, is_string_literal

@@ -17,13 +17,21 @@ from changeflow.adapter.sql.typed_literals import TypedLiterals
 from changeflow.errors import PlanError
 
 _PLAIN_CALLS = (
+    "ACOS",
     "ARRAY_APPEND",
     "ARRAY_CAT",
     "ARRAY_PREPEND",
     "ARRAY_REMOVE",
+    "ASIN",
+    "ASINH",
+    "ATAN",
+    "ATAN2",
     "BIT_LENGTH",
     "CBRT",
     "CHR",
+    "COS",
+    "COSH",
+    "COT",
     "DECODE",
     "DEGREES",
     "ENCODE",
@@ -39,6 +47,10 @@ _PLAIN_CALLS = (
     "SHA256",
     "SHA384",
     "SHA512",
+    "SIN",
+    "SINH",
+    "TAN",
+    "TANH",
     "TO_DATE",
     "TO_TIMESTAMP",
 )
@@ -98,6 +110,19 @@ def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
 
+def _jsonb_agg(args: list[exp.Expression]) -> exp.Expression:
+    return exp.Anonymous(
+        this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
+    )
+
+
+def _json_agg(args: list[exp.Expression]) -> exp.Expression:
+    """``json_agg(x …)``: ``jsonb_agg``'s text (the same for everyday values) as json."""
+    inner = _jsonb_agg(args)
+    inner.meta["name"] = "json_agg"  # the column's name
+    return exp.cast(inner, exp.DataType.build("json"))
+
+
 def _object_agg(args: list[exp.Expression]) -> exp.Expression:
     if len(args) != 2:  # no such function: the planner says so, naming the argument types
         return exp.Anonymous(this="jsonb_object_agg", expressions=args)
@@ -135,10 +160,14 @@ class PostgresCalls(Postgres):
             "CLOCK_TIMESTAMP": _clock("clock_timestamp", ClockTimestamp),
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
+            "ROW": lambda args: exp.Tuple(expressions=args),  # ROW(a, b) is (a, b)
             "MOD": _mod,
-            "JSONB_AGG": lambda args: exp.Anonymous(
-                this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
-            ),
+            "JSONB_AGG": _jsonb_agg,
+            "JSON_AGG": _json_agg,
+        }
+        PRIMARY_PARSERS = {  # noqa: RUF012 (a dollar-quoted string is a string constant)
+            **TypedLiterals.PRIMARY_PARSERS,
+            TokenType.HEREDOC_STRING: lambda self, token: exp.Literal.string(token.text),
         }
         KEY_CONSTRAINT_OPTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.KEY_CONSTRAINT_OPTIONS,
@@ -150,7 +179,7 @@ class PostgresCalls(Postgres):
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
             k: v
             for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
-            if k not in ("DATE_PART", *_PLAIN_CALLS)
+            if k not in ("DATE_PART", "JSON_AGG", *_PLAIN_CALLS)
         } | {"POSITION": lambda self: self._parse_position_in()}
 
         def _parse_position_in(self) -> exp.Expression:

@@ -346,6 +346,30 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     return DeletePlan(relation.name, rows, reads, timelines, bool(sources))
 
 
+def _assignments(items: list[exp.Expression]) -> list[exp.Expression]:
+    """SET's items, ``(a, b) = (x, y)`` (or ``ROW(x, y)``) as ``a = x, b = y``."""
+    out: list[exp.Expression] = []
+    for item in items:
+        names, values = item.this, item.expression
+        if not (isinstance(item, exp.EQ) and isinstance(names, exp.Tuple)):
+            out.append(item)
+        elif isinstance(values, exp.Subquery):
+            raise unsupported("SET (columns) = (a subquery)", item)
+        elif not isinstance(values, exp.Tuple):
+            raise PlanError(
+                "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression",
+                sqlstate="0A000",
+            )
+        elif len(names.expressions) != len(values.expressions):
+            raise PlanError("number of columns does not match number of values", sqlstate="42601")
+        else:
+            out += [
+                exp.EQ(this=n, expression=v)
+                for n, v in zip(names.expressions, values.expressions, strict=True)
+            ]
+    return out
+
+
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     """``UPDATE t SET c = e, ... [WHERE ...]``: the matching rows and their new values."""
     for key in ("limit", "order"):
@@ -358,7 +382,7 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     old = stage.rel.plan
     names = [c.name for c in schema]
     sets: dict[int, exp.Expression] = {}
-    for assignment in update.expressions:
+    for assignment in _assignments(update.expressions):
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise unsupported("this SET clause", assignment)
         name = ident(assignment.this.this)

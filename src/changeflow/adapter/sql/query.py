@@ -33,6 +33,7 @@ from changeflow.adapter.sql.rows import (
     Output,
     Rel,
     col_of,
+    quoted_literal_columns,
     resolve_unknown,
     unify_columns,
 )
@@ -182,7 +183,8 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
             raise PlanError(
                 f"each {word} query must have the same number of columns", sqlstate="42601"
             )
-        a, b = unify_columns([left.plan, right.plan], type(node).__name__.upper())
+        plans = quoted_literal_columns([left.plan, right.plan], [node.this, node.expression])
+        a, b = unify_columns(plans, type(node).__name__.upper())
         distinct = node.args.get("distinct") is not False
         for c in a.schema if distinct else ():
             operator_for(c.type)

@@ -126,13 +126,44 @@ def unify_columns(plans: list[P.Plan], what: str) -> list[P.Plan]:
                 changed[i] = X.Cast(P.col(p.schema, i), kinds[i])
             elif chars[i]:
                 changed[i] = unsized_bpchar(P.col(p.schema, i), Mod.of(c))
-        if not changed:
-            out.append(p)
-            continue
-        mapped = P.Map(p, tuple((p.schema[i].name, e) for i, e in changed.items()))
-        places = {i: width + k for k, i in enumerate(changed)}
-        columns = tuple(places.get(i, i) for i in range(width))
-        out.append(P.Project(mapped, columns, tuple(c.name for c in p.schema)))
+        out.append(replaced(p, changed))
+    return out
+
+
+def replaced(p: P.Plan, changed: dict[int, X.Expr]) -> P.Plan:
+    """``p`` with its columns at ``changed``'s positions computed by ``changed``'s expressions
+    (names kept)."""
+    if not changed:
+        return p
+    width = len(p.schema)
+    mapped = P.Map(p, tuple((p.schema[i].name, e) for i, e in changed.items()))
+    places = {i: width + k for k, i in enumerate(changed)}
+    columns = tuple(places.get(i, i) for i in range(width))
+    return P.Project(mapped, columns, tuple(c.name for c in p.schema))
+
+
+def quoted_literal_columns(plans: list[P.Plan], nodes: list[exp.Expression]) -> list[P.Plan]:
+    """Branches of a set operation where a column is a quoted literal (``SELECT 1 UNION
+    SELECT '2'``) and the other branch's is not text: the literal read as that type, as
+    PostgreSQL resolves an unknown-typed column ('x' for an integer is then 22P02)."""
+    from changeflow.adapter.sql.scalar import bare, is_string_literal
+
+    def literals(node: exp.Expression) -> set[int]:
+        if not isinstance(node, exp.Select):
+            return set()
+        items = node.expressions
+        return {i for i, e in enumerate(items) if is_string_literal(bare(e.unalias()))}
+
+    quoted = [literals(n) for n in nodes]
+    out = []
+    for k, p in enumerate(plans):
+        other = plans[1 - k].schema
+        changed: dict[int, X.Expr] = {
+            i: X.Cast(P.col(p.schema, i), other[i].type)
+            for i in quoted[k] - quoted[1 - k]
+            if other[i].type not in (TEXT, NULLTYPE)
+        }
+        out.append(replaced(p, changed))
     return out
 
 

@@ -318,16 +318,16 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         return X.Not(X.Coalesce((X.Cmp("=", a, b), both_null)))
 
     def _and(self, node: exp.And) -> X.Expr:
-        return X.And((self.expr(node.this), self.expr(node.expression)))
+        return X.And((self.boolean_operand(node.this), self.boolean_operand(node.expression)))
 
     def _or(self, node: exp.Or) -> X.Expr:
-        return X.Or((self.expr(node.this), self.expr(node.expression)))
+        return X.Or((self.boolean_operand(node.this), self.boolean_operand(node.expression)))
 
     def _not(self, node: exp.Not) -> X.Expr:
         inner = node.this
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
             return X.IsNull(self.expr(inner.this), negated=True)
-        return X.Not(self.expr(inner))
+        return X.Not(self.boolean_operand(inner))
 
     def _is(self, node: exp.Is) -> X.Expr:
         a = self.expr(node.this)
@@ -348,11 +348,11 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         raise unsupported("IS with this operand", node)
 
     def _between(self, node: exp.Between) -> X.Expr:
-        if node.args.get("symmetric"):
-            raise unsupported("BETWEEN SYMMETRIC", node)
-        lo = self._cmp(">=", node.this, node.args["low"])
-        hi = self._cmp("<=", node.this, node.args["high"])
-        return X.And((lo, hi))
+        x, low, high = node.this, node.args["low"], node.args["high"]
+        out = X.And((self._cmp(">=", x, low), self._cmp("<=", x, high)))
+        if node.args.get("symmetric"):  # either way round, as PostgreSQL reads it
+            out = X.Or((out, X.And((self._cmp(">=", x, high), self._cmp("<=", x, low)))))
+        return out
 
     def _in(self, node: exp.In) -> X.Expr:
         if node.args.get("query") is not None or node.args.get("unnest") is not None:

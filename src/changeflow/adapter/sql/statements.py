@@ -358,7 +358,7 @@ def parse(text: str) -> Statement:
         if m:
             return _statement(kind, text, m.groupdict())
     head = text.split(None, 1)[0].upper() if text else ""
-    if head in ("SELECT", "WITH", "VALUES", "TABLE", "("):
+    if head in ("SELECT", "WITH", "VALUES", "TABLE") or text.startswith("("):
         return _query("select", text)
     if head == "INSERT" and (m := _OVERRIDING.search(text.split("'", 1)[0])):
         tree = shared_tree(text[: m.start()] + text[m.end() :]).copy()

@@ -10,7 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.sql.rows import Output, Rel, col_of
-from changeflow.adapter.sql.scalar import Scalars, is_string_literal, walk
+from changeflow.adapter.sql.scalar import Scalars, coerce_text, is_string_literal, walk
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
@@ -69,7 +69,11 @@ def _constant(node: exp.Expression, what: str) -> X.Expr:
 def _series(
     start: exp.Expression, stop: exp.Expression, step: exp.Expression | None
 ) -> tuple[list[str], list[SqlType], list[tuple[Any, ...]]]:
-    args = [_constant(n, "generate_series") for n in (start, stop, step) if n is not None]
+    nodes = [n for n in (start, stop, step) if n is not None]
+    args = [_constant(n, "generate_series") for n in nodes]
+    for i, other in ((0, 1), (1, 0)):  # a quoted bound takes the other's type, as in PostgreSQL
+        if is_string_literal(nodes[i]) and not is_string_literal(nodes[other]):
+            args[i] = coerce_text(str(nodes[i].this), args[other].type)
     kind = series_type(args)
     values = [a.eval(()) for a in args]
     if any(v is None for v in values):

@@ -16,6 +16,7 @@ from changeflow.adapter.sql.types import operator_for
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
+from changeflow.compute.intervals import Interval
 from changeflow.compute.types import BOOL, INT8
 from changeflow.errors import PlanError
 
@@ -261,6 +262,6 @@ def _bound(value: exp.Expression | str | None, side: str | None) -> W.Bound:
     found = offset.eval(())
     if found is None:
         raise PlanError("frame starting offset must not be null", sqlstate="22004")
-    if found < 0:
+    if found < (Interval() if isinstance(found, Interval) else 0):
         raise PlanError("frame starting offset must not be negative", sqlstate="22013")
     return W.Bound("offset", found, preceding)

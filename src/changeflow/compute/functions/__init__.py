@@ -25,6 +25,7 @@ from changeflow.compute.functions import (
     formats,
     from_text,
     jsonb,
+    jsonb_edits,
     numbers,
     parts,
     patterns,
@@ -32,6 +33,7 @@ from changeflow.compute.functions import (
     text,
     times,
     to_number,
+    trig,
     zones,
 )
 from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
@@ -45,10 +47,12 @@ FUNCTIONS: dict[str, Function] = {
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
         array_sets,
+        jsonb_edits,
         binary,
         statistics,
         bits,
         to_number,
+        trig,
     )
     for f in family.FUNCTIONS
 }

@@ -19,7 +19,7 @@ from changeflow.compute.functions.base import (
 from changeflow.compute.functions.keywords import QUOTED
 from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.functions.text import _constant
-from changeflow.compute.scalars import to_text
+from changeflow.compute.scalars import output_text
 from changeflow.compute.types import INT4, INT8, NULLTYPE, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
@@ -172,7 +172,7 @@ def _format(*args: tuple[Any, SqlType]) -> str | None:
         if v is None:
             text = "" if kind == "s" else "NULL"
         else:
-            text = to_text(v, kind_of)
+            text = output_text(v, kind_of)
             text = {"I": quote_ident, "L": _quote_literal}.get(kind, str)(text)
         return text.ljust(int(width)) if left else text.rjust(int(width or 0))
 

@@ -22,7 +22,7 @@ from changeflow.compute.functions.base import (
     unsupported,
 )
 from changeflow.compute.functions.encodings import length_in
-from changeflow.compute.scalars import to_text
+from changeflow.compute.scalars import output_text
 from changeflow.compute.types import (
     BOOL,
     BYTEA,
@@ -160,7 +160,7 @@ def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> 
 
 
 def _concat(*args: Any) -> str:
-    return "".join(to_text(v, t) for v, t in args if v is not None)
+    return "".join(output_text(v, t) for v, t in args if v is not None)
 
 
 def _concat_ws(sep: tuple[Any, Any], *args: Any) -> str | None:
@@ -235,6 +235,9 @@ def _spark_right(cc: ExprCompiler, e: Func) -> Column:
 
 
 def _spark_text(cc: ExprCompiler, a: X.Expr, e: Func) -> Column:
+    """``a`` as its type's output (a boolean ``t`` or ``f``)."""
+    if a.type == BOOL:
+        return F.when(cc.compile(a), F.lit("t")).when(~cc.compile(a), F.lit("f"))
     return cc.cast(cc.compile(a), a.type, TEXT, e)
 
 
@@ -370,7 +373,7 @@ def _record_text(*fields: tuple[Any, Any]) -> str:
     comma or space quoted, its quotes and backslashes doubled)."""
     out = []
     for v, kind in fields:
-        f = None if v is None else ("t" if v else "f") if kind == BOOL else to_text(v, kind)
+        f = None if v is None else output_text(v, kind)
         if f is None:
             out.append("")
         elif f == "" or any(c in f for c in '"\\(),') or any(c.isspace() for c in f):

@@ -32,6 +32,7 @@ from changeflow.compute.intervals import (
     stamp_of,
 )
 from changeflow.compute.types import (
+    BOOL,
     DATE,
     INT4,
     INT8,
@@ -290,8 +291,18 @@ def _spark_epoch_ms(cc: ExprCompiler, e: Func) -> Column:
 _rows_only = in_process("intervals are computed in the process")
 
 
+_FINITE_KINDS = (DATE, TIMESTAMPTZ, TIMESTAMP, INTERVAL)
 FUNCTIONS = [
     Function("date_trunc", _DATE_TRUNC, _date_trunc, spark=_spark_date_trunc),
+    # dates, timestamps and intervals here are all finite (no 'infinity')
+    Function(
+        "isfinite",
+        Overloads(
+            "isfinite", tuple(((k,), BOOL) for k in (DATE, TIMESTAMPTZ, TIMESTAMP, INTERVAL))
+        ),
+        lambda _v: True,
+        spark=lambda cc, e: F.when(cc.compile(e.args[0]).isNotNull(), F.lit(True)),
+    ),
     Function(
         "make_date",
         _sig(("int", "int", "int"), result=DATE),
