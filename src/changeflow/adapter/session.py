@@ -407,13 +407,13 @@ class Session:
 
     def _run_now(self, plan: P.Plan) -> dict[tuple[Any, ...], int]:
         """``plan``'s rows at the transaction's read time (or the latest, before it has one);
-        in a transaction block, with its own writes."""
-        txn = self.txn
-        if txn is not None and txn.explicit:
-            timeline = self._timeline(frozenset(), txn)
+        in a transaction block, of tables, with its own writes and checked at its commit."""
+        txn, state, shards = self.txn, self.env.catalog.load(), plan.collections()
+        timelines = {i.timeline for i in state.items.values() if i.shard in shards}
+        if txn is not None and txn.explicit and timelines == {EPOCH}:
+            self._timeline(frozenset(timelines), txn)
             if txn.read_ts is None:
-                txn.read_ts = self.env.read_ts(timeline, plan.collections())
-            state = self.env.catalog.load()
+                txn.read_ts = self.env.read_ts(EPOCH, shards)
             return transaction_read(self.env, state, txn, plan, txn.read_ts, None, self._evaluate)
         ts = None if txn is None else txn.read_ts
         timeline = EPOCH if txn is None or txn.timeline is None else txn.timeline
