@@ -165,6 +165,18 @@ CALLS = {
     "stddev_samp_of": "stddev_samp_of(id * 3, f, f * f * 3)",
     "var_pop_of": "round(var_pop_of(id + 2, x, x * x + 1), 8)",  # a view keeps 10 decimals
     "stddev_pop_of": "round(stddev_pop_of(id, x * 2, x * x * 5), 8)",
+    **{n: f"{n}(f / 5)" for n in ("sin", "cos", "tan", "cot", "asin", "acos")},
+    **{n: f"{n}(f)" for n in ("sinh", "cosh", "tanh", "asinh", "atan")},
+    "atan2": "atan2(f, id)",
+    "gcd": "gcd(id * 6, 4)",
+    "lcm": "lcm(id, 4)",
+    "num_nulls": "num_nulls(name, NULL, id)",
+    "num_nonnulls": "num_nonnulls(name, NULL)",
+    "isfinite": "isfinite(d)",
+    "jsonb_set": "jsonb_set(to_jsonb(ARRAY[id, 2]), '{0}', to_jsonb(name))::text",
+    "jsonb_strip_nulls": "jsonb_strip_nulls(('{\"a\": null, \"b\": ' || id || '}')::jsonb)::text",
+    "factorial": "factorial(id + 3)",
+    "width_bucket": "width_bucket(x, -5, 10, 3) + width_bucket(f, 0, 3, 6)",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -198,5 +210,13 @@ ROWS_ONLY = {
     "arraycontained",
     "arrayoverlap",
     "array_slice_of",
+    # computed in the process only (their Spark form refuses)
+    "atan",
+    "gcd",
+    "lcm",
+    "num_nulls",
+    "num_nonnulls",
+    "factorial",
+    "width_bucket",
     *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }

@@ -1,6 +1,7 @@
 """Everyday statements that once failed, run here and on PostgreSQL 15: window functions
 ordered by a date or timestamp (the default RANGE frame, and RANGE offsets given as
-intervals), the trigonometric functions, gcd/lcm and num_nulls/num_nonnulls."""
+intervals), the trigonometric functions, gcd/lcm, num_nulls/num_nonnulls, factorial and
+width_bucket."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ MATH = [
     "SELECT num_nonnulls(1, NULL, 2), num_nulls(1, NULL), num_nulls(NULL, NULL, 'a')",
     "SELECT num_nulls()",
     "SELECT gcd(1.5, 2)",
+    "SELECT factorial(5), factorial(0), factorial(20), factorial(3)::text",
+    "SELECT factorial(-1)",
+    "SELECT width_bucket(5, 0, 10, 5), width_bucket(5.35, 0.024, 10.06, 5),"
+    " width_bucket(-1, 0, 10, 5), width_bucket(10, 0, 10, 5), width_bucket(3, 10, 0, 5),"
+    " width_bucket(11::float8, 10, 0, 5), width_bucket(0, 10, 0, 5), width_bucket(NULL, 0, 1, 2)",
+    "SELECT pg_typeof(width_bucket(5, 0, 10, 5)), width_bucket(2.5::float8, 0, 10, 4)",
+    "SELECT width_bucket(1, 0, 10, 0)",
+    "SELECT width_bucket(1, 5, 5, 2)",
+    "SELECT width_bucket('NaN'::numeric, 0, 10, 2)",
+    "SELECT width_bucket(1::float8, 0, 'infinity', 2)",
+    "SELECT width_bucket(20, 0, 10, 2147483647)",
+    "SELECT sid, width_bucket(amount, 0, 300, 3), factorial(sid) FROM sw ORDER BY sid",
 ]
 CHANGES = [
     "INSERT INTO sw VALUES (7, 2, 5, '2024-01-07 20:00', '2024-01-07')",
@@ -67,6 +80,6 @@ def test_windows_and_math_as_postgres(tmp_path: Path, postgres_url: str) -> None
 
 
 def test_windows_over_timestamps_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
-    queries = [q.removesuffix(" ORDER BY sid") for q in WINDOWS[:5]]
+    queries = [q.removesuffix(" ORDER BY sid") for q in [*WINDOWS[:5], MATH[-1]]]
     with beside_postgres(tmp_path / "home", postgres_url, "sw", *SETUP) as (ours, pg):
         maintained_as_postgres(ours, pg, queries, CHANGES)

@@ -99,6 +99,7 @@ _PG15 = """
 6202 extract(text,timestamp without time zone) | numeric | = | 1700 | 25 1114
 6203 extract(text,timestamp with time zone) | numeric | = | 1700 | 25 1184
 6204 extract(text,interval) | numeric | = | 1700 | 25 1186
+1376 factorial(bigint) | numeric | = | 1700 | 20
 1712 floor(numeric) | numeric | = | 1700 | 1700
 2309 floor(double precision) | double precision | = | 701 | 701
 3539 format(text,"any") | text | text, VARIADIC "any" | 25 | 25 2276
@@ -287,6 +288,9 @@ _PG15 = """
 871 upper(text) | text | = | 25 | 25
 3849 upper(anyrange) | anyelement | = | 2283 | 3831
 4236 upper(anymultirange) | anyelement | = | 2283 | 4537
+320 width_bucket(double precision,double precision,double precision,integer) | integer | = | 23 | 701 701 701 23
+2170 width_bucket(numeric,numeric,numeric,integer) | integer | = | 23 | 1700 1700 1700 23
+3218 width_bucket(anycompatible,anycompatiblearray) | integer | = | 23 | 5077 5078
 """  # noqa: E501
 _ROWS = [line.split(" | ") for line in _PG15.strip().splitlines()]
 SIGNATURES: dict[str, int] = {

@@ -35,6 +35,7 @@ _PLAIN_CALLS = (
     "DECODE",
     "DEGREES",
     "ENCODE",
+    "FACTORIAL",
     "FORMAT",
     "JSONB_CONTAINS",
     "JSONB_EXISTS",
@@ -53,6 +54,7 @@ _PLAIN_CALLS = (
     "TANH",
     "TO_DATE",
     "TO_TIMESTAMP",
+    "WIDTH_BUCKET",
 )
 
 

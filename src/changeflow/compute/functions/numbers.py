@@ -376,7 +376,55 @@ def _spark_extreme(fn: str) -> Builder:
     return build
 
 
+MAX_FACTORIAL = 32177  # PostgreSQL's numeric holds n! up to here
+_BUCKETS = ((NUMERIC, NUMERIC, NUMERIC, INT4), (FLOAT8, FLOAT8, FLOAT8, INT4))
+
+
+def _factorial(n: int) -> Decimal:
+    if n < 0:
+        raise EvalError("factorial of a negative number is undefined", sqlstate="22003")
+    if n > MAX_FACTORIAL:
+        raise EvalError("value overflows numeric format", sqlstate="22003")
+    return Decimal(math.factorial(n))
+
+
+def _width_bucket(operand: Any, low: Any, high: Any, count: int) -> int:
+    """The bucket of ``operand`` among ``count`` equal ones from ``low`` to ``high`` (0 before
+    them, ``count + 1`` after; reversed where ``low > high``), as PostgreSQL's."""
+    if count <= 0:
+        raise EvalError("count must be greater than zero", sqlstate="2201G")
+    if any(v != v for v in (operand, low, high)):  # NaN
+        raise EvalError("operand, lower bound, and upper bound cannot be NaN", sqlstate="2201G")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise EvalError("lower and upper bounds must be finite", sqlstate="2201G")
+    if low == high:
+        raise EvalError("lower bound cannot equal upper bound", sqlstate="2201G")
+    rising = low < high
+    below = operand < low if rising else operand > low
+    above = operand >= high if rising else operand <= high
+    if below:
+        return 0
+    if above:
+        if count == 2**31 - 1:
+            raise EvalError("integer out of range", sqlstate="22003")
+        return count + 1
+    share = (operand - low) / (high - low)  # in [0, 1)
+    return min(math.floor(share * count), count - 1) + 1
+
+
 FUNCTIONS = [
+    Function(
+        "factorial",
+        Overloads("factorial", (((INT8,), NUMERIC),)),
+        _factorial,
+        spark=in_process("factorial is computed in the process"),
+    ),
+    Function(
+        "width_bucket",
+        Overloads("width_bucket", tuple((args, INT4) for args in _BUCKETS)),
+        _width_bucket,
+        spark=in_process("width_bucket is computed in the process"),
+    ),
     Function(
         "abs",
         Overloads("abs", same(INT2, INT4, INT8, NUMERIC, FLOAT8)),
