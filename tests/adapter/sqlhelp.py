@@ -147,6 +147,13 @@ def same_errors(ours: Any, pg: Any, statements: list[str]) -> None:
             raise AssertionError(f"accepted here, refused by PostgreSQL ({theirs}): {sql!r}")
 
 
+def same_outcomes(ours: Any, pg: Any, statements: list[str]) -> None:
+    """Each of ``statements``, run in order on both connections, gives the same
+    :func:`outcome` (its SQLSTATE, or its columns and rows)."""
+    for sql in statements:
+        assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
 def outcome(conn: Any, sql: str, *, sort: bool = False) -> tuple:
     """What ``sql`` gives on a PostgreSQL or changeflow connection: its SQLSTATE, or its columns
     and rows as text (sorted when the statement's order is not defined)."""

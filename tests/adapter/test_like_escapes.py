@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -46,8 +46,9 @@ def test_like_escapes_as_postgres(tmp_path: Path, postgres_url: str) -> None:
         queries = [f"SELECT id, {p} AS m FROM lk" for p in PATTERNS]
         queries += ["SELECT id FROM lk WHERE s LIKE 'a#%b' ESCAPE '#' OR s LIKE 'a\\\\b'"]
         maintained_as_postgres(ours, pg, queries, CHANGES)
-        for sql in ["SELECT like_escape('a#_b##c\\d', '#')", "SELECT like_escape('a\\_b', '')"]:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(
+            ours, pg, ["SELECT like_escape('a#_b##c\\d', '#')", "SELECT like_escape('a\\_b', '')"]
+        )
         same_errors(
             ours,
             pg,

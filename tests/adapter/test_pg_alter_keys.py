@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -76,8 +76,7 @@ STATEMENTS = [
 def test_alter_keys_and_columns_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     create = "CREATE TABLE ak (id int, x int, s text)"
     with beside_postgres(tmp_path / "home", postgres_url, "ak", create) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)
 
 
 def test_keys_added_hold_in_views_and_after_restart(tmp_path: Path) -> None:
@@ -161,8 +160,7 @@ def test_alter_table_in_a_migration_transaction_as_postgres(
     made, and (constraints, NOT NULL, defaults) on others, put back by ROLLBACK, and by a
     deferred check failing at COMMIT."""
     with beside_postgres(tmp_path / "home", postgres_url, "am_c, am_p") as (ours, pg):
-        for sql in MIGRATION:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, MIGRATION)
 
 
 AUTH_SETUP = [  # tables an earlier migration made, with rows, a foreign key and an index
@@ -223,8 +221,7 @@ def test_migrations_altering_earlier_tables_as_postgres(tmp_path: Path, postgres
     indexes rebuilt, and ROLLBACK putting the tables back with their rows."""
     home = tmp_path / "home"
     with beside_postgres(home, postgres_url, "au_perm, au_ct", *AUTH_SETUP) as (ours, pg):
-        for sql in AUTH_MIGRATIONS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AUTH_MIGRATIONS)
 
 
 def test_writes_wait_for_a_transaction_altering_their_table(tmp_path: Path) -> None:
@@ -288,8 +285,7 @@ def test_several_actions_as_one_as_postgres(tmp_path: Path, postgres_url: str) -
     """ALTER TABLE with several actions applies all of them or, if one fails, none."""
     create = "CREATE TABLE mt (id int, v int)"
     with beside_postgres(tmp_path / "home", postgres_url, "mt", create) as (ours, pg):
-        for sql in SEVERAL:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, SEVERAL)
 
 
 RENAMES = [
@@ -313,8 +309,7 @@ def test_rename_constraint_as_postgres(tmp_path: Path, postgres_url: str) -> Non
     errors of names taken or missing are PostgreSQL's."""
     create = "CREATE TABLE rc (id int PRIMARY KEY, v int CHECK (v > 0), u text UNIQUE)"
     with beside_postgres(tmp_path / "home", postgres_url, "rc", create) as (ours, pg):
-        for sql in RENAMES:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, RENAMES)
         sql = "INSERT INTO rc VALUES (3, -3, 'c')"
         assert _message(ours, sql) == _message(pg, sql)  # the check's new name
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_outcomes  # noqa: E402
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import FUNCTIONS, Func
@@ -113,8 +113,7 @@ def test_calls_of_nulls_as_postgres(both) -> None:
     names = {n for (n,) in pg.execute("SELECT DISTINCT proname FROM pg_proc").fetchall()}
     calls = of_nulls(names)
     assert len(calls) > 80
-    for sql in calls:
-        assert outcome(ours, sql) == outcome(pg, sql), sql
+    same_outcomes(ours, pg, calls)
 
 
 def test_one_argument_too_many_as_postgres(both) -> None:
@@ -130,5 +129,4 @@ def test_one_argument_too_many_as_postgres(both) -> None:
 
 def test_length_in_an_encoding_as_postgres(both) -> None:
     ours, pg = both
-    for sql in LENGTHS:
-        assert outcome(ours, sql) == outcome(pg, sql), sql
+    same_outcomes(ours, pg, LENGTHS)

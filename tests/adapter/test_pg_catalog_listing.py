@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 from changeflow.compute.functions import FUNCTIONS
 
@@ -43,8 +43,7 @@ def test_information_schema_and_pg_proc_list_as_postgres(tmp_path: Path, postgre
             for sql in SETUP:
                 ours.execute(sql)
                 pg.execute(sql)
-            for sql in LISTINGS:
-                assert outcome(ours, sql) == outcome(pg, sql), sql
+            same_outcomes(ours, pg, LISTINGS)
             sql = "SELECT DISTINCT proname FROM pg_proc"
             theirs = {n for (n,) in pg.execute(sql).fetchall()} & FUNCTIONS.keys()
             mine = {n for (n,) in ours.execute(sql).fetchall()}

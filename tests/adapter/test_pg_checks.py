@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -65,8 +65,7 @@ def _message(conn, sql: str) -> str | None:
 
 def test_check_constraints_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "chk_t", CREATE) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)
         for sql in BAD:
             assert outcome(ours, sql)[1] == outcome(pg, sql)[1], sql
 
@@ -115,8 +114,7 @@ def test_alter_table_checks_as_postgres(tmp_path: Path, postgres_url: str) -> No
     """ADD CONSTRAINT … CHECK checks the rows (23514), DROP CONSTRAINT, and a column's
     rename or drop carries or drops its checks, as PostgreSQL."""
     with beside_postgres(tmp_path / "home", postgres_url, "chk_a", ALTER_CREATE) as (ours, pg):
-        for sql in ALTER_STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, ALTER_STATEMENTS)
         sql = "ALTER TABLE chk_a ADD CONSTRAINT big CHECK (y > 100)"
         assert _message(ours, sql) == _message(pg, sql)
 
@@ -150,5 +148,4 @@ def test_checks_of_functions_and_in_transactions_as_postgres(
         ours,
         pg,
     ):
-        for sql in FUNCTIONS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, FUNCTIONS)

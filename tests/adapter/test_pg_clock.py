@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -32,13 +32,11 @@ ERRORS = ["SELECT statement_timestamp(1)", "SELECT clock_timestamp('x')"]
 
 def test_statement_and_clock_timestamps_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ck", *SETUP) as (ours, pg):
-        for sql in AD_HOC:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AD_HOC)
         for conn in (ours, pg):
             conn.execute("BEGIN")
         try:
-            for sql in IN_TRANSACTION:
-                assert outcome(ours, sql) == outcome(pg, sql), sql
+            same_outcomes(ours, pg, IN_TRANSACTION)
         finally:
             for conn in (ours, pg):
                 conn.execute("COMMIT")

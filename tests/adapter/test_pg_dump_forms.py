@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -62,7 +62,6 @@ STATEMENTS = [
 def test_dump_forms_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, TABLES, *SETUP) as (ours, pg):
         try:
-            for sql in STATEMENTS:
-                assert outcome(ours, sql) == outcome(pg, sql), sql
+            same_outcomes(ours, pg, STATEMENTS)
         finally:
             pg.execute("DROP SEQUENCE IF EXISTS df_seq CASCADE")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -29,5 +29,4 @@ STATEMENTS = [
 def test_insert_of_fewer_values_than_columns_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     setup = ("CREATE TABLE ins_w (a int, b int DEFAULT 7, c text DEFAULT 'd')",)
     with beside_postgres(tmp_path / "home", postgres_url, "ins_w", *setup) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)

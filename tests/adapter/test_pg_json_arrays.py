@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -51,8 +51,7 @@ CHANGES = [
 
 def test_json_arrays_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "jarr", *SETUP) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)
 
 
 def test_json_arrays_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
@@ -79,5 +78,4 @@ def test_json_arrays_in_the_catalogs_as_postgres(tmp_path: Path, postgres_url: s
     """json[] is _json (199) in pg_type, and an array column is ARRAY in information_schema."""
     setup = ["CREATE TABLE jarr (id int, j json[], n int[])"]
     with beside_postgres(tmp_path / "home", postgres_url, "jarr", *setup) as (ours, pg):
-        for sql in CATALOG:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, CATALOG)

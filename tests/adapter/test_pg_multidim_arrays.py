@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -83,8 +83,7 @@ REFUSED = [
 def test_multidimensional_arrays_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "mdim", *SETUP) as (ours, pg):
         try:
-            for sql in STATEMENTS:
-                assert outcome(ours, sql) == outcome(pg, sql), sql
+            same_outcomes(ours, pg, STATEMENTS)
         finally:
             pg.execute("DROP VIEW IF EXISTS mdim_v")
 

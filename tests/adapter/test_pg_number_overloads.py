@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -73,6 +73,5 @@ def texts(conn, sql: str) -> list:
 
 def test_number_function_overloads_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "nums", CREATE, INSERT) as (ours, pg):
-        for sql in CALLS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, CALLS)
         maintained_as_postgres(ours, pg, QUERIES, CHANGES, rows=texts)

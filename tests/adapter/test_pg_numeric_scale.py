@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -74,16 +74,14 @@ def texts(conn, sql: str) -> list:
 
 def test_numeric_scale_functions_and_zero_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ns", CREATE, INSERT) as (ours, pg):
-        for sql in AD_HOC:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AD_HOC)
         maintained_as_postgres(ours, pg, QUERIES, CHANGES, rows=texts)
         same_errors(ours, pg, ["SELECT scale(1.5::float8)", "SELECT trim_scale('a'::text)"])
 
 
 def test_numeric_math_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ns", CREATE, INSERT) as (ours, pg):
-        for sql in MATH:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, MATH)
         same_errors(ours, pg, MATH_ERRORS)
         sql = "SELECT id, sqrt(abs(y))::text, power(z, 2)::text, exp(y)::text FROM ns"
         assert texts(ours, sql) == texts(pg, sql)

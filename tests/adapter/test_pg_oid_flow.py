@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -72,8 +72,7 @@ def test_oid_flows_as_postgres(tmp_path: Path, postgres_url: str) -> None:
                     for conn in (ours, pg):
                         conn.execute(change)
                     pg.execute("REFRESH MATERIALIZED VIEW tof_m")  # kept here, refreshed there
-                for sql in READS + ERRORS + TYPES:
-                    assert outcome(ours, sql) == outcome(pg, sql), sql
+                same_outcomes(ours, pg, READS + ERRORS + TYPES)
                 for sql in READS:  # the oid columns' type on the way out
                     mine = [TYPE_OIDS[d[1]] for d in ours.execute(sql).description]
                     assert mine == [d.type_code for d in pg.execute(sql).description], sql

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 from changeflow.adapter.object_ids import function_oids
 from changeflow.adapter.proc_oids import DERIVED, PG_OIDS, SIGNATURES, proc_oid
@@ -64,5 +64,4 @@ def test_a_derived_oid_depends_on_the_name_alone() -> None:
 def test_pg_proc_oids_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     setup = ("CREATE TABLE proc_oids (id int)",)
     with beside_postgres(tmp_path / "home", postgres_url, "proc_oids", *setup) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)

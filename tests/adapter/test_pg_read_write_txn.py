@@ -14,7 +14,7 @@ import changeflow
 from changeflow.adapter.connection import DatabaseError, OperationalError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 TABLES = "rw_orders, rw_items"
 SETUP = [
@@ -62,8 +62,7 @@ STATEMENTS = [
 @pytest.mark.postgres
 def test_reads_and_writes_in_one_transaction_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, TABLES, *SETUP) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)
 
 
 def test_a_changed_read_refuses_the_commit(tmp_path: Path) -> None:
@@ -218,5 +217,4 @@ ALTER_STATEMENTS = [
 @pytest.mark.postgres
 def test_alter_table_after_writes_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, ALTER_TABLES, *ALTER_SETUP) as (ours, pg):
-        for sql in ALTER_STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, ALTER_STATEMENTS)

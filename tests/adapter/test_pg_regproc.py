@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 from changeflow.adapter.object_ids import OVERLOADED
 from changeflow.compute.functions import FUNCTIONS
@@ -44,5 +44,4 @@ def test_overloaded_names_are_postgres_own(postgres_url: str) -> None:
 def test_regproc_of_a_name_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     setup = ("CREATE TABLE rp (id int)", "INSERT INTO rp VALUES (1)")
     with beside_postgres(tmp_path / "home", postgres_url, "rp", *setup) as (ours, pg):
-        for sql in STATEMENTS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, STATEMENTS)

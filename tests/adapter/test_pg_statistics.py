@@ -13,7 +13,7 @@ import pytest
 import changeflow
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, outcome, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -76,8 +76,7 @@ def rows(conn, sql: str) -> list:  # noqa: ANN001
 
 def test_statistics_ad_hoc_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "st", CREATE, INSERT) as (ours, pg):
-        for sql in AD_HOC:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AD_HOC)
         same_errors(ours, pg, ERRORS)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -37,8 +37,7 @@ CHANGES = [
 
 def test_json_agg_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "ja", *SETUP) as (ours, pg):
-        for sql in AD_HOC:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AD_HOC)
 
 
 def test_json_agg_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
@@ -69,8 +68,7 @@ def test_jsonb_edits_as_postgres(tmp_path: Path, postgres_url: str) -> None:
         "UPDATE ja SET j = jsonb_build_object('n', name, 'k', k)",
     ]
     with beside_postgres(tmp_path / "home", postgres_url, "ja", *setup) as (ours, pg):
-        for sql in JSONB_EDITS:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, JSONB_EDITS)
         queries = [
             "SELECT id, jsonb_set(j, '{k}', to_jsonb(id))::text, jsonb_strip_nulls(j)::text FROM ja"
         ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -86,8 +86,7 @@ CHANGES = [
 
 def test_syntax_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "sx", *SETUP) as (ours, pg):
-        for sql in AD_HOC:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, AD_HOC)
 
 
 def test_syntax_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:

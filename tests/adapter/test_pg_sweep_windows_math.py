@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, outcome  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -75,8 +75,7 @@ CHANGES = [
 
 def test_windows_and_math_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "sw", *SETUP) as (ours, pg):
-        for sql in WINDOWS + MATH:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, WINDOWS + MATH)
 
 
 def test_windows_over_timestamps_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:

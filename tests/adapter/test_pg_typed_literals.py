@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -27,8 +27,7 @@ def test_typed_literals_bind_first_as_in_postgres(tmp_path: Path, postgres_url: 
         ours,
         pg,
     ):
-        for sql in QUERIES:
-            assert outcome(ours, sql) == outcome(pg, sql), sql
+        same_outcomes(ours, pg, QUERIES)
         same_errors(
             ours,
             pg,
