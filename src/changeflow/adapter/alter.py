@@ -165,7 +165,7 @@ def _add_column(
     (column,) = table_columns(node)
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     sinks = _sinks(state, item)
-    value = _default_value(column) if column.default is not None and not serial else None
+    value = default_value(column) if column.default is not None and not serial else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
     ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
     if value is None and rows is not None and rows.num_rows and serial is None:
@@ -490,7 +490,7 @@ def _with_default(
     if value is None or not rows.num_rows:
         return None
     field = schema.field(len(schema) - 1)
-    ((fitted,), _) = assign([((value,), 1)], pa.schema([field]), [length], table)[0]
+    fitted = fit(value, field, length, table)
     data = [rows.column(n) for n in rows.column_names if n not in (TIME, DIFF)]
     n, counts = rows.num_rows, rows.column(DIFF)
     zero = pa.array([0] * n, pa.int64())
@@ -500,7 +500,13 @@ def _with_default(
     return to_frame(pa.concat_tables([retract, add]), schema, table)
 
 
-def _default_value(column: ColumnDef) -> Any:
+def fit(value: Any, field: pa.Field, length: int | None, table: str) -> Any:
+    """``value`` as the stored column ``field`` (of length limit ``length``) holds it."""
+    ((fitted,), _) = assign([((value,), 1)], pa.schema([field]), [length], table)[0]
+    return fitted
+
+
+def default_value(column: ColumnDef) -> Any:
     """The value of ``column``'s DEFAULT for the rows the table has."""
     target = Column(column.name, column.kind, column.nullable, numeric_scale(column.arrow))
     rows = evaluate_once(default_plan(target, column.default), {}, 0)

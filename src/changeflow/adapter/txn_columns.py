@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from changeflow.adapter.assign import assign
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.errors import EvalError
 from changeflow.updates import DIFF, TIME
@@ -81,11 +80,10 @@ def carry(env: Environment, txn: Transaction, table_id: str, table: str, g: dict
     column = _added(g)
     filled = None
     if column is not None and column.default is not None:
-        from changeflow.adapter.alter import _default_value
+        from changeflow.adapter.alter import default_value, fit
 
         field = layout.field(len(layout) - 1)
-        value = _default_value(column)
-        ((filled,), _) = assign([((value,), 1)], pa.schema([field]), [column.length], table)[0]
+        filled = fit(default_value(column), field, column.length, table)
     carried_frames = [_framed(f, layout, filled) for f in frames]
     added = any(pc.any(pc.greater(f.column(DIFF), 0)).as_py() for f in carried_frames)
     if column is not None and not column.nullable and filled is None and added:

@@ -31,11 +31,8 @@ def unique_name(on: Item, key: list[str], state: CatalogState | None = None) -> 
     number after it while ``state`` has that name in the table's schema."""
     schema, table = split_name(on.name)
     base = "_".join([table, *key, "idx"])
-    for n in itertools.count():
-        name = f"{base}{n or ''}"
-        if state is None or state.by_name(qualify(schema, name)) is None:
-            return name
-    raise AssertionError("unreachable")
+    names = (f"{base}{n or ''}" for n in itertools.count())
+    return next(n for n in names if state is None or state.by_name(qualify(schema, n)) is None)
 
 
 def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
