@@ -82,6 +82,13 @@ def late(plan: P.Plan) -> bool:
     return any(late(p) for p in plan.inputs())
 
 
+def _stateful_below(node: Node) -> bool:
+    """Is ``node`` or an operator under it stateful? A hydration's input with none is read
+    again from the snapshots to arrange it (after the output), rather than cached before the
+    output for that: the output then costs what the batch query costs."""
+    return node.stateful or any(_stateful_below(c) for c in node.children)
+
+
 class Node:
     """An operator of the plan on the cluster tier: its children, and for a stateful one the
     spine of each input (its collection so far) and, where an input may carry changes beyond
@@ -99,6 +106,8 @@ class Node:
         self.keyed = keyed_form(plan) if keyed and self.totals is None else None
         self.head = Head(plan) if self.keyed is not None and global_top(plan) else None  # type: ignore[arg-type]
         self.stateful = self.join or keyed or hold
+        # a hydration's output has each row once (one row a group, or rows made distinct)
+        self.distinct = not hold and isinstance(plan, P.Reduce | P.TopK | P.Distinct)
         where = f"{len(flow.nodes)}"
         flow.nodes.append(self)
         widths = [len(c.plan.schema) for c in children] if self.stateful else []
@@ -291,7 +300,9 @@ class ClusterDataflow(Dataflow):
                 F.col(name(i)).cast(from_arrow_type(f.type)).alias(f.name)
                 for i, f in enumerate(self.schema)
             ]
-            summed = D.consolidated(out, width).select(*cols, TIME, DIFF).persist()
+            if at is None or not self.root.distinct:
+                out = D.consolidated(out, width)
+            summed = out.select(*cols, TIME, DIFF).persist()
             try:
                 written = self.sink.write_frame(summed, upper)
                 if written is not None:
@@ -456,7 +467,8 @@ class ClusterDataflow(Dataflow):
             if frame is not None and waiting is not None:
                 later = frame.where(F.col(TIME) >= upper)
                 frame = frame.where(F.col(TIME) < upper)
-            if frame is not None and node.totals is None:  # read again by _stepped
+            again = at is not None and waiting is None and not _stateful_below(node.children[i])
+            if frame is not None and node.totals is None and not again:  # read by _stepped
                 frame = node.spines[i].persisted(frame) if node.spines else frame.persist()
             node.now.append(frame)
             node.later.append(later)
