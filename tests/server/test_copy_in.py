@@ -86,6 +86,7 @@ def test_binary_loads_as_postgresql_does(
         "1\ta\t1\t1\tt\t2024-01-01\textra\n",  # too many
         "1\ta\t1\t123456789\tt\t2024-01-01\n",  # numeric(8,2) overflow
         "1\ta\t1\t1\tmaybe\t2024-01-01\n",  # not a boolean
+        "2\tb\t1\t1\tt\t2024-01-01\n3\tc\t1\t1\tt\t2024-02-30\n",  # no such day
     ],
 )
 def test_bad_input_fails_as_in_postgresql_and_writes_nothing(
@@ -99,7 +100,9 @@ def test_bad_input_fails_as_in_postgresql_and_writes_nothing(
             c.cursor().copy(f"COPY {table_name} FROM STDIN") as copy,
         ):
             copy.write(("1\tok\t1\t1\tt\t2024-01-01\n" + data).encode())
-        codes.append(caught.value.sqlstate)
+        e = caught.value
+        # the error, its detail and the context naming the line (and column) it was read on
+        codes.append((e.sqlstate, e.diag.message_primary, e.diag.message_detail, e.diag.context))
         assert contents(c, table_name) == [(0, None, None, None, None, None)]
     assert codes[0] == codes[1], codes
 
@@ -187,3 +190,16 @@ def test_a_large_copy_keeps_keys_as_postgresql(
     assert got[0] == got[1]
     assert [o[0] for o in got[1][::2] if o] == ["23505"] * 3
     assert got[1][-1] == [(400, sum(range(200)) + sum(range(1000, 1200)))]
+
+
+def test_an_empty_line_is_a_row_as_in_postgresql(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str
+) -> None:
+    """An empty line of text input is a row of one empty value, not a line to skip."""
+    rows = []
+    for c in (conn, pg):
+        c.execute(f"CREATE TABLE {table_name} (v text)")
+        with c.cursor().copy(f"COPY {table_name} FROM STDIN") as copy:
+            copy.write(b"a\n\nb\n")
+        rows.append(c.execute(f"SELECT v FROM {table_name} ORDER BY v").fetchall())
+    assert rows[0] == rows[1] == [("",), ("a",), ("b",)]

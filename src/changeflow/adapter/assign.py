@@ -51,10 +51,11 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
                 )
             if rounded.adjusted() >= precision - scale:
                 raise EvalError(
-                    f'numeric field overflow in column "{field.name}" of "{table}": a field with '
-                    f"precision {precision}, scale {scale} must round to an absolute value less "
-                    f"than 10^{precision - scale}, not {value}",
+                    "numeric field overflow",
                     sqlstate="22003",
+                    detail=f"A field with precision {precision}, scale {scale} must round to "
+                    f"an absolute value less than 10^{precision - scale}.",
+                    column=field.name,
                 )
             return rounded
 

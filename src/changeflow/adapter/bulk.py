@@ -16,10 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from changeflow.adapter.assign import char_limit, fit_varchar, fitter
+from changeflow.adapter.checks import failing_row
 from changeflow.compute.scalars import from_text
 from changeflow.compute.types import FLOAT8, TEXT, Column, Schema
-from changeflow.compute.values import arrow_values
-from changeflow.errors import EvalError, PlanError
+from changeflow.compute.values import arrow_values, python_values
+from changeflow.errors import ChangeflowError, EvalError, PlanError
 from changeflow.storage.frames import to_frame
 from changeflow.updates import DIFF, TIME
 
@@ -67,15 +68,20 @@ def table_frame(
                 values = pa.array(cut, values.type)
             if length is not None and char_limit(length)[1]:
                 values = pc.utf8_rtrim(values, characters=" ")
+        columns.append(values)
+    for column, values in zip(schema, columns, strict=True):  # once every value was read
         if not column.nullable and values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            shown = [python_values(c.slice(row, 1))[0] for c in columns]
             raise EvalError(
                 f'null value in column "{column.name}" of relation "{table}" violates '
                 "not-null constraint",
                 sqlstate="23502",
+                detail=failing_row(tuple(shown), schema),
                 table=table,
                 column=column.name,
+                row=row,
             )
-        columns.append(values)
     columns += [pa.array([0] * rows, pa.int64()), pa.array([1] * rows, pa.int64())]
     frame = pa.Table.from_arrays(columns, names=[*shape.names, TIME, DIFF])
     return to_frame(frame, shape, table)
@@ -103,9 +109,14 @@ def _column(values: pa.Array, column: Column, field: pa.Field, text: bool, table
     fit = fit or (lambda v: v)
     if text:
         encoded = values.dictionary_encode()
-        read = [
-            None if v is None else fit(from_text(v, kind)) for v in encoded.dictionary.to_pylist()
-        ]
+        read = []
+        for i, v in enumerate(encoded.dictionary.to_pylist()):
+            try:
+                read.append(None if v is None else fit(from_text(v, kind)))
+            except ChangeflowError as e:  # the first row holding it, for the error's context
+                at = pc.index(encoded.indices, pa.scalar(i, encoded.indices.type)).as_py()
+                e.fields.update(row=at, column=column.name, value=v)
+                raise
         return pa.array(arrow_values(read, field.type), field.type).take(encoded.indices)
     fitted = [None if v is None else fit(v) for v in values.to_pylist()]
     return pa.array(arrow_values(fitted, field.type), field.type)

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.compute import expr as X
-from changeflow.compute.scalars import to_text
+from changeflow.compute.scalars import output_text
 from changeflow.compute.types import BOOL, NULLTYPE, Schema
 from changeflow.errors import EvalError, PlanError
 
@@ -157,7 +157,7 @@ def violation(check: Check, row: tuple[Any, ...], schema: Schema, table: str) ->
 def failing_row(row: tuple[Any, ...], schema: Schema) -> str:
     """PostgreSQL's detail of a row a constraint refuses: ``Failing row contains (1, null).``"""
     shown = ", ".join(
-        "null" if v is None else to_text(v, c.type) for v, c in zip(row, schema, strict=True)
+        "null" if v is None else output_text(v, c.type) for v, c in zip(row, schema, strict=True)
     )
     return f"Failing row contains ({shown})."
 

@@ -203,6 +203,8 @@ class ClientConnection(Startup, Extended, Runner):
         message = str(e).strip() or type(e).__name__
         detail, hint = (str(getattr(e, f, None) or "") for f in ("detail", "hint"))
         objects = W.object_fields(e)
+        if isinstance(where := getattr(e, "where", None), str):  # the error's context
+            objects[b"W"] = where
         self.wire.send(*W.error(sqlstate(e), message, detail=detail, hint=hint, objects=objects))
 
     # -- simple query ------------------------------------------------------------------------

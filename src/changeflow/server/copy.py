@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 from changeflow.compute.scalars import from_text
 from changeflow.compute.types import JSONB, Schema, SqlType
 from changeflow.compute.values import arrow_values
-from changeflow.errors import PlanError
+from changeflow.errors import ChangeflowError, PlanError
 from changeflow.server.commands import Copy
 from changeflow.server.values import Typed, encoder, from_binary, oid_of, text
 
@@ -74,21 +74,70 @@ def _csv_field(copy: Copy, value: str | None) -> str:
 
 def parse_rows(copy: Copy, data: bytes) -> Iterator[list[str | None]]:
     """The rows of COPY FROM input, each a list of values (None for NULL)."""
+    for _, _, values in records(copy, data):
+        yield values
+
+
+def records(copy: Copy, data: bytes) -> Iterator[tuple[int, str, list[str | None]]]:
+    """COPY FROM input's rows with the line each starts on (counted from 1, as PostgreSQL's
+    error context counts them) and that line's text."""
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError:
         raise PlanError("COPY data is not valid UTF-8", sqlstate="22021") from None
+    lines = content.split("\n")
     if copy.format == "csv":
         reader = csv.reader(io.StringIO(content), delimiter=copy.delimiter)
+        start = 1
         for i, fields in enumerate(reader):
-            if i == 0 and copy.header:
-                continue
-            yield [None if f == copy.null else f for f in fields]
+            if not (i == 0 and copy.header):
+                text = lines[start - 1] if start <= len(lines) else ""
+                yield start, text.rstrip("\r"), [None if f == copy.null else f for f in fields]
+            start = reader.line_num + 1
         return
-    for i, line in enumerate(content.split("\n")):
-        if line in ("", "\\.") or (i == 0 and copy.header):
+    if lines and lines[-1] == "":  # the last line's end
+        lines.pop()
+    for i, line in enumerate(lines):
+        if line == "\\." or (i == 0 and copy.header):
             continue
-        yield [None if f == copy.null else _unescape(f) for f in line.split(copy.delimiter)]
+        values = [None if f == copy.null else _unescape(f) for f in line.split(copy.delimiter)]
+        yield i + 1, line, values
+
+
+def with_line(e: ChangeflowError, copy: Copy, data: bytes, row: int) -> ChangeflowError:
+    """``e`` (raised for the ``row``th row of the input, from 0) with PostgreSQL's context:
+    ``COPY t, line 2: "…"``, or ``…, column a: "zz"`` for a value of a column it names."""
+    for i, (number, line, _) in enumerate(records(copy, data)):
+        if i == row:
+            column, value = e.fields.get("column"), e.fields.get("value")
+            where = f"COPY {copy.table}, line {number}"
+            if value is not None and column is not None:
+                where += f", column {column}: {_shown(value)}"
+            else:
+                where += f": {_shown(line)}"
+            e.fields["where"] = e.where = where  # type: ignore[attr-defined]
+            break
+    return e
+
+
+def _shown(line: str) -> str:
+    return '"' + (line if len(line) <= 100 else line[:100] + "...") + '"'
+
+
+def field_count_error(copy: Copy, data: bytes, width: int, names: list[str]) -> PlanError:
+    """PostgreSQL's error for the first row with too few or too many values."""
+    for number, line, values in records(copy, data):
+        if len(values) != width:
+            if len(values) < width:
+                message = f'missing data for column "{names[len(values)]}"'
+            else:
+                message = "extra data after last expected column"
+            error = PlanError(message, sqlstate="22P04")
+            error.fields["where"] = error.where = (  # type: ignore[attr-defined]
+                f"COPY {copy.table}, line {number}: {_shown(line)}"
+            )
+            return error
+    return PlanError("COPY data does not fit the columns", sqlstate="22P04")
 
 
 def _unescape(value: str) -> str:
@@ -130,8 +179,10 @@ def _literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-def text_columns(copy: Copy, data: bytes, width: int) -> list[pa.Array]:
-    """COPY FROM's text or CSV input as ``width`` columns of text values (None for NULL)."""
+def text_columns(copy: Copy, data: bytes, columns: list[str]) -> list[pa.Array]:
+    """COPY FROM's text or CSV input as columns of text values (None for NULL), one for each
+    of the ``columns`` named."""
+    width = len(columns)
     names = [f"c{i}" for i in range(width)]
     if copy.format != "csv":
         data = b"\n".join(line for line in data.split(b"\n") if line != b"\\.")
@@ -144,6 +195,7 @@ def text_columns(copy: Copy, data: bytes, width: int) -> list[pa.Array]:
         double_quote=csv_format,
         newlines_in_values=csv_format,
         escape_char=False,
+        ignore_empty_lines=False,  # an empty line is a row, as PostgreSQL reads it
     )
     convert = pacsv.ConvertOptions(
         column_types=dict.fromkeys(names, pa.string()),
@@ -162,9 +214,7 @@ def text_columns(copy: Copy, data: bytes, width: int) -> list[pa.Array]:
         message = str(e)
         if "UTF8" in message:
             raise PlanError("COPY data is not valid UTF-8", sqlstate="22021") from None
-        raise PlanError(
-            f"COPY data does not fit the columns: {message}", sqlstate="22P04"
-        ) from None
+        raise field_count_error(copy, data, width, columns) from None
     columns = [table.column(i).combine_chunks() for i in range(width)]
     if not csv_format:
         columns = [_unescaped(c) for c in columns]

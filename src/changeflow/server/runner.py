@@ -380,7 +380,12 @@ class Runner:
         """COPY FROM STDIN: the data read to the end, then inserted as columns (one frame,
         no SQL text); by INSERT statements for a table whose left-out columns have DEFAULTs."""
         from changeflow.adapter.resolver import CatalogResolver
-        from changeflow.server.copy import binary_columns, insert_statements, text_columns
+        from changeflow.server.copy import (
+            binary_columns,
+            insert_statements,
+            text_columns,
+            with_line,
+        )
 
         assert self.session is not None and copy.table is not None
         schema = CatalogResolver(self.session.env.catalog.load()).relation(copy.table).plan.schema
@@ -398,10 +403,15 @@ class Runner:
         if copy.format == "binary":
             columns = binary_columns(data, names, tuple(by_name[n] for n in names))
         else:
-            columns = text_columns(copy, data, len(names))
-        count = self.session.insert_columns(
-            copy.table, copy.columns, columns, text=copy.format != "binary"
-        )
+            columns = text_columns(copy, data, names)
+        try:
+            count = self.session.insert_columns(
+                copy.table, copy.columns, columns, text=copy.format != "binary"
+            )
+        except ChangeflowError as e:  # a row's value refused: the line it came from
+            if copy.format == "binary" or not isinstance(e.fields.get("row"), int):
+                raise
+            raise with_line(e, copy, data, e.fields["row"]) from None
         if count is not None:
             return f"COPY {count}"
         if copy.format == "binary":
