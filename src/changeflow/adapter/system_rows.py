@@ -110,8 +110,8 @@ def check_oid(relation: int, k: int) -> int:
 
 def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
     """pg_get_constraintdef of each table constraint by oid: (plain, pretty)."""
-    from changeflow.adapter.check_sql import constraint_def
     from changeflow.adapter.checks import checks_of
+    from changeflow.adapter.deparse import checks_shown
 
     out: dict[int, tuple[str, str]] = {}
     for i in items:
@@ -124,6 +124,5 @@ def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str
             )
             out[constraint_oid(rel, k)] = (text, text)
         for k, check in enumerate(checks_of(i)):
-            defs = (constraint_def(check.sql, False), constraint_def(check.sql, True))
-            out[check_oid(rel, k)] = defs
+            out[check_oid(rel, k)] = checks_shown(i, check.sql)
     return out
