@@ -369,3 +369,16 @@ def test_sizes_in_describe_plus(server, table_name: str) -> None:
     header, row = out.stdout.splitlines()[1:3]
     number, unit = row.split("|")[header.split("|").index("Size")].split()
     assert int(number) > 0 and unit in ("bytes", "kB", "MB"), out.stdout
+
+
+@pytest.mark.postgres
+def test_describe_defaults_and_checks_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgx (id serial PRIMARY KEY, price numeric(10,2) DEFAULT 0 "
+        "CHECK (price > 0), at timestamp DEFAULT now(), name varchar(20) DEFAULT 'n' "
+        "CHECK (name <> ''), ok boolean DEFAULT true, qty int DEFAULT 1 + 2, "
+        "CHECK (qty * 2 + 1 > 0 AND (qty < 100 OR ok)), CHECK (qty IN (1, 2, 3)))",
+    ]
+    commands = ["\\d pgx", "\\d+ pgx"]
+    teardown = ["DROP TABLE IF EXISTS pgx"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
