@@ -382,3 +382,16 @@ def test_describe_defaults_and_checks_as_postgres(start_server, postgres_url: st
     commands = ["\\d pgx", "\\d+ pgx"]
     teardown = ["DROP TABLE IF EXISTS pgx"]
     _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
+
+
+@pytest.mark.postgres
+def test_describe_index_forms_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgi (a int, b text, c varchar(10))",
+        "CREATE INDEX pgi_a ON pgi (a DESC NULLS LAST) INCLUDE (b) WITH (fillfactor = 80)",
+        "CREATE INDEX pgi_b ON pgi USING hash (b)",
+        "CREATE UNIQUE INDEX pgi_c ON pgi (c varchar_pattern_ops, a)",
+    ]
+    commands = ["\\d pgi", "\\d pgi_a", "\\d pgi_b", "\\d pgi_c", "\\di pgi*"]
+    teardown = ["DROP TABLE IF EXISTS pgi"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)

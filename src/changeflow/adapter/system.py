@@ -182,6 +182,7 @@ def _rows(
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
     out["pg_am"].append((403, "btree", "bthandler", "i"))
+    out["pg_am"].append((405, "hash", "hashhandler", "i"))
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
     out["pg_roles"].append((OWNER, user, True, True))
@@ -346,8 +347,8 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         if index is None:
             return None
         if column:
-            return index.keys[column - 1] if column <= len(index.keys) else None
-        return index.definition()
+            return index.column_text(column)
+        return index.definition(bool(pretty))
 
     def viewdef(oid: Any, pretty: Any = None) -> str | None:
         item = by_oid.get(oid) if isinstance(oid, int) else by_name.get(str(oid))

@@ -514,5 +514,6 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "create_index":
         check_clauses(g.get("method"), g.get("tail"))
         if g.get("key"):
+            g["items"] = [item.strip() for item in commas(g["key"])]
             g["key"] = key_columns(commas(g["key"]))
     return Statement(kind, text, None, g)
