@@ -49,11 +49,12 @@ def create_table_as(env: Any, stmt: Statement) -> Result:
     try:
         data = got.to_arrow()
         names = [c.name for c in columns]
-        count = session.insert_columns(target, names, list(data.columns), False) if got.rows else 0
+        if got.rows:
+            session.insert_columns(target, names, list(data.columns), False)
     except BaseException:
         ddl.drop(env, parse(f"DROP TABLE {quoted}"))
         raise
-    return Result(f"SELECT {count or 0}")
+    return Result(f"SELECT {len(got.rows)}")
 
 
 def _named(columns: tuple[Column, ...], names: list[str] | None) -> list[Column]:
