@@ -106,6 +106,8 @@ CHECKS = [
     "tz > now() - interval '1 day'",
     "nullif(i, 0) > 1",
     "greatest(i, 1) > 0",
+    "i < all(a)",
+    "i >= any(array[1, 2])",
 ]
 CONSTRAINTDEF = (
     "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true) FROM pg_constraint "
@@ -142,3 +144,32 @@ def test_check_constraints_as_postgres(tmp_path: Path, postgres_url: str, check:
     create = f"CREATE TABLE dp_c ({COLUMNS}, CHECK ({check}))"
     with beside_postgres(tmp_path, postgres_url, "dp_c", create) as (ours, pg):
         assert outcome(ours, CONSTRAINTDEF) == outcome(pg, CONSTRAINTDEF)
+
+
+def test_shown_expressions_read_back_the_same(tmp_path: Path) -> None:
+    """What the catalogs show is SQL changeflow reads as the same expression (as a restore
+    of pg_dump's output does): each CHECK's and each DEFAULT's text, used again, is shown
+    the same."""
+    import changeflow
+
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    shown = CONSTRAINTDEF.replace("'dp_c'", "'{}'")
+    for k, check in enumerate(CHECKS):
+        conn.execute(f"CREATE TABLE rc{k} ({COLUMNS}, CHECK ({check}))")
+        (text,) = conn.execute(shown.format(f"rc{k}")).fetchone()[:1]
+        conn.execute(f"CREATE TABLE rd{k} ({COLUMNS}, {text})")
+        assert conn.execute(shown.format(f"rd{k}")).fetchone()[0] == text, check
+    conn.execute(DEFAULTS)
+    columns = conn.execute(
+        "SELECT column_name, column_default, format_type(atttypid, atttypmod) "
+        "FROM information_schema.columns JOIN pg_attribute ON attname = column_name "
+        "AND attrelid = 'dp_d'::regclass WHERE table_name = 'dp_d' "
+        "AND column_default NOT LIKE 'nextval%'"
+    ).fetchall()
+    assert len(columns) > 30
+    for name, default, kind in columns:
+        conn.execute(f"CREATE TABLE rt_{name} (x {kind} DEFAULT {default})")
+        again = "SELECT column_default FROM information_schema.columns WHERE table_name = '{}'"
+        assert conn.execute(again.format(f"rt_{name}")).fetchone()[0] == default, name
+    conn.close()

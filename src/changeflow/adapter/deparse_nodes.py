@@ -199,7 +199,7 @@ class Typer:
                 return _number("-" + inner.this)
             arg = self.node(inner)
             return Op(arg.type, "-", (arg,))
-        if isinstance(e, exp.EQ | exp.NEQ) and isinstance(e.expression, exp.Any | exp.All):
+        if _BINARY.get(type(e)) in COMPARE and _quantified(e.expression) is not None:
             return self._any(e)
         op = _BINARY.get(type(e))
         if op is not None:
@@ -346,14 +346,15 @@ class Typer:
         return AnyAll(BOOL, op, left, array, negated)
 
     def _any(self, e: exp.Expression) -> Node:
-        quantified = e.expression
+        found = _quantified(e.expression)
+        assert found is not None
+        every, inner = found
         left = self.node(e.this)
-        right = self.node(quantified.this)
-        op = "=" if isinstance(e, exp.EQ) else "<>"
+        right = self.node(inner)
         element = ELEMENTS.get(right.type)
         if element is not None:
             left = coerce(left, element, self.normalize)
-        return AnyAll(BOOL, op, left, right, isinstance(quantified, exp.All))
+        return AnyAll(BOOL, _BINARY[type(e)], left, right, every)
 
     def _distinct(self, e: exp.Expression) -> Node:
         node = self.binary("=", self.node(e.this), self.node(e.expression))
@@ -454,6 +455,15 @@ class Typer:
         kind = (args[0].type if args else TEXT) if result == "arg" else result
         assert isinstance(kind, int)
         return Func(kind, name, tuple(args))
+
+
+def _quantified(e: exp.Expression) -> tuple[bool, exp.Expression] | None:
+    """``ANY (x)`` or ``ALL (x)`` as sqlglot reads them (ALL as a call): (ALL?, x)."""
+    if isinstance(e, exp.Any | exp.All):
+        return isinstance(e, exp.All), e.this
+    if isinstance(e, exp.Anonymous) and str(e.this).lower() == "all" and len(e.expressions) == 1:
+        return True, e.expressions[0]
+    return None
 
 
 def coerce(node: Node, target: int, normalize: object) -> Node:
