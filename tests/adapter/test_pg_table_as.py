@@ -14,7 +14,7 @@ from sqlhelp import beside_postgres, outcome  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
-TABLES = "tas_src, tas1, tas2, tas3, tas4, tas5, tas6, tas7"
+TABLES = "tas_src, tas1, tas2, tas3, tas4, tas5, tas6, tas7, tas_t, tas_w, tas_u, tas_j"
 SETUP = [
     "CREATE TABLE tas_src (id int PRIMARY KEY, name text, price numeric(10,2), "
     "v varchar(5), at timestamp)",
@@ -48,6 +48,16 @@ STATEMENTS = [
     "CREATE TABLE tas8 (a, b, c) AS SELECT id, name FROM tas_src",
     "CREATE TABLE tas8 AS SELECT id, id FROM tas_src",
     "CREATE TABLE tas8 AS SELECT 1 / 0 AS x",
+    "CREATE TABLE tas_t AS TABLE tas_src",
+    "SELECT * FROM tas_t ORDER BY id",
+    "CREATE TABLE tas_w AS WITH w AS (SELECT id FROM tas_src WHERE id > 1) "
+    "SELECT id * 10 AS x FROM w ORDER BY x DESC LIMIT 1",
+    "SELECT * FROM tas_w",
+    "CREATE TABLE tas_u AS SELECT id, name FROM tas_src UNION ALL SELECT 9, 'z'",
+    "SELECT * FROM tas_u ORDER BY id",
+    "CREATE TABLE tas_j AS SELECT ARRAY[1, 2] AS a, '{\"a\": 1}'::jsonb AS j, true AS b, "
+    "DATE '2024-01-02' AS d, 1.5::float8 AS f, INTERVAL '1 day' AS i",
+    "SELECT a::text, j::text, b, d, f, i::text FROM tas_j",
     "SELECT * FROM tas8",
     COLUMNS,
 ]

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.compute.functions.chars import quote_ident
-from changeflow.compute.types import Column
+from changeflow.compute.types import Column, arrow_schema
+from changeflow.compute.values import arrow_values
 from changeflow.errors import PlanError
 
 
@@ -47,14 +50,23 @@ def create_table_as(env: Any, stmt: Statement) -> Result:
     if g.get("nodata"):
         return Result("CREATE TABLE AS")
     try:
-        data = got.to_arrow()
-        names = [c.name for c in columns]
         if got.rows:
-            session.insert_columns(target, names, list(data.columns), False)
+            names = [c.name for c in columns]
+            session.insert_columns(target, names, _arrays(got), False)
     except BaseException:
         ddl.drop(env, parse(f"DROP TABLE {quoted}"))
         raise
     return Result(f"SELECT {len(got.rows)}")
+
+
+def _arrays(got: Result) -> list[pa.Array]:
+    """The query's rows as Arrow columns of its columns' types."""
+    schema = arrow_schema(tuple(Column(c.name, c.type, True) for c in got.columns))
+    values = list(zip(*got.rows, strict=True))
+    return [
+        pa.array(arrow_values(list(v), f.type), type=f.type)
+        for v, f in zip(values, schema, strict=True)
+    ]
 
 
 def _named(columns: tuple[Column, ...], names: list[str] | None) -> list[Column]:
