@@ -110,7 +110,8 @@ CHECKS = [
     "i >= any(array[1, 2])",
 ]
 CONSTRAINTDEF = (
-    "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true) FROM pg_constraint "
+    "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true), "
+    "pg_get_expr(conbin, conrelid), pg_get_expr(conbin, conrelid, true) FROM pg_constraint "
     "WHERE conrelid = 'dp_c'::regclass AND contype = 'c'"
 )
 

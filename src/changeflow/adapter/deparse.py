@@ -190,6 +190,21 @@ def checks_shown(item: Any, sql: str) -> tuple[str, str]:
         return f"CHECK ({sql})", f"CHECK ({sql})"
 
 
+def pretty_texts(items: list[Any], defs: Mapping[int, tuple[str, str]]) -> dict[str, str]:
+    """pg_get_expr's pretty text of each expression the catalogs hold (pg_attrdef.adbin's
+    defaults and pg_constraint.conbin's checks, as their plain text) by that plain text;
+    ``defs`` is pg_get_constraintdef's (plain, pretty) by constraint."""
+    out = {
+        plain[len("CHECK (") : -1]: shown[len("CHECK (") : -1]
+        for plain, shown in defs.values()
+        if plain.startswith("CHECK (")
+    }
+    for item in items:
+        if item.kind == "table":
+            out |= dict(defaults_shown(item).values())
+    return out
+
+
 def default_text(sql: str, columns: Mapping[str, int], target: int, pretty: bool) -> str | None:
     """A column's DEFAULT (of type ``target``) as ``pg_get_expr`` shows it; None for
     ``DEFAULT NULL`` (PostgreSQL keeps no default then)."""

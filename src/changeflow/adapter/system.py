@@ -27,7 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
-from changeflow.adapter.deparse import defaults_shown
+from changeflow.adapter.deparse import defaults_shown, pretty_texts
 from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
@@ -317,12 +317,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_name = {i.name: i for i in items}
 
     keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
-    pretty = {  # pg_get_expr's pretty text of each default pg_attrdef holds
-        plain: shown
-        for i in items
-        if i.kind == "table"
-        for plain, shown in defaults_shown(i).values()
-    }
+    pretty = pretty_texts(items, keys)  # pg_get_expr's, of each default's and check's text
 
     every_index = {i.oid: i for i in indexes(state)}
     names = {oid: name for name, oid in SYSTEM_OIDS.items()}

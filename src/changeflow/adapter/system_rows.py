@@ -89,16 +89,19 @@ def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None
 
 def check_constraints(item: Item, oid: int, namespace: int) -> list[tuple[Any, ...]]:
     """pg_constraint's rows of a table's CHECK constraints (contype ``c``, ``conkey`` the
-    numbers of the columns the expression reads)."""
+    numbers of the columns the expression reads, ``conbin`` the expression as pg_get_expr
+    shows it)."""
     from changeflow.adapter.checks import checks_of
+    from changeflow.adapter.deparse import checks_shown
 
     nums = dict(zip((c[0] for c in item.columns), attnums(item), strict=True))
     rows = []
     for k, check in enumerate(checks_of(item)):
         keys = "{" + ",".join(str(nums[c]) for c in check.columns() if c in nums) + "}"
+        expression = checks_shown(item, check.sql)[0][len("CHECK (") : -1]  # pg_get_expr's
         rows.append(
             (check_oid(oid, k), check.name, namespace, "c", False, False, True, oid, 0, 0, 0)
-            + (0, " ", " ", " ", True, 0, False, keys, None, check.sql)
+            + (0, " ", " ", " ", True, 0, False, keys, None, expression)
         )
     return rows
 
