@@ -36,6 +36,21 @@ DEFAULTS = (
     "ar int[] DEFAULT '{}', co text DEFAULT coalesce(NULL, 'z'), cs int DEFAULT CAST('5' AS int), "
     "cs2 text DEFAULT 5::text)"
 )
+MORE_DEFAULTS = (
+    "CREATE TABLE dp_d (a varchar(20) DEFAULT 'pending'::character varying, "
+    "b jsonb DEFAULT '{}'::jsonb NOT NULL, c text[] DEFAULT ARRAY[]::text[], "
+    "c2 int[] DEFAULT ARRAY[]::int[], d numeric DEFAULT 0.00, e boolean DEFAULT false NOT NULL, "
+    "f timestamp DEFAULT (now() AT TIME ZONE 'utc'), g text DEFAULT md5(random()::text), "
+    "i text DEFAULT ''::text, j timestamptz DEFAULT date_trunc('day', now()), "
+    "k timestamptz DEFAULT current_timestamp + interval '1 day', l numeric DEFAULT -1.5, "
+    "n bigint DEFAULT 1::bigint, o text[] DEFAULT '{a,b}', p int[] DEFAULT ARRAY[1, 2], "
+    "q date DEFAULT CURRENT_DATE + 7, r float8 DEFAULT random(), s text DEFAULT 'x' || 1, "
+    "u uuid DEFAULT '00000000-0000-0000-0000-000000000001', v interval DEFAULT interval "
+    "'2 hours', w time DEFAULT '12:00', x timestamp DEFAULT localtimestamp(0), "
+    "y text DEFAULT concat('a', 1), z numeric(5,2) DEFAULT 3, aa int DEFAULT (2 + 3) * 4, "
+    "ab bool DEFAULT 't', ac smallint DEFAULT -1, ae int DEFAULT length('a' || 'b'), "
+    "af bytea DEFAULT '\\x00ff', ag json DEFAULT '{\"a\":1}', ah text DEFAULT E'a\\nb')"
+)
 SHOWN = [
     "SELECT column_name, column_default FROM information_schema.columns "
     "WHERE table_name = 'dp_d' ORDER BY ordinal_position",
@@ -117,7 +132,12 @@ CONSTRAINTDEF = (
 
 
 def test_defaults_as_postgres(tmp_path: Path, postgres_url: str) -> None:
-    with beside_postgres(tmp_path, postgres_url, "dp_d", DEFAULTS) as (ours, pg):
+    with beside_postgres(tmp_path, postgres_url, "dp_d", MORE_DEFAULTS) as (ours, pg):
+        for sql in SHOWN:
+            assert outcome(ours, sql) == outcome(pg, sql), sql
+        for conn in (ours, pg):
+            conn.execute("DROP TABLE dp_d")
+            conn.execute(DEFAULTS)
         for sql in SHOWN:
             assert outcome(ours, sql) == outcome(pg, sql), sql
         for conn in (ours, pg):  # each default still gives its value
@@ -155,22 +175,29 @@ def test_shown_expressions_read_back_the_same(tmp_path: Path) -> None:
 
     conn = changeflow.connect(tmp_path / "home", host_seconds=0)
     conn.autocommit = True
-    shown = CONSTRAINTDEF.replace("'dp_c'", "'{}'")
-    for k, check in enumerate(CHECKS):
-        conn.execute(f"CREATE TABLE rc{k} ({COLUMNS}, CHECK ({check}))")
-        (text,) = conn.execute(shown.format(f"rc{k}")).fetchone()[:1]
-        conn.execute(f"CREATE TABLE rd{k} ({COLUMNS}, {text})")
-        assert conn.execute(shown.format(f"rd{k}")).fetchone()[0] == text, check
-    conn.execute(DEFAULTS)
-    columns = conn.execute(
+    checks = ", ".join(f"CONSTRAINT c{k} CHECK ({c})" for k, c in enumerate(CHECKS))
+    shown = (
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = '{}'::regclass AND contype = 'c' ORDER BY 1"
+    )
+    conn.execute(f"CREATE TABLE rc ({COLUMNS}, {checks})")
+    first = conn.execute(shown.format("rc")).fetchall()
+    assert len(first) == len(CHECKS)
+    again = ", ".join(f"CONSTRAINT {name} {text}" for name, text in first)
+    conn.execute(f"CREATE TABLE rd ({COLUMNS}, {again})")
+    assert conn.execute(shown.format("rd")).fetchall() == first
+    defaults = (
         "SELECT column_name, column_default, format_type(atttypid, atttypmod) "
         "FROM information_schema.columns JOIN pg_attribute ON attname = column_name "
-        "AND attrelid = 'dp_d'::regclass WHERE table_name = 'dp_d' "
-        "AND column_default NOT LIKE 'nextval%'"
-    ).fetchall()
-    assert len(columns) > 30
-    for name, default, kind in columns:
-        conn.execute(f"CREATE TABLE rt_{name} (x {kind} DEFAULT {default})")
-        again = "SELECT column_default FROM information_schema.columns WHERE table_name = '{}'"
-        assert conn.execute(again.format(f"rt_{name}")).fetchone()[0] == default, name
+        "AND attrelid = '{0}'::regclass WHERE table_name = '{0}' "
+        "AND column_default NOT LIKE 'nextval%' ORDER BY ordinal_position"
+    )
+    for k, create in enumerate((DEFAULTS, MORE_DEFAULTS)):
+        conn.execute(create)
+        columns = conn.execute(defaults.format("dp_d")).fetchall()
+        assert len(columns) > 25
+        made = ", ".join(f"{name} {kind} DEFAULT {default}" for name, default, kind in columns)
+        conn.execute(f"CREATE TABLE rt{k} ({made})")
+        assert conn.execute(defaults.format(f"rt{k}")).fetchall() == columns
+        conn.execute("DROP TABLE dp_d")
     conn.close()

@@ -266,6 +266,8 @@ class Printer:
         if isinstance(n, D.Test):
             return self._wrap(f"{self._paren(n.arg, n)} {n.what}")
         if isinstance(n, D.ArrayOf):
+            if not n.elements:  # its type said, as ruleutils says it
+                return f"ARRAY[]::{type_name(n.type)}"
             return "ARRAY[" + ", ".join(self._expr(e, True) for e in n.elements) + "]"
         if isinstance(n, D.AnyAll):
             left, right = self._paren(n.left, n), self._paren(n.right, n)
@@ -302,6 +304,9 @@ class Printer:
             ) + ")"  # fmt: skip
         if n.form == "position":
             return f"POSITION(({args[0]}) IN ({args[1]}))"
+        if n.form == "at_time_zone":
+            left, right = (self._paren(a, n) for a in n.args)
+            return f"({left} AT TIME ZONE {right})"
         if n.form == "extract":
             return f"{n.name} FROM {args[0]})"
         if n.form == "trim":

@@ -372,6 +372,8 @@ class Typer:
             return Const(target, _normal(self.normalize, arg.text, target), typmod)
         if arg.type == target and typmod < 0:
             return arg
+        if isinstance(arg, ArrayOf) and not arg.elements:  # ARRAY[] takes the cast's type
+            return ArrayOf(target)
         return Cast(target, arg, False, typmod)
 
     def _case(self, e: exp.Case) -> Node:
@@ -389,7 +391,14 @@ class Typer:
             name = e.meta.get("name")
             if isinstance(e, exp.CurrentTimestamp) and name not in (None, "current_timestamp"):
                 return Func(TIMESTAMPTZ, name)
-            return Func(keyword[1], keyword[0], (), "keyword")
+            precision = e.this.name if isinstance(e.this, exp.Literal) else ""
+            word = f"{keyword[0]}({precision})" if precision else keyword[0]
+            return Func(keyword[1], word, (), "keyword")
+        if isinstance(e, exp.AtTimeZone):
+            arg = self.node(e.this)
+            zone = coerce(self.node(e.args["zone"]), TEXT, self.normalize)
+            kind = {TIMESTAMPTZ: TIMESTAMP, TIMESTAMP: TIMESTAMPTZ}.get(arg.type, TIMESTAMPTZ)
+            return Func(kind, "AT TIME ZONE", (arg, zone), "at_time_zone")
         if isinstance(e, exp.Coalesce | exp.Greatest | exp.Least):
             args = [self.node(a) for a in [e.this, *e.expressions]]
             kind = common([a.type for a in args])
