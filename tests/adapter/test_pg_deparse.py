@@ -201,3 +201,16 @@ def test_shown_expressions_read_back_the_same(tmp_path: Path) -> None:
         assert conn.execute(defaults.format(f"rt{k}")).fetchall() == columns
         conn.execute("DROP TABLE dp_d")
     conn.close()
+
+
+def test_checks_renamed_and_added_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE dp_c (a timestamptz, b int, CHECK (a < now() + interval '1 year'), "
+        "CHECK (b > 0 AND b < 10))",
+        "ALTER TABLE dp_c RENAME COLUMN b TO c",
+        "ALTER TABLE dp_c RENAME COLUMN a TO d",
+        "ALTER TABLE dp_c ADD CONSTRAINT x CHECK (c <> 5 OR d IS NULL)",
+    ]
+    with beside_postgres(tmp_path, postgres_url, "dp_c", *setup) as (ours, pg):
+        sql = CONSTRAINTDEF + " ORDER BY conname"
+        assert outcome(ours, sql) == outcome(pg, sql)

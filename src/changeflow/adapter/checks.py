@@ -38,7 +38,9 @@ class Check:
 
     @property
     def tree(self) -> exp.Expression:
-        return sqlglot.parse_one(self.sql, read="postgres")
+        from changeflow.adapter.sql.dialect import PostgresCalls
+
+        return sqlglot.parse_one(self.sql, read=PostgresCalls)
 
     def columns(self) -> list[str]:
         """The names of the columns its expression reads, each once, in order."""
@@ -223,5 +225,5 @@ def checks_renamed(item: Any, old: str, new: str) -> list[list[str]]:
         for column in tree.find_all(exp.Column):
             if _ident(column.this) == old:
                 column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
-        out.append(Check(c.name, tree.sql(dialect="postgres")).to_json())
+        out.append(Check(c.name, stored_sql(tree)).to_json())
     return out
