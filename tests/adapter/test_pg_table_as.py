@@ -91,3 +91,8 @@ def test_create_table_as_in_a_transaction_block(tmp_path: Path, postgres_url: st
             conn.execute("COMMIT")
         sql = "SELECT * FROM tas1 ORDER BY id"
         assert outcome(ours, sql) == outcome(pg, sql)
+        for conn in (ours, pg):  # a rolled back block takes its new table with it
+            conn.execute("BEGIN")
+            conn.execute("SELECT id INTO tas2 FROM tas_src")
+            conn.execute("ROLLBACK")
+        assert outcome(ours, "SELECT * FROM tas2") == outcome(pg, "SELECT * FROM tas2")
