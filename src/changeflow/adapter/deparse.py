@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -167,26 +168,47 @@ def defaults_shown(item: Any) -> dict[str, tuple[str, str]]:
     (a column without one, or with ``DEFAULT NULL``, left out)."""
     texts = item.options.get("defaults") or []
     types = column_types(item)
+    key = tuple(sorted(types.items()))
     out = {}
     for (name, _, _), sql in zip(item.columns, texts, strict=False):
-        if sql is None:
-            continue
-        try:
-            plain = default_text(sql, types, types[name], False)
-            pretty = default_text(sql, types, types[name], True)
-        except (sqlglot.errors.SqlglotError, ValueError, KeyError, TypeError):
-            plain = pretty = sql  # what this module cannot read, as stored
-        if plain is not None and pretty is not None:
-            out[name] = (plain, pretty)
+        shown = _default_pair(sql, key, types[name]) if sql is not None else None
+        if shown is not None:
+            out[name] = shown
     return out
 
 
 def checks_shown(item: Any, sql: str) -> tuple[str, str]:
     """A CHECK constraint of ``item`` as pg_get_constraintdef shows it: plain and pretty."""
-    types = column_types(item)
+    return _check_pair(sql, tuple(sorted(column_types(item).items())))
+
+
+_READ_ERRORS = (sqlglot.errors.SqlglotError, ValueError, KeyError, TypeError)
+
+
+@lru_cache(maxsize=8192)
+def _default_pair(sql: str, columns: tuple[tuple[str, int], ...], target: int) -> Any:
+    """A DEFAULT's (plain, pretty) text; None for ``DEFAULT NULL`` (PostgreSQL keeps no
+    default then). Kept per text and column types: every catalog query shows them all."""
     try:
-        return check_text(sql, types, False), check_text(sql, types, True)
-    except (sqlglot.errors.SqlglotError, ValueError, KeyError, TypeError):
+        tree = _parse(sql)
+        while isinstance(tree, exp.Paren):
+            tree = tree.this
+        if isinstance(tree, exp.Null):
+            return None
+        node = D.coerce(D.Typer(dict(columns), normalize).node(tree), target, normalize)
+        return Printer(False).expr(node, False), Printer(True).expr(node, False)
+    except _READ_ERRORS:
+        return sql, sql  # what this module cannot read, as stored
+
+
+@lru_cache(maxsize=8192)
+def _check_pair(sql: str, columns: tuple[tuple[str, int], ...]) -> tuple[str, str]:
+    """A CHECK's (plain, pretty) ``CHECK (…)``."""
+    try:
+        node = D.Typer(dict(columns), normalize).node(_parse(sql))
+        plain, pretty = (Printer(p).expr(node, False) for p in (False, True))
+        return f"CHECK ({plain})", f"CHECK ({pretty})"
+    except _READ_ERRORS:
         return f"CHECK ({sql})", f"CHECK ({sql})"
 
 
@@ -203,29 +225,6 @@ def pretty_texts(items: list[Any], defs: Mapping[int, tuple[str, str]]) -> dict[
         if item.kind == "table":
             out |= dict(defaults_shown(item).values())
     return out
-
-
-def default_text(sql: str, columns: Mapping[str, int], target: int, pretty: bool) -> str | None:
-    """A column's DEFAULT (of type ``target``) as ``pg_get_expr`` shows it; None for
-    ``DEFAULT NULL`` (PostgreSQL keeps no default then)."""
-    tree = _parse(sql)
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.Null):
-        return None
-    node = D.coerce(D.Typer(columns, normalize).node(tree), target, normalize)
-    return Printer(pretty).expr(node, False)
-
-
-def check_text(sql: str, columns: Mapping[str, int], pretty: bool) -> str:
-    """A CHECK constraint's ``pg_get_constraintdef``: ``CHECK (…)``."""
-    node = D.Typer(columns, normalize).node(_parse(sql))
-    return f"CHECK ({Printer(pretty).expr(node, False)})"
-
-
-def expression_text(sql: str, columns: Mapping[str, int], pretty: bool = False) -> str:
-    """Any expression over ``columns`` as ruleutils prints it."""
-    return Printer(pretty).expr(D.Typer(columns, normalize).node(_parse(sql)), False)
 
 
 class Printer:
