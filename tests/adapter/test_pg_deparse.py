@@ -122,6 +122,10 @@ CHECKS = [
     "nullif(i, 0) > 1",
     "greatest(i, 1) > 0",
     "i < all(a)",
+    "substring(t, 1, 2) = 'ab'",
+    "strpos(t, 'a') > 0",
+    "btrim(t) <> ''",
+    "ltrim(t, 'x') <> ''",
     "i >= any(array[1, 2])",
 ]
 CONSTRAINTDEF = (

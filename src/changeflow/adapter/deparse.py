@@ -143,6 +143,9 @@ def stored_sql(node: exp.Expression) -> str:
         name = e.meta.get("name")
         if isinstance(e, exp.CurrentTimestamp) and name not in (None, "current_timestamp"):
             return exp.Anonymous(this=name, expressions=[])
+        called = D.called_as(e)
+        if called is not None:
+            return exp.Anonymous(this=called[0], expressions=[a.copy() for a in called[1]])
         return e
 
     return node.copy().transform(named).sql(dialect="postgres")

@@ -409,6 +409,13 @@ class Typer:
             node = self.binary("=", self.node(e.this), self.node(e.expression))
             assert isinstance(node, Op)
             return Func(node.args[0].type, "NULLIF", node.args, "upper")
+        called = called_as(e)
+        if called is not None:  # written as a call, not the grammar's form
+            name, parts = called
+            args = [self.node(p) for p in parts]
+            params, result = FUNCS.get(name, ((TEXT, INT4, INT4), TEXT))
+            typed = [coerce(a, t, self.normalize) for a, t in zip(args, params, strict=False)]
+            return Func(result if isinstance(result, int) else TEXT, name, tuple(typed))
         if isinstance(e, exp.Substring):
             parts = [e.this, e.args.get("start"), e.args.get("length")]
             args = [self.node(p) for p in parts if p is not None]
@@ -464,6 +471,21 @@ class Typer:
         kind = (args[0].type if args else TEXT) if result == "arg" else result
         assert isinstance(kind, int)
         return Func(kind, name, tuple(args))
+
+
+def called_as(e: exp.Expression) -> tuple[str, list[exp.Expression]] | None:
+    """A call sqlglot reads as the grammar's form (``substring(t, 1, 2)``, ``strpos``,
+    ``btrim``…): its name and arguments in the order written; None for the form itself."""
+    name = e.meta.get("name")
+    if isinstance(e, exp.Substring) and e.meta.get("arity", 1) > 1:
+        parts = [e.this, e.args.get("start"), e.args.get("length")]
+        return "substring", [p for p in parts if p is not None]
+    if isinstance(e, exp.StrPosition) and name == "strpos":
+        return "strpos", [e.this, e.args["substr"]]
+    if isinstance(e, exp.Trim) and name in ("btrim", "ltrim", "rtrim"):
+        chars = e.args.get("expression")
+        return name, [e.this] + ([chars] if chars is not None else [])
+    return None
 
 
 def _quantified(e: exp.Expression) -> tuple[bool, exp.Expression] | None:
