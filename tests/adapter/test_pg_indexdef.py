@@ -49,3 +49,26 @@ def test_index_definitions_as_postgres(tmp_path: Path, postgres_url: str) -> Non
     with beside_postgres(tmp_path, postgres_url, "ixd", *SETUP) as (ours, pg):
         for sql in QUERIES:
             assert outcome(ours, sql) == outcome(pg, sql), sql
+
+
+def test_index_definitions_read_back_the_same(tmp_path: Path) -> None:
+    """Each shown definition, run again on a table of the same columns (as a restore of
+    pg_dump's output runs it), is shown the same."""
+    import changeflow
+
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    for sql in SETUP:
+        conn.execute(sql)
+    conn.execute('CREATE TABLE ixe (a int, b text, c varchar(10), d numeric, "Odd" int)')
+    shown = "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = '{}' ORDER BY 1"
+    first = conn.execute(shown.format("ixd")).fetchall()
+    for name, definition in first:
+        again = definition.replace(f"INDEX {name} ON public.ixd", f"INDEX {name}_e ON public.ixe")
+        conn.execute(again)
+    expected = [
+        (f"{name}_e", d.replace(f"INDEX {name} ON public.ixd", f"INDEX {name}_e ON public.ixe"))
+        for name, d in first
+    ]
+    assert conn.execute(shown.format("ixe")).fetchall() == sorted(expected)
+    conn.close()
