@@ -126,6 +126,8 @@ CHECKS = [
     "strpos(t, 'a') > 0",
     "btrim(t) <> ''",
     "ltrim(t, 'x') <> ''",
+    "t similar to 'a%'",
+    "v not similar to 'b%'",
     "i >= any(array[1, 2])",
 ]
 CONSTRAINTDEF = (

@@ -207,6 +207,8 @@ class Typer:
         if type(e) in _LIKES:
             words = _LIKES[type(e)][bool(e.args.get("negate"))]
             return self.binary(words, self.node(e.this), self.node(e.expression))
+        if isinstance(e, exp.SimilarTo):
+            return self._similar(e, "~")
         if isinstance(e, exp.JSONExtract | exp.JSONExtractScalar):
             return self._json(e)
         if isinstance(e, exp.And | exp.Or):
@@ -313,10 +315,18 @@ class Typer:
             low = self.binary("<", x, self.node(inner.args["low"]))
             high = self.binary(">", x, self.node(inner.args["high"]))
             return Bool(BOOL, "OR", (low, high))
+        if isinstance(inner, exp.SimilarTo):
+            return self._similar(inner, "!~")
         if type(inner) in _LIKES:
             words = _LIKES[type(inner)][not inner.args.get("negate")]
             return self.binary(words, self.node(inner.this), self.node(inner.expression))
         return Bool(BOOL, "NOT", (self.node(inner),))
+
+    def _similar(self, e: exp.Expression, op: str) -> Node:
+        """SIMILAR TO as PostgreSQL rewrites it: a regular expression match of the pattern
+        made one by ``similar_to_escape``."""
+        pattern = coerce(self.node(e.expression), TEXT, self.normalize)
+        return self.binary(op, self.node(e.this), Func(TEXT, "similar_to_escape", (pattern,)))
 
     def _is(self, e: exp.Is, negated: bool) -> Node:
         arg = self.node(e.this)
