@@ -128,6 +128,7 @@ CHECKS = [
     "ltrim(t, 'x') <> ''",
     "t similar to 'a%'",
     "v not similar to 'b%'",
+    "t !~ '^a'",
     "i >= any(array[1, 2])",
 ]
 CONSTRAINTDEF = (

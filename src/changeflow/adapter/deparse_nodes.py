@@ -254,7 +254,7 @@ class Typer:
         """``left op right`` with its operands cast as PostgreSQL's operator resolution
         casts them."""
         lt, rt = left.type, right.type
-        if op in ("?", "->>", "->") or op.endswith("~~") or op.endswith("~~*") or op == "~":
+        if op in ("?", "->>", "->", "~", "!~") or op.endswith("~~") or op.endswith("~~*"):
             target = TEXT if op != "->" or rt == UNKNOWN else rt
             if lt not in (JSON, JSONB, BPCHAR):
                 left = coerce(left, TEXT, self.normalize)
@@ -317,6 +317,8 @@ class Typer:
             return Bool(BOOL, "OR", (low, high))
         if isinstance(inner, exp.SimilarTo):
             return self._similar(inner, "!~")
+        if isinstance(inner, exp.RegexpLike):  # !~, as sqlglot reads it
+            return self.binary("!~", self.node(inner.this), self.node(inner.expression))
         if type(inner) in _LIKES:
             words = _LIKES[type(inner)][not inner.args.get("negate")]
             return self.binary(words, self.node(inner.this), self.node(inner.expression))
