@@ -130,7 +130,7 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
         "CREATE TEMP TABLE tmp (a int)",
         "VACUUM k",
         "RESET ALL",
-        "CREATE TABLE k2 AS SELECT * FROM k",
+        "CREATE TEMP TABLE k2 AS SELECT * FROM k",
     ],
 )
 def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:

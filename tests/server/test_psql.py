@@ -369,3 +369,29 @@ def test_sizes_in_describe_plus(server, table_name: str) -> None:
     header, row = out.stdout.splitlines()[1:3]
     number, unit = row.split("|")[header.split("|").index("Size")].split()
     assert int(number) > 0 and unit in ("bytes", "kB", "MB"), out.stdout
+
+
+@pytest.mark.postgres
+def test_describe_defaults_and_checks_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgx (id serial PRIMARY KEY, price numeric(10,2) DEFAULT 0 "
+        "CHECK (price > 0), at timestamp DEFAULT now(), name varchar(20) DEFAULT 'n' "
+        "CHECK (name <> ''), ok boolean DEFAULT true, qty int DEFAULT 1 + 2, "
+        "CHECK (qty * 2 + 1 > 0 AND (qty < 100 OR ok)), CHECK (qty IN (1, 2, 3)))",
+    ]
+    commands = ["\\d pgx", "\\d+ pgx"]
+    teardown = ["DROP TABLE IF EXISTS pgx"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)
+
+
+@pytest.mark.postgres
+def test_describe_index_forms_as_postgres(start_server, postgres_url: str) -> None:
+    setup = [
+        "CREATE TABLE pgi (a int, b text, c varchar(10))",
+        "CREATE INDEX pgi_a ON pgi (a DESC NULLS LAST) INCLUDE (b) WITH (fillfactor = 80)",
+        "CREATE INDEX pgi_b ON pgi USING hash (b)",
+        "CREATE UNIQUE INDEX pgi_c ON pgi (c varchar_pattern_ops, a)",
+    ]
+    commands = ["\\d pgi", "\\d pgi_a", "\\d pgi_b", "\\d pgi_c", "\\di pgi*"]
+    teardown = ["DROP TABLE IF EXISTS pgi"]
+    _same_psql_output(start_server(), postgres_url, setup, commands, teardown)

@@ -25,6 +25,7 @@ from changeflow.adapter.alter import (
 )
 from changeflow.adapter.alter import layout as stored_layout
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.deparse import stored_sql
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import identities
 from changeflow.adapter.sql.dialect import parse_sql
@@ -166,7 +167,7 @@ def _set_default(env: Environment, item: Item, i: int, text: str | None) -> None
 
     if text is not None:
         node = parse_sql(f"SELECT {text}").selects[0]
-        text = node.sql(dialect="postgres")
+        text = stored_sql(node)
         default_plan(schema_of(item)[i], text)  # a value the column cannot take: its error
     name = item.columns[i][0]
     defaults = _per_column(item.options, "defaults", item)

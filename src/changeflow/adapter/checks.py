@@ -3,7 +3,7 @@ as PostgreSQL names them (``t_x_check`` for an expression of the one column ``x`
 ``t_check``; a taken name gets a number), kept in the table's item as their SQL, and enforced
 on every row a write adds (23514; NULL passes, as only FALSE fails), before anything is
 written, so a failing statement writes nothing. pg_get_constraintdef shows them as
-PostgreSQL deparses them (:func:`deparse`).
+PostgreSQL deparses them (:mod:`~changeflow.adapter.deparse`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.deparse import stored_sql
 from changeflow.compute import expr as X
 from changeflow.compute.scalars import output_text
 from changeflow.compute.types import BOOL, NULLTYPE, Schema
@@ -37,7 +38,9 @@ class Check:
 
     @property
     def tree(self) -> exp.Expression:
-        return sqlglot.parse_one(self.sql, read="postgres")
+        from changeflow.adapter.sql.dialect import PostgresCalls
+
+        return sqlglot.parse_one(self.sql, read=PostgresCalls)
 
     def columns(self) -> list[str]:
         """The names of the columns its expression reads, each once, in order."""
@@ -77,7 +80,7 @@ def table_checks(
             elif isinstance(part, exp.CheckColumnConstraint):
                 pairs.append((given, part.this))
             for name, node in pairs:
-                check = Check(name or "", node.sql(dialect="postgres"))
+                check = Check(name or "", stored_sql(node))
                 planned(check, schema, table)
                 if not name:
                     columns = check.columns()
@@ -222,5 +225,5 @@ def checks_renamed(item: Any, old: str, new: str) -> list[list[str]]:
         for column in tree.find_all(exp.Column):
             if _ident(column.this) == old:
                 column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
-        out.append(Check(c.name, tree.sql(dialect="postgres")).to_json())
+        out.append(Check(c.name, stored_sql(tree)).to_json())
     return out

@@ -20,6 +20,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.checks import table_checks
 from changeflow.adapter.constraints import table_constraints
+from changeflow.adapter.deparse import stored_sql
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import unreferenced, with_foreign_keys
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
@@ -165,7 +166,7 @@ def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
             ):
                 nullable = False
             elif isinstance(k, exp.DefaultColumnConstraint):
-                default = k.this.sql(dialect="postgres")
+                default = stored_sql(k.this)
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
         out.append(ColumnDef(name, kind, arrow, nullable, default, text_length(d.args["kind"])))

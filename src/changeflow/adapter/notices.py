@@ -159,7 +159,10 @@ def _missing(state: CatalogState, what: str, name: str) -> Notice | None:
 
 def _created(stmt: Statement) -> str | None:
     """The name a CREATE … IF NOT EXISTS makes (None for any other statement)."""
-    args, tree = stmt.args, stmt.ast
+    args = stmt.args
+    if stmt.kind == "create_table" and args.get("query") is not None:  # CREATE TABLE … AS
+        return args["name"] if args.get("ine") else None
+    tree = stmt.ast
     if stmt.kind in ("create_index", "create_view") and args.get("ine") and args.get("name"):
         return catalog_name(str(args["name"]).strip())
     if stmt.kind in ("create_table", "create_sequence") and isinstance(tree, exp.Create):

@@ -284,6 +284,10 @@ def serial_sequence(state: CatalogState, table: str, column: str) -> str | None:
 def create_table(env: Any, stmt: Statement) -> Result:
     """CREATE TABLE, its serial and identity columns made integers whose DEFAULT is the
     next value of a sequence created for each, owned by the column."""
+    if stmt.args.get("query") is not None:  # CREATE TABLE … AS, SELECT … INTO
+        from changeflow.adapter.table_as import create_table_as
+
+        return create_table_as(env, stmt)
     create = stmt.ast
     assert isinstance(create, exp.Create)
     if not isinstance(create.this, exp.Schema):

@@ -27,6 +27,7 @@ from sqlglot import exp
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.deparse import defaults_shown, pretty_texts
 from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
@@ -181,6 +182,7 @@ def _rows(
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
     out["pg_am"].append((403, "btree", "bthandler", "i"))
+    out["pg_am"].append((405, "hash", "hashhandler", "i"))
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
     out["pg_roles"].append((OWNER, user, True, True))
@@ -217,7 +219,7 @@ def _rows(
             )
             out["pg_depend"] += sequence_depends(state, item, oid)
             info["sequences"].append((database, schema, relname, *sequence_info(o)))
-        defaults = item.options.get("defaults") or []
+        defaults = defaults_shown(item)
         mods = typmods(item)
         texts = text_types(item)
         identity = identities(state, item)
@@ -227,15 +229,11 @@ def _rows(
                 (oid, name, 0, 0, -1, gone, 0, -1, -1, False, "i", "x", "", False, False)
                 + (False, "", "", True, True, 0, 0, None, None, None, None)
             )
-        for i, ((col, type_name, nullable), n) in enumerate(
-            zip(columns, attnums(item), strict=True)
-        ):
+        for (col, type_name, nullable), n in zip(columns, attnums(item), strict=True):
             if type_name == "text":  # varchar(n) and char(n) keep text
                 type_name = texts.get(col, type_name)
             type_oid, length, _ = sql_type(type_name)
-            default = defaults[i] if i < len(defaults) and col not in identity else None
-            if default is not None and re.fullmatch(r"'(?:[^']|'')*'", default.strip()):
-                default = f"{default.strip()}::{FORMAT.get(type_oid, type_name)}"  # as deparsed
+            default = defaults[col][0] if col in defaults and col not in identity else None
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
                 + ("i", storage(type_oid, length), "")
@@ -319,6 +317,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_name = {i.name: i for i in items}
 
     keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
+    pretty = pretty_texts(items, keys)  # pg_get_expr's, of each default's and check's text
 
     every_index = {i.oid: i for i in indexes(state)}
     names = {oid: name for name, oid in SYSTEM_OIDS.items()}
@@ -343,8 +342,8 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         if index is None:
             return None
         if column:
-            return index.keys[column - 1] if column <= len(index.keys) else None
-        return index.definition()
+            return index.column_text(column)
+        return index.definition(bool(pretty))
 
     def viewdef(oid: Any, pretty: Any = None) -> str | None:
         item = by_oid.get(oid) if isinstance(oid, int) else by_name.get(str(oid))
@@ -386,7 +385,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_get_function_sqlbody": lambda oid: None,
         "pg_get_userbyid": lambda oid: user,
         "format_type": _format_type,
-        "pg_get_expr": lambda expr, rel=None, pretty=None: expr,
+        "pg_get_expr": lambda expr, rel=None, shown=None: pretty.get(expr, expr) if shown else expr,
         "pg_get_indexdef": indexdef,
         "pg_get_viewdef": viewdef,
         "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[bool(pretty)],

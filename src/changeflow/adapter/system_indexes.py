@@ -9,11 +9,13 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.sql.index_keys import KeyItem, key_item, tail_clauses
 from changeflow.adapter.system_rows import constraint_oid
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
 from changeflow.adapter.typmods import text_types, typmods
+from changeflow.compute.functions.chars import quote_ident
 
-BTREE = 403
+BTREE, HASH = 403, 405
 # a type's default btree operator class (pg_index.indclass), as PostgreSQL 15's
 OPCLASS = {16: 10003, 17: 10006, 19: 10028, 20: 3124, 21: 1979, 23: 1978, 25: 3126, 26: 1981}
 OPCLASS |= {700: 10012, 701: 3123, 1042: 10004, 1043: 3126, 1082: 3122, 1114: 3128, 1184: 3127}
@@ -59,7 +61,9 @@ def class_row(
 @dataclass(frozen=True)
 class Index:
     """One index of a table or view: its relation's oid and name, its table and key columns
-    (names, in key order), and whether it is unique or the table's primary key."""
+    (names, in key order), and whether it is unique or the table's primary key; as CREATE
+    INDEX wrote it, its key items' collations, operator classes and orders, its access method,
+    INCLUDE columns and WITH storage parameters."""
 
     oid: int
     name: str
@@ -68,6 +72,10 @@ class Index:
     unique: bool = False
     primary: bool = False
     comment: str | None = None  # a constraint's index's (an index item keeps its own)
+    items: tuple[KeyItem, ...] = ()
+    method: str = "btree"
+    include: tuple[str, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
 
     @property
     def qualified(self) -> str:
@@ -75,14 +83,49 @@ class Index:
         schema = split_name(self.table.name)[0]
         return self.name if schema == "public" else f"{schema}.{self.name}"
 
-    def definition(self) -> str:
-        """pg_get_indexdef's text, as pg_indexes shows it."""
+    def definition(self, pretty: bool = False) -> str:
+        """pg_get_indexdef's text, as pg_indexes shows it (``pretty``: the table's name
+        without its schema where the search path finds it)."""
         schema, relname = split_name(self.table.name)
         unique = "UNIQUE " if self.unique else ""
-        return (
-            f"CREATE {unique}INDEX {self.name} ON {schema}.{relname} USING btree "
-            f"({', '.join(self.keys)})"
-        )
+        table = quote_ident(relname)
+        if not (pretty and schema == "public"):
+            table = f"{quote_ident(schema)}.{table}"
+        keys = ", ".join(self.key_text(n) for n in range(len(self.keys)))
+        text = f"CREATE {unique}INDEX {quote_ident(self.name)} ON {table} USING {self.method} "
+        text += f"({keys})"
+        if self.include:
+            text += f" INCLUDE ({', '.join(quote_ident(c) for c in self.include)})"
+        if self.params:
+            shown = (f"{k}={v if quote_ident(v) == v else _literal(v)}" for k, v in self.params)
+            text += f" WITH ({', '.join(shown)})"
+        return text
+
+    def key_text(self, n: int) -> str:
+        """The ``n``-th key item as pg_get_indexdef prints it: its column, a collation
+        other than the column's, an operator class other than its type's default, DESC and
+        a NULLS order other than the direction's default."""
+        text = quote_ident(self.keys[n])
+        if n >= len(self.items):
+            return text
+        item = self.items[n]
+        if item.collate and item.collate.strip('"').lower() != "default":
+            text += f" COLLATE {quote_ident(item.collate.strip(chr(34)))}"
+        kind = dict((c[0], c[1]) for c in self.table.columns).get(self.keys[n], "text")
+        kind = text_types(self.table).get(self.keys[n], kind) if kind == "text" else kind
+        if item.opclass and item.opclass not in _default_opclasses(sql_type(kind)[2]):
+            text += f" {item.opclass}"
+        if item.desc:
+            text += " DESC"
+        if item.nulls_first != item.desc:
+            text += " NULLS FIRST" if item.nulls_first else " NULLS LAST"
+        return text
+
+    def column_text(self, column: int) -> str | None:
+        """pg_get_indexdef of one column (1-based; key columns, then INCLUDE's; '' past
+        them, as PostgreSQL's)."""
+        names = [quote_ident(k) for k in self.keys] + [quote_ident(c) for c in self.include]
+        return names[column - 1] if 0 < column <= len(names) else ""
 
     def rows(self, namespace: int) -> dict[str, list[tuple[Any, ...]]]:
         """Its rows of pg_class, pg_attribute, pg_index and pg_indexes."""
@@ -92,27 +135,37 @@ class Index:
         texts = text_types(self.table)
         table_oid = relation_oid(self.table)
         attributes, types = [], []
-        for n, key in enumerate(self.keys, 1):
+        for n, key in enumerate(self.keys + self.include, 1):
             kind = kinds.get(key, "text")
             if kind == "text":
                 kind = texts.get(key, kind)
             type_oid, length, _ = sql_type(kind)
             types.append(type_oid)
+            mod = mods.get(key, -1)
+            if self.method == "hash":  # a hash index holds its keys' hash codes
+                type_oid, length, mod = 23, 4, -1
             attributes.append(
-                (self.oid, key, type_oid, -1, length, n, 0, -1, mods.get(key, -1), length > 0)
+                (self.oid, key, type_oid, -1, length, n, 0, -1, mod, length > 0)
                 + ("i", storage(type_oid, length), "", False, False, False, "", "", False, True)
                 + (0, 0, None, None, None, None)
             )
         numbers = attnums(self.table)
-        nums = " ".join(str(numbers[names.index(k)]) if k in names else "0" for k in self.keys)
-        n = len(self.keys)
-        collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1042, 1043) else 0) for t in types)
-        index = (self.oid, table_oid, n, n, self.unique, False, self.primary, False, True)
+        every = self.keys + self.include
+        nums = " ".join(str(numbers[names.index(k)]) if k in names else "0" for k in every)
+        n, width = len(self.keys), len(every)
+        keyed = types[:n]
+        collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1042, 1043) else 0) for t in keyed)
+        index = (self.oid, table_oid, width, n, self.unique, False, self.primary, False, True)
         index += (False, True, False, True, True, False, nums, collations)
-        index += (" ".join(str(OPCLASS.get(t, 0)) for t in types), " ".join("0" * n), None, None)
+        options = [item.option for item in self.items] + [0] * (n - len(self.items))
+        index += (" ".join(str(OPCLASS.get(t, 0)) for t in keyed),)
+        index += (" ".join(str(o) for o in options[:n]), None, None)
         schema, relname = split_name(self.table.name)
+        row = class_row(self.oid, self.name, namespace, "i", width, False)
+        params = "{" + ",".join(f"{k}={v}" for k, v in self.params) + "}" if self.params else None
+        row = row[:6] + (HASH if self.method == "hash" else BTREE,) + row[7:-2] + (params, None)
         return {
-            "pg_class": [class_row(self.oid, self.name, namespace, "i", n, False)],
+            "pg_class": [row],
             "pg_attribute": attributes,
             "pg_index": [index],
             "pg_indexes": [(schema, relname, self.name, self.definition())],
@@ -130,7 +183,8 @@ def indexes(state: CatalogState) -> list[Index]:
             keys = [str(k).strip().strip('"') for k in keys]
             name = split_name(item.name)[1]
             unique = bool(item.options.get("unique"))
-            out.append(Index(relation_oid(item), name, subject, tuple(keys), unique))
+            index = Index(relation_oid(item), name, subject, tuple(keys), unique)
+            out.append(replace(index, **_written(item.sql, subject)))
     for item in state.items.values():
         if item.kind != "table":
             continue
@@ -141,3 +195,33 @@ def indexes(state: CatalogState) -> list[Index]:
             index = Index(oid, name, item, keys, True, primary)
             out.append(replace(index, comment=comments.get(index.qualified)))
     return out
+
+
+def _written(sql: str, table: Item) -> dict[str, Any]:
+    """What CREATE INDEX's text says beyond its key columns: its key items, access method,
+    INCLUDE columns and storage parameters."""
+    from changeflow.adapter.sql.statements import name, parse
+
+    try:
+        g = parse(sql).args
+    except Exception:  # noqa: BLE001 (an index stored before; shown with its columns alone)
+        return {}
+    include, params = tail_clauses(g.get("tail"))
+    columns = {c[0] for c in table.columns}
+    return {
+        "items": tuple(key_item(i) for i in g.get("items") or []),
+        "method": (g.get("method") or "btree").lower(),
+        "include": tuple(c for c in (name(i) for i in include) if c in columns),
+        "params": tuple(params),
+    }
+
+
+def _default_opclasses(typname: str) -> tuple[str, ...]:
+    """The names of a type's default btree operator class."""
+    if typname in ("text", "varchar"):
+        return ("text_ops", "varchar_ops")
+    return (f"{typname}_ops",)
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

@@ -89,16 +89,19 @@ def precision(oid: int, typmod: int) -> tuple[int | None, int | None, int | None
 
 def check_constraints(item: Item, oid: int, namespace: int) -> list[tuple[Any, ...]]:
     """pg_constraint's rows of a table's CHECK constraints (contype ``c``, ``conkey`` the
-    numbers of the columns the expression reads)."""
+    numbers of the columns the expression reads, ``conbin`` the expression as pg_get_expr
+    shows it)."""
     from changeflow.adapter.checks import checks_of
+    from changeflow.adapter.deparse import checks_shown
 
     nums = dict(zip((c[0] for c in item.columns), attnums(item), strict=True))
     rows = []
     for k, check in enumerate(checks_of(item)):
         keys = "{" + ",".join(str(nums[c]) for c in check.columns() if c in nums) + "}"
+        expression = checks_shown(item, check.sql)[0][len("CHECK (") : -1]  # pg_get_expr's
         rows.append(
             (check_oid(oid, k), check.name, namespace, "c", False, False, True, oid, 0, 0, 0)
-            + (0, " ", " ", " ", True, 0, False, keys, None, check.sql)
+            + (0, " ", " ", " ", True, 0, False, keys, None, expression)
         )
     return rows
 
@@ -110,8 +113,8 @@ def check_oid(relation: int, k: int) -> int:
 
 def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
     """pg_get_constraintdef of each table constraint by oid: (plain, pretty)."""
-    from changeflow.adapter.check_sql import constraint_def
     from changeflow.adapter.checks import checks_of
+    from changeflow.adapter.deparse import checks_shown
 
     out: dict[int, tuple[str, str]] = {}
     for i in items:
@@ -124,6 +127,5 @@ def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str
             )
             out[constraint_oid(rel, k)] = (text, text)
         for k, check in enumerate(checks_of(i)):
-            defs = (constraint_def(check.sql, False), constraint_def(check.sql, True))
-            out[check_oid(rel, k)] = defs
+            out[check_oid(rel, k)] = checks_shown(i, check.sql)
     return out

@@ -111,7 +111,8 @@ class Runner:
             self._end_cursors()
         for code, message, detail in result.notices:
             self.wire.send(*W.notice(code, message, detail=detail))
-        if result.columns or result.status.startswith("SELECT"):
+        made = stmt.kind == "create_table"  # CREATE TABLE … AS: tagged SELECT n, no rows
+        if not made and (result.columns or result.status.startswith("SELECT")):
             counted = "SELECT" if result.status.startswith("SELECT") else None
             return Outcome(result.status, result.columns, iter(result.rows), counted)
         return Outcome(result.status)

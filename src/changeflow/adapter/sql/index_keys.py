@@ -12,13 +12,15 @@ another access method, NULLS NOT DISTINCT.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from changeflow.errors import PlanError
 
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
 _ITEM = re.compile(
-    rf"(?P<column>{_NAME})(?:\s+COLLATE\s+{_NAME}(?:\.{_NAME})?)?(?:\s+(?:{_NAME}\.)?[\w$]+_ops)?"
-    r"(?:\s+(?:ASC|DESC))?(?:\s+NULLS\s+(?:FIRST|LAST))?",
+    rf"(?P<column>{_NAME})(?:\s+COLLATE\s+(?:{_NAME}\.)?(?P<collate>{_NAME}))?"
+    rf"(?:\s+(?:{_NAME}\.)?(?P<opclass>[\w$]+_ops))?"
+    r"(?:\s+(?P<order>ASC|DESC))?(?:\s+NULLS\s+(?P<nulls>FIRST|LAST))?",
     re.I,
 )
 METHODS = ("btree", "hash")
@@ -37,6 +39,54 @@ def key_columns(items: list[str]) -> list[str]:
             )
         out.append(m["column"])
     return out
+
+
+@dataclass(frozen=True)
+class KeyItem:
+    """A key item as written: its column (as written, quotes and all), collation, operator
+    class, DESC and NULLS FIRST."""
+
+    column: str
+    collate: str | None = None
+    opclass: str | None = None
+    desc: bool = False
+    nulls_first: bool = False
+
+    @property
+    def option(self) -> int:
+        """pg_index.indoption's bits: 1 DESC, 2 NULLS FIRST."""
+        return int(self.desc) | (2 * int(self.nulls_first))
+
+
+def key_item(text: str) -> KeyItem:
+    """A key item as :data:`_ITEM` reads it (one that key_columns accepted)."""
+    m = _ITEM.fullmatch(text.strip())
+    if m is None:
+        return KeyItem(text.strip())
+    desc = (m["order"] or "").upper() == "DESC"
+    nulls = (m["nulls"] or ("FIRST" if desc else "LAST")).upper() == "FIRST"
+    opclass = m["opclass"].lower() if m["opclass"] else None
+    return KeyItem(m["column"], m["collate"], opclass, desc, nulls)
+
+
+def tail_clauses(tail: str | None) -> tuple[list[str], list[tuple[str, str]]]:
+    """INCLUDE's columns (as written) and WITH's storage parameters (name, value) of the
+    clauses after an index's key."""
+    from changeflow.adapter.sql.statements import commas
+
+    text = tail or ""
+    include, params = [], []
+    m = re.search(r"\bINCLUDE\s*\(([^)]*)\)", text, re.I)
+    if m:
+        include = [c.strip() for c in commas(m[1]) if c.strip()]
+    m = re.search(r"\bWITH\s*\(([^)]*)\)", text, re.I)
+    if m:
+        for part in commas(m[1]):
+            name, _, value = part.partition("=")
+            if name.strip():
+                value = value.strip() or "true"
+                params.append((name.strip().lower(), value.strip("'\"")))
+    return include, params
 
 
 def check_clauses(method: str | None, tail: str | None) -> None:

@@ -359,6 +359,8 @@ def parse(text: str) -> Statement:
             return _statement(kind, text, m.groupdict())
     head = text.split(None, 1)[0].upper() if text else ""
     if head in ("SELECT", "WITH", "VALUES", "TABLE") or text.startswith("("):
+        if (into := _select_into(text)) is not None:
+            return into
         return _query("select", text)
     if head == "INSERT" and (m := _OVERRIDING.search(text.split("'", 1)[0])):
         tree = shared_tree(text[: m.start()] + text[m.end() :]).copy()
@@ -369,6 +371,8 @@ def parse(text: str) -> Statement:
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
+        if (made := _create_as(text)) is not None:
+            return made
         tree = parse_sql(text)
         if not isinstance(tree.expression, exp.Query):  # CREATE TABLE … AS: refused below
             return Statement("create_table", text, tree)
@@ -378,6 +382,55 @@ def parse(text: str) -> Statement:
     raise PlanError(
         f"syntax error: {_short(text)} is not a statement changeflow knows", sqlstate="42601"
     )
+
+
+_CREATE_AS = re.compile(
+    rf"CREATE\s+TABLE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s*"
+    r"(?:\((?P<columns>[^()]*)\)\s*)?AS\s+(?P<query>.+?)(?:\s+WITH\s+(?P<nodata>NO\s+)?DATA)?",
+    re.I | re.S,
+)
+_INTO = re.compile(
+    rf"\s+INTO\s+(?:(?P<temp>TEMP|TEMPORARY|UNLOGGED)\s+)?(?:TABLE\s+)?(?P<name>{QNAME})", re.I
+)
+
+
+def _create_as(text: str) -> Statement | None:
+    """CREATE TABLE name [(columns)] AS query [WITH [NO] DATA] (``create_table`` with the
+    query's text in ``query``)."""
+    m = _CREATE_AS.fullmatch(text)
+    if m is None:
+        return None
+    query = m["query"].strip()
+    if query.startswith("(") and _parenthesised(query)[1].strip() == "":
+        query = _parenthesised(query)[0].strip()
+    _query("select", query).tree  # its syntax errors now  # noqa: B018
+    columns = [name(c) for c in m["columns"].split(",")] if m["columns"] else None
+    args = {"name": name(m["name"]), "columns": columns, "ine": bool(m["ine"])}
+    return Statement(
+        "create_table", text, None, args | {"query": query, "nodata": bool(m["nodata"])}
+    )
+
+
+def _select_into(text: str) -> Statement | None:
+    """SELECT … INTO [TABLE] name FROM …: CREATE TABLE name AS the query without INTO."""
+    if not re.search(r"\bINTO\b", text, re.I):
+        return None
+    tree = _query("select", text).tree
+    into = tree.args.get("into") if tree is not None else None
+    if into is None:
+        return None
+    for m in _INTO.finditer(text):
+        if m["temp"]:
+            raise PlanError(
+                "SELECT … INTO TEMP is not supported: changeflow has no temporary tables",
+                sqlstate="0A000",
+            )
+        query = text[: m.start()] + text[m.end() :]
+        rest = _query("select", query).tree
+        if rest is not None and rest.args.get("into") is None:
+            args = {"name": name(m["name"]), "columns": None, "ine": False, "nodata": False}
+            return Statement("create_table", text, None, args | {"query": query})
+    return None
 
 
 _ALTER_HEAD = re.compile(
@@ -514,5 +567,6 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "create_index":
         check_clauses(g.get("method"), g.get("tail"))
         if g.get("key"):
+            g["items"] = [item.strip() for item in commas(g["key"])]
             g["key"] = key_columns(commas(g["key"]))
     return Statement(kind, text, None, g)
