@@ -13,6 +13,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
+from changeflow.adapter.sql import pg_forms
 from changeflow.adapter.sql.typed_literals import TypedLiterals
 from changeflow.errors import PlanError
 
@@ -316,7 +317,7 @@ def shared_tree(text: str) -> exp.Expression:
         if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
             inner = exp.Filter(this=call.expressions[0], expression=f.expression)
             f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
-    return parsed[0]
+    return pg_forms.rewrite(parsed[0])
 
 
 def _syntax_message(e: ParseError) -> str:

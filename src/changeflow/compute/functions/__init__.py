@@ -27,6 +27,7 @@ from changeflow.compute.functions import (
     jsonb,
     jsonb_edits,
     numbers,
+    ordered_sets,
     parts,
     patterns,
     statistics,
@@ -53,6 +54,7 @@ FUNCTIONS: dict[str, Function] = {
         bits,
         to_number,
         trig,
+        ordered_sets,
     )
     for f in family.FUNCTIONS
 }
@@ -65,6 +67,7 @@ NOT_IN_PG_PROC = frozenset(
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of"}
     | set(statistics.FORMS)
+    | ordered_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
 assert FUNCTIONS.keys() >= NOT_IN_PG_PROC

@@ -1,0 +1,133 @@
+"""PostgreSQL forms read as calls and expressions the planner already has: the ordered-set
+aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
+and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
+as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
+strings as literals, and ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons."""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+_ORDERED_SETS = {exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
+_BITS = {exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor"}
+
+
+def rewrite(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with the forms above replaced (in place; the root is returned)."""
+    for node in list(tree.find_all(exp.WithinGroup)):
+        _within_group(node)
+    for node in list(tree.find_all(*_BITS)):
+        _of_values(node, node.this, None, f"{_BITS[type(node)]}_of", [])
+    for node in list(tree.find_all(exp.Count)):
+        _distinct_record(node)
+    for node in list(tree.find_all(exp.UnicodeString)):
+        node.replace(exp.Literal.string(unicode_text(node.name, node.args.get("escape"))))
+    for node in list(tree.find_all(exp.Overlaps)):
+        if isinstance(node.this, exp.Tuple) and isinstance(node.expression, exp.Tuple):
+            node.replace(exp.Paren(this=overlaps(node.this, node.expression)))
+    return tree
+
+
+def _within_group(node: exp.WithinGroup) -> None:
+    """``f(…) WITHIN GROUP (ORDER BY x)`` of one sort key as ``f_of(array_agg(…), …)``."""
+    order = node.expression
+    call = node.this
+    if not isinstance(order, exp.Order) or len(order.expressions) != 1:
+        return
+    key = order.expressions[0]
+    if isinstance(call, exp.Mode) and not call.this:
+        _of_values(node, key.this, key, "mode_of", [])
+    elif type(call) in _ORDERED_SETS and call.this is not None:
+        name = _ORDERED_SETS[type(call)]
+        _of_values(node, key.this, key, f"{name}_of", [call.this])
+
+
+def _of_values(
+    node: exp.Expression,
+    value: exp.Expression,
+    key: exp.Ordered | None,
+    form: str,
+    extra: list[exp.Expression],
+) -> None:
+    """Replace ``node`` (and a FILTER around it) by ``form(array_agg(value [ORDER BY key])
+    FILTER (WHERE value IS NOT NULL [AND filter]), *extra)``, named as the aggregate."""
+    name = form.removesuffix("_of")
+    target: exp.Expression = node
+    keep: exp.Expression = exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+    if isinstance(node.parent, exp.Filter) and node.parent.this is node:
+        target = node.parent
+        keep = exp.And(this=keep, expression=exp.Paren(this=target.expression.this.copy()))
+    values = value.copy()
+    if key is not None:
+        values = exp.Order(this=value.copy(), expressions=[key.copy()])
+    agg = exp.Filter(this=exp.ArrayAgg(this=values), expression=exp.Where(this=keep))
+    call = exp.Anonymous(this=form, expressions=[agg, *(e.copy() for e in extra)])
+    call.meta["name"] = name
+    target.replace(call)
+
+
+def _distinct_record(node: exp.Count) -> None:
+    """``count(DISTINCT (a, b))``: a record is never NULL, so each distinct one counts."""
+    arg = node.this
+    if not isinstance(arg, exp.Distinct) or len(arg.expressions) != 1:
+        return
+    row = arg.expressions[0]
+    if isinstance(row, exp.Tuple):
+        row.replace(exp.Anonymous(this="record_text", expressions=list(row.expressions)))
+
+
+def unicode_text(body: str, escape: exp.Expression | None) -> str:
+    """The text of ``U&'body'``: ``\\XXXX`` and ``\\+XXXXXX`` code points, ``\\\\`` a
+    backslash (or the UESCAPE character's)."""
+    mark = re.escape(escape.name if escape is not None and escape.name else "\\")
+    pattern = rf"{mark}(?:{mark}|\+([0-9A-Fa-f]{{6}})|([0-9A-Fa-f]{{4}}))"
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2)
+        return m.group(0)[0] if code is None else chr(int(code, 16))
+
+    return re.sub(pattern, one, body)
+
+
+def _case(cond: exp.Expression, then: exp.Expression, other: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=cond, true=then.copy())], default=other.copy())
+
+
+def overlaps(a: exp.Tuple, b: exp.Tuple) -> exp.Expression:
+    """``(s1, e1) OVERLAPS (s2, e2)``: an end may be an interval after its start; each pair
+    ordered; then the SQL standard's test, NULL where it cannot tell."""
+    pairs = []
+    for t in (a, b):
+        start, end = (e.copy() for e in t.expressions[:2])
+        if isinstance(end, exp.Interval):
+            end = exp.Add(this=start.copy(), expression=end)
+        swap = exp.LT(this=end.copy(), expression=start.copy())
+        pairs.append((_case(swap, end, start), _case(swap, start, end)))
+    (s1, e1), (s2, e2) = pairs
+
+    def gt(x: exp.Expression, y: exp.Expression) -> exp.Expression:
+        return exp.GT(this=x.copy(), expression=y.copy())
+
+    def gte(x: exp.Expression, y: exp.Expression) -> exp.Expression:
+        return exp.GTE(this=x.copy(), expression=y.copy())
+
+    def after(x1: exp.Expression, y1: exp.Expression, x2: exp.Expression) -> exp.Expression:
+        inside = exp.Not(this=exp.Paren(this=exp.And(this=gte(x1, x2), expression=gte(y1, x2))))
+        return exp.Paren(this=exp.And(this=gt(x1, s2 if x1 is s1 else s1), expression=inside))
+
+    same = exp.Paren(
+        this=exp.And(
+            this=exp.EQ(this=s1.copy(), expression=s2.copy()),
+            expression=exp.Paren(
+                this=exp.Or(
+                    this=exp.NEQ(this=e1.copy(), expression=e2.copy()),
+                    expression=exp.EQ(this=e1.copy(), expression=e2.copy()),
+                )
+            ),
+        )
+    )
+    return exp.Or(
+        this=exp.Or(this=after(s1, e1, e2), expression=after(s2, e2, e1)), expression=same
+    )
