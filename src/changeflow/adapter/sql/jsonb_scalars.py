@@ -123,6 +123,9 @@ class JsonbScalars:
         )
         return Func(name, (self._jsonb_side(node.this), k))
 
+    def _jsonbdeleteatpath(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_delete_path")
+
     def _jsonbcontainsanytopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
         return self._keys(node, "jsonb_exists_any")
 

@@ -2,7 +2,8 @@
 aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
-strings as literals, and ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons."""
+strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons, and
+``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields."""
 
 from __future__ import annotations
 
@@ -26,8 +27,23 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         node.replace(exp.Literal.string(unicode_text(node.name, node.args.get("escape"))))
     for node in list(tree.find_all(exp.Overlaps)):
         if isinstance(node.this, exp.Tuple) and isinstance(node.expression, exp.Tuple):
-            node.replace(exp.Paren(this=overlaps(node.this, node.expression)))
+            test = overlaps(node.this, node.expression)
+            test.meta["name"] = "overlaps"
+            node.replace(exp.Paren(this=test))
+    for node in list(tree.find_all(exp.MakeInterval)):
+        fields = [node.args.get(f) for f in exp.MakeInterval.arg_types]
+        values = [f.expression if isinstance(f, exp.Kwarg) else f for f in fields]
+        zero = [exp.Literal.number(0) if v is None else v for v in values]
+        _call(node, "make_interval", zero)
+    for node in list(tree.find_all(exp.TimeFromParts)):
+        _call(node, "make_time", [node.args[f] for f in ("hour", "min", "sec")])
     return tree
+
+
+def _call(node: exp.Expression, name: str, args: list[exp.Expression]) -> None:
+    call = exp.Anonymous(this=name, expressions=args)
+    call.meta["name"] = name
+    node.replace(call)
 
 
 def _within_group(node: exp.WithinGroup) -> None:
@@ -78,10 +94,11 @@ def _distinct_record(node: exp.Count) -> None:
         row.replace(exp.Anonymous(this="record_text", expressions=list(row.expressions)))
 
 
-def unicode_text(body: str, escape: exp.Expression | None) -> str:
+def unicode_text(body: str, escape: exp.Expression | bool | None) -> str:
     """The text of ``U&'body'``: ``\\XXXX`` and ``\\+XXXXXX`` code points, ``\\\\`` a
     backslash (or the UESCAPE character's)."""
-    mark = re.escape(escape.name if escape is not None and escape.name else "\\")
+    given = escape.name if isinstance(escape, exp.Expression) else ""
+    mark = re.escape(given or "\\")
     pattern = rf"{mark}(?:{mark}|\+([0-9A-Fa-f]{{6}})|([0-9A-Fa-f]{{4}}))"
 
     def one(m: re.Match[str]) -> str:

@@ -240,9 +240,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
 
     def _anonymous(self, node: exp.Anonymous) -> X.Expr:
         name = str(node.this).lower()
-        row = whole_row.columns(self, node.expressions[0]) if name == "row_to_json" else None
-        if row is not None and len(node.expressions) == 1:
-            return whole_row.to_json(row)
+        if name == "row_to_json" and (found := whole_row.to_json(self, node)) is not None:
+            return found
         if name == "mz_now":
             if node.expressions:
                 raise PlanError("mz_now() takes no arguments", sqlstate="42883")

@@ -24,8 +24,10 @@ from changeflow.compute.functions import (
     chars,
     formats,
     from_text,
+    json_build,
     jsonb,
     jsonb_edits,
+    makers,
     numbers,
     ordered_sets,
     parts,
@@ -55,6 +57,8 @@ FUNCTIONS: dict[str, Function] = {
         to_number,
         trig,
         ordered_sets,
+        makers,
+        json_build,
     )
     for f in family.FUNCTIONS
 }
@@ -62,7 +66,15 @@ FUNCTIONS: dict[str, Function] = {
 # functions of the table that are not PostgreSQL's (the planner's own forms), or are its
 # syntax rather than functions of pg_proc (GREATEST, LEAST, TRIM): pg_proc leaves them out
 NOT_IN_PG_PROC = frozenset(
-    {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
+    {
+        "epoch_ms",
+        "jsonb_object_of_pairs",
+        "json_of_record",
+        "record_text",
+        "greatest",
+        "least",
+        "trim",
+    }
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of"}
