@@ -116,9 +116,9 @@ _PG15 = """
 3950 json_array_element_text(json,integer) | text | from_json json, element_index integer | 25 | 114 23
 3956 json_array_length(json) | integer | = | 23 | 114
 3198 json_build_array("any") | json | VARIADIC "any" | 114 | 2276
-3199 json_build_array() | json | = | 114 |
+3199 json_build_array() | json | = | 114 | 
 3200 json_build_object("any") | json | VARIADIC "any" | 114 | 2276
-3201 json_build_object() | json | = | 114 |
+3201 json_build_object() | json | = | 114 | 
 3951 json_extract_path(json,text[]) | json | from_json json, VARIADIC path_elems text[] | 114 | 114 1009
 3953 json_extract_path_text(json,text[]) | text | from_json json, VARIADIC path_elems text[] | 25 | 114 1009
 3947 json_object_field(json,text) | json | from_json json, field_name text | 114 | 114 25
