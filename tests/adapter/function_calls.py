@@ -191,6 +191,8 @@ CALLS = {
     "json_of_record": "json_of_record('a', id, 'b', f)::text",
     "jsonb_pretty": "jsonb_pretty(jsonb_build_object('a', jsonb_build_array(id, name)))",
     "jsonb_insert": "jsonb_insert(to_jsonb(ARRAY[id, 2]), '{0}', to_jsonb(name), true)::text",
+    "regexp_match_count": "regexp_match_count(name, '[ab]', 'g')",
+    "regexp_nth_match": "array_to_string(regexp_nth_match(name, '([ab])(c)?', id, 'g'), ',', '-')",
     "jsonb_delete_path": "(jsonb_build_object('a', jsonb_build_array(id, f)) #- '{a,0}')::text",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
@@ -242,5 +244,7 @@ ROWS_ONLY = {
     "make_time",
     "make_interval",
     "make_timestamptz",
+    "regexp_match_count",
+    "regexp_nth_match",
     *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }

@@ -3,7 +3,10 @@ aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORD
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
 strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons, and
-``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields."""
+``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
+set-returning ``regexp_split_to_table`` as ``unnest(regexp_split_to_array(…))`` and
+``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a subquery,
+LATERAL when it names columns)."""
 
 from __future__ import annotations
 
@@ -37,7 +40,46 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         _call(node, "make_interval", zero)
     for node in list(tree.find_all(exp.TimeFromParts)):
         _call(node, "make_time", [node.args[f] for f in ("hour", "min", "sec")])
+    for node in list(tree.find_all(exp.Anonymous)):
+        if str(node.this).lower() in _REGEXP_SETS:
+            _regexp_set(node)
     return tree
+
+
+_REGEXP_SETS = ("regexp_matches", "regexp_split_to_table")
+
+
+def _regexp_set(node: exp.Anonymous) -> None:
+    """``regexp_matches`` or ``regexp_split_to_table`` of 2 or 3 arguments (others stay, for
+    the planner's 42883): in a select list as an unnest, in FROM as a subquery of one."""
+    name, args = str(node.this).lower(), [a.copy() for a in node.expressions]
+    if len(args) not in (2, 3):
+        return
+    if name == "regexp_split_to_table":
+        rows: exp.Expression = exp.Explode(
+            this=exp.Anonymous(this="regexp_split_to_array", expressions=args)
+        )
+    else:
+        flags = args[2] if len(args) == 3 else exp.Literal.string("")
+        count = exp.Anonymous(
+            this="regexp_match_count", expressions=[*(a.copy() for a in args[:2]), flags.copy()]
+        )
+        at = exp.ExplodingGenerateSeries(start=exp.Literal.number(1), end=count)
+        rows = exp.Anonymous(this="regexp_nth_match", expressions=[*args[:2], at, flags])
+    rows.meta["name"] = name
+    table = node.parent
+    if not (isinstance(table, exp.Table | exp.Lateral) and table.this is node):
+        node.replace(rows)
+        return
+    alias = table.args.get("alias")
+    label = alias.this if alias is not None and alias.this is not None else exp.to_identifier(name)
+    columns = alias.columns if alias is not None and alias.columns else [label]
+    select = exp.Select(expressions=[exp.Alias(this=rows, alias=columns[0].copy())])
+    alias = exp.TableAlias(this=label.copy(), columns=[c.copy() for c in columns])
+    found: exp.Expression = exp.Subquery(this=select, alias=alias)
+    if node.find(exp.Column) is not None:
+        found = exp.Lateral(this=exp.Subquery(this=select), alias=alias)
+    table.replace(found)
 
 
 def _call(node: exp.Expression, name: str, args: list[exp.Expression]) -> None:

@@ -32,6 +32,7 @@ from changeflow.compute.functions import (
     ordered_sets,
     parts,
     patterns,
+    regexp_sets,
     statistics,
     text,
     times,
@@ -59,6 +60,7 @@ FUNCTIONS: dict[str, Function] = {
         ordered_sets,
         makers,
         json_build,
+        regexp_sets,
     )
     for f in family.FUNCTIONS
 }
@@ -80,6 +82,7 @@ NOT_IN_PG_PROC = frozenset(
     | {"array_slice_of"}
     | set(statistics.FORMS)
     | ordered_sets.FORMS
+    | regexp_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
 assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
