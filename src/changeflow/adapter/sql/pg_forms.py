@@ -6,13 +6,16 @@ strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's compar
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
 set-returning ``regexp_split_to_table`` as ``unnest(regexp_split_to_array(…))`` and
 ``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a subquery,
-LATERAL when it names columns)."""
+LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests that give
+PostgreSQL's three values (NOT IN too)."""
 
 from __future__ import annotations
 
 import re
 
 from sqlglot import exp
+
+from changeflow.errors import PlanError
 
 _ORDERED_SETS = {exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
 _BITS = {exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor"}
@@ -43,7 +46,40 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() in _REGEXP_SETS:
             _regexp_set(node)
+    for node in list(tree.find_all(exp.In)):
+        if isinstance(node.this, exp.Tuple) and node.args.get("query") is not None:
+            _row_in(node)
     return tree
+
+
+def _row_in(node: exp.In) -> None:
+    """``(a, b) IN (SELECT x, y …)``: TRUE if a row equals, else NULL if a row might (no
+    pair differs, some is NULL), else FALSE."""
+    query = node.args["query"]
+    inner = query.this if isinstance(query, exp.Subquery) else query
+    lhs = node.this.expressions
+    selects = inner.selects if isinstance(inner, exp.Query) else []
+    if not selects or any(isinstance(s, exp.Star) for s in selects):
+        return
+    if len(selects) != len(lhs):
+        many = "many" if len(selects) > len(lhs) else "few"
+        raise PlanError(f"subquery has too {many} columns", sqlstate="42601")
+    names = [f"_in{i}" for i in range(len(lhs))]
+    alias = exp.TableAlias(this=exp.to_identifier("_in"), columns=names)
+
+    def exists(maybe: bool) -> exp.Expression:
+        tests: list[exp.Expression] = []
+        for name, value in zip(names, lhs, strict=True):
+            test: exp.Expression = exp.EQ(this=exp.column(name, "_in"), expression=value.copy())
+            if maybe:
+                test = exp.Coalesce(this=test, expressions=[exp.true()])
+            tests.append(test)
+        where = exp.and_(*tests)
+        derived = exp.Subquery(this=inner.copy(), alias=alias.copy())
+        return exp.Exists(this=exp.select("1").from_(derived).where(where))
+
+    test = _case(exists(False), exp.true(), _case(exists(True), exp.null(), exp.false()))
+    node.replace(exp.Paren(this=exp.And(this=test, expression=exp.true())))  # named ?column?
 
 
 _REGEXP_SETS = ("regexp_matches", "regexp_split_to_table")
