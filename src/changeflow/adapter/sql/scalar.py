@@ -460,7 +460,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             return found
         else:
             values = self.shown_args(name, [self.expr(a) for a in args])
-            if (named := self.text_typeof(name, values)) is not None:
+            if (named := self.text_typeof(name, values, args)) is not None:
                 return named
         try:
             return Func(name, tuple(values))
