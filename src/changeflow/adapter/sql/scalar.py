@@ -10,7 +10,6 @@ aggregates are planned elsewhere and arrive as ``replacements`` (or through ``ho
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -39,6 +38,7 @@ from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
 from changeflow.compute.functions import Func
+from changeflow.compute.scalars import STATEMENT_TIME
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -55,9 +55,6 @@ from changeflow.compute.types import (
 )
 from changeflow.errors import EvalError, PlanError
 
-# now()'s value for the statement being planned: the start of its transaction (the session
-# sets it; planning outside a session reads the clock)
-STATEMENT_TIME: ContextVar[datetime | None] = ContextVar("statement_time", default=None)
 AGGREGATE_NODES: dict[type, str] = {
     exp.Count: "count",
     exp.Sum: "sum",
