@@ -185,6 +185,22 @@ class PostgresCalls(Postgres):
             if k not in ("DATE_PART", "JSON_AGG", *_PLAIN_CALLS)
         } | {"POSITION": lambda self: self._parse_position_in()}
 
+        def _parse_substring(self) -> exp.Expression:
+            """``substring(s SIMILAR p ESCAPE e)``: the part of ``s`` that ``p``'s ``e"``
+            marks, as ``substring(s FROM similar_to_escape(p, e))`` (PostgreSQL's reading)."""
+            index = self._index
+            this = self._parse_bitwise()
+            if self._curr is not None and self._curr.text.upper() == "SIMILAR":
+                self._advance()
+                pattern = self._parse_bitwise()
+                args = [pattern]
+                if self._match_text_seq("ESCAPE"):
+                    args.append(self._parse_bitwise())
+                regex = exp.Anonymous(this="similar_to_escape", expressions=args)
+                return self.expression(exp.Substring(this=this, start=regex))
+            self._retreat(index)
+            return super()._parse_substring()
+
         def _parse_position_in(self) -> exp.Expression:
             """``position(a IN b)``, PostgreSQL's only form of the call."""
             needle = self._parse_bitwise()
