@@ -47,7 +47,7 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         if str(node.this).lower() in _REGEXP_SETS:
             _regexp_set(node)
     for node in list(tree.find_all(exp.In)):
-        if isinstance(node.this, exp.Tuple) and node.args.get("query") is not None:
+        if isinstance(node.this, exp.Tuple):
             _row_in(node)
     return tree
 
@@ -55,10 +55,22 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
 def _row_in(node: exp.In) -> None:
     """``(a, b) IN (SELECT x, y …)``: TRUE if a row equals, else NULL if a row might (no
     pair differs, some is NULL), else FALSE."""
-    query = node.args["query"]
+    listed = node.expressions
+    if len(listed) == 1 and isinstance(listed[0], exp.Values):  # IN (VALUES …)
+        node.set("query", exp.Subquery(this=listed[0]))
+        node.set("expressions", [])
+    elif listed and all(isinstance(e, exp.Tuple) for e in listed):  # IN ((1, 2), (3, 4))
+        tests = [exp.EQ(this=node.this.copy(), expression=e.copy()) for e in listed]
+        node.replace(exp.Paren(this=exp.or_(*tests)))
+        return
+    query = node.args.get("query")
+    if query is None:
+        return
     inner = query.this if isinstance(query, exp.Subquery) else query
     lhs = node.this.expressions
     selects = inner.selects if isinstance(inner, exp.Query) else []
+    if isinstance(inner, exp.Values) and isinstance(inner.expressions[0], exp.Tuple):
+        selects = inner.expressions[0].expressions
     if not selects or any(isinstance(s, exp.Star) for s in selects):
         return
     if len(selects) != len(lhs):
