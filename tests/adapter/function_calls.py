@@ -193,6 +193,10 @@ CALLS = {
     "jsonb_insert": "jsonb_insert(to_jsonb(ARRAY[id, 2]), '{0}', to_jsonb(name), true)::text",
     "regexp_match_count": "regexp_match_count(name, '[ab]', 'g')",
     "regexp_nth_match": "array_to_string(regexp_nth_match(name, '([ab])(c)?', id, 'g'), ',', '-')",
+    "jsonb_path_exists": "jsonb_path_exists(jsonb_build_object('a', id), '$.a ? (@ > 1)')",
+    "jsonb_path_query_array": "jsonb_path_query_array(to_jsonb(ARRAY[id, 7]), '$[*]')::text",
+    "jsonb_path_query_first": "jsonb_path_query_first(to_jsonb(ARRAY[f]), '$[last]')::text",
+    "jsonb_path_values": "cardinality(jsonb_path_values(to_jsonb(ARRAY[id, 2]), '$[*]'))",
     "jsonb_delete_path": "(jsonb_build_object('a', jsonb_build_array(id, f)) #- '{a,0}')::text",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval

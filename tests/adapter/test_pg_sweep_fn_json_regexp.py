@@ -1,8 +1,8 @@
 """json builders (``json_build_object``, ``json_build_array``, ``row_to_json``), jsonb edits
 (``jsonb_pretty``, ``jsonb_insert``, ``#-``), the set-returning ``regexp_matches`` and
-``regexp_split_to_table`` and ``substring(s SIMILAR p ESCAPE e)`` here and on PostgreSQL 15:
-the same outcomes ad hoc, and the same rows in views kept through changes (json compared as
-text: psycopg reads PostgreSQL's json into Python values)."""
+``regexp_split_to_table``, ``substring(s SIMILAR p ESCAPE e)`` and jsonpath queries here and
+on PostgreSQL 15: the same outcomes ad hoc, and the same rows in views kept through changes
+(json compared as text: psycopg reads PostgreSQL's json into Python values)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,26 @@ REGEXP = [
     "SELECT similar_to_escape('%#\"o_b#\"%', '#'), 'foobar' SIMILAR TO '%#\"o_b#\"%' ESCAPE '#'",
     "SELECT substring('foobar' SIMILAR '#\"a#\"b#\"c' ESCAPE '#')",
 ]
+JSONPATH = [
+    "SELECT jsonb_path_exists('{\"a\":[1,2,3]}', '$.a[*] ? (@ > 2)'),"
+    " jsonb_path_exists('{\"a\":{\"b\":1}}', '$.a.b'),"
+    " jsonb_path_exists('{\"a\":{\"b\":1}}', '$.a.c')",
+    "SELECT jsonb_path_query('{\"a\":[1,2,3]}', '$.a[*]')::text AS v ORDER BY v",
+    "SELECT jsonb_path_query_array('{\"a\":[1,2,3]}', '$.a[1 to 2]')::text,"
+    " jsonb_path_query_first('{\"a\":[1,2,3]}', '$.a[last]')::text,"
+    ' jsonb_path_query_array(\'{"a":[{"b":1},{"b":2},{"c":3}]}\', \'$.a.b\')::text',
+    'SELECT jsonb_path_query_array(\'{"a":[{"b":1,"n":"x"},{"b":2,"n":"y"}]}\','
+    " '$.a[*] ? (@.b >= 2 || @.n == \"x\").n')::text",
+    'SELECT jsonb_path_query_array(\'{"a":{"x":1,"y":[2]}}\', \'$.a.*\')::text,'
+    " jsonb_path_query_array('[1,[2,3]]', '$[*]')::text,"
+    " jsonb_path_query_array('{\"a\":5}', 'lax $.a[0]')::text",
+    "SELECT jsonb_path_exists('{\"a\":1}', 'strict $.b')",
+    "SELECT jsonb_path_exists('{\"a\":[1,\"x\",null]}', '$.a[*] ? (@ == null)'),"
+    " jsonb_path_exists('{\"a\":[1,\"x\"]}', '$.a ? (exists(@[*] ? (@ > 0)))')",
+    "SELECT v::text AS t FROM jsonb_path_query('{\"a\":[1,2]}', '$.a[*]') AS v ORDER BY t",
+    "SELECT id, jsonb_path_query_first(j, '$.a[0]')::text, jsonb_path_exists(j, '$.b') FROM jr"
+    " ORDER BY id",
+]
 QUERIES = [
     "SELECT id, json_build_object('s', s, 'x', x)::text AS o, json_build_array(g, d)::text AS a"
     " FROM jr",
@@ -83,6 +103,8 @@ QUERIES = [
     "SELECT id, regexp_matches(s, '[a-z]', 'g')::text AS m FROM jr",
     "SELECT id, regexp_split_to_table(s, ',') AS part FROM jr",
     "SELECT id, substring(s SIMILAR '%#\"[a-z]#\"%' ESCAPE '#') AS f FROM jr",
+    "SELECT id, jsonb_path_query(j, 'lax $.a[*]')::text AS v,"
+    " jsonb_path_exists(j, '$.a') AS e FROM jr",
 ]
 CHANGES = [
     "INSERT INTO jr VALUES (6, 1, 1, 0, 'm,n,o', '2024-03-01', '{\"a\": [9]}')",
@@ -99,6 +121,12 @@ def test_json_as_postgres(tmp_path: Path, postgres_url: str) -> None:
 def test_regexp_sets_and_similar_substring_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "jr", *SETUP) as (ours, pg):
         same_outcomes(ours, pg, REGEXP)
+
+
+def test_jsonpath_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """jsonpath's everyday subset: keys, wildcards, subscripts, filters, lax and strict."""
+    with beside_postgres(tmp_path / "home", postgres_url, "jr", *SETUP) as (ours, pg):
+        same_outcomes(ours, pg, JSONPATH)
 
 
 def test_json_and_regexp_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:

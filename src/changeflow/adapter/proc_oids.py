@@ -146,6 +146,9 @@ _PG15 = """
 3579 jsonb_insert(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, insert_after boolean DEFAULT false | 3802 | 3802 1009 3802 16
 3478 jsonb_object_field(jsonb,text) | jsonb | from_json jsonb, field_name text | 3802 | 3802 25
 3214 jsonb_object_field_text(jsonb,text) | text | from_json jsonb, field_name text | 25 | 3802 25
+4005 jsonb_path_exists(jsonb,jsonpath,jsonb,boolean) | boolean | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 16 | 3802 4072 3802 16
+4007 jsonb_path_query_array(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
+4008 jsonb_path_query_first(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
 3306 jsonb_pretty(jsonb) | text | = | 25 | 3802
 3305 jsonb_set(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, create_if_missing boolean DEFAULT true | 3802 | 3802 1009 3802 16
 3262 jsonb_strip_nulls(jsonb) | jsonb | = | 3802 | 3802

@@ -30,6 +30,12 @@ JSONB_FIRST = frozenset(
         "jsonb_exists",
         "jsonb_contains",
         "jsonb_contained",
+        "jsonb_pretty",
+        "jsonb_insert",
+        "jsonb_path_exists",
+        "jsonb_path_query_array",
+        "jsonb_path_query_first",
+        "jsonb_path_values",
     )
 )
 # Functions whose steps after the first argument are a VARIADIC text[] (a path).

@@ -5,7 +5,8 @@ as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records,
 strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons, and
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
 set-returning ``regexp_split_to_table`` as ``unnest(regexp_split_to_array(…))`` and
-``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a subquery,
+``regexp_matches`` as its nth match of a ``generate_series``, ``jsonb_path_query`` as an unnest
+of ``jsonb_path_values`` (in FROM, each as a subquery,
 LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests that give
 PostgreSQL's three values (NOT IN too)."""
 
@@ -94,19 +95,19 @@ def _row_in(node: exp.In) -> None:
     node.replace(exp.Paren(this=exp.And(this=test, expression=exp.true())))  # named ?column?
 
 
-_REGEXP_SETS = ("regexp_matches", "regexp_split_to_table")
+_REGEXP_SETS = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query")
 
 
 def _regexp_set(node: exp.Anonymous) -> None:
-    """``regexp_matches`` or ``regexp_split_to_table`` of 2 or 3 arguments (others stay, for
+    """``regexp_matches``, ``regexp_split_to_table`` or ``jsonb_path_query`` of 2 or 3
+    arguments (others stay, for
     the planner's 42883): in a select list as an unnest, in FROM as a subquery of one."""
     name, args = str(node.this).lower(), [a.copy() for a in node.expressions]
     if len(args) not in (2, 3):
         return
-    if name == "regexp_split_to_table":
-        rows: exp.Expression = exp.Explode(
-            this=exp.Anonymous(this="regexp_split_to_array", expressions=args)
-        )
+    if name in ("regexp_split_to_table", "jsonb_path_query"):
+        whole = "regexp_split_to_array" if name.startswith("regexp") else "jsonb_path_values"
+        rows: exp.Expression = exp.Explode(this=exp.Anonymous(this=whole, expressions=args))
     else:
         flags = args[2] if len(args) == 3 else exp.Literal.string("")
         count = exp.Anonymous(

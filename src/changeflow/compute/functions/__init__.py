@@ -27,6 +27,7 @@ from changeflow.compute.functions import (
     json_build,
     jsonb,
     jsonb_edits,
+    jsonb_paths,
     makers,
     numbers,
     ordered_sets,
@@ -61,6 +62,7 @@ FUNCTIONS: dict[str, Function] = {
         makers,
         json_build,
         regexp_sets,
+        jsonb_paths,
     )
     for f in family.FUNCTIONS
 }
