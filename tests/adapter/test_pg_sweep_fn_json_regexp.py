@@ -94,6 +94,13 @@ JSONPATH = [
     "SELECT v::text AS t FROM jsonb_path_query('{\"a\":[1,2]}', '$.a[*]') AS v ORDER BY t",
     "SELECT id, jsonb_path_query_first(j, '$.a[0]')::text, jsonb_path_exists(j, '$.b') FROM jr"
     " ORDER BY id",
+    "SELECT jsonb_path_query_array('[1, 5, 9]', '$[*] ? (@ > $min && @ < $max)',"
+    ' \'{"min": 2, "max": 10}\')::text',
+    "SELECT jsonb_path_exists('[1]', '$[*] ? (@ > $x)', '{}')",
+    "SELECT jsonb_path_exists('[1]', '$[*] ? (@ > 0)', '[1]')",
+    "SELECT jsonb_path_exists('{\"a\":1}', 'strict $.b', '{}', true),"
+    " jsonb_path_query_first('[1]', 'strict $[3]', '{}', true)",
+    "SELECT v::text AS t FROM jsonb_path_query('[1, 2]', 'strict $[5]', '{}', true) AS v",
 ]
 QUERIES = [
     "SELECT id, json_build_object('s', s, 'x', x)::text AS o, json_build_array(g, d)::text AS a"

@@ -165,6 +165,8 @@ def _not(r: _Reader) -> tuple[Any, ...]:
 
 def _operand(r: _Reader) -> tuple[Any, ...]:
     kind, value = r.take()
+    if value == "$" and r.at < len(r.tokens) and r.tokens[r.at][0] == "word":
+        return ("var", r.take()[1])  # $name: a variable of the call's vars
     if value in ("@", "$"):
         return ("path", value, _steps(r))
     if kind == "num":
@@ -182,9 +184,15 @@ def _unquote(token: str) -> str:
     return json.loads(token)
 
 
-def query(path: Path, root: Any) -> list[Any]:
-    """The items ``path`` selects from the JSON value ``root``."""
-    return _run(path.steps, [root], root, path.strict)
+def query(path: Path, root: Any, variables: Any = None) -> list[Any]:
+    """The items ``path`` selects from the JSON value ``root`` (``$name`` in a filter is
+    ``variables[name]``)."""
+    if variables is not None and not isinstance(variables, dict):
+        raise EvalError(
+            '"vars" argument is not an object (jsonpath parameters must be key-value pairs)',
+            sqlstate="22023",
+        )
+    return _run(path.steps, [root], (root, variables or {}), path.strict)
 
 
 def _run(steps: tuple[tuple[Any, ...], ...], items: list[Any], root: Any, strict: bool) -> list:
@@ -256,7 +264,9 @@ def _test(cond: tuple[Any, ...], at: Any, root: Any, strict: bool) -> bool | Non
         if kind == "exists":
             return bool(_items(cond[1], at, root, strict))
         lefts, rights = _items(cond[2], at, root, strict), _items(cond[3], at, root, strict)
-    except EvalError:
+    except EvalError as e:
+        if e.sqlstate == "42704":  # a variable not given is the call's error
+            raise
         return None
     found, unknown = False, False
     for a in lefts:
@@ -269,7 +279,12 @@ def _test(cond: tuple[Any, ...], at: Any, root: Any, strict: bool) -> bool | Non
 def _items(operand: tuple[Any, ...], at: Any, root: Any, strict: bool) -> list[Any]:
     if operand[0] == "value":
         return [operand[1]]
-    start = at if operand[1] == "@" else root
+    if operand[0] == "var":
+        variables = root[1]
+        if operand[1] not in variables:
+            raise EvalError(f'could not find jsonpath variable "{operand[1]}"', sqlstate="42704")
+        return [variables[operand[1]]]
+    start = at if operand[1] == "@" else root[0]
     found = _run(operand[2], [start], root, strict)
     return [y for x in found for y in (x if isinstance(x, list) and not strict else [x])]
 

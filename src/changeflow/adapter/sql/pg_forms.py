@@ -43,7 +43,8 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         zero = [exp.Literal.number(0) if v is None else v for v in values]
         _call(node, "make_interval", zero)
     for node in list(tree.find_all(exp.TimeFromParts)):
-        _call(node, "make_time", [node.args[f] for f in ("hour", "min", "sec")])
+        given = [node.args.get(f) for f in exp.TimeFromParts.arg_types]
+        _call(node, "make_time", [a for a in given if a is not None])
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() in _REGEXP_SETS:
             _regexp_set(node)
@@ -99,11 +100,11 @@ _REGEXP_SETS = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query")
 
 
 def _regexp_set(node: exp.Anonymous) -> None:
-    """``regexp_matches``, ``regexp_split_to_table`` or ``jsonb_path_query`` of 2 or 3
-    arguments (others stay, for
+    """``regexp_matches``, ``regexp_split_to_table`` (2 or 3 arguments) or
+    ``jsonb_path_query`` (2 to 4; other calls stay, for
     the planner's 42883): in a select list as an unnest, in FROM as a subquery of one."""
     name, args = str(node.this).lower(), [a.copy() for a in node.expressions]
-    if len(args) not in (2, 3):
+    if len(args) not in ((2, 3, 4) if name == "jsonb_path_query" else (2, 3)):
         return
     if name in ("regexp_split_to_table", "jsonb_path_query"):
         whole = "regexp_split_to_array" if name.startswith("regexp") else "jsonb_path_values"
