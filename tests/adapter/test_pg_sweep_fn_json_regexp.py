@@ -110,6 +110,10 @@ QUERIES = [
     "SELECT id, regexp_matches(s, '[a-z]', 'g')::text AS m FROM jr",
     "SELECT id, regexp_split_to_table(s, ',') AS part FROM jr",
     "SELECT id, substring(s SIMILAR '%#\"[a-z]#\"%' ESCAPE '#') AS f FROM jr",
+    # NULL of arguments that are not NULL: the view's column is nullable
+    "SELECT id, regexp_match(coalesce(s, ''), 'zz')::text AS r, (j -> 'k')::text AS k,"
+    " jsonb_path_query_first(j, '$.nope')::text AS f, j @? 'strict $.a' AS e,"
+    " array_length('{}'::int[], 1) AS n FROM jr",
     "SELECT id, jsonb_path_query(j, 'lax $.a[*]')::text AS v,"
     " jsonb_path_exists(j, '$.a') AS e FROM jr",
 ]

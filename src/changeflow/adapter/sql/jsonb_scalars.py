@@ -129,6 +129,15 @@ class JsonbScalars:
         )
         return Func(name, (self._jsonb_side(node.this), k))
 
+    def _jsonbpathexists(self: Scalars, node: exp.Expression) -> X.Expr:
+        """``j @? path``: ``jsonb_path_exists`` with its errors silenced, as PostgreSQL's."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        path = node.expression
+        p = coerce_text(str(path.this), TEXT) if is_string_literal(path) else self.expr(path)
+        nothing = coerce_text("{}", JSONB)
+        return Func("jsonb_path_exists", (self._jsonb_side(node.this), p, nothing, X.lit(True)))
+
     def _jsonbdeleteatpath(self: Scalars, node: exp.Expression) -> X.Expr:
         return self._keys(node, "jsonb_delete_path")
 

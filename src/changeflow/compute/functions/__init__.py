@@ -11,7 +11,7 @@ PostgreSQL's do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
@@ -46,8 +46,18 @@ from changeflow.compute.scalars import check_range, coerce, one_nan
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
 
+# strict functions that may be NULL of arguments that are not: a missing key, element or
+# match, an empty array's bounds, a scale of NaN, a sum of no values, a silenced path error
+NULL_RESULTS = frozenset(
+    {"regexp_match", "regexp_nth_match", "jsonb_path_exists", "jsonb_path_query_first"}
+    | {f"{j}_{w}" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
+    | {f"{j}_{w}_text" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
+    | {f"{j}_extract_path{t}" for j in ("json", "jsonb") for t in ("", "_text")}
+    | {"array_length", "array_upper", "array_lower", "array_ndims", "array_dims"}
+    | {"scale", "min_scale", "interval_sum_of", "interval_avg_of"}
+)
 FUNCTIONS: dict[str, Function] = {
-    f.name: f
+    f.name: replace(f, nulls=True) if f.name in NULL_RESULTS else f
     for family in (
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
@@ -87,7 +97,7 @@ NOT_IN_PG_PROC = frozenset(
     | regexp_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
-assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
+assert FUNCTIONS.keys() >= NOT_IN_PG_PROC | NULL_RESULTS
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,8 @@ class Func(Expr):
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
             ) from None
         object.__setattr__(self, "function", function)
-        _typed(self, kind, any(a.nullable for a in self.args) if function.strict else True)
+        strict = function.strict and not function.nulls
+        _typed(self, kind, any(a.nullable for a in self.args) if strict else True)
 
     def children(self) -> tuple[Expr, ...]:
         return self.args
