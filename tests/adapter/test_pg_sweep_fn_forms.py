@@ -69,6 +69,11 @@ ROW_IN = [
     "SELECT id, (g, s) IN (VALUES (1, 'c'), (2, NULL)) FROM fm ORDER BY id",
     "SELECT id, (g, s) IN ((1, 'c'), (2, NULL)), (g, x) NOT IN ((1, 3), (2, 6)) FROM fm"
     " ORDER BY id",
+    "SELECT id FROM fm WHERE (fm.g, fm.s) IN (SELECT q.g, q.s FROM fm q WHERE q.id = fm.id)"
+    " ORDER BY id",
+    "SELECT id, (fm.g, fm.x) IN (SELECT q.g, q.x FROM fm q WHERE q.id > fm.id) FROM fm ORDER BY id",
+    "SELECT id FROM fm WHERE (fm.g, fm.x) IN (SELECT q.g, max(q.x) FROM fm q GROUP BY q.g)"
+    " ORDER BY id",
     "SELECT id FROM fm WHERE (g, x) IN (SELECT g FROM fm)",
     "SELECT id FROM fm WHERE (g) IN (SELECT g, x FROM fm)",
     "SELECT id FROM fm WHERE (g, x, s) IN (SELECT g, x FROM fm)",
@@ -91,6 +96,8 @@ QUERIES = [
     "SELECT id, U&'\\0041' || s AS u, d > 'epoch'::date AS e FROM fm",
     "SELECT id FROM fm WHERE (g, x) NOT IN (SELECT g, x + 1 FROM fm WHERE id > 3)",
     "SELECT id, (g, x) IN (SELECT g, x FROM fm WHERE s <> 'q') AS i FROM fm",
+    "SELECT id FROM fm WHERE (fm.g, fm.x) NOT IN (SELECT q.g, q.x + 1 FROM fm q"
+    " WHERE q.id <> fm.id)",
     "SELECT id, x FROM fm ORDER BY x DESC NULLS LAST FETCH FIRST 2 ROWS WITH TIES",
     "SELECT g, x FROM fm ORDER BY g OFFSET 1 FETCH FIRST 1 ROWS WITH TIES",
 ]

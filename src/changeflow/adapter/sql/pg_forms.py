@@ -80,17 +80,25 @@ def _row_in(node: exp.In) -> None:
         raise PlanError(f"subquery has too {many} columns", sqlstate="42601")
     names = [f"_in{i}" for i in range(len(lhs))]
     alias = exp.TableAlias(this=exp.to_identifier("_in"), columns=names)
+    merged = _mergeable(inner, lhs)
 
     def exists(maybe: bool) -> exp.Expression:
         tests: list[exp.Expression] = []
-        for name, value in zip(names, lhs, strict=True):
-            test: exp.Expression = exp.EQ(this=exp.column(name, "_in"), expression=value.copy())
+        for i, value in enumerate(lhs):
+            other = selects[i].unalias() if merged else exp.column(names[i], "_in")
+            test: exp.Expression = exp.EQ(this=other.copy(), expression=value.copy())
             if maybe:
                 test = exp.Coalesce(this=test, expressions=[exp.true()])
             tests.append(test)
-        where = exp.and_(*tests)
+        if merged:  # the subquery's own FROM and WHERE (it may name outer columns)
+            query = inner.copy()
+            query.set("expressions", [exp.Literal.number(1)])
+            query.set("order", None)
+            where = query.args.get("where")
+            kept = [exp.Paren(this=where.this.copy())] if where is not None else []
+            return exp.Exists(this=query.where(exp.and_(*kept, *tests), append=False))
         derived = exp.Subquery(this=inner.copy(), alias=alias.copy())
-        return exp.Exists(this=exp.select("1").from_(derived).where(where))
+        return exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*tests)))
 
     test = _case(exists(False), exp.true(), _case(exists(True), exp.null(), exp.false()))
     node.replace(exp.Paren(this=exp.And(this=test, expression=exp.true())))  # named ?column?
@@ -184,6 +192,23 @@ def _distinct_record(node: exp.Count) -> None:
     row = arg.expressions[0]
     if isinstance(row, exp.Tuple):
         row.replace(exp.Anonymous(this="record_text", expressions=list(row.expressions)))
+
+
+_NOT_MERGED = ("group", "having", "limit", "offset", "distinct", "qualify", "windows", "with")
+
+
+def _mergeable(inner: exp.Expression, lhs: list[exp.Expression]) -> bool:
+    """Can ``(lhs) IN (inner)`` test the lhs in ``inner``'s own WHERE: a plain SELECT with a
+    FROM and no aggregate, and each column of the lhs qualified by a name ``inner``'s FROM
+    does not use (so the subquery keeps its own correlation)."""
+    if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
+        return False
+    if any(inner.args.get(k) for k in _NOT_MERGED) or inner.find(exp.AggFunc, exp.Window):
+        return False
+    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
+    inside = {s.alias_or_name.lower() for s in sources}
+    columns = [c for e in lhs for c in e.find_all(exp.Column)]
+    return all(c.table and c.table.lower() not in inside for c in columns)
 
 
 def unicode_text(body: str, escape: exp.Expression | bool | None) -> str:

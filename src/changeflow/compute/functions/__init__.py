@@ -84,6 +84,7 @@ NOT_IN_PG_PROC = frozenset(
         "epoch_ms",
         "jsonb_object_of_pairs",
         "json_of_record",
+        "jsonb_path_values",
         "record_text",
         "greatest",
         "least",
