@@ -101,6 +101,13 @@ JSONPATH = [
     "SELECT jsonb_path_exists('{\"a\":1}', 'strict $.b', '{}', true),"
     " jsonb_path_query_first('[1]', 'strict $[3]', '{}', true)",
     "SELECT v::text AS t FROM jsonb_path_query('[1, 2]', 'strict $[5]', '{}', true) AS v",
+    "SELECT jsonb_path_match('{\"a\":1}', '$.a == 1'), jsonb_path_exists('{\"a\":1}',"
+    " '$.a == 2'), jsonb_path_query_array('{\"a\":1}', '$.a == 2 || $.a > 0')::text",
+    "SELECT jsonb_path_match('{\"a\":1}', '$.a')",
+    "SELECT jsonb_path_match('{\"a\":[1,2]}', 'exists($.a[*] ? (@ > 1))'),"
+    " '{\"a\":[1,2]}'::jsonb @@ '$.a[*] > 1', '{\"a\":\"x\"}'::jsonb @@ '$.a > 1',"
+    " jsonb_path_match('{\"a\":1}', '$.a', '{}', true), '{\"a\":1}'::jsonb @@ '$.a'",
+    "SELECT id, j @@ '$.a[*] > 1', j @? '$.a ? (@ == 1)' FROM jr ORDER BY id",
 ]
 QUERIES = [
     "SELECT id, json_build_object('s', s, 'x', x)::text AS o, json_build_array(g, d)::text AS a"

@@ -147,6 +147,7 @@ _PG15 = """
 3478 jsonb_object_field(jsonb,text) | jsonb | from_json jsonb, field_name text | 3802 | 3802 25
 3214 jsonb_object_field_text(jsonb,text) | text | from_json jsonb, field_name text | 25 | 3802 25
 4005 jsonb_path_exists(jsonb,jsonpath,jsonb,boolean) | boolean | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 16 | 3802 4072 3802 16
+4009 jsonb_path_match(jsonb,jsonpath,jsonb,boolean) | boolean | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 16 | 3802 4072 3802 16
 4007 jsonb_path_query_array(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
 4008 jsonb_path_query_first(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
 3306 jsonb_pretty(jsonb) | text | = | 25 | 3802

@@ -23,10 +23,12 @@ _TOKEN = re.compile(
 
 @dataclass(frozen=True)
 class Path:
-    """A parsed path: its mode and its steps from ``$`` (or ``@`` in a filter)."""
+    """A parsed path: its mode and its steps from ``$``, or a predicate (``$.a == 1``) whose
+    one item is its truth (true, false, or null for unknown)."""
 
     strict: bool
     steps: tuple[tuple[Any, ...], ...]
+    predicate: tuple[Any, ...] | None = None
 
 
 def _syntax(text: str) -> EvalError:
@@ -66,11 +68,14 @@ def parse(text: str) -> Path:
     strict = False
     if r.peek() in ("strict", "lax"):
         strict = r.take()[1] == "strict"
-    r.take("$")
-    steps = _steps(r)
+    found = _or(r)
     if r.peek() is not None:
         raise _syntax(text)
-    return Path(strict, steps)
+    if found[0] == "item" and found[1][0] == "path" and found[1][1] == "$":
+        return Path(strict, found[1][2])
+    if found[0] == "item":
+        raise _syntax(text)
+    return Path(strict, (), found)
 
 
 def _steps(r: _Reader) -> tuple[tuple[Any, ...], ...]:
@@ -157,9 +162,9 @@ def _not(r: _Reader) -> tuple[Any, ...]:
         r.take(")")
         return ("exists", operand)
     left = _operand(r)
+    if r.peek() not in ("==", "!=", "<>", "<", "<=", ">", ">="):
+        return ("item", left)  # a path alone: at the top, the whole path
     op = r.take()[1]
-    if op not in ("==", "!=", "<>", "<", "<=", ">", ">="):
-        raise _syntax(r.text)
     return ("cmp", "!=" if op == "<>" else op, left, _operand(r))
 
 
@@ -192,7 +197,10 @@ def query(path: Path, root: Any, variables: Any = None) -> list[Any]:
             '"vars" argument is not an object (jsonpath parameters must be key-value pairs)',
             sqlstate="22023",
         )
-    return _run(path.steps, [root], (root, variables or {}), path.strict)
+    context = (root, variables or {})
+    if path.predicate is not None:
+        return [_test(path.predicate, root, context, path.strict)]
+    return _run(path.steps, [root], context, path.strict)
 
 
 def _run(steps: tuple[tuple[Any, ...], ...], items: list[Any], root: Any, strict: bool) -> list:
@@ -260,6 +268,8 @@ def _test(cond: tuple[Any, ...], at: Any, root: Any, strict: bool) -> bool | Non
     if kind == "not":
         inner = _test(cond[1], at, root, strict)
         return None if inner is None else not inner
+    if kind == "item":  # a path where a condition belongs
+        return None
     try:
         if kind == "exists":
             return bool(_items(cond[1], at, root, strict))

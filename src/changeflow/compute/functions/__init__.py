@@ -50,6 +50,7 @@ from changeflow.errors import PlanError
 # match, an empty array's bounds, a scale of NaN, a sum of no values, a silenced path error
 NULL_RESULTS = frozenset(
     {"regexp_match", "regexp_nth_match", "jsonb_path_exists", "jsonb_path_query_first"}
+    | {"jsonb_path_match"}
     | {f"{j}_{w}" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
     | {f"{j}_{w}_text" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
     | {f"{j}_extract_path{t}" for j in ("json", "jsonb") for t in ("", "_text")}

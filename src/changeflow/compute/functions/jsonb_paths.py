@@ -1,6 +1,7 @@
 """jsonpath queries of jsonb (:mod:`changeflow.compute.jsonpath`'s subset, the path given as
-text): ``jsonb_path_exists``, ``jsonb_path_query_array``, ``jsonb_path_query_first``, and the
-items as jsonb[] (``jsonb_path_values``) that the set-returning ``jsonb_path_query`` unnests."""
+text): ``jsonb_path_exists``, ``jsonb_path_match``, ``jsonb_path_query_array``,
+``jsonb_path_query_first``, and the items as jsonb[] (``jsonb_path_values``) that the
+set-returning ``jsonb_path_query`` unnests."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def path_values(*args: Any) -> tuple[J.Jsonb, ...]:
     return tuple(J.from_value(v) for v in _items(*args) or ())
 
 
+def path_match(*args: Any) -> bool | None:
+    """The truth of a predicate path (``$.a == 1``): its one boolean or null item."""
+    found = _items(*args)
+    if found is None or (len(found) == 1 and (found[0] is None or isinstance(found[0], bool))):
+        return None if not found else found[0]
+    if len(args) > 3 and args[3]:
+        return None
+    raise EvalError("single boolean result is expected", sqlstate="22038")
+
+
 def path_first(*args: Any) -> J.Jsonb | None:
     found = _items(*args)
     return J.from_value(found[0]) if found else None
@@ -53,6 +64,7 @@ def _rule(result: SqlType) -> Any:
 
 FUNCTIONS = [
     Function("jsonb_path_exists", _rule(BOOL), path_exists, spark=_IN_PROCESS),
+    Function("jsonb_path_match", _rule(BOOL), path_match, spark=_IN_PROCESS),
     Function("jsonb_path_query_array", _rule(JSONB), path_array, spark=_IN_PROCESS),
     Function("jsonb_path_query_first", _rule(JSONB), path_first, spark=_IN_PROCESS),
     Function("jsonb_path_values", _rule(array_of(JSONB)), path_values, spark=_IN_PROCESS),
