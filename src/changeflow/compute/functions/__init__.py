@@ -119,8 +119,8 @@ class Func(Expr):
         try:
             kind = function.rule(kinds)
         except PlanError as e:
-            if e.sqlstate in ("42725", UNDETERMINED):
-                raise
+            if e.sqlstate in ("42725", UNDETERMINED) or e.fields.get("named"):
+                raise  # (named: the rule's message names the call as it was written)
             shown = ", ".join(map(str, kinds))
             raise PlanError(
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"

@@ -73,6 +73,14 @@ def _bits(op: str) -> Any:
     return fold
 
 
+def _no_such(name: str, args: tuple[SqlType, ...]) -> PlanError:
+    """42883 naming the aggregate as written: its direct arguments, then the sorted value's
+    type (PostgreSQL's order)."""
+    element = args[0].element or args[0]
+    shown = ", ".join(str(k) for k in (*args[1:], element))
+    return PlanError(f"function {name}({shown}) does not exist", sqlstate="42883", named=True)
+
+
 def _element(args: tuple[SqlType, ...], n: int = 1) -> SqlType:
     if len(args) != n or args[0].element is None:
         raise PlanError("no match", sqlstate="42883")
@@ -80,22 +88,27 @@ def _element(args: tuple[SqlType, ...], n: int = 1) -> SqlType:
 
 
 def _cont_rule(args: tuple[SqlType, ...]) -> SqlType:
-    if not _element(args, 2).numeric:
-        raise PlanError("no match", sqlstate="42883")
+    if not _element(args, 2).numeric or not (args[1].numeric or args[1].element):
+        raise _no_such("percentile_cont", args)
     fraction = args[1]
     return array_of(FLOAT8) if fraction.element is not None else FLOAT8
 
 
 def _disc_rule(args: tuple[SqlType, ...]) -> SqlType:
     element = _element(args, 2)
+    if not (args[1].numeric or args[1].element):
+        raise _no_such("percentile_disc", args)
     return array_of(element) if args[1].element is not None else element
 
 
-def _int_rule(args: tuple[SqlType, ...]) -> SqlType:
-    element = _element(args)
-    if not element.integer:
-        raise PlanError("no match", sqlstate="42883")
-    return element
+def _int_rule(name: str) -> Any:
+    def rule(args: tuple[SqlType, ...]) -> SqlType:
+        element = _element(args)
+        if not element.integer:
+            raise _no_such(name, args)
+        return element
+
+    return rule
 
 
 FUNCTIONS = [
@@ -103,7 +116,7 @@ FUNCTIONS = [
     Function("percentile_disc_of", _disc_rule, percentile_disc, spark=_IN_PROCESS),
     Function("mode_of", _element, mode, spark=_IN_PROCESS),
     *(
-        Function(f"bit_{op}_of", _int_rule, _bits(op), spark=_IN_PROCESS)
+        Function(f"bit_{op}_of", _int_rule(f"bit_{op}"), _bits(op), spark=_IN_PROCESS)
         for op in ("and", "or", "xor")
     ),
 ]
