@@ -108,6 +108,20 @@ JSONPATH = [
     " '{\"a\":[1,2]}'::jsonb @@ '$.a[*] > 1', '{\"a\":\"x\"}'::jsonb @@ '$.a > 1',"
     " jsonb_path_match('{\"a\":1}', '$.a', '{}', true), '{\"a\":1}'::jsonb @@ '$.a'",
     "SELECT id, j @@ '$.a[*] > 1', j @? '$.a ? (@ == 1)' FROM jr ORDER BY id",
+    'SELECT jsonb_path_query_array(\'[{"n":"Abc"},{"n":"xyz"},{"n":1}]\','
+    ' \'$[*] ? (@.n like_regex "^a" flag "i").n\')::text,'
+    ' jsonb_path_query_array(\'[{"n":"Abc"},{"n":"xyz"}]\','
+    " '$[*] ? (@.n starts with \"x\").n')::text",
+    'SELECT jsonb_path_query_array(\'{"a":[1,2,3],"b":"x","c":{}}\', \'$.a.size()\')::text,'
+    ' jsonb_path_query_array(\'{"a":[1,2,3],"b":"x","c":{}}\', \'$.*.type()\')::text,'
+    " jsonb_path_query_array('[-1.5, 2.25, \"3.5\"]', '$[*].double()')::text,"
+    " jsonb_path_query_array('[-1.5, 2.25]', '$[*].abs()')::text,"
+    " jsonb_path_query_array('[-1.5, 2.25]', '$[*].floor()')::text,"
+    " jsonb_path_query_array('[-1.5, 2.25]', '$[*].ceiling()')::text",
+    "SELECT jsonb_path_exists('{\"a\":[1,2,3]}', '$.a ? (@.size() > 2)'),"
+    ' jsonb_path_match(\'{"a":"hello"}\', \'$.a like_regex "l+"\')',
+    "SELECT jsonb_path_query_array('{\"a\":\"x\"}', '$.a.abs()')",
+    "SELECT jsonb_path_query_array('{\"a\":\"x\"}', 'strict $.a.size()')",
 ]
 QUERIES = [
     "SELECT id, json_build_object('s', s, 'x', x)::text AS o, json_build_array(g, d)::text AS a"

@@ -1,8 +1,10 @@
 """A subset of SQL/JSON path, PostgreSQL's ``jsonpath``, read and run on JSON values: ``$``,
 ``.key``, ``."key"``, ``.*``, ``[n]``, ``[n to m]``, ``[last]``, ``[*]``, filters ``? (…)``
 of comparisons (``== != <> < <= > >=``) between ``@`` paths and literals, ``&&``, ``||``,
-``!`` and ``exists(…)``, in lax mode (the default: an array is unwrapped where a member is
-asked of it, a missing key is no item) or strict mode (either is an error, 22038 or 2203A).
+``!``, ``exists(…)``, ``like_regex "p" [flag "i"]`` and ``starts with``, the item methods
+``.size() .type() .double() .abs() .floor() .ceiling()``, in lax mode (the default: an array
+is unwrapped where a member is asked of it, a missing key is no item) or strict mode (either
+is an error, 22038 or 2203A).
 Anything else is a syntax error (42601), as PostgreSQL reports an unsupported path."""
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ def _steps(r: _Reader) -> tuple[tuple[Any, ...], ...]:
             kind, value = r.take()
             if value == "*":
                 steps.append(("members",))
+            elif kind == "word" and r.peek() == "(":
+                r.take("(")
+                r.take(")")
+                if value not in _METHODS:
+                    raise _syntax(r.text)
+                steps.append(("method", value))
             elif kind == "str":
                 steps.append(("key", _unquote(value)))
             elif kind == "word":
@@ -162,6 +170,20 @@ def _not(r: _Reader) -> tuple[Any, ...]:
         r.take(")")
         return ("exists", operand)
     left = _operand(r)
+    if r.peek() == "like_regex":
+        r.take()
+        kind, pattern = r.take()
+        flags = ""
+        if r.peek() == "flag":
+            r.take()
+            flags = _unquote(r.take()[1])
+        if kind != "str" or set(flags) - set("ismq"):
+            raise _syntax(r.text)
+        return ("like", left, _unquote(pattern), flags)
+    if r.peek() == "starts":
+        r.take()
+        r.take("with")
+        return ("starts", left, _operand(r))
     if r.peek() not in ("==", "!=", "<>", "<", "<=", ">", ">="):
         return ("item", left)  # a path alone: at the top, the whole path
     op = r.take()[1]
@@ -214,6 +236,8 @@ def _run(steps: tuple[tuple[Any, ...], ...], items: list[Any], root: Any, strict
 
 def _step(step: tuple[Any, ...], item: Any, root: Any, strict: bool) -> list[Any]:
     kind = step[0]
+    if kind == "method":
+        return _method(step[1], item, strict)
     if kind in ("key", "members") and isinstance(item, list) and not strict:
         return [x for element in item for x in _step(step, element, root, strict)]
     if kind == "key":
@@ -270,6 +294,13 @@ def _test(cond: tuple[Any, ...], at: Any, root: Any, strict: bool) -> bool | Non
         return None if inner is None else not inner
     if kind == "item":  # a path where a condition belongs
         return None
+    if kind in ("like", "starts"):
+        try:
+            subjects = _items(cond[1], at, root, strict)
+            prefixes = [] if kind == "like" else _items(cond[2], at, root, strict)
+        except EvalError:
+            return None
+        return _text_test(cond, subjects, prefixes)
     try:
         if kind == "exists":
             return bool(_items(cond[1], at, root, strict))
@@ -284,6 +315,69 @@ def _test(cond: tuple[Any, ...], at: Any, root: Any, strict: bool) -> bool | Non
             result = _compare(cond[1], a, b)
             found, unknown = found or result is True, unknown or result is None
     return True if found else None if unknown else False
+
+
+def _text_test(cond: tuple[Any, ...], subjects: list[Any], prefixes: list[Any]) -> bool | None:
+    """``like_regex`` or ``starts with``: True if an item matches, else unknown (None) if
+    an item is no string, else False."""
+    found, unknown = False, False
+    if cond[0] == "like":
+        flags = cond[3]
+        pattern = re.escape(cond[2]) if "q" in flags else cond[2]
+        options = (re.I if "i" in flags else 0) | (re.S if "s" in flags else 0)
+        compiled = re.compile(pattern, options | (re.M if "m" in flags else 0))
+        tests = [(s, None) for s in subjects]
+    else:
+        tests = [(s, p) for s in subjects for p in prefixes]
+    for subject, prefix in tests:
+        if not isinstance(subject, str) or (cond[0] == "starts" and not isinstance(prefix, str)):
+            unknown = True
+        elif cond[0] == "like":
+            found = found or compiled.search(subject) is not None
+        else:
+            found = found or subject.startswith(prefix)
+    return True if found else None if unknown else False
+
+
+_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+_METHODS = ("size", "type", "double", "abs", "floor", "ceiling")
+
+
+def _method(name: str, item: Any, strict: bool) -> list[Any]:
+    """``.size()``, ``.type()``, ``.double()``, ``.abs()``, ``.floor()``, ``.ceiling()``."""
+    import math
+
+    if name == "type":
+        return [_TYPES.get(type(item), "number")]
+    if name == "size":
+        if isinstance(item, list):
+            return [len(item)]
+        if strict:
+            raise EvalError(
+                "jsonpath item method .size() can only be applied to an array", sqlstate="22039"
+            )
+        return [1]
+    if isinstance(item, list) and not strict:
+        return [x for element in item for x in _method(name, element, strict)]
+    number = isinstance(item, int | float | Decimal) and not isinstance(item, bool)
+    if name == "double" and isinstance(item, str):
+        try:
+            return [Decimal(str(float(item)))]
+        except ValueError:
+            pass
+    if not number:
+        raise EvalError(
+            f"jsonpath item method .{name}() can only be applied to a numeric value",
+            sqlstate="22036",
+        )
+    value = Decimal(str(item))
+    if name == "abs":
+        return [abs(value)]
+    if name == "floor":
+        return [Decimal(math.floor(value))]
+    if name == "ceiling":
+        return [Decimal(math.ceil(value))]
+    return [Decimal(str(float(value)))]
 
 
 def _items(operand: tuple[Any, ...], at: Any, root: Any, strict: bool) -> list[Any]:
