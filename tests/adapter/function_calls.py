@@ -194,6 +194,7 @@ CALLS = {
     "regexp_match_count": "regexp_match_count(name, '[ab]', 'g')",
     "regexp_nth_match": "array_to_string(regexp_nth_match(name, '([ab])(c)?', id, 'g'), ',', '-')",
     "jsonb_path_exists": "jsonb_path_exists(jsonb_build_object('a', id), '$.a ? (@ > 1)')",
+    "overlaps_of": "overlaps_of(d, ts, d + 1, INTERVAL '1 day')",
     "jsonb_path_match": "jsonb_path_match(jsonb_build_object('a', id), '$.a > 1')",
     "jsonb_path_query_array": "jsonb_path_query_array(to_jsonb(ARRAY[id, 7]), '$[*]')::text",
     "jsonb_path_query_first": "jsonb_path_query_first(to_jsonb(ARRAY[f]), '$[last]')::text",
@@ -251,5 +252,6 @@ ROWS_ONLY = {
     "make_timestamptz",
     "regexp_match_count",
     "regexp_nth_match",
+    "overlaps_of",
     *(n for n in CALLS if "json" in n or n.startswith("sha")),
 }

@@ -44,6 +44,11 @@ OVERLAPS = [
     "SELECT (DATE '2001-01-01', NULL::date) OVERLAPS (DATE '2001-01-01', DATE '2001-02-01'),"
     " (DATE '2001-01-01', NULL::date) OVERLAPS (DATE '2000-01-01', DATE '2000-02-01')",
     "SELECT id, (d, d + 3) OVERLAPS (DATE '2024-01-01', DATE '2024-01-04') FROM fm ORDER BY id",
+    "SELECT (NULL::date, DATE '2001-01-05') OVERLAPS (DATE '2001-01-01', DATE '2001-02-01'),"
+    " (NULL::date, NULL::date) OVERLAPS (DATE '2001-01-01', DATE '2001-02-01')",
+    "SELECT id, (d::timestamp, make_interval(days => x)) OVERLAPS (TIMESTAMPTZ"
+    " '2024-01-03 00:00+00', INTERVAL '1 day') FROM fm ORDER BY id",
+    "SELECT (1, 2) OVERLAPS (3, 4)",
 ]
 LITERALS = [
     "SELECT U&'\\0041bc', U&'d\\0061t\\+000061', U&'a\\\\b'",

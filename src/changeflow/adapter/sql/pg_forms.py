@@ -2,7 +2,7 @@
 aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
-strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as the SQL standard's comparisons, and
+strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as ``overlaps_of(s1, e1, s2, e2)``, and
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
 set-returning ``regexp_split_to_table`` as ``unnest(regexp_split_to_array(…))`` and
 ``regexp_matches`` as its nth match of a ``generate_series``, ``jsonb_path_query`` as an unnest
@@ -33,10 +33,10 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
     for node in list(tree.find_all(exp.UnicodeString)):
         node.replace(exp.Literal.string(unicode_text(node.name, node.args.get("escape"))))
     for node in list(tree.find_all(exp.Overlaps)):
-        if isinstance(node.this, exp.Tuple) and isinstance(node.expression, exp.Tuple):
-            test = overlaps(node.this, node.expression)
-            test.meta["name"] = "overlaps"
-            node.replace(exp.Paren(this=test))
+        pairs = (node.this, node.expression)
+        if all(isinstance(p, exp.Tuple) and len(p.expressions) == 2 for p in pairs):
+            args = [e.copy() for p in pairs for e in p.expressions]
+            _call(node, "overlaps_of", args, "overlaps")
     for node in list(tree.find_all(exp.MakeInterval)):
         fields = [node.args.get(f) for f in exp.MakeInterval.arg_types]
         values = [f.expression if isinstance(f, exp.Kwarg) else f for f in fields]
@@ -140,9 +140,12 @@ def _regexp_set(node: exp.Anonymous) -> None:
     table.replace(found)
 
 
-def _call(node: exp.Expression, name: str, args: list[exp.Expression]) -> None:
+def _call(
+    node: exp.Expression, name: str, args: list[exp.Expression], shown: str | None = None
+) -> None:
+    """Replace ``node`` by a call of ``name``, its column named ``shown`` (or ``name``)."""
     call = exp.Anonymous(this=name, expressions=args)
-    call.meta["name"] = name
+    call.meta["name"] = shown or name
     node.replace(call)
 
 
@@ -227,41 +230,3 @@ def unicode_text(body: str, escape: exp.Expression | bool | None) -> str:
 
 def _case(cond: exp.Expression, then: exp.Expression, other: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=cond, true=then.copy())], default=other.copy())
-
-
-def overlaps(a: exp.Tuple, b: exp.Tuple) -> exp.Expression:
-    """``(s1, e1) OVERLAPS (s2, e2)``: an end may be an interval after its start; each pair
-    ordered; then the SQL standard's test, NULL where it cannot tell."""
-    pairs = []
-    for t in (a, b):
-        start, end = (e.copy() for e in t.expressions[:2])
-        if isinstance(end, exp.Interval):
-            end = exp.Add(this=start.copy(), expression=end)
-        swap = exp.LT(this=end.copy(), expression=start.copy())
-        pairs.append((_case(swap, end, start), _case(swap, start, end)))
-    (s1, e1), (s2, e2) = pairs
-
-    def gt(x: exp.Expression, y: exp.Expression) -> exp.Expression:
-        return exp.GT(this=x.copy(), expression=y.copy())
-
-    def gte(x: exp.Expression, y: exp.Expression) -> exp.Expression:
-        return exp.GTE(this=x.copy(), expression=y.copy())
-
-    def after(x1: exp.Expression, y1: exp.Expression, x2: exp.Expression) -> exp.Expression:
-        inside = exp.Not(this=exp.Paren(this=exp.And(this=gte(x1, x2), expression=gte(y1, x2))))
-        return exp.Paren(this=exp.And(this=gt(x1, s2 if x1 is s1 else s1), expression=inside))
-
-    same = exp.Paren(
-        this=exp.And(
-            this=exp.EQ(this=s1.copy(), expression=s2.copy()),
-            expression=exp.Paren(
-                this=exp.Or(
-                    this=exp.NEQ(this=e1.copy(), expression=e2.copy()),
-                    expression=exp.EQ(this=e1.copy(), expression=e2.copy()),
-                )
-            ),
-        )
-    )
-    return exp.Or(
-        this=exp.Or(this=after(s1, e1, e2), expression=after(s2, e2, e1)), expression=same
-    )

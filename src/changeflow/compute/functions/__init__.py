@@ -33,6 +33,7 @@ from changeflow.compute.functions import (
     ordered_sets,
     parts,
     patterns,
+    periods,
     regexp_sets,
     statistics,
     text,
@@ -74,6 +75,7 @@ FUNCTIONS: dict[str, Function] = {
         json_build,
         regexp_sets,
         jsonb_paths,
+        periods,
     )
     for f in family.FUNCTIONS
 }
@@ -86,6 +88,7 @@ NOT_IN_PG_PROC = frozenset(
         "jsonb_object_of_pairs",
         "json_of_record",
         "jsonb_path_values",
+        "overlaps_of",
         "record_text",
         "greatest",
         "least",
