@@ -95,6 +95,11 @@ TIES = [
     "SELECT id FROM fm FETCH FIRST 1 ROWS WITH TIES",
     "SELECT id FROM fm ORDER BY g FETCH FIRST NULL ROWS WITH TIES",
 ]
+WRITES = [  # row IN in the writes' WHERE
+    "DELETE FROM fm WHERE (g, x) IN (SELECT 2, 6)",
+    "UPDATE fm SET s = 'u' WHERE (g, x) NOT IN (SELECT g, x FROM fm WHERE id = 1)",
+    "SELECT id, s FROM fm ORDER BY id",
+]
 QUERIES = [
     "SELECT id, make_interval(days => x, secs => y)::text AS i, make_time(x, g, y) AS t FROM fm",
     "SELECT id, (d, d + 3) OVERLAPS (DATE '2024-01-01', DATE '2024-01-04') AS o FROM fm",
@@ -141,7 +146,7 @@ def test_infinite_dates_are_refused_clearly(tmp_path: Path, postgres_url: str) -
 
 def test_row_in_and_with_ties_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "fm", *SETUP) as (ours, pg):
-        same_outcomes(ours, pg, ROW_IN + TIES)
+        same_outcomes(ours, pg, ROW_IN + TIES + WRITES)
 
 
 def test_forms_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
