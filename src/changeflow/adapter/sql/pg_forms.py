@@ -2,13 +2,13 @@
 aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
-strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as ``overlaps_of(s1, e1, s2, e2)``, and
+strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as ``overlaps_of(s1, e1, s2, e2)``,
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
-set-returning ``regexp_split_to_table`` as ``unnest(regexp_split_to_array(…))`` and
-``regexp_matches`` as its nth match of a ``generate_series``, ``jsonb_path_query`` as an unnest
-of ``jsonb_path_values`` (in FROM, each as a subquery,
-LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests that give
-PostgreSQL's three values (NOT IN too)."""
+set-returning ``regexp_split_to_table`` and ``jsonb_path_query`` as unnests of their array
+forms and ``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a
+subquery, LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests
+that give PostgreSQL's three values (NOT IN too; a correlated plain SELECT takes the tests
+in its own WHERE), ``IN (VALUES …)`` likewise and ``IN ((1, 2), …)`` as row equalities."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         given = [node.args.get(f) for f in exp.TimeFromParts.arg_types]
         _call(node, "make_time", [a for a in given if a is not None])
     for node in list(tree.find_all(exp.Anonymous)):
-        if str(node.this).lower() in _REGEXP_SETS:
-            _regexp_set(node)
+        if str(node.this).lower() in _SET_RETURNING:
+            _set_returning(node)
     for node in list(tree.find_all(exp.In)):
         if isinstance(node.this, exp.Tuple):
             _row_in(node)
@@ -104,13 +104,13 @@ def _row_in(node: exp.In) -> None:
     node.replace(exp.Paren(this=exp.And(this=test, expression=exp.true())))  # named ?column?
 
 
-_REGEXP_SETS = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query")
+_SET_RETURNING = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query")
 
 
-def _regexp_set(node: exp.Anonymous) -> None:
-    """``regexp_matches``, ``regexp_split_to_table`` (2 or 3 arguments) or
-    ``jsonb_path_query`` (2 to 4; other calls stay, for
-    the planner's 42883): in a select list as an unnest, in FROM as a subquery of one."""
+def _set_returning(node: exp.Anonymous) -> None:
+    """``regexp_matches``, ``regexp_split_to_table`` (2 or 3 arguments) or ``jsonb_path_query``
+    (2 to 4; other calls stay, for the planner's 42883): in a select list as an unnest, in
+    FROM as a subquery of one."""
     name, args = str(node.this).lower(), [a.copy() for a in node.expressions]
     if len(args) not in ((2, 3, 4) if name == "jsonb_path_query" else (2, 3)):
         return
