@@ -132,6 +132,26 @@ def test_literals_as_postgres(tmp_path: Path, postgres_url: str) -> None:
         assert outcome(ours, "SELECT FROM fm") == ("ok", [], [()] * 5)
 
 
+def test_errors_name_the_forms_as_written(tmp_path: Path, postgres_url: str) -> None:
+    """A form read as the planner's own call is refused naming what was written."""
+    from changeflow.adapter.connection import DatabaseError
+
+    with beside_postgres(tmp_path / "home", postgres_url, "fm", *SETUP) as (ours, _pg):
+        for sql, named in (
+            ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s) FROM fm", "percentile_cont"),
+            ("SELECT bit_and(s) FROM fm", "bit_and"),
+            ("SELECT (1, 2) OVERLAPS (3, 4)", "overlaps"),
+            ("SELECT regexp_matches(1, 2)", "regexp_matches"),
+        ):
+            try:
+                ours.execute(sql)
+            except DatabaseError as e:
+                assert e.sqlstate == "42883", sql
+                assert f"function {named}(" in str(e) and "_of" not in str(e), str(e)
+            else:
+                raise AssertionError(f"accepted: {sql}")
+
+
 def test_infinite_dates_are_refused_clearly(tmp_path: Path, postgres_url: str) -> None:
     """PostgreSQL's infinite dates are no value here: a feature not supported (0A000)."""
     with beside_postgres(tmp_path / "home", postgres_url, "fm", *SETUP) as (ours, _pg):

@@ -152,6 +152,11 @@ class PostgresCalls(Postgres):
     class Generator(Postgres.Generator):
         TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
 
+        def anonymous_sql(self, expression: exp.Anonymous) -> str:
+            """A call the parse made of a PostgreSQL form shows as written (in messages)."""
+            written = expression.meta.get("written")
+            return str(written) if written else super().anonymous_sql(expression)
+
     class Parser(TypedLiterals):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,

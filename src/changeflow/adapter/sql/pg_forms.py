@@ -122,8 +122,10 @@ def _set_returning(node: exp.Anonymous) -> None:
         count = exp.Anonymous(
             this="regexp_match_count", expressions=[*(a.copy() for a in args[:2]), flags.copy()]
         )
+        count.meta["written"] = node.sql(dialect="postgres")
         at = exp.ExplodingGenerateSeries(start=exp.Literal.number(1), end=count)
         rows = exp.Anonymous(this="regexp_nth_match", expressions=[*args[:2], at, flags])
+        rows.meta["written"] = node.sql(dialect="postgres")
     rows.meta["name"] = name
     table = node.parent
     if not (isinstance(table, exp.Table | exp.Lateral) and table.this is node):
@@ -146,6 +148,7 @@ def _call(
     """Replace ``node`` by a call of ``name``, its column named ``shown`` (or ``name``)."""
     call = exp.Anonymous(this=name, expressions=args)
     call.meta["name"] = shown or name
+    call.meta["written"] = node.sql(dialect="postgres")
     node.replace(call)
 
 
@@ -184,6 +187,7 @@ def _of_values(
     agg = exp.Filter(this=exp.ArrayAgg(this=values), expression=exp.Where(this=keep))
     call = exp.Anonymous(this=form, expressions=[agg, *(e.copy() for e in extra)])
     call.meta["name"] = name
+    call.meta["written"] = target.sql(dialect="postgres")
     target.replace(call)
 
 

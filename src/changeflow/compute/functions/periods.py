@@ -58,7 +58,8 @@ def _rule(args: tuple[SqlType, ...]) -> SqlType:
         kind in _STAMPS or (i % 2 == 1 and kind == INTERVAL) for i, kind in enumerate(args)
     )
     if not ok:
-        raise PlanError("no match", sqlstate="42883")
+        shown = ", ".join(str(k) for k in args)
+        raise PlanError(f"function overlaps({shown}) does not exist", sqlstate="42883", named=True)
     return BOOL
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from changeflow.compute.functions.base import Function, _sig, in_process
 from changeflow.compute.functions.patterns import _compiled
-from changeflow.compute.types import INT4, TEXT, array_of
+from changeflow.compute.types import INT4, NULLTYPE, TEXT, SqlType, array_of
+from changeflow.errors import PlanError
 
 _IN_PROCESS = in_process("regexp_matches is computed in the process")
 
@@ -30,10 +31,20 @@ def nth_match(s: str, pattern: str, n: int, flags: str) -> tuple[str | None, ...
     return m.groups() if m.re.groups else (m.group(0),)
 
 
+def _count_rule(args: tuple[SqlType, ...]) -> SqlType:
+    """``regexp_matches``' text arguments (42883 naming it, as written, otherwise)."""
+    if len(args) == 3 and all(k in (TEXT, NULLTYPE) for k in args):
+        return INT4
+    shown = ", ".join(str(k) for k in args)
+    raise PlanError(
+        f"function regexp_matches({shown}) does not exist", sqlstate="42883", named=True
+    )
+
+
 FUNCTIONS = [
     Function(
         "regexp_match_count",
-        _sig((TEXT, TEXT, TEXT), result=INT4),
+        _count_rule,
         match_count,
         spark=_IN_PROCESS,
     ),
