@@ -34,7 +34,7 @@ QUERIES = [
     "SELECT count(wr), count(*) FROM wr",
     "SELECT t::text FROM (SELECT id, s FROM wr WHERE id > 2) t",
     "SELECT b, count(t) FROM (SELECT b, s FROM wr) t GROUP BY b",
-    "SELECT id, row_to_json(wr) FROM wr",
+    "SELECT id, row_to_json(wr)::text FROM wr",  # json as PostgreSQL writes it
     "SELECT count(concat(s, x)), count(coalesce(s, 'none')) FROM wr WHERE id > 100",
     "SELECT count(concat(s, x)), count(coalesce(s, 'none')) FROM wr",
 ]

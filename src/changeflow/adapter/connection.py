@@ -266,7 +266,8 @@ class Cursor:
             last = results[-1]
             self._rows = _unsigned_zeros(last)
             self.statusmessage = last.status
-            self.description = _describe(last.columns) if last.columns else None
+            query = last.columns or last.rows  # a SELECT of no columns has rows
+            self.description = _describe(last.columns) if query else None
             self.rowcount = _rowcount(last)
         return self
 

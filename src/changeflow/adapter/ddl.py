@@ -249,6 +249,8 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = _renamed(view_plan(query), g.get("columns"))
+    if materialized and not plan.schema:
+        raise PlanError("a materialized view needs at least one column", sqlstate="0A000")
     depends = _depends(state, query.items | named)
     kind = "materialized view" if materialized else "view"
     setting = _cluster_setting(g.get("with") or {}, materialized)

@@ -115,6 +115,10 @@ _PG15 = """
 3949 json_array_element(json,integer) | json | from_json json, element_index integer | 114 | 114 23
 3950 json_array_element_text(json,integer) | text | from_json json, element_index integer | 25 | 114 23
 3956 json_array_length(json) | integer | = | 23 | 114
+3198 json_build_array("any") | json | VARIADIC "any" | 114 | 2276
+3199 json_build_array() | json | = | 114 | 
+3200 json_build_object("any") | json | VARIADIC "any" | 114 | 2276
+3201 json_build_object() | json | = | 114 | 
 3951 json_extract_path(json,text[]) | json | from_json json, VARIADIC path_elems text[] | 114 | 114 1009
 3953 json_extract_path_text(json,text[]) | text | from_json json, VARIADIC path_elems text[] | 25 | 114 1009
 3947 json_object_field(json,text) | json | from_json json, field_name text | 114 | 114 25
@@ -133,13 +137,20 @@ _PG15 = """
 3302 jsonb_delete(jsonb,text) | jsonb | = | 3802 | 3802 25
 3303 jsonb_delete(jsonb,integer) | jsonb | = | 3802 | 3802 23
 3343 jsonb_delete(jsonb,text[]) | jsonb | from_json jsonb, VARIADIC path_elems text[] | 3802 | 3802 1009
+3304 jsonb_delete_path(jsonb,text[]) | jsonb | = | 3802 | 3802 1009
 4047 jsonb_exists(jsonb,text) | boolean | = | 16 | 3802 25
 4049 jsonb_exists_all(jsonb,text[]) | boolean | = | 16 | 3802 1009
 4048 jsonb_exists_any(jsonb,text[]) | boolean | = | 16 | 3802 1009
 3217 jsonb_extract_path(jsonb,text[]) | jsonb | from_json jsonb, VARIADIC path_elems text[] | 3802 | 3802 1009
 3940 jsonb_extract_path_text(jsonb,text[]) | text | from_json jsonb, VARIADIC path_elems text[] | 25 | 3802 1009
+3579 jsonb_insert(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, insert_after boolean DEFAULT false | 3802 | 3802 1009 3802 16
 3478 jsonb_object_field(jsonb,text) | jsonb | from_json jsonb, field_name text | 3802 | 3802 25
 3214 jsonb_object_field_text(jsonb,text) | text | from_json jsonb, field_name text | 25 | 3802 25
+4005 jsonb_path_exists(jsonb,jsonpath,jsonb,boolean) | boolean | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 16 | 3802 4072 3802 16
+4009 jsonb_path_match(jsonb,jsonpath,jsonb,boolean) | boolean | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 16 | 3802 4072 3802 16
+4007 jsonb_path_query_array(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
+4008 jsonb_path_query_first(jsonb,jsonpath,jsonb,boolean) | jsonb | target jsonb, path jsonpath, vars jsonb DEFAULT '{}'::jsonb, silent boolean DEFAULT false | 3802 | 3802 4072 3802 16
+3306 jsonb_pretty(jsonb) | text | = | 25 | 3802
 3305 jsonb_set(jsonb,text[],jsonb,boolean) | jsonb | jsonb_in jsonb, path text[], replacement jsonb, create_if_missing boolean DEFAULT true | 3802 | 3802 1009 3802 16
 3262 jsonb_strip_nulls(jsonb) | jsonb | = | 3802 | 3802
 3210 jsonb_typeof(jsonb) | text | = | 25 | 3802
@@ -174,7 +185,11 @@ _PG15 = """
 881 ltrim(text) | text | = | 25 | 25
 6195 ltrim(bytea,bytea) | bytea | = | 17 | 17 17
 3846 make_date(integer,integer,integer) | date | year integer, month integer, day integer | 1082 | 23 23 23
+3464 make_interval(integer,integer,integer,integer,integer,integer,double precision) | interval | years integer DEFAULT 0, months integer DEFAULT 0, weeks integer DEFAULT 0, days integer DEFAULT 0, hours integer DEFAULT 0, mins integer DEFAULT 0, secs double precision DEFAULT 0.0 | 1186 | 23 23 23 23 23 23 701
+3847 make_time(integer,integer,double precision) | time without time zone | hour integer, min integer, sec double precision | 1083 | 23 23 701
 3461 make_timestamp(integer,integer,integer,integer,integer,double precision) | timestamp without time zone | year integer, month integer, mday integer, hour integer, min integer, sec double precision | 1114 | 23 23 23 23 23 701
+3462 make_timestamptz(integer,integer,integer,integer,integer,double precision) | timestamp with time zone | year integer, month integer, mday integer, hour integer, min integer, sec double precision | 1184 | 23 23 23 23 23 701
+3463 make_timestamptz(integer,integer,integer,integer,integer,double precision,text) | timestamp with time zone | year integer, month integer, mday integer, hour integer, min integer, sec double precision, timezone text | 1184 | 23 23 23 23 23 701 25
 2311 md5(text) | text | = | 25 | 25
 2321 md5(bytea) | text | = | 25 | 17
 5042 min_scale(numeric) | integer | = | 23 | 1700

@@ -10,6 +10,7 @@ import math
 import re
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -418,6 +419,33 @@ def bytea_from_text(text: str) -> bytes:
     return bytes(out)
 
 
+# now()'s value for the statement being planned: the start of its transaction (the session
+# sets it; planning outside a session reads the clock); also what 'now' and 'today' read
+STATEMENT_TIME: ContextVar[datetime | None] = ContextVar("statement_time", default=None)
+_SPECIAL_STAMPS = ("epoch", "now", "today", "tomorrow", "yesterday", "infinity", "-infinity")
+
+
+def _special_stamp(word: str, kind: SqlType) -> Any:
+    """PostgreSQL's special date and timestamp inputs: ``epoch``, and ``now``, ``today``,
+    ``tomorrow`` and ``yesterday`` read at the statement's time (UTC); the infinities are no
+    value here (0A000)."""
+    from datetime import UTC, timedelta
+
+    if word.endswith("infinity"):
+        raise EvalError(
+            f"{kind} '{word}' is not supported: dates here are finite", sqlstate="0A000"
+        )
+    now = STATEMENT_TIME.get() or datetime.now(UTC)
+    if word == "epoch":
+        now = datetime(1970, 1, 1, tzinfo=UTC)
+    elif word != "now":
+        days = {"today": 0, "tomorrow": 1, "yesterday": -1}[word]
+        now = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=days)
+    if kind == DATE:
+        return now.date()
+    return now if kind == TIMESTAMPTZ else now.replace(tzinfo=None)
+
+
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
     if kind.element is not None:
@@ -439,6 +467,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return one_nan(value)
         if kind == FLOAT8:
             return one_nan(float(s))
+        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
+            return _special_stamp(s.lower(), kind)
         if kind == DATE:
             return date.fromisoformat(s)
         if kind == UUID:

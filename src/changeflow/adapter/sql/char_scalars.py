@@ -38,10 +38,15 @@ class CharScalars:
         """n if ``e`` is char(n) over this clause's columns, else None."""
         return self.mod(e).pad
 
-    def text_typeof(self: Scalars, name: str, values: list[X.Expr]) -> X.Expr | None:
-        """``pg_typeof`` of a char(n) or varchar value: its type's name (held as text)."""
+    def text_typeof(
+        self: Scalars, name: str, values: list[X.Expr], args: list[exp.Expression]
+    ) -> X.Expr | None:
+        """``pg_typeof`` of a char(n) or varchar value: its type's name (held as text); of a
+        quoted literal, ``unknown``."""
         if name.lower() != "pg_typeof" or len(values) != 1:
             return None
+        if isinstance(args[0], exp.Literal) and args[0].is_string:
+            return X.lit("unknown")
         found = TYPE_NAMES.get(self.mod(values[0]).text_type)
         return None if found is None else X.lit(found)
 

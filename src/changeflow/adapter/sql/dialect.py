@@ -13,6 +13,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
+from changeflow.adapter.sql import pg_forms
 from changeflow.adapter.sql.typed_literals import TypedLiterals
 from changeflow.errors import PlanError
 
@@ -151,6 +152,11 @@ class PostgresCalls(Postgres):
     class Generator(Postgres.Generator):
         TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
 
+        def anonymous_sql(self, expression: exp.Anonymous) -> str:
+            """A call the parse made of a PostgreSQL form shows as written (in messages)."""
+            written = expression.meta.get("written")
+            return str(written) if written else super().anonymous_sql(expression)
+
     class Parser(TypedLiterals):
         FUNCTIONS = {  # noqa: RUF012 (sqlglot's own class attribute)
             **Postgres.Parser.FUNCTIONS,
@@ -183,6 +189,22 @@ class PostgresCalls(Postgres):
             for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
             if k not in ("DATE_PART", "JSON_AGG", *_PLAIN_CALLS)
         } | {"POSITION": lambda self: self._parse_position_in()}
+
+        def _parse_substring(self) -> exp.Expression:
+            """``substring(s SIMILAR p ESCAPE e)``: the part of ``s`` that ``p``'s ``e"``
+            marks, as ``substring(s FROM similar_to_escape(p, e))`` (PostgreSQL's reading)."""
+            index = self._index
+            this = self._parse_bitwise()
+            if self._curr is not None and self._curr.text.upper() == "SIMILAR":
+                self._advance()
+                pattern = self._parse_bitwise()
+                args = [pattern]
+                if self._match_text_seq("ESCAPE"):
+                    args.append(self._parse_bitwise())
+                regex = exp.Anonymous(this="similar_to_escape", expressions=args)
+                return self.expression(exp.Substring(this=this, start=regex))
+            self._retreat(index)
+            return super()._parse_substring()
 
         def _parse_position_in(self) -> exp.Expression:
             """``position(a IN b)``, PostgreSQL's only form of the call."""
@@ -316,7 +338,7 @@ def shared_tree(text: str) -> exp.Expression:
         if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
             inner = exp.Filter(this=call.expressions[0], expression=f.expression)
             f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
-    return parsed[0]
+    return pg_forms.rewrite(parsed[0])
 
 
 def _syntax_message(e: ParseError) -> str:

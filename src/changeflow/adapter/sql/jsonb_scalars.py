@@ -11,6 +11,7 @@ from sqlglot import exp
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.types import JSON, JSONB, TEXT, array_of
+from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -30,6 +31,13 @@ JSONB_FIRST = frozenset(
         "jsonb_exists",
         "jsonb_contains",
         "jsonb_contained",
+        "jsonb_pretty",
+        "jsonb_insert",
+        "jsonb_path_exists",
+        "jsonb_path_match",
+        "jsonb_path_query_array",
+        "jsonb_path_query_first",
+        "jsonb_path_values",
     )
 )
 # Functions whose steps after the first argument are a VARIADIC text[] (a path).
@@ -122,6 +130,26 @@ class JsonbScalars:
             else self.expr(keys)
         )
         return Func(name, (self._jsonb_side(node.this), k))
+
+    def _jsonbpathexists(self: Scalars, node: exp.Expression) -> X.Expr:
+        """``j @? path``: ``jsonb_path_exists`` with its errors silenced, as PostgreSQL's."""
+        return self._silent_path("jsonb_path_exists", node.this, node.expression)
+
+    def _matchagainst(self: Scalars, node: exp.Expression) -> X.Expr:
+        """``j @@ path`` (sqlglot's reading: the path, then j): ``jsonb_path_match``, silent."""
+        if len(node.expressions) != 1:
+            raise PlanError("@@ takes one operand on each side", sqlstate="42601")
+        return self._silent_path("jsonb_path_match", node.expressions[0], node.this)
+
+    def _silent_path(self: Scalars, name: str, j: exp.Expression, path: exp.Expression) -> X.Expr:
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        p = coerce_text(str(path.this), TEXT) if is_string_literal(path) else self.expr(path)
+        nothing = coerce_text("{}", JSONB)
+        return Func(name, (self._jsonb_side(j), p, nothing, X.lit(True)))
+
+    def _jsonbdeleteatpath(self: Scalars, node: exp.Expression) -> X.Expr:
+        return self._keys(node, "jsonb_delete_path")
 
     def _jsonbcontainsanytopkeys(self: Scalars, node: exp.Expression) -> X.Expr:
         return self._keys(node, "jsonb_exists_any")

@@ -1,7 +1,7 @@
 """ORDER BY, LIMIT/OFFSET and the select list's projection (with DISTINCT) of a query.
 
 At the top of a statement ORDER BY/LIMIT become its finishing; inside one, a LIMIT is a TopK
-per correlation key.
+per correlation key; FETCH … WITH TIES is a filter of ranks (:func:`with_ties`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.types import operator_for
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
-from changeflow.compute.types import NULLTYPE
+from changeflow.compute.types import INT8, NULLTYPE
+from changeflow.compute.window import Window, WindowFunc
 from changeflow.errors import PlanError
 
 
@@ -68,13 +69,12 @@ class Ordering:
         """Apply ORDER BY ``orders`` and LIMIT/OFFSET; keep the first ``width`` columns (past
         the key columns)."""
         limit_node, offset_node = node.args.get("limit"), node.args.get("offset")
-        limit = None
+        limit, ties = None, False
         if isinstance(limit_node, exp.Fetch):
             options = limit_node.args.get("limit_options")
-            if options is not None and (
-                options.args.get("percent") or options.args.get("with_ties")
-            ):
-                raise unsupported("FETCH ... PERCENT or WITH TIES", limit_node)
+            if options is not None and options.args.get("percent"):
+                raise unsupported("FETCH ... PERCENT", limit_node)
+            ties = options is not None and bool(options.args.get("with_ties"))
             count = limit_node.args.get("count")
             limit = 1 if count is None else _int_constant(count, "FETCH")
         elif limit_node is not None:
@@ -87,6 +87,9 @@ class Ordering:
         if offset < 0:
             raise PlanError("OFFSET must not be negative", sqlstate="2201X")
         full = len(out.plan.schema) - out.keys
+        if ties:
+            out = with_ties(out, orders, limit, offset)
+            limit, offset = None, 0
         if top:
             shifted = tuple(orders)
             finishing = Finishing(shifted, limit, offset, width if width < full else None)
@@ -205,6 +208,30 @@ class Ordering:
             )
         hidden.append(e)
         return len(exprs) + len(hidden) - 1
+
+
+def with_ties(out: Output, orders: list[P.Order], limit: int | None, offset: int) -> Output:
+    """``OFFSET m FETCH FIRST n ROWS WITH TIES``: the rows past the first ``m`` in ORDER BY's
+    order whose rank is at most ``m + n`` (the ``n`` rows and those that tie with the last),
+    per correlation key; a filter of a window's ranks, so a view keeps it per partition."""
+    if not orders:
+        raise PlanError("WITH TIES cannot be specified without ORDER BY clause", sqlstate="42601")
+    if limit is None:
+        raise PlanError(
+            "row count cannot be null in FETCH FIRST ... WITH TIES clause", sqlstate="2201W"
+        )
+    plan = out.plan
+    width = len(plan.schema)
+    keys = tuple(range(out.keys))
+    shifted = tuple(P.Order(o.column + out.keys, o.desc, o.nulls_last) for o in orders)
+    ranks = (WindowFunc("rank"), WindowFunc("row_number"))
+    ranked = Window(plan, keys, shifted, ranks, ("rank", "row_number"))
+    rank, number = P.col(ranked.schema, width), P.col(ranked.schema, width + 1)
+    kept = [X.Cmp("<=", rank, X.Lit(offset + limit, INT8))]
+    if offset:
+        kept.append(X.Cmp(">", number, X.Lit(offset, INT8)))
+    filtered = P.Filter(ranked, tuple(kept))
+    return replace(out, plan=P.Project(filtered, tuple(range(width))))
 
 
 def _int_constant(node: exp.Expression, what: str) -> int | None:

@@ -10,7 +10,6 @@ aggregates are planned elsewhere and arrive as ``replacements`` (or through ``ho
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -39,6 +38,7 @@ from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
 from changeflow.compute.functions import Func
+from changeflow.compute.scalars import STATEMENT_TIME
 from changeflow.compute.types import (
     BOOL,
     DATE,
@@ -55,9 +55,6 @@ from changeflow.compute.types import (
 )
 from changeflow.errors import EvalError, PlanError
 
-# now()'s value for the statement being planned: the start of its transaction (the session
-# sets it; planning outside a session reads the clock)
-STATEMENT_TIME: ContextVar[datetime | None] = ContextVar("statement_time", default=None)
 AGGREGATE_NODES: dict[type, str] = {
     exp.Count: "count",
     exp.Sum: "sum",
@@ -240,9 +237,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
 
     def _anonymous(self, node: exp.Anonymous) -> X.Expr:
         name = str(node.this).lower()
-        row = whole_row.columns(self, node.expressions[0]) if name == "row_to_json" else None
-        if row is not None and len(node.expressions) == 1:
-            return whole_row.to_json(row)
+        if name == "row_to_json" and (found := whole_row.to_json(self, node)) is not None:
+            return found
         if name == "mz_now":
             if node.expressions:
                 raise PlanError("mz_now() takes no arguments", sqlstate="42883")
@@ -461,7 +457,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             return found
         else:
             values = self.shown_args(name, [self.expr(a) for a in args])
-            if (named := self.text_typeof(name, values)) is not None:
+            if (named := self.text_typeof(name, values, args)) is not None:
                 return named
         try:
             return Func(name, tuple(values))

@@ -1,6 +1,6 @@
 """A table's name as a value: the whole row (``SELECT t FROM t``, ``count(t)``), written as
 PostgreSQL writes a record (``(1,x)``), and ``row_to_json(t)``, its columns as a JSON object
-(jsonb here). A row of a table is never NULL, so ``count(t)`` counts every row."""
+(also of ``ROW(…)``). A row of a table is never NULL, so ``count(t)`` counts every row."""
 
 from __future__ import annotations
 
@@ -40,7 +40,19 @@ def record(cols: list[X.Col]) -> X.Expr:
     return Func("record_text", tuple(cols))
 
 
-def to_json(cols: list[X.Col]) -> X.Expr:
-    """``row_to_json`` of the row: its columns by name."""
-    pairs = tuple(e for c in cols for e in (X.Lit(c.name, TEXT), c))
-    return Func("jsonb_build_object", pairs)
+def to_json(sc: Scalars, node: exp.Anonymous) -> X.Expr | None:
+    """``row_to_json`` of a table's row (its columns by name) or of ``ROW(…)`` (``f1``,
+    ``f2``…), as json; None for another argument."""
+    if len(node.expressions) != 1:
+        return None
+    arg = node.expressions[0]
+    if isinstance(arg, exp.Tuple):
+        values = [sc.expr(e) for e in arg.expressions]
+        names = [f"f{i}" for i in range(1, len(values) + 1)]
+    else:
+        cols = columns(sc, arg)
+        if cols is None:
+            return None
+        values, names = list(cols), [c.name for c in cols]
+    pairs = tuple(e for n, v in zip(names, values, strict=True) for e in (X.Lit(n, TEXT), v))
+    return Func("json_of_record", pairs)

@@ -11,7 +11,7 @@ PostgreSQL's do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
@@ -24,11 +24,17 @@ from changeflow.compute.functions import (
     chars,
     formats,
     from_text,
+    json_build,
     jsonb,
     jsonb_edits,
+    jsonb_paths,
+    makers,
     numbers,
+    ordered_sets,
     parts,
     patterns,
+    periods,
+    regexp_sets,
     statistics,
     text,
     times,
@@ -41,8 +47,19 @@ from changeflow.compute.scalars import check_range, coerce, one_nan
 from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
 
+# strict functions that may be NULL of arguments that are not: a missing key, element or
+# match, an empty array's bounds, a scale of NaN, a sum of no values, a silenced path error
+NULL_RESULTS = frozenset(
+    {"regexp_match", "regexp_nth_match", "jsonb_path_exists", "jsonb_path_query_first"}
+    | {"jsonb_path_match"}
+    | {f"{j}_{w}" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
+    | {f"{j}_{w}_text" for j in ("json", "jsonb") for w in ("object_field", "array_element")}
+    | {f"{j}_extract_path{t}" for j in ("json", "jsonb") for t in ("", "_text")}
+    | {"array_length", "array_upper", "array_lower", "array_ndims", "array_dims"}
+    | {"scale", "min_scale", "interval_sum_of", "interval_avg_of"}
+)
 FUNCTIONS: dict[str, Function] = {
-    f.name: f
+    f.name: replace(f, nulls=True) if f.name in NULL_RESULTS else f
     for family in (
         *(text, patterns, chars, numbers, times, parts, zones, formats, from_text, arrays, jsonb),
         array_edits,
@@ -53,6 +70,12 @@ FUNCTIONS: dict[str, Function] = {
         bits,
         to_number,
         trig,
+        ordered_sets,
+        makers,
+        json_build,
+        regexp_sets,
+        jsonb_paths,
+        periods,
     )
     for f in family.FUNCTIONS
 }
@@ -60,14 +83,26 @@ FUNCTIONS: dict[str, Function] = {
 # functions of the table that are not PostgreSQL's (the planner's own forms), or are its
 # syntax rather than functions of pg_proc (GREATEST, LEAST, TRIM): pg_proc leaves them out
 NOT_IN_PG_PROC = frozenset(
-    {"epoch_ms", "jsonb_object_of_pairs", "record_text", "greatest", "least", "trim"}
+    {
+        "epoch_ms",
+        "jsonb_object_of_pairs",
+        "json_of_record",
+        "jsonb_path_values",
+        "overlaps_of",
+        "record_text",
+        "greatest",
+        "least",
+        "trim",
+    }
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of"}
     | set(statistics.FORMS)
+    | ordered_sets.FORMS
+    | regexp_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
 )
-assert FUNCTIONS.keys() >= NOT_IN_PG_PROC
+assert FUNCTIONS.keys() >= NOT_IN_PG_PROC | NULL_RESULTS
 
 
 @dataclass(frozen=True)
@@ -87,14 +122,15 @@ class Func(Expr):
         try:
             kind = function.rule(kinds)
         except PlanError as e:
-            if e.sqlstate in ("42725", UNDETERMINED):
-                raise
+            if e.sqlstate in ("42725", UNDETERMINED) or e.fields.get("named"):
+                raise  # (named: the rule's message names the call as it was written)
             shown = ", ".join(map(str, kinds))
             raise PlanError(
                 f"function {self.name}({shown}) does not exist", sqlstate="42883"
             ) from None
         object.__setattr__(self, "function", function)
-        _typed(self, kind, any(a.nullable for a in self.args) if function.strict else True)
+        strict = function.strict and not function.nulls
+        _typed(self, kind, any(a.nullable for a in self.args) if strict else True)
 
     def children(self) -> tuple[Expr, ...]:
         return self.args

@@ -32,7 +32,8 @@ class Function:
     """A function, defined once: its type rule, its meaning on Python values (``impl``, the
     reference), its Spark form (``spark``: a Column from the compiler and the call) and, where
     Arrow has a kernel that means the same, its Arrow form (``arrow``: arrays or scalars of the
-    arguments to the result's array)."""
+    arguments to the result's array); ``nulls`` if a strict function may still be NULL (so
+    its column is nullable, in a view too)."""
 
     name: str
     rule: Rule
@@ -40,6 +41,7 @@ class Function:
     strict: bool = True
     spark: Builder | None = None
     arrow: Kernel | None = None
+    nulls: bool = False  # may be NULL of arguments that are not (regexp_match of no match)
 
     def __reduce__(self) -> tuple[Callable[[str], Function], tuple[str]]:
         """A stored plan names its functions: rules and implementations may be closures or

@@ -1,5 +1,5 @@
-"""jsonb edits: ``jsonb_set`` (a value put at a path) and ``jsonb_strip_nulls``, as
-PostgreSQL's."""
+"""jsonb edits: ``jsonb_set`` (a value put at a path), ``jsonb_insert``, ``#-``
+(``jsonb_delete_path``) and ``jsonb_strip_nulls``, as PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -17,24 +17,45 @@ _IN_PROCESS = in_process("jsonb is edited in the process")
 def jsonb_set(j: J.Jsonb, path: tuple, new: J.Jsonb, create: bool = True) -> J.Jsonb:
     """``j`` with ``new`` at ``path`` (a missing last step added if ``create``; a path
     through a missing or scalar value leaves ``j`` as it is)."""
+    return _edit(j, path, new.value(), "set" if create else "replace", "set")
+
+
+def jsonb_insert(j: J.Jsonb, path: tuple, new: J.Jsonb, after: bool = False) -> J.Jsonb:
+    """``j`` with ``new`` inserted before (or ``after``) the array element at ``path``, or
+    as the object's new key there (an existing key is 22023)."""
+    return _edit(j, path, new.value(), "after" if after else "before", "set")
+
+
+def jsonb_delete_path(j: J.Jsonb, path: tuple) -> J.Jsonb:
+    """``j #- path``: ``j`` without the element or key at ``path``."""
+    return _edit(j, path, None, "delete", "delete")
+
+
+def _edit(j: J.Jsonb, path: tuple, new: Any, mode: str, verb: str) -> J.Jsonb:
     v = j.value()
     if not isinstance(v, dict | list):
-        raise EvalError("cannot set path in scalar", sqlstate="22023")
+        raise EvalError(f"cannot {verb} path in scalar", sqlstate="22023")
     if path:
-        _set_in(v, list(path), new.value(), create, 1)
+        _set_in(v, list(path), new, mode, 1)
     return J.from_value(v)
 
 
-def _set_in(at: Any, path: list, new: Any, create: bool, position: int) -> None:
+def _set_in(at: Any, path: list, new: Any, mode: str, position: int) -> None:
+    """Edit ``at`` at ``path``: ``mode`` is set (adding a missing last step), replace (an
+    existing one only), before or after (inserting) or delete."""
     key, last = path[0], len(path) == 1
     if key is None:
         raise EvalError(f"path element at position {position} is null", sqlstate="22004")
     if isinstance(at, dict):
         if last:
-            if key in at or create:
+            if mode == "delete":
+                at.pop(key, None)
+            elif mode in ("before", "after") and key in at:
+                raise EvalError("cannot replace existing key", sqlstate="22023")
+            elif key in at or mode != "replace":
                 at[key] = new
         elif isinstance(at.get(key), dict | list):
-            _set_in(at[key], path[1:], new, create, position + 1)
+            _set_in(at[key], path[1:], new, mode, position + 1)
         return
     try:
         i = int(key)
@@ -45,10 +66,15 @@ def _set_in(at: Any, path: list, new: Any, create: bool, position: int) -> None:
     i = i + len(at) if i < 0 else i
     if not last:
         if 0 <= i < len(at) and isinstance(at[i], dict | list):
-            _set_in(at[i], path[1:], new, create, position + 1)
+            _set_in(at[i], path[1:], new, mode, position + 1)
+    elif mode == "delete":
+        if 0 <= i < len(at):
+            del at[i]
+    elif mode in ("before", "after"):
+        at.insert(max(0, min(i + (mode == "after"), len(at))), new)
     elif 0 <= i < len(at):
         at[i] = new
-    elif create:
+    elif mode == "set":
         at.insert(0 if i < 0 else len(at), new)
 
 
@@ -73,6 +99,21 @@ FUNCTIONS = [
             "jsonb_set", (((JSONB, _PATH, JSONB), JSONB), ((JSONB, _PATH, JSONB, BOOL), JSONB))
         ),
         jsonb_set,
+        spark=_IN_PROCESS,
+    ),
+    Function(
+        "jsonb_insert",
+        Overloads(
+            "jsonb_insert",
+            (((JSONB, _PATH, JSONB), JSONB), ((JSONB, _PATH, JSONB, BOOL), JSONB)),
+        ),
+        jsonb_insert,
+        spark=_IN_PROCESS,
+    ),
+    Function(
+        "jsonb_delete_path",
+        Overloads("jsonb_delete_path", (((JSONB, _PATH), JSONB),)),
+        jsonb_delete_path,
         spark=_IN_PROCESS,
     ),
     Function(

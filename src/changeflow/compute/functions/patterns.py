@@ -33,8 +33,17 @@ def _options(flags: str) -> str:
     return "(?i)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else ""
 
 
+_SHORT_FIRST = re.compile(r"\^\(\?:(.*?)\)\{1,1\}\?\(")
+
+
 @lru_cache(maxsize=256)
 def _compiled(pattern: str, flags: str) -> re.Pattern[str]:
+    """``pattern`` compiled; a first group quantified ``{1,1}?`` (what ``similar_to_escape``
+    makes of a ``#"`` marker) matches as little as it can, as in PostgreSQL's engine."""
+    first = _SHORT_FIRST.match(pattern)
+    if first is not None:
+        lazy = re.sub(r"(?<!\\)([*+])(?!\?)", r"\1?", first.group(1))
+        pattern = f"^(?:{lazy}){{1,1}}?(" + pattern[first.end() :]
     try:
         return re.compile(_options(flags) + pattern)
     except re.error as e:
@@ -71,16 +80,21 @@ def similar_to_escape(pattern: str, escape: str = "\\") -> str:
     """The regular expression of a ``SIMILAR TO`` pattern, matching the whole string:
     ``%`` any text, ``_`` any character, ``|*+?{}()[]`` as in regular expressions, ``.``
     ``^`` ``$`` themselves, and the escape character (one, or none for '') before a character
-    makes it itself."""
+    makes it itself; two escape-double-quotes (``#"``) mark the part that
+    ``substring(s SIMILAR p ESCAPE '#')`` gives (the regular expression's one group)."""
     if len(escape) > 1:
         raise EvalError("invalid escape string", sqlstate="22025")
-    out, i, bracket = [], 0, False
+    parts: list[list[str]] = [[]]
+    i, bracket = 0, False
     while i < len(pattern):
-        c = pattern[i]
+        c, out = pattern[i], parts[-1]
         if escape and c == escape:
             if i + 1 == len(pattern):
                 raise EvalError("invalid escape string", sqlstate="22025")
-            out.append(re.escape(pattern[i + 1]))
+            if pattern[i + 1] == '"':
+                parts.append([])
+            else:
+                out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
         if bracket:
@@ -92,7 +106,17 @@ def similar_to_escape(pattern: str, escape: str = "\\") -> str:
         else:
             out.append(_SIMILAR.get(c, c))
         i += 1
-    return "^(?:" + "".join(out) + ")$"
+    if len(parts) > 3:
+        raise EvalError(
+            "SQL regular expression may not contain more than two escape-double-quote separators",
+            sqlstate="2200C",
+        )
+    bodies = ["".join(p) for p in parts]
+    if len(bodies) == 1:
+        return "^(?:" + bodies[0] + ")$"
+    first, middle = bodies[0], bodies[1]
+    last = bodies[2] if len(bodies) == 3 else ""
+    return f"^(?:{first}){{1,1}}?({middle}){{1,1}}(?:{last})$"
 
 
 def like_escape(pattern: str, escape: str) -> str:
