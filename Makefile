@@ -52,6 +52,7 @@ bench: $(BENCH_STAMP) $(PEER_STAMP) java
 	$(BIN)/python benchmarks/materialize.py
 	$(BIN)/python benchmarks/compute.py
 	$(BIN)/python benchmarks/cluster.py
+	$(BIN)/python benchmarks/cluster_driver.py
 	$(BIN)/python benchmarks/temporal.py
 	$(BIN)/python benchmarks/columnar.py
 	$(BIN)/python benchmarks/adhoc.py
