@@ -297,6 +297,16 @@ def plot(results: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def prepare(args: argparse.Namespace) -> None:
+    """The data folders (``args.work``, ``args.cache``) and the driver's and executors'
+    memory for a run on the two-worker cluster (this module's and ``cluster_driver.py``'s)."""
+    args.work = Path(args.work).resolve()
+    args.cache = args.work / "tpch"
+    args.cache.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("CHANGEFLOW_DRIVER_MEMORY", "1g")
+    os.environ["CHANGEFLOW_EXECUTOR_MEMORY"] = args.executor_memory
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, nargs="+", default=[0.1, 1.0])
@@ -306,11 +316,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps < 2 or any(s <= 0 for s in args.scale):
         parser.error("--steps must be at least 2, scales positive")
-    args.work = Path(args.work).resolve()
-    args.cache = args.work / "tpch"
-    args.cache.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("CHANGEFLOW_DRIVER_MEMORY", "1g")
-    os.environ["CHANGEFLOW_EXECUTOR_MEMORY"] = args.executor_memory
+    prepare(args)
     from changeflow.spark import get_spark
     from changeflow.testing.cluster import standalone_cluster
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cluster import driver_growth, executor_tasks, reset_peaks
+from cluster import driver_growth, executor_tasks, prepare, reset_peaks
 from compute import install_output
 from readme import publish
 from tpch import (
@@ -131,11 +131,7 @@ def main() -> None:
     parser.add_argument("--work", default=".bench-work", help="cached data and data homes")
     parser.add_argument("--executor-memory", default="4g", help="each of the two executors")
     args = parser.parse_args()
-    args.work = Path(args.work).resolve()
-    args.cache = args.work / "tpch"
-    args.cache.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("CHANGEFLOW_DRIVER_MEMORY", "1g")
-    os.environ["CHANGEFLOW_EXECUTOR_MEMORY"] = args.executor_memory
+    prepare(args)
     from changeflow.spark import get_spark
     from changeflow.testing.cluster import standalone_cluster
 
