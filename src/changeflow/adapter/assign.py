@@ -4,13 +4,13 @@ point than the column allows (22003); text longer than varchar(n) is an error (2
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 
 from changeflow.compute.scalars import unstorable_nan
-from changeflow.compute.types import NUMERIC
+from changeflow.compute.scale import stored_decimal
 from changeflow.errors import EvalError
 
 Rows = list[tuple[tuple[Any, ...], int]]
@@ -29,35 +29,15 @@ def assign(rows: Rows, schema: pa.Schema, lengths: list[int | None], table: str)
     ]
 
 
-_WIDE = Context(prec=100)  # a value's digits before its check, past Decimal's default 28
-
-
 def fitter(field: pa.Field, length: int | None, table: str) -> Any:
     """The function that fits a (non-NULL) value to ``field``; None if values fit as they are."""
     if pa.types.is_decimal(field.type):
-        precision, scale = field.type.precision, field.type.scale
-        quantum = Decimal(1).scaleb(-scale)
+        where = f'column "{field.name}" of "{table}"'
 
         def fit_numeric(value: Any) -> Decimal:
             if value != value:  # only a NaN is unequal to itself
-                raise unstorable_nan(f'column "{field.name}" of "{table}"')
-            rounded = Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP, context=_WIDE)
-            if rounded.adjusted() >= precision - scale and field.type == NUMERIC.arrow:
-                raise EvalError(
-                    f'numeric value {value} does not fit column "{field.name}" of "{table}": an '
-                    f"unconstrained numeric is stored with at most {precision - scale} digits "
-                    f"before the point and {scale} after",
-                    sqlstate="0A000",
-                )
-            if rounded.adjusted() >= precision - scale:
-                raise EvalError(
-                    "numeric field overflow",
-                    sqlstate="22003",
-                    detail=f"A field with precision {precision}, scale {scale} must round to "
-                    f"an absolute value less than 10^{precision - scale}.",
-                    column=field.name,
-                )
-            return rounded
+                raise unstorable_nan(where)
+            return stored_decimal(Decimal(value), field.type, where, column=field.name)
 
         return fit_numeric
     if length is not None:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.operators import Inputs, build
-from changeflow.compute.types import NUMERIC
+from changeflow.compute.types import NUMERIC, WIDE
 from changeflow.compute.values import python_values
 from changeflow.errors import EvalError
 from changeflow.storage.frames import consolidate
@@ -83,8 +83,8 @@ def _plain(column: pa.ChunkedArray) -> list[Any]:
 def plain(value: Decimal) -> Decimal:
     """``value`` without trailing zeros after the point (and no exponent)."""
     if value == value.to_integral_value():
-        return value.quantize(Decimal(1))
-    return value.normalize()
+        return value.quantize(Decimal(1), context=WIDE)
+    return value.normalize(WIDE)
 
 
 def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:

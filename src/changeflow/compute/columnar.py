@@ -3,8 +3,8 @@
 The row evaluator (``Expr.eval``) is the meaning; this backend computes the same values a column
 at a time. Where a node has no kernel here (a function, a numeric quotient, ILIKE…) the whole
 expression is evaluated row by row over the batch (:func:`evaluate` does it); where a kernel
-*might* disagree with the rows (an overflow, a division by zero, a numeric wider than the rows'
-28 digits) it does not guess: :class:`Rows` is raised and the caller evaluates the expression
+*might* disagree with the rows (an overflow, a division by zero, a numeric too wide for
+decimal256) it does not guess: :class:`Rows` is raised and the caller evaluates the expression
 (or the operator) row by row, which raises the exact error the rows raise, or none when the
 offending row is one the rows never evaluate (a FALSE AND, a CASE branch not taken).
 
@@ -44,7 +44,6 @@ Value = pa.Array | pa.Scalar
 _EPOCH = date(1970, 1, 1).toordinal()
 _DAYS = (date(1, 1, 1).toordinal() - _EPOCH, date(9999, 12, 31).toordinal() - _EPOCH)
 _EXACT_FLOAT_INT = 2**53  # integers up to this compare with a double exactly once converted
-_ROW_DIGITS = 28  # Python's decimal context: a result with more digits is rounded by the rows
 
 
 class NoKernel(Exception):
@@ -196,19 +195,6 @@ def narrow(v: Value) -> Value:
     return v.cast(pa.decimal256(max(precision, 1), scale))
 
 
-def _exact_in_rows(out: Value) -> Value:
-    """``out`` if the rows' 28-digit decimal arithmetic keeps it exactly; else :class:`Rows`."""
-    biggest = _max_abs(out)
-    if biggest is None or biggest == 0:
-        return out
-    keep = _ROW_DIGITS - 1 - biggest.adjusted()  # decimals the rows keep at this magnitude
-    if keep >= out.type.scale:
-        return out
-    if keep < 0 or not pc.all(pc.equal(pc.round(out, ndigits=keep), out)).as_py():
-        raise Rows("numeric rounded by the rows")
-    return out
-
-
 def _numeric(op: str, a: Value, b: Value) -> Value:
     if op not in ("+", "-", "*"):
         raise NoKernel(f"numeric {op}")
@@ -221,7 +207,7 @@ def _numeric(op: str, a: Value, b: Value) -> Value:
     if width > 76:
         raise Rows("numeric too wide")
     kernel = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}[op]
-    return _exact_in_rows(kernel(a, b))
+    return kernel(a, b)  # exact, as the rows' numeric arithmetic
 
 
 def _fails_on_zero(b: Value, a: Value) -> None:

@@ -25,6 +25,7 @@ import dataclasses
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN as EVEN
 from decimal import Decimal
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from changeflow.compute.expr import Cmp, Col, Expr, IsNull
 from changeflow.compute.functions.base import process_call
 from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrate
 from changeflow.compute.recursive import has_recursive
-from changeflow.compute.scalars import unstorable_nan
+from changeflow.compute.scale import stored_decimal
 from changeflow.compute.sink import SelfCorrectingSink
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
@@ -533,13 +534,11 @@ class Dataflow:
         names = self.schema.names
         columns: list[list[Any]] = [[] for _ in names]
         times, diffs = [], []
-        quanta = [_quantum(f.type) for f in self.schema]
         for row, t, d in updates:
             for i, (column, value) in enumerate(zip(columns, row, strict=True)):
                 if isinstance(value, Decimal):
-                    if value.is_nan():
-                        raise unstorable_nan(f"column {names[i]!r} of view {self.name!r}")
-                    value = value.quantize(quanta[i])
+                    where = f"column {names[i]!r} of view {self.name!r}"
+                    value = stored_decimal(value, self.schema[i].type, where, rounding=EVEN)
                 column.append(value)
             times.append(t)
             diffs.append(d)
@@ -576,11 +575,6 @@ def counted_rows(table: pa.Table) -> list[tuple[tuple[Any, ...], int]]:
 def _data_rows(table: pa.Table) -> Iterable[tuple[Any, ...]]:
     data = [python_values(table.column(n)) for n in table.column_names if not n.startswith("_")]
     return zip(*data, strict=True) if data else repeat((), table.num_rows)
-
-
-def _quantum(kind: pa.DataType) -> Decimal | None:
-    """The step a stored decimal column holds its values at (numeric to the column's scale)."""
-    return Decimal(1).scaleb(-kind.scale) if pa.types.is_decimal(kind) else None
 
 
 def _meet(uppers: Any) -> Bound:

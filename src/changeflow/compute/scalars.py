@@ -36,6 +36,7 @@ from changeflow.compute.types import (
     TIMESTAMP,
     TIMESTAMPTZ,
     UUID,
+    WIDE,
     SqlType,
 )
 from changeflow.errors import EvalError
@@ -141,9 +142,9 @@ def _mod(a: Any, b: Any, kind: SqlType) -> Any:
 
 
 ARITH = {
-    "+": lambda a, b, k: a + b,
-    "-": lambda a, b, k: a - b,
-    "*": lambda a, b, k: a * b,
+    "+": lambda a, b, k: WIDE.add(a, b) if k == NUMERIC else a + b,
+    "-": lambda a, b, k: WIDE.subtract(a, b) if k == NUMERIC else a - b,
+    "*": lambda a, b, k: WIDE.multiply(a, b) if k == NUMERIC else a * b,
     "/": _div,
     "%": _mod,
 }

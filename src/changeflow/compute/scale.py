@@ -2,16 +2,20 @@
 rules do (a column's declared scale; ``+``/``-`` the larger, ``*`` the sum; ``round(x, n)`` n;
 integers 0; extract's by its field), so that a view stores and prints ``1470.10`` where
 PostgreSQL does. A quotient, or branches that differ, have no single scale (None): each value
-then shows its own."""
+then shows its own. And how a stored decimal column fits a value to its scale."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
+
+import pyarrow as pa
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.parts import extract_scale
-from changeflow.compute.types import NUMERIC, Schema
+from changeflow.compute.scalars import unstorable_nan
+from changeflow.compute.types import NUMERIC, WIDE, Schema
+from changeflow.errors import EvalError
 
 _SAME = ("abs",)
 _INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
@@ -82,3 +86,36 @@ def _func_scale(e: Func, schema: Schema) -> int | None:
         unit = e.args[0]
         return extract_scale(unit.value if isinstance(unit, X.Lit) else None, e.args[1].type)
     return None
+
+
+def stored_decimal(
+    value: Decimal,
+    kind: pa.Decimal128Type,
+    where: str,
+    column: str | None = None,
+    rounding: str = ROUND_HALF_UP,
+) -> Decimal:
+    """``value`` as a decimal column of ``kind`` stores it, by PostgreSQL's assignment rule:
+    rounded half away from zero (or by ``rounding``) to the column's scale; more digits before
+    the point than it holds are 22003 (0A000 for an unconstrained numeric, whose limit is this
+    store's); a NaN cannot be stored (0A000). ``where`` names the column in the error
+    (``column`` too, as its field)."""
+    if value.is_nan():
+        raise unstorable_nan(where)
+    precision, scale = kind.precision, kind.scale
+    rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
+    if rounded.adjusted() < precision - scale:
+        return rounded
+    if kind == NUMERIC.arrow:
+        raise EvalError(
+            f"numeric value {value} does not fit {where}: an unconstrained numeric is stored "
+            f"with at most {precision - scale} digits before the point and {scale} after",
+            sqlstate="0A000",
+        )
+    raise EvalError(
+        "numeric field overflow",
+        sqlstate="22003",
+        detail=f"A field with precision {precision}, scale {scale} must round to an absolute "
+        f"value less than 10^{precision - scale}.",
+        column=column,
+    )

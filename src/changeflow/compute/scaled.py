@@ -2,7 +2,7 @@
 to a column's scale, on the decimals' unscaled values where they fit an int64.
 
 Arrow's decimal kernels work digit-wide, and the columnar evaluator's checks (that a result
-fits, that the rows' 28-digit arithmetic keeps it) each read the whole column. Here a decimal128
+fits) each read the whole column. Here a decimal128
 column whose values fit an int64 (19 digits, which the rows keep exactly) is read as int64s in
 numpy, brought to the fewest decimal places that hold them all (``12.3400000000`` at scale 10
 is ``1234`` at scale 2), and computed on with checked int64 kernels. A result is the decimal

@@ -17,6 +17,7 @@ An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its ele
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Context
 from typing import Any
 
 import pyarrow as pa
@@ -56,6 +57,9 @@ INT2 = SqlType("smallint", pa.int16(), 0)
 INT4 = SqlType("integer", pa.int32(), 1)
 INT8 = SqlType("bigint", pa.int64(), 2)
 NUMERIC = SqlType("numeric", pa.decimal128(38, 10), 3)
+WIDE = Context(prec=1000)
+"""Numeric arithmetic's context: exact sums, differences and products (Decimal's default rounds
+to 28 digits), as PostgreSQL's numeric is."""
 FLOAT8 = SqlType("double precision", pa.float64(), 4)
 TEXT = SqlType("text", pa.string())
 DATE = SqlType("date", pa.date32())

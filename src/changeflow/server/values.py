@@ -22,7 +22,7 @@ from changeflow.compute.array_shape import MAX_DIMS, flat, shape
 from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, numeric_text, to_text
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
-from changeflow.compute.types import SqlType, sql_type
+from changeflow.compute.types import WIDE, SqlType, sql_type
 from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
@@ -95,7 +95,6 @@ STRINGS = {0, TEXT, VARCHAR, BPCHAR, CHAR, NAME, UNKNOWN, JSON, JSONB}
 PG_EPOCH = dt.datetime(2000, 1, 1)
 PG_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 PG_EPOCH_DATE = dt.date(2000, 1, 1)
-WIDE = decimal.Context(prec=1000)
 
 
 def oid_of(t: SqlType) -> tuple[int, int]:

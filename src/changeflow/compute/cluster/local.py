@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -22,6 +22,7 @@ import pyarrow as pa
 from changeflow.compute import plan as P
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.operators.batch import Batch, summed
+from changeflow.compute.scale import stored_decimal
 from changeflow.compute.spark_expr import from_spark, name
 from changeflow.compute.types import Schema, SqlType
 from changeflow.compute.values import arrow_values
@@ -117,7 +118,7 @@ def fit_value(value: Any, kind: pa.DataType) -> Any:
     """A value as a column of ``kind`` holds it (a numeric rounded to the column's scale, as
     every stored numeric is)."""
     if isinstance(value, Decimal) and pa.types.is_decimal(kind):
-        return value.quantize(Decimal(1).scaleb(-kind.scale))
+        return stored_decimal(value, kind, "a view's column", rounding=ROUND_HALF_EVEN)
     return value
 
 

@@ -151,8 +151,8 @@ class Accumulated:
         sums: dict[tuple, dict[str, Any]] = {}
         times = batch.times
         for t in pc.unique(times).to_pylist():
-            changes, bounds = accumulate(self.plan, batch.filter(pc.equal(times, t)))
-            if any(b is not None and -b.as_tuple().exponent > _PLACES for b in bounds):
+            changes = accumulate(self.plan, batch.filter(pc.equal(times, t)))
+            if any(_past_places(v) for c in changes.values() for v in c.totals):
                 raise C.Rows()  # the rows round each value to the total's places first
             for key, change in changes.items():
                 acc = sums[(*key, t)] = {COUNT: change.count}
@@ -365,3 +365,9 @@ def _rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
 def _distinct(table: pa.Table) -> pa.Table:
     """``table``'s distinct rows (NULL equal to NULL), found in the driver."""
     return table.group_by(table.column_names, use_threads=False).aggregate([])
+
+
+def _past_places(total: Any) -> bool:
+    """Whether a step's decimal total (summed in Arrow at its values' fewest places) has more
+    places than the totals keep."""
+    return isinstance(total, Decimal) and -total.as_tuple().exponent > _PLACES

@@ -26,7 +26,7 @@ from changeflow.errors import EvalError
 from changeflow.updates import DIFF, TIME
 
 Update = tuple[Row, int, int]
-_FIT_LIMIT = 10**17  # numerics below this fit the output's 28-digit quantize
+_FIT_LIMIT = 10**17  # numerics below this are rounded by the kernels, larger ones by the rows
 
 
 @dataclass

@@ -17,9 +17,9 @@ from changeflow.compute.operators.base import (
     _key,
 )
 from changeflow.compute.operators.batch import Batch
-from changeflow.compute.operators.reduce_batch import accumulate, batchable, check_totals
+from changeflow.compute.operators.reduce_batch import accumulate, batchable
 from changeflow.compute.scalars import NAN, NUMERIC_NAN, as_type, check_range
-from changeflow.compute.types import FLOAT8, SqlType
+from changeflow.compute.types import FLOAT8, WIDE, SqlType
 from changeflow.errors import EvalError
 
 
@@ -47,8 +47,7 @@ class Reduce(Stateful):
 
     def _apply_batch(self, t: int, batch: Batch) -> list[Update]:
         try:
-            changes, bounds = accumulate(self.reduce, batch)
-            check_totals(changes, bounds, self.groups)
+            changes = accumulate(self.reduce, batch)
         except C.Rows:
             return self.apply(t, [batch.updates()])
         out: list[Update] = []
@@ -138,6 +137,8 @@ class Group:
                 pass
             elif v != v:  # only a NaN is unequal to itself
                 self.nans[i] += diff
+            elif isinstance(v, Decimal):  # exactly, as PostgreSQL's numeric sums
+                self.totals[i] = WIDE.add(self.totals[i], WIDE.multiply(v, diff))
             else:
                 self.totals[i] += v * diff
 

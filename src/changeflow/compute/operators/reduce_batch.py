@@ -2,10 +2,10 @@
 Arrow's hash group-by, so Python runs once per changed group, not once per changed row.
 
 It gives exactly the row form's groups (:class:`~changeflow.compute.operators.reduce.Group`):
-counts and sums of integers and numerics are exact in both, and where the running totals in
-Python's 28-digit decimal context might round a sum the rows would not (or round it
-differently), or a kernel might differ (floats, which Python sums in row order; ordered
-aggregates), :func:`accumulate` raises :class:`~changeflow.compute.columnar.Rows` before it
+counts and sums of integers and numerics are exact in both (a step's decimal sums in Arrow
+stay within decimal128's 38 digits; the running totals are Python's, exact), and where a
+kernel might differ (floats, which Python sums in row order; ordered aggregates; a sum that
+might pass 38 digits), :func:`accumulate` raises :class:`~changeflow.compute.columnar.Rows` before it
 changes any state, and the reduce takes the rows.
 """
 
@@ -23,6 +23,7 @@ from changeflow.compute import plan as P
 from changeflow.compute import scaled
 from changeflow.compute.operators.batch import Batch
 from changeflow.compute.scaled import Ints
+from changeflow.compute.types import WIDE
 from changeflow.compute.values import python_values
 from changeflow.errors import EvalError
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 _TOTALS = ("count", "sum", "avg")  # running totals; the other aggregates keep their values
 _KEPT = ("min", "max", "bool_and", "bool_or")  # kept values whose order Arrow and rows share
 _INT_LIMIT = 2**62  # an int64 group sum below this cannot have wrapped
-_ROW_DIGITS = 28  # Python's decimal context: a longer total is rounded by the rows
+_ARROW_DIGITS = 38  # decimal128's digits: a step's sums in Arrow must stay below
 _SAMPLE = 64  # values whose decimal places are read in Python before the kernels check all
 
 
@@ -62,7 +63,9 @@ class Change:
         for i, kept in enumerate(group.values):
             group.present[i] += self.present[i]
             if kept is None:
-                group.totals[i] += self.totals[i]
+                total, change = group.totals[i], self.totals[i]
+                exact = isinstance(total, Decimal) or isinstance(change, Decimal)
+                group.totals[i] = WIDE.add(total, change) if exact else total + change
                 continue
             for v, d in self.values[i]:
                 now = kept[v] + d
@@ -72,10 +75,9 @@ class Change:
                     del kept[v]
 
 
-def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], list[Any]]:
+def accumulate(reduce: P.Reduce, batch: Batch) -> dict[tuple, Change]:
     """The change per group key that ``batch`` (one time's non-empty updates) makes, keys as
-    rows hold them, and per aggregate a bound on a decimal sum's size (for
-    :func:`check_totals`). Raises :class:`C.Rows` where only the rows can tell."""
+    rows hold them. Raises :class:`C.Rows` where only the rows can tell."""
     n, aggs = len(batch), reduce.aggregates
     keys = [batch.columns[i] for i in reduce.group_by]
     if any(pa.types.is_floating(k.type) for k in keys):  # -0.0 and NaN group apart in Arrow
@@ -89,7 +91,6 @@ def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], lis
     diffs = batch.diffs
     names = [f"k{i}" for i in range(len(keys))]
     out: dict[tuple, Change] = {}
-    bounds: list[Any] = [None] * len(aggs)
     try:
         columns, totals, kept = {"n": diffs}, [], []
         for i, (agg, arg) in enumerate(zip(aggs, args, strict=True)):
@@ -102,7 +103,7 @@ def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], lis
             columns[f"p{i}"] = pc.if_else(valid, diffs, 0)
             totals.append((i, agg.func != "count"))
             if agg.func != "count":
-                columns[f"s{i}"], bounds[i] = _weighted(arg, diffs, valid)
+                columns[f"s{i}"] = _weighted(arg, diffs, valid)
         for key, sums in _group(keys, names, columns, [(c, "sum") for c in columns]):
             change = out[key] = Change(len(aggs))
             change.count = sums[0]
@@ -116,25 +117,7 @@ def accumulate(reduce: P.Reduce, batch: Batch) -> tuple[dict[tuple, Change], lis
             _kept(out, i, keys, names, arg, batch, valid)
     except pa.ArrowException:  # a type Arrow cannot group or sum
         raise C.Rows() from None
-    return out, bounds
-
-
-def check_totals(
-    changes: dict[tuple, Change], bounds: list[Any], groups: dict[tuple, Group]
-) -> None:
-    """Raise :class:`C.Rows` if adding a step's decimal values to a group's total one by one
-    could change a value in the rows' 28-digit context (significant digits, trailing zeros
-    aside: a total of that many is rare)."""
-    for i, bound in enumerate(bounds):
-        if bound is None:
-            continue
-        scale = max(-int(bound.as_tuple().exponent), 0)
-        for key in changes:
-            group = groups.get(key)
-            before = abs(Decimal(group.totals[i] if group is not None else 0))
-            places = max(scale, -int(before.normalize().as_tuple().exponent))
-            if _int_digits(before + bound) + places >= _ROW_DIGITS:
-                raise C.Rows()
+    return out
 
 
 def _int_digits(x: Decimal) -> int:
@@ -154,16 +137,16 @@ def _group(
     return list(zip(rows, zip(*sums, strict=True), strict=True))  # type: ignore[arg-type]
 
 
-def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array, Any]:
-    """Each value times its diff (zero where NULL), in a type whose group sums are exact; for
-    decimals, a bound on any partial sum's size (the largest value times the rows)."""
+def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> pa.Array:
+    """Each value times its diff (zero where NULL), in a type whose group sums are exact (for
+    decimals, no partial sum, at most the largest value times the rows, can pass decimal128)."""
     if pa.types.is_integer(arg.type):
         values = arg.cast(pa.int64())
         biggest = pc.max(pc.abs(values)).as_py() or 0
         weight = pc.sum(pc.abs(diffs)).as_py() or 0
         if biggest * weight >= _INT_LIMIT:
             raise C.Rows()
-        return pc.if_else(valid, pc.multiply(values, diffs), 0), None
+        return pc.if_else(valid, pc.multiply(values, diffs), 0)
     if not pa.types.is_decimal(arg.type):
         raise C.Rows()
     if not pc.all(pc.equal(pc.abs(diffs), 1)).as_py():
@@ -176,15 +159,15 @@ def _weighted(arg: pa.Array, diffs: pa.Array, valid: pa.Array) -> tuple[pa.Array
     with localcontext() as ctx:
         ctx.prec = 80
         bound = biggest * len(arg)
-    if _int_digits(bound) + arg.type.scale >= _ROW_DIGITS:
+    if _int_digits(bound) + arg.type.scale >= _ARROW_DIGITS:
         raise C.Rows()
-    return pc.if_else(valid, pc.if_else(pc.greater(diffs, 0), arg, pc.negate(arg)), zero), bound
+    return pc.if_else(valid, pc.if_else(pc.greater(diffs, 0), arg, pc.negate(arg)), zero)
 
 
-def _weighted_ints(arg: pa.Array, diffs: pa.Array) -> tuple[pa.Array, Decimal] | None:
+def _weighted_ints(arg: pa.Array, diffs: pa.Array) -> pa.Array | None:
     """:func:`_weighted` of decimals on their scaled int64s (:mod:`~changeflow.compute.scaled`)
     where those are at the fewest places (a value not a multiple of ten, or no places left)
-    and no partial sum can pass an int64: the same values, type and bound."""
+    and no partial sum can pass an int64: the same values and type."""
     ints = scaled.unscaled(arg)
     if ints is None or not isinstance(ints.values, np.ndarray) or not len(ints.values):
         return None
@@ -196,13 +179,8 @@ def _weighted_ints(arg: pa.Array, diffs: pa.Array) -> tuple[pa.Array, Decimal] |
         return None
     signed = Ints(values * diffs.to_numpy(zero_copy_only=False), None, ints.scale)  # NULL: 0
     out = scaled.decimal(signed, pa.decimal128(38, ints.scale))
-    with localcontext() as ctx:
-        ctx.prec = 80
-        bound = Decimal(biggest).scaleb(-ints.scale) * len(values)
-    if _int_digits(bound) + ints.scale >= _ROW_DIGITS:
-        raise C.Rows()
     assert isinstance(out, pa.Array)
-    return out, bound
+    return out
 
 
 def _places(arg: pa.Array) -> int:
