@@ -374,6 +374,32 @@ def test_a_head_read_again_sees_every_other_writer(tmp_path: Path) -> None:
     other.close()
 
 
+def test_heads_carried_past_a_commit_are_those_of_every_writer(tmp_path: Path) -> None:
+    """A commit carries this opener's heads read since its last sight of the file to the new
+    stamp (no query for them next): never a head another writer moved before that commit."""
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    mine, other = open_consensus(location), open_consensus(location)
+    try:
+        for key in ("a", "b", "c"):
+            fill(mine, key, 1)
+        assert [mine.head(k) for k in "abc"] == [VersionedData(1, b"v1")] * 3
+        assert other.compare_and_set("b", 1, VersionedData(2, b"theirs"))  # after mine read b
+        assert mine.compare_and_set("a", 1, VersionedData(2, b"mine"))
+        assert mine.head("a") == VersionedData(2, b"mine")
+        assert mine.head("b") == VersionedData(2, b"theirs")
+        assert mine.head("c") == VersionedData(1, b"v1")
+        assert mine.compare_and_set("c", 1, VersionedData(2, b"again"))  # a, b carried
+        assert other.compare_and_set("a", 2, VersionedData(3, b"theirs"))
+        assert [mine.head(k) for k in "abc"] == [
+            VersionedData(3, b"theirs"),
+            VersionedData(2, b"theirs"),
+            VersionedData(2, b"again"),
+        ]
+    finally:
+        mine.close()
+        other.close()
+
+
 BUMP = """
 import sys
 from changeflow.storage.consensus import VersionedData, open_consensus

@@ -388,8 +388,10 @@ class SqliteConsensus(Consensus):
         self._check_next(expected, new)
         conn = self._conn()
         self._local.heads.pop(key, None)  # this connection's commits leave data_version
+        wal = self._wal_index()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            before = None if wal is None else wal.stamp()  # no other commit until ours ends
             (current,) = conn.execute(
                 "SELECT max(seqno) FROM consensus WHERE key = ?", (key,)
             ).fetchone()
@@ -398,11 +400,22 @@ class SqliteConsensus(Consensus):
                 return False
             conn.execute("INSERT INTO consensus VALUES (?, ?, ?)", (key, new.seqno, new.data))
             conn.execute("COMMIT")
+            if wal is not None and before is not None:
+                self._carry_heads(before, wal.stamp(), key, new)
             return True
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def _carry_heads(self, before: bytes, after: bytes, key: str, new: VersionedData) -> None:
+        """After this connection's commit of ``new`` to ``key``: the heads read at ``before``
+        (the stamp once it held the write lock) stand at ``after`` (no other commit came in
+        between), and ``key``'s is ``new``. Saves the next reads of every key a query."""
+        for other, (stamp, seen) in list(self._heads.items()):
+            if stamp == before and other != key:
+                self._heads[other] = (after, seen)
+        self._heads[key] = (after, _Seen(new.seqno, new.data))
 
     def scan(self, key: str, from_seqno: int = 0, limit: int = 1000) -> list[VersionedData]:
         rows = self._conn().execute(

@@ -5,8 +5,8 @@ It gives exactly the row form's groups (:class:`~changeflow.compute.operators.re
 counts and sums of integers and numerics are exact in both (a step's decimal sums in Arrow
 stay within decimal128's 38 digits; the running totals are Python's, exact), and where a
 kernel might differ (floats, which Python sums in row order; ordered aggregates; a sum that
-might pass 38 digits), :func:`accumulate` raises :class:`~changeflow.compute.columnar.Rows` before it
-changes any state, and the reduce takes the rows.
+might pass 38 digits), :func:`accumulate` raises :class:`~changeflow.compute.columnar.Rows`
+before it changes any state, and the reduce takes the rows.
 """
 
 from __future__ import annotations
