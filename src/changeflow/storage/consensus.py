@@ -165,6 +165,11 @@ class Decoded(Generic[T]):
         self._last[key] = (head, value)
         return head, value
 
+    def wrote(self, key: str, head: VersionedData, value: T) -> None:
+        """``value`` is what this process just stored at ``key`` as ``head``: no decoding of
+        it when it is read next."""
+        self._last[key] = (head, value)
+
 
 def open_consensus(location: str, create: bool = True) -> Consensus:
     """``sqlite:PATH`` or ``postgresql://…`` (``postgres://`` too).

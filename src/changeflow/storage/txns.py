@@ -140,6 +140,7 @@ class TxnLog:
             seqno = head.seqno if head else None
             data = VersionedData((seqno or 0) + 1, new.to_bytes())
             if self.consensus.compare_and_set(KEY, seqno, data):
+                self.decoded.wrote(KEY, data, new)
                 if seqno and seqno % 64 == 0:
                     self.consensus.truncate_later(KEY, seqno)
                 return result
