@@ -18,6 +18,7 @@ from changeflow.storage import Storage
 from changeflow.storage.txns import (
     KEY,
     WRITER,
+    LogState,
     Moved,
     SerializationFailure,
     StaleTimestamp,
@@ -273,3 +274,17 @@ def test_the_logs_old_versions_are_deleted_off_the_commit_path(storage: Storage)
     kept = storage.consensus.scan(KEY)
     assert head is not None and kept[-1] == head
     assert len(kept) <= 64
+
+
+def test_a_log_state_reads_back_as_written_with_its_entries_encoded_once() -> None:
+    """Entries kept from one state to the next reuse their JSON; an entry equal in time but
+    another object (another process's, read back) is encoded afresh, never taken for one
+    encoded before."""
+    ours = {"ts": 7, "writes": {"s1": "inline:AAAA"}}
+    first = LogState(8, [{"ts": 5, "writes": {"s1": "blobs/x.arrow"}}, ours], {"s1": 7}, {"a": 3})
+    assert LogState.from_bytes(first.to_bytes()) == first
+    second = LogState(9, [ours, {"ts": 8, "writes": {"s2": "inline:BBBB"}}], {"s1": 7, "s2": 8})
+    assert LogState.from_bytes(second.to_bytes()) == second
+    theirs = LogState(9, [{"ts": 7, "writes": {"s3": "inline:CCCC"}}])
+    assert LogState.from_bytes(theirs.to_bytes()) == theirs
+    assert LogState.from_bytes(LogState().to_bytes()) == LogState()

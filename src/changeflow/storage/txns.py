@@ -83,6 +83,9 @@ def conflict(moved: set[str]) -> SerializationFailure:
     )
 
 
+_ENTRY_TEXTS: dict[int, tuple[dict[str, Any], str]] = {}  # id(entry) -> (entry, its JSON)
+
+
 @dataclass
 class LogState:
     upper: int = 0
@@ -91,7 +94,18 @@ class LogState:
     carried: dict[str, int] = field(default_factory=dict)  # spooled write -> its commit's ts
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.__dict__).encode()
+        """The state as JSON; each pending entry encoded once (an entry, inline writes and
+        all, is most of the state and rides in many commits unchanged)."""
+        global _ENTRY_TEXTS
+        known, texts = _ENTRY_TEXTS, {}
+        for entry in self.pending:
+            seen = known.get(id(entry))
+            fresh = seen is None or seen[0] is not entry
+            texts[id(entry)] = (entry, json.dumps(entry)) if fresh else seen
+        _ENTRY_TEXTS = texts  # the entries of the latest state (held, so their ids stay theirs)
+        rest = {"upper": self.upper, "last_write": self.last_write, "carried": self.carried}
+        pending = ", ".join(text for _, text in texts.values())
+        return f'{json.dumps(rest)[:-1]}, "pending": [{pending}]}}'.encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> LogState:
