@@ -400,6 +400,39 @@ def test_heads_carried_past_a_commit_are_those_of_every_writer(tmp_path: Path) -
         other.close()
 
 
+def test_a_commit_landing_right_after_this_ones_is_never_hidden(tmp_path: Path) -> None:
+    """Another writer's commit between this commit and its look at the file's stamp: the
+    heads are not carried to that later stamp (they would be stale at it, and every
+    compare-and-set expecting them would fail again and again)."""
+    location = f"sqlite:{tmp_path / 'c.sqlite'}"
+    mine, other = open_consensus(location), open_consensus(location)
+    try:
+        for key in ("a", "b"):
+            fill(mine, key, 1)
+        assert [mine.head(k) for k in "ab"] == [VersionedData(1, b"v1")] * 2
+        wal = mine._wal_index()
+        assert wal is not None
+        stamp, calls = wal.stamp, []
+
+        def stamp_after_theirs() -> bytes:
+            calls.append(1)
+            if len(calls) == 2:  # after this commit, before its stamp is read
+                assert other.compare_and_set("a", 2, VersionedData(3, b"theirs"))
+                assert other.compare_and_set("b", 1, VersionedData(2, b"theirs"))
+            return stamp()
+
+        wal.stamp = stamp_after_theirs  # type: ignore[method-assign]
+        assert mine.compare_and_set("a", 1, VersionedData(2, b"mine"))
+        wal.stamp = stamp  # type: ignore[method-assign]
+        assert len(calls) == 2
+        assert mine.head("a") == VersionedData(3, b"theirs")
+        assert mine.head("b") == VersionedData(2, b"theirs")
+        assert mine.compare_and_set("a", 3, VersionedData(4, b"mine again"))
+    finally:
+        mine.close()
+        other.close()
+
+
 BUMP = """
 import sys
 from changeflow.storage.consensus import VersionedData, open_consensus

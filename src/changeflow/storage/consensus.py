@@ -397,6 +397,7 @@ class SqliteConsensus(Consensus):
         conn.execute("BEGIN IMMEDIATE")
         try:
             before = None if wal is None else wal.stamp()  # no other commit until ours ends
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
             (current,) = conn.execute(
                 "SELECT max(seqno) FROM consensus WHERE key = ?", (key,)
             ).fetchone()
@@ -406,7 +407,11 @@ class SqliteConsensus(Consensus):
             conn.execute("INSERT INTO consensus VALUES (?, ?, ?)", (key, new.seqno, new.data))
             conn.execute("COMMIT")
             if wal is not None and before is not None:
-                self._carry_heads(before, wal.stamp(), key, new)
+                after = wal.stamp()
+                # moved only by other connections' commits: none came since the lock, so
+                # ``after`` is this commit's own stamp
+                if conn.execute("PRAGMA data_version").fetchone()[0] == version:
+                    self._carry_heads(before, after, key, new)
             return True
         except BaseException:
             if conn.in_transaction:
@@ -415,8 +420,10 @@ class SqliteConsensus(Consensus):
 
     def _carry_heads(self, before: bytes, after: bytes, key: str, new: VersionedData) -> None:
         """After this connection's commit of ``new`` to ``key``: the heads read at ``before``
-        (the stamp once it held the write lock) stand at ``after`` (no other commit came in
-        between), and ``key``'s is ``new``. Saves the next reads of every key a query."""
+        (the stamp once it held the write lock) stand at ``after`` (the stamp of this commit,
+        no other one between), and ``key``'s is ``new``. Saves the next reads of every key a
+        query. ``after`` must be read before any other commit: a later stamp would make the
+        heads carried to it stale, and every compare-and-set on them fail for good."""
         for other, (stamp, seen) in list(self._heads.items()):
             if stamp == before and other != key:
                 self._heads[other] = (after, seen)
