@@ -8,7 +8,8 @@ set-returning ``regexp_split_to_table`` and ``jsonb_path_query`` as unnests of t
 forms and ``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a
 subquery, LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests
 that give PostgreSQL's three values (NOT IN too; a correlated plain SELECT takes the tests
-in its own WHERE), ``IN (VALUES …)`` likewise and ``IN ((1, 2), …)`` as row equalities."""
+in its own WHERE, a UNION is an OR of its sides'), ``IN (VALUES …)`` likewise and
+``IN ((1, 2), …)`` as row equalities."""
 
 from __future__ import annotations
 
@@ -73,14 +74,34 @@ def _row_in(node: exp.In) -> None:
     selects = inner.selects if isinstance(inner, exp.Query) else []
     if isinstance(inner, exp.Values) and isinstance(inner.expressions[0], exp.Tuple):
         selects = inner.expressions[0].expressions
-    if not selects or any(isinstance(s, exp.Star) for s in selects):
+    if isinstance(inner, exp.Union) and _splittable(inner):  # IN (A UNION B): IN A OR IN B
+        sides = [
+            exp.In(this=node.this.copy(), query=exp.Subquery(this=side.copy()))
+            for side in (inner.this, inner.expression)
+        ]
+        node.replace(exp.Paren(this=exp.Or(this=sides[0], expression=sides[1])))
+        for side in sides:
+            side.meta["branch"] = True  # its NULLs typed by the UNION's other side
+            _row_in(side)
         return
-    if len(selects) != len(lhs):
+    if not selects:
+        return
+    if _constant_row(inner, selects, len(lhs), node.meta.get("branch", False)):
+        pairs = zip(lhs, selects, strict=True)  # IN (SELECT 3, t.b): a = 3 AND b = t.b
+        tests = [exp.EQ(this=a.copy(), expression=e.unalias().copy()) for a, e in pairs]
+        node.replace(exp.Paren(this=exp.And(this=exp.and_(*tests), expression=exp.true())))
+        return
+    starred = any(isinstance(s, exp.Star) or s.find(exp.Star) for s in selects)
+    if not starred and len(selects) != len(lhs):
         many = "many" if len(selects) > len(lhs) else "few"
         raise PlanError(f"subquery has too {many} columns", sqlstate="42601")
     names = [f"_in{i}" for i in range(len(lhs))]
     alias = exp.TableAlias(this=exp.to_identifier("_in"), columns=names)
-    merged = _mergeable(inner, lhs)
+    alias.meta["exact"] = True  # the subquery's columns, one for each of the lhs
+    distinct = inner.args.get("distinct") if isinstance(inner, exp.Select) else None
+    if isinstance(distinct, exp.Distinct) and not distinct.args.get("on"):
+        inner.set("distinct", None)  # a duplicate row changes no IN
+    merged = not starred and _mergeable(inner, lhs)
 
     def exists(maybe: bool) -> exp.Expression:
         tests: list[exp.Expression] = []
@@ -202,6 +223,28 @@ def _distinct_record(node: exp.Count) -> None:
 
 
 _NOT_MERGED = ("group", "having", "limit", "offset", "distinct", "qualify", "windows", "with")
+
+
+def _constant_row(
+    inner: exp.Expression, selects: list[exp.Expression], width: int, branch: bool
+) -> bool:
+    """Is ``inner`` one row of ``width`` values: a SELECT of no FROM and no clause (and, but
+    in a UNION's side, no bare NULL: that is a text column, as PostgreSQL types it)."""
+    if not isinstance(inner, exp.Select) or len(selects) != width:
+        return False
+    clauses = ("from_", "where", "joins", *_NOT_MERGED)
+    if any(inner.args.get(k) for k in clauses) or inner.find(exp.AggFunc, exp.Window):
+        return False
+    if not branch and any(isinstance(s.unalias(), exp.Null) for s in selects):
+        return False
+    return not any(s.find(exp.Star, exp.Subquery) for s in selects)
+
+
+def _splittable(union: exp.Union) -> bool:
+    """A UNION [ALL] with no LIMIT, OFFSET or WITH of its own, each side a query."""
+    if any(union.args.get(k) for k in ("limit", "offset", "with")):
+        return False
+    return all(isinstance(s, exp.Query) for s in (union.this, union.expression))
 
 
 def _mergeable(inner: exp.Expression, lhs: list[exp.Expression]) -> bool:

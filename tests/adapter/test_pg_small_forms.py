@@ -1,0 +1,92 @@
+"""Small differences from PostgreSQL 15, each compared with it: ``make_time`` up to 24:00:00,
+``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too);
+the same outcomes ad hoc, and the same rows in views kept through changes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres, same_outcomes  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+SETUP = [
+    "CREATE TABLE sf (id int PRIMARY KEY, a int, b int, h int, s text)",
+    "INSERT INTO sf VALUES (1, 1, 2, 24, 'a'), (2, 3, 4, 23, 'b'), (3, NULL, 5, 0, NULL),"
+    " (4, 5, NULL, 1, 'c')",
+]
+TIMES = [  # psycopg reads no 24:00:00 time, so the times are compared as text
+    "SELECT make_time(24, 0, 0)::text, make_time(23, 59, 60)::text, make_time(1, 59, 60)::text,"
+    " make_time(1, 1, 60.0000001)::text",
+    "SELECT make_time(24, 0, 0.5)",
+    "SELECT make_time(24, 1, 0)",
+    "SELECT make_time(1, 1, 60.5)",
+    "SELECT id, make_time(h, 0, 0)::text FROM sf ORDER BY id",
+    "SELECT make_time(24, 0, 0) > make_time(23, 59, 59.9), make_time(24, 0, 0) = '24:00'::time,"
+    " '24:00'::time::text, '24:00:00'::time = make_time(24, 0, 0)",
+    "SELECT '24:00:01'::time",
+]
+ROW_IN = [
+    "SELECT id FROM sf WHERE (a, b) IN (SELECT * FROM sq) ORDER BY id",
+    "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq) ORDER BY id",
+    "SELECT id, (a, b) IN (SELECT * FROM sq), (b, a) NOT IN (SELECT sq.* FROM sq) FROM sf"
+    " ORDER BY id",
+    "SELECT id FROM sf WHERE (a, b, h) IN (SELECT * FROM sq) ORDER BY id",
+    "SELECT id FROM sf WHERE (a, b) IN (SELECT * FROM sf) ORDER BY id",
+    "SELECT id FROM sf WHERE (a, b) IN (SELECT p, q FROM sq UNION SELECT 3, 4) ORDER BY id",
+    "SELECT id, (a, b) IN (SELECT p, q FROM sq UNION SELECT 1) FROM sf ORDER BY id",
+    "SELECT id FROM sf WHERE (sf.a, sf.b) IN (SELECT p, q FROM sq WHERE p = sf.a UNION SELECT 3,"
+    " sf.b) ORDER BY id",
+    "SELECT id, (sf.a, sf.b) IN (SELECT p, q FROM sq WHERE q > sf.id UNION ALL SELECT 3, 4)"
+    " FROM sf ORDER BY id",
+    "SELECT id, (sf.a, sf.b) NOT IN (SELECT p, q FROM sq WHERE q > sf.id UNION ALL SELECT 3, 4"
+    " UNION SELECT 5, NULL) FROM sf ORDER BY id",
+    "SELECT id, (sf.a, sf.b) IN (SELECT DISTINCT p, q FROM sq WHERE p <> sf.id) FROM sf"
+    " ORDER BY id",
+    "SELECT id, (a, b) IN (SELECT 1, 2), (a, b) NOT IN (SELECT 5, NULL) FROM sf ORDER BY id",
+    "SELECT id, (a, b) NOT IN (SELECT 5, NULL::int), (a, b) IN (SELECT 1, NULL UNION SELECT 3, 4)"
+    " FROM sf ORDER BY id",
+]
+QUERIES = [
+    "SELECT id, make_time(h, 0, 0)::text AS t FROM sf",
+    "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq)",
+    "SELECT id, (a, b) IN (SELECT p, q FROM sq UNION SELECT 3, 4) AS i FROM sf",
+    "SELECT id, (sf.a, sf.b) IN (SELECT p, q FROM sq WHERE q > sf.id UNION ALL SELECT 3, sf.b)"
+    " AS i FROM sf",
+]
+CHANGES = [
+    "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
+    "INSERT INTO sq VALUES (3, 4), (NULL, NULL)",
+    "UPDATE sf SET a = 5, b = 6, h = 24 WHERE id = 2",
+    "DELETE FROM sq WHERE p = 1",
+    "DELETE FROM sf WHERE id = 1",
+]
+
+
+@pytest.fixture
+def pair(tmp_path: Path, postgres_url: str):  # type: ignore[no-untyped-def]
+    with beside_postgres(tmp_path / "home", postgres_url, "sf", *SETUP) as (ours, pg):
+        pg.execute("DROP TABLE IF EXISTS sq")
+        for c in (ours, pg):
+            c.execute("CREATE TABLE sq (p int, q int)")
+            c.execute("INSERT INTO sq VALUES (1, 2), (5, 6), (NULL, 4)")
+        try:
+            yield ours, pg
+        finally:
+            pg.execute("DROP TABLE sq")
+
+
+def test_make_time_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, TIMES)
+
+
+def test_row_in_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, ROW_IN)
+
+
+def test_maintained_as_postgres(pair: tuple) -> None:
+    maintained_as_postgres(*pair, QUERIES, CHANGES)
