@@ -1,5 +1,6 @@
 """Small differences from PostgreSQL 15, each compared with it: ``make_time`` up to 24:00:00,
-``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too);
+``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too),
+``overlaps(a, b, c, d)`` called as a function;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -51,12 +52,30 @@ ROW_IN = [
     "SELECT id, (a, b) NOT IN (SELECT 5, NULL::int), (a, b) IN (SELECT 1, NULL UNION SELECT 3, 4)"
     " FROM sf ORDER BY id",
 ]
+OVERLAPS = [
+    "SELECT overlaps(DATE '2001-02-16', DATE '2001-12-21', DATE '2001-10-30', DATE '2002-10-30')",
+    "SELECT overlaps(TIMESTAMP '2001-02-16', INTERVAL '100 days', TIMESTAMP '2001-10-30',"
+    " TIMESTAMP '2002-10-30'), \"overlaps\"(TIME '01:00', TIME '02:00', TIME '01:30', TIME '03:00')",
+    "SELECT id, overlaps(make_time(a, 0, 0), make_time(b, 0, 0), TIME '02:00', TIME '03:00') AS o"
+    " FROM sf ORDER BY id",
+    "SELECT (TIME '01:00', TIME '02:00') OVERLAPS (TIME '01:30', INTERVAL '1 hour'), (TIME"
+    " '23:00', INTERVAL '2 hours') OVERLAPS (TIME '00:30', TIME '03:00')",
+    "SELECT (TIME '01:00', NULL::time) OVERLAPS (TIME '01:30', INTERVAL '1 hour'), (TIME '05:00',"
+    " TIME '02:00') OVERLAPS (TIME '01:30', TIME '24:00')",
+    "SELECT (TIME '01:00', DATE '2020-01-01') OVERLAPS (TIME '01:30', INTERVAL '1 hour')",
+    "SELECT overlaps(1, 2, 3, 4)",
+    "SELECT overlaps(DATE '2001-02-16', DATE '2001-12-21', DATE '2001-10-30')",
+    "SELECT overlaps()",
+    "SELECT 1 AS overlaps",
+]
 QUERIES = [
     "SELECT id, make_time(h, 0, 0)::text AS t FROM sf",
     "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq)",
     "SELECT id, (a, b) IN (SELECT p, q FROM sq UNION SELECT 3, 4) AS i FROM sf",
     "SELECT id, (sf.a, sf.b) IN (SELECT p, q FROM sq WHERE q > sf.id UNION ALL SELECT 3, sf.b)"
     " AS i FROM sf",
+    "SELECT id, overlaps(make_time(a, 0, 0), make_time(b, 0, 0), TIME '02:00', TIME '03:00')"
+    " AS o FROM sf",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -86,6 +105,10 @@ def test_make_time_as_postgres(pair: tuple) -> None:
 
 def test_row_in_as_postgres(pair: tuple) -> None:
     same_outcomes(*pair, ROW_IN)
+
+
+def test_overlaps_call_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, OVERLAPS)
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:

@@ -2,7 +2,8 @@
 aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
-strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as ``overlaps_of(s1, e1, s2, e2)``,
+strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` (or ``overlaps(s1, e1, s2, e2)``) as
+``overlaps_of(s1, e1, s2, e2)``,
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
 set-returning ``regexp_split_to_table`` and ``jsonb_path_query`` as unnests of their array
 forms and ``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a
@@ -49,6 +50,8 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() in _SET_RETURNING:
             _set_returning(node)
+        elif node.name.lower() == "overlaps" and len(node.expressions) == 4:  # overlaps(…)
+            _call(node, "overlaps_of", [a.copy() for a in node.expressions], "overlaps")
     for node in list(tree.find_all(exp.In)):
         if isinstance(node.this, exp.Tuple):
             _row_in(node)
