@@ -1,6 +1,7 @@
 """Small differences from PostgreSQL 15, each compared with it: ``make_time`` up to 24:00:00,
 ``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too),
-``overlaps(a, b, c, d)`` called as a function;
+``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
+``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ ROW_IN = [
 OVERLAPS = [
     "SELECT overlaps(DATE '2001-02-16', DATE '2001-12-21', DATE '2001-10-30', DATE '2002-10-30')",
     "SELECT overlaps(TIMESTAMP '2001-02-16', INTERVAL '100 days', TIMESTAMP '2001-10-30',"
-    " TIMESTAMP '2002-10-30'), \"overlaps\"(TIME '01:00', TIME '02:00', TIME '01:30', TIME '03:00')",
+    " TIMESTAMP '2002-10-30'), \"overlaps\"(TIME '01:00', TIME '02:00', TIME '01:30',"
+    " TIME '03:00')",
     "SELECT id, overlaps(make_time(a, 0, 0), make_time(b, 0, 0), TIME '02:00', TIME '03:00') AS o"
     " FROM sf ORDER BY id",
     "SELECT (TIME '01:00', TIME '02:00') OVERLAPS (TIME '01:30', INTERVAL '1 hour'), (TIME"
@@ -68,6 +70,67 @@ OVERLAPS = [
     "SELECT overlaps()",
     "SELECT 1 AS overlaps",
 ]
+_TEMPLATES = [
+    "S999",
+    "999S",
+    "999MI",
+    "999PL",
+    "SG999",
+    "MI9999",
+    "S9.99",
+    "FMS999",
+    "FM999MI",
+    "FM999PL",
+    "L99.99",
+    "FML999",
+    "RN",
+    "rn",
+    "FMRN",
+    "9th",
+    "99TH",
+    "FM99th",
+    "999D99S",
+    "S0000",
+    "FM9990.99PL",
+    "99G999S",
+    "9,999.9",
+    "FM9,999.90",
+    "99V9",
+    "FM9.099",
+    '"n="99',
+    ".99",
+]
+_VALUES = ", ".join(
+    f"({i}, {v})"
+    for i, v in enumerate(
+        [
+            "12",
+            "-12",
+            "0",
+            "3",
+            "22",
+            "13",
+            "111",
+            "-0.5",
+            "1994",
+            "3999",
+            "4000",
+            "12.5",
+            "1234.567",
+            "0.25",
+            "-0.4",
+        ]
+    )
+)
+TO_CHAR = [
+    *(
+        f"SELECT to_char(v, '{t}') FROM (VALUES {_VALUES}) AS x(i, v) ORDER BY i"
+        for t in _TEMPLATES
+    ),
+    "SELECT to_char(-0.5::float8, 'FM9999PL'), to_char(2.5::float8, 'RN'), to_char(12::int2, 'rn'),"
+    " to_char(-3::int8, '99V99'), to_char(11::int4, 'FM99th')",
+    "SELECT to_char(1.5, '9V9.9')",
+]
 QUERIES = [
     "SELECT id, make_time(h, 0, 0)::text AS t FROM sf",
     "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq)",
@@ -76,6 +139,8 @@ QUERIES = [
     " AS i FROM sf",
     "SELECT id, overlaps(make_time(a, 0, 0), make_time(b, 0, 0), TIME '02:00', TIME '03:00')"
     " AS o FROM sf",
+    "SELECT id, to_char(a, 'S999') AS s, to_char(b, 'FMRN') AS r, to_char(h, '99th') AS t,"
+    " to_char(a - b, '999MI') AS m FROM sf",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -109,6 +174,10 @@ def test_row_in_as_postgres(pair: tuple) -> None:
 
 def test_overlaps_call_as_postgres(pair: tuple) -> None:
     same_outcomes(*pair, OVERLAPS)
+
+
+def test_to_char_signs_numerals_and_ordinals_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, TO_CHAR)
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
