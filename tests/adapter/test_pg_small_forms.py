@@ -2,6 +2,7 @@
 ``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too),
 ``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
 ``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
+``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -131,6 +132,29 @@ TO_CHAR = [
     " to_char(-3::int8, '99V99'), to_char(11::int4, 'FM99th')",
     "SELECT to_char(1.5, '9V9.9')",
 ]
+BUCKETS_AND_WINDOWS = [
+    "SELECT width_bucket(5, ARRAY[1, 3, 6, 9]), width_bucket(0, ARRAY[1, 3]), width_bucket(10,"
+    " ARRAY[1.0, 3.5]), width_bucket(3, ARRAY[1, 3, 3, 9]), width_bucket(5.5, ARRAY[1, 3, 6]),"
+    " width_bucket(5, ARRAY[1.5::float8, 3])",
+    "SELECT id, width_bucket(a, ARRAY[0, 3, 5]), width_bucket(s, ARRAY['a', 'b', 'c']),"
+    " width_bucket(make_date(2024, 1, h + 1), ARRAY[DATE '2024-01-02', DATE '2024-01-24'])"
+    " FROM sf ORDER BY id",
+    "SELECT width_bucket(5, ARRAY[1, NULL])",
+    "SELECT width_bucket(5, ARRAY[[1, 2], [3, 4]])",
+    "SELECT width_bucket(5, '{}'::int[]), width_bucket(NULL::int, ARRAY[1]), width_bucket(5,"
+    " NULL::int[])",
+    "SELECT width_bucket(5, ARRAY['a'])",
+    "SELECT id, (array_agg(id) OVER (ORDER BY id))::text, string_agg(s, ',') OVER (ORDER BY id)"
+    " FROM sf ORDER BY id",
+    "SELECT id, (array_agg(b) OVER (PARTITION BY a IS NULL ORDER BY id DESC))::text,"
+    " string_agg(s, '-') OVER (PARTITION BY h > 1 ORDER BY id) FROM sf ORDER BY id",
+    "SELECT id, (array_agg(s) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING))::text,"
+    " string_agg(s, s) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+    " FROM sf ORDER BY id",
+    "SELECT id, (array_agg(b) OVER (ORDER BY id ROWS BETWEEN 3 FOLLOWING AND 4 FOLLOWING))::text"
+    " FROM sf ORDER BY id",
+    "SELECT id, string_agg(b, ',') OVER () FROM sf",
+]
 QUERIES = [
     "SELECT id, make_time(h, 0, 0)::text AS t FROM sf",
     "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq)",
@@ -141,6 +165,8 @@ QUERIES = [
     " AS o FROM sf",
     "SELECT id, to_char(a, 'S999') AS s, to_char(b, 'FMRN') AS r, to_char(h, '99th') AS t,"
     " to_char(a - b, '999MI') AS m FROM sf",
+    "SELECT id, width_bucket(a, ARRAY[0, 3, 5]) AS w, array_agg(b) OVER (ORDER BY id) AS a,"
+    " string_agg(s, ',') OVER (ORDER BY h, id) AS s FROM sf",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -178,6 +204,10 @@ def test_overlaps_call_as_postgres(pair: tuple) -> None:
 
 def test_to_char_signs_numerals_and_ordinals_as_postgres(pair: tuple) -> None:
     same_outcomes(*pair, TO_CHAR)
+
+
+def test_width_bucket_of_an_array_and_collecting_windows_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, BUCKETS_AND_WINDOWS)
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
