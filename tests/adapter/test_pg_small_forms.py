@@ -3,6 +3,7 @@
 ``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
 ``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
+jsonpath arithmetic and ``.keyvalue()``;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -155,6 +156,37 @@ BUCKETS_AND_WINDOWS = [
     " FROM sf ORDER BY id",
     "SELECT id, string_agg(b, ',') OVER () FROM sf",
 ]
+JSONPATH = [
+    "SELECT jsonb_path_query_first('{\"a\": 2}', '$.a + 1')::text, jsonb_path_query_first("
+    "'{\"x\": 2}', '- $.x')::text, jsonb_path_query_first('{\"a\": 7}', '$.a * 2')::text,"
+    " jsonb_path_query_first('{\"a\": 7}', '$.a / 2')::text, jsonb_path_query_first("
+    "'{\"a\": 7}', '$.a % 3')::text",
+    "SELECT jsonb_path_query('{\"a\":7}', '$.a / 3')::text, jsonb_path_query('{\"a\":7.5}',"
+    " '$.a % 2')::text, jsonb_path_query('{\"a\":2}', '$.a * 2.50')::text, jsonb_path_query("
+    "'{\"a\":2}', '1 + 2 * $.a')::text, jsonb_path_query('{\"a\":2}', '(1 + 2) * $.a')::text",
+    "SELECT jsonb_path_query('{\"a\":[1,2]}', '- $.a')::text",
+    "SELECT jsonb_path_query('{\"a\":[1,2]}', '$.a + 1')",
+    "SELECT jsonb_path_query('{\"a\":\"x\"}', '$.a + 1')",
+    "SELECT jsonb_path_query('{\"a\":1}', '$.a / 0')",
+    "SELECT jsonb_path_query('{\"a\":\"x\"}', '-$.a')",
+    "SELECT jsonb_path_query('{\"a\":[1,2,3]}', '$.a[*] ? (@ * 2 > 3)')::text",
+    "SELECT jsonb_path_query('{\"a\":[1,2,3]}', '$.a[1] + $.a[2]')::text",
+    "SELECT jsonb_path_exists('{\"a\":1}', '$.a + 1 == 2'), jsonb_path_query('{\"x\":-2}',"
+    " '+ $.x')::text, jsonb_path_query('{}', '1 - -2')::text",
+    "SELECT jsonb_path_query('{\"a\":1}', '$.b + 1')",
+    "SELECT jsonb_path_query('{\"a\":1}', 'strict $.b + 1')",
+    'SELECT jsonb_path_query_array(\'{"a": 1, "bb": {"c": 2}, "b": null}\','
+    " '$.keyvalue()')::text",
+    "SELECT jsonb_path_query_array('[1]', '$.keyvalue()')::text",
+    "SELECT jsonb_path_match('{\"a\": 3}', '$.a * 2 > 5'), jsonb_path_query('{\"a\": 3}',"
+    " '$.a ? (@ + $x > 5)', '{\"x\": 3}')::text",
+    "SELECT jsonb_path_query('{\"a\": 3}', '($.a + 1) == 4')::text, jsonb_path_query("
+    "'{\"a\":[1,2,3]}', '$.a[*] ? ((@ > 1) && (@ < 3))')::text",
+    "SELECT jsonb_path_query('{}', '1.5e2 + 0.5')::text, jsonb_path_query('{}', '\"x\"')::text,"
+    " jsonb_path_query('{\"a\":1}', '$.a - 1.00')::text",
+    "SELECT id, jsonb_path_query_first(jsonb_build_object('a', a, 'b', b), '$.a * 10 + $.b')::text"
+    " FROM sf ORDER BY id",
+]
 QUERIES = [
     "SELECT id, make_time(h, 0, 0)::text AS t FROM sf",
     "SELECT id FROM sf WHERE (a, b) NOT IN (SELECT * FROM sq)",
@@ -167,6 +199,8 @@ QUERIES = [
     " to_char(a - b, '999MI') AS m FROM sf",
     "SELECT id, width_bucket(a, ARRAY[0, 3, 5]) AS w, array_agg(b) OVER (ORDER BY id) AS a,"
     " string_agg(s, ',') OVER (ORDER BY h, id) AS s FROM sf",
+    "SELECT id, jsonb_path_query_first(jsonb_build_object('a', a, 'b', b), '$.a * 10 - $.b')::text"
+    " AS j FROM sf WHERE a IS NOT NULL AND b IS NOT NULL",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -208,6 +242,10 @@ def test_to_char_signs_numerals_and_ordinals_as_postgres(pair: tuple) -> None:
 
 def test_width_bucket_of_an_array_and_collecting_windows_as_postgres(pair: tuple) -> None:
     same_outcomes(*pair, BUCKETS_AND_WINDOWS)
+
+
+def test_jsonpath_arithmetic_and_keyvalue_as_postgres(pair: tuple) -> None:
+    same_outcomes(*pair, JSONPATH)
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
