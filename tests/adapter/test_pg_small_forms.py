@@ -3,7 +3,7 @@
 ``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
 ``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
-jsonpath arithmetic and ``.keyvalue()``;
+jsonpath arithmetic and ``.keyvalue()``; pg_index.indcollation of a COLLATE "C" key;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -246,6 +246,21 @@ def test_width_bucket_of_an_array_and_collecting_windows_as_postgres(pair: tuple
 
 def test_jsonpath_arithmetic_and_keyvalue_as_postgres(pair: tuple) -> None:
     same_outcomes(*pair, JSONPATH)
+
+
+def test_index_collations_as_postgres(pair: tuple) -> None:
+    """pg_index.indcollation names each key's collation: C (950), POSIX (951), the default
+    (100) for text, 0 for another type."""
+    same_outcomes(
+        *pair,
+        [
+            "ALTER TABLE sf ADD COLUMN v varchar(5)",
+            'CREATE INDEX sf_c ON sf (s COLLATE "C", v COLLATE "POSIX", a, v, s COLLATE "default")',
+            "SELECT i.indcollation::text, i.indkey::text FROM pg_index i JOIN pg_class c"
+            " ON c.oid = i.indexrelid WHERE c.relname = 'sf_c'",
+            "SELECT pg_get_indexdef('sf_c'::regclass)",
+        ],
+    )
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
