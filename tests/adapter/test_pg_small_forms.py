@@ -4,6 +4,7 @@
 ``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
 jsonpath arithmetic and ``.keyvalue()``; pg_index.indcollation of a COLLATE "C" key;
+information_schema.check_constraints and the constraint views;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -261,6 +262,43 @@ def test_index_collations_as_postgres(pair: tuple) -> None:
             "SELECT pg_get_indexdef('sf_c'::regclass)",
         ],
     )
+
+
+_NOT_NULL = "CASE WHEN constraint_name LIKE '%\\_not\\_null' THEN 'n' ELSE constraint_name END AS n"
+CONSTRAINT_VIEWS = [
+    "CREATE TABLE cc2 (k int NOT NULL REFERENCES sf (id), w numeric CHECK (w > 1 OR -w > 1),"
+    " c text CONSTRAINT cc CHECK (c <> '' AND k < 10) UNIQUE)",
+    f"SELECT constraint_schema, {_NOT_NULL}, check_clause FROM information_schema.check_constraints"
+    " WHERE constraint_schema = 'public' ORDER BY check_clause",
+    "SELECT constraint_name = (SELECT n.oid || '_' || c.oid || '_1_not_null' FROM pg_class c"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'cc2')"
+    " FROM information_schema.check_constraints WHERE check_clause = 'k IS NOT NULL'",
+    f"SELECT constraint_schema, {_NOT_NULL}, table_schema, table_name, constraint_type,"
+    " is_deferrable, initially_deferred, enforced, nulls_distinct FROM"
+    " information_schema.table_constraints WHERE table_schema = 'public'"
+    " ORDER BY table_name, constraint_type, n",
+    "SELECT constraint_schema, constraint_name, table_schema, table_name, column_name,"
+    " ordinal_position, position_in_unique_constraint FROM information_schema.key_column_usage"
+    " WHERE table_schema = 'public' ORDER BY table_name, constraint_name, ordinal_position",
+    "SELECT constraint_schema, constraint_name, unique_constraint_schema, unique_constraint_name,"
+    " match_option, update_rule, delete_rule FROM information_schema.referential_constraints"
+    " WHERE constraint_schema = 'public' ORDER BY constraint_name",
+    "SELECT table_schema, table_name, column_name, constraint_schema, constraint_name FROM"
+    " information_schema.constraint_column_usage WHERE table_schema = 'public'"
+    " ORDER BY table_name, column_name, constraint_name",
+]
+
+
+def test_constraint_views_as_postgres(pair: tuple) -> None:
+    """information_schema's check_constraints (NOT NULL columns too, as PostgreSQL 15 lists
+    them), table_constraints (with nulls_distinct), key_column_usage, referential_constraints
+    and constraint_column_usage."""
+    ours, pg = pair
+    pg.execute("DROP TABLE IF EXISTS cc2")
+    try:
+        same_outcomes(ours, pg, CONSTRAINT_VIEWS)
+    finally:
+        pg.execute("DROP TABLE IF EXISTS cc2")
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
