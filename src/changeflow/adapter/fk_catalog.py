@@ -272,11 +272,14 @@ def fk_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
 
 
 def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...]]]:
-    """information_schema's table_constraints, referential_constraints, key_column_usage and
-    constraint_column_usage rows of the tables' key, check and foreign key constraints."""
+    """information_schema's check_constraints, table_constraints, referential_constraints,
+    key_column_usage and constraint_column_usage rows of the tables' key, check, NOT NULL and
+    foreign key constraints."""
+    from changeflow.adapter.check_info import check_rows
     from changeflow.adapter.checks import checks_of
 
     out: dict[str, list[tuple[Any, ...]]] = {
+        "check_constraints": [],
         "table_constraints": [],
         "referential_constraints": [],
         "key_column_usage": [],
@@ -288,7 +291,9 @@ def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...
         head = (database, schema)
         for name, columns, primary in item.options.get("unique") or []:
             kind = "PRIMARY KEY" if primary else "UNIQUE"
-            out["table_constraints"].append((*head, name, *head, rel, kind, "NO", "NO", "YES"))
+            distinct = None if primary else "YES"
+            row = (*head, name, *head, rel, kind, "NO", "NO", "YES", distinct)
+            out["table_constraints"].append(row)
             for n, c in enumerate(columns):
                 out["key_column_usage"].append(
                     (*head, name, *head, rel, item.columns[c][0], n + 1, None)
@@ -296,7 +301,7 @@ def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...
                 out["constraint_column_usage"].append((*head, rel, item.columns[c][0], *head, name))
         for check in checks_of(item):
             out["table_constraints"].append((*head, check.name, *head, rel, "CHECK", "NO", "NO"))
-            out["table_constraints"][-1] += ("YES",)
+            out["table_constraints"][-1] += ("YES", None)
             for c in check.columns():
                 out["constraint_column_usage"].append((*head, rel, c, *head, check.name))
         for fk in foreign_keys_of(item):
@@ -305,7 +310,7 @@ def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...
                 continue
             pschema, prel = split_name(parent.name)
             deferral = ("YES" if fk.deferrable else "NO", "YES" if fk.deferred else "NO")
-            row = (*head, fk.name, *head, rel, "FOREIGN KEY", *deferral, "YES")
+            row = (*head, fk.name, *head, rel, "FOREIGN KEY", *deferral, "YES", None)
             out["table_constraints"].append(row)
             unique = next(
                 (
@@ -326,6 +331,9 @@ def fk_info(state: CatalogState, database: str) -> dict[str, list[tuple[Any, ...
                 at = key_order.index(r) + 1 if r in key_order else None
                 out["key_column_usage"].append((*head, fk.name, *head, rel, c, n + 1, at))
                 out["constraint_column_usage"].append((database, pschema, prel, r, *head, fk.name))
+        checks, not_null = check_rows(state, item, database)
+        out["check_constraints"] += checks
+        out["table_constraints"] += not_null
     return out
 
 

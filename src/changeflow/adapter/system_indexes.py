@@ -21,6 +21,7 @@ OPCLASS = {16: 10003, 17: 10006, 19: 10028, 20: 3124, 21: 1979, 23: 1978, 25: 31
 OPCLASS |= {700: 10012, 701: 3123, 1042: 10004, 1043: 3126, 1082: 3122, 1114: 3128, 1184: 3127}
 OPCLASS |= {1186: 10022, 1700: 3125, 2950: 10065, 3802: 10088}
 DEFAULT_COLLATION = 100
+COLLATIONS = {"c": 950, "posix": 951}  # pg_collation's fixed oids
 
 
 def relation_oid(item: Item) -> int:
@@ -121,6 +122,15 @@ class Index:
             text += " NULLS FIRST" if item.nulls_first else " NULLS LAST"
         return text
 
+    def collation(self, n: int, type_oid: int) -> int:
+        """The ``n``-th key item's collation oid: its COLLATE's (C and POSIX), else the
+        default for a text type, 0 for another."""
+        if type_oid not in (25, 1042, 1043):
+            return 0
+        given = self.items[n].collate if n < len(self.items) else None
+        named = (given or "").strip('"').lower()
+        return COLLATIONS.get(named, DEFAULT_COLLATION)
+
     def column_text(self, column: int) -> str | None:
         """pg_get_indexdef of one column (1-based; key columns, then INCLUDE's; '' past
         them, as PostgreSQL's)."""
@@ -154,7 +164,7 @@ class Index:
         nums = " ".join(str(numbers[names.index(k)]) if k in names else "0" for k in every)
         n, width = len(self.keys), len(every)
         keyed = types[:n]
-        collations = " ".join(str(DEFAULT_COLLATION if t in (25, 1042, 1043) else 0) for t in keyed)
+        collations = " ".join(str(self.collation(i, t)) for i, t in enumerate(keyed))
         index = (self.oid, table_oid, width, n, self.unique, False, self.primary, False, True)
         index += (False, True, False, True, True, False, nums, collations)
         options = [item.option for item in self.items] + [0] * (n - len(self.items))

@@ -174,7 +174,10 @@ INFO_TABLES: dict[str, str] = {
     "increment TEXT, cycle_option TEXT",
     "table_constraints": "constraint_catalog TEXT, constraint_schema TEXT, "
     "constraint_name TEXT, table_catalog TEXT, table_schema TEXT, table_name TEXT, "
-    "constraint_type TEXT, is_deferrable TEXT, initially_deferred TEXT, enforced TEXT",
+    "constraint_type TEXT, is_deferrable TEXT, initially_deferred TEXT, enforced TEXT, "
+    "nulls_distinct TEXT",
+    "check_constraints": "constraint_catalog TEXT, constraint_schema TEXT, "
+    "constraint_name TEXT, check_clause TEXT",
     "referential_constraints": "constraint_catalog TEXT, constraint_schema TEXT, "
     "constraint_name TEXT, unique_constraint_catalog TEXT, unique_constraint_schema TEXT, "
     "unique_constraint_name TEXT, match_option TEXT, update_rule TEXT, delete_rule TEXT",

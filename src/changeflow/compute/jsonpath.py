@@ -2,7 +2,8 @@
 ``.key``, ``."key"``, ``.*``, ``[n]``, ``[n to m]``, ``[last]``, ``[*]``, filters ``? (…)``
 of comparisons (``== != <> < <= > >=``) between ``@`` paths and literals, ``&&``, ``||``,
 ``!``, ``exists(…)``, ``like_regex "p" [flag "i"]`` and ``starts with``, the item methods
-``.size() .type() .double() .abs() .floor() .ceiling()``, in lax mode (the default: an array
+``.size() .type() .double() .abs() .floor() .ceiling() .keyvalue()``, arithmetic (``+ - * /
+%``, unary ``-``; :mod:`~changeflow.compute.jsonpath_math`), in lax mode (the default: an array
 is unwrapped where a member is asked of it, a missing key is no item) or strict mode (either
 is an error, 22038 or 2203A).
 Anything else is a syntax error (42601), as PostgreSQL reports an unsupported path."""
@@ -15,11 +16,12 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from changeflow.compute import jsonpath_math
 from changeflow.errors import EvalError
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?P<str>\"(?:[^\"\\]|\\.)*\")"
-    r"|(?P<op>==|!=|<>|<=|>=|&&|\|\||[$@.\[\]*?()<>!,])|(?P<word>[A-Za-z_][A-Za-z_0-9]*))"
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?P<str>\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<op>==|!=|<>|<=|>=|&&|\|\||[$@.\[\]*?()<>!,+\-/%])|(?P<word>[A-Za-z_][A-Za-z_0-9]*))"
 )
 
 
@@ -31,6 +33,7 @@ class Path:
     strict: bool
     steps: tuple[tuple[Any, ...], ...]
     predicate: tuple[Any, ...] | None = None
+    expr: tuple[Any, ...] | None = None  # arithmetic (``$.a + 1``) or a literal
 
 
 def _syntax(text: str) -> EvalError:
@@ -76,7 +79,7 @@ def parse(text: str) -> Path:
     if found[0] == "item" and found[1][0] == "path" and found[1][1] == "$":
         return Path(strict, found[1][2])
     if found[0] == "item":
-        raise _syntax(text)
+        return Path(strict, (), None, found[1])
     return Path(strict, (), found)
 
 
@@ -158,11 +161,6 @@ def _not(r: _Reader) -> tuple[Any, ...]:
         inner = _or(r)
         r.take(")")
         return ("not", inner)
-    if r.peek() == "(":
-        r.take()
-        inner = _or(r)
-        r.take(")")
-        return inner
     if r.peek() == "exists":
         r.take()
         r.take("(")
@@ -170,6 +168,8 @@ def _not(r: _Reader) -> tuple[Any, ...]:
         r.take(")")
         return ("exists", operand)
     left = _operand(r)
+    if left[0] in _CONDITIONS:  # a parenthesized condition
+        return left
     if r.peek() == "like_regex":
         r.take()
         kind, pattern = r.take()
@@ -190,7 +190,39 @@ def _not(r: _Reader) -> tuple[Any, ...]:
     return ("cmp", "!=" if op == "<>" else op, left, _operand(r))
 
 
+_CONDITIONS = ("and", "or", "not", "exists", "like", "starts", "cmp", "item")
+
+
 def _operand(r: _Reader) -> tuple[Any, ...]:
+    """An additive expression: terms joined by ``+`` and ``-``."""
+    left = _term(r)
+    while r.peek() in ("+", "-"):
+        op = r.take()[1]
+        left = ("arith", op, left, _term(r))
+    return left
+
+
+def _term(r: _Reader) -> tuple[Any, ...]:
+    left = _unary(r)
+    while r.peek() in ("*", "/", "%"):
+        op = r.take()[1]
+        left = ("arith", op, left, _unary(r))
+    return left
+
+
+def _unary(r: _Reader) -> tuple[Any, ...]:
+    if r.peek() in ("+", "-"):
+        op = r.take()[1]
+        return ("unary", op, _unary(r))
+    if r.peek() == "(":
+        r.take()
+        inner = _or(r)
+        r.take(")")
+        return inner[1] if inner[0] == "item" else inner
+    return _primary(r)
+
+
+def _primary(r: _Reader) -> tuple[Any, ...]:
     kind, value = r.take()
     if value == "$" and r.at < len(r.tokens) and r.tokens[r.at][0] == "word":
         return ("var", r.take()[1])  # $name: a variable of the call's vars
@@ -222,6 +254,8 @@ def query(path: Path, root: Any, variables: Any = None) -> list[Any]:
     context = (root, variables or {})
     if path.predicate is not None:
         return [_test(path.predicate, root, context, path.strict)]
+    if path.expr is not None:
+        return _items(path.expr, root, context, path.strict)
     return _run(path.steps, [root], context, path.strict)
 
 
@@ -236,6 +270,8 @@ def _run(steps: tuple[tuple[Any, ...], ...], items: list[Any], root: Any, strict
 
 def _step(step: tuple[Any, ...], item: Any, root: Any, strict: bool) -> list[Any]:
     kind = step[0]
+    if kind == "method" and step[1] == "keyvalue":
+        return jsonpath_math.keyvalue(item, root[0], strict)
     if kind == "method":
         return _method(step[1], item, strict)
     if kind in ("key", "members") and isinstance(item, list) and not strict:
@@ -340,7 +376,7 @@ def _text_test(cond: tuple[Any, ...], subjects: list[Any], prefixes: list[Any]) 
 
 
 _TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
-_METHODS = ("size", "type", "double", "abs", "floor", "ceiling")
+_METHODS = ("size", "type", "double", "abs", "floor", "ceiling", "keyvalue")
 
 
 def _method(name: str, item: Any, strict: bool) -> list[Any]:
@@ -381,6 +417,13 @@ def _method(name: str, item: Any, strict: bool) -> list[Any]:
 
 
 def _items(operand: tuple[Any, ...], at: Any, root: Any, strict: bool) -> list[Any]:
+    if operand[0] == "arith":
+        lefts, rights = (_items(o, at, root, strict) for o in operand[2:])
+        return jsonpath_math.binary(operand[1], lefts, rights)
+    if operand[0] == "unary":
+        return jsonpath_math.unary(operand[1], _items(operand[2], at, root, strict))
+    if operand[0] in _CONDITIONS:
+        return [_test(operand, at, root, strict)]
     if operand[0] == "value":
         return [operand[1]]
     if operand[0] == "var":

@@ -32,11 +32,14 @@ from changeflow.compute.types import (
     FLOAT8,
     INT4,
     INT8,
+    NULLTYPE,
+    TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
     Column,
     Schema,
     SqlType,
+    array_of,
 )
 from changeflow.compute.window_frames import frame_values
 from changeflow.errors import EvalError, PlanError
@@ -45,9 +48,10 @@ RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "nti
 OFFSETS = ("lag", "lead")
 VALUES = ("first_value", "last_value", "nth_value")
 AGGREGATES = ("count", "sum", "min", "max", "avg", "bool_and", "bool_or")
-FUNCTIONS = RANKING + OFFSETS + VALUES + AGGREGATES
+COLLECTED = ("array_agg", "string_agg")  # in the frame's order, NULLs kept by array_agg
+FUNCTIONS = RANKING + OFFSETS + VALUES + AGGREGATES + COLLECTED
 _ARITY = {"ntile": (1, 1), "lag": (1, 3), "lead": (1, 3), "first_value": (1, 1)}
-_ARITY |= {"last_value": (1, 1), "nth_value": (2, 2)}
+_ARITY |= {"last_value": (1, 1), "nth_value": (2, 2), "array_agg": (1, 1), "string_agg": (2, 2)}
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,13 @@ class WindowFunc:
             return Column(name, FLOAT8, False)
         if self.func == "ntile":
             return Column(name, INT4, True)
+        if self.func == "array_agg":
+            return Column(name, array_of(self.args[0].type), True)
+        if self.func == "string_agg":
+            if any(a.type not in (TEXT, NULLTYPE) for a in self.args):
+                shown = ", ".join(str(a.type) for a in self.args)
+                raise PlanError(f"function string_agg({shown}) does not exist", sqlstate="42883")
+            return Column(name, TEXT, True)
         if self.func in AGGREGATES:
             agg = P.Aggregate(self.func, self.args[0] if self.args else None)
             return agg.output(schema, name)
@@ -246,7 +257,7 @@ def _values(
     kind = f.output(window.input.schema, f.func).type
     ranges = _RangeIndex(window, rows) if f.frame.mode == "range" else None
     spans = [_span(f.frame, ranges, groups, first, last, i) for i in range(n)]
-    if fast and f.frame.exclude == "no others":
+    if fast and f.frame.exclude == "no others" and f.func not in COLLECTED:
         found = frame_values(f, rows, spans, kind)
         if found is not None:
             return found
@@ -421,6 +432,14 @@ def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType) -> Any:
         if k is not None and k <= 0:
             raise EvalError("argument of nth_value must be greater than zero", sqlstate="22016")
         return None if k is None or k > len(frame) else f.args[0].eval(frame[k - 1])
+    if f.func == "array_agg":
+        return tuple(f.args[0].eval(r) for r in frame) or None
+    if f.func == "string_agg":
+        pairs = [(f.args[0].eval(r), f.args[1].eval(r)) for r in frame]
+        kept = [(v, sep) for v, sep in pairs if v is not None]
+        if not kept:
+            return None
+        return kept[0][0] + "".join((sep or "") + v for v, sep in kept[1:])
     arg = f.args[0] if f.args else None
     if arg is None:
         return len(frame)

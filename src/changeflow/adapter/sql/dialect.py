@@ -184,6 +184,7 @@ class PostgresCalls(Postgres):
         LAMBDAS = {  # noqa: RUF012 (PostgreSQL has no lambdas: f(j -> 'k') is jsonb's ->)
             k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW
         }
+        FUNC_TOKENS = {*Postgres.Parser.FUNC_TOKENS, TokenType.OVERLAPS}  # noqa: RUF012 (overlaps(a, b, c, d))
         FUNCTION_PARSERS = {  # noqa: RUF012 (sqlglot's own class attribute)
             k: v
             for k, v in Postgres.Parser.FUNCTION_PARSERS.items()

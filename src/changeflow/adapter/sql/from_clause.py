@@ -80,6 +80,9 @@ class FromClause:
         table = ident(alias.this) if alias is not None and alias.this else default
         names = list(out.names)
         columns = alias.columns if alias is not None else []
+        if alias is not None and alias.meta.get("exact") and len(columns) != len(names):
+            many = "many" if len(names) > len(columns) else "few"
+            raise PlanError(f"subquery has too {many} columns", sqlstate="42601")
         if len(columns) > len(names):
             raise PlanError(
                 f'table "{table}" has {len(names)} columns available but {len(columns)} '

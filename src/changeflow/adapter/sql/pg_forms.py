@@ -2,13 +2,15 @@
 aggregates (``percentile_cont``, ``percentile_disc``, ``mode() WITHIN GROUP (ORDER BY x)``)
 and ``bit_and``/``bit_or``/``bit_xor`` as functions of ``array_agg`` (kept per group in a view
 as ``array_agg`` is), ``count(DISTINCT (a, b))`` as a count of distinct records, ``U&'…'``
-strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` as ``overlaps_of(s1, e1, s2, e2)``,
+strings as literals, ``(s1, e1) OVERLAPS (s2, e2)`` (or ``overlaps(s1, e1, s2, e2)``) as
+``overlaps_of(s1, e1, s2, e2)``,
 ``make_interval`` (named fields or not) and ``make_time`` as calls of all their fields; the
 set-returning ``regexp_split_to_table`` and ``jsonb_path_query`` as unnests of their array
 forms and ``regexp_matches`` as its nth match of a ``generate_series`` (in FROM, each as a
 subquery, LATERAL when it names columns); ``(a, b) IN (SELECT x, y …)`` as the EXISTS tests
 that give PostgreSQL's three values (NOT IN too; a correlated plain SELECT takes the tests
-in its own WHERE), ``IN (VALUES …)`` likewise and ``IN ((1, 2), …)`` as row equalities."""
+in its own WHERE, a UNION is an OR of its sides'), ``IN (VALUES …)`` likewise and
+``IN ((1, 2), …)`` as row equalities."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() in _SET_RETURNING:
             _set_returning(node)
+        elif node.name.lower() == "overlaps" and len(node.expressions) == 4:  # overlaps(…)
+            _call(node, "overlaps_of", [a.copy() for a in node.expressions], "overlaps")
     for node in list(tree.find_all(exp.In)):
         if isinstance(node.this, exp.Tuple):
             _row_in(node)
@@ -73,14 +77,34 @@ def _row_in(node: exp.In) -> None:
     selects = inner.selects if isinstance(inner, exp.Query) else []
     if isinstance(inner, exp.Values) and isinstance(inner.expressions[0], exp.Tuple):
         selects = inner.expressions[0].expressions
-    if not selects or any(isinstance(s, exp.Star) for s in selects):
+    if isinstance(inner, exp.Union) and _splittable(inner):  # IN (A UNION B): IN A OR IN B
+        sides = [
+            exp.In(this=node.this.copy(), query=exp.Subquery(this=side.copy()))
+            for side in (inner.this, inner.expression)
+        ]
+        node.replace(exp.Paren(this=exp.Or(this=sides[0], expression=sides[1])))
+        for side in sides:
+            side.meta["branch"] = True  # its NULLs typed by the UNION's other side
+            _row_in(side)
         return
-    if len(selects) != len(lhs):
+    if not selects:
+        return
+    if _constant_row(inner, selects, len(lhs), node.meta.get("branch", False)):
+        pairs = zip(lhs, selects, strict=True)  # IN (SELECT 3, t.b): a = 3 AND b = t.b
+        tests = [exp.EQ(this=a.copy(), expression=e.unalias().copy()) for a, e in pairs]
+        node.replace(exp.Paren(this=exp.And(this=exp.and_(*tests), expression=exp.true())))
+        return
+    starred = any(isinstance(s, exp.Star) or s.find(exp.Star) for s in selects)
+    if not starred and len(selects) != len(lhs):
         many = "many" if len(selects) > len(lhs) else "few"
         raise PlanError(f"subquery has too {many} columns", sqlstate="42601")
     names = [f"_in{i}" for i in range(len(lhs))]
     alias = exp.TableAlias(this=exp.to_identifier("_in"), columns=names)
-    merged = _mergeable(inner, lhs)
+    alias.meta["exact"] = True  # the subquery's columns, one for each of the lhs
+    distinct = inner.args.get("distinct") if isinstance(inner, exp.Select) else None
+    if isinstance(distinct, exp.Distinct) and not distinct.args.get("on"):
+        inner.set("distinct", None)  # a duplicate row changes no IN
+    merged = not starred and _mergeable(inner, lhs)
 
     def exists(maybe: bool) -> exp.Expression:
         tests: list[exp.Expression] = []
@@ -202,6 +226,28 @@ def _distinct_record(node: exp.Count) -> None:
 
 
 _NOT_MERGED = ("group", "having", "limit", "offset", "distinct", "qualify", "windows", "with")
+
+
+def _constant_row(
+    inner: exp.Expression, selects: list[exp.Expression], width: int, branch: bool
+) -> bool:
+    """Is ``inner`` one row of ``width`` values: a SELECT of no FROM and no clause (and, but
+    in a UNION's side, no bare NULL: that is a text column, as PostgreSQL types it)."""
+    if not isinstance(inner, exp.Select) or len(selects) != width:
+        return False
+    clauses = ("from_", "where", "joins", *_NOT_MERGED)
+    if any(inner.args.get(k) for k in clauses) or inner.find(exp.AggFunc, exp.Window):
+        return False
+    if not branch and any(isinstance(s.unalias(), exp.Null) for s in selects):
+        return False
+    return not any(s.find(exp.Star, exp.Subquery) for s in selects)
+
+
+def _splittable(union: exp.Union) -> bool:
+    """A UNION [ALL] with no LIMIT, OFFSET or WITH of its own, each side a query."""
+    if any(union.args.get(k) for k in ("limit", "offset", "with")):
+        return False
+    return all(isinstance(s, exp.Query) for s in (union.this, union.expression))
 
 
 def _mergeable(inner: exp.Expression, lhs: list[exp.Expression]) -> bool:

@@ -125,9 +125,9 @@ class Windows:
             fn = fn.this
         name = function_name(fn)
         if name not in W.FUNCTIONS and name not in statistics.COMBINED:
-            if name in ("string_agg",):
-                raise unsupported(f"{name} as a window function", fn)
             raise PlanError(f"function {name} is not a window function here", sqlstate="42809")
+        if name in W.COLLECTED and (condition is not None or fn.find(exp.Order)):
+            raise unsupported(f"{name} with FILTER or ORDER BY as a window function", fn)
         if condition is not None and name not in (*W.AGGREGATES, *statistics.COMBINED):
             raise PlanError(
                 "FILTER is not implemented for non-aggregate window functions", sqlstate="0A000"
@@ -175,6 +175,8 @@ def _arguments(fn: exp.Expression) -> list[exp.Expression]:
         return [fn.this, fn.args["offset"]]
     if isinstance(fn, exp.Anonymous):
         return list(fn.expressions)
+    if isinstance(fn, exp.GroupConcat):  # string_agg(value, separator)
+        return [a for a in (fn.this, fn.args.get("separator")) if a is not None]
     first = fn.this if isinstance(fn.this, exp.Expression) else None
     return ([first] if first is not None else []) + list(fn.expressions)
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, unsupported
+from changeflow.compute.functions.number_format import number_text
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.intervals import Interval
 from changeflow.compute.time_of_day import micros_of
@@ -152,49 +153,6 @@ def _time_text(value: date, template: str) -> str:
     return "".join(out)
 
 
-def _number_text(value: Any, template: str, half: str) -> str:
-    """A number by a template of ``9`` and ``0`` digits, ``.`` (or ``D``), ``,`` (or ``G``)
-    and the ``FM`` prefix: a sign place before the digits, ``#`` when the digits do not fit."""
-    fill_mode = "FM" in template.upper()
-    body = re.sub("(?i)fm", "", template).replace("D", ".").replace("G", ",")
-    whole, _, fraction = body.partition(".")
-    places = sum(ch in "90" for ch in fraction)
-    amount = Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=half)
-    negative = amount < 0
-    digits, _, decimals = f"{abs(amount):f}".partition(".")
-    positions = sum(ch in "90" for ch in whole)
-    if digits == "0" and (places or "0" not in whole):
-        digits = "" if places else "0"
-    if len(digits) > positions:
-        hashes = re.sub("[90]", "#", body)
-        return hashes if fill_mode else " " + hashes
-    left, pending = [], list(digits)
-    for ch in reversed(whole):
-        if ch in "90":
-            left.append(pending.pop() if pending else ("0" if ch == "0" else " "))
-        elif ch == ",":
-            left.append("," if pending or (left and left[-1] not in " ") else " ")
-        else:
-            left.append(ch)
-    text = "".join(reversed(left))
-    if "0" in whole:
-        first = whole.index("0")
-        text = text[:first] + text[first:].replace(" ", "0")
-    start = len(text) - len(text.lstrip(" "))
-    sign = "-" if negative else ("" if fill_mode else " ")
-    text = text[:start] + sign + text[start:]
-    if fraction:
-        shown = list(decimals.ljust(places, "0"))
-        if fill_mode:
-            nines = [i for i, ch in enumerate(c for c in fraction if c in "90") if ch == "9"]
-            while shown and len(shown) - 1 in nines and shown[-1] == "0":
-                shown.pop()
-        text += "." + "".join(shown)
-    if fill_mode and not any(ch.isdigit() for ch in text):
-        text = text.replace(".", "0.") if "." in text else text + "0"
-    return text.lstrip(" ") if fill_mode else text
-
-
 def _to_char(value: Any, template: str) -> str:
     if isinstance(value, time):  # PostgreSQL casts a time to an interval for to_char
         value = Interval(0, 0, micros_of(value))
@@ -203,7 +161,7 @@ def _to_char(value: Any, template: str) -> str:
     if isinstance(value, date):
         return _time_text(value, template)
     half = ROUND_HALF_EVEN if isinstance(value, float) else ROUND_HALF_UP
-    return _number_text(value, template, half)
+    return number_text(value, template, half)
 
 
 def _rule(args: tuple[SqlType, ...]) -> SqlType:

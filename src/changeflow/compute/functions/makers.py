@@ -11,6 +11,7 @@ from changeflow.compute.functions.base import Function, _sig, in_process
 from changeflow.compute.functions.times import _make_timestamp
 from changeflow.compute.functions.zones import zone
 from changeflow.compute.intervals import Interval
+from changeflow.compute.time_of_day import DAY_MICROS, time_from_micros
 from changeflow.compute.types import INTERVAL, TEXT, TIME, TIMESTAMPTZ
 from changeflow.errors import EvalError
 
@@ -18,13 +19,15 @@ _IN_PROCESS = in_process("times of day and intervals are made in the process")
 
 
 def make_time(h: int, m: int, sec: float | Decimal) -> time:
-    """A time of day; 24:00:00 is not a Python time, so it is refused with the others."""
+    """A time of day as PostgreSQL's: a 60th second carries over, and 24:00:00 (a whole day,
+    :data:`END_OF_DAY`) is the last; past it, 22008."""
     micros = round(Decimal(str(sec)) * 1_000_000)
-    if not (0 <= h < 24 and 0 <= m < 60 and 0 <= micros < 60_000_000):
+    total = (h * 60 + m) * 60_000_000 + micros
+    if not (0 <= h <= 24 and 0 <= m < 60 and 0 <= micros <= 60_000_000) or total > DAY_MICROS:
         raise EvalError(
             f"time field value out of range: {h:02d}:{m:02d}:{float(sec):02g}", sqlstate="22008"
         )
-    return time(h, m, micros // 1_000_000, micros % 1_000_000)
+    return time_from_micros(total)
 
 
 def make_interval(

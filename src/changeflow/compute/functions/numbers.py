@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from changeflow.compute import expr as X
+from changeflow.compute.array_shape import nested
 from changeflow.compute.expr import common_type
 from changeflow.compute.functions.base import (
     Builder,
@@ -37,13 +39,18 @@ from changeflow.compute.functions.numeric_math import (
 from changeflow.compute.functions.overloads import MACADDR, Overloads, same
 from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
+    DATE,
     FLOAT8,
     INT2,
     INT4,
     INT8,
     NULLTYPE,
     NUMERIC,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMPTZ,
     SqlType,
+    array_of,
 )
 from changeflow.errors import EvalError, PlanError
 
@@ -377,7 +384,13 @@ def _spark_extreme(fn: str) -> Builder:
 
 
 MAX_FACTORIAL = 32177  # PostgreSQL's numeric holds n! up to here
-_BUCKETS = ((NUMERIC, NUMERIC, NUMERIC, INT4), (FLOAT8, FLOAT8, FLOAT8, INT4))
+_NUMBERS = (INT2, INT4, INT8, NUMERIC, FLOAT8)
+_BUCKETS = (  # the array form: any number among any numbers, or a type among its own
+    (NUMERIC, NUMERIC, NUMERIC, INT4),
+    (FLOAT8, FLOAT8, FLOAT8, INT4),
+    *((t, array_of(e)) for t in _NUMBERS for e in _NUMBERS),
+    *((t, array_of(t)) for t in (TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)),
+)
 
 
 def _factorial(n: int) -> Decimal:
@@ -388,9 +401,16 @@ def _factorial(n: int) -> Decimal:
     return Decimal(math.factorial(n))
 
 
-def _width_bucket(operand: Any, low: Any, high: Any, count: int) -> int:
+def _width_bucket(operand: Any, low: Any, high: Any = None, count: int = 0) -> int:
     """The bucket of ``operand`` among ``count`` equal ones from ``low`` to ``high`` (0 before
-    them, ``count + 1`` after; reversed where ``low > high``), as PostgreSQL's."""
+    them, ``count + 1`` after; reversed where ``low > high``), as PostgreSQL's; of an array
+    of thresholds (``low``, sorted), how many of them ``operand`` is at or after."""
+    if isinstance(low, tuple):
+        if nested(low):
+            raise EvalError("thresholds must be one-dimensional array", sqlstate="2202E")
+        if any(v is None for v in low):
+            raise EvalError("thresholds array must not contain NULLs", sqlstate="22004")
+        return bisect.bisect_right(low, operand)
     if count <= 0:
         raise EvalError("count must be greater than zero", sqlstate="2201G")
     if any(v != v for v in (operand, low, high)):  # NaN

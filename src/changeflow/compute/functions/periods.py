@@ -1,6 +1,7 @@
 """``(s1, e1) OVERLAPS (s2, e2)`` as PostgreSQL's ``overlaps`` computes it (the planner reads
 the operator as ``overlaps_of(s1, e1, s2, e2)``): an end may be an interval after its start;
-each pair is put in order; NULL where the answer depends on a NULL end."""
+each pair is put in order; NULL where the answer depends on a NULL end. Times of day
+overlap as PostgreSQL's ``overlaps(time, …)`` (an interval end goes around the clock)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from typing import Any
 
 from changeflow.compute.functions.base import Function, in_process
 from changeflow.compute.intervals import Interval, add_to_stamp, stamp_of
-from changeflow.compute.types import BOOL, DATE, INTERVAL, NULLTYPE, TIMESTAMP, TIMESTAMPTZ, SqlType
+from changeflow.compute.time_of_day import micros_of, time_arith
+from changeflow.compute.types import (
+    BOOL,
+    DATE,
+    INTERVAL,
+    NULLTYPE,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    SqlType,
+)
 from changeflow.errors import PlanError
 
 _IN_PROCESS = in_process("OVERLAPS is computed in the process")
@@ -37,10 +48,24 @@ def _pair(start: Any, end: Any, zoned: bool) -> tuple[datetime | None, datetime 
     return s, e
 
 
+def _time_pair(start: Any, end: Any) -> tuple[int | None, int | None]:
+    """A period of times of day as microseconds (an interval end added around the clock)."""
+    if isinstance(end, Interval):
+        end = None if start is None else time_arith("+", start, end)
+    s, e = (None if v is None else micros_of(v) for v in (start, end))
+    if s is None:
+        return e, None
+    return (e, s) if e is not None and s > e else (s, e)
+
+
 def overlaps(*args: tuple[Any, SqlType]) -> bool | None:
-    zoned = any(kind == TIMESTAMPTZ for _, kind in args)
-    s1, e1 = _pair(args[0][0], args[1][0], zoned)
-    s2, e2 = _pair(args[2][0], args[3][0], zoned)
+    if any(kind == TIME for _, kind in args):
+        s1, e1 = _time_pair(args[0][0], args[1][0])
+        s2, e2 = _time_pair(args[2][0], args[3][0])
+    else:
+        zoned = any(kind == TIMESTAMPTZ for _, kind in args)
+        s1, e1 = _pair(args[0][0], args[1][0], zoned)
+        s2, e2 = _pair(args[2][0], args[3][0], zoned)
     if s1 is None or s2 is None:
         return None
     if s1 > s2:
@@ -54,8 +79,9 @@ _STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ, NULLTYPE)
 
 
 def _rule(args: tuple[SqlType, ...]) -> SqlType:
+    kinds = (TIME, NULLTYPE) if TIME in args else _STAMPS  # times of day, or dates and stamps
     ok = len(args) == 4 and all(
-        kind in _STAMPS or (i % 2 == 1 and kind == INTERVAL) for i, kind in enumerate(args)
+        kind in kinds or (i % 2 == 1 and kind == INTERVAL) for i, kind in enumerate(args)
     )
     if not ok:
         shown = ", ".join(str(k) for k in args)

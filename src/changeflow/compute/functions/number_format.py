@@ -1,0 +1,149 @@
+"""``to_char`` of a number by a template, as PostgreSQL's: ``9`` and ``0`` digits, ``.``/``D``,
+``,``/``G``, the ``FM`` prefix, the signs ``S`` (before or after the digits), ``MI``, ``PL``
+and ``SG``, ``L`` (the C locale's empty currency symbol, a blank), ``TH``/``th`` (an ordinal
+suffix), ``RN``/``rn`` (Roman numerals), ``V`` (times ten to the digits after it) and
+quoted or other characters as they are; ``#`` in each digit place when the digits do not fit."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from changeflow.errors import EvalError
+
+_TOKEN = re.compile(r'(?i:fm|mi|pl|sg|rn|th)|"[^"]*"|[90.DdGgSsLlVv,]|.', re.S)
+_ROMAN = (
+    (1000, "M"),
+    (900, "CM"),
+    (500, "D"),
+    (400, "CD"),
+    (100, "C"),
+    (90, "XC"),
+    (50, "L"),
+    (40, "XL"),
+    (10, "X"),
+    (9, "IX"),
+    (5, "V"),
+    (4, "IV"),
+    (1, "I"),
+)
+
+
+def roman(n: int) -> str:
+    """``n`` (1 to 3999) in Roman numerals."""
+    out = []
+    for value, letters in _ROMAN:
+        count, n = divmod(n, value)
+        out.append(letters * count)
+    return "".join(out)
+
+
+def _ordinal(digits: str, upper: bool) -> str:
+    last = int(digits[-2:] or "0")
+    suffix = "th" if 11 <= last % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(last % 10, "th")
+    return suffix.upper() if upper else suffix
+
+
+def number_text(value: object, template: str, half: str) -> str:
+    """``value`` as PostgreSQL's ``to_char(number, template)`` shows it (``half``: the
+    rounding of the value's type)."""
+    tokens = _TOKEN.findall(template)
+    kinds = [t.upper() if t.upper() in ("FM", "MI", "PL", "SG", "RN", "TH") else t for t in tokens]
+    fill = "FM" in kinds
+    amount = Decimal(str(value))
+    if "RN" in kinds:
+        whole = int(amount.quantize(Decimal(1), rounding=half))
+        text = roman(whole) if 1 <= whole <= 3999 else "#" * 15
+        text = text if "rn" not in tokens else text.lower()
+        return text if fill else text.rjust(15)
+    decimal = next((i for i, k in enumerate(kinds) if k in (".", "D", "d")), len(kinds))
+    digit_at = [i for i, k in enumerate(kinds) if k in ("9", "0")]
+    pre = sum(1 for i in digit_at if i < decimal)
+    post = len(digit_at) - pre
+    if decimal < len(kinds) and any(k in ("V", "v") for k in kinds):
+        raise EvalError('cannot use "V" and decimal point together', sqlstate="42601")
+    shift = sum(1 for i in digit_at if any(kinds[v] in ("V", "v") for v in range(i)))
+    amount = amount.scaleb(shift)
+    amount = amount.quantize(Decimal(1).scaleb(-max(post, 0)), rounding=half)
+    negative = amount < 0 or (isinstance(value, float) and amount.is_signed())  # float's -0
+    whole_digits, _, fraction = f"{abs(amount):f}".partition(".")
+    fraction = fraction.ljust(post, "0")
+    zero_start = next(
+        (n for n, i in enumerate(i for i in digit_at if i < decimal) if kinds[i] == "0"), pre
+    )
+    if whole_digits == "0" and (post or zero_start == pre):
+        whole_digits = "" if post else "0"
+    overflow = len(whole_digits) > pre or pre == 0
+    first = pre - len(whole_digits)
+    s_at = next((i for i, k in enumerate(kinds) if k in ("S", "s")), None)
+    s_before = s_at is not None and any(i > s_at for i in digit_at if i < decimal)
+    sign = "-" if negative else "+"
+    if s_before:
+        anchor = sign
+    elif s_at is None and "MI" not in kinds and "SG" not in kinds:
+        anchor = "-" if negative else ("" if fill else " ")
+    else:
+        anchor = ""
+    out: list[str] = []
+    pending, shown, places = True, False, 0
+    fraction_nines: list[int] = []
+    for i, (token, kind) in enumerate(zip(tokens, kinds, strict=True)):
+        if kind in ("9", "0") and i < decimal:
+            n, places = places, places + 1
+            if overflow:
+                ch = "#"
+            elif n >= first:
+                ch = whole_digits[n - first]
+            elif n >= zero_start:
+                ch = "0"
+            else:
+                out.append("" if fill else " ")
+                continue
+            if pending:
+                out.append(anchor)
+                pending = False
+            out.append(ch)
+            shown = True
+        elif kind in ("9", "0"):
+            n, places = places - pre, places + 1
+            fraction_nines = [*fraction_nines, len(out)] if kind == "9" else []
+            out.append("#" if overflow else fraction[n] if n < len(fraction) else "0")
+        elif kind in (".", "D", "d"):
+            if i != decimal:
+                out.append(token)
+                continue
+            if pending:
+                out.append(anchor)
+                pending = False
+            out.append(".")
+            point = len(out) - 1
+        elif kind in (",", "G", "g"):
+            out.append("," if shown else ("" if fill else " "))
+        elif kind in ("S", "s"):
+            out.append("" if s_before else sign)
+        elif kind == "MI":
+            out.append("-" if negative else ("" if fill else " "))
+        elif kind == "PL":
+            out.append(("" if fill else " ") if negative else "+")
+        elif kind == "SG":
+            out.append(sign)
+        elif kind in ("L", "l"):
+            out.append(" ")
+        elif kind == "TH":
+            if not (negative or overflow or decimal < len(kinds)):
+                out.append(_ordinal(whole_digits, token.isupper()))
+        elif kind in ("V", "v", "FM"):
+            continue
+        else:
+            out.append(token[1:-1] if token.startswith('"') else token)
+    if pending:
+        out.insert(0, anchor)
+        fraction_nines = [n + 1 for n in fraction_nines]
+    if fill and not overflow:
+        for n in reversed(fraction_nines):  # FM drops the fraction's trailing zeros of 9s
+            if out[n] != "0":
+                break
+            out[n] = ""
+        if not any(ch.isdigit() for ch in "".join(out)) and decimal < len(kinds):
+            out[point] = "0."
+    return "".join(out)
