@@ -14,6 +14,7 @@ win. A change that raises leaves the catalog as it was.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
@@ -61,6 +62,23 @@ SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("search_path", default=(PU
 # the settings of the session planning a statement (current_setting, set_config)
 _PINNED: ContextVar[tuple[Catalog, CatalogState] | None] = ContextVar("pinned", default=None)
 SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", default=None)
+# the session's temporary schema (``pg_temp_N``, "" until it makes one) and its owner; None
+# outside a session
+TEMP: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("temp", default=None)
+TEMP_SCHEMA = re.compile(r"pg_temp(?:_\d+)?")
+
+
+def temp_name(name: str) -> str | None:
+    """``name`` as this session's catalog name if it is in a temporary schema (``pg_temp.t``
+    in its own ``pg_temp_N``), "" if in another session's, None if in no temporary schema.
+    Outside a session (the host's work) a ``pg_temp_N`` name is taken as it is."""
+    schema, dot, rest = name.partition(".")
+    mine = TEMP.get()
+    if not dot or not TEMP_SCHEMA.fullmatch(schema) or (mine is None and schema != "pg_temp"):
+        return None
+    if mine is None or not mine[0] or schema not in ("pg_temp", mine[0]):
+        return ""
+    return f"{mine[0]}.{rest}"
 
 
 def search_path(setting: str) -> tuple[str, ...]:
@@ -102,7 +120,10 @@ class CatalogState:
     schemas: dict[str, int] = field(default_factory=dict)
 
     def by_name(self, name: str) -> Item | None:
-        """The item whose catalog name is ``name`` exactly."""
+        """The item whose catalog name is ``name`` exactly (another session's temporary
+        items are not found)."""
+        if (temp := temp_name(name)) is not None:
+            name = temp
         return next((i for i in self.items.values() if i.name == name), None)
 
     def find(self, name: str) -> Item | None:
@@ -111,6 +132,9 @@ class CatalogState:
         schema, dot, rest = name.partition(".")
         if dot:
             return self.by_name(rest if schema == PUBLIC else name)
+        mine = TEMP.get()
+        if mine is not None and mine[0] and (temp := self.by_name(f"{mine[0]}.{name}")):
+            return temp  # the temporary schema is searched first, as PostgreSQL does
         for schema in SEARCH_PATH.get():
             found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
             if found is not None:
@@ -121,7 +145,13 @@ class CatalogState:
         """The catalog name of an item created as ``name``: in the first schema of the search
         path that exists, unless ``name`` names its schema; 3F000 if none does."""
         if "." in name:
-            return name
+            temp = temp_name(name)
+            if temp == "":
+                raise PlanError(
+                    "cannot create relations in temporary schemas of other sessions",
+                    sqlstate="0A000",
+                )
+            return name if temp is None else temp
         for schema in SEARCH_PATH.get():
             if schema == PUBLIC or schema in self.schemas:
                 return name if schema == PUBLIC else f"{schema}.{name}"
@@ -156,7 +186,12 @@ class CatalogState:
         """The state with ``item`` added; 42P07 if its name is taken, 3F000 if its schema
         does not exist."""
         schema = split_name(item.name)[0]
-        if schema != PUBLIC and schema not in self.schemas:
+        if TEMP_SCHEMA.fullmatch(schema) and "temp" not in item.options:
+            mine = TEMP.get()
+            if mine is None or not mine[0] or mine[0] != schema:
+                raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
+            item = replace(item, options={**item.options, "temp": mine[1]})
+        elif schema != PUBLIC and schema not in self.schemas:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:

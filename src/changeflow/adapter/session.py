@@ -70,7 +70,7 @@ from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Schema
-from changeflow.errors import ChangeflowError, FrontierViolation, PlanError
+from changeflow.errors import FrontierViolation, PlanError
 
 T = TypeVar("T")
 DDL = {
@@ -561,18 +561,6 @@ def _aborted() -> PlanError:
 def _locked(lock: Any, fn: Callable[[], T]) -> T:
     with lock:
         return fn()
-
-
-def one_transaction(session: Session, texts: list[str]) -> bool:
-    """Do the statements of one Query message run as one implicit transaction? As in
-    PostgreSQL, several writes outside a transaction block commit together or not at all
-    (a batch with reads, DDL or transaction control runs statement by statement)."""
-    if len(texts) < 2 or session.txn is not None:
-        return False
-    try:
-        return all(parse(t).kind in ("insert", "update", "delete") for t in texts)
-    except ChangeflowError:
-        return False
 
 
 def _int(text: str, what: str) -> int:

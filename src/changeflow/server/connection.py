@@ -17,8 +17,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.batches import one_transaction
 from changeflow.adapter.connection import sqlstate
-from changeflow.adapter.session import Session, one_transaction
+from changeflow.adapter.session import Session
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, PlanError
