@@ -62,9 +62,19 @@ SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("search_path", default=(PU
 # the settings of the session planning a statement (current_setting, set_config)
 _PINNED: ContextVar[tuple[Catalog, CatalogState] | None] = ContextVar("pinned", default=None)
 SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", default=None)
-# the session's temporary schema (``pg_temp_N``, "" until it makes one) and its owner; None
-# outside a session
-TEMP: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("temp", default=None)
+
+
+@dataclass
+class TempSchema:
+    """A session's temporary schema: ``pg_temp_N`` ("" until it makes one), the process and
+    session that own it, and its tables' ON COMMIT actions (by id: ``delete`` or ``drop``)."""
+
+    name: str = ""
+    owner: dict[str, Any] = field(default_factory=dict)
+    on_commit: dict[str, str] = field(default_factory=dict)
+
+
+TEMP: ContextVar[TempSchema | None] = ContextVar("temp", default=None)  # None: no session
 TEMP_SCHEMA = re.compile(r"pg_temp(?:_\d+)?")
 
 
@@ -76,9 +86,9 @@ def temp_name(name: str) -> str | None:
     mine = TEMP.get()
     if not dot or not TEMP_SCHEMA.fullmatch(schema) or (mine is None and schema != "pg_temp"):
         return None
-    if mine is None or not mine[0] or schema not in ("pg_temp", mine[0]):
+    if mine is None or not mine.name or schema not in ("pg_temp", mine.name):
         return ""
-    return f"{mine[0]}.{rest}"
+    return f"{mine.name}.{rest}"
 
 
 def search_path(setting: str) -> tuple[str, ...]:
@@ -133,7 +143,7 @@ class CatalogState:
         if dot:
             return self.by_name(rest if schema == PUBLIC else name)
         mine = TEMP.get()
-        if mine is not None and mine[0] and (temp := self.by_name(f"{mine[0]}.{name}")):
+        if mine is not None and mine.name and (temp := self.by_name(f"{mine.name}.{name}")):
             return temp  # the temporary schema is searched first, as PostgreSQL does
         for schema in SEARCH_PATH.get():
             found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
@@ -188,9 +198,9 @@ class CatalogState:
         schema = split_name(item.name)[0]
         if TEMP_SCHEMA.fullmatch(schema) and "temp" not in item.options:
             mine = TEMP.get()
-            if mine is None or not mine[0] or mine[0] != schema:
+            if mine is None or mine.name != schema:
                 raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
-            item = replace(item, options={**item.options, "temp": mine[1]})
+            item = replace(item, options={**item.options, "temp": mine.owner})
         elif schema != PUBLIC and schema not in self.schemas:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         taken = self.by_name(item.name)

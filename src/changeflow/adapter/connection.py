@@ -175,6 +175,7 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self.session.close()
             if self.owns:
                 self.env.close()
 

@@ -77,6 +77,9 @@ class Environment:
         from changeflow.adapter.alter import reconcile  # a change of columns cut short
 
         reconcile(self)
+        from changeflow.adapter.temp_tables import sweep  # of processes gone
+
+        sweep(self)
         self.lock = threading.RLock()  # catalog changes (see the module docstring)
         self._hosting = threading.Lock()  # a leaf: the tables below
         self._item_locks: dict[str, threading.Lock] = {}

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import comments, ddl, owners, schemas, sequences, txn_ddl
+from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_tables, txn_ddl
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
@@ -74,8 +74,8 @@ from changeflow.errors import FrontierViolation, PlanError
 
 T = TypeVar("T")
 DDL = {
-    "create_table": sequences.create_table,
-    "create_view": sequences.create_view,
+    "create_table": temp_tables.create_table,
+    "create_view": temp_tables.create_view,
     "create_index": ddl.create_index,
     "create_source": ddl.create_source,
     "create_sink": ddl.create_sink,
@@ -132,6 +132,7 @@ class Session:
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
         self.settings = dict(SETTINGS)
+        self.temp = temp_tables.new_schema()  # its temporary tables' schema
 
     @property
     def in_transaction(self) -> bool:
@@ -167,6 +168,7 @@ class Session:
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         SESSION_SETTINGS.set(self.settings)
         sequences.enter(self)
+        temp_tables.enter(self.temp)
 
     def _statement_time(self) -> None:
         """now()'s value for the statement: the explicit transaction's start, or this moment."""
@@ -183,6 +185,7 @@ class Session:
             if self.committing is not None:  # sessions commit as a group
                 txn, self.committing = self.committing, None
                 self._commit(txn)
+            temp_tables.after_transaction(self)  # ON COMMIT DELETE ROWS, DROP
             return result
         except BaseException:
             self.committing = None
@@ -192,6 +195,10 @@ class Session:
                 else:
                     self.txn = None
             raise
+
+    def close(self) -> None:
+        """End the session: its temporary tables and views are dropped."""
+        temp_tables.end(self)
 
     def insert_columns(
         self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
@@ -315,7 +322,8 @@ class Session:
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
             heard = notices(self.env.catalog.load(), stmt)
-            return replace(self._ddl(stmt), notices=heard)
+            done = self._ddl(stmt)  # with what the statement itself noted
+            return replace(done, notices=[*heard, *done.notices])
         if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
             state, sizes = self.env.catalog.load(), shard_sizes(self.env)
             got = answer(stmt.text, state, "changeflow", "materialize", self.settings, sizes)
