@@ -23,7 +23,7 @@ from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.shapes import Shape, shape_of
-from changeflow.adapter.sql.temporary import in_pg_temp, temporary
+from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, temporary
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -371,7 +371,7 @@ def parse(text: str) -> Statement:
         return _shared(head.lower(), text)
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))
-    if head == "CREATE" and (temp := _TEMP.match(text)):
+    if head == "CREATE" and (temp := TEMP_HEAD.match(text)):
         return temporary(text, temp.end(), parse)
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
         if (made := _create_as(text)) is not None:
@@ -387,7 +387,6 @@ def parse(text: str) -> Statement:
     )
 
 
-_TEMP = re.compile(r"CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+(?=TABLE\b|VIEW\b)", re.I)
 _CREATE_AS = re.compile(
     rf"CREATE\s+TABLE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})\s*"
     r"(?:\((?P<columns>[^()]*)\)\s*)?AS\s+(?P<query>.+?)(?:\s+WITH\s+(?P<nodata>NO\s+)?DATA)?",

@@ -13,6 +13,9 @@ from sqlglot import exp
 
 from changeflow.errors import PlanError
 
+TEMP_HEAD = re.compile(
+    r"CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+(?=TABLE\b|VIEW\b)", re.I
+)
 _ON_COMMIT = re.compile(r"\s+ON\s+COMMIT\s+(PRESERVE\s+ROWS|DELETE\s+ROWS|DROP)\b", re.I)
 TEMP_SCHEMA = re.compile(r"pg_temp(?:_\d+)?", re.I)
 
