@@ -134,6 +134,8 @@ class CatalogState:
         items are not found)."""
         if (temp := temp_name(name)) is not None:
             name = temp
+        elif name.startswith(f"{PUBLIC}."):  # public's items are named without it
+            name = name[len(PUBLIC) + 1 :]
         return next((i for i in self.items.values() if i.name == name), None)
 
     def find(self, name: str) -> Item | None:

@@ -77,9 +77,6 @@ class Environment:
         from changeflow.adapter.alter import reconcile  # a change of columns cut short
 
         reconcile(self)
-        from changeflow.adapter.temp_tables import sweep  # of processes gone
-
-        sweep(self)
         self.lock = threading.RLock()  # catalog changes (see the module docstring)
         self._hosting = threading.Lock()  # a leaf: the tables below
         self._item_locks: dict[str, threading.Lock] = {}
@@ -100,6 +97,9 @@ class Environment:
         self.host_error: BaseException | None = None
         self.gone: StoreGone | None = None  # the store was deleted underneath (the host stops)
         self.thread: threading.Thread | None = None
+        from changeflow.adapter.temp_tables import sweep  # of processes gone
+
+        sweep(self)
         if host_seconds:
             self.thread = threading.Thread(
                 target=self._host, args=(host_seconds,), name="changeflow-host", daemon=True
