@@ -48,6 +48,14 @@ STATEMENTS = [
     " WHERE table_name IN ('tp', 'tq', 'tz', 'tw') ORDER BY 1, 2",
     "SELECT c.relname FROM pg_class c WHERE c.relname IN ('tp', 'tq')"
     " AND pg_table_is_visible(c.oid) ORDER BY 1",
+    "CREATE TEMP TABLE ts (id serial PRIMARY KEY, b text)",
+    "INSERT INTO ts (b) VALUES ('a'), ('b')",
+    "CREATE INDEX ts_b ON ts (b)",
+    "ALTER TABLE ts ADD COLUMN c int",
+    "SELECT * FROM ts ORDER BY id",
+    "SELECT relname, relkind, relpersistence FROM pg_class WHERE relname LIKE 'ts%' ORDER BY 1",
+    "DROP TABLE ts",
+    "SELECT count(*) FROM pg_class WHERE relname LIKE 'ts%'",
     "TRUNCATE tp",
     "SELECT count(*) FROM tp",
     "BEGIN",
@@ -82,6 +90,7 @@ REFUSED = [
     "CREATE TEMP TABLE public.tx (a int)",
     "CREATE MATERIALIZED VIEW mq AS SELECT * FROM tv",
     "SELECT * FROM pg_temp.tp",
+    "CREATE TABLE pfk (a int REFERENCES tv)",
 ]
 
 
@@ -89,7 +98,7 @@ def test_temporary_tables_as_postgres(tmp_path: Path, postgres_url: str) -> None
     with beside_postgres(tmp_path / "home", postgres_url, "tp", *SETUP) as (ours, pg):
         same_outcomes(ours, pg, STATEMENTS)
         for c in (ours, pg):
-            c.execute("CREATE TEMP TABLE tv (a int)")
+            c.execute("CREATE TEMP TABLE tv (a int PRIMARY KEY)")
         same_errors(ours, pg, REFUSED)
 
 

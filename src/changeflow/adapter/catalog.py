@@ -198,13 +198,17 @@ class CatalogState:
         """The state with ``item`` added; 42P07 if its name is taken, 3F000 if its schema
         does not exist."""
         schema = split_name(item.name)[0]
-        if TEMP_SCHEMA.fullmatch(schema) and "temp" not in item.options:
-            mine = TEMP.get()
-            if mine is None or mine.name != schema:
+        if TEMP_SCHEMA.fullmatch(schema):
+            mine, old = TEMP.get(), self.items.get(item.id)
+            owner = item.options.get("temp") or (old.options.get("temp") if old else None)
+            if owner is None and (mine is None or mine.name != schema):
                 raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
-            item = replace(item, options={**item.options, "temp": mine.owner})
+            if "temp" not in item.options:
+                item = replace(item, options={**item.options, "temp": owner or mine.owner})
         elif schema != PUBLIC and schema not in self.schemas:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
+        else:
+            _permanent(self, item)
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
             raise PlanError(f'{taken.kind} "{item.name}" already exists', sqlstate="42P07")
@@ -245,6 +249,25 @@ class CatalogState:
         value = json.loads(data)
         items = [Item.from_json(i) for i in value["items"]]
         return cls({i.id: i for i in items}, value["next_id"], value.get("schemas", {}))
+
+
+def _permanent(state: CatalogState, item: Item) -> None:
+    """Refuse a permanent ``item`` that depends on a temporary one (dropped with its session)."""
+    parents = [f[2] for f in item.options.get("foreign_keys") or []]  # their referenced tables
+    for d in (*item.depends_on, *parents):
+        temporary = state.items.get(d)
+        if temporary is None or "temp" not in temporary.options or d == item.id:
+            continue
+        if item.kind == "table":
+            raise PlanError(
+                "constraints on permanent tables may reference only permanent tables",
+                sqlstate="42P16",
+            )
+        raise PlanError(
+            f'{item.kind} "{item.name}" cannot depend on temporary {temporary.kind} '
+            f'"{split_name(temporary.name)[1]}"',
+            sqlstate="0A000",
+        )
 
 
 class Catalog:

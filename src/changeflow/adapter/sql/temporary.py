@@ -56,4 +56,8 @@ def temporary(text: str, end: int, parse: Callable[[str], Any]) -> Any:
             schema = table.args.get("db")
             in_pg_temp(f"{schema.name}.t" if schema is not None else "t")
             table.set("db", exp.to_identifier("pg_temp"))
+    if on is not None:  # the text kept without it (sqlglot does not read ON COMMIT DROP)
+        masked = re.sub(r"'(?:[^']|'')*'", lambda m: " " * len(m[0]), text)
+        cut = _ON_COMMIT.search(masked)
+        text = text[: cut.start()] + text[cut.end() :] if cut is not None else text
     return dataclasses.replace(made, text=text, args=args | {"temp": True, "on_commit": mode})
