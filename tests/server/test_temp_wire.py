@@ -1,6 +1,7 @@
 """Temporary tables through ``changeflow serve``: psycopg connections each see only their own
 (a temporary table shadows a permanent one of its name, COPY and every write work on it), one
-ends and its temporary tables go with it; psql's ``\\dt`` lists them as PostgreSQL 15 does."""
+ends (or runs DISCARD TEMP) and its temporary tables go with it; psql's ``\\dt`` lists them
+as PostgreSQL 15 does."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import subprocess
 import time
 
+import psycopg
 import pytest
 from serve_clients import PSQL, psql
 
@@ -54,6 +56,9 @@ def test_two_connections_do_not_see_each_others(server, table_name: str) -> None
         assert _temporary_count(other, schema) == 0
         assert other.execute(f"SELECT * FROM {t}").fetchall() == [(1, "permanent")]
         assert other.execute(f"SELECT count(*) FROM {t}_only").fetchone() == (0,)
+        other.execute("DISCARD TEMP")  # as PostgreSQL: its temporary tables dropped
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            other.execute(f"SELECT * FROM {t}_only")
         other.execute(f"DROP TABLE {t}")
 
 
