@@ -163,6 +163,8 @@ class CatalogState:
                     "cannot create relations in temporary schemas of other sessions",
                     sqlstate="0A000",
                 )
+            if temp is None and name.startswith(f"{PUBLIC}."):
+                return name[len(PUBLIC) + 1 :]  # public's items are named without it
             return name if temp is None else temp
         for schema in SEARCH_PATH.get():
             if schema == PUBLIC or schema in self.schemas:

@@ -339,7 +339,9 @@ class Session:
                 for name in truncate_order(
                     self.env.catalog.load(), stmt.args["names"], stmt.args["cascade"]
                 ):
-                    self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
+                    self._write(
+                        parse("DELETE FROM " + ".".join(map(ddl.quote_ident, name.split(".", 1))))
+                    )
             finally:
                 txn.explicit = not implicit
             self._end(txn)
