@@ -38,6 +38,9 @@ def test_two_connections_do_not_see_each_others(server, table_name: str) -> None
             (3, "y"),
         ]
         assert other.execute(f"SELECT * FROM {t}").fetchall() == [(1, "permanent")]
+        same = f"SELECT a FROM {t} WHERE a > 0 ORDER BY a"  # one text, planned for each
+        assert one.execute(same).fetchall() == [(2,), (3,)]
+        assert other.execute(same).fetchall() == [(1,)]
         schema = one.execute(
             "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE c.relname = %s AND c.relpersistence = 't'",
