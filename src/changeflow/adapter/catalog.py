@@ -14,6 +14,7 @@ win. A change that raises leaves the catalog as it was.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
@@ -63,6 +64,33 @@ _PINNED: ContextVar[tuple[Catalog, CatalogState] | None] = ContextVar("pinned", 
 SESSION_SETTINGS: ContextVar[dict[str, str] | None] = ContextVar("settings", default=None)
 
 
+@dataclass
+class TempSchema:
+    """A session's temporary schema: ``pg_temp_N`` ("" until it makes one), the process and
+    session that own it, and its tables' ON COMMIT actions (by id: ``delete`` or ``drop``)."""
+
+    name: str = ""
+    owner: dict[str, Any] = field(default_factory=dict)
+    on_commit: dict[str, str] = field(default_factory=dict)
+
+
+TEMP: ContextVar[TempSchema | None] = ContextVar("temp", default=None)  # None: no session
+TEMP_SCHEMA = re.compile(r"pg_temp(?:_\d+)?")
+
+
+def temp_name(name: str) -> str | None:
+    """``name`` as this session's catalog name if it is in a temporary schema (``pg_temp.t``
+    in its own ``pg_temp_N``), "" if in another session's, None if in no temporary schema.
+    Outside a session (the host's work) a ``pg_temp_N`` name is taken as it is."""
+    schema, dot, rest = name.partition(".")
+    mine = TEMP.get()
+    if not dot or not TEMP_SCHEMA.fullmatch(schema) or (mine is None and schema != "pg_temp"):
+        return None
+    if mine is None or not mine.name or schema not in ("pg_temp", mine.name):
+        return ""
+    return f"{mine.name}.{rest}"
+
+
 def search_path(setting: str) -> tuple[str, ...]:
     """The schemas of a ``search_path`` setting (``"$user", public`` or ``'s', public``).
     An empty one is taken as ``public``: pg_dump's scripts set it and name every object with
@@ -102,7 +130,12 @@ class CatalogState:
     schemas: dict[str, int] = field(default_factory=dict)
 
     def by_name(self, name: str) -> Item | None:
-        """The item whose catalog name is ``name`` exactly."""
+        """The item whose catalog name is ``name`` exactly (another session's temporary
+        items are not found)."""
+        if (temp := temp_name(name)) is not None:
+            name = temp
+        elif name.startswith(f"{PUBLIC}."):  # public's items are named without it
+            name = name[len(PUBLIC) + 1 :]
         return next((i for i in self.items.values() if i.name == name), None)
 
     def find(self, name: str) -> Item | None:
@@ -111,6 +144,9 @@ class CatalogState:
         schema, dot, rest = name.partition(".")
         if dot:
             return self.by_name(rest if schema == PUBLIC else name)
+        mine = TEMP.get()
+        if mine is not None and mine.name and (temp := self.by_name(f"{mine.name}.{name}")):
+            return temp  # the temporary schema is searched first, as PostgreSQL does
         for schema in SEARCH_PATH.get():
             found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
             if found is not None:
@@ -121,7 +157,15 @@ class CatalogState:
         """The catalog name of an item created as ``name``: in the first schema of the search
         path that exists, unless ``name`` names its schema; 3F000 if none does."""
         if "." in name:
-            return name
+            temp = temp_name(name)
+            if temp == "":
+                raise PlanError(
+                    "cannot create relations in temporary schemas of other sessions",
+                    sqlstate="0A000",
+                )
+            if temp is None and name.startswith(f"{PUBLIC}."):
+                return name[len(PUBLIC) + 1 :]  # public's items are named without it
+            return name if temp is None else temp
         for schema in SEARCH_PATH.get():
             if schema == PUBLIC or schema in self.schemas:
                 return name if schema == PUBLIC else f"{schema}.{name}"
@@ -156,8 +200,17 @@ class CatalogState:
         """The state with ``item`` added; 42P07 if its name is taken, 3F000 if its schema
         does not exist."""
         schema = split_name(item.name)[0]
-        if schema != PUBLIC and schema not in self.schemas:
+        if TEMP_SCHEMA.fullmatch(schema):
+            mine, old = TEMP.get(), self.items.get(item.id)
+            owner = item.options.get("temp") or (old.options.get("temp") if old else None)
+            if owner is None and (mine is None or mine.name != schema):
+                raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
+            if "temp" not in item.options:
+                item = replace(item, options={**item.options, "temp": owner or mine.owner})
+        elif schema != PUBLIC and schema not in self.schemas:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
+        else:
+            _permanent(self, item)
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
             raise PlanError(f'{taken.kind} "{item.name}" already exists', sqlstate="42P07")
@@ -198,6 +251,25 @@ class CatalogState:
         value = json.loads(data)
         items = [Item.from_json(i) for i in value["items"]]
         return cls({i.id: i for i in items}, value["next_id"], value.get("schemas", {}))
+
+
+def _permanent(state: CatalogState, item: Item) -> None:
+    """Refuse a permanent ``item`` that depends on a temporary one (dropped with its session)."""
+    parents = [f[2] for f in item.options.get("foreign_keys") or []]  # their referenced tables
+    for d in (*item.depends_on, *parents):
+        temporary = state.items.get(d)
+        if temporary is None or "temp" not in temporary.options or d == item.id:
+            continue
+        if item.kind == "table":
+            raise PlanError(
+                "constraints on permanent tables may reference only permanent tables",
+                sqlstate="42P16",
+            )
+        raise PlanError(
+            f'{item.kind} "{item.name}" cannot depend on temporary {temporary.kind} '
+            f'"{split_name(temporary.name)[1]}"',
+            sqlstate="0A000",
+        )
 
 
 class Catalog:

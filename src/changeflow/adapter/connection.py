@@ -19,9 +19,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.batches import one_transaction
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
-from changeflow.adapter.session import Session, one_transaction
+from changeflow.adapter.session import Session
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.compute.types import NUMERIC
@@ -174,6 +175,7 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self.session.close()
             if self.owns:
                 self.env.close()
 

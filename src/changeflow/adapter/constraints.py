@@ -63,7 +63,7 @@ def table_constraints(table: str, defs: list[exp.Expression], names: list[str]) 
                 f'multiple primary keys for table "{table}" are not allowed', sqlstate="42P16"
             )
         suffix = "pkey" if primary else "_".join(columns) + "_key"
-        name = given or f"{table}_{suffix}"
+        name = given or f"{table.split('.')[-1]}_{suffix}"
         found.append(Unique(name, tuple(names.index(c) for c in columns), primary))
 
     for d in defs:

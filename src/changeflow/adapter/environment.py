@@ -97,6 +97,9 @@ class Environment:
         self.host_error: BaseException | None = None
         self.gone: StoreGone | None = None  # the store was deleted underneath (the host stops)
         self.thread: threading.Thread | None = None
+        from changeflow.adapter.temp_tables import sweep  # of processes gone
+
+        sweep(self)
         if host_seconds:
             self.thread = threading.Thread(
                 target=self._host, args=(host_seconds,), name="changeflow-host", daemon=True

@@ -243,7 +243,7 @@ def _comparable(a: str, b: str) -> bool:
 def _choose(table: str, columns: list[str], taken: set[str]) -> str:
     """PostgreSQL's ChooseConstraintName for a foreign key: ``table_a_b_fkey``, with 1, 2…
     appended while the name is taken."""
-    base = f"{table}_{'_'.join(columns)}_fkey"
+    base = f"{table.split('.')[-1]}_{'_'.join(columns)}_fkey"
     name, n = base, 0
     while name in taken:
         n += 1

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import SEARCH_PATH, CatalogState
+from changeflow.adapter.catalog import SEARCH_PATH, TEMP, CatalogState
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import is_default
 from changeflow.adapter.sql.shapes import probes
@@ -127,7 +127,7 @@ class PlanCache:
         once per catalog version (a prepared INSERT's, COPY's table); its error each time."""
         from changeflow.adapter.resolver import CatalogResolver
 
-        key = ("relation", name, SEARCH_PATH.get())
+        key = ("relation", name, _path())
         found = self._relations.get(key)
         if found is not None and found[0] is state:
             return found[1]
@@ -158,7 +158,7 @@ class PlanCache:
         in place, else the one kept for its text, else ``make(stmt)``. A plain statement's
         plan is kept by its text the first time its shape is seen, and for its shape the
         second (a query run once is planned once), if its literals are found in the plan."""
-        shaped, path = stmt.shape, SEARCH_PATH.get()
+        shaped, path = stmt.shape, _path()
         by_shape, by_text = (stmt.kind, shaped.key, path), (stmt.kind, stmt.text, path)
         found = self._plans.get(by_shape)
         seen = found is not None and found[0] is state
@@ -308,3 +308,9 @@ def plan_select(
         return plans.plan(
             stmt, state, lambda s: plan_query(s.ast, CatalogResolver(state), shown_types=True)
         )
+
+
+def _path() -> tuple[tuple[str, ...], str]:
+    """What a name resolves through: the search path and the session's temporary schema."""
+    mine = TEMP.get()
+    return SEARCH_PATH.get(), mine.name if mine is not None else ""

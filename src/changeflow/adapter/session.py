@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from sqlglot import exp
 
-from changeflow.adapter import comments, ddl, owners, schemas, sequences, txn_ddl
+from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_tables, txn_ddl
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
@@ -70,12 +70,12 @@ from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Schema
-from changeflow.errors import ChangeflowError, FrontierViolation, PlanError
+from changeflow.errors import FrontierViolation, PlanError
 
 T = TypeVar("T")
 DDL = {
-    "create_table": sequences.create_table,
-    "create_view": sequences.create_view,
+    "create_table": temp_tables.create_table,
+    "create_view": temp_tables.create_view,
     "create_index": ddl.create_index,
     "create_source": ddl.create_source,
     "create_sink": ddl.create_sink,
@@ -132,6 +132,7 @@ class Session:
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
         self.settings = dict(SETTINGS)
+        self.temp = temp_tables.new_schema()  # its temporary tables' schema
 
     @property
     def in_transaction(self) -> bool:
@@ -167,6 +168,7 @@ class Session:
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         SESSION_SETTINGS.set(self.settings)
         sequences.enter(self)
+        temp_tables.enter(self.temp)
 
     def _statement_time(self) -> None:
         """now()'s value for the statement: the explicit transaction's start, or this moment."""
@@ -183,6 +185,7 @@ class Session:
             if self.committing is not None:  # sessions commit as a group
                 txn, self.committing = self.committing, None
                 self._commit(txn)
+            temp_tables.after_transaction(self)  # ON COMMIT DELETE ROWS, DROP
             return result
         except BaseException:
             self.committing = None
@@ -192,6 +195,10 @@ class Session:
                 else:
                     self.txn = None
             raise
+
+    def close(self) -> None:
+        """End the session: its temporary tables and views are dropped."""
+        temp_tables.end(self)
 
     def insert_columns(
         self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
@@ -315,7 +322,8 @@ class Session:
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
             heard = notices(self.env.catalog.load(), stmt)
-            return replace(self._ddl(stmt), notices=heard)
+            done = self._ddl(stmt)  # with what the statement itself noted
+            return replace(done, notices=[*heard, *done.notices])
         if kind == "select" and mentions_catalog(stmt.text):  # pg_catalog, information_schema
             state, sizes = self.env.catalog.load(), shard_sizes(self.env)
             got = answer(stmt.text, state, "changeflow", "materialize", self.settings, sizes)
@@ -331,7 +339,9 @@ class Session:
                 for name in truncate_order(
                     self.env.catalog.load(), stmt.args["names"], stmt.args["cascade"]
                 ):
-                    self._write(parse(f"DELETE FROM {ddl.quote_ident(name)}"))
+                    self._write(
+                        parse("DELETE FROM " + ".".join(map(ddl.quote_ident, name.split(".", 1))))
+                    )
             finally:
                 txn.explicit = not implicit
             self._end(txn)
@@ -561,18 +571,6 @@ def _aborted() -> PlanError:
 def _locked(lock: Any, fn: Callable[[], T]) -> T:
     with lock:
         return fn()
-
-
-def one_transaction(session: Session, texts: list[str]) -> bool:
-    """Do the statements of one Query message run as one implicit transaction? As in
-    PostgreSQL, several writes outside a transaction block commit together or not at all
-    (a batch with reads, DDL or transaction control runs statement by statement)."""
-    if len(texts) < 2 or session.txn is not None:
-        return False
-    try:
-        return all(parse(t).kind in ("insert", "update", "delete") for t in texts)
-    except ChangeflowError:
-        return False
 
 
 def _int(text: str, what: str) -> int:

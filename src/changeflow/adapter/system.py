@@ -68,6 +68,7 @@ from changeflow.adapter.system_tables import (
     namespace_oid,
     type_oid,
 )
+from changeflow.adapter.system_temp import schema_names, temporary
 from changeflow.adapter.system_types import (
     ArrayAgg,
     CatalogSql,
@@ -177,7 +178,7 @@ def _rows(
         (PG_CATALOG, "pg_catalog"),
         (PUBLIC, "public"),
         (INFO_SCHEMA, "information_schema"),
-        *((namespace_oid(state, n), n) for n in sorted(state.schemas)),
+        *((namespace_oid(state, n), n) for n in schema_names(state)),
     ):
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
@@ -287,7 +288,7 @@ def _rows(
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     info |= fk_info(state, database)  # constraints' views
-    return out | {f"information_schema.{k}": v for k, v in info.items()}
+    return temporary(out | {f"information_schema.{k}": v for k, v in info.items()})
 
 
 def _format_type(oid: int | None, typmod: int | None = None) -> str | None:

@@ -280,4 +280,6 @@ def namespace_oid(state: CatalogState, schema: str) -> int:
     """The pg_namespace oid of ``schema``: PostgreSQL's for public, else from its number."""
     if schema == "public":
         return PUBLIC
+    if schema.startswith("pg_temp_") and schema[8:].isdigit():  # a session's temporary one
+        return RELATION_BASE + int(schema[8:])
     return RELATION_BASE + state.schemas.get(schema, 0)  # numbered as items are: no clash

@@ -17,8 +17,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.batches import one_transaction
 from changeflow.adapter.connection import sqlstate
-from changeflow.adapter.session import Session, one_transaction
+from changeflow.adapter.session import Session
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.compute.types import Schema
 from changeflow.errors import ChangeflowError, PlanError
@@ -78,6 +79,11 @@ class ClientConnection(Startup, Extended, Runner):
             self.server.forget(self)
             with contextlib.suppress(OSError):
                 self.sock.close()
+            if self.session is not None:  # its temporary tables go with it
+                try:
+                    self.session.close()
+                except Exception:  # noqa: BLE001 — a process restart sweeps what is left
+                    log.exception("connection %s: dropping its temporary tables", self.peer)
 
     def _fatal(self, code: str, message: str) -> None:
         """End the connection with an error, its slot given back first: a client told it

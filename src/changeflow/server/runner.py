@@ -169,6 +169,8 @@ class Runner:
             if not describe:
                 self.cursors.clear()
                 self.prepared = {k: v for k, v in self.prepared.items() if not k}
+                if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
+                    self.session.close()  # its temporary tables dropped
             return Outcome(text.upper())
         prepared = self._prepared_statement(text, describe)
         if prepared is not None:
@@ -228,6 +230,8 @@ class Runner:
             if m["name"].upper() == "ALL":
                 if not describe:
                     self.prepared = {k: v for k, v in self.prepared.items() if not k}
+                if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
+                    self.session.close()  # its temporary tables dropped
                 return Outcome("DEALLOCATE ALL")
             key = P.statement_name(m["name"])
             if not describe:

@@ -34,7 +34,17 @@ def qualify(schema: str | None, name: str) -> str:
     if "." in name or (schema and "." in schema):
         shown = f"{schema}.{name}" if schema else name
         raise PlanError(f'a name with a dot is not supported: "{shown}"', sqlstate="0A000")
+    if schema == "public" and _temp_schema():  # kept: a temporary table may shadow it
+        return f"public.{name}"
     return f"{schema}.{name}" if schema and schema != "public" else name
+
+
+def _temp_schema() -> bool:
+    """Has the session planning a statement made its temporary schema?"""
+    from changeflow.adapter.catalog import TEMP
+
+    mine = TEMP.get()
+    return mine is not None and bool(mine.name)
 
 
 def unsupported(what: str, node: exp.Expression | None = None) -> PlanError:

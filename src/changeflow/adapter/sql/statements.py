@@ -23,6 +23,7 @@ from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.shapes import Shape, shape_of
+from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, temporary
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -370,6 +371,8 @@ def parse(text: str) -> Statement:
         return _shared(head.lower(), text)
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))
+    if head == "CREATE" and (temp := TEMP_HEAD.match(text)):
+        return temporary(text, temp.end(), parse)
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
         if (made := _create_as(text)) is not None:
             return made
@@ -420,15 +423,13 @@ def _select_into(text: str) -> Statement | None:
     if into is None:
         return None
     for m in _INTO.finditer(text):
-        if m["temp"]:
-            raise PlanError(
-                "SELECT … INTO TEMP is not supported: changeflow has no temporary tables",
-                sqlstate="0A000",
-            )
         query = text[: m.start()] + text[m.end() :]
         rest = _query("select", query).tree
         if rest is not None and rest.args.get("into") is None:
-            args = {"name": name(m["name"]), "columns": None, "ine": False, "nodata": False}
+            named = name(m["name"])
+            if m["temp"] and m["temp"].upper() != "UNLOGGED":
+                named = in_pg_temp(named)
+            args = {"name": named, "columns": None, "ine": False, "nodata": False}
             return Statement("create_table", text, None, args | {"query": query})
     return None
 
