@@ -49,6 +49,7 @@ from changeflow.compute.types import (
     SqlType,
     array_of,
     common_numeric,
+    operand_numeric,
 )
 from changeflow.errors import EvalError, PlanError
 
@@ -244,7 +245,7 @@ class Arith(_Binary):
         ta, tb = (tb if ta == NULLTYPE else ta), (ta if tb == NULLTYPE else tb)
         if not (ta.numeric and tb.numeric):
             raise _mismatch(f"operator {self.op}", self.a.type, self.b.type)
-        _typed(self, common_numeric(ta, tb), nullable)
+        _typed(self, operand_numeric(ta, tb), nullable)
 
     def apply(self, a: Any, b: Any) -> Any:
         if TIME in (self.a.type, self.b.type):

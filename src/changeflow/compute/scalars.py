@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -24,6 +25,7 @@ from changeflow.compute.types import (
     BOOL,
     BYTEA,
     DATE,
+    FLOAT4,
     FLOAT8,
     INT_RANGES,
     INTERVAL,
@@ -49,11 +51,26 @@ def check_range(value: Any, kind: SqlType) -> Any:
     bound = INT_RANGES.get(kind)
     if bound is not None and not -bound <= value < bound:
         raise EvalError(f"{kind} out of range", sqlstate="22003")
-    if kind == FLOAT8 and isinstance(value, float):
+    if kind.floating and isinstance(value, float):
         if math.isinf(value):
             raise EvalError("value out of range: overflow", sqlstate="22003")
-        return one_nan(value)
+        return one_nan(value if kind == FLOAT8 else to_float4(value))
     return value
+
+
+def to_float4(value: float) -> float:
+    """The float32 nearest a float (a ``real``'s value, held as a Python float); 22003 for a
+    finite value beyond real's range (overflow) or a non-zero one that rounds to zero
+    (underflow), as PostgreSQL."""
+    try:
+        single = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        single = math.inf
+    if math.isinf(single) and not math.isinf(value):
+        raise EvalError("value out of range: overflow", sqlstate="22003")
+    if single == 0 and value != 0:
+        raise EvalError("value out of range: underflow", sqlstate="22003")
+    return single
 
 
 NAN = math.nan
@@ -131,7 +148,7 @@ def _mod(a: Any, b: Any, kind: SqlType) -> Any:
         return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
-    if kind == FLOAT8:
+    if kind.floating:
         return math.fmod(a, b)
     if kind == NUMERIC:
         with localcontext() as ctx:
@@ -151,7 +168,7 @@ ARITH = {
 
 def as_type(value: Any, kind: SqlType) -> Any:
     """A numeric operand in the representation of ``kind``."""
-    if kind == FLOAT8:
+    if kind.floating:
         return float(value)
     if kind == NUMERIC and not isinstance(value, Decimal):
         return Decimal(value)
@@ -264,21 +281,32 @@ def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
 # -- casts -----------------------------------------------------------------------------------
 
 
-def float_text(f: float) -> str:
-    """A double as PostgreSQL prints it: the shortest exact digits, an exponent beyond 1e15."""
+def float_text(f: float, kind: SqlType = FLOAT8) -> str:
+    """A double (a real) as PostgreSQL prints it: the shortest digits that read back as the
+    same double (float32), an exponent from 1e15 (1e6) on and below 1e-4."""
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
         return "Infinity" if f > 0 else "-Infinity"
-    d = Decimal(repr(f))
+    d = Decimal(repr(f) if kind == FLOAT8 else _float4_digits(f))
     exponent = d.adjusted()
-    if -4 <= exponent < 15:
+    if -4 <= exponent < (15 if kind == FLOAT8 else 6):
         text = format(d, "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
     sign, digits, _ = d.as_tuple()
     mantissa = "".join(map(str, digits)).rstrip("0") or "0"
     body = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
     return f"{'-' if sign else ''}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+
+
+def _float4_digits(f: float) -> str:
+    """The fewest significant digits (at most 9) that read back as the float32 ``f``."""
+    packed = struct.pack("f", f)
+    for precision in range(9):
+        text = f"{f:.{precision}e}"
+        if struct.pack("f", float(text)) == packed:
+            return text
+    return f"{f:.8e}"
 
 
 def numeric_text(value: Decimal) -> str:
@@ -299,8 +327,8 @@ def to_text(value: Any, kind: SqlType) -> str:
         return numeric_text(value)
     if kind == BOOL:
         return "true" if value else "false"
-    if kind == FLOAT8:
-        return float_text(value)
+    if kind.floating:
+        return float_text(value, kind)
     if kind in (TIMESTAMP, TIMESTAMPTZ):
         text = value.replace(tzinfo=None).isoformat(sep=" ")
         return text + ("+00" if kind == TIMESTAMPTZ else "")
@@ -446,6 +474,18 @@ def _special_stamp(word: str, kind: SqlType) -> Any:
     return now if kind == TIMESTAMPTZ else now.replace(tzinfo=None)
 
 
+def _float4_from_text(s: str, text: str) -> float:
+    """A real read from text; 22003 (as PostgreSQL's ``"1e39" is out of range for type real``)
+    for a finite number beyond its range."""
+    value = float(s)
+    if math.isinf(value) and "inf" not in s.lower():
+        value = math.copysign(3.5e38, value)  # beyond real's range too
+    try:
+        return one_nan(to_float4(value))
+    except EvalError:
+        raise EvalError(f'"{text}" is out of range for type real', sqlstate="22003") from None
+
+
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
     if kind.element is not None:
@@ -456,7 +496,7 @@ def from_text(text: str, kind: SqlType) -> Any:
             if s.lower() in _TRUE | _FALSE:
                 return s.lower() in _TRUE
             raise _syntax(kind, text)
-        if "_" in s and (kind.integer or kind in (NUMERIC, FLOAT8)):
+        if "_" in s and (kind.integer or kind == NUMERIC or kind.floating):
             raise _syntax(kind, text)  # PostgreSQL 15 reads no digit separators (Python does)
         if kind.integer:
             return check_range(int(s), kind)
@@ -467,6 +507,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return one_nan(value)
         if kind == FLOAT8:
             return one_nan(float(s))
+        if kind == FLOAT4:
+            return _float4_from_text(s, text)
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
             return _special_stamp(s.lower(), kind)
         if kind == DATE:
@@ -518,7 +560,7 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
             None if v is None else cast_value(v, source.element, target.element) for v in value
         )
     if target.integer and source.numeric:
-        if source == FLOAT8:
+        if source.floating:
             if math.isnan(value) or math.isinf(value):
                 raise EvalError(f"{target} out of range", sqlstate="22003")
             return check_range(round(value), target)  # half to even, as rint
@@ -528,13 +570,19 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
             return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
         return check_range(value, target)
     if target == NUMERIC and source.numeric:
-        if source == FLOAT8 and math.isnan(value):
+        if source.floating and math.isnan(value):
             return NUMERIC_NAN
-        if source == FLOAT8 and math.isinf(value):
+        if source.floating and math.isinf(value):
             raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
+        if source == FLOAT4:  # six significant digits, as PostgreSQL's float4_numeric
+            return Decimal(f"{value:.6g}")
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
         return one_nan(float(value))
+    if target == FLOAT4 and source == NUMERIC:  # through its text, as PostgreSQL
+        return _float4_from_text(numeric_text(value), numeric_text(value))
+    if target == FLOAT4 and source.numeric:
+        return one_nan(to_float4(float(value)))
     if source == JSON and target == JSONB:
         return parse_jsonb(value)
     if source == JSONB and target == JSON:
