@@ -17,7 +17,6 @@ from changeflow.compute.functions.base import (
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     ARRAYS,
-    FLOAT8,
     INT4,
     NULLTYPE,
     NUMERIC,
