@@ -37,6 +37,7 @@ OIDS: dict[str, tuple[int, int]] = {
     "integer": (INT4, 4),
     "bigint": (INT8, 8),
     "numeric": (NUMERIC, -1),
+    "real": (FLOAT4, 4),
     "double precision": (FLOAT8, 8),
     "text": (TEXT, -1),
     "date": (DATE, 4),
@@ -63,6 +64,7 @@ ARRAY_OIDS: dict[str, int] = {
     "integer": 1007,
     "bigint": 1016,
     "numeric": 1231,
+    "real": 1021,
     "double precision": 1022,
     "text": 1009,
     "date": 1182,
@@ -80,7 +82,7 @@ TYPE_NAMES = {
     INT8: "bigint",
     OID: "bigint",
     NUMERIC: "numeric",
-    FLOAT4: "double precision",
+    FLOAT4: "real",
     FLOAT8: "double precision",
     DATE: "date",
     TIMESTAMP: "timestamp",
@@ -214,6 +216,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "smallint": lambda v: struct.pack("!h", v),
     "integer": lambda v: struct.pack("!i", v),
     "bigint": lambda v: struct.pack("!q", v),
+    "real": lambda v: struct.pack("!f", v),
     "double precision": lambda v: struct.pack("!d", v),
     "numeric": lambda v: numeric_binary(Decimal(v)),
     "text": lambda v: str(v).encode("utf-8"),
@@ -259,6 +262,8 @@ def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
             return lambda v: None if v is None else str(v).encode()
         if t.name == "text":
             return lambda v: None if v is None else v.encode("utf-8")
+        if t.floating:  # a real's shortest digits are its float32's
+            return lambda v: None if v is None else to_text(v, t).encode()
         return encode_text
     binary = BINARY.get(t.name, BINARY["text"])
     return lambda v: None if v is None else binary(v)

@@ -42,7 +42,8 @@ def preferred(arg: exp.Expression, value: X.Expr) -> X.Expr:
 
 def parts(agg: P.Aggregate) -> list[P.Aggregate]:
     """The count, sum and sum of squares ``agg`` is computed from (of its argument as a
-    numeric, a double staying one and a real becoming one); 42883 for an argument of another type."""
+    numeric, a double staying one and a real becoming one); 42883 for an argument of another
+    type."""
     assert agg.arg is not None
     kind = agg.arg.type
     if kind is NULLTYPE or not kind.numeric:
