@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -17,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.compute.array_shape import flat, nested, parse, shape, text_of
+from changeflow.compute.floats import float4_from_text, float_text, to_float4
 from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.json_text import parse_json
 from changeflow.compute.jsonb import parse_jsonb, scalar_of
@@ -56,21 +56,6 @@ def check_range(value: Any, kind: SqlType) -> Any:
             raise EvalError("value out of range: overflow", sqlstate="22003")
         return one_nan(value if kind == FLOAT8 else to_float4(value))
     return value
-
-
-def to_float4(value: float) -> float:
-    """The float32 nearest a float (a ``real``'s value, held as a Python float); 22003 for a
-    finite value beyond real's range (overflow) or a non-zero one that rounds to zero
-    (underflow), as PostgreSQL."""
-    try:
-        single = struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        single = math.inf
-    if math.isinf(single) and not math.isinf(value):
-        raise EvalError("value out of range: overflow", sqlstate="22003")
-    if single == 0 and value != 0:
-        raise EvalError("value out of range: underflow", sqlstate="22003")
-    return single
 
 
 NAN = math.nan
@@ -281,34 +266,6 @@ def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
 # -- casts -----------------------------------------------------------------------------------
 
 
-def float_text(f: float, kind: SqlType = FLOAT8) -> str:
-    """A double (a real) as PostgreSQL prints it: the shortest digits that read back as the
-    same double (float32), an exponent from 1e15 (1e6) on and below 1e-4."""
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "Infinity" if f > 0 else "-Infinity"
-    d = Decimal(repr(f) if kind == FLOAT8 else _float4_digits(f))
-    exponent = d.adjusted()
-    if -4 <= exponent < (15 if kind == FLOAT8 else 6):
-        text = format(d, "f")
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    sign, digits, _ = d.as_tuple()
-    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
-    body = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
-    return f"{'-' if sign else ''}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
-
-
-def _float4_digits(f: float) -> str:
-    """The fewest significant digits (at most 9) that read back as the float32 ``f``."""
-    packed = struct.pack("f", f)
-    for precision in range(9):
-        text = f"{f:.{precision}e}"
-        if struct.pack("f", float(text)) == packed:
-            return text
-    return f"{f:.8e}"
-
-
 def numeric_text(value: Decimal) -> str:
     """A numeric as PostgreSQL writes it: at its own scale (1470.10), without an exponent
     (0.0000001) or a negative zero."""
@@ -474,18 +431,6 @@ def _special_stamp(word: str, kind: SqlType) -> Any:
     return now if kind == TIMESTAMPTZ else now.replace(tzinfo=None)
 
 
-def _float4_from_text(s: str, text: str) -> float:
-    """A real read from text; 22003 (as PostgreSQL's ``"1e39" is out of range for type real``)
-    for a finite number beyond its range."""
-    value = float(s)
-    if math.isinf(value) and "inf" not in s.lower():
-        value = math.copysign(3.5e38, value)  # beyond real's range too
-    try:
-        return one_nan(to_float4(value))
-    except EvalError:
-        raise EvalError(f'"{text}" is out of range for type real', sqlstate="22003") from None
-
-
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
     if kind.element is not None:
@@ -508,7 +453,7 @@ def from_text(text: str, kind: SqlType) -> Any:
         if kind == FLOAT8:
             return one_nan(float(s))
         if kind == FLOAT4:
-            return _float4_from_text(s, text)
+            return one_nan(float4_from_text(s, text))
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
             return _special_stamp(s.lower(), kind)
         if kind == DATE:
@@ -580,7 +525,7 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
     if target == FLOAT8 and source.numeric:
         return one_nan(float(value))
     if target == FLOAT4 and source == NUMERIC:  # through its text, as PostgreSQL
-        return _float4_from_text(numeric_text(value), numeric_text(value))
+        return one_nan(float4_from_text(numeric_text(value), numeric_text(value)))
     if target == FLOAT4 and source.numeric:
         return one_nan(to_float4(float(value)))
     if source == JSON and target == JSONB:
