@@ -11,6 +11,7 @@ time, epoch milliseconds for tables).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
@@ -257,7 +258,11 @@ class Arith(_Binary):
         if self.a.type == DATE:
             return (a - b).days
         kind = self.type
-        return check_range(ARITH[self.op](as_type(a, kind), as_type(b, kind), kind), kind)
+        a, b = as_type(a, kind), as_type(b, kind)
+        out = ARITH[self.op](a, b, kind)
+        if kind.floating and math.isinf(out) and (math.isinf(a) or math.isinf(b)):
+            return out  # an infinite operand's infinity, no overflow (as PostgreSQL)
+        return check_range(out, kind)
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,7 @@ class Neg(Expr):
         a = self.a.eval(row, now)
         if a is None or self.type == INTERVAL:
             return None if a is None else -a
-        return check_range(-a, self.type)
+        return -a if self.type.floating else check_range(-a, self.type)  # -Infinity too
 
     def __str__(self) -> str:
         return f"(-{self.a})"

@@ -520,7 +520,7 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
         if source.floating and math.isinf(value):
             raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
         if source == FLOAT4:  # six significant digits, as PostgreSQL's float4_numeric
-            return Decimal(f"{value:.6g}")
+            return Decimal(format(Decimal(f"{value:.6g}"), "f"))
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
         return one_nan(float(value))
