@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from psycopg.adapt import Loader
 
+from changeflow.adapter.connection import DatabaseError
+
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres, maintained_as_postgres, same_errors, same_outcomes  # noqa: E402
 
@@ -133,3 +135,27 @@ def test_real_in_explicit_casts_of_columns(both) -> None:
     same_outcomes(
         ours, pg, ["SELECT id, r, s, r::text, s::text FROM rt WHERE g = 5 OR id = 2 ORDER BY id"]
     )
+
+
+CLUSTER_VIEWS = [
+    "SELECT id, r, s, r::float8 AS d FROM rt",
+    "SELECT g, min(r), max(s), count(r) FROM rt GROUP BY g",
+    "SELECT id FROM rt WHERE r > s",
+    "SELECT a.id, b.id FROM rt a JOIN rt b ON a.r = b.s",
+    "SELECT DISTINCT r FROM rt",
+]
+
+
+@pytest.mark.spark
+def test_real_on_the_cluster_tier_as_postgres(spark, both) -> None:
+    """Spark holds reals as FloatType: read, compared and widened there, kept through changes;
+    a view that computes with reals runs in this process (CLUSTER = true refused, 0A000)."""
+    ours, pg = both
+    maintained_as_postgres(ours, pg, CLUSTER_VIEWS, CHANGES, texts, "CLUSTER = true")
+    for i in range(len(CLUSTER_VIEWS)):
+        plan = ours.execute(f"EXPLAIN MATERIALIZED VIEW v{i}").fetchall()
+        assert plan[0][0].startswith("Tier: cluster"), plan
+    for sql in ["SELECT sum(r) FROM rt", "SELECT id, r + s FROM rt", "SELECT r::text FROM rt"]:
+        with pytest.raises(DatabaseError) as caught:
+            ours.execute(f"CREATE MATERIALIZED VIEW w WITH (CLUSTER = true) AS {sql}")
+        assert caught.value.sqlstate == "0A000", sql
