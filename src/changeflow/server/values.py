@@ -19,6 +19,7 @@ from typing import Any
 
 from changeflow.adapter.connection import literal
 from changeflow.compute.array_shape import MAX_DIMS, flat, shape
+from changeflow.compute.floats import float_text
 from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, numeric_text, to_text
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
@@ -127,15 +128,6 @@ def text(value: Any) -> str:
     if isinstance(value, bytes):
         return "\\x" + value.hex()
     return str(value)
-
-
-def float_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    out = repr(value)
-    return out[:-2] if out.endswith(".0") else out
 
 
 def timestamp_text(value: dt.datetime) -> str:
