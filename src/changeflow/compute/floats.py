@@ -8,6 +8,8 @@ import math
 import struct
 from decimal import Decimal
 
+import numpy as np
+
 from changeflow.compute.types import FLOAT8, SqlType
 from changeflow.errors import EvalError
 
@@ -58,10 +60,27 @@ def float_text(f: float, kind: SqlType = FLOAT8) -> str:
 
 
 def _float4_digits(f: float) -> str:
-    """The fewest significant digits (at most 9) that read back as the float32 ``f``."""
-    packed = struct.pack("f", f)
-    for precision in range(9):
-        text = f"{f:.{precision}e}"
-        if struct.pack("f", float(text)) == packed:
+    """The fewest significant digits that read back as the float32 ``f``, in scientific
+    notation, as PostgreSQL's Ryu finds them: numpy's shortest (Dragon4), unless it lies on a
+    bound halfway to a neighbouring float32 (that reads back by ties-to-even only, which
+    PostgreSQL does not count on), then the fewest digits strictly inside."""
+    text = np.format_float_scientific(np.float32(f), unique=True)
+    if not _on_bound(Decimal(text), f):
+        return text
+    for places in range(len(text.split("e")[0].lstrip("-").replace(".", "")), 9):
+        text = f"{f:.{places}e}"
+        if struct.pack("f", float(text)) == struct.pack("f", f) and not _on_bound(Decimal(text), f):
             return text
     return f"{f:.8e}"
+
+
+def _on_bound(d: Decimal, f: float) -> bool:
+    """Is ``d`` exactly halfway between the float32 ``f`` and its neighbour on ``d``'s side?"""
+    near = float(d)
+    if near == f:
+        return False
+    bits = struct.unpack("I", struct.pack("f", f))[0]
+    away = (near > f) == (f >= 0)  # towards a larger magnitude
+    neighbour = struct.unpack("f", struct.pack("I", bits + (1 if away else -1)))[0]
+    half = (f + neighbour) / 2  # exact: a float32's bits and one more
+    return near == half and d == Decimal(half)
