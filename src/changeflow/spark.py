@@ -199,6 +199,7 @@ _PG_TYPES = {
     "SMALLINT": "smallint",
     "INT": "integer",
     "BIGINT": "bigint",
+    "FLOAT": "real",
     "DOUBLE": "double precision",
     "BOOLEAN": "boolean",
     "DATE": "date",

@@ -115,7 +115,7 @@ def normalize(text: str, oid: int) -> str:
     if oid == T_.REGCLASS:
         return text[len("public.") :] if text.startswith("public.") else text
     kinds = {16: CT.BOOL, 20: CT.INT8, 21: CT.INT2, 23: CT.INT4, 1700: CT.NUMERIC, 701: CT.FLOAT8}
-    kinds |= {700: CT.FLOAT8, 1082: CT.DATE, 1114: CT.TIMESTAMP, 1184: CT.TIMESTAMPTZ}
+    kinds |= {700: CT.FLOAT4, 1082: CT.DATE, 1114: CT.TIMESTAMP, 1184: CT.TIMESTAMPTZ}
     kinds |= {1083: CT.TIME, 1186: CT.INTERVAL, 3802: CT.JSONB, 2950: CT.UUID, 17: CT.BYTEA}
     kind = kinds.get(oid)
     element = T_.ELEMENTS.get(oid)

@@ -19,7 +19,7 @@ from changeflow.errors import PlanError
 T = exp.DataType.Type
 # PostgreSQL's names of the types an operand of an oid may have
 _NAMES = {T.UINT: "oid", T.INT: "integer", T.BIGINT: "bigint", T.SMALLINT: "smallint"}
-_NAMES |= {T.DECIMAL: "numeric", T.DOUBLE: "double precision", T.TEXT: "text"}
+_NAMES |= {T.DECIMAL: "numeric", T.DOUBLE: "double precision", T.FLOAT: "real", T.TEXT: "text"}
 _OPERATORS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 _OPERATORS |= {exp.IntDiv: "/", exp.BitwiseAnd: "&", exp.BitwiseOr: "|"}
 

@@ -24,7 +24,7 @@ OIDS = {
     20: T.INT8,
     26: T.INT8,  # oid (catalog queries)
     1700: T.NUMERIC,
-    700: T.FLOAT8,
+    700: T.FLOAT4,
     701: T.FLOAT8,
     25: T.TEXT,
     1043: T.TEXT,

@@ -28,7 +28,7 @@ from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
 from changeflow.compute.operators.batch import unify
 from changeflow.compute.operators.join import _restrict, _split_keys
-from changeflow.compute.types import BOOL, FLOAT8, NUMERIC, SqlType
+from changeflow.compute.types import BOOL, FLOAT4, FLOAT8, NUMERIC, SqlType
 from changeflow.compute.volatile import volatile
 from changeflow.errors import EvalError
 from changeflow.updates import DIFF
@@ -244,13 +244,15 @@ def _reduce(plan: P.Reduce, rel: Rel, kinds: tuple[SqlType, ...]) -> Rel:
         elif agg.func == "count":
             finish.append((f"p{j}_sum", None))
         elif agg.func in ("sum", "avg"):
+            if kind == FLOAT4:
+                raise Unsupported("a sum of reals")  # rounded to float32, range-checked: rows
             total_kind = kind if agg.func == "sum" else (FLOAT8 if kind == FLOAT8 else NUMERIC)
             arrays.append(_weighted_sum(x, rel.counts, total_kind))
             names.append(f"x{j}")
             specs.append((f"x{j}", "sum"))
             finish.append((f"x{j}_sum", (agg.func, f"p{j}_sum", kind)))
         else:
-            if x.type == pa.float64() and pc.any(pc.is_nan(x)).as_py():
+            if pa.types.is_floating(x.type) and pc.any(pc.is_nan(x)).as_py():
                 raise Unsupported("NaN in min or max")
             func = {"min": "min", "max": "max", "bool_and": "all", "bool_or": "any"}[agg.func]
             arrays.append(x)

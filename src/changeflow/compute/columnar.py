@@ -30,6 +30,7 @@ from changeflow.compute.scalars import like_pattern, unstorable_nan
 from changeflow.compute.types import (
     BOOL,
     DATE,
+    FLOAT4,
     FLOAT8,
     NULLTYPE,
     NUMERIC,
@@ -235,6 +236,8 @@ def _arith(e: X.Arith, cx: _Cx) -> Value:
     if e.op in "/%":
         _fails_on_zero(b, a)
     try:
+        if kind == FLOAT4:
+            raise NoKernel("real arithmetic")  # rounded to float32, underflow an error: rows
         if kind == FLOAT8:
             if e.op == "%":
                 raise NoKernel("double %")  # fmod
@@ -274,11 +277,11 @@ def _comparable(a: Value, ta: SqlType, b: Value, tb: SqlType) -> tuple[Value, Va
         kind = tb if ta == NULLTYPE else ta
         return a.cast(_arrow(kind)), b.cast(_arrow(kind))
     if ta.numeric and tb.numeric and ta != tb:
-        if FLOAT8 in (ta, tb):
+        if ta.floating or tb.floating:
             if NUMERIC in (ta, tb):
                 raise NoKernel("numeric against double")
-            ints = b if ta == FLOAT8 else a
-            big = _max_abs(ints)
+            ints = None if ta.floating and tb.floating else b if ta.floating else a
+            big = None if ints is None else _max_abs(ints)
             if big is not None and big > _EXACT_FLOAT_INT:
                 raise NoKernel("integer beyond a double's exact range")
             return a.cast(pa.float64()), b.cast(pa.float64())

@@ -43,6 +43,7 @@ from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrat
 from changeflow.compute.recursive import has_recursive
 from changeflow.compute.scale import stored_decimal
 from changeflow.compute.sink import SelfCorrectingSink
+from changeflow.compute.spark_real import real_on_spark, sums_reals
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
     BYTEA,
@@ -144,7 +145,7 @@ def process_only(plan: P.Plan) -> str | None:
         ]
         if (why := next(filter(None, map(process_call, exprs)), None)) or kinds:
             return why or f"an expression of type {kinds[0]}"
-        if _compares_carried(node):
+        if _compares_carried(node) or sums_reals(node):
             return "array, interval or jsonb values compared, grouped, ordered or aggregated"
     return None
 
@@ -165,7 +166,9 @@ def _held(kind: SqlType) -> bool:
 def _on_spark(e: Expr) -> bool:
     """Has Spark a form for ``e`` itself? It carries interval and jsonb values (and tests them
     for NULL), uuid and bytea values (and compares them, not their casts and functions), and
-    arrays (never compared: Spark orders their NULL elements otherwise)."""
+    arrays (never compared: Spark orders their NULL elements otherwise); reals, see spark_real."""
+    if (real := real_on_spark(e)) is not None:
+        return real
     if e.type in BYTES or e.type in CARRIED:
         return isinstance(e, Col)
     if any(c.type in CARRIED for c in e.children()):

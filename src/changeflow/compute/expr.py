@@ -11,6 +11,7 @@ time, epoch milliseconds for tables).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
@@ -49,6 +50,7 @@ from changeflow.compute.types import (
     SqlType,
     array_of,
     common_numeric,
+    operand_numeric,
 )
 from changeflow.errors import EvalError, PlanError
 
@@ -244,7 +246,7 @@ class Arith(_Binary):
         ta, tb = (tb if ta == NULLTYPE else ta), (ta if tb == NULLTYPE else tb)
         if not (ta.numeric and tb.numeric):
             raise _mismatch(f"operator {self.op}", self.a.type, self.b.type)
-        _typed(self, common_numeric(ta, tb), nullable)
+        _typed(self, operand_numeric(ta, tb), nullable)
 
     def apply(self, a: Any, b: Any) -> Any:
         if TIME in (self.a.type, self.b.type):
@@ -256,7 +258,11 @@ class Arith(_Binary):
         if self.a.type == DATE:
             return (a - b).days
         kind = self.type
-        return check_range(ARITH[self.op](as_type(a, kind), as_type(b, kind), kind), kind)
+        a, b = as_type(a, kind), as_type(b, kind)
+        out = ARITH[self.op](a, b, kind)
+        if kind.floating and math.isinf(out) and (math.isinf(a) or math.isinf(b)):
+            return out  # an infinite operand's infinity, no overflow (as PostgreSQL)
+        return check_range(out, kind)
 
 
 @dataclass(frozen=True)
@@ -277,7 +283,7 @@ class Neg(Expr):
         a = self.a.eval(row, now)
         if a is None or self.type == INTERVAL:
             return None if a is None else -a
-        return check_range(-a, self.type)
+        return -a if self.type.floating else check_range(-a, self.type)  # -Infinity too
 
     def __str__(self) -> str:
         return f"(-{self.a})"

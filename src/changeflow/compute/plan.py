@@ -408,7 +408,7 @@ def _aggregate_type(func: str, kind: SqlType) -> SqlType | None:
         return None
     if func == "sum":
         return {INT2: INT8, INT4: INT8, INT8: NUMERIC}.get(kind, kind)
-    return FLOAT8 if kind == FLOAT8 else NUMERIC  # avg
+    return FLOAT8 if kind.floating else NUMERIC  # avg
 
 
 @dataclass(frozen=True)

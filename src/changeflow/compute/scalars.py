@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.compute.array_shape import flat, nested, parse, shape, text_of
+from changeflow.compute.floats import float4_from_text, float_text, to_float4
 from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.json_text import parse_json
 from changeflow.compute.jsonb import parse_jsonb, scalar_of
@@ -24,6 +25,7 @@ from changeflow.compute.types import (
     BOOL,
     BYTEA,
     DATE,
+    FLOAT4,
     FLOAT8,
     INT_RANGES,
     INTERVAL,
@@ -50,10 +52,10 @@ def check_range(value: Any, kind: SqlType) -> Any:
     bound = INT_RANGES.get(kind)
     if bound is not None and not -bound <= value < bound:
         raise EvalError(f"{kind} out of range", sqlstate="22003")
-    if kind == FLOAT8 and isinstance(value, float):
+    if kind.floating and isinstance(value, float):
         if math.isinf(value):
             raise EvalError("value out of range: overflow", sqlstate="22003")
-        return one_nan(value)
+        return one_nan(value if kind == FLOAT8 else to_float4(value))
     return value
 
 
@@ -132,7 +134,7 @@ def _mod(a: Any, b: Any, kind: SqlType) -> Any:
         return a
     if b == 0:
         raise EvalError("division by zero", sqlstate="22012")
-    if kind == FLOAT8:
+    if kind.floating:
         return math.fmod(a, b)
     if kind == NUMERIC:
         with localcontext() as ctx:
@@ -152,7 +154,7 @@ ARITH = {
 
 def as_type(value: Any, kind: SqlType) -> Any:
     """A numeric operand in the representation of ``kind``."""
-    if kind == FLOAT8:
+    if kind.floating:
         return float(value)
     if kind == NUMERIC and not isinstance(value, Decimal):
         return Decimal(value)
@@ -265,23 +267,6 @@ def like_regex(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
 # -- casts -----------------------------------------------------------------------------------
 
 
-def float_text(f: float) -> str:
-    """A double as PostgreSQL prints it: the shortest exact digits, an exponent beyond 1e15."""
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "Infinity" if f > 0 else "-Infinity"
-    d = Decimal(repr(f))
-    exponent = d.adjusted()
-    if -4 <= exponent < 15:
-        text = format(d, "f")
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    sign, digits, _ = d.as_tuple()
-    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
-    body = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
-    return f"{'-' if sign else ''}{body}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
-
-
 def numeric_text(value: Decimal) -> str:
     """A numeric as PostgreSQL writes it: at its own scale (1470.10), without an exponent
     (0.0000001) or a negative zero."""
@@ -300,8 +285,8 @@ def to_text(value: Any, kind: SqlType) -> str:
         return numeric_text(value)
     if kind == BOOL:
         return "true" if value else "false"
-    if kind == FLOAT8:
-        return float_text(value)
+    if kind.floating:
+        return float_text(value, kind)
     if kind in (TIMESTAMP, TIMESTAMPTZ):
         text = value.replace(tzinfo=None).isoformat(sep=" ")
         return text + ("+00" if kind == TIMESTAMPTZ else "")
@@ -457,7 +442,7 @@ def from_text(text: str, kind: SqlType) -> Any:
             if s.lower() in _TRUE | _FALSE:
                 return s.lower() in _TRUE
             raise _syntax(kind, text)
-        if "_" in s and (kind.integer or kind in (NUMERIC, FLOAT8)):
+        if "_" in s and (kind.integer or kind == NUMERIC or kind.floating):
             raise _syntax(kind, text)  # PostgreSQL 15 reads no digit separators (Python does)
         if kind.integer:
             return check_range(int(s), kind)
@@ -468,6 +453,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return one_nan(value)
         if kind == FLOAT8:
             return one_nan(float(s))
+        if kind == FLOAT4:
+            return one_nan(float4_from_text(s, text))
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
             return _special_stamp(s.lower(), kind)
         if kind == DATE:
@@ -519,7 +506,7 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
             None if v is None else cast_value(v, source.element, target.element) for v in value
         )
     if target.integer and source.numeric:
-        if source == FLOAT8:
+        if source.floating:
             if math.isnan(value) or math.isinf(value):
                 raise EvalError(f"{target} out of range", sqlstate="22003")
             return check_range(round(value), target)  # half to even, as rint
@@ -529,13 +516,19 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
             return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
         return check_range(value, target)
     if target == NUMERIC and source.numeric:
-        if source == FLOAT8 and math.isnan(value):
+        if source.floating and math.isnan(value):
             return NUMERIC_NAN
-        if source == FLOAT8 and math.isinf(value):
+        if source.floating and math.isinf(value):
             raise EvalError("cannot convert infinity to numeric", sqlstate="22003")
+        if source == FLOAT4:  # six significant digits, as PostgreSQL's float4_numeric
+            return Decimal(format(Decimal(f"{value:.6g}"), "f"))
         return Decimal(repr(value)) if source == FLOAT8 else Decimal(value)
     if target == FLOAT8 and source.numeric:
         return one_nan(float(value))
+    if target == FLOAT4 and source == NUMERIC:  # through its text, as PostgreSQL
+        return one_nan(float4_from_text(numeric_text(value), numeric_text(value)))
+    if target == FLOAT4 and source.numeric:
+        return one_nan(to_float4(float(value)))
     if source == JSON and target == JSONB:
         return parse_jsonb(value)
     if source == JSONB and target == JSON:

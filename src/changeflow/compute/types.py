@@ -2,7 +2,8 @@
 
 A plan's schema is a tuple of :class:`Column` (name, :class:`SqlType`, nullable). Integers are
 ``smallint``, ``integer`` and ``bigint`` with PostgreSQL's ranges (overflow is an error);
-``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float; ``date``,
+``numeric`` is exact (Python ``Decimal``); ``double precision`` is a float and ``real`` a float
+whose value is a float32's (stored as Arrow float32); ``date``,
 ``timestamp`` and ``timestamp with time zone`` are Python ``date`` and ``datetime`` values,
 ``time`` (without time zone) a Python ``time``.
 ``uuid`` is a Python ``UUID`` (stored as 16 bytes), ``bytea`` Python ``bytes``, ``interval`` an
@@ -34,7 +35,7 @@ class SqlType:
 
     name: str
     arrow: pa.DataType
-    rank: int = -1  # numeric promotion order: smallint < integer < bigint < numeric < double
+    rank: int = -1  # promotion order: smallint < integer < bigint < numeric < real < double
     element: SqlType | None = None  # an array's element type
 
     def __str__(self) -> str:
@@ -51,6 +52,11 @@ class SqlType:
     def integer(self) -> bool:
         return 0 <= self.rank <= 2
 
+    @property
+    def floating(self) -> bool:
+        """``real`` or ``double precision``."""
+        return self.rank >= 4
+
 
 BOOL = SqlType("boolean", pa.bool_())
 INT2 = SqlType("smallint", pa.int16(), 0)
@@ -60,7 +66,8 @@ NUMERIC = SqlType("numeric", pa.decimal128(38, 10), 3)
 WIDE = Context(prec=1000)
 """Numeric arithmetic's context: exact sums, differences and products (Decimal's default rounds
 to 28 digits), as PostgreSQL's numeric is."""
-FLOAT8 = SqlType("double precision", pa.float64(), 4)
+FLOAT4 = SqlType("real", pa.float32(), 4)
+FLOAT8 = SqlType("double precision", pa.float64(), 5)
 TEXT = SqlType("text", pa.string())
 DATE = SqlType("date", pa.date32())
 TIMESTAMP = SqlType("timestamp", pa.timestamp("us"))
@@ -75,7 +82,7 @@ JSONB = SqlType("jsonb", pa.struct([("jsonb", pa.string())]))
 JSON = SqlType("json", pa.struct([("json", pa.string())]))  # its text, kept as made (to_json)
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
 
-SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
+SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
 ARRAYS = {
     t: SqlType(f"{t.name}[]", pa.list_(t.arrow), element=t) for t in (*SCALARS, UUID, JSONB, JSON)
 }
@@ -89,6 +96,7 @@ _BY_NAME = {t.name: t for t in TYPES} | {
     "int4": INT4,
     "int8": INT8,
     "decimal": NUMERIC,
+    "float4": FLOAT4,
     "float8": FLOAT8,
     "double": FLOAT8,
     "float": FLOAT8,
@@ -137,8 +145,6 @@ def from_arrow(kind: pa.DataType) -> SqlType:
         return INT2
     if pa.types.is_decimal(kind):
         return NUMERIC
-    if pa.types.is_float32(kind):
-        return FLOAT8
     if pa.types.is_large_string(kind):
         return TEXT
     if pa.types.is_timestamp(kind):
@@ -156,8 +162,18 @@ def rows_only(kind: SqlType) -> bool:
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:
-    """The type two numeric operands are promoted to (the higher rank)."""
+    """The type the branches of CASE, COALESCE or UNION of two numeric types unify to (the
+    higher rank: integer and real are real)."""
     return a if a.rank >= b.rank else b
+
+
+def operand_numeric(a: SqlType, b: SqlType) -> SqlType:
+    """The type an operator computes two numeric operands in: as :func:`common_numeric`, but
+    ``real`` with any other type is ``double precision`` (PostgreSQL has no real-and-integer
+    or real-and-numeric operators and prefers double precision)."""
+    if FLOAT4 in (a, b) and a is not b:
+        return FLOAT8
+    return common_numeric(a, b)
 
 
 def char_width(typmod: int, text_type: str) -> int | None:

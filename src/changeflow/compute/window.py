@@ -444,7 +444,7 @@ def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType) -> Any:
     if arg is None:
         return len(frame)
     values = [(v, 1) for v in (arg.eval(r) for r in frame) if v is not None]
-    if f.func == "avg" and arg.type is not FLOAT8:
+    if f.func == "avg" and not arg.type.floating:
         if not values:
             return None
         total = sum((Decimal(v) for v, _ in values), Decimal(0))

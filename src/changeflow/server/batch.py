@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from changeflow.compute.scalars import check_range, from_text
+from changeflow.compute.scalars import check_range, from_text, to_float4
 from changeflow.compute.types import FLOAT8, NUMERIC, UUID, Column, SqlType
 from changeflow.errors import EvalError, PlanError
 from changeflow.server import values as V
@@ -126,8 +126,8 @@ def _fits(oid: int, kind: SqlType) -> bool:
         return True
     if kind.integer:
         return oid in _INTS
-    if kind == FLOAT8:
-        return oid in _INTS | {V.FLOAT4, V.NUMERIC}
+    if kind.floating:
+        return oid in _INTS | {V.FLOAT4, V.NUMERIC, V.FLOAT8}
     if kind == NUMERIC:
         return oid in _INTS
     return False
@@ -143,8 +143,8 @@ def _value(raw: bytes, oid: int, binary: bool, kind: SqlType, index: int) -> Any
         return value.bytes if kind is UUID else value
     if kind.integer:
         return check_range(int(value), kind)
-    if kind == FLOAT8:
-        return float(value)
+    if kind.floating:
+        return float(value) if kind == FLOAT8 else to_float4(float(value))
     if kind == NUMERIC:
         return Decimal(value)
     return value

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from changeflow.compute.scalars import from_text
+from changeflow.compute.scalars import from_text, to_text
 from changeflow.compute.types import JSONB, Schema, SqlType
 from changeflow.compute.values import arrow_values
 from changeflow.errors import ChangeflowError, PlanError
@@ -49,7 +49,11 @@ def copy_line(copy: Copy, columns: Schema, row: tuple[Any, ...]) -> bytes:
             if data is not None:
                 parts.append(data)
         return b"".join(parts)
-    return _line(copy, [None if v is None else text(v) for v in row]).encode("utf-8")
+    shown = [
+        None if v is None else to_text(v, c.type) if c.type.floating else text(v)
+        for c, v in zip(columns, row, strict=True)
+    ]
+    return _line(copy, shown).encode("utf-8")
 
 
 def _line(copy: Copy, values: list[str | None]) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from changeflow.adapter.connection import literal
 from changeflow.compute.array_shape import MAX_DIMS, flat, shape
+from changeflow.compute.floats import float_text
 from changeflow.compute.intervals import Interval
 from changeflow.compute.scalars import array_text, numeric_text, to_text
 from changeflow.compute.time_of_day import DAY_MICROS, micros_of, time_of, time_text
@@ -37,6 +38,7 @@ OIDS: dict[str, tuple[int, int]] = {
     "integer": (INT4, 4),
     "bigint": (INT8, 8),
     "numeric": (NUMERIC, -1),
+    "real": (FLOAT4, 4),
     "double precision": (FLOAT8, 8),
     "text": (TEXT, -1),
     "date": (DATE, 4),
@@ -63,6 +65,7 @@ ARRAY_OIDS: dict[str, int] = {
     "integer": 1007,
     "bigint": 1016,
     "numeric": 1231,
+    "real": 1021,
     "double precision": 1022,
     "text": 1009,
     "date": 1182,
@@ -80,7 +83,7 @@ TYPE_NAMES = {
     INT8: "bigint",
     OID: "bigint",
     NUMERIC: "numeric",
-    FLOAT4: "double precision",
+    FLOAT4: "real",
     FLOAT8: "double precision",
     DATE: "date",
     TIMESTAMP: "timestamp",
@@ -124,15 +127,6 @@ def text(value: Any) -> str:
     if isinstance(value, bytes):
         return "\\x" + value.hex()
     return str(value)
-
-
-def float_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    out = repr(value)
-    return out[:-2] if out.endswith(".0") else out
 
 
 def timestamp_text(value: dt.datetime) -> str:
@@ -213,6 +207,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "smallint": lambda v: struct.pack("!h", v),
     "integer": lambda v: struct.pack("!i", v),
     "bigint": lambda v: struct.pack("!q", v),
+    "real": lambda v: struct.pack("!f", v),
     "double precision": lambda v: struct.pack("!d", v),
     "numeric": lambda v: numeric_binary(Decimal(v)),
     "text": lambda v: str(v).encode("utf-8"),
@@ -258,6 +253,8 @@ def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
             return lambda v: None if v is None else str(v).encode()
         if t.name == "text":
             return lambda v: None if v is None else v.encode("utf-8")
+        if t.floating:  # a real's shortest digits are its float32's
+            return lambda v: None if v is None else to_text(v, t).encode()
         return encode_text
     binary = BINARY.get(t.name, BINARY["text"])
     return lambda v: None if v is None else binary(v)

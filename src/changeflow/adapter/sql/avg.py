@@ -1,9 +1,9 @@
 """avg of an exact number planned as PostgreSQL computes it: its sum divided by its count as
 numerics, so the quotient has PostgreSQL's scale (``compute.scalars.numeric_div``) whether a query
-runs once or a view maintains it. avg of double precision stays an aggregate of its own. sum and
-avg of intervals are the sums of their months, days and microseconds (each kept apart, as
-PostgreSQL adds intervals), the avg that sum divided by the count; with DISTINCT, the same
-over the distinct values array_agg keeps (as text that keeps their fields)."""
+runs once or a view maintains it. avg of double precision or real stays an aggregate of its
+own. sum and avg of intervals are the sums of their months, days and microseconds (each kept
+apart, as PostgreSQL adds intervals), the avg that sum divided by the count; with DISTINCT, the
+same over the distinct values array_agg keeps (as text that keeps their fields)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from changeflow.adapter.sql import statistics
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.functions import Func
-from changeflow.compute.types import FLOAT8, INTERVAL, NUMERIC
+from changeflow.compute.types import INTERVAL, NUMERIC
 
 _FIELDS = ("interval_months", "interval_days", "interval_micros")
 
@@ -26,7 +26,7 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
             return [P.Aggregate("array_agg", Func("interval_key", (agg.arg,)), True)]
         sums = [P.Aggregate("sum", Func(f, (agg.arg,))) for f in _FIELDS]
         return sums + ([P.Aggregate("count", agg.arg)] if agg.func == "avg" else [])
-    if agg.func != "avg" or agg.arg is None or agg.arg.type == FLOAT8:
+    if agg.func != "avg" or agg.arg is None or agg.arg.type.floating:
         return [agg]
     return [P.Aggregate("sum", agg.arg, agg.distinct), P.Aggregate("count", agg.arg, agg.distinct)]
 

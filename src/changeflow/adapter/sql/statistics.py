@@ -42,12 +42,17 @@ def preferred(arg: exp.Expression, value: X.Expr) -> X.Expr:
 
 def parts(agg: P.Aggregate) -> list[P.Aggregate]:
     """The count, sum and sum of squares ``agg`` is computed from (of its argument as a
-    numeric, a double staying one); 42883 for an argument of another type."""
+    numeric, a double staying one and a real becoming one); 42883 for an argument of another
+    type."""
     assert agg.arg is not None
     kind = agg.arg.type
     if kind is NULLTYPE or not kind.numeric:
         raise PlanError(f"function {agg.func}({kind}) does not exist", sqlstate="42883")
-    value = agg.arg if kind in (NUMERIC, FLOAT8) else X.Cast(agg.arg, NUMERIC)
+    value = (
+        agg.arg
+        if kind in (NUMERIC, FLOAT8)
+        else X.Cast(agg.arg, FLOAT8 if kind.floating else NUMERIC)
+    )
     if agg.distinct:  # the distinct values (two of one square are not one)
         return [P.Aggregate("array_agg", value, True)]
     square = X.Arith("*", value, value)

@@ -44,7 +44,7 @@ from changeflow.compute.functions import (
 )
 from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
 from changeflow.compute.scalars import check_range, coerce, one_nan
-from changeflow.compute.types import FLOAT8, INT4, INT8, NUMERIC
+from changeflow.compute.types import INT4, INT8, NUMERIC
 from changeflow.errors import PlanError
 
 # strict functions that may be NULL of arguments that are not: a missing key, element or
@@ -146,7 +146,7 @@ class Func(Expr):
         result = self.function.impl(*values)
         if result is None:
             return result
-        if self.type in (FLOAT8, NUMERIC):
+        if self.type.floating or self.type == NUMERIC:
             return one_nan(result)
         return check_range(result, self.type) if self.type in (INT4, INT8) else result
 

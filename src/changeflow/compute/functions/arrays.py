@@ -17,7 +17,6 @@ from changeflow.compute.functions.base import (
 from changeflow.compute.scalars import to_text
 from changeflow.compute.types import (
     ARRAYS,
-    FLOAT8,
     INT4,
     NULLTYPE,
     NUMERIC,
@@ -108,7 +107,7 @@ def _string_to_array(*args: tuple[Any, SqlType]) -> tuple[str | None, ...] | Non
 def _spark_array_to_string(cc: ExprCompiler, e: Func) -> Column:
     args = _args(cc, e)
     element = e.args[0].type.element
-    if element in (NUMERIC, FLOAT8):
+    if element == NUMERIC or (element is not None and element.floating):
         raise unsupported(e, "array_to_string of numeric or double arrays on the cluster tier")
     texts = F.transform(args[0], lambda x: cc.cast(x, element, TEXT, e)) if element else args[0]
     if len(args) > 2:

@@ -40,6 +40,7 @@ from changeflow.compute.functions.overloads import MACADDR, Overloads, same
 from changeflow.compute.scalars import check_range, nan_last
 from changeflow.compute.types import (
     DATE,
+    FLOAT4,
     FLOAT8,
     INT2,
     INT4,
@@ -135,7 +136,7 @@ def _of_numeric(result: SqlType) -> Rule:
     return rule
 
 
-# PostgreSQL's signatures (float4's left out: changeflow reads real as double precision)
+# PostgreSQL's signatures (of float4 only abs's: real is cast to double precision for the rest)
 _ROUND = ((FLOAT8,), FLOAT8), ((NUMERIC,), NUMERIC), ((NUMERIC, INT4), NUMERIC)
 _OF_FLOAT_OR_NUMERIC = same(FLOAT8, NUMERIC)
 
@@ -447,7 +448,7 @@ FUNCTIONS = [
     ),
     Function(
         "abs",
-        Overloads("abs", same(INT2, INT4, INT8, NUMERIC, FLOAT8)),
+        Overloads("abs", same(INT2, INT4, INT8, NUMERIC, FLOAT4, FLOAT8)),
         abs,
         spark=lambda cc, e: _spark_same(cc, e, F.abs(cc.compile(e.args[0]))),
         arrow=pc.abs_checked,

@@ -18,6 +18,7 @@ from changeflow.compute.types import (
     BOOL,
     BYTEA,
     DATE,
+    FLOAT4,
     FLOAT8,
     INT2,
     INT4,
@@ -41,7 +42,7 @@ MACADDR = SqlType("macaddr", pa.null())
 
 # PostgreSQL's type categories (pg_type.typcategory) and the preferred type of each
 CATEGORY: dict[SqlType, str] = {
-    **dict.fromkeys((INT2, INT4, INT8, NUMERIC, FLOAT8), "N"),
+    **dict.fromkeys((INT2, INT4, INT8, NUMERIC, FLOAT4, FLOAT8), "N"),
     TEXT: "S",
     **dict.fromkeys((DATE, TIMESTAMP, TIMESTAMPTZ, TIME), "D"),
     INTERVAL: "T",
@@ -51,10 +52,11 @@ CATEGORY: dict[SqlType, str] = {
 PREFERRED = (FLOAT8, TEXT, TIMESTAMPTZ, INTERVAL, BOOL)
 # the implicit casts of pg_cast (castcontext 'i') between these types
 IMPLICIT: dict[SqlType, tuple[SqlType, ...]] = {
-    INT2: (INT4, INT8, NUMERIC, FLOAT8),
-    INT4: (INT8, NUMERIC, FLOAT8),
-    INT8: (NUMERIC, FLOAT8),
-    NUMERIC: (FLOAT8,),
+    INT2: (INT4, INT8, NUMERIC, FLOAT4, FLOAT8),
+    INT4: (INT8, NUMERIC, FLOAT4, FLOAT8),
+    INT8: (NUMERIC, FLOAT4, FLOAT8),
+    NUMERIC: (FLOAT4, FLOAT8),
+    FLOAT4: (FLOAT8,),
     DATE: (TIMESTAMP, TIMESTAMPTZ),
     TIMESTAMP: (TIMESTAMPTZ,),
     TIME: (INTERVAL,),

@@ -161,7 +161,7 @@ class Group:
         if not self.present[i]:
             return None
         if self.nans[i]:
-            return NAN if kind == FLOAT8 else NUMERIC_NAN
+            return NAN if kind.floating else NUMERIC_NAN
         if agg.func == "sum":
             return check_range(as_type(self.totals[i], kind), kind)
         return _average(self.totals[i], self.present[i], kind)
