@@ -5,6 +5,8 @@ float32, and psql's ``\\d`` naming the type."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 import pytest
 from psycopg.types.string import TextLoader
@@ -74,3 +76,30 @@ def test_psql_describes_real(server, table_name: str) -> None:
         if "|" in line
     }
     assert lines["r"] == "real" and lines["d"] == "double precision", out.stdout
+
+
+@pytest.mark.postgres
+def test_real_through_asyncpg_as_postgres(server, postgres_url: str, table_name: str) -> None:
+    """asyncpg binds a real column's parameters as float4 (Describe says 700) and reads reals
+    and real[] in binary: the same values, and the same text, as PostgreSQL's."""
+    asyncpg = pytest.importorskip("asyncpg")
+    from test_asyncpg_arrays import both
+
+    async def work(c: Any) -> tuple[Any, ...]:
+        await c.execute(f"CREATE TABLE {table_name} (id int, r real)")
+        try:
+            await c.executemany(
+                f"INSERT INTO {table_name} VALUES ($1, $2)", [(1, 0.1), (2, 1e-45), (3, -2.5)]
+            )
+            rows = await c.fetch(f"SELECT id, r, r::text, ARRAY[r] FROM {table_name} ORDER BY id")
+            kinds = [
+                a.type.oid
+                for a in (await c.prepare(f"SELECT r FROM {table_name}")).get_attributes()
+            ]
+            return [tuple(r) for r in rows], kinds
+        finally:
+            await c.execute(f"DROP TABLE {table_name}")
+
+    assert asyncpg is not None
+    ours, theirs = both(server, postgres_url, work)
+    assert ours == theirs and theirs[1] == [700]

@@ -46,6 +46,7 @@ TYPES = {
     "integer[]": (1007, -1, "_int4"),
     "bigint[]": (1016, -1, "_int8"),
     "numeric[]": (1231, -1, "_numeric"),
+    "real[]": (1021, -1, "_float4"),
     "double precision[]": (1022, -1, "_float8"),
     "text[]": (1009, -1, "_text"),
     "date[]": (1182, -1, "_date"),
