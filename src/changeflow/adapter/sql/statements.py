@@ -334,7 +334,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     ),
     (
         re.compile(
-            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|COMMENT\s+ON"
+            r"(?:CREATE\s+UNLOGGED\s+TABLE|COMMENT\s+ON"
             r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
             r"|CREATE\s+TABLE)\b",
             re.I,
@@ -426,9 +426,9 @@ def _select_into(text: str) -> Statement | None:
         query = text[: m.start()] + text[m.end() :]
         rest = _query("select", query).tree
         if rest is not None and rest.args.get("into") is None:
-            named = name(m["name"])
-            if m["temp"] and m["temp"].upper() != "UNLOGGED":
-                named = in_pg_temp(named)
+            if (m["temp"] or "").upper() == "UNLOGGED":
+                raise PlanError("SELECT … INTO UNLOGGED is not supported", sqlstate="0A000")
+            named = in_pg_temp(name(m["name"])) if m["temp"] else name(m["name"])
             args = {"name": named, "columns": None, "ine": False, "nodata": False}
             return Statement("create_table", text, None, args | {"query": query})
     return None
