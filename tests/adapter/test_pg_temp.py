@@ -146,6 +146,7 @@ def test_another_connection_does_not_see_it(tmp_path: Path) -> None:
         assert one.execute("SELECT * FROM shared").fetchall() == [(2,)]
         assert other.execute("SELECT * FROM shared").fetchall() == [(1,)]
         assert outcome(other, "SELECT * FROM mine") == ("error", "42P01")
+        assert [r for r in other.execute("SHOW TABLES").fetchall() if "mine" in r[0]] == []
         schema = one.execute(
             "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE c.relname = 'mine'"

@@ -179,6 +179,10 @@ class CatalogState:
             raise PlanError(f'{what} "{name}" does not exist', sqlstate="42P01")
         return item
 
+    def visible(self) -> list[Item]:
+        """The items, but other sessions' temporary ones."""
+        return [i for i in self.items.values() if "temp" not in i.options or temp_name(i.name)]
+
     def dependents(self, item_id: str) -> list[Item]:
         """The items that depend on ``item_id``, directly."""
         return [i for i in self.items.values() if item_id in i.depends_on]
