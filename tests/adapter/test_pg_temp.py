@@ -152,7 +152,8 @@ def test_another_connection_does_not_see_it(tmp_path: Path) -> None:
             " WHERE c.relname = 'mine'"
         ).fetchall()[0][0]
         assert schema.startswith("pg_temp_")
-        assert outcome(other, f"SELECT * FROM {schema}.mine") == ("error", "42P01")
+        assert outcome(other, f"SELECT * FROM {schema}.mine") == ("error", "0A000")
+        assert outcome(other, f"SELECT * FROM {schema}.absent") == ("error", "42P01")
         assert outcome(other, f"CREATE TABLE {schema}.x (a int)") == ("error", "0A000")
         other.execute("CREATE TEMP TABLE mine (b text)")  # its own, of the same name
         other.execute("INSERT INTO mine VALUES ('x')")

@@ -179,6 +179,10 @@ class CatalogState:
             raise PlanError(f'{what} "{name}" does not exist', sqlstate="42P01")
         return item
 
+    def elsewhere(self, name: str) -> bool:
+        """Does ``name`` name another session's temporary item?"""
+        return temp_name(name) == "" and any(i.name == name for i in self.items.values())
+
     def visible(self) -> list[Item]:
         """The items, but other sessions' temporary ones."""
         return [i for i in self.items.values() if "temp" not in i.options or temp_name(i.name)]
