@@ -87,9 +87,15 @@ STATEMENTS = [
     "SELECT * FROM tdd",
     "COMMIT",
     "SELECT * FROM tdd",
+    "CREATE TEMP TABLE gone (a int) ON COMMIT DROP",
+    "SELECT * FROM gone",
+    "CREATE TEMP TABLE cd ON COMMIT DELETE ROWS AS SELECT 1 AS a",
+    "SELECT * FROM cd",
+    "INSERT INTO cd VALUES (1) RETURNING a",
+    "SELECT * FROM cd",
     "DROP TABLE tp",
     "SELECT * FROM tp",
-    "DROP TABLE tq, tz, tw, td, tk",
+    "DROP TABLE tq, tz, tw, td, tk, cd",
     "SELECT * FROM tq",
 ]
 REFUSED = [
