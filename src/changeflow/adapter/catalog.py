@@ -72,6 +72,7 @@ class TempSchema:
     name: str = ""
     owner: dict[str, Any] = field(default_factory=dict)
     on_commit: dict[str, str] = field(default_factory=dict)
+    filled: set[str] = field(default_factory=set)  # by CREATE TABLE … AS, not by a write
 
 
 TEMP: ContextVar[TempSchema | None] = ContextVar("temp", default=None)  # None: no session
