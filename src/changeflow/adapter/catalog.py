@@ -145,10 +145,12 @@ class CatalogState:
         schema, dot, rest = name.partition(".")
         if dot:
             return self.by_name(rest if schema == PUBLIC else name)
-        mine = TEMP.get()
-        if mine is not None and mine.name and (temp := self.by_name(f"{mine.name}.{name}")):
-            return temp  # the temporary schema is searched first, as PostgreSQL does
-        for schema in SEARCH_PATH.get():
+        mine, path = TEMP.get(), SEARCH_PATH.get()
+        if mine is None or not mine.name:
+            path = tuple(p for p in path if p != "pg_temp")
+        elif "pg_temp" not in path:  # first unless the path places it, as PostgreSQL does
+            path = ("pg_temp", *path)
+        for schema in path:
             found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
             if found is not None:
                 return found
