@@ -107,6 +107,8 @@ REFUSED = [
     "CREATE MATERIALIZED VIEW mq AS SELECT * FROM tv",
     "SELECT * FROM pg_temp.tp",
     "CREATE TABLE pfk (a int REFERENCES tv)",
+    "CREATE TABLE pc (a int) ON COMMIT DROP",
+    "CREATE TEMP TABLE tf (a int) ON COMMIT FOO",
 ]
 
 

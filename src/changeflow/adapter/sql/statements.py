@@ -23,7 +23,7 @@ from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.shapes import Shape, shape_of
-from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, temporary
+from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, refuse_on_commit, temporary
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -374,6 +374,7 @@ def parse(text: str) -> Statement:
     if head == "CREATE" and (temp := TEMP_HEAD.match(text)):
         return temporary(text, temp.end(), parse)
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
+        refuse_on_commit(text)
         if (made := _create_as(text)) is not None:
             return made
         tree = parse_sql(text)
