@@ -37,6 +37,10 @@ STATEMENTS = [
     "SELECT * FROM pv ORDER BY a",
     "DROP VIEW public.pv",
     "SELECT * FROM pg_temp.tp ORDER BY a",
+    "SET search_path TO public, pg_temp",
+    "SELECT * FROM tp ORDER BY a",
+    "SET search_path TO DEFAULT",
+    "SELECT * FROM tp ORDER BY a",
     "UPDATE tp SET b = 'y' WHERE a = 3",
     "DELETE FROM tp WHERE a = 2",
     "SELECT * FROM tp",
@@ -87,9 +91,15 @@ STATEMENTS = [
     "SELECT * FROM tdd",
     "COMMIT",
     "SELECT * FROM tdd",
+    "CREATE TEMP TABLE gone (a int) ON COMMIT DROP",
+    "SELECT * FROM gone",
+    "CREATE TEMP TABLE cd ON COMMIT DELETE ROWS AS SELECT 1 AS a",
+    "SELECT * FROM cd",
+    "INSERT INTO cd VALUES (1) RETURNING a",
+    "SELECT * FROM cd",
     "DROP TABLE tp",
     "SELECT * FROM tp",
-    "DROP TABLE tq, tz, tw, td, tk",
+    "DROP TABLE tq, tz, tw, td, tk, cd",
     "SELECT * FROM tq",
 ]
 REFUSED = [
@@ -97,6 +107,8 @@ REFUSED = [
     "CREATE MATERIALIZED VIEW mq AS SELECT * FROM tv",
     "SELECT * FROM pg_temp.tp",
     "CREATE TABLE pfk (a int REFERENCES tv)",
+    "CREATE TABLE pc (a int) ON COMMIT DROP",
+    "CREATE TEMP TABLE tf (a int) ON COMMIT FOO",
 ]
 
 
@@ -146,12 +158,14 @@ def test_another_connection_does_not_see_it(tmp_path: Path) -> None:
         assert one.execute("SELECT * FROM shared").fetchall() == [(2,)]
         assert other.execute("SELECT * FROM shared").fetchall() == [(1,)]
         assert outcome(other, "SELECT * FROM mine") == ("error", "42P01")
+        assert [r for r in other.execute("SHOW TABLES").fetchall() if "mine" in r[0]] == []
         schema = one.execute(
             "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE c.relname = 'mine'"
         ).fetchall()[0][0]
         assert schema.startswith("pg_temp_")
-        assert outcome(other, f"SELECT * FROM {schema}.mine") == ("error", "42P01")
+        assert outcome(other, f"SELECT * FROM {schema}.mine") == ("error", "0A000")
+        assert outcome(other, f"SELECT * FROM {schema}.absent") == ("error", "42P01")
         assert outcome(other, f"CREATE TABLE {schema}.x (a int)") == ("error", "0A000")
         other.execute("CREATE TEMP TABLE mine (b text)")  # its own, of the same name
         other.execute("INSERT INTO mine VALUES ('x')")

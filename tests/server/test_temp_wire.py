@@ -77,6 +77,8 @@ def test_psql_lists_them_as_postgres(start_server, postgres_url: str) -> None:
         "\\dt",
         "-c",
         "\\dv",
+        "-c",
+        "\\d tmp_listed",
     ]
     theirs = subprocess.run(
         [PSQL, "-X", "-w", "-A", "-F", "|", postgres_url, *commands],

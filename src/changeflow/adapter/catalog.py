@@ -72,6 +72,7 @@ class TempSchema:
     name: str = ""
     owner: dict[str, Any] = field(default_factory=dict)
     on_commit: dict[str, str] = field(default_factory=dict)
+    filled: set[str] = field(default_factory=set)  # by CREATE TABLE … AS, not by a write
 
 
 TEMP: ContextVar[TempSchema | None] = ContextVar("temp", default=None)  # None: no session
@@ -144,10 +145,12 @@ class CatalogState:
         schema, dot, rest = name.partition(".")
         if dot:
             return self.by_name(rest if schema == PUBLIC else name)
-        mine = TEMP.get()
-        if mine is not None and mine.name and (temp := self.by_name(f"{mine.name}.{name}")):
-            return temp  # the temporary schema is searched first, as PostgreSQL does
-        for schema in SEARCH_PATH.get():
+        mine, path = TEMP.get(), SEARCH_PATH.get()
+        if mine is None or not mine.name:
+            path = tuple(p for p in path if p != "pg_temp")
+        elif "pg_temp" not in path:  # first unless the path places it, as PostgreSQL does
+            path = ("pg_temp", *path)
+        for schema in path:
             found = self.by_name(name if schema == PUBLIC else f"{schema}.{name}")
             if found is not None:
                 return found
@@ -178,6 +181,14 @@ class CatalogState:
             what = kinds[0] if kinds and len(kinds) == 1 else "relation"
             raise PlanError(f'{what} "{name}" does not exist', sqlstate="42P01")
         return item
+
+    def elsewhere(self, name: str) -> bool:
+        """Does ``name`` name another session's temporary item?"""
+        return temp_name(name) == "" and any(i.name == name for i in self.items.values())
+
+    def visible(self) -> list[Item]:
+        """The items, but other sessions' temporary ones."""
+        return [i for i in self.items.values() if "temp" not in i.options or temp_name(i.name)]
 
     def dependents(self, item_id: str) -> list[Item]:
         """The items that depend on ``item_id``, directly."""

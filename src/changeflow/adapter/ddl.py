@@ -555,7 +555,7 @@ def rename(env: Environment, stmt: Statement) -> Result:
 def show_items(env: Environment, stmt: Statement) -> Result:
     kind = stmt.args["kind"]
     state = env.catalog.load()
-    items = sorted((i for i in state.items.values() if i.kind == kind), key=lambda i: i.name)
+    items = sorted((i for i in state.visible() if i.kind == kind), key=lambda i: i.name)
     if kind == "index":
         rows = [
             (i.name, state.items[i.options["on"]].name, ", ".join(i.options["key"])) for i in items

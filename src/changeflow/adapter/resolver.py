@@ -69,6 +69,8 @@ class CatalogResolver:
 
     def relation(self, name: str) -> Relation:
         item = self.state.find(name)
+        if item is None and self.state.elsewhere(name):
+            raise PlanError("cannot access temporary tables of other sessions", sqlstate="0A000")
         if item is None or item.kind not in QUERYABLE:
             raise PlanError(f'relation "{name}" does not exist', sqlstate="42P01")
         unique = tuple(Unique.from_json(u) for u in item.options.get("unique") or [])

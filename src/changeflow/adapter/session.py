@@ -181,11 +181,11 @@ class Session:
         """``fn()``, then the commit of the transaction it ended; on an error the transaction
         is rolled back (implicit) or marked failed (explicit)."""
         try:
-            result = fn()
-            if self.committing is not None:  # sessions commit as a group
-                txn, self.committing = self.committing, None
+            result, txn = fn(), self.committing
+            if txn is not None:  # sessions commit as a group
+                self.committing = None
                 self._commit(txn)
-            temp_tables.after_transaction(self)  # ON COMMIT DELETE ROWS, DROP
+            temp_tables.after_transaction(self, txn)  # ON COMMIT DELETE ROWS, DROP
             return result
         except BaseException:
             self.committing = None

@@ -90,6 +90,8 @@ def create_table(env: Any, stmt: Statement) -> Result:
     item = env.catalog.load().find(name)
     if mode != "preserve" and item is not None:
         mine.on_commit[item.id] = mode
+        if stmt.args.get("query") is not None:  # its rows, emptied as a write's at commit
+            mine.filled.add(item.id)
     return result
 
 
@@ -116,20 +118,23 @@ def create_view(env: Any, stmt: Statement) -> Result:
     return Result(result.status, notices=[*result.notices, *notices]) if notices else result
 
 
-def after_transaction(session: Any) -> None:
+def after_transaction(session: Any, committed: Any) -> None:
     """The ON COMMIT actions of the session's temporary tables, once no transaction is open:
-    DELETE ROWS empties them, DROP drops them."""
+    DELETE ROWS empties those ``committed`` (the transaction just committed, if any) wrote
+    to, DROP drops them."""
     mine: TempSchema = session.temp
     if not mine.on_commit or session.txn is not None or _ACTING.get():
         return
     token = _ACTING.set(True)
     try:
-        _act(session, mine)
+        written = set(committed.writes) if committed is not None else set()
+        _act(session, mine, written | mine.filled)
+        mine.filled = set()
     finally:
         _ACTING.reset(token)
 
 
-def _act(session: Any, mine: TempSchema) -> None:
+def _act(session: Any, mine: TempSchema, written: set[str]) -> None:
     state = session.env.catalog.load()
     for item_id, mode in list(mine.on_commit.items()):
         item = state.items.get(item_id)
@@ -140,7 +145,7 @@ def _act(session: Any, mine: TempSchema) -> None:
         if mode == "drop":
             del mine.on_commit[item_id]
             session.run(parse(f"DROP TABLE {quoted} CASCADE"))
-        else:
+        elif item.shard in written:
             session.run(parse(f"DELETE FROM {quoted}"))
 
 

@@ -23,7 +23,7 @@ from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.shapes import Shape, shape_of
-from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, temporary
+from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, refuse_on_commit, temporary
 from changeflow.errors import PlanError
 
 NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
@@ -334,7 +334,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     ),
     (
         re.compile(
-            r"(?:CREATE\s+(?:TEMP|TEMPORARY|UNLOGGED)\s+TABLE|COMMENT\s+ON"
+            r"(?:CREATE\s+UNLOGGED\s+TABLE|COMMENT\s+ON"
             r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
             r"|CREATE\s+TABLE)\b",
             re.I,
@@ -374,6 +374,7 @@ def parse(text: str) -> Statement:
     if head == "CREATE" and (temp := TEMP_HEAD.match(text)):
         return temporary(text, temp.end(), parse)
     if head == "CREATE" and re.match(r"CREATE\s+TABLE", text, re.I):
+        refuse_on_commit(text)
         if (made := _create_as(text)) is not None:
             return made
         tree = parse_sql(text)
@@ -426,9 +427,9 @@ def _select_into(text: str) -> Statement | None:
         query = text[: m.start()] + text[m.end() :]
         rest = _query("select", query).tree
         if rest is not None and rest.args.get("into") is None:
-            named = name(m["name"])
-            if m["temp"] and m["temp"].upper() != "UNLOGGED":
-                named = in_pg_temp(named)
+            if (m["temp"] or "").upper() == "UNLOGGED":
+                raise PlanError("SELECT … INTO UNLOGGED is not supported", sqlstate="0A000")
+            named = in_pg_temp(name(m["name"])) if m["temp"] else name(m["name"])
             args = {"name": named, "columns": None, "ine": False, "nodata": False}
             return Statement("create_table", text, None, args | {"query": query})
     return None

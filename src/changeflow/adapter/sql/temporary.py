@@ -32,15 +32,27 @@ def in_pg_temp(name: str) -> str:
     return name
 
 
+def _masked(text: str) -> str:
+    """``text`` with its quoted strings blanked (a keyword inside one is not one)."""
+    return re.sub(r"'(?:[^']|'')*'", lambda m: " " * len(m[0]), text)
+
+
+def refuse_on_commit(text: str) -> None:
+    """42P16 for ON COMMIT in a permanent table's CREATE TABLE, as PostgreSQL."""
+    if re.search(r"\sON\s+COMMIT\b", _masked(text), re.I):
+        raise PlanError("ON COMMIT can only be used on temporary tables", sqlstate="42P16")
+
+
 def temporary(text: str, end: int, parse: Callable[[str], Any]) -> Any:
     """The statement of ``text``, a CREATE TEMP TABLE or VIEW whose keywords end at ``end``."""
     plain = "CREATE " + text[end:]
-    quoted = re.sub(r"'(?:[^']|'')*'", lambda m: " " * len(m[0]), plain)  # not inside strings
-    on = _ON_COMMIT.search(quoted)
+    on = _ON_COMMIT.search(_masked(plain))
     mode = "preserve"
     if on is not None:
         mode = on[1].split()[0].lower()
         plain = plain[: on.start()] + plain[on.end() :]
+    if re.search(r"\sON\s+COMMIT\b", _masked(plain), re.I):
+        raise PlanError('syntax error at or near "COMMIT"', sqlstate="42601")
     made = parse(plain)
     args = dict(made.args)
     if made.kind == "create_view" and args.get("materialized"):
@@ -57,7 +69,6 @@ def temporary(text: str, end: int, parse: Callable[[str], Any]) -> Any:
             in_pg_temp(f"{schema.name}.t" if schema is not None else "t")
             table.set("db", exp.to_identifier("pg_temp"))
     if on is not None:  # the text kept without it (sqlglot does not read ON COMMIT DROP)
-        masked = re.sub(r"'(?:[^']|'')*'", lambda m: " " * len(m[0]), text)
-        cut = _ON_COMMIT.search(masked)
+        cut = _ON_COMMIT.search(_masked(text))
         text = text[: cut.start()] + text[cut.end() :] if cut is not None else text
     return dataclasses.replace(made, text=text, args=args | {"temp": True, "on_commit": mode})
