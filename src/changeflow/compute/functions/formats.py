@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, unsupported
@@ -159,15 +159,22 @@ def _number_text(value: Any, template: str, half: str) -> str:
     body = re.sub("(?i)fm", "", template).replace("D", ".").replace("G", ",")
     whole, _, fraction = body.partition(".")
     places = sum(ch in "90" for ch in fraction)
-    amount = Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=half)
+    positions = sum(ch in "90" for ch in whole)
+    number = Decimal(str(value))
+    if number.is_nan():  # NaN in the digits' places (if they hold it), else #s
+        if positions < 3:
+            return _hashes(body, False, fill_mode)
+        return "NaN" if fill_mode else "NaN".rjust(positions + 1)
+    if number.is_infinite():
+        return _hashes(body, number < 0, fill_mode)
+    context = Context(prec=max(number.adjusted(), 0) + places + 2)
+    amount = number.quantize(Decimal(1).scaleb(-places), rounding=half, context=context)
     negative = amount < 0
     digits, _, decimals = f"{abs(amount):f}".partition(".")
-    positions = sum(ch in "90" for ch in whole)
     if digits == "0" and (places or "0" not in whole):
         digits = "" if places else "0"
     if len(digits) > positions:
-        hashes = re.sub("[90]", "#", body)
-        return hashes if fill_mode else " " + hashes
+        return _hashes(body, negative, fill_mode)
     left, pending = [], list(digits)
     for ch in reversed(whole):
         if ch in "90":
@@ -193,6 +200,11 @@ def _number_text(value: Any, template: str, half: str) -> str:
     if fill_mode and not any(ch.isdigit() for ch in text):
         text = text.replace(".", "0.") if "." in text else text + "0"
     return text.lstrip(" ") if fill_mode else text
+
+
+def _hashes(body: str, negative: bool, fill_mode: bool) -> str:
+    """The template's digits as ``#``: a number that does not fit it (or infinity)."""
+    return ("-" if negative else "" if fill_mode else " ") + re.sub("[90]", "#", body)
 
 
 def _to_char(value: Any, template: str) -> str:
