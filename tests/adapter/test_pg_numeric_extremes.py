@@ -46,3 +46,30 @@ def test_numeric_extremes_as_postgres(tmp_path: Path, postgres_url: str) -> None
                 "SELECT count(*) FROM generate_series(1e40::numeric, 1e40 + 3)",
             ],
         )
+
+
+def test_views_of_wide_values_and_repeated_names(tmp_path: Path) -> None:
+    """A materialized view of a numeric too wide to store (or infinity) says so (each was
+    XX000: the decimal context, Arrow's decimal types); one whose repeated column names,
+    numbered, would meet another column's name (``to_char_2``) keeps each column."""
+    import changeflow
+    from changeflow.adapter.connection import DatabaseError
+
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    try:
+        ours.execute("CREATE TABLE vq (q int8)")
+        ours.execute("INSERT INTO vq VALUES (5)")
+        ours.execute(
+            "CREATE MATERIALIZED VIEW vn AS SELECT q AS to_char_2, to_char(q, '999'),"
+            " to_char(q, '9999') FROM vq"
+        )
+        assert ours.execute("SELECT * FROM vn").fetchall() == [(5, "   5", "    5")]
+        for i, wide in enumerate(
+            ["1e100::numeric * q", "'Infinity'::numeric", "1e131071::numeric"]
+        ):
+            ours.execute(f"CREATE MATERIALIZED VIEW vw{i} AS SELECT {wide} AS big FROM vq")
+            with pytest.raises(DatabaseError) as caught:
+                ours.execute(f"SELECT * FROM vw{i}").fetchall()
+            assert caught.value.sqlstate in ("0A000", "22003"), str(caught.value)
+    finally:
+        ours.close()

@@ -103,9 +103,10 @@ def stored_decimal(
     if value.is_nan():
         raise unstorable_nan(where)
     precision, scale = kind.precision, kind.scale
-    rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
-    if rounded.adjusted() < precision - scale:
-        return rounded
+    if value.is_finite() and value.adjusted() < precision - scale:  # (else too wide to round)
+        rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
+        if rounded.adjusted() < precision - scale:
+            return rounded
     if kind == NUMERIC.arrow:
         raise EvalError(
             f"numeric value {value} does not fit {where}: an unconstrained numeric is stored "
