@@ -64,6 +64,8 @@ def test_views_of_wide_values_and_repeated_names(tmp_path: Path) -> None:
             " to_char(q, '9999') FROM vq"
         )
         assert ours.execute("SELECT * FROM vn").fetchall() == [(5, "   5", "    5")]
+        ours.execute("CREATE MATERIALIZED VIEW vt AS SELECT '1e-1000000'::numeric AS tiny")
+        assert len(ours.execute("SELECT * FROM vt").fetchall()) == 1  # scale past 38 decimals
         for i, wide in enumerate(
             ["1e100::numeric * q", "'Infinity'::numeric", "1e131071::numeric"]
         ):
