@@ -1,5 +1,6 @@
 """Text functions asked for a value past PostgreSQL's 1 GB limit refuse it as PostgreSQL 15
-does (54000, "requested length too large") instead of building it in memory."""
+does (54000: "requested length too large", format's "out of memory") instead of building it
+in memory."""
 
 from __future__ import annotations
 
@@ -26,5 +27,7 @@ def test_too_long_text_is_refused_as_postgres(tmp_path: Path, postgres_url: str)
                 "SELECT repeat('é', 600000000)",
                 "SELECT lpad(s, 2147483647) FROM tl",
                 "SELECT rpad('x', 300000000, 'ab')",
+                "SELECT format('%-2147483647s', s) FROM tl",
+                "SELECT format('%1073741823s', 'a'), length(format('%5s|%-3s|', 'a', 'b'))",
             ],
         )
