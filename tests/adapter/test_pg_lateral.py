@@ -12,7 +12,7 @@ import pytest
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -75,3 +75,19 @@ def test_lateral_that_cannot_be_decorrelated_is_refused(both) -> None:
     with pytest.raises(DatabaseError) as caught:
         ours.execute(sql)
     assert caught.value.sqlstate == "0A000" and "LATERAL" in str(caught.value)
+
+
+def test_lateral_columns_keep_their_names(both) -> None:
+    """A LATERAL select item that is an outer column keeps its name (it was an internal one,
+    ambiguous: 42702), and its bare * is its own FROM's columns only."""
+    same_outcomes(
+        *both,
+        [
+            "SELECT * FROM lt a JOIN lt b ON a.id = b.id, LATERAL (SELECT a.id, b.k) x"
+            " ORDER BY 1, 2",
+            "SELECT * FROM lt, LATERAL (SELECT lt.k, lt.id + 1, lt.id AS i) x ORDER BY 1, 2",
+            "SELECT * FROM lt, LATERAL (SELECT * FROM lu WHERE lu.k = lt.k) x ORDER BY 1, 2, 4",
+            "SELECT x.* FROM lt, LATERAL (SELECT *, lt.id FROM lu, lt t2"
+            " WHERE lu.k = lt.k AND t2.id = lt.id) x ORDER BY 1, 2, 3",
+        ],
+    )

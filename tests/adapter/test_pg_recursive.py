@@ -15,7 +15,13 @@ from changeflow.adapter.connection import DatabaseError
 from changeflow.compute import recursive as R
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, same_errors, unordered  # noqa: E402
+from sqlhelp import (  # noqa: E402
+    beside_postgres,
+    maintained_as_postgres,
+    same_errors,
+    same_outcomes,
+    unordered,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -36,6 +42,26 @@ QUERIES = [
     " SELECT node, count(*), min(depth), max(cost) FROM walk GROUP BY node",
     "WITH RECURSIVE up AS (SELECT 4 AS x UNION SELECT edge.a FROM up, edge WHERE edge.b = up.x),"
     " named AS (SELECT x, x * 10 AS y FROM up) SELECT * FROM named WHERE y > 10",
+]
+
+# Recursive terms PostgreSQL refuses (42P19, FOR UPDATE 0A000); some would never end here.
+WELL_FORMED = [
+    f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL {term}) SELECT * FROM r"
+    for term in [
+        "SELECT n + 1 FROM r WHERE n IN (SELECT n FROM r)",
+        "SELECT n + 1 FROM r WHERE EXISTS (SELECT 1 FROM r)",
+        "SELECT (SELECT max(n) FROM r) FROM edge",
+        "SELECT r.n + 1 FROM edge LEFT JOIN r ON r.n = edge.a",
+        "SELECT r.n + 1 FROM r RIGHT JOIN edge ON r.n = edge.a",
+        "SELECT r.n + 1 FROM r FULL JOIN edge ON r.n = edge.a",
+        "SELECT r.n + 1 FROM r JOIN edge ON true RIGHT JOIN edge e2 ON e2.a = r.n",
+        "SELECT * FROM (SELECT n + 1 FROM r UNION ALL SELECT n + 2 FROM r) s",
+        "(SELECT 3 EXCEPT SELECT n + 1 FROM r WHERE n < 5)",
+        "(SELECT n + 1 FROM r WHERE n < 5 EXCEPT ALL SELECT 3)",
+        "(SELECT n + 1 FROM r WHERE n < 5 INTERSECT ALL SELECT 3)",
+        "SELECT count(*)::int FROM r",
+        "SELECT n + 1 FROM r WHERE n < 5 FOR UPDATE",
+    ]
 ]
 
 
@@ -68,6 +94,16 @@ def test_recursive_errors(both, monkeypatch: pytest.MonkeyPatch) -> None:
             "WITH RECURSIVE r(n) AS (SELECT n FROM r UNION SELECT 1) SELECT * FROM r",
             "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n::bigint + 1 FROM r WHERE n < 3)"
             " SELECT * FROM r",
+            *WELL_FORMED,
+        ],
+    )
+    same_outcomes(  # the reference is allowed on EXCEPT's left and in INTERSECT
+        ours,
+        pg,
+        [
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL (SELECT n + 1 FROM r WHERE n < 5"
+            f" {op} SELECT generate_series(2, 3))) SELECT * FROM r ORDER BY n"
+            for op in ("EXCEPT", "INTERSECT")
         ],
     )
     monkeypatch.setattr(R, "MAX_STEPS", 50)

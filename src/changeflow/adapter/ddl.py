@@ -41,6 +41,7 @@ from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
 from changeflow.adapter.sql.types import column_type, text_length
+from changeflow.adapter.table_like import table_definitions
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.typmods import stored_mods
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
@@ -194,7 +195,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
     name = env.catalog.load().creation_name(name)
     if (done := _exists(env, name, bool(create.args.get("exists")))) is not None:
         return done
-    defs = create.this.expressions if isinstance(create.this, exp.Schema) else []
+    defs, text = table_definitions(env, stmt)
     columns = table_columns(defs)
     unique = table_constraints(name, defs, [c.name for c in columns])
     keyed = {i for u in unique if u.primary for i in u.columns}  # a primary key is NOT NULL
@@ -214,7 +215,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         "unique": [u.to_json() for u in unique],
         "checks": [c.to_json() for c in checks],
     }
-    item = Item(item_id, name, "table", stmt.text, _columns(columns), EPOCH, (), item_id, options)
+    item = Item(item_id, name, "table", text, _columns(columns), EPOCH, (), item_id, options)
     item = with_foreign_keys(env, item, defs, {u.name for u in unique} | {c.name for c in checks})
     _finish(env, item)
     return Result("CREATE TABLE")

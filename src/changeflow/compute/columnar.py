@@ -83,9 +83,20 @@ def to_array(values: list[Any], kind: SqlType) -> pa.Array:
     if kind == NUMERIC:
         if any(v != v for v in values if v is not None):  # only a NaN is unequal to itself
             raise unstorable_nan("an Arrow column")
+        for v in values:
+            if v is not None and (not v.is_finite() or _digits(v) > 76):
+                raise EvalError(
+                    f"numeric value {v} cannot be computed here: at most 76 digits are",
+                    sqlstate="0A000",
+                )
         scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
         return pa.array(values, pa.decimal256(76, max(scale, 0)))
     return pa.array(arrow_values(values, kind.arrow), _arrow(kind))
+
+
+def _digits(v: Decimal) -> int:
+    """The digits a finite decimal needs at its own scale (before and after the point)."""
+    return max(v.adjusted() + 1, 1) - min(v.as_tuple().exponent, 0)
 
 
 def full(v: Value, n: int, kind: SqlType) -> pa.Array:
@@ -145,9 +156,12 @@ def _lit(e: X.Lit, cx: _Cx) -> Value:
     if e.value is None:
         return pa.scalar(None, _arrow(e.type))
     if e.type == NUMERIC:
+        value = e.value
+        if not value.is_finite() or _digits(value) > 38:  # NaN, infinity, past decimal128
+            raise NoKernel("numeric literal")  # the rows say what is wrong with it
         try:
-            return pa.scalar(e.value)  # a decimal at its own scale, as the rows keep it
-        except pa.ArrowInvalid:  # over 76 digits (1e300), or NaN: no Arrow decimal holds it
+            return pa.scalar(value)  # a decimal at its own scale, as the rows keep it
+        except pa.ArrowInvalid:
             raise NoKernel("numeric literal") from None
     return pa.scalar(e.value, _arrow(e.type))
 

@@ -255,12 +255,16 @@ def _gets(plan: P.Plan) -> list[P.Get]:
 
 
 def _unique_names(schema: pa.Schema) -> pa.Schema:
-    """The schema with repeated column names numbered (``k``, ``k_2``): shards need unique ones."""
-    seen: dict[str, int] = {}
+    """The schema with repeated column names numbered (``k``, ``k_2``; past a name another
+    column has, as ``k_2`` may be): shards need unique ones."""
+    taken, seen = set(schema.names), set()
     fields = []
     for f in schema:
-        seen[f.name] = seen.get(f.name, 0) + 1
-        fields.append(f if seen[f.name] == 1 else f.with_name(f"{f.name}_{seen[f.name]}"))
+        name, n = f.name, 2
+        while name in seen or (name != f.name and name in taken):
+            name, n = f"{f.name}_{n}", n + 1
+        seen.add(name)
+        fields.append(f if name == f.name else f.with_name(name))
     return pa.schema(fields)
 
 

@@ -99,7 +99,16 @@ def parse_jsonb(text: str) -> Jsonb:
         )
     except (ValueError, RecursionError):
         raise EvalError(f'invalid input syntax for type json: "{text}"', sqlstate="22P02") from None
-    return Jsonb(dump(value))
+    out = dump(value)
+    try:
+        out.encode()
+    except UnicodeEncodeError:  # a \ud800 escape alone: half a character, not text
+        raise EvalError(
+            f'invalid input syntax for type json: "{text}" (a Unicode surrogate escape must '
+            "be a high one followed by a low one)",
+            sqlstate="22P02",
+        ) from None
+    return Jsonb(out)
 
 
 def from_value(value: Any) -> Jsonb:

@@ -511,9 +511,10 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
                 raise EvalError(f"{target} out of range", sqlstate="22003")
             return check_range(round(value), target)  # half to even, as rint
         if source == NUMERIC:
-            if value.is_nan():
-                raise EvalError(f"cannot convert NaN to {target}", sqlstate="0A000")
-            return check_range(int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP)), target)
+            if not value.is_finite():
+                shown = "NaN" if value.is_nan() else "infinity"
+                raise EvalError(f"cannot convert {shown} to {target}", sqlstate="0A000")
+            return check_range(int(value.to_integral_value(rounding=ROUND_HALF_UP)), target)
         return check_range(value, target)
     if target == NUMERIC and source.numeric:
         if source.floating and math.isnan(value):

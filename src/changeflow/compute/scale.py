@@ -22,8 +22,19 @@ _INTEGRAL = ("ceil", "ceiling", "floor", "sign", "div")
 _ROUNDING = ("round", "trunc", "numeric_n")
 
 
+# The widest scale a stored numeric column keeps (its 38 digits); past it, a view stores the
+# column as an unconstrained numeric ('1e-1000000'::numeric would need a million decimals).
+MAX_STORED_SCALE = 38
+
+
 def scale_of(e: X.Expr, schema: Schema) -> int | None:
-    """The scale every value of ``e`` over rows of ``schema`` shows; None if it varies."""
+    """The scale every value of ``e`` over rows of ``schema`` shows; None if it varies (or is
+    wider than :data:`MAX_STORED_SCALE`)."""
+    found = _scale(e, schema)
+    return found if found is None or found <= MAX_STORED_SCALE else None
+
+
+def _scale(e: X.Expr, schema: Schema) -> int | None:
     if e.type.integer:
         return 0
     if e.type is not NUMERIC:
@@ -103,9 +114,10 @@ def stored_decimal(
     if value.is_nan():
         raise unstorable_nan(where)
     precision, scale = kind.precision, kind.scale
-    rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
-    if rounded.adjusted() < precision - scale:
-        return rounded
+    if value.is_finite() and value.adjusted() < precision - scale:  # (else too wide to round)
+        rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
+        if rounded.adjusted() < precision - scale:
+            return rounded
     if kind == NUMERIC.arrow:
         raise EvalError(
             f"numeric value {value} does not fit {where}: an unconstrained numeric is stored "

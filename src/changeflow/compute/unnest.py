@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 from changeflow.compute import plan as P
@@ -142,9 +142,15 @@ def series(values: list[Any], kind: SqlType) -> list[Any]:
     if kind in (TIMESTAMP, TIMESTAMPTZ):
         return _stamps(*values, zone=kind is TIMESTAMPTZ)
     first, last, by = (*values, 1) if len(values) == 2 else values
+    for what, v in (("start value", first), ("stop value", last), ("step size", by)):
+        if isinstance(v, Decimal) and not v.is_finite():
+            shown = "NaN" if v.is_nan() else "infinity"
+            raise EvalError(f"{what} cannot be {shown}", sqlstate="22023")
     if by == 0:
         raise EvalError("step size cannot equal zero", sqlstate="22023")
-    count = 0 if (last - first) * by < 0 else int((last - first) // by) + 1
+    with localcontext() as ctx:
+        ctx.prec = 1000  # the count of a wide numeric range, exactly (then checked)
+        count = 0 if (last - first) * by < 0 else int((last - first) // by) + 1
     _check_count(count)
     convert = Decimal if kind is NUMERIC else int
     return [convert(first) + i * convert(by) for i in range(count)]

@@ -103,6 +103,8 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
     if isinstance(node, exp.Window):
         return _figure(node.this)
     if isinstance(node, exp.Cast | exp.TryCast):
+        if "called" in node.meta:  # float8(x): named as a call
+            return str(node.meta["called"]), 2
         name, strength = _figure(node.this)
         return (name, strength) if strength > 1 else (type_name(node.to), 1)
     if isinstance(node, exp.Case):

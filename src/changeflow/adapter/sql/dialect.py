@@ -113,6 +113,24 @@ def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
 
+# Type names PostgreSQL also takes as a one-argument function, a cast: float8(x) is x::float8.
+# (Not numeric or varchar: keywords, so numeric(x) is a syntax error there.) Its column is
+# named by the call (``called``), where x::float8 is named by x.
+_TYPE_CALLS = ("INT2", "INT4", "INT8", "FLOAT4", "FLOAT8", "TEXT", "BOOL", "BPCHAR")
+_TYPE_CALLS += ("TIMESTAMPTZ", "JSONB", "UUID", "BYTEA")
+
+
+def _type_call(name: str) -> Any:
+    def build(args: list[exp.Expression]) -> exp.Expression:
+        if len(args) != 1:
+            return exp.Anonymous(this=name.lower(), expressions=args)
+        cast = exp.Cast(this=args[0], to=exp.DataType.build(name.lower(), dialect="postgres"))
+        cast.meta["called"] = name.lower()
+        return cast
+
+    return build
+
+
 def _jsonb_agg(args: list[exp.Expression]) -> exp.Expression:
     return exp.Anonymous(
         this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
@@ -144,7 +162,8 @@ class PostgresCalls(Postgres):
     ``jsonb_object_agg(k, v)`` an object of ``array_agg(jsonb_build_array(k, v))``, and
     ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
     would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``; ``oid`` is a
-    type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript)."""
+    type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript);
+    a type's name called with one argument (``float8(x)``, ``int4(x)``) is a cast."""
 
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
@@ -172,6 +191,7 @@ class PostgresCalls(Postgres):
             "MOD": _mod,
             "JSONB_AGG": _jsonb_agg,
             "JSON_AGG": _json_agg,
+            **{name: _type_call(name) for name in _TYPE_CALLS},
         }
         PRIMARY_PARSERS = {  # noqa: RUF012 (a dollar-quoted string is a string constant)
             **TypedLiterals.PRIMARY_PARSERS,

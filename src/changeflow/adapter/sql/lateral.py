@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.scope import unsupported
 
 KEYS = "_lateral_d"  # the derived table of the outer values
@@ -43,6 +44,23 @@ def outer_columns(query: exp.Select, outer_names: set[str]) -> list[exp.Column]:
     return list(seen.values())
 
 
+def _keep_names(query: exp.Select) -> None:
+    """Name ``query``'s columns as written before its outer references are rewritten (a bare
+    ``*`` becomes each FROM item's ``*``, so the keys added to its FROM stay out of it)."""
+    sources = [query.args["from_"].this] if query.args.get("from_") else []
+    sources += [j.this for j in query.args.get("joins") or []]
+    names = [s.alias_or_name for s in sources]
+    items: list[exp.Expression] = []
+    for item in query.expressions:
+        if isinstance(item, exp.Star) and names and all(names):
+            items += [exp.Column(this=exp.Star(), table=exp.to_identifier(n)) for n in names]
+        elif not isinstance(item, exp.Alias) and not item.find(exp.Star):
+            items.append(exp.alias_(item.copy(), output_name(item), quoted=True))
+        else:
+            items.append(item)
+    query.set("expressions", items)
+
+
 def decorrelated(
     node: exp.Lateral, left: list[exp.Expression], outer_names: set[str], tag: str
 ) -> tuple[exp.Subquery, list[tuple[exp.Column, str]]]:
@@ -58,6 +76,7 @@ def decorrelated(
     if not refs:
         return exp.Subquery(this=query), []
     keys = [f"_lateral_{tag}_c{i}" for i in range(len(refs))]
+    _keep_names(query)
     by_ref = {(c.table.lower(), c.name.lower()): k for c, k in zip(refs, keys, strict=True)}
     for c in list(query.find_all(exp.Column)):
         key = by_ref.get((c.table.lower(), c.name.lower()))

@@ -45,6 +45,68 @@ def is_recursive(cte: exp.CTE, name: str) -> bool:
     return any(ident(t.this) == name for t in cte.this.find_all(exp.Table) if not t.db)
 
 
+def _recursion_error(name: str, where: str) -> PlanError:
+    return PlanError(
+        f'recursive reference to query "{name}" must not appear {where}', sqlstate="42P19"
+    )
+
+
+def _outer_joined(node: exp.Expression) -> bool:
+    """Whether the FROM item ``node`` (a table, or its join) is on a nullable side of an
+    outer join of its SELECT."""
+    select = node.parent
+    joins = (select.args.get("joins") or []) if isinstance(select, exp.Select) else []
+    if isinstance(node, exp.From):
+        later = joins
+    elif isinstance(node, exp.Join) and node in joins:
+        if node.side in ("LEFT", "FULL"):
+            return True
+        later = joins[joins.index(node) + 1 :]
+    else:
+        return False
+    return any(j.side in ("RIGHT", "FULL") for j in later)
+
+
+def check_recursive_term(term: exp.Expression, name: str) -> None:
+    """PostgreSQL's rules for a recursive term (42P19): the query refers to itself once, not
+    inside a subquery, an outer join's nullable side, INTERSECT ALL or EXCEPT (ALL, or its
+    right side), and with no
+    aggregate; FOR UPDATE is refused (0A000)."""
+    refs = [t for t in term.find_all(exp.Table) if not t.db and ident(t.this) == name]
+    for ref in refs:
+        node: exp.Expression = ref
+        while node is not term and node.parent is not None:
+            parent = node.parent
+            every = not parent.args.get("distinct")
+            if isinstance(parent, exp.Intersect) and every:
+                raise _recursion_error(name, "within INTERSECT")
+            if isinstance(parent, exp.Except) and (every or node is parent.expression):
+                raise _recursion_error(name, "within EXCEPT")
+            if isinstance(node, exp.From | exp.Join) and _outer_joined(node):
+                raise _recursion_error(name, "within an outer join")
+            query = isinstance(node, exp.Query) and not isinstance(node, exp.Subquery)
+            nested = (exp.Subquery, exp.SetOperation, exp.CTE, exp.With)
+            if (query and not isinstance(parent, nested)) or (
+                isinstance(node, exp.Subquery)
+                and not isinstance(parent, exp.From | exp.Join | exp.SetOperation)
+            ):
+                raise _recursion_error(name, "within a subquery")
+            node = parent
+    if len(refs) > 1:
+        raise _recursion_error(name, "more than once")
+    if isinstance(term, exp.Select):
+        if term.args.get("locks"):
+            raise PlanError(
+                "FOR UPDATE/SHARE in a recursive query is not implemented", sqlstate="0A000"
+            )
+        for agg in term.find_all(exp.AggFunc):
+            if agg.find_ancestor(exp.Select) is term and not agg.find_ancestor(exp.Window):
+                raise PlanError(
+                    "aggregate functions are not allowed in a recursive query's recursive term",
+                    sqlstate="42P19",
+                )
+
+
 def recursive_cte(
     planner: Planner, cte: exp.CTE, name: str, env: dict[str, Output], outer: Scope | None
 ) -> Output:
@@ -59,6 +121,7 @@ def recursive_cte(
         )
     if body.args.get("order") or body.args.get("limit"):
         raise unsupported("ORDER BY or LIMIT in a recursive query", cte)
+    check_recursive_term(body.expression, name)
     distinct = bool(body.args.get("distinct"))
     base = planner.query(body.this, outer)
     names = list(base.names)

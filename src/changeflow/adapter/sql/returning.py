@@ -50,6 +50,7 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
         if isinstance(inner, exp.Star) or (
             isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star)
         ):
+            _own_star(node, inner, alias)
             for i, c in enumerate(schema):
                 exprs.append(X.Col(i, c.type, c.nullable, c.name))
                 columns.append(c)
@@ -62,3 +63,22 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
         exprs.append(e)
         columns.append(Column(output_name(item), e.type, e.nullable, None, *mod_of(e, sc.schema)))
     return Returning(tuple(columns), tuple(exprs))
+
+
+def _own_star(node: exp.Expression, star: exp.Expression, alias: str) -> None:
+    """Refuse a RETURNING ``*`` that would take other relations' columns than the target's:
+    a bare ``*`` of UPDATE … FROM or DELETE … USING (0A000, as those columns are not kept
+    here), or ``name.*`` of another relation (42P01 if the statement has none of that name)."""
+    others = ([node.args["from_"].this] if node.args.get("from_") else []) + list(
+        node.args.get("using") or []
+    )
+    if isinstance(star, exp.Star):
+        if others:
+            raise unsupported("RETURNING * with FROM or USING (name the target's columns)", star)
+        return
+    name = star.table
+    if name.lower() == alias.lower():
+        return
+    if any(o.alias_or_name.lower() == name.lower() for o in others):
+        raise unsupported("RETURNING the columns of a FROM or USING relation", star)
+    raise PlanError(f'missing FROM-clause entry for table "{name}"', sqlstate="42P01")

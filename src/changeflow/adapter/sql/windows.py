@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from changeflow.adapter.sql import statistics
 from changeflow.adapter.sql.rows import Rel, col_of
-from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, walk
+from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, coerce_text, walk
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.adapter.sql.types import operator_for
@@ -17,7 +17,7 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.intervals import Interval
-from changeflow.compute.types import BOOL, INT8
+from changeflow.compute.types import BOOL, INT8, INTERVAL, NUMERIC
 from changeflow.errors import PlanError
 
 _NAMES: dict[type, str] = {
@@ -218,9 +218,9 @@ def _frame(spec: exp.WindowSpec | None, ordered: int) -> W.Frame:
     if spec is None:
         return W.Frame()
     mode = str(spec.args.get("kind") or "range").lower()
-    start = _bound(spec.args.get("start"), spec.args.get("start_side"))
+    start = _bound(spec.args.get("start"), spec.args.get("start_side"), mode)
     end = (
-        _bound(spec.args.get("end"), spec.args.get("end_side"))
+        _bound(spec.args.get("end"), spec.args.get("end_side"), mode)
         if spec.args.get("end") is not None
         else W.Bound("current")
     )
@@ -249,7 +249,7 @@ def _frame(spec: exp.WindowSpec | None, ordered: int) -> W.Frame:
     return W.Frame(mode, start, end, shown.lower() if exclude is not None else "no others")
 
 
-def _bound(value: exp.Expression | str | None, side: str | None) -> W.Bound:
+def _bound(value: exp.Expression | str | None, side: str | None, mode: str) -> W.Bound:
     preceding = str(side or "").upper() != "FOLLOWING"
     text = value.upper() if isinstance(value, str) else None
     if text == "UNBOUNDED":
@@ -262,8 +262,24 @@ def _bound(value: exp.Expression | str | None, side: str | None) -> W.Bound:
     if offset.columns():
         raise PlanError("argument of ROWS must not contain variables", sqlstate="42P10")
     found = offset.eval(())
+    if isinstance(found, str):  # a quoted literal: ROWS' and GROUPS' bigint, RANGE's
+        found = _unknown_offset(found, mode)  # number or interval
     if found is None:
         raise PlanError("frame starting offset must not be null", sqlstate="22004")
     if found < (Interval() if isinstance(found, Interval) else 0):
         raise PlanError("frame starting offset must not be negative", sqlstate="22013")
     return W.Bound("offset", found, preceding)
+
+
+def _unknown_offset(text: str, mode: str) -> object:
+    """A quoted frame offset read as PostgreSQL reads it: a bigint for ROWS and GROUPS; for
+    RANGE a number, else an interval (for a date or timestamp ORDER BY column)."""
+    if mode != "range":
+        return coerce_text(text, INT8).value
+    try:
+        return coerce_text(text, NUMERIC).value
+    except PlanError as not_a_number:
+        try:
+            return coerce_text(text, INTERVAL).value
+        except PlanError:
+            raise not_a_number from None

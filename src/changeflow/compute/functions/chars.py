@@ -174,6 +174,8 @@ def _format(*args: tuple[Any, SqlType]) -> str | None:
         else:
             text = output_text(v, kind_of)
             text = {"I": quote_ident, "L": _quote_literal}.get(kind, str)(text)
+        if int(width or 0) >= 0x3FFFFFFF:  # past PostgreSQL's 1 GB string, as it answers
+            raise EvalError("out of memory", sqlstate="54000", detail="width too large")
         return text.ljust(int(width)) if left else text.rjust(int(width or 0))
 
     return _SPEC.sub(one, fmt)

@@ -7,7 +7,7 @@ quoted or other characters as they are; ``#`` in each digit place when the digit
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from changeflow.errors import EvalError
 
@@ -63,8 +63,13 @@ def number_text(value: object, template: str, half: str) -> str:
     if decimal < len(kinds) and any(k in ("V", "v") for k in kinds):
         raise EvalError('cannot use "V" and decimal point together', sqlstate="42601")
     shift = sum(1 for i in digit_at if any(kinds[v] in ("V", "v") for v in range(i)))
+    if amount.is_nan() and pre >= 3:  # NaN in the digits' places if they hold it, else #s
+        return "NaN" if fill else "NaN".rjust(pre + 1)
+    if not amount.is_finite():  # shown as a number too wide for the digits
+        amount = Decimal(10 ** (pre + 1)).copy_sign(Decimal(-1 if amount.is_signed() else 1))
     amount = amount.scaleb(shift)
-    amount = amount.quantize(Decimal(1).scaleb(-max(post, 0)), rounding=half)
+    wide = Context(prec=max(amount.adjusted(), 0) + max(post, 0) + 2)
+    amount = amount.quantize(Decimal(1).scaleb(-max(post, 0)), rounding=half, context=wide)
     negative = amount < 0 or (isinstance(value, float) and amount.is_signed())  # float's -0
     whole_digits, _, fraction = f"{abs(amount):f}".partition(".")
     fraction = fraction.ljust(post, "0")

@@ -70,13 +70,25 @@ def _round(x: Any, places: int | None = None) -> Any:
     return _to_scale(Decimal(x), places or 0, ROUND_HALF_UP)
 
 
+# The most decimals a numeric shows (PostgreSQL's NUMERIC_DSCALE_MAX): round(x, n) takes
+# no more.
+MAX_SCALE = 16383
+
+
 def _to_scale(x: Decimal, places: int, rounding: str) -> Decimal:
     """``x`` rounded to ``places`` decimals (tens, hundreds… if negative, shown without
-    decimals, as PostgreSQL shows ``round(25, -1)``: 30)."""
+    decimals, as PostgreSQL shows ``round(25, -1)``: 30); zero where ``places`` reaches past
+    its first digit, at most :data:`MAX_SCALE` decimals."""
     if not x.is_finite():
         return x
-    out = x.quantize(Decimal(1).scaleb(-places), rounding=rounding)
-    return _unsigned_zero(out.quantize(Decimal(1)) if places < 0 else out)
+    whole = max(x.adjusted(), 0) + 1
+    if -places > whole:
+        return Decimal(0)
+    places = min(places, MAX_SCALE)
+    with localcontext() as ctx:
+        ctx.prec = whole + max(places, 0) + 2
+        out = x.quantize(Decimal(1).scaleb(-places), rounding=rounding)
+        return _unsigned_zero(out.quantize(Decimal(1)) if places < 0 else out)
 
 
 def _unsigned_zero(x: Decimal) -> Decimal:
@@ -222,7 +234,10 @@ def _power(x: float, y: float) -> float:
 
 
 def _sign(x: Any) -> Any:
-    """-1, 0 or 1: a numeric for a numeric, else a double (PostgreSQL has no integer sign)."""
+    """-1, 0 or 1: a numeric for a numeric (NaN for NaN), else a double (PostgreSQL has no
+    integer sign)."""
+    if isinstance(x, Decimal) and x.is_nan():
+        return x
     return (Decimal if isinstance(x, Decimal) else float)((x > 0) - (x < 0))
 
 

@@ -82,10 +82,25 @@ def _split_part(s: str, delimiter: str, n: int) -> str:
     return parts[index] if 0 <= index < len(parts) else ""
 
 
+# PostgreSQL's largest value (MaxAllocSize, 1 GB), and its UTF-8 bytes a character at most.
+_MAX_BYTES, _CHAR_BYTES = 0x3FFFFFFF, 4
+
+
+def _too_large(n_bytes: int) -> None:
+    if n_bytes > _MAX_BYTES:
+        raise EvalError("requested length too large", sqlstate="54000")
+
+
+def _repeat(s: str, n: int) -> str:
+    _too_large(len(s.encode()) * max(n, 0))
+    return s * max(n, 0)
+
+
 def _pad(left: bool) -> Callable[..., str]:
     def pad(s: str, n: int, fill: str = " ") -> str:
         if n <= 0:
             return ""
+        _too_large(n * _CHAR_BYTES)  # as PostgreSQL checks it, before padding
         if len(s) >= n or not fill:
             return s[:n]
         filler = (fill * (n // len(fill) + 1))[: n - len(s)]
@@ -493,7 +508,7 @@ FUNCTIONS = [
     Function(
         "repeat",
         _sig((TEXT, "int"), result=TEXT),
-        lambda s, n: s * max(n, 0),
+        _repeat,
         spark=_simple(lambda s, n: F.call_function("repeat", s, n.cast("int"))),
     ),
     Function(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, _double, _sig, fail, in_process
@@ -70,21 +70,36 @@ def _atan(x: Any) -> float:
     return math.atan(float(x))
 
 
+def _exact(*values: Decimal) -> int:
+    """A precision that holds every digit of the product of ``values``, exactly."""
+    return sum(max(v.adjusted(), 0) - min(v.as_tuple().exponent, 0) + 2 for v in values) + 2
+
+
 def _gcd(a: Any, b: Any) -> Any:
     if isinstance(a, Decimal) or isinstance(b, Decimal):
         a, b = Decimal(a), Decimal(b)
         if not (a.is_finite() and b.is_finite()):
             return Decimal("NaN")
-        while b:
-            a, b = b, a % b
-        return abs(a)
+        with localcontext() as ctx:
+            ctx.prec = _exact(a, b)
+            while b:
+                a, b = b, a % b
+            return abs(a)
     return math.gcd(a, b)
 
 
 def _lcm(a: Any, b: Any) -> Any:
+    if not (isinstance(a, Decimal) or isinstance(b, Decimal)):
+        return abs(a * b) // _gcd(a, b) if a and b else type(a)(0)
+    a, b = Decimal(a), Decimal(b)
+    if not (a.is_finite() and b.is_finite()):
+        return Decimal("NaN")
+    scale = Decimal(1).scaleb(min(a.as_tuple().exponent, b.as_tuple().exponent, 0))
     if not a or not b:
-        return type(a)(0)
-    return abs(a * b) // _gcd(a, b) if not isinstance(a, Decimal) else abs(a * b) / _gcd(a, b)
+        return Decimal(0).quantize(scale)
+    with localcontext() as ctx:  # exact, shown with the larger scale of the two
+        ctx.prec = _exact(a, b)
+        return (abs(a * b) / _gcd(a, b)).quantize(scale)
 
 
 def _count_rule(args: tuple[SqlType, ...]) -> SqlType:
