@@ -4,7 +4,8 @@
 ``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
 jsonpath arithmetic and ``.keyvalue()``; pg_index.indcollation of a COLLATE "C" key;
-information_schema.check_constraints and the constraint views;
+information_schema.check_constraints and the constraint views; a unary ``+`` and ``IS
+UNKNOWN`` kept in deparsed text;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -202,6 +203,7 @@ QUERIES = [
     " string_agg(s, ',') OVER (ORDER BY h, id) AS s FROM sf",
     "SELECT id, jsonb_path_query_first(jsonb_build_object('a', a, 'b', b), '$.a * 10 - $.b')::text"
     " AS j FROM sf WHERE a IS NOT NULL AND b IS NOT NULL",
+    "SELECT id, (a > 2) IS UNKNOWN AS u, (a > 2) IS NOT UNKNOWN AS k, +b AS p FROM sf",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -299,6 +301,32 @@ def test_constraint_views_as_postgres(pair: tuple) -> None:
         same_outcomes(ours, pg, CONSTRAINT_VIEWS)
     finally:
         pg.execute("DROP TABLE IF EXISTS cc2")
+
+
+DEPARSED = [
+    "CREATE TABLE cc3 (id int PRIMARY KEY, w numeric CHECK (w > 1 OR +w > 1), b bool CHECK"
+    " (b IS NOT UNKNOWN), c bool CHECK (c IS UNKNOWN OR NOT c))",
+    "SELECT check_clause FROM information_schema.check_constraints WHERE constraint_name LIKE"
+    " 'cc3_%_check' ORDER BY 1",
+    "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true) FROM pg_constraint"
+    " WHERE conname LIKE 'cc3_%_check' ORDER BY 1",
+    "INSERT INTO cc3 VALUES (1, 2, NULL, NULL), (2, 3, false, false)",
+    "INSERT INTO cc3 VALUES (3, 2, true, true)",
+    "SELECT id, b IS UNKNOWN, b IS NOT UNKNOWN, NOT (b IS UNKNOWN), NULL IS UNKNOWN, +w, - + w,"
+    " + - w, +(w + 1), +1 FROM cc3 ORDER BY id",
+    "SELECT w IS UNKNOWN FROM cc3",
+]
+
+
+def test_unary_plus_and_is_unknown_as_postgres(pair: tuple) -> None:
+    """A unary + and IS [NOT] UNKNOWN: shown as written in a CHECK's deparsed text, an
+    operator's ``?column?``, and IS UNKNOWN of a boolean alone."""
+    ours, pg = pair
+    pg.execute("DROP TABLE IF EXISTS cc3")
+    try:
+        same_outcomes(ours, pg, DEPARSED)
+    finally:
+        pg.execute("DROP TABLE IF EXISTS cc3")
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:
