@@ -69,6 +69,7 @@ OVERLAPS = [
     "SELECT (TIME '01:00', NULL::time) OVERLAPS (TIME '01:30', INTERVAL '1 hour'), (TIME '05:00',"
     " TIME '02:00') OVERLAPS (TIME '01:30', TIME '24:00')",
     "SELECT (TIME '01:00', DATE '2020-01-01') OVERLAPS (TIME '01:30', INTERVAL '1 hour')",
+    "SELECT pg_catalog.overlaps(TIME '01:00', TIME '02:00', TIME '01:30', TIME '03:00')",
     "SELECT overlaps(1, 2, 3, 4)",
     "SELECT overlaps(DATE '2001-02-16', DATE '2001-12-21', DATE '2001-10-30')",
     "SELECT overlaps()",
