@@ -1,7 +1,8 @@
 """Small differences from PostgreSQL 15, each compared with it: ``make_time`` up to 24:00:00,
 ``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too),
 ``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
-``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
+``MI``, ``PL``, ``SG``, ``PR``, ``L``, Roman numerals (``RN``), ordinals (``TH``), ``V``
+and ``EEEE``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
 jsonpath arithmetic and ``.keyvalue()``; pg_index.indcollation of a COLLATE "C" key;
 information_schema.check_constraints and the constraint views; a unary ``+`` and ``IS
@@ -135,6 +136,11 @@ TO_CHAR = [
     "SELECT to_char(-0.5::float8, 'FM9999PL'), to_char(2.5::float8, 'RN'), to_char(12::int2, 'rn'),"
     " to_char(-3::int8, '99V99'), to_char(11::int4, 'FM99th')",
     "SELECT to_char(1.5, '9V9.9')",
+    "SELECT to_char(v, '999PR'), to_char(v, 'FM999PR'), to_char(v, '9.99EEEE'), to_char(v,"
+    " '0.0EEEE'), to_char(v::float8, '9.99EEEE') FROM (VALUES (1, 12), (2, -12), (3, 0),"
+    " (4, 9.995), (5, -0.5), (6, 12345678901), (7, 0.000123)) AS x(i, v) ORDER BY i",
+    "SELECT to_char(1.5, 'FM9.99EEEE')",
+    "SELECT to_char(12345678901, 'RN')",
 ]
 BUCKETS_AND_WINDOWS = [
     "SELECT width_bucket(5, ARRAY[1, 3, 6, 9]), width_bucket(0, ARRAY[1, 3]), width_bucket(10,"
