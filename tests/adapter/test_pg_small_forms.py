@@ -312,7 +312,10 @@ def test_constraint_views_as_postgres(pair: tuple) -> None:
 
 DEPARSED = [
     "CREATE TABLE cc3 (id int PRIMARY KEY, w numeric CHECK (w > 1 OR +w > 1), b bool CHECK"
-    " (b IS NOT UNKNOWN), c bool CHECK (c IS UNKNOWN OR NOT c))",
+    " (b IS NOT UNKNOWN), c bool CHECK (c IS UNKNOWN OR NOT c), d int DEFAULT +1, e numeric"
+    " DEFAULT -(+2), f int DEFAULT -1)",
+    "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'cc3'::regclass"
+    " ORDER BY adnum",
     "SELECT check_clause FROM information_schema.check_constraints WHERE constraint_name LIKE"
     " 'cc3_%_check' ORDER BY 1",
     "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true) FROM pg_constraint"
@@ -326,7 +329,7 @@ DEPARSED = [
 
 
 def test_unary_plus_and_is_unknown_as_postgres(pair: tuple) -> None:
-    """A unary + and IS [NOT] UNKNOWN: shown as written in a CHECK's deparsed text, an
+    """A unary + and IS [NOT] UNKNOWN: shown as written in a CHECK's or DEFAULT's text, an
     operator's ``?column?``, and IS UNKNOWN of a boolean alone."""
     ours, pg = pair
     pg.execute("DROP TABLE IF EXISTS cc3")

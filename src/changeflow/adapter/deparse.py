@@ -195,7 +195,7 @@ def _default_pair(
     default then). Kept per text and column types: every catalog query shows them all."""
     try:
         tree = _parse(sql)
-        while isinstance(tree, exp.Paren):
+        while isinstance(tree, exp.Paren) and not tree.meta.get("plus"):
             tree = tree.this
         if isinstance(tree, exp.Null):
             return None

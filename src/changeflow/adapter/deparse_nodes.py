@@ -200,9 +200,13 @@ class Typer:
             return Const(BOOL, "true" if e.this else "false")
         if isinstance(e, exp.Neg):
             inner = e.this
-            while isinstance(inner, exp.Paren):
+            while isinstance(inner, exp.Paren) and not inner.meta.get("plus"):
                 inner = inner.this
-            if isinstance(inner, exp.Literal) and not inner.is_string:
+            if (
+                isinstance(inner, exp.Literal)
+                and not inner.is_string
+                and not inner.meta.get("plus")
+            ):
                 return _number("-" + inner.this)
             arg = self.node(inner)
             return Op(arg.type, "-", (arg,))
