@@ -1,10 +1,12 @@
 """Small differences from PostgreSQL 15, each compared with it: ``make_time`` up to 24:00:00,
 ``(a, b) IN (SELECT * …)`` and a row IN of a UNION or of a FROM-less SELECT (correlated too),
 ``overlaps(a, b, c, d)`` called as a function; ``to_char`` of a number with the signs ``S``,
-``MI``, ``PL``, ``SG``, ``L``, Roman numerals (``RN``), ordinals (``TH``) and ``V``;
+``MI``, ``PL``, ``SG``, ``PR``, ``L``, Roman numerals (``RN``), ordinals (``TH``), ``V``
+and ``EEEE``;
 ``width_bucket(x, thresholds)``; ``array_agg`` and ``string_agg`` as window functions;
 jsonpath arithmetic and ``.keyvalue()``; pg_index.indcollation of a COLLATE "C" key;
-information_schema.check_constraints and the constraint views;
+information_schema.check_constraints and the constraint views; a unary ``+`` and ``IS
+UNKNOWN`` kept in deparsed text;
 the same outcomes ad hoc, and the same rows in views kept through changes."""
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ OVERLAPS = [
     "SELECT (TIME '01:00', NULL::time) OVERLAPS (TIME '01:30', INTERVAL '1 hour'), (TIME '05:00',"
     " TIME '02:00') OVERLAPS (TIME '01:30', TIME '24:00')",
     "SELECT (TIME '01:00', DATE '2020-01-01') OVERLAPS (TIME '01:30', INTERVAL '1 hour')",
+    "SELECT pg_catalog.overlaps(TIME '01:00', TIME '02:00', TIME '01:30', TIME '03:00')",
     "SELECT overlaps(1, 2, 3, 4)",
     "SELECT overlaps(DATE '2001-02-16', DATE '2001-12-21', DATE '2001-10-30')",
     "SELECT overlaps()",
@@ -133,6 +136,11 @@ TO_CHAR = [
     "SELECT to_char(-0.5::float8, 'FM9999PL'), to_char(2.5::float8, 'RN'), to_char(12::int2, 'rn'),"
     " to_char(-3::int8, '99V99'), to_char(11::int4, 'FM99th')",
     "SELECT to_char(1.5, '9V9.9')",
+    "SELECT to_char(v, '999PR'), to_char(v, 'FM999PR'), to_char(v, '9.99EEEE'), to_char(v,"
+    " '0.0EEEE'), to_char(v::float8, '9.99EEEE') FROM (VALUES (1, 12), (2, -12), (3, 0),"
+    " (4, 9.995), (5, -0.5), (6, 12345678901), (7, 0.000123)) AS x(i, v) ORDER BY i",
+    "SELECT to_char(1.5, 'FM9.99EEEE')",
+    "SELECT to_char(12345678901, 'RN')",
 ]
 BUCKETS_AND_WINDOWS = [
     "SELECT width_bucket(5, ARRAY[1, 3, 6, 9]), width_bucket(0, ARRAY[1, 3]), width_bucket(10,"
@@ -202,6 +210,7 @@ QUERIES = [
     " string_agg(s, ',') OVER (ORDER BY h, id) AS s FROM sf",
     "SELECT id, jsonb_path_query_first(jsonb_build_object('a', a, 'b', b), '$.a * 10 - $.b')::text"
     " AS j FROM sf WHERE a IS NOT NULL AND b IS NOT NULL",
+    "SELECT id, (a > 2) IS UNKNOWN AS u, (a > 2) IS NOT UNKNOWN AS k, +b AS p FROM sf",
 ]
 CHANGES = [
     "INSERT INTO sf VALUES (5, 3, 4, 24, 'd'), (6, 1, 2, 2, NULL)",
@@ -299,6 +308,35 @@ def test_constraint_views_as_postgres(pair: tuple) -> None:
         same_outcomes(ours, pg, CONSTRAINT_VIEWS)
     finally:
         pg.execute("DROP TABLE IF EXISTS cc2")
+
+
+DEPARSED = [
+    "CREATE TABLE cc3 (id int PRIMARY KEY, w numeric CHECK (w > 1 OR +w > 1), b bool CHECK"
+    " (b IS NOT UNKNOWN), c bool CHECK (c IS UNKNOWN OR NOT c), d int DEFAULT +1, e numeric"
+    " DEFAULT -(+2), f int DEFAULT -1)",
+    "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'cc3'::regclass"
+    " ORDER BY adnum",
+    "SELECT check_clause FROM information_schema.check_constraints WHERE constraint_name LIKE"
+    " 'cc3_%_check' ORDER BY 1",
+    "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true) FROM pg_constraint"
+    " WHERE conname LIKE 'cc3_%_check' ORDER BY 1",
+    "INSERT INTO cc3 VALUES (1, 2, NULL, NULL), (2, 3, false, false)",
+    "INSERT INTO cc3 VALUES (3, 2, true, true)",
+    "SELECT id, b IS UNKNOWN, b IS NOT UNKNOWN, NOT (b IS UNKNOWN), NULL IS UNKNOWN, +w, - + w,"
+    " + - w, +(w + 1), +1 FROM cc3 ORDER BY id",
+    "SELECT w IS UNKNOWN FROM cc3",
+]
+
+
+def test_unary_plus_and_is_unknown_as_postgres(pair: tuple) -> None:
+    """A unary + and IS [NOT] UNKNOWN: shown as written in a CHECK's or DEFAULT's text, an
+    operator's ``?column?``, and IS UNKNOWN of a boolean alone."""
+    ours, pg = pair
+    pg.execute("DROP TABLE IF EXISTS cc3")
+    try:
+        same_outcomes(ours, pg, DEPARSED)
+    finally:
+        pg.execute("DROP TABLE IF EXISTS cc3")
 
 
 def test_maintained_as_postgres(pair: tuple) -> None:

@@ -137,7 +137,9 @@ def _parse(sql: str) -> exp.Expression:
 
 def stored_sql(node: exp.Expression) -> str:
     """An expression's SQL as the catalog keeps it (sqlglot's PostgreSQL), keeping the name
-    of a call that sqlglot reads as another (``now()`` is not ``CURRENT_TIMESTAMP``)."""
+    of a call that sqlglot reads as another (``now()`` is not ``CURRENT_TIMESTAMP``), a unary
+    ``+`` and ``IS UNKNOWN``."""
+    from changeflow.adapter.sql.dialect import PostgresCalls
 
     def named(e: exp.Expression) -> exp.Expression:
         name = e.meta.get("name")
@@ -148,7 +150,7 @@ def stored_sql(node: exp.Expression) -> str:
             return exp.Anonymous(this=called[0], expressions=[a.copy() for a in called[1]])
         return e
 
-    return node.copy().transform(named).sql(dialect="postgres")
+    return node.copy().transform(named).sql(dialect=PostgresCalls)
 
 
 def column_types(item: Any) -> dict[str, int]:
@@ -193,7 +195,7 @@ def _default_pair(
     default then). Kept per text and column types: every catalog query shows them all."""
     try:
         tree = _parse(sql)
-        while isinstance(tree, exp.Paren):
+        while isinstance(tree, exp.Paren) and not tree.meta.get("plus"):
             tree = tree.this
         if isinstance(tree, exp.Null):
             return None

@@ -179,7 +179,14 @@ class Typer:
         self.columns = columns
         self.normalize = normalize
 
-    def node(self, e: exp.Expression) -> Node:  # noqa: C901, PLR0911, PLR0912 (a dispatch)
+    def node(self, e: exp.Expression) -> Node:
+        """``e`` as a node; a unary ``+`` written before it (``meta["plus"]``) kept."""
+        found = self._node(e)
+        for _ in range(e.meta.get("plus", 0) if e.meta else 0):
+            found = Op(found.type, "+", (found,))
+        return found
+
+    def _node(self, e: exp.Expression) -> Node:  # noqa: C901, PLR0911, PLR0912 (a dispatch)
         while isinstance(e, exp.Paren):
             e = e.this
         if isinstance(e, exp.Column):
@@ -193,9 +200,13 @@ class Typer:
             return Const(BOOL, "true" if e.this else "false")
         if isinstance(e, exp.Neg):
             inner = e.this
-            while isinstance(inner, exp.Paren):
+            while isinstance(inner, exp.Paren) and not inner.meta.get("plus"):
                 inner = inner.this
-            if isinstance(inner, exp.Literal) and not inner.is_string:
+            if (
+                isinstance(inner, exp.Literal)
+                and not inner.is_string
+                and not inner.meta.get("plus")
+            ):
                 return _number("-" + inner.this)
             arg = self.node(inner)
             return Op(arg.type, "-", (arg,))
@@ -337,7 +348,7 @@ class Typer:
             arg = coerce(arg, BOOL, self.normalize)
             words = ("TRUE" if what.this else "FALSE") if isinstance(what, exp.Boolean) else ""
         elif isinstance(what, exp.Null):
-            words = "NULL"
+            words = "UNKNOWN" if what.meta.get("unknown") else "NULL"
         else:
             words = what.sql("postgres").upper()
         return Test(BOOL, arg, f"IS {'NOT ' if negated else ''}{words}")

@@ -133,7 +133,8 @@ def _catalog_call(dot: exp.Dot) -> bool:
         return False
     call = dot.expression
     name = str(call.this if isinstance(call, exp.Anonymous) else call.meta.get("name", ""))
-    known = name.lower() in FUNCTIONS or name.lower() in SESSION_FUNCTIONS
+    lowered = name.lower()  # (overlaps: the planner's overlaps_of)
+    known = lowered in FUNCTIONS or lowered in SESSION_FUNCTIONS or lowered == "overlaps"
     return not isinstance(call, exp.Func) or not known
 
 

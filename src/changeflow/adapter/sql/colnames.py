@@ -92,6 +92,8 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
     """``node``'s column name and its strength: 2 a name of its own, 1 a fallback, 0 none."""
     if isinstance(node, exp.Alias):
         return ident(node.args.get("alias")), 2
+    if node.meta.get("plus"):  # + x: an operator
+        return UNNAMED, 0
     if isinstance(node, exp.Column):
         return (ident(node.this), 2) if not isinstance(node.this, exp.Star) else (UNNAMED, 0)
     if isinstance(node, exp.Dot):

@@ -171,6 +171,15 @@ class PostgresCalls(Postgres):
     class Generator(Postgres.Generator):
         TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
 
+        def sql(self, expression: Any, key: str | None = None, comment: bool = True) -> str:
+            """An expression written after unary ``+`` signs keeps them (sqlglot drops them)."""
+            text = super().sql(expression, key, comment)
+            plus = expression.meta.get("plus", 0) if isinstance(expression, exp.Expr) else 0
+            return "+(" * plus + text + ")" * plus
+
+        def null_sql(self, expression: exp.Null) -> str:
+            return "UNKNOWN" if expression.meta.get("unknown") else super().null_sql(expression)
+
         def anonymous_sql(self, expression: exp.Anonymous) -> str:
             """A call the parse made of a PostgreSQL form shows as written (in messages)."""
             written = expression.meta.get("written")
@@ -210,6 +219,26 @@ class PostgresCalls(Postgres):
             for k, v in Postgres.Parser.FUNCTION_PARSERS.items()
             if k not in ("DATE_PART", "JSON_AGG", *_PLAIN_CALLS)
         } | {"POSITION": lambda self: self._parse_position_in()}
+
+        UNARY_PARSERS = {  # noqa: RUF012 (a unary + is kept, for the deparsed text)
+            **Postgres.Parser.UNARY_PARSERS,
+            TokenType.PLUS: lambda self: self._parse_plus(),
+        }
+
+        def _parse_plus(self) -> Any:
+            """``+ x``: ``x``, marked (``meta["plus"]``) so the deparsed text shows the +."""
+            operand = self._parse_unary()
+            if operand is not None:
+                operand.meta["plus"] = operand.meta.get("plus", 0) + 1
+            return operand
+
+        def _parse_null(self) -> Any:
+            """``IS [NOT] UNKNOWN`` is IS NULL of a boolean, marked to show as written."""
+            if self._match(TokenType.UNKNOWN):
+                node = exp.Null()
+                node.meta["unknown"] = True
+                return node
+            return super()._parse_null()
 
         def _parse_substring(self) -> exp.Expression:
             """``substring(s SIMILAR p ESCAPE e)``: the part of ``s`` that ``p``'s ``e"``

@@ -24,37 +24,68 @@ _ORDERED_SETS = {exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "per
 _BITS = {exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor"}
 
 
+_FORMS: tuple[type[exp.Expression], ...] = (
+    exp.WithinGroup,
+    *_BITS,
+    exp.Count,
+    exp.UnicodeString,
+    exp.Overlaps,
+    exp.MakeInterval,
+    exp.TimeFromParts,
+    exp.Anonymous,
+    exp.In,
+)
+
+
 def rewrite(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with the forms above replaced (in place; the root is returned)."""
-    for node in list(tree.find_all(exp.WithinGroup)):
-        _within_group(node)
-    for node in list(tree.find_all(*_BITS)):
-        _of_values(node, node.this, None, f"{_BITS[type(node)]}_of", [])
-    for node in list(tree.find_all(exp.Count)):
-        _distinct_record(node)
-    for node in list(tree.find_all(exp.UnicodeString)):
-        node.replace(exp.Literal.string(unicode_text(node.name, node.args.get("escape"))))
-    for node in list(tree.find_all(exp.Overlaps)):
-        pairs = (node.this, node.expression)
-        if all(isinstance(p, exp.Tuple) and len(p.expressions) == 2 for p in pairs):
-            args = [e.copy() for p in pairs for e in p.expressions]
-            _call(node, "overlaps_of", args, "overlaps")
-    for node in list(tree.find_all(exp.MakeInterval)):
-        fields = [node.args.get(f) for f in exp.MakeInterval.arg_types]
-        values = [f.expression if isinstance(f, exp.Kwarg) else f for f in fields]
-        zero = [exp.Literal.number(0) if v is None else v for v in values]
-        _call(node, "make_interval", zero)
-    for node in list(tree.find_all(exp.TimeFromParts)):
-        given = [node.args.get(f) for f in exp.TimeFromParts.arg_types]
-        _call(node, "make_time", [a for a in given if a is not None])
-    for node in list(tree.find_all(exp.Anonymous)):
-        if str(node.this).lower() in _SET_RETURNING:
-            _set_returning(node)
-        elif node.name.lower() == "overlaps" and len(node.expressions) == 4:  # overlaps(…)
-            _call(node, "overlaps_of", [a.copy() for a in node.expressions], "overlaps")
-    for node in list(tree.find_all(exp.In)):
-        if isinstance(node.this, exp.Tuple):
-            _row_in(node)
+    """``tree`` with the forms above replaced (in place; the root is returned). One walk finds
+    which forms the tree has (none, for most statements); only their rewrites walk again (no
+    rewrite makes a form a later one reads)."""
+    found = {type(n) for n in tree.walk() if isinstance(n, _FORMS)}
+    if not found:
+        return tree
+
+    def has(*kinds: type[exp.Expression]) -> bool:
+        return any(issubclass(f, kinds) for f in found)
+
+    if has(exp.WithinGroup):
+        for node in list(tree.find_all(exp.WithinGroup)):
+            _within_group(node)
+    if has(*_BITS):
+        for node in list(tree.find_all(*_BITS)):
+            _of_values(node, node.this, None, f"{_BITS[type(node)]}_of", [])
+    if has(exp.Count):
+        for node in list(tree.find_all(exp.Count)):
+            _distinct_record(node)
+    if has(exp.UnicodeString):
+        for node in list(tree.find_all(exp.UnicodeString)):
+            node.replace(exp.Literal.string(unicode_text(node.name, node.args.get("escape"))))
+    if has(exp.Overlaps):
+        for node in list(tree.find_all(exp.Overlaps)):
+            pairs = (node.this, node.expression)
+            if all(isinstance(p, exp.Tuple) and len(p.expressions) == 2 for p in pairs):
+                args = [e.copy() for p in pairs for e in p.expressions]
+                _call(node, "overlaps_of", args, "overlaps")
+    if has(exp.MakeInterval):
+        for node in list(tree.find_all(exp.MakeInterval)):
+            fields = [node.args.get(f) for f in exp.MakeInterval.arg_types]
+            values = [f.expression if isinstance(f, exp.Kwarg) else f for f in fields]
+            zero = [exp.Literal.number(0) if v is None else v for v in values]
+            _call(node, "make_interval", zero)
+    if has(exp.TimeFromParts):
+        for node in list(tree.find_all(exp.TimeFromParts)):
+            given = [node.args.get(f) for f in exp.TimeFromParts.arg_types]
+            _call(node, "make_time", [a for a in given if a is not None])
+    if has(exp.Anonymous):
+        for node in list(tree.find_all(exp.Anonymous)):
+            if str(node.this).lower() in _SET_RETURNING:
+                _set_returning(node)
+            elif node.name.lower() == "overlaps" and len(node.expressions) == 4:  # overlaps(…)
+                _call(node, "overlaps_of", [a.copy() for a in node.expressions], "overlaps")
+    if has(exp.In):
+        for node in list(tree.find_all(exp.In)):
+            if isinstance(node.this, exp.Tuple):
+                _row_in(node)
     return tree
 
 

@@ -329,15 +329,15 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         a = self.expr(node.this)
         target = node.expression
         negated = bool(node.args.get("negate"))
-        if isinstance(target, exp.Null):
+        if isinstance(target, exp.Null) and not target.meta.get("unknown"):
             return X.IsNull(a, negated=negated)
-        if isinstance(target, exp.Boolean):
+        if isinstance(target, exp.Boolean | exp.Null):  # IS [NOT] TRUE, FALSE or UNKNOWN
+            word = "UNKNOWN" if isinstance(target, exp.Null) else str(target).upper()
             if a.type not in (BOOL, NULLTYPE):
-                word = "TRUE" if target.this else "FALSE"
-                raise PlanError(
-                    f"argument of IS {word} must be type boolean, not type {a.type}",
-                    sqlstate="42804",
-                )
+                message = f"argument of IS {word} must be type boolean, not type {a.type}"
+                raise PlanError(message, sqlstate="42804")
+            if isinstance(target, exp.Null):
+                return X.IsNull(a, negated=negated)
             cond = a if target.this else X.Not(a)
             out = X.Case(((cond, X.Lit(True, BOOL)),), X.Lit(False, BOOL))
             return X.Not(out) if negated else out

@@ -1,7 +1,8 @@
 """``to_char`` of a number by a template, as PostgreSQL's: ``9`` and ``0`` digits, ``.``/``D``,
 ``,``/``G``, the ``FM`` prefix, the signs ``S`` (before or after the digits), ``MI``, ``PL``
 and ``SG``, ``L`` (the C locale's empty currency symbol, a blank), ``TH``/``th`` (an ordinal
-suffix), ``RN``/``rn`` (Roman numerals), ``V`` (times ten to the digits after it) and
+suffix), ``RN``/``rn`` (Roman numerals), ``V`` (times ten to the digits after it), ``PR`` (a
+negative in angle brackets), ``EEEE`` (scientific notation) and
 quoted or other characters as they are; ``#`` in each digit place when the digits do not fit."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from decimal import Context, Decimal
 
 from changeflow.errors import EvalError
 
-_TOKEN = re.compile(r'(?i:fm|mi|pl|sg|rn|th)|"[^"]*"|[90.DdGgSsLlVv,]|.', re.S)
+_TOKEN = re.compile(r'(?i:eeee|fm|mi|pl|pr|sg|rn|th)|"[^"]*"|[90.DdGgSsLlVv,]|.', re.S)
+_WORDS = ("EEEE", "FM", "MI", "PL", "PR", "SG", "RN", "TH")
 _ROMAN = (
     (1000, "M"),
     (900, "CM"),
@@ -48,14 +50,18 @@ def number_text(value: object, template: str, half: str) -> str:
     """``value`` as PostgreSQL's ``to_char(number, template)`` shows it (``half``: the
     rounding of the value's type)."""
     tokens = _TOKEN.findall(template)
-    kinds = [t.upper() if t.upper() in ("FM", "MI", "PL", "SG", "RN", "TH") else t for t in tokens]
+    kinds = [t.upper() if t.upper() in _WORDS else t for t in tokens]
     fill = "FM" in kinds
     amount = Decimal(str(value))
     if "RN" in kinds:
         whole = int(amount.quantize(Decimal(1), rounding=half))
+        if not -(2**31) <= whole < 2**31:
+            raise EvalError("integer out of range", sqlstate="22003")
         text = roman(whole) if 1 <= whole <= 3999 else "#" * 15
         text = text if "rn" not in tokens else text.lower()
         return text if fill else text.rjust(15)
+    if "EEEE" in kinds:
+        return _scientific(amount, kinds, half, value if isinstance(value, float) else None)
     decimal = next((i for i, k in enumerate(kinds) if k in (".", "D", "d")), len(kinds))
     digit_at = [i for i, k in enumerate(kinds) if k in ("9", "0")]
     pre = sum(1 for i in digit_at if i < decimal)
@@ -83,7 +89,9 @@ def number_text(value: object, template: str, half: str) -> str:
     s_at = next((i for i, k in enumerate(kinds) if k in ("S", "s")), None)
     s_before = s_at is not None and any(i > s_at for i in digit_at if i < decimal)
     sign = "-" if negative else "+"
-    if s_before:
+    if "PR" in kinds:
+        anchor = "<" if negative else ("" if fill else " ")
+    elif s_before:
         anchor = sign
     elif s_at is None and "MI" not in kinds and "SG" not in kinds:
         anchor = "-" if negative else ("" if fill else " ")
@@ -130,6 +138,8 @@ def number_text(value: object, template: str, half: str) -> str:
             out.append("-" if negative else ("" if fill else " "))
         elif kind == "PL":
             out.append(("" if fill else " ") if negative else "+")
+        elif kind == "PR":
+            out.append(">" if negative else ("" if fill else " "))
         elif kind == "SG":
             out.append(sign)
         elif kind in ("L", "l"):
@@ -152,3 +162,23 @@ def number_text(value: object, template: str, half: str) -> str:
         if not any(ch.isdigit() for ch in "".join(out)) and decimal < len(kinds):
             out[point] = "0."
     return "".join(out)
+
+
+def _scientific(amount: Decimal, kinds: list[str], half: str, double: float | None) -> str:
+    """``9.99EEEE``: a sign place, one digit, the fraction's digits and ``e±NN``; only digits
+    and a decimal point may stand beside EEEE (42601 otherwise, as PostgreSQL's). A numeric's
+    exponent is its value's before rounding (9.995 is ``10.00e+00``, as PostgreSQL shows it);
+    a double's, the rounded value's."""
+    if any(k not in ("9", "0", ".", "D", "d", "EEEE") for k in kinds):
+        raise EvalError('"EEEE" is incompatible with other formats', sqlstate="42601")
+    point = next((i for i, k in enumerate(kinds) if k in (".", "D", "d")), len(kinds))
+    places = sum(1 for k in kinds[point:] if k in ("9", "0"))
+    if double is not None:  # as C's printf rounds the binary value
+        mantissa, _, exponent = f"{abs(double):.{places}e}".partition("e")
+        power = int(exponent)
+    else:
+        power = abs(amount).adjusted() if amount else 0
+        scaled = abs(amount).scaleb(-power).quantize(Decimal(1).scaleb(-places), rounding=half)
+        mantissa = f"{scaled:f}"
+    shown = f"{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    return ("-" if amount < 0 else " ") + shown
