@@ -211,10 +211,12 @@ class Connection:
                 block = False
                 self.session.run(parse("COMMIT"))
         except ChangeflowError as e:
+            self.session.fail()  # a statement that did not parse fails the transaction too
             if block:
                 self.session.run(parse("ROLLBACK"))
             raise _wrapped(e) from None
         except Exception as e:  # a bug: one line, as the server answers it (XX000)
+            self.session.fail()
             message = f"internal error: {type(e).__name__}: {e}"
             raise InternalError(ChangeflowError(message, sqlstate="XX000")) from e
         return out

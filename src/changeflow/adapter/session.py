@@ -189,12 +189,16 @@ class Session:
             return result
         except BaseException:
             self.committing = None
-            if self.txn is not None:
-                if self.txn.explicit:
-                    self.txn.failed = True
-                else:
-                    self.txn = None
+            self.fail()
             raise
+
+    def fail(self) -> None:
+        """A statement failed (however early: its parse too): an explicit transaction is then
+        failed, an implicit one gone, as PostgreSQL aborts a transaction on any error."""
+        if self.txn is not None and self.txn.explicit:
+            self.txn.failed = True
+        else:
+            self.txn = None
 
     def close(self) -> None:
         """End the session: its temporary tables and views are dropped."""

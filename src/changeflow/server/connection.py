@@ -201,11 +201,8 @@ class ClientConnection(Startup, Extended, Runner):
 
     def _error(self, e: BaseException) -> None:
         """An ErrorResponse for a statement's error; an open transaction is then failed."""
-        if self.session is not None and self.session.txn is not None:
-            if self.session.txn.explicit:
-                self.session.txn.failed = True
-            else:
-                self.session.txn = None
+        if self.session is not None:
+            self.session.fail()
         message = str(e).strip() or type(e).__name__
         detail, hint = (str(getattr(e, f, None) or "") for f in ("detail", "hint"))
         objects = W.object_fields(e)
