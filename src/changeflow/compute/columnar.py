@@ -84,9 +84,12 @@ def to_array(values: list[Any], kind: SqlType) -> pa.Array:
         if any(v != v for v in values if v is not None):  # only a NaN is unequal to itself
             raise unstorable_nan("an Arrow column")
         for v in values:
-            if v is not None and (not v.is_finite() or _digits(v) > 76):
+            if v is not None and not v.is_finite():
+                raise EvalError(f"numeric value {v} cannot be computed here", sqlstate="0A000")
+            if v is not None and _width(v) > 76:
                 raise EvalError(
-                    f"numeric value {v} cannot be computed here: at most 76 digits are",
+                    f"a numeric value of {_width(v)} digits cannot be computed here: at most "
+                    "76 digits are; round it to fewer decimal places",
                     sqlstate="0A000",
                 )
         scale = max((-v.as_tuple().exponent for v in values if v is not None), default=0)
@@ -94,7 +97,7 @@ def to_array(values: list[Any], kind: SqlType) -> pa.Array:
     return pa.array(arrow_values(values, kind.arrow), _arrow(kind))
 
 
-def _digits(v: Decimal) -> int:
+def _width(v: Decimal) -> int:
     """The digits a finite decimal needs at its own scale (before and after the point)."""
     return max(v.adjusted() + 1, 1) - min(v.as_tuple().exponent, 0)
 
@@ -157,7 +160,7 @@ def _lit(e: X.Lit, cx: _Cx) -> Value:
         return pa.scalar(None, _arrow(e.type))
     if e.type == NUMERIC:
         value = e.value
-        if not value.is_finite() or _digits(value) > 38:  # NaN, infinity, past decimal128
+        if not value.is_finite() or _width(value) > 38:  # NaN, infinity, past decimal128
             raise NoKernel("numeric literal")  # the rows say what is wrong with it
         try:
             return pa.scalar(value)  # a decimal at its own scale, as the rows keep it
