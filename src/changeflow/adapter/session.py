@@ -10,9 +10,9 @@
   than it read, and is refused with a serialization failure (40001), nothing written, if what
   it read changed between (rows another commit changed in a table it read, not merely a write
   to that table).
-- After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02), as in
-  PostgreSQL, and ``COMMIT`` then rolls back.
-"""
+- After an error inside ``BEGIN`` every statement fails until ``ROLLBACK`` (25P02) or
+  ``ROLLBACK TO SAVEPOINT`` (:mod:`~changeflow.adapter.savepoints`), as in PostgreSQL, and
+  ``COMMIT`` then rolls back."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ from changeflow.adapter.relations import Finishing
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted, finish
+from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savepoint
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.dml import (
     check_not_null,
@@ -113,6 +114,7 @@ class Transaction:
     deferred: list[Pending] = field(default_factory=list)  # foreign keys checked at COMMIT
     constraint_modes: dict[str, bool] = field(default_factory=dict)  # by SET CONSTRAINTS
     undo: list[Callable[[], None]] = field(default_factory=list)  # its DDL's, on ROLLBACK
+    savepoints: list[Mark] = field(default_factory=list)  # oldest first
 
 
 class Session:
@@ -146,7 +148,7 @@ class Session:
         """Run one statement (see the module docstring for transactions)."""
         self._statement_time()
         self._in_context()
-        if self.txn is not None and self.txn.failed and stmt.kind not in ("rollback", "commit"):
+        if self.txn is not None and self.txn.failed and stmt.kind not in ENDS:
             raise _aborted()
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
@@ -310,9 +312,9 @@ class Session:
             return Result("SET")
         if kind == "set_constraints":
             return set_constraints(self, stmt.args)
-        if kind == "show_isolation":
-            # PostgreSQL's name for the level (drivers accept only theirs); changeflow's
-            # transactions are strict serializable, which is serializable and more
+        if kind in SAVEPOINT_KINDS:
+            return run_savepoint(self, stmt)
+        if kind == "show_isolation":  # PostgreSQL's name for strict serializable (and more)
             return text_result("SHOW", ["transaction_isolation"], [("serializable",)])
         if kind == "show_all":
             rows = [(k, v, "") for k, v in sorted(self.settings.items())]

@@ -95,15 +95,22 @@ def end(
             run(stmt)
         return
     try:
-        for undo in reversed(txn.undo):
-            undo()
-        for kind, name in reversed(txn.created):
-            word = DROP_WORDS.get(kind)
-            if word is not None:
-                shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
-                run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
+        undo_since(txn, 0, 0, run)
     finally:
         holds.release_all(txn)
+
+
+def undo_since(txn: Any, undone: int, created: int, run: Callable[[Statement], Result]) -> None:
+    """Put back what the transaction's DDL did since it had ``undone`` undo steps and
+    ``created`` items (a ROLLBACK: none; a ROLLBACK TO SAVEPOINT: the savepoint's)."""
+    for undo in reversed(txn.undo[undone:]):
+        undo()
+    for kind, name in reversed(txn.created[created:]):
+        word = DROP_WORDS.get(kind)
+        if word is not None:
+            shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
+            run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
+    del txn.undo[undone:], txn.created[created:]
 
 
 def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) -> Result:

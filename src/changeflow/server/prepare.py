@@ -31,11 +31,6 @@ PREPARE = re.compile(
     rf"PREPARE\s+(?P<name>{NAME})\s*(?:\((?P<types>[^)]*)\))?\s*AS\s+(?P<query>.+)", _FLAGS
 )
 EXECUTE = re.compile(rf"EXECUTE\s+(?P<name>{NAME})\s*(?:\((?P<args>.*)\))?", _FLAGS)
-SAVEPOINT = re.compile(rf"SAVEPOINT\s+(?P<name>{NAME})", _FLAGS)
-RELEASE = re.compile(rf"RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})", _FLAGS)
-ROLLBACK_TO = re.compile(
-    rf"ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})", _FLAGS
-)
 DEALLOCATE = re.compile(rf"DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>{NAME})", _FLAGS)
 UNREAD = object()  # a prepared statement's text not read for a plain INSERT yet
 

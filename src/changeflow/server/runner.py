@@ -220,12 +220,6 @@ class Runner:
             if describe:
                 return Outcome(columns=self._describe_text(query, None))  # type: ignore[attr-defined]
             return self.run(query)
-        if (
-            P.SAVEPOINT.fullmatch(text)
-            or P.RELEASE.fullmatch(text)
-            or P.ROLLBACK_TO.fullmatch(text)
-        ):
-            return self._savepoint(text, describe)
         if m := P.DEALLOCATE.fullmatch(text):
             if m["name"].upper() == "ALL":
                 if not describe:
@@ -240,30 +234,6 @@ class Runner:
                 del self.prepared[key]
             return Outcome("DEALLOCATE")
         return None
-
-    def _savepoint(self, text: str, describe: bool) -> Outcome:
-        """SAVEPOINT and RELEASE are accepted in a transaction block; ROLLBACK TO a savepoint
-        only while the transaction has written nothing (undoing reads is a no-op, which is what
-        drivers' nested blocks around catalog lookups need)."""
-        assert self.session is not None
-        word = text.split(None, 1)[0].upper()
-        txn = self.session.txn
-        if txn is None or not txn.explicit:
-            raise PlanError(f"{word} can only be used in transaction blocks", sqlstate="25P01")
-        if word == "SAVEPOINT":
-            self._failed_check()
-            return Outcome("SAVEPOINT")
-        if word == "RELEASE":
-            self._failed_check()
-            return Outcome("RELEASE")
-        if txn.writes:
-            raise PlanError(
-                "ROLLBACK TO SAVEPOINT after writes is not supported: roll back the transaction",
-                sqlstate="0A000",
-            )
-        if not describe:
-            txn.failed = False
-        return Outcome("ROLLBACK")
 
     def _catalog(self, text: str) -> Outcome:
         """A query of the system catalogs, answered from changeflow's catalog."""

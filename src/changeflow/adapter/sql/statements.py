@@ -303,6 +303,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+.*)?"),
     ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?"),
     ("rollback", r"(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?"),
+    ("savepoint", rf"SAVEPOINT\s+(?P<name>{NAME})"),
+    ("release", rf"RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})"),
+    (
+        "rollback_to",
+        rf"ROLLBACK(?:\s+(?:WORK|TRANSACTION))?\s+TO\s+(?:SAVEPOINT\s+)?(?P<name>{NAME})",
+    ),
     (
         "set_constraints",
         rf"SET\s+CONSTRAINTS\s+(?:ALL|(?P<names>{QNAME}(?:\s*,\s*{QNAME})*))\s+"
