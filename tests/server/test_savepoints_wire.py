@@ -1,6 +1,6 @@
-"""psycopg's nested transactions through ``changeflow serve``: ``conn.transaction()`` inside
-another sends SAVEPOINT, then RELEASE or ROLLBACK TO; an exception in the inner block undoes
-only its writes, and the outer block commits the rest (it failed with a syntax error)."""
+"""psycopg's nested transactions and SQLAlchemy's ``begin_nested()`` through ``changeflow
+serve``: an inner block sends SAVEPOINT, then RELEASE or ROLLBACK TO; an exception (or a
+rollback) in it undoes only its writes, and the outer block commits the rest."""
 
 from __future__ import annotations
 
@@ -31,3 +31,27 @@ def test_nested_transactions_roll_back_the_inner_block_only(server, table_name: 
     with server.connect() as other:
         rows = other.execute(f"SELECT k FROM {t} ORDER BY k").fetchall()
     assert rows == [(1,), (3,), (5,)]
+
+
+def test_sqlalchemy_begin_nested_rolls_back_the_inner_block_only(server, table_name: str) -> None:
+    import sqlalchemy as sa
+
+    t = table_name
+    engine = sa.create_engine(
+        f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize"
+    )
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"CREATE TABLE {t} (k int)"))
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"INSERT INTO {t} VALUES (1)"))
+            nested = conn.begin_nested()
+            conn.execute(sa.text(f"INSERT INTO {t} VALUES (2)"))
+            nested.rollback()
+            with conn.begin_nested():
+                conn.execute(sa.text(f"INSERT INTO {t} VALUES (3)"))
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(f"SELECT k FROM {t} ORDER BY k")).fetchall()
+        assert [tuple(r) for r in rows] == [(1,), (3,)]
+    finally:
+        engine.dispose()
