@@ -13,7 +13,14 @@ from typing import Any
 
 from changeflow.compute.array_shape import element_at, flat, nested, of_arrays
 from changeflow.compute.expr import Expr, _mismatch, _typed, common_type
-from changeflow.compute.scalars import CMP, cast_value, coerce, comparable, compare_values
+from changeflow.compute.scalars import (
+    CMP,
+    cast_value,
+    coerce,
+    comparable,
+    compare_values,
+    like_regex,
+)
 from changeflow.compute.types import BOOL, NULLTYPE, TEXT, array_of
 from changeflow.errors import PlanError
 
@@ -85,6 +92,10 @@ class Subscript(Expr):
         return f"{self.array}" + "".join(f"[{i}]" for i in (self.index, *self.more))
 
 
+LIKE_OPS = {"~~": (False, False), "!~~": (True, False), "~~*": (False, True), "!~~*": (True, True)}
+"""PostgreSQL's names of [NOT] [I]LIKE: (negated, case-insensitive)."""
+
+
 @dataclass(frozen=True)
 class AnyOf(Expr):
     """``a op ANY(array)`` (``every``: ``op ALL``): TRUE if some (every) element compares
@@ -102,9 +113,12 @@ class AnyOf(Expr):
                 f"op ANY/ALL (array) requires array on right side, not {self.array.type}",
                 sqlstate="42809",
             )
-        if self.op not in CMP:
+        if self.op in LIKE_OPS:
+            if {self.a.type, element} - {TEXT, NULLTYPE, None}:
+                raise _mismatch(f"operator {self.op}", self.a.type, element or NULLTYPE)
+        elif self.op not in CMP:
             raise PlanError(f"unknown comparison {self.op!r}")
-        if element is not None and not comparable(self.a.type, element):
+        elif element is not None and not comparable(self.a.type, element):
             raise _mismatch(f"operator {self.op}", self.a.type, element)
         _typed(self, BOOL, True)
 
@@ -124,9 +138,16 @@ class AnyOf(Expr):
         for v in values:
             if v is None:
                 unknown = True
-            elif compare_values(self.op, a, v) != self.every:
+            elif self._holds(a, v) != self.every:
                 return not self.every
         return None if unknown else self.every
+
+    def _holds(self, a: Any, v: Any) -> bool:
+        like = LIKE_OPS.get(self.op)
+        if like is None:
+            return compare_values(self.op, a, v)
+        negated, case_insensitive = like
+        return (like_regex(v, case_insensitive).fullmatch(a) is not None) != negated
 
     def __str__(self) -> str:
         return f"({self.a} {self.op} {'ALL' if self.every else 'ANY'}({self.array}))"

@@ -133,7 +133,7 @@ class ArrayScalars:
         """``a op ANY (array)`` or ``a op ALL (array)``."""
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
-        inner = b.this if isinstance(b, exp.Any) else b.expressions[0]
+        inner = b.this if isinstance(b, exp.Any) or not b.expressions else b.expressions[0]
         inner = inner.this if isinstance(inner, exp.Paren) else inner
         if isinstance(inner, exp.Query | exp.Subquery):
             raise unsupported("ANY or ALL of a subquery", b)

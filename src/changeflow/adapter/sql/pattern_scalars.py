@@ -31,6 +31,9 @@ class PatternScalars:
         if node.args.get("escape") is not None:
             raise unsupported("LIKE ... ESCAPE", node)
         negated = bool(node.args.get("negate"))
+        if isinstance(node.expression, exp.Any | exp.All) and escape is None:  # [NOT] LIKE ANY
+            op = ("!" if negated else "") + ("~~*" if case_insensitive else "~~")
+            return self.any_all(op, node.this, node.expression)
         a, p = self.blank_padded(self.expr(node.this)), self.expr(node.expression)
         if escape is not None:
             args = [node.expression, escape]
