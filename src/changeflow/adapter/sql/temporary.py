@@ -11,13 +11,13 @@ from typing import Any
 
 from sqlglot import exp
 
+from changeflow.adapter.catalog import TEMP_SCHEMA
 from changeflow.errors import PlanError
 
 TEMP_HEAD = re.compile(
     r"CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+(?=TABLE\b|VIEW\b)", re.I
 )
 _ON_COMMIT = re.compile(r"\s+ON\s+COMMIT\s+(PRESERVE\s+ROWS|DELETE\s+ROWS|DROP)\b", re.I)
-TEMP_SCHEMA = re.compile(r"pg_temp(?:_\d+)?", re.I)
 
 
 def in_pg_temp(name: str) -> str:
