@@ -165,7 +165,7 @@ def test_session_statements_drivers_send(tmp_path: Path) -> None:
         conn.execute("SET TIME ZONE 'Europe/Berlin'")
     assert caught.value.sqlstate == "0A000"
     settings = dict((n, v) for n, v, _ in conn.execute("SHOW ALL").fetchall())
-    assert settings["timezone"] == "UTC" and settings["server_version"] == "15.0"
+    assert settings["TimeZone"] == "UTC" and settings["server_version"] == "15.0"
     conn.close()
 
 

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_tables, txn_ddl
 from changeflow.adapter import sequence_holds as holds
+from changeflow.adapter import settings as parameters
 from changeflow.adapter.access import Access
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
@@ -64,7 +65,6 @@ from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
-from changeflow.adapter.system_tables import SETTING_NAMES, SETTINGS
 from changeflow.adapter.timelines import check_single, check_transaction
 from changeflow.adapter.txn_reads import transaction_read
 from changeflow.adapter.written import Written, with_own_writes
@@ -92,7 +92,6 @@ DDL = {
     "comment": comments.comment_on,
     "owner_to": owners.owner_to,
 }
-UTC_NAMES = {"UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "+00", "+00:00", "0", "DEFAULT", "LOCAL"}
 
 
 @dataclass
@@ -115,6 +114,7 @@ class Transaction:
     constraint_modes: dict[str, bool] = field(default_factory=dict)  # by SET CONSTRAINTS
     undo: list[Callable[[], None]] = field(default_factory=list)  # its DDL's, on ROLLBACK
     savepoints: list[Mark] = field(default_factory=list)  # oldest first
+    local_settings: dict[str, str | None] = field(default_factory=dict)  # before SET LOCAL
 
 
 class Session:
@@ -133,7 +133,7 @@ class Session:
         self.txn: Transaction | None = None
         self.committing: Transaction | None = None  # ended, to commit once the lock is let go
         self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
-        self.settings = dict(SETTINGS)
+        self.settings = parameters.defaults()
         self.temp = temp_tables.new_schema()  # its temporary tables' schema
 
     @property
@@ -299,17 +299,13 @@ class Session:
                 txn_ddl.end(txn, committed, run, lambda: check_deferred(self, txn))
             if kind == "commit" and txn is not None and not txn.failed:
                 self.committing = txn
+                parameters.end_local(self.settings, txn)
             return Result("COMMIT" if kind == "commit" and not (txn and txn.failed) else "ROLLBACK")
         if kind == "set":
-            var, value = stmt.args["var"].lower(), stmt.args["value"].strip().strip("'")
-            value = SETTINGS.get(var, "") if value.upper() == "DEFAULT" else value  # RESET too
-            if var == "timezone" and value.upper() not in UTC_NAMES:
-                raise PlanError(
-                    f"time zone {value!r} is not supported: timestamps are shown in UTC",
-                    sqlstate="0A000",
-                )
-            self.settings[var] = "UTC" if var == "timezone" else value
-            return Result("SET")
+            value = None if stmt.args["value"].strip().upper() == "DEFAULT" else stmt.args["value"]
+            return parameters.set_parameter(self, stmt.args["var"], value, stmt.args.get("local"))
+        if kind == "reset_all":
+            return parameters.reset_all(self)
         if kind == "set_constraints":
             return set_constraints(self, stmt.args)
         if kind in SAVEPOINT_KINDS:
@@ -317,13 +313,9 @@ class Session:
         if kind == "show_isolation":  # PostgreSQL's name for strict serializable (and more)
             return text_result("SHOW", ["transaction_isolation"], [("serializable",)])
         if kind == "show_all":
-            rows = [(k, v, "") for k, v in sorted(self.settings.items())]
-            return text_result("SHOW", ["name", "setting", "description"], rows)
+            return parameters.show_all(self.settings)
         if kind == "show_var":
-            var = stmt.args["var"].lower()
-            if var not in self.settings:
-                raise PlanError(f'unrecognized configuration parameter "{var}"', sqlstate="42704")
-            return text_result("SHOW", [SETTING_NAMES.get(var, var)], [(self.settings[var],)])
+            return parameters.show(self.settings, stmt.args["var"])
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:

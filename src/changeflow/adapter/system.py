@@ -32,6 +32,7 @@ from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_t
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
+from changeflow.adapter.settings import setting_rows
 from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -62,7 +63,6 @@ from changeflow.adapter.system_tables import (
     OWNER,
     PG_CATALOG,
     PUBLIC,
-    SETTING_NAMES,
     SYSTEM_OIDS,
     TABLES,
     namespace_oid,
@@ -160,12 +160,7 @@ def _rows(
 ) -> dict[str, list[tuple[Any, ...]]]:
 
     out: dict[str, list[tuple[Any, ...]]] = {name: [] for name in TABLES}
-    for key, value in sorted(settings.items()):
-        name = SETTING_NAMES.get(key, key)
-        out["pg_settings"].append(
-            (name, value, None, "changeflow", "", None, "user", "string", "session")
-            + (None, None, None, value, value, None, None, False)
-        )
+    out["pg_settings"] += setting_rows(settings)
     pid = (SESSION_NAMES.get() or SessionNames()).pid  # this session, the one a query sees
     out["pg_stat_activity"].append(
         (1, database, pid, None, OWNER, user, settings.get("application_name", ""), "127.0.0.1")

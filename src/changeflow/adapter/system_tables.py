@@ -245,27 +245,6 @@ CATALOG_CALLS = frozenset(
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
 BOOL_CALLS |= {"has_database_privilege"}
-# the settings whose names are not all lower case, as PostgreSQL spells them (pg_settings, SHOW)
-# a session's settings as it starts (and as RESET and SET … TO DEFAULT leave them)
-SETTINGS = {
-    "transaction_isolation": "strict serializable",
-    "server_version": "15.0",
-    "client_encoding": "UTF8",
-    "datestyle": "ISO, MDY",
-    "timezone": "UTC",
-    "standard_conforming_strings": "on",
-    "application_name": "",
-    "server_version_num": "150000",
-    "search_path": '"$user", public',
-    "integer_datetimes": "on",
-    "intervalstyle": "postgres",
-    "max_identifier_length": "63",
-    "is_superuser": "off",
-    "default_transaction_isolation": "serializable",
-    "jit": "off",
-    "default_table_access_method": "heap",
-}
-SETTING_NAMES = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
 
 
 def type_oid(name: Any) -> int | None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter.settings import reported_settings, reset_all
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
@@ -105,12 +106,17 @@ class Runner:
             )
         if stmt.kind in ("commit", "rollback") and self.session.txn is None:
             self.wire.send(*W.notice("25P01", "there is no transaction in progress", "WARNING"))
+        reported = reported_settings(self.session.settings)
         try:
             result = self.session.run(stmt)
         finally:
             self._end_cursors()
         for code, message, detail in result.notices:
-            self.wire.send(*W.notice(code, message, detail=detail))
+            severity = "WARNING" if code[:2] in ("01", "25") else "NOTICE"
+            self.wire.send(*W.notice(code, message, severity, detail=detail))
+        for name, value in reported_settings(self.session.settings).items():
+            if reported.get(name) != value:  # as PostgreSQL reports a change of these
+                self.wire.send(*W.parameter_status(name, value))
         made = stmt.kind == "create_table"  # CREATE TABLE … AS: tagged SELECT n, no rows
         if not made and (result.columns or result.status.startswith("SELECT")):
             counted = "SELECT" if result.status.startswith("SELECT") else None
@@ -171,6 +177,8 @@ class Runner:
                 self.prepared = {k: v for k, v in self.prepared.items() if not k}
                 if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
                     self.session.close()  # its temporary tables dropped
+                if re.search(r"ALL", text, re.I) and self.session is not None:
+                    reset_all(self.session)
             return Outcome(text.upper())
         prepared = self._prepared_statement(text, describe)
         if prepared is not None:
@@ -226,6 +234,8 @@ class Runner:
                     self.prepared = {k: v for k, v in self.prepared.items() if not k}
                 if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
                     self.session.close()  # its temporary tables dropped
+                if re.search(r"ALL", text, re.I) and self.session is not None:
+                    reset_all(self.session)
                 return Outcome("DEALLOCATE ALL")
             key = P.statement_name(m["name"])
             if not describe:

@@ -74,6 +74,7 @@ def _setting(func: str, args: list[exp.Expression]) -> X.Lit:
     """``current_setting(name [, missing_ok])`` or ``set_config(name, value, is_local)`` of
     constant arguments (a transaction-local setting lasts for the session here)."""
     from changeflow.adapter.catalog import SESSION_SETTINGS
+    from changeflow.adapter.settings import checked, current_setting, defaults, parameters, shown
 
     arity = (1, 2) if func == "current_setting" else (3,)
     consts = [a.this if isinstance(a, exp.Literal) else a.sql("postgres") for a in args]
@@ -81,13 +82,13 @@ def _setting(func: str, args: list[exp.Expression]) -> X.Lit:
         kinds = ", ".join("text" for _ in args)
         raise PlanError(f"function {func}({kinds}) does not exist", sqlstate="42883")
     settings = SESSION_SETTINGS.get()
-    settings = settings if settings is not None else {}
-    name = str(consts[0]).lower()
-    if func == "set_config":
-        settings[name] = str(consts[1])
-        return X.Lit(str(consts[1]), TEXT)
-    if name not in settings:
-        if len(args) == 2 and str(consts[1]).lower() in ("true", "t", "on", "1"):
-            return X.Lit(None, TEXT)
-        raise PlanError(f'unrecognized configuration parameter "{name}"', sqlstate="42704")
-    return X.Lit(settings[name], TEXT)
+    settings = settings if settings is not None else defaults()
+    name = str(consts[0])
+    if func == "set_config":  # checked as SET checks it
+        key = name.lower()
+        if key not in parameters() and "." not in key:
+            raise PlanError(f'unrecognized configuration parameter "{name}"', sqlstate="42704")
+        settings[key] = checked(key, str(consts[1])) if key in parameters() else str(consts[1])
+        return X.Lit(shown(key, settings[key]), TEXT)
+    missing_ok = len(args) == 2 and str(consts[1]).lower() in ("true", "t", "on", "1")
+    return X.Lit(current_setting(settings, name, missing_ok), TEXT)

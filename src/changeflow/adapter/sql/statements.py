@@ -314,9 +314,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"SET\s+CONSTRAINTS\s+(?:ALL|(?P<names>{QNAME}(?:\s*,\s*{QNAME})*))\s+"
         r"(?P<mode>DEFERRED|IMMEDIATE)",
     ),
-    ("set_time_zone", r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
-    ("set", r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
-    ("reset", r"RESET\s+(?!ALL\b)(?P<var>[\w.]+)"),
+    ("set_time_zone", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
+    ("set", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
+    ("reset_all", r"RESET\s+ALL"),
+    ("reset", r"RESET\s+(?P<var>[\w.]+)"),
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
@@ -341,7 +342,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(
             r"(?:CREATE\s+UNLOGGED\s+TABLE|COMMENT\s+ON"
-            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX|RESET\s+ALL"
+            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX"
             r"|CREATE\s+TABLE)\b",
             re.I,
         ),
@@ -526,7 +527,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         named = g["names"] and [n.split(".")[-1] for n in names(g["names"])]
         return Statement(kind, text, None, {"names": named or None, "mode": g["mode"]})
     if kind == "set_time_zone":
-        return Statement("set", text, None, {"var": "timezone", "value": g["value"]})
+        return Statement(
+            "set", text, None, {"var": "timezone", "value": g["value"], "local": g["local"]}
+        )
     if kind == "reset":  # RESET x is SET x TO DEFAULT
         return Statement("set", text, None, {"var": g["var"], "value": "DEFAULT"})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
