@@ -1,0 +1,48 @@
+"""Run-time parameters over the wire as PostgreSQL 15 sends them: SET LOCAL outside a
+transaction block warns (WARNING, 25P01), a SET of a reported parameter sends its new value
+(ParameterStatus: psycopg's ``info.parameter_status``), DISCARD ALL resets every parameter;
+compared with a throwaway PostgreSQL server."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+
+def _heard(conn: psycopg.Connection, sql: str) -> list[tuple[str, str, str]]:
+    heard: list[tuple[str, str, str]] = []
+    handler = lambda d: heard.append((d.severity, d.sqlstate, d.message_primary))  # noqa: E731
+    conn.add_notice_handler(handler)
+    try:
+        conn.execute(sql)
+    finally:
+        conn.remove_notice_handler(handler)
+    return heard
+
+
+def _session(conn: psycopg.Connection) -> list:
+    out = [_heard(conn, "SET LOCAL work_mem = '1MB'")]
+    for sql in ("SET application_name = 'reporting'", "SET DateStyle = 'ISO, DMY'"):
+        conn.execute(sql)
+        out.append([conn.info.parameter_status(n) for n in ("application_name", "DateStyle")])
+    conn.execute("SET work_mem = '32MB'")
+    conn.execute("SET statement_timeout = '90s'")
+    out.append(conn.execute("SHOW work_mem").fetchall())
+    conn.execute("DISCARD ALL")
+    out.append(
+        conn.execute(
+            "SELECT current_setting('work_mem'), current_setting('statement_timeout')"
+        ).fetchall()
+    )
+    out.append(conn.execute("SHOW application_name").fetchall())
+    return out
+
+
+def test_settings_over_the_wire_as_postgres(server, postgres_url: str) -> None:
+    with (
+        server.connect(autocommit=True) as ours,
+        psycopg.connect(postgres_url, autocommit=True) as pg,
+    ):
+        assert _session(ours) == _session(pg)
