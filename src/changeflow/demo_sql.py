@@ -132,7 +132,7 @@ def _check(console: Console, conn: Connection, root: Path) -> bool:
         sunk = sorted((r, s, n, Decimal(a)) for r, s, n, a in found)  # SQLite keeps it as text
     try:
         conn.execute(
-            "CREATE VIEW goals_met AS SELECT * FROM revenue r JOIN region_goals g "
+            "CREATE VIEW goals_met AS SELECT r.*, g.goal FROM revenue r JOIN region_goals g "
             "ON r.region = g.region"
         )
         refused = False

@@ -34,6 +34,7 @@ from changeflow.adapter.resolver import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sources import ingest_source
+from changeflow.adapter.sql.colnames import each_once, renamed
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.maintainable import refuse_unmaintainable
@@ -69,17 +70,6 @@ TAGS = {
 def _timeline(query: Any, what: str) -> str:
     check_single(query.timelines, what)
     return next(iter(query.timelines), EPOCH)
-
-
-def _renamed(plan: P.Plan, names: list[str] | None) -> P.Plan:
-    if names is None:
-        return plan
-    if len(names) != len(plan.schema):
-        raise PlanError(
-            f"the view has {len(plan.schema)} columns, but {len(names)} names were given",
-            sqlstate="42601",
-        )
-    return P.Project(plan, tuple(range(len(names))), tuple(names))
 
 
 def _depends(state: CatalogState, names: frozenset[str]) -> tuple[str, ...]:
@@ -171,10 +161,7 @@ def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
         out.append(ColumnDef(name, kind, arrow, nullable, default, text_length(d.args["kind"])))
-    names = [c.name for c in out]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise PlanError(f'column "{dup}" specified more than once', sqlstate="42701")
+    each_once([c.name for c in out])
     if not out:
         raise PlanError("a table needs at least one column", sqlstate="42601")
     return out
@@ -249,7 +236,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     named = regclass_names(stmt.ast)  # tables the view names by 'x'::regclass
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
-    plan = _renamed(view_plan(query), g.get("columns"))
+    plan = renamed(view_plan(query), g.get("columns"), materialized)
     if materialized and not plan.schema:
         raise PlanError("a materialized view needs at least one column", sqlstate="0A000")
     depends = _depends(state, query.items | named)
@@ -597,3 +584,18 @@ def show_columns(env: Environment, stmt: Statement) -> Result:
     item = env.catalog.load().get(stmt.args["name"])
     rows = [(c.name, "true" if c.nullable else "false", c.type.name) for c in schema_of(item)]
     return text_result(f"SELECT {len(rows)}", ["name", "nullable", "type"], rows)
+
+
+def refresh(env: Environment, stmt: Statement) -> Result:
+    """REFRESH MATERIALIZED VIEW: a materialized view here is always up to date, so there is
+    nothing to do once the name is checked as PostgreSQL checks it."""
+    item = env.catalog.load().get(stmt.args["name"])
+    if item.kind == "view":
+        raise PlanError(f'"{item.name}" is not a table or materialized view', sqlstate="42809")
+    if item.kind != "materialized view":
+        raise PlanError(f'"{item.name}" is not a materialized view', sqlstate="0A000")
+    if stmt.args.get("no_data"):
+        raise PlanError(
+            "WITH NO DATA is not supported: a view is kept up to date", sqlstate="0A000"
+        )
+    return Result("REFRESH MATERIALIZED VIEW")

@@ -89,6 +89,7 @@ DDL = {
     "show_items": ddl.show_items,
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
+    "refresh": ddl.refresh,
     "comment": comments.comment_on,
     "owner_to": owners.owner_to,
 }

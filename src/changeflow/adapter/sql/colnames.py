@@ -12,6 +12,8 @@ from sqlglot import exp
 
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES
 from changeflow.adapter.sql.scope import ident
+from changeflow.compute import plan as P
+from changeflow.errors import PlanError
 
 T = exp.DataType.Type
 
@@ -133,3 +135,21 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
 def output_name(node: exp.Expression) -> str:
     """The column name PostgreSQL gives the select item ``node``."""
     return _figure(node)[0]
+
+
+def renamed(plan: P.Plan, names: list[str] | None, materialized: bool) -> P.Plan:
+    """A view's columns under ``names``, the first ones (the rest keep theirs), each once."""
+    given = names or []
+    if len(given) > len(plan.schema):
+        what = "too many column names were specified"
+        what = what if materialized else "CREATE VIEW specifies more column names than columns"
+        raise PlanError(what, sqlstate="42601")
+    shown = each_once([*given, *(c.name for c in plan.schema[len(given) :])])
+    return plan if names is None else P.Project(plan, tuple(range(len(shown))), tuple(shown))
+
+
+def each_once(names: list[str]) -> list[str]:
+    """``names``, each once (42701 for a repeated one, as a table's or a view's columns)."""
+    if dup := next((n for n in names if names.count(n) > 1), None):
+        raise PlanError(f'column "{dup}" specified more than once', sqlstate="42701")
+    return names

@@ -249,6 +249,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
     (
+        "refresh",
+        rf"REFRESH\s+MATERIALIZED\s+VIEW\s+(?:CONCURRENTLY\s+)?(?P<name>{QNAME})"
+        r"(?:\s+WITH\s+(?P<no_data>NO\s+)?DATA)?",
+    ),
+    (
         "alter_add",
         rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ADD\s+"
         r"(?:COLUMN\s+)?(?P<cie>IF\s+NOT\s+EXISTS\s+)?(?P<column>.+)",
@@ -564,7 +569,7 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         g["cascade"] = (g.get("mode") or "").upper() == "CASCADE"
     if kind == "explain_view":
         g["kind"] = kind_of(g["kind"])
-    if kind in ("show_create", "show_columns", "explain_view"):
+    if kind in ("show_create", "show_columns", "explain_view", "refresh"):
         g["name"] = name(g["name"])
     if kind in ("create_source", "create_sink"):
         g["with"] = options(g.get("with"))
