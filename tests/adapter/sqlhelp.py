@@ -178,6 +178,17 @@ def unordered(conn: Any, sql: str) -> list:
     return sorted((tuple(list(v) if isinstance(v, tuple) else v for v in r) for r in rows), key=str)
 
 
+def materialize(ours: Any, pg: Any, name: str, sql: str, options: str = "") -> None:
+    """``CREATE MATERIALIZED VIEW name AS sql`` here (``WITH (options)`` if given), its columns
+    named c0, c1, … where PostgreSQL's names for the query's columns repeat, as a view's may
+    not."""
+    names = [d[0] for d in pg.execute(sql).description]
+    listed = ", ".join(f"c{k}" for k in range(len(names)))
+    listed = f" ({listed})" if len(set(names)) < len(names) else ""
+    with_options = f" WITH ({options})" if options else ""
+    ours.execute(f"CREATE MATERIALIZED VIEW {name}{listed}{with_options} AS {sql}")
+
+
 def maintained_as_postgres(
     ours: Any,
     pg: Any,
@@ -187,11 +198,10 @@ def maintained_as_postgres(
     options: str = "",
 ) -> None:
     """Each query, ad hoc and as a materialized view created first (``WITH (options)`` if
-    given), gives PostgreSQL's rows before and after each of ``changes`` (run on both)."""
+    given; see :func:`materialize`), gives PostgreSQL's rows before and after each of
+    ``changes`` (run on both)."""
     for i, sql in enumerate(queries):
-        ours.execute(
-            f"CREATE MATERIALIZED VIEW v{i} {f'WITH ({options})' if options else ''} AS {sql}"
-        )
+        materialize(ours, pg, f"v{i}", sql, options)
     for change in [None, *changes]:
         if change is not None:
             for conn in (ours, pg):

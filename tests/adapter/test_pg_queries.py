@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -89,7 +89,7 @@ def both(tmp_path: Path, postgres_url: str):
 def test_queries_ad_hoc_and_maintained_as_postgres(both) -> None:
     ours, pg = both
     for i, sql in enumerate(MAINTAINED):
-        ours.execute(f"CREATE MATERIALIZED VIEW m{i} AS {sql}")
+        materialize(ours, pg, f"m{i}", sql)
     for change in [None, *CHANGES]:
         if change is not None:
             for c in (ours, pg):

@@ -229,7 +229,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     if source is None:  # DEFAULT VALUES
         plan = _values_row(exp.Tuple(expressions=[]), relation, [])
     elif isinstance(source, exp.Values):
-        rows = [_values_row(row, relation, targets, ignored) for row in source.expressions]
+        rows = [_values_row(row, relation, targets, ignored, planner) for row in source.expressions]
         rows = unify_columns(rows, "VALUES")
         plan = rows[0] if len(rows) == 1 else P.Union(tuple(rows))
     else:
@@ -266,12 +266,18 @@ def _values_row(
     relation: Relation,
     targets: list[int],
     ignored: frozenset[int] = frozenset(),
+    planner: Planner | None = None,
 ) -> P.Plan:
-    """A VALUES row as the table's columns; the ``ignored`` ones take their defaults."""
+    """A VALUES row as the table's columns; the ``ignored`` ones take their defaults. A row
+    with subqueries is planned as a SELECT of its items (the subqueries joined on as there)."""
     schema = relation.plan.schema
     items = row.expressions if isinstance(row, exp.Tuple) else [row]
     _count_error(len(items), len(targets))
     given = dict(zip(targets, items, strict=True))
+    if planner is not None and any(item.find(exp.Select) for item in items):
+        kept = [(i, node) for i, node in given.items() if not is_default(node)]
+        out = planner.query(exp.Select(expressions=[node.copy() for _, node in kept]), None)
+        return _fill(out.plan, relation, [i for i, _ in kept], ignored, [n for _, n in kept])
     sc = Scalars(Scope(), (), "VALUES")
     exprs = []
     for i, column in enumerate(schema):
@@ -288,16 +294,20 @@ def _values_row(
 
 
 def _fill(
-    rows: P.Plan, relation: Relation, targets: list[int], ignored: frozenset[int] = frozenset()
+    rows: P.Plan,
+    relation: Relation,
+    targets: list[int],
+    ignored: frozenset[int] = frozenset(),
+    nodes: list[exp.Expression] | None = None,
 ) -> P.Plan:
-    """The query's rows as the table's columns: given ones cast, missing (and ``ignored``)
-    ones defaulted."""
+    """The query's rows as the table's columns: given ones cast (a quoted literal among the
+    items ``nodes`` read as its column's type), missing (and ``ignored``) ones defaulted."""
     schema = relation.plan.schema
     exprs = []
     for i, column in enumerate(schema):
         if i in targets and i not in ignored:
             j = targets.index(i)
-            e, node = P.col(rows.schema, j), None
+            e, node = P.col(rows.schema, j), None if nodes is None else nodes[j]
         else:
             e, node = _default(relation, i)
         exprs.append((column.name, assign(e, node, column)))

@@ -8,6 +8,7 @@ decorrelated when their correlation is equalities AND-ed at the top of their WHE
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from sqlglot import exp
@@ -206,6 +207,20 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         width = len(lists[0])
         if any(len(items) != width for items in lists):
             raise PlanError("VALUES lists must all be the same length", sqlstate="42601")
+        if any(item.find(exp.Select) for items in lists for item in items):  # subqueries:
+            selects = [  # each row a SELECT (its subqueries joined on as there), UNION ALL
+                exp.Select(
+                    expressions=[
+                        exp.Alias(this=e.copy(), alias=exp.to_identifier(f"column{k + 1}"))
+                        for k, e in enumerate(items)
+                    ]
+                )
+                for items in lists
+            ]
+            union = functools.reduce(
+                lambda a, b: exp.Union(this=a, expression=b, distinct=False), selects
+            )
+            return self.query(union, outer)
         sc = Scalars(Scope([], outer), (), "VALUES")
         # a quoted literal takes its column's type from the other rows, as in PostgreSQL
         columns = [sc.unify([items[i] for items in lists]) for i in range(width)]
