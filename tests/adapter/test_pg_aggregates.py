@@ -12,7 +12,7 @@ import pytest
 import changeflow
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, maintained_as_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -52,7 +52,7 @@ def both(tmp_path: Path, postgres_url: str):
 def test_ordered_aggregates_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -> None:
     ours, pg = both
     for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+        materialize(ours, pg, f"v{i}", sql)
     for n, change in enumerate([None, *CHANGES]):
         if change is not None:
             for c in (ours, pg):

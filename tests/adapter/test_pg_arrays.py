@@ -16,7 +16,7 @@ from changeflow.compute.scalars import array_text
 from changeflow.compute.types import TEXT
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -83,7 +83,7 @@ def test_arrays_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -> None:
     ours, pg = both
     queries = [q for q in QUERIES if "array_agg(a" not in q]  # arrays of arrays: not here
     for i, sql in enumerate(queries):
-        ours.execute(f"CREATE MATERIALIZED VIEW av{i} AS {sql}")
+        materialize(ours, pg, f"av{i}", sql)
     for n, change in enumerate([None, *CHANGES]):
         if change is not None:
             for c in (ours, pg):
@@ -165,7 +165,7 @@ def test_uuid_arrays_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     and as materialized views through a change."""
     with beside_postgres(tmp_path / "home", postgres_url, "ua", *UUIDS) as (ours, pg):
         for i, sql in enumerate(UUID_QUERIES):
-            ours.execute(f"CREATE MATERIALIZED VIEW uv{i} AS {sql}")
+            materialize(ours, pg, f"uv{i}", sql)
         for change in [None, f"UPDATE ua SET us = ARRAY[us[1], '{U2}'] WHERE id = 1"]:
             if change is not None:
                 for c in (ours, pg):

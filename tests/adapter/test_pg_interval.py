@@ -17,7 +17,7 @@ import changeflow
 from changeflow.compute.intervals import Interval, fields
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -150,7 +150,7 @@ CHANGES = [
 def test_interval_columns_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -> None:
     ours, pg = both
     for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW ivv{i} AS {sql}")
+        materialize(ours, pg, f"ivv{i}", sql)
     ordered = "SELECT id, i FROM iv ORDER BY i, id"
     for n, change in enumerate([None, *CHANGES]):
         if change is not None:

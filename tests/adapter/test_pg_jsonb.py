@@ -16,7 +16,7 @@ import changeflow
 from changeflow.compute.jsonb import Jsonb
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -145,7 +145,7 @@ CHANGES = [
 def test_jsonb_columns_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -> None:
     ours, pg = both
     for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW jv{i} AS {sql}")
+        materialize(ours, pg, f"jv{i}", sql)
     ordered = "SELECT id, j::text FROM jt ORDER BY j, id"
     for n, change in enumerate([None, *CHANGES]):
         if change is not None:

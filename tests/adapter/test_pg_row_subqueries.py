@@ -67,3 +67,35 @@ def test_row_subquery_comparisons_maintained_as_postgres(tmp_path: Path, postgre
                 "UPDATE rs SET name = 'zz' WHERE id = 2",
             ],
         )
+
+
+def test_row_in_a_correlated_subquery_with_bare_columns_as_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``(g, name) IN (SELECT g, name FROM other WHERE other.id = rs.id)``: the row's bare
+    columns are the outer table's, though the subquery's table has columns of those names."""
+    with beside_postgres(tmp_path / "home", postgres_url, "rs", *SETUP) as (ours, pg):
+        for conn in (ours, pg):
+            conn.execute("DROP TABLE IF EXISTS rs_other")
+            conn.execute("CREATE TABLE rs_other (id int, g int, name text)")
+            conn.execute("INSERT INTO rs_other VALUES (1, 1, 'a'), (3, 2, 'z'), (4, 5, NULL)")
+        try:
+            maintained_as_postgres(
+                ours,
+                pg,
+                [
+                    "SELECT id FROM rs WHERE (g, name) IN "
+                    "(SELECT g, name FROM rs_other WHERE rs_other.id = rs.id)",
+                    "SELECT id FROM rs WHERE (g, name) NOT IN "
+                    "(SELECT g, name FROM rs_other WHERE id = rs.id)",
+                    "SELECT id, (g, name) IN (SELECT g, name FROM rs_other o WHERE o.id = x.id) "
+                    "FROM rs x",
+                ],
+                [
+                    "INSERT INTO rs_other VALUES (2, 1, 'b')",
+                    "UPDATE rs SET name = 'z' WHERE id = 3",
+                    "DELETE FROM rs_other WHERE id = 1",
+                ],
+            )
+        finally:
+            pg.execute("DROP TABLE rs_other CASCADE")

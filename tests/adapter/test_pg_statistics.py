@@ -13,7 +13,7 @@ import pytest
 import changeflow
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, outcome, same_errors, same_outcomes  # noqa: E402
+from sqlhelp import beside_postgres, materialize, outcome, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -83,7 +83,7 @@ def test_statistics_ad_hoc_as_postgres(tmp_path: Path, postgres_url: str) -> Non
 def test_statistics_maintained_as_postgres(tmp_path: Path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "st", CREATE, INSERT) as (ours, pg):
         for i, sql in enumerate(MAINTAINED):
-            ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+            materialize(ours, pg, f"v{i}", sql)
         for n, change in enumerate([None, *CHANGES]):
             if change is not None:
                 for c in (ours, pg):

@@ -14,7 +14,7 @@ import changeflow
 from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -58,7 +58,7 @@ def both(tmp_path: Path, postgres_url: str):
 def test_uuid_and_bytea_ad_hoc_and_maintained_as_postgres(tmp_path: Path, both) -> None:
     ours, pg = both
     for i, sql in enumerate(QUERIES):
-        ours.execute(f"CREATE MATERIALIZED VIEW ubv{i} AS {sql}")
+        materialize(ours, pg, f"ubv{i}", sql)
     for n, change in enumerate([None, *CHANGES]):
         if change is not None:
             for c in (ours, pg):

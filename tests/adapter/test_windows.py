@@ -12,7 +12,7 @@ import pytest
 import changeflow
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors  # noqa: E402
+from sqlhelp import beside_postgres, materialize, same_errors  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -99,7 +99,7 @@ def test_window_functions_ad_hoc_and_maintained_as_postgres(both) -> None:
     ours, pg = both
     queries = [_sql(q) for q in QUERIES + GROUPED]
     for i, sql in enumerate(queries):
-        ours.execute(f"CREATE MATERIALIZED VIEW v{i} AS {sql}")
+        materialize(ours, pg, f"v{i}", sql)
     for change in [None, *CHANGES]:
         if change is not None:
             for c in (ours, pg):

@@ -135,6 +135,8 @@ def _row_in(node: exp.In) -> None:
     distinct = inner.args.get("distinct") if isinstance(inner, exp.Select) else None
     if isinstance(distinct, exp.Distinct) and not distinct.args.get("on"):
         inner.set("distinct", None)  # a duplicate row changes no IN
+    if not starred:
+        _qualify_outer(node, inner, lhs)
     merged = not starred and _mergeable(inner, lhs)
 
     def exists(maybe: bool) -> exp.Expression:
@@ -281,6 +283,27 @@ def _splittable(union: exp.Union) -> bool:
     return all(isinstance(s, exp.Query) for s in (union.this, union.expression))
 
 
+def _sources(select: exp.Select) -> list[exp.Expression]:
+    from_ = select.args.get("from_")
+    return [] if from_ is None else [from_.this, *(j.this for j in select.args.get("joins") or [])]
+
+
+def _qualify_outer(node: exp.In, inner: exp.Expression, lhs: list[exp.Expression]) -> None:
+    """In ``(a, b) IN (SELECT … WHERE x.id = t.id)`` (a correlated subquery) under a SELECT
+    of one FROM item, qualify the lhs's bare columns by that item's name: then the test can
+    join the subquery's own WHERE (:func:`_mergeable`)."""
+    outer = node.find_ancestor(exp.Select)
+    if not isinstance(inner, exp.Select) or outer is None or len(_sources(outer)) != 1:
+        return
+    inside = {s.alias_or_name.lower() for s in _sources(inner)}
+    named = {c.table.lower() for c in inner.find_all(exp.Column) if c.table}
+    bare = [c for e in lhs for c in e.find_all(exp.Column) if not c.table]
+    source = _sources(outer)[0].alias_or_name
+    if bare and named - inside and source.lower() not in inside:
+        for column in bare:
+            column.set("table", exp.to_identifier(source))
+
+
 def _mergeable(inner: exp.Expression, lhs: list[exp.Expression]) -> bool:
     """Can ``(lhs) IN (inner)`` test the lhs in ``inner``'s own WHERE: a plain SELECT with a
     FROM and no aggregate, and each column of the lhs qualified by a name ``inner``'s FROM
@@ -289,8 +312,7 @@ def _mergeable(inner: exp.Expression, lhs: list[exp.Expression]) -> bool:
         return False
     if any(inner.args.get(k) for k in _NOT_MERGED) or inner.find(exp.AggFunc, exp.Window):
         return False
-    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
-    inside = {s.alias_or_name.lower() for s in sources}
+    inside = {s.alias_or_name.lower() for s in _sources(inner)}
     columns = [c for e in lhs for c in e.find_all(exp.Column)]
     return all(c.table and c.table.lower() not in inside for c in columns)
 
