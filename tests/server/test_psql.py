@@ -259,6 +259,13 @@ def test_describe_functions_as_postgres(server, postgres_url: str) -> None:
 
 
 @pytest.mark.postgres
+def test_describe_settings_as_postgres(server, postgres_url: str) -> None:
+    """\\dconfig lists run-time parameters with PostgreSQL's values, units and types."""
+    commands = ["\\dconfig work*", "\\dconfig *timeout", "\\dconfig+ enable_*"]
+    _same_psql_output(server, postgres_url, [], commands, [])
+
+
+@pytest.mark.postgres
 def test_describe_keys_and_unique_indexes_as_postgres(start_server, postgres_url: str) -> None:
     setup = [
         "CREATE TABLE pgk (id int PRIMARY KEY, code text UNIQUE, n int, v varchar(5))",

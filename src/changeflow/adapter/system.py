@@ -32,7 +32,7 @@ from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_t
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
-from changeflow.adapter.settings import setting_rows
+from changeflow.adapter.settings import current_setting, setting_rows
 from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -544,7 +544,7 @@ def answer(
                 marks = ", ".join("?" * width)
                 db.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
         functions = _functions(state, user, database) | size_functions(state, sizes)
-        functions["current_setting"] = lambda name, missing_ok=0: (settings or {}).get(name)
+        functions["current_setting"] = lambda name, *_: current_setting(settings or {}, name, True)
         for fn, impl in functions.items():
             db.create_function(fn, -1, impl, deterministic=True)
         db.create_function("array_contains", 2, array_contains, deterministic=True)

@@ -157,6 +157,7 @@ TABLES: dict[str, str] = {
     "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
     "pg_cursors": "name TEXT, statement TEXT",
     "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
+    "pg_parameter_acl": "oid INTEGER, parname TEXT, paracl TEXT",
 }
 INFO_TABLES: dict[str, str] = {
     "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
@@ -202,6 +203,7 @@ EMPTY = {
     "pg_enum",
     "pg_extension",
     "pg_opclass",
+    "pg_parameter_acl",
 }
 SYSTEM_OIDS = {name: 5000 + i for i, name in enumerate(TABLES)} | {
     "pg_class": 1259,
