@@ -9,7 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from changeflow.adapter.connection import DatabaseError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
@@ -56,3 +59,32 @@ def test_view_column_names_as_postgres(tmp_path: Path, postgres_url: str) -> Non
         for name in ("vc_1", "vc_2", "vc_9"):
             pg.execute(f"DROP VIEW {name}")
         pg.execute("DROP MATERIALIZED VIEW vc_m3")
+
+
+def test_a_taken_name_is_refused_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    """42P07 with PostgreSQL's message: ``relation "t" already exists``, whatever the new
+    item's kind, without the schema (also for a temporary table)."""
+    statements = [
+        "CREATE VIEW vc AS SELECT 1",
+        "CREATE MATERIALIZED VIEW vc AS SELECT 1",
+        "CREATE INDEX vc ON vc (id)",
+        "CREATE TABLE vc (a int)",
+        "CREATE TABLE public.vc (a int)",
+        "CREATE SEQUENCE vc",
+        "CREATE TEMP TABLE vc_temp (a int)",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "vc", "CREATE TABLE vc (id int)") as (
+        ours,
+        pg,
+    ):
+        for conn in (ours, pg):
+            conn.execute("CREATE TEMP TABLE vc_temp (a int)")
+        for sql in statements:
+            with pytest.raises(psycopg.Error) as theirs:
+                pg.execute(sql)
+            with pytest.raises(DatabaseError) as mine:
+                ours.execute(sql)
+            assert (mine.value.sqlstate, str(mine.value)) == (
+                theirs.value.sqlstate,
+                str(theirs.value).splitlines()[0],
+            ), sql

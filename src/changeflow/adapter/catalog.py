@@ -120,6 +120,13 @@ def split_name(name: str) -> tuple[str, str]:
     return (schema, rest) if dot else (PUBLIC, name)
 
 
+def already_exists(kind: str, name: str) -> PlanError:
+    """42P07 for a name an item of ``kind`` has: PostgreSQL's ``relation "t" already exists``
+    (the name without its schema) for a table, view, index or sequence."""
+    what = kind if kind in ("source", "sink") else "relation"
+    return PlanError(f'{what} "{split_name(name)[1]}" already exists', sqlstate="42P07")
+
+
 @dataclass(frozen=True)
 class CatalogState:
     """A version of the catalog: the items by id (an item of a schema other than public is
@@ -224,7 +231,7 @@ class CatalogState:
             _permanent(self, item)
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
-            raise PlanError(f'{taken.kind} "{item.name}" already exists', sqlstate="42P07")
+            raise already_exists(taken.kind, item.name)
         return replace(self, items={**self.items, item.id: item})
 
     def without(self, ids: list[str]) -> CatalogState:

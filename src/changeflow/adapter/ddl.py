@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
+from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, already_exists, split_name
 from changeflow.adapter.checks import table_checks
 from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.deparse import stored_sql
@@ -83,7 +83,7 @@ def _exists(env: Environment, name: str, if_not_exists: bool) -> Result | None:
         return None
     if if_not_exists:
         return Result(f"CREATE {TAGS[item.kind]}")
-    raise PlanError(f'{item.kind} "{name}" already exists', sqlstate="42P07")
+    raise already_exists(item.kind, name)
 
 
 def _created(env: Environment, stmt: Statement) -> dict[str, Any]:
@@ -587,15 +587,12 @@ def show_columns(env: Environment, stmt: Statement) -> Result:
 
 
 def refresh(env: Environment, stmt: Statement) -> Result:
-    """REFRESH MATERIALIZED VIEW: a materialized view here is always up to date, so there is
-    nothing to do once the name is checked as PostgreSQL checks it."""
+    """REFRESH MATERIALIZED VIEW: the name checked as PostgreSQL checks it (a view is fresh)."""
     item = env.catalog.load().get(stmt.args["name"])
     if item.kind == "view":
         raise PlanError(f'"{item.name}" is not a table or materialized view', sqlstate="42809")
     if item.kind != "materialized view":
         raise PlanError(f'"{item.name}" is not a materialized view', sqlstate="0A000")
     if stmt.args.get("no_data"):
-        raise PlanError(
-            "WITH NO DATA is not supported: a view is kept up to date", sqlstate="0A000"
-        )
+        raise PlanError("WITH NO DATA is not supported: views are kept fresh", sqlstate="0A000")
     return Result("REFRESH MATERIALIZED VIEW")
