@@ -50,8 +50,8 @@ def test_numeric_extremes_as_postgres(tmp_path: Path, postgres_url: str) -> None
 
 def test_views_of_wide_values_and_repeated_names(tmp_path: Path) -> None:
     """A materialized view of a numeric too wide to store (or infinity) says so (each was
-    XX000: the decimal context, Arrow's decimal types); one whose repeated column names,
-    numbered, would meet another column's name (``to_char_2``) keeps each column."""
+    XX000: the decimal context, Arrow's decimal types); repeated column names are refused
+    (42701), and names given that look numbered (``to_char_1``) keep each column."""
     import changeflow
     from changeflow.adapter.connection import DatabaseError
 
@@ -59,9 +59,15 @@ def test_views_of_wide_values_and_repeated_names(tmp_path: Path) -> None:
     try:
         ours.execute("CREATE TABLE vq (q int8)")
         ours.execute("INSERT INTO vq VALUES (5)")
+        with pytest.raises(DatabaseError) as caught:  # as PostgreSQL: a name twice is 42701
+            ours.execute(
+                "CREATE MATERIALIZED VIEW vn AS SELECT q AS to_char_2, to_char(q, '999'),"
+                " to_char(q, '9999') FROM vq"
+            )
+        assert caught.value.sqlstate == "42701"
         ours.execute(
-            "CREATE MATERIALIZED VIEW vn AS SELECT q AS to_char_2, to_char(q, '999'),"
-            " to_char(q, '9999') FROM vq"
+            "CREATE MATERIALIZED VIEW vn (to_char_2, to_char, to_char_1) AS SELECT q,"
+            " to_char(q, '999'), to_char(q, '9999') FROM vq"
         )
         assert ours.execute("SELECT * FROM vn").fetchall() == [(5, "   5", "    5")]
         ours.execute("CREATE MATERIALIZED VIEW vt AS SELECT '1e-1000000'::numeric AS tiny")

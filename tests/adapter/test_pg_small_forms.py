@@ -141,6 +141,13 @@ TO_CHAR = [
     " (4, 9.995), (5, -0.5), (6, 12345678901), (7, 0.000123)) AS x(i, v) ORDER BY i",
     "SELECT to_char(1.5, 'FM9.99EEEE')",
     "SELECT to_char(12345678901, 'RN')",
+    # a double shows 15 significant digits at most; a point with no place after it, none
+    "SELECT to_char(v::float8, '999999.9999999999999'), to_char(v::float8, 'FM9.9999999999999'),"
+    " to_char(v::float8, '999999999999999999.99PR') FROM (VALUES (1, 0.1), (2, -123456.789),"
+    " (3, 12345678901234567), (4, 0.000001234), (5, 0)) AS x(i, v) ORDER BY i",
+    "SELECT to_char(5, 'S9PR')",
+    "SELECT to_char(55, '9.'), to_char(55, '9.PR'), to_char(-55, 'FM9.PR')",
+    "SELECT to_char(5, '9.'), to_char(-5, '9.PR'), to_char(5, '9.MI'), to_char(5.5, 'FM9.')",
 ]
 BUCKETS_AND_WINDOWS = [
     "SELECT width_bucket(5, ARRAY[1, 3, 6, 9]), width_bucket(0, ARRAY[1, 3]), width_bucket(10,"

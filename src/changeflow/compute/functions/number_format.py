@@ -46,6 +46,9 @@ def _ordinal(digits: str, upper: bool) -> str:
     return suffix.upper() if upper else suffix
 
 
+DOUBLE_DIGITS = 15  # the significant digits a double's to_char shows at most
+
+
 def number_text(value: object, template: str, half: str) -> str:
     """``value`` as PostgreSQL's ``to_char(number, template)`` shows it (``half``: the
     rounding of the value's type)."""
@@ -66,6 +69,8 @@ def number_text(value: object, template: str, half: str) -> str:
     digit_at = [i for i, k in enumerate(kinds) if k in ("9", "0")]
     pre = sum(1 for i in digit_at if i < decimal)
     post = len(digit_at) - pre
+    if "PR" in kinds and any(k in ("S", "s", "PL", "MI", "SG") for k in kinds):
+        raise EvalError('cannot use "PR" and "S"/"PL"/"MI"/"SG" together', sqlstate="42601")
     if decimal < len(kinds) and any(k in ("V", "v") for k in kinds):
         raise EvalError('cannot use "V" and decimal point together', sqlstate="42601")
     shift = sum(1 for i in digit_at if any(kinds[v] in ("V", "v") for v in range(i)))
@@ -74,6 +79,11 @@ def number_text(value: object, template: str, half: str) -> str:
     if not amount.is_finite():  # shown as a number too wide for the digits
         amount = Decimal(10 ** (pre + 1)).copy_sign(Decimal(-1 if amount.is_signed() else 1))
     amount = amount.scaleb(shift)
+    kept = post  # the fraction's places shown
+    if isinstance(value, float) and amount.is_finite():  # a double's 15 digits at most
+        whole = len(f"{abs(float(amount)):.0f}")
+        kept = 0 if whole >= DOUBLE_DIGITS else min(post, DOUBLE_DIGITS - whole)
+        amount = Decimal(f"{float(amount):.{kept}f}")  # its binary value, rounded
     wide = Context(prec=max(amount.adjusted(), 0) + max(post, 0) + 2)
     amount = amount.quantize(Decimal(1).scaleb(-max(post, 0)), rounding=half, context=wide)
     negative = amount < 0 or (isinstance(value, float) and amount.is_signed())  # float's -0
@@ -119,6 +129,8 @@ def number_text(value: object, template: str, half: str) -> str:
             shown = True
         elif kind in ("9", "0"):
             n, places = places - pre, places + 1
+            if n >= kept:  # a place past a double's digits is left out
+                continue
             fraction_nines = [*fraction_nines, len(out)] if kind == "9" else []
             out.append("#" if overflow else fraction[n] if n < len(fraction) else "0")
         elif kind in (".", "D", "d"):
@@ -128,8 +140,10 @@ def number_text(value: object, template: str, half: str) -> str:
             if pending:
                 out.append(anchor)
                 pending = False
-            out.append(".")
+            out.append("." if kept or overflow else "")
             point = len(out) - 1
+            if not (kept or overflow):  # no place after the point: it and what follows left out
+                break
         elif kind in (",", "G", "g"):
             out.append("," if shown else ("" if fill else " "))
         elif kind in ("S", "s"):
