@@ -151,6 +151,7 @@ class Session:
         self._in_context()
         if self.txn is not None and self.txn.failed and stmt.kind not in ENDS:
             raise _aborted()
+        parameters.check_writable(self, stmt.kind, stmt.text)
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         if stmt.kind in ("select", "insert", "update", "delete"):  # one catalog version
@@ -217,6 +218,7 @@ class Session:
         if self.txn is not None and self.txn.failed:
             raise _aborted()
         self._in_context()
+        parameters.check_writable(self, "insert", "INSERT")
         try:
             return self._guarded(lambda: self._insert_columns(table, names, data, text))
         except NeedsDefaults:
@@ -291,6 +293,7 @@ class Session:
             if self.in_transaction:
                 return Result("BEGIN")  # PostgreSQL warns and carries on
             self.txn = Transaction(explicit=True)
+            parameters.begin_modes(self, stmt.text)
             return Result("BEGIN")
         if kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
@@ -305,6 +308,8 @@ class Session:
         if kind == "set":
             value = None if stmt.args["value"].strip().upper() == "DEFAULT" else stmt.args["value"]
             return parameters.set_parameter(self, stmt.args["var"], value, stmt.args.get("local"))
+        if kind == "set_transaction":
+            return parameters.transaction_modes(self, stmt.args["modes"], stmt.args["session"])
         if kind == "reset_all":
             return parameters.reset_all(self)
         if kind == "set_constraints":

@@ -221,6 +221,8 @@ def set_parameter(session: Any, name: str, value: str | None, local: bool = Fals
         else:  # a SET after a SET LOCAL outlasts the transaction
             txn.local_settings.pop(key, None)
     settings[key] = stored
+    if key == "default_transaction_read_only" and not (txn is not None and txn.explicit):
+        settings["transaction_read_only"] = stored  # what a statement outside a block runs as
     return Result("SET")
 
 
@@ -327,3 +329,89 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+_MODE = re.compile(
+    r"\s*(?:ISOLATION\s+LEVEL\s+(?P<level>SERIALIZABLE|REPEATABLE\s+READ|READ\s+COMMITTED"
+    r"|READ\s+UNCOMMITTED)|READ\s+(?P<access>ONLY|WRITE)|(?P<deferrable>(?:NOT\s+)?DEFERRABLE))"
+    r"\s*,?",
+    re.IGNORECASE,
+)
+_MODIFIERS = {"UNIQUE", "OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL"}
+WRITES = {"create_table", "create_view", "create_index", "create_source", "create_sink", "drop"}
+WRITES |= {"create_sequence", "alter_sequence", "drop_sequence", "rename", "alter_table"}
+WRITES |= {"create_schema", "drop_schema", "insert", "update", "delete", "truncate"}
+_WRITES = {"insert": "INSERT", "update": "UPDATE", "delete": "DELETE", "truncate": "TRUNCATE TABLE"}
+
+
+def _modes(text: str) -> dict[str, str]:
+    """A transaction's modes (``ISOLATION LEVEL …``, ``READ ONLY|WRITE``, ``[NOT]
+    DEFERRABLE``) as the parameters they set; 42601 for anything else."""
+    found, at, text = {}, 0, text.strip().rstrip(";")
+    while at < len(text):
+        m = _MODE.match(text, at)
+        if m is None or m.end() == at:
+            rest = text[at:].replace(",", " ").split()
+            keywords = ("ISOLATION", "LEVEL", "READ", "NOT", "REPEATABLE")
+            word = next((w for w in rest if w.upper() not in keywords), rest[-1] if rest else "")
+            raise PlanError(f'syntax error at or near "{word}"', sqlstate="42601")
+        if m["level"]:
+            found["transaction_isolation"] = " ".join(m["level"].lower().split())
+        if m["access"]:
+            found["transaction_read_only"] = "on" if m["access"].upper() == "ONLY" else "off"
+        if m["deferrable"]:
+            deferrable = not m["deferrable"].upper().startswith("NOT")
+            found["transaction_deferrable"] = "on" if deferrable else "off"
+        at = m.end()
+    return found
+
+
+def transaction_modes(session: Any, text: str | None, default: bool) -> Result:
+    """SET TRANSACTION modes (the transaction block's own; outside one a warning) or SET
+    SESSION CHARACTERISTICS AS TRANSACTION modes (the defaults of the session's next ones).
+    Every isolation level is accepted: each transaction here is strict serializable."""
+    if text is None:  # SET ROLE NONE, RESET SESSION AUTHORIZATION …: no role is ever set
+        return Result("SET")
+    modes = _modes(text)
+    if default:
+        for key, value in modes.items():
+            set_parameter(session, f"default_{key}", value)
+        return Result("SET")
+    txn = session.txn
+    if txn is None or not txn.explicit:
+        warning = ("25P01", "SET TRANSACTION can only be used in transaction blocks", "")
+        return Result("SET", notices=[warning])
+    if "transaction_read_only" in modes:
+        set_parameter(session, "transaction_read_only", modes["transaction_read_only"], True)
+    return Result("SET")
+
+
+def begin_modes(session: Any, text: str) -> None:
+    """At BEGIN [modes] (or START TRANSACTION [modes]): the block is read-only as its modes or,
+    without READ ONLY or WRITE, the session's default say."""
+    rest = re.sub(
+        r"^\s*(?:BEGIN(?:\s+(?:WORK|TRANSACTION))?|START\s+TRANSACTION)", "", text, flags=re.I
+    )
+    modes = _modes(rest) if rest.strip().rstrip(";") else {}
+    read_only = modes.get(
+        "transaction_read_only", session.settings["default_transaction_read_only"]
+    )
+    if read_only != session.settings["transaction_read_only"]:
+        set_parameter(session, "transaction_read_only", read_only, True)
+
+
+def check_writable(session: Any, kind: str, text: str) -> None:
+    """25006 for a write in a read-only transaction (an implicit one is read-only by
+    default_transaction_read_only), as PostgreSQL names the statement."""
+    if kind not in WRITES:
+        return
+    txn, settings = session.txn, session.settings
+    explicit = txn is not None and txn.explicit
+    name = "transaction_read_only" if explicit else "default_transaction_read_only"
+    if settings.get(name) != "on":
+        return
+    what = _WRITES.get(kind)
+    if what is None:  # DDL: its verb and kind (CREATE MATERIALIZED VIEW, DROP TABLE, …)
+        words = [w.upper() for w in text.split()[:6] if w.upper() not in _MODIFIERS]
+        what = " ".join(words[: 3 if words[1:2] == ["MATERIALIZED"] else 2])
+    raise PlanError(f"cannot execute {what} in a read-only transaction", sqlstate="25006")

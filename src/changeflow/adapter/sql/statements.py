@@ -320,6 +320,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?P<mode>DEFERRED|IMMEDIATE)",
     ),
     ("set_time_zone", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
+    (
+        "set_transaction",
+        r"SET\s+(?P<session>SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\s+(?P<modes>.+)",
+    ),
+    (
+        "set_nothing",
+        r"(?:SET\s+(?:SESSION\s+)?(?:ROLE\s+NONE|SESSION\s+AUTHORIZATION\s+DEFAULT)|RESET\s+(?:ROLE|SESSION\s+AUTHORIZATION))",
+    ),
+    ("set_names", r"SET\s+(?P<var>NAMES|SCHEMA)\s+(?P<value>.+)"),
     ("set", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
     ("reset_all", r"RESET\s+ALL"),
     ("reset", r"RESET\s+(?P<var>[\w.]+)"),
@@ -535,6 +544,13 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
         return Statement(
             "set", text, None, {"var": "timezone", "value": g["value"], "local": g["local"]}
         )
+    if kind == "set_names":  # SET NAMES is client_encoding's, SET SCHEMA search_path's
+        var = "client_encoding" if g["var"].upper() == "NAMES" else "search_path"
+        return Statement("set", text, None, {"var": var, "value": g["value"]})
+    if kind == "set_nothing":
+        return Statement("set_transaction", text, None, {"modes": None, "session": False})
+    if kind == "set_transaction":
+        return Statement(kind, text, None, {"modes": g["modes"], "session": bool(g["session"])})
     if kind == "reset":  # RESET x is SET x TO DEFAULT
         return Statement("set", text, None, {"var": g["var"], "value": "DEFAULT"})
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
