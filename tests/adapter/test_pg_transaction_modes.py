@@ -41,6 +41,7 @@ def test_transaction_modes_as_postgres(tmp_path: Path, postgres_url: str) -> Non
             ours,
             pg,
             [
+                "CREATE SEQUENCE IF NOT EXISTS tm_seq",
                 "SET TRANSACTION READ ONLY",  # outside a block: a warning only
                 "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
                 "SHOW default_transaction_isolation",
@@ -59,6 +60,8 @@ def test_transaction_modes_as_postgres(tmp_path: Path, postgres_url: str) -> Non
                 "SET default_transaction_read_only = on",
                 "SHOW transaction_read_only",
                 "INSERT INTO tm VALUES (3)",
+                "SELECT nextval('tm_seq')",
+                "SELECT setval('tm_seq', 5)",
                 "BEGIN READ WRITE",
                 "SHOW transaction_read_only",
                 "INSERT INTO tm VALUES (4)",
@@ -69,6 +72,8 @@ def test_transaction_modes_as_postgres(tmp_path: Path, postgres_url: str) -> Non
                 "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE",
                 "SHOW transaction_read_only",
                 "SELECT a FROM tm ORDER BY a",
+                "SELECT nextval('tm_seq')",
+                "DROP SEQUENCE tm_seq",
                 "SET TRANSACTION ISOLATION LEVEL BOGUS",
                 "SET SESSION AUTHORIZATION DEFAULT",
                 "RESET SESSION AUTHORIZATION",

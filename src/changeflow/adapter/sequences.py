@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from changeflow.adapter import ddl
 from changeflow.adapter import sequence_holds as holds
-from changeflow.adapter.catalog import Catalog, CatalogState, Item
+from changeflow.adapter.catalog import SESSION_SETTINGS, Catalog, CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequence_options import (
     BIGINT,
@@ -189,6 +189,11 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
         kinds = ", ".join(_kind(a) for a in args)
         raise PlanError(f"function {func}({kinds}) does not exist", sqlstate="42883")
     catalog, last = _context()
+    if (
+        func in ("nextval", "setval")
+        and (SESSION_SETTINGS.get() or {}).get("transaction_read_only") == "on"
+    ):
+        raise PlanError(f"cannot execute {func}() in a read-only transaction", sqlstate="25006")
     if func == "pg_get_serial_sequence":
         return X.Lit(_serial_sequence(catalog, str(consts[0]), str(consts[1])), TEXT)
     item = _sequence(catalog, str(consts[0]))
