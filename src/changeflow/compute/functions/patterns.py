@@ -63,10 +63,12 @@ def _match(s: str, pattern: str, flags: str = "") -> tuple[str | None, ...] | No
 
 
 def _split(s: str, pattern: str, flags: str = "") -> tuple[str, ...]:
-    """``s`` cut at each match (groups are not kept; an empty match at either end is none)."""
+    """``s`` cut at each match (groups are not kept); as in PostgreSQL, a match is none if it
+    starts at the end or ends no later than the previous one (an empty match at the start, or
+    right after another match)."""
     out, start = [], 0
     for m in _compiled(pattern, flags).finditer(s):
-        if m.start() == m.end() and m.start() in (0, len(s)):
+        if m.start() >= len(s) or m.end() <= start:
             continue
         out.append(s[start : m.start()])
         start = m.end()
