@@ -28,12 +28,10 @@ AD_HOC = [
     "SELECT * FROM (pa JOIN pb USING (k)) j ORDER BY 1, 2, 3",
     "SELECT j.k, j.w FROM (pa LEFT JOIN pb USING (k)) AS j ORDER BY 1, 2",
     "SELECT * FROM (pa JOIN pb ON pa.k = pb.k) AS j(a, b, c) ORDER BY 1, 3",
-    "SELECT pa.v, pc.z FROM pa LEFT JOIN (pb JOIN pc ON pb.w = pc.w) ON pa.k = pb.k"
-    " ORDER BY 1, 2",
+    "SELECT pa.v, pc.z FROM pa LEFT JOIN (pb JOIN pc ON pb.w = pc.w) ON pa.k = pb.k ORDER BY 1, 2",
     "SELECT * FROM pc RIGHT JOIN ((SELECT k, 5 AS x FROM pa) s1 LEFT JOIN"
     " (SELECT k AS x, w FROM pb) s2 USING (x)) s0 ON pc.w = s0.w ORDER BY 1, 2, 3, 4, 5",
-    "SELECT * FROM ((SELECT k FROM pa) s1 JOIN (SELECT k, w FROM pb) s2 USING (k))"
-    " ORDER BY 1, 2",
+    "SELECT * FROM ((SELECT k FROM pa) s1 JOIN (SELECT k, w FROM pb) s2 USING (k)) ORDER BY 1, 2",
     "SELECT count(*), sum(j.w) FROM ((pa JOIN pb USING (k)) JOIN pc USING (w)) j",
     "SELECT pa.k FROM (pa JOIN pb USING (k)) j",
     "SELECT j.nope FROM (pa JOIN pb USING (k)) j",
