@@ -174,6 +174,8 @@ CALLS = {
     "stddev_pop_of": "round(stddev_pop_of(id, x * 2, x * x * 5), 8)",
     **{n: f"{n}(f / 5)" for n in ("sin", "cos", "tan", "cot", "asin", "acos")},
     **{n: f"{n}(f)" for n in ("sinh", "cosh", "tanh", "asinh", "atan")},
+    "acosh": "acosh(f + 1)",
+    "atanh": "atanh(f / 4)",
     "atan2": "atan2(f, id)",
     "gcd": "gcd(id * 6, 4)",
     "lcm": "lcm(id, 4)",
@@ -249,6 +251,8 @@ ROWS_ONLY = {
     "array_slice_of",
     # computed in the process only (their Spark form refuses)
     "atan",
+    "acosh",
+    "atanh",
     "gcd",
     "lcm",
     "num_nulls",

@@ -19,6 +19,7 @@ from changeflow.errors import PlanError
 
 _PLAIN_CALLS = (
     "ACOS",
+    "ACOSH",
     "ARRAY_APPEND",
     "ARRAY_CAT",
     "ARRAY_PREPEND",
@@ -27,6 +28,7 @@ _PLAIN_CALLS = (
     "ASINH",
     "ATAN",
     "ATAN2",
+    "ATANH",
     "BIT_LENGTH",
     "CBRT",
     "CHR",
