@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 def _options(flags: str) -> str:
-    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it)."""
+    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it); ``.``
+    and a negated bracket match a newline too, as PostgreSQL's do by default."""
     unknown = set(flags) - set("ic")
     if unknown:
         raise EvalError(
             f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
         )
-    return "(?i)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else ""
+    return "(?si)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else "(?s)"
 
 
 _SHORT_FIRST = re.compile(r"\^\(\?:(.*?)\)\{1,1\}\?\(")
