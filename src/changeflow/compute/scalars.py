@@ -121,8 +121,14 @@ def numeric_div(a: Decimal, b: Decimal) -> Decimal:
     """``a / b`` rounded (half away from zero) to PostgreSQL's scale for it, but to no fewer
     than the 10 decimals a view stores numerics at: Spark's hydration of a view computes the
     quotient with at least that many, and the two must agree."""
-    if a.is_nan() or b.is_nan():
+    if a.is_nan() or b.is_nan() or (a.is_infinite() and b.is_infinite()):
         return NUMERIC_NAN
+    if b == 0:
+        raise EvalError("division by zero", sqlstate="22012")
+    if a.is_infinite():  # infinity divided by a finite number keeps its sign
+        return a if b > 0 else -a
+    if b.is_infinite():
+        return Decimal(0)
     scale = max(div_scale(a, b), 10)
     with localcontext() as ctx:
         ctx.prec = max(a.adjusted() - b.adjusted(), 0) + scale + 10

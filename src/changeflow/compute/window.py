@@ -41,7 +41,7 @@ from changeflow.compute.types import (
     SqlType,
     array_of,
 )
-from changeflow.compute.window_frames import frame_values
+from changeflow.compute.window_frames import frame_values, nth_of
 from changeflow.errors import EvalError, PlanError
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -264,7 +264,7 @@ def _values(
     out = []
     for i, (lo, hi) in enumerate(spans):
         frame = _excluded(f.frame.exclude, range(lo, hi + 1), groups, i)
-        out.append(_over_frame(f, [rows[j] for j in frame], kind))
+        out.append(_over_frame(f, [rows[j] for j in frame], kind, rows[i]))
     return out
 
 
@@ -420,17 +420,13 @@ def _average(total: Decimal, n: int) -> Decimal:
         return (total / n).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
 
 
-def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType) -> Any:
+def _over_frame(f: WindowFunc, frame: list[Row], kind: SqlType, row: Row) -> Any:
     if f.func == "first_value":
         return f.args[0].eval(frame[0]) if frame else None
     if f.func == "last_value":
         return f.args[0].eval(frame[-1]) if frame else None
     if f.func == "nth_value":
-        if not frame:
-            return None
-        k = f.args[1].eval(frame[0])
-        if k is not None and k <= 0:
-            raise EvalError("argument of nth_value must be greater than zero", sqlstate="22016")
+        k = nth_of(f, row)
         return None if k is None or k > len(frame) else f.args[0].eval(frame[k - 1])
     if f.func == "array_agg":
         return tuple(f.args[0].eval(r) for r in frame) or None

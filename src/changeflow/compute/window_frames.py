@@ -29,7 +29,7 @@ def frame_values(f: Any, rows: list[Row], spans: list[Span], kind: SqlType) -> l
         at = 0 if func == "first_value" else 1
         return [values[span[at]] if span[0] <= span[1] else None for span in spans]
     if func == "nth_value":
-        return [_nth(f, rows, values, lo, hi) for lo, hi in spans]
+        return [_nth(f, rows, values, span, i) for i, span in enumerate(spans)]
     exact = f.args[0].type.integer or f.args[0].type is NUMERIC
     if func in ("count", "sum") or func == "avg" and exact:
         if func != "count" and not exact:
@@ -38,13 +38,19 @@ def frame_values(f: Any, rows: list[Row], spans: list[Span], kind: SqlType) -> l
     return _running(func, values, spans, kind)
 
 
-def _nth(f: Any, rows: list[Row], values: list[Any], lo: int, hi: int) -> Any:
-    if lo > hi:
-        return None
-    k = f.args[1].eval(rows[lo])
+def _nth(f: Any, rows: list[Row], values: list[Any], span: Span, i: int) -> Any:
+    """Row ``i``'s nth_value: ``n`` is of the row itself, the value the frame's nth."""
+    lo, hi = span
+    k = nth_of(f, rows[i])
+    return None if k is None or lo + k - 1 > hi else values[lo + k - 1]
+
+
+def nth_of(f: Any, row: Row) -> int | None:
+    """nth_value's ``n`` for ``row`` (22016 unless positive)."""
+    k = f.args[1].eval(row)
     if k is not None and k <= 0:
         raise EvalError("argument of nth_value must be greater than zero", sqlstate="22016")
-    return None if k is None or lo + k - 1 > hi else values[lo + k - 1]
+    return k
 
 
 def _by_prefix(func: str, values: list[Any], spans: list[Span], kind: SqlType) -> list[Any]:

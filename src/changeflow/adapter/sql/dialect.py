@@ -19,6 +19,7 @@ from changeflow.errors import PlanError
 
 _PLAIN_CALLS = (
     "ACOS",
+    "ACOSH",
     "ARRAY_APPEND",
     "ARRAY_CAT",
     "ARRAY_PREPEND",
@@ -27,6 +28,7 @@ _PLAIN_CALLS = (
     "ASINH",
     "ATAN",
     "ATAN2",
+    "ATANH",
     "BIT_LENGTH",
     "CBRT",
     "CHR",
@@ -255,6 +257,25 @@ class PostgresCalls(Postgres):
                 return self.expression(exp.Substring(this=this, start=regex))
             self._retreat(index)
             return super()._parse_substring()
+
+        def _parse_ordered(self, parse_method: Any = None) -> Any:
+            """``x USING <`` is ``x ASC`` and ``x USING >`` is ``x DESC``: the sort operators
+            of a type's default ordering, as PostgreSQL reads them."""
+
+            def sort_key() -> Any:
+                this = parse_method() if parse_method else self._parse_disjunction()
+                after = self._next
+                if (
+                    self._match(TokenType.USING, advance=False)
+                    and after is not None
+                    and after.token_type in (TokenType.LT, TokenType.GT)
+                ):
+                    self._advance()  # the operator, read as the direction it names
+                    less = after.token_type == TokenType.LT
+                    after.token_type = TokenType.ASC if less else TokenType.DESC
+                return this
+
+            return super()._parse_ordered(sort_key)
 
         def _parse_position_in(self) -> exp.Expression:
             """``position(a IN b)``, PostgreSQL's only form of the call."""

@@ -29,17 +29,44 @@ class FromClause:
         source = node.args.get("from_") or node.args.get("from")
         if source is None:
             return Rel(ONE_ROW, Scope([], outer))
-        rel = self.table_ref(source.this, outer)
-        joins = node.args.get("joins") or []
+        return self.joined(source.this, node.args.get("joins") or [], outer)
+
+    def joined(self, first: exp.Expression, joins: list[exp.Join], outer: Scope | None) -> Rel:
+        """``first`` and each of ``joins`` joined to what comes before it, left to right."""
+        rel = self.table_ref(first, outer)
         for i, j in enumerate(joins):
             if is_lateral_unnest(j.this):
                 rel = lateral_unnest(rel, j.this, j, outer)
                 continue
             if is_lateral_subquery(j.this):
-                rel = self.lateral(rel, [source.this, *joins[:i]], j, outer)
+                rel = self.lateral(rel, [first, *joins[:i]], j, outer)
                 continue
             rel = self.join(rel, self.table_ref(j.this, outer), j, outer)
         return rel
+
+    def parenthesized(self, node: exp.Expression, outer: Scope | None) -> Rel:
+        """A join in parentheses, ``(a JOIN b ON …) [AS j [(c, …)]]``: its own joins first;
+        an alias hides the names inside and names the columns its ``*`` shows."""
+        inner = node.this if isinstance(node, exp.Subquery) and _has_joins(node.this) else node
+        first = inner.copy()
+        first.set("joins", None)
+        rel = self.joined(first, inner.args["joins"], outer)
+        alias = node.args.get("alias") if inner is not node else None
+        if alias is None or alias.this is None:
+            return rel
+        table = ident(alias.this)
+        shown = rel.scope.star(None)
+        names = [f.name for f in shown]
+        if len(alias.columns) > len(names):
+            raise PlanError(
+                f'table "{table}" has {len(names)} columns available but {len(alias.columns)} '
+                "columns specified",
+                sqlstate="42P10",
+            )
+        for i, c in enumerate(alias.columns):
+            names[i] = ident(c)
+        fields = [Field(table, n, f.index) for n, f in zip(names, shown, strict=True)]
+        return Rel(rel.plan, Scope(fields, outer))
 
     def lookup(self, name: str) -> Output:
         for env in reversed(self.ctes):
@@ -51,6 +78,8 @@ class FromClause:
         return Output(relation.plan, [c.name for c in relation.plan.schema])
 
     def table_ref(self, node: exp.Expression, outer: Scope | None) -> Rel:
+        if _has_joins(node) or (isinstance(node, exp.Subquery) and _has_joins(node.this)):
+            return self.parenthesized(node, outer)
         alias = node.args.get("alias")
         function = table_function(node, alias)
         if function is not None:
@@ -184,6 +213,11 @@ class FromClause:
             else:
                 fields.append(f)
         return Rel(plan, Scope(fields, outer))
+
+
+def _has_joins(node: exp.Expression) -> bool:
+    """Is ``node`` a table or subquery with joins of its own (a join in parentheses)?"""
+    return isinstance(node, exp.Table | exp.Subquery) and bool(node.args.get("joins"))
 
 
 def _column_equality(e: X.Expr) -> bool:

@@ -37,7 +37,7 @@ from changeflow.adapter.sql.types import cast_target, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
-from changeflow.compute.functions import Func
+from changeflow.compute.functions import Func, variadic
 from changeflow.compute.scalars import STATEMENT_TIME
 from changeflow.compute.types import (
     BOOL,
@@ -446,6 +446,9 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
     # -- functions ---------------------------------------------------------------------------
 
     def func(self, name: str, args: list[exp.Expression]) -> X.Expr:
+        if args and isinstance(args[-1], exp.Variadic) and name.lower() in variadic.BASES:
+            spread = [*map(self.expr, args[:-1]), self.expr(args[-1].this)]
+            return Func(variadic.variadic_name(name.lower()), tuple(spread))
         args = variadic_path(name, args)
         first = JSONB if name.lower() in JSONB_FIRST else JSON
         jsonb_first = (

@@ -181,15 +181,35 @@ def _arguments(fn: exp.Expression) -> list[exp.Expression]:
     return ([first] if first is not None else []) + list(fn.expressions)
 
 
-def _resolve(call: exp.Window, named: dict[str, exp.Window]) -> exp.Window:
-    """The call's window specification (a named window's, for ``OVER w``)."""
+def _resolve(
+    call: exp.Window, named: dict[str, exp.Window], seen: frozenset[str] = frozenset()
+) -> exp.Window:
+    """The call's window specification: for ``OVER w`` the named window's; for
+    ``OVER (w ORDER BY … frame)`` the named window's partitioning (and ordering) with the
+    call's own ordering and frame, as PostgreSQL copies a window (42P20 for what it refuses)."""
     alias = call.args.get("alias")
     if alias is None:
         return call
     name = ident(alias)
-    if name not in named:
+    if name not in named or name in seen:
         raise PlanError(f'window "{name}" does not exist', sqlstate="42704")
-    return named[name]
+    base = _resolve(named[name], named, seen | {name})
+    partition, order, frame = (call.args.get(k) for k in ("partition_by", "order", "spec"))
+    if not (partition or order or frame):
+        return base
+    if partition:
+        raise PlanError(f'cannot override PARTITION BY clause of window "{name}"', sqlstate="42P20")
+    if order and base.args.get("order"):
+        raise PlanError(f'cannot override ORDER BY clause of window "{name}"', sqlstate="42P20")
+    if base.args.get("spec"):
+        raise PlanError(
+            f'cannot copy window "{name}" because it has a frame clause', sqlstate="42P20"
+        )
+    merged = base.copy()
+    for key, own in (("order", order), ("spec", frame)):
+        if own:
+            merged.set(key, own.copy())
+    return merged
 
 
 def _columns(plan: P.Plan, exprs: list[X.Expr]) -> tuple[list[int], P.Plan]:

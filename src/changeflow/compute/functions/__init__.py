@@ -40,6 +40,7 @@ from changeflow.compute.functions import (
     times,
     to_number,
     trig,
+    variadic,
     zones,
 )
 from changeflow.compute.functions.base import UNDETERMINED, Function, function_named
@@ -76,6 +77,7 @@ FUNCTIONS: dict[str, Function] = {
         regexp_sets,
         jsonb_paths,
         periods,
+        variadic,
     )
     for f in family.FUNCTIONS
 }
@@ -97,6 +99,7 @@ NOT_IN_PG_PROC = frozenset(
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of"}
+    | {variadic.variadic_name(base) for base in variadic.BASES}
     | set(statistics.FORMS)
     | ordered_sets.FORMS
     | regexp_sets.FORMS

@@ -139,32 +139,58 @@ def _spark_quote_nullable(cc: ExprCompiler, e: Func) -> Column:
     return F.when(s.isNull(), F.lit("NULL")).otherwise(_spark_literal(s.cast("string")))
 
 
-_SPEC = re.compile(r"%(?:(\d+)\$)?(-)?(\d*)(.?)", re.S)
+_SPEC = re.compile(r"%(?:(\d+)\$)?(-*)(?:(\d+)|(\*)(?:(\d+)\$)?)?(.?)", re.S)
+
+
+def _position(n: str) -> int:
+    if int(n) == 0:
+        raise EvalError(
+            "format specifies argument 0, but arguments are numbered from 1", sqlstate="22023"
+        )
+    return int(n) - 1
+
+
+def _width(v: Any, kind: SqlType) -> int:
+    """A width taken from an argument, as an integer (NULL: no padding)."""
+    if v is None:
+        return 0
+    text = output_text(v, kind).strip()
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise EvalError(f'invalid input syntax for type integer: "{text}"', sqlstate="22P02")
+    if not -(2**31) <= int(text) < 2**31:
+        raise EvalError(f'value "{text}" is out of range for type integer', sqlstate="22003")
+    return int(text)
 
 
 def _format(*args: tuple[Any, SqlType]) -> str | None:
     """PostgreSQL's ``format(fmt, …)``: ``%s`` a value as text (NULL as nothing), ``%I`` as
     an identifier, ``%L`` as a literal (NULL as ``NULL``), ``%%`` a percent; ``n$`` picks the
-    argument, a width pads (on the right after ``-``)."""
+    argument; a width (digits, or ``*``/``*n$`` taking it from an argument, negative meaning
+    left) pads, on the right after ``-``."""
     fmt, values = args[0][0], args[1:]
     if fmt is None:
         return None
     at = 0
 
-    def one(m: re.Match[str]) -> str:
+    def arg(i: int) -> tuple[Any, SqlType]:
         nonlocal at
-        n, left, width, kind = m.groups()
-        if kind == "%" and not (n or left or width):
+        if i >= len(values):
+            raise EvalError("too few arguments for format()", sqlstate="22023")
+        at = i + 1
+        return values[i]
+
+    def one(m: re.Match[str]) -> str:
+        n, left, digits, star, star_n, kind = m.groups()
+        if kind == "%" and not (n or left or digits or star_n or star):
             return "%"
         if kind not in ("s", "I", "L"):
             what = f'unrecognized format() type specifier "{kind}"'
             what = what if kind else "unterminated format() type specifier"
             raise EvalError(what, sqlstate="22023")
-        i = int(n) - 1 if n else at
-        if i < 0 or i >= len(values):
-            raise EvalError("too few arguments for format()", sqlstate="22023")
-        at = i + 1
-        v, kind_of = values[i]
+        width = int(digits or 0)
+        if star_n or star:
+            width = _width(*arg(_position(star_n) if star_n else at))
+        v, kind_of = arg(_position(n) if n else at)
         if kind == "I" and v is None:
             raise EvalError(
                 "null values cannot be formatted as an SQL identifier", sqlstate="22004"
@@ -174,9 +200,9 @@ def _format(*args: tuple[Any, SqlType]) -> str | None:
         else:
             text = output_text(v, kind_of)
             text = {"I": quote_ident, "L": _quote_literal}.get(kind, str)(text)
-        if int(width or 0) >= 0x3FFFFFFF:  # past PostgreSQL's 1 GB string, as it answers
+        if abs(width) >= 0x3FFFFFFF:  # past PostgreSQL's 1 GB string, as it answers
             raise EvalError("out of memory", sqlstate="54000", detail="width too large")
-        return text.ljust(int(width)) if left else text.rjust(int(width or 0))
+        return text.ljust(abs(width)) if left or width < 0 else text.rjust(width)
 
     return _SPEC.sub(one, fmt)
 

@@ -37,7 +37,7 @@ from changeflow.compute.functions.numeric_math import (
     sqrt_numeric,
 )
 from changeflow.compute.functions.overloads import MACADDR, Overloads, same
-from changeflow.compute.scalars import check_range, nan_last
+from changeflow.compute.scalars import nan_last
 from changeflow.compute.types import (
     DATE,
     FLOAT4,
@@ -220,17 +220,29 @@ def _exp(x: float) -> float:
 
 
 def _power(x: float, y: float) -> float:
+    """PostgreSQL's ``power`` of doubles: NaN to the 0 and 1 to NaN are 1; an infinite
+    operand answers as C's pow does (``power(-1, inf)`` is 1); an infinite or zero result of
+    finite operands is out of range."""
+    x, y = float(x), float(y)
+    if math.isnan(x) or math.isnan(y):
+        return 1.0 if y == 0 or x == 1 else math.nan
     if x == 0 and y < 0:
         raise EvalError("zero raised to a negative power is undefined", sqlstate="2201F")
-    if x < 0 and not float(y).is_integer():
+    if x < 0 and math.isfinite(y) and not y.is_integer():
         raise EvalError(
             "a negative number raised to a non-integer power yields a complex result",
             sqlstate="2201F",
         )
+    finite = math.isfinite(x) and math.isfinite(y)
     try:
-        return check_range(math.pow(x, y), FLOAT8)
+        result = math.pow(x, y)
     except OverflowError:
-        raise EvalError("value out of range: overflow", sqlstate="22003") from None
+        result = math.inf
+    if finite and math.isinf(result):
+        raise EvalError("value out of range: overflow", sqlstate="22003")
+    if finite and result == 0 and x != 0:
+        raise EvalError("value out of range: underflow", sqlstate="22003")
+    return result
 
 
 def _sign(x: Any) -> Any:
@@ -378,15 +390,24 @@ def _spark_exp(cc: ExprCompiler, e: Func) -> Column:
 
 def _spark_power(cc: ExprCompiler, e: Func) -> Column:
     x, y = _double(cc, e, 0), _double(cc, e, 1)
+    inf = F.lit(math.inf)
+    finite_y = ~F.isnan(y) & (F.abs(y) != inf)
+    finite_xy = finite_y & ~F.isnan(x) & (F.abs(x) != inf)
+    to_infinity = (  # C's pow of an infinite exponent (Java's answers NaN where |x| is 1)
+        F.when(F.abs(x) == 1, F.lit(1.0)).when((F.abs(x) < 1) == (y > 0), F.lit(0.0)).otherwise(inf)
+    )
     out = (
-        F.when((x == 0) & (y < 0), fail("zero raised to a negative power is undefined", "2201F"))
+        F.when(F.isnan(x) | F.isnan(y), F.when((y == 0) | (x == 1), 1.0).otherwise(math.nan))
+        .when((x == 0) & (y < 0), fail("zero raised to a negative power is undefined", "2201F"))
         .when(
-            (x < 0) & (y % F.lit(1.0) != 0),
+            (x < 0) & finite_y & (y % F.lit(1.0) != 0),
             fail(
                 "a negative number raised to a non-integer power yields a complex result", "2201F"
             ),
         )
-        .otherwise(finite(F.pow(x, y)))
+        .when(~finite_y, to_infinity)
+        .when(finite_xy, finite(F.pow(x, y)))
+        .otherwise(F.pow(x, y))
     )
     return _as_type(e, out)
 

@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 def _options(flags: str) -> str:
-    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it)."""
+    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it); ``.``
+    and a negated bracket match a newline too, as PostgreSQL's do by default."""
     unknown = set(flags) - set("ic")
     if unknown:
         raise EvalError(
             f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
         )
-    return "(?i)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else ""
+    return "(?si)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else "(?s)"
 
 
 _SHORT_FIRST = re.compile(r"\^\(\?:(.*?)\)\{1,1\}\?\(")
@@ -63,10 +64,12 @@ def _match(s: str, pattern: str, flags: str = "") -> tuple[str | None, ...] | No
 
 
 def _split(s: str, pattern: str, flags: str = "") -> tuple[str, ...]:
-    """``s`` cut at each match (groups are not kept; an empty match at either end is none)."""
+    """``s`` cut at each match (groups are not kept); as in PostgreSQL, a match is none if it
+    starts at the end or ends no later than the previous one (an empty match at the start, or
+    right after another match)."""
     out, start = [], 0
     for m in _compiled(pattern, flags).finditer(s):
-        if m.start() == m.end() and m.start() in (0, len(s)):
+        if m.start() >= len(s) or m.end() <= start:
             continue
         out.append(s[start : m.start()])
         start = m.end()

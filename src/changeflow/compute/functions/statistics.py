@@ -51,7 +51,7 @@ def numeric_spread(n: int, sx: Decimal, sxx: Decimal, sample: bool, root: bool) 
     scale, its square root at the same scale (0 where the numerator is not positive)."""
     if n == 0 or (sample and n <= 1):
         return None
-    if sx.is_nan() or sxx.is_nan():
+    if not (sx.is_finite() and sxx.is_finite()):  # a NaN or an infinity among the values
         return NUMERIC_NAN
     rscale = places(sx) * 2
     digits = max(sx.adjusted(), sxx.adjusted(), 0) * 2 + rscale + len(str(n)) * 2 + 20

@@ -149,7 +149,7 @@ def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> 
         raise EvalError(
             f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
         )
-    options = re.IGNORECASE if "i" in flags and "c" not in flags else 0
+    options = re.DOTALL | (re.IGNORECASE if "i" in flags and "c" not in flags else 0)
     try:
         compiled = re.compile(pattern, options)
     except re.error as e:
@@ -375,10 +375,10 @@ def _spark_regexp_replace(cc: ExprCompiler, e: Func) -> Column:
         else:
             out.append("\\" + ch if ch in "$\\" else ch)
             i += 1
-    options = "(?i)" if "i" in flags and "c" not in flags else ""
+    options = "(?si)" if "i" in flags and "c" not in flags else "(?s)"
     if every:
         return F.regexp_replace(s, F.lit(options + pattern), F.lit("".join(out)))
-    first = options + "(?s)\\A(.*?)(" + pattern + ")"
+    first = options + "\\A(.*?)(" + pattern + ")"
     return F.regexp_replace(s, F.lit(first), F.lit("$1" + "".join(out)))
 
 

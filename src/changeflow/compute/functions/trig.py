@@ -20,18 +20,26 @@ if TYPE_CHECKING:
     from changeflow.compute.spark_expr import ExprCompiler
 
 
-def _checked(fn: Callable[[float], float], bounded: bool) -> Callable[[Any], float]:
-    """``fn`` of a double; outside its domain (asin(2)) 22003, as PostgreSQL says."""
+def _checked(fn: Callable[[float], float], domain: str) -> Callable[[Any], float]:
+    """``fn`` of a double; outside its ``domain`` (``unit``: [-1, 1], ``finite``, ``at least
+    one``, or ``any``) 22003, as PostgreSQL says; an overflow is an infinity."""
 
     def apply(x: Any) -> float:
         x = float(x)
         if math.isnan(x):
             return math.nan
-        if (bounded and abs(x) > 1) or (not bounded and math.isinf(x)):
+        if {"unit": abs(x) > 1, "finite": math.isinf(x), "at least one": x < 1}.get(domain):
             raise EvalError("input is out of range", sqlstate="22003")
-        return fn(x)
+        try:
+            return fn(x)
+        except OverflowError:
+            return math.copysign(math.inf, x) if fn is math.sinh else math.inf
 
     return apply
+
+
+def _atanh(x: float) -> float:
+    return math.copysign(math.inf, x) if abs(x) == 1 else math.atanh(x)
 
 
 def _cot(x: float) -> float:
@@ -39,29 +47,31 @@ def _cot(x: float) -> float:
     return math.inf if t == 0 else 1 / t
 
 
-def _spark(name: str, bounded: bool) -> Callable[[ExprCompiler, Func], Column]:
+def _spark(name: str, domain: str) -> Callable[[ExprCompiler, Func], Column]:
     def build(cc: ExprCompiler, e: Func) -> Column:
         x = _double(cc, e)
         out = getattr(F, name)(x)
-        if bounded:
+        if domain == "unit":
             return F.when(F.abs(x) > 1, fail("input is out of range", "22003")).otherwise(out)
         return out
 
     return build
 
 
-# name: (on a double, bounded to [-1, 1], pyspark's function or None)
-_UNARY: dict[str, tuple[Callable[[float], float], bool, str | None]] = {
-    "sin": (math.sin, False, "sin"),
-    "cos": (math.cos, False, "cos"),
-    "tan": (math.tan, False, "tan"),
-    "cot": (_cot, False, "cot"),
-    "asin": (math.asin, True, "asin"),
-    "acos": (math.acos, True, "acos"),
-    "sinh": (math.sinh, False, "sinh"),
-    "cosh": (math.cosh, False, "cosh"),
-    "tanh": (math.tanh, False, "tanh"),
-    "asinh": (math.asinh, False, "asinh"),
+# name: (on a double, its domain, pyspark's function or None)
+_UNARY: dict[str, tuple[Callable[[float], float], str, str | None]] = {
+    "sin": (math.sin, "finite", "sin"),
+    "cos": (math.cos, "finite", "cos"),
+    "tan": (math.tan, "finite", "tan"),
+    "cot": (_cot, "finite", "cot"),
+    "asin": (math.asin, "unit", "asin"),
+    "acos": (math.acos, "unit", "acos"),
+    "sinh": (math.sinh, "any", "sinh"),
+    "cosh": (math.cosh, "any", "cosh"),
+    "tanh": (math.tanh, "any", "tanh"),
+    "asinh": (math.asinh, "any", "asinh"),
+    "acosh": (math.acosh, "at least one", None),
+    "atanh": (_atanh, "unit", None),
 }
 _ON_ROWS = in_process("this trigonometric function is computed in the process")
 
@@ -121,10 +131,10 @@ FUNCTIONS = [
         Function(
             name,
             _sig(("num",), result=FLOAT8),
-            _checked(fn, bounded),
-            spark=_spark(spark, bounded) if spark else _ON_ROWS,
+            _checked(fn, domain),
+            spark=_spark(spark, domain) if spark else _ON_ROWS,
         )
-        for name, (fn, bounded, spark) in _UNARY.items()
+        for name, (fn, domain, spark) in _UNARY.items()
     ),
     Function("atan", _sig(("num",), result=FLOAT8), _atan, spark=_ON_ROWS),
     Function(
