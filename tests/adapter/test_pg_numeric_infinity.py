@@ -1,7 +1,8 @@
-"""Numeric infinities in division, sums and the aggregates that divide (``avg``, ``var_*``,
-``stddev_*``): PostgreSQL's answers (an infinity keeps its sign, a finite number over one is
-0, infinity over infinity, a sum of both infinities and the spread of values with an infinity are NaN), never an
-internal error. Tables store no numeric infinity, so these are ad hoc only."""
+"""Numeric infinities in division, sums and the aggregates that divide (``avg``,
+``var_*``, ``stddev_*``): PostgreSQL's answers (an infinity keeps its sign, a finite number
+over one is 0; infinity over infinity, a sum of both infinities and the spread of values with
+an infinity are NaN), never an internal error. Tables store no numeric infinity, so these are
+ad hoc only."""
 
 from __future__ import annotations
 
