@@ -1,7 +1,7 @@
 """Double precision at its edges as PostgreSQL 15 answers: ``power`` with NaN and infinite
 operands (C's pow: ``power(-1, inf)`` is 1) and its overflow and underflow of finite ones;
-the hyperbolic functions of infinities, ``acosh`` and ``atanh`` with their domains; ad hoc
-and in views kept through changes."""
+the hyperbolic functions of infinities, ``acosh`` and ``atanh`` with their domains; sums
+and averages over infinities; ad hoc and in views kept through changes."""
 
 from __future__ import annotations
 
@@ -43,11 +43,15 @@ AD_HOC = [
 ]
 QUERIES = [
     "SELECT id, power(x, y) AS p, tanh(y) AS t, acosh(abs(x) + 1) AS a FROM fe",
+    # infinities summed apart: taking one away leaves the finite sum, not NaN
+    "SELECT id > 4 AS late, sum(y) AS s, avg(y) AS a, count(y) AS n FROM fe GROUP BY id > 4",
 ]
 CHANGES = [
     "INSERT INTO fe VALUES (9, -0.25, 'inf'), (10, 'nan', 'nan')",
     "UPDATE fe SET y = '-inf' WHERE id = 1",
     "DELETE FROM fe WHERE id IN (3, 5)",
+    "DELETE FROM fe WHERE id IN (2, 4)",
+    "UPDATE fe SET y = 1 WHERE id = 1",
 ]
 
 

@@ -1,7 +1,8 @@
-"""Numeric infinities in division and in the aggregates that divide (``avg``, ``var_*``,
-``stddev_*``): PostgreSQL's answers (an infinity keeps its sign, a finite number over one is
-0, infinity over infinity and the spread of values with an infinity are NaN), never an
-internal error. Tables store no numeric infinity, so these are ad hoc only."""
+"""Numeric infinities in division, sums and the aggregates that divide (``avg``,
+``var_*``, ``stddev_*``): PostgreSQL's answers (an infinity keeps its sign, a finite number
+over one is 0; infinity over infinity, a sum of both infinities and the spread of values with
+an infinity are NaN), never an internal error. Tables store no numeric infinity, so these are
+ad hoc only."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ AD_HOC = [
     " ('2.5')) v(x)",
     "SELECT var_pop('infinity'::numeric), var_samp('infinity'::numeric),"
     " stddev_pop('-infinity'::numeric), stddev_samp('-infinity'::numeric)",
+    "SELECT sum(x::numeric), avg(x::numeric), var_pop(x::numeric) FROM (VALUES ('-infinity'),"
+    " ('infinity'), ('1')) v(x)",
+    "SELECT sum(x::numeric), avg(x::numeric) FROM (VALUES ('-infinity'), ('-infinity')) v(x)",
     "SELECT g, avg(x::numeric), var_samp(x::numeric) FROM (VALUES (1, '3'), (1, 'infinity'),"
     " (2, '4'), (2, '6')) v(g, x) GROUP BY g ORDER BY g",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, localcontext
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.collection import PTVC, CollectionVersion, Update, consolidate
@@ -193,7 +193,9 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
         return None
     match agg.func:
         case "sum":
-            total = sum(as_type(v, kind) * c for v, c in values)
+            with localcontext() as ctx:
+                ctx.traps[InvalidOperation] = False  # +infinity and -infinity: NaN
+                total = sum(as_type(v, kind) * c for v, c in values)
             return check_range(total, kind)
         case "avg":
             n = sum(c for _, c in values)
@@ -201,6 +203,7 @@ def aggregate_values(agg: P.Aggregate, values: list[tuple[Any, int]], kind: Any)
                 return one_nan(sum(float(v) * c for v, c in values) / n)
             with localcontext() as ctx:
                 ctx.prec = 40
+                ctx.traps[InvalidOperation] = False
                 return sum(Decimal(v) * c for v, c in values) / n
         case "min":
             return functools.reduce(

@@ -48,6 +48,9 @@ _PLAIN_CALLS = (
     "LOG",
     "MAKE_TIMESTAMP",
     "RADIANS",
+    "REGEXP_COUNT",
+    "REGEXP_INSTR",
+    "REGEXP_SUBSTR",
     "SHA256",
     "SHA384",
     "SHA512",
@@ -134,15 +137,16 @@ def _type_call(name: str) -> Any:
 
 
 def _jsonb_agg(args: list[exp.Expression]) -> exp.Expression:
-    return exp.Anonymous(
-        this="to_jsonb", expressions=[exp.ArrayAgg(this=args[0] if args else None)]
-    )
+    values = exp.ArrayAgg(this=args[0] if args else None)
+    values.meta["jsonb"] = True  # a table's row aggregated as its jsonb object
+    return exp.Anonymous(this="to_jsonb", expressions=[values])
 
 
 def _json_agg(args: list[exp.Expression]) -> exp.Expression:
     """``json_agg(x …)``: ``jsonb_agg``'s text (the same for everyday values) as json."""
     inner = _jsonb_agg(args)
     inner.meta["name"] = "json_agg"  # the column's name
+    inner.expressions[0].meta.pop("jsonb")  # (json_agg of a row is not jsonb's text)
     return exp.cast(inner, exp.DataType.build("json"))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql import avg, grouping_sets, statistics
+from changeflow.adapter.sql import avg, grouping_sets, statistics, whole_row
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
@@ -237,7 +237,8 @@ class Grouping:
                 raise PlanError(f"function {func}(*) does not exist", sqlstate="42883")
             return P.Aggregate("count")
         sc.clause = f"{func}()"
-        value = sc(arg)
+        row = whole_row.as_json(sc, arg, jsonb=True) if n.meta.get("jsonb") else None
+        value = sc(arg) if row is None else row
         if distinct:
             operator_for(value.type)
         unknown = value.type is NULLTYPE or is_string_literal(arg)

@@ -239,6 +239,10 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         name = str(node.this).lower()
         if name == "row_to_json" and (found := whole_row.to_json(self, node)) is not None:
             return found
+        if name in ("to_json", "to_jsonb") and len(node.expressions) == 1:
+            found = whole_row.as_json(self, node.expressions[0], name == "to_jsonb")
+            if found is not None:
+                return found
         if name == "mz_now":
             if node.expressions:
                 raise PlanError("mz_now() takes no arguments", sqlstate="42883")

@@ -11,7 +11,7 @@ from sqlglot import exp
 from changeflow.adapter.sql.scope import ident
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.types import TEXT
+from changeflow.compute.types import JSONB, TEXT
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -56,3 +56,14 @@ def to_json(sc: Scalars, node: exp.Anonymous) -> X.Expr | None:
         values, names = list(cols), [c.name for c in cols]
     pairs = tuple(e for n, v in zip(names, values, strict=True) for e in (X.Lit(n, TEXT), v))
     return Func("json_of_record", pairs)
+
+
+def as_json(sc: Scalars, node: exp.Expression, jsonb: bool) -> X.Expr | None:
+    """A table's row as a JSON object of its columns by name (json, or jsonb), for
+    ``to_json(t)``, ``to_jsonb(t)`` and ``jsonb_agg(t)``; None if ``node`` is no table's row."""
+    cols = columns(sc, node)
+    if cols is None:
+        return None
+    pairs = tuple(e for c in cols for e in (X.Lit(c.name, TEXT), c))
+    found: X.Expr = Func("json_of_record", pairs)
+    return X.Cast(found, JSONB) if jsonb else found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from decimal import Decimal, localcontext
@@ -114,6 +115,7 @@ class Group:
         self.present = [0] * len(aggregates)
         self.totals: list[Any] = [0] * len(aggregates)
         self.nans = [0] * len(aggregates)
+        self.infs = [[0, 0] for _ in aggregates]  # +infinity and -infinity, counted apart
         self.values: list[Counter | None] = [
             Counter() if a.distinct or a.func not in ("count", "sum", "avg") else None
             for a in aggregates
@@ -137,6 +139,8 @@ class Group:
                 pass
             elif v != v:  # only a NaN is unequal to itself
                 self.nans[i] += diff
+            elif _infinite(v):  # (so that taking one away leaves no NaN behind)
+                self.infs[i][v < 0] += diff
             elif isinstance(v, Decimal):  # exactly, as PostgreSQL's numeric sums
                 self.totals[i] = WIDE.add(self.totals[i], WIDE.multiply(v, diff))
             else:
@@ -160,14 +164,25 @@ class Group:
             return self.present[i]
         if not self.present[i]:
             return None
-        if self.nans[i]:
+        above, below = self.infs[i]
+        if self.nans[i] or (above and below):
             return NAN if kind.floating else NUMERIC_NAN
+        if above or below:
+            return (float if kind.floating else Decimal)("-inf" if below else "inf")
         if agg.func == "sum":
             return check_range(as_type(self.totals[i], kind), kind)
         return _average(self.totals[i], self.present[i], kind)
 
     def held(self) -> int:
         return sum(len(v) for v in self.values if v)
+
+
+def _infinite(v: Any) -> bool:
+    return (
+        v in (math.inf, -math.inf)
+        if isinstance(v, float)
+        else (isinstance(v, Decimal) and v.is_infinite())
+    )
 
 
 def _average(total: Any, n: int, kind: SqlType) -> Any:
