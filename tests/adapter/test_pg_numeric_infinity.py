@@ -1,4 +1,4 @@
-"""Numeric infinities in division, sums and the aggregates that divide (``avg``,
+"""Numeric infinities in arithmetic, division, sums and the aggregates that divide (``avg``,
 ``var_*``, ``stddev_*``): PostgreSQL's answers (an infinity keeps its sign, a finite number
 over one is 0; infinity over infinity, a sum of both infinities and the spread of values with
 an infinity are NaN), never an internal error. Tables store no numeric infinity, so these are
@@ -33,6 +33,11 @@ AD_HOC = [
     "SELECT sum(x::numeric), avg(x::numeric) FROM (VALUES ('-infinity'), ('-infinity')) v(x)",
     "SELECT g, avg(x::numeric), var_samp(x::numeric) FROM (VALUES (1, '3'), (1, 'infinity'),"
     " (2, '4'), (2, '6')) v(g, x) GROUP BY g ORDER BY g",
+    # infinities that cancel are NaN; an infinity's remainder too
+    "SELECT 'infinity'::numeric + '-infinity'::numeric, 'infinity'::numeric - 'infinity'::numeric,"
+    " '-infinity'::numeric * 0, 'infinity'::numeric % 3, 5 % 'infinity'::numeric,"
+    " 'infinity'::numeric + 5, '-infinity'::numeric * -2",
+    "SELECT 'infinity'::numeric % 0",
 ]
 
 

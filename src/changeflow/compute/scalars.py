@@ -143,16 +143,26 @@ def _mod(a: Any, b: Any, kind: SqlType) -> Any:
     if kind.floating:
         return math.fmod(a, b)
     if kind == NUMERIC:
+        if a.is_infinite():  # an infinity's remainder is NaN
+            return NUMERIC_NAN
         with localcontext() as ctx:
             ctx.prec = 80
             return a % b  # Decimal's remainder has the dividend's sign, as PostgreSQL's
     return a - b * _div(a, b, kind)  # the sign of the dividend
 
 
+def _wide(op: str, a: Decimal, b: Decimal) -> Decimal:
+    """Numeric ``a op b`` exactly; NaN where infinities cancel (inf - inf, inf * 0)."""
+    try:
+        return getattr(WIDE, op)(a, b)
+    except InvalidOperation:
+        return NUMERIC_NAN
+
+
 ARITH = {
-    "+": lambda a, b, k: WIDE.add(a, b) if k == NUMERIC else a + b,
-    "-": lambda a, b, k: WIDE.subtract(a, b) if k == NUMERIC else a - b,
-    "*": lambda a, b, k: WIDE.multiply(a, b) if k == NUMERIC else a * b,
+    "+": lambda a, b, k: _wide("add", a, b) if k == NUMERIC else a + b,
+    "-": lambda a, b, k: _wide("subtract", a, b) if k == NUMERIC else a - b,
+    "*": lambda a, b, k: _wide("multiply", a, b) if k == NUMERIC else a * b,
     "/": _div,
     "%": _mod,
 }
