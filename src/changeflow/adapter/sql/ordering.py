@@ -256,3 +256,44 @@ def _order(index: int, o: exp.Ordered) -> P.Order:
     nulls_first = o.args.get("nulls_first")
     nulls_last = None if nulls_first is None else not nulls_first
     return P.Order(index, desc, nulls_last)
+
+
+_OWN = ("group", "having", "distinct", "order", "windows", "qualify", "joins", "laterals")
+
+
+def inherit_order(tree: exp.Expression) -> None:
+    """A SELECT of one derived table with an ORDER BY, and of no order, grouping, DISTINCT,
+    window or join of its own (``SELECT * FROM (SELECT … ORDER BY a DESC) s LIMIT 3``), keeps
+    that order, as PostgreSQL's plan does: its rows come in it and its LIMIT takes the first."""
+    for select in reversed(list(tree.find_all(exp.Select))):  # inner ones first
+        source = select.args.get("from_")
+        inner = source.this.this if source and isinstance(source.this, exp.Subquery) else None
+        if not isinstance(inner, exp.Select) or inner.args.get("order") is None:
+            continue
+        if any(select.args.get(k) for k in _OWN) or not source.this.alias:
+            continue
+        if any(e.find(exp.AggFunc, exp.Window) for e in select.expressions):
+            continue
+        keys = [_outer_key(o, inner, source.this.alias) for o in inner.args["order"].expressions]
+        if all(k is not None for k in keys):
+            select.set("order", exp.Order(expressions=keys))
+
+
+def _outer_key(ordered: exp.Ordered, inner: exp.Select, alias: str) -> exp.Ordered | None:
+    """An inner ORDER BY term as the outer SELECT names it (the derived table's column),
+    None if the derived table does not show it."""
+    key, items = ordered.this, inner.expressions
+    names = [e.alias_or_name for e in items]
+    starred = any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in items)
+    name = None
+    if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(items):
+        name = names[int(key.name) - 1]
+    elif isinstance(key, exp.Column) and (key.name in names or starred):
+        name = key.name
+    else:
+        name = next((n for e, n in zip(items, names, strict=True) if e.unalias() == key), None)
+    if not name or name == "*":
+        return None
+    out = ordered.copy()
+    out.set("this", exp.column(name, table=alias))
+    return out

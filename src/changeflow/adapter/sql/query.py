@@ -25,7 +25,7 @@ from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
-from changeflow.adapter.sql.ordering import Ordering
+from changeflow.adapter.sql.ordering import Ordering, inherit_order
 from changeflow.adapter.sql.quantified import relation_names, rewrite_quantified
 from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
 from changeflow.adapter.sql.row_compare import rewrite_row_comparisons
@@ -69,6 +69,7 @@ def plan_query(
     plan_array_subqueries(query)
     rewrite_row_comparisons(query)
     rewrite_quantified(query, relation_names(query, resolver))
+    inherit_order(query)
     planner = Planner(resolver, temporal_and_only)
     out = planner.query(query, None, top=True)
     plan = optimize(resolve_unknown(out.plan))
