@@ -122,12 +122,17 @@ FILTERED = [
     "SELECT array_agg(x ORDER BY id) FILTER (WHERE s IS NOT NULL) FROM a",
     "SELECT g, string_agg(s, ',' ORDER BY s) FILTER (WHERE x > 0) FROM a GROUP BY g",
 ]
+JSON_FILTERED = [  # jsonb_agg and json_agg are array_agg inside: FILTER goes to it
+    "SELECT g, (jsonb_agg(x ORDER BY x) FILTER (WHERE x > 1))::text,"
+    " (json_agg(s ORDER BY id) FILTER (WHERE s IS NOT NULL))::text FROM a GROUP BY g",
+]
 
 
 def test_filter_on_array_agg_and_string_agg_as_postgres(both) -> None:
     """FILTER (WHERE …) leaves rows out of array_agg (NULLs it keeps stay apart from the
-    rows left out) and string_agg, ad hoc and in views through the changes."""
-    maintained_as_postgres(*both, FILTERED, CHANGES)
+    rows left out), string_agg, jsonb_agg and json_agg, ad hoc and in views through the
+    changes."""
+    maintained_as_postgres(*both, FILTERED + JSON_FILTERED, CHANGES)
 
 
 @pytest.mark.spark

@@ -408,11 +408,14 @@ def shared_tree(text: str) -> exp.Expression:
     for dot in list(parsed[0].find_all(exp.Dot)):  # pg_catalog.f(x) is f(x)
         if dot.this.name.lower() == "pg_catalog" and isinstance(dot.expression, exp.Func):
             dot.replace(dot.expression)
-    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to jsonb_object_agg's array_agg
-        call = f.this
-        if isinstance(call, exp.Anonymous) and call.name == "jsonb_object_of_pairs":
-            inner = exp.Filter(this=call.expressions[0], expression=f.expression)
-            f.replace(exp.Anonymous(this=call.this, expressions=[inner]))
+    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to the aggregate inside a
+        if isinstance(f.this, exp.AggFunc):  # call spelled as one (jsonb_agg's array_agg …)
+            continue
+        aggregates = list(f.this.find_all(exp.AggFunc))
+        if len(aggregates) == 1:
+            inner = aggregates[0]
+            inner.replace(exp.Filter(this=inner.copy(), expression=f.expression))
+            f.replace(f.this)
     return pg_forms.rewrite(parsed[0])
 
 
