@@ -22,6 +22,7 @@ from changeflow.adapter.sql.dialect import parse_sql, shared_tree
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
+from changeflow.adapter.sql.set_statements import SET_KINDS, SET_PATTERNS, set_statement
 from changeflow.adapter.sql.shapes import Shape, shape_of
 from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, refuse_on_commit, temporary
 from changeflow.errors import PlanError
@@ -319,19 +320,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"SET\s+CONSTRAINTS\s+(?:ALL|(?P<names>{QNAME}(?:\s*,\s*{QNAME})*))\s+"
         r"(?P<mode>DEFERRED|IMMEDIATE)",
     ),
-    ("set_time_zone", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?TIME\s+ZONE\s+(?P<value>.+)"),
-    (
-        "set_transaction",
-        r"SET\s+(?P<session>SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\s+(?P<modes>.+)",
-    ),
-    (
-        "set_nothing",
-        r"(?:SET\s+(?:SESSION\s+)?(?:ROLE\s+NONE|SESSION\s+AUTHORIZATION\s+DEFAULT)|RESET\s+(?:ROLE|SESSION\s+AUTHORIZATION))",
-    ),
-    ("set_names", r"SET\s+(?P<var>NAMES|SCHEMA)\s+(?P<value>.+)"),
-    ("set", r"SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?(?P<var>[\w.]+)\s*(?:=|TO)\s*(?P<value>.+)"),
-    ("reset_all", r"RESET\s+ALL"),
-    ("reset", r"RESET\s+(?P<var>[\w.]+)"),
+    *SET_PATTERNS,
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
@@ -540,19 +529,9 @@ def _statement(kind: str, text: str, g: dict[str, Any]) -> Statement:
     if kind == "set_constraints":  # a qualified name's constraint by its own name
         named = g["names"] and [n.split(".")[-1] for n in names(g["names"])]
         return Statement(kind, text, None, {"names": named or None, "mode": g["mode"]})
-    if kind == "set_time_zone":
-        return Statement(
-            "set", text, None, {"var": "timezone", "value": g["value"], "local": g["local"]}
-        )
-    if kind == "set_names":  # SET NAMES is client_encoding's, SET SCHEMA search_path's
-        var = "client_encoding" if g["var"].upper() == "NAMES" else "search_path"
-        return Statement("set", text, None, {"var": var, "value": g["value"]})
-    if kind == "set_nothing":
-        return Statement("set_transaction", text, None, {"modes": None, "session": False})
-    if kind == "set_transaction":
-        return Statement(kind, text, None, {"modes": g["modes"], "session": bool(g["session"])})
-    if kind == "reset":  # RESET x is SET x TO DEFAULT
-        return Statement("set", text, None, {"var": g["var"], "value": "DEFAULT"})
+    if kind in SET_KINDS:
+        kind, args = set_statement(kind, g)
+        return Statement(kind, text, None, args)
     if kind in ("create_source", "create_sink", "create_view", "create_index", "rename"):
         for key in ("name", "item", "new"):
             if g.get(key):
