@@ -46,3 +46,27 @@ def test_settings_over_the_wire_as_postgres(server, postgres_url: str) -> None:
         psycopg.connect(postgres_url, autocommit=True) as pg,
     ):
         assert _session(ours) == _session(pg)
+
+
+def test_deallocate_all_keeps_settings_and_temporary_tables(server, postgres_url: str) -> None:
+    """psycopg sends DEALLOCATE ALL after a DROP, ALTER or rollback: it forgets the prepared
+    statements only, as PostgreSQL's does, not the session's settings or temporary tables."""
+
+    def session(conn: psycopg.Connection) -> list:
+        conn.execute("SET work_mem = '32MB'")
+        conn.execute("CREATE TEMP TABLE kept_temp (a int)")
+        conn.execute("INSERT INTO kept_temp VALUES (1)")
+        conn.execute("PREPARE p AS SELECT 1")
+        conn.execute("DEALLOCATE ALL")
+        out = [conn.execute("SHOW work_mem").fetchall()]
+        out.append(conn.execute("SELECT * FROM kept_temp").fetchall())
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("EXECUTE p")
+        out.append(caught.value.sqlstate)
+        return out
+
+    with (
+        server.connect(autocommit=True) as ours,
+        psycopg.connect(postgres_url, autocommit=True) as pg,
+    ):
+        assert session(ours) == session(pg)

@@ -229,13 +229,9 @@ class Runner:
                 return Outcome(columns=self._describe_text(query, None))  # type: ignore[attr-defined]
             return self.run(query)
         if m := P.DEALLOCATE.fullmatch(text):
-            if m["name"].upper() == "ALL":
+            if m["name"].upper() == "ALL":  # the prepared statements only
                 if not describe:
                     self.prepared = {k: v for k, v in self.prepared.items() if not k}
-                if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
-                    self.session.close()  # its temporary tables dropped
-                if re.search(r"ALL", text, re.I) and self.session is not None:
-                    reset_all(self.session)
                 return Outcome("DEALLOCATE ALL")
             key = P.statement_name(m["name"])
             if not describe:
