@@ -29,6 +29,7 @@ from changeflow.adapter.sql.jsonb_scalars import (
 )
 from changeflow.adapter.sql.number_scalars import NumberScalars
 from changeflow.adapter.sql.pattern_scalars import PatternScalars
+from changeflow.adapter.sql.regression import NODES as REGRESSION_NODES
 from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.statistics import STATISTICS
@@ -66,6 +67,7 @@ AGGREGATE_NODES: dict[type, str] = {
     exp.GroupConcat: "string_agg",
     exp.ArrayAgg: "array_agg",
     **STATISTICS,
+    **REGRESSION_NODES,
 }
 SUBQUERY_NODES = (exp.Subquery, exp.Exists)
 

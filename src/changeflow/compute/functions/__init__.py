@@ -35,6 +35,7 @@ from changeflow.compute.functions import (
     patterns,
     periods,
     regexp_sets,
+    regression,
     statistics,
     text,
     times,
@@ -67,6 +68,7 @@ FUNCTIONS: dict[str, Function] = {
         jsonb_edits,
         binary,
         statistics,
+        regression,
         bits,
         to_number,
         trig,
@@ -98,6 +100,7 @@ NOT_IN_PG_PROC = frozenset(
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of"}
     | set(statistics.FORMS)
+    | regression.FORMS
     | ordered_sets.FORMS
     | regexp_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
