@@ -3,6 +3,9 @@ materialized view, after a restart, on the cluster tier)."""
 
 from __future__ import annotations
 
+_REGRESSIONS = ("corr", "covar_pop", "covar_samp", "regr_r2", "regr_slope", "regr_intercept")
+_REGRESSIONS += tuple(f"regr_{s}" for s in ("sxx", "syy", "sxy", "avgx", "avgy"))
+
 # One call of every function of the table, over t(id int, name text, x numeric(12,2), f float8,
 # d date, ts timestamptz).
 CALLS = {
@@ -175,6 +178,7 @@ CALLS = {
     "stddev_samp_of": "stddev_samp_of(id * 3, f, f * f * 3)",
     "var_pop_of": "round(var_pop_of(id + 2, x, x * x + 1), 8)",  # a view keeps 10 decimals
     "stddev_pop_of": "round(stddev_pop_of(id, x * 2, x * x * 5), 8)",
+    **{f"{n}_of": f"{n}_of(id + 1, f, id, f * f + 3, id * id, f * id)" for n in _REGRESSIONS},
     **{n: f"{n}(f / 5)" for n in ("sin", "cos", "tan", "cot", "asin", "acos")},
     **{n: f"{n}(f)" for n in ("sinh", "cosh", "tanh", "asinh", "atan")},
     "acosh": "acosh(f + 1)",
@@ -248,6 +252,7 @@ ROWS_ONLY = {
     "trim_scale",
     "var_pop_of",
     "stddev_pop_of",
+    *(f"{n}_of" for n in _REGRESSIONS),
     "arraycontains",
     "arraycontained",
     "arrayoverlap",

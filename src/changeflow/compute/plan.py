@@ -343,6 +343,7 @@ class Aggregate:
     separator: str = ","
     order: tuple[SortExpr, ...] = ()
     filter: Expr | None = None  # FILTER (WHERE …) of an aggregate that keeps NULLs
+    x: Expr | None = None  # the second argument of corr(y, x) and its kin, planned as sums
 
     def value(self, row: tuple) -> Any:
         """What the aggregate keeps of ``row``: its argument, or for an ordered aggregate

@@ -7,10 +7,11 @@ same over the distinct values array_agg keeps (as text that keeps their fields).
 
 from __future__ import annotations
 
-from changeflow.adapter.sql import statistics
+from changeflow.adapter.sql import regression, statistics
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.functions import Func
+from changeflow.compute.functions.regression import REGRESSIONS
 from changeflow.compute.types import INTERVAL, NUMERIC
 
 _FIELDS = ("interval_months", "interval_days", "interval_micros")
@@ -21,6 +22,8 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
     an interval's fields (and the count for avg), a variance's sums, else itself."""
     if agg.func in statistics.COMBINED:
         return statistics.parts(agg)
+    if agg.func in REGRESSIONS:
+        return regression.parts(agg)
     if agg.func in ("sum", "avg") and agg.arg is not None and agg.arg.type == INTERVAL:
         if agg.distinct:  # the distinct values, kept by array_agg (by interval equality)
             return [P.Aggregate("array_agg", Func("interval_key", (agg.arg,)), True)]
@@ -36,6 +39,8 @@ def combine(agg: P.Aggregate, reduced: P.Plan, first: int, slots: list[int]) -> 
     columns = [P.col(reduced.schema, first + j) for j in slots]
     if agg.func in statistics.COMBINED:
         return statistics.combine(agg, columns)
+    if agg.func in REGRESSIONS:
+        return regression.combine(agg, columns)
     if (
         agg.func in ("sum", "avg")
         and agg.distinct

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from changeflow.adapter.sql import avg, grouping_sets, statistics, whole_row
+from changeflow.adapter.sql import avg, grouping_sets, regression, statistics, whole_row
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
@@ -25,6 +25,7 @@ from changeflow.adapter.sql.types import operator_for
 from changeflow.adapter.sql.windows import windowed_functions
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
+from changeflow.compute.functions.regression import REGRESSIONS
 from changeflow.compute.types import BOOL, INT4, NULLTYPE
 from changeflow.errors import PlanError
 
@@ -196,6 +197,8 @@ class Grouping:
             if plain.func == "array_agg":  # it keeps NULLs: the rows left out are told apart
                 return replace(plain, filter=cond)
             arg = plain.arg if plain.arg is not None else X.Lit(True, BOOL)
+            if plain.func in REGRESSIONS:  # each of the pair left out
+                return regression.filtered(plain, cond)
             when = X.Case(((cond, arg),), X.Lit(None))
             return P.Aggregate(plain.func, when, plain.distinct, plain.separator, plain.order)
         func = AGGREGATE_NODES.get(type(n), "bool_and")
@@ -239,6 +242,8 @@ class Grouping:
         sc.clause = f"{func}()"
         row = whole_row.as_json(sc, arg, jsonb=True) if n.meta.get("jsonb") else None
         value = sc(arg) if row is None else row
+        if func in REGRESSIONS:  # (y, x)
+            return regression.call(func, [arg, n.expression], [value, sc(n.expression)])
         if distinct:
             operator_for(value.type)
         unknown = value.type is NULLTYPE or is_string_literal(arg)

@@ -14,12 +14,17 @@ from changeflow.compute.functions import Func
 from changeflow.compute.types import FLOAT8, NULLTYPE, NUMERIC
 from changeflow.errors import PlanError
 
+REGRESSION_SUFFIXES = ("count", "sxx", "syy", "sxy", "avgx", "avgy", "r2", "slope", "intercept")
 STATISTICS: dict[type, str] = {
     exp.Stddev: "stddev",
     exp.StddevSamp: "stddev_samp",
     exp.StddevPop: "stddev_pop",
     exp.Variance: "variance",  # var_samp too
     exp.VariancePop: "var_pop",
+    exp.Corr: "corr",  # and the two-argument ones of regression.py
+    exp.CovarPop: "covar_pop",
+    exp.CovarSamp: "covar_samp",
+    **{getattr(exp, f"Regr{s.capitalize()}"): f"regr_{s}" for s in REGRESSION_SUFFIXES},
 }
 COMBINED = {
     "stddev": "stddev_samp_of",

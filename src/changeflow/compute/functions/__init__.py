@@ -36,6 +36,7 @@ from changeflow.compute.functions import (
     periods,
     regexp_positions,
     regexp_sets,
+    regression,
     statistics,
     text,
     times,
@@ -69,6 +70,7 @@ FUNCTIONS: dict[str, Function] = {
         jsonb_edits,
         binary,
         statistics,
+        regression,
         bits,
         to_number,
         trig,
@@ -103,6 +105,7 @@ NOT_IN_PG_PROC = frozenset(
     | {"array_slice_of"}
     | {variadic.variadic_name(base) for base in variadic.BASES}
     | set(statistics.FORMS)
+    | regression.FORMS
     | ordered_sets.FORMS
     | regexp_sets.FORMS
     | {"int_and", "int_or", "int_xor", "int_not", "int_shl", "int_shr"}
