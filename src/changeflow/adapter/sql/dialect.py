@@ -408,11 +408,11 @@ def shared_tree(text: str) -> exp.Expression:
     for dot in list(parsed[0].find_all(exp.Dot)):  # pg_catalog.f(x) is f(x)
         if dot.this.name.lower() == "pg_catalog" and isinstance(dot.expression, exp.Func):
             dot.replace(dot.expression)
-    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to the aggregate inside a
-        if isinstance(f.this, exp.AggFunc):  # call spelled as one (jsonb_agg's array_agg …)
+    for f in list(parsed[0].find_all(exp.Filter)):  # FILTER goes to the array_agg inside a
+        if isinstance(f.this, exp.AggFunc | exp.WithinGroup):  # call spelled as one (jsonb_agg)
             continue
         aggregates = list(f.this.find_all(exp.AggFunc))
-        if len(aggregates) == 1:
+        if len(aggregates) == 1 and isinstance(aggregates[0], exp.ArrayAgg):
             inner = aggregates[0]
             inner.replace(exp.Filter(this=inner.copy(), expression=f.expression))
             f.replace(f.this)
