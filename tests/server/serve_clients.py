@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 
 def _psql() -> str | None:
     try:
@@ -103,3 +105,18 @@ def until_ready(sock: socket.socket) -> list[tuple[bytes, bytes]]:
     while not out or out[-1][0] != b"Z":
         out.append(message(sock))
     return out
+
+
+def notices_of(conn: psycopg.Connection, sql: str) -> list[tuple]:
+    """The notices (severity, SQLSTATE, message, detail) ``sql`` makes on ``conn``."""
+    heard: list[tuple] = []
+
+    def handler(d: psycopg.errors.Diagnostic) -> None:
+        heard.append((d.severity_nonlocalized, d.sqlstate, d.message_primary, d.message_detail))
+
+    conn.add_notice_handler(handler)
+    try:
+        conn.execute(sql)
+    finally:
+        conn.remove_notice_handler(handler)
+    return heard

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from serve_clients import PSQL, psql
+from serve_clients import PSQL, notices_of, psql
 
 pytestmark = pytest.mark.postgres
 
@@ -66,26 +66,12 @@ STATEMENTS = [
 ]
 
 
-def _heard(conn: psycopg.Connection, sql: str) -> list[tuple]:
-    heard: list[tuple] = []
-
-    def handler(d: psycopg.errors.Diagnostic) -> None:
-        heard.append((d.severity_nonlocalized, d.sqlstate, d.message_primary, d.message_detail))
-
-    conn.add_notice_handler(handler)
-    try:
-        conn.execute(sql)
-    finally:
-        conn.remove_notice_handler(handler)
-    return heard
-
-
 def test_notices_reach_psycopg_as_from_postgres(server, postgres_url: str, table_name: str) -> None:
     with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
         try:
             for statement in STATEMENTS:
                 sql = statement.format(t=table_name)
-                assert _heard(ours, sql) == _heard(pg, sql), sql
+                assert notices_of(ours, sql) == notices_of(pg, sql), sql
         finally:
             pg.execute(f"DROP TABLE IF EXISTS {table_name}, {table_name}_new CASCADE")
             pg.execute(f"DROP TABLE IF EXISTS {table_name}_a, {table_name}_b CASCADE")
@@ -93,8 +79,8 @@ def test_notices_reach_psycopg_as_from_postgres(server, postgres_url: str, table
                 pg.execute(f"DROP SCHEMA IF EXISTS {table_name}_s{n} CASCADE")
     # nothing is noted where nothing is skipped
     with server.connect() as ours:
-        assert _heard(ours, f"CREATE TABLE {table_name} (a int)") == []
-        assert _heard(ours, f"DROP TABLE IF EXISTS {table_name}") == []
+        assert notices_of(ours, f"CREATE TABLE {table_name} (a int)") == []
+        assert notices_of(ours, f"DROP TABLE IF EXISTS {table_name}") == []
 
 
 @pytest.mark.skipif(PSQL is None, reason="psql is not installed")

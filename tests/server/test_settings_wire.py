@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from serve_clients import notices_of
 
 pytestmark = pytest.mark.postgres
 
 
-def _heard(conn: psycopg.Connection, sql: str) -> list[tuple[str, str, str]]:
-    heard: list[tuple[str, str, str]] = []
-    handler = lambda d: heard.append((d.severity, d.sqlstate, d.message_primary))  # noqa: E731
-    conn.add_notice_handler(handler)
-    try:
-        conn.execute(sql)
-    finally:
-        conn.remove_notice_handler(handler)
-    return heard
-
-
 def _session(conn: psycopg.Connection) -> list:
-    out = [_heard(conn, "SET LOCAL work_mem = '1MB'")]
+    out = [notices_of(conn, "SET LOCAL work_mem = '1MB'")]
     for sql in ("SET application_name = 'reporting'", "SET DateStyle = 'ISO, DMY'"):
         conn.execute(sql)
         out.append([conn.info.parameter_status(n) for n in ("application_name", "DateStyle")])
