@@ -15,7 +15,7 @@ from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
-SETUP = ("CREATE TABLE ne (n numeric)", "INSERT INTO ne VALUES (1e20), (3), (0.5), (-2.25)")
+SETUP = ("CREATE TABLE ne (n numeric)", "INSERT INTO ne VALUES (1e19), (3), (0.5), (-2.25)")
 
 
 def test_numeric_extremes_as_postgres(tmp_path: Path, postgres_url: str) -> None:

@@ -110,15 +110,15 @@ def test_numeric_overflow_on_insert(tmp_path: Path, postgres_url: str) -> None:
 
 WIDE_CREATE = "CREATE TABLE wn (id int NOT NULL, x numeric)"
 WIDE_INSERT = (
-    "INSERT INTO wn VALUES (1, 1e20), (2, 0.123456789), (3, 12345678901234567.25), (4, -3.5)"
+    "INSERT INTO wn VALUES (1, 1e19), (2, 0.123456789), (3, 12345678901234567.25), (4, -3.5)"
 )
 WIDE_QUERIES = [
-    "SELECT id, x + 100000000000000000000, x - 0.000000001, x * 1000 FROM wn",
+    "SELECT id, x + 1000000000000000000, x - 0.000000001, x * 3 FROM wn",
     "SELECT sum(x), count(x), max(x) FROM wn",
     "SELECT id > 2 AS late, sum(x) FROM wn GROUP BY id > 2",
 ]
 WIDE_CHANGES = [
-    "INSERT INTO wn VALUES (5, 99999999999999999999.9999999999)",
+    "INSERT INTO wn VALUES (5, 999999999999999999.9999999999)",
     "UPDATE wn SET x = x + 0.0000000001 WHERE id <= 2",
     "DELETE FROM wn WHERE id = 3",
 ]
@@ -134,3 +134,55 @@ def test_wide_numerics_add_and_sum_exactly_as_postgres(tmp_path: Path, postgres_
     ):
         same_outcomes(ours, pg, WIDE_QUERIES)
         maintained_as_postgres(ours, pg, WIDE_QUERIES, WIDE_CHANGES)
+
+
+UNCONSTRAINED = ["CREATE TABLE nu (id int NOT NULL, x numeric)"]
+UNCONSTRAINED += [
+    "INSERT INTO nu VALUES (1, 1e-11), (2, 1.123456789012345), (3, 9223372036854775807),"
+    " (4, -0.000000000000000001), (5, 12345678901234567890.123456789012345678), (6, 3)"
+]
+
+
+def test_unconstrained_numerics_keep_their_digits_as_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """An unconstrained numeric column keeps 18 places and 20 digits before the point (it kept
+    10 places: 1e-11 read back as 0), in tables and views."""
+    with beside_postgres(tmp_path / "home", postgres_url, "nu", *UNCONSTRAINED) as (ours, pg):
+        queries = ["SELECT id, x, x * 2, x - 1 FROM nu", "SELECT sum(x), count(x), min(x) FROM nu"]
+        same_outcomes(ours, pg, queries)
+        changes = [
+            "INSERT INTO nu VALUES (7, 0.000000000000000005), (8, 1.5)",
+            "UPDATE nu SET x = x / 4 WHERE id IN (2, 8)",
+            "DELETE FROM nu WHERE id = 1",
+        ]
+        maintained_as_postgres(ours, pg, queries, changes)
+
+
+def test_a_value_an_unconstrained_column_would_round_is_refused(tmp_path: Path) -> None:
+    """PostgreSQL keeps every digit of an unconstrained numeric; a table here keeps 18 places,
+    so a value it would round is refused (0A000, with a hint), by INSERT, INSERT … SELECT and
+    UPDATE alike, and nothing is written."""
+    import changeflow
+    from changeflow.adapter.connection import DatabaseError
+
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    try:
+        ours.execute("CREATE TABLE nr (id int, x numeric)")
+        ours.execute("INSERT INTO nr VALUES (1, 1), (2, 0.5)")
+        for sql in (
+            "INSERT INTO nr VALUES (3, 0.1234567890123456789)",
+            "INSERT INTO nr VALUES (3, 123456789012345678901)",
+            "INSERT INTO nr SELECT 3, x / 3 FROM nr",
+            "UPDATE nr SET x = x / 3",
+        ):
+            with pytest.raises(DatabaseError) as failed:
+                ours.execute(sql)
+            assert failed.value.sqlstate == "0A000", sql
+            assert 'column "x" of "nr"' in str(failed.value)
+            assert "round(x, 18)" in failed.value.error.hint
+        ours.execute("INSERT INTO nr VALUES (3, round(1 / 3.0, 18))")
+        rows = ours.execute("SELECT id, x FROM nr ORDER BY id").fetchall()
+        assert [(i, str(x)) for i, x in rows] == [(1, "1"), (2, "0.5"), (3, "0.333333333333333333")]
+    finally:
+        ours.close()

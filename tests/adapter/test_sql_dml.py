@@ -201,7 +201,7 @@ COLUMN_TYPES = [
     ("float8", FLOAT8, pa.float64()),
     ("numeric(10, 2)", NUMERIC, pa.decimal128(10, 2)),
     ("decimal(5)", NUMERIC, pa.decimal128(5, 0)),
-    ("numeric", NUMERIC, pa.decimal128(38, 10)),
+    ("numeric", NUMERIC, pa.decimal128(38, 18)),
     ("text", TEXT, pa.string()),
     ("varchar(3)", TEXT, pa.string()),
     ("char(2)", TEXT, pa.string()),

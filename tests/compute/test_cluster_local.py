@@ -14,7 +14,7 @@ from changeflow.compute import plan as P
 from changeflow.compute.cluster.local import consolidated, consolidated_batch
 from changeflow.compute.cluster.reduce import Accumulated
 from changeflow.compute.operators.batch import Batch
-from changeflow.compute.types import INT4, INT8, NUMERIC, TEXT, Column
+from changeflow.compute.types import INT4, INT8, NUMERIC, NUMERIC_SCALE, TEXT, Column
 
 SCHEMA = (Column("k", TEXT), Column("i", INT4), Column("n", NUMERIC), Column("m", INT8))
 INPUT = P.Get("t", SCHEMA)
@@ -85,11 +85,11 @@ def test_a_batch_consolidates_as_its_rows_do(changes):
     assert on_columns == {(row, t): diff for row, t, diff in consolidated(changes)}
 
 
-def test_a_numeric_past_ten_places_is_summed_by_the_rows():
-    """The rows round each value half up to the total's ten places before summing: two
-    halves of the last place make two units there, not one."""
-    half = Decimal("0.00000000005")
+def test_a_numeric_past_the_stored_places_is_summed_by_the_rows():
+    """The rows round each value half up to the total's places before summing: two halves
+    of the last place make two units there, not one."""
+    half = Decimal(5).scaleb(-NUMERIC_SCALE - 1)
     changes = [((None, 1, half, 1), 0, 1), (("x", 1, half, 1), 0, 1)]
     totals = Accumulated(P.Reduce(INPUT, (), (P.Aggregate("sum", P.col(SCHEMA, 2)),)))
     table = totals.local_totals(Batch.of_updates(changes, KINDS))
-    assert table.column("_s0").to_pylist() == [Decimal("2E-10")]
+    assert table.column("_s0").to_pylist() == [Decimal(2).scaleb(-NUMERIC_SCALE)]

@@ -271,7 +271,7 @@ def test_repeated_names_and_output_types(spark: SparkSession) -> None:
     assert [f.dataType.simpleString() for f in out.schema] == ["int", "int", "int", "bigint"]
     reduced = P.Reduce(R, (), (P.Aggregate("avg", _k(R.schema, 1)),))
     avg = evaluate_spark(reduced, inputs, 0)
-    assert avg.schema[0].dataType.simpleString() == "decimal(38,10)"
+    assert avg.schema[0].dataType.simpleString() == "decimal(38,18)"
 
 
 def test_bad_inputs_are_refused_before_spark_runs(spark: SparkSession) -> None:

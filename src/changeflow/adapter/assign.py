@@ -37,7 +37,7 @@ def fitter(field: pa.Field, length: int | None, table: str) -> Any:
         def fit_numeric(value: Any) -> Decimal:
             if value != value:  # only a NaN is unequal to itself
                 raise unstorable_nan(where)
-            return stored_decimal(Decimal(value), field.type, where, column=field.name)
+            return stored_decimal(Decimal(value), field.type, where, column=field.name, exact=True)
 
         return fit_numeric
     if length is not None:

@@ -105,24 +105,30 @@ def stored_decimal(
     where: str,
     column: str | None = None,
     rounding: str = ROUND_HALF_UP,
+    exact: bool = False,
 ) -> Decimal:
     """``value`` as a decimal column of ``kind`` stores it, by PostgreSQL's assignment rule:
     rounded half away from zero (or by ``rounding``) to the column's scale; more digits before
     the point than it holds are 22003 (0A000 for an unconstrained numeric, whose limit is this
-    store's); a NaN cannot be stored (0A000). ``where`` names the column in the error
-    (``column`` too, as its field)."""
+    store's); a NaN cannot be stored (0A000). ``exact``: a value an unconstrained numeric
+    column would round is 0A000 too (PostgreSQL keeps every digit; a table here must not drop
+    one silently). ``where`` names the column in the error (``column`` too, as its field)."""
     if value.is_nan():
         raise unstorable_nan(where)
     precision, scale = kind.precision, kind.scale
     if value.is_finite() and value.adjusted() < precision - scale:  # (else too wide to round)
         rounded = value.quantize(Decimal(1).scaleb(-scale), rounding=rounding, context=WIDE)
-        if rounded.adjusted() < precision - scale:
+        if rounded.adjusted() < precision - scale and not (
+            exact and kind == NUMERIC.arrow and rounded != value
+        ):
             return rounded
     if kind == NUMERIC.arrow:
         raise EvalError(
             f"numeric value {value} does not fit {where}: an unconstrained numeric is stored "
             f"with at most {precision - scale} digits before the point and {scale} after",
             sqlstate="0A000",
+            hint=f"Round the value (round(x, {scale})), or declare the column numeric(p,s) "
+            "with the places it needs (38 digits in all).",
         )
     raise EvalError(
         "numeric field overflow",

@@ -32,7 +32,6 @@ from changeflow.compute.cluster.local import frame_table
 from changeflow.compute.evaluate import evaluate
 from changeflow.compute.recursive import Recursive, fixed_point
 from changeflow.compute.spark_expr import (
-    NUMERIC_SCALE,
     ExprCompiler,
     exact_decimals,
     fail,
@@ -40,7 +39,7 @@ from changeflow.compute.spark_expr import (
     name,
     spark_type,
 )
-from changeflow.compute.types import FLOAT8, INT8, NUMERIC, Schema, SqlType
+from changeflow.compute.types import FLOAT8, INT8, NUMERIC, NUMERIC_SCALE, Schema, SqlType
 from changeflow.compute.values import python_values
 from changeflow.errors import PlanError
 from changeflow.updates import DIFF, TIME

@@ -38,6 +38,7 @@ from changeflow.compute.types import (
     JSONB,
     NULLTYPE,
     NUMERIC,
+    NUMERIC_SCALE,
     TEXT,
     TIMESTAMP,
     TIMESTAMPTZ,
@@ -55,7 +56,7 @@ SPARK_TYPES = {
     INT2: "smallint",
     INT4: "int",
     INT8: "bigint",
-    NUMERIC: "decimal(38,10)",
+    NUMERIC: f"decimal(38,{NUMERIC_SCALE})",
     FLOAT4: "float",
     FLOAT8: "double",
     TEXT: "string",
@@ -69,7 +70,6 @@ SPARK_TYPES = {
     JSONB: "struct<jsonb:string>",
 }
 _EXACT_DECIMAL = {INT2: "decimal(5,0)", INT4: "decimal(10,0)", INT8: "decimal(20,0)"}
-NUMERIC_SCALE = 10  # the scale numeric values are stored at (decimal128(38, 10))
 
 
 def exact_decimals(spark: SparkSession) -> AbstractContextManager[None]:

@@ -62,7 +62,10 @@ BOOL = SqlType("boolean", pa.bool_())
 INT2 = SqlType("smallint", pa.int16(), 0)
 INT4 = SqlType("integer", pa.int32(), 1)
 INT8 = SqlType("bigint", pa.int64(), 2)
-NUMERIC = SqlType("numeric", pa.decimal128(38, 10), 3)
+NUMERIC_SCALE = 18
+"""The decimal places an unconstrained numeric is stored with (Spark's own default decimal,
+``decimal(38,18)``: 20 digits before the point, a bigint's 19 among them)."""
+NUMERIC = SqlType("numeric", pa.decimal128(38, NUMERIC_SCALE), 3)
 WIDE = Context(prec=1000)
 """Numeric arithmetic's context: exact sums, differences and products (Decimal's default rounds
 to 28 digits), as PostgreSQL's numeric is."""

@@ -21,6 +21,7 @@ from changeflow.compute.types import (
     JSON,
     JSONB,
     NUMERIC,
+    NUMERIC_SCALE,
     TEXT,
     TIME,
     TIMESTAMP,
@@ -98,7 +99,7 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         return _SIMPLE[dt.this]
     if dt.this == T.DECIMAL:
         found = _decimal(dt)
-        precision, scale = found if found is not None else (38, 10)
+        precision, scale = found if found is not None else (38, NUMERIC_SCALE)
         return NUMERIC, pa.decimal128(precision, scale)
     if dt.this == T.ARRAY and len(dt.expressions) == 1:
         element = dt.expressions[0]

@@ -25,33 +25,34 @@ from changeflow.compute.cluster.index import Indexed
 from changeflow.compute.cluster.local import Update, fit_value
 from changeflow.compute.operators.batch import Batch
 from changeflow.compute.operators.reduce_batch import accumulate
-from changeflow.compute.spark_expr import ExprCompiler, fail, from_spark, name
+from changeflow.compute.spark_expr import ExprCompiler, fail, from_spark, name, spark_type
 from changeflow.compute.spark_state import totals_group
-from changeflow.compute.types import FLOAT8, NUMERIC
+from changeflow.compute.types import FLOAT8, NUMERIC, NUMERIC_SCALE
 from changeflow.compute.values import python_values
 from changeflow.updates import DIFF, TIME
 
 COUNT = "_n"  # the group's row count
 
 
+_NUMERIC = spark_type(NUMERIC)  # a numeric total's Spark type
 _ARROW = {
     "bigint": pa.int64(),
     "double": pa.float64(),
     "decimal(38,0)": pa.decimal128(38, 0),
-    "decimal(38,10)": pa.decimal128(38, 10),
+    _NUMERIC: NUMERIC.arrow,
 }
 
 
-_PLACES = 10  # a numeric total's decimal places
+_PLACES = NUMERIC_SCALE  # a numeric total's decimal places
 
-_ZERO = {"bigint": 0, "double": 0.0, "decimal(38,0)": Decimal(0), "decimal(38,10)": Decimal(0)}
+_ZERO = {"bigint": 0, "double": 0.0, "decimal(38,0)": Decimal(0), _NUMERIC: Decimal(0)}
 
 
 def _as_total(value: Any, kind: str) -> Any:
     """A value as Spark casts it to its total's type (a decimal rounded half up)."""
     if kind == "double":
         return float(value)
-    scale = Decimal(1) if kind == "decimal(38,0)" else Decimal("1e-10")
+    scale = Decimal(1) if kind == "decimal(38,0)" else Decimal(1).scaleb(-_PLACES)
     return Decimal(value).quantize(scale, rounding=ROUND_HALF_UP)
 
 
@@ -67,7 +68,7 @@ def _total_type(agg: P.Aggregate) -> str:
     kind = agg.arg.type if agg.arg is not None else None
     if kind == FLOAT8:
         return "double"
-    return "decimal(38,10)" if kind == NUMERIC else "decimal(38,0)"
+    return _NUMERIC if kind == NUMERIC else "decimal(38,0)"
 
 
 @dataclass(frozen=True)

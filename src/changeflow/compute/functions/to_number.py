@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from changeflow.compute.functions.base import F, Function, _sig, fail
 from changeflow.compute.functions.from_text import TEMPLATE_IN_PROCESS
 from changeflow.compute.scalars import NUMERIC_NAN
-from changeflow.compute.types import NUMERIC, TEXT
+from changeflow.compute.types import NUMERIC, NUMERIC_SCALE, TEXT
 from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def _div(a: Decimal | int, b: Decimal | int) -> Decimal:
 
 
 def _spark_div(cc: ExprCompiler, e: Func) -> Column:
-    a, b = (cc.compile(x).cast("decimal(38,10)") for x in e.args)
+    a, b = (cc.compile(x).cast(f"decimal(38,{NUMERIC_SCALE})") for x in e.args)
     whole = ((a - a % b) / b).cast("decimal(38,0)")
     return F.when(b == 0, fail("division by zero", "22012")).otherwise(whole)
 
