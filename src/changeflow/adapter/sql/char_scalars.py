@@ -1,4 +1,5 @@
-"""char(n) in expressions, mixed into :class:`~changeflow.adapter.sql.scalar.Scalars`.
+"""char(n) in expressions, and ``||`` of bytea, mixed into
+:class:`~changeflow.adapter.sql.scalar.Scalars`.
 
 A char(n) value is held without its trailing blanks (:mod:`changeflow.compute.pads`), which
 is how PostgreSQL's comparisons, ``||``, ``length()``, ``::text`` and the text functions see
@@ -14,7 +15,7 @@ from sqlglot import exp
 
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
-from changeflow.compute.types import NULLTYPE, TEXT
+from changeflow.compute.types import BYTEA, NULLTYPE, TEXT
 from changeflow.compute.typmods import NONE, Mod, mod_of, unsized_bpchar
 
 if TYPE_CHECKING:
@@ -33,6 +34,22 @@ class CharScalars:
             return mod_of(e, self.schema)
         except IndexError:  # a column of another clause's schema (an aggregate's output)
             return NONE
+
+    def bytea_cat(self: Scalars, node: exp.DPipe) -> X.Expr | None:
+        """``a || b`` of two bytea values (a quoted literal or NULL beside one is bytea, as
+        PostgreSQL resolves the operator); None otherwise."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        sides = (node.this, node.expression)
+        exprs = [self.expr(n) for n in sides]
+        if BYTEA not in (e.type for e in exprs):
+            return None
+        for i, (n, e) in enumerate(zip(sides, exprs, strict=True)):
+            if e.type is not BYTEA and not (is_string_literal(n) or e.type is NULLTYPE):
+                return None
+            if is_string_literal(n):
+                exprs[i] = coerce_text(str(n.this), BYTEA)
+        return Func("byteacat", tuple(exprs))
 
     def pad(self: Scalars, e: X.Expr) -> int | None:
         """n if ``e`` is char(n) over this clause's columns, else None."""

@@ -40,6 +40,7 @@ _PLAIN_CALLS = (
     "ENCODE",
     "FACTORIAL",
     "FORMAT",
+    "GET_BIT",
     "JSONB_CONTAINS",
     "JSONB_EXISTS",
     "JSON_EXTRACT_PATH",  # (not ``->``: PostgreSQL's call takes a path of any length)

@@ -362,7 +362,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         return X.InList(self.as_text(a), items)
 
     def _dpipe(self, node: exp.DPipe) -> X.Expr:
-        if (joined := self.jsonb_operator(node) or self.array_operator(node)) is not None:
+        if joined := self.jsonb_operator(node) or self.array_operator(node) or self.bytea_cat(node):
             return joined
         texts = (self.as_text(self.expr(node.this)), self.as_text(self.expr(node.expression)))
         return Func("textcat", tuple(e if e.type == TEXT else X.Cast(e, TEXT) for e in texts))

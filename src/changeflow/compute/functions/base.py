@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from changeflow.compute.types import DATE, NULLTYPE, TIMESTAMP, TIMESTAMPTZ, SqlType
+from changeflow.compute.types import BYTEA, DATE, NULLTYPE, TIMESTAMP, TIMESTAMPTZ, SqlType
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -148,6 +148,31 @@ def in_process(why: str) -> Builder:
 
     refuse.why = why  # type: ignore[attr-defined]
     return refuse
+
+
+def bytea_too(rule: Rule) -> Rule:
+    """``rule`` of a text function that takes bytea too: its text result is bytea of a bytea
+    first argument (``substr('\\x0102'::bytea, 2)``)."""
+
+    def typed(args: tuple[SqlType, ...]) -> SqlType:
+        kind = rule(args)
+        return BYTEA if args and args[0] == BYTEA and kind.name == "text" else kind
+
+    return typed
+
+
+def bytes_in_process(builder: Builder) -> Builder:
+    """The Spark form ``builder`` of a text function that takes bytea too (md5, substr,
+    strpos, btrim…): a call of bytea stays in the process."""
+    why = "functions of bytea are computed in the process"
+
+    def build(cc: ExprCompiler, e: Func) -> Column:
+        if any(a.type == BYTEA for a in e.args):
+            raise unsupported(e, why)
+        return builder(cc, e)
+
+    build.why = lambda e: why if any(a.type == BYTEA for a in e.args) else None  # type: ignore[attr-defined]
+    return build
 
 
 def process_call(e: Any) -> str | None:

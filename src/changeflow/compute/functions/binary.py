@@ -1,5 +1,7 @@
-"""bytea as text and back (PostgreSQL's ``encode``/``decode``: hex, base64, escape; in the
-process, as every function of bytea), and ``pg_typeof``: each defined once."""
+"""bytea as text and back (PostgreSQL's ``encode``/``decode``: hex, base64, escape;
+``convert_from``/``convert_to``), its bytes and bits (``get_byte``, ``set_byte``, ``get_bit``,
+``set_bit``), digests, in the process as every function of bytea, and ``pg_typeof``: each
+defined once."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, _sig, in_process
+from changeflow.compute.functions.encodings import convert_from, convert_to
 from changeflow.compute.scalars import bytea_from_text
-from changeflow.compute.types import BYTEA, TEXT, SqlType
+from changeflow.compute.types import BYTEA, INT4, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -60,6 +63,37 @@ def _decode(text: str, name: str) -> bytes:
     return bytea_from_text("\\x" + text if kind == "hex" else text)
 
 
+def _checked(data: bytes, n: int, count: int) -> int:
+    """``n``, an index of one of ``count`` bytes or bits of ``data``; 2202E outside them."""
+    if not 0 <= n < count:
+        raise EvalError(f"index {n} out of valid range, 0..{count - 1}", sqlstate="2202E")
+    return n
+
+
+def _get_byte(data: bytes, n: int) -> int:
+    return data[_checked(data, n, len(data))]
+
+
+def _set_byte(data: bytes, n: int, value: int) -> bytes:
+    out = bytearray(data)
+    out[_checked(data, n, len(data))] = value & 0xFF  # its low byte, as PostgreSQL stores it
+    return bytes(out)
+
+
+def _get_bit(data: bytes, n: int) -> int:
+    _checked(data, n, 8 * len(data))
+    return (data[n // 8] >> (n % 8)) & 1
+
+
+def _set_bit(data: bytes, n: int, bit: int) -> bytes:
+    _checked(data, n, 8 * len(data))
+    if bit not in (0, 1):
+        raise EvalError("new bit must be 0 or 1", sqlstate="22023")
+    out = bytearray(data)
+    out[n // 8] = out[n // 8] & ~(1 << (n % 8)) | (bit << (n % 8))
+    return bytes(out)
+
+
 def _typeof_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 1:
         raise PlanError("no match", sqlstate="42883")
@@ -90,6 +124,21 @@ def _digest(name: str) -> Callable[[bytes], bytes]:
 FUNCTIONS = [
     Function("encode", _sig((BYTEA, TEXT), result=TEXT), _encode, spark=_BYTEA_IN_PROCESS),
     Function("decode", _sig((TEXT, TEXT), result=BYTEA), _decode, spark=_BYTEA_IN_PROCESS),
+    Function(
+        "byteacat", _sig((BYTEA, BYTEA), result=BYTEA), lambda a, b: a + b, spark=_BYTEA_IN_PROCESS
+    ),
+    Function("get_byte", _sig((BYTEA, "int"), result=INT4), _get_byte, spark=_BYTEA_IN_PROCESS),
+    Function(
+        "set_byte", _sig((BYTEA, "int", "int"), result=BYTEA), _set_byte, spark=_BYTEA_IN_PROCESS
+    ),
+    Function("get_bit", _sig((BYTEA, "int"), result=INT4), _get_bit, spark=_BYTEA_IN_PROCESS),
+    Function(
+        "set_bit", _sig((BYTEA, "int", "int"), result=BYTEA), _set_bit, spark=_BYTEA_IN_PROCESS
+    ),
+    Function(
+        "convert_from", _sig((BYTEA, TEXT), result=TEXT), convert_from, spark=_BYTEA_IN_PROCESS
+    ),
+    Function("convert_to", _sig((TEXT, TEXT), result=BYTEA), convert_to, spark=_BYTEA_IN_PROCESS),
     Function("pg_typeof", _typeof_rule, _typeof, strict=False, spark=_spark_typeof),
     *(
         Function(

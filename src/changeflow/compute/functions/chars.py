@@ -20,7 +20,7 @@ from changeflow.compute.functions.keywords import QUOTED
 from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.scalars import output_text
-from changeflow.compute.types import INT4, INT8, NULLTYPE, TEXT, SqlType
+from changeflow.compute.types import BYTEA, INT4, INT8, NULLTYPE, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -218,8 +218,8 @@ FUNCTIONS = [
     Function("chr", _sig(("int",), result=TEXT), _chr, spark=_spark_chr),
     Function(
         "octet_length",
-        _sig((TEXT,), result=INT4),
-        lambda s: len(s.encode()),
+        _sig((TEXT,), (BYTEA,), result=INT4),
+        lambda s: len(s if isinstance(s, bytes) else s.encode()),
         spark=_simple("octet_length"),
     ),
     Function(
@@ -228,8 +228,8 @@ FUNCTIONS = [
     Function("to_hex", _HEX, _to_hex, strict=False, spark=_spark_to_hex),
     Function(
         "bit_length",
-        _sig((TEXT,), result=INT4),
-        lambda s: 8 * len(s.encode()),
+        _sig((TEXT,), (BYTEA,), result=INT4),
+        lambda s: 8 * len(s if isinstance(s, bytes) else s.encode()),
         spark=lambda cc, e: F.octet_length(cc.compile(e.args[0])) * 8,
     ),
     Function("quote_ident", _sig((TEXT,), result=TEXT), quote_ident, spark=_spark_quote_ident),

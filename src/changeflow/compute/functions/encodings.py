@@ -82,3 +82,55 @@ def length_in(data: bytes, name: str) -> int:
         raise EvalError(
             f'invalid byte sequence for encoding "{encoding}": 0x{bad}', sqlstate="22021"
         ) from None
+
+
+def _codec(encoding: str) -> str:
+    """Python's codec of one of PostgreSQL's encodings (by its own name)."""
+    if encoding in _MULTIBYTE:
+        return _MULTIBYTE[encoding]
+    latin = {"1": "latin_1", "5": "iso8859_9", "6": "iso8859_10", "7": "iso8859_13"}
+    latin |= {"8": "iso8859_14", "9": "iso8859_15", "10": "iso8859_16"}
+    if encoding.startswith("LATIN"):
+        number = encoding[5:]
+        return latin.get(number, f"iso8859_{number}")
+    if encoding.startswith("ISO_8859_"):
+        return f"iso8859_{encoding[9:]}"
+    if encoding.startswith("WIN"):
+        return f"cp{encoding[3:]}"
+    return {"KOI8R": "koi8_r", "KOI8U": "koi8_u"}.get(encoding, "utf-8")  # SQL_ASCII: as is
+
+
+def _named(name: str, which: str) -> str:
+    try:
+        return encoding_named(name)
+    except EvalError:
+        raise EvalError(f'invalid {which} encoding name "{name}"', sqlstate="22023") from None
+
+
+def convert_from(data: bytes, name: str) -> str:
+    """``convert_from(bytea, name)``: the text ``data`` spells in the encoding ``name``."""
+    encoding = _named(name, "source")
+    try:
+        if 0 in data:
+            raise UnicodeDecodeError("", data, data.index(0), data.index(0) + 1, "nul")
+        return data.decode(_codec(encoding))
+    except UnicodeDecodeError as e:
+        shown = "UTF8" if encoding == "SQL_ASCII" else encoding
+        bad = data[e.start : e.end].hex()
+        raise EvalError(
+            f'invalid byte sequence for encoding "{shown}": 0x{bad}', sqlstate="22021"
+        ) from None
+
+
+def convert_to(text: str, name: str) -> bytes:
+    """``convert_to(text, name)``: ``text`` as bytes of the encoding ``name``."""
+    encoding = _named(name, "destination")
+    try:
+        return text.encode(_codec(encoding))
+    except UnicodeEncodeError as e:
+        sequence = " ".join(f"0x{b:02x}" for b in text[e.start].encode())
+        raise EvalError(
+            f'character with byte sequence {sequence} in encoding "UTF8" has no equivalent '
+            f'in encoding "{encoding}"',
+            sqlstate="22P05",
+        ) from None

@@ -17,6 +17,8 @@ from changeflow.compute.functions.base import (
     _args,
     _sig,
     _simple,
+    bytea_too,
+    bytes_in_process,
     fail,
     in_process,
     unsupported,
@@ -45,8 +47,12 @@ def _substr(s: str, start: int, count: int | None = None) -> str:
     end = None if count is None else start + count
     lo = max(start, 1)
     if end is not None and end <= lo:
-        return ""
+        return s[:0]  # (of a bytea too)
     return s[lo - 1 : None if end is None else end - 1]
+
+
+_SUBSTR = ((TEXT, "int"), (TEXT, "int", "int"), (BYTEA, "int"), (BYTEA, "int", "int"))
+_TRIMMED = bytea_too(_sig((TEXT,), (TEXT, TEXT), (BYTEA, BYTEA), result=TEXT))
 
 
 def _trim(side: str) -> Callable[..., str]:
@@ -134,9 +140,8 @@ def _initcap(s: str) -> str:
     return "".join(out)
 
 
-def _md5(s: str) -> str:
-
-    return hashlib.md5(s.encode("utf-8")).hexdigest()
+def _md5(s: str | bytes) -> str:
+    return hashlib.md5(s if isinstance(s, bytes) else s.encode("utf-8")).hexdigest()
 
 
 def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> str:
@@ -441,30 +446,24 @@ FUNCTIONS = [
     ),
     Function(
         "substr",
-        _sig((TEXT, "int"), (TEXT, "int", "int"), result=TEXT),
+        bytea_too(_sig(*_SUBSTR, result=TEXT)),
         _substr,
-        spark=_spark_substr,
+        spark=bytes_in_process(_spark_substr),
     ),
     Function(
         "substring",
-        _sig((TEXT, "int"), (TEXT, "int", "int"), result=TEXT),
+        bytea_too(_sig(*_SUBSTR, result=TEXT)),
         _substr,
-        spark=_spark_substr,
+        spark=bytes_in_process(_spark_substr),
     ),
-    Function(
-        "btrim", _sig((TEXT,), (TEXT, TEXT), result=TEXT), _trim("both"), spark=_spark_trim("btrim")
-    ),
-    Function(
-        "trim", _sig((TEXT,), (TEXT, TEXT), result=TEXT), _trim("both"), spark=_spark_trim("btrim")
-    ),
-    Function(
-        "ltrim", _sig((TEXT,), (TEXT, TEXT), result=TEXT), _trim("left"), spark=_spark_trim("ltrim")
-    ),
+    Function("btrim", _TRIMMED, _trim("both"), spark=bytes_in_process(_spark_trim("btrim"))),
+    Function("trim", _TRIMMED, _trim("both"), spark=bytes_in_process(_spark_trim("btrim"))),
+    Function("ltrim", _TRIMMED, _trim("left"), spark=bytes_in_process(_spark_trim("ltrim"))),
     Function(
         "rtrim",
-        _sig((TEXT,), (TEXT, TEXT), result=TEXT),
+        _TRIMMED,
         _trim("right"),
-        spark=_spark_trim("rtrim"),
+        spark=bytes_in_process(_spark_trim("rtrim")),
     ),
     Function(
         "replace",
@@ -473,16 +472,16 @@ FUNCTIONS = [
         spark=_spark_replace,
     ),
     Function(
-        "strpos",
-        _sig((TEXT, TEXT), result=INT4),
+        "strpos",  # (position(b in s) too, of bytea as well)
+        _sig((TEXT, TEXT), (BYTEA, BYTEA), result=INT4),
         lambda s, sub: s.find(sub) + 1,
-        spark=_simple(lambda s, sub: F.call_function("instr", s, sub)),
+        spark=bytes_in_process(_simple(lambda s, sub: F.call_function("instr", s, sub))),
     ),
     Function(
         "position",
-        _sig((TEXT, TEXT), result=INT4),
+        _sig((TEXT, TEXT), (BYTEA, BYTEA), result=INT4),
         lambda sub, s: s.find(sub) + 1,
-        spark=_simple(lambda sub, s: F.call_function("instr", s, sub)),
+        spark=bytes_in_process(_simple(lambda sub, s: F.call_function("instr", s, sub))),
     ),
     Function("left", _sig((TEXT, "int"), result=TEXT), _left, spark=_spark_left),
     Function("char_n", _sig((TEXT, "int"), result=TEXT), _char_n, spark=_spark_char_n),
@@ -527,7 +526,7 @@ FUNCTIONS = [
         spark=_spark_pad("rpad"),
     ),
     Function("initcap", _sig((TEXT,), result=TEXT), _initcap, spark=_spark_initcap),
-    Function("md5", _sig((TEXT,), result=TEXT), _md5, spark=_spark_md5),
+    Function("md5", _sig((TEXT,), (BYTEA,), result=TEXT), _md5, spark=_spark_md5),
     Function(
         "regexp_replace",
         _sig((TEXT, TEXT, TEXT), (TEXT, TEXT, TEXT, TEXT), result=TEXT),
