@@ -75,6 +75,19 @@ def _strpos(args: list[exp.Expression]) -> exp.Expression:
     return exp.StrPosition(this=args[0], substr=args[1])
 
 
+def _two_args(name: str) -> Any:
+    """A statistics aggregate of two arguments (corr, covar_pop, regr_slope…): called with
+    another number, no such function (the planner says so, naming the argument types)."""
+    node = Postgres.Parser.FUNCTIONS[name]
+    return lambda args: (
+        node(args) if len(args) == 2 else exp.Anonymous(this=name.lower(), expressions=args)
+    )
+
+
+_TWO_ARGS = ("CORR", "COVAR_POP", "COVAR_SAMP", "REGR_SLOPE", "REGR_INTERCEPT", "REGR_R2")
+_TWO_ARGS += tuple(f"REGR_{s}" for s in ("SXX", "SYY", "SXY", "AVGX", "AVGY", "COUNT"))
+
+
 def _mod(args: list[exp.Expression]) -> exp.Expression:
     if len(args) != 2:  # no such function: the planner says so, naming the argument types
         return exp.Anonymous(this="mod", expressions=args)
@@ -205,6 +218,7 @@ class PostgresCalls(Postgres):
             "STRPOS": _strpos,
             "ROW": lambda args: exp.Tuple(expressions=args),  # ROW(a, b) is (a, b)
             "MOD": _mod,
+            **{name: _two_args(name) for name in _TWO_ARGS},
             "JSONB_AGG": _jsonb_agg,
             "JSON_AGG": _json_agg,
             **{name: _type_call(name) for name in _TYPE_CALLS},
