@@ -145,6 +145,10 @@ TO_CHAR = [
     "SELECT to_char(v::float8, '999999.9999999999999'), to_char(v::float8, 'FM9.9999999999999'),"
     " to_char(v::float8, '999999999999999999.99PR') FROM (VALUES (1, 0.1), (2, -123456.789),"
     " (3, 12345678901234567), (4, 0.000001234), (5, 0)) AS x(i, v) ORDER BY i",
+    # a real, 6 (it showed a double's 15: ' 123.456001'); a NULL template is a NULL
+    "SELECT to_char(v::real, '999999999.9999999'), to_char(v::real, 'FM9.99999999'),"
+    " to_char(v::real, '9.9999999EEEE'), to_char(v::real, NULL) FROM (VALUES (1, 1.5),"
+    " (2, 123.456), (3, 1234567.8), (4, -0.000123), (5, 3.14159)) AS x(i, v) ORDER BY i",
     "SELECT to_char(5, 'S9PR')",
     "SELECT to_char(55, '9.'), to_char(55, '9.PR'), to_char(-55, 'FM9.PR')",
     "SELECT to_char(5, '9.'), to_char(-5, '9.PR'), to_char(5, '9.MI'), to_char(5.5, 'FM9.')",

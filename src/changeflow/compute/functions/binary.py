@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, _sig, in_process
 from changeflow.compute.functions.encodings import convert_from, convert_to
+from changeflow.compute.functions.overloads import BIT, Overloads
 from changeflow.compute.scalars import bytea_from_text
-from changeflow.compute.types import BYTEA, INT4, TEXT, SqlType
+from changeflow.compute.types import BYTEA, INT4, INT8, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -94,6 +95,11 @@ def _set_bit(data: bytes, n: int, bit: int) -> bytes:
     return bytes(out)
 
 
+# PostgreSQL's signatures (the bit string ones make a call of unknowns ambiguous)
+_GET_BIT = (((BYTEA, INT8), INT4), ((BIT, INT4), INT4))
+_SET_BIT = (((BYTEA, INT8, INT4), BYTEA), ((BIT, INT4, INT4), BIT))
+
+
 def _typeof_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 1:
         raise PlanError("no match", sqlstate="42883")
@@ -131,10 +137,8 @@ FUNCTIONS = [
     Function(
         "set_byte", _sig((BYTEA, "int", "int"), result=BYTEA), _set_byte, spark=_BYTEA_IN_PROCESS
     ),
-    Function("get_bit", _sig((BYTEA, "int"), result=INT4), _get_bit, spark=_BYTEA_IN_PROCESS),
-    Function(
-        "set_bit", _sig((BYTEA, "int", "int"), result=BYTEA), _set_bit, spark=_BYTEA_IN_PROCESS
-    ),
+    Function("get_bit", Overloads("get_bit", _GET_BIT), _get_bit, spark=_BYTEA_IN_PROCESS),
+    Function("set_bit", Overloads("set_bit", _SET_BIT), _set_bit, spark=_BYTEA_IN_PROCESS),
     Function(
         "convert_from", _sig((BYTEA, TEXT), result=TEXT), convert_from, spark=_BYTEA_IN_PROCESS
     ),

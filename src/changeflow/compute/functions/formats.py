@@ -10,14 +10,16 @@ from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.functions.base import F, Function, unsupported
-from changeflow.compute.functions.number_format import number_text
+from changeflow.compute.functions.number_format import FLOAT_DIGITS, number_text
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.intervals import Interval
 from changeflow.compute.time_of_day import micros_of
 from changeflow.compute.types import (
     DATE,
+    FLOAT4,
     FLOAT8,
     INTERVAL,
+    NULLTYPE,
     TEXT,
     TIME,
     TIMESTAMP,
@@ -153,7 +155,18 @@ def _time_text(value: date, template: str) -> str:
     return "".join(out)
 
 
-def _to_char(value: Any, template: str) -> str:
+def _to_char(typed: tuple[Any, SqlType], template: tuple[str | None, SqlType]) -> str | None:
+    """PostgreSQL's to_char (given each argument with its type: a real shows 6 significant
+    digits where a double shows 15)."""
+    value, kind = typed
+    if value is None or template[0] is None:
+        return None
+    if kind == FLOAT4:
+        return number_text(value, template[0], ROUND_HALF_EVEN, digits=FLOAT_DIGITS)
+    return _to_char_of(value, template[0])
+
+
+def _to_char_of(value: Any, template: str) -> str:
     if isinstance(value, time):  # PostgreSQL casts a time to an interval for to_char
         value = Interval(0, 0, micros_of(value))
     if isinstance(value, Interval):
@@ -165,8 +178,11 @@ def _to_char(value: Any, template: str) -> str:
 
 
 def _rule(args: tuple[SqlType, ...]) -> SqlType:
-    if len(args) != 2 or args[1] != TEXT:
+    if len(args) != 2 or args[1] not in (TEXT, NULLTYPE):
         raise PlanError("no match", sqlstate="42883")
+    if args[0] == NULLTYPE:  # a number's, a timestamp's, an interval's…
+        shown = ", ".join(map(str, args))
+        raise PlanError(f"function to_char({shown}) is not unique", sqlstate="42725")
     if args[0] in (TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, FLOAT8) or args[0].numeric:
         return TEXT
     raise PlanError("no match", sqlstate="42883")
@@ -215,4 +231,4 @@ def _spark_to_char(cc: ExprCompiler, e: Func) -> Column:
     return F.date_format(cc.compile(e.args[0]), "".join(out))
 
 
-FUNCTIONS = [Function("to_char", _rule, _to_char, spark=_spark_to_char)]
+FUNCTIONS = [Function("to_char", _rule, _to_char, strict=False, spark=_spark_to_char)]

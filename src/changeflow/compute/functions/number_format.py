@@ -47,11 +47,12 @@ def _ordinal(digits: str, upper: bool) -> str:
 
 
 DOUBLE_DIGITS = 15  # the significant digits a double's to_char shows at most
+FLOAT_DIGITS = 6  # and a real's
 
 
-def number_text(value: object, template: str, half: str) -> str:
+def number_text(value: object, template: str, half: str, digits: int = DOUBLE_DIGITS) -> str:
     """``value`` as PostgreSQL's ``to_char(number, template)`` shows it (``half``: the
-    rounding of the value's type)."""
+    rounding of the value's type; ``digits``: a float's significant digits at most)."""
     tokens = _TOKEN.findall(template)
     kinds = [t.upper() if t.upper() in _WORDS else t for t in tokens]
     fill = "FM" in kinds
@@ -80,9 +81,9 @@ def number_text(value: object, template: str, half: str) -> str:
         amount = Decimal(10 ** (pre + 1)).copy_sign(Decimal(-1 if amount.is_signed() else 1))
     amount = amount.scaleb(shift)
     kept = post  # the fraction's places shown
-    if isinstance(value, float) and amount.is_finite():  # a double's 15 digits at most
+    if isinstance(value, float) and amount.is_finite():  # a float's digits at most
         whole = len(f"{abs(float(amount)):.0f}")
-        kept = 0 if whole >= DOUBLE_DIGITS else min(post, DOUBLE_DIGITS - whole)
+        kept = 0 if whole >= digits else min(post, digits - whole)
         amount = Decimal(f"{float(amount):.{kept}f}")  # its binary value, rounded
     wide = Context(prec=max(amount.adjusted(), 0) + max(post, 0) + 2)
     amount = amount.quantize(Decimal(1).scaleb(-max(post, 0)), rounding=half, context=wide)

@@ -39,6 +39,7 @@ from changeflow.errors import PlanError
 # A type changeflow does not have, in a candidate only: it makes a call of unknown arguments
 # ambiguous where PostgreSQL's has one of that category (trunc(macaddr)).
 MACADDR = SqlType("macaddr", pa.null())
+BIT = SqlType("bit", pa.null())  # (get_bit(unknown, unknown) is not unique)
 
 # PostgreSQL's type categories (pg_type.typcategory) and the preferred type of each
 CATEGORY: dict[SqlType, str] = {
@@ -48,6 +49,7 @@ CATEGORY: dict[SqlType, str] = {
     INTERVAL: "T",
     BOOL: "B",
     **dict.fromkeys((JSONB, UUID, BYTEA, MACADDR), "U"),
+    BIT: "V",
 }
 PREFERRED = (FLOAT8, TEXT, TIMESTAMPTZ, INTERVAL, BOOL)
 # the implicit casts of pg_cast (castcontext 'i') between these types
