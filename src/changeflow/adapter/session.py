@@ -41,6 +41,7 @@ from changeflow.adapter.fk_deferred import Pending, check_deferred, set_constrai
 from changeflow.adapter.fk_enforce import enforce_foreign_keys, frame_rows
 from changeflow.adapter.group_commit import Reads
 from changeflow.adapter.keyed import constrain, constrain_frame
+from changeflow.adapter.maintenance import maintain
 from changeflow.adapter.notices import notices
 from changeflow.adapter.object_ids import shown_columns, shown_rows
 from changeflow.adapter.plan_cache import plan_select
@@ -90,6 +91,7 @@ DDL = {
     "show_create": ddl.show_create,
     "show_columns": ddl.show_columns,
     "refresh": ddl.refresh,
+    "maintain": maintain,
     "comment": comments.comment_on,
     "owner_to": owners.owner_to,
 }

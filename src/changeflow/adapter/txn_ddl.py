@@ -69,7 +69,9 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
-    if stmt.kind in ("owner_to", "refresh"):  # changes nothing
+    if stmt.kind in ("owner_to", "refresh") or (  # changes nothing
+        stmt.kind == "maintain" and stmt.args["verb"].upper() != "VACUUM"
+    ):
         return run(stmt)
     raise PlanError(
         f"{stmt.text.split()[0].upper()} cannot run inside a transaction block", sqlstate="25001"

@@ -249,6 +249,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
+    ("maintain", r"(?P<verb>ANALYZE|ANALYSE|VACUUM|CHECKPOINT)\b(?P<rest>.*)"),
     (
         "refresh",
         rf"REFRESH\s+MATERIALIZED\s+VIEW\s+(?:CONCURRENTLY\s+)?(?P<name>{QNAME})"
