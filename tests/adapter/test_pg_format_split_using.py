@@ -38,6 +38,10 @@ SPLIT = [
     " regexp_split_to_array('', 'a*')::text, regexp_split_to_array('xyz', '.')::text",
     "SELECT part, length(part) FROM regexp_split_to_table('a  bc', ' *') AS part",
     "SELECT id, regexp_split_to_array(s, ' *')::text FROM fs ORDER BY id",
+    "SELECT v, v IS NULL FROM string_to_table('1|2||3', '|') g(v) ORDER BY v",
+    "SELECT * FROM string_to_table('abc', NULL) AS x ORDER BY x",
+    "SELECT string_to_table('a b c', ' ', 'b') AS p ORDER BY p",
+    "SELECT id, string_to_table(s, ' ') AS p FROM fs ORDER BY id, p",
 ]
 USING = [
     "SELECT id, w FROM fs ORDER BY w USING >, id",

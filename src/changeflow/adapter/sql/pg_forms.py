@@ -161,19 +161,23 @@ def _row_in(node: exp.In) -> None:
     node.replace(exp.Paren(this=exp.And(this=test, expression=exp.true())))  # named ?column?
 
 
-_SET_RETURNING = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query")
+_SET_RETURNING = ("regexp_matches", "regexp_split_to_table", "jsonb_path_query", "string_to_table")
+_WHOLE = {  # the array whose elements a set-returning function's rows are
+    "regexp_split_to_table": "regexp_split_to_array",
+    "jsonb_path_query": "jsonb_path_values",
+    "string_to_table": "string_to_array",
+}
 
 
 def _set_returning(node: exp.Anonymous) -> None:
-    """``regexp_matches``, ``regexp_split_to_table`` (2 or 3 arguments) or ``jsonb_path_query``
-    (2 to 4; other calls stay, for the planner's 42883): in a select list as an unnest, in
-    FROM as a subquery of one."""
+    """``regexp_matches``, ``regexp_split_to_table``, ``string_to_table`` (2 or 3 arguments)
+    or ``jsonb_path_query`` (2 to 4; other calls stay, for the planner's 42883): in a select
+    list as an unnest, in FROM as a subquery of one."""
     name, args = str(node.this).lower(), [a.copy() for a in node.expressions]
     if len(args) not in ((2, 3, 4) if name == "jsonb_path_query" else (2, 3)):
         return
-    if name in ("regexp_split_to_table", "jsonb_path_query"):
-        whole = "regexp_split_to_array" if name.startswith("regexp") else "jsonb_path_values"
-        rows: exp.Expression = exp.Explode(this=exp.Anonymous(this=whole, expressions=args))
+    if name in _WHOLE:
+        rows: exp.Expression = exp.Explode(this=exp.Anonymous(this=_WHOLE[name], expressions=args))
     else:
         flags = args[2] if len(args) == 3 else exp.Literal.string("")
         count = exp.Anonymous(
