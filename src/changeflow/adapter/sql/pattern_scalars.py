@@ -55,9 +55,11 @@ class PatternScalars:
         raise unsupported("ESCAPE", node)
 
     def _regexpreplace(self: Scalars, node: exp.RegexpReplace) -> X.Expr:
-        flags = node.args.get("modifiers")
+        """``regexp_replace(s, p, r [, start [, n]] [, flags])``: the arguments as written
+        (the function's types tell a start from flags)."""
+        rest = [node.args.get(k) for k in ("position", "occurrence", "modifiers")]
         args = [node.this, node.expression, node.args["replacement"]]
-        return self.func("regexp_replace", args + ([flags] if flags is not None else []))
+        return self.func("regexp_replace", args + [a for a in rest if a is not None])
 
     def _regexplike(self: Scalars, node: exp.RegexpLike) -> X.Expr:
         flags = node.args.get("flag")

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from changeflow.compute.functions.base import F, Function, _sig, fail
+from changeflow.compute.functions.regex_flags import regex
 from changeflow.compute.functions.text import _constant
 from changeflow.compute.types import ARRAYS, BOOL, TEXT
 from changeflow.errors import EvalError
@@ -21,17 +22,6 @@ if TYPE_CHECKING:
 
     from changeflow.compute.functions import Func
     from changeflow.compute.spark_expr import ExprCompiler
-
-
-def _options(flags: str) -> str:
-    """The inline options of PostgreSQL's flags (``i`` ignore case, ``c`` respect it); ``.``
-    and a negated bracket match a newline too, as PostgreSQL's do by default."""
-    unknown = set(flags) - set("ic")
-    if unknown:
-        raise EvalError(
-            f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
-        )
-    return "(?si)" if "i" in flags and "c" not in flags[flags.rindex("i") :] else "(?s)"
 
 
 _SHORT_FIRST = re.compile(r"\^\(\?:(.*?)\)\{1,1\}\?\(")
@@ -46,7 +36,7 @@ def _compiled(pattern: str, flags: str) -> re.Pattern[str]:
         lazy = re.sub(r"(?<!\\)([*+])(?!\?)", r"\1?", first.group(1))
         pattern = f"^(?:{lazy}){{1,1}}?(" + pattern[first.end() :]
     try:
-        return re.compile(_options(flags) + pattern)
+        return re.compile(regex(pattern, flags))
     except re.error as e:
         raise EvalError(f"invalid regular expression: {e}", sqlstate="2201B") from None
 
@@ -169,7 +159,7 @@ def _spark_pattern(cc: ExprCompiler, e: Func) -> tuple[Column, str | None, str]:
         _compiled(pattern, flags)
     except EvalError as error:
         return cc.compile(e.args[0]), None, f"{error.sqlstate}:{error}"
-    return cc.compile(e.args[0]), _options(flags) + pattern, ""
+    return cc.compile(e.args[0]), regex(pattern, flags), ""
 
 
 def _refused(s: Column, error: str, kind: str) -> Column:

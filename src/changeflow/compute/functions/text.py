@@ -24,6 +24,7 @@ from changeflow.compute.functions.base import (
     unsupported,
 )
 from changeflow.compute.functions.encodings import length_in
+from changeflow.compute.functions.regex_flags import regex
 from changeflow.compute.scalars import output_text
 from changeflow.compute.types import (
     BOOL,
@@ -51,6 +52,8 @@ def _substr(s: str, start: int, count: int | None = None) -> str:
     return s[lo - 1 : None if end is None else end - 1]
 
 
+_REPLACE = ((TEXT, TEXT, TEXT), (TEXT, TEXT, TEXT, TEXT), (TEXT, TEXT, TEXT, "int"))
+_REPLACE += ((TEXT, TEXT, TEXT, "int", "int"), (TEXT, TEXT, TEXT, "int", "int", TEXT))
 _SUBSTR = ((TEXT, "int"), (TEXT, "int", "int"), (BYTEA, "int"), (BYTEA, "int", "int"))
 _TRIMMED = bytea_too(_sig((TEXT,), (TEXT, TEXT), (BYTEA, BYTEA), result=TEXT))
 
@@ -144,21 +147,26 @@ def _md5(s: str | bytes) -> str:
     return hashlib.md5(s if isinstance(s, bytes) else s.encode("utf-8")).hexdigest()
 
 
-def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> str:
-    """PostgreSQL's regexp_replace: the first match (every one with flag ``g``) replaced;
-    ``\\n`` in the replacement is the n-th group, ``\\&`` the match."""
+def _regexp_replace(s: str, pattern: str, replacement: str, *rest: Any) -> str:
+    """PostgreSQL's regexp_replace: the first match (every one with flag ``g``, or the
+    ``n``-th, 0 for every one, searching from ``start``) replaced; ``\\n`` in the replacement
+    is the n-th group, ``\\&`` the match. ``rest``: flags, or start [, n [, flags]]."""
     import re
 
-    unknown = set(flags) - set("gic")
-    if unknown:
-        raise EvalError(
-            f'invalid regular expression option: "{sorted(unknown)[0]}"', sqlstate="22023"
-        )
-    options = re.DOTALL | (re.IGNORECASE if "i" in flags and "c" not in flags else 0)
+    flags = rest[-1] if rest and isinstance(rest[-1], str) else ""
+    numbers = [r for r in rest if not isinstance(r, str)]
+    start, nth = (numbers + [1, None])[:2] if numbers else (1, None)
+    for name, value, least in (("start", start, 1), ("n", nth, 0)):
+        if value is not None and value < least:
+            message = f'invalid value for parameter "{name}": {value}'
+            raise EvalError(message, sqlstate="22023")
+    if "g" in flags and nth is None:
+        nth = 0
     try:
-        compiled = re.compile(pattern, options)
+        compiled = re.compile(regex(pattern, flags.replace("g", "")))
     except re.error as e:
         raise EvalError(f"invalid regular expression: {e}", sqlstate="2201B") from None
+    matches = 0
 
     def expand(m: re.Match[str]) -> str:
         out, i = [], 0
@@ -176,7 +184,13 @@ def _regexp_replace(s: str, pattern: str, replacement: str, flags: str = "") -> 
             i += 2
         return "".join(out)
 
-    return compiled.sub(expand, s, count=0 if "g" in flags else 1)
+    def chosen(m: re.Match[str]) -> str:
+        nonlocal matches
+        matches += 1
+        return expand(m) if nth in (0, matches) or (nth is None and matches == 1) else m[0]
+
+    head, tail = s[: start - 1], s[start - 1 :]
+    return head + compiled.sub(chosen, tail, count=0 if nth != 1 and nth is not None else 1)
 
 
 def _concat(*args: Any) -> str:
@@ -345,9 +359,18 @@ def _constant(e: Func, i: int, what: str) -> str:
     return arg.value
 
 
+_NUMBERED = "regexp_replace from a start or of the n-th match is computed in the process"
+
+
+def _numbered(e: Func) -> bool:
+    return len(e.args) > 3 and e.args[3].type != TEXT
+
+
 def _spark_regexp_replace(cc: ExprCompiler, e: Func) -> Column:
     """The first match (every one with ``g``) replaced, the pattern and the replacement
     constants: a first match is found as the shortest prefix followed by one."""
+    if _numbered(e):
+        raise unsupported(e, _NUMBERED)
     pattern, replacement = _constant(e, 1, "pattern"), _constant(e, 2, "replacement")
     flags = _constant(e, 3, "flags") if len(e.args) > 3 else ""
     s = cc.compile(e.args[0])
@@ -385,6 +408,9 @@ def _spark_regexp_replace(cc: ExprCompiler, e: Func) -> Column:
         return F.regexp_replace(s, F.lit(options + pattern), F.lit("".join(out)))
     first = options + "\\A(.*?)(" + pattern + ")"
     return F.regexp_replace(s, F.lit(first), F.lit("$1" + "".join(out)))
+
+
+_spark_regexp_replace.why = lambda e: _NUMBERED if _numbered(e) else None  # type: ignore[attr-defined]
 
 
 def _record_text(*fields: tuple[Any, Any]) -> str:
@@ -529,7 +555,7 @@ FUNCTIONS = [
     Function("md5", _sig((TEXT,), (BYTEA,), result=TEXT), _md5, spark=_spark_md5),
     Function(
         "regexp_replace",
-        _sig((TEXT, TEXT, TEXT), (TEXT, TEXT, TEXT, TEXT), result=TEXT),
+        _sig(*_REPLACE, result=TEXT),
         _regexp_replace,
         spark=_spark_regexp_replace,
     ),
