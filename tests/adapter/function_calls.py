@@ -160,6 +160,8 @@ CALLS = {
     "sha256": "encode(sha256(name::bytea), 'base64')",
     "sha384": "length(sha384(name::bytea))",
     "sha512": "sha512(''::bytea)",
+    "json_record_of": "json_record_of(jsonb_build_object('n', id), 'jsonb_to_record')::text",
+    "json_record_element": "json_record_element(jsonb_build_object('n', f), 'x')::text",
     "byteacat": "name::bytea || '\\x00'::bytea",
     "get_byte": "get_byte(name::bytea || '\\x01'::bytea, 0)",
     "set_byte": "set_byte(name::bytea || '\\x01'::bytea, 0, id)",

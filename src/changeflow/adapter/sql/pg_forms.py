@@ -18,6 +18,7 @@ import re
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.json_records import RECORD_FUNCTIONS, json_record
 from changeflow.errors import PlanError
 
 _ORDERED_SETS = {exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
@@ -80,6 +81,8 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         for node in list(tree.find_all(exp.Anonymous)):
             if str(node.this).lower() in _SET_RETURNING:
                 _set_returning(node)
+            elif str(node.this).lower() in RECORD_FUNCTIONS:
+                json_record(node)
             elif node.name.lower() == "overlaps" and len(node.expressions) == 4:  # overlaps(…)
                 _call(node, "overlaps_of", [a.copy() for a in node.expressions], "overlaps")
     if has(exp.In):

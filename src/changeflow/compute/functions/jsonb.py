@@ -183,6 +183,37 @@ FUNCTIONS = [
     Function("json_typeof", _sig((JSON,), result=TEXT), JT.typeof),
     Function("json_array_length", _sig((JSON,), result=INT4), JT.array_length),
 ]
+
+
+def _kind(j: Any) -> str:
+    return J.typeof(j) if isinstance(j, J.Jsonb) else JT.typeof(j)
+
+
+def _record_of(j: Any, function: str) -> Any:
+    """The argument of json_to_record(set) (``function``), checked as PostgreSQL checks it."""
+    kind = _kind(j)
+    if function.endswith("set") and kind != "array":
+        shown = "a non-array" if function.startswith("jsonb") else f"an {kind}"
+        shown = "a scalar" if shown not in ("a non-array", "an object") else shown
+        raise EvalError(f"cannot call {function} on {shown}", sqlstate="22023")
+    if not function.endswith("set") and kind != "object":
+        shown = "an array" if kind == "array" else "a scalar"
+        raise EvalError(f"cannot call populate_composite on {shown}", sqlstate="22023")
+    return j
+
+
+def _record_element(j: Any, function: str) -> Any:
+    """An element of json_to_recordset's array: an object."""
+    if _kind(j) != "object":
+        message = f"argument of {function} must be an array of objects"
+        raise EvalError(message, sqlstate="22023")
+    return j
+
+
+FUNCTIONS += [
+    Function("json_record_of", _sig((JSONB, TEXT), (JSON, TEXT), result="same"), _record_of),
+    Function("json_record_element", _sig((JSONB, TEXT), result=JSONB), _record_element),
+]
 FUNCTIONS = [
     Function(f.name, f.rule, f.impl, f.strict, spark=_rows_only, arrow=None) for f in FUNCTIONS
 ]
