@@ -45,6 +45,15 @@ QUERIES = [
     "SELECT lt.id, x.c FROM lt, LATERAL"
     " (SELECT count(lu.v) + lt.id AS c, sum(lu.v) AS s FROM lu WHERE lu.k < lt.k) x",
     "SELECT * FROM lt, LATERAL (SELECT lt.id + 1 AS n) x, LATERAL (SELECT x.n * lt.k AS m) y",
+    # outer columns named bare (they were 42703), an output name and a position in ORDER BY
+    "SELECT id, x.n FROM lt, LATERAL (SELECT id * 2 AS n) x",
+    "SELECT id, x.m FROM lt, LATERAL (SELECT max(v) AS m FROM lu WHERE lu.k = k) x",
+    "SELECT id, x.v FROM lt LEFT JOIN LATERAL (SELECT v FROM lu WHERE lu.k = lt.k AND v > id)"
+    " x ON true",
+    "SELECT id, x.w FROM lt, LATERAL (SELECT v AS w FROM lu WHERE lu.k = lt.k ORDER BY w DESC"
+    " LIMIT 1) x",
+    "SELECT id, x.w FROM lt, LATERAL (SELECT v + id AS w, v FROM lu WHERE lu.k = lt.k"
+    " ORDER BY 2 LIMIT 1) x",
 ]
 
 

@@ -128,7 +128,7 @@ class FromClause:
     ) -> Rel:
         """``left`` joined to the LATERAL subquery of ``j``, decorrelated: on each outer
         column it names (NULLs matching NULLs where the column may be NULL)."""
-        node = j.this
+        node = self.qualified_outer(j.this, left.scope, outer)
         alias = node.args.get("alias")
         name = alias.name if alias is not None and alias.this is not None else "lateral"
         sub, pairs = decorrelated(node, before, left.scope.tables, name)
@@ -152,6 +152,32 @@ class FromClause:
             raise unsupported(f"{side} JOIN LATERAL", j)
         joined = exp.Join(this=sub, side=side, on=exp.and_(*conditions) if conditions else None)
         return self.join(left, right, joined, outer)
+
+    def qualified_outer(self, node: exp.Lateral, left: Scope, outer: Scope | None) -> exp.Lateral:
+        """``node`` (a copy) with each bare column of its subquery's own clauses that none of
+        the subquery's FROM items has, but one earlier FROM item does, named with that item
+        (``LATERAL (SELECT x * 2)`` reads the outer ``x``, as in PostgreSQL)."""
+        node = node.copy()
+        query = node.this.this
+        if not isinstance(query, exp.Select):
+            return node
+        items = [query.args["from_"].this] if query.args.get("from_") else []
+        items += [j.this for j in query.args.get("joins") or []]
+        own: set[str] = set()
+        for item in items:
+            try:
+                own |= {f.name for f in self.table_ref(item.copy(), outer).scope.fields}
+            except PlanError:
+                return node  # (its own error comes when it is planned)
+        aliases = {a.alias.lower() for a in query.expressions if isinstance(a, exp.Alias)}
+        for c in list(query.find_all(exp.Column)):
+            if c.table or not isinstance(c.this, exp.Identifier) or c.parent_select is not query:
+                continue
+            name = ident(c.this)
+            found = left.find(name, None) if name not in own | aliases else []
+            if len(found) == 1 and found[0].table is not None:
+                c.set("table", exp.to_identifier(found[0].table))
+        return node
 
     def join(self, left: Rel, right: Rel, j: exp.Join, outer: Scope | None) -> Rel:
         clash = left.scope.tables & right.scope.tables

@@ -122,7 +122,7 @@ def decorrelated(
     window = exp.Window(
         this=exp.RowNumber(),
         partition_by=[exp.column(k, KEYS) for k in keys],
-        order=order,
+        order=_by_inputs(order, query) if order is not None else None,
     )
     query.append("expressions", exp.alias_(window, RANK))
     ranked = exp.select(*(exp.column(n, "_lateral_q") for n in [*names, *keys])).from_(
@@ -140,6 +140,24 @@ def decorrelated(
     return exp.Subquery(this=ranked.where(exp.and_(*conditions))), list(
         zip(refs, keys, strict=True)
     )
+
+
+def _by_inputs(order: exp.Order, query: exp.Select) -> exp.Order:
+    """``order`` with each key naming an output column (``ORDER BY z`` of ``y AS z``, or
+    ``ORDER BY 1``) replaced by its expression, as a window's ORDER BY needs it."""
+    order = order.copy()
+    outputs = [e for e in query.expressions if not isinstance(e, exp.Star)]
+    named = {e.alias.lower(): e.this for e in outputs if isinstance(e, exp.Alias)}
+    for key in order.expressions:
+        item = key.this
+        if isinstance(item, exp.Column) and not item.table and item.name.lower() in named:
+            key.set("this", named[item.name.lower()].copy())
+        elif isinstance(item, exp.Literal) and not item.is_string and item.name.isdigit():
+            at = int(item.name) - 1
+            if 0 <= at < len(outputs):
+                chosen = outputs[at]
+                key.set("this", (chosen.this if isinstance(chosen, exp.Alias) else chosen).copy())
+    return order
 
 
 def _output_names(query: exp.Select, node: exp.Expression) -> list[str]:
