@@ -10,10 +10,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from changeflow.adapter.rows import plain
 from changeflow.compute import plan as P
 from changeflow.compute.arrow_eval import Unsupported, check, evaluate_arrow
-from changeflow.compute.types import NUMERIC
 from changeflow.compute.values import python_values
 
 Counted = dict[tuple[Any, ...], int]
@@ -29,12 +27,8 @@ def columnar(plan: P.Plan, tables: Mapping[str, pa.Table]) -> Counted | None:
     except Unsupported:
         return None
     columns = []
-    for column, kind in zip(rel.columns, rel.kinds, strict=True):
-        values = python_values(column)
-        if kind == NUMERIC and getattr(column.type, "scale", 0) >= NUMERIC.arrow.scale:
-            # from unconstrained numerics: without storage's zeros, as the rows read them
-            values = [v if v is None else plain(v) for v in values]
-        columns.append(values)
+    for column in rel.columns:
+        columns.append(python_values(column))  # (numerics as the rows read them)
     rows = zip(*columns, strict=True) if columns else [()] * len(rel)
     out: Counted = {}
     for row, diff in zip(rows, rel.counts.to_pylist(), strict=True):

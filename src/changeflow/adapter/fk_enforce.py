@@ -32,6 +32,7 @@ from changeflow.adapter.resolver import CatalogResolver, schema_of
 from changeflow.adapter.written import with_own_writes
 from changeflow.compute import plan as P
 from changeflow.compute.scalars import to_text
+from changeflow.compute.values import python_values
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -289,9 +290,7 @@ def frame_rows(item: Item, frame: Any) -> list:
         distinct = keys
     width = len(item.columns)
     out = []
-    from changeflow.adapter.rows import _plain  # values as the rows of the frame hold them
-
-    for values in zip(*(_plain(distinct.column(n)) for n in names), strict=True):
+    for values in zip(*(python_values(distinct.column(n)) for n in names), strict=True):
         row: list[Any] = [None] * width
         for i, v in zip(at, values, strict=True):
             row[i] = v

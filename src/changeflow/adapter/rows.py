@@ -4,7 +4,6 @@ finished (ordered, limited) as it returns them."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from itertools import repeat
 from typing import Any
 
@@ -13,7 +12,6 @@ import pyarrow as pa
 from changeflow.compute import plan as P
 from changeflow.compute.evaluate import sort_key
 from changeflow.compute.operators import Inputs, build
-from changeflow.compute.types import NUMERIC, WIDE
 from changeflow.compute.values import python_values
 from changeflow.errors import EvalError
 from changeflow.storage.frames import consolidate
@@ -44,7 +42,7 @@ def counted(table: pa.Table, used: frozenset[int] | None = None) -> Counted:
     names = [n for n in table.column_names if n not in (TIME, DIFF)]
     n = table.num_rows
     columns = [
-        _plain(table.column(c)) if used is None or i in used else repeat(None, n)
+        python_values(table.column(c)) if used is None or i in used else repeat(None, n)
         for i, c in enumerate(names)
     ]
     out: Counted = {}
@@ -65,26 +63,9 @@ def summed_rows(updates: pa.Table, ts: int, used: frozenset[int] | None = None) 
 def triples(table: pa.Table) -> list[tuple[tuple[Any, ...], int, int]]:
     """An update frame's ``(row, time, diff)`` triples, values as :func:`counted` gives them."""
     names = [n for n in table.column_names if n not in (TIME, DIFF)]
-    rows = zip(*(_plain(table.column(n)) for n in names), strict=True)
+    rows = zip(*(python_values(table.column(n)) for n in names), strict=True)
     times, diffs = table.column(TIME).to_pylist(), table.column(DIFF).to_pylist()
     return list(zip(rows, times, diffs, strict=True))
-
-
-def _plain(column: pa.ChunkedArray) -> list[Any]:
-    """A column's values; numerics without the trailing zeros of storage's fixed scale (a
-    stored 5.0000000000 reads as 5, as the query computed it), except a column declared
-    ``numeric(p, s)``, whose values have its scale, as PostgreSQL's do (1470.10)."""
-    values = python_values(column)
-    if not pa.types.is_decimal(column.type) or column.type != NUMERIC.arrow:
-        return values
-    return [v if v is None else plain(v) for v in values]
-
-
-def plain(value: Decimal) -> Decimal:
-    """``value`` without trailing zeros after the point (and no exponent)."""
-    if value == value.to_integral_value():
-        return value.quantize(Decimal(1), context=WIDE)
-    return value.normalize(WIDE)
 
 
 def only(updates: pa.Table, used: frozenset[int]) -> pa.Table:

@@ -21,12 +21,12 @@ from decimal import Decimal
 from typing import Any
 
 from changeflow.adapter.environment import Environment
-from changeflow.adapter.rows import plain
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import update_rows
 from changeflow.compute.operators import Inputs, build
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import BOOL, INT8, Column, Schema
+from changeflow.compute.values import plain
 from changeflow.errors import Timeout
 from changeflow.storage.read import ReadCapability
 from changeflow.storage.txns import WRITER

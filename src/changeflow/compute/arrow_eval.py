@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from changeflow.compute import columnar as C
 from changeflow.compute import plan as P
 from changeflow.compute.operators.batch import unify
 from changeflow.compute.operators.join import _restrict, _split_keys
+from changeflow.compute.scalars import numeric_div
 from changeflow.compute.types import BOOL, FLOAT4, FLOAT8, NUMERIC, SqlType
 from changeflow.compute.volatile import volatile
 from changeflow.errors import EvalError
@@ -299,9 +300,7 @@ def _average(total: Any, n: int, kind: SqlType) -> Any:
         return None
     if kind == FLOAT8:
         return float(total) / n
-    with localcontext() as ctx:
-        ctx.prec = 40
-        return Decimal(total) / n
+    return numeric_div(Decimal(total), Decimal(n))  # at PostgreSQL's scale, as the rows
 
 
 # -- join ------------------------------------------------------------------------------------

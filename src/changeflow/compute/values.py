@@ -22,6 +22,7 @@ from changeflow.compute.intervals import Interval
 from changeflow.compute.jsonb import Jsonb
 from changeflow.compute.scalars import NAN
 from changeflow.compute.time_of_day import END_OF_DAY, micros_of, time_from_micros
+from changeflow.compute.types import NUMERIC, NUMERIC_SCALE, WIDE
 
 _EPOCH = date(1970, 1, 1).toordinal()
 
@@ -31,9 +32,10 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     kind = column.type
     if pa.types.is_decimal(kind) and kind.scale >= 0:
         text = column.cast(pa.string()).to_pylist()
+        read = plain if unconstrained(kind) else Decimal  # (its storage's zeros dropped)
         if not column.null_count:
-            return list(map(Decimal, text))
-        return [None if v is None else Decimal(v) for v in text]
+            return [read(Decimal(v)) for v in text] if read is plain else list(map(Decimal, text))
+        return [None if v is None else read(Decimal(v)) for v in text]
     if pa.types.is_date32(kind) and not column.null_count and len(column):
         days, where = np.unique(column.cast(pa.int32()).to_numpy(), return_inverse=True)
         dates = np.array([date.fromordinal(_EPOCH + d) for d in days.tolist()], dtype=object)
@@ -41,6 +43,20 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     if pa.types.is_time(kind):
         return time_values(column)
     return stored_values(column.to_pylist(), kind)
+
+
+def unconstrained(kind: pa.DataType) -> bool:
+    """Does the decimal type ``kind`` hold unconstrained numerics (stored, or summed by
+    Arrow into 76 digits at the same scale)?"""
+    return kind == NUMERIC.arrow or (pa.types.is_decimal256(kind) and kind.scale == NUMERIC_SCALE)
+
+
+def plain(value: Decimal) -> Decimal:
+    """An unconstrained numeric as the rows hold it: without the trailing zeros of storage's
+    fixed scale (a stored 5.000000000000000000 is the 5 the query computed; no exponent)."""
+    if value == value.to_integral_value():
+        return value.quantize(Decimal(1), context=WIDE)
+    return value.normalize(WIDE)
 
 
 def time_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
