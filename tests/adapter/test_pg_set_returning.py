@@ -33,6 +33,11 @@ QUERIES = [
     "SELECT id, unnest(ARRAY[id]) AS u, generate_series(n, 1, -1) + 1, unnest(ARRAY[id]) * 2"
     " FROM sr",
     "SELECT generate_series(1, 2), generate_series(1, 4, 2), unnest(ARRAY['a', 'b', 'c'])",
+    # a one-column function's alias is its value (was the record text "(…)")
+    "SELECT sr.id, e::text, e ->> 'k' AS k FROM sr,"
+    " jsonb_array_elements(jsonb_build_array(jsonb_build_object('k', n), x)) e",
+    "SELECT e::text AS v, e.value::text AS w FROM jsonb_array_elements('[1, {\"a\": 2}]') e",
+    "SELECT u * 2 AS d FROM sr, unnest(ARRAY[n, id]) u",
 ]
 
 

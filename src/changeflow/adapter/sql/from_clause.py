@@ -121,6 +121,8 @@ class FromClause:
         for i, c in enumerate(columns):
             names[i] = ident(c)
         fields = [Field(table, n, i) for i, n in enumerate(names)]
+        if function is not None and len(names) == 1 and table and table != names[0]:
+            fields.append(Field(None, table, 0, star=False))  # its whole row: its one value
         return Rel(out.plan, Scope(fields, outer))
 
     def lateral(

@@ -216,6 +216,8 @@ def lateral_unnest(left: Rel, node: exp.Expression, j: exp.Join, outer: Scope | 
     plan: P.Plan = Unnest(left.plan, array, ordinality, (names[0], names[1]))
     width = len(left.plan.schema)
     added = [Field(table, n, width + i) for i, n in enumerate(names[: 1 + ordinality])]
+    if not ordinality and not each and table != names[0]:
+        added.append(Field(None, table, width, star=False))  # its whole row: its one value
     if each:
         plan, added = _split_pairs(plan, table, function, alias, ordinality)  # type: ignore[arg-type]
     return Rel(plan, Scope(left.scope.fields + added, outer))
