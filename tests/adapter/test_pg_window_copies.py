@@ -43,6 +43,9 @@ ERRORS = [
     "SELECT sum(v) OVER (w ROWS 1 PRECEDING) FROM wc WINDOW w AS (ORDER BY g ROWS 2 PRECEDING)",
     "SELECT sum(v) OVER (nope ORDER BY id) FROM wc",
     "SELECT nth_value(v, n - 1) OVER (ORDER BY id) FROM wc",
+    "SELECT string_agg(v::text, ',' ORDER BY v) OVER () FROM wc",
+    "SELECT array_agg(v ORDER BY v) OVER (PARTITION BY g) FROM wc",
+    "SELECT jsonb_agg(v ORDER BY v) OVER () FROM wc",  # (was 42809: to_jsonb …)
 ]
 QUERIES = [
     "SELECT id, sum(v) OVER (w ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW)"

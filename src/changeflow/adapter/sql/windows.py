@@ -123,11 +123,14 @@ class Windows:
         if isinstance(fn, exp.Filter):
             condition = sc(fn.expression.this)
             fn = fn.this
+        if fn.find(exp.Order) is not None and fn.find(exp.Subquery) is None:
+            message = "aggregate ORDER BY is not implemented for window functions"
+            raise PlanError(message, sqlstate="0A000")
         name = function_name(fn)
         if name not in W.FUNCTIONS and name not in statistics.COMBINED:
             raise PlanError(f"function {name} is not a window function here", sqlstate="42809")
-        if name in W.COLLECTED and (condition is not None or fn.find(exp.Order)):
-            raise unsupported(f"{name} with FILTER or ORDER BY as a window function", fn)
+        if name in W.COLLECTED and condition is not None:
+            raise unsupported(f"{name} with FILTER as a window function", fn)
         if condition is not None and name not in (*W.AGGREGATES, *statistics.COMBINED):
             raise PlanError(
                 "FILTER is not implemented for non-aggregate window functions", sqlstate="0A000"
