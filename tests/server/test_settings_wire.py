@@ -60,3 +60,24 @@ def test_deallocate_all_keeps_settings_and_temporary_tables(server, postgres_url
         psycopg.connect(postgres_url, autocommit=True) as pg,
     ):
         assert session(ours) == session(pg)
+
+
+def test_reset_gives_back_the_startup_application_name(server, postgres_url: str) -> None:
+    """RESET and RESET ALL give back the application_name the client started with (it was
+    the empty default), as PostgreSQL's."""
+    statements = [
+        "SET application_name = 'other'",
+        "RESET application_name",
+        "SET application_name = 'other'",
+        "RESET ALL",
+    ]
+    with (
+        server.connect(application_name="started") as ours,
+        psycopg.connect(postgres_url, autocommit=True, application_name="started") as pg,
+    ):
+        for sql in statements:
+            ours.execute(sql)
+            pg.execute(sql)
+            shown = "SHOW application_name"
+            assert ours.execute(shown).fetchall() == pg.execute(shown).fetchall(), sql
+        assert ours.execute("SHOW application_name").fetchone() == ("started",)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from changeflow.adapter.pg_parameters import TABLE
 from changeflow.adapter.result import Result, text_result
@@ -80,6 +81,20 @@ def parameters() -> dict[str, Parameter]:
             tuple(values.split(",")) if values else (),
         )  # fmt: skip
     return out
+
+
+_STARTED: WeakKeyDictionary[Any, dict[str, str]] = WeakKeyDictionary()
+
+
+def start_with(session: Any, key: str, value: str) -> None:
+    """``key`` set to ``value`` as the session starts (a client's startup parameter, as
+    application_name): the value RESET and RESET ALL give back, as PostgreSQL's."""
+    session.settings[key] = value
+    _STARTED.setdefault(session, {})[key] = value
+
+
+def _reset_value(session: Any, key: str, boot: str) -> str:
+    return _STARTED.get(session, {}).get(key, boot)
 
 
 def defaults() -> dict[str, str]:
@@ -204,7 +219,7 @@ def set_parameter(session: Any, name: str, value: str | None, local: bool = Fals
     if p is not None and p.context in _REFUSED:
         raise PlanError(f'parameter "{p.name}" {_REFUSED[p.context]}', sqlstate="55P02")
     if value is None:
-        stored = p.boot if p is not None else ""
+        stored = _reset_value(session, key, p.boot) if p is not None else ""
     else:
         value = plain_value(value)
         stored = checked(key, value) if p is not None else value
@@ -243,8 +258,8 @@ def reset_all(session: Any) -> Result:
         p = parameters().get(key)
         if p is None:
             settings[key] = ""
-        elif p.context not in _REFUSED and value != p.boot:
-            settings[key] = p.boot
+        elif p.context not in _REFUSED and value != _reset_value(session, key, p.boot):
+            settings[key] = _reset_value(session, key, p.boot)
     return Result("RESET")
 
 

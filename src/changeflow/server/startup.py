@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.session import Session
+from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.server import pgwire as W
 from changeflow.server.auth import MECHANISM, AuthFailed, Scram, md5_expected
@@ -101,7 +102,7 @@ class Startup:
         database = self.params.get("database") or user
         SESSION_NAMES.set(SessionNames(user, database, self.pid))
         app = self.params.get("application_name", "")
-        self.session.settings["application_name"] = app
+        start_with(self.session, "application_name", app)
         self.wire.send(*W.auth(0))
         for key, value in self.server.parameters(app, access.superuser).items():
             self.wire.send(*W.parameter_status(key, value))
