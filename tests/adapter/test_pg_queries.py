@@ -34,6 +34,11 @@ MAINTAINED = [
     "SELECT g, h, min(x) FROM q GROUP BY GROUPING SETS ((g), (h), ()) HAVING count(*) > 1 "
     "ORDER BY 1, 2, 3",
     "SELECT g, h, count(*) FROM q GROUP BY g, ROLLUP (h) ORDER BY 1, 2, 3",
+    # comparisons inside ROLLUP, CUBE and GROUPING SETS (were syntax errors)
+    "SELECT g > 1, count(*) FROM q GROUP BY ROLLUP (g > 1) ORDER BY 1, 2",
+    "SELECT g, x > 1, count(*) FROM q GROUP BY CUBE (g, x > 1) ORDER BY 1, 2, 3",
+    "SELECT g, h IS NULL, count(*) FROM q GROUP BY GROUPING SETS (g, h IS NULL, ())"
+    " ORDER BY 1, 2, 3",
     "SELECT s.i, count(q.id) FROM generate_series(0, 4) AS s(i) LEFT JOIN q ON q.g = s.i "
     "GROUP BY s.i ORDER BY 1",
     "SELECT u.h, u.n, q.id FROM unnest(ARRAY['a', 'b', NULL]) WITH ORDINALITY AS u(h, n) "

@@ -246,6 +246,24 @@ class PostgresCalls(Postgres):
             TokenType.PLUS: lambda self: self._parse_plus(),
         }
 
+        def _parse_cube_or_rollup(self, with_prefix: bool = False) -> Any:
+            """ROLLUP (…) and CUBE (…) of any expressions (``ROLLUP (a > 1)``), as PostgreSQL."""
+            if self._match(TokenType.CUBE):
+                kind: Any = exp.Cube
+            elif self._match(TokenType.ROLLUP):
+                kind = exp.Rollup
+            else:
+                return None
+            items = [] if with_prefix else self._parse_wrapped_csv(self._parse_disjunction)
+            return self.expression(kind(expressions=items))
+
+        def _parse_grouping_set(self) -> Any:
+            return (
+                self._parse_grouping_sets()
+                or self._parse_cube_or_rollup()
+                or self._parse_disjunction()
+            )
+
         def _parse_plus(self) -> Any:
             """``+ x``: ``x``, marked (``meta["plus"]``) so the deparsed text shows the +."""
             operand = self._parse_unary()
