@@ -298,9 +298,19 @@ REPORTED = ("application_name", "client_encoding", "datestyle", "intervalstyle",
 REPORTED += ("standard_conforming_strings", "integer_datetimes", "server_version")
 
 
-def reported_settings(settings: dict[str, str]) -> dict[str, str]:
-    """The values a server reports to its client (ParameterStatus) when they change."""
-    return {spelled(k): shown(k, settings[k]) for k in REPORTED if k in settings}
+def reported_values(settings: dict[str, str]) -> tuple[str | None, ...]:
+    """The stored values of the parameters a server reports (ParameterStatus), to compare."""
+    return tuple(settings.get(k) for k in REPORTED)
+
+
+def reported_changes(settings: dict[str, str], before: tuple[str | None, ...]) -> dict[str, str]:
+    """The reported parameters changed since :func:`reported_values` gave ``before``, each
+    by its name and value as the client is told them."""
+    return {
+        spelled(k): shown(k, settings[k])
+        for k, old in zip(REPORTED, before, strict=True)
+        if k in settings and settings[k] != old
+    }
 
 
 def setting_rows(settings: dict[str, str]) -> list[tuple[Any, ...]]:

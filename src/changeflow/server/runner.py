@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from changeflow.adapter.settings import reported_settings, reset_all
+from changeflow.adapter.settings import reported_changes, reported_values, reset_all
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
@@ -106,7 +106,7 @@ class Runner:
             )
         if stmt.kind in ("commit", "rollback") and self.session.txn is None:
             self.wire.send(*W.notice("25P01", "there is no transaction in progress", "WARNING"))
-        reported = reported_settings(self.session.settings)
+        reported = reported_values(self.session.settings)
         try:
             result = self.session.run(stmt)
         finally:
@@ -114,9 +114,8 @@ class Runner:
         for code, message, detail in result.notices:
             severity = "WARNING" if code[:2] in ("01", "25") else "NOTICE"
             self.wire.send(*W.notice(code, message, severity, detail=detail))
-        for name, value in reported_settings(self.session.settings).items():
-            if reported.get(name) != value:  # as PostgreSQL reports a change of these
-                self.wire.send(*W.parameter_status(name, value))
+        for name, value in reported_changes(self.session.settings, reported).items():
+            self.wire.send(*W.parameter_status(name, value))  # as PostgreSQL reports them
         made = stmt.kind == "create_table"  # CREATE TABLE … AS: tagged SELECT n, no rows
         if not made and (result.columns or result.status.startswith("SELECT")):
             counted = "SELECT" if result.status.startswith("SELECT") else None
