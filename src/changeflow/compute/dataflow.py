@@ -43,7 +43,7 @@ from changeflow.compute.operators import Inputs, Operator, Reduce, build, hydrat
 from changeflow.compute.recursive import has_recursive
 from changeflow.compute.scale import stored_decimal
 from changeflow.compute.sink import SelfCorrectingSink
-from changeflow.compute.spark_real import real_on_spark, sums_reals
+from changeflow.compute.spark_real import divides_numerics, real_on_spark, sums_reals
 from changeflow.compute.status import DataflowStatus, forget, report
 from changeflow.compute.types import (
     BYTEA,
@@ -332,6 +332,7 @@ class Dataflow:
         bulk = (
             spark is not None
             and process_only(self.plan) is None
+            and not divides_numerics(self.plan)
             and all(not c.state().upper.less_equal(self.as_of) for c in self.holds.values())
         )
         self.subscriptions = {
