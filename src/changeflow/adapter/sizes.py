@@ -32,15 +32,33 @@ _UNITS = [
 
 def shard_sizes(env: Any) -> Callable[[str], int]:
     """A shard's bytes in the open home ``env``, a table's once the writes acknowledged before
-    are applied to it (they wait in the write log for a reader)."""
+    are applied to it (they wait in the write log for a reader); its ``frontiers`` too."""
 
-    def size(shard: str) -> int:
+    def applied(shard: str) -> None:
         item = env.catalog.load().items.get(shard)
         if item is not None and item.kind == "table":
             env.log.ready({shard}, env.read_ts(item.timeline, [shard]))
+
+    def size(shard: str) -> int:
+        applied(shard)
         return shard_bytes(env.storage, shard)
 
+    def frontiers(shard: str) -> tuple[int | None, int | None]:
+        """The shard's since and upper (None: closed, or a shard that is gone)."""
+        applied(shard)
+        try:
+            state = env.storage.state(shard)
+        except ChangeflowError:
+            return None, None
+        return _first(state.since), _first(state.upper)
+
+    size.frontiers = frontiers  # type: ignore[attr-defined]  (mz_internal.mz_frontiers')
     return size
+
+
+def _first(frontier: Any) -> int | None:
+    elements = list(getattr(frontier, "elements", frontier))
+    return int(elements[0]) if elements else None
 
 
 def shard_bytes(storage: Storage, shard: str) -> int:

@@ -44,6 +44,7 @@ from changeflow.adapter.system_indexes import (
     sql_type,
     storage,
 )
+from changeflow.adapter.system_mz import MZ_SCHEMAS, MZ_TABLES, mz_rows, qualified_mz
 from changeflow.adapter.system_regs import RegColumns, cast_kind
 from changeflow.adapter.system_rows import (
     constraint_defs,
@@ -89,7 +90,7 @@ from changeflow.compute.types import BOOL, FLOAT8, INT8, TEXT, Column, Schema, S
 from changeflow.errors import PlanError
 
 _MENTION = re.compile(
-    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|(?:"
+    r"\b(?:pg_catalog\s*\.|information_schema\s*\.|mz_|(?:"
     + "|".join([*TABLES, *CATALOG_CALLS])
     + r")\b)",
     re.I,
@@ -110,8 +111,8 @@ def mentions_catalog(text: str) -> bool:
         return False  # the planner words the syntax error
     for table in tree.find_all(exp.Table):
         schema = table.text("db").lower()
-        if schema in ("pg_catalog", "information_schema") or (
-            not schema and table.name.lower() in TABLES
+        if schema in ("pg_catalog", "information_schema", *MZ_SCHEMAS) or (
+            not schema and (table.name.lower() in TABLES or qualified_mz(table.name.lower()))
         ):
             return True
     if any(_catalog_call(d) for d in tree.find_all(exp.Dot)):
@@ -518,6 +519,9 @@ def answer(
     except sqlglot.errors.ParseError as e:
         raise PlanError(f"syntax error in a catalog query: {e}", sqlstate="42601") from None
     _name_outputs(tree)
+    for table in tree.find_all(exp.Table):  # mz_catalog's relations are found unqualified
+        if not table.text("db") and (mz := qualified_mz(table.name.lower())):
+            table.set("db", exp.to_identifier(mz.split(".")[0]))
     top = tree if isinstance(tree, exp.Select) else next(tree.find_all(exp.Select), None)
     truths = {
         i
@@ -535,9 +539,11 @@ def answer(
         tree = tree.transform(_rewrite, copy=False)
     db = sqlite3.connect(":memory:")
     try:
-        db.execute("ATTACH DATABASE ':memory:' AS information_schema")
-        for name, rows in _rows(state, user, database, settings or {}).items():
-            schema = TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
+        for attached in ("information_schema", *MZ_SCHEMAS):
+            db.execute(f"ATTACH DATABASE ':memory:' AS {attached}")
+        mz = mz_rows(state, _definition, getattr(sizes, "frontiers", None))
+        for name, rows in (_rows(state, user, database, settings or {}) | mz).items():
+            schema = TABLES.get(name) or MZ_TABLES.get(name) or INFO_TABLES[name.split(".", 1)[1]]
             db.execute(f"CREATE TABLE {name} ({sqlite_columns(schema)})")
             width = schema.count(",") + 1
             if rows:
