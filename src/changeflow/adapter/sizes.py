@@ -52,7 +52,7 @@ def shard_sizes(env: Any) -> Callable[[str], int]:
             return None, None
         return _first(state.since), _first(state.upper)
 
-    size.frontiers = frontiers  # type: ignore[attr-defined]  (mz_internal.mz_frontiers')
+    size.frontiers = frontiers  # type: ignore[attr-defined]  (for mz_internal.mz_frontiers)
     return size
 
 
