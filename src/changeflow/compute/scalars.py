@@ -16,7 +16,6 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.compute.array_shape import flat, nested, parse, shape, text_of
-from changeflow.compute.datetime_input import read_stamp
 from changeflow.compute.floats import float4_from_text, float_text, to_float4
 from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.json_text import parse_json
@@ -474,8 +473,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return one_nan(float4_from_text(s, text))
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
             return _special_stamp(s.lower(), kind)
-        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ):
-            return read_stamp(s, text, kind)
+        if kind == DATE:
+            return date.fromisoformat(s)
         if kind == UUID:
             return uuid.UUID(s)
         if kind == BYTEA:
@@ -488,6 +487,15 @@ def from_text(text: str, kind: SqlType) -> Any:
             return parse_jsonb(text)
         if kind == JSON:
             return parse_json(text)
+        if kind in (TIMESTAMP, TIMESTAMPTZ):
+            stamp = datetime.fromisoformat(s)
+            if kind == TIMESTAMPTZ:
+                from datetime import UTC
+
+                stamp = stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+            else:
+                stamp = stamp.replace(tzinfo=None)
+            return stamp
     except ValueError as e:
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and ("range" in str(e) or "must be in" in str(e)):
             # a well-formed date whose day, month or hour does not exist (2024-02-30)

@@ -377,9 +377,6 @@ _STAMPTZ_RE = _STAMP_RE[:-1] + r"(Z|[+-]\d{2}(:\d{2})?)?$"
 def _syntax(c: Column, kind: SqlType) -> Column:
     code = "22007" if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) else "22P02"  # as PostgreSQL
     bad = EvalError(f'invalid input syntax for type {kind}: "', sqlstate=code)
-    if code == "22007":  # the rows read PostgreSQL's other forms (compute/datetime_input.py)
-        hint = "On Spark, dates and timestamps are read as ISO 8601 (1999-01-08 04:05:06) only."
-        bad = EvalError(bad.message, sqlstate=code, hint=hint)
     return raise_column(bad, F.concat(c, F.lit('"')))
 
 
