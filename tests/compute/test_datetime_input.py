@@ -3,7 +3,7 @@ and error below is what PostgreSQL 15 gives for the same text."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 
 import pytest
 from hypothesis import given
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from changeflow.compute.datetime_input import HINT, parse_datetime_input, plain_iso
 from changeflow.compute.scalars import from_text
-from changeflow.compute.types import DATE, TIMESTAMP, TIMESTAMPTZ
+from changeflow.compute.types import DATE, TIME, TIMESTAMP, TIMESTAMPTZ
 from changeflow.errors import EvalError
 
 JAN8 = date(1999, 1, 8)
@@ -56,6 +56,8 @@ STAMPS = {
     "1999-01-08 24:00": datetime(1999, 1, 9),
     "1999-01-08 allballs": datetime(1999, 1, 8),
     "1999-01-08 04:05:06 PST": datetime(1999, 1, 8, 4, 5, 6),  # a zone is ignored
+    "1999-01-08 04:05:06.1234565": datetime(1999, 1, 8, 4, 5, 6, 123456),
+    "1999-01-08 04:05:06.1234575": datetime(1999, 1, 8, 4, 5, 6, 123458),
 }
 ZONED = {
     "1999-01-08 04:05:06+02": datetime(1999, 1, 8, 2, 5, 6),
@@ -77,6 +79,7 @@ ERRORS = [  # text, type, sqlstate, with PostgreSQL's datestyle hint
     ("2024-13", DATE, "22007", False),
     ("1999-01-08T04", TIMESTAMP, "22007", False),
     ("1999-01-08 04:05:06 XYZ", TIMESTAMPTZ, "22007", False),
+    ("04:05:06 1999-01-08", TIMESTAMP, "22007", False),
     ("1999-02-30", DATE, "22008", False),
     ("0000-01-01", DATE, "22008", False),
     ("1999-01-08 25:00", TIMESTAMP, "22008", False),
@@ -116,11 +119,17 @@ def test_errors_as_postgres_words_them(text: str, kind, sqlstate: str, hinted: b
         assert caught.value.message == f'date/time field value out of range: "{text}"'
 
 
-def test_bc_years_are_out_of_the_supported_range() -> None:
-    """PostgreSQL holds 0099-01-08 BC; a Python date cannot: 22008, not a syntax error."""
+@pytest.mark.parametrize("text", ["0099-01-08 BC", "10000-01-01", "Jan 8 10000"])
+def test_years_postgres_holds_and_python_cannot_are_out_of_the_supported_range(text) -> None:
+    """PostgreSQL holds 0099-01-08 BC and 10000-01-01; a Python date cannot: 22008 saying so,
+    not a syntax error."""
     with pytest.raises(EvalError, match="out of the supported range") as caught:
-        from_text("0099-01-08 BC", DATE)
+        from_text(text, DATE)
     assert caught.value.sqlstate == "22008"
+
+
+def test_allballs_is_midnight() -> None:
+    assert from_text("allballs", TIME) == time(0)
 
 
 def test_the_iso_fast_path_and_the_parser_agree() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cache
 
 from changeflow.errors import EvalError
@@ -48,6 +49,10 @@ class _Zone(Exception):
     """A zone offset beyond 15 hours (22009)."""
 
 
+class _Unheld(Exception):
+    """A date PostgreSQL holds and a Python date cannot (BC, or after 9999)."""
+
+
 class _Range(Exception):
     """A field whose value no date has (22008), with PostgreSQL's hint when it gives one."""
 
@@ -74,6 +79,11 @@ def parse_datetime_input(text: str, kind: str) -> date | datetime:
     except _Range as e:
         raise EvalError(
             f'date/time field value out of range: "{text}"', sqlstate="22008", hint=e.hint
+        ) from None
+    except _Unheld:
+        raise EvalError(
+            f'date "{text}" is out of the supported range: only years 1 to 9999 AD are held here',
+            sqlstate="22008",
         ) from None
     except _Zone:
         raise EvalError(
@@ -104,7 +114,7 @@ def _parse(text: str, kind: str) -> date | datetime:
             words.append((m.lastgroup or "", m.group()))
     day_of: date | None = None
     parts: list[tuple[str, int]] = []  # ("m", month) from a name, or ("n" + digits, value)
-    clock: list[float] | None = None
+    clock: list[Decimal] | None = None
     meridian = ""
     zone: tzinfo | None = None
     bc = False
@@ -112,7 +122,7 @@ def _parse(text: str, kind: str) -> date | datetime:
         if what == "time":
             if clock is not None:
                 raise _Bad
-            clock = [float(x) for x in word.split(":")]
+            clock = [Decimal(x) for x in word.split(":")]
         elif what == "offset":
             if zone is not None:
                 raise _Bad
@@ -122,7 +132,7 @@ def _parse(text: str, kind: str) -> date | datetime:
             if len(pieces) == 1 and parts == [] and day_of is None and len(word) in (6, 8):
                 day_of = _compact(word)
             elif len(pieces) == 1 and day_of is not None and clock is None and len(word) == 6:
-                clock = [int(word[:2]), int(word[2:4]), int(word[4:])]
+                clock = [Decimal(word[:2]), Decimal(word[2:4]), Decimal(word[4:])]
             elif len(pieces) == 2 and len(pieces[1]) == 3 and not parts:
                 year, doy = int(pieces[0]), int(pieces[1])
                 if not 1 <= doy <= 366 or year < 1:
@@ -130,7 +140,7 @@ def _parse(text: str, kind: str) -> date | datetime:
                 day_of = date(year, 1, 1) + timedelta(days=doy - 1)
             elif len(pieces) == 1:
                 parts.append(("n" + word, int(word)))
-            elif len(pieces) == 3 and not parts and day_of is None:
+            elif len(pieces) == 3 and not parts and day_of is None and clock is None:
                 day_of = _ymd([_piece(p) for p in pieces])
             else:
                 raise _Bad
@@ -148,7 +158,7 @@ def _parse(text: str, kind: str) -> date | datetime:
         elif word in ("am", "pm"):
             meridian = word
         elif word == "allballs":
-            clock = [0, 0, 0]
+            clock = [Decimal(0)] * 3
         elif re.fullmatch(r"j\d+", word):
             day_of = date.fromordinal(int(word[1:]) - _JULIAN_TO_ORDINAL)
         elif word in _ZONES and zone is None:
@@ -164,13 +174,10 @@ def _parse(text: str, kind: str) -> date | datetime:
     if day_of is None:
         raise _Bad
     if bc:
-        raise EvalError(
-            f'date "{text}" is out of the supported range: years before 1 AD are not held here',
-            sqlstate="22008",
-        )
+        raise _Unheld
     if kind == "date":
         return day_of
-    stamp = datetime.combine(day_of, _clock(clock or [0, 0, 0], meridian))
+    stamp = datetime.combine(day_of, _clock(clock or [Decimal(0)] * 3, meridian))
     if clock and clock[0] == 24:
         stamp += timedelta(days=1)
     if kind != "timestamptz" and "with time zone" not in kind:
@@ -219,6 +226,8 @@ def _ymd(parts: list[tuple[str, int]]) -> date:
 def _date(year: int, month: int, day: int) -> date:
     if not 1 <= month <= 12:
         raise _Range(HINT)
+    if year > 9999 and 1 <= day <= 31:
+        raise _Unheld
     try:
         return date(year, month, day)
     except ValueError:
@@ -232,15 +241,15 @@ def _compact(word: str) -> date:
     return _date(_two_digit(word[:2], int(word[:2])), int(word[2:4]), int(word[4:]))
 
 
-def _clock(fields: list[float], meridian: str) -> time:
+def _clock(fields: list[Decimal], meridian: str) -> time:
     hour, minute = int(fields[0]), int(fields[1])
-    seconds = fields[2] if len(fields) > 2 else 0.0
+    seconds = fields[2] if len(fields) > 2 else Decimal(0)
     if meridian:
         if not 0 <= hour <= 12:
             raise _Range
         hour = hour % 12 + (12 if meridian == "pm" else 0)
     whole = int(seconds)
-    micro = round((seconds - whole) * 1_000_000)
+    micro = int(((seconds - whole) * 1_000_000).quantize(Decimal(1), ROUND_HALF_EVEN))
     if hour == 24 and minute == 0 and seconds == 0:
         return time(0)
     if hour > 23 or minute > 59 or seconds >= 60:
