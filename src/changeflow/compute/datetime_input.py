@@ -157,6 +157,8 @@ def _parse(text: str, kind: str) -> date | datetime:
             bc = True
         elif word in ("am", "pm"):
             meridian = word
+        elif word in ("today", "tomorrow", "yesterday") and day_of is None and not parts:
+            day_of = _today() + timedelta(days={"today": 0, "tomorrow": 1}.get(word, -1))
         elif word == "allballs":
             clock = [Decimal(0)] * 3
         elif re.fullmatch(r"j\d+", word):
@@ -177,12 +179,23 @@ def _parse(text: str, kind: str) -> date | datetime:
         raise _Unheld
     if kind == "date":
         return day_of
-    stamp = datetime.combine(day_of, _clock(clock or [Decimal(0)] * 3, meridian))
-    if clock and clock[0] == 24:
-        stamp += timedelta(days=1)
+    stamp = datetime.combine(day_of, time(0)) + _clock(clock or [Decimal(0)] * 3, meridian)
     if kind != "timestamptz" and "with time zone" not in kind:
         return stamp
-    return stamp.replace(tzinfo=zone or UTC).astimezone(UTC)
+    zone = zone or UTC
+    # a local time a zone's clock skips or repeats: the smaller offset, as PostgreSQL picks
+    local = min((stamp.replace(tzinfo=zone, fold=f) for f in (0, 1)), key=_utcoffset)
+    return local.astimezone(UTC)
+
+
+def _utcoffset(stamp: datetime) -> timedelta:
+    return stamp.utcoffset() or timedelta(0)
+
+
+def _today() -> date:
+    from changeflow.compute.scalars import STATEMENT_TIME
+
+    return (STATEMENT_TIME.get() or datetime.now(UTC)).astimezone(UTC).date()
 
 
 def _piece(p: str) -> tuple[str, int]:
@@ -241,22 +254,18 @@ def _compact(word: str) -> date:
     return _date(_two_digit(word[:2], int(word[:2])), int(word[2:4]), int(word[4:]))
 
 
-def _clock(fields: list[Decimal], meridian: str) -> time:
+def _clock(fields: list[Decimal], meridian: str) -> timedelta:
+    """The time since midnight (``24:00:00`` a whole day; a leap second ``:60`` rolls on)."""
     hour, minute = int(fields[0]), int(fields[1])
     seconds = fields[2] if len(fields) > 2 else Decimal(0)
     if meridian:
         if not 0 <= hour <= 12:
             raise _Range
         hour = hour % 12 + (12 if meridian == "pm" else 0)
-    whole = int(seconds)
-    micro = int(((seconds - whole) * 1_000_000).quantize(Decimal(1), ROUND_HALF_EVEN))
-    if hour == 24 and minute == 0 and seconds == 0:
-        return time(0)
-    if hour > 23 or minute > 59 or seconds >= 60:
+    if hour > 24 or minute > 59 or seconds >= 61 or (hour == 24 and (minute or seconds)):
         raise _Range
-    if micro == 1_000_000:
-        whole, micro = whole + 1, 0
-    return time(hour, minute, whole, micro)
+    micros = int((seconds * 1_000_000).quantize(Decimal(1), ROUND_HALF_EVEN))
+    return timedelta(hours=hour, minutes=minute, microseconds=micros)
 
 
 def _offset(word: str) -> tzinfo:
