@@ -305,7 +305,7 @@ def to_text(value: Any, kind: SqlType) -> str:
     if kind.floating:
         return float_text(value, kind)
     if kind in (TIMESTAMP, TIMESTAMPTZ):
-        text = value.replace(tzinfo=None).isoformat(sep=" ")
+        text = re.sub(r"(\.\d*[1-9])0+$", r"\1", value.replace(tzinfo=None).isoformat(sep=" "))
         return text + ("+00" if kind == TIMESTAMPTZ else "")
     if kind == DATE:
         return value.isoformat()
