@@ -50,6 +50,10 @@ def test_date_input_forms_as_postgres(tmp_path, postgres_url: str) -> None:
         "SELECT id, d, ts, tz::text FROM dates ORDER BY id",
         "SELECT id FROM dates WHERE d = 'January 8, 1999' ORDER BY id",
         "SELECT id FROM dates WHERE ts > '1/8/1999 04:05' ORDER BY id",
+        "SELECT '1999-01-08 04:05:06.5'::timestamp::text, "
+        "'Jan 8 1999 4:05:06.25 pm'::timestamp::text",
+        "SELECT 'January 8 1999 4:05:06.5 AM PST'::timestamptz::text",
+        "SELECT '2024-11-03 01:30:00 America/New_York'::timestamptz::text",
         "SELECT t::date FROM (VALUES ('Jan 8 1999'), ('1999.008'), ('1/8/99')) v(t)",
     ]
     with beside_postgres(tmp_path / "home", postgres_url, "dates", *setup) as (ours, pg):

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from changeflow.compute.datetime_input import HINT, parse_datetime_input, plain_iso
-from changeflow.compute.scalars import from_text
+from changeflow.compute.scalars import from_text, to_text
 from changeflow.compute.types import DATE, TIME, TIMESTAMP, TIMESTAMPTZ
 from changeflow.errors import EvalError
 
@@ -58,6 +58,8 @@ STAMPS = {
     "1999-01-08 04:05:06 PST": datetime(1999, 1, 8, 4, 5, 6),  # a zone is ignored
     "1999-01-08 04:05:06.1234565": datetime(1999, 1, 8, 4, 5, 6, 123456),
     "1999-01-08 04:05:06.1234575": datetime(1999, 1, 8, 4, 5, 6, 123458),
+    "1999-01-08 04:05:60.5": datetime(1999, 1, 8, 4, 6, 0, 500000),
+    "1999-01-08 23:59:59.9999999": datetime(1999, 1, 9),
 }
 ZONED = {
     "1999-01-08 04:05:06+02": datetime(1999, 1, 8, 2, 5, 6),
@@ -72,6 +74,12 @@ ZONED = {
     "1999-07-08 04:05:06 America/New_York": datetime(1999, 7, 8, 8, 5, 6),
     "1999-01-08 04:05:06 america/new_york": datetime(1999, 1, 8, 9, 5, 6),
     "January 8, 1999 04:05 pm EST": datetime(1999, 1, 8, 21, 5),
+    "Mon Jan 08 04:05:06 1999 PST": datetime(1999, 1, 8, 12, 5, 6),
+    "1999-01-08 04:05:06 Japan": datetime(1999, 1, 7, 19, 5, 6),
+    "2024-11-03 01:30:00 America/New_York": datetime(2024, 11, 3, 6, 30),  # repeated
+    "2024-03-10 02:30:00 America/New_York": datetime(2024, 3, 10, 7, 30),  # skipped
+    "2024-10-27 02:30:00 Europe/Paris": datetime(2024, 10, 27, 1, 30),
+    "2024-03-31 02:30:00 Europe/Paris": datetime(2024, 3, 31, 1, 30),
 }
 ERRORS = [  # text, type, sqlstate, with PostgreSQL's datestyle hint
     ("foo", DATE, "22007", False),
@@ -84,6 +92,8 @@ ERRORS = [  # text, type, sqlstate, with PostgreSQL's datestyle hint
     ("0000-01-01", DATE, "22008", False),
     ("1999-01-08 25:00", TIMESTAMP, "22008", False),
     ("1999-01-08 13:00 PM", TIMESTAMP, "22008", False),
+    ("1999-01-08 24:00:01", TIMESTAMP, "22008", False),
+    ("1999-01-08 04:05:61", TIMESTAMP, "22008", False),
     ("13/13/1999", DATE, "22008", True),
     ("13/1/1999", DATE, "22008", True),
     ("1999-13-01", DATE, "22008", True),
@@ -126,6 +136,23 @@ def test_years_postgres_holds_and_python_cannot_are_out_of_the_supported_range(t
     with pytest.raises(EvalError, match="out of the supported range") as caught:
         from_text(text, DATE)
     assert caught.value.sqlstate == "22008"
+
+
+def test_today_tomorrow_and_yesterday_with_a_time() -> None:
+    from changeflow.compute.scalars import STATEMENT_TIME
+
+    token = STATEMENT_TIME.set(datetime(2024, 2, 28, 13, 0, tzinfo=UTC))
+    try:
+        assert from_text("tomorrow 04:05 pm", TIMESTAMP) == datetime(2024, 2, 29, 16, 5)
+        assert from_text("yesterday EST", TIMESTAMPTZ) == datetime(2024, 2, 27, 5, tzinfo=UTC)
+    finally:
+        STATEMENT_TIME.reset(token)
+
+
+def test_timestamp_text_trims_its_fraction_as_postgres() -> None:
+    stamp = from_text("January 8 1999 4:05:06.5 AM PST", TIMESTAMPTZ)
+    assert to_text(stamp, TIMESTAMPTZ) == "1999-01-08 12:05:06.5+00"
+    assert to_text(datetime(1999, 1, 8, 4, 5), TIMESTAMP) == "1999-01-08 04:05:00"
 
 
 def test_allballs_is_midnight() -> None:
