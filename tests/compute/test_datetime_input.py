@@ -33,6 +33,7 @@ DATES = {
     "01/02/03": date(2003, 1, 2),
     "1/13/1999": date(1999, 1, 13),
     "1999.008": JAN8,
+    "1999.366": date(2000, 1, 1),
     "1999-008": JAN8,
     "19990108": JAN8,
     "990108": JAN8,
@@ -85,6 +86,7 @@ ERRORS = [  # text, type, sqlstate, with PostgreSQL's datestyle hint
     ("foo", DATE, "22007", False),
     ("1999-W01-1", DATE, "22007", False),
     ("2024-13", DATE, "22007", False),
+    ("1999.367", DATE, "22007", False),
     ("1999-01-08T04", TIMESTAMP, "22007", False),
     ("1999-01-08 04:05:06 XYZ", TIMESTAMPTZ, "22007", False),
     ("04:05:06 1999-01-08", TIMESTAMP, "22007", False),
@@ -129,7 +131,7 @@ def test_errors_as_postgres_words_them(text: str, kind, sqlstate: str, hinted: b
         assert caught.value.message == f'date/time field value out of range: "{text}"'
 
 
-@pytest.mark.parametrize("text", ["0099-01-08 BC", "10000-01-01", "Jan 8 10000"])
+@pytest.mark.parametrize("text", ["0099-01-08 BC", "10000-01-01", "Jan 8 10000", "J0"])
 def test_years_postgres_holds_and_python_cannot_are_out_of_the_supported_range(text) -> None:
     """PostgreSQL holds 0099-01-08 BC and 10000-01-01; a Python date cannot: 22008 saying so,
     not a syntax error."""

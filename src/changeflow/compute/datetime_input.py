@@ -135,8 +135,10 @@ def _parse(text: str, kind: str) -> date | datetime:
                 clock = [Decimal(word[:2]), Decimal(word[2:4]), Decimal(word[4:])]
             elif len(pieces) == 2 and len(pieces[1]) == 3 and not parts:
                 year, doy = int(pieces[0]), int(pieces[1])
-                if not 1 <= doy <= 366 or year < 1:
-                    raise _Range
+                if not 1 <= doy <= 366:
+                    raise _Bad
+                if not 1 <= year <= 9999:
+                    raise _Range if year < 1 else _Unheld
                 day_of = date(year, 1, 1) + timedelta(days=doy - 1)
             elif len(pieces) == 1:
                 parts.append(("n" + word, int(word)))
@@ -162,7 +164,10 @@ def _parse(text: str, kind: str) -> date | datetime:
         elif word == "allballs":
             clock = [Decimal(0)] * 3
         elif re.fullmatch(r"j\d+", word):
-            day_of = date.fromordinal(int(word[1:]) - _JULIAN_TO_ORDINAL)
+            ordinal = int(word[1:]) - _JULIAN_TO_ORDINAL
+            if not 1 <= ordinal <= date.max.toordinal():
+                raise _Unheld
+            day_of = date.fromordinal(ordinal)
         elif word in _ZONES and zone is None:
             zone = timezone(timedelta(seconds=_ZONES[word]))
         elif zone is None and (found := _iana(word)) is not None:
