@@ -387,7 +387,7 @@ def test_functions_and_expressions_agree_with_the_reference(spark: SparkSession)
         (Arith("*", f, lit(1e308)), "22003"),
         (Cast(t, INT4), "22P02"),
         (Cast(lit("maybe"), BOOL), "22P02"),
-        (Cast(lit("2024-13"), DATE), "22007"),
+        (Cast(lit("2024-02-30"), DATE), "22008"),
         (Cast(Arith("*", f, lit(1e300)), INT4), "22003"),
         (Func("sqrt", (f,)), "2201F"),
         (Func("ln", (lit(0),)), "2201E"),
@@ -432,3 +432,17 @@ def test_what_spark_cannot_compute_faithfully_is_refused(spark: SparkSession, e:
     df = frame(spark, WIDE, {}).toDF(*(f"c{j}" for j in range(len(WIDE))), "_diff")
     with pytest.raises(PlanError, match="cannot be computed on Spark"):
         ExprCompiler(df, 0).compile(e)
+
+
+def test_date_text_spark_cannot_read_is_refused_not_misread(spark: SparkSession) -> None:
+    """Plain ISO 8601 text is read on Spark as by the row evaluator; PostgreSQL's other forms
+    (month names, MDY numbers …) fail with 0A000 there, never a different value."""
+    iso = [Cast(lit("2024-02-29"), DATE), Cast(lit("2024-02-29 23:59:59.5+02:00"), TIMESTAMPTZ)]
+    _, day, stamp = _spark_values(spark, iso, WIDE, WIDE_ROWS[:1])[0]
+    assert day == iso[0].eval(WIDE_ROWS[0])
+    assert stamp.replace(tzinfo=UTC) == iso[1].eval(WIDE_ROWS[0])
+    for text in ("Jan 8 1999", "1/8/1999", "2024-01-08 24:00"):
+        assert Cast(lit(text), DATE).eval(WIDE_ROWS[0]) is not None
+        with pytest.raises(EvalError) as caught:
+            _spark_values(spark, [Cast(lit(text), DATE)], WIDE, WIDE_ROWS[:1])
+        assert caught.value.sqlstate == "0A000", text

@@ -203,3 +203,31 @@ def test_an_empty_line_is_a_row_as_in_postgresql(
             copy.write(b"a\n\nb\n")
         rows.append(c.execute(f"SELECT v FROM {table_name} ORDER BY v").fetchall())
     assert rows[0] == rows[1] == [("",), ("a",), ("b",)]
+
+
+def test_dates_in_postgresql_input_forms_load_as_postgresql(
+    conn: psycopg.Connection, pg: psycopg.Connection, table_name: str
+) -> None:
+    """COPY reads PostgreSQL's date/time input forms (month names, MDY numbers, zones) as a
+    cast does; an impossible date is its 22008 with nothing written."""
+    columns = "(k int, d date, ts timestamp, tz timestamptz)"
+    data = (
+        "1\tJanuary 8, 1999\t1/8/1999 4:05 pm\t1999-01-08 04:05:06 PST\n"
+        "2\t08-Jan-99\t19990108T040506\tJan 8 1999 04:05 America/New_York\n"
+        "3\t1999.008\t1999-01-08 12:05 AM\t1999-01-08 04:05:06 +0530\n"
+    )
+    for c in (conn, pg):
+        c.execute("SET TimeZone = 'UTC'")
+        c.execute(f"CREATE TABLE {table_name} {columns}")
+        with c.cursor().copy(f"COPY {table_name} FROM STDIN") as copy:
+            copy.write(data.encode())
+    select = f"SELECT k, d, ts, tz::text FROM {table_name} ORDER BY k"
+    assert conn.execute(select).fetchall() == pg.execute(select).fetchall()
+    for c in (conn, pg):
+        with (
+            pytest.raises(psycopg.Error) as caught,
+            c.cursor().copy(f"COPY {table_name} FROM STDIN") as copy,
+        ):
+            copy.write(b"4\t13/13/1999\t\\N\t\\N\n")
+        assert caught.value.sqlstate == "22008"
+    assert len(conn.execute(select).fetchall()) == 3

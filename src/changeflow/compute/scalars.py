@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from changeflow.compute.array_shape import flat, nested, parse, shape, text_of
+from changeflow.compute.datetime_input import parse_datetime_input, plain_iso
 from changeflow.compute.floats import float4_from_text, float_text, to_float4
 from changeflow.compute.intervals import Interval, parse_interval
 from changeflow.compute.json_text import parse_json
@@ -304,7 +305,7 @@ def to_text(value: Any, kind: SqlType) -> str:
     if kind.floating:
         return float_text(value, kind)
     if kind in (TIMESTAMP, TIMESTAMPTZ):
-        text = value.replace(tzinfo=None).isoformat(sep=" ")
+        text = re.sub(r"(\.\d*[1-9])0+$", r"\1", value.replace(tzinfo=None).isoformat(sep=" "))
         return text + ("+00" if kind == TIMESTAMPTZ else "")
     if kind == DATE:
         return value.isoformat()
@@ -473,6 +474,8 @@ def from_text(text: str, kind: SqlType) -> Any:
             return one_nan(float4_from_text(s, text))
         if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and s.lower() in _SPECIAL_STAMPS:
             return _special_stamp(s.lower(), kind)
+        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and not plain_iso(s):
+            raise ValueError(s)  # fromisoformat reads forms PostgreSQL refuses (1999-W01-1)
         if kind == DATE:
             return date.fromisoformat(s)
         if kind == UUID:
@@ -496,11 +499,9 @@ def from_text(text: str, kind: SqlType) -> Any:
             else:
                 stamp = stamp.replace(tzinfo=None)
             return stamp
-    except ValueError as e:
-        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ) and ("range" in str(e) or "must be in" in str(e)):
-            # a well-formed date whose day, month or hour does not exist (2024-02-30)
-            message = f'date/time field value out of range: "{text}"'
-            raise EvalError(message, sqlstate="22008") from None
+    except ValueError:
+        if kind in (DATE, TIMESTAMP, TIMESTAMPTZ):  # not ISO 8601: PostgreSQL's other forms
+            return parse_datetime_input(text, str(kind))
         raise _syntax(kind, text) from None
     except InvalidOperation:
         raise _syntax(kind, text) from None

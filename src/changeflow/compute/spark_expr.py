@@ -369,9 +369,11 @@ def _quote(ch: str) -> str:
 
 # -- text to values ----------------------------------------------------------------------------
 
+# the plain ISO 8601 forms Spark's cast reads as PostgreSQL does (hour 24 and offsets beyond
+# 15 hours excluded); PostgreSQL's other date/time forms only the row evaluator reads
 _DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
-_STAMP_RE = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?$"
-_STAMPTZ_RE = _STAMP_RE[:-1] + r"(Z|[+-]\d{2}(:\d{2})?)?$"
+_STAMP_RE = r"^\d{4}-\d{2}-\d{2}([ T]([01]\d|2[0-3]):\d{2}(:\d{2}(\.\d{1,6})?)?)?$"
+_STAMPTZ_RE = _STAMP_RE[:-1] + r"(Z|[+-](0\d|1[0-5])(:\d{2})?)?$"
 
 
 def _syntax(c: Column, kind: SqlType) -> Column:
@@ -392,7 +394,19 @@ def _from_text(c: Column, target: SqlType) -> Column:
         )
     pattern = {DATE: _DATE_RE, TIMESTAMP: _STAMP_RE, TIMESTAMPTZ: _STAMPTZ_RE}.get(target)
     if pattern is not None:
-        return F.when(s.rlike(pattern) | c.isNull(), s.cast(spark_type(target))).otherwise(
-            _syntax(c, target)
+        value = s.try_cast(spark_type(target))
+        range_ = EvalError('date/time field value out of range: "', sqlstate="22008")
+        other = EvalError(
+            "date/time input other than plain ISO 8601 cannot be read on Spark "
+            "(the row evaluator reads PostgreSQL's other forms): \"",
+            sqlstate="0A000",
+        )
+        quoted = F.concat(c, F.lit('"'))
+        return (
+            F.when(c.isNull(), F.lit(None).cast(spark_type(target)))
+            .when(s.rlike(pattern) & value.isNotNull(), value)
+            .when(s.rlike(pattern), raise_column(range_, quoted))
+            .otherwise(raise_column(other, quoted))
+            .cast(spark_type(target))
         )
     return c.cast(spark_type(target))
