@@ -49,6 +49,10 @@ class _Zone(Exception):
     """A zone offset beyond 15 hours (22009)."""
 
 
+class _NoZone(Exception):
+    """A time zone name no zone has (22023)."""
+
+
 class _Unheld(Exception):
     """A date PostgreSQL holds and a Python date cannot (BC, or after 9999)."""
 
@@ -85,6 +89,8 @@ def parse_datetime_input(text: str, kind: str) -> date | datetime:
             f'date "{text}" is out of the supported range: only years 1 to 9999 AD are held here',
             sqlstate="22008",
         ) from None
+    except _NoZone as e:
+        raise EvalError(f'time zone "{e}" not recognized', sqlstate="22023") from None
     except _Zone:
         raise EvalError(
             f'time zone displacement out of range: "{text}"', sqlstate="22009"
@@ -172,6 +178,8 @@ def _parse(text: str, kind: str) -> date | datetime:
             zone = timezone(timedelta(seconds=_ZONES[word]))
         elif zone is None and (found := _iana(word)) is not None:
             zone = found
+        elif "/" in word and kind != "date":  # a zone's name, but no zone's
+            raise _NoZone(word)
         else:
             raise _Bad
     if parts:
