@@ -316,7 +316,11 @@ class ExprCompiler:
             whole = F.date_format(c, "yyyy-MM-dd HH:mm:ss")
             micros = F.unix_micros(c.cast("timestamp")) % 1_000_000
             text = F.when(micros == 0, whole).otherwise(
-                F.concat(whole, F.lit("."), F.lpad(micros.cast("string"), 6, "0"))
+                F.concat(  # the fraction without trailing zeros, as PostgreSQL prints it
+                    whole,
+                    F.lit("."),
+                    F.regexp_replace(F.lpad(micros.cast("string"), 6, "0"), "0+$", ""),
+                )
             )
             return F.concat(text, F.lit("+00")) if source == TIMESTAMPTZ else text
         return c.cast("string")
