@@ -1,6 +1,7 @@
 """Date and timestamp text in PostgreSQL 15's input forms, compared with PostgreSQL itself:
-casts, typed literals, INSERT into date/time columns and comparisons with a column, and the
-errors (22007, 22008, 22009) for text it refuses."""
+casts, typed literals, INSERT into date/time columns and comparisons with a column, a
+materialized view reading text as dates kept through changes, and the errors (22007, 22008,
+22009, 22023) for text it refuses."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sqlhelp import beside_postgres, same_errors, same_outcomes  # noqa: E402
+from sqlhelp import beside_postgres, maintained_as_postgres, same_errors, same_outcomes  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -33,6 +34,8 @@ REFUSED = [
     "SELECT '13/13/1999'::date", "SELECT '1999-01-08 25:00'::timestamp",
     "SELECT '1999-01-08 04:05:06 XYZ'::timestamptz",
     "SELECT '1999-01-08 04:05:06+16'::timestamptz",
+    "SELECT '1999-01-08 04:05:06 Mars/Base'::timestamptz", "SELECT '99-Jan-08'::date",
+    "SELECT '1999-01-08 13:00 PM'::timestamp",
     "INSERT INTO dates VALUES (9, '1999-13-01', NULL, NULL)",
 ]  # fmt: skip
 
@@ -59,3 +62,20 @@ def test_date_input_forms_as_postgres(tmp_path, postgres_url: str) -> None:
     with beside_postgres(tmp_path / "home", postgres_url, "dates", *setup) as (ours, pg):
         same_outcomes(ours, pg, statements)
         same_errors(ours, pg, REFUSED)
+
+
+def test_text_read_as_dates_in_a_view_as_postgres(tmp_path, postgres_url: str) -> None:
+    setup = (
+        "CREATE TABLE dtv (id int NOT NULL, s text, d date, z timestamptz)",
+        "INSERT INTO dtv VALUES (1, 'January 8, 1999', 'Jan-08-1999', '1999-01-08 04:05 -8:00'),"
+        " (2, '1/8/1999', '19990108', 'Jul 4 2020 12:00 EDT'), (3, '1999.008', 'J2451187', NULL)",
+    )
+    changes = [
+        "INSERT INTO dtv VALUES (4, 'Dec 31, 1999', 'December 31, 1999', '2000-01-01 EST')",
+        "UPDATE dtv SET s = '2/29/2000' WHERE id = 1",
+        "DELETE FROM dtv WHERE id = 2",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "dtv", *setup) as (ours, pg):
+        pg.execute("SET TimeZone = 'UTC'")
+        query = "SELECT id, s::date AS sd, d + 1 AS next, z FROM dtv"
+        maintained_as_postgres(ours, pg, [query], changes)

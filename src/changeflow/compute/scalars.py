@@ -120,8 +120,9 @@ def div_scale(a: Decimal, b: Decimal) -> int:
 
 def numeric_div(a: Decimal, b: Decimal) -> Decimal:
     """``a / b`` rounded (half away from zero) to PostgreSQL's scale for it, but to no fewer
-    than the 10 decimals a view stores numerics at: Spark's hydration of a view computes the
-    quotient with at least that many, and the two must agree."""
+    than 10 decimals (PostgreSQL's scale falls below that only for quotients past 1e24). A
+    view that divides numerics is not hydrated on Spark, whose quotient has its own scale
+    (``spark_real.divides_numerics``)."""
     if a.is_nan() or b.is_nan() or (a.is_infinite() and b.is_infinite()):
         return NUMERIC_NAN
     if b == 0:

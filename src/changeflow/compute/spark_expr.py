@@ -74,7 +74,7 @@ _EXACT_DECIMAL = {INT2: "decimal(5,0)", INT4: "decimal(10,0)", INT8: "decimal(20
 
 def exact_decimals(spark: SparkSession) -> AbstractContextManager[None]:
     """The session setting under which columns must be built: decimal arithmetic keeps every
-    decimal place it can (a product of two ``decimal(38, 10)`` is ``decimal(38, 20)``) and
+    decimal place it can (a product of decimal(38, 10) and decimal(38, 2) is decimal(38, 12)) and
     fails on overflow, instead of rounding to 6 places; a built DataFrame keeps it."""
     return session_conf(spark, {"spark.sql.decimalOperations.allowPrecisionLoss": "false"})
 
