@@ -27,6 +27,7 @@ CHILD = r"""
 import os
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -87,11 +88,21 @@ def tasks():
     return done
 
 
+def both_executors_up(seconds=120.0):
+    # a worker's executor can register after the session starts on a loaded machine, and
+    # Spark then schedules every task on the one already there: wait for both first
+    deadline = time.monotonic() + seconds
+    while len([e for e in tasks() if e != "driver"]) < 2:
+        assert time.monotonic() < deadline, f"only executors {dict(tasks())} registered"
+        time.sleep(0.2)
+
+
 def ran(before, after):
     grew = {e: after[e] - before.get(e, 0) for e in after if e != "driver"}
     return {e: n for e, n in grew.items() if n > 0}
 
 
+both_executors_up()
 conn = changeflow.connect(root / "home", host_seconds=0)
 shop = "WITH (TIMELINE = 'shop')"
 conn.execute(f"CREATE SOURCE orders FROM CDC '{orders.folder}' FORMAT JSON "
