@@ -34,6 +34,8 @@ CHANGES = [
 ]
 QUERIES = [
     "SELECT id, a, t, a[1], a[2], a[0], a[4], t[1], cardinality(a), array_length(a, 1) FROM arr",
+    "SELECT id, a[g], a[g::bigint], a[length(s) + 0], a[1.6], a[id - 4], a[2:id], t[-1 + g] "
+    "FROM arr",
     "SELECT id, 2 = ANY(a), 9 <> ALL(a), x = ANY(ARRAY[1, 3, NULL]), s = ANY(t) FROM arr",
     "SELECT id, ARRAY[id, x], ARRAY[s, 'k'], '{5,6}'::int[], (ARRAY[x, id])[2], "
     "array_length(a, 2), ARRAY[id]::text FROM arr",
@@ -104,6 +106,7 @@ REFUSED = [
     "SELECT '{a}'::int[]",
     "SELECT x[1] FROM arr",
     "SELECT a['x'] FROM arr",
+    "SELECT a['1'::text] FROM arr",
     "SELECT 1 = ANY(x) FROM arr",
     "SELECT cardinality(x) FROM arr",
     "SELECT ARRAY[1, 'a'::text]",

@@ -133,6 +133,8 @@ QUERIES = [
     "SELECT jt.id, e.key, e.value FROM jt, jsonb_each(jt.j) e WHERE jsonb_typeof(jt.j) = 'object'",
     "SELECT id, e.value FROM jt CROSS JOIN LATERAL jsonb_array_elements(j) e"
     " WHERE jsonb_typeof(j) = 'array' AND e.value IS NOT NULL",
+    "SELECT id, j['a'], j['tags'][g], j['n']['m'], j[-1], j['1'], j[id::text], j[NULL] FROM jt",
+    "SELECT id FROM jt WHERE j['tags'][0] = '\"x\"' OR j['n']['m']::int = 5",
 ]
 CHANGES = [
     'INSERT INTO jt VALUES (7, 3, \'{"n": {"m": 5}, "a": null}\')',
@@ -179,6 +181,11 @@ REFUSED = [
     "SELECT j + 1 FROM jt",
     "SELECT '1'::jsonb - 'a'",
     "SELECT '{\"a\": 1}'::jsonb - 0",
+    "SELECT j['a':'b'] FROM jt",
+    "SELECT j[1.5] FROM jt",
+    "SELECT j[id::bigint] FROM jt",
+    "SELECT j[true] FROM jt",
+    "SELECT (j::json)['a'] FROM jt",
 ]
 
 

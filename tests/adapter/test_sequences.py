@@ -48,6 +48,11 @@ STATEMENTS = [
     "SELECT pg_get_serial_sequence('sq', 'id')",
     "SELECT pg_get_serial_sequence('sq_b', 'w')",
     "SELECT pg_get_serial_sequence('sq', 'v')",
+    "SELECT nextval(pg_get_serial_sequence('sq_a', 'id'))",
+    "SELECT currval(pg_get_serial_sequence('sq_a', 'id')), nextval(pg_get_serial_sequence("
+    "'sq', 'v')), pg_get_serial_sequence(NULL, 'v')",
+    "SELECT setval(pg_get_serial_sequence('sq_a', 'id'), 40), setval(NULL, 3), currval(NULL)",
+    "INSERT INTO sq_a (v) VALUES ('after setval') RETURNING id",
     'CREATE TABLE "Sq Odd" ("Id" serial, v text)',
     'INSERT INTO "Sq Odd" (v) VALUES (\'a\') RETURNING "Id"',
     "SELECT pg_get_serial_sequence('\"Sq Odd\"', 'Id')",

@@ -59,7 +59,7 @@ from changeflow.adapter.resolver import decode_plan, encode_plan, schema_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import own, owned_by, owned_sequences
 from changeflow.adapter.serial_add import add_serial, discard, numbered
-from changeflow.adapter.sql.dialect import parse_sql
+from changeflow.adapter.sql.dialect import parse_sql, sql_text
 from changeflow.adapter.sql.dml import default_plan
 from changeflow.adapter.sql.statements import Statement, commas
 from changeflow.adapter.view_sql import column_renamed
@@ -596,4 +596,4 @@ def _edit_sql(sql: str, edit: Any) -> str:
     schema = create.this
     if isinstance(schema, exp.Schema):
         schema.set("expressions", edit(list(schema.expressions)))
-    return create.sql(dialect="postgres")
+    return sql_text(create)

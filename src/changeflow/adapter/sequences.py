@@ -184,6 +184,8 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
     func, args = str(node.this).lower(), node.expressions
     consts = [_constant(a) for a in args]
     arity = {"nextval": (1,), "currval": (1,), "setval": (2, 3), "pg_get_serial_sequence": (2,)}
+    if len(args) in arity[func] and None in consts:  # strict: NULL (a column without one)
+        return X.Lit(None, TEXT if func == "pg_get_serial_sequence" else INT8)
     wrong = any(c is _NOT for c in consts) or not (consts and isinstance(consts[0], str))
     if len(args) not in arity[func] or wrong:
         kinds = ", ".join(_kind(a) for a in args)
@@ -223,6 +225,11 @@ _NOT = object()
 def _constant(node: exp.Expression) -> Any:
     if isinstance(node, exp.Cast):  # 's'::regclass, 5::bigint
         return _constant(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() == "pg_get_serial_sequence":
+        serial = sequence_call(node)  # nextval(pg_get_serial_sequence('t', 'id'))
+        return serial.value if isinstance(serial, X.Lit) else _NOT
     if isinstance(node, exp.Literal):
         return node.this if node.is_string else int(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
+from changeflow.adapter.sql.dialect import sql_text
 from changeflow.adapter.sql.scope import table_name
 from changeflow.errors import PlanError
 
@@ -50,7 +51,7 @@ def table_definitions(env: Environment, stmt: Statement) -> tuple[list[exp.Expre
     for d in defs:
         out.extend(_like(env, d) if isinstance(d, exp.LikeProperty) else [d])
     schema.set("expressions", out)
-    return out, create.sql(dialect="postgres")
+    return out, sql_text(create)
 
 
 def _like(env: Environment, like: exp.LikeProperty) -> list[exp.Expression]:

@@ -14,7 +14,7 @@ from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.array_sets import HIGHEST, LOWEST
 from changeflow.compute.functions.base import determined
-from changeflow.compute.types import INT4, NULLTYPE, TEXT, array_of
+from changeflow.compute.types import INT4, JSON, JSONB, NULLTYPE, TEXT, array_of
 from changeflow.compute.volatile import RandomDouble, RandomUuid
 from changeflow.errors import PlanError
 
@@ -29,15 +29,6 @@ def is_any_all(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).upper() == "ALL"
 
 
-def _unshifted(index: exp.Expression) -> exp.Expression:
-    """A subscript as written: sqlglot reads PostgreSQL's literal subscripts from 0."""
-    if isinstance(index, exp.Literal) and not index.is_string:
-        return exp.Literal.number(int(index.this) + 1)
-    if isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal):
-        return exp.Literal.number(1 - int(index.this.this))
-    return index
-
-
 class ArrayScalars:
     """The array forms of :class:`Scalars`."""
 
@@ -45,39 +36,39 @@ class ArrayScalars:
         return ArrayOf(tuple(self.unify(list(node.expressions))))
 
     def _bracket(self: Scalars, node: exp.Bracket) -> X.Expr:
-        """``a[i]``, or ``a[i][j]…`` as one subscript of several indexes (one a dimension)."""
+        """``a[i]``, or ``a[i][j]…`` as one subscript of several indexes (one a dimension);
+        ``j['k'][0]…`` of a jsonb value."""
+        chain: list[list[exp.Expression]] = []
+        base: exp.Expression = node
+        while isinstance(base, exp.Bracket):
+            chain.insert(0, list(base.expressions))
+            base = base.this
+        target = self.expr(base)
+        if target.type in (JSON, JSONB):
+            return self.jsonb_subscript(target, chain)
+        if len(chain) == 1 and isinstance(chain[0][0], exp.Slice):
+            return self._slice(chain[0][0], target)
+        if any(len(part) != 1 or isinstance(part[0], exp.Slice) for part in chain):
+            raise unsupported("array slices", node)
+        indexes = [self._array_index(part[0]) for part in chain]
+        return Subscript(target, indexes[0], tuple(indexes[1:]))
+
+    def _array_index(self: Scalars, node: exp.Expression) -> X.Expr:
+        """An array subscript, made an integer as PostgreSQL's assignment cast does (``a[1.5]``
+        is ``a[2]``)."""
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
-        if len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Slice):
-            return self._slice(node)
-        chain: list[exp.Expression] = []
-        array: exp.Expression = node
-        while isinstance(array, exp.Bracket):
-            if len(array.expressions) != 1 or isinstance(array.expressions[0], exp.Slice):
-                raise unsupported("array slices", node)
-            chain.insert(0, _unshifted(array.expressions[0]))
-            array = array.this
-        indexes = [
-            coerce_text(str(i.this), INT4) if is_string_literal(i) else self.expr(i) for i in chain
-        ]
-        return Subscript(self.expr(array), indexes[0], tuple(indexes[1:]))
+        if is_string_literal(node):
+            return coerce_text(str(node.this), INT4)
+        index = self.expr(node)
+        return X.Cast(index, INT4) if index.type.numeric and not index.type.integer else index
 
-    def _slice(self: Scalars, node: exp.Bracket) -> X.Expr:
+    def _slice(self: Scalars, part: exp.Slice, array: X.Expr) -> X.Expr:
         """``a[lo:hi]``, ``a[:hi]``, ``a[lo:]`` of a one-dimensional array's first dimension."""
-        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
-
-        if isinstance(node.this, exp.Bracket):
-            raise unsupported("slices of several dimensions", node)
-        part = node.expressions[0]
-        bounds = []
-        for bound, omitted in ((part.this, LOWEST), (part.expression, HIGHEST)):
-            if bound is None:
-                bounds.append(X.lit(omitted))
-            elif is_string_literal(bound):
-                bounds.append(coerce_text(str(bound.this), INT4))
-            else:
-                bounds.append(self.expr(bound))
-        array = self.expr(node.this)
+        bounds = [
+            X.lit(omitted) if bound is None else self._array_index(bound)
+            for bound, omitted in ((part.this, LOWEST), (part.expression, HIGHEST))
+        ]
         if array.type.element is None and array.type is not NULLTYPE:
             raise PlanError(
                 f"cannot subscript type {array.type} because it does not support subscripting",

@@ -183,7 +183,11 @@ class PostgresCalls(Postgres):
     ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
     would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``; ``oid`` is a
     type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript);
-    a type's name called with one argument (``float8(x)``, ``int4(x)``) is a cast."""
+    a type's name called with one argument (``float8(x)``, ``int4(x)``) is a cast; a subscript
+    is kept as written (sqlglot would store ``a[i]`` as ``a[i - 1]``, folding constants, for
+    dialects counting from 0, so that ``a[2::bigint]`` read the first element)."""
+
+    INDEX_OFFSET = 0
 
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
@@ -425,6 +429,11 @@ def parse_sql(text: str) -> exp.Expression:
     of recent texts are kept (a statement is described, then run: one parse); each caller
     gets a copy of its own, which planning may change."""
     return shared_tree(text).copy()
+
+
+def sql_text(node: exp.Expression) -> str:
+    """``node`` written back as PostgreSQL text that :func:`parse_sql` reads as the same tree."""
+    return node.sql(dialect=PostgresCalls)
 
 
 @functools.lru_cache(maxsize=256)

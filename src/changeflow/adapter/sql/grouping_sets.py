@@ -8,6 +8,7 @@ from itertools import combinations, product
 
 from sqlglot import exp
 
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.rows import one_row
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
@@ -25,9 +26,9 @@ def expand(groups: list[exp.Expression]) -> tuple[list[exp.Expression], Sets] | 
     keys: list[exp.Expression] = []
 
     def index(node: exp.Expression) -> int:
-        text = node.sql(dialect="postgres")
+        text = node.sql(dialect=PostgresCalls)
         for i, k in enumerate(keys):
-            if k.sql(dialect="postgres") == text:
+            if k.sql(dialect=PostgresCalls) == text:
                 return i
         keys.append(node)
         return len(keys) - 1

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from changeflow.compute import expr as X
+from changeflow.compute.arrays import ArrayOf
 from changeflow.compute.functions import Func
-from changeflow.compute.types import JSON, JSONB, TEXT, array_of
+from changeflow.compute.types import INT2, INT4, JSON, JSONB, NULLTYPE, TEXT, array_of
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -87,6 +88,37 @@ class JsonbScalars:
         if j.type == JSON:  # json's own functions, which answer with its text as written
             name = name.replace("jsonb", "json")
         return Func(name + ("_text" if text else ""), (j, key))
+
+    def jsonb_subscript(self: Scalars, j: X.Expr, chain: list[list[exp.Expression]]) -> X.Expr:
+        """``j['a'][0]…``: PostgreSQL's jsonb subscripts, each an integer or text, are the steps
+        of ``jsonb_extract_path`` (an array's step that is no integer finds NULL)."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        if j.type == JSON:
+            raise PlanError(
+                "cannot subscript type json because it does not support subscripting",
+                sqlstate="42804",
+            )
+        steps: list[X.Expr] = []
+        for part in chain:
+            if any(isinstance(p, exp.Slice) for p in part):
+                raise PlanError("jsonb subscript does not support slices", sqlstate="42804")
+            if is_string_literal(part[0]):
+                steps.append(coerce_text(str(part[0].this), TEXT))
+                continue
+            step = self.expr(part[0])
+            if step.type == NULLTYPE:
+                step = X.Lit(None, TEXT)
+            elif step.type in (INT2, INT4):
+                step = X.Cast(step, TEXT)
+            elif step.type != TEXT:
+                raise PlanError(
+                    f"subscript type {step.type} is not supported",
+                    sqlstate="42804",
+                    hint="jsonb subscript must be coercible to either integer or text.",
+                )
+            steps.append(step)
+        return Func("jsonb_extract_path", (j, ArrayOf(tuple(steps))))
 
     def _jsonextract(self: Scalars, node: exp.JSONExtract) -> X.Expr:
         return self._field(node, text=False)

@@ -186,10 +186,10 @@ def _set_returning(node: exp.Anonymous) -> None:
         count = exp.Anonymous(
             this="regexp_match_count", expressions=[*(a.copy() for a in args[:2]), flags.copy()]
         )
-        count.meta["written"] = node.sql(dialect="postgres")
+        count.meta["written"] = _written(node)
         at = exp.ExplodingGenerateSeries(start=exp.Literal.number(1), end=count)
         rows = exp.Anonymous(this="regexp_nth_match", expressions=[*args[:2], at, flags])
-        rows.meta["written"] = node.sql(dialect="postgres")
+        rows.meta["written"] = _written(node)
     rows.meta["name"] = name
     table = node.parent
     if not (isinstance(table, exp.Table | exp.Lateral) and table.this is node):
@@ -206,13 +206,20 @@ def _set_returning(node: exp.Anonymous) -> None:
     table.replace(found)
 
 
+def _written(node: exp.Expression) -> str:
+    """``node`` as PostgreSQL text, kept beside the call that replaces it."""
+    from changeflow.adapter.sql.dialect import sql_text  # (which reads this module)
+
+    return sql_text(node)
+
+
 def _call(
     node: exp.Expression, name: str, args: list[exp.Expression], shown: str | None = None
 ) -> None:
     """Replace ``node`` by a call of ``name``, its column named ``shown`` (or ``name``)."""
     call = exp.Anonymous(this=name, expressions=args)
     call.meta["name"] = shown or name
-    call.meta["written"] = node.sql(dialect="postgres")
+    call.meta["written"] = _written(node)
     node.replace(call)
 
 
@@ -251,7 +258,7 @@ def _of_values(
     agg = exp.Filter(this=exp.ArrayAgg(this=values), expression=exp.Where(this=keep))
     call = exp.Anonymous(this=form, expressions=[agg, *(e.copy() for e in extra)])
     call.meta["name"] = name
-    call.meta["written"] = target.sql(dialect="postgres")
+    call.meta["written"] = _written(target)
     target.replace(call)
 
 

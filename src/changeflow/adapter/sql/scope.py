@@ -49,7 +49,9 @@ def _temp_schema() -> bool:
 
 def unsupported(what: str, node: exp.Expression | None = None) -> PlanError:
     """A PlanError (0A000) for SQL this planner does not support, quoting the fragment."""
-    shown = f": {node.sql(dialect='postgres')}" if node is not None else ""
+    from changeflow.adapter.sql.dialect import sql_text  # (which reads this module)
+
+    shown = f": {sql_text(node)}" if node is not None else ""
     return PlanError(f"{what} is not supported{shown}", sqlstate="0A000")
 
 
