@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.batches import one_transaction
 from changeflow.adapter.environment import Environment
-from changeflow.adapter.result import Result
+from changeflow.adapter.result import Result, severity
 from changeflow.adapter.session import Session
 from changeflow.adapter.sql.statements import parse, split
 from changeflow.adapter.subscribe import Subscribe
@@ -334,8 +334,9 @@ def _unsigned_zeros(result: Result) -> list[tuple[Any, ...]]:
 
 
 def notice_text(code: str, message: str, detail: str) -> str:
-    """A NOTICE as psycopg2 keeps it: ``NOTICE:  message``, then ``DETAIL:  …`` if any."""
-    return f"NOTICE:  {message}\n" + (f"DETAIL:  {detail}\n" if detail else "")
+    """A notice as psycopg2 keeps it: ``NOTICE:  message`` (``WARNING:`` for a warning's
+    SQLSTATE), then ``DETAIL:  …`` if any."""
+    return f"{severity(code)}:  {message}\n" + (f"DETAIL:  {detail}\n" if detail else "")
 
 
 def _rowcount(result: Result) -> int:

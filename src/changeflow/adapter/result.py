@@ -10,6 +10,12 @@ import pyarrow as pa
 from changeflow.compute.types import TEXT, Column, Schema, arrow_schema
 
 
+def severity(code: str) -> str:
+    """The severity PostgreSQL gives a notice of SQLSTATE ``code`` (a warning's class, 01, or
+    an invalid transaction state's, 25: WARNING)."""
+    return "WARNING" if code[:2] in ("01", "25") else "NOTICE"
+
+
 @dataclass
 class Result:
     """A statement's outcome: ``status`` is PostgreSQL's command tag (``SELECT 3``,

@@ -28,6 +28,7 @@ from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_t
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter import settings as parameters
 from changeflow.adapter.access import Access
+from changeflow.adapter.advisory_locks import session_closed, statement_ended
 from changeflow.adapter.alter import alter_table
 from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
@@ -66,7 +67,7 @@ from changeflow.adapter.sql.statements import Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
-from changeflow.adapter.timelines import check_single, check_transaction
+from changeflow.adapter.timelines import check_single, check_transaction, timestamp_number
 from changeflow.adapter.txn_reads import transaction_read
 from changeflow.adapter.written import Written, with_own_writes
 from changeflow.compute import plan as P
@@ -192,10 +193,11 @@ class Session:
                 self.committing = None
                 self._commit(txn)
             temp_tables.after_transaction(self, txn)  # ON COMMIT DELETE ROWS, DROP
-            return result
+            return statement_ended(self, result)
         except BaseException:
             self.committing = None
             self.fail()
+            statement_ended(self, None)
             raise
 
     def fail(self) -> None:
@@ -209,6 +211,7 @@ class Session:
     def close(self) -> None:
         """End the session: its temporary tables and views are dropped."""
         temp_tables.end(self)
+        session_closed(self)
 
     def insert_columns(
         self, table: str, names: list[str] | None, data: list[pa.Array], text: bool
@@ -411,7 +414,7 @@ class Session:
         return txn.read_ts
 
     def _as_of(self, text: str, plan: P.Plan, timeline: str) -> int:
-        ts = _int(text, "AS OF")
+        ts = timestamp_number(text, "AS OF")
         latest = self.env.read_ts(timeline, plan.collections())
         if ts > latest or ts < 0:
             raise PlanError(
@@ -478,7 +481,7 @@ class Session:
         timeline = self._timeline(timelines, txn)
         as_of = self._read_ts(stmt, plan, timeline, txn)
         self._end(txn)
-        up_to = _int(g["up_to"], "UP TO") if g.get("up_to") else None
+        up_to = timestamp_number(g["up_to"], "UP TO") if g.get("up_to") else None
         progress = g["with"].get("progress", "false").lower() in ("true", "on", "1")
         return Subscribe(self.env, plan, timeline, as_of, up_to, progress)
 
@@ -577,15 +580,6 @@ def _aborted() -> PlanError:
 def _locked(lock: Any, fn: Callable[[], T]) -> T:
     with lock:
         return fn()
-
-
-def _int(text: str, what: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise PlanError(
-            f"{what} takes an integer timestamp, not {text!r}", sqlstate="22P02"
-        ) from None
 
 
 def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:

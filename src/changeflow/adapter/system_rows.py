@@ -36,6 +36,7 @@ _CATEGORY = {
     17: "U",
     18: "Z",
     705: "X",
+    2278: "P",
     1082: "D",
     1083: "D",
     1114: "D",
@@ -46,6 +47,7 @@ _CATEGORY |= {114: "U", 2950: "U", 3802: "U"} | dict.fromkeys(
     (20, 21, 23, 24, 26, 700, 701, 1700, 2202, 2205, 2206, 4089), "N"
 )
 _ALIGN = {19: "c", 705: "c", 2950: "c", 1186: "d"}
+VOID_OID = 2278  # a pseudo-type, as unknown is
 
 
 def type_rows() -> list[tuple[Any, ...]]:
@@ -68,7 +70,7 @@ def type_rows() -> list[tuple[Any, ...]]:
         array_align = "d" if element and align(element) == "d" else "i"
         rows.append(
             (oid, typname, PG_CATALOG, OWNER, length, length in (1, 2, 4, 8))
-            + ("p" if length == -2 else "b",)
+            + ("p" if length == -2 or oid == VOID_OID else "b",)
             + ("A" if io == "array" else _CATEGORY.get(oid, "S"), False, True, ",", 0, element)
             + (arrays.get(oid, 0), f"{io}_in", f"{io}_out", f"{io}_recv", f"{io}_send")
             + (None, None, None, array_align if io == "array" else align(oid), storage, False, 0)

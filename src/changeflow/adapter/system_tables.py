@@ -57,6 +57,7 @@ TYPES = {
     "uuid[]": (2951, -1, "_uuid"),
     "oid[]": (1028, -1, "_oid"),
     "unknown": (705, -2, "unknown"),
+    "void": (2278, 4, "void"),
 }
 FORMAT = {oid: name for name, (oid, _, _) in TYPES.items()} | {
     1114: "timestamp without time zone",

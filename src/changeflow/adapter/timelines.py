@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from changeflow.errors import InvalidInput, TimelineConflict
+from changeflow.errors import InvalidInput, PlanError, TimelineConflict
 
 EPOCH = "EpochMilliseconds"
 EXTERNAL = "External"
@@ -124,3 +124,13 @@ def check_transaction(
             timelines=[str(a), str(b)],
         )
     return a if a is not None else b
+
+
+def timestamp_number(text: str, what: str) -> int:
+    """The integer timestamp of ``AS OF`` or ``UP TO`` (``what``), 22P02 if ``text`` is none."""
+    try:
+        return int(text)
+    except ValueError:
+        raise PlanError(
+            f"{what} takes an integer timestamp, not {text!r}", sqlstate="22P02"
+        ) from None

@@ -84,6 +84,7 @@ INTERVAL = SqlType(
 JSONB = SqlType("jsonb", pa.struct([("jsonb", pa.string())]))
 JSON = SqlType("json", pa.struct([("json", pa.string())]))  # its text, kept as made (to_json)
 NULLTYPE = SqlType("unknown", pa.null())  # the type of a bare NULL literal, cast on use
+VOID = SqlType("void", pa.string())  # a function's result that is no value, shown as ''
 
 SCALARS = (BOOL, INT2, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ)
 ARRAYS = {
@@ -111,7 +112,7 @@ _BY_NAME = {t.name: t for t in TYPES} | {
 
 
 def _named(name: str) -> SqlType:
-    return NULLTYPE if name == NULLTYPE.name else sql_type(name)
+    return {NULLTYPE.name: NULLTYPE, VOID.name: VOID}.get(name) or sql_type(name)
 
 
 def array_of(element: SqlType) -> SqlType:

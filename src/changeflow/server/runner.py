@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from changeflow.adapter import temp_tables
+from changeflow.adapter.advisory_locks import CANCEL
+from changeflow.adapter.result import severity
 from changeflow.adapter.settings import reported_changes, reported_values, reset_all
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.statements import Statement, options, parse
@@ -91,6 +94,7 @@ class Runner:
         as parsed when it was described (the session kept its plan for that tree)."""
         assert self.session is not None
         self.cancel.clear()
+        CANCEL.set(self.cancel)  # a wait for an advisory lock ends on a cancel request
         self.busy = True
         text = C.strip(text)
         special = self._special(text, describe=False)
@@ -112,8 +116,7 @@ class Runner:
         finally:
             self._end_cursors()
         for code, message, detail in result.notices:
-            severity = "WARNING" if code[:2] in ("01", "25") else "NOTICE"
-            self.wire.send(*W.notice(code, message, severity, detail=detail))
+            self.wire.send(*W.notice(code, message, severity(code), detail=detail))
         for name, value in reported_changes(self.session.settings, reported).items():
             self.wire.send(*W.parameter_status(name, value))  # as PostgreSQL reports them
         made = stmt.kind == "create_table"  # CREATE TABLE … AS: tagged SELECT n, no rows
@@ -174,10 +177,11 @@ class Runner:
             if not describe:
                 self.cursors.clear()
                 self.prepared = {k: v for k, v in self.prepared.items() if not k}
-                if re.search(r"ALL|TEMP", text, re.I) and self.session is not None:
-                    self.session.close()  # its temporary tables dropped
                 if re.search(r"ALL", text, re.I) and self.session is not None:
+                    self.session.close()  # its temporary tables dropped, advisory locks let go
                     reset_all(self.session)
+                elif re.search(r"TEMP", text, re.I) and self.session is not None:
+                    temp_tables.end(self.session)
             return Outcome(text.upper())
         prepared = self._prepared_statement(text, describe)
         if prepared is not None:

@@ -53,6 +53,7 @@ OIDS: dict[str, tuple[int, int]] = {
     "oid": (OID, 4),
     "name": (NAME, 64),
     '"char"': (CHAR, 1),
+    "void": (2278, 4),
 }
 # the object identifier types: their name in text, their 4-byte OID in binary
 REG_OIDS = {"regproc": 24, "regprocedure": 2202, "regoper": 2203, "regclass": 2205}
@@ -223,6 +224,7 @@ BINARY: dict[str, Callable[[Any], bytes]] = {
     "oid": lambda v: struct.pack("!I", v),
     "name": lambda v: str(v).encode("utf-8"),
     '"char"': lambda v: str(v).encode("utf-8"),
+    "void": lambda v: b"",
 }
 BINARY |= dict.fromkeys(REG_OIDS, lambda v: struct.pack("!I", v.oid))
 

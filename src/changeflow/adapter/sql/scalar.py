@@ -187,7 +187,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             found = self.hook(node)
             if found is not None:
                 return found
-        constant = session_value(node)
+        constant = session_value(node, self.expr)
         if constant is not None:
             return constant
         method = getattr(self, "_" + type(node).__name__.lower(), None)

@@ -6,13 +6,15 @@ is_local)`` (which sets it for the session), constants of the statement that cal
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from changeflow.adapter.advisory_locks import FUNCTIONS as ADVISORY_FUNCTIONS
 from changeflow.compute import expr as X
-from changeflow.compute.types import INT4, TEXT
+from changeflow.compute.types import INT4, INT8, TEXT
 from changeflow.errors import PlanError
 
 
@@ -32,16 +34,26 @@ VERSION = "PostgreSQL 15.0 on changeflow"
 SEQUENCE_FUNCTIONS = ("nextval", "currval", "setval", "pg_get_serial_sequence")
 SETTING_FUNCTIONS = ("current_setting", "set_config")
 # the calls the planner answers here (by name, also as pg_catalog.name)
-SESSION_FUNCTIONS = (*SEQUENCE_FUNCTIONS, *SETTING_FUNCTIONS, "pg_backend_pid")
+SESSION_FUNCTIONS = (*SEQUENCE_FUNCTIONS, *SETTING_FUNCTIONS, *ADVISORY_FUNCTIONS, "pg_backend_pid")
 
 
-def session_value(node: exp.Expression) -> X.Expr | None:
+def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]) -> X.Expr | None:
     """``node`` as the session's constant, if it is one of these functions (or a sequence's
-    function, :mod:`changeflow.adapter.sequences`)."""
+    function, :mod:`changeflow.adapter.sequences`), or an advisory lock's call (its arguments
+    planned by ``plan``, :mod:`changeflow.adapter.advisory_locks`)."""
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in SEQUENCE_FUNCTIONS:
         from changeflow.adapter.sequences import sequence_call
 
         return sequence_call(node)
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ADVISORY_FUNCTIONS:
+        from changeflow.adapter.advisory_locks import advisory_call
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        args = [
+            coerce_text(str(a.this), INT8) if is_string_literal(a) else plan(a)
+            for a in node.expressions
+        ]
+        return advisory_call(str(node.this).lower(), args)
     names = SESSION_NAMES.get() or SessionNames()
     if isinstance(node, exp.CurrentDatabase):
         return X.Lit(names.database, TEXT)
