@@ -214,6 +214,7 @@ CALLS = {
     "json_build_object": "json_build_object('n', name, 'x', x, 'd', d)::text",
     "json_build_array": "json_build_array(id, name, NULL, ts)::text",
     "json_of_record": "json_of_record('a', id, 'b', f)::text",
+    "json_agg_of": "json_agg_of(ARRAY[json_of_record('a', id), NULL], true)::text",
     "jsonb_pretty": "jsonb_pretty(jsonb_build_object('a', jsonb_build_array(id, name)))",
     "jsonb_insert": "jsonb_insert(to_jsonb(ARRAY[id, 2]), '{0}', to_jsonb(name), true)::text",
     "regexp_match_count": "regexp_match_count(name, '[ab]', 'g')",

@@ -1,6 +1,7 @@
-"""A table's row given to ``to_json``, ``to_jsonb`` and ``jsonb_agg``: a JSON object of its
-columns by name (it was the row's record text as a JSON string), here and on PostgreSQL 15
-(json compared as text), ad hoc and in views kept through changes."""
+"""A table's row given to ``to_json``, ``to_jsonb``, ``jsonb_agg``, ``json_agg`` and the json
+builders: a JSON object of its columns by name (it was the row's record text as a JSON string),
+here and on PostgreSQL 15 (json compared as text), ad hoc and in views kept through changes;
+json_agg's text of other values, and json values given to the jsonb functions."""
 
 from __future__ import annotations
 
@@ -26,10 +27,23 @@ AD_HOC = [
     "SELECT g, jsonb_agg(t ORDER BY id DESC)::text FROM rj t GROUP BY g ORDER BY g",
     "SELECT jsonb_agg(s ORDER BY id)::text, to_jsonb(s)::text FROM rj GROUP BY s ORDER BY 1",
     "SELECT jsonb_agg(t)::text FROM rj t WHERE id > 5",
+    "SELECT json_agg(rj ORDER BY id)::text, json_agg(t)::text FROM rj, rj t WHERE t.id > 5",
+    "SELECT g, json_agg(x ORDER BY x.id DESC)::text FROM (SELECT id, g, s FROM rj) x GROUP BY g"
+    " ORDER BY g",
+    "SELECT json_agg(s ORDER BY id)::text, json_agg(x ORDER BY id)::text, json_agg(b ORDER BY id)::text, "
+    "json_agg(ARRAY[id, g] ORDER BY id)::text, json_agg(to_json(s) ORDER BY id)::text FROM rj",
+    "SELECT json_agg(row_to_json(rj) ORDER BY id) FILTER (WHERE id > 1)::text FROM rj",
+    "SELECT json_build_object('r', rj, 'n', id)::text, jsonb_build_object('r', rj)::text, "
+    "json_build_array(rj, 1)::text, jsonb_build_array(rj)::text FROM rj ORDER BY id",
+    "SELECT to_jsonb(to_json(rj))::text, jsonb_build_object('j', '[1, 2.50]'::json)::text "
+    "FROM rj ORDER BY id",
 ]
 QUERIES = [
     "SELECT id, to_jsonb(rj)::text AS j, to_json(rj)::text AS t FROM rj",
     "SELECT g, jsonb_agg(rj ORDER BY id)::text AS a FROM rj GROUP BY g",
+    "SELECT g, json_agg(rj ORDER BY id)::text AS a, json_agg(s ORDER BY id)::text AS b "
+    "FROM rj GROUP BY g",
+    "SELECT id, json_build_object('r', rj)::text AS o FROM rj",
 ]
 CHANGES = [
     "INSERT INTO rj VALUES (4, 2, 'new', 0.25, true), (5, 3, NULL, 7, false)",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
-from changeflow.adapter.sql.dialect import sql_text
+from changeflow.adapter.sql.dialect import PostgresCalls, sql_text
 from changeflow.adapter.sql.scope import table_name
 from changeflow.errors import PlanError
 
@@ -74,7 +74,7 @@ def _like(env: Environment, like: exp.LikeProperty) -> list[exp.Expression]:
         raise PlanError(
             f'LIKE "{name}" is not supported: it is a {item.kind}, not a table', sqlstate="0A000"
         )
-    source = sqlglot.parse_one(item.sql, read="postgres")
+    source = sqlglot.parse_one(item.sql, read=PostgresCalls)
     declared = {_ident(d): d for d in source.find_all(exp.ColumnDef)}
     out: list[exp.Expression] = []
     for column, _, nullable in item.columns:

@@ -157,11 +157,13 @@ def _jsonb_agg(args: list[exp.Expression]) -> exp.Expression:
 
 
 def _json_agg(args: list[exp.Expression]) -> exp.Expression:
-    """``json_agg(x …)``: ``jsonb_agg``'s text (the same for everyday values) as json."""
-    inner = _jsonb_agg(args)
-    inner.meta["name"] = "json_agg"  # the column's name
-    inner.expressions[0].meta.pop("jsonb")  # (json_agg of a row is not jsonb's text)
-    return exp.cast(inner, exp.DataType.build("json"))
+    """``json_agg(x …)``: the array_agg of x written as json_agg writes it, ``json_agg_of``;
+    its second argument says whether x is a table's row (the planner finds out)."""
+    values = exp.ArrayAgg(this=args[0] if args else None)
+    values.meta["json"] = True  # a table's row aggregated as its json object
+    call = exp.Anonymous(this="json_agg_of", expressions=[values, exp.false()])
+    call.meta["name"] = "json_agg"  # the column's name
+    return call
 
 
 def _object_agg(args: list[exp.Expression]) -> exp.Expression:

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from changeflow.adapter.constraints import Conflict
 from changeflow.adapter.relations import Relation, Resolver
+from changeflow.adapter.sql.dialect import PostgresCalls
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
 from changeflow.adapter.sql.scalar import Scalars, bare, coerce_text, is_string_literal
@@ -152,7 +153,7 @@ def _default_of(text: str | None) -> tuple[X.Expr, exp.Expression | None]:
     if text is None:
         return X.Lit(None), None
     try:
-        node = sqlglot.parse_one(text, read="postgres")
+        node = sqlglot.parse_one(text, read=PostgresCalls)
     except sqlglot.errors.ParseError as e:
         raise PlanError(f"invalid DEFAULT {text!r}: {e}", sqlstate="42601") from None
     return Scalars(Scope(), (), "DEFAULT")(node), node

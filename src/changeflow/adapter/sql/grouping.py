@@ -241,6 +241,9 @@ class Grouping:
             return P.Aggregate("count")
         sc.clause = f"{func}()"
         row = whole_row.as_json(sc, arg, jsonb=True) if n.meta.get("jsonb") else None
+        if n.meta.get("json") and (row := whole_row.as_json(sc, arg, jsonb=False)) is not None:
+            call = n.find_ancestor(exp.Anonymous)  # json_agg_of(this, whether rows)
+            call.expressions[1].replace(exp.true())
         value = sc(arg) if row is None else row
         if func in REGRESSIONS:  # (y, x)
             return regression.call(func, [arg, n.expression], [value, sc(n.expression)])

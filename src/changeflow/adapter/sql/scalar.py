@@ -239,10 +239,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         name = str(node.this).lower()
         if name == "row_to_json" and (found := whole_row.to_json(self, node)) is not None:
             return found
-        if name in ("to_json", "to_jsonb") and len(node.expressions) == 1:
-            found = whole_row.as_json(self, node.expressions[0], name == "to_jsonb")
-            if found is not None:
-                return found
+        if name in whole_row.TAKING_ROWS:  # to_json(t), json_build_object('k', t)…
+            self.replacements |= whole_row.rows_as_json(self, node.expressions)
         if name == "mz_now":
             if node.expressions:
                 raise PlanError("mz_now() takes no arguments", sqlstate="42883")
@@ -485,7 +483,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             args.append(node.args["length"])
         elif is_string_literal(args[1]) or self.expr(args[1]).type == TEXT:  # FROM a pattern:
             match = exp.Anonymous(this="regexp_match", expressions=args)  # 1st group or match
-            return self.expr(exp.Bracket(this=match, expressions=[exp.Literal.number(0)]))
+            return self.expr(exp.Bracket(this=match, expressions=[exp.Literal.number(1)]))
         return self.func("substring", args)
 
     def _trim(self, node: exp.Trim) -> X.Expr:

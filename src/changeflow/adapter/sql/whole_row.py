@@ -58,9 +58,22 @@ def to_json(sc: Scalars, node: exp.Anonymous) -> X.Expr | None:
     return Func("json_of_record", pairs)
 
 
+# functions whose argument that is a table's row is its JSON object
+TAKING_ROWS = frozenset(
+    ("to_json", "to_jsonb", "json_build_object", "jsonb_build_object")
+    + ("json_build_array", "jsonb_build_array")
+)
+
+
+def rows_as_json(sc: Scalars, args: list[exp.Expression]) -> dict[int, X.Expr]:
+    """The JSON objects of those of ``args`` that are a table's row, by their nodes' ids."""
+    return {id(a): found for a in args if (found := as_json(sc, a, jsonb=False)) is not None}
+
+
 def as_json(sc: Scalars, node: exp.Expression, jsonb: bool) -> X.Expr | None:
     """A table's row as a JSON object of its columns by name (json, or jsonb), for
-    ``to_json(t)``, ``to_jsonb(t)`` and ``jsonb_agg(t)``; None if ``node`` is no table's row."""
+    ``to_json(t)``, ``json_build_object('k', t)``, ``jsonb_agg(t)`` and ``json_agg(t)``; None
+    if ``node`` is no table's row."""
     cols = columns(sc, node)
     if cols is None:
         return None

@@ -93,6 +93,7 @@ NOT_IN_PG_PROC = frozenset(
         "epoch_ms",
         "jsonb_object_of_pairs",
         "json_of_record",
+        "json_agg_of",
         "json_record_of",
         "json_record_element",
         "jsonb_path_values",

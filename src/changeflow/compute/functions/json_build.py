@@ -1,6 +1,7 @@
 """json built as PostgreSQL writes it: ``json_build_object`` (``{"a" : 1}``, keys as given),
 ``json_build_array`` (``[1, "a"]``), a row as ``row_to_json`` writes it (``{"a":1}``, the
-planner's ``json_of_record`` of names and values) and ``jsonb_pretty``."""
+planner's ``json_of_record`` of names and values), ``json_agg``'s array (the planner's
+``json_agg_of`` of the array_agg) and ``jsonb_pretty``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from changeflow.compute import jsonb as J
 from changeflow.compute.functions.base import Function, _sig, in_process
 from changeflow.compute.functions.jsonb import _json_text
 from changeflow.compute.scalars import to_text
-from changeflow.compute.types import JSON, JSONB, TEXT, SqlType
-from changeflow.errors import EvalError
+from changeflow.compute.types import BOOL, JSON, JSONB, NULLTYPE, TEXT, SqlType
+from changeflow.errors import EvalError, PlanError
 
 _IN_PROCESS = in_process("json is built in the process")
 
@@ -45,6 +46,27 @@ def record(*args: tuple[Any, SqlType]) -> str:
     return "{" + ",".join(f"{k}:{v}" for k, v in _pairs(args, "row_to_json")) + "}"
 
 
+def agg_of(values: tuple[Any, SqlType], rows: tuple[Any, SqlType]) -> str | None:
+    """``json_agg``'s text of the values it aggregated: ``[1, "a"]``, each as ``to_json``
+    writes it, a row or an array after the first on a line of its own (``, \n {…}``)."""
+    array, kind = values
+    if array is None or kind.element is None:
+        return None
+    out: list[str] = []
+    for v in array:
+        nested = isinstance(v, tuple)  # an aggregated array
+        text = _json_text(v, kind if nested else kind.element)
+        structured = nested or rows[0] is True
+        out.append("\n " + text if out and v is not None and structured else text)
+    return "[" + ", ".join(out) + "]"
+
+
+def _agg_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 2 or args[0].element is None or args[1] not in (BOOL, NULLTYPE):
+        raise PlanError("no match", sqlstate="42883")
+    return JSON
+
+
 def pretty(j: J.Jsonb) -> str:
     """``j`` with each element and field on a line of its own, indented by four spaces."""
 
@@ -69,5 +91,6 @@ FUNCTIONS = [
     Function("json_build_object", _json, build_object, strict=False, spark=_IN_PROCESS),
     Function("json_build_array", _json, build_array, strict=False, spark=_IN_PROCESS),
     Function("json_of_record", _json, record, strict=False, spark=_IN_PROCESS),
+    Function("json_agg_of", _agg_rule, agg_of, strict=False, spark=_IN_PROCESS),
     Function("jsonb_pretty", _sig((JSONB,), result=TEXT), pretty, spark=_IN_PROCESS),
 ]

@@ -36,6 +36,8 @@ def _json_value(value: Any, kind: SqlType) -> Any:
         return None
     if kind == JSONB:
         return value.value()
+    if kind == JSON:  # json's text, read as jsonb reads it
+        return J.parse_jsonb(value).value()
     if kind.element is not None:
         return [_json_value(v, kind.element) for v in value]
     if kind == BOOL:
