@@ -130,6 +130,8 @@ CHECKS = [
     "v not similar to 'b%'",
     "t !~ '^a'",
     "i >= any(array[1, 2])",
+    "a[1] > 0",
+    "a[i + 1] > a[2::bigint]",
 ]
 CONSTRAINTDEF = (
     "SELECT pg_get_constraintdef(oid), pg_get_constraintdef(oid, true), "

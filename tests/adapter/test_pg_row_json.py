@@ -30,8 +30,9 @@ AD_HOC = [
     "SELECT json_agg(rj ORDER BY id)::text, json_agg(t)::text FROM rj, rj t WHERE t.id > 5",
     "SELECT g, json_agg(x ORDER BY x.id DESC)::text FROM (SELECT id, g, s FROM rj) x GROUP BY g"
     " ORDER BY g",
-    "SELECT json_agg(s ORDER BY id)::text, json_agg(x ORDER BY id)::text, json_agg(b ORDER BY id)::text, "
-    "json_agg(ARRAY[id, g] ORDER BY id)::text, json_agg(to_json(s) ORDER BY id)::text FROM rj",
+    "SELECT json_agg(s ORDER BY id)::text, json_agg(x ORDER BY id)::text, "
+    "json_agg(b ORDER BY id)::text, json_agg(ARRAY[id, g] ORDER BY id)::text, "
+    "json_agg(to_json(s) ORDER BY id)::text FROM rj",
     "SELECT json_agg(row_to_json(rj) ORDER BY id) FILTER (WHERE id > 1)::text FROM rj",
     "SELECT json_build_object('r', rj, 'n', id)::text, jsonb_build_object('r', rj)::text, "
     "json_build_array(rj, 1)::text, jsonb_build_array(rj)::text FROM rj ORDER BY id",

@@ -256,8 +256,6 @@ class Typer:
         if isinstance(e, exp.Bracket) and len(e.expressions) == 1:
             arg = self.node(e.this)
             index = self.node(e.expressions[0])
-            if isinstance(index, Const) and index.type == INT4 and index.text is not None:
-                index = Const(INT4, str(int(index.text) + 1))  # sqlglot counts from 0
             return Subscript(ELEMENTS.get(arg.type, TEXT), arg, index)
         return self._call(e)
 
