@@ -81,6 +81,7 @@ CALLS = {
     "date_part": "date_part('month', d)",
     "extract": "extract(year FROM ts)",
     "date_trunc": "date_trunc('month', ts)",
+    "date_bin": "date_bin('25 minutes 7.5 seconds', ts, TIMESTAMP '2001-02-03 04:05:06')",
     "make_date": "make_date(2020, 1, id)",
     "make_timestamp": "make_timestamp(2020, id, 29, 23, 59, f)",
     "to_date": "to_date('2024-' || id, 'YYYY-MM')",
@@ -233,6 +234,7 @@ CALLS = {
 # holds a column at one) and a numeric variance (at PostgreSQL's scales): a cluster-tier view
 # leaves them out.
 ROWS_ONLY = {
+    "date_bin",
     "justify_days",
     "justify_hours",
     "justify_interval",

@@ -1,7 +1,8 @@
-"""``date_trunc`` and ``extract`` as PostgreSQL 15 resolves and computes them: a quoted literal
-or NULL that could be a timestamp or an interval is ambiguous (42725); ``date_trunc`` of an
-interval; ``date_trunc(unit, x, zone)`` truncates in that zone. Ad hoc and in materialized
-views through changes, compared with PostgreSQL."""
+"""``date_trunc``, ``date_bin`` and ``extract`` as PostgreSQL 15 resolves and computes them: a
+quoted literal or NULL that could be a timestamp or an interval is ambiguous (42725);
+``date_trunc`` of an interval; ``date_trunc(unit, x, zone)`` truncates in that zone; ``date_bin``
+of timestamps, timestamptz, dates and mixes, before and after its origin, and its errors. Ad hoc
+and in materialized views through changes, compared with PostgreSQL."""
 
 from __future__ import annotations
 
@@ -45,6 +46,24 @@ AD_HOC = (
         for u in UNITS
     ]
     + ["SELECT date_trunc('year', interval '-15 months')::text"]
+    + [
+        f"SELECT date_bin({stride}, {source}, {origin})"
+        for stride, source, origin in [
+            ("'5 min'", "TIMESTAMP '2024-01-01 00:05'", "TIMESTAMP '2024-01-01 00:10'"),
+            ("'5 min'", "TIMESTAMP '2024-01-01 00:04'", "TIMESTAMP '2024-01-01 00:10'"),
+            ("'1 day 2 hours'", "TIMESTAMPTZ '2024-01-05 10:00+02'", "'2001-01-01'"),
+            ("'15 minutes'", "TIMESTAMP '2024-01-01 10:37'", "TIMESTAMPTZ '2000-01-01'"),
+            ("'15 minutes'", "'2024-01-01 10:37:00'", "'2000-01-01'"),
+            ("'1.5 seconds'", "TIMESTAMP '2024-01-01 10:37:00.7'", "'2024-01-01 10:37:00.1'"),
+            ("'1 day'", "DATE '2024-01-01'", "TIMESTAMP '2000-01-01'"),
+            ("'1 day'", "DATE '2024-01-01'", "DATE '2000-01-01'"),
+            ("NULL", "TIMESTAMP '2024-01-01'", "'2000-01-01'"),
+            ("'1 month'", "TIMESTAMP '2024-01-01'", "TIMESTAMP '2024-01-01'"),
+            ("'0 min'", "TIMESTAMP '2024-01-01'", "TIMESTAMP '2024-01-01'"),
+            ("'-5 min'", "TIMESTAMP '2024-01-01'", "TIMESTAMP '2024-01-01'"),
+        ]
+    ]
+    + ["SELECT date_bin('15 minutes', TIMESTAMP '2024-01-01 10:37:00')"]
 )
 CREATE = "CREATE TABLE dt (id int NOT NULL, s interval, t timestamptz)"
 INSERT = (
@@ -54,6 +73,8 @@ INSERT = (
 QUERIES = [
     "SELECT id, date_trunc('hour', s)::text, date_trunc('month', s)::text,"
     " date_trunc('day', t, 'Asia/Tokyo'), date_trunc('month', t, 'America/New_York') FROM dt",
+    "SELECT id, date_bin('90 minutes', t, '2024-01-01 00:15+00'), date_bin('1 day 6 hours',"
+    " t::timestamp, TIMESTAMP '2030-01-01') FROM dt",
 ]
 CHANGES = [
     "INSERT INTO dt VALUES (4, '7 days 3 microseconds', '2023-12-31 20:00+00')",

@@ -32,6 +32,7 @@ _PLAIN_CALLS = (
     "BIT_LENGTH",
     "CBRT",
     "CHR",
+    "DATE_BIN",
     "COS",
     "COSH",
     "COT",

@@ -204,6 +204,39 @@ _DATE_TRUNC = Overloads(
 )
 
 
+_DATE_BIN = Overloads("date_bin", tuple(((INTERVAL, k, k), k) for k in (TIMESTAMP, TIMESTAMPTZ)))
+
+
+def _bin_width(stride: Interval) -> int:
+    """``date_bin``'s stride in microseconds (0A000 with months, 22008 if not positive)."""
+    if stride.months:
+        raise EvalError(
+            "timestamps cannot be binned into intervals containing months or years",
+            sqlstate="0A000",
+        )
+    width = stride.days * 86_400_000_000 + stride.micros
+    if width <= 0:
+        raise EvalError("stride must be greater than zero", sqlstate="22008")
+    return width
+
+
+def _date_bin(stride: Interval, source: date, origin: date) -> datetime:
+    """``date_bin``: the start of the bin holding ``source``, bins ``stride`` wide from
+    ``origin`` (before it too); a date is its midnight, and with a timestamptz (or two dates,
+    as PostgreSQL resolves the call) both are timestamptz."""
+    stamps = [
+        v if isinstance(v, datetime) else datetime(v.year, v.month, v.day) for v in (source, origin)
+    ]
+    if any(v.tzinfo for v in stamps) or not any(isinstance(v, datetime) for v in (source, origin)):
+        stamps = [v if v.tzinfo else v.replace(tzinfo=UTC) for v in stamps]
+    source, origin = stamps
+    width, since = _bin_width(stride), (source - origin) // timedelta(microseconds=1)
+    try:
+        return origin + timedelta(microseconds=since - since % width)
+    except OverflowError:
+        raise EvalError("timestamp out of range", sqlstate="22008") from None
+
+
 def _from_epoch(seconds: float) -> datetime:
     from datetime import UTC
 
@@ -294,6 +327,7 @@ _rows_only = in_process("intervals are computed in the process")
 _FINITE_KINDS = (DATE, TIMESTAMPTZ, TIMESTAMP, INTERVAL)
 FUNCTIONS = [
     Function("date_trunc", _DATE_TRUNC, _date_trunc, spark=_spark_date_trunc),
+    Function("date_bin", _DATE_BIN, _date_bin, spark=_rows_only),
     # dates, timestamps and intervals here are all finite (no 'infinity')
     Function(
         "isfinite",
