@@ -183,7 +183,9 @@ def _rows(
     out["pg_am"].append((405, "hash", "hashhandler", "i"))
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
-    out["pg_roles"].append((OWNER, user, True, True))
+    out["pg_roles"].append(
+        (user, True, True, True, True, True, True, -1, "********", None, True, None, OWNER)
+    )
     out["pg_user"].append((OWNER, user, True))
     out["pg_database"].append(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)

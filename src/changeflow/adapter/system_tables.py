@@ -131,7 +131,10 @@ TABLES: dict[str, str] = {
     "pg_language": "oid INTEGER, lanname TEXT, lanowner INTEGER",
     "pg_attrdef": "oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT",
     "pg_collation": "oid INTEGER, collname TEXT, collnamespace INTEGER",
-    "pg_roles": "oid INTEGER, rolname TEXT, rolsuper BOOL, rolcanlogin BOOL",
+    "pg_roles": "rolname NAME, rolsuper BOOL, rolinherit BOOL, rolcreaterole BOOL, "
+    "rolcreatedb BOOL, rolcanlogin BOOL, rolreplication BOOL, rolconnlimit INT4, rolpassword TEXT, "
+    "rolvaliduntil TEXT, rolbypassrls BOOL, rolconfig TEXT, oid OID",
+    "pg_auth_members": "roleid OID, member OID, grantor OID, admin_option BOOL",
     "pg_user": "usesysid INTEGER, usename TEXT, usesuper BOOL",
     "pg_tablespace": "oid INTEGER, spcname TEXT",
     "pg_views": "schemaname TEXT, viewname TEXT, viewowner TEXT, definition TEXT",
