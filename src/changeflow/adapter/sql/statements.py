@@ -19,6 +19,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from changeflow.adapter.sql.dialect import parse_sql, shared_tree
+from changeflow.adapter.sql.dml_with import DML, with_inlined
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
@@ -370,6 +371,8 @@ def parse(text: str) -> Statement:
         if m:
             return _statement(kind, text, m.groupdict())
     head = text.split(None, 1)[0].upper() if text else ""
+    if head == "WITH" and isinstance(tree := shared_tree(text), DML):  # WITH … UPDATE
+        return Statement(type(tree).__name__.lower(), text, with_inlined(tree.copy()))
     if head in ("SELECT", "WITH", "VALUES", "TABLE") or text.startswith("("):
         if (into := _select_into(text)) is not None:
             return into
