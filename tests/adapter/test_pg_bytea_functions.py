@@ -1,7 +1,7 @@
 """The functions and operators of bytea compared with PostgreSQL 15: md5, substr/substring,
-position, the trims, octet_length/bit_length, ``||``, get_byte/set_byte/get_bit/set_bit and
-convert_from/convert_to, with their errors, ad hoc and as materialized views kept through
-inserts, updates and deletes."""
+position, the trims, octet_length/bit_length, ``||``, ``[NOT] LIKE``, get_byte/set_byte/
+get_bit/set_bit and convert_from/convert_to, with their errors, ad hoc and as materialized
+views kept through inserts, updates and deletes."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ AD_HOC = [
     " set_bit('\\x03'::bytea, 0, 0)",
     "SELECT convert_from('\\xe9'::bytea, 'LATIN1'), convert_to('é', 'latin1'),"
     " convert_from('abc'::bytea, 'UTF8'), convert_to('ab', 'utf-8'), convert_to('Ж', 'WIN1251')",
+    "SELECT 'abc'::bytea LIKE '_b_'::bytea, 'abc'::bytea LIKE 'a%', 'abc'::bytea NOT LIKE '%c',"
+    " '\\x00ff'::bytea LIKE '\\x0025'::bytea, 'a%c'::bytea LIKE 'a\\\\%c',"
+    " 'abc'::bytea LIKE 'a\\\\%c', NULL::bytea LIKE 'a%'",
 ]
 ERRORS = [
     "SELECT get_byte('\\x0102'::bytea, 2)",
@@ -50,10 +53,15 @@ ERRORS = [
     "SELECT convert_from('abc'::bytea, 'foo')",
     "SELECT convert_to('abc', 'foo')",
     "SELECT get_byte('abc', 0, 1)",
+    "SELECT strpos('abc'::bytea, 'b'::bytea)",
+    "SELECT 'abc'::bytea ILIKE 'a%'",
+    "SELECT 'abc'::bytea LIKE 'a%'::text",
+    "SELECT 'abc'::text LIKE 'a%'::bytea",
 ]
 QUERIES = [
     "SELECT id, md5(b), substr(b, 2, 2), b || '\\xff'::bytea, octet_length(b),"
-    " position('\\xad'::bytea in b), btrim(b, '\\x00'::bytea) FROM bf",
+    " position('\\xad'::bytea in b), btrim(b, '\\x00'::bytea), b LIKE '%\\255%'::bytea,"
+    " b NOT LIKE '\\000%'::bytea FROM bf",
     "SELECT id, convert_to(t, 'UTF8'), convert_from(convert_to(t, 'LATIN1'), 'LATIN1'),"
     " get_bit(b || '\\x01'::bytea, 0), set_byte(b || '\\x01'::bytea, 0, id) FROM bf",
 ]

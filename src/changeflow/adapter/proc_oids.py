@@ -66,6 +66,7 @@ _PG15 = """
 885 btrim(text) | text | = | 25 | 25
 2015 btrim(bytea,bytea) | bytea | = | 17 | 17 17
 2011 byteacat(bytea,bytea) | bytea | = | 17 | 17 17
+2005 bytealike(bytea,bytea) | boolean | = | 16 | 17 17
 3179 cardinality(anyarray) | integer | = | 23 | 2277
 1345 cbrt(double precision) | double precision | = | 701 | 701
 1711 ceil(numeric) | numeric | = | 1700 | 1700

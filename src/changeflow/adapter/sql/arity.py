@@ -20,7 +20,6 @@ _SAME = {
     "substr": "substring",
     "ceiling": "ceil",
     "character_length": "char_length",
-    "position": "strpos",
 }
 
 

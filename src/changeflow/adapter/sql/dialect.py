@@ -71,9 +71,8 @@ _GRAMMAR = frozenset({"coalesce", "greatest", "least", "nullif"})
 
 
 def _strpos(args: list[exp.Expression]) -> exp.Expression:
-    if len(args) != 2:  # no such function: the planner says so, naming the argument types
-        return exp.Anonymous(this="strpos", expressions=args)
-    return exp.StrPosition(this=args[0], substr=args[1])
+    """``strpos(s, b)``, a function of text only (``position(b IN s)`` takes bytea too)."""
+    return exp.Anonymous(this="strpos", expressions=args)
 
 
 def _two_args(name: str) -> Any:

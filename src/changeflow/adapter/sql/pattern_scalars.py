@@ -11,7 +11,7 @@ from changeflow.adapter.sql.scope import unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.patterns import like_escape, similar_to_escape
-from changeflow.compute.types import TEXT
+from changeflow.compute.types import BYTEA, TEXT
 
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
@@ -27,7 +27,10 @@ class PatternScalars:
         escape: exp.Expression | None = None,
     ) -> X.Expr:
         """``a [NOT] [I]LIKE p [ESCAPE e]``: with ESCAPE, the pattern ``like_escape(p, e)``
-        (backslash escapes, LIKE's default), computed now where both are known."""
+        (backslash escapes, LIKE's default), computed now where both are known; of a bytea,
+        PostgreSQL's ``bytealike``."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
         if node.args.get("escape") is not None:
             raise unsupported("LIKE ... ESCAPE", node)
         negated = bool(node.args.get("negate"))
@@ -35,6 +38,11 @@ class PatternScalars:
             op = ("!" if negated else "") + ("~~*" if case_insensitive else "~~")
             return self.any_all(op, node.this, node.expression)
         a, p = self.blank_padded(self.expr(node.this)), self.expr(node.expression)
+        if a.type == BYTEA and not case_insensitive and escape is None:  # bytealike
+            if is_string_literal(node.expression):
+                p = coerce_text(str(node.expression.this), BYTEA)
+            found = Func("bytealike", (a, p))
+            return X.Not(found) if negated else found
         if escape is not None:
             args = [node.expression, escape]
             if all(isinstance(x, exp.Literal) and x.is_string for x in args):

@@ -538,7 +538,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         return self.func("replace", [node.this, node.expression, node.args["replacement"]])
 
     def _strposition(self, node: exp.StrPosition) -> X.Expr:
-        return self.func("strpos", [node.this, node.args["substr"]])
+        return self.func("position", [node.args["substr"], node.this])
 
     def _left(self, node: exp.Left) -> X.Expr:
         return self.func("left", [node.this, node.expression])

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from changeflow.compute.functions.base import F, Function, _sig, in_process
 from changeflow.compute.functions.encodings import convert_from, convert_to
 from changeflow.compute.functions.overloads import BIT, Overloads
-from changeflow.compute.scalars import bytea_from_text
-from changeflow.compute.types import BYTEA, INT4, INT8, TEXT, SqlType
+from changeflow.compute.scalars import bytea_from_text, like_regex
+from changeflow.compute.types import BOOL, BYTEA, INT4, INT8, TEXT, SqlType
 from changeflow.errors import EvalError, PlanError
 
 if TYPE_CHECKING:
@@ -122,6 +122,12 @@ def _spark_typeof(cc: ExprCompiler, e: Func) -> Column:
     return F.lit(_type_name(e.args[0].type))
 
 
+def _bytea_like(value: bytes, pattern: bytes) -> bool:
+    """``bytea LIKE bytea``: LIKE's ``%``, ``_`` and ``\\`` over bytes (each byte one
+    character, as PostgreSQL's bytealike reads them)."""
+    return like_regex(pattern.decode("latin-1")).fullmatch(value.decode("latin-1")) is not None
+
+
 def _digest(name: str) -> Callable[[bytes], bytes]:
     """PostgreSQL's ``sha224``… of a bytea: the digest's bytes."""
     return lambda data: hashlib.new(name, data).digest()
@@ -134,6 +140,9 @@ FUNCTIONS = [
         "byteacat", _sig((BYTEA, BYTEA), result=BYTEA), lambda a, b: a + b, spark=_BYTEA_IN_PROCESS
     ),
     Function("get_byte", _sig((BYTEA, "int"), result=INT4), _get_byte, spark=_BYTEA_IN_PROCESS),
+    Function(
+        "bytealike", _sig((BYTEA, BYTEA), result=BOOL), _bytea_like, spark=_BYTEA_IN_PROCESS
+    ),
     Function(
         "set_byte", _sig((BYTEA, "int", "int"), result=BYTEA), _set_byte, spark=_BYTEA_IN_PROCESS
     ),

@@ -498,10 +498,10 @@ FUNCTIONS = [
         spark=_spark_replace,
     ),
     Function(
-        "strpos",  # (position(b in s) too, of bytea as well)
-        _sig((TEXT, TEXT), (BYTEA, BYTEA), result=INT4),
+        "strpos",
+        _sig((TEXT, TEXT), result=INT4),
         lambda s, sub: s.find(sub) + 1,
-        spark=bytes_in_process(_simple(lambda s, sub: F.call_function("instr", s, sub))),
+        spark=_simple(lambda s, sub: F.call_function("instr", s, sub)),
     ),
     Function(
         "position",
