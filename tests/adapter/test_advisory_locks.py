@@ -5,6 +5,7 @@ a process on the same home holds until it dies."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import sys
@@ -149,6 +150,13 @@ def test_two_sessions_exclude_share_and_wait(tmp_path: Path) -> None:
     assert caught.value.sqlstate == "55P03" and time.monotonic() - started >= 0.2
     a.close()
     assert _one(b, "SELECT pg_try_advisory_lock(11)") is True
+    # a connection dropped without close() lets go as well
+    c = _connect(tmp_path / "home")
+    c.execute("SELECT pg_advisory_lock(12)")
+    assert _one(b, "SELECT pg_try_advisory_lock(12)") is False
+    del c
+    gc.collect()
+    assert _one(b, "SELECT pg_try_advisory_lock(12)") is True
     b.close()
 
 

@@ -71,6 +71,7 @@ class AdvisoryLocks:
         self.warnings: list[tuple[str, str, str]] = []  # for the statement's result
         with _registry_lock:
             _all.add(self)
+        weakref.finalize(self, _close_all, self.files)  # a session dropped unclosed lets go too
 
     def take(self, key: Key, shared: bool, xact: bool, wait: bool, settings: dict) -> bool:
         """Take the lock (waiting for it with ``wait``); whether it was taken."""
@@ -106,9 +107,7 @@ class AdvisoryLocks:
 
     def close(self) -> None:
         """The session ended: every lock is let go with its files."""
-        for fd in self.files.values():
-            os.close(fd)
-        self.files.clear()
+        _close_all(self.files)
         self.counts.clear()
         self.held.clear()
 
@@ -175,6 +174,12 @@ class AdvisoryLocks:
         finally:
             with _registry_lock:
                 _waiting.pop(id(self), None)
+
+
+def _close_all(files: dict[str, int]) -> None:
+    for fd in files.values():
+        os.close(fd)
+    files.clear()
 
 
 def _blocks(holder: AdvisoryLocks, key: Key, shared: bool) -> bool:
