@@ -160,15 +160,27 @@ def test_two_sessions_exclude_share_and_wait(tmp_path: Path) -> None:
     b.close()
 
 
-def test_a_deadlock_between_two_sessions_fails_one_of_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "held, wanted",
+    [
+        (
+            ("pg_advisory_lock(1)", "pg_advisory_lock(2)"),
+            ("pg_advisory_lock(2)", "pg_advisory_lock(1)"),
+        ),
+        (("pg_advisory_lock_shared(3)",) * 2, ("pg_advisory_lock(3)",) * 2),  # both upgrade
+    ],
+)
+def test_a_deadlock_between_two_sessions_fails_one_of_them(
+    tmp_path: Path, held: tuple[str, str], wanted: tuple[str, str]
+) -> None:
     a, b = _connect(tmp_path / "home"), _connect(tmp_path / "home")
     a.execute("SET deadlock_timeout = 100")
     b.execute("SET deadlock_timeout = 100")
-    a.execute("SELECT pg_advisory_lock(1)")
-    b.execute("SELECT pg_advisory_lock(2)")
-    first, one = _in_thread(lambda: _one(a, "SELECT pg_advisory_lock(2)"))
+    a.execute(f"SELECT {held[0]}")
+    b.execute(f"SELECT {held[1]}")
+    first, one = _in_thread(lambda: _one(a, f"SELECT {wanted[0]}"))
     time.sleep(0.05)
-    second, two = _in_thread(lambda: _one(b, "SELECT pg_advisory_lock(1)"))
+    second, two = _in_thread(lambda: _one(b, f"SELECT {wanted[1]}"))
     deadline = time.monotonic() + 10
     while "error" not in one and "error" not in two and time.monotonic() < deadline:
         time.sleep(0.02)

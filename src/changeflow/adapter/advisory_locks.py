@@ -190,16 +190,14 @@ def _blocks(holder: AdvisoryLocks, key: Key, shared: bool) -> bool:
 
 
 def _check_deadlock(me: AdvisoryLocks) -> None:
-    """40P01 if ``me`` waits, through the sessions of this process, for itself."""
+    """40P01 if ``me`` waits, through the sessions of this process, for itself (a session's
+    own lock never blocks it: a shared lock it upgrades)."""
     with _registry_lock:
-        _, key, shared = _waiting[id(me)]
-        todo, seen = [(key, shared)], set()
+        todo, seen = [_waiting[id(me)]], set()
         while todo:
-            key, shared = todo.pop()
+            waiter, key, shared = todo.pop()
             for holder in list(_all):
-                if holder is me and key == _waiting[id(me)][1]:
-                    continue  # its own lock of the key it waits for (an upgrade)
-                if not _blocks(holder, key, shared) or id(holder) in seen:
+                if holder is waiter or not _blocks(holder, key, shared):
                     continue
                 if holder is me:
                     del _waiting[id(me)]
@@ -208,9 +206,9 @@ def _check_deadlock(me: AdvisoryLocks) -> None:
                         sqlstate="40P01",
                         detail="Each waits for an advisory lock another of them holds.",
                     )
-                seen.add(id(holder))
-                if id(holder) in _waiting:
-                    todo.append(_waiting[id(holder)][1:])
+                if id(holder) not in seen and id(holder) in _waiting:
+                    seen.add(id(holder))
+                    todo.append(_waiting[id(holder)])
 
 
 def session_locks(session: Any) -> AdvisoryLocks:
