@@ -1,7 +1,8 @@
 """A call's window copying a named one, ``OVER (w ORDER BY … frame)``: the named window's
 partitioning and ordering with the call's own ordering and frame (EXCLUDE too), and
 PostgreSQL's refusals (42P20) of what it may not override; ``nth_value(v, n)`` with ``n`` of
-each row. Here and on PostgreSQL 15, ad hoc and in views kept through changes."""
+each row; ``json_agg``, ``jsonb_agg`` and ``jsonb_object_agg`` as window functions. Here and on
+PostgreSQL 15, ad hoc and in views kept through changes."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ AD_HOC = [
     " (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM wc ORDER BY id",
     "SELECT id, nth_value(v, g) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING"
     " EXCLUDE CURRENT ROW) FROM wc ORDER BY id",
+    "SELECT id, json_agg(v) OVER (PARTITION BY g ORDER BY id)::text, jsonb_agg(v) OVER w::text,"
+    " jsonb_object_agg(id, v) OVER w::text FROM wc WINDOW w AS (ORDER BY id ROWS 1 PRECEDING)"
+    " ORDER BY id",
 ]
 ERRORS = [
     "SELECT sum(v) OVER (w PARTITION BY id) FROM wc WINDOW w AS (PARTITION BY g)",
@@ -51,6 +55,7 @@ QUERIES = [
     "SELECT id, sum(v) OVER (w ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW)"
     " AS s FROM wc WINDOW w AS (PARTITION BY g ORDER BY id)",
     "SELECT id, nth_value(v, n) OVER (PARTITION BY g ORDER BY id) AS nv FROM wc",
+    "SELECT id, json_agg(v) OVER (PARTITION BY g ORDER BY id)::text AS j FROM wc",
 ]
 CHANGES = [
     "INSERT INTO wc VALUES (8, 1, 40, 2), (9, 3, 2, 1)",

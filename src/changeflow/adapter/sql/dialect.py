@@ -460,6 +460,15 @@ def shared_tree(text: str) -> exp.Expression:
             inner = aggregates[0]
             inner.replace(exp.Filter(this=inner.copy(), expression=f.expression))
             f.replace(f.this)
+    for w in list(parsed[0].find_all(exp.Window)):  # and so does OVER (json_agg(x) OVER w)
+        aggregates = [] if isinstance(w.this, exp.AggFunc) else list(w.this.find_all(exp.AggFunc))
+        if len(aggregates) == 1 and isinstance(aggregates[0], exp.ArrayAgg):
+            inner = aggregates[0]
+            inner = inner.parent if isinstance(inner.parent, exp.Filter) else inner
+            moved = w.copy()
+            moved.set("this", inner.copy())
+            inner.replace(moved)
+            w.replace(w.this)
     return pg_forms.rewrite(parsed[0])
 
 
