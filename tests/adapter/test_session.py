@@ -270,8 +270,9 @@ def test_mz_now_rules(conn: Connection) -> None:
 
 
 def test_ddl_inside_a_transaction(conn: Connection) -> None:
-    """CREATE is applied at once and undone by ROLLBACK; DROP is applied at COMMIT; other DDL
-    refuses to run inside a transaction block."""
+    """CREATE is applied at once and undone by ROLLBACK; DROP takes the item away at once and
+    releases it at COMMIT (ROLLBACK puts it back); other DDL refuses to run inside a
+    transaction block."""
     conn.execute("BEGIN")
     conn.execute("CREATE TABLE t (a int)")
     conn.execute("INSERT INTO t VALUES (1)")
@@ -281,8 +282,11 @@ def test_ddl_inside_a_transaction(conn: Connection) -> None:
     conn.execute("BEGIN")
     conn.execute("CREATE TABLE u (a int)")
     conn.execute("CREATE INDEX u_a ON u (a)")
+    assert error(conn, "ALTER TABLE t ADD COLUMN c int").sqlstate == "25001"  # tv reads t
+    conn.execute("ROLLBACK")
+    conn.execute("BEGIN")
     conn.execute("DROP MATERIALIZED VIEW tv")
-    assert error(conn, "ALTER TABLE t ADD COLUMN c int").sqlstate == "25001"
+    conn.execute("ALTER TABLE t ADD COLUMN c int")  # no view reads t now
     conn.execute("ROLLBACK")
     assert error(conn, "SELECT * FROM u").sqlstate == "42P01"
     assert rows(conn, "SELECT b FROM tv") == [(2,)]
@@ -292,7 +296,9 @@ def test_ddl_inside_a_transaction(conn: Connection) -> None:
     conn.execute("BEGIN")
     conn.execute("DROP MATERIALIZED VIEW tv")
     conn.execute("DROP TABLE IF EXISTS nope")
-    assert rows(conn, "SELECT b FROM tv") == [(2,)]  # until COMMIT
+    conn.execute("SAVEPOINT s")
+    assert error(conn, "SELECT b FROM tv").sqlstate == "42P01"  # gone for the transaction
+    conn.execute("ROLLBACK TO SAVEPOINT s")
     conn.execute("COMMIT")
     assert error(conn, "SELECT * FROM tv").sqlstate == "42P01"
     assert [r[0] for r in rows(conn, "SHOW TABLES")] == ["t"]
@@ -581,3 +587,38 @@ def test_the_host_moves_a_since_only_once_it_is_far_enough_behind(conn: Connecti
     assert env.storage.state(shard).since.elements == (start,)
     env.allow_compaction(state, start + 1_500, slack=1_000)
     assert env.storage.state(shard).since.elements == (start + 1_500,)
+
+
+def test_drop_then_create_of_one_name_in_a_transaction(conn: Connection) -> None:
+    """DROP then CREATE of the same names in one transaction (as migrations and pandas'
+    to_sql(if_exists="replace") run them): the new items at COMMIT; ROLLBACK, or ROLLBACK TO
+    a savepoint before the DROP, puts the old ones back, their rows and views with them."""
+    conn.execute("CREATE TABLE r (a int)")
+    conn.execute("INSERT INTO r VALUES (1), (2)")
+    conn.execute("CREATE INDEX r_a ON r (a)")
+    conn.execute("CREATE MATERIALIZED VIEW rv AS SELECT count(*) AS n FROM r")
+    for end in ("ROLLBACK", "SAVEPOINT"):
+        conn.execute("BEGIN")
+        if end == "SAVEPOINT":
+            conn.execute("SAVEPOINT before_drop")
+        conn.execute("DROP TABLE r CASCADE")
+        conn.execute("CREATE TABLE r (a int, b text)")
+        conn.execute("CREATE INDEX r_a ON r (b)")
+        conn.execute("INSERT INTO r VALUES (7, 'x')")
+        assert rows(conn, "SELECT * FROM r") == [(7, "x")]
+        if end == "SAVEPOINT":
+            conn.execute("ROLLBACK TO SAVEPOINT before_drop")
+            conn.execute("COMMIT")
+        else:
+            conn.execute("ROLLBACK")
+        assert sorted(rows(conn, "SELECT * FROM r")) == [(1,), (2,)], end
+        conn.execute("INSERT INTO r VALUES (3)")
+        assert rows(conn, "SELECT n FROM rv") == [(3,)], end  # hosted again
+        conn.execute("DELETE FROM r WHERE a = 3")
+    conn.execute("BEGIN")
+    conn.execute("DROP TABLE r CASCADE")
+    conn.execute("CREATE TABLE r (a int, b text)")
+    conn.execute("INSERT INTO r VALUES (7, 'x')")
+    conn.execute("COMMIT")
+    assert rows(conn, "SELECT * FROM r") == [(7, "x")]
+    assert error(conn, "SELECT * FROM rv").sqlstate == "42P01"

@@ -176,3 +176,40 @@ def test_whole_table_reflection_as_on_postgres(server, postgres_url: str, table_
     assert ours == theirs
     assert sorted(ours["reflected"]) == [f"{table_name}{n}" for n in ("counted", "items", "named")]
     assert ours["materialized"] == [f"{table_name}counted"]
+
+
+def _replaced(url: str, name: str) -> dict:
+    """pandas' to_sql run three times, replacing the table (a DROP, CREATE TABLE and CREATE
+    INDEX in one transaction), then appending; what read_sql and the inspector see."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", None], "c": [1.5, None, 3.0]})
+    engine = sa.create_engine(url)
+    try:
+        frame.to_sql(name, engine, if_exists="replace", index=False)
+        frame.to_sql(name, engine, if_exists="replace", index=True)
+        frame.to_sql(name, engine, if_exists="replace", index=True)
+        frame.to_sql(name, engine, if_exists="append", index=True)
+        read = pd.read_sql(f"SELECT * FROM {name} ORDER BY a, index", engine)
+        out = {
+            "rows": read.astype(object).where(read.notna(), None).to_dict("records"),
+            "indexes": sa.inspect(engine).get_indexes(name),
+        }
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text(f"DROP TABLE {name}"))
+        return out
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_pandas_to_sql_replacing_a_table_as_on_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    pytest.importorskip("pandas")
+    ours = _replaced(
+        f"postgresql+psycopg://tester@{server.host}:{server.port}/materialize", table_name
+    )
+    theirs = _replaced(postgres_url.replace("postgresql://", "postgresql+psycopg://"), table_name)
+    assert ours == theirs
+    assert len(ours["rows"]) == 6

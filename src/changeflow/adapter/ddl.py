@@ -6,8 +6,7 @@ dataflow installed, or a source's files ingested once, so that a bad definition 
 then the item is added to the catalog in one compare-and-set. A process killed before the last
 step leaves the catalog as it was (and an unnamed shard); a failure in any step removes what
 the earlier ones made. Dropping removes the items from the catalog first, then stops their
-dataflows and sinks and releases their shards.
-"""
+dataflows and sinks and releases their shards (a transaction's DROP: at its COMMIT)."""
 
 from __future__ import annotations
 
@@ -440,7 +439,8 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
 # -- DROP and ALTER --------------------------------------------------------------------------
 
 
-def drop(env: Environment, stmt: Statement) -> Result:
+def drop(env: Environment, stmt: Statement, keep: list[Item] | None = None) -> Result:
+    """DROP: its items out of the catalog and released, or kept in ``keep`` (a transaction's)."""
     g = stmt.args
     kind, cascade = g["kind"], g["cascade"]
 
@@ -474,13 +474,15 @@ def drop(env: Environment, stmt: Statement) -> Result:
         return state.without(list(doomed)), list(doomed.values())
 
     gone = env.catalog.change(remove)
-    release(env, gone)
+    if keep is None:
+        release(env, gone)
+    else:
+        keep.extend(gone)
     return Result(f"DROP {TAGS[kind]}")
 
 
 def _own_index(dependent: Item, item: Item) -> bool:
-    """Is ``dependent`` an index or a sequence of ``item`` and nothing else (dropped with it,
-    as PostgreSQL drops a table's indexes and its columns' sequences)?"""
+    """Is ``dependent`` an index or sequence of ``item`` alone (dropped with it, as PostgreSQL)?"""
     return dependent.kind in ("index", "sequence") and tuple(dependent.depends_on) == (item.id,)
 
 

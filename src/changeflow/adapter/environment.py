@@ -467,8 +467,7 @@ class Environment:
         return "cluster" if chosen else "process"
 
     def stop_hosting(self, ids: Iterable[str], dropped: bool = True) -> None:
-        """Close the dataflows of ``ids`` once their step in progress ends; ``dropped`` ones
-        are never started again by this environment."""
+        """Close the dataflows of ``ids`` after their step in progress; ``dropped``: for good."""
         for i in ids:
             with self.item_lock(i):
                 with self._hosting:
@@ -479,6 +478,9 @@ class Environment:
                         flow.close()
                 if flow is not None and dropped:
                     flow.close()
+
+    def resume_hosting(self, ids: Iterable[str]) -> None:
+        self._stopped.difference_update(ids)  # items a ROLLBACK put back are hosted again
 
     def tick(self) -> None:
         """One round of hosting: every table advanced to the oracle's read timestamp, every

@@ -91,8 +91,8 @@ def _back_to(txn: Any, mark: Mark, ddl_run: Callable[[Statement], Any]) -> None:
         else:
             del txn.writes[shard]
     txn.written.clear()
-    txn_ddl.undo_since(txn, mark.undo, mark.created, ddl_run)
-    del txn.dropped[mark.dropped :], txn.deferred[mark.deferred :]
+    txn_ddl.undo_since(txn, mark.undo, mark.created, mark.dropped, ddl_run)
+    del txn.deferred[mark.deferred :]
     txn.constraint_modes = dict(mark.constraint_modes)
 
 

@@ -113,7 +113,7 @@ class Transaction:
     failed: bool = False
     started: datetime = field(default_factory=lambda: datetime.now(UTC))  # now()'s value
     created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) by its DDL
-    dropped: list[Statement] = field(default_factory=list)  # its DROPs, applied at COMMIT
+    dropped: list[Any] = field(default_factory=list)  # its DROPs (Hidden) and COMMENTs
     deferred: list[Pending] = field(default_factory=list)  # foreign keys checked at COMMIT
     constraint_modes: dict[str, bool] = field(default_factory=dict)  # by SET CONSTRAINTS
     undo: list[Callable[[], None]] = field(default_factory=list)  # its DDL's, on ROLLBACK

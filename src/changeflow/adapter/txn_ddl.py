@@ -3,20 +3,24 @@ MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transacti
 statements can use what it created, and dropped again on ROLLBACK (or when the transaction
 fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
 value its next one follows, as PostgreSQL's); ALTER TABLE is applied at once and put back
-on ROLLBACK (:func:`_alter`); DROP and COMMENT ON are checked at once and applied at COMMIT,
-discarded on ROLLBACK. What a transaction creates or alters is visible to other sessions
-before its COMMIT; an altered sequence or table is held until the transaction ends: other
-sessions' nextval, or writes, wait, as PostgreSQL's (``sequence_holds``).
-Other DDL refuses to run inside a transaction block (25001), as before."""
+on ROLLBACK (:func:`_alter`); DROP takes its items out of the catalog at once (so the
+transaction may create others of their names: DROP then CREATE, as migrations and pandas'
+``if_exists="replace"`` run them) but releases their data at COMMIT, and ROLLBACK puts them
+back (:class:`Hidden`); COMMENT ON is checked at once and applied at COMMIT. What a
+transaction creates, alters or drops is visible to other sessions before its COMMIT; an
+altered sequence or table is held until the transaction ends: other sessions' nextval, or
+writes, wait, as PostgreSQL's (``sequence_holds``). Other DDL refuses to run inside a
+transaction block (25001), as before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from changeflow.adapter import ddl
 from changeflow.adapter import sequence_holds as holds
-from changeflow.adapter.catalog import CatalogState
+from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
@@ -59,8 +63,10 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
             item = state.find(n)
             if (item is None or item.kind != stmt.args["kind"]) and not stmt.args.get("ie"):
                 raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
-        txn.dropped.append(stmt)
-        return Result(f"DROP {ddl.TAGS[stmt.args['kind']]}")
+        hidden = Hidden(session.env, [])
+        result = ddl.drop(session.env, stmt, keep=hidden.items)
+        txn.dropped.append(hidden)
+        return result
     if stmt.kind == "alter_sequence":  # applied at once, put back on ROLLBACK
         undo = sequence_undo(session.env, stmt.args["name"])
         result = run(stmt)
@@ -93,18 +99,42 @@ def end(
             end(txn, False, run)
             raise
         holds.release_all(txn)
-        for stmt in txn.dropped:
-            run(stmt)
+        for entry in txn.dropped:
+            entry.release() if isinstance(entry, Hidden) else run(entry)
         return
     try:
-        undo_since(txn, 0, 0, run)
+        undo_since(txn, 0, 0, 0, run)
     finally:
         holds.release_all(txn)
 
 
-def undo_since(txn: Any, undone: int, created: int, run: Callable[[Statement], Result]) -> None:
-    """Put back what the transaction's DDL did since it had ``undone`` undo steps and
-    ``created`` items (a ROLLBACK: none; a ROLLBACK TO SAVEPOINT: the savepoint's)."""
+@dataclass
+class Hidden:
+    """The items a transaction's DROP took out of the catalog, their data kept: released at
+    its COMMIT, put back by its ROLLBACK (and hosted again)."""
+
+    env: Any
+    items: list[Item]
+
+    def release(self) -> None:
+        ddl.release(self.env, self.items)
+
+    def restore(self) -> None:
+        def put_back(state: CatalogState) -> tuple[CatalogState, None]:
+            for item in self.items:
+                state = state.with_item(item)
+            return state, None
+
+        self.env.catalog.change(put_back)
+        self.env.resume_hosting([i.id for i in self.items])
+
+
+def undo_since(
+    txn: Any, undone: int, created: int, dropped: int, run: Callable[[Statement], Result]
+) -> None:
+    """Put back what the transaction's DDL did since it had ``undone`` undo steps, ``created``
+    items and ``dropped`` DROPs (a ROLLBACK: none; a ROLLBACK TO SAVEPOINT: the savepoint's):
+    what it altered put back, what it created dropped, then what it dropped put back."""
     for undo in reversed(txn.undo[undone:]):
         undo()
     for kind, name in reversed(txn.created[created:]):
@@ -112,7 +142,10 @@ def undo_since(txn: Any, undone: int, created: int, run: Callable[[Statement], R
         if word is not None:
             shown = ".".join(ddl.quote_ident(part) for part in name.split("."))
             run(parse(f"DROP {word} IF EXISTS {shown} CASCADE"))
-    del txn.undo[undone:], txn.created[created:]
+    for entry in reversed(txn.dropped[dropped:]):
+        if isinstance(entry, Hidden):
+            entry.restore()
+    del txn.undo[undone:], txn.created[created:], txn.dropped[dropped:]
 
 
 def _alter(session: Any, stmt: Statement, run: Callable[[Statement], Result]) -> Result:
