@@ -615,6 +615,12 @@ def test_drop_then_create_of_one_name_in_a_transaction(conn: Connection) -> None
         conn.execute("INSERT INTO r VALUES (3)")
         assert rows(conn, "SELECT n FROM rv") == [(3,)], end  # hosted again
         conn.execute("DELETE FROM r WHERE a = 3")
+    conn.execute("BEGIN")  # replaced twice, then rolled back
+    for _ in range(2):
+        conn.execute("DROP TABLE r CASCADE")
+        conn.execute("CREATE TABLE r (a int, b text)")
+    conn.execute("ROLLBACK")
+    assert sorted(rows(conn, "SELECT * FROM r")) == [(1,), (2,)]
     conn.execute("BEGIN")
     conn.execute("DROP TABLE r CASCADE")
     conn.execute("CREATE TABLE r (a int, b text)")
@@ -622,3 +628,41 @@ def test_drop_then_create_of_one_name_in_a_transaction(conn: Connection) -> None
     conn.execute("COMMIT")
     assert rows(conn, "SELECT * FROM r") == [(7, "x")]
     assert error(conn, "SELECT * FROM rv").sqlstate == "42P01"
+
+
+DROPPING_CHILD = """
+import sys, time
+import changeflow
+conn = changeflow.connect(sys.argv[1], host_seconds=0)
+conn.execute("BEGIN")
+conn.execute("DROP TABLE kept")
+print("dropped", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_drop_of_a_transaction_killed_before_its_commit_is_undone(tmp_path: Path) -> None:
+    """The items an open transaction dropped come back when its process dies (SIGKILL)
+    before the COMMIT: the next environment opened on the home puts them back, rows and all."""
+    import signal
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    first = changeflow.connect(home, host_seconds=0)
+    first.execute("CREATE TABLE kept (a int)")
+    first.execute("INSERT INTO kept VALUES (1), (2)")
+    first.close()
+    child = subprocess.Popen(
+        [sys.executable, "-c", DROPPING_CHILD, str(home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "dropped"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        child.kill()
+        child.wait()
+    again = changeflow.connect(home, host_seconds=0)
+    assert sorted(again.execute("SELECT a FROM kept").fetchall()) == [(1,), (2,)]
+    again.close()

@@ -14,7 +14,9 @@ win. A change that raises leaves the catalog as it was.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
@@ -136,6 +138,7 @@ class CatalogState:
     items: dict[str, Item] = field(default_factory=dict)
     next_id: int = 1
     schemas: dict[str, int] = field(default_factory=dict)
+    hidden: dict[str, Item] = field(default_factory=dict)  # dropped by transactions still open
 
     def by_name(self, name: str) -> Item | None:
         """The item whose catalog name is ``name`` exactly (another session's temporary
@@ -237,6 +240,23 @@ class CatalogState:
     def without(self, ids: list[str]) -> CatalogState:
         return replace(self, items={k: v for k, v in self.items.items() if k not in ids})
 
+    def hiding(self, ids: list[str]) -> CatalogState:
+        """The state with items ``ids`` set aside (no name finds them) for this process's open
+        transaction that dropped them: its COMMIT forgets them, its ROLLBACK (or a restart
+        after this process is gone) puts them back."""
+        aside = {i: replace(self.items[i], options={**self.items[i].options}) for i in ids}
+        for item in aside.values():
+            item.options["hidden_by"] = this_process()
+        return replace(self.without(ids), hidden={**self.hidden, **aside})
+
+    def unhiding(self, ids: list[str], back: bool) -> CatalogState:
+        """The state with the hidden items ``ids`` put back (``back``) or forgotten."""
+        state = replace(self, hidden={k: v for k, v in self.hidden.items() if k not in ids})
+        for i in ids if back else []:
+            options = {k: v for k, v in self.hidden[i].options.items() if k != "hidden_by"}
+            state = state.with_item(replace(self.hidden[i], options=options))
+        return state
+
     def allocate(self) -> tuple[str, CatalogState]:
         """A fresh GlobalId, and the state that will never hand it out again."""
         return f"u{self.next_id}", replace(self, next_id=self.next_id + 1)
@@ -262,13 +282,43 @@ class CatalogState:
     def to_bytes(self) -> bytes:
         items = [i.to_json() for i in self.items.values()]
         value = {"next_id": self.next_id, "items": items, "schemas": self.schemas}
+        if self.hidden:
+            value["hidden"] = [i.to_json() for i in self.hidden.values()]
         return json.dumps(value).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CatalogState:
         value = json.loads(data)
         items = [Item.from_json(i) for i in value["items"]]
-        return cls({i.id: i for i in items}, value["next_id"], value.get("schemas", {}))
+        hidden = [Item.from_json(i) for i in value.get("hidden", [])]
+        return cls(
+            {i.id: i for i in items},
+            value["next_id"],
+            value.get("schemas", {}),
+            {i.id: i for i in hidden},
+        )
+
+
+def started(pid: int) -> str | None:
+    """The start time of process ``pid`` (/proc), None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def this_process() -> dict[str, Any]:
+    """This process, as an owner of items: its host, pid and start time."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "start": started(pid)}
+
+
+def gone(owner: dict[str, Any]) -> bool:
+    """Is the process ``owner`` names, of this host, gone (another host's: not known)?"""
+    if owner.get("host") != socket.gethostname():
+        return False
+    return started(owner.get("pid", 0)) != owner.get("start")
 
 
 def _permanent(state: CatalogState, item: Item) -> None:

@@ -440,9 +440,8 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
 
 
 def drop(env: Environment, stmt: Statement, keep: list[Item] | None = None) -> Result:
-    """DROP: its items out of the catalog and released, or kept in ``keep`` (a transaction's)."""
-    g = stmt.args
-    kind, cascade = g["kind"], g["cascade"]
+    """DROP: its items out of the catalog and released, or set aside in ``keep``."""
+    g, kind, cascade = stmt.args, stmt.args["kind"], stmt.args["cascade"]
 
     def remove(state: CatalogState) -> tuple[CatalogState, list[Item]]:
         doomed: dict[str, Item] = {}
@@ -471,7 +470,8 @@ def drop(env: Environment, stmt: Statement, keep: list[Item] | None = None) -> R
                     sqlstate="2BP01",
                 )
             doomed.update({d.id: d for d in closure})
-        return state.without(list(doomed)), list(doomed.values())
+        out = state.without if keep is None else state.hiding  # (a transaction's, until COMMIT)
+        return out(list(doomed)), list(doomed.values())
 
     gone = env.catalog.change(remove)
     if keep is None:

@@ -98,8 +98,10 @@ class Environment:
         self.gone: StoreGone | None = None  # the store was deleted underneath (the host stops)
         self.thread: threading.Thread | None = None
         from changeflow.adapter.temp_tables import sweep  # of processes gone
+        from changeflow.adapter.txn_ddl import sweep_hidden
 
         sweep(self)
+        sweep_hidden(self)
         if host_seconds:
             self.thread = threading.Thread(
                 target=self._host, args=(host_seconds,), name="changeflow-host", daemon=True

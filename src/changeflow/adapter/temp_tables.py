@@ -11,8 +11,6 @@ environment drops those whose process is gone (killed), so nothing survives a re
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from contextvars import ContextVar
 from typing import Any
@@ -20,7 +18,15 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter import ddl, sequences
-from changeflow.adapter.catalog import TEMP, CatalogState, Item, TempSchema, split_name
+from changeflow.adapter.catalog import (
+    TEMP,
+    CatalogState,
+    Item,
+    TempSchema,
+    gone,
+    split_name,
+    this_process,
+)
 from changeflow.adapter.catalog import TEMP_SCHEMA as _SCHEMA
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.scope import table_name
@@ -30,20 +36,9 @@ from changeflow.errors import PlanError
 _ACTING: ContextVar[bool] = ContextVar("on_commit_acting", default=False)
 
 
-def _started(pid: int) -> str | None:
-    """The start time of process ``pid`` (/proc), None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def new_schema() -> TempSchema:
     """A session's temporary schema, not made yet, owned by this process and session."""
-    pid = os.getpid()
-    owner = {"host": socket.gethostname(), "pid": pid, "start": _started(pid)}
-    return TempSchema(owner=owner | {"session": uuid.uuid4().hex})
+    return TempSchema(owner=this_process() | {"session": uuid.uuid4().hex})
 
 
 def enter(schema: TempSchema) -> None:
@@ -180,13 +175,8 @@ def end(session: Any) -> None:
 
 def sweep(env: Any) -> None:
     """Drop the temporary items of processes of this host that are gone."""
-    host = socket.gethostname()
-
     def orphaned(item: Item) -> bool:
-        owner = item.options["temp"]
-        if owner.get("host") != host:
-            return False
-        return _started(owner.get("pid", 0)) != owner.get("start")
+        return gone(item.options["temp"])
 
     state = env.catalog.load()
     if any("temp" in i.options and orphaned(i) for i in state.items.values()):

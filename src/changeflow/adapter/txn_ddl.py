@@ -20,7 +20,7 @@ from typing import Any
 
 from changeflow.adapter import ddl
 from changeflow.adapter import sequence_holds as holds
-from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.catalog import CatalogState, Item, gone
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
@@ -65,6 +65,10 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
                 raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
         hidden = Hidden(session.env, [])
         result = ddl.drop(session.env, stmt, keep=hidden.items)
+        own = [i for i in hidden.items if (i.kind, i.name) in txn.created]
+        if own:  # what the transaction made itself goes now (ROLLBACK would not keep it)
+            Hidden(session.env, own).release()
+            hidden.items = [i for i in hidden.items if i not in own]
         txn.dropped.append(hidden)
         return result
     if stmt.kind == "alter_sequence":  # applied at once, put back on ROLLBACK
@@ -110,23 +114,36 @@ def end(
 
 @dataclass
 class Hidden:
-    """The items a transaction's DROP took out of the catalog, their data kept: released at
-    its COMMIT, put back by its ROLLBACK (and hosted again)."""
+    """The items a transaction's DROP set aside in the catalog (``CatalogState.hidden``),
+    their data kept: released at its COMMIT, put back by its ROLLBACK (and hosted again), or
+    by the first environment opened on the home after this process is gone."""
 
     env: Any
     items: list[Item]
 
     def release(self) -> None:
+        ids = [i.id for i in self.items]
+        self.env.catalog.change(lambda s: (s.unhiding(ids, back=False), None))
         ddl.release(self.env, self.items)
 
     def restore(self) -> None:
-        def put_back(state: CatalogState) -> tuple[CatalogState, None]:
-            for item in self.items:
-                state = state.with_item(item)
-            return state, None
+        ids = [i.id for i in self.items]
+        self.env.catalog.change(lambda s: (s.unhiding(ids, back=True), None))
+        self.env.resume_hosting(ids)
 
-        self.env.catalog.change(put_back)
-        self.env.resume_hosting([i.id for i in self.items])
+
+def sweep_hidden(env: Any) -> None:
+    """Put back the items set aside by transactions of processes of this host that are gone
+    (they never committed); one whose name was taken meanwhile stays aside, its data kept."""
+
+    def put_back(state: CatalogState) -> tuple[CatalogState, None]:
+        for item in state.hidden.values():
+            if gone(item.options["hidden_by"]) and state.by_name(item.name) is None:
+                state = state.unhiding([item.id], back=True)
+        return state, None
+
+    if any(gone(i.options["hidden_by"]) for i in env.catalog.load().hidden.values()):
+        env.catalog.change(put_back)
 
 
 def undo_since(
