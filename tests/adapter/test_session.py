@@ -666,3 +666,22 @@ def test_a_drop_of_a_transaction_killed_before_its_commit_is_undone(tmp_path: Pa
     again = changeflow.connect(home, host_seconds=0)
     assert sorted(again.execute("SELECT a FROM kept").fetchall()) == [(1,), (2,)]
     again.close()
+
+
+def test_closing_a_session_rolls_its_open_transaction_back(tmp_path: Path) -> None:
+    """A session closed inside BEGIN (a client gone) aborts the transaction, as PostgreSQL
+    does: what it dropped is back, what it created is gone, its writes never land."""
+    home = tmp_path / "home"
+    setup = changeflow.connect(home, host_seconds=0)
+    setup.execute("CREATE TABLE stays (a int)")
+    setup.execute("INSERT INTO stays VALUES (1)")
+    leaving = changeflow.connect(home, host_seconds=0)
+    leaving.execute("BEGIN")
+    leaving.execute("INSERT INTO stays VALUES (2)")
+    leaving.execute("DROP TABLE stays")
+    leaving.execute("CREATE TABLE made (a int)")
+    assert error(setup, "SELECT * FROM stays").sqlstate == "42P01"  # set aside meanwhile
+    leaving.close()
+    assert rows(setup, "SELECT a FROM stays") == [(1,)]
+    assert error(setup, "SELECT * FROM made").sqlstate == "42P01"
+    setup.close()

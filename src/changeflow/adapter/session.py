@@ -209,7 +209,10 @@ class Session:
             self.txn = None
 
     def close(self) -> None:
-        """End the session: its temporary tables and views are dropped."""
+        """End the session: an open transaction rolled back (as a disconnect aborts it), its
+        temporary tables and views dropped, its advisory locks let go."""
+        if self.txn is not None and self.txn.explicit:
+            self.run(parse("ROLLBACK"))
         temp_tables.end(self)
         session_closed(self)
 
