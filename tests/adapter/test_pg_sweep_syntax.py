@@ -2,8 +2,9 @@
 ``ROW(…)`` constructors compared, dollar-quoted strings, statements that open with a
 parenthesis, quoted literals as set operation columns, as the operands of AND/OR/NOT and as
 ``generate_series`` bounds, ``isfinite``, dates out of range (22008), ``UPDATE … SET (a, b) =
-(x, y)``, and booleans written by ``concat`` and ``format`` as their output (``t``/``f``); ad
-hoc and, for the queries over a table, as materialized views kept through changes."""
+(x, y)`` and ``= (SELECT …)`` (correlated too; no row: NULLs, several: 21000), and booleans
+written by ``concat`` and ``format`` as their output (``t``/``f``); ad hoc and, for the
+queries over a table, as materialized views kept through changes."""
 
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ AD_HOC = [
     "UPDATE sx SET (name, flag) = ('n')",
     "UPDATE sx SET (name, flag) = ('n', true, 1)",
     "UPDATE sx SET (name, name) = ('n', 'm')",
+    "UPDATE sx SET (lo, hi) = (SELECT hi, lo FROM sx WHERE id = 4) WHERE id = 2 RETURNING *",
+    "UPDATE sx o SET (name, hi) = (SELECT upper(o.name), i.hi + 1 FROM sx i WHERE i.id = o.id)",
+    "UPDATE sx SET (name) = (SELECT 'u' UNION SELECT 'u') WHERE id = 3 RETURNING name",
+    "UPDATE sx SET (lo, hi) = (SELECT 1, 2 WHERE false) WHERE id = 1 RETURNING lo, hi",
+    "UPDATE sx SET (lo, hi) = (SELECT DISTINCT lo, hi FROM sx) WHERE id = 1",
+    "UPDATE sx SET (lo, hi) = (SELECT lo FROM sx) WHERE id = 1",
+    "SELECT * FROM sx ORDER BY id",
     "SELECT $$dollar$$",
     "SELECT $$it's$$ AS d, $t$x$t$, $$1$$::int + 1",
     "SELECT 'true'::boolean AND 't', true AND 'yes', 'f' OR false, NOT 'true', NOT ('off')",

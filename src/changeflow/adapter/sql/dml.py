@@ -358,14 +358,18 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
 
 
 def _assignments(items: list[exp.Expression]) -> list[exp.Expression]:
-    """SET's items, ``(a, b) = (x, y)`` (or ``ROW(x, y)``) as ``a = x, b = y``."""
+    """SET's items, ``(a, b) = (x, y)`` (or ``ROW(x, y)``) as ``a = x, b = y``, and
+    ``(a, b) = (SELECT x, y …)`` as one scalar subquery a column (:func:`_from_one_row`): one
+    row's values, NULLs for none, 21000 for several, as PostgreSQL's."""
     out: list[exp.Expression] = []
     for item in items:
         names, values = item.this, item.expression
+        if isinstance(names, exp.Paren) and isinstance(values, exp.Subquery):  # (a) = (SELECT …)
+            names = exp.Tuple(expressions=[names.this])
         if not (isinstance(item, exp.EQ) and isinstance(names, exp.Tuple)):
             out.append(item)
         elif isinstance(values, exp.Subquery):
-            raise unsupported("SET (columns) = (a subquery)", item)
+            out += _from_one_row(names.expressions, values.this, item)
         elif not isinstance(values, exp.Tuple):
             raise PlanError(
                 "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression",
@@ -379,6 +383,38 @@ def _assignments(items: list[exp.Expression]) -> list[exp.Expression]:
                 for n, v in zip(names.expressions, values.expressions, strict=True)
             ]
     return out
+
+
+def _from_one_row(
+    names: list[exp.Expression], query: exp.Expression, item: exp.Expression
+) -> list[exp.Expression]:
+    """``(a, b) = (query)``: each column the matching output column of the query's one row,
+    ``a = (SELECT x …)`` where the query's rows do not depend on its select list (so a
+    correlated one is planned as any correlated subquery), else ``a = (SELECT m.c1 FROM
+    (query) m(c1, c2))``."""
+    first = query
+    while isinstance(first, exp.SetOperation):
+        first = first.this
+    if not isinstance(first, exp.Select) or any(e.is_star for e in first.expressions):
+        raise unsupported("SET (columns) = (this subquery)", item)
+    if len(first.expressions) != len(names):
+        raise PlanError("number of columns does not match number of values", sqlstate="42601")
+    plain = ("distinct", "group", "having", "order", "limit", "offset")
+    if query is first and not any(query.args.get(k) for k in plain):
+        values = [query.copy().select(e, append=False) for e in query.expressions]
+    else:
+        keys = [exp.to_identifier(f"_set_{i}") for i in range(len(names))]
+        row = exp.TableAlias(this=exp.to_identifier("_set_row"), columns=keys)
+        values = [
+            exp.select(exp.column(key.copy(), "_set_row")).from_(
+                exp.Subquery(this=query.copy(), alias=row.copy())
+            )
+            for key in keys
+        ]
+    return [
+        exp.EQ(this=name, expression=exp.Subquery(this=value))
+        for name, value in zip(names, values, strict=True)
+    ]
 
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
