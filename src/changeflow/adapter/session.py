@@ -30,10 +30,9 @@ from changeflow.adapter import settings as parameters
 from changeflow.adapter.access import Access
 from changeflow.adapter.advisory_locks import session_closed, statement_ended
 from changeflow.adapter.alter import alter_table
-from changeflow.adapter.assign import assign
 from changeflow.adapter.budget import DEFAULT_BUDGET, within_budget
 from changeflow.adapter.bulk import NeedsDefaults, table_frame
-from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, qualified, search_path
+from changeflow.adapter.catalog import SEARCH_PATH, SESSION_SETTINGS, search_path
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.conflicts import Read, reads_unaffected, reads_unchanged
 from changeflow.adapter.environment import EPOCH, Environment
@@ -52,24 +51,18 @@ from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted, finish
 from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savepoint
 from changeflow.adapter.sizes import shard_sizes
-from changeflow.adapter.sql.dml import (
-    check_not_null,
-    plan_delete,
-    plan_insert,
-    plan_update,
-    whole_rows,
-)
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.scope import table_name
-from changeflow.adapter.sql.statements import Statement, parse, split
+from changeflow.adapter.sql.statements import DML_KINDS, Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction, timestamp_number
 from changeflow.adapter.txn_reads import transaction_read
-from changeflow.adapter.written import Written, with_own_writes
+from changeflow.adapter.writes import write
+from changeflow.adapter.written import Written
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Schema
@@ -358,7 +351,7 @@ class Session:
                 txn.explicit = not implicit
             self._end(txn)
             return Result("TRUNCATE TABLE", notices=notices(self.env.catalog.load(), stmt))
-        if kind in ("insert", "update", "delete"):
+        if kind in DML_KINDS:
             return self._write(stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
 
@@ -491,70 +484,7 @@ class Session:
     # -- writes ------------------------------------------------------------------------------
 
     def _write(self, stmt: Statement) -> Result:
-        txn = self._transaction()
-        resolver = CatalogResolver(self.env.catalog.load())
-        if stmt.kind == "insert":
-            planned = plan_insert(stmt.ast, resolver)
-            retract, add = None, planned.rows
-        else:  # UPDATE and DELETE: planned once per text and catalog
-            make = plan_delete if stmt.kind == "delete" else plan_update
-            planned = self.env.plans.plan(stmt, resolver.state, lambda s: make(s.ast, resolver))
-            delete = stmt.kind == "delete"
-            retract, add = (planned.rows, None) if delete else (planned.old, planned.new)
-        table = self.env.plans.relation(resolver.state, qualified(planned.table))
-        shard = table.plan.name  # type: ignore[attr-defined]
-        if holds.held_elsewhere(self.env.catalog, shard):
-            raise holds.Held(self.env.catalog, shard, table.name, "table")
-        plans = [p for p in (retract, add) if p is not None]
-        reads = set().union(*(p.collections() for p in plans))
-        rows: list[tuple[tuple[Any, ...], int]] = []
-        if reads:
-            timeline = self._timeline(frozenset({table.timeline, *planned.timelines}), txn)
-            ts = txn.read_ts if txn.read_ts is not None else self.env.read_ts(timeline, reads)
-            txn.read_ts = ts
-            txn.reads |= reads
-        else:
-            ts = 0
-        read: dict = {}  # the tables' rows, read once for both plans
-        for p, sign in ((retract, -1), (add, 1)):
-            if p is not None:
-                counted = self.env.evaluate(p, ts, self.timeout, read) if reads else _constant(p)
-                if reads:
-                    txn.read_rows.append((p, counted))  # what the commit checks is unchanged
-                    counted = with_own_writes(
-                        self.env, p, ts, counted, txn.written, txn.writes, self.timeout
-                    )
-                rows += [(row, sign * c) for row, c in counted.items()]
-        if getattr(planned, "whole", False):  # UPDATE … FROM, DELETE … USING
-            table_rows = self.env.evaluate(table.plan, ts, self.timeout)
-            table_rows = with_own_writes(
-                self.env, table.plan, ts, table_rows, txn.written, txn.writes
-            )
-            rows = whole_rows(rows, table_rows, len(table.plan.schema))
-        item = resolver.state.by_name(table.name)
-        shape = self.env.storage.state(shard).schema
-        lengths = item.options.get("lengths") if item else None
-        rows = assign(rows, shape, lengths, table.name)
-        if table.unique:
-            rows = constrain(self, txn, table, planned, rows, (shape, lengths))
-        for row, diff in rows:
-            if diff > 0:
-                check_not_null(row, table.plan.schema, table.name)
-        enforce_checks(table, rows)
-        if rows:
-            frame = self.env.log.frame(shard, rows, table.name, shape)
-            txn.writes.setdefault(shard, []).append(frame)
-            enforce_foreign_keys(self, txn, resolver.state, item, rows)  # type: ignore[arg-type]
-        count = sum(abs(c) for _, c in rows) // (2 if stmt.kind == "update" else 1)
-        if stmt.kind == "insert":  # ON CONFLICT DO UPDATE retracts what it updates
-            count = sum(c for _, c in rows if c > 0)
-        returning = stmt.returns and plan_returning(stmt.ast, table.name, table.plan.schema)
-        self._end(txn)
-        tag = {"insert": "INSERT 0", "update": "UPDATE", "delete": "DELETE"}[stmt.kind]
-        if not returning:
-            return Result(f"{tag} {count}")
-        written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
-        return Result(f"{tag} {count}", returning.columns, returning.rows(written))
+        return write(self, stmt)
 
     def _commit(self, txn: Transaction) -> None:
         check_deferred(self, txn)
@@ -583,12 +513,6 @@ def _aborted() -> PlanError:
 def _locked(lock: Any, fn: Callable[[], T]) -> T:
     with lock:
         return fn()
-
-
-def _constant(plan: P.Plan) -> dict[tuple[Any, ...], int]:
-    from changeflow.compute.evaluate import evaluate
-
-    return evaluate(plan, {}, 0)
 
 
 def _visible(query: Any) -> tuple:

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 from changeflow.adapter.pg_parameters import TABLE
 from changeflow.adapter.result import Result, text_result
+from changeflow.adapter.sql.statements import DML_KINDS
 from changeflow.compute.scalars import array_text
 from changeflow.compute.types import TEXT
 from changeflow.errors import PlanError
@@ -365,8 +366,8 @@ _MODE = re.compile(
 _MODIFIERS = {"UNIQUE", "OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL"}
 WRITES = {"create_table", "create_view", "create_index", "create_source", "create_sink", "drop"}
 WRITES |= {"create_sequence", "alter_sequence", "drop_sequence", "rename", "alter_table"}
-WRITES |= {"create_schema", "drop_schema", "insert", "update", "delete", "truncate"}
-_WRITES = {"insert": "INSERT", "update": "UPDATE", "delete": "DELETE", "truncate": "TRUNCATE TABLE"}
+WRITES |= {"create_schema", "drop_schema", "truncate", *DML_KINDS}
+_WRITES = {"truncate": "TRUNCATE TABLE", **{k: k.upper() for k in DML_KINDS}}
 
 
 def _modes(text: str) -> dict[str, str]:

@@ -175,6 +175,7 @@ def end(session: Any) -> None:
 
 def sweep(env: Any) -> None:
     """Drop the temporary items of processes of this host that are gone."""
+
     def orphaned(item: Item) -> bool:
         return gone(item.options["temp"])
 

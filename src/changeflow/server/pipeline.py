@@ -12,22 +12,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.session import Transaction
-from changeflow.adapter.sql.statements import parse
+from changeflow.adapter.sql.statements import DML_KINDS, parse
 from changeflow.errors import ChangeflowError
 from changeflow.server import commands as C
 
 if TYPE_CHECKING:
     from changeflow.adapter.session import Session
 
-WRITES = frozenset({"insert", "update", "delete"})
+WRITES = DML_KINDS
 _COMMIT, _ROLLBACK = parse("COMMIT"), parse("ROLLBACK")
 
 
 def is_write(text: str) -> bool:
-    """Whether ``text`` is an INSERT, UPDATE or DELETE (False for what does not parse: its
+    """Whether ``text`` is an INSERT, UPDATE, DELETE or MERGE (False for what does not parse: its
     run gives the error)."""
     text = C.strip(text)
-    if text.split(None, 1)[0].upper() not in ("INSERT", "UPDATE", "DELETE", "WITH"):
+    if text.split(None, 1)[0].upper() not in ("INSERT", "UPDATE", "DELETE", "MERGE", "WITH"):
         return False
     try:
         return parse(text).kind in WRITES

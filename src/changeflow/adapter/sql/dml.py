@@ -100,7 +100,7 @@ def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
             )
 
 
-def _target(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[exp.Table, Relation]:
+def target_table(node: exp.Expression, resolver: Resolver, verb: str) -> tuple[exp.Table, Relation]:
     table = node.this if isinstance(node, exp.Schema) else node
     if not isinstance(table, exp.Table):
         raise unsupported(f"{verb} into {type(table).__name__}", node)
@@ -137,7 +137,7 @@ def assign(e: X.Expr, node: exp.Expression | None, column: Column) -> X.Expr:
     return X.Cast(e, column.type)
 
 
-def _default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:
+def column_default(relation: Relation, index: int) -> tuple[X.Expr, exp.Expression | None]:
     """A column's DEFAULT as an expression (NULL without one) and its SQL node."""
     defaults = relation.defaults
     return _default_of(defaults[index] if index < len(defaults) else None)
@@ -203,7 +203,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
     """``INSERT INTO t [(columns)] VALUES ... | query``."""
     if insert.args.get("where"):
         raise unsupported("INSERT with WHERE", insert)
-    table, relation = _target(insert.this, resolver, "insert into")
+    table, relation = target_table(insert.this, resolver, "insert into")
     name = ident(table.this)
     conflict = None
     if insert.args.get("conflict") is not None:
@@ -287,7 +287,7 @@ def _values_row(
             sc(node)  # checked, then left out, as PostgreSQL does
             node = None
         if node is None or is_default(node):
-            e, node = _default(relation, i)
+            e, node = column_default(relation, i)
         else:
             e = sc(node)
         exprs.append((column.name, assign(e, node, column)))
@@ -310,7 +310,7 @@ def _fill(
             j = targets.index(i)
             e, node = P.col(rows.schema, j), None if nodes is None else nodes[j]
         else:
-            e, node = _default(relation, i)
+            e, node = column_default(relation, i)
         exprs.append((column.name, assign(e, node, column)))
     width = len(rows.schema)
     mapped = P.Map(rows, tuple(exprs))
@@ -323,7 +323,7 @@ def _matching(
     """The target table's rows that match WHERE (joined with the ``sources`` of UPDATE's
     FROM or DELETE's USING, after the table's columns), as a stage for further
     expressions."""
-    table, relation = _target(node.this, resolver, verb)
+    table, relation = target_table(node.this, resolver, verb)
     planner = Planner(resolver, False)
     planner.items.add(relation.name)
     planner.timelines.add(relation.timeline)
@@ -427,16 +427,34 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     stage, relation = _matching(update, resolver, "update", sources)
     schema = relation.plan.schema
     old = stage.rel.plan
+    exprs = set_columns(stage, relation, update.expressions, ident(update.this.this))
+    plan = stage.rel.plan
+    width = len(plan.schema)
+    n = len(schema)
+    kept = tuple(range(n)) if sources else ()
+    new = P.Project(P.Map(plan, tuple(exprs)), kept + tuple(range(width, width + n)))
+    if sources:
+        old = P.Distinct(P.Project(old, tuple(range(n))))
+    reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
+    return UpdatePlan(relation.name, old, new, schema, reads, timelines, bool(sources))
+
+
+def set_columns(
+    stage: Stage, relation: Relation, items: list[exp.Expression], shown: str
+) -> tuple[tuple[str, X.Expr], ...]:
+    """SET's ``items`` over ``stage``'s rows (the table's columns first): every column of
+    the table, assigned or kept, with PostgreSQL's errors (``shown`` names the table)."""
+    schema = relation.plan.schema
     names = [c.name for c in schema]
     sets: dict[int, exp.Expression] = {}
-    for assignment in _assignments(update.expressions):
+    for assignment in _assignments(items):
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise unsupported("this SET clause", assignment)
         name = ident(assignment.this.this)
-        if name not in names:
-            table = ident(update.this.this)
+        if assignment.this.args.get("table") is not None or name not in names:
+            first = ident(assignment.this.args.get("table")) or name
             raise PlanError(
-                f'column "{name}" of relation "{table}" does not exist', sqlstate="42703"
+                f'column "{first}" of relation "{shown}" does not exist', sqlstate="42703"
             )
         if names.index(name) in sets:
             raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
@@ -452,16 +470,8 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
         if node is None:
             e: X.Expr = P.col(stage.rel.plan.schema, i)
         elif is_default(node):
-            e, node = _default(relation, i)
+            e, node = column_default(relation, i)
         else:
             e = sc(node)
         exprs.append((column.name, assign(e, node, column)))
-    plan = stage.rel.plan
-    width = len(plan.schema)
-    n = len(schema)
-    kept = tuple(range(n)) if sources else ()
-    new = P.Project(P.Map(plan, tuple(exprs)), kept + tuple(range(width, width + n)))
-    if sources:
-        old = P.Distinct(P.Project(old, tuple(range(n))))
-    reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
-    return UpdatePlan(relation.name, old, new, schema, reads, timelines, bool(sources))
+    return tuple(exprs)

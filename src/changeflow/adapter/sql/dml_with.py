@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from changeflow.adapter.sql.scope import unsupported
 
-DML = (exp.Insert, exp.Update, exp.Delete)
+DML = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
 
 
 def with_inlined(dml: exp.Expression) -> exp.Expression:

@@ -103,7 +103,10 @@ def _shared(kind: str, text: str, args: dict[str, Any] | None = None) -> Stateme
     return stmt
 
 
-_SHAPES: dict[str, bool] = {}  # shapes parsed: has it a RETURNING clause?
+_SHAPES: dict[str, bool] = {}
+DML_KINDS = frozenset(
+    {"insert", "update", "delete", "merge"}
+)  # statements that write rows  # shapes parsed: has it a RETURNING clause?
 
 
 def split(script: str) -> list[str]:
@@ -381,7 +384,7 @@ def parse(text: str) -> Statement:
         tree = shared_tree(text[: m.start()] + text[m.end() :]).copy()
         tree.set("overriding", m[1].lower())  # dml.plan_insert takes or ignores identity values
         return Statement("insert", text, tree)
-    if head in ("INSERT", "UPDATE", "DELETE"):
+    if head in ("INSERT", "UPDATE", "DELETE", "MERGE"):
         return _shared(head.lower(), text)
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))

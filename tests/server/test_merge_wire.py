@@ -1,0 +1,37 @@
+"""MERGE over the wire: psycopg's parameters (the extended protocol, and prepared after five
+runs), its command tag and row count, and an upsert loop compared with PostgreSQL's."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+UPSERT = (
+    "MERGE INTO {t} t USING (SELECT %s AS id, %s AS v) s ON t.id = s.id "
+    "WHEN MATCHED AND s.v IS NULL THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+    "WHEN NOT MATCHED AND s.v IS NOT NULL THEN INSERT (id, v) VALUES (s.id, s.v)"
+)
+CHANGES = [(1, "a"), (2, "b"), (1, "a2"), (3, None), (2, None), (3, "c"), (1, "a3"), (4, "d")]
+
+
+@pytest.mark.postgres
+def test_merge_upserts_with_parameters_as_postgres(
+    server, postgres_url: str, table_name: str
+) -> None:
+    t = table_name
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text, n int DEFAULT 0)")
+        try:
+            for id_, v in CHANGES * 2:  # past psycopg's prepare threshold
+                tags = []
+                for conn in (ours, pg):
+                    cur = conn.execute(UPSERT.format(t=t), (id_, v))
+                    tags.append((cur.statusmessage, cur.rowcount))
+                assert tags[0] == tags[1], (id_, v)
+            query = f"SELECT id, v, n FROM {t} ORDER BY id"
+            assert ours.execute(query).fetchall() == pg.execute(query).fetchall()
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE {t}")
