@@ -90,6 +90,8 @@ STATEMENTS = [
     "SELECT to_timestamp(0) AT TIME ZONE 'UTC', to_date('05 Mar 2024', 'DD Mon YYYY'), "
     "timezone('UTC', to_timestamp(0))",
     "SELECT abs(-7), ceil(4.2), floor(-4.2), round(2.5), round(3.14159, 2), trunc(9.99), sign(-3)",
+    "SELECT @ -5, @ 2.5, @(-3), @ -2 + 1, @ -2 * 3, 1 + @ -2, @ -2::int, @ -2 - 3",
+    "SELECT name FROM emp WHERE @ (salary - 80000) < 16000 ORDER BY name",
     "SELECT 7 / 2, 7 % 3, 7.0 / 2, 2 ^ 10, sqrt(16), power(2, 0.5), cbrt(27), mod(-7, 3)",
     "SELECT greatest(1, 5, 3), least('b', 'a', 'c'), greatest(NULL, 2)",
     "SELECT round(salary / 12, 2), salary * 1.1, salary::int FROM emp ORDER BY id",
@@ -231,6 +233,7 @@ MAINTAINED = [
     "SELECT id, CASE WHEN salary > 90000 THEN 'high' ELSE 'low' END, COALESCE(dept, 'none'),"
     " salary::int, extract(year FROM hired) FROM emp",
     "SELECT name FROM emp WHERE name ILIKE '%a%' OR email LIKE '%.org'",
+    "SELECT id, @ (salary - 80000) FROM emp WHERE @ (salary - 80000) < 16000",
     "SELECT e.name, m.name FROM emp e LEFT JOIN emp m ON e.manager = m.id",
     "SELECT dept, count(*), sum(salary), min(hired) FROM emp GROUP BY dept HAVING count(*) > 0",
     "SELECT name, rank() OVER (PARTITION BY dept ORDER BY salary DESC) FROM emp",

@@ -173,6 +173,9 @@ def _object_agg(args: list[exp.Expression]) -> exp.Expression:
     return exp.Anonymous(this="jsonb_object_of_pairs", expressions=[exp.ArrayAgg(this=pair)])
 
 
+AT_SIGN = TokenType.EXCLAMATION  # PostgreSQL's prefix ``@`` (sqlglot reads it as a parameter)
+
+
 class PostgresCalls(Postgres):
     """sqlglot's PostgreSQL dialect, except that a known function called with more arguments
     than sqlglot's node takes (``upper('a', 'b')``), or with none where it needs some
@@ -185,14 +188,16 @@ class PostgresCalls(Postgres):
     ``to_char``, ``to_date`` and ``to_timestamp`` keep their templates as written (sqlglot
     would rewrite them as strftime's); ``age(x)`` is ``age(current_date, x)``; ``oid`` is a
     type, so ``$1::oid[]`` parses (sqlglot reads an unknown type then ``[]`` as a subscript);
-    a type's name called with one argument (``float8(x)``, ``int4(x)``) is a cast; a subscript
-    is kept as written (sqlglot would store ``a[i]`` as ``a[i - 1]``, folding constants, for
-    dialects counting from 0, so that ``a[2::bigint]`` read the first element)."""
+    a type's name called with one argument (``float8(x)``, ``int4(x)``) is a cast; ``@ x`` is
+    ``abs(x)``; a subscript is kept as written (sqlglot would store ``a[i]`` as ``a[i - 1]``,
+    folding constants, for dialects counting from 0, so that ``a[2::bigint]`` read the first
+    element)."""
 
     INDEX_OFFSET = 0
 
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "OID": TokenType.UINT}  # noqa: RUF012
+        SINGLE_TOKENS = {**Postgres.Tokenizer.SINGLE_TOKENS, "@": AT_SIGN}  # noqa: RUF012
 
     class Generator(Postgres.Generator):
         TYPE_MAPPING = {**Postgres.Generator.TYPE_MAPPING, exp.DataType.Type.UINT: "OID"}  # noqa: RUF012
@@ -250,7 +255,16 @@ class PostgresCalls(Postgres):
         UNARY_PARSERS = {  # noqa: RUF012 (a unary + is kept, for the deparsed text)
             **Postgres.Parser.UNARY_PARSERS,
             TokenType.PLUS: lambda self: self._parse_plus(),
+            AT_SIGN: lambda self: self._parse_absolute(),
         }
+
+        def _parse_absolute(self) -> Any:
+            """``@ x``: the absolute value of what follows up to an operator that binds less
+            than arithmetic (``@ a - b`` is ``abs(a - b)``), as PostgreSQL's prefix ``@``."""
+            operand = self._parse_bitwise()
+            if operand is None:
+                self.raise_error("Expected an expression after @")
+            return self.expression(exp.Abs(this=operand))
 
         def _parse_cube_or_rollup(self, with_prefix: bool = False) -> Any:
             """ROLLUP (…) and CUBE (…) of any expressions (``ROLLUP (a > 1)``), as PostgreSQL."""

@@ -357,66 +357,6 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     return DeletePlan(relation.name, rows, reads, timelines, bool(sources))
 
 
-def _assignments(items: list[exp.Expression]) -> list[exp.Expression]:
-    """SET's items, ``(a, b) = (x, y)`` (or ``ROW(x, y)``) as ``a = x, b = y``, and
-    ``(a, b) = (SELECT x, y …)`` as one scalar subquery a column (:func:`_from_one_row`): one
-    row's values, NULLs for none, 21000 for several, as PostgreSQL's."""
-    out: list[exp.Expression] = []
-    for item in items:
-        names, values = item.this, item.expression
-        if isinstance(names, exp.Paren) and isinstance(values, exp.Subquery):  # (a) = (SELECT …)
-            names = exp.Tuple(expressions=[names.this])
-        if not (isinstance(item, exp.EQ) and isinstance(names, exp.Tuple)):
-            out.append(item)
-        elif isinstance(values, exp.Subquery):
-            out += _from_one_row(names.expressions, values.this, item)
-        elif not isinstance(values, exp.Tuple):
-            raise PlanError(
-                "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression",
-                sqlstate="0A000",
-            )
-        elif len(names.expressions) != len(values.expressions):
-            raise PlanError("number of columns does not match number of values", sqlstate="42601")
-        else:
-            out += [
-                exp.EQ(this=n, expression=v)
-                for n, v in zip(names.expressions, values.expressions, strict=True)
-            ]
-    return out
-
-
-def _from_one_row(
-    names: list[exp.Expression], query: exp.Expression, item: exp.Expression
-) -> list[exp.Expression]:
-    """``(a, b) = (query)``: each column the matching output column of the query's one row,
-    ``a = (SELECT x …)`` where the query's rows do not depend on its select list (so a
-    correlated one is planned as any correlated subquery), else ``a = (SELECT m.c1 FROM
-    (query) m(c1, c2))``."""
-    first = query
-    while isinstance(first, exp.SetOperation):
-        first = first.this
-    if not isinstance(first, exp.Select) or any(e.is_star for e in first.expressions):
-        raise unsupported("SET (columns) = (this subquery)", item)
-    if len(first.expressions) != len(names):
-        raise PlanError("number of columns does not match number of values", sqlstate="42601")
-    plain = ("distinct", "group", "having", "order", "limit", "offset")
-    if query is first and not any(query.args.get(k) for k in plain):
-        values = [query.copy().select(e, append=False) for e in query.expressions]
-    else:
-        keys = [exp.to_identifier(f"_set_{i}") for i in range(len(names))]
-        row = exp.TableAlias(this=exp.to_identifier("_set_row"), columns=keys)
-        values = [
-            exp.select(exp.column(key.copy(), "_set_row")).from_(
-                exp.Subquery(this=query.copy(), alias=row.copy())
-            )
-            for key in keys
-        ]
-    return [
-        exp.EQ(this=name, expression=exp.Subquery(this=value))
-        for name, value in zip(names, values, strict=True)
-    ]
-
-
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     """``UPDATE t SET c = e, ... [WHERE ...]``: the matching rows and their new values."""
     for key in ("limit", "order"):
@@ -427,6 +367,8 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     stage, relation = _matching(update, resolver, "update", sources)
     schema = relation.plan.schema
     old = stage.rel.plan
+    from changeflow.adapter.sql.set_clause import set_columns
+
     exprs = set_columns(stage, relation, update.expressions, ident(update.this.this))
     plan = stage.rel.plan
     width = len(plan.schema)
@@ -437,41 +379,3 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
         old = P.Distinct(P.Project(old, tuple(range(n))))
     reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
     return UpdatePlan(relation.name, old, new, schema, reads, timelines, bool(sources))
-
-
-def set_columns(
-    stage: Stage, relation: Relation, items: list[exp.Expression], shown: str
-) -> tuple[tuple[str, X.Expr], ...]:
-    """SET's ``items`` over ``stage``'s rows (the table's columns first): every column of
-    the table, assigned or kept, with PostgreSQL's errors (``shown`` names the table)."""
-    schema = relation.plan.schema
-    names = [c.name for c in schema]
-    sets: dict[int, exp.Expression] = {}
-    for assignment in _assignments(items):
-        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
-            raise unsupported("this SET clause", assignment)
-        name = ident(assignment.this.this)
-        if assignment.this.args.get("table") is not None or name not in names:
-            first = ident(assignment.this.args.get("table")) or name
-            raise PlanError(
-                f'column "{first}" of relation "{shown}" does not exist', sqlstate="42703"
-            )
-        if names.index(name) in sets:
-            raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
-        if name in relation.always and not is_default(assignment.expression):
-            raise PlanError(f'column "{name}" can only be updated to DEFAULT', sqlstate="428C9")
-        sets[names.index(name)] = assignment.expression
-    stage.clause = "UPDATE SET"
-    stage.hoist(list(sets.values()))
-    sc = stage.scalars()
-    exprs = []
-    for i, column in enumerate(schema):
-        node = sets.get(i)
-        if node is None:
-            e: X.Expr = P.col(stage.rel.plan.schema, i)
-        elif is_default(node):
-            e, node = column_default(relation, i)
-        else:
-            e = sc(node)
-        exprs.append((column.name, assign(e, node, column)))
-    return tuple(exprs)

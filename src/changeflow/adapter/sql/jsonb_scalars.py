@@ -92,13 +92,17 @@ class JsonbScalars:
     def jsonb_subscript(self: Scalars, j: X.Expr, chain: list[list[exp.Expression]]) -> X.Expr:
         """``j['a'][0]…``: PostgreSQL's jsonb subscripts, each an integer or text, are the steps
         of ``jsonb_extract_path`` (an array's step that is no integer finds NULL)."""
-        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
-
         if j.type == JSON:
             raise PlanError(
                 "cannot subscript type json because it does not support subscripting",
                 sqlstate="42804",
             )
+        return Func("jsonb_extract_path", (j, self.jsonb_steps(chain)))
+
+    def jsonb_steps(self: Scalars, chain: list[list[exp.Expression]]) -> X.Expr:
+        """jsonb subscripts as a path of text steps (integers written as text)."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
         steps: list[X.Expr] = []
         for part in chain:
             if any(isinstance(p, exp.Slice) for p in part):
@@ -118,7 +122,7 @@ class JsonbScalars:
                     hint="jsonb subscript must be coercible to either integer or text.",
                 )
             steps.append(step)
-        return Func("jsonb_extract_path", (j, ArrayOf(tuple(steps))))
+        return ArrayOf(tuple(steps))
 
     def _jsonextract(self: Scalars, node: exp.JSONExtract) -> X.Expr:
         return self._field(node, text=False)

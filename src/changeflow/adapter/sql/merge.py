@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from changeflow.adapter.relations import Relation, Resolver
-from changeflow.adapter.sql.dml import assign, column_default, is_default, set_columns, target_table
+from changeflow.adapter.sql.dml import assign, column_default, is_default, target_table
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import Rel
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name
+from changeflow.adapter.sql.set_clause import set_columns
 from changeflow.adapter.sql.subquery import Stage
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P

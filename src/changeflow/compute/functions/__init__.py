@@ -105,7 +105,7 @@ NOT_IN_PG_PROC = frozenset(
     }
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
-    | {"array_slice_of"}
+    | {"array_slice_of", "array_assign", "jsonb_assign"}
     | {variadic.variadic_name(base) for base in variadic.BASES}
     | set(statistics.FORMS)
     | regression.FORMS

@@ -8,7 +8,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from changeflow.compute.array_shape import dims_text, nested, shape
-from changeflow.compute.functions.base import F, Function, _args, determined, fail, spark_type
+from changeflow.compute.functions.base import (
+    F,
+    Function,
+    _args,
+    determined,
+    fail,
+    in_process,
+    spark_type,
+)
 from changeflow.compute.scalars import as_type
 from changeflow.compute.types import INT4, NULLTYPE, TEXT, SqlType, array_of
 from changeflow.errors import EvalError, PlanError
@@ -74,6 +82,41 @@ def _replace_rule(args: tuple[SqlType, ...]) -> SqlType:
     if len(args) != 3:
         raise _no_match()
     return array_of(_compatible(args[0], args[1], args[2]))
+
+
+def _assign_rule(args: tuple[SqlType, ...]) -> SqlType:
+    if len(args) != 3 or args[0].element is None or not (args[1].integer or args[1] is NULLTYPE):
+        raise _no_match()
+    return args[0]
+
+
+MAX_ELEMENTS = 134217727  # PostgreSQL's largest array
+
+
+def _assign(
+    array: tuple[Any, SqlType], index: tuple[Any, SqlType], value: tuple[Any, SqlType]
+) -> tuple:
+    """``a[i] = v`` (UPDATE's SET): the array with its i-th element ``v``, grown with NULLs to
+    reach it; a NULL array is an empty one. PostgreSQL would move an array's lower bound
+    for an i below 1 (or past the end of an empty one): refused here, arrays start at 1."""
+    values, i = array[0] or (), index[0]
+    if i is None:
+        raise EvalError("array subscript in assignment must not be null", sqlstate="22004")
+    if nested(values):
+        raise EvalError("wrong number of array subscripts", sqlstate="2202E")
+    if i > MAX_ELEMENTS:
+        raise EvalError(
+            f"array size exceeds the maximum allowed ({MAX_ELEMENTS})", sqlstate="54000"
+        )
+    if i < 1 or (not values and i > 1):
+        raise EvalError(
+            f"assigning element {i} of an array of {len(values)} would give it a lower bound "
+            "other than 1: arrays here start at 1",
+            sqlstate="0A000",
+            hint="Assign elements from 1 up, or the whole array.",
+        )
+    padded = values + (None,) * (i - len(values))
+    return padded[: i - 1] + (value[0],) + padded[i:]
 
 
 def _position_rule(args: tuple[SqlType, ...]) -> SqlType:
@@ -268,6 +311,13 @@ FUNCTIONS = [
     Function("trim_array", _trim_rule, _trim, spark=_spark_trim),
     Function("array_fill", _fill_rule, _fill, strict=False, spark=_spark_fill),
     Function("array_replace", _replace_rule, _replace, strict=False, spark=_spark_replace),
+    Function(
+        "array_assign",
+        _assign_rule,
+        _assign,
+        strict=False,
+        spark=in_process("array element assignment runs in the process"),
+    ),
     Function("array_position", _position_rule, _position, strict=False, spark=_spark_position),
     Function("array_positions", _positions_rule, _positions, strict=False, spark=_found),
 ]

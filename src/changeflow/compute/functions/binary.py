@@ -140,9 +140,7 @@ FUNCTIONS = [
         "byteacat", _sig((BYTEA, BYTEA), result=BYTEA), lambda a, b: a + b, spark=_BYTEA_IN_PROCESS
     ),
     Function("get_byte", _sig((BYTEA, "int"), result=INT4), _get_byte, spark=_BYTEA_IN_PROCESS),
-    Function(
-        "bytealike", _sig((BYTEA, BYTEA), result=BOOL), _bytea_like, spark=_BYTEA_IN_PROCESS
-    ),
+    Function("bytealike", _sig((BYTEA, BYTEA), result=BOOL), _bytea_like, spark=_BYTEA_IN_PROCESS),
     Function(
         "set_byte", _sig((BYTEA, "int", "int"), result=BYTEA), _set_byte, spark=_BYTEA_IN_PROCESS
     ),

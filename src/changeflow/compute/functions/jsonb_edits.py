@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from changeflow.compute import jsonb as J
@@ -78,6 +79,81 @@ def _set_in(at: Any, path: list, new: Any, mode: str, position: int) -> None:
         at.insert(0 if i < 0 else len(at), new)
 
 
+def jsonb_assign(
+    j: tuple[Any, Any], path: tuple[Any, Any], new: tuple[Any, Any], array: tuple[Any, Any]
+) -> J.Jsonb:
+    """``j['a'][0] = v`` (UPDATE's SET), as PostgreSQL's jsonb subscript assignment: a NULL
+    ``j`` is an empty array if the first subscript is an integer (``array``), else an empty
+    object; missing steps are made (an array for a step that reads as an integer, padded with
+    nulls, else an object); a SQL NULL ``v`` is JSON null; a scalar in the way is 22023."""
+    steps = path[0]
+    if any(step is None for step in steps):
+        raise EvalError("jsonb subscript in assignment must not be null", sqlstate="22004")
+    value = None if new[0] is None else new[0].value()
+    root = ([] if array[0] else {}) if j[0] is None else j[0].value()
+    if not steps:
+        return J.from_value(value)
+    if not isinstance(root, dict | list):
+        raise _scalar_in_the_way()
+    _put(root, list(steps), value, 1)
+    return J.from_value(root)
+
+
+def _put(at: dict | list, path: list, new: Any, position: int) -> None:
+    key, rest = path[0], path[1:]
+    if isinstance(at, dict):
+        if not rest or key not in at:
+            at[key] = _made(rest, new)
+            return
+        child = at[key]
+    else:
+        i = _step_index(key, position)
+        if i < 0:
+            if -i > len(at):
+                raise EvalError(
+                    f"path element at position {position} is out of range: {i}",
+                    sqlstate="22023",
+                )
+            i += len(at)
+        if i >= len(at):
+            at.extend([None] * (i - len(at)))
+            at.append(_made(rest, new))
+            return
+        if not rest:
+            at[i] = new
+            return
+        child = at[i]
+    if not isinstance(child, dict | list):
+        raise _scalar_in_the_way()
+    _put(child, rest, new, position + 1)
+
+
+def _made(path: list, new: Any) -> Any:
+    """``new`` at ``path`` in containers made for it."""
+    if not path:
+        return new
+    inner = _made(path[1:], new)
+    if re.fullmatch(r"\s*[-+]?\d+", path[0]) and int(path[0]) >= 0:
+        return [None] * int(path[0]) + [inner]
+    return {path[0]: inner}
+
+
+def _step_index(key: str, position: int) -> int:
+    if re.fullmatch(r"\s*[-+]?\d+", key) is None:
+        raise EvalError(
+            f'path element at position {position} is not an integer: "{key}"', sqlstate="22P02"
+        )
+    return int(key)
+
+
+def _scalar_in_the_way() -> EvalError:
+    return EvalError(
+        "cannot replace existing key",
+        sqlstate="22023",
+        detail="The path assumes key is a composite object, but it is a scalar value.",
+    )
+
+
 def jsonb_strip_nulls(j: J.Jsonb) -> J.Jsonb:
     """``j`` without the fields of its objects (at any depth) whose value is null."""
 
@@ -108,6 +184,13 @@ FUNCTIONS = [
             (((JSONB, _PATH, JSONB), JSONB), ((JSONB, _PATH, JSONB, BOOL), JSONB)),
         ),
         jsonb_insert,
+        spark=_IN_PROCESS,
+    ),
+    Function(
+        "jsonb_assign",
+        Overloads("jsonb_assign", (((JSONB, _PATH, JSONB, BOOL), JSONB),)),
+        jsonb_assign,
+        strict=False,
         spark=_IN_PROCESS,
     ),
     Function(
