@@ -228,6 +228,8 @@ CALLS = {
     "jsonb_path_query_first": "jsonb_path_query_first(to_jsonb(ARRAY[f]), '$[last]')::text",
     "jsonb_path_values": "cardinality(jsonb_path_values(to_jsonb(ARRAY[id, 2]), '$[*]'))",
     "jsonb_delete_path": "(jsonb_build_object('a', jsonb_build_array(id, f)) #- '{a,0}')::text",
+    "jsonb_assign": "jsonb_assign(to_jsonb(ARRAY[id]), ARRAY['2', 'k'], to_jsonb(f), false)::text",
+    "array_assign": "array_assign(ARRAY[id, 2], 4, id)::text",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -278,6 +280,7 @@ ROWS_ONLY = {
     "arraycontained",
     "arrayoverlap",
     "array_slice_of",
+    "array_assign",
     # computed in the process only (their Spark form refuses)
     "atan",
     "regexp_count",
