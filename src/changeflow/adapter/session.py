@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from sqlglot import exp
 
 from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_tables, txn_ddl
 from changeflow.adapter import sequence_holds as holds
@@ -52,16 +51,14 @@ from changeflow.adapter.rows import counted, finish
 from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savepoint
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.query import plan_query, view_plan
-from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
-from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import DML_KINDS, Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction, timestamp_number
 from changeflow.adapter.txn_reads import transaction_read
-from changeflow.adapter.writes import write
+from changeflow.adapter.writes import returned_columns, write
 from changeflow.adapter.written import Written
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
@@ -279,13 +276,8 @@ class Session:
             return sub.columns
         if stmt.kind.startswith("show"):
             return self._run(stmt).columns
-        if stmt.kind in ("insert", "update", "delete") and stmt.returns:
-            target = stmt.ast.this  # type: ignore[union-attr]
-            table = target.this if isinstance(target, exp.Schema) else target
-            resolver = CatalogResolver(self.env.catalog.load())
-            relation = resolver.relation(table_name(table))
-            returning = plan_returning(stmt.ast, relation.name, relation.plan.schema)
-            return returning.columns if returning is not None else None
+        if stmt.kind in DML_KINDS:
+            return returned_columns(self, stmt)
         return None
 
     def _run(self, stmt: Statement) -> Result:

@@ -27,6 +27,7 @@ from changeflow.adapter.sql.returning import plan_returning
 from changeflow.adapter.sql.statements import Statement
 from changeflow.adapter.written import with_own_writes
 from changeflow.compute import plan as P
+from changeflow.compute.types import Schema
 from changeflow.errors import EvalError
 
 if TYPE_CHECKING:
@@ -66,8 +67,11 @@ def write(session: Session, stmt: Statement) -> Result:
         for (_, sign), got in zip(changes, counts, strict=True)
         for row, c in got.items()
     ]
-    if getattr(planned, "whole", False):  # UPDATE … FROM, DELETE … USING
-        rows = whole_rows(rows, _table_rows(session, txn, table.plan, ts), len(table.plan.schema))
+    sources = getattr(planned, "sources", None)  # UPDATE … FROM, DELETE … USING
+    extras: list[Row] | None = None
+    if sources is not None:
+        whole = _table_rows(session, txn, table.plan, ts)
+        rows, extras = whole_rows(rows, whole, len(table.plan.schema))
     if stmt.kind == "merge" and counts[0]:
         _once_each(counts[0], _table_rows(session, txn, table.plan, ts))
     item = resolver.state.by_name(table.name)
@@ -85,13 +89,27 @@ def write(session: Session, stmt: Statement) -> Result:
         txn.writes.setdefault(shard, []).append(frame)
         enforce_foreign_keys(session, txn, resolver.state, item, rows)  # type: ignore[arg-type]
     count = _count(stmt.kind, rows, counts)
-    returning = stmt.returns and plan_returning(stmt.ast, table.name, table.plan.schema)
+    returning = stmt.returns and plan_returning(stmt.ast, table.name, table.plan.schema, sources)
     session._end(txn)
     tag = f"{TAGS[stmt.kind]} {count}"
     if not returning:
         return Result(tag)
+    if extras is not None:  # (rows and extras are in step: fitting and checks keep the order)
+        rows = [(row + extra, c) for (row, c), extra in zip(rows, extras, strict=True)]
     written = [(r, c) for r, c in rows if (c < 0) == (stmt.kind == "delete")]
     return Result(tag, returning.columns, returning.rows(written))
+
+
+def returned_columns(session: Session, stmt: Statement) -> Schema | None:
+    """The columns of a write's RETURNING clause (None without one), planned, not run."""
+    if not stmt.returns:
+        return None
+    resolver = CatalogResolver(session.env.catalog.load())
+    planned, _ = _planned(session, stmt, resolver)
+    relation = resolver.relation(qualified(planned.table))
+    sources = getattr(planned, "sources", None)
+    returning = plan_returning(stmt.ast, relation.name, relation.plan.schema, sources)
+    return returning.columns if returning is not None else None
 
 
 def _planned(session: Session, stmt: Statement, resolver: CatalogResolver) -> tuple[Any, list]:

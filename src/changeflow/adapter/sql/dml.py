@@ -28,6 +28,7 @@ from changeflow.compute.types import DATE, NULLTYPE, TEXT, TIMESTAMP, TIMESTAMPT
 from changeflow.errors import EvalError, PlanError
 
 _STAMPS = (DATE, TIMESTAMP, TIMESTAMPTZ)
+Row = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,15 @@ class InsertPlan:
 
 
 @dataclass(frozen=True)
+class FromColumns:
+    """The columns of UPDATE's FROM or DELETE's USING relations, carried after the table's
+    in its planned rows for RETURNING: the names they go by there, and their types."""
+
+    fields: tuple[Field, ...]
+    schema: Schema
+
+
+@dataclass(frozen=True)
 class DeletePlan:
     """Rows of ``table`` to retract."""
 
@@ -51,7 +61,7 @@ class DeletePlan:
     rows: P.Plan
     reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
     timelines: frozenset[str] = frozenset()
-    whole: bool = False  # USING: ``rows`` are the distinct matched rows (see whole_rows)
+    sources: FromColumns | None = None  # USING: ``rows`` are the matches (see whole_rows)
 
 
 @dataclass(frozen=True)
@@ -64,24 +74,36 @@ class UpdatePlan:
     schema: Schema = ()
     reads: frozenset[str] = frozenset()  # the items read: the table and those of subqueries
     timelines: frozenset[str] = frozenset()
-    whole: bool = False  # FROM: ``old`` distinct matched rows, ``new`` (old, new) pairs
+    sources: FromColumns | None = None  # FROM: ``old`` the distinct matched rows, ``new``
+    # (old, new, FROM columns) of each match
 
 
 def whole_rows(
-    rows: list[tuple[tuple[Any, ...], int]], table: dict[tuple[Any, ...], int], width: int
-) -> list[tuple[tuple[Any, ...], int]]:
+    rows: list[tuple[Row, int]], table: dict[Row, int], width: int
+) -> tuple[list[tuple[Row, int]], list[Row]]:
     """The changes of an UPDATE … FROM or DELETE … USING: every copy of each matched row
     retracted once however many rows it joined, and (UPDATE) replaced by the new values of
-    one of its matches (the first in sort order; PostgreSQL leaves the choice open)."""
+    one of its matches (the first in sort order; PostgreSQL leaves the choice open); with,
+    for each change, the FROM or USING columns of that match (for RETURNING)."""
     from changeflow.compute.evaluate import sort_key
 
-    old = {row for row, diff in rows if diff < 0}
-    out = [(row, -table[row]) for row in old if table.get(row)]
-    chosen: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for pair, _ in sorted((r for r in rows if r[1] > 0), key=lambda rc: sort_key(rc[0], ())):
-        chosen.setdefault(pair[:width], pair[width:])
-    out += [(new, table[row]) for row, new in chosen.items() if table.get(row)]
-    return out
+    def first(rows: list[tuple[Row, int]]) -> dict[Row, Row]:
+        chosen: dict[Row, Row] = {}
+        for row, _ in sorted(rows, key=lambda rc: sort_key(rc[0], ())):
+            chosen.setdefault(row[:width], row[width:])
+        return chosen
+
+    out: list[tuple[Row, int]] = []
+    extras: list[Row] = []
+    for row, rest in first([r for r in rows if r[1] < 0]).items():
+        if table.get(row):
+            out.append((row, -table[row]))
+            extras.append(rest)
+    for row, rest in first([r for r in rows if r[1] > 0]).items():
+        if table.get(row):
+            out.append((rest[:width], table[row]))
+            extras.append(rest[width:])
+    return out, extras
 
 
 def check_not_null(row: tuple[Any, ...], schema: Schema, table: str) -> None:
@@ -351,10 +373,14 @@ def plan_delete(delete: exp.Delete, resolver: Resolver) -> DeletePlan:
     stage, relation = _matching(delete, resolver, "delete from", sources)
     planner = stage.planner
     reads, timelines = frozenset(planner.items), frozenset(planner.timelines)
-    rows = stage.rel.plan
-    if sources:
-        rows = P.Distinct(P.Project(rows, tuple(range(len(relation.plan.schema)))))
-    return DeletePlan(relation.name, rows, reads, timelines, bool(sources))
+    carried = _from_columns(stage, len(relation.plan.schema)) if sources else None
+    return DeletePlan(relation.name, stage.rel.plan, reads, timelines, carried)
+
+
+def _from_columns(stage: Stage, n: int) -> FromColumns:
+    """The columns after the table's ``n`` of a statement's matching rows (its FROM's)."""
+    schema = stage.rel.plan.schema
+    return FromColumns(tuple(f for f in stage.rel.scope.fields if f.index >= n), schema[n:])
 
 
 def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
@@ -365,17 +391,18 @@ def plan_update(update: exp.Update, resolver: Resolver) -> UpdatePlan:
     source = update.args.get("from_") or update.args.get("from")
     sources = [source.this] if source is not None else []
     stage, relation = _matching(update, resolver, "update", sources)
-    schema = relation.plan.schema
-    old = stage.rel.plan
     from changeflow.adapter.sql.set_clause import set_columns
 
+    schema = relation.plan.schema
+    old, n = stage.rel.plan, len(schema)
+    carried = _from_columns(stage, n) if sources else None
     exprs = set_columns(stage, relation, update.expressions, ident(update.this.this))
     plan = stage.rel.plan
     width = len(plan.schema)
-    n = len(schema)
     kept = tuple(range(n)) if sources else ()
-    new = P.Project(P.Map(plan, tuple(exprs)), kept + tuple(range(width, width + n)))
+    extras = tuple(range(n, len(old.schema))) if sources else ()
+    new = P.Project(P.Map(plan, tuple(exprs)), kept + tuple(range(width, width + n)) + extras)
     if sources:
         old = P.Distinct(P.Project(old, tuple(range(n))))
     reads, timelines = frozenset(stage.planner.items), frozenset(stage.planner.timelines)
-    return UpdatePlan(relation.name, old, new, schema, reads, timelines, bool(sources))
+    return UpdatePlan(relation.name, old, new, schema, reads, timelines, carried)

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
 from changeflow.adapter.sql.colnames import output_name
+from changeflow.adapter.sql.dml import FromColumns
 from changeflow.adapter.sql.scalar import Scalars, contains, is_aggregate
-from changeflow.adapter.sql.scope import Field, Scope, unsupported
+from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.compute import expr as X
 from changeflow.compute.pads import padded_rows
 from changeflow.compute.types import Column, Schema
@@ -34,15 +35,22 @@ class Returning:
         return padded_rows(out, self.columns)
 
 
-def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returning | None:
-    """The RETURNING clause of a DML statement over ``table`` (None without one)."""
+def plan_returning(
+    node: exp.Expression, table: str, schema: Schema, sources: FromColumns | None = None
+) -> Returning | None:
+    """The RETURNING clause of a DML statement over ``table`` (None without one); the
+    ``sources`` of UPDATE … FROM or DELETE … USING follow the table's columns in the rows
+    it reads."""
     clause = node.args.get("returning")
     if clause is None:
         return None
     alias = node.this.alias if isinstance(node.this, exp.Table) and node.this.alias else table
     alias = alias.rpartition(".")[2]  # a table of a schema is qualified by its own name
-    scope = Scope([Field(alias, c.name, i) for i, c in enumerate(schema)])
-    sc = Scalars(scope, schema, "RETURNING")
+    fields = [Field(alias, c.name, i) for i, c in enumerate(schema)]
+    if sources is not None:
+        fields += sources.fields
+        schema = (*schema, *sources.schema)
+    sc = Scalars(Scope(fields), schema, "RETURNING")
     columns: list[Column] = []
     exprs: list[X.Expr] = []
     for item in clause.expressions:
@@ -50,10 +58,16 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
         if isinstance(inner, exp.Star) or (
             isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star)
         ):
-            _own_star(node, inner, alias)
-            for i, c in enumerate(schema):
-                exprs.append(X.Col(i, c.type, c.nullable, c.name))
-                columns.append(c)
+            if sources is None:
+                _own_star(node, inner, alias)
+            named = ident(inner.args.get("table")) if isinstance(inner, exp.Column) else None
+            starred = [f for f in fields if f.star and named in (None, f.table)]
+            if not starred:
+                raise PlanError(f'missing FROM-clause entry for table "{named}"', sqlstate="42P01")
+            for f in starred:
+                c = schema[f.index]
+                exprs.append(X.Col(f.index, c.type, c.nullable, f.name))
+                columns.append(replace(c, name=f.name))
             continue
         if contains(inner, is_aggregate):
             raise PlanError("aggregate functions are not allowed in RETURNING", sqlstate="42803")
@@ -66,19 +80,6 @@ def plan_returning(node: exp.Expression, table: str, schema: Schema) -> Returnin
 
 
 def _own_star(node: exp.Expression, star: exp.Expression, alias: str) -> None:
-    """Refuse a RETURNING ``*`` that would take other relations' columns than the target's:
-    a bare ``*`` of UPDATE … FROM or DELETE … USING (0A000, as those columns are not kept
-    here), or ``name.*`` of another relation (42P01 if the statement has none of that name)."""
-    others = ([node.args["from_"].this] if node.args.get("from_") else []) + list(
-        node.args.get("using") or []
-    )
-    if isinstance(star, exp.Star):
-        if others:
-            raise unsupported("RETURNING * with FROM or USING (name the target's columns)", star)
-        return
-    name = star.table
-    if name.lower() == alias.lower():
-        return
-    if any(o.alias_or_name.lower() == name.lower() for o in others):
-        raise unsupported("RETURNING the columns of a FROM or USING relation", star)
-    raise PlanError(f'missing FROM-clause entry for table "{name}"', sqlstate="42P01")
+    """42P01 for a RETURNING ``name.*`` of a relation the statement does not have."""
+    if isinstance(star, exp.Column) and ident(star.args.get("table")) != alias.lower():
+        raise PlanError(f'missing FROM-clause entry for table "{star.table}"', sqlstate="42P01")

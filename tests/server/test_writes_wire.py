@@ -1,5 +1,6 @@
-"""MERGE over the wire: psycopg's parameters (the extended protocol, and prepared after five
-runs), its command tag and row count, and an upsert loop compared with PostgreSQL's."""
+"""Writes over the wire, compared with PostgreSQL: MERGE with psycopg's parameters (the
+extended protocol, and prepared after five runs), its command tag and row count in an upsert
+loop; RETURNING of UPDATE … FROM's columns, described before it runs."""
 
 from __future__ import annotations
 
@@ -32,6 +33,30 @@ def test_merge_upserts_with_parameters_as_postgres(
                 assert tags[0] == tags[1], (id_, v)
             query = f"SELECT id, v, n FROM {t} ORDER BY id"
             assert ours.execute(query).fetchall() == pg.execute(query).fetchall()
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE {t}")
+
+
+@pytest.mark.postgres
+def test_update_from_returning_is_described_and_run(
+    server, postgres_url: str, table_name: str
+) -> None:
+    t = table_name
+    sql = (
+        f"UPDATE {t} SET v = s.w FROM (VALUES (%s, %s)) AS s(id, w) WHERE {t}.id = s.id "
+        f"RETURNING s.*, {t}.n + 1 AS next"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text, n int DEFAULT 0)")
+            conn.execute(f"INSERT INTO {t} (id, v) VALUES (1, 'a'), (2, 'b')")
+        try:
+            got = []
+            for conn in (ours, pg):
+                cur = conn.execute(sql, (2, "two"), prepare=True)
+                got.append(([d.name for d in cur.description], cur.fetchall(), cur.rowcount))
+            assert got[0] == got[1] == (["id", "w", "next"], [(2, "two", 1)], 1)
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE {t}")
