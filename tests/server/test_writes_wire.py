@@ -60,3 +60,28 @@ def test_update_from_returning_is_described_and_run(
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE {t}")
+
+
+@pytest.mark.postgres
+def test_rows_moved_by_a_write_in_with(server, postgres_url: str, table_name: str) -> None:
+    t = table_name
+    sql = (
+        f"WITH moved AS (DELETE FROM {t} WHERE id <= %s RETURNING id, v) "
+        f"INSERT INTO {t}_old SELECT id, upper(v) FROM moved RETURNING *"
+    )
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            conn.execute(f"CREATE TABLE {t}_old (id int, v text)")
+            conn.execute(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        try:
+            got = []
+            for conn in (ours, pg):
+                cur = conn.execute(sql, (2,), prepare=True)
+                moved = sorted(cur.fetchall())
+                rest = conn.execute(f"SELECT id FROM {t} ORDER BY id").fetchall()
+                got.append((cur.statusmessage, moved, rest))
+            assert got[0] == got[1] == ("INSERT 0 2", [(1, "A"), (2, "B")], [(3,)])
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE {t}, {t}_old")

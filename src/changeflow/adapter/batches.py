@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from changeflow.adapter.sql.statements import DML_KINDS, parse
+from changeflow.adapter.sql.statements import WRITE_KINDS, parse
 from changeflow.errors import ChangeflowError
 
 
@@ -15,6 +15,6 @@ def one_transaction(session: Any, texts: list[str]) -> bool:
     if len(texts) < 2 or session.txn is not None:
         return False
     try:
-        return all(parse(t).kind in DML_KINDS for t in texts)
+        return all(parse(t).kind in WRITE_KINDS for t in texts)
     except ChangeflowError:
         return False

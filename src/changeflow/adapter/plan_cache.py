@@ -29,6 +29,7 @@ from sqlglot import exp
 from changeflow.adapter.catalog import SEARCH_PATH, TEMP, CatalogState
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import is_default
+from changeflow.adapter.sql.query import WRITTEN
 from changeflow.adapter.sql.shapes import probes
 from changeflow.adapter.sql.statements import Statement, parse
 
@@ -157,7 +158,10 @@ class PlanCache:
         """``stmt``'s plan on catalog ``state``: the one kept for its shape with its literals
         in place, else the one kept for its text, else ``make(stmt)``. A plain statement's
         plan is kept by its text the first time its shape is seen, and for its shape the
-        second (a query run once is planned once), if its literals are found in the plan."""
+        second (a query run once is planned once), if its literals are found in the plan.
+        A statement reading the rows of data-modifying WITH queries is planned afresh."""
+        if WRITTEN.get():
+            return make(stmt)
         shaped, path = stmt.shape, _path()
         by_shape, by_text = (stmt.kind, shaped.key, path), (stmt.kind, stmt.text, path)
         found = self._plans.get(by_shape)

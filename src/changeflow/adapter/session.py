@@ -23,7 +23,16 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from changeflow.adapter import comments, ddl, owners, schemas, sequences, temp_tables, txn_ddl
+from changeflow.adapter import (
+    comments,
+    ddl,
+    owners,
+    schemas,
+    sequences,
+    temp_tables,
+    txn_ddl,
+    with_writes,
+)
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter import settings as parameters
 from changeflow.adapter.access import Access
@@ -52,12 +61,13 @@ from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savep
 from changeflow.adapter.sizes import shard_sizes
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
-from changeflow.adapter.sql.statements import DML_KINDS, Statement, parse, split
+from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.timelines import check_single, check_transaction, timestamp_number
 from changeflow.adapter.txn_reads import transaction_read
+from changeflow.adapter.with_writes import run_with_writes
 from changeflow.adapter.writes import returned_columns, write
 from changeflow.adapter.written import Written
 from changeflow.compute import plan as P
@@ -66,6 +76,7 @@ from changeflow.compute.types import Schema
 from changeflow.errors import FrontierViolation, PlanError
 
 T = TypeVar("T")
+PINNED = frozenset({"select", *WRITE_KINDS})  # planned and run on one catalog version
 DDL = {
     "create_table": temp_tables.create_table,
     "create_view": temp_tables.create_view,
@@ -147,7 +158,7 @@ class Session:
         parameters.check_writable(self, stmt.kind, stmt.text)
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
-        if stmt.kind in ("select", "insert", "update", "delete"):  # one catalog version
+        if stmt.kind in PINNED:  # one catalog version
             return self._guarded(lambda: self._pinned(stmt))
         return self._guarded(lambda: self._run(stmt))  # COMMIT may apply DROPs
 
@@ -278,6 +289,8 @@ class Session:
             return self._run(stmt).columns
         if stmt.kind in DML_KINDS:
             return returned_columns(self, stmt)
+        if stmt.kind == "with_writes":
+            return with_writes.columns(self, stmt)
         return None
 
     def _run(self, stmt: Statement) -> Result:
@@ -345,6 +358,8 @@ class Session:
             return Result("TRUNCATE TABLE", notices=notices(self.env.catalog.load(), stmt))
         if kind in DML_KINDS:
             return self._write(stmt)
+        if kind == "with_writes":
+            return run_with_writes(self, stmt)
         raise PlanError(f"{stmt.text!r} is not supported", sqlstate="0A000")
 
     def _ddl(self, stmt: Statement) -> Result:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.ddl import quote_name
-from changeflow.adapter.sql.statements import DML_KINDS, Statement, parse, split
+from changeflow.adapter.sql.statements import WRITE_KINDS, Statement, parse, split
 from changeflow.adapter.system_types import system_columns
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
@@ -205,7 +205,7 @@ class Extended(Pipeline):
         columns = self._describe_text(text, None)
         stripped = C.strip(text)
         plain = stripped and self._special(stripped, describe=True) is None
-        if plain and parse(stripped).kind in {"select", *DML_KINDS}:
+        if plain and parse(stripped).kind in {"select", *WRITE_KINDS}:
             prepared.described = (*key, list(prepared.oids), columns)
         return columns
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.session import Transaction
-from changeflow.adapter.sql.statements import DML_KINDS, parse
+from changeflow.adapter.sql.statements import WRITE_KINDS, parse
 from changeflow.errors import ChangeflowError
 from changeflow.server import commands as C
 
 if TYPE_CHECKING:
     from changeflow.adapter.session import Session
 
-WRITES = DML_KINDS
+WRITES = WRITE_KINDS
 _COMMIT, _ROLLBACK = parse("COMMIT"), parse("ROLLBACK")
 
 

@@ -2,8 +2,9 @@
 put where it reads them, so that the DML planner sees one statement. An INSERT's SELECT takes
 the WITH clause as its own (``INSERT INTO t WITH c AS (…) SELECT …`` means the same, WITH
 RECURSIVE too); elsewhere each table name a WITH query defines is replaced by that query as
-a derived table of the same name and columns. A data-modifying statement inside WITH is
-refused (0A000), as is WITH RECURSIVE before UPDATE or DELETE."""
+a derived table of the same name and columns. WITH RECURSIVE before UPDATE or DELETE is
+refused (0A000); a data-modifying statement inside WITH is run apart
+(:mod:`~changeflow.adapter.with_writes`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from sqlglot import exp
 from changeflow.adapter.sql.scope import unsupported
 
 DML = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
+
+
+def writes_in_with(tree: exp.Expression | None) -> bool:
+    """Has the statement a data-modifying statement among its WITH queries?"""
+    clause = tree.args.get("with_") if tree is not None else None
+    return clause is not None and any(isinstance(c.this, DML) for c in clause.expressions)
 
 
 def with_inlined(dml: exp.Expression) -> exp.Expression:

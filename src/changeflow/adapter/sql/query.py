@@ -9,6 +9,7 @@ decorrelated when their correlation is equalities AND-ed at the top of their WHE
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 from dataclasses import replace
 
 from sqlglot import exp
@@ -48,6 +49,10 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import optimize
 from changeflow.errors import PlanError
+
+# the rows that a statement's data-modifying WITH queries returned, by name: the statement
+# reads them as WITH queries (see adapter/with_writes.py)
+WRITTEN: ContextVar[dict[str, Output] | None] = ContextVar("WRITTEN", default=None)
 
 
 def plan_query(
@@ -102,7 +107,7 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         self.temporal_and_only = temporal_and_only
         self.items: set[str] = set()
         self.timelines: set[str] = set()
-        self.ctes: list[dict[str, Output]] = []
+        self.ctes: list[dict[str, Output]] = [dict(w)] if (w := WRITTEN.get()) else []
 
     # -- queries -----------------------------------------------------------------------------
 

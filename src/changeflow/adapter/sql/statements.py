@@ -19,7 +19,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from changeflow.adapter.sql.dialect import parse_sql, shared_tree
-from changeflow.adapter.sql.dml_with import DML, with_inlined
+from changeflow.adapter.sql.dml_with import DML, with_inlined, writes_in_with
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.scope import qualify
@@ -103,10 +103,9 @@ def _shared(kind: str, text: str, args: dict[str, Any] | None = None) -> Stateme
     return stmt
 
 
-_SHAPES: dict[str, bool] = {}
-DML_KINDS = frozenset(
-    {"insert", "update", "delete", "merge"}
-)  # statements that write rows  # shapes parsed: has it a RETURNING clause?
+_SHAPES: dict[str, bool] = {}  # shapes parsed: has it a RETURNING clause?
+DML_KINDS = frozenset({"insert", "update", "delete", "merge"})  # statements that write rows
+WRITE_KINDS = DML_KINDS | {"with_writes"}  # and those with such statements in WITH
 
 
 def split(script: str) -> list[str]:
@@ -374,7 +373,9 @@ def parse(text: str) -> Statement:
         if m:
             return _statement(kind, text, m.groupdict())
     head = text.split(None, 1)[0].upper() if text else ""
-    if head == "WITH" and isinstance(tree := shared_tree(text), DML):  # WITH … UPDATE
+    if head == "WITH" and writes_in_with(tree := shared_tree(text)):  # WITH d AS (DELETE …)
+        return Statement("with_writes", text, tree.copy())
+    if head == "WITH" and isinstance(tree, DML):  # WITH … UPDATE
         return Statement(type(tree).__name__.lower(), text, with_inlined(tree.copy()))
     if head in ("SELECT", "WITH", "VALUES", "TABLE") or text.startswith("("):
         if (into := _select_into(text)) is not None:
