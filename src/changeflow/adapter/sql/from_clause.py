@@ -8,6 +8,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from changeflow.adapter.sql.correlation import conjuncts
+from changeflow.adapter.sql.json_records import base_type, is_populate, populate
 from changeflow.adapter.sql.lateral import decorrelated, is_lateral_subquery
 from changeflow.adapter.sql.rows import ONE_ROW, Output, Rel, resolve_unknown
 from changeflow.adapter.sql.scalar import Scalars, contains
@@ -33,6 +34,11 @@ class FromClause:
 
     def joined(self, first: exp.Expression, joins: list[exp.Join], outer: Scope | None) -> Rel:
         """``first`` and each of ``joins`` joined to what comes before it, left to right."""
+        if is_populate(first):  # (with the columns of the row type it names)
+            first = populate(first, self.row_type(first))
+        for j in joins:
+            if is_populate(j.this):
+                populate(j.this, self.row_type(j.this))
         rel = self.table_ref(first, outer)
         for i, j in enumerate(joins):
             if is_lateral_unnest(j.this):
@@ -76,6 +82,16 @@ class FromClause:
         self.items.add(relation.name)
         self.timelines.add(relation.timeline)
         return Output(relation.plan, [c.name for c in relation.plan.schema])
+
+    def row_type(self, call: exp.Expression) -> tuple:
+        """The columns of the relation whose row type a populate call names (42704 if none)."""
+        name = base_type(call)
+        try:
+            return self.resolver.relation(name).plan.schema
+        except PlanError as e:
+            if e.sqlstate != "42P01":
+                raise
+            raise PlanError(f'type "{name}" does not exist', sqlstate="42704") from None
 
     def table_ref(self, node: exp.Expression, outer: Scope | None) -> Rel:
         if _has_joins(node) or (isinstance(node, exp.Subquery) and _has_joins(node.this)):
