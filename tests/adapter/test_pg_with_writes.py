@@ -44,6 +44,11 @@ STATEMENTS = [
     "r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r, d",
     "WITH d AS (DELETE FROM wa WHERE id = 20 RETURNING *) INSERT INTO wb VALUES (1 / 0, 'x', 0)",
     "WITH d AS (DELETE FROM wa RETURNING *) SELECT * FROM nope",
+    "WITH a AS (INSERT INTO wa VALUES (30, 'x') RETURNING id) INSERT INTO wa VALUES (30, 'y')",
+    "WITH a AS (UPDATE wa SET id = 31 WHERE id = 10 RETURNING id) INSERT INTO wa VALUES (10, 'b')",
+    "WITH a AS (DELETE FROM wa WHERE id = 10 RETURNING id) INSERT INTO wa VALUES (10, 'c')",
+    "WITH a AS (UPDATE wa SET v = 'closed' WHERE id = 10 RETURNING id) "
+    "INSERT INTO wa SELECT id + 40, 'open' FROM a",
     "SELECT * FROM wa ORDER BY id",
     "SELECT * FROM wb ORDER BY id",
 ]

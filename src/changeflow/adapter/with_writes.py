@@ -3,19 +3,23 @@ a WHERE … RETURNING *) INSERT INTO b SELECT * FROM moved``. Each INSERT, UPDAT
 MERGE in WITH runs once, in order, before the main statement (a SELECT or another write),
 and every part reads the tables as the statement found them: no part sees another's writes,
 only the rows each one's RETURNING gave, read by its WITH name. All the parts' writes commit
-together, or none. Two parts that update or delete from one table are refused with 0A000
-(PostgreSQL leaves which change wins undefined, and applies only one)."""
+together, or none; keys stay unique across them. Two parts that update or delete from one
+table are refused with 0A000 (PostgreSQL leaves which change wins undefined, and applies only
+one)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import pyarrow as pa
 from sqlglot import exp
 
 from changeflow.adapter import settings as parameters
 from changeflow.adapter.catalog import qualified
+from changeflow.adapter.keyed import constrain
 from changeflow.adapter.result import Result
+from changeflow.adapter.rows import counted
 from changeflow.adapter.sql.dialect import sql_text
 from changeflow.adapter.sql.dml_with import DML
 from changeflow.adapter.sql.query import WRITTEN
@@ -36,7 +40,7 @@ T = TypeVar("T")
 def run_with_writes(session: Session, stmt: Statement) -> Result:
     """Run a statement whose WITH has data-modifying statements (see the module docstring)."""
     parts, main = _parts(stmt)
-    _check_targets([p for _, p in parts] + [main])
+    targets = _targets([p for _, p in parts] + [main])
     txn = session._transaction()
     implicit, txn.explicit = not txn.explicit, True  # one transaction for every part
     start = {shard: len(frames) for shard, frames in txn.writes.items()}
@@ -52,6 +56,8 @@ def run_with_writes(session: Session, stmt: Statement) -> Result:
                 )
         parameters.check_writable(session, main.kind, main.text)
         result = _alone(txn, start, lambda: _with(returned, lambda: _main(session, main)))
+        for name in {n for n in targets if targets.count(n) > 1}:
+            _unique_together(session, txn, start, name)
     finally:
         txn.explicit = not implicit
     session._end(txn)
@@ -96,22 +102,38 @@ def _statement(tree: exp.Expression) -> Statement:
     return Statement(kind, sql_text(tree), tree)
 
 
-def _check_targets(statements: list[Statement]) -> None:
-    """0A000 where two parts update or delete from one table."""
-    changed: set[str] = set()
+def _targets(statements: list[Statement]) -> list[str]:
+    """The tables the parts write, one a part; 0A000 where two parts update or delete from
+    one table."""
+    targets, changed = [], set()
     for s in statements:
-        target = s.tree.this if s.kind not in ("select", "insert") else None  # type: ignore[union-attr]
+        target = s.tree.this if s.kind != "select" else None  # type: ignore[union-attr]
+        target = target.this if isinstance(target, exp.Schema) else target
         if not isinstance(target, exp.Table):
             continue
         name = qualified(table_name(target))
-        if name in changed:
+        if s.kind != "insert" and name in changed:
             raise PlanError(
                 f'table "{target.name}" is updated or deleted from by more than one part of the '
                 "statement: which change wins is not defined",
                 sqlstate="0A000",
                 hint="Change the table in one part, or in separate statements.",
             )
-        changed.add(name)
+        changed |= {name} if s.kind != "insert" else set()
+        targets.append(name)
+    return targets
+
+
+def _unique_together(session: Session, txn: Transaction, start: dict[str, int], name: str) -> None:
+    """PRIMARY KEY and UNIQUE (23505) over what every part wrote into table ``name`` (each
+    part checked its own rows against the table as the statement found it)."""
+    table = session.env.plans.relation(session.env.catalog.load(), name)
+    shard = table.plan.name  # type: ignore[attr-defined]
+    mine = txn.writes.get(shard, [])[start.get(shard, 0) :]
+    if not table.unique or not mine:
+        return
+    rows = list(counted(pa.concat_tables(mine)).items())
+    _alone(txn, start, lambda: constrain(session, txn, table, None, rows, ()))
 
 
 def _main(session: Session, main: Statement) -> Result:

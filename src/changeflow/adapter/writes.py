@@ -72,7 +72,7 @@ def write(session: Session, stmt: Statement) -> Result:
     if sources is not None:
         whole = _table_rows(session, txn, table.plan, ts)
         rows, extras = whole_rows(rows, whole, len(table.plan.schema))
-    if stmt.kind == "merge" and counts[0]:
+    if stmt.kind == "merge" and any(c > 1 for c in counts[0].values()):  # (else once each)
         _once_each(counts[0], _table_rows(session, txn, table.plan, ts))
     item = resolver.state.by_name(table.name)
     shape = env.storage.state(shard).schema
