@@ -85,3 +85,29 @@ def test_rows_moved_by_a_write_in_with(server, postgres_url: str, table_name: st
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE {t}, {t}_old")
+
+
+@pytest.mark.postgres
+def test_copy_computes_generated_columns(server, postgres_url: str, table_name: str) -> None:
+    t = table_name
+    create = f"CREATE TABLE {t} (id int, a int, b int GENERATED ALWAYS AS (a * 2) STORED)"
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            got = []
+            for conn in (ours, pg):
+                conn.execute(create)
+                with conn.cursor().copy(f"COPY {t} FROM STDIN") as copy:  # (id, a): b is left out
+                    copy.write("1\t10\n2\t\\N\n")
+                with conn.cursor().copy(f"COPY {t} (id, a) FROM STDIN (FORMAT csv)") as copy:
+                    copy.write("3,7\n")
+                with (
+                    pytest.raises(psycopg.Error) as refused,
+                    conn.cursor().copy(f"COPY {t} (id, b) FROM STDIN") as copy,
+                ):
+                    copy.write("4\t8\n")
+                rows = conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall()
+                got.append((rows, refused.value.sqlstate))
+            assert got[0] == got[1] == ([(1, 10, 20), (2, None, None), (3, 7, 14)], "42P10")
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE IF EXISTS {t}")

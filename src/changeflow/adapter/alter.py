@@ -44,9 +44,9 @@ from changeflow.adapter.assign import assign
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.check_alter import add_check, drop_constraint, rename_constraint
-from changeflow.adapter.checks import checks_renamed, checks_without
+from changeflow.adapter.column_defs import ColumnDef, table_columns
 from changeflow.adapter.constraints import Unique
-from changeflow.adapter.ddl import ColumnDef, release, table_columns
+from changeflow.adapter.ddl import release
 from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
 from changeflow.adapter.fk_catalog import (
     add_foreign_key,
@@ -61,6 +61,7 @@ from changeflow.adapter.sequences import own, owned_by, owned_sequences
 from changeflow.adapter.serial_add import add_serial, discard, numbered
 from changeflow.adapter.sql.dialect import parse_sql, sql_text
 from changeflow.adapter.sql.dml import default_plan
+from changeflow.adapter.sql.generated import expressions_renamed, expressions_without
 from changeflow.adapter.sql.statements import Statement, commas
 from changeflow.adapter.view_sql import column_renamed
 from changeflow.compute import expr as X
@@ -162,7 +163,7 @@ def _add_column(
     node: list[exp.Expression],
     serial: Item | None,
 ) -> None:
-    (column,) = table_columns(node)
+    (column,) = table_columns(node, adding=True)
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     sinks = _sinks(state, item)
     value = default_value(column) if column.default is not None and not serial else None
@@ -244,7 +245,7 @@ def _drop(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]) 
         **o,
         **{k: _without(_per_column(o, k, item), i) for k in PER_COLUMN},
         "unique": [u.to_json() for u in unique],
-        "checks": checks_without(item, g["column"]),
+        **expressions_without(item, g["column"], i),
         "foreign_keys": fks_without_column(item, i),
         "layout": encode_schema(new),
         "retired": [*(o.get("retired") or []), old.names[i]],
@@ -292,7 +293,7 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
         return defs
 
     options = {**item.options, "layout": encode_schema(schema)}
-    options["checks"] = checks_renamed(item, old_name, new_name)
+    options |= expressions_renamed(item, old_name, new_name)
     sql = _edit_sql(item.sql, renamed)
     changed = replace(item, columns=tuple(columns), options=options, sql=sql)
     indexes = [

@@ -30,8 +30,9 @@ from changeflow.adapter.alter import (
 )
 from changeflow.adapter.assign import assign
 from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.column_defs import table_columns
 from changeflow.adapter.constraints import Unique, check_build
-from changeflow.adapter.ddl import quote_ident, quote_name, table_columns
+from changeflow.adapter.ddl import quote_ident, quote_name
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once

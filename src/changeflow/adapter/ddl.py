@@ -11,15 +11,15 @@ dataflows and sinks and releases their shards (a transaction's DROP: at its COMM
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, already_exists, split_name
 from changeflow.adapter.checks import table_checks
+from changeflow.adapter.column_defs import ColumnDef, table_columns
 from changeflow.adapter.constraints import table_constraints
-from changeflow.adapter.deparse import stored_sql
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import unreferenced, with_foreign_keys
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
@@ -33,14 +33,14 @@ from changeflow.adapter.resolver import (
 )
 from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.sources import ingest_source
-from changeflow.adapter.sql.colnames import each_once, renamed
+from changeflow.adapter.sql.colnames import renamed
 from changeflow.adapter.sql.dialect import parse_sql
 from changeflow.adapter.sql.dml import default_plan
+from changeflow.adapter.sql.generated import generated_columns
 from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
-from changeflow.adapter.sql.types import column_type, text_length
 from changeflow.adapter.table_like import table_definitions
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.typmods import stored_mods
@@ -123,49 +123,6 @@ def _undo(env: Environment, item_id: str) -> None:
 # -- CREATE ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ColumnDef:
-    """A column of CREATE TABLE or CREATE SOURCE: its SQL and Arrow types, NOT NULL, the SQL
-    of its DEFAULT, and the length limit of varchar(n) / char(n)."""
-
-    name: str
-    kind: Any
-    arrow: Any
-    nullable: bool = True
-    default: str | None = None
-    length: int | None = None
-
-
-def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
-    """The columns of column definitions (table constraints are accepted, not enforced)."""
-    out = []
-    for d in defs:
-        if not isinstance(d, exp.ColumnDef):
-            continue
-        name = d.name
-        if d.args.get("kind") is None:
-            raise PlanError(f'column "{name}" needs a type', sqlstate="42601")
-        kind, arrow = column_type(d.args["kind"])
-        nullable, default = True, None
-        for c in d.args.get("constraints") or []:
-            k = c.args.get("kind")
-            if (
-                isinstance(k, exp.NotNullColumnConstraint)
-                and not k.args.get("allow_null")
-                or isinstance(k, exp.PrimaryKeyColumnConstraint)
-            ):
-                nullable = False
-            elif isinstance(k, exp.DefaultColumnConstraint):
-                default = stored_sql(k.this)
-        if name.startswith("_"):
-            raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
-        out.append(ColumnDef(name, kind, arrow, nullable, default, text_length(d.args["kind"])))
-    each_once([c.name for c in out])
-    if not out:
-        raise PlanError("a table needs at least one column", sqlstate="42601")
-    return out
-
-
 def _columns(columns: list[ColumnDef]) -> tuple[tuple[str, str, bool], ...]:
     return tuple((c.name, c.kind.name, c.nullable) for c in columns)
 
@@ -192,6 +149,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
             default_plan(target, c.default)
     schema = tuple(Column(c.name, c.kind, c.nullable, numeric_scale(c.arrow)) for c in columns)
     checks = table_checks(name, defs, schema, {u.name for u in unique})
+    generated = generated_columns(columns, schema, name)
     item_id = _allocate(env)
     _create_shard(env, item_id, _arrow(columns), EPOCH)
     options = {
@@ -200,6 +158,7 @@ def create_table(env: Environment, stmt: Statement) -> Result:
         "scales": [numeric_scale(c.arrow) for c in columns],
         "unique": [u.to_json() for u in unique],
         "checks": [c.to_json() for c in checks],
+        **generated,
     }
     item = Item(item_id, name, "table", text, _columns(columns), EPOCH, (), item_id, options)
     item = with_foreign_keys(env, item, defs, {u.name for u in unique} | {c.name for c in checks})

@@ -169,9 +169,12 @@ def column_types(item: Any) -> dict[str, int]:
 
 
 def defaults_shown(item: Any) -> dict[str, tuple[str, str]]:
-    """A table's columns' defaults as pg_get_expr shows them, plain and pretty, by column
-    (a column without one, or with ``DEFAULT NULL``, left out)."""
-    texts = item.options.get("defaults") or []
+    """A table's columns' defaults (and generation expressions) as pg_get_expr shows them,
+    plain and pretty, by column (a column without one, or with ``DEFAULT NULL``, left out)."""
+    from changeflow.adapter.resolver import generated_of
+
+    defaults = item.options.get("defaults") or [None] * len(item.columns)
+    texts = [d or g for d, g in zip(defaults, generated_of(item), strict=False)]
     types = column_types(item)
     key = tuple(sorted(types.items()))
     out = {}

@@ -37,6 +37,7 @@ class Relation:
     identity: frozenset[str] = frozenset()  # its identity columns, ALWAYS or BY DEFAULT
     checks: tuple[Check, ...] = ()  # a table's CHECK constraints
     referencing: bool = False  # a table with a FOREIGN KEY constraint
+    generated: tuple[str | None, ...] = ()  # per column, its generation expression's SQL
 
 
 class Resolver(Protocol):

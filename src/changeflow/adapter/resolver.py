@@ -94,6 +94,7 @@ class CatalogResolver:
             identity,
             tuple(checks_of(item)),
             bool(item.options.get("foreign_keys")),
+            generated_of(item),
         )
 
     def plan(self, item: Item) -> P.Plan:
@@ -115,3 +116,14 @@ class CatalogResolver:
 
 def defaults(item: Item) -> tuple[str | None, ...]:
     return tuple(item.options.get("defaults") or (None,) * len(item.columns))
+
+
+def generated_of(item: Item) -> tuple[str | None, ...]:
+    """Per column, the SQL of its generation expression (None: not generated)."""
+    found = list(item.options.get("generated") or [])
+    return tuple(found + [None] * (len(item.columns) - len(found)))
+
+
+def generated_names(item: Item) -> set[str]:
+    """The names of the item's generated columns."""
+    return {c[0] for c, g in zip(item.columns, generated_of(item), strict=True) if g}

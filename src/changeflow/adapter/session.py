@@ -59,6 +59,7 @@ from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted, finish
 from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savepoint
 from changeflow.adapter.sizes import shard_sizes
+from changeflow.adapter.sql.generated import copied_columns
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement, parse, split
@@ -247,10 +248,11 @@ class Session:
         item = state.by_name(relation.name)
         assert item is not None and item.shard is not None
         shape = self.env.storage.state(item.id).schema
+        names = copied_columns(relation, names)
         frame = table_frame(
             relation.plan.schema,
             shape,
-            relation.defaults,
+            tuple(d or g for d, g in zip(relation.defaults, relation.generated, strict=True)),
             item.options.get("lengths"),
             relation.name,
             names,

@@ -30,6 +30,7 @@ from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.deparse import defaults_shown, pretty_texts
 from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
+from changeflow.adapter.resolver import generated_names
 from changeflow.adapter.sequence_options import TYPE_OIDS, SequenceOptions, sequence_info
 from changeflow.adapter.sequences import identities, sequence_depends, serial_sequence
 from changeflow.adapter.settings import current_setting, setting_rows
@@ -222,7 +223,7 @@ def _rows(
         defaults = defaults_shown(item)
         mods = typmods(item)
         texts = text_types(item)
-        identity = identities(state, item)
+        identity, generated = identities(state, item), generated_names(item)
         for gone in dropped(item):  # as PostgreSQL keeps a dropped column's row
             name = f"........pg.dropped.{gone}........"
             out["pg_attribute"].append(
@@ -242,7 +243,7 @@ def _rows(
                     default is not None,
                     False,
                     identity.get(col, ""),
-                    "",
+                    "s" if col in generated else "",
                     False,
                     True,
                     0,
@@ -261,7 +262,7 @@ def _rows(
                     relname,
                     col,
                     n,
-                    default,
+                    None if col in generated else default,
                     "NO" if not nullable and kind == "r" else "YES",
                 )
                 + (
@@ -271,7 +272,7 @@ def _rows(
                 + precision(type_oid, mods.get(col, -1))
                 + (database,)
                 + ("pg_catalog", sql_type(type_name)[2], "YES" if col in identity else "NO")
-                + ("NEVER", "NO")
+                + ("ALWAYS" if col in generated else "NEVER", "NO")
             )
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():

@@ -22,7 +22,7 @@ from changeflow.errors import EvalError
 from changeflow.updates import DIFF, TIME
 
 if TYPE_CHECKING:
-    from changeflow.adapter.ddl import ColumnDef
+    from changeflow.adapter.column_defs import ColumnDef
     from changeflow.adapter.environment import Environment
     from changeflow.adapter.session import Transaction
 
@@ -118,7 +118,7 @@ def _column_node(text: str) -> exp.ColumnDef | None:
 def _added(g: dict[str, Any]) -> ColumnDef | None:
     """The column ADD COLUMN ``g`` adds; None for another action."""
     from changeflow.adapter.alter import is_constraint
-    from changeflow.adapter.ddl import table_columns
+    from changeflow.adapter.column_defs import table_columns
 
     if g["action"] != "add" or is_constraint(g["column"]):
         return None

@@ -12,7 +12,7 @@ time, epoch milliseconds for tables).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
 from decimal import Decimal
@@ -80,17 +80,26 @@ class Expr:
 def map_columns(expr: Expr, fn: Callable[[int], int]) -> Expr:
     """``expr`` with every column reference's index mapped by ``fn`` (to move a predicate
     onto another input)."""
+    return _columns_made(expr, lambda c: replace(c, index=fn(c.index)))
+
+
+def with_columns(expr: Expr, values: Sequence[Expr]) -> Expr:
+    """``expr`` with each column reference ``i`` replaced by the expression ``values[i]``."""
+    return _columns_made(expr, lambda c: values[c.index])
+
+
+def _columns_made(expr: Expr, made: Callable[[Col], Expr]) -> Expr:
     if isinstance(expr, Col):
-        return replace(expr, index=fn(expr.index))
-    changed = {f.name: _mapped(getattr(expr, f.name), fn) for f in fields(expr) if f.init}  # type: ignore[arg-type]
+        return made(expr)
+    changed = {f.name: _mapped(getattr(expr, f.name), made) for f in fields(expr) if f.init}  # type: ignore[arg-type]
     return replace(expr, **changed)  # type: ignore[type-var]
 
 
-def _mapped(value: Any, fn: Callable[[int], int]) -> Any:
+def _mapped(value: Any, made: Callable[[Col], Expr]) -> Any:
     if isinstance(value, Expr):
-        return map_columns(value, fn)
+        return _columns_made(value, made)
     if isinstance(value, tuple):
-        return tuple(_mapped(v, fn) for v in value)
+        return tuple(_mapped(v, made) for v in value)
     return value
 
 

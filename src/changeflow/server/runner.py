@@ -8,7 +8,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter import temp_tables
@@ -364,6 +364,7 @@ class Runner:
         """COPY FROM STDIN: the data read to the end, then inserted as columns (one frame,
         no SQL text); by INSERT statements for a table whose left-out columns have DEFAULTs."""
         from changeflow.adapter.resolver import CatalogResolver
+        from changeflow.adapter.sql.generated import copied_columns
         from changeflow.server.copy import (
             binary_columns,
             insert_statements,
@@ -372,9 +373,10 @@ class Runner:
         )
 
         assert self.session is not None and copy.table is not None
-        schema = CatalogResolver(self.session.env.catalog.load()).relation(copy.table).plan.schema
-        by_name = {c.name: c for c in schema}
-        names = copy.columns or [c.name for c in schema]
+        relation = CatalogResolver(self.session.env.catalog.load()).relation(copy.table)
+        by_name = {c.name: c for c in relation.plan.schema}
+        names = copied_columns(relation, copy.columns) or list(by_name)
+        copy = replace(copy, columns=names)  # (a generated column is left out)
         unknown = [n for n in names if n not in by_name]
         if unknown:
             raise PlanError(

@@ -9,6 +9,7 @@ from sqlglot import exp
 from changeflow.adapter.constraints import Conflict, Unique
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import assign
+from changeflow.adapter.sql.generated import refuse_value, with_generated
 from changeflow.adapter.sql.scalar import Scalars
 from changeflow.adapter.sql.scope import Field, Scope, ident, unsupported
 from changeflow.compute import expr as X
@@ -49,6 +50,7 @@ def plan_conflict(node: exp.OnConflict, relation: Relation, alias: str) -> Confl
                 sqlstate="42703",
             )
         i = names.index(name)
+        refuse_value(relation, name, update=True)
         if i in seen:
             raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
         seen.add(i)
@@ -62,7 +64,7 @@ def plan_conflict(node: exp.OnConflict, relation: Relation, alias: str) -> Confl
                 f"argument of WHERE must be type boolean, not type {condition.type}",
                 sqlstate="42804",
             )
-    return Conflict(target, tuple(values), condition)
+    return Conflict(target, tuple(with_generated(relation, values)), condition)
 
 
 def _target(node: exp.OnConflict, relation: Relation) -> Unique | None:

@@ -17,6 +17,7 @@ from sqlglot import exp
 from changeflow.adapter.constraints import Conflict
 from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.dialect import PostgresCalls
+from changeflow.adapter.sql.generated import refuse_value, with_generated
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import ONE_ROW, Rel, unify_columns
 from changeflow.adapter.sql.scalar import Scalars, bare, coerce_text, is_string_literal
@@ -181,6 +182,12 @@ def _default_of(text: str | None) -> tuple[X.Expr, exp.Expression | None]:
     return Scalars(Scope(), (), "DEFAULT")(node), node
 
 
+def _generated(relation: Relation, exprs: list[tuple[str, X.Expr]]) -> tuple:
+    """Named column values with the generated columns computed from the others."""
+    values = with_generated(relation, [e for _, e in exprs])
+    return tuple((name, e) for (name, _), e in zip(exprs, values, strict=True))
+
+
 def is_default(node: exp.Expression) -> bool:
     """The DEFAULT keyword (a bare, unquoted ``default``)."""
     if isinstance(node, exp.Var):
@@ -311,9 +318,10 @@ def _values_row(
         if node is None or is_default(node):
             e, node = column_default(relation, i)
         else:
+            refuse_value(relation, column.name, update=False)
             e = sc(node)
         exprs.append((column.name, assign(e, node, column)))
-    return P.Map(ONE_ROW, tuple(exprs))
+    return P.Map(ONE_ROW, _generated(relation, exprs))
 
 
 def _fill(
@@ -329,13 +337,14 @@ def _fill(
     exprs = []
     for i, column in enumerate(schema):
         if i in targets and i not in ignored:
+            refuse_value(relation, column.name, update=False)
             j = targets.index(i)
             e, node = P.col(rows.schema, j), None if nodes is None else nodes[j]
         else:
             e, node = column_default(relation, i)
         exprs.append((column.name, assign(e, node, column)))
     width = len(rows.schema)
-    mapped = P.Map(rows, tuple(exprs))
+    mapped = P.Map(rows, _generated(relation, exprs))
     return P.Project(mapped, tuple(range(width, width + len(schema))))
 
 

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.dml import assign, column_default, is_default, target_table
+from changeflow.adapter.sql.generated import refuse_value, with_generated
 from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import Rel
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name
@@ -163,6 +164,8 @@ def _insert(clause: Stage, relation: Relation, insert: exp.Insert, shown: str) -
         raise PlanError("INSERT has more target columns than expressions", sqlstate="42601")
     given = dict(zip(targets, items, strict=True))
     for i, node in given.items():
+        if not is_default(node):
+            refuse_value(relation, schema[i].name, update=False)
         if schema[i].name in relation.always and not is_default(node):
             raise PlanError(
                 f'cannot insert a non-DEFAULT value into column "{schema[i].name}"',
@@ -182,9 +185,11 @@ def _insert(clause: Stage, relation: Relation, insert: exp.Insert, shown: str) -
                 e = sc(node)
             except PlanError as err:
                 raise _target_read(err, shown) from None
-        exprs.append((column.name, assign(e, node, column)))
+        exprs.append(assign(e, node, column))
+    exprs = with_generated(relation, exprs)
     width = len(clause.rel.plan.schema)
-    return P.Project(P.Map(clause.rel.plan, tuple(exprs)), tuple(range(width, width + len(schema))))
+    named = tuple((c.name, e) for c, e in zip(schema, exprs, strict=True))
+    return P.Project(P.Map(clause.rel.plan, named), tuple(range(width, width + len(schema))))
 
 
 def _target_read(err: PlanError, shown: str) -> PlanError:

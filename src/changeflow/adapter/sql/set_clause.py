@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import assign, column_default, is_default
+from changeflow.adapter.sql.generated import refuse_value, with_generated
 from changeflow.adapter.sql.scalar import Scalars, bare, coerce_text, is_string_literal
 from changeflow.adapter.sql.scope import ident, unsupported
 from changeflow.adapter.sql.subquery import Stage
@@ -49,6 +50,8 @@ def set_columns(
             raise PlanError(f'multiple assignments to same column "{name}"', sqlstate="42601")
         if name in relation.always and not is_default(assignment.expression):
             raise PlanError(f'column "{name}" can only be updated to DEFAULT', sqlstate="428C9")
+        if not is_default(assignment.expression):
+            refuse_value(relation, name, update=True)
         done.append((chain, assignment.expression))
     stage.clause = "UPDATE SET"
     stage.hoist([node for made in sets.values() for _, node in made])
@@ -65,8 +68,9 @@ def set_columns(
             else:
                 e = sc(node)
             e = assign(e, node, column)
-        exprs.append((column.name, e))
-    return tuple(exprs)
+        exprs.append(e)
+    values = with_generated(relation, exprs)
+    return tuple((c.name, e) for c, e in zip(schema, values, strict=True))
 
 
 def _into(sc: Scalars, whole: X.Expr, column: Column, chain: Chain, node: exp.Expression) -> X.Expr:
