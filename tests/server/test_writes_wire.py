@@ -88,7 +88,9 @@ def test_rows_moved_by_a_write_in_with(server, postgres_url: str, table_name: st
 
 
 @pytest.mark.postgres
-def test_copy_computes_generated_columns(server, postgres_url: str, table_name: str) -> None:
+def test_copy_and_executemany_compute_generated_columns(
+    server, postgres_url: str, table_name: str
+) -> None:
     t = table_name
     create = f"CREATE TABLE {t} (id int, a int, b int GENERATED ALWAYS AS (a * 2) STORED)"
     with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
@@ -105,9 +107,40 @@ def test_copy_computes_generated_columns(server, postgres_url: str, table_name: 
                     conn.cursor().copy(f"COPY {t} (id, b) FROM STDIN") as copy,
                 ):
                     copy.write("4\t8\n")
+                cur = conn.cursor()
+                cur.executemany(f"INSERT INTO {t} (id, a) VALUES (%s, %s)", [(5, 1), (6, 2)])
+                with pytest.raises(psycopg.Error) as given:
+                    cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s)", [(7, 1, 2)])
                 rows = conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall()
-                got.append((rows, refused.value.sqlstate))
-            assert got[0] == got[1] == ([(1, 10, 20), (2, None, None), (3, 7, 14)], "42P10")
+                got.append((rows, refused.value.sqlstate, given.value.sqlstate))
+            written = [(1, 10, 20), (2, None, None), (3, 7, 14), (5, 1, 2), (6, 2, 4)]
+            assert got[0] == got[1] == (written, "42P10", "428C9")
+        finally:
+            for conn in (ours, pg):
+                conn.execute(f"DROP TABLE IF EXISTS {t}")
+
+
+@pytest.mark.postgres
+def test_copy_with_defaults_inside_a_transaction(
+    server, postgres_url: str, table_name: str
+) -> None:
+    """A COPY whose left-out columns have DEFAULTs (inserted by statements) inside BEGIN: it
+    failed the transaction (25P02) before."""
+    t = table_name
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            got = []
+            for conn in (ours, pg):
+                conn.execute(f"CREATE TABLE {t} (id int, a int DEFAULT 5)")
+                for end in ("COMMIT", "ROLLBACK"):
+                    conn.execute("BEGIN")
+                    with conn.cursor().copy(f"COPY {t} (id) FROM STDIN") as copy:
+                        copy.write("1\n2\n" if end == "COMMIT" else "3\n")
+                    inside = conn.execute(f"SELECT count(*) FROM {t}").fetchone()
+                    conn.execute(end)
+                    got.append(inside)
+                got.append(conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall())
+            assert got[:3] == got[3:] == [(2,), (3,), [(1, 5), (2, 5)]]
         finally:
             for conn in (ours, pg):
                 conn.execute(f"DROP TABLE IF EXISTS {t}")

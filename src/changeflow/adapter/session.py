@@ -59,7 +59,6 @@ from changeflow.adapter.result import Result, text_result
 from changeflow.adapter.rows import counted, finish
 from changeflow.adapter.savepoints import ENDS, SAVEPOINT_KINDS, Mark, run_savepoint
 from changeflow.adapter.sizes import shard_sizes
-from changeflow.adapter.sql.generated import copied_columns
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement, parse, split
@@ -196,6 +195,10 @@ class Session:
                 self._commit(txn)
             temp_tables.after_transaction(self, txn)  # ON COMMIT DELETE ROWS, DROP
             return statement_ended(self, result)
+        except NeedsDefaults:  # before anything was written: the statement path follows
+            if self.txn is not None and not self.txn.explicit:
+                self.txn = None
+            raise
         except BaseException:
             self.committing = None
             self.fail()
@@ -248,11 +251,12 @@ class Session:
         item = state.by_name(relation.name)
         assert item is not None and item.shard is not None
         shape = self.env.storage.state(item.id).schema
-        names = copied_columns(relation, names)
+        if any(relation.generated):  # computed by the statement path
+            raise NeedsDefaults(relation.name)
         frame = table_frame(
             relation.plan.schema,
             shape,
-            tuple(d or g for d, g in zip(relation.defaults, relation.generated, strict=True)),
+            relation.defaults,
             item.options.get("lengths"),
             relation.name,
             names,

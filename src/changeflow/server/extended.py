@@ -143,8 +143,8 @@ class Extended(Pipeline):
         except PlanError:
             return False  # the statement path gives the error
         item = state.by_name(relation.name)
-        if relation.kind != "table" or item is None:
-            return False
+        if relation.kind != "table" or item is None or any(relation.generated):
+            return False  # (generated columns are computed by the statement path)
         stored = env.storage.state(item.id).schema
         lengths = item.options.get("lengths") or [None] * len(relation.plan.schema)
         plain = frozenset(
