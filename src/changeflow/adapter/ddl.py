@@ -45,6 +45,7 @@ from changeflow.adapter.table_like import table_definitions
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.typmods import stored_mods
 from changeflow.adapter.unique_index import confirm, unique_index, unique_name
+from changeflow.adapter.view_replace import replace_view, replaced_view, same_columns
 from changeflow.adapter.view_sql import relation_renamed
 from changeflow.compute import plan as P
 from changeflow.compute.dataflow import drop_view
@@ -182,11 +183,10 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     tag = "CREATE MATERIALIZED VIEW" if materialized else "CREATE VIEW"
     if g.get("as_of"):
         raise PlanError("a view cannot be defined AS OF a time", sqlstate="0A000")
-    if g.get("replace"):
-        raise PlanError("CREATE OR REPLACE is not supported; DROP the view first", sqlstate="0A000")
+    old = replaced_view(env.catalog.load(), g) if g.get("replace") else None
     if stmt.ast is not None:
         refuse_unmaintainable(stmt.ast)
-    if (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
+    if old is None and (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
     shown = shown_ids(stmt.ast) + read_ids(stmt.ast, state)  # before planning folds
@@ -200,7 +200,9 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     depends = _depends(state, query.items | named)
     kind = "materialized view" if materialized else "view"
     setting = _cluster_setting(g.get("with") or {}, materialized)
-    item_id = _allocate(env)
+    if old is not None:  # the same view (its OID too), defined anew
+        same_columns(old, columns_of(plan.schema, oids))
+    item_id = old.id if old is not None else _allocate(env)
     options = {
         "plan": encode_plan(plan),
         "scales": scales_of(plan.schema),
@@ -220,6 +222,9 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     )
     if materialized:
         _install(env, item, plan)
+    if old is not None:
+        env.catalog.change(lambda s: replace_view(s, g, item))
+        return Result(tag)
     _finish(env, item)
     return Result(tag)
 

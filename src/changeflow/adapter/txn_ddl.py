@@ -46,12 +46,15 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         before = {(i.kind, i.name) for i in state.items.values()} | {
             ("schema", s) for s in state.schemas
         }
+        old = state.by_name(stmt.args.get("name") or "") if stmt.args.get("replace") else None
         result = run(stmt)
         after = session.env.catalog.load()
         made = {(i.kind, i.name) for i in after.items.values()} | {
             ("schema", s) for s in after.schemas
         }
         txn.created.extend(sorted(made - before))
+        if old is not None:  # CREATE OR REPLACE VIEW: ROLLBACK puts its definition back
+            txn.undo.append(lambda: session.env.catalog.change(lambda s: (s.with_item(old), None)))
         return result
     if stmt.kind == "comment":  # checked now, applied at COMMIT with the DROPs, in order
         commented(session.env.catalog.load(), stmt)
