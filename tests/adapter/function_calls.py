@@ -230,6 +230,13 @@ CALLS = {
     "jsonb_delete_path": "(jsonb_build_object('a', jsonb_build_array(id, f)) #- '{a,0}')::text",
     "jsonb_assign": "jsonb_assign(to_jsonb(ARRAY[id]), ARRAY['2', 'k'], to_jsonb(f), false)::text",
     "array_assign": "array_assign(ARRAY[id, 2], 4, id)::text",
+    "uuid_nil": "uuid_nil()::text",
+    "uuid_ns_dns": "uuid_ns_dns()::text",
+    "uuid_ns_url": "uuid_ns_url()::text",
+    "uuid_ns_oid": "uuid_ns_oid()::text",
+    "uuid_ns_x500": "uuid_ns_x500()::text",
+    "uuid_generate_v3": "uuid_generate_v3(uuid_ns_dns(), name)::text",
+    "uuid_generate_v5": "uuid_generate_v5(uuid_ns_url(), name || id)::text",
 }
 # Calls whose values are intervals or jsonb, which run on rows in the process (Spark has no interval
 # that compares as PostgreSQL's), text read by a template (Spark's parsers are stricter) and
@@ -281,6 +288,7 @@ ROWS_ONLY = {
     "arrayoverlap",
     "array_slice_of",
     "array_assign",
+    *(n for n in CALLS if n.startswith("uuid_")),
     # computed in the process only (their Spark form refuses)
     "atan",
     "regexp_count",

@@ -26,6 +26,7 @@ import pyarrow as pa
 from changeflow.adapter import (
     comments,
     ddl,
+    extensions,
     owners,
     schemas,
     sequences,
@@ -96,6 +97,8 @@ DDL = {
     "maintain": maintain,
     "comment": comments.comment_on,
     "owner_to": owners.owner_to,
+    "create_extension": extensions.create_extension,
+    "drop_extension": extensions.drop_extension,
 }
 
 

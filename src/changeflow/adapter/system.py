@@ -1,6 +1,5 @@
 """PostgreSQL's system catalogs (``pg_catalog``, ``information_schema``) generated from
-changeflow's catalog, so clients' catalog queries (psql's ``\\d`` family, SQLAlchemy's
-inspector) get answers.
+changeflow's catalog, so clients' catalog queries (psql's ``\\d``, SQLAlchemy's inspector) work.
 
 These queries use much of PostgreSQL that the view planner does not (regular expressions,
 ``OPERATOR(pg_catalog.~)``, ``= ANY(ARRAY[…])``, ``::regclass``, correlated subqueries,
@@ -28,6 +27,7 @@ from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
 from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.deparse import defaults_shown, pretty_texts
+from changeflow.adapter.extensions import extension_rows
 from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
 from changeflow.adapter.proc_oids import PROCS, proc_rows
 from changeflow.adapter.resolver import generated_names
@@ -180,8 +180,8 @@ def _rows(
     ):
         out["pg_namespace"].append((oid, name, OWNER, None))
         info["schemata"].append((database, name, user))
-    out["pg_am"].append((403, "btree", "bthandler", "i"))
-    out["pg_am"].append((405, "hash", "hashhandler", "i"))
+    out["pg_am"] += [(403, "btree", "bthandler", "i"), (405, "hash", "hashhandler", "i")]
+    out["pg_extension"] += extension_rows()
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
     out["pg_roles"].append(

@@ -205,7 +205,6 @@ EMPTY = {
     "pg_rewrite",
     "pg_foreign_table",
     "pg_enum",
-    "pg_extension",
     "pg_opclass",
     "pg_parameter_acl",
 }

@@ -38,6 +38,9 @@ DROP_WORDS = {
 }
 
 
+EXTENSIONS = ("create_extension", "drop_extension")
+
+
 def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Result]) -> Result:
     """``stmt`` (DDL) inside the session's explicit transaction; ``run`` applies DDL now."""
     txn = session.txn
@@ -82,7 +85,7 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
-    if stmt.kind in ("owner_to", "refresh") or (  # changes nothing
+    if stmt.kind in ("owner_to", "refresh", *EXTENSIONS) or (  # changes nothing
         stmt.kind == "maintain" and stmt.args["verb"].upper() != "VACUUM"
     ):
         return run(stmt)

@@ -6,13 +6,15 @@ that no input changed."""
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from changeflow.compute.expr import Expr, _typed
-from changeflow.compute.types import FLOAT8, TIMESTAMPTZ, UUID
+from changeflow.compute.types import FLOAT8, TIMESTAMPTZ, UUID, VOID
+from changeflow.errors import EvalError
 
 
 @dataclass(frozen=True)
@@ -72,3 +74,34 @@ def copies(row: tuple[Any, ...], count: int) -> list[tuple[tuple[Any, ...], int]
     a volatile expression to give each its own value."""
     one = 1 if count > 0 else -1
     return [(row, one)] * abs(count)
+
+
+@dataclass(frozen=True)
+class Sleep(Volatile):
+    """``pg_sleep(seconds)``: waits, then gives void; a cancel of the statement ends the wait
+    (57014)."""
+
+    seconds: Expr
+
+    def __post_init__(self) -> None:
+        _typed(self, VOID, self.seconds.nullable)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.seconds,)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        from changeflow.adapter.advisory_locks import CANCEL
+
+        seconds = self.seconds.eval(row, now)
+        if seconds is None:
+            return None
+        cancel, end = CANCEL.get(), time.monotonic() + max(float(seconds), 0.0)
+        while (left := end - time.monotonic()) > 0:
+            if cancel is not None and cancel.wait(min(left, 0.05)):
+                raise EvalError("canceling statement due to user request", sqlstate="57014")
+            if cancel is None:
+                time.sleep(min(left, 0.05))
+        return ""
+
+    def __str__(self) -> str:
+        return f"pg_sleep({self.seconds})"

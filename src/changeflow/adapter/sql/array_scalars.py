@@ -14,8 +14,8 @@ from changeflow.compute.arrays import AnyOf, ArrayOf, Subscript
 from changeflow.compute.functions import Func
 from changeflow.compute.functions.array_sets import HIGHEST, LOWEST
 from changeflow.compute.functions.base import determined
-from changeflow.compute.types import INT4, JSON, JSONB, NULLTYPE, TEXT, array_of
-from changeflow.compute.volatile import RandomDouble, RandomUuid
+from changeflow.compute.types import FLOAT8, INT4, JSON, JSONB, NULLTYPE, TEXT, array_of
+from changeflow.compute.volatile import RandomDouble, RandomUuid, Sleep
 from changeflow.errors import PlanError
 
 if TYPE_CHECKING:
@@ -114,6 +114,18 @@ class ArrayScalars:
         if node.args.get("this") is not None or node.expressions:
             raise PlanError("function gen_random_uuid() takes no arguments", sqlstate="42883")
         return RandomUuid()
+
+    def sleep(self: Scalars, args: list[exp.Expression]) -> X.Expr:
+        """``pg_sleep(seconds)`` (any number, or a quoted one)."""
+        from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
+
+        if len(args) != 1:
+            raise PlanError("function pg_sleep() does not exist", sqlstate="42883")
+        seconds = coerce_text(str(args[0].this), FLOAT8) if is_string_literal(args[0]) else None
+        seconds = seconds or self.expr(args[0])
+        if not (seconds.type.numeric or seconds.type is NULLTYPE):
+            raise PlanError(f"function pg_sleep({seconds.type}) does not exist", "42883")
+        return Sleep(seconds)
 
     def _rand(self: Scalars, node: exp.Rand) -> X.Expr:
         if node.this is not None:

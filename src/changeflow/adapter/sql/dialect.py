@@ -128,6 +128,11 @@ def _clock(name: str, node: type[exp.Func]) -> Any:
     return lambda args: exp.Anonymous(this=name, expressions=args) if args else node()
 
 
+def _uuid_v4(args: list[exp.Expression]) -> exp.Expression:
+    """``uuid_generate_v4()`` is ``gen_random_uuid()`` (arguments: the planner's 42883)."""
+    return exp.Uuid() if not args else exp.Anonymous(this="uuid_generate_v4", expressions=args)
+
+
 def _plain_call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=args)
 
@@ -228,6 +233,7 @@ class PostgresCalls(Postgres):
             "JSONB_OBJECT_AGG": _object_agg,
             "STRPOS": _strpos,
             "ROW": lambda args: exp.Tuple(expressions=args),  # ROW(a, b) is (a, b)
+            "UUID_GENERATE_V4": _uuid_v4,
             "MOD": _mod,
             **{name: _two_args(name) for name in _TWO_ARGS},
             "JSONB_AGG": _jsonb_agg,

@@ -32,3 +32,6 @@ def refuse_unmaintainable(ast: exp.Expression) -> None:
         raise PlanError(
             f"{name}() is not allowed in a view: it is not deterministic", sqlstate="0A000"
         )
+    sleeps = (n for n in ast.find_all(exp.Anonymous) if str(n.this).lower() == "pg_sleep")
+    if next(sleeps, None) is not None:
+        raise PlanError("pg_sleep() is not allowed in a view: it waits", sqlstate="0A000")

@@ -251,6 +251,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
                     sqlstate="0A000",
                 )
             return X.MzNow()
+        if name == "pg_sleep":
+            return self.sleep(list(node.expressions))
         if name == "every":
             raise PlanError(
                 f"aggregate functions are not allowed in {self.clause}", sqlstate="42803"

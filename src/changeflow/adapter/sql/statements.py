@@ -251,6 +251,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"DROP\s+SCHEMA\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{NAME}(?:\s*,\s*{NAME})*)\s*"
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
+    ("create_extension", rf"CREATE\s+EXTENSION\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{NAME}).*"),
+    (
+        "drop_extension",
+        rf"DROP\s+EXTENSION\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{NAME}(?:\s*,\s*{NAME})*)\s*"
+        r"(?:CASCADE|RESTRICT)?",
+    ),
     ("rename", rf"ALTER\s+{KIND}\s+(?P<name>{QNAME})\s+RENAME\s+TO\s+(?P<new>{QNAME})"),
     ("maintain", r"(?P<verb>ANALYZE|ANALYSE|VACUUM|CHECKPOINT)\b(?P<rest>.*)"),
     (

@@ -42,6 +42,7 @@ from changeflow.compute.functions import (
     times,
     to_number,
     trig,
+    uuids,
     variadic,
     zones,
 )
@@ -82,6 +83,7 @@ FUNCTIONS: dict[str, Function] = {
         jsonb_paths,
         periods,
         variadic,
+        uuids,
     )
     for f in family.FUNCTIONS
 }
@@ -106,6 +108,7 @@ NOT_IN_PG_PROC = frozenset(
     | {f"interval_{p}" for p in ("avg_of", "days", "from_parts", "key", "micros", "months")}
     | {"interval_sum_of", "oid_of_bigint", "char_n", "varchar_n", "numeric_n", "typed_text"}
     | {"array_slice_of", "array_assign", "jsonb_assign"}
+    | {f.name for f in uuids.FUNCTIONS}  # (the uuid-ossp extension's)
     | {variadic.variadic_name(base) for base in variadic.BASES}
     | set(statistics.FORMS)
     | regression.FORMS
