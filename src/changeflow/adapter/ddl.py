@@ -403,6 +403,19 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
 # -- DROP and ALTER --------------------------------------------------------------------------
 
 
+def _not_found(kind: str, name: str, item: Item | None) -> PlanError:
+    """PostgreSQL's error for a DROP of a name with no item of that kind."""
+    if item is None:
+        code = "42704" if kind == "index" else "42P01"
+        return PlanError(f'{kind} "{name}" does not exist', sqlstate=code)
+    return PlanError(
+        f'"{name}" is not a{"n" if kind == "index" else ""} {kind}',
+        sqlstate="42809",
+        hint=f"Use DROP {item.kind.upper()} to remove a{'n' if item.kind == 'index' else ''} "
+        f"{item.kind}.",
+    )
+
+
 def drop(env: Environment, stmt: Statement, keep: list[Item] | None = None) -> Result:
     """DROP: its items out of the catalog and released, or set aside in ``keep``."""
     g, kind, cascade = stmt.args, stmt.args["kind"], stmt.args["cascade"]
@@ -414,12 +427,7 @@ def drop(env: Environment, stmt: Statement, keep: list[Item] | None = None) -> R
             if item is None or item.kind != kind:
                 if g.get("ie"):
                     continue
-                raise PlanError(
-                    f'unknown {kind} "{n}"'
-                    if item is None
-                    else f'"{n}" is a {item.kind}, not a {kind}',
-                    sqlstate="42P01",
-                )
+                raise _not_found(kind, split_name(n)[1], item)
             state = unreferenced(state, item, cascade, g["names"])
             closure = state.closure(item.id)
             others = [

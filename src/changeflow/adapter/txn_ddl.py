@@ -64,11 +64,6 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         txn.dropped.append(stmt)
         return Result("COMMENT")
     if stmt.kind == "drop":
-        state = session.env.catalog.load()
-        for n in stmt.args["names"]:
-            item = state.find(n)
-            if (item is None or item.kind != stmt.args["kind"]) and not stmt.args.get("ie"):
-                raise PlanError(f'{stmt.args["kind"]} "{n}" does not exist', sqlstate="42P01")
         hidden = Hidden(session.env, [])
         result = ddl.drop(session.env, stmt, keep=hidden.items)
         own = [i for i in hidden.items if (i.kind, i.name) in txn.created]
