@@ -77,6 +77,7 @@ def expected():
 
 spark = get_spark()
 store = spark.sparkContext._jsc.sc().statusStore()
+assert spark.sparkContext.getConf().get("spark.locality.wait") == "0s"  # (the test's conf)
 
 
 def tasks():
@@ -152,12 +153,19 @@ print(f"ok master={spark.sparkContext.master} hydration tasks {dict(hydration)}"
 
 
 def test_a_sql_view_hydrates_and_steps_on_the_executors(tmp_path: Path) -> None:
-    data, work = tmp_path / "data", tmp_path / "cluster"
+    data, work, conf = tmp_path / "data", tmp_path / "cluster", tmp_path / "conf"
     data.mkdir()
     work.mkdir()
+    conf.mkdir()
+    # tasks go to whichever executor is free at once: with Spark's default locality wait (3 s)
+    # a stage whose inputs one executor holds ran all of its tasks there under load
+    (conf / "spark-defaults.conf").write_text(
+        "spark.locality.wait 0s\nspark.shuffle.reduceLocality.enabled false\n"
+    )
     with standalone_cluster(work) as url:
         env = {
             **os.environ,
+            "SPARK_CONF_DIR": str(conf),
             "CHANGEFLOW_SPARK_MASTER": url,
             "CHANGEFLOW_HOME": str(data),
             "CHANGEFLOW_DRIVER_MEMORY": "1g",
