@@ -378,3 +378,9 @@ class Catalog:
                     self.consensus.truncate(KEY, seqno)
                 return result
         raise ChangeflowError("the catalog changed 1000 times under one change; try again")
+
+
+def pinned_state() -> CatalogState | None:
+    """The catalog version the running statement is pinned to (None outside one)."""
+    pinned = _PINNED.get()
+    return None if pinned is None else pinned[1]

@@ -1,5 +1,6 @@
 """What a session knows of itself, as PostgreSQL's functions give it: ``current_database()``,
-``current_user`` (``session_user``, ``user``), ``current_schema()``, ``pg_backend_pid()``,
+``current_user`` (``session_user``, ``user``), ``current_schema()``, ``current_schemas()``,
+``pg_backend_pid()``,
 ``version()``, ``current_setting(name [, missing_ok])`` and ``set_config(name, value,
 is_local)`` (which sets it for the session), constants of the statement that calls them."""
 
@@ -14,7 +15,7 @@ from sqlglot import exp
 
 from changeflow.adapter.advisory_locks import FUNCTIONS as ADVISORY_FUNCTIONS
 from changeflow.compute import expr as X
-from changeflow.compute.types import INT4, INT8, TEXT
+from changeflow.compute.types import INT4, INT8, TEXT, array_of
 from changeflow.errors import PlanError
 
 
@@ -71,6 +72,8 @@ def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]
 
         path = [s for s in SEARCH_PATH.get() if s != "$user"]
         return X.Lit(path[0] if path else "public", TEXT)
+    if isinstance(node, exp.CurrentSchemas):
+        return _schemas(node.this)
     if isinstance(node, exp.CurrentVersion):
         return X.Lit(VERSION, TEXT)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in SETTING_FUNCTIONS:
@@ -80,6 +83,21 @@ def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]
             raise PlanError("function pg_backend_pid() takes no arguments", sqlstate="42883")
         return X.Lit(names.pid, INT4)
     return None
+
+
+def _schemas(implicit: exp.Expression | None) -> X.Lit:
+    """``current_schemas(include_implicit)``: the search path's schemas that exist (with
+    ``pg_catalog`` first if asked), as PostgreSQL lists them."""
+    from changeflow.adapter.catalog import PUBLIC, SEARCH_PATH, pinned_state
+
+    if not isinstance(implicit, exp.Boolean):
+        raise PlanError("function current_schemas() takes a boolean constant", sqlstate="42883")
+    state = pinned_state()
+    known = set(state.schemas) if state is not None else set()
+    path = [s for s in SEARCH_PATH.get() if s == PUBLIC or s in known]
+    if implicit.this and "pg_catalog" not in path:
+        path.insert(0, "pg_catalog")
+    return X.Lit(tuple(path), array_of(TEXT))
 
 
 def _setting(func: str, args: list[exp.Expression]) -> X.Lit:
