@@ -92,6 +92,7 @@ STATEMENTS = [
     "SELECT abs(-7), ceil(4.2), floor(-4.2), round(2.5), round(3.14159, 2), trunc(9.99), sign(-3)",
     "SELECT @ -5, @ 2.5, @(-3), @ -2 + 1, @ -2 * 3, 1 + @ -2, @ -2::int, @ -2 - 3",
     "SELECT current_schemas(false)::text, current_schemas(true)::text, current_schema()",
+    "SELECT to_regclass('emp'), to_regclass('nope'), to_regtype('integer'), to_regtype('nope')",
     "SELECT name FROM emp WHERE @ (salary - 80000) < 16000 ORDER BY name",
     "SELECT 7 / 2, 7 % 3, 7.0 / 2, 2 ^ 10, sqrt(16), power(2, 0.5), cbrt(27), mod(-7, 3)",
     "SELECT greatest(1, 5, 3), least('b', 'a', 'c'), greatest(NULL, 2)",

@@ -1,7 +1,8 @@
 """Object identifier types in catalog queries: a result column cast to ``regclass``,
-``regtype``, ``regproc``, ``regnamespace``, ``regprocedure``, ``regoper`` or ``regrole`` has
-that type, and each value carries its OID with its name (:class:`ObjectName`): shown as the
-name, sent in binary as the 4-byte OID, as PostgreSQL sends them."""
+``regtype``, ``regproc``, ``regnamespace``, ``regprocedure``, ``regoper`` or ``regrole`` (or
+given by ``to_regclass``, ``to_regtype``) has that type, and each value carries its OID with
+its name (:class:`ObjectName`): shown as the name, sent in binary as the 4-byte OID, as
+PostgreSQL sends them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ REG_TYPES = {
         "regrole",
     )
 }
+
+
+_LOOKUPS = {"to_regclass": "regclass", "to_regtype": "regtype"}  # the calls that give reg* values
 
 
 class ObjectName(str):
@@ -67,7 +71,9 @@ class RegColumns:
         for i, e in enumerate(select.expressions):
             node = e.unalias()
             kind = cast_kind(node)
-            if kind is not None:
+            if isinstance(node, exp.Anonymous) and str(node.this).lower() in _LOOKUPS:
+                self.kinds[i] = _LOOKUPS[str(node.this).lower()]  # an OID, shown by name
+            elif kind is not None:
                 self.kinds[i] = kind
                 call = exp.Anonymous(
                     this="reg_oid", expressions=[exp.Literal.string(kind), node.this]
