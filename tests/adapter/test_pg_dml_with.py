@@ -36,12 +36,18 @@ STATEMENTS = [
     "WHERE jq.id = g.id AND g.id > 10 RETURNING jq.id",
     "WITH v AS (SELECT 2 AS id) UPDATE jq SET state = (SELECT 'set' FROM v) "
     "WHERE id IN (SELECT id FROM v) RETURNING id, state",
+    "WITH RECURSIVE r(n) AS (SELECT 10 UNION ALL SELECT n + 1 FROM r WHERE n < 11) "
+    "UPDATE jq SET tries = tries + n FROM r WHERE jq.id = r.n RETURNING jq.id, tries",
+    "WITH RECURSIVE r(n) AS (SELECT 20 UNION ALL SELECT n + 1 FROM r WHERE n < 21) "
+    "DELETE FROM jq USING r WHERE jq.id = r.n RETURNING jq.id",
     "SELECT * FROM jq ORDER BY id",
 ]
 REFUSED = [
     "WITH x AS (SELECT 1 AS id) UPDATE x SET id = 2",
     "WITH x AS (SELECT 1 AS id) DELETE FROM jq WHERE id IN (SELECT nope FROM x)",
     "WITH x AS (SELECT 1 AS id) INSERT INTO jq (id) SELECT id FROM y",
+    "WITH RECURSIVE r(n) AS (SELECT 1) MERGE INTO jq USING r ON jq.id = r.n "
+    "WHEN MATCHED THEN DELETE",
 ]
 
 

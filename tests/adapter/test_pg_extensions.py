@@ -39,6 +39,7 @@ REFUSED = [
     "CREATE EXTENSION no_such_extension",
     "DROP EXTENSION no_such_extension",
     "SELECT pg_sleep('x')",
+    "SELECT pg_sleep(true)",
 ]
 
 

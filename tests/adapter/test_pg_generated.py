@@ -59,6 +59,7 @@ REFUSED = [
     "CREATE TABLE gen_bad4 (a timestamptz, b timestamptz GENERATED ALWAYS AS (now()) STORED)",
     "CREATE TABLE gen_bad5 (a int, b int GENERATED ALWAYS AS (sum(a)) STORED)",
     "CREATE TABLE gen_bad6 (a int, b float8 GENERATED ALWAYS AS (random()) STORED)",
+    "CREATE TABLE gen_bad7 (a int, b int GENERATED ALWAYS AS ((SELECT 1)) STORED)",
 ]
 
 

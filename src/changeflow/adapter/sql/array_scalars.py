@@ -124,7 +124,7 @@ class ArrayScalars:
         seconds = coerce_text(str(args[0].this), FLOAT8) if is_string_literal(args[0]) else None
         seconds = seconds or self.expr(args[0])
         if not (seconds.type.numeric or seconds.type is NULLTYPE):
-            raise PlanError(f"function pg_sleep({seconds.type}) does not exist", "42883")
+            raise PlanError(f"function pg_sleep({seconds.type}) does not exist", sqlstate="42883")
         return Sleep(seconds)
 
     def _rand(self: Scalars, node: exp.Rand) -> X.Expr:

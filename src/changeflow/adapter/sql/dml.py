@@ -348,6 +348,16 @@ def _fill(
     return P.Project(mapped, tuple(range(width, width + len(schema))))
 
 
+def statement_planner(node: exp.Expression, resolver: Resolver) -> Planner:
+    """A planner for the DML statement ``node``, its WITH RECURSIVE queries defined."""
+    planner = Planner(resolver, False)
+    clause = node.args.get("with_")
+    if clause is not None:
+        planner.ctes.append({})
+        planner.define(clause, None)
+    return planner
+
+
 def _matching(
     node: exp.Expression, resolver: Resolver, verb: str, sources: list[exp.Expression] = ()
 ) -> tuple[Stage, Relation]:
@@ -355,7 +365,7 @@ def _matching(
     FROM or DELETE's USING, after the table's columns), as a stage for further
     expressions."""
     table, relation = target_table(node.this, resolver, verb)
-    planner = Planner(resolver, False)
+    planner = statement_planner(node, resolver)
     planner.items.add(relation.name)
     planner.timelines.add(relation.timeline)
     alias = table.args.get("alias")

@@ -2,15 +2,16 @@
 put where it reads them, so that the DML planner sees one statement. An INSERT's SELECT takes
 the WITH clause as its own (``INSERT INTO t WITH c AS (…) SELECT …`` means the same, WITH
 RECURSIVE too); elsewhere each table name a WITH query defines is replaced by that query as
-a derived table of the same name and columns. WITH RECURSIVE before UPDATE or DELETE is
-refused (0A000); a data-modifying statement inside WITH is run apart
-(:mod:`~changeflow.adapter.with_writes`)."""
+a derived table of the same name and columns; WITH RECURSIVE stays on the statement, whose
+planner defines its queries (:func:`~changeflow.adapter.sql.dml.statement_planner`). A
+data-modifying statement inside WITH is run apart (:mod:`~changeflow.adapter.with_writes`)."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from changeflow.adapter.sql.scope import unsupported
+from changeflow.errors import PlanError
 
 DML = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
 
@@ -38,8 +39,11 @@ def with_inlined(dml: exp.Expression) -> exp.Expression:
             clause.set("recursive", clause.args.get("recursive") or own.args.get("recursive"))
         query.set("with_", clause)
         return dml
-    if clause.args.get("recursive"):
-        raise unsupported(f"WITH RECURSIVE before {type(dml).__name__.upper()}", dml)
+    if clause.args.get("recursive"):  # kept: the statement's planner defines its queries
+        if isinstance(dml, exp.Merge):
+            raise PlanError("WITH RECURSIVE is not supported for MERGE statement", sqlstate="42601")
+        dml.set("with_", clause)
+        return dml
     defined: dict[str, exp.CTE] = {}
     for cte in clause.expressions:
         _replace_reads(cte.this, defined, target=None)

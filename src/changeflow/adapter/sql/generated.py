@@ -52,7 +52,7 @@ def generation(schema: Schema, generated: list[str | None], table: str, index: i
         ):
             raise PlanError("generation expression is not immutable", sqlstate="42P17")
         if isinstance(found, exp.Query):
-            raise PlanError("cannot use subquery in column generation expression", "42601")
+            raise PlanError("cannot use subquery in column generation expression", sqlstate="0A000")
         if isinstance(found, exp.Column):
             at = [i for i, c in enumerate(schema) if c.name == found.name]
             if at and generated[at[0]] is not None:

@@ -12,9 +12,14 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from changeflow.adapter.relations import Relation, Resolver
-from changeflow.adapter.sql.dml import assign, column_default, is_default, target_table
+from changeflow.adapter.sql.dml import (
+    assign,
+    column_default,
+    is_default,
+    statement_planner,
+    target_table,
+)
 from changeflow.adapter.sql.generated import refuse_value, with_generated
-from changeflow.adapter.sql.query import Planner
 from changeflow.adapter.sql.rows import Rel
 from changeflow.adapter.sql.scope import Field, Scope, ident, table_name
 from changeflow.adapter.sql.set_clause import set_columns
@@ -52,7 +57,7 @@ def plan_merge(merge: exp.Merge, resolver: Resolver) -> MergePlan:
     table, relation = target_table(merge.this, resolver, "merge into")
     alias = table.args.get("alias")
     shown = ident(alias.this) if alias is not None else ident(table.this)
-    planner = Planner(resolver, False)
+    planner = statement_planner(merge, resolver)
     planner.items.add(relation.name)
     planner.timelines.add(relation.timeline)
     schema = relation.plan.schema

@@ -147,38 +147,43 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
         corr: bool,
         domain: Domain | None,
     ) -> Output:
-        recursive = bool(with_.args.get("recursive"))
-        env: dict[str, Output] = {}
-        self.ctes.append(env)
+        self.ctes.append({})
         try:
-            for cte in with_.expressions:
-                alias = cte.args.get("alias")
-                name = ident(alias.this if alias is not None else None)
-                if name in env:
-                    raise PlanError(
-                        f'WITH query name "{name}" specified more than once', sqlstate="42712"
-                    )
-                if recursive and is_recursive(cte, name):
-                    recursive_cte(self, cte, name, env, outer)
-                    continue
-                body = self.query(cte.this, outer)
-                names = list(body.names)
-                columns = alias.columns if alias is not None else []
-                if len(columns) > len(names):
-                    raise PlanError(
-                        f'WITH query "{name}" has {len(names)} columns available but '
-                        f"{len(columns)} columns specified",
-                        sqlstate="42P10",
-                    )
-                for i, c in enumerate(columns):
-                    names[i] = ident(c)
-                env[name] = Output(resolve_unknown(body.plan), names)
+            self.define(with_, outer)
             bare = node.copy()
             bare.set("with_", None)
             bare.set("with", None)
             return self.query(bare, outer, top, corr, domain)
         finally:
             self.ctes.pop()
+
+    def define(self, with_: exp.With, outer: Scope | None) -> None:
+        """The WITH queries of ``with_`` planned into the innermost of :attr:`ctes`, each
+        readable by those after it (and by itself, WITH RECURSIVE)."""
+        recursive = bool(with_.args.get("recursive"))
+        env = self.ctes[-1]
+        for cte in with_.expressions:
+            alias = cte.args.get("alias")
+            name = ident(alias.this if alias is not None else None)
+            if name in env:
+                raise PlanError(
+                    f'WITH query name "{name}" specified more than once', sqlstate="42712"
+                )
+            if recursive and is_recursive(cte, name):
+                recursive_cte(self, cte, name, env, outer)
+                continue
+            body = self.query(cte.this, outer)
+            names = list(body.names)
+            columns = alias.columns if alias is not None else []
+            if len(columns) > len(names):
+                raise PlanError(
+                    f'WITH query "{name}" has {len(names)} columns available but '
+                    f"{len(columns)} columns specified",
+                    sqlstate="42P10",
+                )
+            for i, c in enumerate(columns):
+                names[i] = ident(c)
+            env[name] = Output(resolve_unknown(body.plan), names)
 
     # -- set operations and VALUES -----------------------------------------------------------
 
