@@ -69,7 +69,7 @@ def generation(schema: Schema, generated: list[str | None], table: str, index: i
 def with_generated(relation: Relation, values: list[X.Expr]) -> list[X.Expr]:
     """``values`` (a new row of ``relation``, one expression a column) with its generated
     columns computed from the others."""
-    generated = list(relation.generated)
+    generated = _texts(relation)
     if not any(generated):
         return values
     schema, table = relation.plan.schema, relation.name.rpartition(".")[2]
@@ -82,7 +82,7 @@ def with_generated(relation: Relation, values: list[X.Expr]) -> list[X.Expr]:
 def refuse_value(relation: Relation, name: str, update: bool) -> None:
     """428C9 for a value given for generated column ``name`` (other than DEFAULT)."""
     names = [c.name for c in relation.plan.schema]
-    if name not in names or relation.generated[names.index(name)] is None:
+    if name not in names or _texts(relation)[names.index(name)] is None:
         return
     message = (
         f'column "{name}" can only be updated to DEFAULT'
@@ -153,7 +153,7 @@ def expressions_renamed(item: Any, old: str, new: str) -> dict[str, Any]:
 def copied_columns(relation: Relation, names: list[str] | None) -> list[str] | None:
     """The columns COPY FROM fills: those named (a generated one is 42P10), or, of a table
     with generated columns, the others."""
-    generated = {c.name for c, g in zip(relation.plan.schema, relation.generated, strict=True) if g}
+    generated = {c.name for c, g in zip(relation.plan.schema, _texts(relation), strict=True) if g}
     if not generated:
         return names
     if names is None:
@@ -166,3 +166,8 @@ def copied_columns(relation: Relation, names: list[str] | None) -> list[str] | N
                 detail="Generated columns cannot be used in COPY.",
             )
     return names
+
+
+def _texts(relation: Relation) -> list[str | None]:
+    """Per column of ``relation``, its generation expression's SQL (None: not generated)."""
+    return list(relation.generated) or [None] * len(relation.plan.schema)
