@@ -60,6 +60,7 @@ REFUSED = [
     "CREATE TABLE gen_bad5 (a int, b int GENERATED ALWAYS AS (sum(a)) STORED)",
     "CREATE TABLE gen_bad6 (a int, b float8 GENERATED ALWAYS AS (random()) STORED)",
     "CREATE TABLE gen_bad7 (a int, b int GENERATED ALWAYS AS ((SELECT 1)) STORED)",
+    "CREATE TABLE gen_bad8 (a int, b uuid GENERATED ALWAYS AS (gen_random_uuid()) STORED)",
 ]
 
 

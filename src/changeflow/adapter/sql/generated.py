@@ -22,7 +22,7 @@ from changeflow.errors import PlanError
 
 CLAUSE = "column generation expressions"
 # calls whose value is not a function of their arguments (PostgreSQL's non-immutable ones)
-_NOT_IMMUTABLE = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Rand)
+_NOT_IMMUTABLE = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Rand, exp.Uuid)
 _NOT_IMMUTABLE_NAMES = {
     "now",
     "random",
