@@ -219,11 +219,15 @@ def checks_without(item: Any, column: str) -> list[list[str]]:
 
 def checks_renamed(item: Any, old: str, new: str) -> list[list[str]]:
     """The item's checks once its column ``old`` is named ``new``."""
-    out = []
-    for c in checks_of(item):
-        tree = c.tree
-        for column in tree.find_all(exp.Column):
-            if _ident(column.this) == old:
-                column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
-        out.append(Check(c.name, stored_sql(tree)).to_json())
-    return out
+    return [
+        Check(c.name, stored_sql(column_renamed(c.tree, old, new))).to_json()
+        for c in checks_of(item)
+    ]
+
+
+def column_renamed(tree: exp.Expression, old: str, new: str) -> exp.Expression:
+    """``tree`` (changed in place) with its references to column ``old`` naming ``new``."""
+    for column in tree.find_all(exp.Column):
+        if _ident(column.this) == old:
+            column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
+    return tree

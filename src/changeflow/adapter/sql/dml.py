@@ -201,9 +201,14 @@ def _columns(insert: exp.Insert, schema: Schema, table: str) -> list[int]:
     target = insert.this
     if not isinstance(target, exp.Schema):
         return list(range(len(schema)))
+    return target_columns(target.expressions, schema, table)
+
+
+def target_columns(nodes: list[exp.Expression], schema: Schema, table: str) -> list[int]:
+    """The positions of an INSERT's listed columns in ``schema``, with PostgreSQL's errors."""
     names = [c.name for c in schema]
     out: list[int] = []
-    for node in target.expressions:
+    for node in nodes:
         name = ident(node)
         if name not in names:
             raise PlanError(
@@ -215,7 +220,8 @@ def _columns(insert: exp.Insert, schema: Schema, table: str) -> list[int]:
     return out
 
 
-def _count_error(values: int, targets: int) -> None:
+def count_error(values: int, targets: int) -> None:
+    """42601 unless an INSERT gives as many values as it lists target columns."""
     if values > targets:
         raise PlanError("INSERT has more expressions than target columns", sqlstate="42601")
     if values < targets:
@@ -266,7 +272,7 @@ def plan_insert(insert: exp.Insert, resolver: Resolver) -> InsertPlan:
         out = planner.query(source, None)
         if not explicit:
             targets = targets[: len(out.names)]
-        _count_error(len(out.names), len(targets))
+        count_error(len(out.names), len(targets))
         plan = _fill(out.plan, relation, targets, ignored)
     reads = frozenset(planner.items)
     return InsertPlan(relation.name, plan, schema, reads, frozenset(planner.timelines), conflict)
@@ -302,7 +308,7 @@ def _values_row(
     with subqueries is planned as a SELECT of its items (the subqueries joined on as there)."""
     schema = relation.plan.schema
     items = row.expressions if isinstance(row, exp.Tuple) else [row]
-    _count_error(len(items), len(targets))
+    count_error(len(items), len(targets))
     given = dict(zip(targets, items, strict=True))
     if planner is not None and any(item.find(exp.Select) for item in items):
         kept = [(i, node) for i, node in given.items() if not is_default(node)]

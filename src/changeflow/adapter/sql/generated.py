@@ -10,7 +10,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from changeflow.adapter.checks import checks_renamed, checks_without
+from changeflow.adapter.checks import checks_renamed, checks_without, column_renamed
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.resolver import generated_of
 from changeflow.adapter.sql.dialect import PostgresCalls
@@ -140,11 +140,7 @@ def expressions_renamed(item: Any, old: str, new: str) -> dict[str, Any]:
     generated = []
     for text in generated_of(item):
         if text is not None:
-            node = sqlglot.parse_one(text, read=PostgresCalls)
-            for column in node.find_all(exp.Column):
-                if ident(column.this) == old:
-                    column.set("this", exp.to_identifier(new, quoted=new != new.lower()))
-            text = stored_sql(node)
+            text = stored_sql(column_renamed(sqlglot.parse_one(text, read=PostgresCalls), old, new))
         generated.append(text)
     renamed = {"generated": generated} if any(generated) else {}
     return {"checks": checks_renamed(item, old, new), **renamed}

@@ -15,8 +15,10 @@ from changeflow.adapter.relations import Relation, Resolver
 from changeflow.adapter.sql.dml import (
     assign,
     column_default,
+    count_error,
     is_default,
     statement_planner,
+    target_columns,
     target_table,
 )
 from changeflow.adapter.sql.generated import refuse_value, with_generated
@@ -145,28 +147,15 @@ def _insert(clause: Stage, relation: Relation, insert: exp.Insert, shown: str) -
     """An INSERT action's row for each source row of ``clause`` (whose scope has only the
     source's columns: the target's are not there to read)."""
     schema = relation.plan.schema
-    names = [c.name for c in schema]
     columns, values = insert.this, insert.expression
     listed = columns.expressions if isinstance(columns, exp.Tuple) else []
     if values is None and len(listed) == 1 and is_default(listed[0]):  # DEFAULT VALUES
         listed = []
-    targets = []
-    for node in listed:
-        name = ident(node.this if isinstance(node, exp.Column) else node)
-        if name not in names:
-            raise PlanError(
-                f'column "{name}" of relation "{relation.name}" does not exist', sqlstate="42703"
-            )
-        if names.index(name) in targets:
-            raise PlanError(f'column "{name}" specified more than once', sqlstate="42701")
-        targets.append(names.index(name))
+    targets = target_columns(listed, schema, relation.name)
     items = values.expressions if isinstance(values, exp.Tuple) else []
     if values is not None and not listed:
         targets = list(range(min(len(items), len(schema))))
-    if len(items) > len(targets):
-        raise PlanError("INSERT has more expressions than target columns", sqlstate="42601")
-    if len(items) < len(targets):
-        raise PlanError("INSERT has more target columns than expressions", sqlstate="42601")
+    count_error(len(items), len(targets))
     given = dict(zip(targets, items, strict=True))
     for i, node in given.items():
         if not is_default(node):
