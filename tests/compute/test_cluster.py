@@ -81,6 +81,9 @@ assert spark.sparkContext.getConf().get("spark.locality.wait") == "0s"  # (the t
 
 
 def tasks():
+    # the status store is filled by the listener bus, behind the scheduler: drain it first,
+    # or a phase's last task ends are not counted yet (under load, an executor's all of them)
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60000)
     listed = store.executorList(True)
     done = Counter()
     for i in range(listed.size()):
