@@ -78,6 +78,7 @@ def expected():
 spark = get_spark()
 store = spark.sparkContext._jsc.sc().statusStore()
 assert spark.sparkContext.getConf().get("spark.locality.wait") == "0s"  # (the test's conf)
+assert spark.conf.get("spark.sql.adaptive.coalescePartitions.minPartitionSize") == "1b"
 
 
 def tasks():
@@ -161,9 +162,12 @@ def test_a_sql_view_hydrates_and_steps_on_the_executors(tmp_path: Path) -> None:
     work.mkdir()
     conf.mkdir()
     # tasks go to whichever executor is free at once: with Spark's default locality wait (3 s)
-    # a stage whose inputs one executor holds ran all of its tasks there under load
+    # a stage whose inputs one executor holds ran all of its tasks there under load; and the
+    # test's small shuffles keep a partition a core (adaptive execution coalesces a shuffle of
+    # 1 MiB or less into one task, which runs wherever its input is cached)
     (conf / "spark-defaults.conf").write_text(
         "spark.locality.wait 0s\nspark.shuffle.reduceLocality.enabled false\n"
+        "spark.sql.adaptive.coalescePartitions.minPartitionSize 1b\n"
     )
     with standalone_cluster(work) as url:
         env = {
