@@ -1,8 +1,9 @@
 """A call's window copying a named one, ``OVER (w ORDER BY … frame)``: the named window's
 partitioning and ordering with the call's own ordering and frame (EXCLUDE too), and
 PostgreSQL's refusals (42P20) of what it may not override; ``nth_value(v, n)`` with ``n`` of
-each row; ``json_agg``, ``jsonb_agg`` and ``jsonb_object_agg`` as window functions. Here and on
-PostgreSQL 15, ad hoc and in views kept through changes."""
+each row; ``json_agg``, ``jsonb_agg`` and ``jsonb_object_agg`` as window functions; sliding
+sums over NaN and the infinities. Here and on PostgreSQL 15, ad hoc and in views kept through
+changes."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ AD_HOC = [
     "SELECT id, json_agg(v) OVER (PARTITION BY g ORDER BY id)::text, jsonb_agg(v) OVER w::text,"
     " jsonb_object_agg(id, v) OVER w::text FROM wc WINDOW w AS (ORDER BY id ROWS 1 PRECEDING)"
     " ORDER BY id",
+    # a sliding numeric sum past a NaN or an infinity (they do not subtract from prefix sums)
+    "SELECT a, sum(b) OVER w, avg(b) OVER w FROM (VALUES (1, 1::numeric), (2, 'Infinity'),"
+    " (3, '-Infinity'), (4, 3), (5, 4), (6, 'NaN'), (7, 'Infinity'), (8, 2.5)) t(a, b)"
+    " WINDOW w AS (ORDER BY a ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) ORDER BY a",
 ]
 ERRORS = [
     "SELECT sum(v) OVER (w PARTITION BY id) FROM wc WINDOW w AS (PARTITION BY g)",

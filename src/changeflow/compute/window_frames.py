@@ -54,16 +54,26 @@ def nth_of(f: Any, row: Row) -> int | None:
 
 
 def _by_prefix(func: str, values: list[Any], spans: list[Span], kind: SqlType) -> list[Any]:
-    """count, and exact sum and avg, from prefix sums (exact numbers subtract exactly)."""
+    """count, and exact sum and avg, from prefix sums (exact numbers subtract exactly; NaN and
+    the infinities are counted apart, since they do not subtract)."""
     totals: list[Any] = [0]
     counts = [0]
+    special = [(0, 0, 0)]  # running counts of NaN, Infinity and -Infinity
     with localcontext() as ctx:
         ctx.prec = 80
         for v in values:
             present = v is not None
             counts.append(counts[-1] + present)
-            totals.append(totals[-1] + (_as(v, kind) if present and func == "sum" else 0))
-            if present and func == "avg":
+            finite = not present or not isinstance(v, Decimal) or v.is_finite()
+            nan, pos, neg = special[-1]
+            if not finite and v.is_nan():
+                nan += 1
+            elif not finite:
+                pos, neg = pos + (not v.is_signed()), neg + v.is_signed()
+            special.append((nan, pos, neg))
+            add = present and finite
+            totals.append(totals[-1] + (_as(v, kind) if add and func == "sum" else 0))
+            if add and func == "avg":
                 totals[-1] += Decimal(v)
         out: list[Any] = []
         for lo, hi in spans:
@@ -72,6 +82,8 @@ def _by_prefix(func: str, values: list[Any], spans: list[Span], kind: SqlType) -
                 out.append(n)
             elif n == 0:
                 out.append(None)
+            elif (odd := _non_finite(special[hi + 1], special[lo])) is not None:
+                out.append(odd)
             elif func == "sum":
                 out.append(check_range(totals[hi + 1] - totals[lo], kind))
             else:
@@ -79,6 +91,17 @@ def _by_prefix(func: str, values: list[Any], spans: list[Span], kind: SqlType) -
 
                 out.append(_average(Decimal(totals[hi + 1] - totals[lo]), n))
     return out
+
+
+def _non_finite(upto: tuple[int, int, int], before: tuple[int, int, int]) -> Decimal | None:
+    """A frame's sum or average when a NaN or an infinity is in it (PostgreSQL's numeric
+    rules: NaN wins, Infinity plus -Infinity is NaN), None when all its values are finite."""
+    nan, pos, neg = (a - b for a, b in zip(upto, before, strict=True))
+    if nan or pos and neg:
+        return Decimal("NaN")
+    if pos or neg:
+        return Decimal("Infinity") if pos else Decimal("-Infinity")
+    return None
 
 
 def _running(func: str, values: list[Any], spans: list[Span], kind: SqlType) -> list[Any] | None:
