@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item
 from changeflow.adapter.ddl import release
+from changeflow.adapter.enum_types import used_types
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement
@@ -54,6 +55,7 @@ def drop_schema(env: Environment, stmt: Statement) -> Result:
             for item in items:
                 doomed.update({d.id: d for d in state.closure(item.id)})
             del schemas[name]
+        used_types(state, doomed)
         kept = state.without(list(doomed))
         return CatalogState(kept.items, kept.next_id, schemas), list(doomed.values())
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 from changeflow.adapter import (
     comments,
     ddl,
+    enum_types,
     extensions,
     owners,
     schemas,
@@ -73,7 +74,7 @@ from changeflow.adapter.writes import returned_columns, write
 from changeflow.adapter.written import Written
 from changeflow.compute import plan as P
 from changeflow.compute.pads import padded_rows
-from changeflow.compute.types import Schema
+from changeflow.compute.types import USER_TYPES, Schema
 from changeflow.errors import FrontierViolation, PlanError
 
 T = TypeVar("T")
@@ -99,6 +100,9 @@ DDL = {
     "owner_to": owners.owner_to,
     "create_extension": extensions.create_extension,
     "drop_extension": extensions.drop_extension,
+    "create_type": enum_types.create_type,
+    "drop_type": enum_types.drop_type,
+    "enum_alter": enum_types.alter_type,
 }
 
 
@@ -178,6 +182,7 @@ class Session:
         """The session's search path and settings, for the statement about to be planned."""
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         SESSION_SETTINGS.set(self.settings)
+        USER_TYPES.set(lambda name: enum_types.user_type(self.env.catalog.load(), name))
         sequences.enter(self)
         temp_tables.enter(self.temp)
 

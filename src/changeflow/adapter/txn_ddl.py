@@ -1,16 +1,16 @@
 """DDL inside BEGIN … COMMIT, as far as the write log allows: CREATE (TABLE, VIEW,
-MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE) is applied at once, so the transaction's own
+MATERIALIZED VIEW, INDEX, SCHEMA, SEQUENCE, TYPE) is applied at once, so the transaction's own
 statements can use what it created, and dropped again on ROLLBACK (or when the transaction
 fails); ALTER SEQUENCE is applied at once too and put back on ROLLBACK (its options, and the
 value its next one follows, as PostgreSQL's); ALTER TABLE is applied at once and put back
-on ROLLBACK (:func:`_alter`); DROP takes its items out of the catalog at once (so the
-transaction may create others of their names: DROP then CREATE, as migrations and pandas'
-``if_exists="replace"`` run them) but releases their data at COMMIT, and ROLLBACK puts them
-back (:class:`Hidden`); COMMENT ON is checked at once and applied at COMMIT. What a
-transaction creates, alters or drops is visible to other sessions before its COMMIT; an
-altered sequence or table is held until the transaction ends: other sessions' nextval, or
-writes, wait, as PostgreSQL's (``sequence_holds``). Other DDL refuses to run inside a
-transaction block (25001), as before."""
+on ROLLBACK (:func:`_alter`), and ALTER TYPE likewise; DROP takes its items out of the
+catalog at once (so the transaction may create others of their names: DROP then CREATE, as
+migrations and pandas' ``if_exists="replace"`` run them) but releases their data at COMMIT,
+and ROLLBACK puts them back (:class:`Hidden`); COMMENT ON is checked at once and applied at
+COMMIT. What a transaction creates, alters or drops is visible to other sessions before its
+COMMIT; an altered sequence or table is held until the transaction ends: other sessions'
+nextval, or writes, wait, as PostgreSQL's (``sequence_holds``). Other DDL refuses to run
+inside a transaction block (25001), as before."""
 
 from __future__ import annotations
 
@@ -18,16 +18,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from changeflow.adapter import ddl
+from changeflow.adapter import ddl, enum_types
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import CatalogState, Item, gone
 from changeflow.adapter.comments import commented
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.statements import Statement, parse
+from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.errors import PlanError
 
-CREATES = ("create_table", "create_view", "create_index", "create_schema", "create_sequence")
+CREATES = (
+    "create_table",
+    "create_view",
+    "create_index",
+    "create_schema",
+    "create_sequence",
+    "create_type",
+)
 DROP_WORDS = {
     "table": "TABLE",
     "view": "VIEW",
@@ -35,7 +43,9 @@ DROP_WORDS = {
     "index": "INDEX",
     "schema": "SCHEMA",
     "sequence": "SEQUENCE",
+    "type": "TYPE",
 }
+DROPPERS = {"drop": ddl.drop, "drop_type": enum_types.drop_type}
 
 
 EXTENSIONS = ("create_extension", "drop_extension")
@@ -63,9 +73,9 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         commented(session.env.catalog.load(), stmt)
         txn.dropped.append(stmt)
         return Result("COMMENT")
-    if stmt.kind == "drop":
+    if stmt.kind in DROPPERS:
         hidden = Hidden(session.env, [])
-        result = ddl.drop(session.env, stmt, keep=hidden.items)
+        result = DROPPERS[stmt.kind](session.env, stmt, keep=hidden.items)
         own = [i for i in hidden.items if (i.kind, i.name) in txn.created]
         if own:  # what the transaction made itself goes now (ROLLBACK would not keep it)
             Hidden(session.env, own).release()
@@ -80,6 +90,12 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
+    if stmt.kind == "enum_alter":  # applied at once, put back on ROLLBACK
+        old = session.env.catalog.load().find(catalog_name(stmt.args["name"]))
+        result = run(stmt)
+        if old is not None:
+            txn.undo.append(lambda: session.env.catalog.change(lambda s: (s.with_item(old), None)))
+        return result
     if stmt.kind in ("owner_to", "refresh", *EXTENSIONS) or (  # changes nothing
         stmt.kind == "maintain" and stmt.args["verb"].upper() != "VACUUM"
     ):

@@ -49,6 +49,7 @@ from changeflow.compute.types import (
     BYTEA,
     INTERVAL,
     JSONB,
+    TEXT,
     UUID,
     SqlType,
     arrow_schema,
@@ -240,7 +241,8 @@ def check_inputs(storage: Storage, plan: P.Plan) -> None:
         if get.name not in names:
             raise PlanError(f"unknown collection {get.name!r}", sqlstate="42P01")
         have = from_arrow_schema(storage.state(get.name).schema)
-        if [c.type for c in have] != [c.type for c in get.schema]:
+        stored = [TEXT if c.type.labels is not None else c.type for c in get.schema]  # enums
+        if [c.type for c in have] != stored:
             shown = ", ".join(f"{c.name} {c.type}" for c in have)
             raise PlanError(
                 f"collection {get.name!r} has columns ({shown}), the plan expects "

@@ -11,7 +11,7 @@ import re
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
@@ -41,6 +41,7 @@ from changeflow.compute.types import (
     UUID,
     WIDE,
     SqlType,
+    enum_label,
 )
 from changeflow.errors import EvalError
 
@@ -452,6 +453,8 @@ def _special_stamp(word: str, kind: SqlType) -> Any:
 
 def from_text(text: str, kind: SqlType) -> Any:
     """Text read as a value of ``kind``, as a PostgreSQL cast from text does."""
+    if kind.labels is not None:
+        return enum_label(text, kind)
     if kind.element is not None:
         return array_from_text(text, kind.element)
     s = text.strip()
@@ -564,12 +567,8 @@ def cast_value(value: Any, source: SqlType, target: SqlType) -> Any:
     if target == TIMESTAMP and source == DATE:
         return datetime(value.year, value.month, value.day)
     if target == TIMESTAMPTZ and source == DATE:
-        from datetime import UTC
-
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if {source, target} == {TIMESTAMP, TIMESTAMPTZ}:
-        from datetime import UTC
-
         return value.replace(tzinfo=UTC if target == TIMESTAMPTZ else None)
     if target == TIME and source in (TIMESTAMP, TIMESTAMPTZ):
         return value.time()  # (a timestamptz in the session's zone, UTC)

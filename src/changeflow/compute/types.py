@@ -12,18 +12,21 @@ months, days and microseconds: Parquet has no month_day_nano_interval), ``jsonb`
 :class:`~changeflow.compute.jsonb.Jsonb` (stored as a struct of its normalized text), ``json``
 its text as a Python ``str`` (stored as a struct of it; made by ``to_json``).
 An array (``integer[]``…, one dimension, 1-based) is a Python tuple of its elements' values
-(hashable, so it can be a group key) and an Arrow list.
+(hashable, so it can be a group key) and an Arrow list. An enum (``CREATE TYPE … AS ENUM``) is
+its label, a Python ``str`` stored as Arrow text; its type holds the labels in their order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Context
 from typing import Any
 
 import pyarrow as pa
 
-from changeflow.errors import PlanError
+from changeflow.errors import EvalError, PlanError
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,11 +40,15 @@ class SqlType:
     arrow: pa.DataType
     rank: int = -1  # promotion order: smallint < integer < bigint < numeric < real < double
     element: SqlType | None = None  # an array's element type
+    labels: tuple[str, ...] | None = None  # an enum's labels, in their order
+    oid: int = 0  # an enum's OID (a type of the catalog's)
 
     def __str__(self) -> str:
         return self.name
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, tuple[Any, ...]]:
+        if self.labels is not None:
+            return (enum_type, (self.name, self.labels, self.oid))
         return (_named, (self.name,))
 
     @property
@@ -111,6 +118,30 @@ _BY_NAME = {t.name: t for t in TYPES} | {
 }
 
 
+_ENUMS: dict[tuple[str, tuple[str, ...], int], SqlType] = {}
+USER_TYPES: ContextVar[Callable[[str], SqlType | None] | None] = ContextVar(
+    "user_types", default=None
+)
+"""The catalog's types by name, for the statement being planned (the session sets it)."""
+
+
+def enum_type(name: str, labels: tuple[str, ...], oid: int) -> SqlType:
+    """The enum type ``name`` of ``labels`` (one value for each, so types compare by
+    identity here too)."""
+    key = (name, tuple(labels), oid)
+    found = _ENUMS.get(key)
+    if found is None:
+        found = _ENUMS[key] = SqlType(name, pa.string(), labels=key[1], oid=oid)
+    return found
+
+
+def enum_label(text: str, kind: SqlType) -> str:
+    """``text`` as a value of the enum ``kind``: one of its labels exactly (22P02 if not)."""
+    if text not in kind.labels:  # type: ignore[operator]
+        raise EvalError(f'invalid input value for enum {kind}: "{text}"', sqlstate="22P02")
+    return text
+
+
 def _named(name: str) -> SqlType:
     return {NULLTYPE.name: NULLTYPE, VOID.name: VOID}.get(name) or sql_type(name)
 
@@ -134,6 +165,8 @@ def sql_type(name: str) -> SqlType:
     if name.endswith("[]"):
         return array_of(sql_type(name[:-2]))
     found = _BY_NAME.get(name)
+    if found is None and (user_types := USER_TYPES.get()) is not None:
+        found = user_types(name)
     if found is None:
         known = ", ".join(t.name for t in (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")
@@ -160,9 +193,10 @@ def from_arrow(kind: pa.DataType) -> SqlType:
 
 def rows_only(kind: SqlType) -> bool:
     """Values neither Arrow's kernels nor Spark's mean as SQL does (arrays, uuid, bytea,
-    interval, jsonb; time of day, which Spark has no type for): they are computed on rows, in
+    interval, jsonb, enums; time of day, which Spark has no type for): they are computed on rows, in
     this process."""
-    return kind.element is not None or kind in (UUID, BYTEA, INTERVAL, JSONB, JSON, TIME)
+    special = kind.element is not None or kind.labels is not None
+    return special or kind in (UUID, BYTEA, INTERVAL, JSONB, JSON, TIME)
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

@@ -8,6 +8,7 @@ same over the distinct values array_agg keeps (as text that keeps their fields).
 from __future__ import annotations
 
 from changeflow.adapter.sql import regression, statistics
+from changeflow.adapter.sql.enum_order import label_at, ranked
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.functions import Func
@@ -24,6 +25,8 @@ def parts(agg: P.Aggregate) -> list[P.Aggregate]:
         return statistics.parts(agg)
     if agg.func in REGRESSIONS:
         return regression.parts(agg)
+    if (by_position := ranked(agg)) is not None:
+        return [by_position]
     if agg.func in ("sum", "avg") and agg.arg is not None and agg.arg.type == INTERVAL:
         if agg.distinct:  # the distinct values, kept by array_agg (by interval equality)
             return [P.Aggregate("array_agg", Func("interval_key", (agg.arg,)), True)]
@@ -41,6 +44,8 @@ def combine(agg: P.Aggregate, reduced: P.Plan, first: int, slots: list[int]) -> 
         return statistics.combine(agg, columns)
     if agg.func in REGRESSIONS:
         return regression.combine(agg, columns)
+    if ranked(agg) is not None:
+        return label_at(agg.arg.type, columns[0])  # type: ignore[union-attr]
     if (
         agg.func in ("sum", "avg")
         and agg.distinct

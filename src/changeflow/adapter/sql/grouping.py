@@ -9,6 +9,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.sql import avg, grouping_sets, regression, statistics, whole_row
+from changeflow.adapter.sql.enum_order import sort_value
 from changeflow.adapter.sql.rows import Rel, col_of, one_row
 from changeflow.adapter.sql.scalar import (
     AGGREGATE_NODES,
@@ -278,7 +279,7 @@ def _sort_expr(o: exp.Ordered, sc: Scalars) -> P.SortExpr:
     nulls_last = None if nulls_first is None else not nulls_first
     e = sc(o.this)
     operator_for(e.type, ordering=True)
-    return P.SortExpr(e, desc, nulls_last)
+    return P.SortExpr(sort_value(e), desc, nulls_last)
 
 
 def _filtered_aggregate(n: exp.Expression) -> bool:

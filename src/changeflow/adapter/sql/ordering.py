@@ -12,6 +12,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing
+from changeflow.adapter.sql.enum_order import sort_value
 from changeflow.adapter.sql.rows import Output
 from changeflow.adapter.sql.scalar import Scalars, bare
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
@@ -38,6 +39,7 @@ class Ordering:
                 orders.append(self.output_order(o, out.names))
             for order in orders:
                 operator_for(out.plan.schema[out.keys + order.column].type, ordering=True)
+            out, orders = _enum_positions(out, orders)
         return self.limit(out, node, top, orders, len(out.names))
 
     def output_order(self, o: exp.Ordered, names: list[str]) -> P.Order:
@@ -142,6 +144,7 @@ class Ordering:
                 "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
                 sqlstate="42P10",
             )
+        orders = [by_position(o, exprs, hidden) for o in orders]
         plan = stage.rel.plan
         base = len(plan.schema)
         all_exprs = exprs + hidden
@@ -232,6 +235,30 @@ def with_ties(out: Output, orders: list[P.Order], limit: int | None, offset: int
         kept.append(X.Cmp(">", number, X.Lit(offset, INT8)))
     filtered = P.Filter(ranked, tuple(kept))
     return replace(out, plan=P.Project(filtered, tuple(range(width))))
+
+
+def _enum_positions(out: Output, orders: list[P.Order]) -> tuple[Output, list[P.Order]]:
+    """``orders`` of enum output columns as by their labels' positions: columns of them
+    added past the output's (the finishing projects them away)."""
+    schema, added, shifted = out.plan.schema, [], []
+    for o in orders:
+        e = P.col(schema, out.keys + o.column)
+        if e.type.labels is not None:
+            added.append((f"position{len(added)}", sort_value(e)))
+            o = replace(o, column=len(schema) - out.keys + len(added) - 1)
+        shifted.append(o)
+    if not added:
+        return out, orders
+    return replace(out, plan=P.Map(out.plan, tuple(added))), shifted
+
+
+def by_position(order: P.Order, exprs: list[X.Expr], hidden: list[X.Expr]) -> P.Order:
+    """``order`` of an enum column as by its labels' positions (a hidden column of them)."""
+    e = (exprs + hidden)[order.column]
+    if e.type.labels is None:
+        return order
+    hidden.append(sort_value(e))
+    return replace(order, column=len(exprs) + len(hidden) - 1)
 
 
 def _int_constant(node: exp.Expression, what: str) -> int | None:

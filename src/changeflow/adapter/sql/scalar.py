@@ -21,6 +21,7 @@ from changeflow.adapter.sql.arity import all_read
 from changeflow.adapter.sql.array_scalars import ArrayScalars, is_any_all
 from changeflow.adapter.sql.char_scalars import CharScalars
 from changeflow.adapter.sql.dialect import PostgresCalls
+from changeflow.adapter.sql.enum_order import compared, enum_function, extreme
 from changeflow.adapter.sql.jsonb_scalars import (
     JSON_FIRST,
     JSONB_FIRST,
@@ -73,6 +74,7 @@ _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SIMPLE_FUNCS = {
     exp.Lower: "lower",
+    exp.MD5: "md5",
     exp.Upper: "upper",
     exp.Reverse: "reverse",
     exp.Abs: "abs",
@@ -305,7 +307,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             eb = Func("epoch_ms", (eb,))
         if isinstance(eb, X.MzNow) and ea.type in STAMPS:
             ea = Func("epoch_ms", (ea,))
-        return X.Cmp(op, ea, eb)
+        return X.Cmp(op, *compared(op, ea, eb))
 
     def _nullsafeeq(self, node: exp.NullSafeEQ) -> X.Expr:
         a, b = self.pair(node.this, node.expression)
@@ -430,8 +432,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             )
         return self.expr(node.this)
 
-    def _trycast(self, node: exp.TryCast) -> X.Expr:
-        return self._cast(node)
+    _trycast = _cast
 
     def _interval(self, node: exp.Interval) -> X.Expr:
         """``INTERVAL 'text' [unit]`` (sqlglot splits ``'1 month'`` into a number and a unit)."""
@@ -466,6 +467,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             values = self.shown_args(name, [self.expr(a) for a in args])
             if (named := self.text_typeof(name, values, args)) is not None:
                 return named
+            if (made := enum_function(name, values)) is not None:
+                return made
         try:
             return Func(name, tuple(values))
         except PlanError as e:
@@ -518,9 +521,6 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         name = "length" if node.meta.get("name", "length") == "length" else "char_length"
         return self.func(name, [node.this, *([encoding] if encoding is not None else [])])
 
-    def _md5(self, node: exp.MD5) -> X.Expr:
-        return self.func("md5", [node.this])
-
     def _initcap(self, node: exp.Initcap) -> X.Expr:
         return self.func("initcap", [node.this] if node.this is not None else [])
 
@@ -572,10 +572,10 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         return self.func("power", [node.this, node.expression])
 
     def _greatest(self, node: exp.Greatest) -> X.Expr:
-        return Func("greatest", tuple(self.unify([node.this, *node.expressions])))
+        return extreme("greatest", self.unify([node.this, *node.expressions]))
 
     def _least(self, node: exp.Least) -> X.Expr:
-        return Func("least", tuple(self.unify([node.this, *node.expressions])))
+        return extreme("least", self.unify([node.this, *node.expressions]))
 
     def _unixtotime(self, node: exp.UnixToTime) -> X.Expr:
         return self.func("to_timestamp", [node.this])

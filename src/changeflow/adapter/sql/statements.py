@@ -22,14 +22,14 @@ from changeflow.adapter.sql.dialect import parse_sql, shared_tree
 from changeflow.adapter.sql.dml_with import DML, with_inlined, writes_in_with
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
+from changeflow.adapter.sql.names import NAME, QNAME
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.set_statements import SET_KINDS, SET_PATTERNS, set_statement
 from changeflow.adapter.sql.shapes import Shape, shape_of
 from changeflow.adapter.sql.temporary import TEMP_HEAD, in_pg_temp, refuse_on_commit, temporary
+from changeflow.adapter.sql.type_statements import TYPE_PATTERNS
 from changeflow.errors import PlanError
 
-NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
-QNAME = rf"{NAME}(?:\s*\.\s*{NAME}){{0,2}}"
 KIND_WORDS = {
     "TABLE": "table",
     "TABLES": "table",
@@ -331,6 +331,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"(?P<mode>DEFERRED|IMMEDIATE)",
     ),
     *SET_PATTERNS,
+    *TYPE_PATTERNS,
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),

@@ -26,6 +26,7 @@ from changeflow.compute.types import (
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
+    USER_TYPES,
     UUID,
     SqlType,
     array_of,
@@ -109,7 +110,19 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
         return kind, kind.arrow
     if dt.this == T.JSON:
         return JSON, JSON.arrow
+    if dt.this == T.USERDEFINED and (found := user_type(dt)) is not None:
+        return found, found.arrow
     raise _unknown(dt)
+
+
+def user_type(dt: exp.DataType) -> SqlType | None:
+    """The catalog's type (an enum) ``dt`` names, None if there is none of its name."""
+    lookup, kind = USER_TYPES.get(), dt.args.get("kind")
+    if lookup is None or kind is None:
+        return None
+    parts = [kind] if isinstance(kind, exp.Identifier) else list(kind.flatten())
+    shown = [p.name if p.args.get("quoted") else p.name.lower() for p in parts]
+    return lookup(".".join(shown))
 
 
 def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from changeflow.adapter.sql import statistics
+from changeflow.adapter.sql.enum_order import label_at, ranked_window, sort_value
 from changeflow.adapter.sql.rows import Rel, col_of
 from changeflow.adapter.sql.scalar import AGGREGATE_NODES, Scalars, coerce_text, walk
 from changeflow.adapter.sql.scope import Scope, ident, unsupported
@@ -17,7 +18,7 @@ from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute import window as W
 from changeflow.compute.intervals import Interval
-from changeflow.compute.types import BOOL, INT8, INTERVAL, NUMERIC
+from changeflow.compute.types import BOOL, INT8, INTERVAL, NUMERIC, SqlType
 from changeflow.errors import PlanError
 
 _NAMES: dict[type, str] = {
@@ -75,6 +76,7 @@ class Windows:
         named = {ident(w.this): w for w in node.args.get("windows") or []}
         specs: list[tuple[tuple[int, ...], tuple[P.Order, ...]]] = []
         funcs: dict[int, list[tuple[exp.Window, W.WindowFunc]]] = {}
+        enums: dict[int, SqlType | None] = {}  # an enum's min or max: by its labels' positions
         for call in calls:
             spec = _resolve(call, named)
             sc = stage.scalars()
@@ -83,13 +85,14 @@ class Windows:
             keys = [sc(p) for p in spec.args.get("partition_by") or []]
             order = spec.args.get("order")
             ordered = list(order.expressions) if order is not None else []
-            sort = [sc(o.this) for o in ordered]
+            sort = [sort_value(sc(o.this)) for o in ordered]
             for k in keys:
                 operator_for(k.type)
             for k in sort:
                 operator_for(k.type, ordering=True)
             sc.clause = "a window function"
             function = self.window_function(call.this, spec.args.get("spec"), sc, len(ordered))
+            function, enums[id(call)] = ranked_window(function)
             columns, plan = _columns(plan, keys + sort)
             stage.rel = Rel(plan, stage.rel.scope)
             shape = (
@@ -111,7 +114,9 @@ class Windows:
                 found.setdefault(id(call), []).append(col_of(plan, width + j))
             for call, _ in group:
                 name = function_name(call.this.this if _filtered(call) else call.this)
-                stage.replacements[id(call)] = statistics.window_value(name, found[id(call)])
+                value = statistics.window_value(name, found[id(call)])
+                kind = enums[id(call)]
+                stage.replacements[id(call)] = value if kind is None else label_at(kind, value)
         stage.rel = Rel(plan, stage.rel.scope)
         return stage
 

@@ -1,0 +1,18 @@
+"""The statements of user-defined types: ``CREATE TYPE``, ``DROP TYPE`` and ``ALTER TYPE``
+(their arguments, read by :mod:`changeflow.adapter.enum_types`)."""
+
+from changeflow.adapter.sql.names import QNAME
+
+TYPE_PATTERNS = [
+    (
+        "create_type",
+        rf"CREATE\s+TYPE\s+(?P<name>{QNAME})\s*(?:AS\s+(?P<enum>ENUM)\s*\((?P<labels>.*)\)|"
+        r"(?P<rest>.*))",
+    ),
+    (
+        "drop_type",
+        rf"DROP\s+TYPE\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    ("enum_alter", rf"ALTER\s+TYPE\s+(?P<name>{QNAME})\s+(?P<rest>.+)"),
+]
