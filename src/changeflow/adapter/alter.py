@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from changeflow.adapter import partial_index
 from changeflow.adapter.assign import assign
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
@@ -301,10 +302,8 @@ def _rename(env: Environment, state: CatalogState, item: Item, g: dict[str, Any]
     ]
     others = []
     for index in indexes:  # an index keeps its table's columns and names its key by them
-        key = [new_name if k == old_name else k for k in index.options["key"]]
-        others.append(
-            (index, replace(index, columns=changed.columns, options={**index.options, "key": key}))
-        )
+        options = partial_index.renamed(index.options, old_name, new_name)
+        others.append((index, replace(index, columns=changed.columns, options=options)))
     others += column_renamed(state, item, old_name, new_name)
     others += [(s, owned_by(s, new_name)) for s in owned_sequences(state, item, old_name)]
     _change(env, item, changed, schema, schema, None, None, others)
@@ -376,7 +375,7 @@ def _needs(reader: Item, shard: str, column: str, i: int) -> bool:
     """Whether ``reader`` depends on column ``i`` (named ``column``) of ``shard``: an index on
     the table by its key, a view or materialized view if its rows read it."""
     if reader.kind == "index" and reader.options.get("on") == shard:
-        return column in reader.options["key"]
+        return column in reader.options["key"] or partial_index.reads(reader.options, column)
     return i in _reads(reader, shard)
 
 

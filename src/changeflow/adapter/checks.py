@@ -106,25 +106,28 @@ def _choose(table: str, column: str | None, taken: set[str]) -> str:
     return name
 
 
-def planned(check: Check, schema: Schema, table: str) -> X.Expr:
+_WORDS = {"CHECK": "check constraint", "WHERE": "index predicate"}
+
+
+def planned(check: Check, schema: Schema, table: str, clause: str = "CHECK") -> X.Expr:
     """The check's expression over a row of ``schema``; PostgreSQL's error for one that
-    cannot be a check (42804 not boolean, 0A000 a subquery, 42803 an aggregate)."""
+    cannot be a check (42804 not boolean, 0A000 a subquery, 42803 an aggregate); ``clause``
+    names it in errors (``WHERE``: a partial index's predicate)."""
     from changeflow.adapter.sql.scalar import Scalars
     from changeflow.adapter.sql.scope import Field, Scope
 
     tree = check.tree
     if tree.find(exp.Subquery, exp.Select, exp.Exists):
-        raise PlanError("cannot use subquery in check constraint", sqlstate="0A000")
+        raise PlanError(f"cannot use subquery in {_WORDS[clause]}", sqlstate="0A000")
     if tree.find(exp.AggFunc):
-        raise PlanError(
-            "aggregate functions are not allowed in check constraints", sqlstate="42803"
-        )
+        message = f"aggregate functions are not allowed in {_WORDS[clause]}"
+        raise PlanError(message, sqlstate="42803")
     scope = Scope([Field(table.split(".")[-1], c.name, i) for i, c in enumerate(schema)])
-    e = Scalars(scope, schema, "CHECK")(tree)
+    e = Scalars(scope, schema, clause)(tree)
     if e.type not in (BOOL, NULLTYPE):
+        what = "CHECK constraint" if clause == "CHECK" else clause
         raise PlanError(
-            f"argument of CHECK constraint must be type boolean, not type {e.type}",
-            sqlstate="42804",
+            f"argument of {what} must be type boolean, not type {e.type}", sqlstate="42804"
         )
     return e
 

@@ -35,6 +35,7 @@ class Unique:
     columns: tuple[int, ...]
     primary: bool = False
     index: bool = False
+    where: X.Expr | None = None  # a partial unique index's predicate: the rows it constrains
 
     def to_json(self) -> list:
         return [self.name, list(self.columns), self.primary]
@@ -44,7 +45,10 @@ class Unique:
         return Unique(value[0], tuple(value[1]), bool(value[2]))
 
     def key(self, row: Row) -> Row | None:
-        """The row's key; None if a column is NULL (NULLs are never equal: no conflict)."""
+        """The row's key; None if a column is NULL (NULLs are never equal: no conflict), or
+        if the row is not one a partial index's predicate holds for."""
+        if self.where is not None and self.where.eval(row) is not True:
+            return None
         values = tuple(row[i] for i in self.columns)
         return None if any(v is None for v in values) else values
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from changeflow.adapter import partial_index
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, already_exists, split_name
 from changeflow.adapter.checks import table_checks
 from changeflow.adapter.column_defs import ColumnDef, table_columns
@@ -280,7 +281,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
     name = _in_schema_of(ident(name), on.name)  # an index is in its table's schema
     if (done := _exists(env, name, bool(g.get("ine")))) is not None:
         return done
-    unique = g.get("unique") and unique_index(env, on, name, [ident(k) for k in key])
+    where = partial_index.predicate(g.get("tail"), schema_of(on), on.name)
+    unique = g.get("unique") and unique_index(env, on, name, [ident(k) for k in key], where)
     plan = CatalogResolver(state).plan(on)
     item_id = _allocate(env)
     item = Item(
@@ -301,7 +303,8 @@ def create_index(env: Environment, stmt: Statement) -> Result:
             "scales": on.options.get("scales"),
         }
         | stored_mods(schema_of(on))
-        | ({"unique": unique} if unique else {}),
+        | ({"unique": unique} if unique else {})
+        | ({"where": where} if where else {}),
     )
     _install(env, item, plan)
     _finish(env, item)

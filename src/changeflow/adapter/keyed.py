@@ -95,6 +95,8 @@ def constrain_frame(session: Session, txn: Transaction, table: Any, frame: pa.Ta
     keys = [[frame.column_names[i] for i in u.columns] for u in table.unique]
     if frame.num_rows <= KEYS_READ or not all(_comparable(frame, k) for k in keys):
         return False
+    if any(u.where is not None for u in table.unique):  # a partial index's rows: by rows
+        return False
     env, shard = session.env, table.plan.name
     if txn.read_ts is None:
         timeline = session._timeline(frozenset({table.timeline}), txn)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.constraints import Unique, check_build
+from changeflow.adapter.partial_index import compiled
 from changeflow.adapter.sql.scope import qualify
 from changeflow.errors import PlanError
 
@@ -35,10 +36,12 @@ def unique_name(on: Item, key: list[str], state: CatalogState | None = None) -> 
     return next(n for n in names if state is None or state.by_name(qualify(schema, n)) is None)
 
 
-def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
-    """Check that ``on``'s present rows allow a unique index ``name`` on ``key`` (23505 if
-    not); True, the index's ``unique`` option."""
-    from changeflow.adapter.resolver import CatalogResolver
+def unique_index(
+    env: Environment, on: Item, name: str, key: list[str], where: str | None = None
+) -> bool:
+    """Check that ``on``'s present rows (those ``where`` holds for, of a partial index) allow
+    a unique index ``name`` on ``key`` (23505 if not); True, the index's ``unique`` option."""
+    from changeflow.adapter.resolver import CatalogResolver, schema_of
 
     if on.kind != "table":
         raise PlanError(
@@ -47,7 +50,8 @@ def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
             detail="A unique index is enforced on the writes of a table.",
         )
     names = [c[0] for c in on.columns]
-    u = Unique(split_name(name)[1], tuple(names.index(k) for k in key))
+    predicate = compiled(where, schema_of(on), on.name) if where else None
+    u = Unique(split_name(name)[1], tuple(names.index(k) for k in key), where=predicate)
     state = env.catalog.load()
     ts = env.read_ts(on.timeline, {on.id})
     rows = env.evaluate(CatalogResolver(state).plan(on), ts)
@@ -58,10 +62,20 @@ def unique_index(env: Environment, on: Item, name: str, key: list[str]) -> bool:
 def index_constraints(state: CatalogState, item: Item) -> tuple[Unique, ...]:
     """The constraints of the unique indexes of the table ``item``, in the order made: named
     by the index, its key columns found by name (they follow renames and dropped columns)."""
+    from changeflow.adapter.resolver import schema_of
+
     names = [c[0] for c in item.columns]
+    indexes = sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
     return tuple(
-        Unique(split_name(i.name)[1], tuple(names.index(k) for k in i.options["key"]), index=True)
-        for i in sorted(state.dependents(item.id), key=lambda i: int(i.id.lstrip("u") or 0))
+        Unique(
+            split_name(i.name)[1],
+            tuple(names.index(k) for k in i.options["key"]),
+            index=True,
+            where=compiled(i.options["where"], schema_of(item), item.name)
+            if i.options.get("where")
+            else None,
+        )
+        for i in indexes
         if i.kind == "index" and i.options.get("unique")
     )
 

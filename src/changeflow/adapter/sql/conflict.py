@@ -91,7 +91,7 @@ def _target(node: exp.OnConflict, relation: Relation) -> Unique | None:
             raise PlanError(f'column "{name}" does not exist', sqlstate="42703")
         wanted.add(names.index(name))
     for u in relation.unique:
-        if set(u.columns) == wanted:
+        if set(u.columns) == wanted and u.where is None:  # (a partial index is no arbiter)
             return u
     raise PlanError(
         "there is no unique or exclusion constraint matching the ON CONFLICT specification",
