@@ -1,7 +1,8 @@
 """Partial indexes (``CREATE [UNIQUE] INDEX … WHERE predicate``): a partial unique index
 constrains the rows its predicate holds for alone, on single-row and bulk writes, on UPDATE
-and in its build; it arbitrates no ON CONFLICT of its columns (42P10); a partial index that
-is not unique finds what a full one would. Here and on PostgreSQL 15, and after a restart."""
+and in its build; it arbitrates an ON CONFLICT of its columns that gives its predicate, and
+no other (42P10); a partial index that is not unique finds what a full one would. Here and on
+PostgreSQL 15, and after a restart."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ STATEMENTS = [
     "UPDATE accounts SET email = 'b' WHERE id = 6",
     "INSERT INTO accounts VALUES (7, 'c', NULL, 7) ON CONFLICT (id) DO NOTHING",
     "INSERT INTO accounts VALUES (7, 'c', NULL, 8) ON CONFLICT (id) DO UPDATE SET n = 9",
+    "INSERT INTO accounts VALUES (8, 'b', NULL, 1) ON CONFLICT (email) WHERE deleted_at IS NULL"
+    " DO NOTHING",
+    "INSERT INTO accounts VALUES (8, 'b', NULL, 1) ON CONFLICT (email)"
+    " WHERE deleted_at IS NULL AND n > 0 DO UPDATE SET n = excluded.n + 40",
     # many rows at once (the bulk path): a live duplicate among them, then none
     "INSERT INTO accounts SELECT g, 'm' || (g % 50), NULL, g FROM generate_series(100, 199) g",
     "INSERT INTO accounts SELECT g, 'm' || g, CASE WHEN g % 2 = 0 THEN DATE '2020-01-01' END, g"
@@ -48,6 +53,7 @@ STATEMENTS = [
 ]
 ERRORS = [
     "INSERT INTO accounts VALUES (9, 'z', NULL, 1) ON CONFLICT (email) DO NOTHING",
+    "INSERT INTO accounts VALUES (9, 'z', NULL, 1) ON CONFLICT (email) WHERE n > 0 DO NOTHING",
     "CREATE INDEX accounts_bad ON accounts (email) WHERE nosuch > 1",
     "CREATE INDEX accounts_bad ON accounts (email) WHERE email",
     "CREATE INDEX accounts_bad ON accounts (email) WHERE n IN (SELECT 1)",

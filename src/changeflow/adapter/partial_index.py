@@ -1,6 +1,7 @@
 """Partial indexes: ``CREATE [UNIQUE] INDEX … WHERE predicate``. A partial unique index
 constrains the rows its predicate is true of alone (PostgreSQL's soft-delete idiom: ``UNIQUE
-(email) WHERE deleted_at IS NULL``); it arbitrates no ``ON CONFLICT`` that names only its
+(email) WHERE deleted_at IS NULL``); it arbitrates an ``ON CONFLICT (email) WHERE
+deleted_at IS NULL`` (its predicate given, alone or AND-ed), not one that names only its
 columns, as in PostgreSQL. A partial index that is not unique keeps every row: a read through
 it applies its own WHERE, so what it finds is the same."""
 
@@ -40,6 +41,14 @@ def predicate(tail: str | None, schema: Schema, table: str) -> str | None:
 def compiled(text: str, schema: Schema, table: str) -> X.Expr:
     """A partial index's predicate over a row of its table."""
     return planned(Check("", text), schema, table, "WHERE")
+
+
+def implied_parts(tree: exp.Expression, schema: Schema, table: str) -> list[X.Expr]:
+    """The predicate of ``ON CONFLICT (k) WHERE predicate`` and each of its AND-ed parts, as a
+    partial index's would be planned: a partial unique index whose predicate is one of them
+    is an arbiter of the conflict."""
+    parts = [tree, *tree.flatten()] if isinstance(tree, exp.And) else [tree]
+    return [compiled(stored_sql(p), schema, table) for p in parts]
 
 
 def renamed(options: dict, old: str, new: str) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from changeflow.adapter.constraints import Conflict, Unique
+from changeflow.adapter.partial_index import implied_parts
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.sql.dml import assign
 from changeflow.adapter.sql.generated import refuse_value, with_generated
@@ -90,8 +91,10 @@ def _target(node: exp.OnConflict, relation: Relation) -> Unique | None:
         if name not in names:
             raise PlanError(f'column "{name}" does not exist', sqlstate="42703")
         wanted.add(names.index(name))
+    given = node.args.get("index_predicate")  # ON CONFLICT (k) WHERE …: partial indexes too
+    implied = implied_parts(given.this, relation.plan.schema, relation.name) if given else []
     for u in relation.unique:
-        if set(u.columns) == wanted and u.where is None:  # (a partial index is no arbiter)
+        if set(u.columns) == wanted and (u.where is None or u.where in implied):
             return u
     raise PlanError(
         "there is no unique or exclusion constraint matching the ON CONFLICT specification",
