@@ -162,6 +162,10 @@ def test_enum_ddl_in_transactions_and_after_a_restart(tmp_path: Path) -> None:
     again.execute("INSERT INTO j VALUES (3, 'new')")
     assert again.execute("SELECT * FROM firsts ORDER BY id").fetchall() == [(2, "new"), (3, "new")]
     assert outcome(again, "INSERT INTO j VALUES (4, 'late')") == ("error", "22P02")
+    again.execute("""CREATE TYPE "Odd Case" AS ENUM ('y', 'x')""")  # a name that keeps its case
+    again.execute("""CREATE TABLE oc (v "Odd Case")""")
+    again.execute("INSERT INTO oc VALUES ('x'), ('y')")
+    assert again.execute("SELECT v FROM oc ORDER BY v").fetchall() == [("y",), ("x",)]
     again.close()
 
 

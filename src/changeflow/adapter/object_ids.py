@@ -28,6 +28,7 @@ from changeflow.adapter.proc_oids import OVERLOADED, PG_OIDS, SIGNATURES, proc_o
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.system_enums import enum_types, find_enum
 from changeflow.adapter.system_indexes import indexes, relation_oid
 from changeflow.adapter.system_regs import REG_TYPES as REG_KINDS
 from changeflow.adapter.system_regs import ObjectName
@@ -78,7 +79,11 @@ def _class(state: CatalogState, value: int | str) -> tuple[int, str]:
     raise PlanError(f'relation "{value}" does not exist', sqlstate="42P01")
 
 
-def _type(value: int | str) -> tuple[int, str]:
+def _type(value: int | str, state: CatalogState | None = None) -> tuple[int, str]:
+    """A regtype: a type's OID and name, an enum's of ``state`` too."""
+    found = find_enum(state, value) if state is not None else None
+    if found is not None:
+        return found.oid, found.shown
     if isinstance(value, int):
         return value, FORMAT.get(value, str(value) if value else "-")
     oid = type_oid(value)
@@ -160,7 +165,7 @@ def resolve(state: CatalogState, user: str, kind: str, value: int | str) -> tupl
     if kind == "regclass":
         return _class(state, value)
     if kind == "regtype":
-        return _type(value)
+        return _type(value, state)
     if kind == "regnamespace":
         return _namespace(state, value)
     if kind in ("regproc", "regprocedure"):
@@ -353,7 +358,7 @@ def _named(column: exp.Column, kind: str, state: CatalogState, to: exp.DataType)
     if kind == "regclass":
         names = _class_names(state)
     elif kind == "regtype":
-        names = dict(FORMAT)
+        names = dict(FORMAT) | {e.oid: e.shown for e in enum_types(state).values()}
     elif kind == "regnamespace":
         names = _namespace_names(state)
     else:
@@ -373,7 +378,7 @@ def fold_object_ids(
     """``tree`` with its casts of constants to reg* types resolved (changed in place); a
     ``shown`` cast of a column is left to be resolved on the way out (it is planned as text)."""
     kept = [tree.expressions[i].unalias() for i, _ in shown] if shown else []
-    _name_types(tree)
+    _name_types(tree, state)
     casts = [c for c in tree.find_all(exp.Cast) if isinstance(c.to, exp.ObjectIdentifier)]
     for cast in sorted(casts, key=lambda c: -c.depth):
         kind = str(cast.to.this).lower()
@@ -390,7 +395,7 @@ def fold_object_ids(
             raise PlanError(f"a cast to {kind} needs the catalog", sqlstate="0A000")
         resolve: Any = {
             "regclass": lambda v: _class(state, v),
-            "regtype": _type,
+            "regtype": lambda v: _type(v, state),
             "regproc": _proc,
             "regprocedure": lambda v: _proc(v, True),
         }.get(kind, lambda v: _namespace(state, v))
@@ -402,7 +407,7 @@ def fold_object_ids(
     return tree
 
 
-def _name_types(tree: exp.Expression) -> None:
+def _name_types(tree: exp.Expression, state: CatalogState | None = None) -> None:
     """The constants compared with ``pg_typeof(x)`` (which is planned as text) as the names
     of the types they denote, 42704 for none: a quoted name, a type's OID, a regtype cast of
     either."""
@@ -418,7 +423,7 @@ def _name_types(tree: exp.Expression) -> None:
                 name = value.this if value.is_string else int(value.this)
                 if value.is_string and not cast and not isinstance(compare, exp.In):
                     name = _oid_text(name)  # regtype = unknown is oid = oid in PostgreSQL
-                side.replace(exp.Literal.string(_type(name)[1]))
+                side.replace(exp.Literal.string(_type(name, state)[1]))
 
 
 def _oid_text(text: str) -> int:

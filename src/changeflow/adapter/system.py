@@ -24,7 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from changeflow.adapter.attnums import attnums, dropped
-from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, split_name
+from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, search_path, split_name
 from changeflow.adapter.comments import description_functions, descriptions
 from changeflow.adapter.deparse import defaults_shown, pretty_texts
 from changeflow.adapter.extensions import extension_rows
@@ -38,21 +38,11 @@ from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
-from changeflow.adapter.system_indexes import (
-    class_row,
-    indexes,
-    relation_oid,
-    sql_type,
-    storage,
-)
+from changeflow.adapter.system_enums import column_types, enum_rows, type_functions
+from changeflow.adapter.system_indexes import class_row, indexes, relation_oid, sql_type, storage
 from changeflow.adapter.system_mz import MZ_SCHEMAS, MZ_TABLES, mz_rows, qualified_mz
 from changeflow.adapter.system_regs import RegColumns, cast_kind
-from changeflow.adapter.system_rows import (
-    constraint_defs,
-    key_constraints,
-    precision,
-    type_rows,
-)
+from changeflow.adapter.system_rows import constraint_defs, key_constraints, precision, type_rows
 from changeflow.adapter.system_tables import (
     BOOL_CALLS,
     BOOLS,
@@ -68,7 +58,6 @@ from changeflow.adapter.system_tables import (
     SYSTEM_OIDS,
     TABLES,
     namespace_oid,
-    type_oid,
 )
 from changeflow.adapter.system_temp import schema_names, temporary
 from changeflow.adapter.system_types import (
@@ -192,11 +181,14 @@ def _rows(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
     out["pg_type"] += type_rows()
-    items = state.items.values()
+    out |= {k: out[k] + v for k, v in enum_rows(state).items()}  # pg_type's and pg_enum's
+    items, enums = state.items.values(), column_types(state)
     every_index = indexes(state)
     indexed, triggered = {i.table.id for i in every_index}, fk_tables(state)
     for index in every_index:
-        for name, rows in index.rows(namespace_oid(state, split_name(index.table.name)[0])).items():
+        for name, rows in index.rows(
+            namespace_oid(state, split_name(index.table.name)[0]), enums
+        ).items():
             out[name] += rows
         if index.comment is not None:
             out["pg_description"].append((index.oid, PG_CLASS, 0, index.comment))
@@ -233,7 +225,7 @@ def _rows(
         for (col, type_name, nullable), n in zip(columns, attnums(item), strict=True):
             if type_name == "text":  # varchar(n) and char(n) keep text
                 type_name = texts.get(col, type_name)
-            type_oid, length, _ = sql_type(type_name)
+            type_oid, length, udt = sql_type(type_name, enums)
             default = defaults[col][0] if col in defaults and col not in identity else None
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
@@ -266,12 +258,13 @@ def _rows(
                     "NO" if not nullable and kind == "r" else "YES",
                 )
                 + (
-                    "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, type_name),
+                    "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, "USER-DEFINED"),
                     mods.get(col, 3) - 4 if type_oid in (1042, 1043) else None,
                 )
                 + precision(type_oid, mods.get(col, -1))
                 + (database,)
-                + ("pg_catalog", sql_type(type_name)[2], "YES" if col in identity else "NO")
+                + (split_name(type_name)[0] if type_name in enums else "pg_catalog", udt)
+                + ("YES" if col in identity else "NO",)
                 + ("ALWAYS" if col in generated else "NEVER", "NO")
             )
         if kind == "r":
@@ -289,22 +282,6 @@ def _rows(
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     info |= fk_info(state, database)  # constraints' views
     return temporary(out | {f"information_schema.{k}": v for k, v in info.items()})
-
-
-def _format_type(oid: int | None, typmod: int | None = None) -> str | None:
-    if oid is None:
-        return None
-    name = FORMAT.get(oid, "text")
-    if typmod is not None and typmod >= 4:
-        if oid == 1700:
-            return f"numeric({(typmod - 4) >> 16},{(typmod - 4) & 0xFFFF})"
-        if oid == 1043:
-            return f"character varying({typmod - 4})"
-        if oid == 1042:
-            return f"character({typmod - 4})"
-    if oid == 1042:
-        return "bpchar"
-    return name
 
 
 def _definition(item: Item) -> str:
@@ -360,14 +337,11 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         return 1 if re.search(pattern, value) else 0
 
     commented = {i.oid: i.comment for i in every_index.values() if i.comment is not None}
-    return description_functions(by_oid, PG_CLASS, commented) | {
+    named = description_functions(by_oid, PG_CLASS, commented) | type_functions(state)
+    return named | {
         "regexp": regexp,
         "regclass": regclass,
         "pg_partition_ancestors": regclass,
-        "regtype": lambda oid: (
-            FORMAT.get(oid, str(oid) if oid else "-") if isinstance(oid, int) else type_oid(oid)
-        ),
-        "to_regtype": type_oid,
         "to_regclass": lambda name: (
             by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
         ),
@@ -379,13 +353,11 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "json_build_object": lambda *args: json.dumps(
             dict(zip(args[::2], args[1::2], strict=False))
         ),
-        "pg_type_is_visible": lambda oid: 1,
         "pg_function_is_visible": lambda oid: 1,
         "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
         "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
         "pg_get_function_sqlbody": lambda oid: None,
         "pg_get_userbyid": lambda oid: user,
-        "format_type": _format_type,
         "pg_get_expr": lambda expr, rel=None, shown=None: pretty.get(expr, expr) if shown else expr,
         "pg_get_indexdef": indexdef,
         "pg_get_viewdef": viewdef,
@@ -393,7 +365,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         "pg_encoding_to_char": lambda n: "UTF8",
         "pg_relation_is_publishable": lambda oid: 0,
         "shobj_description": lambda *args: None,
-        "array_to_string": lambda value, sep=",", *rest: value,
         "current_schema": lambda: next(
             (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
         ),
@@ -533,6 +504,8 @@ def answer(
         or str(e.unalias().this).lower() in BOOL_CALLS
     }
     declared = annotated(text)
+    if settings and "search_path" in settings:  # the session's as it is now (after a SET)
+        SEARCH_PATH.set(search_path(settings["search_path"]))
     from changeflow.adapter.object_ids import resolve  # (it reads this module's oids)
 
     regs = RegColumns(tree, lambda kind, value: resolve(state, user, kind, value))

@@ -20,6 +20,7 @@ BTREE, HASH = 403, 405
 OPCLASS = {16: 10003, 17: 10006, 19: 10028, 20: 3124, 21: 1979, 23: 1978, 25: 3126, 26: 1981}
 OPCLASS |= {700: 10012, 701: 3123, 1042: 10004, 1043: 3126, 1082: 3122, 1114: 3128, 1184: 3127}
 OPCLASS |= {1186: 10022, 1700: 3125, 2950: 10065, 3802: 10088}
+ENUM_OPS = 10069
 DEFAULT_COLLATION = 100
 COLLATIONS = {"c": 950, "posix": 951}  # pg_collation's fixed oids
 
@@ -28,9 +29,12 @@ def relation_oid(item: Item) -> int:
     return RELATION_BASE + int(item.id.lstrip("u") or 0)
 
 
-def sql_type(name: str) -> tuple[int, int, str]:
-    """A column type's (OID, typlen, pg_type name); text's for a type PostgreSQL lacks."""
-    return TYPES.get(name, (25, -1, "text"))
+def sql_type(
+    name: str, enums: dict[str, tuple[int, int, str]] | None = None
+) -> tuple[int, int, str]:
+    """A column type's (OID, typlen, pg_type name), of an enum's from ``enums`` (by catalog
+    name: :func:`changeflow.adapter.system_enums.column_types`); text's for another type."""
+    return TYPES.get(name) or (enums or {}).get(name) or (25, -1, "text")
 
 
 def storage(type_oid: int, length: int) -> str:
@@ -137,8 +141,11 @@ class Index:
         names = [quote_ident(k) for k in self.keys] + [quote_ident(c) for c in self.include]
         return names[column - 1] if 0 < column <= len(names) else ""
 
-    def rows(self, namespace: int) -> dict[str, list[tuple[Any, ...]]]:
-        """Its rows of pg_class, pg_attribute, pg_index and pg_indexes."""
+    def rows(
+        self, namespace: int, enums: dict[str, tuple[int, int, str]] | None = None
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """Its rows of pg_class, pg_attribute, pg_index and pg_indexes (``enums``: the enums'
+        types, as :func:`sql_type` takes them)."""
         names = [c[0] for c in self.table.columns]
         kinds = {c[0]: c[1] for c in self.table.columns}
         mods = typmods(self.table)
@@ -149,7 +156,7 @@ class Index:
             kind = kinds.get(key, "text")
             if kind == "text":
                 kind = texts.get(key, kind)
-            type_oid, length, _ = sql_type(kind)
+            type_oid, length, _ = sql_type(kind, enums)
             types.append(type_oid)
             mod = mods.get(key, -1)
             if self.method == "hash":  # a hash index holds its keys' hash codes
@@ -168,7 +175,7 @@ class Index:
         index = (self.oid, table_oid, width, n, self.unique, False, self.primary, False, True)
         index += (False, True, False, True, True, False, nums, collations)
         options = [item.option for item in self.items] + [0] * (n - len(self.items))
-        index += (" ".join(str(OPCLASS.get(t, 0)) for t in keyed),)
+        index += (" ".join(str(_opclass(t)) for t in keyed),)
         index += (" ".join(str(o) for o in options[:n]), None, None)
         schema, relname = split_name(self.table.name)
         row = class_row(self.oid, self.name, namespace, "i", width, False)
@@ -224,6 +231,11 @@ def _written(sql: str, table: Item) -> dict[str, Any]:
         "include": tuple(c for c in (name(i) for i in include) if c in columns),
         "params": tuple(params),
     }
+
+
+def _opclass(type_oid: int) -> int:
+    """The default btree operator class of a type (an enum's: enum_ops)."""
+    return ENUM_OPS if type_oid >= RELATION_BASE else OPCLASS.get(type_oid, 0)
 
 
 def _default_opclasses(typname: str) -> tuple[str, ...]:

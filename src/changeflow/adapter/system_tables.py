@@ -157,7 +157,7 @@ TABLES: dict[str, str] = {
     "seqincrement INTEGER, seqmax INTEGER, seqmin INTEGER, seqcache INTEGER, seqcycle BOOL",
     "pg_depend": "classid OID, objid OID, objsubid INT4, refclassid OID, refobjid OID, "
     "refobjsubid INT4, deptype CHAR",
-    "pg_enum": "oid INTEGER, enumtypid INTEGER, enumsortorder REAL, enumlabel TEXT",
+    "pg_enum": "oid OID, enumtypid OID, enumsortorder REAL, enumlabel NAME",
     "pg_extension": "oid INTEGER, extname TEXT, extversion TEXT",
     "pg_cursors": "name TEXT, statement TEXT",
     "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
@@ -204,7 +204,6 @@ EMPTY = {
     "pg_trigger",
     "pg_rewrite",
     "pg_foreign_table",
-    "pg_enum",
     "pg_opclass",
     "pg_parameter_acl",
 }
@@ -249,7 +248,7 @@ CATALOG_CALLS = frozenset(
     }
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
-BOOL_CALLS |= {"has_database_privilege"}
+BOOL_CALLS |= {"has_database_privilege", "pg_type_is_visible"}
 
 
 def type_oid(name: Any) -> int | None:

@@ -108,6 +108,8 @@ def _sql_type(dt: exp.DataType | None) -> SqlType | None:
         element = _sql_type(dt.expressions[0])
         if element is OID_TYPE:
             return OIDS_TYPE
+        if element is NAME_TYPE:  # name[] as text[] (array_agg(enumlabel))
+            return ARRAYS.get(TEXT)
         return ARRAYS.get(element) if element is not None else None
     return _SCALARS.get(dt.this)
 
@@ -117,6 +119,7 @@ _CALL_TYPES = dict.fromkeys(
     ("pg_get_indexdef", "pg_get_expr", "pg_get_constraintdef", "pg_get_viewdef", "format_type"),
     "TEXT",
 ) | dict.fromkeys(("obj_description", "col_description", "shobj_description"), "TEXT")
+_CALL_TYPES["pg_type_is_visible"] = "BOOLEAN"
 
 
 def _typed_call(node: exp.Expression) -> exp.Expression:
@@ -240,6 +243,14 @@ def rewrite_array(node: exp.Expression) -> exp.Expression | None:
         if isinstance(node.this, exp.Literal) and node.this.is_string:
             return exp.Literal.string(array_literal(node.this.this, element))
         return node.this
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "array_to_string":
+        collected = node.expressions[0] if node.expressions else None
+        if isinstance(collected, exp.Array) and len(collected.expressions) == 1:
+            query = collected.expressions[0]
+            plain = not any(query.args.get(k) for k in ("group", "limit", "distinct"))
+            if isinstance(query, exp.Select) and len(query.expressions) == 1 and plain:
+                collected.replace(exp.Subquery(this=_aggregated(query)))
+        return node
     if isinstance(node, exp.ArrayAgg):
         arg = node.this
         keys: list[exp.Expression] = []
@@ -249,6 +260,17 @@ def rewrite_array(node: exp.Expression) -> exp.Expression | None:
             arg = arg.this
         return exp.Anonymous(this="array_agg", expressions=[arg, *keys])
     return None
+
+
+def _aggregated(query: exp.Select) -> exp.Select:
+    """``ARRAY(SELECT x FROM … ORDER BY k)`` as ``SELECT array_agg(x ORDER BY k) FROM …``
+    (as :func:`rewrite_array` runs it: an array held as JSON)."""
+    order = query.args.get("order")
+    query.set("order", None)
+    value = query.expressions[0].unalias()
+    keys = exp.Order(this=value.copy(), expressions=order.expressions) if order else value.copy()
+    query.set("expressions", [exp.ArrayAgg(this=keys)])
+    return query
 
 
 def rewrite_unnest(select: exp.Select) -> None:

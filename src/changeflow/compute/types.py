@@ -161,12 +161,13 @@ def array_of(element: SqlType) -> SqlType:
 
 def sql_type(name: str) -> SqlType:
     """The type named ``name`` (PostgreSQL's names and common aliases, ``name[]`` an array)."""
-    name = name.strip().lower()
+    given = name.strip()  # (a catalog type's name keeps its case)
+    name = given.lower()
     if name.endswith("[]"):
         return array_of(sql_type(name[:-2]))
     found = _BY_NAME.get(name)
     if found is None and (user_types := USER_TYPES.get()) is not None:
-        found = user_types(name)
+        found = user_types(given)
     if found is None:
         known = ", ".join(t.name for t in (*SCALARS, TIME, UUID, BYTEA, INTERVAL, JSONB))
         raise PlanError(f"unknown type {name!r}; the types are {known}", sqlstate="42704")

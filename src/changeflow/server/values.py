@@ -30,6 +30,7 @@ BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 2
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
 INTERVAL, TIME = 1186, 1083
+USER_OIDS = 16384  # the first OID of the catalog's own types (enums) and relations
 
 # SQL type name -> (OID, type size)
 OIDS: dict[str, tuple[int, int]] = {
@@ -102,7 +103,10 @@ PG_EPOCH_DATE = dt.date(2000, 1, 1)
 
 
 def oid_of(t: SqlType) -> tuple[int, int]:
-    """The OID and size PostgreSQL gives the type (text for one it has no name for)."""
+    """The OID and size PostgreSQL gives the type (text for one it has no name for; an
+    enum's own OID, its size an OID's, as PostgreSQL stores its labels)."""
+    if t.labels is not None:
+        return t.oid, 4
     if t.element is not None:
         return ARRAY_OIDS[t.element.name], -1
     return OIDS.get(t.name, (TEXT, -1))
@@ -250,6 +254,8 @@ def encoder(t: SqlType, fmt: int) -> Callable[[Any], bytes | None]:
         if fmt == 0:
             return lambda v: None if v is None else to_text(v, t).encode("utf-8")
         return lambda v: None if v is None else array_binary(v, element)
+    if t.labels is not None:  # an enum's label, in binary too (enum_send: the label's bytes)
+        return lambda v: None if v is None else str(v).encode("utf-8")
     if fmt == 0:
         if t.name in ("smallint", "integer", "bigint"):
             return lambda v: None if v is None else str(v).encode()
@@ -366,7 +372,7 @@ def from_binary(raw: bytes, oid: int, index: int) -> Any:
         return _typed(str(Interval(months, days, micros)), "interval")
     if oid == JSONB and raw[:1] == b"\x01":
         raw = raw[1:]  # binary jsonb: a version byte, then the text
-    if oid in STRINGS:
+    if oid in STRINGS or oid >= USER_OIDS:  # an enum's binary value is its label's text
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
