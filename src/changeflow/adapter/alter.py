@@ -44,7 +44,7 @@ from changeflow.adapter import partial_index
 from changeflow.adapter.assign import assign
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
-from changeflow.adapter.check_alter import add_check, drop_constraint, rename_constraint
+from changeflow.adapter.check_alter import CONSTRAINT_ACTIONS, add_check
 from changeflow.adapter.column_defs import ColumnDef, table_columns
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import release
@@ -102,10 +102,8 @@ def alter_table(env: Environment, stmt: Statement) -> Result:
         from changeflow.adapter.alter_column import alter_column
 
         return alter_column(env, state, item, g)
-    if g["action"] == "drop_constraint":
-        return drop_constraint(env, item, g)
-    if g["action"] == "rename_constraint":
-        return rename_constraint(env, item, g)
+    if g["action"] in CONSTRAINT_ACTIONS:
+        return CONSTRAINT_ACTIONS[g["action"]](env, item, g)
     action = {"add": _add, "drop": _drop, "rename": _rename}[g["action"]]
     return action(env, state, item, g)
 

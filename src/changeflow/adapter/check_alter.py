@@ -1,5 +1,5 @@
-"""``ALTER TABLE t ADD [CONSTRAINT c] CHECK (…)``, ``DROP CONSTRAINT c`` and ``RENAME
-CONSTRAINT c TO d``.
+"""``ALTER TABLE t ADD [CONSTRAINT c] CHECK (…) [NOT VALID]``, ``DROP CONSTRAINT c``,
+``RENAME CONSTRAINT c TO d`` and ``VALIDATE CONSTRAINT c``.
 
 A check is added only if the table's rows pass it (23514 otherwise, naming the constraint,
 as PostgreSQL). Writes racing the change follow the rule of unique indexes
@@ -11,6 +11,7 @@ change that commits after that second read is checked by neither.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +19,13 @@ from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
 from changeflow.adapter.checks import Check, checks_of, planned, table_checks, violation
-from changeflow.adapter.constraint_options import add_checked
+from changeflow.adapter.constraint_options import add_checked, not_valid
 from changeflow.adapter.fk_catalog import (
     add_foreign_key,
     constraint_names,
     drop_foreign_key,
+    fk_rows_checked,
+    foreign_keys_of,
     key_unreferenced,
 )
 from changeflow.adapter.result import Result
@@ -41,13 +44,19 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
     from changeflow.adapter.key_alter import KEYS, add_key  # it builds on ALTER TABLE's steps
     from changeflow.adapter.resolver import schema_of
 
+    unchecked = re.search(r"\s+NOT\s+VALID\s*$", text, re.I)
+    text = text[: unchecked.start()] if unchecked else text
     defs = parse_sql(f"CREATE TABLE x ({text})").this.expressions
     parts = [p for d in defs for p in (d.expressions if isinstance(d, exp.Constraint) else [d])]
     taken = constraint_names(item)
     if len(defs) == 1 and parts and isinstance(parts[0], exp.ForeignKey):
-        add_foreign_key(env, item, defs, taken)
+        add_foreign_key(env, item, defs, taken, valid=not unchecked)
         return Result(TAG)
     if len(defs) == 1 and parts and isinstance(parts[0], KEYS):
+        if unchecked:
+            raise PlanError(
+                "PRIMARY KEY and UNIQUE constraints cannot be marked NOT VALID", sqlstate="0A000"
+            )
         add_key(env, item, defs, taken)
         return Result(TAG)
     if len(defs) != 1 or not parts or not isinstance(parts[0], exp.CheckColumnConstraint):
@@ -58,7 +67,37 @@ def add_check(env: Environment, item: Item, text: str) -> Result:
         )
     table = split_name(item.name)[1]
     (check,) = table_checks(table, defs, schema_of(item), taken)
-    add_checked(env, item, "checks", check, lambda table: _check_rows(env, table, check))
+    check_rows = lambda table: _check_rows(env, table, check)  # noqa: E731
+    add_checked(env, item, "checks", check, check_rows, valid=not unchecked)
+    return Result(TAG)
+
+
+def validate_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
+    """VALIDATE CONSTRAINT name: the table's rows checked against a CHECK or FOREIGN KEY
+    constraint added NOT VALID (23514, 23503), which then counts as validated; one that was
+    never NOT VALID is left as it is."""
+    name, table = g["column"], split_name(item.name)[1]
+    checks = {c.name: c for c in checks_of(item)}
+    fks = {f.name: f for f in foreign_keys_of(item)}
+    if name not in checks and name not in fks:
+        if name in constraint_names(item):
+            message = f'constraint "{name}" of relation "{table}" is not a foreign key or check'
+            raise PlanError(message + " constraint", sqlstate="42809")
+        raise PlanError(
+            f'constraint "{name}" of relation "{table}" does not exist', sqlstate="42704"
+        )
+    if name in not_valid(item):
+        if name in checks:
+            _check_rows(env, item, checks[name])
+        else:
+            fk_rows_checked(env, item, fks[name])
+
+        def change(state: CatalogState) -> tuple[CatalogState, None]:
+            now = state.items[item.id]
+            kept = sorted(not_valid(now) - {name})
+            return state.with_item(replace(now, options={**now.options, "not_valid": kept})), None
+
+        env.catalog.change(change)
     return Result(TAG)
 
 
@@ -106,6 +145,7 @@ def drop_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result:
         options = dict(now.options)
         options["checks"] = [c for c in options.get("checks") or [] if c[0] != name]
         options["unique"] = [u for u in options.get("unique") or [] if u[0] != name]
+        options["not_valid"] = sorted(not_valid(now) - {name})
         return state.with_item(replace(now, options=options)), None
 
     env.catalog.change(change)
@@ -136,7 +176,15 @@ def rename_constraint(env: Environment, item: Item, g: dict[str, Any]) -> Result
         options = dict(now.options)
         for key in NAMED:
             options[key] = [[new, *c[1:]] if c[0] == old else c for c in options.get(key) or []]
+        options["not_valid"] = sorted(new if n == old else n for n in not_valid(now))
         return state.with_item(replace(now, options=options)), None
 
     env.catalog.change(change)
     return Result(TAG)
+
+
+CONSTRAINT_ACTIONS = {
+    "drop_constraint": drop_constraint,
+    "rename_constraint": rename_constraint,
+    "validate_constraint": validate_constraint,
+}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
-from changeflow.adapter.constraint_options import add_checked, without
+from changeflow.adapter.constraint_options import add_checked, not_valid, without
 from changeflow.adapter.foreign_keys import (
     SHOWN,
     ForeignKey,
@@ -187,15 +187,18 @@ def constraint_names(item: Item) -> set[str]:
     return names | {f.name for f in foreign_keys_of(item)}
 
 
-def add_foreign_key(env: Environment, item: Item, defs: list[exp.Expression], taken: set) -> None:
+def add_foreign_key(
+    env: Environment, item: Item, defs: list[exp.Expression], taken: set, valid: bool = True
+) -> None:
     """ALTER TABLE ADD [CONSTRAINT n] FOREIGN KEY …: the table's rows checked (23503 for a
     row whose key is not referenced), then the constraint kept, then the rows checked again
-    (a write planned before the change may have added one meanwhile: it then goes again)."""
+    (a write planned before the change may have added one meanwhile: it then goes again);
+    not ``valid`` (``NOT VALID``): kept unchecked."""
     (fk,) = table_foreign_keys(env.catalog.load(), item.name, defs, item, taken)
-    add_checked(env, item, "foreign_keys", fk, lambda table: _check_rows(env, table, fk))
+    add_checked(env, item, "foreign_keys", fk, lambda table: fk_rows_checked(env, table, fk), valid)
 
 
-def _check_rows(env: Environment, item: Item, fk: ForeignKey) -> None:
+def fk_rows_checked(env: Environment, item: Item, fk: ForeignKey) -> None:
     from changeflow.adapter.fk_enforce import key_of, shown_key, violation
     from changeflow.adapter.foreign_keys import positions
     from changeflow.adapter.txn_reads import table_rows
@@ -253,7 +256,8 @@ def fk_constraints(
         keys = "{" + ",".join(map(str, fk.columns)) + "}"
         refs = "{" + ",".join(map(str, fk.refs)) + "}"
         rows.append(
-            (fk_oid(oid, k), fk.name, namespace, "f", fk.deferrable, fk.deferred, True, oid, 0)
+            (fk_oid(oid, k), fk.name, namespace, "f", fk.deferrable, fk.deferred)
+            + (fk.name not in not_valid(item), oid, 0)
             + (index, 0)
             + (parent_oid, fk.on_update, fk.on_delete, fk.match, True, 0, True, keys, refs, None)
         )
@@ -266,7 +270,7 @@ def fk_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str, str]]:
     out = {}
     for i in items:
         for k, fk in enumerate(foreign_keys_of(i) if i.kind == "table" else []):
-            text = definition(by_id, i, fk)
+            text = definition(by_id, i, fk) + (" NOT VALID" if fk.name in not_valid(i) else "")
             out[fk_oid(relation_oid(i), k)] = (text, text)
     return out
 

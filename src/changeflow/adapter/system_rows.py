@@ -7,6 +7,7 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import Item
+from changeflow.adapter.constraint_options import not_valid
 from changeflow.adapter.system_tables import OWNER, PG_CATALOG, TYPES
 
 
@@ -97,12 +98,13 @@ def check_constraints(item: Item, oid: int, namespace: int) -> list[tuple[Any, .
     from changeflow.adapter.deparse import checks_shown
 
     nums = dict(zip((c[0] for c in item.columns), attnums(item), strict=True))
-    rows = []
+    rows, unchecked = [], not_valid(item)
     for k, check in enumerate(checks_of(item)):
         keys = "{" + ",".join(str(nums[c]) for c in check.columns() if c in nums) + "}"
         expression = checks_shown(item, check.sql)[0][len("CHECK (") : -1]  # pg_get_expr's
         rows.append(
-            (check_oid(oid, k), check.name, namespace, "c", False, False, True, oid, 0, 0, 0)
+            (check_oid(oid, k), check.name, namespace, "c", False, False)
+            + (check.name not in unchecked, oid, 0, 0, 0)
             + (0, " ", " ", " ", True, 0, False, keys, None, expression)
         )
     return rows
@@ -129,5 +131,6 @@ def constraint_defs(items: list[Item], relation_oid: Any) -> dict[int, tuple[str
             )
             out[constraint_oid(rel, k)] = (text, text)
         for k, check in enumerate(checks_of(i)):
-            out[check_oid(rel, k)] = checks_shown(i, check.sql)
+            tail = " NOT VALID" if check.name in not_valid(i) else ""
+            out[check_oid(rel, k)] = tuple(t + tail for t in checks_shown(i, check.sql))
     return out

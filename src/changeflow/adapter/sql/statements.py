@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
+from changeflow.adapter.sql.alter_statements import ALTER_PATTERNS
 from changeflow.adapter.sql.dialect import parse_sql, shared_tree
 from changeflow.adapter.sql.dml_with import DML, with_inlined, writes_in_with
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
@@ -264,43 +265,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"REFRESH\s+MATERIALIZED\s+VIEW\s+(?:CONCURRENTLY\s+)?(?P<name>{QNAME})"
         r"(?:\s+WITH\s+(?P<no_data>NO\s+)?DATA)?",
     ),
-    (
-        "alter_add",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ADD\s+"
-        r"(?:COLUMN\s+)?(?P<cie>IF\s+NOT\s+EXISTS\s+)?(?P<column>.+)",
-    ),
-    (
-        "alter_drop_constraint",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
-        rf"CONSTRAINT\s+(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
-    ),
-    (
-        "alter_drop",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+DROP\s+"
-        rf"(?:COLUMN\s+)?(?P<cie>IF\s+EXISTS\s+)?(?P<column>{NAME})\s*(?P<mode>CASCADE|RESTRICT)?",
-    ),
-    (
-        "alter_rename_constraint",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
-        rf"CONSTRAINT\s+(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
-    ),
-    (
-        "alter_rename",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+RENAME\s+"
-        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+TO\s+(?P<new>{NAME})",
-    ),
-    (
-        "alter_column",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
-        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?P<change>(?:SET|DROP)\s+NOT\s+NULL|DROP\s+DEFAULT"
-        r"|SET\s+DEFAULT\s+(?P<default>.+))",
-    ),
-    (
-        "alter_type",
-        rf"ALTER\s+TABLE\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+ALTER\s+"
-        rf"(?:COLUMN\s+)?(?P<column>{NAME})\s+(?:SET\s+DATA\s+)?TYPE\s+(?P<type>.+?)"
-        r"(?:\s+USING\s+(?P<using>.+))?",
-    ),
+    *ALTER_PATTERNS,
     ("show_create", rf"SHOW\s+CREATE\s+{KIND}\s+(?P<name>{QNAME})"),
     ("show_columns", rf"SHOW\s+COLUMNS\s+(?:FROM|IN)\s+(?P<name>{QNAME})"),
     ("show_items", rf"SHOW\s+{KIND}"),
