@@ -24,6 +24,9 @@ SETUP = [
     "CREATE INDEX accounts_big ON accounts USING btree (n) WHERE n > 10",
 ]
 STATEMENTS = [
+    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'accounts' ORDER BY 1",
+    "SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indrelid = 'accounts'::regclass"
+    " ORDER BY 1",
     "INSERT INTO accounts VALUES (1, 'a', NULL, 1), (2, 'a', '2020-01-01', 20), (3, 'b', NULL, 30)",
     "INSERT INTO accounts VALUES (4, 'a', NULL, 4)",
     "INSERT INTO accounts VALUES (5, 'a', '2021-01-01', 5)",

@@ -9,6 +9,7 @@ from typing import Any
 
 from changeflow.adapter.attnums import attnums
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.deparse import checks_shown
 from changeflow.adapter.sql.index_keys import KeyItem, key_item, tail_clauses
 from changeflow.adapter.system_rows import constraint_oid
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE, TYPES
@@ -81,6 +82,7 @@ class Index:
     method: str = "btree"
     include: tuple[str, ...] = ()
     params: tuple[tuple[str, str], ...] = ()
+    where: str | None = None  # a partial index's predicate, as pg_get_expr shows it
 
     @property
     def qualified(self) -> str:
@@ -104,7 +106,7 @@ class Index:
         if self.params:
             shown = (f"{k}={v if quote_ident(v) == v else _literal(v)}" for k, v in self.params)
             text += f" WITH ({', '.join(shown)})"
-        return text
+        return text + (f" WHERE {self.where}" if self.where else "")
 
     def key_text(self, n: int) -> str:
         """The ``n``-th key item as pg_get_indexdef prints it: its column, a collation
@@ -176,7 +178,7 @@ class Index:
         index += (False, True, False, True, True, False, nums, collations)
         options = [item.option for item in self.items] + [0] * (n - len(self.items))
         index += (" ".join(str(_opclass(t)) for t in keyed),)
-        index += (" ".join(str(o) for o in options[:n]), None, None)
+        index += (" ".join(str(o) for o in options[:n]), None, self.where)
         schema, relname = split_name(self.table.name)
         row = class_row(self.oid, self.name, namespace, "i", width, False)
         params = "{" + ",".join(f"{k}={v}" for k, v in self.params) + "}" if self.params else None
@@ -201,7 +203,9 @@ def indexes(state: CatalogState) -> list[Index]:
             name = split_name(item.name)[1]
             unique = bool(item.options.get("unique"))
             index = Index(relation_oid(item), name, subject, tuple(keys), unique)
-            out.append(replace(index, **_written(item.sql, subject)))
+            where = item.options.get("where")
+            shown = checks_shown(subject, where)[0][len("CHECK (") : -1] if where else None
+            out.append(replace(index, **_written(item.sql, subject), where=shown))
     for item in state.items.values():
         if item.kind != "table":
             continue
