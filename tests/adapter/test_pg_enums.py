@@ -1,8 +1,8 @@
-"""Enum types (``CREATE TYPE … AS ENUM``): values checked against the labels, compared and
-sorted by the labels' order (ORDER BY, comparisons, min/max, greatest/least, window and
-aggregate ORDER BY, set operations), labels added before or after others, and the type's
-DDL in transactions and across a restart. Here and on PostgreSQL 15, ad hoc and in views
-kept through changes."""
+"""Enum types (``CREATE TYPE … AS ENUM``) and arrays of them: values checked against the
+labels, compared and sorted by the labels' order (ORDER BY, comparisons, min/max,
+greatest/least, window and aggregate ORDER BY, set operations), labels added before or after
+others, and the type's DDL in transactions and across a restart. Here and on PostgreSQL 15,
+ad hoc and in views kept through changes."""
 
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ AD_HOC = [
     "SELECT id, s::feeling FROM en WHERE id IN (1, 3)",
     "SELECT enum_first(NULL::feeling), enum_last('ok'::feeling)",
     "SELECT id, f || 'x', 'x' || g FROM en ORDER BY id",
+    "SELECT id FROM en WHERE f = ANY(ARRAY['ok', 'sad']::feeling[]) ORDER BY id",
+    "SELECT id FROM en WHERE g <> ALL('{ok}'::feeling[]) ORDER BY id",
+    "SELECT array_agg(f ORDER BY f, id)::text, (ARRAY['ok', 'sad']::feeling[])[2] FROM en",
 ]
 ERRORS = [
     "INSERT INTO en VALUES (9, 'glad')",
@@ -63,6 +66,7 @@ ERRORS = [
     "SELECT id FROM en WHERE f = s",
     "SELECT id, s::feeling FROM en",
     "SELECT length(f) FROM en",
+    "SELECT ARRAY['ok', 'glad']::feeling[]",
     "CREATE TYPE feeling AS ENUM ('a')",
     "DROP TYPE feeling",
     "DROP TYPE nosuch",
@@ -74,6 +78,7 @@ QUERIES = [
     "SELECT f, count(*) AS n, min(id) AS first FROM en WHERE f >= 'ok' GROUP BY f",
     "SELECT max(f) AS top, min(g) AS bottom FROM en",
     "SELECT id, f FROM en ORDER BY f DESC, id LIMIT 2",
+    "SELECT array_agg(g ORDER BY g, id)::text AS gs FROM en",
 ]
 CHANGES = [
     "INSERT INTO en VALUES (6, 'happy', 'happy', NULL), (7, 'sad', 'sad', NULL)",

@@ -49,6 +49,8 @@ class SqlType:
     def __reduce__(self) -> tuple[object, tuple[Any, ...]]:
         if self.labels is not None:
             return (enum_type, (self.name, self.labels, self.oid))
+        if self.element is not None and self.element.labels is not None:
+            return (array_of, (self.element,))
         return (_named, (self.name,))
 
     @property
@@ -154,6 +156,11 @@ def array_of(element: SqlType) -> SqlType:
             "could not determine polymorphic type because input has type unknown", sqlstate="42P18"
         )
     found = ARRAYS.get(element)
+    if found is None and element.labels is not None:  # an enum's, made once
+        found = _ENUMS.setdefault(
+            (f"{element.name}[]", element.labels, -element.oid),
+            SqlType(f"{element.name}[]", pa.list_(pa.string()), element=element),
+        )
     if found is None:
         raise PlanError(f"arrays of {element} are not supported", sqlstate="0A000")
     return found

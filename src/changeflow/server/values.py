@@ -107,8 +107,8 @@ def oid_of(t: SqlType) -> tuple[int, int]:
     enum's own OID, its size an OID's, as PostgreSQL stores its labels)."""
     if t.labels is not None:
         return t.oid, 4
-    if t.element is not None:
-        return ARRAY_OIDS[t.element.name], -1
+    if t.element is not None:  # (an enum's array: as text[], a type clients read)
+        return ARRAY_OIDS.get(t.element.name, ARRAY_OIDS["text"]), -1
     return OIDS.get(t.name, (TEXT, -1))
 
 
