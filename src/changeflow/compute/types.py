@@ -171,7 +171,7 @@ def sql_type(name: str) -> SqlType:
     given = name.strip()  # (a catalog type's name keeps its case)
     name = given.lower()
     if name.endswith("[]"):
-        return array_of(sql_type(name[:-2]))
+        return array_of(sql_type(given[:-2]))
     found = _BY_NAME.get(name)
     if found is None and (user_types := USER_TYPES.get()) is not None:
         found = user_types(given)
