@@ -18,7 +18,9 @@ pytestmark = pytest.mark.postgres
 
 SETUP = (
     "DROP TABLE IF EXISTS wb",
+    "DROP TABLE IF EXISTS wc",
     "CREATE TABLE wa (id int PRIMARY KEY, v text)",
+    "CREATE TABLE wc (id int, c char(5))",
     "CREATE TABLE wb (id int, v text, at int)",
     "INSERT INTO wa VALUES (1, 'a'), (2, 'b'), (3, 'c')",
 )
@@ -51,6 +53,10 @@ STATEMENTS = [
     "INSERT INTO wa SELECT id + 40, 'open' FROM a",
     "SELECT * FROM wa ORDER BY id",
     "SELECT * FROM wb ORDER BY id",
+    # a char(n) value a part returns is held as the table holds it (its blanks shown only)
+    "WITH i AS (INSERT INTO wc VALUES (1, 'ab') RETURNING *) "
+    "SELECT c || '|', length(c), octet_length(c), c, c = 'ab   ' FROM i",
+    "WITH u AS (UPDATE wc SET c = 'q' RETURNING c) SELECT c, c = 'q' FROM u",
 ]
 
 
@@ -64,6 +70,7 @@ def test_with_writes_as_postgres(tmp_path: Path, postgres_url: str) -> None:
                 assert mine == outcome(pg, "SELECT count(*) AS n, sum(at) AS s FROM wb"), sql
         finally:
             pg.execute("DROP TABLE wb")
+            pg.execute("DROP TABLE wc")
 
 
 def test_parts_commit_together_in_a_transaction(tmp_path: Path) -> None:

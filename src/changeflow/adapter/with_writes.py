@@ -28,6 +28,7 @@ from changeflow.adapter.sql.scope import ident, table_name, unsupported
 from changeflow.adapter.sql.statements import Statement
 from changeflow.adapter.writes import returned_columns, write
 from changeflow.compute import plan as P
+from changeflow.compute.pads import held_rows
 from changeflow.compute.types import Schema
 from changeflow.errors import PlanError
 
@@ -49,8 +50,8 @@ def run_with_writes(session: Session, stmt: Statement) -> Result:
         for name, part in parts:
             parameters.check_writable(session, part.kind, part.text)
             got = _alone(txn, start, lambda p=part: _with(returned, lambda: write(session, p)))
-            if got.columns:
-                rows = tuple((row, 1) for row in got.rows)
+            if got.columns:  # (char(n) values held unpadded, as a table's are)
+                rows = tuple((row, 1) for row in held_rows(got.rows, got.columns))
                 returned[name] = Output(
                     P.Constant(rows, got.columns), [c.name for c in got.columns]
                 )

@@ -30,6 +30,18 @@ def padded_rows(rows: list[tuple[Any, ...]], schema: Schema) -> list[tuple[Any, 
     return out
 
 
+def held_rows(rows: list[tuple[Any, ...]], schema: Schema) -> list[tuple[Any, ...]]:
+    """Shown ``rows`` as values are held: char(n) values without their trailing blanks (what
+    :func:`padded_rows` added)."""
+    pads = [i for i, c in enumerate(schema) if c.pad is not None]
+    if not pads:
+        return rows
+    return [
+        tuple(v.rstrip(" ") if i in pads and isinstance(v, str) else v for i, v in enumerate(r))
+        for r in rows
+    ]
+
+
 def padded_table(table: pa.Table, pads: Iterable[tuple[str, int]]) -> pa.Table:
     """``table`` with its char(n) columns (each a name and its n) padded with blanks to n."""
     for name, n in pads:
