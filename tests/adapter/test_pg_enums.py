@@ -192,3 +192,28 @@ def test_a_schema_whose_type_a_column_elsewhere_uses_is_not_dropped(tmp_path: Pa
     conn.execute("DROP SCHEMA s CASCADE")
     assert outcome(conn, "SELECT 'a'::s.e") == ("error", "42704")
     conn.close()
+
+
+def test_composite_types_as_row_types_of_populate_record(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    setup = ["DROP TYPE IF EXISTS jrow", "CREATE TYPE jrow AS (a text, b int, c timestamp)"]
+    statements = [
+        """SELECT * FROM json_populate_record(NULL::jrow, '{"a": "x", "z": 4.5}') q""",
+        """SELECT * FROM jsonb_populate_record(NULL::jrow, '{"b": 3, "c": "2012-01-20 10:42"}')""",
+        "SELECT * FROM jsonb_populate_recordset(NULL::jrow, "
+        """'[{"a": "x"}, {"b": 3, "c": "2012-01-20 10:42:53"}]') q ORDER BY b NULLS FIRST""",
+        "CREATE TYPE jrow AS (z int)",
+        "DROP TYPE jrow",
+        """SELECT * FROM json_populate_record(NULL::jrow, '{"a": "x"}') q""",
+    ]
+    try:
+        with beside_postgres(tmp_path / "home", postgres_url, "en", *SETUP, *setup) as (ours, pg):
+            same_outcomes(ours, pg, statements[:3])
+            for refused in ["CREATE TABLE jt (r jrow)", "SELECT NULL::jrow"]:
+                assert outcome(ours, refused) == ("error", "0A000")
+            same_outcomes(ours, pg, statements[3:])
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as pg:  # (the shared server's)
+            pg.execute("DROP TYPE IF EXISTS jrow")
+            pg.execute("DROP TYPE IF EXISTS feeling")

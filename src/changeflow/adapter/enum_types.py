@@ -1,5 +1,8 @@
 """Enum types: ``CREATE TYPE name AS ENUM ('label', …)``, ``DROP TYPE``, ``ALTER TYPE … ADD
-VALUE``, as PostgreSQL's (ORMs make them: SQLAlchemy's ``Enum``, Prisma's enums).
+VALUE``, as PostgreSQL's (ORMs make them: SQLAlchemy's ``Enum``, Prisma's enums); and
+composite types (``CREATE TYPE name AS (field type, …)``), row types of
+``json[b]_populate_record[set](NULL::name, …)`` and no more (a column or value of one is
+refused, 0A000).
 
 An enum is a catalog item of kind ``type`` whose options hold its labels in their order; its
 OID is numbered as a relation's. A column of it holds the label as text; its values compare
@@ -38,29 +41,44 @@ def enum_of(item: Item) -> SqlType:
 
 
 def user_type(state: CatalogState, type_name: str) -> SqlType | None:
-    """The enum a statement names ``type_name`` (by the search path), None if none is."""
+    """The enum a statement names ``type_name`` (by the search path), None if none is; 0A000
+    for a composite type, which is a row type of json_populate_record here and no more."""
     item = state.find(type_name)
-    return enum_of(item) if item is not None and item.kind == "type" else None
+    if item is None or item.kind != "type":
+        return None
+    if "fields" in item.options:
+        raise PlanError(
+            f"composite type {item.name} cannot be the type of a column or a value here: it "
+            "is a row type of json[b]_populate_record[set](NULL::type, …)",
+            sqlstate="0A000",
+        )
+    return enum_of(item)
 
 
 def create_type(env: Any, stmt: Statement) -> Result:
     """``CREATE TYPE name AS ENUM (labels)``; the other kinds of type are refused."""
     g = stmt.args
-    if not g.get("enum"):
+    fields = re.fullmatch(r"AS\s*\((?P<fields>.*)\)\s*", g.get("rest") or "", re.I | re.S)
+    if not g.get("enum") and fields is None:
         raise PlanError(
             f"CREATE TYPE {g['name']}{(' ' + g['rest'].strip()) if g['rest'] else ''} is not "
-            "supported: the types made here are enums (CREATE TYPE name AS ENUM ('a', 'b'))",
+            "supported: the types made here are enums (CREATE TYPE name AS ENUM ('a', 'b')) "
+            "and composite types (CREATE TYPE name AS (field type, …))",
             sqlstate="0A000",
         )
     state = env.catalog.load()
     type_name = state.creation_name(name(g["name"]))
     if state.by_name(type_name) is not None:
         raise PlanError(f'type "{split_name(type_name)[1]}" already exists', sqlstate="42710")
-    labels = _labels(g["labels"])
+    if fields is not None:
+        columns = _fields(fields["fields"])
+        options: dict[str, Any] = {"fields": True}
+    else:
+        columns, options = (), {"labels": _labels(g["labels"])}
 
     def add(state: CatalogState) -> tuple[CatalogState, None]:
         item_id, state = state.allocate()
-        item = Item(item_id, type_name, "type", stmt.text, options={"labels": labels})
+        item = Item(item_id, type_name, "type", stmt.text, columns, options=options)
         return state.with_item(item), None
 
     env.catalog.change(add)
@@ -109,7 +127,10 @@ def alter_type(env: Any, stmt: Statement) -> Result:
     item = state.find(type_name)
     if item is None or item.kind != "type":
         raise PlanError(f'type "{type_name}" does not exist', sqlstate="42704")
-    labels = list(item.options["labels"])
+    if "labels" not in item.options and _OWNER.fullmatch(rest) is None:
+        message = f"ALTER TYPE of composite type {type_name} is not supported"
+        raise PlanError(message, sqlstate="0A000")
+    labels = list(item.options.get("labels") or ())
     notices = []
     if (m := _ADD.fullmatch(rest)) is not None:
         label = _label(m["label"])
@@ -171,6 +192,15 @@ def _labels(text: str) -> list[str]:
             raise PlanError(f'enum label "{label}" is given twice', sqlstate="23505")
         labels.append(label)
     return labels
+
+
+def _fields(text: str) -> tuple[tuple[str, str, bool], ...]:
+    """A composite type's fields (``name type, …``) as an item's columns."""
+    from changeflow.adapter.column_defs import table_columns
+    from changeflow.adapter.sql.dialect import parse_sql
+
+    defs = table_columns(parse_sql(f"CREATE TABLE x ({text})").this.expressions)
+    return tuple((d.name, d.kind.name, True) for d in defs)
 
 
 def _label(quoted: str) -> str:

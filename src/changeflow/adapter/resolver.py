@@ -67,6 +67,11 @@ class CatalogResolver:
     def __init__(self, state: CatalogState) -> None:
         self.state = state
 
+    def row_type(self, name: str) -> Schema | None:
+        """The fields of the composite type ``name``, None if there is none."""
+        item = self.state.find(name)
+        return schema_of(item) if item is not None and "fields" in item.options else None
+
     def relation(self, name: str) -> Relation:
         item = self.state.find(name)
         if item is None and self.state.elsewhere(name):

@@ -44,7 +44,7 @@ def enum_types(state: CatalogState) -> dict[str, EnumType]:
     visible where the search path finds it and no built-in type has its name."""
     out = {}
     for item in state.items.values():
-        if item.kind == "type":
+        if item.kind == "type" and "labels" in item.options:
             schema, typname = split_name(item.name)
             labels = tuple(item.options.get("labels") or ())
             visible = state.find(typname) is item and type_oid(typname) is None
@@ -96,7 +96,7 @@ def find_enum(state: CatalogState, value: int | str) -> EnumType | None:
         item = None
     if item is None:  # a type's catalog name as it is (pg_typeof's of "my type")
         item = state.by_name(value)
-    return types.get(item.name) if item is not None and item.kind == "type" else None
+    return types.get(item.name) if item is not None and "labels" in item.options else None
 
 
 def type_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:

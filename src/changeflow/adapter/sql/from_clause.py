@@ -91,6 +91,9 @@ class FromClause:
         except PlanError as e:
             if e.sqlstate != "42P01":
                 raise
+            found = self.resolver.row_type(name)  # a composite type's (CREATE TYPE … AS (…))
+            if found is not None:
+                return found
             raise PlanError(f'type "{name}" does not exist', sqlstate="42704") from None
 
     def table_ref(self, node: exp.Expression, outer: Scope | None) -> Rel:
