@@ -128,7 +128,6 @@ def test_two_transactions_inserting_one_key_cannot_both_commit(tmp_path: Path) -
         "ALTER TABLE k ADD CONSTRAINT c EXCLUDE USING gist (n WITH =)",
         "ALTER SCHEMA public RENAME TO p",
         "CREATE UNLOGGED TABLE u (a int)",
-        "LOCK TABLE k",
     ],
 )
 def test_statements_not_supported_say_so(tmp_path: Path, sql: str) -> None:

@@ -1,10 +1,11 @@
-"""ALTER SEQUENCE and ALTER TABLE inside a transaction hold the sequence or table until the
-transaction ends, as PostgreSQL's lock does: another session's ``nextval`` or ``setval`` of
-the sequence, or write to the table, waits (and gives up after :data:`WAIT` seconds, 55P03),
-so that nothing it would do meanwhile is lost or handed out again when a ROLLBACK puts the
-item back. The transaction's own session goes on. A hold lives in the process (sessions of
-one process: the embedded connection, the server); it is released when the ROLLBACK has put
-the item back, at the COMMIT, or (should neither come) when the transaction object is gone."""
+"""ALTER SEQUENCE and ALTER TABLE inside a transaction, and LOCK TABLE, hold the sequence or
+table until the transaction ends, as PostgreSQL's lock does: another session's ``nextval``
+or ``setval`` of the sequence, or write to the table, waits (and gives up after :data:`WAIT`
+seconds, 55P03), so that nothing it would do meanwhile is lost or handed out again when a
+ROLLBACK puts the item back. The transaction's own session goes on. A hold lives in the
+process (sessions of one process: the embedded connection, the server); it is released when
+the ROLLBACK has put the item back, at the COMMIT, or (should neither come) when the
+transaction object is gone."""
 
 from __future__ import annotations
 
@@ -84,29 +85,47 @@ def held_elsewhere(home: object, item_id: str) -> bool:
 def wait(home: object, seq_id: str, name: str, kind: str = "sequence") -> None:
     """Return once no other session's open transaction holds the item (a sequence, or a
     ``kind``); 55P03 after :data:`WAIT` seconds."""
-    me = SESSION.get()
-    key = (id(home), seq_id)
-    deadline = time.monotonic() + WAIT
     with _cond:
-        while True:
-            found = _held.get(key)
-            if found is None:
-                return
-            if found[1]() is None:  # the transaction is gone (no reference kept here)
-                del _held[key]
-                return
-            if found[0]() is me:
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise PlanError(
-                    f'canceling statement due to lock timeout: {kind} "{name}" is altered'
-                    " by an open transaction",
-                    sqlstate="55P03",
-                )
-            global _waiting
-            _waiting += 1
-            try:
-                _cond.wait(min(left, 1.0))
-            finally:
-                _waiting -= 1
+        _free((id(home), seq_id), SESSION.get(), name, kind)
+
+
+def take(home: object, item_id: str, name: str, nowait: bool = False) -> None:
+    """Hold the table ``item_id`` for the running session's transaction (LOCK TABLE) once no
+    other session's holds it: waiting as :func:`wait` does, or with ``nowait`` 55P03 at once."""
+    session = SESSION.get()
+    txn = getattr(session, "txn", None)
+    if session is None or txn is None:
+        return
+    with _cond:
+        _free((id(home), item_id), session, name, "table", nowait)
+        _held[(id(home), item_id)] = (weakref.ref(session), weakref.ref(txn))
+    weakref.finalize(txn, release, home, item_id, weakref.ref(txn))
+
+
+def _free(key: tuple[int, str], me: Any, name: str, kind: str, nowait: bool = False) -> None:
+    """Return (holding ``_cond``) once no other session's open transaction holds ``key``."""
+    global _waiting
+    deadline = time.monotonic() + WAIT
+    while True:
+        found = _held.get(key)
+        if found is None:
+            return
+        if found[1]() is None:  # the transaction is gone (no reference kept here)
+            del _held[key]
+            return
+        if found[0]() is me:
+            return
+        if nowait:
+            raise PlanError(f'could not obtain lock on relation "{name}"', sqlstate="55P03")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PlanError(
+                f'canceling statement due to lock timeout: {kind} "{name}" is altered'
+                " or locked by an open transaction",
+                sqlstate="55P03",
+            )
+        _waiting += 1
+        try:
+            _cond.wait(min(left, 1.0))
+        finally:
+            _waiting -= 1

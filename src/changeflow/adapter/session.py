@@ -67,6 +67,7 @@ from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement,
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
+from changeflow.adapter.table_locks import lock_tables
 from changeflow.adapter.timelines import check_single, check_transaction, timestamp_number
 from changeflow.adapter.txn_reads import transaction_read
 from changeflow.adapter.with_writes import run_with_writes
@@ -176,6 +177,8 @@ class Session:
             try:
                 return self.env.catalog.pinned(lambda: self._run(stmt))
             except holds.Held as held:
+                if self.txn is not None and not self.txn.explicit:
+                    self.txn = None  # it runs again on a snapshot taken after the wait
                 held.wait()
 
     def _in_context(self) -> None:
@@ -200,7 +203,10 @@ class Session:
             result, txn = fn(), self.committing
             if txn is not None:  # sessions commit as a group
                 self.committing = None
-                self._commit(txn)
+                try:
+                    self._commit(txn)
+                finally:  # what it held (ALTER TABLE, LOCK TABLE) is let go once committed
+                    holds.release_all(txn)
             temp_tables.after_transaction(self, txn)  # ON COMMIT DELETE ROWS, DROP
             return statement_ended(self, result)
         except NeedsDefaults:  # before anything was written: the statement path follows
@@ -334,6 +340,8 @@ class Session:
             return parameters.reset_all(self)
         if kind == "set_constraints":
             return set_constraints(self, stmt.args)
+        if kind == "lock":
+            return lock_tables(self, stmt)
         if kind in SAVEPOINT_KINDS:
             return run_savepoint(self, stmt)
         if kind == "show_isolation":  # PostgreSQL's name for strict serializable (and more)

@@ -112,14 +112,14 @@ def end(
     check: Callable[[], None] = lambda: None,
 ) -> None:
     """At the end of a transaction: its DROPs applied (COMMIT, once ``check`` of its deferred
-    constraints passed), or what it created dropped and what it altered put back."""
+    constraints passed; its holds go once its writes are committed: the session's
+    ``_guarded``), or what it created dropped and what it altered put back."""
     if committed:
         try:
             check()
         except BaseException:
             end(txn, False, run)
             raise
-        holds.release_all(txn)
         for entry in txn.dropped:
             entry.release() if isinstance(entry, Hidden) else run(entry)
         return

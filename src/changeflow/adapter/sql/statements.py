@@ -297,6 +297,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     *SET_PATTERNS,
     *TYPE_PATTERNS,
+    (
+        "lock",
+        rf"LOCK\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)"
+        r"(?:\s+IN\s+(?P<mode>[A-Z\s]+?)\s+MODE)?(?P<nowait>\s+NOWAIT)?",
+    ),
     ("show_isolation", r"SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL"),
     ("show_all", r"SHOW\s+ALL"),
     ("show_var", r"SHOW\s+(?P<var>[\w.]+)"),
@@ -321,7 +326,7 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
     (
         re.compile(
             r"(?:CREATE\s+UNLOGGED\s+TABLE|COMMENT\s+ON"
-            r"|LOCK|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX"
+            r"|VACUUM|ANALYZE|DO|LISTEN|NOTIFY|UNLISTEN|CLUSTER|REINDEX"
             r"|CREATE\s+TABLE)\b",
             re.I,
         ),
