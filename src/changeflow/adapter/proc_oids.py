@@ -38,6 +38,8 @@ _PG15 = """
 1193 array_fill(anyelement,integer[]) | anyarray | = | 2277 | 2283 1007
 1286 array_fill(anyelement,integer[],integer[]) | anyarray | = | 2277 | 2283 1007 1007
 2176 array_length(anyarray,integer) | integer | = | 23 | 2277 23
+3153 array_to_json(anyarray) | json | = | 114 | 2277
+3154 array_to_json(anyarray,boolean) | json | = | 114 | 2277 16
 2091 array_lower(anyarray,integer) | integer | = | 23 | 2277 23
 748 array_ndims(anyarray) | integer | = | 23 | 2277
 3277 array_position(anycompatiblearray,anycompatible) | integer | = | 23 | 5078 5077
@@ -135,6 +137,11 @@ _PG15 = """
 3947 json_object_field(json,text) | json | from_json json, field_name text | 114 | 114 25
 3948 json_object_field_text(json,text) | text | from_json json, field_name text | 25 | 114 25
 3968 json_typeof(json) | text | = | 25 | 114
+3202 json_object(text[]) | json | = | 114 | 1009
+3203 json_object(text[],text[]) | json | = | 114 | 1009 1009
+3261 json_strip_nulls(json) | json | = | 114 | 114
+3263 jsonb_object(text[]) | jsonb | = | 3802 | 1009
+3264 jsonb_object(text[],text[]) | jsonb | = | 3802 | 1009 1009
 3215 jsonb_array_element(jsonb,integer) | jsonb | from_json jsonb, element_index integer | 3802 | 3802 23
 3216 jsonb_array_element_text(jsonb,integer) | text | from_json jsonb, element_index integer | 25 | 3802 23
 3207 jsonb_array_length(jsonb) | integer | = | 23 | 3802

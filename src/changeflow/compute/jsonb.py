@@ -247,8 +247,15 @@ def concat(a: Jsonb, b: Jsonb) -> Jsonb:
     return from_value((x if isinstance(x, list) else [x]) + (y if isinstance(y, list) else [y]))
 
 
-def delete(j: Jsonb, what: str | int) -> Jsonb:
-    """``j - 'key'`` (a key, or an array's equal strings) or ``j - i`` (an array's element)."""
+def delete(j: Jsonb, what: str | int | tuple) -> Jsonb:
+    """``j - 'key'`` (a key, or an array's equal strings), ``j - i`` (an array's element) or
+    ``j - text[]`` (each of the keys)."""
+    if isinstance(what, tuple):
+        for key in what:
+            j = j if key is None else delete(j, key)
+        if not isinstance(j.value(), dict | list):
+            raise EvalError("cannot delete from scalar", sqlstate="22023")
+        return j
     v = j.value()
     if not isinstance(v, dict | list):
         raise EvalError("cannot delete from scalar", sqlstate="22023")

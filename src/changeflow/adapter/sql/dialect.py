@@ -42,6 +42,8 @@ _PLAIN_CALLS = (
     "FACTORIAL",
     "FORMAT",
     "GET_BIT",
+    "JSON_OBJECT",
+    "JSON_STRIP_NULLS",
     "JSONB_CONTAINS",
     "JSONB_EXISTS",
     "JSON_EXTRACT_PATH",  # (not ``->``: PostgreSQL's call takes a path of any length)

@@ -166,7 +166,11 @@ FUNCTIONS = [
         lambda j, keys: all(k is not None and J.exists(j, k) for k in keys),
     ),
     Function("jsonb_concat", _sig((JSONB, JSONB), result=JSONB), J.concat),
-    Function("jsonb_delete", _sig((JSONB, TEXT), (JSONB, "int"), result=JSONB), J.delete),
+    Function(
+        "jsonb_delete",
+        _sig((JSONB, TEXT), (JSONB, "int"), (JSONB, array_of(TEXT)), result=JSONB),
+        J.delete,
+    ),
     Function("jsonb_typeof", _sig((JSONB,), result=TEXT), J.typeof),
     Function("jsonb_array_length", _sig((JSONB,), result=INT4), J.array_length),
     Function("to_jsonb", _one_any, to_jsonb, strict=False),
