@@ -1,5 +1,5 @@
 """``array_to_json`` (pretty too), ``json_strip_nulls``, ``json_object`` and ``jsonb_object``
-of one text array or two, and ``jsonb - text[]``: here and on PostgreSQL 15, ad hoc and in
+of one text array or two, ``jsonb - text[]`` and ``json 'text'`` literals: here and on PostgreSQL 15, ad hoc and in
 views kept through changes, with PostgreSQL's errors."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ SETUP = [
     "INSERT INTO jm VALUES (1, 'a', 'x', 1.5), (2, 'b', NULL, 2), (3, 'c', 'z', NULL)",
 ]
 AD_HOC = [
+    "SELECT json_build_array('a', 1, 'e', json '{\"x\": 3, \"y\": [1,2,3]}')::text,"
+    " json '[1, 2]'::text, (json '{\"a\": 5}' -> 'a')::text",
     "SELECT array_to_json('{1,5,null}'::int[])::text, array_to_json('{1,5}'::int[], true)::text",
     "SELECT array_to_json('{{1,2},{3,4}}'::int[])::text, array_to_json(ARRAY['a', 'b\"'])::text",
     "SELECT array_to_json(ARRAY[1.50, 2]::numeric[])::text, array_to_json(ARRAY[true])::text",
@@ -34,6 +36,7 @@ AD_HOC = [
     " ('[\"a\", \"b\", 1]'::jsonb - '{a}'::text[])::text",
 ]
 ERRORS = [
+    "SELECT json 'nope'",
     "SELECT json_object('{a,b,c}')",
     "SELECT jsonb_object('{a,b}', '{1}')",
     "SELECT json_object(ARRAY[NULL, 'x'])",

@@ -71,6 +71,14 @@ def _path_operand(node: exp.Expression) -> exp.Expression:
 class JsonbScalars:
     """The jsonb operators, as methods of the scalar planner."""
 
+    def _parsejson(self: Scalars, node: exp.ParseJSON) -> X.Expr:
+        """``json 'text'``: the literal read as json (22P02 for text that is none)."""
+        from changeflow.adapter.sql.scalar import coerce_text
+
+        if isinstance(node.this, exp.Literal) and node.this.is_string:
+            return coerce_text(str(node.this.this), JSON)
+        return X.Cast(self.expr(node.this), JSON)
+
     def _jsonb_side(self: Scalars, node: exp.Expression) -> X.Expr:
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
 
