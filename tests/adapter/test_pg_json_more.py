@@ -1,6 +1,6 @@
 """``array_to_json`` (pretty too), ``json_strip_nulls``, ``json_object`` and ``jsonb_object``
-of one text array or two, ``jsonb - text[]`` and ``json 'text'`` literals: here and on PostgreSQL 15, ad hoc and in
-views kept through changes, with PostgreSQL's errors."""
+of one text array or two, ``jsonb - text[]`` and ``json 'text'`` literals: here and on
+PostgreSQL 15, ad hoc and in views kept through changes, with PostgreSQL's errors."""
 
 from __future__ import annotations
 
