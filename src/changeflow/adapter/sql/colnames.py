@@ -125,8 +125,8 @@ def _figure(node: exp.Expression) -> tuple[str, int]:
         return "array", 2  # as a call's name: ARRAY[…]::text is still "array"
     if isinstance(node, exp.Interval):
         return "interval", 1
-    if isinstance(node, exp.ParseJSON):  # json 'text': a cast of a constant
-        return "json", 1
+    if isinstance(node, exp.ParseJSON):  # json 'text' (::t: sqlglot puts the cast inside)
+        return (type_name(node.this.to), 1) if isinstance(node.this, exp.Cast) else ("json", 1)
     if "name" in node.meta:  # a call, as written (an operator's node has no name)
         return _call_name(node) if isinstance(node, exp.Func) else str(node.meta["name"]), 2
     if isinstance(node, exp.Anonymous) or type(node) in (*_CALL_NAMES, *AGGREGATE_NODES):

@@ -72,12 +72,16 @@ class JsonbScalars:
     """The jsonb operators, as methods of the scalar planner."""
 
     def _parsejson(self: Scalars, node: exp.ParseJSON) -> X.Expr:
-        """``json 'text'``: the literal read as json (22P02 for text that is none)."""
+        """``json 'text'``: the literal read as json (22P02 for text that is none); ``json
+        'text'::t`` (which sqlglot reads as json of the cast) the json cast to ``t``."""
         from changeflow.adapter.sql.scalar import coerce_text
 
-        if isinstance(node.this, exp.Literal) and node.this.is_string:
-            return coerce_text(str(node.this.this), JSON)
-        return X.Cast(self.expr(node.this), JSON)
+        inner = node.this
+        if isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal):
+            return self.expr(exp.Cast(this=exp.ParseJSON(this=inner.this), to=inner.to))
+        if isinstance(inner, exp.Literal) and inner.is_string:
+            return coerce_text(str(inner.this), JSON)
+        return X.Cast(self.expr(inner), JSON)
 
     def _jsonb_side(self: Scalars, node: exp.Expression) -> X.Expr:
         from changeflow.adapter.sql.scalar import coerce_text, is_string_literal
