@@ -1,7 +1,8 @@
 """A SELECT of one ordered derived table keeps its order, as PostgreSQL's plan does: ``SELECT *
 FROM (SELECT … ORDER BY a DESC) s LIMIT 3`` gives the three largest, in order (positions,
-aliases, expressions and NULLS placement of the inner ORDER BY carried out; nested derived
-tables too); ad hoc and maintained, compared with a real PostgreSQL."""
+aliases, expressions and NULLS placement of the inner ORDER BY carried out, and keys the
+derived table does not show; nested derived tables too); ad hoc and maintained, compared with
+a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -39,12 +40,21 @@ def test_an_ordered_derived_table_keeps_its_order_as_postgres(
                 "SELECT * FROM (SELECT * FROM (SELECT * FROM so ORDER BY a) i) o LIMIT 2",
                 "SELECT * FROM (SELECT a, b FROM so WHERE a < 10 ORDER BY b DESC, a) s",
                 "SELECT count(*) FROM (SELECT * FROM so ORDER BY a DESC) s",
+                # ordered by what the derived table does not show
+                "SELECT * FROM (SELECT b FROM so ORDER BY a DESC NULLS LAST) s LIMIT 3",
+                "SELECT s.* FROM (SELECT b FROM so o ORDER BY o.a % 5, a) s LIMIT 4 OFFSET 2",
+                "SELECT upper(b) FROM (SELECT b FROM so ORDER BY a) s LIMIT 2",
+                "SELECT * FROM (SELECT b, count(*) FROM so GROUP BY b ORDER BY max(a) DESC) s "
+                "LIMIT 2",
             ],
         )
         maintained_as_postgres(
             ours,
             pg,
-            ["SELECT * FROM (SELECT a, b FROM so WHERE a IS NOT NULL ORDER BY a DESC) s LIMIT 3"],
+            [
+                "SELECT * FROM (SELECT a, b FROM so WHERE a IS NOT NULL ORDER BY a DESC) s LIMIT 3",
+                "SELECT * FROM (SELECT b FROM so WHERE a IS NOT NULL ORDER BY a DESC) s LIMIT 3",
+            ],
             [
                 "INSERT INTO so VALUES (100, 'big')",
                 "DELETE FROM so WHERE a = 100",

@@ -12,6 +12,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.relations import Finishing
+from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.enum_order import sort_value
 from changeflow.adapter.sql.rows import Output
 from changeflow.adapter.sql.scalar import Scalars, bare
@@ -302,8 +303,42 @@ def inherit_order(tree: exp.Expression) -> None:
         if any(e.find(exp.AggFunc, exp.Window) for e in select.expressions):
             continue
         keys = [_outer_key(o, inner, source.this.alias) for o in inner.args["order"].expressions]
+        if any(k is None for k in keys):
+            keys = _hidden_keys(select, inner, source.this.alias, keys)
         if all(k is not None for k in keys):
             select.set("order", exp.Order(expressions=keys))
+
+
+def _hidden_keys(
+    outer: exp.Select, inner: exp.Select, alias: str, keys: list[exp.Ordered | None]
+) -> list[exp.Ordered | None]:
+    """``keys`` with those the derived table does not show added to its select list under
+    names of their own (``SELECT * FROM (SELECT a FROM t ORDER BY b) s LIMIT 3``), the outer
+    ``*`` then written as the columns it showed; ``keys`` as they are where that cannot be
+    done (a DISTINCT, a ``*`` or a name twice in the derived table's list)."""
+    items = inner.expressions
+    names = [output_name(e) for e in items]
+    if inner.args.get("distinct") or any(map(_star, items)) or len(set(names)) < len(names):
+        return keys
+    out = []
+    for k, (key, ordered) in enumerate(zip(keys, inner.args["order"].expressions, strict=True)):
+        if key is None:
+            hidden = f"?order{k}"
+            inner.append("expressions", exp.alias_(ordered.this.copy(), hidden, quoted=True))
+            key = ordered.copy()
+            key.set("this", exp.column(exp.to_identifier(hidden, quoted=True), table=alias))
+        out.append(key)
+    shown = [exp.column(exp.to_identifier(n, quoted=True), table=alias) for n in names]
+    listed = []
+    for e in outer.expressions:
+        listed += [c.copy() for c in shown] if _star(e) else [e]
+    outer.set("expressions", listed)
+    return out
+
+
+def _star(e: exp.Expression) -> bool:
+    """Is ``e`` a select list's ``*`` or ``t.*``?"""
+    return isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
 
 
 def _outer_key(ordered: exp.Ordered, inner: exp.Select, alias: str) -> exp.Ordered | None:
