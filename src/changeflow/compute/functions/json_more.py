@@ -11,6 +11,7 @@ from changeflow.compute import jsonb as J
 from changeflow.compute.array_shape import nested
 from changeflow.compute.functions.base import Function, in_process
 from changeflow.compute.functions.jsonb import _json_text
+from changeflow.compute.functions.jsonb_edits import strip_nulls
 from changeflow.compute.functions.overloads import Overloads
 from changeflow.compute.types import BOOL, JSON, JSONB, NULLTYPE, TEXT, SqlType, array_of
 from changeflow.errors import EvalError, PlanError
@@ -25,7 +26,7 @@ def array_to_json(arg: tuple[Any, SqlType], pretty: tuple[Any, SqlType] = (False
         return None
 
     def text(v: Any) -> str:
-        if nested((v,)) or isinstance(v, tuple):
+        if isinstance(v, tuple):  # a sub-array
             return "[" + ",".join(text(x) for x in v) + "]"
         return _json_text(v, kind.element)  # type: ignore[arg-type]
 
@@ -59,14 +60,7 @@ def json_strip_nulls(text: str) -> str:
             return str(v)
         return json.dumps(v, ensure_ascii=False)
 
-    def strip(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if x is not None}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    return written(strip(value))
+    return written(strip_nulls(value))
 
 
 def _pairs(keys: tuple, values: tuple | None) -> list[tuple[str, str | None]]:

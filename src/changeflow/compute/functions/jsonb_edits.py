@@ -154,17 +154,19 @@ def _scalar_in_the_way() -> EvalError:
     )
 
 
+def strip_nulls(v: Any) -> Any:
+    """A json value (Python's) without the fields of its objects, at any depth, whose value
+    is null."""
+    if isinstance(v, dict):
+        return {k: strip_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [strip_nulls(x) for x in v]
+    return v
+
+
 def jsonb_strip_nulls(j: J.Jsonb) -> J.Jsonb:
     """``j`` without the fields of its objects (at any depth) whose value is null."""
-
-    def strip(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if x is not None}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    return J.from_value(strip(j.value()))
+    return J.from_value(strip_nulls(j.value()))
 
 
 _PATH = array_of(TEXT)
