@@ -189,7 +189,7 @@ def _add_column(
         **after_add(item),
     }
     sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
-    columns = (*item.columns, (column.name, column.kind.name, column.nullable))
+    columns = (*item.columns, (column.name, column.type_name, column.nullable))
     changed = replace(item, columns=columns, options=options, sql=sql)
     rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
     if serial is not None and rows is not None:  # each row its own value

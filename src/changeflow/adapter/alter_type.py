@@ -111,7 +111,7 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
         "retired": [*(o.get("retired") or []), old.names[i]],
     }
     columns = list(item.columns)
-    columns[i] = (name, column.kind.name, nullable)
+    columns[i] = (name, column.type_name, nullable)
     changed = replace(
         item, columns=tuple(columns), options=options, sql=_edit_sql(item.sql, retyped)
     )

@@ -24,10 +24,12 @@ from changeflow.errors import EvalError, PlanError
 
 @dataclass(frozen=True)
 class Check:
-    """A CHECK constraint: its name and its expression's SQL (PostgreSQL's dialect)."""
+    """A CHECK constraint: its name and its expression's SQL (PostgreSQL's dialect); one a
+    column's domain puts on a table names that domain (:mod:`~changeflow.adapter.domains`)."""
 
     name: str
     sql: str
+    domain: str | None = None
 
     def to_json(self) -> list[str]:
         return [self.name, self.sql]
@@ -151,6 +153,10 @@ def enforce(
 
 def violation(check: Check, row: tuple[Any, ...], schema: Schema, table: str) -> EvalError:
     """PostgreSQL's 23514 for ``row`` failing ``check``."""
+    if check.domain is not None:
+        from changeflow.adapter.domains import domain_violation
+
+        return domain_violation(check)
     return EvalError(
         f'new row for relation "{table.split(".")[-1]}" violates check constraint "{check.name}"',
         sqlstate="23514",

@@ -3,14 +3,14 @@ column's SQL and Arrow types, NOT NULL, DEFAULT, length limit and generation exp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
 from changeflow.adapter.deparse import stored_sql
 from changeflow.adapter.sql.colnames import each_once
-from changeflow.adapter.sql.types import column_type, text_length
+from changeflow.adapter.sql.types import column_type, domain_of, text_length
 from changeflow.errors import PlanError
 
 
@@ -27,6 +27,12 @@ class ColumnDef:
     default: str | None = None
     length: int | None = None
     generated: str | None = None  # GENERATED ALWAYS AS (…) STORED
+    domain: str | None = None  # the catalog name of the domain it is of
+
+    @property
+    def type_name(self) -> str:
+        """Its type as the catalog keeps it: its domain's name, else its SQL type's."""
+        return self.domain or self.kind.name
 
 
 def table_columns(defs: list[exp.Expression], adding: bool = False) -> list[ColumnDef]:
@@ -39,7 +45,11 @@ def table_columns(defs: list[exp.Expression], adding: bool = False) -> list[Colu
         name = d.name
         if d.args.get("kind") is None:
             raise PlanError(f'column "{name}" needs a type', sqlstate="42601")
-        kind, arrow = column_type(d.args["kind"])
+        given = d.args["kind"]
+        domain = domain_of(given)
+        if domain is not None:  # stored as its base type, which the domain's checks guard
+            given = domain.base_type
+        kind, arrow = column_type(given)
         nullable, default, generated = True, None, None
         for c in d.args.get("constraints") or []:
             k = c.args.get("kind")
@@ -61,8 +71,9 @@ def table_columns(defs: list[exp.Expression], adding: bool = False) -> list[Colu
                     )
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
-        length = text_length(d.args["kind"])
-        out.append(ColumnDef(name, kind, arrow, nullable, default, length, generated))
+        length = text_length(given)
+        found = ColumnDef(name, kind, arrow, nullable, default, length, generated)
+        out.append(found if domain is None else replace(found, domain=domain.name))
     each_once([c.name for c in out])
     if not out:
         raise PlanError("a table needs at least one column", sqlstate="42601")

@@ -126,7 +126,7 @@ def _undo(env: Environment, item_id: str) -> None:
 
 
 def _columns(columns: list[ColumnDef]) -> tuple[tuple[str, str, bool], ...]:
-    return tuple((c.name, c.kind.name, c.nullable) for c in columns)
+    return tuple((c.name, c.type_name, c.nullable) for c in columns)
 
 
 def _arrow(columns: list[ColumnDef]) -> list[tuple[str, Any, bool]]:

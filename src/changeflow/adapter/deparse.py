@@ -190,6 +190,24 @@ def checks_shown(item: Any, sql: str) -> tuple[str, str]:
     return _check_pair(sql, tuple(sorted(column_types(item).items())))
 
 
+def domain_default_shown(sql: str, base: int) -> str | None:
+    """A domain's DEFAULT as pg_type.typdefault shows it (its base type's OID ``base``)."""
+    shown = _default_pair(sql, (), base)
+    return None if shown is None else shown[0]
+
+
+@lru_cache(maxsize=1024)
+def domain_check_shown(sql: str, base: int) -> tuple[str, str]:
+    """A domain's CHECK (its SQL reads the column ``value``) as pg_get_constraintdef shows it,
+    plain and pretty, ``VALUE`` of the type ``base`` (an OID)."""
+    from changeflow.adapter.checks import column_renamed
+
+    shown = "changeflow_domain_value"  # VALUE while deparsed (a column's name)
+    sql = stored_sql(column_renamed(_parse(sql), "value", shown))
+    plain, pretty = _check_pair(sql, ((shown, base),))
+    return plain.replace(shown, "VALUE"), pretty.replace(shown, "VALUE")
+
+
 @lru_cache(maxsize=8192)
 def _default_pair(
     sql: str, columns: tuple[tuple[str, int], ...], target: int

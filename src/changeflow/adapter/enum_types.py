@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.domains import Domain
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, name, names
 from changeflow.adapter.system_indexes import relation_oid
@@ -41,11 +42,14 @@ def enum_of(item: Item) -> SqlType:
 
 
 def user_type(state: CatalogState, type_name: str) -> SqlType | None:
-    """The enum a statement names ``type_name`` (by the search path), None if none is; 0A000
-    for a composite type, which is a row type of json_populate_record here and no more."""
+    """The enum a statement names ``type_name`` (by the search path), a domain's base type,
+    None if none is; 0A000 for a composite type, which is a row type of json_populate_record
+    here and no more."""
     item = state.find(type_name)
     if item is None or item.kind != "type":
         return None
+    if (domain := Domain.of(item)) is not None:
+        return domain.sql_type
     if "fields" in item.options:
         raise PlanError(
             f"composite type {item.name} cannot be the type of a column or a value here: it "

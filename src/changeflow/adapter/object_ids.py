@@ -28,7 +28,7 @@ from changeflow.adapter.proc_oids import OVERLOADED, PG_OIDS, SIGNATURES, proc_o
 from changeflow.adapter.sql.colnames import type_name
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import name as catalog_name
-from changeflow.adapter.system_enums import enum_types, find_enum
+from changeflow.adapter.system_enums import find_user_type, user_types
 from changeflow.adapter.system_indexes import indexes, relation_oid
 from changeflow.adapter.system_regs import REG_TYPES as REG_KINDS
 from changeflow.adapter.system_regs import ObjectName
@@ -81,7 +81,7 @@ def _class(state: CatalogState, value: int | str) -> tuple[int, str]:
 
 def _type(value: int | str, state: CatalogState | None = None) -> tuple[int, str]:
     """A regtype: a type's OID and name, an enum's of ``state`` too."""
-    found = find_enum(state, value) if state is not None else None
+    found = find_user_type(state, value) if state is not None else None
     if found is not None:
         return found.oid, found.shown
     if isinstance(value, int):
@@ -358,7 +358,7 @@ def _named(column: exp.Column, kind: str, state: CatalogState, to: exp.DataType)
     if kind == "regclass":
         names = _class_names(state)
     elif kind == "regtype":
-        names = dict(FORMAT) | {e.oid: e.shown for e in enum_types(state).values()}
+        names = dict(FORMAT) | {e.oid: e.shown for e in user_types(state).values()}
     elif kind == "regnamespace":
         names = _namespace_names(state)
     else:

@@ -9,6 +9,7 @@ import pickle
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.checks import checks_of
 from changeflow.adapter.constraints import Unique
+from changeflow.adapter.domains import domain_checks, domain_defaults
 from changeflow.adapter.relations import Relation
 from changeflow.adapter.typmods import mods_of
 from changeflow.adapter.unique_index import index_constraints
@@ -93,11 +94,11 @@ class CatalogResolver:
             item.kind,
             plan,
             item.timeline,
-            defaults(item),
+            domain_defaults(self.state, item, defaults(item)),
             unique,
             always,
             identity,
-            tuple(checks_of(item)),
+            tuple(checks_of(item)) + domain_checks(self.state, item),
             bool(item.options.get("foreign_keys")),
             generated_of(item),
         )

@@ -26,6 +26,7 @@ import pyarrow as pa
 from changeflow.adapter import (
     comments,
     ddl,
+    domains,
     enum_types,
     extensions,
     owners,
@@ -65,6 +66,7 @@ from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
+from changeflow.adapter.sql.types import DOMAINS
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.table_locks import lock_tables
@@ -104,6 +106,9 @@ DDL = {
     "create_type": enum_types.create_type,
     "drop_type": enum_types.drop_type,
     "enum_alter": enum_types.alter_type,
+    "create_domain": domains.create_domain,
+    "drop_domain": domains.drop_domain,
+    "domain_alter": domains.alter_domain,
 }
 
 
@@ -186,6 +191,7 @@ class Session:
         SEARCH_PATH.set(search_path(self.settings["search_path"]))
         SESSION_SETTINGS.set(self.settings)
         USER_TYPES.set(lambda name: enum_types.user_type(self.env.catalog.load(), name))
+        DOMAINS.set(lambda name: domains.domain_named(self.env.catalog.load(), name))
         sequences.enter(self)
         temp_tables.enter(self.temp)
 

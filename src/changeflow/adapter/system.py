@@ -38,6 +38,7 @@ from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.system_domains import domain_defs, domain_info, domain_rows
 from changeflow.adapter.system_enums import column_types, enum_rows, type_functions
 from changeflow.adapter.system_indexes import class_row, indexes, relation_oid, sql_type, storage
 from changeflow.adapter.system_mz import MZ_SCHEMAS, MZ_TABLES, mz_rows, qualified_mz
@@ -55,6 +56,7 @@ from changeflow.adapter.system_tables import (
     OWNER,
     PG_CATALOG,
     PUBLIC,
+    RELATION_BASE,
     SYSTEM_OIDS,
     TABLES,
     namespace_oid,
@@ -181,7 +183,8 @@ def _rows(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
     out["pg_type"] += type_rows()
-    out |= {k: out[k] + v for k, v in enum_rows(state).items()}  # pg_type's and pg_enum's
+    for rows in (enum_rows(state), domain_rows(state)):  # pg_type's, pg_enum's, pg_constraint's
+        out |= {k: out[k] + v for k, v in rows.items()}
     items, enums = state.items.values(), column_types(state)
     every_index = indexes(state)
     indexed, triggered = {i.table.id for i in every_index}, fk_tables(state)
@@ -226,6 +229,9 @@ def _rows(
             if type_name == "text":  # varchar(n) and char(n) keep text
                 type_name = texts.get(col, type_name)
             type_oid, length, udt = sql_type(type_name, enums)
+            domain = domain_info(state, type_name, database)
+            if domain is not None:  # its typmod is the domain's
+                mods.pop(col, None)
             default = defaults[col][0] if col in defaults and col not in identity else None
             out["pg_attribute"].append(
                 (oid, col, type_oid, -1, length, n, 0, -1, mods.get(col, -1), length > 0)
@@ -257,13 +263,7 @@ def _rows(
                     None if col in generated else default,
                     "NO" if not nullable and kind == "r" else "YES",
                 )
-                + (
-                    "ARRAY" if type_name.endswith("[]") else FORMAT.get(type_oid, "USER-DEFINED"),
-                    mods.get(col, 3) - 4 if type_oid in (1042, 1043) else None,
-                )
-                + precision(type_oid, mods.get(col, -1))
-                + (database,)
-                + (split_name(type_name)[0] if type_name in enums else "pg_catalog", udt)
+                + _column_type(type_name, type_oid, udt, mods.get(col, -1), domain, database)
                 + ("YES" if col in identity else "NO",)
                 + ("ALWAYS" if col in generated else "NEVER", "NO")
             )
@@ -284,6 +284,24 @@ def _rows(
     return temporary(out | {f"information_schema.{k}": v for k, v in info.items()})
 
 
+def _column_type(
+    type_name: str, oid: int, udt: str, typmod: int, domain: Any, database: str
+) -> tuple[Any, ...]:
+    """information_schema.columns' columns from data_type to udt_name: of the base type for a
+    column of a domain (``domain``: :func:`domain_info`'s), then the domain's names."""
+    enum = split_name(type_name)[0] if oid >= RELATION_BASE and domain is None else None
+    oid, udt, typmod, names = domain or (oid, udt, typmod, (None, None, None))
+    return (
+        ("ARRAY" if type_name.endswith("[]") else FORMAT.get(oid, "USER-DEFINED")),
+        typmod - 4 if oid in (1042, 1043) and typmod >= 4 else None,
+        *precision(oid, typmod),
+        *names,
+        database,
+        enum or "pg_catalog",
+        udt,
+    )
+
+
 def _definition(item: Item) -> str:
     m = re.search(r"\bAS\s+(.*)$", item.sql, re.I | re.S)
     return (m[1] if m else item.sql).strip().rstrip(";") + ";"
@@ -295,6 +313,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
     by_name = {i.name: i for i in items}
 
     keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
+    keys |= domain_defs(state)
     pretty = pretty_texts(items, keys)  # pg_get_expr's, of each default's and check's text
 
     every_index = {i.oid: i for i in indexes(state)}

@@ -2,7 +2,8 @@
 their ``pg_type`` and ``pg_enum`` rows, their OIDs in ``pg_attribute`` (a column of one is
 4 bytes wide, passed by value, as PostgreSQL stores an enum's label by its OID) and their names
 in ``format_type``, ``regtype``, ``to_regtype`` and ``pg_type_is_visible`` (the name alone
-where the search path finds the type, else qualified by its schema)."""
+where the search path finds the type, else qualified by its schema); domains' OIDs and names
+too (their rows: :mod:`~changeflow.adapter.system_domains`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, split_name
+from changeflow.adapter.domains import Domain
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_indexes import relation_oid
 from changeflow.adapter.system_tables import FORMAT, OWNER, namespace_oid, type_oid
@@ -21,16 +23,18 @@ ENUM_LENGTH = 4  # typlen: PostgreSQL stores an enum value as the OID of its lab
 
 
 @dataclass(frozen=True)
-class EnumType:
-    """One enum of the catalog: its OID, catalog name (``s.mood``), schema, name there, labels
-    in their order, and whether the search path finds it by its name alone."""
+class UserType:
+    """One enum or domain of the catalog: its OID, catalog name (``s.mood``), schema, name
+    there, an enum's labels in their order (None: a domain), whether the search path finds it
+    by its name alone, and its typlen."""
 
     oid: int
     catalog_name: str
     schema: str
     typname: str
-    labels: tuple[str, ...]
+    labels: tuple[str, ...] | None
     visible: bool
+    length: int = ENUM_LENGTH
 
     @property
     def shown(self) -> str:
@@ -39,25 +43,29 @@ class EnumType:
         return bare if self.visible else f"{quote_ident(self.schema)}.{bare}"
 
 
-def enum_types(state: CatalogState) -> dict[str, EnumType]:
-    """The catalog's enums by catalog name (as a column of one names its type); one is
-    visible where the search path finds it and no built-in type has its name."""
+def user_types(state: CatalogState) -> dict[str, UserType]:
+    """The catalog's enums and domains by catalog name (as a column of one names its type);
+    one is visible where the search path finds it and no built-in type has its name."""
+    from changeflow.adapter.system_domains import base_of
+
     out = {}
     for item in state.items.values():
-        if item.kind == "type" and "labels" in item.options:
+        domain = Domain.of(item)
+        if item.kind == "type" and ("labels" in item.options or domain is not None):
             schema, typname = split_name(item.name)
-            labels = tuple(item.options.get("labels") or ())
+            labels = None if domain is not None else tuple(item.options["labels"])
             visible = state.find(typname) is item and type_oid(typname) is None
-            out[item.name] = EnumType(
-                relation_oid(item), item.name, schema, typname, labels, visible
+            length = ENUM_LENGTH if domain is None else base_of(domain)[1]
+            out[item.name] = UserType(
+                relation_oid(item), item.name, schema, typname, labels, visible, length
             )
     return out
 
 
 def column_types(state: CatalogState) -> dict[str, tuple[int, int, str]]:
-    """Each enum's (OID, typlen, pg_type name) by catalog name, as
+    """Each enum's and domain's (OID, typlen, pg_type name) by catalog name, as
     :func:`changeflow.adapter.system_indexes.sql_type` gives a column type's."""
-    return {n: (e.oid, ENUM_LENGTH, e.typname) for n, e in enum_types(state).items()}
+    return {n: (e.oid, e.length, e.typname) for n, e in user_types(state).items()}
 
 
 def enum_oid(type_oid: int, position: int) -> int:
@@ -70,7 +78,9 @@ def enum_rows(state: CatalogState) -> dict[str, list[tuple[Any, ...]]]:
     """The pg_type row of each enum (typtype ``e``, category ``E``, no array type) and the
     pg_enum rows of its labels (``enumsortorder`` 1, 2, … in their order)."""
     types, labels = [], []
-    for e in enum_types(state).values():
+    for e in user_types(state).values():
+        if e.labels is None:
+            continue
         namespace = namespace_oid(state, e.schema)
         types.append(
             (e.oid, e.typname, namespace, OWNER, ENUM_LENGTH, True, "e", "E", False, True, ",")
@@ -82,10 +92,10 @@ def enum_rows(state: CatalogState) -> dict[str, list[tuple[Any, ...]]]:
     return {"pg_type": types, "pg_enum": labels}
 
 
-def find_enum(state: CatalogState, value: int | str) -> EnumType | None:
-    """The enum ``value`` (an OID, a name the search path resolves, or a catalog name)
-    denotes, else None."""
-    types = enum_types(state)
+def find_user_type(state: CatalogState, value: int | str) -> UserType | None:
+    """The enum or domain ``value`` (an OID, a name the search path resolves, or a catalog
+    name) denotes, else None."""
+    types = user_types(state)
     if isinstance(value, int):
         return next((e for e in types.values() if e.oid == value), None)
     if "." not in value and type_oid(value) is not None:
@@ -96,13 +106,13 @@ def find_enum(state: CatalogState, value: int | str) -> EnumType | None:
         item = None
     if item is None:  # a type's catalog name as it is (pg_typeof's of "my type")
         item = state.by_name(value)
-    return types.get(item.name) if item is not None and "labels" in item.options else None
+    return types.get(item.name) if item is not None else None
 
 
 def type_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
     """The catalog functions that name types, the enums with the others, and
     ``array_to_string`` of an array a subquery collected."""
-    by_oid = {e.oid: e for e in enum_types(state).values()}
+    by_oid = {e.oid: e for e in user_types(state).values()}
 
     def formatted(oid: int | None, typmod: int | None = None) -> str | None:
         return by_oid[oid].shown if oid in by_oid else format_type(oid, typmod)
@@ -111,11 +121,11 @@ def type_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
         if isinstance(value, int):
             shown = by_oid[value].shown if value in by_oid else FORMAT.get(value, str(value))
             return shown if value else "-"
-        found = find_enum(state, str(value))
+        found = find_user_type(state, str(value))
         return found.oid if found is not None else type_oid(value)
 
     def to_regtype(value: Any) -> int | None:
-        found = find_enum(state, str(value)) if value is not None else None
+        found = find_user_type(state, str(value)) if value is not None else None
         return found.oid if found is not None else type_oid(value)
 
     return {

@@ -22,6 +22,7 @@ from changeflow.adapter import ddl, enum_types
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import CatalogState, Item, gone
 from changeflow.adapter.comments import commented
+from changeflow.adapter.domains import drop_domain
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.statements import Statement, parse
@@ -35,6 +36,7 @@ CREATES = (
     "create_schema",
     "create_sequence",
     "create_type",
+    "create_domain",
 )
 DROP_WORDS = {
     "table": "TABLE",
@@ -45,7 +47,7 @@ DROP_WORDS = {
     "sequence": "SEQUENCE",
     "type": "TYPE",
 }
-DROPPERS = {"drop": ddl.drop, "drop_type": enum_types.drop_type}
+DROPPERS = {"drop": ddl.drop, "drop_type": enum_types.drop_type, "drop_domain": drop_domain}
 
 
 EXTENSIONS = ("create_extension", "drop_extension")
@@ -90,7 +92,7 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
-    if stmt.kind == "enum_alter":  # applied at once, put back on ROLLBACK
+    if stmt.kind in ("enum_alter", "domain_alter"):  # applied at once, put back on ROLLBACK
         old = session.env.catalog.load().find(catalog_name(stmt.args["name"]))
         result = run(stmt)
         if old is not None:

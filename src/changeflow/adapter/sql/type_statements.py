@@ -1,5 +1,6 @@
 """The statements of user-defined types: ``CREATE TYPE``, ``DROP TYPE`` and ``ALTER TYPE``
-(their arguments, read by :mod:`changeflow.adapter.enum_types`)."""
+(their arguments, read by :mod:`changeflow.adapter.enum_types`), and of domains (read by
+:mod:`changeflow.adapter.domains`)."""
 
 from changeflow.adapter.sql.names import QNAME
 
@@ -15,4 +16,11 @@ TYPE_PATTERNS = [
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
     ("enum_alter", rf"ALTER\s+TYPE\s+(?P<name>{QNAME})\s+(?P<rest>.+)"),
+    ("create_domain", rf"CREATE\s+DOMAIN\s+(?P<name>{QNAME})\s+(?:AS\s+)?(?P<rest>.+)"),
+    (
+        "drop_domain",
+        rf"DROP\s+DOMAIN\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)\s*"
+        r"(?P<mode>CASCADE|RESTRICT)?",
+    ),
+    ("domain_alter", rf"ALTER\s+DOMAIN\s+(?P<name>{QNAME})\s+(?P<rest>.+)"),
 ]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -116,13 +120,33 @@ def column_type(dt: exp.DataType) -> tuple[SqlType, pa.DataType]:
 
 
 def user_type(dt: exp.DataType) -> SqlType | None:
-    """The catalog's type (an enum) ``dt`` names, None if there is none of its name."""
-    lookup, kind = USER_TYPES.get(), dt.args.get("kind")
-    if lookup is None or kind is None:
+    """The catalog's type (an enum, a domain's base type) ``dt`` names, None if there is none
+    of its name."""
+    lookup, type_name = USER_TYPES.get(), type_name_of(dt)
+    return None if lookup is None or type_name is None else lookup(type_name)
+
+
+DOMAINS: ContextVar[Callable[[str], Any] | None] = ContextVar("domains", default=None)
+"""The session's domains by name (:func:`changeflow.adapter.domains.domain_named` on its
+catalog), for a column definition to find the domain it names."""
+
+
+def domain_of(dt: exp.Expression) -> Any:
+    """The domain (:class:`changeflow.adapter.domains.Domain`) ``dt`` names, None if none."""
+    lookup = DOMAINS.get()
+    if lookup is None or not isinstance(dt, exp.DataType) or dt.this != T.USERDEFINED:
         return None
+    type_name = type_name_of(dt)
+    return None if type_name is None else lookup(type_name)
+
+
+def type_name_of(dt: exp.DataType) -> str | None:
+    """The name a user-defined type's node gives (``s.t``), None for a built-in type."""
+    kind = dt.args.get("kind")
+    if kind is None or isinstance(kind, str):  # (a name sqlglot did not read: built-in)
+        return kind
     parts = [kind] if isinstance(kind, exp.Identifier) else list(kind.flatten())
-    shown = [p.name if p.args.get("quoted") else p.name.lower() for p in parts]
-    return lookup(".".join(shown))
+    return ".".join(p.name if p.args.get("quoted") else p.name.lower() for p in parts)
 
 
 def cast_target(dt: exp.DataType) -> tuple[SqlType, int | None]:
