@@ -136,7 +136,7 @@ def test_huge_result_is_streamed(server, table_name: str) -> None:
             for _ in copy.rows():
                 total += 1
         assert total == n * n
-        with c.cursor(name="huge") as cur:
+        with c.cursor(name="huge", withhold=True) as cur:  # (autocommit: as PostgreSQL)
             cur.itersize = 20_000
             cur.execute(query)
             assert sum(1 for _ in cur) == n * n

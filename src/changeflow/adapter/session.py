@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from changeflow.adapter import (
     comments,
+    cursors,
     ddl,
     domains,
     enum_types,
@@ -153,6 +154,7 @@ class Session:
         self.described: tuple[Any, Any, Any] | None = None  # (tree, catalog, query) kept
         self.settings = parameters.defaults()
         self.temp = temp_tables.new_schema()  # its temporary tables' schema
+        self.cursors: dict[str, cursors.QueryCursor] = {}  # DECLAREd, by name
 
     @property
     def in_transaction(self) -> bool:
@@ -169,6 +171,8 @@ class Session:
         if self.txn is not None and self.txn.failed and stmt.kind not in ENDS:
             raise _aborted()
         parameters.check_writable(self, stmt.kind, stmt.text)
+        if stmt.kind == "cursor":
+            return cursors.cursor_statement(self, stmt)
         if stmt.kind in DDL:  # catalog changes are serialised; reads and writes are not
             return self._guarded(lambda: _locked(self.env.lock, lambda: self._run(stmt)))
         if stmt.kind in PINNED:  # one catalog version

@@ -1,5 +1,6 @@
-"""The statements the server answers itself, around the session's: cursors (DECLARE, FETCH,
-CLOSE), COPY … TO STDOUT, DISCARD, and the few catalog questions that clients ask on connect.
+"""The statements the server answers itself, around the session's: COPY … TO STDOUT, DISCARD,
+and the few catalog questions that clients ask on connect (cursors: the runner, with
+:mod:`changeflow.adapter.cursors`).
 """
 
 from __future__ import annotations
@@ -7,28 +8,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from changeflow.adapter.sql.statements import NAME, QNAME, commas, name, unquote
+from changeflow.adapter.sql.statements import QNAME, commas, name, unquote
 from changeflow.errors import PlanError
 
 _FLAGS = re.IGNORECASE | re.DOTALL
-DECLARE = re.compile(
-    rf"DECLARE\s+(?P<name>{NAME})\s+(?:BINARY\s+)?(?:INSENSITIVE\s+|ASENSITIVE\s+)?"
-    r"(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+(?:(?P<hold>WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<query>.+)",
-    _FLAGS,
-)
-FETCH = re.compile(
-    r"FETCH\s+(?:(?P<dir>FORWARD|NEXT)\s+)?(?:(?P<count>ALL|\d+)\s+)?(?:(?:FROM|IN)\s+)?"
-    rf"(?P<name>{NAME})\s*(?:WITH\s*\((?P<with>.*)\))?",
-    _FLAGS,
-)
-CLOSE = re.compile(rf"CLOSE\s+(?P<name>{NAME})", _FLAGS)
 COPY = re.compile(
     rf"COPY\s+(?:\((?P<query>.+)\)|(?P<table>{QNAME})\s*(?:\((?P<columns>[^)]*)\))?)\s+"
     r"(?P<direction>TO|FROM)\s+(?P<where>STDOUT|STDIN|'(?:[^']|'')*')\s*(?P<options>.*)",
     _FLAGS,
 )
 DISCARD = re.compile(r"DISCARD\s+(?:ALL|PLANS|SEQUENCES|TEMP|TEMPORARY)", _FLAGS)
-MOVE = re.compile(r"MOVE\b.*", _FLAGS)
 FUNCTION = re.compile(
     r"SELECT\s+(?:pg_catalog\s*\.\s*)?(?P<fn>version|current_database|current_schema|"
     r"current_user|session_user|current_role|user)\s*(?:\(\s*\))?\s*"

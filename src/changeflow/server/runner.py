@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 import threading
 import time
@@ -11,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from changeflow.adapter import temp_tables
+from changeflow.adapter import cursors, temp_tables
 from changeflow.adapter.advisory_locks import CANCEL
 from changeflow.adapter.result import severity
 from changeflow.adapter.settings import reported_changes, reported_values, reset_all
@@ -62,7 +61,7 @@ class Cursor:
     """A cursor from DECLARE: a query's rows, or a subscription's as they come."""
 
     columns: Schema
-    rows: Iterator[tuple[Any, ...]] | None = None
+    query: cursors.QueryCursor | None = None
     subscribe: Subscribe | None = None
     buffer: list[tuple[Any, ...]] = field(default_factory=list)
     in_transaction: bool = False
@@ -142,22 +141,33 @@ class Runner:
     def _special(self, text: str, describe: bool) -> Outcome | None:
         """A statement answered here rather than by the session (None if it is not one).
         With ``describe`` only its columns are found: nothing runs."""
-        if m := C.DECLARE.fullmatch(text):
+        if m := cursors.DECLARE.fullmatch(text):
             if not describe:
                 self._failed_check()
-                self.declare(C.cursor_name(m["name"]), m["query"], m["hold"])
+                self.declare(C.cursor_name(m["name"]), m)
             return Outcome("DECLARE CURSOR")
-        if m := C.FETCH.fullmatch(text):
+        if m := cursors.MOTION.fullmatch(text):
             cursor = self._cursor(m["name"])
+            move = m["verb"].upper() == "MOVE"
             if describe:
-                return Outcome(columns=cursor.columns)
+                return Outcome("MOVE") if move else Outcome(columns=cursor.columns)
             self._failed_check()
-            count = None if (m["count"] or "").upper() == "ALL" else int(m["count"] or 1)
+            if cursor.query is not None:
+                result = cursors.moved(cursor.query, m)
+                if move:
+                    return Outcome(result.status)
+                return Outcome(columns=cursor.columns, rows=iter(result.rows), counted="FETCH")
+            where = cursors.motion(m)
+            if move or where.kind != "forward":
+                raise PlanError(
+                    "a cursor of a SUBSCRIBE only goes forward: FETCH [FORWARD] [n | ALL]",
+                    sqlstate="55000",
+                )
             opts = options(m["with"])
             timeout = C.timeout_seconds(opts["timeout"]) if "timeout" in opts else None
-            rows = self.fetch(cursor, count, timeout)
+            rows = self.fetch(cursor, where.count, timeout)
             return Outcome(columns=cursor.columns, rows=iter(rows), counted="FETCH")
-        if m := C.CLOSE.fullmatch(text):
+        if m := cursors.CLOSE.fullmatch(text):
             if m["name"].upper() == "ALL":
                 if not describe:
                     self.cursors.clear()
@@ -186,8 +196,6 @@ class Runner:
         prepared = self._prepared_statement(text, describe)
         if prepared is not None:
             return prepared
-        if C.MOVE.fullmatch(text):
-            raise PlanError("MOVE is not supported: cursors only go forward", sqlstate="0A000")
         if m := C.FUNCTION.fullmatch(text):
             return self._function(m["fn"].lower(), m["alias"])
         if m := C.PG_CURSORS.fullmatch(text):
@@ -273,12 +281,14 @@ class Runner:
 
     # -- cursors -----------------------------------------------------------------------------
 
-    def declare(self, key: str, query: str, hold: str | None) -> None:
+    def declare(self, key: str, m: re.Match[str]) -> None:
+        """A cursor of a DECLARE (``m``: its match): of a query (:mod:`adapter.cursors`), or
+        of a SUBSCRIBE, whose rows come as they happen."""
         assert self.session is not None
         if key in self.cursors:
             raise PlanError(f'cursor "{key}" already exists', sqlstate="42P03")
-        in_txn = self.session.in_transaction and (hold or "").upper() != "WITH"
-        stmt = parse(C.strip(query))
+        in_txn = self.session.in_transaction and (m["hold"] or "").upper() != "WITH"
+        stmt = parse(C.strip(m["query"]))
         if stmt.kind == "subscribe":
             sub = self.session.subscribe(stmt)
             self.cursors[key] = Cursor(sub.columns, subscribe=sub, in_transaction=in_txn)
@@ -286,7 +296,8 @@ class Runner:
         if stmt.kind not in ("select", "show_items", "show_columns", "show_create", "show_var"):
             raise PlanError("DECLARE takes a query or a SUBSCRIBE", sqlstate="42601")
         result = self.session.run(stmt)
-        self.cursors[key] = Cursor(result.columns, rows=iter(result.rows), in_transaction=in_txn)
+        query = cursors.declared(m, result.columns, result.rows, self.session.in_transaction)
+        self.cursors[key] = Cursor(result.columns, query=query, in_transaction=in_txn)
 
     def _cursor(self, raw: str) -> Cursor:
         key = C.cursor_name(raw)
@@ -298,10 +309,8 @@ class Runner:
     def fetch(self, cursor: Cursor, count: int | None, timeout: float | None) -> list[Any]:
         """Up to ``count`` rows (None: all there are); a subscription's FETCH waits for its
         first rows up to ``timeout`` seconds (None: until some come or it ends)."""
-        if cursor.subscribe is None:
-            assert cursor.rows is not None
-            return list(itertools.islice(cursor.rows, count))
         sub = cursor.subscribe
+        assert sub is not None
         deadline = None if timeout is None else time.monotonic() + timeout
         while not cursor.buffer and not sub.done:
             self.check_interrupt()

@@ -297,6 +297,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     *SET_PATTERNS,
     *TYPE_PATTERNS,
+    ("cursor", r"(?:DECLARE|FETCH|MOVE|CLOSE)\s.*"),  # (read by adapter/cursors.py)
     (
         "lock",
         rf"LOCK\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{QNAME}(?:\s*,\s*{QNAME})*)"
