@@ -142,3 +142,27 @@ def test_recursive_view_refuses_the_cluster_tier(tmp_path: Path) -> None:
         assert caught.value.sqlstate == "0A000" and "WITH RECURSIVE" in str(caught.value)
     finally:
         ours.close()
+
+
+def test_create_recursive_view_as_postgres(both) -> None:
+    """``CREATE [OR REPLACE] [TEMP] RECURSIVE VIEW v (cols) AS …``: a view of a WITH
+    RECURSIVE of its name, as PostgreSQL reads it."""
+    ours, pg = both
+    same_outcomes(
+        ours,
+        pg,
+        [
+            "CREATE RECURSIVE VIEW nums (n) AS VALUES (1) UNION ALL"
+            " SELECT n + 1 FROM nums WHERE n < 5",
+            "SELECT * FROM nums",
+            "CREATE OR REPLACE RECURSIVE VIEW nums (n) AS VALUES (1) UNION ALL"
+            " SELECT n + 1 FROM nums WHERE n < 7",
+            "SELECT * FROM nums",
+            "CREATE TEMP RECURSIVE VIEW reach (a, b) AS SELECT a, b FROM edge"
+            " UNION SELECT r.a, e.b FROM reach r JOIN edge e ON r.b = e.a",
+            "SELECT * FROM reach ORDER BY a, b",
+            "CREATE RECURSIVE VIEW nocols AS SELECT 1",
+            "DROP VIEW nums",
+            "DROP VIEW reach",
+        ],
+    )

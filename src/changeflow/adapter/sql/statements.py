@@ -341,9 +341,20 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
 ]
 
 
+_RECURSIVE_VIEW = re.compile(
+    rf"CREATE\s+(?P<replace>OR\s+REPLACE\s+)?RECURSIVE\s+VIEW\s+(?P<name>{QNAME})\s*"
+    r"\((?P<columns>[^)]*)\)\s*AS\s+(?P<query>.*)",
+    re.I | re.S,
+)
+
+
 def parse(text: str) -> Statement:
     """One statement of text (no trailing semicolon) as a :class:`Statement`."""
     text = plain_strings(text.strip().rstrip(";").strip())
+    if m := _RECURSIVE_VIEW.fullmatch(text):  # as PostgreSQL reads it: a view of a WITH RECURSIVE
+        bare = re.split(r"\s*\.\s*", m["name"])[-1]  # (as written: quoted or not)
+        head = f"CREATE {m['replace'] or ''}VIEW {m['name']} AS WITH RECURSIVE {bare}"
+        text = f"{head}({m['columns']}) AS ({m['query']}) SELECT {m['columns']} FROM {bare}"
     if (many := _alter_actions(text)) is not None:
         return many
     for kind, pattern in _COMPILED:

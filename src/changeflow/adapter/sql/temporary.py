@@ -15,7 +15,8 @@ from changeflow.adapter.catalog import TEMP_SCHEMA
 from changeflow.errors import PlanError
 
 TEMP_HEAD = re.compile(
-    r"CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+(?=TABLE\b|VIEW\b)", re.I
+    r"CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+(?=TABLE\b|(?:RECURSIVE\s+)?VIEW\b)",
+    re.I,
 )
 _ON_COMMIT = re.compile(r"\s+ON\s+COMMIT\s+(PRESERVE\s+ROWS|DELETE\s+ROWS|DROP)\b", re.I)
 
