@@ -99,6 +99,12 @@ STATEMENTS = [
     "SELECT round(salary / 12, 2), salary * 1.1, salary::int FROM emp ORDER BY id",
     "SELECT ln(10), log(100), log(2, 8), exp(1), pi()",
     "SELECT random() < 1, floor(random() * 0)",
+    # a WITH query of random values (or nextval) read twice is run once, as PostgreSQL runs it
+    "WITH r AS (SELECT random() AS x FROM generate_series(1, 5)) SELECT count(*) FROM"
+    " (SELECT x FROM r UNION SELECT x FROM r) s",
+    "WITH r AS (SELECT random() AS x) SELECT a.x = b.x FROM r a, r b",
+    "SELECT count(*) FROM (WITH u AS (SELECT gen_random_uuid() AS u) SELECT u FROM u"
+    " UNION SELECT u FROM u) s",
     "SELECT 10::numeric / 3, 1 / 3.0, 2::float8 / 3, 1e3::int, '12.5'::numeric::int",
     "SELECT name, CASE WHEN salary > 100000 THEN 'high' WHEN salary > 70000 THEN 'mid' ELSE "
     "'low' END FROM emp ORDER BY id",

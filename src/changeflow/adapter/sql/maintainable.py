@@ -1,5 +1,6 @@
 """What a view's query may not hold: values that change with no input changing (the time, as
-``now()``; random values), which Materialize refuses in views too."""
+``now()``; random values), which Materialize refuses in views too; and the queries whose rows
+differ each time they are read (:func:`varies`)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,14 @@ def refuse_unmaintainable(ast: exp.Expression) -> None:
     sleeps = (n for n in ast.find_all(exp.Anonymous) if str(n.this).lower() == "pg_sleep")
     if next(sleeps, None) is not None:
         raise PlanError("pg_sleep() is not allowed in a view: it waits", sqlstate="0A000")
+
+
+_SEQUENCE_CALLS = ("nextval", "setval", "pg_sleep")
+
+
+def varies(ast: exp.Expression) -> bool:
+    """Does ``ast`` give other rows each time it runs (random values, ``clock_timestamp()``,
+    ``nextval``)? A WITH query of one is run once per statement, as PostgreSQL runs it."""
+    if ast.find(exp.Uuid, exp.Rand, ClockTimestamp) is not None:
+        return True
+    return any(str(n.this).lower() in _SEQUENCE_CALLS for n in ast.find_all(exp.Anonymous))

@@ -26,9 +26,10 @@ from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.correlation import Correlation, Domain
 from changeflow.adapter.sql.from_clause import FromClause
 from changeflow.adapter.sql.grouping import Grouping
+from changeflow.adapter.sql.maintainable import varies
 from changeflow.adapter.sql.ordering import Ordering, inherit_order
 from changeflow.adapter.sql.quantified import relation_names, rewrite_quantified
-from changeflow.adapter.sql.recursive import is_recursive, recursive_cte
+from changeflow.adapter.sql.recursive import RUN, is_recursive, recursive_cte
 from changeflow.adapter.sql.row_compare import rewrite_row_comparisons
 from changeflow.adapter.sql.rows import (
     ONE_ROW,
@@ -183,7 +184,10 @@ class Planner(FromClause, Grouping, Windows, Ordering, Correlation):
                 )
             for i, c in enumerate(columns):
                 names[i] = ident(c)
-            env[name] = Output(resolve_unknown(body.plan), names)
+            plan, run = resolve_unknown(body.plan), RUN.get()
+            if run is not None and outer is None and varies(cte.this):  # run once, here
+                plan = P.Constant(tuple(run(optimize(plan)).items()), plan.schema)
+            env[name] = Output(plan, names)
 
     # -- set operations and VALUES -----------------------------------------------------------
 
