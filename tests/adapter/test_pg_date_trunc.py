@@ -46,6 +46,11 @@ AD_HOC = (
         for u in UNITS
     ]
     + ["SELECT date_trunc('year', interval '-15 months')::text"]
+    + [  # the units of timestamps too, a century and a millennium counted from their year 1
+        f"SELECT date_trunc('{u}', TIMESTAMP '{t}'), date_trunc(upper('{u}'), DATE '{t[:10]}')"
+        for u in UNITS[:-2]
+        for t in ("1970-03-20 04:30:17.123456", "2000-12-31 23:59:59.9999", "2001-01-01")
+    ]
     + [
         f"SELECT date_bin({stride}, {source}, {origin})"
         for stride, source, origin in [
@@ -71,6 +76,7 @@ INSERT = (
     " (2, '-2 months -40:00:00.5', '2024-02-29 23:59:59.5+00'), (3, NULL, NULL)"
 )
 QUERIES = [
+    "SELECT id, date_trunc('century', t), date_trunc('decade', t::timestamp) FROM dt",
     "SELECT id, date_trunc('hour', s)::text, date_trunc('month', s)::text,"
     " date_trunc('day', t, 'Asia/Tokyo'), date_trunc('month', t, 'America/New_York') FROM dt",
     "SELECT id, date_bin('90 minutes', t, '2024-01-01 00:15+00'), date_bin('1 day 6 hours',"

@@ -311,6 +311,8 @@ FUNCTION_CASES: list[Expr] = [
     *(Func("extract", (lit(u), ts)) for u in ("second", "epoch", "month", "minute", "day")),
     Func("extract", (lit("epoch"), d)),
     *(Func("date_trunc", (lit(u), ts)) for u in ("week", "month", "quarter", "hour", "year")),
+    *(Func("date_trunc", (lit(u), ts)) for u in ("milliseconds", "decade", "century")),
+    Func("date_trunc", (lit("millennium"), ts)),
     Func("date_trunc", (lit("minute"), tz)),
     Func("make_date", (lit(2024), lit(2), Func("abs", (i,)))),
     Func("to_timestamp", (i,)),

@@ -53,7 +53,34 @@ if TYPE_CHECKING:
     from changeflow.compute.spark_expr import ExprCompiler
 
 
-_TRUNC = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
+_TRUNC = (
+    "microseconds",
+    "milliseconds",
+    "second",
+    "minute",
+    "hour",
+    "day",
+    "week",
+    "month",
+    "quarter",
+    "year",
+    "decade",
+    "century",
+    "millennium",
+)
+_YEARS = {"decade": (10, 0), "century": (100, 99), "millennium": (1000, 999)}
+"""date_trunc's units of years: the span, and how far its first year is past a multiple of it
+(a century begins with its year 1: 1901, as PostgreSQL counts them)."""
+
+
+def _first_year(unit: str, year: int) -> int:
+    """The first year of the decade, century or millennium of ``year`` (after year 0)."""
+    span, offset = _YEARS[unit]
+    first = (year + offset) // span * span - offset
+    if first < 1:
+        message = f"the {unit} of year {year} begins before year 1: dates here are AD"
+        raise EvalError(message, sqlstate="22008")
+    return first
 
 
 # PostgreSQL's interval units from the largest: each keeps what its row's fields make of it
@@ -107,6 +134,8 @@ def _date_trunc(unit: str, value: date | Interval) -> datetime | Interval:
         value = datetime(value.year, value.month, value.day, tzinfo=UTC)
     if u == "microseconds":
         return value
+    if u == "milliseconds":
+        return value.replace(microsecond=value.microsecond // 1000 * 1000)
     value = value.replace(microsecond=0)
     if u == "second":
         return value
@@ -127,7 +156,8 @@ def _date_trunc(unit: str, value: date | Interval) -> datetime | Interval:
         return value.replace(day=1)
     if u == "quarter":
         return value.replace(day=1, month=(value.month - 1) // 3 * 3 + 1)
-    return value.replace(day=1, month=1)
+    value = value.replace(day=1, month=1)
+    return value.replace(year=_first_year(u, value.year)) if u in _YEARS else value
 
 
 def _make_date(y: int, m: int, d: int) -> date:
@@ -268,16 +298,20 @@ def _spark_epoch_micros(cc: ExprCompiler, a: X.Expr) -> Column:
 
 
 def _spark_date_trunc(cc: ExprCompiler, e: Func) -> Column:
-    units = ("microseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
-    unit = _spark_unit(e, units)
+    unit = _spark_unit(e, _TRUNC)
     value = e.args[1]
     if unit is None:
         shown = e.args[0].value  # type: ignore[attr-defined]
-        bad = fail(f"unit {shown!r} not recognized; the units are {', '.join(units)}", "22023")
+        bad = fail(f"unit {shown!r} not recognized; the units are {', '.join(_TRUNC)}", "22023")
         return F.when(cc.compile(value).isNotNull(), bad).cast(spark_type(e.type))
     stamp = _spark_stamp(cc, value)
-    if unit != "microseconds":
-        stamp = F.date_trunc(unit, stamp)
+    if unit in _YEARS:  # the year's start, less the years back to the span's first
+        span, offset = _YEARS[unit]
+        year = F.year(stamp)
+        back = year - (F.floor((year + offset) / span) * span - offset).cast("int")
+        stamp = F.date_trunc("year", stamp) - F.make_interval(back)
+    elif unit != "microseconds":
+        stamp = F.date_trunc(unit.removesuffix("s"), stamp)
     return stamp.cast(spark_type(e.type))
 
 
