@@ -143,6 +143,32 @@ def test_a_view_over_a_temporary_table_is_temporary(tmp_path: Path, postgres_url
         assert ours_heard == heard
 
 
+def test_temporary_sequences_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    with beside_postgres(tmp_path / "home", postgres_url, "tp", *SETUP) as (ours, pg):
+        same_outcomes(
+            ours,
+            pg,
+            [
+                "CREATE TEMP SEQUENCE tseq",
+                "SELECT nextval('tseq'), nextval('tseq')",
+                "SELECT currval('tseq')",
+                "CREATE TEMPORARY SEQUENCE IF NOT EXISTS tseq START 5",
+                "CREATE TEMP SEQUENCE ts2 START 10 INCREMENT 5",
+                "SELECT nextval('ts2'), nextval('pg_temp.ts2')",
+                "SELECT relname, relpersistence, relkind FROM pg_class"
+                " WHERE relname IN ('tseq', 'ts2') ORDER BY 1",
+                "CREATE TEMP SEQUENCE public.ts3",
+                "DROP SEQUENCE ts2",
+                "SELECT nextval('ts2')",
+            ],
+        )
+        pg.execute("DROP SEQUENCE tseq")
+        ours.close()
+        again = changeflow.connect(tmp_path / "home", host_seconds=0)
+        assert outcome(again, "SELECT nextval('tseq')") == ("error", "42P01")
+        again.close()
+
+
 def test_another_connection_does_not_see_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     one = changeflow.connect(home, host_seconds=0)

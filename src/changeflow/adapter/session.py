@@ -91,6 +91,7 @@ DDL = {
     "create_sink": ddl.create_sink,
     "drop": ddl.drop,
     **sequences.DDL,
+    "create_sequence": temp_tables.create_sequence,
     "rename": ddl.rename,
     "alter_table": alter_table,
     "create_schema": schemas.create_schema,

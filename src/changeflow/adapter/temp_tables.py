@@ -90,6 +90,15 @@ def create_table(env: Any, stmt: Statement) -> Result:
     return result
 
 
+def create_sequence(env: Any, stmt: Statement) -> Result:
+    """CREATE [TEMP] SEQUENCE: a temporary one in the session's schema."""
+    if isinstance(stmt.ast, exp.Create) and _SCHEMA.fullmatch(
+        split_name(table_name(stmt.ast.this))[0]
+    ):
+        _made(env)
+    return sequences.create_sequence(env, stmt)
+
+
 def create_view(env: Any, stmt: Statement) -> Result:
     """CREATE [TEMP] VIEW; a view reading a temporary item is temporary (with PostgreSQL's
     NOTICE), a materialized view reading one is refused (0A000), as PostgreSQL does."""

@@ -341,6 +341,10 @@ _UNSUPPORTED = [  # valid PostgreSQL that changeflow refuses with 0A000, and why
 ]
 
 
+_TEMP_SEQUENCE = re.compile(
+    rf"CREATE\s+(?:TEMP|TEMPORARY)\s+SEQUENCE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{QNAME})",
+    re.I,
+)
 _RECURSIVE_VIEW = re.compile(
     rf"CREATE\s+(?P<replace>OR\s+REPLACE\s+)?RECURSIVE\s+VIEW\s+(?P<name>{QNAME})\s*"
     r"\((?P<columns>[^)]*)\)\s*AS\s+(?P<query>.*)",
@@ -376,6 +380,8 @@ def parse(text: str) -> Statement:
         return Statement("insert", text, tree)
     if head in ("INSERT", "UPDATE", "DELETE", "MERGE"):
         return _shared(head.lower(), text)
+    if head == "CREATE" and (m := _TEMP_SEQUENCE.match(text)):  # one in pg_temp
+        text = f"CREATE SEQUENCE {m['ine'] or ''}{in_pg_temp(m['name'])}{text[m.end() :]}"
     if head == "CREATE" and re.match(r"CREATE\s+SEQUENCE\s", text, re.I):
         return Statement("create_sequence", text, parse_sql(text))
     if head == "CREATE" and (temp := TEMP_HEAD.match(text)):
