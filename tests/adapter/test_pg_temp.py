@@ -150,8 +150,10 @@ def test_temporary_sequences_as_postgres(tmp_path: Path, postgres_url: str) -> N
             pg,
             [
                 "CREATE TEMP SEQUENCE tseq",
-                "SELECT nextval('tseq'), nextval('tseq')",
                 "SELECT currval('tseq')",
+                "SELECT nextval('tseq'), nextval('tseq'), currval('tseq')",
+                "SELECT currval('tseq'), nextval('tseq'), currval('tseq')"
+                " FROM generate_series(1, 3)",
                 "CREATE TEMPORARY SEQUENCE IF NOT EXISTS tseq START 5",
                 "CREATE TEMP SEQUENCE ts2 START 10 INCREMENT 5",
                 "SELECT nextval('ts2'), nextval('pg_temp.ts2')",

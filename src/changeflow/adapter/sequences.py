@@ -46,7 +46,7 @@ from changeflow.compute import expr as X
 from changeflow.compute.expr import _typed
 from changeflow.compute.types import INT8, TEXT
 from changeflow.compute.volatile import Volatile
-from changeflow.errors import ChangeflowError, PlanError
+from changeflow.errors import ChangeflowError, EvalError, PlanError
 from changeflow.storage.consensus import VersionedData
 
 BLOCK = 64  # values a process reserves at once
@@ -173,12 +173,36 @@ class NextVal(Volatile):
         return f"nextval('{self.name}')"
 
 
+@dataclass(frozen=True)
+class CurrVal(Volatile):
+    """``currval('name')``: the value the session's last ``nextval`` of the sequence gave,
+    read as each row is computed (after a ``nextval`` before it in the row, as PostgreSQL)."""
+
+    seq_id: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        _typed(self, INT8, False)
+
+    def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
+        _, last = _context()
+        if self.seq_id not in last:
+            raise EvalError(
+                f'currval of sequence "{self.name}" is not yet defined in this session',
+                sqlstate="55000",
+            )
+        return last[self.seq_id]
+
+    def __str__(self) -> str:
+        return f"currval('{self.name}')"
+
+
 # -- functions ---------------------------------------------------------------------------------
 
 
 def sequence_call(node: exp.Expression) -> X.Expr | None:
-    """``node`` planned, if it calls a sequence's function (all but nextval are evaluated
-    now, as constants of the statement)."""
+    """``node`` planned, if it calls a sequence's function (setval and
+    pg_get_serial_sequence are evaluated now, as constants of the statement)."""
     if not isinstance(node, exp.Anonymous) or str(node.this).lower() not in SEQUENCE_FUNCTIONS:
         return None
     func, args = str(node.this).lower(), node.expressions
@@ -202,12 +226,7 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
     if func == "nextval":
         return NextVal(item.id, item.name)
     if func == "currval":
-        if item.id not in last:
-            raise PlanError(
-                f'currval of sequence "{item.name}" is not yet defined in this session',
-                sqlstate="55000",
-            )
-        return X.Lit(last[item.id], INT8)
+        return CurrVal(item.id, item.name)
     value = _int(consts[1])
     options = SequenceOptions.of(item.options)
     options.check(value, "setval", item.name)
