@@ -44,6 +44,8 @@ AD_HOC = [
     "SELECT conname, pg_get_constraintdef(oid), contypid::regtype FROM pg_constraint"
     " WHERE contypid IN ('posint'::regtype, 'price'::regtype, 'code'::regtype) ORDER BY 1",
     "SELECT 'posint'::regtype, to_regtype('code')::oid = 'code'::regtype::oid",
+    "SELECT 5::posint, CAST('7' AS posint), NULL::posint, 'AB'::code, 2.555::price",
+    "SELECT id::posint, (id * 2)::posint FROM dt ORDER BY 1",
 ]
 ERRORS = [
     "INSERT INTO dt VALUES (0, 1, 'AB')",
@@ -54,6 +56,10 @@ ERRORS = [
     "INSERT INTO dt VALUES (4, 1, 'ABCDEFG')",
     "UPDATE dt SET id = -1 WHERE id = 1",
     "UPDATE dt SET p = NULL WHERE id = 2",
+    "SELECT (-5)::posint",
+    "SELECT NULL::price",
+    "SELECT 'abc'::code",
+    "SELECT (id - 2)::posint FROM dt",
     "CREATE DOMAIN posint AS bigint",
     "CREATE DOMAIN nope AS nosuchtype",
     "CREATE DOMAIN nope AS integer CHECK (VALUE + 1)",

@@ -6,8 +6,9 @@ DEFAULT, NOT NULL and named CHECK constraints (their SQL reads the value as ``VA
 of one keeps the domain's name as its type, which the catalogs show, and is stored, planned and
 sent as its base type (PostgreSQL's RowDescription names the base type too). A write checks
 each value it puts in such a column against the domain's constraints as they are when the
-write is planned (23514, 23502 for a NULL where the domain is NOT NULL), and an INSERT that
-leaves such a column out takes the domain's DEFAULT where the column has none."""
+write is planned (23514, 23502 for a NULL where the domain is NOT NULL), as does a cast to
+the domain; an INSERT that leaves such a column out takes the domain's DEFAULT where the
+column has none."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from changeflow.adapter.deparse import stored_sql
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import PostgresCalls, parse_sql
 from changeflow.adapter.sql.statements import Statement, name
+from changeflow.compute import expr as X
+from changeflow.compute.expr import with_columns
 from changeflow.compute.types import Column, SqlType
 from changeflow.errors import EvalError, PlanError
 
@@ -69,6 +72,19 @@ class Domain:
     @property
     def shown(self) -> str:
         return split_name(self.name)[1]
+
+    def checked(self, value: X.Expr) -> X.Expr:
+        """``value`` (of the base type) as a value of the domain: 23514 where a CHECK finds
+        it FALSE, 23502 for NULL where the domain is NOT NULL (a cast to it)."""
+        whens = []
+        if self.not_null:
+            message = f"domain {self.shown} does not allow null values"
+            whens.append((X.IsNull(value), X.Raise(message, "23502")))
+        for check in self.checks:
+            found = planned(check, (Column(VALUE, value.type),), self.shown)
+            message = f'value for domain {self.shown} violates check constraint "{check.name}"'
+            whens.append((X.Not(with_columns(found, [value])), X.Raise(message, "23514")))
+        return X.Case(tuple(whens), value) if whens else value
 
     def column_checks(self, column: str) -> list[Check]:
         """Its constraints as checks of a column ``column`` of a table (NOT NULL as one named

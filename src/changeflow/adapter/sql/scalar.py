@@ -34,7 +34,7 @@ from changeflow.adapter.sql.scope import Scope, unsupported
 from changeflow.adapter.sql.session_values import session_value
 from changeflow.adapter.sql.statistics import STATISTICS
 from changeflow.adapter.sql.time_scalars import TimeScalars
-from changeflow.adapter.sql.types import cast_target, sized
+from changeflow.adapter.sql.types import cast_target, domain_of, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
@@ -406,10 +406,11 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         return X.Coalesce(tuple(self.unify([node.this, *node.expressions])))
 
     def _nullif(self, node: exp.Nullif) -> X.Expr:
-        a, b = self.pair(node.this, node.expression)
-        return X.NullIf(a, b)
+        return X.NullIf(*self.pair(node.this, node.expression))
 
     def _cast(self, node: exp.Cast) -> X.Expr:
+        if (domain := domain_of(node.to)) is not None:  # its base type's value, checked
+            return domain.checked(self._cast(exp.Cast(this=node.this, to=domain.base_type)))
         kind, scale = cast_target(node.to)
         inner = node.this
         if is_string_literal(inner):
@@ -426,10 +427,8 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
         """``x COLLATE "C"``: text here compares by code point, as PostgreSQL's C does."""
         name = node.expression.name
         if name.lower() not in ("c", "posix", "default", "ucs_basic"):
-            raise PlanError(
-                f'collation "{name}" is not supported: text compares by code point ("C")',
-                sqlstate="0A000",
-            )
+            message = f'collation "{name}" is not supported: text compares by code point ("C")'
+            raise PlanError(message, sqlstate="0A000")
         return self.expr(node.this)
 
     _trycast = _cast
