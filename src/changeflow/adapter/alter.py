@@ -37,18 +37,17 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from changeflow.adapter import partial_index
-from changeflow.adapter.assign import assign
+from changeflow.adapter.added_column import default_value, with_default, with_generated
 from changeflow.adapter.attnums import after_add, after_drop
 from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.check_alter import CONSTRAINT_ACTIONS, add_check
-from changeflow.adapter.column_defs import ColumnDef, table_columns
+from changeflow.adapter.column_defs import table_columns
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import release
-from changeflow.adapter.environment import EPOCH, Environment, evaluate_once
+from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import (
     add_foreign_key,
     constraint_names,
@@ -61,19 +60,20 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import own, owned_by, owned_sequences
 from changeflow.adapter.serial_add import add_serial, discard, numbered
 from changeflow.adapter.sql.dialect import parse_sql, sql_text
-from changeflow.adapter.sql.dml import default_plan
-from changeflow.adapter.sql.generated import expressions_renamed, expressions_without
+from changeflow.adapter.sql.generated import (
+    added_generated,
+    expressions_renamed,
+    expressions_without,
+)
 from changeflow.adapter.sql.statements import Statement, commas
 from changeflow.adapter.view_sql import column_renamed
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import with_inputs
-from changeflow.compute.types import Column, numeric_scale
+from changeflow.compute.types import numeric_scale
 from changeflow.errors import PlanError
-from changeflow.storage.frames import to_frame
 from changeflow.storage.state import decode_schema, encode_schema
 from changeflow.storage.txns import reader
-from changeflow.updates import DIFF, TIME
 
 TAG = "ALTER TABLE"
 _CONSTRAINT = re.compile(r"(?:CONSTRAINT|PRIMARY|UNIQUE|CHECK|FOREIGN|EXCLUDE)\b", re.I)
@@ -162,13 +162,14 @@ def _add_column(
     node: list[exp.Expression],
     serial: Item | None,
 ) -> None:
-    (column,) = table_columns(node, adding=True)
+    (column,) = table_columns(node)
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     sinks = _sinks(state, item)
     value = default_value(column) if column.default is not None and not serial else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
-    ts, rows = _contents(env, item) if value is not None or not column.nullable else (None, None)
-    if value is None and rows is not None and rows.num_rows and serial is None:
+    filled = value is not None or column.generated is not None
+    ts, rows = _contents(env, item) if filled or not column.nullable else (None, None)
+    if not filled and rows is not None and rows.num_rows and serial is None:
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" contains null values',
             sqlstate="23502",
@@ -187,11 +188,14 @@ def _add_column(
         "scales": [*_per_column(o, "scales", item), numeric_scale(column.arrow)],
         "layout": encode_schema(new),
         **after_add(item),
+        **added_generated(item, column),
     }
     sql = _edit_sql(item.sql, lambda defs: [*defs, node[0]])
     columns = (*item.columns, (column.name, column.type_name, column.nullable))
     changed = replace(item, columns=columns, options=options, sql=sql)
-    rewrite = _with_default(rows, new, value, column.length, item.name) if rows else None
+    rewrite = with_default(rows, new, value, column.length, item.name) if rows else None
+    if column.generated is not None and rows is not None:  # each row its own value
+        rewrite = with_generated(rows, new, changed, column.length)
     if serial is not None and rows is not None:  # each row its own value
         rewrite = numbered(env, serial, rows, new, item.name)
     read = P.Project(P.Get(item.id, schema_of(changed)), tuple(range(len(item.columns))))
@@ -477,38 +481,6 @@ def _contents(env: Environment, item: Item) -> tuple[int, pa.Table]:
     ts = env.read_ts(EPOCH, {item.id})
     env.log.ready({item.id}, ts)
     return ts, reader(env.storage, item.id).snapshot_table(ts)
-
-
-def _with_default(
-    rows: pa.Table, schema: pa.Schema, value: Any, length: int | None, table: str
-) -> pa.Table | None:
-    """The update frame that gives ``rows`` (the table's contents, without the column
-    ``schema`` appends) ``value`` in that column: each row retracted with NULL there, and
-    added with ``value``; None if there is nothing to change."""
-    if value is None or not rows.num_rows:
-        return None
-    field = schema.field(len(schema) - 1)
-    fitted = fit(value, field, length, table)
-    data = [rows.column(n) for n in rows.column_names if n not in (TIME, DIFF)]
-    n, counts = rows.num_rows, rows.column(DIFF)
-    zero = pa.array([0] * n, pa.int64())
-    names = [*schema.names, TIME, DIFF]
-    retract = pa.Table.from_arrays([*data, pa.nulls(n, field.type), zero, pc.negate(counts)], names)
-    add = pa.Table.from_arrays([*data, pa.array([fitted] * n, field.type), zero, counts], names)
-    return to_frame(pa.concat_tables([retract, add]), schema, table)
-
-
-def fit(value: Any, field: pa.Field, length: int | None, table: str) -> Any:
-    """``value`` as the stored column ``field`` (of length limit ``length``) holds it."""
-    ((fitted,), _) = assign([((value,), 1)], pa.schema([field]), [length], table)[0]
-    return fitted
-
-
-def default_value(column: ColumnDef) -> Any:
-    """The value of ``column``'s DEFAULT for the rows the table has."""
-    target = Column(column.name, column.kind, column.nullable, numeric_scale(column.arrow))
-    rows = evaluate_once(default_plan(target, column.default), {}, 0)
-    return next(iter(rows))[0]
 
 
 def _change(

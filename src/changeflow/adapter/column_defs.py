@@ -35,9 +35,8 @@ class ColumnDef:
         return self.domain or self.kind.name
 
 
-def table_columns(defs: list[exp.Expression], adding: bool = False) -> list[ColumnDef]:
-    """The columns of column definitions (table constraints are accepted, not enforced);
-    ``adding``: ALTER TABLE's ADD COLUMN, which takes no generation expression here."""
+def table_columns(defs: list[exp.Expression]) -> list[ColumnDef]:
+    """The columns of column definitions (table constraints are accepted, not enforced)."""
     out = []
     for d in defs:
         if not isinstance(d, exp.ColumnDef):
@@ -63,12 +62,6 @@ def table_columns(defs: list[exp.Expression], adding: bool = False) -> list[Colu
                 default = stored_sql(k.this)
             elif isinstance(k, exp.ComputedColumnConstraint):
                 generated = stored_sql(k.this)
-                if adding:
-                    raise PlanError(
-                        "ADD COLUMN … GENERATED ALWAYS AS is not supported: create the table "
-                        "with the generated column",
-                        sqlstate="0A000",
-                    )
         if name.startswith("_"):
             raise PlanError(f'column name "{name}" may not start with "_"', sqlstate="42939")
         length = text_length(given)

@@ -265,7 +265,7 @@ def _rows(
                 )
                 + _column_type(type_name, type_oid, udt, mods.get(col, -1), domain, database)
                 + ("YES" if col in identity else "NO",)
-                + ("ALWAYS" if col in generated else "NEVER", "NO")
+                + (("ALWAYS", default, "NO") if col in generated else ("NEVER", None, "NO"))
             )
         if kind == "r":
             for name, rows in key_constraints(item, oid, namespace_oid(state, schema)).items():

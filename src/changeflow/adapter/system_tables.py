@@ -171,7 +171,7 @@ INFO_TABLES: dict[str, str] = {
     "character_maximum_length INTEGER, numeric_precision INTEGER, numeric_scale INTEGER, "
     "datetime_precision INTEGER, domain_catalog TEXT, domain_schema TEXT, domain_name TEXT, "
     "udt_catalog TEXT, udt_schema TEXT, udt_name TEXT, "
-    "is_identity TEXT, is_generated TEXT, is_updatable TEXT",
+    "is_identity TEXT, is_generated TEXT, generation_expression TEXT, is_updatable TEXT",
     "views": "table_catalog TEXT, table_schema TEXT, table_name TEXT, view_definition TEXT, "
     "check_option TEXT, is_updatable TEXT, is_insertable_into TEXT",
     "schemata": "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",

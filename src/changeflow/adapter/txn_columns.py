@@ -31,6 +31,7 @@ _OWN_CONSTRAINTS = (
     exp.UniqueColumnConstraint,
     exp.Reference,
     exp.CheckColumnConstraint,
+    exp.ComputedColumnConstraint,
 )
 
 
@@ -80,7 +81,7 @@ def carry(env: Environment, txn: Transaction, table_id: str, table: str, g: dict
     column = _added(g)
     filled = None
     if column is not None and column.default is not None:
-        from changeflow.adapter.alter import default_value, fit
+        from changeflow.adapter.added_column import default_value, fit
 
         field = layout.field(len(layout) - 1)
         filled = fit(default_value(column), field, column.length, table)

@@ -112,6 +112,21 @@ def generated_columns(columns: list, schema: Schema, table: str) -> dict[str, li
     return {"generated": generated}
 
 
+def added_generated(item: Any, column: Any) -> dict[str, list[str | None]]:
+    """The options of a table's generation expressions once ADD COLUMN adds ``column`` (a
+    :class:`~changeflow.adapter.column_defs.ColumnDef`), checked (none if none has one)."""
+    generated = [*generated_of(item), column.generated]
+    if not any(generated):
+        return {}
+    if column.generated is not None and column.default is not None:
+        raise PlanError(
+            f'both default and generation expression specified for column "{column.name}" of '
+            f'table "{item.name.rpartition(".")[2]}"',
+            sqlstate="42601",
+        )
+    return {"generated": generated}
+
+
 def _reads(text: str) -> set[str]:
     node = sqlglot.parse_one(text, read=PostgresCalls)
     return {ident(c.this) for c in node.find_all(exp.Column)}
