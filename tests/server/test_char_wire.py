@@ -47,3 +47,26 @@ def test_char_on_the_wire_as_postgres(server, postgres_url: str, table_name: str
                 assert _answer(ours, sql, params) == _answer(pg, sql, params), sql
         finally:
             pg.execute(f"DROP TABLE {table_name}")
+
+
+def test_the_name_type_on_the_wire_as_postgres(server, postgres_url: str, table_name: str) -> None:
+    """A name column and a cast to name: type OID 19 in RowDescription, compared, sorted,
+    concatenated and cut to 63 characters as PostgreSQL's (63 bytes there)."""
+    create = f"CREATE TABLE {table_name} (id int, n name)"
+    insert = f"INSERT INTO {table_name} VALUES (1, 'hello'), (2, 'world'), (3, NULL)"
+    queries = [
+        f"SELECT id, n FROM {table_name} ORDER BY n DESC",
+        f"SELECT n || '!', pg_typeof(n), n = 'hello' FROM {table_name} WHERE id = 1",
+        "SELECT 'abc'::name, pg_typeof('abc'::name), length(repeat('x', 70)::name)",
+        f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attname = 'n'"
+        f" AND attrelid = '{table_name}'::regclass",
+    ]
+    with server.connect() as ours, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for conn in (ours, pg):
+            conn.execute(create)
+            conn.execute(insert)
+        try:
+            for sql in queries:
+                assert _answer(ours, sql, ()) == _answer(pg, sql, ()), sql
+        finally:
+            pg.execute(f"DROP TABLE {table_name}")

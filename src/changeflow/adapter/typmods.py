@@ -34,7 +34,8 @@ def typmod(kind: exp.Expression | None) -> int:
 
 
 TEXT_TYPES = {T.CHAR: "character", T.NCHAR: "character", T.VARCHAR: "character varying"}
-_TEXT_TYPE = {"character": "bpchar", "character varying": "varchar"}
+TEXT_TYPES[T.NAME] = "name"
+_TEXT_TYPE = {"character": "bpchar", "character varying": "varchar", "name": "name"}
 
 
 @lru_cache(maxsize=512)

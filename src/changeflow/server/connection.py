@@ -29,7 +29,7 @@ from changeflow.server.batch import Batch, format_code
 from changeflow.server.extended import Extended, Portal, Prepared
 from changeflow.server.runner import FLUSH, Cursor, Interrupted, Outcome, Runner, Shutdown
 from changeflow.server.startup import Startup
-from changeflow.server.values import BPCHAR, TEXT, VARCHAR, encoder, oid_of
+from changeflow.server.values import TEXT, TEXT_OIDS, encoder, oid_of
 
 if TYPE_CHECKING:
     from changeflow.server.server import Server
@@ -262,8 +262,8 @@ class ClientConnection(Startup, Extended, Runner):
         fields = []
         for i, c in enumerate(columns):
             oid, size = oid_of(c.type)
-            if oid == TEXT and c.text_type:  # char(n) or varchar(n) held as text
-                oid = BPCHAR if c.text_type == "bpchar" else VARCHAR
+            if oid == TEXT and c.text_type:  # char(n), varchar(n) or name held as text
+                oid = TEXT_OIDS[c.text_type]
             fields.append((c.name, oid, size, format_code(formats, i), c.typmod))
         self.wire.send(*W.row_description(fields))
 

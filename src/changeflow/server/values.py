@@ -28,6 +28,7 @@ from changeflow.errors import PlanError
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, VARCHAR, BPCHAR = 114, 700, 701, 705, 1043, 1042
+TEXT_OIDS = {"bpchar": BPCHAR, "varchar": VARCHAR, "name": 19}  # the text types held as text
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, JSONB, UUID = 1082, 1114, 1184, 1700, 3802, 2950
 INTERVAL, TIME = 1186, 1083
 USER_OIDS = 16384  # the first OID of the catalog's own types (enums) and relations

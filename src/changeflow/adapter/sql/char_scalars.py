@@ -21,7 +21,7 @@ from changeflow.compute.typmods import NONE, Mod, mod_of, unsized_bpchar
 if TYPE_CHECKING:
     from changeflow.adapter.sql.scalar import Scalars
 
-TYPE_NAMES = {"bpchar": "character", "varchar": "character varying"}
+TYPE_NAMES = {"bpchar": "character", "varchar": "character varying", "name": "name"}
 PADDED_ARGS = frozenset({"octet_length", "concat", "concat_ws", "format"})
 
 

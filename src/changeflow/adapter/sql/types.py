@@ -48,6 +48,7 @@ _SIMPLE: dict[T, tuple[SqlType, pa.DataType]] = {
     T.DOUBLE: (FLOAT8, pa.float64()),
     T.TEXT: (TEXT, pa.string()),
     T.VARCHAR: (TEXT, pa.string()),
+    T.NAME: (TEXT, pa.string()),
     T.CHAR: (TEXT, pa.string()),
     T.BPCHAR: (TEXT, pa.string()),
     T.DATE: (DATE, pa.date32()),
@@ -204,4 +205,6 @@ def _unsized_text(value: X.Expr, dt: exp.Expression) -> X.Expr:
         return value
     if dt.this in (T.VARCHAR, T.NVARCHAR):
         return Func("typed_text", (value, X.lit("varchar")))
+    if dt.this == T.NAME:  # cut to NAMEDATALEN - 1 (63 characters here, bytes there)
+        return Func("typed_text", (Func("varchar_n", (value, X.lit(63))), X.lit("name")))
     return value
