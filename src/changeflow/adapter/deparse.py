@@ -190,8 +190,9 @@ def checks_shown(item: Any, sql: str) -> tuple[str, str]:
     return _check_pair(sql, tuple(sorted(column_types(item).items())))
 
 
-def domain_default_shown(sql: str, base: int) -> str | None:
-    """A domain's DEFAULT as pg_type.typdefault shows it (its base type's OID ``base``)."""
+def default_shown(sql: str, base: int) -> str | None:
+    """A DEFAULT of the type ``base`` (an OID) as PostgreSQL shows it (a domain's
+    pg_type.typdefault, a function parameter's in pg_get_function_arguments)."""
     shown = _default_pair(sql, (), base)
     return None if shown is None else shown[0]
 

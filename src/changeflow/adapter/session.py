@@ -33,6 +33,7 @@ from changeflow.adapter import (
     owners,
     schemas,
     sequences,
+    sql_functions,
     temp_tables,
     txn_ddl,
     with_writes,
@@ -68,6 +69,7 @@ from changeflow.adapter.sql.scalar import STATEMENT_TIME
 from changeflow.adapter.sql.statements import DML_KINDS, WRITE_KINDS, Statement, parse, split
 from changeflow.adapter.sql.time_scalars import STATEMENT_START
 from changeflow.adapter.sql.types import DOMAINS
+from changeflow.adapter.sql_functions import USER_FUNCTIONS
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
 from changeflow.adapter.table_locks import lock_tables
@@ -111,6 +113,8 @@ DDL = {
     "create_domain": domains.create_domain,
     "drop_domain": domains.drop_domain,
     "domain_alter": domains.alter_domain,
+    "create_function": sql_functions.create_function,
+    "drop_function": sql_functions.drop_function,
 }
 
 
@@ -197,6 +201,7 @@ class Session:
         SESSION_SETTINGS.set(self.settings)
         USER_TYPES.set(lambda name: enum_types.user_type(self.env.catalog.load(), name))
         DOMAINS.set(lambda name: domains.domain_named(self.env.catalog.load(), name))
+        USER_FUNCTIONS.set(lambda n: sql_functions.function_named(self.env.catalog.load(), n))
         sequences.enter(self)
         temp_tables.enter(self.temp)
 

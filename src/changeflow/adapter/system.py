@@ -38,6 +38,7 @@ from changeflow.adapter.sizes import size_functions
 from changeflow.adapter.sql.colnames import output_name
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.sql_functions import function_rows, function_texts
 from changeflow.adapter.system_domains import domain_defs, domain_info, domain_rows
 from changeflow.adapter.system_enums import column_types, enum_rows, type_functions
 from changeflow.adapter.system_indexes import class_row, indexes, relation_oid, sql_type, storage
@@ -160,7 +161,7 @@ def _rows(
         + (None, -1, None, None, None, None, None, None, "active", None, None, None, None)
         + ("client backend",)
     )
-    out["pg_proc"] += proc_rows(PG_CATALOG, OWNER)
+    out["pg_proc"] += proc_rows(PG_CATALOG, OWNER) + function_rows(state)
     out["pg_language"] += [(12, "internal", OWNER), (13, "c", OWNER), (14, "sql", OWNER)]
     info: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFO_TABLES}
     for oid, name in (
@@ -314,6 +315,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
 
     keys = constraint_defs(items, relation_oid) | fk_defs(items, relation_oid)  # its texts
     keys |= domain_defs(state)
+    mine = function_texts(state)  # the catalog's functions' result and arguments
     pretty = pretty_texts(items, keys)  # pg_get_expr's, of each default's and check's text
 
     every_index = {i.oid: i for i in indexes(state)}
@@ -373,8 +375,10 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             dict(zip(args[::2], args[1::2], strict=False))
         ),
         "pg_function_is_visible": lambda oid: 1,
-        "pg_get_function_result": lambda oid: PROCS[oid].result if oid in PROCS else None,
-        "pg_get_function_arguments": lambda oid: PROCS[oid].arguments if oid in PROCS else "",
+        "pg_get_function_result": lambda o: getattr(PROCS.get(o) or mine.get(o), "result", None),
+        "pg_get_function_arguments": lambda o: getattr(
+            PROCS.get(o) or mine.get(o), "arguments", ""
+        ),
         "pg_get_function_sqlbody": lambda oid: None,
         "pg_get_userbyid": lambda oid: user,
         "pg_get_expr": lambda expr, rel=None, shown=None: pretty.get(expr, expr) if shown else expr,

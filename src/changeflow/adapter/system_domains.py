@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, split_name
-from changeflow.adapter.deparse import domain_check_shown, domain_default_shown
+from changeflow.adapter.deparse import default_shown, domain_check_shown
 from changeflow.adapter.domains import Domain
 from changeflow.adapter.sql.types import text_length
 from changeflow.adapter.system_indexes import relation_oid
@@ -64,7 +64,7 @@ def domain_rows(state: CatalogState) -> dict[str, list[tuple[Any, ...]]]:
         oid, namespace = relation_oid(item), namespace_oid(state, split_name(item.name)[0])
         base, _, _, typmod = base_of(domain)
         b = bases[base]
-        default = None if domain.default is None else domain_default_shown(domain.default, base)
+        default = None if domain.default is None else default_shown(domain.default, base)
         types.append(
             (oid, domain.shown, namespace, OWNER, b[4], b[5], "d", b[7], False, True, ",")
             + (0, 0, 0, "domain_in", b[15], "domain_recv", b[17], None, None, None)

@@ -27,6 +27,7 @@ from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.adapter.sql.statements import name as catalog_name
+from changeflow.adapter.sql_functions import drop_function
 from changeflow.errors import PlanError
 
 CREATES = (
@@ -37,6 +38,7 @@ CREATES = (
     "create_sequence",
     "create_type",
     "create_domain",
+    "create_function",
 )
 DROP_WORDS = {
     "table": "TABLE",
@@ -46,8 +48,14 @@ DROP_WORDS = {
     "schema": "SCHEMA",
     "sequence": "SEQUENCE",
     "type": "TYPE",
+    "function": "FUNCTION",
 }
-DROPPERS = {"drop": ddl.drop, "drop_type": enum_types.drop_type, "drop_domain": drop_domain}
+DROPPERS = {
+    "drop": ddl.drop,
+    "drop_type": enum_types.drop_type,
+    "drop_domain": drop_domain,
+    "drop_function": drop_function,
+}
 
 
 EXTENSIONS = ("create_extension", "drop_extension")

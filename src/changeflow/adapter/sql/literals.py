@@ -19,7 +19,7 @@ def plain_strings(text: str) -> str:
     standard string of its value (escapes decoded by PostgreSQL's rules:
     :func:`escape_string`); comments, quoted names and standard strings are left as they
     are."""
-    if "'" not in text:
+    if "'" not in text and "$" not in text:
         return text
 
     def standard(m: re.Match[str]) -> str:

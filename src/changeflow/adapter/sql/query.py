@@ -46,6 +46,7 @@ from changeflow.adapter.sql.subquery import Items, Stage
 from changeflow.adapter.sql.table_functions import set_returning
 from changeflow.adapter.sql.types import operator_for
 from changeflow.adapter.sql.windows import Windows
+from changeflow.adapter.sql_functions import inline_calls
 from changeflow.compute import expr as X
 from changeflow.compute import plan as P
 from changeflow.compute.optimize import optimize
@@ -67,6 +68,7 @@ def plan_query(
     unbound = next(query.find_all(exp.Parameter), None)
     if unbound is not None:  # bound values replace $n before a statement is parsed
         raise PlanError(f"there is no parameter ${unbound.name}", sqlstate="42P02")
+    query = inline_calls(query)
     state = getattr(resolver, "state", None)
     shown = shown_ids(query) if shown_types else ()
     read = read_ids(query, state)  # refuses operators PostgreSQL has none of for an oid

@@ -41,7 +41,12 @@ SESSION_FUNCTIONS = (*SEQUENCE_FUNCTIONS, *SETTING_FUNCTIONS, *ADVISORY_FUNCTION
 def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]) -> X.Expr | None:
     """``node`` as the session's constant, if it is one of these functions (or a sequence's
     function, :mod:`changeflow.adapter.sequences`), or an advisory lock's call (its arguments
-    planned by ``plan``, :mod:`changeflow.adapter.advisory_locks`)."""
+    planned by ``plan``, :mod:`changeflow.adapter.advisory_locks`), or a call of a SQL
+    function of the catalog (its body, :mod:`changeflow.adapter.sql_functions`)."""
+    from changeflow.adapter.sql_functions import user_call
+
+    if (body := user_call(node)) is not None:
+        return plan(body)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in SEQUENCE_FUNCTIONS:
         from changeflow.adapter.sequences import sequence_call
 

@@ -1,6 +1,6 @@
 """The statements of user-defined types: ``CREATE TYPE``, ``DROP TYPE`` and ``ALTER TYPE``
-(their arguments, read by :mod:`changeflow.adapter.enum_types`), and of domains (read by
-:mod:`changeflow.adapter.domains`)."""
+(their arguments, read by :mod:`changeflow.adapter.enum_types`), of domains (read by
+:mod:`changeflow.adapter.domains`) and of SQL functions (:mod:`.sql_functions`)."""
 
 from changeflow.adapter.sql.names import QNAME
 
@@ -23,4 +23,12 @@ TYPE_PATTERNS = [
         r"(?P<mode>CASCADE|RESTRICT)?",
     ),
     ("domain_alter", rf"ALTER\s+DOMAIN\s+(?P<name>{QNAME})\s+(?P<rest>.+)"),
+    (
+        "create_function",
+        rf"CREATE\s+(?P<replace>OR\s+REPLACE\s+)?FUNCTION\s+(?P<name>{QNAME})\s*(?P<rest>\(.*)",
+    ),
+    (
+        "drop_function",
+        r"DROP\s+FUNCTION\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>.+?)\s*(?P<mode>CASCADE|RESTRICT)?",
+    ),
 ]

@@ -1,0 +1,341 @@
+"""SQL functions: ``CREATE [OR REPLACE] FUNCTION name ([name] type [DEFAULT e], …) RETURNS
+type [LANGUAGE sql] [IMMUTABLE | STABLE | VOLATILE] [STRICT | CALLED ON NULL INPUT] AS $$
+SELECT … $$`` (or ``AS '…'``, or ``RETURN expr``) and ``DROP FUNCTION``, as PostgreSQL's SQL
+functions of one value.
+
+A call is planned as the function's body with its arguments in place of its parameters (by
+name or ``$n``), each argument cast to its parameter's type and the value to the result type,
+as PostgreSQL inlines a simple SQL function: a body of one expression becomes that expression,
+any other query a scalar subquery; a STRICT function is NULL where an argument is. A view
+keeps the body it was planned with. Refused (0A000): other languages (PL/pgSQL), set-returning
+functions, OUT parameters and a second function of a name (overloading); a function shares
+its name with the relations of its schema here."""
+
+from __future__ import annotations
+
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from sqlglot import exp
+
+from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.result import Result
+from changeflow.adapter.sql.dialect import PostgresCalls, parse_sql
+from changeflow.adapter.sql.statements import Statement, name
+from changeflow.errors import PlanError
+
+#: the session's functions by name, for the planner (set with the search path)
+USER_FUNCTIONS: ContextVar[Any] = ContextVar("user_functions", default=None)
+
+_BODY = re.compile(
+    r"\bAS\s+(?:\$(?P<tag>\w*)\$(?P<dollar>.*?)\$(?P=tag)\$|'(?P<quoted>(?:[^']|'')*)')"
+    r"|\bRETURN\s+(?P<returned>.+)$",
+    re.I | re.S,
+)
+_CLAUSE = (
+    r"LANGUAGE|IMMUTABLE|STABLE|VOLATILE|STRICT|CALLED|RETURNS\s+NULL|SECURITY|PARALLEL|COST|"
+    r"ROWS|LEAKPROOF|NOT\s+LEAKPROOF|SET|WINDOW|EXTERNAL"
+)
+_RETURNS = re.compile(rf"\bRETURNS\s+(?!NULL\s+ON)(?P<type>.+?)(?=\s+(?:{_CLAUSE})\b|\s*$)", re.I)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A SQL function of the catalog: its parameters' names (None: unnamed) and types, their
+    defaults, its result type, its body's SQL and whether it is STRICT."""
+
+    name: str
+    params: tuple[tuple[str | None, str, str | None], ...]
+    returns: str
+    body: str
+    strict: bool
+    volatility: str = "v"  # provolatile: i(mmutable), s(table), v(olatile)
+
+    @staticmethod
+    def of(item: Item | None) -> Function | None:
+        if item is None or item.kind != "function":
+            return None
+        o = item.options
+        params = tuple((p[0], p[1], p[2]) for p in o["params"])
+        volatility = o.get("volatility", "v")
+        return Function(item.name, params, o["returns"], o["body"], o["strict"], volatility)
+
+    def call(self, args: list[exp.Expression]) -> exp.Expression:
+        """The call with ``args`` as the expression it stands for."""
+        given = len(args)
+        needed = sum(1 for _, _, default in self.params if default is None)
+        if not needed <= given <= len(self.params):
+            shown = split_name(self.name)[1]
+            message = f"function {shown} takes {len(self.params)} arguments, not {given}"
+            raise PlanError(message, sqlstate="42883")
+        values = [
+            _cast(args[i] if i < given else parse_sql(f"SELECT {p[2]}").expressions[0], p[1])
+            for i, p in enumerate(self.params)
+        ]
+        body = parse_sql(self.body)
+        if not isinstance(body, exp.Select) or len(body.expressions) != 1:
+            raise PlanError(
+                f"the body of function {self.name} is not one query of one value", sqlstate="0A000"
+            )
+        plain = not any(body.args.get(k) for k in body.args if k != "expressions")
+        names = {p[0]: i for i, p in enumerate(self.params) if p[0]}
+
+        def placed(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in names:
+                return values[names[node.name.lower()]].copy()
+            if isinstance(node, exp.Parameter | exp.Placeholder):
+                at = int(str(node.name or node.this).lstrip("$") or 0) - 1
+                if 0 <= at < len(values):
+                    return values[at].copy()
+            return node
+
+        body = body.transform(placed)
+        value = body.expressions[0].unalias() if plain else exp.Subquery(this=body)
+        value = _cast(value, self.returns)
+        if self.strict and values:
+            nulls = [exp.Is(this=v.copy(), expression=exp.Null()) for v in values]
+            value = exp.Case(ifs=[exp.If(this=exp.or_(*nulls), true=exp.Null())], default=value)
+        return exp.Paren(this=value)
+
+
+def _cast(node: exp.Expression, kind: str) -> exp.Expression:
+    return exp.Cast(this=node, to=exp.DataType.build(kind, dialect=PostgresCalls, udt=True))
+
+
+def function_named(state: CatalogState, fname: str) -> Function | None:
+    return Function.of(state.find(fname))
+
+
+def inline_calls(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with each call of a catalog function replaced by what it stands for (before
+    a query is planned, so a body's subqueries are planned as the query's own)."""
+    if USER_FUNCTIONS.get() is None:
+        return tree
+
+    def inlined(node: exp.Expression) -> exp.Expression:
+        body = user_call(node)
+        if body is None:
+            return node
+        shown = isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
+        return exp.alias_(body, str(node.this).lower()) if shown else body  # named as the call
+
+    return tree.transform(inlined, copy=False)
+
+
+def user_call(node: exp.Expression) -> exp.Expression | None:
+    """The expression a call of a catalog function stands for, None if ``node`` is not one."""
+    lookup = USER_FUNCTIONS.get()
+    if lookup is None or not isinstance(node, exp.Anonymous):
+        return None
+    found = lookup(str(node.this).lower())
+    return None if found is None else found.call(list(node.expressions))
+
+
+# -- the statements ----------------------------------------------------------------------------
+
+
+def create_function(env: Any, stmt: Statement) -> Result:
+    """``CREATE [OR REPLACE] FUNCTION``."""
+    g = stmt.args
+    rest = g["rest"]
+    params_text, rest = _parameters(rest)
+    body = _BODY.search(rest)
+    if body is None:
+        raise PlanError(f"function {g['name']} has no body (AS '…' or RETURN …)", sqlstate="42P13")
+    clauses = rest[: body.start()] + " " + rest[body.end() :]
+    language = re.search(r"\bLANGUAGE\s+'?(\w+)'?", clauses, re.I)
+    if language is not None and language[1].lower() != "sql":
+        raise PlanError(
+            f"LANGUAGE {language[1]} is not supported: functions here are LANGUAGE sql, one "
+            "query of one value",
+            sqlstate="0A000",
+        )
+    returns = _RETURNS.search(clauses)
+    if returns is None:
+        raise PlanError(f"function {g['name']} needs RETURNS type", sqlstate="42P13")
+    kind = returns["type"].strip()
+    if re.match(r"(SETOF|TABLE|TRIGGER|VOID|RECORD)\b", kind, re.I):
+        raise PlanError(
+            f"RETURNS {kind.split()[0].upper()} is not supported: functions here return one value",
+            sqlstate="0A000",
+        )
+    if body["returned"] is not None:
+        text = f"SELECT {body['returned'].strip().rstrip(';')}"
+    else:
+        text = body["dollar"] if body["dollar"] is not None else body["quoted"].replace("''", "'")
+    text = text.strip().rstrip(";").strip()
+    strict = re.search(r"\bSTRICT\b|\bRETURNS\s+NULL\s+ON\s+NULL\s+INPUT\b", clauses, re.I)
+    state = env.catalog.load()
+    fname = state.creation_name(name(g["name"]))
+    volatility = re.search(r"\b(IMMUTABLE|STABLE|VOLATILE)\b", clauses, re.I)
+    volatility_code = volatility[1][0].lower() if volatility else "v"
+    function = Function(fname, _params(params_text), kind, text, bool(strict), volatility_code)
+    _check(function)
+    old = state.by_name(fname)
+    if old is not None and not (g.get("replace") and old.kind == "function"):
+        if old.kind == "function":
+            raise PlanError(
+                f"function {split_name(fname)[1]} already exists (a second function of one name "
+                "is not supported here)",
+                sqlstate="42723",
+            )
+        raise PlanError(f'relation "{split_name(fname)[1]}" already exists', sqlstate="42P07")
+    options = {
+        "params": [list(p) for p in function.params],
+        "returns": kind,
+        "body": text,
+        "strict": function.strict,
+        "volatility": function.volatility,
+    }
+
+    def add(state: CatalogState) -> tuple[CatalogState, None]:
+        item_id, state = (old.id, state) if old is not None else state.allocate()
+        return state.with_item(Item(item_id, fname, "function", stmt.text, options=options)), None
+
+    env.catalog.change(add)
+    return Result("CREATE FUNCTION")
+
+
+def _check(function: Function) -> None:
+    """Plan a call of ``function`` with NULL arguments now, to refuse a bad body (42703, 42804,
+    42883…) as CREATE FUNCTION does."""
+    from changeflow.adapter.sql.scalar import Scalars
+    from changeflow.adapter.sql.scope import Scope
+
+    call = function.call([exp.Null() for p in function.params if p[2] is None])
+    if isinstance(call.this, exp.Subquery) or call.find(exp.Subquery):
+        return  # a query of tables: planned where it is called
+    Scalars(Scope([]), (), "a function's body")(call)
+
+
+def _parameters(text: str) -> tuple[str, str]:
+    """The text inside the parameter list's parentheses, and what follows it."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and ch == ")":
+            return text[1:i], text[i + 1 :]
+    raise PlanError("syntax error: the parameter list is not closed", sqlstate="42601")
+
+
+def _params(text: str) -> tuple[tuple[str | None, str, str | None], ...]:
+    """Each parameter's name (None if unnamed), type and DEFAULT's SQL (None if none)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    out = []
+    for part in (p.strip() for p in parts if p.strip()):
+        pieces = re.split(r"\s+DEFAULT\s+|\s*=\s*", part, maxsplit=1, flags=re.I)
+        part, default = pieces[0], pieces[1] if len(pieces) > 1 else ""
+        mode = re.match(r"(IN|OUT|INOUT|VARIADIC)\s+", part, re.I)
+        if mode is not None:
+            if mode[1].upper() != "IN":
+                raise PlanError(f"{mode[1].upper()} parameters are not supported", sqlstate="0A000")
+            part = part[mode.end() :]
+        pname, kind = None, part
+        first, _, rest = part.partition(" ")
+        try:  # a name, then its type (else a type alone: double precision…)
+            exp.DataType.build(rest.strip(), dialect=PostgresCalls)
+            pname, kind = first.strip('"') if first.startswith('"') else first.lower(), rest
+        except Exception:  # noqa: BLE001, S110 - sqlglot's own: not a type
+            pass
+        out.append((pname, kind.strip(), default.strip() or None))
+    return tuple(out)
+
+
+def drop_function(env: Any, stmt: Statement, keep: list[Item] | None = None) -> Result:
+    """``DROP FUNCTION [IF EXISTS] name [(types)], … [CASCADE | RESTRICT]``: ``keep`` (a
+    transaction's) takes the dropped functions aside instead, for its COMMIT to release or
+    its ROLLBACK to put back."""
+    g, notices, doomed = stmt.args, [], []
+    state = env.catalog.load()
+    for part in re.split(r",\s*(?![^()]*\))", g["names"].strip()):
+        fname = name(part.split("(")[0].strip())
+        item = state.find(fname)
+        if item is None or item.kind != "function":
+            if g.get("ie"):
+                message = f"function {fname}() does not exist, skipping"
+                notices.append(("00000", message, ""))
+                continue
+            raise PlanError(f"function {fname} does not exist", sqlstate="42883")
+        doomed.append(item.id)
+    if keep is not None:
+        keep.extend(state.items[i] for i in doomed)
+        env.catalog.change(lambda s: (s.hiding(doomed), None))
+    else:
+        env.catalog.change(lambda s: (s.without(doomed), None))
+    return Result("DROP FUNCTION", notices=notices)
+
+
+# -- the catalogs ------------------------------------------------------------------------------
+
+
+def function_rows(state: CatalogState) -> list[tuple[Any, ...]]:
+    """pg_proc's rows of the catalog's functions (prolang 14: sql)."""
+    from changeflow.adapter.system_indexes import relation_oid
+    from changeflow.adapter.system_tables import namespace_oid
+
+    rows = []
+    for item in state.items.values():
+        f = Function.of(item)
+        if f is None:
+            continue
+        schema, fname = split_name(item.name)
+        args = " ".join(str(_type_oid(k)) for _, k, _ in f.params)
+        head = (relation_oid(item), fname, namespace_oid(state, schema), 10, 14, "f", f.strict)
+        rows.append((*head, False, f.volatility, len(f.params), _type_oid(f.returns), args))
+        rows[-1] += (f.body, "u", False, None)
+    return rows
+
+
+class Shown(NamedTuple):
+    """pg_get_function_result's and pg_get_function_arguments' texts of a function."""
+
+    result: str
+    arguments: str
+
+
+def function_texts(state: CatalogState) -> dict[int, Shown]:
+    """pg_get_function_result's and pg_get_function_arguments' texts of the catalog's
+    functions, by OID."""
+    from changeflow.adapter.system_indexes import relation_oid
+
+    out = {}
+    for item in state.items.values():
+        f = Function.of(item)
+        if f is not None:
+            shown = [
+                " ".join(filter(None, (n, _type_name(k), d and f"DEFAULT {_default(d, k)}")))
+                for n, k, d in f.params
+            ]
+            out[relation_oid(item)] = Shown(_type_name(f.returns), ", ".join(shown))
+    return out
+
+
+def _default(sql: str, kind: str) -> str:
+    from changeflow.adapter.deparse import default_shown
+
+    return default_shown(sql, _type_oid(kind)) or sql
+
+
+def _type_name(kind: str) -> str:
+    from changeflow.adapter.system_enums import format_type
+
+    return format_type(_type_oid(kind)) or kind
+
+
+def _type_oid(kind: str) -> int:
+    from changeflow.adapter.sql.types import column_type, text_length
+    from changeflow.adapter.system_tables import TYPES
+
+    node = exp.DataType.build(kind, dialect=PostgresCalls, udt=True)
+    if node.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR):
+        return TYPES["character varying" if (text_length(node) or 1) > 0 else "character"][0]
+    return TYPES.get(column_type(node)[0].name, (0,))[0]

@@ -1,0 +1,117 @@
+"""SQL functions (``CREATE FUNCTION … LANGUAGE sql``): calls planned as their bodies with the
+arguments in place, by parameter name or ``$n``, with DEFAULTs, STRICT, ``RETURN expr``,
+bodies reading tables, functions calling functions, in WHERE, UPDATE and a maintained view;
+pg_proc and PostgreSQL's catalog functions; the DDL in transactions and across a restart.
+Compared with PostgreSQL 15."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, maintained_as_postgres, outcome, same_outcomes  # noqa: E402
+
+import changeflow  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+FUNCTIONS = ("add1", "greet", "twice", "total", "add2", "clamp")
+SETUP = [
+    "CREATE TABLE ft (id int, x int, s text)",
+    "INSERT INTO ft VALUES (1, 10, 'a'), (2, 20, NULL), (3, NULL, 'c')",
+    "CREATE FUNCTION add1(a int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT a + 1 $$",
+    "CREATE FUNCTION greet(name text, punct text DEFAULT '!') RETURNS text"
+    " AS 'SELECT ''hi '' || name || punct' LANGUAGE sql STRICT",
+    "CREATE FUNCTION twice(numeric) RETURNS numeric LANGUAGE sql RETURN $1 * 2",
+    "CREATE FUNCTION total() RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT sum(x) FROM ft $$",
+    "CREATE FUNCTION add2(a int) RETURNS int LANGUAGE sql AS $$ SELECT add1(add1(a)) $$",
+    "CREATE FUNCTION clamp(v int, lo int = 0, hi int = 15) RETURNS int IMMUTABLE"
+    " LANGUAGE sql AS $$ SELECT least(greatest(v, lo), hi); $$",
+]
+AD_HOC = [
+    "SELECT add1(4), add1(NULL), add1(add1(1)), add2(5)",
+    "SELECT greet('bob'), greet('al', '?'), greet(NULL), greet('x', NULL)",
+    "SELECT twice(2.5), twice(3)",
+    "SELECT total(), id, add1(x), clamp(x), clamp(x, 12), clamp(x, 0, 11) FROM ft ORDER BY id",
+    "SELECT id FROM ft WHERE add1(x) > 15 ORDER BY id",
+    "WITH t AS (SELECT add1(x) AS y FROM ft) SELECT sum(y) FROM t",
+    "SELECT p.proname, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid),"
+    " p.provolatile, p.proisstrict, p.pronargs, p.prokind FROM pg_proc p"
+    " JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1",
+]
+ERRORS_AS_POSTGRES = [
+    "SELECT add1(1, 2)",
+    "SELECT nosuch(1)",
+    "CREATE FUNCTION bad(a int) RETURNS int LANGUAGE sql AS $$ SELECT nosuch + a $$",
+    "CREATE FUNCTION add1(a int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$",
+    "DROP FUNCTION nosuch",
+]
+QUERIES = [
+    "SELECT id, add1(x) AS y, greet(s) AS g FROM ft",
+    "SELECT clamp(sum(x)::int) AS c FROM ft",
+]
+CHANGES = ["INSERT INTO ft VALUES (4, 40, 'd')", "UPDATE ft SET x = add1(x) WHERE id = 1"]
+
+
+@pytest.fixture
+def both(tmp_path: Path, postgres_url: str):
+    import psycopg
+
+    with beside_postgres(tmp_path / "home", postgres_url, "ft", *SETUP) as (ours, pg):
+        yield ours, pg
+    with psycopg.connect(postgres_url, autocommit=True) as pg:  # (the shared server's)
+        for f in FUNCTIONS:
+            pg.execute(f"DROP FUNCTION IF EXISTS {f}")
+
+
+def test_sql_functions_as_postgres(both) -> None:
+    ours, pg = both
+    same_outcomes(ours, pg, AD_HOC)
+    for sql in ERRORS_AS_POSTGRES:
+        assert outcome(ours, sql)[1] == outcome(pg, sql)[1], sql
+
+
+def test_sql_functions_maintained_as_postgres(both) -> None:
+    ours, pg = both
+    maintained_as_postgres(ours, pg, QUERIES, CHANGES)
+
+
+def test_what_is_refused_says_so(both) -> None:
+    ours, _ = both
+    for sql in [
+        "CREATE FUNCTION p(a int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN a; END $$",
+        "CREATE FUNCTION s() RETURNS SETOF int LANGUAGE sql AS $$ SELECT 1 $$",
+        "CREATE FUNCTION o(OUT a int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$",
+    ]:
+        assert outcome(ours, sql) == ("error", "0A000"), sql
+
+
+def test_function_ddl_in_transactions_and_after_a_restart(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    conn = changeflow.connect(home, host_seconds=0)
+    conn.autocommit = True
+    for sql in [
+        "BEGIN",
+        "CREATE FUNCTION f3() RETURNS int LANGUAGE sql AS $$ SELECT 3 $$",
+        "ROLLBACK",
+    ]:
+        conn.execute(sql)
+    assert outcome(conn, "SELECT f3()") == ("error", "42883")
+    for sql in [
+        "CREATE FUNCTION f3() RETURNS int LANGUAGE sql AS $$ SELECT 3 $$",
+        "BEGIN",
+        "DROP FUNCTION f3()",
+        "ROLLBACK",
+        "CREATE OR REPLACE FUNCTION f4(a int) RETURNS int LANGUAGE sql AS $$ SELECT f3() + a $$",
+    ]:
+        conn.execute(sql)
+    conn.close()
+    again = changeflow.connect(home, host_seconds=0)
+    again.autocommit = True
+    assert again.execute("SELECT f3(), f4(1)").fetchall() == [(3, 4)]
+    again.execute("DROP FUNCTION IF EXISTS f4, f3")
+    assert outcome(again, "SELECT f3()") == ("error", "42883")
+    again.close()
