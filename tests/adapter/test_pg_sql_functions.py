@@ -87,6 +87,9 @@ def test_what_is_refused_says_so(both) -> None:
         "CREATE FUNCTION o(OUT a int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$",
     ]:
         assert outcome(ours, sql) == ("error", "0A000"), sql
+    ours.execute("CREATE FUNCTION r() RETURNS float8 LANGUAGE sql AS $$ SELECT random() $$")
+    view = "CREATE MATERIALIZED VIEW rv AS SELECT id, r() FROM ft"  # a random value, as there
+    assert outcome(ours, view) == ("error", "0A000")
 
 
 def test_function_ddl_in_transactions_and_after_a_restart(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
+from changeflow.adapter.sql_functions import inline_calls
 from changeflow.adapter.table_like import table_definitions
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.typmods import stored_mods
@@ -186,7 +187,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
         raise PlanError("a view cannot be defined AS OF a time", sqlstate="0A000")
     old = replaced_view(env.catalog.load(), g) if g.get("replace") else None
     if stmt.ast is not None:
-        refuse_unmaintainable(stmt.ast)
+        refuse_unmaintainable(inline_calls(stmt.ast.copy()))  # its functions' bodies too
     if old is None and (done := _exists(env, g["name"], bool(g.get("ine")))) is not None:
         return done
     state = env.catalog.load()
