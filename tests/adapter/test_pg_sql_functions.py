@@ -42,12 +42,15 @@ AD_HOC = [
     " p.provolatile, p.proisstrict, p.pronargs, p.prokind FROM pg_proc p"
     " JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1",
 ]
-ERRORS_AS_POSTGRES = [
+DDL_AS_POSTGRES = [
     "SELECT add1(1, 2)",
     "SELECT nosuch(1)",
     "CREATE FUNCTION bad(a int) RETURNS int LANGUAGE sql AS $$ SELECT nosuch + a $$",
     "CREATE FUNCTION add1(a int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$",
     "DROP FUNCTION nosuch",
+    "CREATE VIEW fview AS SELECT add1(x) FROM ft",
+    "DROP FUNCTION add1",
+    "DROP VIEW fview",
 ]
 QUERIES = [
     "SELECT id, add1(x) AS y, greet(s) AS g FROM ft",
@@ -70,8 +73,8 @@ def both(tmp_path: Path, postgres_url: str):
 def test_sql_functions_as_postgres(both) -> None:
     ours, pg = both
     same_outcomes(ours, pg, AD_HOC)
-    for sql in ERRORS_AS_POSTGRES:
-        assert outcome(ours, sql)[1] == outcome(pg, sql)[1], sql
+    for sql in DDL_AS_POSTGRES:
+        assert outcome(ours, sql) == outcome(pg, sql), sql
 
 
 def test_sql_functions_maintained_as_postgres(both) -> None:

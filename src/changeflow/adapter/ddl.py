@@ -42,7 +42,7 @@ from changeflow.adapter.sql.maintainable import refuse_unmaintainable
 from changeflow.adapter.sql.query import plan_query, view_plan
 from changeflow.adapter.sql.scope import table_name
 from changeflow.adapter.sql.statements import QNAME, Statement
-from changeflow.adapter.sql_functions import inline_calls
+from changeflow.adapter.sql_functions import functions_called, inline_calls
 from changeflow.adapter.table_like import table_definitions
 from changeflow.adapter.timelines import Timeline, check_single
 from changeflow.adapter.typmods import stored_mods
@@ -193,7 +193,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     state = env.catalog.load()
     shown = shown_ids(stmt.ast) + read_ids(stmt.ast, state)  # before planning folds
     oids = {i: kind for i, kind in shown if kind == "oid"} | held_as_oids(stmt.ast)
-    named = regclass_names(stmt.ast)  # tables the view names by 'x'::regclass
+    named = regclass_names(stmt.ast) | functions_called(stmt.ast, state)  # by 'x'::regclass
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = renamed(view_plan(query), g.get("columns"), materialized)

@@ -124,6 +124,14 @@ def inline_calls(tree: exp.Expression) -> exp.Expression:
     return tree.transform(inlined, copy=False)
 
 
+def functions_called(tree: exp.Expression | None, state: CatalogState) -> frozenset[str]:
+    """The catalog names of the functions of the catalog ``tree`` calls (a view depends on
+    them, as PostgreSQL's does)."""
+    calls = tree.find_all(exp.Anonymous) if tree is not None else ()
+    found = (state.find(str(c.this).lower()) for c in calls)
+    return frozenset(i.name for i in found if i is not None and i.kind == "function")
+
+
 def user_call(node: exp.Expression) -> exp.Expression | None:
     """The expression a call of a catalog function stands for, None if ``node`` is not one."""
     lookup = USER_FUNCTIONS.get()
@@ -265,6 +273,18 @@ def drop_function(env: Any, stmt: Statement, keep: list[Item] | None = None) -> 
                 notices.append(("00000", message, ""))
                 continue
             raise PlanError(f"function {fname} does not exist", sqlstate="42883")
+        users = [
+            f"{u.kind} {u.name} depends on function {fname}" for u in state.dependents(item.id)
+        ]
+        if users:
+            cascade = (g.get("mode") or "").upper() == "CASCADE"
+            raise PlanError(
+                f"cannot drop function {fname} because other objects depend on it"
+                + (" (CASCADE does not drop them here)" if cascade else ""),
+                sqlstate="0A000" if cascade else "2BP01",
+                detail="\n".join(users),
+                hint="Drop the views that call it first.",
+            )
         doomed.append(item.id)
     if keep is not None:
         keep.extend(state.items[i] for i in doomed)
