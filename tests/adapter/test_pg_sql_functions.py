@@ -93,6 +93,10 @@ def test_what_is_refused_says_so(both) -> None:
     ours.execute("CREATE FUNCTION r() RETURNS float8 LANGUAGE sql AS $$ SELECT random() $$")
     view = "CREATE MATERIALIZED VIEW rv AS SELECT id, r() FROM ft"  # a random value, as there
     assert outcome(ours, view) == ("error", "0A000")
+    ours.execute(  # a function made to call itself: refused where it is called
+        "CREATE OR REPLACE FUNCTION r() RETURNS float8 LANGUAGE sql AS $$ SELECT r() + 1 $$"
+    )
+    assert outcome(ours, "SELECT r()") == ("error", "0A000")
 
 
 def test_function_ddl_in_transactions_and_after_a_restart(tmp_path: Path) -> None:

@@ -106,21 +106,37 @@ def domain_named(state: CatalogState, type_name: str) -> Domain | None:
     return Domain.of(state.find(type_name))
 
 
+_LAST: list[Any] = [None, {}]  # the catalog version last asked and its domains by name
+
+
+def _domains(state: CatalogState) -> dict[str, Domain]:
+    """The catalog's domains by catalog name (as a column of one names its type), kept for
+    the last version asked: every statement's planning asks for its tables."""
+    last, found = _LAST
+    if last is not state:
+        found = {i.name: d for i in state.items.values() if (d := Domain.of(i)) is not None}
+        _LAST[:] = [state, found]
+    return found  # type: ignore[no-any-return]
+
+
 def domain_checks(state: CatalogState, item: Item) -> tuple[Check, ...]:
     """The checks the domains of ``item``'s columns put on its rows."""
+    domains = _domains(state)
     out: list[Check] = []
-    for column, type_name, _ in item.columns:
-        domain = Domain.of(state.by_name(type_name))
-        if domain is not None:
+    for column, type_name, _ in item.columns if domains else ():
+        if (domain := domains.get(type_name)) is not None:
             out += domain.column_checks(column)
     return tuple(out)
 
 
 def domain_defaults(state: CatalogState, item: Item, given: tuple[str | None, ...]) -> tuple:
     """``item``'s column defaults (``given``), its domains' where a column has none."""
+    domains = _domains(state)
+    if not domains:
+        return given
     out = []
     for (_, type_name, _), default in zip(item.columns, given, strict=True):
-        domain = Domain.of(state.by_name(type_name)) if default is None else None
+        domain = domains.get(type_name) if default is None else None
         out.append(domain.default if domain is not None else default)
     return tuple(out)
 

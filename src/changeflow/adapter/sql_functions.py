@@ -62,8 +62,11 @@ class Function:
         volatility = o.get("volatility", "v")
         return Function(item.name, params, o["returns"], o["body"], o["strict"], volatility)
 
-    def call(self, args: list[exp.Expression]) -> exp.Expression:
-        """The call with ``args`` as the expression it stands for."""
+    def call(
+        self, args: list[exp.Expression], within: frozenset[str] = frozenset()
+    ) -> exp.Expression:
+        """The call with ``args`` as the expression it stands for; the calls its body makes
+        are marked as made ``within`` these functions (to refuse a recursion)."""
         given = len(args)
         needed = sum(1 for _, _, default in self.params if default is None)
         if not needed <= given <= len(self.params):
@@ -75,6 +78,8 @@ class Function:
             for i, p in enumerate(self.params)
         ]
         body = parse_sql(self.body)
+        for call in body.find_all(exp.Anonymous):  # (not the arguments' calls)
+            call.meta["within"] = within
         if not isinstance(body, exp.Select) or len(body.expressions) != 1:
             raise PlanError(
                 f"the body of function {self.name} is not one query of one value", sqlstate="0A000"
@@ -111,8 +116,8 @@ def function_named(state: CatalogState, fname: str) -> Function | None:
 def inline_calls(tree: exp.Expression) -> exp.Expression:
     """``tree`` with each call of a catalog function replaced by what it stands for (before
     a query is planned, so a body's subqueries are planned as the query's own)."""
-    if USER_FUNCTIONS.get() is None:
-        return tree
+    if USER_FUNCTIONS.get() is None or tree.find(exp.Anonymous) is None:
+        return tree  # (no call a catalog function could be)
 
     def inlined(node: exp.Expression) -> exp.Expression:
         body = user_call(node)
@@ -138,7 +143,16 @@ def user_call(node: exp.Expression) -> exp.Expression | None:
     if lookup is None or not isinstance(node, exp.Anonymous):
         return None
     found = lookup(str(node.this).lower())
-    return None if found is None else found.call(list(node.expressions))
+    if found is None:
+        return None
+    within = node.meta.get("within", frozenset())  # the functions whose bodies it is in
+    if found.name in within:
+        raise PlanError(
+            f"function {split_name(found.name)[1]} calls itself: recursive SQL functions are "
+            "not supported here (WITH RECURSIVE is)",
+            sqlstate="0A000",
+        )
+    return found.call(list(node.expressions), within | {found.name})
 
 
 # -- the statements ----------------------------------------------------------------------------
