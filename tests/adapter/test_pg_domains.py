@@ -87,6 +87,7 @@ def both(tmp_path: Path, postgres_url: str):
         yield ours, pg
     with psycopg.connect(postgres_url, autocommit=True) as pg:  # (the shared server's)
         pg.execute("DROP TABLE IF EXISTS dt")
+        pg.execute("DROP TABLE IF EXISTS dt2")
         for d in DOMAINS:
             pg.execute(f"DROP DOMAIN IF EXISTS {d}")
 
@@ -129,6 +130,28 @@ def test_alter_domain_as_postgres(both) -> None:
             "SELECT * FROM dt ORDER BY id",
             "SELECT typnotnull, typdefault FROM pg_type WHERE typname = 'price'",
             "DROP DOMAIN IF EXISTS nosuch",
+        ],
+    )
+
+
+def test_columns_made_of_a_domain_as_postgres(both) -> None:
+    """ALTER COLUMN … TYPE domain and ADD COLUMN of a domain check the values the rows get."""
+    ours, pg = both
+    same_outcomes(
+        ours,
+        pg,
+        [
+            "CREATE TABLE dt2 (a int)",
+            "INSERT INTO dt2 VALUES (1), (-2)",
+            "ALTER TABLE dt2 ALTER COLUMN a TYPE posint",
+            "DELETE FROM dt2 WHERE a < 0",
+            "ALTER TABLE dt2 ALTER COLUMN a TYPE posint",
+            "ALTER TABLE dt2 ADD COLUMN b posint DEFAULT -1",
+            "ALTER TABLE dt2 ADD COLUMN c posint DEFAULT 3",
+            "ALTER TABLE dt2 ADD COLUMN p price",
+            "ALTER TABLE dt2 ADD COLUMN p price DEFAULT 1.5",
+            "SELECT * FROM dt2",
+            "DROP TABLE dt2",
         ],
     )
 

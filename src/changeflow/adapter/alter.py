@@ -47,6 +47,7 @@ from changeflow.adapter.check_alter import CONSTRAINT_ACTIONS, add_check
 from changeflow.adapter.column_defs import table_columns
 from changeflow.adapter.constraints import Unique
 from changeflow.adapter.ddl import release
+from changeflow.adapter.domains import domain_default, values_pass
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import (
     add_foreign_key,
@@ -165,10 +166,14 @@ def _add_column(
     (column,) = table_columns(node)
     views = _readers(state, item, f'add a column to table "{item.name}"', READ_BY_POSITION)
     sinks = _sinks(state, item)
-    value = default_value(column) if column.default is not None and not serial else None
+    given = column.default or domain_default(state, column.domain)  # (a domain's for its own)
+    value = default_value(replace(column, default=given)) if given and not serial else None
     # existing rows are read only when they get a value, or must be none (NOT NULL)
     filled = value is not None or column.generated is not None
-    ts, rows = _contents(env, item) if filled or not column.nullable else (None, None)
+    read = filled or not column.nullable or column.domain is not None
+    ts, rows = _contents(env, item) if read else (None, None)
+    if column.domain is not None and rows is not None and rows.num_rows:
+        values_pass(state, column.domain, [value])  # its DEFAULT (or NULL) for every row
     if not filled and rows is not None and rows.num_rows and serial is None:
         raise PlanError(
             f'column "{column.name}" of relation "{item.name}" contains null values',

@@ -33,6 +33,7 @@ from changeflow.adapter.catalog import CatalogState, Item
 from changeflow.adapter.column_defs import table_columns
 from changeflow.adapter.constraints import Unique, check_build
 from changeflow.adapter.ddl import quote_ident, quote_name
+from changeflow.adapter.domains import values_pass
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.rows import counted, evaluate_once
@@ -95,6 +96,7 @@ def alter_type(env: Any, state: CatalogState, item: Item, g: dict[str, Any]) -> 
             f'column "{name}" of relation "{item.name}" contains null values', sqlstate="23502"
         )
     _check_unique(item, i, [(r, c) for r, c in fitted if c > 0])
+    values_pass(state, column.type_name, (r[i] for r, c in fitted if c > 0))  # of a domain
     rewrite = to_frame([(r, 0, c) for r, c in fitted], new, item.name) if fitted else None
 
     def retyped(defs: list[exp.Expression]) -> list[exp.Expression]:

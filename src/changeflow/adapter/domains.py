@@ -13,6 +13,7 @@ column has none."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -139,6 +140,22 @@ def domain_defaults(state: CatalogState, item: Item, given: tuple[str | None, ..
         domain = domains.get(type_name) if default is None else None
         out.append(domain.default if domain is not None else default)
     return tuple(out)
+
+
+def domain_default(state: CatalogState, type_name: str | None) -> str | None:
+    """The DEFAULT (SQL) of the domain ``type_name``, None if it has none or is no domain."""
+    domain = _domains(state).get(type_name or "")
+    return None if domain is None else domain.default
+
+
+def values_pass(state: CatalogState, type_name: str, values: Iterable[Any]) -> None:
+    """The domain's error (23514, 23502) for the first of ``values`` the domain ``type_name``
+    refuses (a column changed to it, or added with its DEFAULT); nothing for another type."""
+    domain = _domains(state).get(type_name)
+    if domain is not None:
+        checked = domain.checked(X.Col(0, domain.sql_type))
+        for value in values:
+            checked.eval((value,))
 
 
 def domain_violation(check: Check) -> EvalError:
