@@ -127,6 +127,11 @@ def test_alter_domain_as_postgres(both) -> None:
             "ALTER DOMAIN code ADD CONSTRAINT notqq CHECK (VALUE <> 'QQ') NOT VALID",
             "INSERT INTO dt VALUES (11, 1, 'QQ')",
             "ALTER DOMAIN price DROP CONSTRAINT IF EXISTS nosuch",
+            "ALTER DOMAIN code RENAME TO code2",
+            "INSERT INTO dt VALUES (13, 1, 'a')",
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'dt'::regclass AND attname = 'c'",
+            "ALTER DOMAIN code2 RENAME TO code",
             "SELECT * FROM dt ORDER BY id",
             "SELECT typnotnull, typdefault FROM pg_type WHERE typname = 'price'",
             "DROP DOMAIN IF EXISTS nosuch",

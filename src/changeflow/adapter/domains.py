@@ -275,6 +275,7 @@ _ALTER = re.compile(
     r"|ADD\s+(?P<check>(?:CONSTRAINT\s+\S+\s+)?CHECK\s*\(.+\))(?P<not_valid>\s+NOT\s+VALID)?"
     r"|DROP\s+CONSTRAINT\s+(?P<ie>IF\s+EXISTS\s+)?(?P<dropped>\S+)(?:\s+(?:CASCADE|RESTRICT))?"
     r"|RENAME\s+CONSTRAINT\s+(?P<old>\S+)\s+TO\s+(?P<new>\S+)"
+    r"|RENAME\s+TO\s+(?P<renamed>\S+)"
     r"|(?P<owner>OWNER\s+TO\s+\S+)",
     re.I | re.S,
 )
@@ -295,7 +296,7 @@ def alter_domain(env: Any, stmt: Statement) -> Result:
     if m is None:
         raise PlanError(
             f"ALTER DOMAIN {domain_name} {rest} is not supported: SET/DROP DEFAULT, SET/DROP "
-            "NOT NULL, ADD CONSTRAINT, DROP CONSTRAINT, RENAME CONSTRAINT and OWNER TO are",
+            "NOT NULL, ADD CONSTRAINT, DROP CONSTRAINT, RENAME [CONSTRAINT] and OWNER TO are",
             sqlstate="0A000",
         )
     kind, notices = domain.sql_type, []
@@ -341,9 +342,32 @@ def alter_domain(env: Any, stmt: Statement) -> Result:
             raise PlanError(message, sqlstate="42710")
         checks = tuple(Check(new, c.sql) if c.name == old else c for c in domain.checks)
         domain = replace(domain, checks=checks)
+    elif m["renamed"]:
+        _rename(env, state, item, m["renamed"])
+        return Result("ALTER DOMAIN")
     options = {**item.options, "domain": domain.to_json()}
     env.catalog.change(lambda s: (s.with_item(replace(s.items[item.id], options=options)), None))
     return Result("ALTER DOMAIN", notices=notices)
+
+
+def _rename(env: Any, state: CatalogState, item: Item, to: str) -> None:
+    """RENAME TO: the domain in its schema, and the columns of it naming it anew."""
+    schema = split_name(item.name)[0]
+    new_name = name(to if schema == "public" else f"{schema}.{to}")
+    if state.by_name(new_name) is not None:
+        raise PlanError(f'type "{split_name(new_name)[1]}" already exists', sqlstate="42710")
+
+    def renamed(state: CatalogState) -> tuple[CatalogState, None]:
+        state = state.with_item(replace(state.items[item.id], name=new_name))
+        for other in list(state.items.values()):
+            if any(kind == item.name for _, kind, _ in other.columns):
+                columns = tuple(
+                    (c, new_name if k == item.name else k, n) for c, k, n in other.columns
+                )
+                state = state.with_item(replace(other, columns=columns))
+        return state, None
+
+    env.catalog.change(renamed)
 
 
 def _unquoted(text: str) -> str:
