@@ -101,10 +101,17 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
     if stmt.kind in ("enum_alter", "domain_alter"):  # applied at once, put back on ROLLBACK
-        old = session.env.catalog.load().find(catalog_name(stmt.args["name"]))
+        state = session.env.catalog.load()
+        old = state.find(catalog_name(stmt.args["name"]))
         result = run(stmt)
-        if old is not None:
-            txn.undo.append(lambda: session.env.catalog.change(lambda s: (s.with_item(old), None)))
+        if old is not None:  # the type, and the columns of it (a RENAME TO names them anew)
+            olds = [
+                old,
+                *(i for i in state.items.values() if any(k == old.name for _, k, _ in i.columns)),
+            ]
+            txn.undo.append(
+                lambda: session.env.catalog.change(lambda s: (_restored(s, olds), None))
+            )
         return result
     if stmt.kind in ("owner_to", "refresh", *EXTENSIONS) or (  # changes nothing
         stmt.kind == "maintain" and stmt.args["verb"].upper() != "VACUUM"
@@ -171,6 +178,14 @@ def sweep_hidden(env: Any) -> None:
 
     if any(gone(i.options["hidden_by"]) for i in env.catalog.load().hidden.values()):
         env.catalog.change(put_back)
+
+
+def _restored(state: CatalogState, items: list[Item]) -> CatalogState:
+    """``state`` with ``items`` as they were (renamed ones renamed back first)."""
+    state = state.without([i.id for i in items if i.id in state.items])
+    for item in items:
+        state = state.with_item(item)
+    return state
 
 
 def undo_since(
