@@ -110,7 +110,7 @@ def domain_named(state: CatalogState, type_name: str) -> Domain | None:
 _LAST: list[Any] = [None, {}]  # the catalog version last asked and its domains by name
 
 
-def _domains(state: CatalogState) -> dict[str, Domain]:
+def domains_of(state: CatalogState) -> dict[str, Domain]:
     """The catalog's domains by catalog name (as a column of one names its type), kept for
     the last version asked: every statement's planning asks for its tables."""
     last, found = _LAST
@@ -122,7 +122,7 @@ def _domains(state: CatalogState) -> dict[str, Domain]:
 
 def domain_checks(state: CatalogState, item: Item) -> tuple[Check, ...]:
     """The checks the domains of ``item``'s columns put on its rows."""
-    domains = _domains(state)
+    domains = domains_of(state)
     out: list[Check] = []
     for column, type_name, _ in item.columns if domains else ():
         if (domain := domains.get(type_name)) is not None:
@@ -132,7 +132,7 @@ def domain_checks(state: CatalogState, item: Item) -> tuple[Check, ...]:
 
 def domain_defaults(state: CatalogState, item: Item, given: tuple[str | None, ...]) -> tuple:
     """``item``'s column defaults (``given``), its domains' where a column has none."""
-    domains = _domains(state)
+    domains = domains_of(state)
     if not domains:
         return given
     out = []
@@ -144,14 +144,14 @@ def domain_defaults(state: CatalogState, item: Item, given: tuple[str | None, ..
 
 def domain_default(state: CatalogState, type_name: str | None) -> str | None:
     """The DEFAULT (SQL) of the domain ``type_name``, None if it has none or is no domain."""
-    domain = _domains(state).get(type_name or "")
+    domain = domains_of(state).get(type_name or "")
     return None if domain is None else domain.default
 
 
 def values_pass(state: CatalogState, type_name: str, values: Iterable[Any]) -> None:
     """The domain's error (23514, 23502) for the first of ``values`` the domain ``type_name``
     refuses (a column changed to it, or added with its DEFAULT); nothing for another type."""
-    domain = _domains(state).get(type_name)
+    domain = domains_of(state).get(type_name)
     if domain is not None:
         checked = domain.checked(X.Col(0, domain.sql_type))
         for value in values:

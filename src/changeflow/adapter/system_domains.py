@@ -9,7 +9,7 @@ from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, split_name
 from changeflow.adapter.deparse import default_shown, domain_check_shown
-from changeflow.adapter.domains import Domain
+from changeflow.adapter.domains import Domain, domains_of
 from changeflow.adapter.sql.types import text_length
 from changeflow.adapter.system_indexes import relation_oid
 from changeflow.adapter.system_tables import OWNER, TYPES, namespace_oid
@@ -39,7 +39,7 @@ def domain_info(
     """A column type's base type (OID, pg_type name, typmod) and (domain_catalog,
     domain_schema, domain_name) as information_schema.columns shows a domain's column; None
     if ``type_name`` (a catalog name) is no domain."""
-    domain = Domain.of(state.by_name(type_name))
+    domain = domains_of(state).get(type_name)
     if domain is None:
         return None
     oid, _, udt, typmod = base_of(domain)

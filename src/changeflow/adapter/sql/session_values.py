@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from changeflow.adapter.advisory_locks import FUNCTIONS as ADVISORY_FUNCTIONS
+from changeflow.adapter.sql_functions import user_call
 from changeflow.compute import expr as X
 from changeflow.compute.types import INT4, INT8, TEXT, array_of
 from changeflow.errors import PlanError
@@ -43,8 +44,6 @@ def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]
     function, :mod:`changeflow.adapter.sequences`), or an advisory lock's call (its arguments
     planned by ``plan``, :mod:`changeflow.adapter.advisory_locks`), or a call of a SQL
     function of the catalog (its body, :mod:`changeflow.adapter.sql_functions`)."""
-    from changeflow.adapter.sql_functions import user_call
-
     if (body := user_call(node)) is not None:
         return plan(body)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in SEQUENCE_FUNCTIONS:
