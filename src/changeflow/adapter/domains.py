@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from sqlglot import exp
@@ -64,7 +65,7 @@ class Domain:
         """The base type as sqlglot's node."""
         return exp.DataType.build(self.base, dialect=PostgresCalls, udt=True)
 
-    @property
+    @cached_property
     def sql_type(self) -> SqlType:
         from changeflow.adapter.sql.types import column_type
 

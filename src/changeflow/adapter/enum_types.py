@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
-from changeflow.adapter.domains import Domain
+from changeflow.adapter.domains import domains_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, name, names
 from changeflow.adapter.system_indexes import relation_oid
@@ -48,7 +48,7 @@ def user_type(state: CatalogState, type_name: str) -> SqlType | None:
     item = state.find(type_name)
     if item is None or item.kind != "type":
         return None
-    if (domain := Domain.of(item)) is not None:
+    if (domain := domains_of(state).get(item.name)) is not None:
         return domain.sql_type
     if "fields" in item.options:
         raise PlanError(
