@@ -125,3 +125,24 @@ def test_function_ddl_in_transactions_and_after_a_restart(tmp_path: Path) -> Non
     again.execute("DROP FUNCTION IF EXISTS f4, f3")
     assert outcome(again, "SELECT f3()") == ("error", "42883")
     again.close()
+
+
+def test_a_check_calling_a_function_follows_its_new_body(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    setup = [
+        "DROP FUNCTION IF EXISTS lim",
+        "CREATE FUNCTION lim() RETURNS int LANGUAGE sql AS $$ SELECT 10 $$",
+        "CREATE TABLE ck (a int CHECK (a < lim()))",
+    ]
+    statements = [
+        "INSERT INTO ck VALUES (5)",
+        "INSERT INTO ck VALUES (15)",
+        "CREATE OR REPLACE FUNCTION lim() RETURNS int LANGUAGE sql AS $$ SELECT 20 $$",
+        "INSERT INTO ck VALUES (15)",
+        "SELECT * FROM ck ORDER BY a",
+    ]
+    with beside_postgres(tmp_path / "home", postgres_url, "ck", *setup) as (ours, pg):
+        same_outcomes(ours, pg, statements)
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        pg.execute("DROP FUNCTION IF EXISTS lim")

@@ -180,6 +180,14 @@ def _ident(node: exp.Expression) -> str:
 
 
 @lru_cache(maxsize=256)
+def _calls(sql: str) -> bool:
+    """Does a check's SQL call a function sqlglot does not know (a SQL function's, maybe)?"""
+    from changeflow.adapter.sql.dialect import PostgresCalls
+
+    return sqlglot.parse_one(sql, read=PostgresCalls).find(exp.Anonymous) is not None
+
+
+@lru_cache(maxsize=256)
 def _compiled(check: Check, schema: Schema, table: str) -> X.Expr:
     return planned(check, schema, table)
 
@@ -190,7 +198,15 @@ def enforce_checks(relation: Any, rows: list[tuple[tuple[Any, ...], int]] | Any)
     if not relation.checks:
         return
     schema = relation.plan.schema
-    pairs = [(c, _compiled(c, schema, relation.name)) for c in relation.checks]
+    pairs = [  # (one calling a function the catalog may define anew is planned each time)
+        (
+            c,
+            planned(c, schema, relation.name)
+            if _calls(c.sql)
+            else _compiled(c, schema, relation.name),
+        )
+        for c in relation.checks
+    ]
     if not isinstance(rows, list):
         rows = _failing(pairs, schema, rows)
     enforce(pairs, schema, rows, relation.name)
