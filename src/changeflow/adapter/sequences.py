@@ -151,14 +151,25 @@ def _context() -> tuple[Catalog, dict[str, int]]:
 
 
 @dataclass(frozen=True)
-class NextVal(Volatile):
-    """``nextval('name')``: the sequence's next value, a new one per row."""
+class _SequenceCall(Volatile):
+    """A call of a sequence's function evaluated per row (``name`` is the sequence's)."""
 
     seq_id: str = ""
     name: str = ""
+    function = ""
 
     def __post_init__(self) -> None:
         _typed(self, INT8, False)
+
+    def __str__(self) -> str:
+        return f"{self.function}('{self.name}')"
+
+
+@dataclass(frozen=True)
+class NextVal(_SequenceCall):
+    """``nextval('name')``: the sequence's next value, a new one per row."""
+
+    function = "nextval"
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         catalog, last = _context()
@@ -169,32 +180,20 @@ class NextVal(Volatile):
         last[self.seq_id] = value
         return value
 
-    def __str__(self) -> str:
-        return f"nextval('{self.name}')"
-
 
 @dataclass(frozen=True)
-class CurrVal(Volatile):
+class CurrVal(_SequenceCall):
     """``currval('name')``: the value the session's last ``nextval`` of the sequence gave,
     read as each row is computed (after a ``nextval`` before it in the row, as PostgreSQL)."""
 
-    seq_id: str = ""
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        _typed(self, INT8, False)
+    function = "currval"
 
     def eval(self, row: tuple[Any, ...], now: int | None = None) -> Any:
         _, last = _context()
         if self.seq_id not in last:
-            raise EvalError(
-                f'currval of sequence "{self.name}" is not yet defined in this session',
-                sqlstate="55000",
-            )
+            message = f'currval of sequence "{self.name}" is not yet defined in this session'
+            raise EvalError(message, sqlstate="55000")
         return last[self.seq_id]
-
-    def __str__(self) -> str:
-        return f"currval('{self.name}')"
 
 
 # -- functions ---------------------------------------------------------------------------------
@@ -587,20 +586,6 @@ def drop_sequence(env: Any, stmt: Statement) -> Result:
         doomed.append(item.id)
     env.catalog.change(lambda s: (s.without(doomed), None))
     return Result("DROP SEQUENCE")
-
-
-def create_view(env: Any, stmt: Statement) -> Result:
-    """CREATE [MATERIALIZED] VIEW, refusing the sequence functions, which change state."""
-    if stmt.ast is not None:
-        for node in stmt.ast.find_all(exp.Anonymous):
-            func = str(node.this).lower()
-            if func in ("nextval", "setval", "currval"):
-                raise PlanError(
-                    f"{func}() is not allowed in a view: it is volatile (each read would "
-                    "change or depend on a sequence)",
-                    sqlstate="0A000",
-                )
-    return ddl.create_view(env, stmt)
 
 
 DDL = {

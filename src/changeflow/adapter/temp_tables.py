@@ -118,7 +118,7 @@ def create_view(env: Any, stmt: Statement) -> Result:
         stmt = Statement(stmt.kind, stmt.text, stmt.parsed, {**g, "name": f"pg_temp.{g['name']}"})
     if _SCHEMA.fullmatch(split_name(stmt.args["name"])[0]):
         _made(env)
-    result = sequences.create_view(env, stmt)
+    result = ddl.create_view(env, stmt)
     return Result(result.status, notices=[*result.notices, *notices]) if notices else result
 
 

@@ -33,6 +33,13 @@ def refuse_unmaintainable(ast: exp.Expression) -> None:
         raise PlanError(
             f"{name}() is not allowed in a view: it is not deterministic", sqlstate="0A000"
         )
+    for node in ast.find_all(exp.Anonymous):
+        if (func := str(node.this).lower()) in ("nextval", "setval", "currval"):
+            raise PlanError(
+                f"{func}() is not allowed in a view: it is volatile (each read would change or "
+                "depend on a sequence)",
+                sqlstate="0A000",
+            )
     sleeps = (n for n in ast.find_all(exp.Anonymous) if str(n.this).lower() == "pg_sleep")
     if next(sleeps, None) is not None:
         raise PlanError("pg_sleep() is not allowed in a view: it waits", sqlstate="0A000")
