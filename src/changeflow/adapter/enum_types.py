@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.catalog_drops import DropRule, drop_items
 from changeflow.adapter.domains import domains_of
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import Statement, name, names
@@ -93,33 +94,7 @@ def drop_type(env: Any, stmt: Statement, keep: list[Item] | None = None) -> Resu
     """``DROP TYPE [IF EXISTS] name, … [CASCADE | RESTRICT]``: ``keep`` (a transaction's)
     takes the dropped types aside instead, for its COMMIT to release or its ROLLBACK to put
     back."""
-    g = stmt.args
-    state = env.catalog.load()
-    doomed, notices = [], []
-    for type_name in names(g["names"]):
-        item = state.find(type_name)
-        if item is None or item.kind != "type":
-            if g.get("ie"):
-                notices.append(("00000", f'type "{type_name}" does not exist, skipping', ""))
-                continue
-            raise PlanError(f'type "{type_name}" does not exist', sqlstate="42704")
-        users = _users(state, item)
-        if users:
-            cascade = (g.get("mode") or "").upper() == "CASCADE"
-            raise PlanError(
-                f"cannot drop type {type_name} because other objects depend on it"
-                + (" (CASCADE does not drop columns here)" if cascade else ""),
-                sqlstate="0A000" if cascade else "2BP01",
-                detail="\n".join(users),
-                hint="Drop or change the columns of this type first.",
-            )
-        doomed.append(item)
-    ids = [i.id for i in doomed]
-    if keep is not None:
-        keep.extend(doomed)
-        env.catalog.change(lambda s: (s.hiding(ids), None))
-    else:
-        env.catalog.change(lambda s: (s.without(ids), None))
+    notices = drop_items(env, names(stmt.args["names"]), stmt.args, _TYPE_DROP, keep)
     return Result("DROP TYPE", notices=notices)
 
 
@@ -228,6 +203,17 @@ def _users(state: CatalogState, item: Item, keeping: dict[str, Item] | None = No
         for column, kind, _ in other.columns
         if kind == item.name
     ]
+
+
+_TYPE_DROP = DropRule(
+    kind="type",
+    noun="type",
+    missing='type "{name}" does not exist',
+    skipped='type "{name}" does not exist, skipping',
+    missing_sqlstate="42704",
+    hint="Drop or change the columns of this type first.",
+    dependents_of=_users,
+)
 
 
 def used_types(state: CatalogState, doomed: dict[str, Item]) -> None:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.catalog_drops import DropRule, drop_items
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import PostgresCalls, parse_sql
 from changeflow.adapter.sql.statements import Statement, name
@@ -272,39 +273,26 @@ def _params(text: str) -> tuple[tuple[str | None, str, str | None], ...]:
     return tuple(out)
 
 
+_FUNCTION_DROP = DropRule(
+    kind="function",
+    noun="function",
+    missing="function {name} does not exist",
+    skipped="function {name}() does not exist, skipping",
+    missing_sqlstate="42883",
+    hint="Drop the views that call it first.",
+    dependents_of=lambda state, item: [
+        f"{u.kind} {u.name} depends on function {item.name}" for u in state.dependents(item.id)
+    ],
+)
+
+
 def drop_function(env: Any, stmt: Statement, keep: list[Item] | None = None) -> Result:
     """``DROP FUNCTION [IF EXISTS] name [(types)], … [CASCADE | RESTRICT]``: ``keep`` (a
     transaction's) takes the dropped functions aside instead, for its COMMIT to release or
     its ROLLBACK to put back."""
-    g, notices, doomed = stmt.args, [], []
-    state = env.catalog.load()
-    for part in re.split(r",\s*(?![^()]*\))", g["names"].strip()):
-        fname = name(part.split("(")[0].strip())
-        item = state.find(fname)
-        if item is None or item.kind != "function":
-            if g.get("ie"):
-                message = f"function {fname}() does not exist, skipping"
-                notices.append(("00000", message, ""))
-                continue
-            raise PlanError(f"function {fname} does not exist", sqlstate="42883")
-        users = [
-            f"{u.kind} {u.name} depends on function {fname}" for u in state.dependents(item.id)
-        ]
-        if users:
-            cascade = (g.get("mode") or "").upper() == "CASCADE"
-            raise PlanError(
-                f"cannot drop function {fname} because other objects depend on it"
-                + (" (CASCADE does not drop them here)" if cascade else ""),
-                sqlstate="0A000" if cascade else "2BP01",
-                detail="\n".join(users),
-                hint="Drop the views that call it first.",
-            )
-        doomed.append(item.id)
-    if keep is not None:
-        keep.extend(state.items[i] for i in doomed)
-        env.catalog.change(lambda s: (s.hiding(doomed), None))
-    else:
-        env.catalog.change(lambda s: (s.without(doomed), None))
+    parts = re.split(r",\s*(?![^()]*\))", stmt.args["names"].strip())
+    names = [name(part.split("(")[0].strip()) for part in parts]
+    notices = drop_items(env, names, stmt.args, _FUNCTION_DROP, keep)
     return Result("DROP FUNCTION", notices=notices)
 
 
