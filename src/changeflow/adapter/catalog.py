@@ -139,6 +139,7 @@ class CatalogState:
     next_id: int = 1
     schemas: dict[str, int] = field(default_factory=dict)
     hidden: dict[str, Item] = field(default_factory=dict)  # dropped by transactions still open
+    access: dict[str, Any] = field(default_factory=dict)  # roles, memberships, schema grants
 
     def by_name(self, name: str) -> Item | None:
         """The item whose catalog name is ``name`` exactly (another session's temporary
@@ -232,6 +233,10 @@ class CatalogState:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         else:
             _permanent(self, item)
+        if self.access.get("roles") and item.id not in self.items and item.id not in self.hidden:
+            from changeflow.adapter.privileges import created
+
+            item = created(self, item)  # a created role's new item is its own
         taken = self.by_name(item.name)
         if taken is not None and taken.id != item.id:
             raise already_exists(taken.kind, item.name)
@@ -284,6 +289,8 @@ class CatalogState:
         value = {"next_id": self.next_id, "items": items, "schemas": self.schemas}
         if self.hidden:
             value["hidden"] = [i.to_json() for i in self.hidden.values()]
+        if self.access:
+            value["access"] = self.access
         return json.dumps(value).encode()
 
     @classmethod
@@ -296,6 +303,7 @@ class CatalogState:
             value["next_id"],
             value.get("schemas", {}),
             {i.id: i for i in hidden},
+            value.get("access", {}),
         )
 
 

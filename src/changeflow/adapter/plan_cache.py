@@ -304,14 +304,17 @@ def plan_select(
     plans: PlanCache, stmt: Statement, state: CatalogState, run: Callable[[Any], Any]
 ) -> Any:
     """A query's plan on catalog ``state`` (``run`` runs what planning must run now)."""
+    from changeflow.adapter.privileges import require_reads
     from changeflow.adapter.resolver import CatalogResolver
     from changeflow.adapter.sql.query import plan_query
     from changeflow.adapter.sql.recursive import running
 
     with running(run):
-        return plans.plan(
+        query = plans.plan(
             stmt, state, lambda s: plan_query(s.ast, CatalogResolver(state), shown_types=True)
         )
+    require_reads(state, query.items)  # SELECT on what it reads, each time it runs
+    return query
 
 
 def _path() -> tuple[tuple[str, ...], str]:

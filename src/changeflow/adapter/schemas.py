@@ -10,23 +10,33 @@ derives from that number); dropping it drops its items only with CASCADE, as Pos
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item
 from changeflow.adapter.ddl import release
 from changeflow.adapter.enum_types import used_types
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
+from changeflow.adapter.roles import current_role, resolve, roles
 from changeflow.adapter.sql.statements import Statement
 from changeflow.errors import PlanError
 
 
 def create_schema(env: Environment, stmt: Statement) -> Result:
+    """``CREATE SCHEMA [IF NOT EXISTS] name [AUTHORIZATION role]``: owned by that role, or by
+    the current one."""
     g = stmt.args
+    owner = resolve(env.catalog.load(), g["owner"]) if g.get("owner") else current_role()
 
     def create(state: CatalogState) -> tuple[CatalogState, None]:
         exists = g["name"] in (PUBLIC, *SYSTEM_SCHEMAS, *state.schemas)
         if exists and g.get("ine"):
             return state, None
-        return state.with_schema(g["name"]), None
+        state = state.with_schema(g["name"])
+        if owner not in roles(state):
+            return state, None
+        schemas = {**(state.access.get("schemas") or {}), g["name"]: {"owner": owner}}
+        return replace(state, access={**state.access, "schemas": schemas}), None
 
     env.catalog.change(create)
     return Result("CREATE SCHEMA")
@@ -57,7 +67,9 @@ def drop_schema(env: Environment, stmt: Statement) -> Result:
             del schemas[name]
         used_types(state, doomed)
         kept = state.without(list(doomed))
-        return CatalogState(kept.items, kept.next_id, schemas), list(doomed.values())
+        grants = {k: v for k, v in (state.access.get("schemas") or {}).items() if k in schemas}
+        access = {**state.access, "schemas": grants}
+        return replace(kept, schemas=schemas, access=access), list(doomed.values())
 
     gone = env.catalog.change(remove)
     release(env, gone)

@@ -31,6 +31,8 @@ from changeflow.adapter import (
     enum_types,
     extensions,
     owners,
+    privileges,
+    roles,
     schemas,
     sequences,
     sql_functions,
@@ -115,6 +117,11 @@ DDL = {
     "domain_alter": domains.alter_domain,
     "create_function": sql_functions.create_function,
     "drop_function": sql_functions.drop_function,
+    "create_role": roles.create_role,
+    "role_alter": roles.alter_role,
+    "drop_role": roles.drop_role,
+    "grant": privileges.grant,
+    "owned": privileges.owned,
 }
 
 
@@ -280,6 +287,7 @@ class Session:
             raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
         item = state.by_name(relation.name)
         assert item is not None and item.shard is not None
+        privileges.require(state, item, "a")
         shape = self.env.storage.state(item.id).schema
         if any(relation.generated):  # computed by the statement path
             raise NeedsDefaults(relation.name)
@@ -350,6 +358,8 @@ class Session:
         if kind == "set":
             value = None if stmt.args["value"].strip().upper() == "DEFAULT" else stmt.args["value"]
             return parameters.set_parameter(self, stmt.args["var"], value, stmt.args.get("local"))
+        if kind == "set_role":
+            return roles.set_role(self, stmt.args)
         if kind == "set_transaction":
             return parameters.transaction_modes(self, stmt.args["modes"], stmt.args["session"])
         if kind == "reset_all":
@@ -369,6 +379,7 @@ class Session:
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
+            privileges.check_ddl(self.env.catalog.load(), stmt)
             heard = notices(self.env.catalog.load(), stmt)
             done = self._ddl(stmt)  # with what the statement itself noted
             return replace(done, notices=[*heard, *done.notices])
@@ -383,13 +394,16 @@ class Session:
             implicit = self.txn is None
             txn = self._transaction()
             txn.explicit = True  # held open across the DELETEs
+            state = self.env.catalog.load()
             try:
-                for name in truncate_order(
-                    self.env.catalog.load(), stmt.args["names"], stmt.args["cascade"]
-                ):
-                    self._write(
-                        parse("DELETE FROM " + ".".join(map(ddl.quote_ident, name.split(".", 1))))
-                    )
+                order = truncate_order(state, stmt.args["names"], stmt.args["cascade"])
+                with privileges.truncating(state, order):
+                    for name in order:
+                        self._write(
+                            parse(
+                                "DELETE FROM " + ".".join(map(ddl.quote_ident, name.split(".", 1)))
+                            )
+                        )
             finally:
                 txn.explicit = not implicit
             self._end(txn)

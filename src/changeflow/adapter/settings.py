@@ -201,8 +201,11 @@ def _number(p: Parameter, text: str) -> str:
     return shown_number
 
 
+ROLE_SETTINGS = ("role", "session_authorization")  # SET ROLE's and SET SESSION AUTHORIZATION's
+
+
 def _known(name: str) -> bool:
-    return name in parameters() or "." in name
+    return name in parameters() or "." in name or name in ROLE_SETTINGS
 
 
 def _unknown(name: str) -> PlanError:
@@ -221,6 +224,8 @@ def set_parameter(session: Any, name: str, value: str | None, local: bool = Fals
         raise PlanError(f'parameter "{p.name}" {_REFUSED[p.context]}', sqlstate="55P02")
     if value is None:
         stored = _reset_value(session, key, p.boot) if p is not None else ""
+    elif key in ROLE_SETTINGS:  # a role's name, checked by SET ROLE
+        stored = value
     else:
         value = plain_value(value)
         stored = checked(key, value) if p is not None else value
@@ -257,6 +262,8 @@ def reset_all(session: Any) -> Result:
         txn.undo.append(lambda: (settings.clear(), settings.update(before)))
     for key, value in list(settings.items()):
         p = parameters().get(key)
+        if key in ROLE_SETTINGS:  # RESET ALL leaves them, as PostgreSQL's
+            continue
         if p is None:
             settings[key] = ""
         elif p.context not in _REFUSED and value != _reset_value(session, key, p.boot):
@@ -274,6 +281,11 @@ def _put(settings: dict[str, str], key: str, value: str | None) -> None:
 def show(settings: dict[str, str], name: str) -> Result:
     """SHOW ``name``."""
     key = name.lower()
+    if key in ROLE_SETTINGS:
+        from changeflow.adapter.sql.session_values import session_user
+
+        value = settings.get(key) or ("none" if key == "role" else session_user())
+        return text_result("SHOW", [key], [(value,)])
     if key not in settings:
         raise _unknown(name)
     return text_result("SHOW", [spelled(key)], [(shown(key, settings[key]),)])
@@ -281,13 +293,16 @@ def show(settings: dict[str, str], name: str) -> Result:
 
 def show_all(settings: dict[str, str]) -> Result:
     """SHOW ALL: every parameter's name, value and description, by name."""
-    rows = sorted((spelled(k), shown(k, v), "") for k, v in settings.items())
+    shown_all = [(k, v) for k, v in settings.items() if k not in ROLE_SETTINGS]
+    rows = sorted((spelled(k), shown(k, v), "") for k, v in shown_all)
     return text_result("SHOW", ["name", "setting", "description"], rows)
 
 
 def current_setting(settings: dict[str, str], name: str, missing_ok: bool = False) -> str | None:
     """current_setting(name [, missing_ok])."""
     key = name.lower()
+    if key in ROLE_SETTINGS:
+        return show(settings, key).rows[0][0]
     if key not in settings:
         if missing_ok:
             return None
@@ -321,6 +336,8 @@ def setting_rows(settings: dict[str, str]) -> list[tuple[Any, ...]]:
     rows = []
     for key, value in sorted(settings.items()):
         p = parameters().get(key)
+        if key in ROLE_SETTINGS:
+            continue
         if p is None:  # a custom parameter
             rows.append((key, value, None, "Customized Options", "", None, "user", "string"))
             rows[-1] += ("session", None, None, None, None, None, None, None, False)

@@ -44,6 +44,7 @@ from changeflow.adapter.system_enums import column_types, enum_rows, type_functi
 from changeflow.adapter.system_indexes import class_row, indexes, relation_oid, sql_type, storage
 from changeflow.adapter.system_mz import MZ_SCHEMAS, MZ_TABLES, mz_rows, qualified_mz
 from changeflow.adapter.system_regs import RegColumns, cast_kind
+from changeflow.adapter.system_roles import access_rows, privilege_functions
 from changeflow.adapter.system_rows import constraint_defs, key_constraints, precision, type_rows
 from changeflow.adapter.system_tables import (
     BOOL_CALLS,
@@ -176,10 +177,6 @@ def _rows(
     out["pg_extension"] += extension_rows()
     out["pg_am"].append((HEAP, "heap", "heap_tableam_handler", "t"))
     out["pg_tablespace"].append((1663, "pg_default"))  # the database's (dattablespace)
-    out["pg_roles"].append(
-        (user, True, True, True, True, True, True, -1, "********", None, True, None, OWNER)
-    )
-    out["pg_user"].append((OWNER, user, True))
     out["pg_database"].append(
         (16384, database, OWNER, 6, "c", False, True, -1, 1663, "C", "C", None, None, None)
     )
@@ -282,6 +279,7 @@ def _rows(
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     info |= fk_info(state, database)  # constraints' views
+    access_rows(state, out, info, database)
     return temporary(out | {f"information_schema.{k}": v for k, v in info.items()})
 
 
@@ -359,48 +357,53 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
 
     commented = {i.oid: i.comment for i in every_index.values() if i.comment is not None}
     named = description_functions(by_oid, PG_CLASS, commented) | type_functions(state)
-    return named | {
-        "regexp": regexp,
-        "regclass": regclass,
-        "pg_partition_ancestors": regclass,
-        "to_regclass": lambda name: (
-            by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
-        ),
-        "pg_table_is_visible": lambda oid: int(
-            oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
-        ),
-        "pg_collation_is_visible": lambda oid: 1,
-        "pg_get_serial_sequence": lambda table, column: serial_sequence(state, table, column),
-        "json_build_object": lambda *args: json.dumps(
-            dict(zip(args[::2], args[1::2], strict=False))
-        ),
-        "pg_function_is_visible": lambda oid: 1,
-        "pg_get_function_result": lambda o: getattr(PROCS.get(o) or mine.get(o), "result", None),
-        "pg_get_function_arguments": lambda o: getattr(
-            PROCS.get(o) or mine.get(o), "arguments", ""
-        ),
-        "pg_get_function_sqlbody": lambda oid: None,
-        "pg_get_userbyid": lambda oid: user,
-        "pg_get_expr": lambda expr, rel=None, shown=None: pretty.get(expr, expr) if shown else expr,
-        "pg_get_indexdef": indexdef,
-        "pg_get_viewdef": viewdef,
-        "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[bool(pretty)],
-        "pg_encoding_to_char": lambda n: "UTF8",
-        "pg_relation_is_publishable": lambda oid: 0,
-        "shobj_description": lambda *args: None,
-        "current_schema": lambda: next(
-            (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
-        ),
-        "current_database": lambda: database,
-        "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
-        "current_user": lambda: user,
-        "version": lambda: "PostgreSQL 15.0 on changeflow",
-        "has_table_privilege": lambda *args: 1,
-        "has_schema_privilege": lambda *args: 1,
-        "has_database_privilege": lambda *args: 1,
-        "pg_is_other_temp_schema": lambda oid: 0,
-        "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
-    }
+    return (
+        named
+        | privilege_functions(state)
+        | {
+            "regexp": regexp,
+            "regclass": regclass,
+            "pg_partition_ancestors": regclass,
+            "to_regclass": lambda name: (
+                by_name[name].id and relation_oid(by_name[name]) if name in by_name else None
+            ),
+            "pg_table_is_visible": lambda oid: int(
+                oid not in by_oid or state.find(split_name(by_oid[oid].name)[1]) is by_oid[oid]
+            ),
+            "pg_collation_is_visible": lambda oid: 1,
+            "pg_get_serial_sequence": lambda table, column: serial_sequence(state, table, column),
+            "json_build_object": lambda *args: json.dumps(
+                dict(zip(args[::2], args[1::2], strict=False))
+            ),
+            "pg_function_is_visible": lambda oid: 1,
+            "pg_get_function_result": lambda o: getattr(
+                PROCS.get(o) or mine.get(o), "result", None
+            ),
+            "pg_get_function_arguments": lambda o: getattr(
+                PROCS.get(o) or mine.get(o), "arguments", ""
+            ),
+            "pg_get_function_sqlbody": lambda oid: None,
+            "pg_get_expr": lambda expr, rel=None, shown=None: (
+                pretty.get(expr, expr) if shown else expr
+            ),
+            "pg_get_indexdef": indexdef,
+            "pg_get_viewdef": viewdef,
+            "pg_get_constraintdef": lambda oid, pretty=0: (keys.get(oid) or (None, None))[
+                bool(pretty)
+            ],
+            "pg_encoding_to_char": lambda n: "UTF8",
+            "pg_relation_is_publishable": lambda oid: 0,
+            "shobj_description": lambda *args: None,
+            "current_schema": lambda: next(
+                (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
+            ),
+            "current_database": lambda: database,
+            "pg_backend_pid": lambda: (SESSION_NAMES.get() or SessionNames()).pid,
+            "version": lambda: "PostgreSQL 15.0 on changeflow",
+            "pg_is_other_temp_schema": lambda oid: 0,
+            "quote_ident": lambda s: None if s is None else quote_ident(str(s)),
+        }
+    )
 
 
 _SQLITE_CASTS = {

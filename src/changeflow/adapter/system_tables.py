@@ -135,7 +135,11 @@ TABLES: dict[str, str] = {
     "rolcreatedb BOOL, rolcanlogin BOOL, rolreplication BOOL, rolconnlimit INT4, rolpassword TEXT, "
     "rolvaliduntil TEXT, rolbypassrls BOOL, rolconfig TEXT, oid OID",
     "pg_auth_members": "roleid OID, member OID, grantor OID, admin_option BOOL",
-    "pg_user": "usesysid INTEGER, usename TEXT, usesuper BOOL",
+    "pg_user": "usename NAME, usesysid OID, usecreatedb BOOL, usesuper BOOL, userepl BOOL, "
+    "usebypassrls BOOL, passwd TEXT, valuntil TEXT, useconfig TEXT",
+    "pg_authid": "oid OID, rolname NAME, rolsuper BOOL, rolinherit BOOL, rolcreaterole BOOL, "
+    "rolcreatedb BOOL, rolcanlogin BOOL, rolreplication BOOL, rolbypassrls BOOL, "
+    "rolconnlimit INT4, rolpassword TEXT, rolvaliduntil TEXT",
     "pg_tablespace": "oid INTEGER, spcname TEXT",
     "pg_views": "schemaname TEXT, viewname TEXT, viewowner TEXT, definition TEXT",
     "pg_matviews": "schemaname TEXT, matviewname TEXT, matviewowner TEXT, definition TEXT",
@@ -163,6 +167,10 @@ TABLES: dict[str, str] = {
     "pg_opclass": "oid INTEGER, opcname TEXT, opcmethod INTEGER, opcdefault BOOL",
     "pg_parameter_acl": "oid INTEGER, parname TEXT, paracl TEXT",
 }
+_GRANTS = (
+    "grantor TEXT, grantee TEXT, table_catalog TEXT, table_schema TEXT, table_name TEXT, "
+    "privilege_type TEXT, is_grantable TEXT, with_hierarchy TEXT"
+)
 INFO_TABLES: dict[str, str] = {
     "tables": "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, "
     "is_insertable_into TEXT, is_typed TEXT",
@@ -191,6 +199,10 @@ INFO_TABLES: dict[str, str] = {
     "key_column_usage": "constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT, "
     "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, "
     "ordinal_position INTEGER, position_in_unique_constraint INTEGER",
+    "table_privileges": _GRANTS,
+    "role_table_grants": _GRANTS,
+    "enabled_roles": "role_name TEXT",
+    "applicable_roles": "grantee TEXT, role_name TEXT, is_grantable TEXT",
     "constraint_column_usage": "table_catalog TEXT, table_schema TEXT, table_name TEXT, "
     "column_name TEXT, constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT",
 }
@@ -239,6 +251,11 @@ CATALOG_CALLS = frozenset(
         "to_regtype",
         "has_table_privilege",
         "has_schema_privilege",
+        "has_database_privilege",
+        "has_sequence_privilege",
+        "has_function_privilege",
+        "has_any_column_privilege",
+        "pg_has_role",
         "pg_encoding_to_char",
         "pg_table_size",
         "pg_relation_size",
@@ -249,7 +266,8 @@ CATALOG_CALLS = frozenset(
     }
 )
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
-BOOL_CALLS |= {"has_database_privilege", "pg_type_is_visible"}
+BOOL_CALLS |= {"has_database_privilege", "pg_type_is_visible", "has_sequence_privilege"}
+BOOL_CALLS |= {"has_function_privilege", "has_any_column_privilege", "pg_has_role"}
 
 
 def type_oid(name: Any) -> int | None:

@@ -23,8 +23,10 @@ from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import CatalogState, Item, gone
 from changeflow.adapter.comments import commented
 from changeflow.adapter.domains import drop_domain
+from changeflow.adapter.privileges import access_restored
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
+from changeflow.adapter.sql.role_statements import ROLE_KINDS
 from changeflow.adapter.sql.statements import Statement, parse
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.sql_functions import drop_function
@@ -100,6 +102,13 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
+    if stmt.kind in ROLE_KINDS:  # applied at once, put back on ROLLBACK
+        before = session.env.catalog.load()
+        result = run(stmt)
+        txn.undo.append(
+            lambda: session.env.catalog.change(lambda s: (access_restored(s, before), None))
+        )
+        return result
     if stmt.kind in ("enum_alter", "domain_alter"):  # applied at once, put back on ROLLBACK
         state = session.env.catalog.load()
         old = state.find(catalog_name(stmt.args["name"]))

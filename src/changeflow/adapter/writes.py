@@ -13,6 +13,7 @@ from changeflow.adapter.catalog import qualified
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.fk_enforce import enforce_foreign_keys
 from changeflow.adapter.keyed import constrain
+from changeflow.adapter.privileges import require_write
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import (
@@ -42,6 +43,8 @@ def write(session: Session, stmt: Statement) -> Result:
     env, txn = session.env, session._transaction()
     resolver = CatalogResolver(env.catalog.load())
     planned, changes = _planned(session, stmt, resolver)
+    read_items = getattr(planned, "reads", frozenset())
+    require_write(resolver.state, stmt.kind, stmt.tree, planned.table, read_items)
     table = env.plans.relation(resolver.state, qualified(planned.table))
     shard = table.plan.name
     if holds.held_elsewhere(env.catalog, shard):

@@ -9,6 +9,7 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
+from changeflow.adapter.roles import login_refusal
 from changeflow.adapter.session import Session
 from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -91,6 +92,10 @@ class Startup:
             self._fatal("28000", "the server requires TLS (sslmode=require)")
             return False
         self.authenticate(user)
+        refused = login_refusal(self.server.env.catalog.load(), user)
+        if refused is not None:
+            self._fatal("28000", refused)
+            return False
         access = self.server.access(user)
         refused = self.server.admit(self, access.superuser)
         if refused is not None:

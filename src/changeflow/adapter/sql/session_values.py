@@ -33,6 +33,25 @@ class SessionNames:
 SESSION_NAMES: ContextVar[SessionNames | None] = ContextVar("session_names", default=None)
 
 VERSION = "PostgreSQL 15.0 on changeflow"
+
+
+def session_user() -> str:
+    """The role the session is authorized as: its connection's user, or the one SET SESSION
+    AUTHORIZATION chose."""
+    from changeflow.adapter.catalog import SESSION_SETTINGS
+
+    settings = SESSION_SETTINGS.get() or {}
+    return settings.get("session_authorization") or (SESSION_NAMES.get() or SessionNames()).user
+
+
+def current_role() -> str:
+    """The role privileges are checked for: SET ROLE's, else the session user."""
+    from changeflow.adapter.catalog import SESSION_SETTINGS
+
+    role = (SESSION_SETTINGS.get() or {}).get("role")
+    return role if role and role != "none" else session_user()
+
+
 SEQUENCE_FUNCTIONS = ("nextval", "currval", "setval", "pg_get_serial_sequence")
 SETTING_FUNCTIONS = ("current_setting", "set_config")
 # the calls the planner answers here (by name, also as pg_catalog.name)
@@ -62,15 +81,17 @@ def session_value(node: exp.Expression, plan: Callable[[exp.Expression], X.Expr]
     names = SESSION_NAMES.get() or SessionNames()
     if isinstance(node, exp.CurrentDatabase):
         return X.Lit(names.database, TEXT)
-    if isinstance(node, exp.CurrentUser | exp.SessionUser):
-        return X.Lit(names.user, TEXT)
+    if isinstance(node, exp.CurrentUser):
+        return X.Lit(current_role(), TEXT)
+    if isinstance(node, exp.SessionUser):
+        return X.Lit(session_user(), TEXT)
     if (
         isinstance(node, exp.Column)
         and not node.table
-        and node.name.lower() == "user"
+        and node.name.lower() in ("user", "current_role")
         and not node.this.args.get("quoted")
     ):
-        return X.Lit(names.user, TEXT)
+        return X.Lit(current_role(), TEXT)
     if isinstance(node, exp.CurrentSchema):
         from changeflow.adapter.catalog import SEARCH_PATH
 

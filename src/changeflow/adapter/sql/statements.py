@@ -24,6 +24,7 @@ from changeflow.adapter.sql.dml_with import DML, with_inlined, writes_in_with
 from changeflow.adapter.sql.index_keys import check_clauses, key_columns
 from changeflow.adapter.sql.literals import escape_string, plain_strings
 from changeflow.adapter.sql.names import NAME, QNAME
+from changeflow.adapter.sql.role_statements import ROLE_PATTERNS
 from changeflow.adapter.sql.scope import qualify
 from changeflow.adapter.sql.set_statements import SET_KINDS, SET_PATTERNS, set_statement
 from changeflow.adapter.sql.shapes import Shape, shape_of
@@ -245,7 +246,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "create_schema",
         rf"CREATE\s+SCHEMA\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{NAME})"
-        rf"(?:\s+AUTHORIZATION\s+{NAME})?",
+        rf"(?:\s+AUTHORIZATION\s+(?P<owner>{NAME}))?",
     ),
     (
         "drop_schema",
@@ -295,6 +296,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"SET\s+CONSTRAINTS\s+(?:ALL|(?P<names>{QNAME}(?:\s*,\s*{QNAME})*))\s+"
         r"(?P<mode>DEFERRED|IMMEDIATE)",
     ),
+    *ROLE_PATTERNS,
     *SET_PATTERNS,
     *TYPE_PATTERNS,
     ("cursor", r"(?:DECLARE|FETCH|MOVE|CLOSE)\s.*"),  # (read by adapter/cursors.py)

@@ -1,0 +1,288 @@
+"""Roles and privileges as PostgreSQL 15's, side by side: CREATE, ALTER and DROP ROLE,
+membership (GRANT role TO role), GRANT and REVOKE on tables, schemas and the database (WITH
+GRANT OPTION, CASCADE), SET ROLE and SET SESSION AUTHORIZATION, privileges enforced on reads,
+writes, TRUNCATE and DDL, ownership of what a role creates, REASSIGN OWNED and DROP OWNED, the
+catalogs (pg_roles, pg_auth_members, has_table_privilege, information_schema.table_privileges)
+and ROLLBACK of all of it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sqlhelp import beside_postgres, same_outcomes  # noqa: E402
+
+import changeflow  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+
+ROLES = ("cf_reader", "cf_writer", "cf_admin", "cf_group", "cf_tx")
+SETUP = ["CREATE TABLE rt (id int, v text)", "INSERT INTO rt VALUES (1, 'a'), (2, 'b')"]
+ROLE_ROWS = (
+    "SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, "
+    "rolconnlimit FROM pg_roles WHERE rolname LIKE 'cf\\_%' ORDER BY 1"
+)
+MEMBERS = (
+    "SELECT r.rolname, m.rolname, a.admin_option FROM pg_auth_members a "
+    "JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member "
+    "WHERE r.rolname LIKE 'cf\\_%' ORDER BY 1, 2"
+)
+GRANTS = (
+    "SELECT grantee, table_name, privilege_type, is_grantable "
+    "FROM information_schema.table_privileges WHERE grantee LIKE 'cf\\_%' ORDER BY 1, 2, 3"
+)
+
+
+def _clean(pg) -> None:
+    pg.execute("RESET ROLE")
+    pg.execute("RESET SESSION AUTHORIZATION")
+    pg.execute("DROP TABLE IF EXISTS cf_w")
+    for role in ROLES:
+        if pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            pg.execute(f"DROP OWNED BY {role}")
+            pg.execute(f"DROP ROLE {role}")
+
+
+@pytest.fixture
+def both(tmp_path, postgres_url):
+    with beside_postgres(tmp_path / "home", postgres_url, "rt", *SETUP) as (ours, pg):
+        _clean(pg)
+        try:
+            yield ours, pg
+        finally:
+            _clean(pg)
+
+
+def test_roles_are_created_altered_and_dropped(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_reader",
+            "CREATE USER cf_writer PASSWORD 'pw'",
+            "CREATE ROLE cf_group NOLOGIN",
+            "CREATE ROLE cf_admin WITH CREATEROLE LOGIN CONNECTION LIMIT 3",
+            "CREATE ROLE cf_reader",
+            "CREATE ROLE pg_cf",
+            "CREATE ROLE public",
+            ROLE_ROWS,
+            "ALTER ROLE cf_reader LOGIN CREATEDB",
+            "ALTER ROLE cf_group WITH NOINHERIT",
+            "ALTER USER cf_writer CONNECTION LIMIT 10",
+            "ALTER ROLE cf_none LOGIN",
+            ROLE_ROWS,
+            "ALTER ROLE cf_reader SET work_mem TO '8MB'",
+            "SELECT rolconfig::text FROM pg_roles WHERE rolname = 'cf_reader'",
+            "ALTER ROLE cf_reader RESET work_mem",
+            "SELECT rolconfig FROM pg_roles WHERE rolname = 'cf_reader'",
+            "ALTER ROLE cf_writer RENAME TO cf_tx",
+            "ALTER ROLE cf_tx RENAME TO cf_reader",
+            ROLE_ROWS,
+            "DROP ROLE cf_tx, cf_group",
+            "DROP ROLE cf_tx",
+            "DROP ROLE IF EXISTS cf_tx",
+            ROLE_ROWS,
+        ],
+    )
+
+
+def test_membership(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_group",
+            "CREATE ROLE cf_reader LOGIN",
+            "CREATE ROLE cf_admin LOGIN",
+            "GRANT cf_group TO cf_reader",
+            "GRANT cf_group TO cf_reader",
+            "GRANT cf_reader TO cf_group",
+            "GRANT cf_group TO cf_group",
+            "GRANT cf_group TO cf_admin WITH ADMIN OPTION",
+            "GRANT cf_group TO cf_none",
+            MEMBERS,
+            "SELECT pg_has_role('cf_reader', 'cf_group', 'MEMBER'),"
+            " pg_has_role('cf_group', 'cf_reader', 'MEMBER')",
+            "REVOKE ADMIN OPTION FOR cf_group FROM cf_admin",
+            "REVOKE cf_group FROM cf_reader",
+            "REVOKE cf_group FROM cf_reader",
+            MEMBERS,
+            "DROP ROLE cf_group",
+            MEMBERS,
+        ],
+    )
+
+
+def test_privileges_are_enforced(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_group",
+            "CREATE ROLE cf_reader LOGIN IN ROLE cf_group",
+            "CREATE ROLE cf_writer LOGIN",
+            "GRANT SELECT ON rt TO cf_reader",
+            "GRANT INSERT, UPDATE ON TABLE rt TO cf_group",
+            "GRANT EXECUTE ON TABLE rt TO cf_reader",
+            "GRANT SELECT ON rt TO cf_none",
+            "GRANT SELECT ON cf_nothing TO cf_reader",
+            "SELECT has_table_privilege('cf_reader', 'rt', 'SELECT'),"
+            " has_table_privilege('cf_reader', 'rt', 'INSERT'),"
+            " has_table_privilege('cf_reader', 'rt', 'DELETE'),"
+            " has_table_privilege('cf_writer', 'rt', 'select')",
+            GRANTS,
+            "SET ROLE cf_reader",
+            "SELECT current_user",
+            "SELECT * FROM rt ORDER BY id",
+            "INSERT INTO rt VALUES (3, 'c')",
+            "UPDATE rt SET v = 'x' WHERE id = 3",
+            "DELETE FROM rt WHERE id = 3",
+            "TRUNCATE rt",
+            "CREATE TABLE cf_w (a int)",
+            "DROP TABLE rt",
+            "ALTER TABLE rt ADD COLUMN z int",
+            "CREATE ROLE cf_tx",
+            "GRANT SELECT ON rt TO cf_writer",
+            "SET ROLE cf_writer",
+            "RESET ROLE",
+            "SET ROLE cf_writer",
+            "SELECT * FROM rt",
+            "INSERT INTO rt VALUES (4, 'd')",
+            "UPDATE rt SET v = 'y'",
+            "RESET ROLE",
+            "GRANT UPDATE ON rt TO cf_writer",
+            "SET ROLE cf_writer",
+            "UPDATE rt SET v = 'y'",
+            "UPDATE rt SET v = v || 'y'",
+            "RESET ROLE",
+            "SELECT * FROM rt ORDER BY id",
+            "REVOKE SELECT ON rt FROM cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT * FROM rt",
+            "RESET ROLE",
+            "DROP ROLE cf_group",
+            "SET ROLE cf_none",
+        ],
+    )
+
+
+def test_ownership_and_schema_create(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_writer LOGIN",
+            "CREATE ROLE cf_reader LOGIN",
+            "GRANT CREATE ON SCHEMA public TO cf_writer",
+            "SET ROLE cf_writer",
+            "CREATE TABLE cf_w (a int)",
+            "INSERT INTO cf_w VALUES (1)",
+            "SELECT * FROM cf_w",
+            "ALTER TABLE cf_w ADD COLUMN b int",
+            "RESET ROLE",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'cf_w'",
+            "SET ROLE cf_reader",
+            "SELECT * FROM cf_w",
+            "DROP TABLE cf_w",
+            "RESET ROLE",
+            "DROP ROLE cf_writer",
+            "REASSIGN OWNED BY cf_writer TO cf_reader",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'cf_w'",
+            "SET ROLE cf_reader",
+            "SELECT * FROM cf_w",
+            "DROP TABLE cf_w",
+            "RESET ROLE",
+            "REVOKE CREATE ON SCHEMA public FROM cf_writer",
+            "DROP ROLE cf_writer",
+        ],
+    )
+
+
+def test_grant_option_and_cascade(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_admin LOGIN",
+            "CREATE ROLE cf_writer LOGIN",
+            "GRANT SELECT ON rt TO cf_admin WITH GRANT OPTION",
+            "GRANT SELECT ON rt TO PUBLIC WITH GRANT OPTION",
+            "SET ROLE cf_admin",
+            "GRANT SELECT ON rt TO cf_writer",
+            "GRANT INSERT ON rt TO cf_writer",
+            "RESET ROLE",
+            GRANTS,
+            "REVOKE SELECT ON rt FROM cf_admin",
+            "REVOKE GRANT OPTION FOR SELECT ON rt FROM cf_admin CASCADE",
+            GRANTS,
+            "REVOKE SELECT ON rt FROM cf_admin CASCADE",
+            GRANTS,
+            "SELECT has_table_privilege('cf_writer', 'rt', 'SELECT')",
+        ],
+    )
+
+
+def test_session_authorization(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_group",
+            "CREATE ROLE cf_reader LOGIN IN ROLE cf_group",
+            "CREATE ROLE cf_writer LOGIN",
+            "SET SESSION AUTHORIZATION cf_reader",
+            "SELECT session_user, current_user",
+            "SET ROLE cf_group",
+            "SELECT session_user, current_user",
+            "SHOW role",
+            "SET ROLE cf_writer",
+            "SET ROLE NONE",
+            "SELECT current_user",
+            "SET SESSION AUTHORIZATION cf_writer",
+            "SELECT session_user, current_user",
+            "RESET SESSION AUTHORIZATION",
+            "SET ROLE cf_nobody",
+            "BEGIN",
+            "SET LOCAL ROLE cf_reader",
+            "SELECT current_user",
+            "COMMIT",
+            "SHOW role",
+        ],
+    )
+
+
+def test_rollback_puts_roles_and_privileges_back(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_reader",
+            "BEGIN",
+            "CREATE ROLE cf_tx",
+            "GRANT SELECT ON rt TO cf_reader",
+            "GRANT cf_tx TO cf_reader",
+            "ROLLBACK",
+            "SELECT count(*) FROM pg_roles WHERE rolname = 'cf_tx'",
+            "SELECT has_table_privilege('cf_reader', 'rt', 'SELECT')",
+            MEMBERS,
+            "BEGIN",
+            "GRANT SELECT ON rt TO cf_reader",
+            "COMMIT",
+            "SELECT has_table_privilege('cf_reader', 'rt', 'SELECT')",
+        ],
+    )
+
+
+def test_roles_last_across_restarts(tmp_path):
+    home = tmp_path / "home"
+    with changeflow.connect(home, host_seconds=0) as conn:
+        conn.autocommit = True
+        conn.execute("CREATE TABLE t (a int)")
+        conn.execute("CREATE ROLE cf_reader LOGIN")
+        conn.execute("GRANT SELECT ON t TO cf_reader")
+    with changeflow.connect(home, host_seconds=0) as conn:
+        conn.autocommit = True
+        got = conn.execute("SELECT has_table_privilege('cf_reader', 't', 'SELECT')").fetchall()
+        assert got == [(True,)]
+        conn.execute("SET ROLE cf_reader")
+        assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+        with pytest.raises(changeflow.DatabaseError) as e:
+            conn.execute("INSERT INTO t VALUES (1)")
+        assert e.value.sqlstate == "42501"
+        assert str(e.value).startswith("permission denied for table t")
