@@ -40,6 +40,8 @@ def _clean(pg) -> None:
     pg.execute("RESET ROLE")
     pg.execute("RESET SESSION AUTHORIZATION")
     pg.execute("DROP TABLE IF EXISTS cf_w")
+    pg.execute("DROP VIEW IF EXISTS rv")
+    pg.execute("ALTER TABLE IF EXISTS rt OWNER TO CURRENT_USER")
     for role in ROLES:
         if pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
             pg.execute(f"DROP OWNED BY {role}")
@@ -216,6 +218,53 @@ def test_grant_option_and_cascade(both):
             "REVOKE SELECT ON rt FROM cf_admin CASCADE",
             GRANTS,
             "SELECT has_table_privilege('cf_writer', 'rt', 'SELECT')",
+        ],
+    )
+
+
+def test_owner_to(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_writer LOGIN",
+            "CREATE ROLE cf_reader LOGIN",
+            "ALTER TABLE rt OWNER TO cf_writer",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'rt'",
+            "SET ROLE cf_writer",
+            "INSERT INTO rt VALUES (5, 'e')",
+            "GRANT SELECT ON rt TO cf_reader",
+            "ALTER TABLE rt OWNER TO cf_reader",
+            "RESET ROLE",
+            GRANTS,
+            "ALTER TABLE rt OWNER TO cf_nobody",
+            "SET ROLE cf_reader",
+            "ALTER TABLE rt ADD COLUMN z int",
+            "SELECT * FROM rt ORDER BY id",
+            "RESET ROLE",
+            "DROP ROLE cf_writer",
+            "ALTER TABLE rt OWNER TO cf_reader",
+            GRANTS,
+            "ALTER TABLE rt OWNER TO CURRENT_USER",
+            "DROP ROLE cf_writer",
+        ],
+    )
+
+
+def test_views_read_with_their_owners_privileges(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE VIEW rv AS SELECT id FROM rt",
+            "CREATE ROLE cf_reader LOGIN",
+            "GRANT SELECT ON rv TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT * FROM rv ORDER BY id",
+            "SELECT * FROM rt",
+            "RESET ROLE",
+            "REVOKE SELECT ON rv FROM cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT * FROM rv",
+            "RESET ROLE",
         ],
     )
 

@@ -24,6 +24,7 @@ from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import unreferenced, with_foreign_keys
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
+from changeflow.adapter.privileges import require_reads
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,
@@ -195,6 +196,7 @@ def create_view(env: Environment, stmt: Statement) -> Result:
     oids = {i: kind for i, kind in shown if kind == "oid"} | held_as_oids(stmt.ast)
     named = regclass_names(stmt.ast) | functions_called(stmt.ast, state)  # by 'x'::regclass
     query = plan_query(stmt.ast, CatalogResolver(state), temporal_and_only=True)
+    require_reads(state, query.items)  # the view reads them as its owner, who needs SELECT
     timeline = _timeline(query, f'{"materialized " if materialized else ""}view "{g["name"]}"')
     plan = renamed(view_plan(query), g.get("columns"), materialized)
     if materialized and not plan.schema:

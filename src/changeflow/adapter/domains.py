@@ -277,7 +277,7 @@ _ALTER = re.compile(
     r"|DROP\s+CONSTRAINT\s+(?P<ie>IF\s+EXISTS\s+)?(?P<dropped>\S+)(?:\s+(?:CASCADE|RESTRICT))?"
     r"|RENAME\s+CONSTRAINT\s+(?P<old>\S+)\s+TO\s+(?P<new>\S+)"
     r"|RENAME\s+TO\s+(?P<renamed>\S+)"
-    r"|(?P<owner>OWNER\s+TO\s+\S+)",
+    r"|OWNER\s+TO\s+(?P<owner>\S+)",
     re.I | re.S,
 )
 
@@ -345,6 +345,12 @@ def alter_domain(env: Any, stmt: Statement) -> Result:
         domain = replace(domain, checks=checks)
     elif m["renamed"]:
         _rename(env, state, item, m["renamed"])
+        return Result("ALTER DOMAIN")
+    elif m["owner"]:
+        from changeflow.adapter.owners import give
+        from changeflow.adapter.roles import resolve
+
+        give(env, item, resolve(state, m["owner"]))
         return Result("ALTER DOMAIN")
     options = {**item.options, "domain": domain.to_json()}
     env.catalog.change(lambda s: (s.with_item(replace(s.items[item.id], options=options)), None))

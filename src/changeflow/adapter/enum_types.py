@@ -34,7 +34,7 @@ _ADD = re.compile(
     re.I,
 )
 _RENAME_VALUE = re.compile(rf"RENAME\s+VALUE\s+{_LABEL}\s+TO\s+{_LABEL}", re.I)
-_OWNER = re.compile(r"OWNER\s+TO\s+\S+", re.I)
+_OWNER = re.compile(r"OWNER\s+TO\s+(\S+)", re.I)
 
 
 def enum_of(item: Item) -> SqlType:
@@ -143,7 +143,12 @@ def alter_type(env: Any, stmt: Statement) -> Result:
         if state.by_name(new_name) is not None:
             raise PlanError(f'type "{split_name(new_name)[1]}" already exists', sqlstate="42710")
         _store(env, item, name=new_name)
-    elif _OWNER.fullmatch(rest) is None:
+    elif (owner := _OWNER.fullmatch(rest)) is not None:
+        from changeflow.adapter.owners import give
+        from changeflow.adapter.roles import resolve
+
+        give(env, item, resolve(state, owner[1]))
+    else:
         raise PlanError(
             f"ALTER TYPE {type_name} {rest} is not supported: ADD VALUE, RENAME VALUE, RENAME "
             "TO and OWNER TO are",

@@ -1,38 +1,45 @@
 """``ALTER {TABLE | VIEW | MATERIALIZED VIEW | SEQUENCE | INDEX | SOURCE | SINK | SCHEMA} name
-OWNER TO role``, as pg_dump writes after each object it creates.
+OWNER TO role``, as pg_dump writes after each object it creates (and ``ALTER TYPE | DOMAIN …
+OWNER TO``, through :func:`give`).
 
-Every object belongs to the one role a session sees: the connected user, pg_roles' only row
-and the owner pg_class and pg_namespace show for everything. Giving an object to that role
-(also as CURRENT_USER, SESSION_USER or CURRENT_ROLE) leaves it as it is and succeeds, as
-PostgreSQL does when the owner is already that role; another role does not exist here
-(42704, as PostgreSQL says of an unknown role). The object must exist (42P01, 3F000 for a
-schema; with IF EXISTS a NOTICE), and ALTER VIEW, SEQUENCE and the others must name one of
-their kind (42809); ALTER TABLE takes any relation, as PostgreSQL's does.
-"""
+The role must exist (42704; CURRENT_USER, SESSION_USER and CURRENT_ROLE name the session's);
+the object too (42P01, 3F000 for a schema; with IF EXISTS a NOTICE), and ALTER VIEW, SEQUENCE
+and the others must name one of their kind (42809); ALTER TABLE takes any relation, as
+PostgreSQL's does. The new owner takes the old one's place in the object's access list. A
+role that is no superuser must own the object and be a member of the new owner (42501)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from changeflow.adapter.catalog import PUBLIC, CatalogState, Item
+from changeflow.adapter.privileges import (
+    checking,
+    owner_of,
+    owns,
+    schema_entry,
+    schema_owner,
+    union,
+)
 from changeflow.adapter.result import Result
-from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
+from changeflow.adapter.roles import bootstrap, memberships, resolve
 from changeflow.adapter.sql.statements import Statement
 from changeflow.errors import PlanError
 
-SAME_ROLE = ("current_user", "session_user", "current_role")
-
 
 def owner_to(env: Any, stmt: Statement) -> Result:
-    """Check ``stmt``'s object and role; nothing changes (see the module docstring)."""
+    """Give ``stmt``'s object to its role (see the module docstring)."""
     g = stmt.args
     kind, tag = g["kind"], f"ALTER {g['kind'].upper()}"
-    user = (SESSION_NAMES.get() or SessionNames()).user
-    if g["role"] not in (user, *SAME_ROLE):
-        raise PlanError(f'role "{g["role"]}" does not exist', sqlstate="42704")
     state = env.catalog.load()
+    role = resolve(state, g["role"])
     if kind == "schema":
-        if g["name"] not in state.schemas and g["name"] != "public":
-            raise PlanError(f'schema "{g["name"]}" does not exist', sqlstate="3F000")
+        schema = g["name"]
+        if schema not in state.schemas and schema != PUBLIC:
+            raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
+        _may_give(state, schema_owner(state, schema), role, f"schema {schema}")
+        env.catalog.change(lambda s: (_schema_given(s, schema, role), None))
         return Result(tag)
     item = state.find(g["name"])
     if item is None:
@@ -42,4 +49,55 @@ def owner_to(env: Any, stmt: Statement) -> Result:
         raise PlanError(f'relation "{g["name"]}" does not exist', sqlstate="42P01")
     if kind != "table" and item.kind != kind:
         raise PlanError(f'"{g["name"]}" is not a {kind}', sqlstate="42809")
+    give(env, item, role)
     return Result(tag)
+
+
+def give(env: Any, item: Item, role: str) -> None:
+    """``item`` owned by ``role`` (a resolved role's name), its access list following."""
+    state = env.catalog.load()
+    _may_give(state, owner_of(state, item), role, f"{item.kind} {item.name}")
+
+    def change(s: CatalogState) -> tuple[CatalogState, None]:
+        current = s.items.get(item.id)
+        if current is None:
+            return s, None
+        old = owner_of(s, current)
+        options = {k: v for k, v in current.options.items() if k != "owner"}
+        if role != bootstrap(s):
+            options["owner"] = role
+        if options.get("acl") is not None:
+            options["acl"] = _renamed(options["acl"], old, role)
+        return replace(s, items={**s.items, item.id: replace(current, options=options)}), None
+
+    env.catalog.change(change)
+
+
+def _may_give(state: CatalogState, old: str, new: str, shown: str) -> None:
+    me = checking(state)
+    if me is None:
+        return
+    if not owns(state, me, old):
+        raise PlanError(f"must be owner of {shown}", sqlstate="42501")
+    if new not in memberships(state, me, inheriting=False):
+        raise PlanError(f'must be able to SET ROLE "{new}"', sqlstate="42501")
+
+
+def _schema_given(state: CatalogState, schema: str, role: str) -> CatalogState:
+    entry = dict(schema_entry(state, schema))
+    old = entry.get("owner") or bootstrap(state)
+    entry["owner"] = None if role == bootstrap(state) else role
+    if entry.get("acl") is not None:
+        entry["acl"] = _renamed(entry["acl"], old, role)
+    schemas = {**(state.access.get("schemas") or {}), schema: entry}
+    return replace(state, access={**state.access, "schemas": schemas})
+
+
+def _renamed(acl: list[list[str]], old: str, new: str) -> list[list[str]]:
+    """An access list with the old owner's entries (as grantee and grantor) the new one's,
+    entries that then name one grantee and grantor merged."""
+    merged: dict[tuple[str, str], str] = {}
+    for g, p, by in acl:
+        key = (new if g == old else g, new if by == old else by)
+        merged[key] = union(merged.get(key, ""), p)
+    return [[g, p, by] for (g, by), p in merged.items()]

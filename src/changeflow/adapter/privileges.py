@@ -429,9 +429,16 @@ def _granting(kind: str, key: str, who: list[str], letters: str, option: bool, n
 
 
 def _merged(privs: str, letters: str, option: bool) -> str:
-    held = {c: privs[i + 1 : i + 2] == "*" for i, c in enumerate(privs) if c != "*"}
-    for c in letters:
-        held[c] = held.get(c, False) or option
+    return union(privs, "".join(c + ("*" if option else "") for c in letters))
+
+
+def union(a: str, b: str) -> str:
+    """Two aclitem letter strings as one (a letter grantable if either grants it on)."""
+    held: dict[str, bool] = {}
+    for privs in (a, b):
+        for i, c in enumerate(privs):
+            if c != "*":
+                held[c] = held.get(c, False) or privs[i + 1 : i + 2] == "*"
     return "".join(c + ("*" if held[c] else "") for c in LETTERS if c in held)
 
 
@@ -576,7 +583,8 @@ def owned(env: Any, stmt: Statement) -> Result:
 def created(state: CatalogState, item: Item) -> Item:
     """A new item, once the current role may create it in its schema (CREATE there), owned
     by that role if it is a created one."""
-    require_create(state, split_name(item.name)[0])
+    if item.kind != "index":  # (an index needs its table's owner)
+        require_create(state, split_name(item.name)[0])
     role = current_role()
     if role not in roles(state) or "owner" in item.options:
         return item
@@ -585,7 +593,7 @@ def created(state: CatalogState, item: Item) -> Item:
 
 _OWNED = {  # statements that change an object its owner alone may change: its name's key
     "alter_table": "name", "rename": "name", "alter_sequence": "name", "enum_alter": "name",
-    "domain_alter": "name", "refresh": "name", "owner_to": "name", "create_index": "item",
+    "domain_alter": "name", "refresh": "name", "create_index": "item",
 }  # fmt: skip
 _DROPS = ("drop", "drop_sequence", "drop_type", "drop_domain", "drop_function")
 

@@ -143,13 +143,15 @@ def _table_grants(state: CatalogState, database: str) -> list[tuple[Any, ...]]:
         if item.kind not in KINDS or item.kind in ("index", "sequence"):
             continue
         schema, table = split_name(item.name)
+        owner = owner_of(state, item)
         for grantee, privs, grantor in acl_of(state, item):
             if grantee not in mine and grantor not in mine and grantee:
                 continue
             for i, letter in enumerate(privs):
                 if letter == "*":
                     continue
-                grantable = "YES" if privs[i + 1 : i + 2] == "*" else "NO"
+                owning = grantee and owner in memberships(state, grantee)
+                grantable = "YES" if privs[i + 1 : i + 2] == "*" or owning else "NO"
                 word = _WORDS[letter]
                 hierarchy = "YES" if letter == "r" else "NO"
                 rows.append(

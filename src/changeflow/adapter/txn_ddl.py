@@ -102,7 +102,7 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
         return result
     if stmt.kind == "alter_table":
         return _alter(session, stmt, run)
-    if stmt.kind in ROLE_KINDS:  # applied at once, put back on ROLLBACK
+    if stmt.kind in (*ROLE_KINDS, "owner_to"):  # applied at once, put back on ROLLBACK
         before = session.env.catalog.load()
         result = run(stmt)
         txn.undo.append(
@@ -122,7 +122,7 @@ def in_transaction(session: Any, stmt: Statement, run: Callable[[Statement], Res
                 lambda: session.env.catalog.change(lambda s: (_restored(s, olds), None))
             )
         return result
-    if stmt.kind in ("owner_to", "refresh", *EXTENSIONS) or (  # changes nothing
+    if stmt.kind in ("refresh", *EXTENSIONS) or (  # changes nothing
         stmt.kind == "maintain" and stmt.args["verb"].upper() != "VACUUM"
     ):
         return run(stmt)
