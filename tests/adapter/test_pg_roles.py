@@ -269,6 +269,35 @@ def test_views_read_with_their_owners_privileges(both):
     )
 
 
+def test_predefined_roles(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_reader LOGIN",
+            "GRANT pg_read_all_data TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT * FROM rt ORDER BY id",
+            "INSERT INTO rt VALUES (9, 'z')",
+            "RESET ROLE",
+            "GRANT pg_write_all_data TO cf_reader",
+            "SET ROLE cf_reader",
+            "INSERT INTO rt VALUES (9, 'z')",
+            "DELETE FROM rt WHERE id = 9",
+            "TRUNCATE rt",
+            "RESET ROLE",
+            "SELECT rolname, oid, rolcanlogin FROM pg_roles"
+            " WHERE rolname IN ('pg_monitor', 'pg_read_all_data') ORDER BY 1",
+            "SELECT r.rolname FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.roleid"
+            " JOIN pg_roles m ON m.oid = a.member WHERE m.rolname = 'pg_monitor' ORDER BY 1",
+            "SELECT nspname, pg_get_userbyid(nspowner) FROM pg_namespace"
+            " WHERE nspname = 'public'",
+            "DROP ROLE pg_monitor",
+            "CREATE ROLE pg_mine",
+            "REVOKE pg_read_all_data, pg_write_all_data FROM cf_reader",
+        ],
+    )
+
+
 def test_session_authorization(both):
     same_outcomes(
         *both,

@@ -22,6 +22,8 @@ from changeflow.errors import PlanError
 if TYPE_CHECKING:
     from changeflow.adapter.environment import Environment
 
+PUBLIC_OID, PG_NAMESPACE = 2200, 2615  # the public schema's OID, pg_namespace's
+PUBLIC_COMMENT = "standard public schema"  # as initdb comments it
 KINDS = {  # the word after COMMENT ON -> (the item kinds it names, what the error calls it)
     "TABLE": (("table", "source"), "a table"),
     "VIEW": (("view",), "a view"),
@@ -105,6 +107,8 @@ def description_functions(
     described |= {oid: {0: text} for oid, text in others.items()}
 
     def obj(oid: Any, catalog: Any = "pg_class") -> str | None:
+        if catalog in ("pg_namespace", PG_NAMESPACE) and oid == PUBLIC_OID:
+            return PUBLIC_COMMENT
         if catalog not in ("pg_class", pg_class):
             return None
         return described.get(oid, {}).get(0)

@@ -92,7 +92,9 @@ def schema_entry(state: CatalogState, schema: str) -> dict[str, Any]:
 
 
 def schema_owner(state: CatalogState, schema: str) -> str:
-    return schema_entry(state, schema).get("owner") or bootstrap(state)
+    """The owner of ``schema`` (public's is pg_database_owner, as in PostgreSQL 15)."""
+    default = "pg_database_owner" if schema == PUBLIC else bootstrap(state)
+    return schema_entry(state, schema).get("owner") or default
 
 
 def kind_of(item: Item) -> str:
@@ -105,7 +107,9 @@ def kind_of(item: Item) -> str:
 def default_acl(kind: str, owner: str, schema: str | None = None) -> list[list[str]]:
     """The list an object has before any GRANT or REVOKE (PostgreSQL's acldefault)."""
     mine = [[owner, ALL[kind], owner]]
-    if kind in ("function", "type") or (kind == "schema" and schema == PUBLIC):
+    if kind == "schema" and schema == PUBLIC:
+        return [*mine, ["", "U", owner]]
+    if kind in ("function", "type"):
         return [["", "X" if kind == "function" else "U", owner], *mine]
     if kind == "database":
         return [["", "Tc", owner], *mine]
@@ -139,12 +143,23 @@ def _quoted(role: str) -> str:
     return role if re.fullmatch(r"[a-z_][a-z0-9_$]*", role) or not role else f'"{role}"'
 
 
-def has(state: CatalogState, role: str, acl: list[list[str]], letter: str) -> bool:
-    """Does ``role`` hold privilege ``letter`` by ``acl`` (as a superuser does any)?"""
+def has(
+    state: CatalogState, role: str, acl: list[list[str]], letter: str, family: str = "table"
+) -> bool:
+    """Does ``role`` hold privilege ``letter`` by ``acl`` of an object of ``family`` (as a
+    superuser holds any, and members of pg_read_all_data and pg_write_all_data theirs)?"""
     if is_superuser(state, role):
         return True
     holders = memberships(state, role) | {""}
+    if family == "schema" and letter == "U" and holders & set(_ALL_DATA.values()):
+        return True
+    if family in ("table", "sequence") and _ALL_DATA.get(letter) in holders:
+        return True
     return any(g in holders and letter in p for g, p, _ in acl)
+
+
+_ALL_DATA = {"r": "pg_read_all_data", "a": "pg_write_all_data", "w": "pg_write_all_data"}
+_ALL_DATA["d"] = "pg_write_all_data"
 
 
 def owns(state: CatalogState, role: str, owner: str) -> bool:
@@ -170,7 +185,8 @@ def require(state: CatalogState, item: Item, letter: str, role: str | None = Non
     if role is None:
         return
     schema = split_name(item.name)[0]
-    if not schema.startswith("pg_temp") and not has(state, role, schema_acl(state, schema), "U"):
+    usable = has(state, role, schema_acl(state, schema), "U", "schema")
+    if not schema.startswith("pg_temp") and not usable:
         raise denied("schema", schema)
     if not has(state, role, acl_of(state, item), letter):
         raise denied(NOUNS.get(item.kind, "relation"), split_name(item.name)[1])
@@ -241,7 +257,7 @@ def require_create(state: CatalogState, schema: str) -> None:
     role = checking(state)
     if role is None or schema.startswith("pg_temp"):
         return
-    if not has(state, role, schema_acl(state, schema), "C"):
+    if not has(state, role, schema_acl(state, schema), "C", "schema"):
         raise denied("schema", schema)
 
 
@@ -614,7 +630,7 @@ def check_ddl(state: CatalogState, stmt: Statement) -> None:
         for schema in g["names"]:
             if schema in state.schemas and not owns(state, role, schema_owner(state, schema)):
                 raise PlanError(f"must be owner of schema {schema}", sqlstate="42501")
-    elif stmt.kind == "create_schema" and not has(state, role, database_acl(state), "C"):
+    elif stmt.kind == "create_schema" and not has(state, role, database_acl(state), "C", "db"):
         raise denied("database", _database())
     for n in found:
         item = state.find(n)

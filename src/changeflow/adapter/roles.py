@@ -28,8 +28,19 @@ from changeflow.adapter.sql.statements import Statement, name
 from changeflow.adapter.system_tables import OWNER, RELATION_BASE
 from changeflow.errors import PlanError
 
-ROLE_SETTINGS = ("role", "session_authorization")
-SPECIAL = {"current_user", "session_user", "current_role"}
+# PostgreSQL's predefined roles and their OIDs; pg_read_all_data and pg_write_all_data give
+# their members those privileges on every table (:func:`changeflow.adapter.privileges.has`)
+PREDEFINED = {
+    "pg_database_owner": 6171, "pg_read_all_data": 6181, "pg_write_all_data": 6182,
+    "pg_monitor": 3373, "pg_read_all_settings": 3374, "pg_read_all_stats": 3375,
+    "pg_stat_scan_tables": 3377, "pg_read_server_files": 4569, "pg_write_server_files": 4570,
+    "pg_execute_server_program": 4571, "pg_signal_backend": 4200, "pg_checkpoint": 4544,
+}  # fmt: skip
+_PREDEFINED_OIDS = {oid: name for name, oid in PREDEFINED.items()}
+PREDEFINED_MEMBERS = tuple(
+    [granted, "pg_monitor", False, "changeflow"]
+    for granted in ("pg_read_all_settings", "pg_read_all_stats", "pg_stat_scan_tables")
+)
 _FLAGS = ("superuser", "createdb", "createrole", "inherit", "login", "replication", "bypassrls")
 _NAMES = rf"{NAME}(?:\s*,\s*{NAME})*"
 _OPTION = re.compile(
@@ -72,6 +83,8 @@ def role_oid(state: CatalogState, role: str) -> int | None:
     """The OID of ``role`` (10 for the bootstrap superuser), None if there is no such role."""
     if role == bootstrap(state):
         return OWNER
+    if role in PREDEFINED:
+        return PREDEFINED[role]
     found = roles(state).get(role)
     return None if found is None else RELATION_BASE + found["number"]
 
@@ -80,16 +93,18 @@ def role_named(state: CatalogState, oid: int) -> str | None:
     """The name of the role of ``oid``."""
     if oid == OWNER:
         return bootstrap(state)
+    if (predefined := _PREDEFINED_OIDS.get(oid)) is not None:
+        return predefined
     return next((n for n, r in roles(state).items() if RELATION_BASE + r["number"] == oid), None)
 
 
 def exists(state: CatalogState, role: str) -> bool:
-    return role in roles(state) or role == bootstrap(state)
+    return role in roles(state) or role == bootstrap(state) or role in PREDEFINED
 
 
 def is_superuser(state: CatalogState, role: str) -> bool:
     found = roles(state).get(role)
-    return found is None or bool(found.get("superuser"))
+    return role not in PREDEFINED if found is None else bool(found.get("superuser"))
 
 
 def memberships(state: CatalogState, role: str, inheriting: bool = True) -> set[str]:
@@ -100,7 +115,7 @@ def memberships(state: CatalogState, role: str, inheriting: bool = True) -> set[
         r = todo.pop()
         if inheriting and not roles(state).get(r, {}).get("inherit", True):
             continue
-        for granted, member, *_ in members(state):
+        for granted, member, *_ in (*members(state), *PREDEFINED_MEMBERS):
             if member == r and granted not in out:
                 out.add(granted)
                 todo.append(granted)
@@ -202,6 +217,9 @@ def drop_role(env: Any, stmt: Statement) -> Result:
                 notices.append(("00000", f'role "{role}" does not exist, skipping', ""))
                 continue
             raise PlanError(f'role "{role}" does not exist', sqlstate="42704")
+        if role in PREDEFINED:
+            message = f"cannot drop role {role} because it is required by the database system"
+            raise PlanError(message, sqlstate="2BP01")
         if role == current_role():
             raise PlanError("current user cannot be dropped", sqlstate="55006")
         if role == session_user() or role not in roles(state):

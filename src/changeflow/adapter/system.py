@@ -70,6 +70,7 @@ from changeflow.adapter.system_types import (
     annotated,
     array_contains,
     array_json,
+    array_of_rows,
     fits,
     from_sqlite,
     rewrite_array,
@@ -429,7 +430,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     if like is not None:
         return like
     if isinstance(node, exp.Array) and any(isinstance(e, exp.Query) for e in node.expressions):
-        return exp.Null()  # array(SELECT …): the catalogs hold no options to list
+        return array_of_rows(node)
     if isinstance(node, exp.ByteString):
         return exp.Literal.string(str(node.this))
     if isinstance(node, exp.Operator) and str(node.args.get("operator", "")).endswith("~"):

@@ -17,6 +17,7 @@ from changeflow.adapter.domains import Domain
 from changeflow.adapter.sql.statements import name as catalog_name
 from changeflow.adapter.system_indexes import relation_oid
 from changeflow.adapter.system_tables import FORMAT, OWNER, namespace_oid, type_oid
+from changeflow.adapter.system_types import array_json
 from changeflow.compute.functions.chars import quote_ident
 
 ENUM_LENGTH = 4  # typlen: PostgreSQL stores an enum value as the OID of its label
@@ -153,13 +154,13 @@ def format_type(oid: int | None, typmod: int | None = None) -> str | None:
 
 
 def array_to_string(value: Any, sep: Any = ",", null: Any = None) -> Any:
-    """``array_to_string`` of an array held as JSON (its non-NULL elements joined by ``sep``,
-    NULL ones as ``null`` if given), of anything else its value."""
+    """``array_to_string`` of an array held as JSON or as its text (its non-NULL elements
+    joined by ``sep``, NULL ones as ``null`` if given), of anything else its value."""
     text = value if isinstance(value, str) else None
-    if text is None or not text.startswith("[") or sep is None:
+    if text is None or not text.startswith(("[", "{")) or sep is None:
         return value
     try:
-        items = json.loads(text)
+        items = json.loads(array_json(text))  # (an aclitem[] is held as its text)
     except ValueError:
         return value
     shown = [str(v) if v is not None else null for v in items]

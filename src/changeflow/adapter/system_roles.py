@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
+from changeflow.adapter.comments import PG_NAMESPACE, PUBLIC_COMMENT, PUBLIC_OID
 from changeflow.adapter.privileges import (
     ALL,
     PRIVILEGES,
@@ -24,6 +25,8 @@ from changeflow.adapter.privileges import (
     schema_owner,
 )
 from changeflow.adapter.roles import (
+    PREDEFINED,
+    PREDEFINED_MEMBERS,
     bootstrap,
     is_superuser,
     members,
@@ -34,7 +37,7 @@ from changeflow.adapter.roles import (
 )
 from changeflow.adapter.sql.session_values import current_role
 from changeflow.adapter.system_indexes import relation_oid
-from changeflow.adapter.system_tables import KINDS, namespace_oid
+from changeflow.adapter.system_tables import KINDS, OWNER, namespace_oid
 
 Rows = dict[str, list[tuple[Any, ...]]]
 _WORDS = {letter: word for word, letter in PRIVILEGES.items() if word != "TEMP"}
@@ -44,7 +47,12 @@ def _role_list(state: CatalogState) -> list[tuple[str, dict[str, Any]]]:
     """Every role: the bootstrap superuser's attributes, then the created roles'."""
     boot = dict.fromkeys(("superuser", "inherit", "createrole", "createdb", "login"), True)
     boot |= {"replication": True, "bypassrls": True, "connlimit": -1}
-    return [(bootstrap(state), boot), *sorted(roles(state).items())]
+    plain = {"inherit": True, "connlimit": -1}
+    return [
+        (bootstrap(state), boot),
+        *((name, plain) for name in PREDEFINED),
+        *sorted(roles(state).items()),
+    ]
 
 
 def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> None:
@@ -69,8 +77,8 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
                 (role, oid, flags[3], flags[0], flags[5], bool(r.get("bypassrls")))
                 + ("********", until, config)
             )
-    for role, member, admin, grantor in members(state):
-        ids = [role_oid(state, n) for n in (role, member, grantor)]
+    for role, member, admin, grantor in (*PREDEFINED_MEMBERS, *members(state)):
+        ids = [role_oid(state, n) or OWNER for n in (role, member, grantor)]
         out["pg_auth_members"].append((*ids, bool(admin)))
     _owners(state, out, info)
     info["table_privileges"] += _table_grants(state, database)
@@ -102,6 +110,7 @@ def _owners(state: CatalogState, out: Rows, info: Rows) -> None:
         else r
         for r in out["pg_namespace"]
     ]
+    out["pg_description"].append((PUBLIC_OID, PG_NAMESPACE, 0, PUBLIC_COMMENT))
     info["schemata"] = [
         _with(r, {2: schema_owner(state, r[1])}) if r[1] in schemas.values() else r
         for r in info["schemata"]
@@ -188,7 +197,7 @@ def privilege_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
             letter = PRIVILEGES.get(word)
             if letter is None or letter not in ALL[kind]:
                 continue
-            if has(state, role, acl, letter):
+            if has(state, role, acl, letter, kind):
                 return 1
         return 0
 

@@ -128,6 +128,8 @@ def _typed_call(node: exp.Expression) -> exp.Expression:
     if isinstance(call, exp.Anonymous) and str(call.this).lower() in _CALL_TYPES:
         kind = _CALL_TYPES[str(call.this).lower()]
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(kind))
+    if isinstance(node, exp.Array) and any(isinstance(e, exp.Query) for e in node.expressions):
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build("ARRAY<TEXT>"))  # of names
     return node
 
 
@@ -260,6 +262,19 @@ def rewrite_array(node: exp.Expression) -> exp.Expression | None:
             arg = arg.this
         return exp.Anonymous(this="array_agg", expressions=[arg, *keys])
     return None
+
+
+def array_of_rows(node: exp.Array) -> exp.Expression:
+    """``ARRAY(SELECT x FROM …)`` as a JSON array (``[]`` for no rows), as :func:`_aggregated`
+    makes it; NULL for a query it cannot run so."""
+    query = node.expressions[0]
+    plain = not any(query.args.get(k) for k in ("group", "limit", "distinct"))
+    if len(node.expressions) != 1 or not isinstance(query, exp.Select) or not plain:
+        return exp.Null()
+    if len(query.expressions) != 1:
+        return exp.Null()
+    rows = exp.Subquery(this=_aggregated(query.copy()))
+    return exp.Coalesce(this=rows, expressions=[exp.Literal.string("[]")])
 
 
 def _aggregated(query: exp.Select) -> exp.Select:

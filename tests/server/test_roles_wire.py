@@ -1,0 +1,65 @@
+"""Roles through the server: a client connecting as a created role is that role (its
+privileges checked; a role without LOGIN refused, 28000), and psql's ``\\du``, ``\\dp`` and
+``\\dn+`` show roles and privileges as PostgreSQL 15's."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from serve_clients import psql
+from test_psql import _same_psql_output
+
+
+def test_a_client_is_the_role_it_connects_as(server, table_name: str) -> None:
+    t = table_name
+    with server.connect() as admin:
+        for sql in (
+            "CREATE ROLE cf_wire_app LOGIN",
+            "CREATE ROLE cf_wire_off NOLOGIN",
+            f"CREATE TABLE {t} (a int)",
+            f"INSERT INTO {t} VALUES (1), (2)",
+            f"GRANT SELECT ON {t} TO cf_wire_app",
+        ):
+            admin.execute(sql)
+        try:
+            with psycopg.connect(server.dsn(user="cf_wire_app"), autocommit=True) as app:
+                got = app.execute("SELECT current_user, session_user").fetchone()
+                assert got == ("cf_wire_app", "cf_wire_app")
+                assert app.execute(f"SELECT a FROM {t} ORDER BY a").fetchall() == [(1,), (2,)]
+                with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+                    app.execute(f"INSERT INTO {t} VALUES (3)")
+                assert str(e.value).startswith(f"permission denied for table {t}")
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    app.execute("CREATE TABLE cf_wire_mine (a int)")
+            with pytest.raises(psycopg.OperationalError) as refused:
+                psycopg.connect(server.dsn(user="cf_wire_off"))
+            assert 'role "cf_wire_off" is not permitted to log in' in str(refused.value)
+            assert admin.execute(f"SELECT count(*) FROM {t}").fetchone() == (2,)
+        finally:
+            admin.execute(f"DROP TABLE {t}")
+            admin.execute("DROP ROLE cf_wire_app, cf_wire_off")
+
+
+@pytest.mark.postgres
+def test_psql_shows_roles_and_privileges_as_postgres(server, postgres_url: str) -> None:
+    setup = [
+        "CREATE ROLE cf_wp_r LOGIN CONNECTION LIMIT 4",
+        "CREATE ROLE cf_wp_g NOLOGIN CREATEDB",
+        "GRANT cf_wp_g TO cf_wp_r",
+        "CREATE TABLE cf_wp_t (a int)",
+        "GRANT SELECT, INSERT ON cf_wp_t TO cf_wp_r",
+        "GRANT UPDATE ON cf_wp_t TO cf_wp_g WITH GRANT OPTION",
+    ]
+    teardown = ["DROP TABLE IF EXISTS cf_wp_t", "DROP ROLE IF EXISTS cf_wp_r, cf_wp_g"]
+    try:
+        _same_psql_output(
+            server,
+            postgres_url,
+            setup,
+            ["\\du cf_wp*", "\\dp cf_wp_t", "\\z cf_wp_t", "\\dn+ public"],
+            teardown,
+            shown=lambda text: text.replace("postgres", "tester"),
+        )
+    finally:
+        for sql in teardown:
+            psql(server, "-c", sql)
