@@ -271,8 +271,8 @@ def array_of_rows(node: exp.Array) -> exp.Expression:
     plain = not any(query.args.get(k) for k in ("group", "limit", "distinct"))
     if len(node.expressions) != 1 or not isinstance(query, exp.Select) or not plain:
         return exp.Null()
-    if len(query.expressions) != 1:
-        return exp.Null()
+    if len(query.expressions) != 1 or query.find(exp.Unnest, exp.Explode) is not None:
+        return exp.Null()  # (psql's lists of options: the catalogs hold none)
     rows = exp.Subquery(this=_aggregated(query.copy()))
     return exp.Coalesce(this=rows, expressions=[exp.Literal.string("[]")])
 
