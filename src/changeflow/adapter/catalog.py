@@ -234,7 +234,7 @@ class CatalogState:
         else:
             _permanent(self, item)
         if self.access.get("roles") and item.id not in self.items and item.id not in self.hidden:
-            from changeflow.adapter.privileges import created
+            from changeflow.adapter.privilege_checks import created
 
             item = created(self, item)  # a created role's new item is its own
         taken = self.by_name(item.name)

@@ -24,7 +24,7 @@ from changeflow.adapter.constraints import table_constraints
 from changeflow.adapter.environment import EPOCH, Environment
 from changeflow.adapter.fk_catalog import unreferenced, with_foreign_keys
 from changeflow.adapter.object_ids import held_as_oids, read_ids, regclass_names, shown_ids
-from changeflow.adapter.privileges import require_reads
+from changeflow.adapter.privilege_checks import require_reads
 from changeflow.adapter.resolver import (
     CatalogResolver,
     columns_of,

@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item
+from changeflow.adapter.privilege_checks import checking
 from changeflow.adapter.privileges import (
-    checking,
     owner_of,
     owns,
     schema_entry,

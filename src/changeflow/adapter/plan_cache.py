@@ -304,7 +304,7 @@ def plan_select(
     plans: PlanCache, stmt: Statement, state: CatalogState, run: Callable[[Any], Any]
 ) -> Any:
     """A query's plan on catalog ``state`` (``run`` runs what planning must run now)."""
-    from changeflow.adapter.privileges import require_reads
+    from changeflow.adapter.privilege_checks import require_reads
     from changeflow.adapter.resolver import CatalogResolver
     from changeflow.adapter.sql.query import plan_query
     from changeflow.adapter.sql.recursive import running

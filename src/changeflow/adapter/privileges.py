@@ -1,7 +1,8 @@
 """Privileges, as PostgreSQL's: ``GRANT privilege, … | ALL [PRIVILEGES] ON [TABLE | SEQUENCE |
 SCHEMA | DATABASE | FUNCTION | TYPE | DOMAIN] name, … | ALL {TABLES | SEQUENCES | FUNCTIONS} IN
 SCHEMA s TO role | PUBLIC, … [WITH GRANT OPTION]`` and ``REVOKE [GRANT OPTION FOR] … FROM …
-[CASCADE | RESTRICT]``; ``REASSIGN OWNED BY`` and ``DROP OWNED BY``.
+[CASCADE | RESTRICT]`` (checked as :mod:`.privilege_checks` says; what roles own:
+:mod:`.owned`).
 
 An object's access control list is PostgreSQL's aclitem list, ``[grantee, letters,
 grantor]`` ("" is PUBLIC; a letter followed by ``*`` may be granted on), kept in a catalog
@@ -14,13 +15,8 @@ through their own grant, one to a role they inherit from, or PUBLIC's."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
-
-from sqlglot import exp
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.result import Result
@@ -32,10 +28,8 @@ from changeflow.adapter.roles import (
     memberships,
     resolve,
     revoke_roles,
-    roles,
 )
 from changeflow.adapter.sql.names import NAME, QNAME
-from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import Statement, name
 from changeflow.errors import PlanError
 
@@ -162,107 +156,12 @@ _ALL_DATA = {"r": "pg_read_all_data", "a": "pg_write_all_data", "w": "pg_write_a
 _ALL_DATA["d"] = "pg_write_all_data"
 
 
-def owns(state: CatalogState, role: str, owner: str) -> bool:
-    return is_superuser(state, role) or owner in memberships(state, role)
-
-
-# -- checks --------------------------------------------------------------------------------------
-
-
-def checking(state: CatalogState) -> str | None:
-    """The role to check privileges for, None when nothing needs checking (no role was
-    created, or the current role is a superuser)."""
-    if not state.access.get("roles"):
-        return None
-    role = current_role()
-    return None if is_superuser(state, role) else role
-
-
-def require(state: CatalogState, item: Item, letter: str, role: str | None = None) -> None:
-    """42501 unless the current role holds ``letter`` on ``item`` (and USAGE on its
-    schema)."""
-    role = role or checking(state)
-    if role is None:
-        return
-    schema = split_name(item.name)[0]
-    usable = has(state, role, schema_acl(state, schema), "U", "schema")
-    if not schema.startswith("pg_temp") and not usable:
-        raise denied("schema", schema)
-    if not has(state, role, acl_of(state, item), letter):
-        raise denied(NOUNS.get(item.kind, "relation"), split_name(item.name)[1])
-
-
-def require_reads(state: CatalogState, names: frozenset[str] | set[str]) -> None:
-    """SELECT on each relation a query reads."""
-    role = checking(state)
-    for n in names if role is not None else ():
-        item = state.by_name(n)
-        if item is not None:
-            require(state, item, "r", role)
-
-
-_VERBS = {"insert": "a", "update": "w", "delete": "d"}
-_TRUNCATING: ContextVar[bool] = ContextVar("truncating", default=False)
-
-
-@contextmanager
-def truncating(state: CatalogState, names: list[str]) -> Iterator[None]:
-    """TRUNCATE's check (its own privilege on each table), and its DELETEs run unchecked."""
-    role = checking(state)
-    for n in names if role is not None else ():
-        if (item := state.find(n)) is not None:
-            require(state, item, "D", role)
-    token = _TRUNCATING.set(True)
-    try:
-        yield
-    finally:
-        _TRUNCATING.reset(token)
-
-
-def require_write(state: CatalogState, kind: str, tree: Any, table: str, reads: frozenset) -> None:
-    """The privileges an INSERT, UPDATE, DELETE or MERGE (``kind``, its ``tree``) on
-    ``table`` needs: its verb's, SELECT where it reads the table's rows (a WHERE, RETURNING,
-    a SET reading columns, MERGE), and SELECT on the other relations it reads."""
-    role = None if _TRUNCATING.get() else checking(state)
-    item = state.by_name(table) if role is not None else None
-    if item is None:
-        return
-    letters = _VERBS.get(kind, "")
-    if kind == "merge":
-        said = re.findall(r"\bTHEN\s+(INSERT|UPDATE|DELETE)", tree.sql(), re.I)
-        letters = "r" + "".join(_VERBS[w.lower()] for w in said)
-    elif kind == "insert":
-        conflict = tree.args.get("conflict")
-        letters += "w" if conflict is not None and conflict.args.get("expressions") else ""
-    else:
-        sets = tree.expressions if kind == "update" else []
-        reading = any(e.expression.find(exp.Column) for e in sets if isinstance(e, exp.EQ))
-        letters += "r" if tree.args.get("where") is not None or reading else ""
-    letters += "r" if tree.args.get("returning") is not None else ""
-    for letter in dict.fromkeys(letters):
-        require(state, item, letter, role)
-    require_reads(state, reads - {table})
-
-
-def require_owner(state: CatalogState, item: Item) -> None:
-    """42501 unless the current role owns ``item`` (or is a member of its owner)."""
-    role = checking(state)
-    if role is not None and not owns(state, role, owner_of(state, item)):
-        what = NOUNS.get(item.kind, "relation")
-        raise PlanError(f"must be owner of {what} {split_name(item.name)[1]}", sqlstate="42501")
-
-
-def require_create(state: CatalogState, schema: str) -> None:
-    """CREATE on ``schema`` (a new object's)."""
-    role = checking(state)
-    if role is None or schema.startswith("pg_temp"):
-        return
-    if not has(state, role, schema_acl(state, schema), "C", "schema"):
-        raise denied("schema", schema)
-
-
 def denied(noun: str, shown: str) -> PlanError:
     return PlanError(f"permission denied for {noun} {shown}", sqlstate="42501")
+
+
+def owns(state: CatalogState, role: str, owner: str) -> bool:
+    return is_superuser(state, role) or owner in memberships(state, role)
 
 
 # -- GRANT and REVOKE ----------------------------------------------------------------------------
@@ -286,7 +185,7 @@ def grant(env: Any, stmt: Statement) -> Result:
         raise PlanError("column privileges are not supported", sqlstate="0A000")
     state = env.catalog.load()
     objects = _objects(state, m["target"])
-    who = [_grantee(state, w) for w in _split(m["who"])]
+    who = [_grantee(state, w) for w in split_list(m["who"])]
     notices: list[tuple[str, str, str]] = []
     for kind, key in objects:
         letters = _letters(m["privs"], kind, key, state)
@@ -302,7 +201,7 @@ def grant(env: Any, stmt: Statement) -> Result:
     return Result(verb, notices=notices)
 
 
-def _split(text: str) -> list[str]:
+def split_list(text: str) -> list[str]:
     return [p.strip() for p in re.split(r",(?![^()]*\))", text) if p.strip()]
 
 
@@ -315,7 +214,7 @@ def _objects(state: CatalogState, target: str) -> list[tuple[str, str]]:
     """The objects a GRANT names: (privilege family, item id | schema | database name)."""
     m = _TARGET.fullmatch(target.strip())
     assert m is not None
-    names = _split(m["names"])
+    names = split_list(m["names"])
     if m["all"]:
         family = {"TABLES": "table", "SEQUENCES": "sequence"}.get(m["all"].upper(), "function")
         out = []
@@ -390,7 +289,7 @@ def _subject(state: CatalogState, kind: str, key: str) -> tuple[list[list[str]],
     return acl_of(state, item), owner_of(state, item), split_name(item.name)[1]
 
 
-def _with_acl(state: CatalogState, kind: str, key: str, acl: list[list[str]]) -> CatalogState:
+def with_acl(state: CatalogState, kind: str, key: str, acl: list[list[str]]) -> CatalogState:
     acl = [e for e in acl if e[1]]
     if kind in ("schema", "database"):
         access = dict(state.access)
@@ -401,10 +300,10 @@ def _with_acl(state: CatalogState, kind: str, key: str, acl: list[list[str]]) ->
             access["database"] = {**(access.get("database") or {}), "acl": acl}
         return replace(state, access=access)
     item = state.items[key]
-    return replace(state, items={**state.items, key: _item_with(item, acl=acl)})
+    return replace(state, items={**state.items, key: item_with(item, acl=acl)})
 
 
-def _item_with(item: Item, **options: Any) -> Item:
+def item_with(item: Item, **options: Any) -> Item:
     return replace(item, options={**item.options, **options})
 
 
@@ -439,7 +338,7 @@ def _granting(kind: str, key: str, who: list[str], letters: str, option: bool, n
                 entry = [grantee, "", grantor]
                 acl.append(entry)
             entry[1] = _merged(entry[1], letters_now, option)
-        return _with_acl(state, kind, key, acl), None
+        return with_acl(state, kind, key, acl), None
 
     return change
 
@@ -475,7 +374,7 @@ def _revoking(kind: str, key: str, who: list[str], letters: str, option_only: bo
                 )
             for entry in dependents:
                 entry[1] = _without(entry[1], letters, False)
-        return _with_acl(state, kind, key, acl), None
+        return with_acl(state, kind, key, acl), None
 
     return change
 
@@ -489,166 +388,3 @@ def _without(privs: str, letters: str, option_only: bool) -> str:
             else:
                 del held[c]
     return "".join(c + ("*" if held[c] else "") for c in LETTERS if c in held)
-
-
-# -- roles' objects ------------------------------------------------------------------------------
-
-
-def dependents(state: CatalogState, role: str) -> list[str]:
-    """What keeps ``role`` from being dropped: what it owns, and what it holds privileges on
-    (PostgreSQL's detail lines)."""
-    out = []
-    for item in sorted(state.items.values(), key=lambda i: i.id):
-        what = f"{NOUNS.get(item.kind, 'relation')} {split_name(item.name)[1]}"
-        if item.options.get("owner") == role:
-            out.append(f"owner of {what}")
-        elif any(role in (g, by) for g, _, by in item.options.get("acl") or []):
-            out.append(f"privileges for {what}")
-    for schema, entry in sorted((state.access.get("schemas") or {}).items()):
-        if entry.get("owner") == role:
-            out.append(f"owner of schema {schema}")
-        elif any(role in (g, by) for g, _, by in entry.get("acl") or []):
-            out.append(f"privileges for schema {schema}")
-    if any(role in (g, by) for g, _, by in (state.access.get("database") or {}).get("acl") or []):
-        out.append(f"privileges for database {_database()}")
-    return out
-
-
-def renamed_role(state: CatalogState, old: str, new: str) -> CatalogState:
-    """``state`` with the owners and lists naming ``old`` naming ``new``."""
-
-    def acl(entries: list | None) -> list | None:
-        if entries is None:
-            return None
-        return [[new if x == old else x for x in e[:1]] + [e[1]] + [new if e[2] == old else e[2]]
-                for e in entries]  # fmt: skip
-
-    items = {}
-    for key, item in state.items.items():
-        options = dict(item.options)
-        if options.get("owner") == old:
-            options["owner"] = new
-        if options.get("acl") is not None:
-            options["acl"] = acl(options["acl"])
-        items[key] = replace(item, options=options)
-    access = dict(state.access)
-    access["schemas"] = {
-        s: {
-            **e,
-            "owner": new if e.get("owner") == old else e.get("owner"),
-            "acl": acl(e.get("acl")),
-        }
-        for s, e in (access.get("schemas") or {}).items()
-    }
-    if access.get("database"):
-        access["database"] = {"acl": acl(access["database"].get("acl"))}
-    return replace(state, items=items, access=access)
-
-
-def owned(env: Any, stmt: Statement) -> Result:
-    """``REASSIGN OWNED BY role, … TO role`` and ``DROP OWNED BY role, …``: what the roles own
-    goes to the other role; DROP OWNED takes away their privileges (and refuses to drop what
-    they own: 0A000, as dropping objects is DROP's)."""
-    g = stmt.args
-    state = env.catalog.load()
-    olds = [resolve(state, n) for n in re.findall(NAME, g["names"])]
-    for old in olds:
-        if checking(state) is not None and not owns(state, current_role(), old):
-            raise PlanError("permission denied to reassign objects", sqlstate="42501")
-    if g["verb"].upper() == "REASSIGN":
-        new = resolve(state, g["to"])
-        owner = None if new == bootstrap(state) else new
-
-        def give(s: CatalogState) -> tuple[CatalogState, None]:
-            items = {
-                k: _item_with(i, owner=owner) if i.options.get("owner") in olds else i
-                for k, i in s.items.items()
-            }
-            access = dict(s.access)
-            access["schemas"] = {
-                n: {**e, "owner": owner} if e.get("owner") in olds else e
-                for n, e in (access.get("schemas") or {}).items()
-            }
-            return replace(s, items=items, access=access), None
-
-        env.catalog.change(give)
-        return Result("REASSIGN OWNED")
-    mine = [i for i in state.items.values() if i.options.get("owner") in olds]
-    if mine:
-        raise PlanError(
-            f"DROP OWNED does not drop objects here: drop {split_name(mine[0].name)[1]} first",
-            sqlstate="0A000",
-        )
-
-    def strip(s: CatalogState) -> tuple[CatalogState, None]:
-        for key, item in list(s.items.items()):
-            entries = item.options.get("acl")
-            if entries is not None:
-                kept = [e for e in entries if e[0] not in olds and e[2] not in olds]
-                s = replace(s, items={**s.items, key: _item_with(item, acl=kept)})
-        for schema, entry in (s.access.get("schemas") or {}).items():
-            if entry.get("acl") is not None:
-                kept = [e for e in entry["acl"] if e[0] not in olds and e[2] not in olds]
-                s = _with_acl(s, "schema", schema, kept)
-        return s, None
-
-    env.catalog.change(strip)
-    return Result("DROP OWNED")
-
-
-def created(state: CatalogState, item: Item) -> Item:
-    """A new item, once the current role may create it in its schema (CREATE there), owned
-    by that role if it is a created one."""
-    if item.kind != "index":  # (an index needs its table's owner)
-        require_create(state, split_name(item.name)[0])
-    role = current_role()
-    if role not in roles(state) or "owner" in item.options:
-        return item
-    return _item_with(item, owner=role)
-
-
-_OWNED = {  # statements that change an object its owner alone may change: its name's key
-    "alter_table": "name", "rename": "name", "alter_sequence": "name", "enum_alter": "name",
-    "domain_alter": "name", "refresh": "name", "create_index": "item",
-}  # fmt: skip
-_DROPS = ("drop", "drop_sequence", "drop_type", "drop_domain", "drop_function")
-
-
-def check_ddl(state: CatalogState, stmt: Statement) -> None:
-    """42501 for DDL the current role may not run: changing or dropping what it does not
-    own, creating a schema without CREATE on the database."""
-    role = checking(state)
-    if role is None:
-        return
-    g, found = stmt.args, []
-    if stmt.kind in _OWNED and g.get(_OWNED[stmt.kind]):
-        found = [g[_OWNED[stmt.kind]]]
-    elif stmt.kind in _DROPS:
-        given = g["names"] if isinstance(g["names"], list) else _split(g["names"])
-        found = [name(n.split("(")[0].strip()) for n in given]
-    elif stmt.kind == "drop_schema":
-        for schema in g["names"]:
-            if schema in state.schemas and not owns(state, role, schema_owner(state, schema)):
-                raise PlanError(f"must be owner of schema {schema}", sqlstate="42501")
-    elif stmt.kind == "create_schema" and not has(state, role, database_acl(state), "C", "db"):
-        raise denied("database", _database())
-    for n in found:
-        item = state.find(n)
-        if item is not None:
-            require_owner(state, item)
-
-
-def _database() -> str:
-    return (SESSION_NAMES.get() or SessionNames()).database
-
-
-def access_restored(state: CatalogState, before: CatalogState) -> CatalogState:
-    """``state`` with the roles, owners and privileges of ``before`` (a ROLLBACK's)."""
-    items = {}
-    for key, item in state.items.items():
-        old = before.items.get(key)
-        options = {k: v for k, v in item.options.items() if k not in ("owner", "acl")}
-        if old is not None:
-            options |= {k: old.options[k] for k in ("owner", "acl") if k in old.options}
-        items[key] = replace(item, options=options)
-    return replace(state, items=items, access=before.access)

@@ -206,7 +206,7 @@ def alter_role(env: Any, stmt: Statement) -> Result:
 
 def drop_role(env: Any, stmt: Statement) -> Result:
     """``DROP ROLE [IF EXISTS] name, …``: 2BP01 while it owns objects or holds privileges."""
-    from changeflow.adapter.privileges import dependents
+    from changeflow.adapter.owned import dependents
 
     g = stmt.args
     state = env.catalog.load()
@@ -325,7 +325,7 @@ def _configure(env: Any, role: str, m: re.Match, tag: str) -> Result:
 
 
 def _rename(env: Any, role: str, new: str) -> None:
-    from changeflow.adapter.privileges import renamed_role
+    from changeflow.adapter.owned import renamed_role
 
     state = env.catalog.load()
     if role == session_user():

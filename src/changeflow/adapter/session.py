@@ -30,7 +30,9 @@ from changeflow.adapter import (
     domains,
     enum_types,
     extensions,
+    owned,
     owners,
+    privilege_checks,
     privileges,
     roles,
     schemas,
@@ -121,7 +123,7 @@ DDL = {
     "role_alter": roles.alter_role,
     "drop_role": roles.drop_role,
     "grant": privileges.grant,
-    "owned": privileges.owned,
+    "owned": owned.owned,
 }
 
 
@@ -287,7 +289,7 @@ class Session:
             raise PlanError(f'cannot insert into {relation.kind} "{table}"', sqlstate="42809")
         item = state.by_name(relation.name)
         assert item is not None and item.shard is not None
-        privileges.require(state, item, "a")
+        privilege_checks.require(state, item, "a")
         shape = self.env.storage.state(item.id).schema
         if any(relation.generated):  # computed by the statement path
             raise NeedsDefaults(relation.name)
@@ -379,7 +381,7 @@ class Session:
         if kind == "explain_view":
             return ddl.explain_item(self.env, stmt)
         if kind in DDL:
-            privileges.check_ddl(self.env.catalog.load(), stmt)
+            privilege_checks.check_ddl(self.env.catalog.load(), stmt)
             heard = notices(self.env.catalog.load(), stmt)
             done = self._ddl(stmt)  # with what the statement itself noted
             return replace(done, notices=[*heard, *done.notices])
@@ -397,7 +399,7 @@ class Session:
             state = self.env.catalog.load()
             try:
                 order = truncate_order(state, stmt.args["names"], stmt.args["cascade"])
-                with privileges.truncating(state, order):
+                with privilege_checks.truncating(state, order):
                     for name in order:
                         self._write(
                             parse(

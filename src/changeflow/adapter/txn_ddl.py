@@ -23,7 +23,7 @@ from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import CatalogState, Item, gone
 from changeflow.adapter.comments import commented
 from changeflow.adapter.domains import drop_domain
-from changeflow.adapter.privileges import access_restored
+from changeflow.adapter.owned import access_restored
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequences import sequence_undo
 from changeflow.adapter.sql.role_statements import ROLE_KINDS

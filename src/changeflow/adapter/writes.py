@@ -13,7 +13,7 @@ from changeflow.adapter.catalog import qualified
 from changeflow.adapter.checks import enforce_checks
 from changeflow.adapter.fk_enforce import enforce_foreign_keys
 from changeflow.adapter.keyed import constrain
-from changeflow.adapter.privileges import require_write
+from changeflow.adapter.privilege_checks import require_write
 from changeflow.adapter.resolver import CatalogResolver
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dml import (

@@ -1,0 +1,132 @@
+"""What roles own and hold: ``REASSIGN OWNED BY`` and ``DROP OWNED BY``, what keeps a role
+from being dropped (:func:`dependents`), a role's rename in every owner and access list, and
+ROLLBACK of a transaction's roles, owners and privileges (:func:`access_restored`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from changeflow.adapter.catalog import CatalogState, split_name
+from changeflow.adapter.privilege_checks import checking, database_name
+from changeflow.adapter.privileges import NOUNS, item_with, owns, with_acl
+from changeflow.adapter.result import Result
+from changeflow.adapter.roles import bootstrap, current_role, resolve
+from changeflow.adapter.sql.names import NAME
+from changeflow.adapter.sql.statements import Statement
+from changeflow.errors import PlanError
+
+
+def dependents(state: CatalogState, role: str) -> list[str]:
+    """What keeps ``role`` from being dropped: what it owns, and what it holds privileges on
+    (PostgreSQL's detail lines)."""
+    out = []
+    for item in sorted(state.items.values(), key=lambda i: i.id):
+        what = f"{NOUNS.get(item.kind, 'relation')} {split_name(item.name)[1]}"
+        if item.options.get("owner") == role:
+            out.append(f"owner of {what}")
+        elif any(role in (g, by) for g, _, by in item.options.get("acl") or []):
+            out.append(f"privileges for {what}")
+    for schema, entry in sorted((state.access.get("schemas") or {}).items()):
+        if entry.get("owner") == role:
+            out.append(f"owner of schema {schema}")
+        elif any(role in (g, by) for g, _, by in entry.get("acl") or []):
+            out.append(f"privileges for schema {schema}")
+    if any(role in (g, by) for g, _, by in (state.access.get("database") or {}).get("acl") or []):
+        out.append(f"privileges for database {database_name()}")
+    return out
+
+
+def renamed_role(state: CatalogState, old: str, new: str) -> CatalogState:
+    """``state`` with the owners and lists naming ``old`` naming ``new``."""
+
+    def acl(entries: list | None) -> list | None:
+        if entries is None:
+            return None
+        return [[new if x == old else x for x in e[:1]] + [e[1]] + [new if e[2] == old else e[2]]
+                for e in entries]  # fmt: skip
+
+    items = {}
+    for key, item in state.items.items():
+        options = dict(item.options)
+        if options.get("owner") == old:
+            options["owner"] = new
+        if options.get("acl") is not None:
+            options["acl"] = acl(options["acl"])
+        items[key] = replace(item, options=options)
+    access = dict(state.access)
+    access["schemas"] = {
+        s: {
+            **e,
+            "owner": new if e.get("owner") == old else e.get("owner"),
+            "acl": acl(e.get("acl")),
+        }
+        for s, e in (access.get("schemas") or {}).items()
+    }
+    if access.get("database"):
+        access["database"] = {"acl": acl(access["database"].get("acl"))}
+    return replace(state, items=items, access=access)
+
+
+def owned(env: Any, stmt: Statement) -> Result:
+    """``REASSIGN OWNED BY role, … TO role`` and ``DROP OWNED BY role, …``: what the roles own
+    goes to the other role; DROP OWNED takes away their privileges (and refuses to drop what
+    they own: 0A000, as dropping objects is DROP's)."""
+    g = stmt.args
+    state = env.catalog.load()
+    olds = [resolve(state, n) for n in re.findall(NAME, g["names"])]
+    for old in olds:
+        if checking(state) is not None and not owns(state, current_role(), old):
+            raise PlanError("permission denied to reassign objects", sqlstate="42501")
+    if g["verb"].upper() == "REASSIGN":
+        new = resolve(state, g["to"])
+        owner = None if new == bootstrap(state) else new
+
+        def give(s: CatalogState) -> tuple[CatalogState, None]:
+            items = {
+                k: item_with(i, owner=owner) if i.options.get("owner") in olds else i
+                for k, i in s.items.items()
+            }
+            access = dict(s.access)
+            access["schemas"] = {
+                n: {**e, "owner": owner} if e.get("owner") in olds else e
+                for n, e in (access.get("schemas") or {}).items()
+            }
+            return replace(s, items=items, access=access), None
+
+        env.catalog.change(give)
+        return Result("REASSIGN OWNED")
+    mine = [i for i in state.items.values() if i.options.get("owner") in olds]
+    if mine:
+        raise PlanError(
+            f"DROP OWNED does not drop objects here: drop {split_name(mine[0].name)[1]} first",
+            sqlstate="0A000",
+        )
+
+    def strip(s: CatalogState) -> tuple[CatalogState, None]:
+        for key, item in list(s.items.items()):
+            entries = item.options.get("acl")
+            if entries is not None:
+                kept = [e for e in entries if e[0] not in olds and e[2] not in olds]
+                s = replace(s, items={**s.items, key: item_with(item, acl=kept)})
+        for schema, entry in (s.access.get("schemas") or {}).items():
+            if entry.get("acl") is not None:
+                kept = [e for e in entry["acl"] if e[0] not in olds and e[2] not in olds]
+                s = with_acl(s, "schema", schema, kept)
+        return s, None
+
+    env.catalog.change(strip)
+    return Result("DROP OWNED")
+
+
+def access_restored(state: CatalogState, before: CatalogState) -> CatalogState:
+    """``state`` with the roles, owners and privileges of ``before`` (a ROLLBACK's)."""
+    items = {}
+    for key, item in state.items.items():
+        old = before.items.get(key)
+        options = {k: v for k, v in item.options.items() if k not in ("owner", "acl")}
+        if old is not None:
+            options |= {k: old.options[k] for k in ("owner", "acl") if k in old.options}
+        items[key] = replace(item, options=options)
+    return replace(state, items=items, access=before.access)
