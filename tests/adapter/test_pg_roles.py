@@ -364,3 +364,45 @@ def test_roles_last_across_restarts(tmp_path):
             conn.execute("INSERT INTO t VALUES (1)")
         assert e.value.sqlstate == "42501"
         assert str(e.value).startswith("permission denied for table t")
+
+
+def test_default_privileges(both):
+    ours, pg = both
+    try:
+        same_outcomes(
+            ours,
+            pg,
+            [
+                "CREATE ROLE cf_writer LOGIN",
+                "CREATE ROLE cf_reader LOGIN",
+                "GRANT CREATE ON SCHEMA public TO cf_writer",
+                "ALTER DEFAULT PRIVILEGES FOR ROLE cf_writer GRANT SELECT ON TABLES TO cf_reader",
+                "ALTER DEFAULT PRIVILEGES FOR ROLE cf_writer IN SCHEMA public"
+                " GRANT INSERT ON TABLES TO cf_reader",
+                "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ON SCHEMAS TO cf_reader",
+                "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE ON SCHEMAS TO cf_reader",
+                "SELECT pg_get_userbyid(defaclrole), defaclnamespace <> 0, defaclobjtype,"
+                " array_to_string(defaclacl, ',') FROM pg_default_acl ORDER BY 2, 3",
+                "SET ROLE cf_writer",
+                "CREATE TABLE cf_w (a int)",
+                "INSERT INTO cf_w VALUES (1)",
+                "RESET ROLE",
+                "SET ROLE cf_reader",
+                "SELECT * FROM cf_w",
+                "INSERT INTO cf_w VALUES (2)",
+                "UPDATE cf_w SET a = 3",
+                "RESET ROLE",
+                "SELECT array_to_string(relacl, ',') FROM pg_class WHERE relname = 'cf_w'",
+                GRANTS,
+                "DROP ROLE cf_reader",
+                "ALTER DEFAULT PRIVILEGES FOR ROLE cf_writer REVOKE SELECT ON TABLES"
+                " FROM cf_reader",
+                "ALTER DEFAULT PRIVILEGES FOR ROLE cf_writer IN SCHEMA public"
+                " REVOKE INSERT ON TABLES FROM cf_reader",
+                "SELECT count(*) FROM pg_default_acl",
+            ],
+        )
+    finally:
+        for conn in (ours, pg):
+            conn.execute("DROP TABLE IF EXISTS cf_w")
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM cf_writer")

@@ -1,6 +1,6 @@
 """Roles through the server: a client connecting as a created role is that role (its
 privileges checked; a role without LOGIN refused, 28000), and psql's ``\\du``, ``\\dp`` and
-``\\dn+`` show roles and privileges as PostgreSQL 15's."""
+``\\dn+`` and ``\\ddp`` show roles and privileges as PostgreSQL 15's."""
 
 from __future__ import annotations
 
@@ -49,14 +49,19 @@ def test_psql_shows_roles_and_privileges_as_postgres(server, postgres_url: str) 
         "CREATE TABLE cf_wp_t (a int)",
         "GRANT SELECT, INSERT ON cf_wp_t TO cf_wp_r",
         "GRANT UPDATE ON cf_wp_t TO cf_wp_g WITH GRANT OPTION",
+        "ALTER DEFAULT PRIVILEGES FOR ROLE cf_wp_g GRANT SELECT ON TABLES TO cf_wp_r",
     ]
-    teardown = ["DROP TABLE IF EXISTS cf_wp_t", "DROP ROLE IF EXISTS cf_wp_r, cf_wp_g"]
+    teardown = [
+        "DROP TABLE IF EXISTS cf_wp_t",
+        "DROP OWNED BY cf_wp_r, cf_wp_g",
+        "DROP ROLE IF EXISTS cf_wp_r, cf_wp_g",
+    ]
     try:
         _same_psql_output(
             server,
             postgres_url,
             setup,
-            ["\\du cf_wp*", "\\dp cf_wp_t", "\\z cf_wp_t", "\\dn+ public"],
+            ["\\du cf_wp*", "\\dp cf_wp_t", "\\z cf_wp_t", "\\dn+ public", "\\ddp"],
             teardown,
             shown=lambda text: text.replace("postgres", "tester"),
         )

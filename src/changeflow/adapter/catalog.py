@@ -233,7 +233,7 @@ class CatalogState:
             raise PlanError(f'schema "{schema}" does not exist', sqlstate="3F000")
         else:
             _permanent(self, item)
-        if self.access.get("roles") and item.id not in self.items and item.id not in self.hidden:
+        if self.access and item.id not in self.items and item.id not in self.hidden:
             from changeflow.adapter.privilege_checks import created
 
             item = created(self, item)  # a created role's new item is its own

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState, split_name
+from changeflow.adapter.default_privileges import role_dependents, without_role
 from changeflow.adapter.privilege_checks import checking, database_name
 from changeflow.adapter.privileges import NOUNS, item_with, owns, with_acl
 from changeflow.adapter.result import Result
@@ -33,6 +34,7 @@ def dependents(state: CatalogState, role: str) -> list[str]:
             out.append(f"owner of schema {schema}")
         elif any(role in (g, by) for g, _, by in entry.get("acl") or []):
             out.append(f"privileges for schema {schema}")
+    out += role_dependents(state, role)
     if any(role in (g, by) for g, _, by in (state.access.get("database") or {}).get("acl") or []):
         out.append(f"privileges for database {database_name()}")
     return out
@@ -114,6 +116,8 @@ def owned(env: Any, stmt: Statement) -> Result:
             if entry.get("acl") is not None:
                 kept = [e for e in entry["acl"] if e[0] not in olds and e[2] not in olds]
                 s = with_acl(s, "schema", schema, kept)
+        for role in olds:  # the default privileges they set and are named in
+            s = replace(s, access={**s.access, "defaults": without_role(s, role)})
         return s, None
 
     env.catalog.change(strip)

@@ -16,6 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.default_privileges import defaults_for
 from changeflow.adapter.privileges import (
     NOUNS,
     acl_of,
@@ -128,14 +129,18 @@ def require_create(state: CatalogState, schema: str) -> None:
 
 
 def created(state: CatalogState, item: Item) -> Item:
-    """A new item, once the current role may create it in its schema (CREATE there), owned
-    by that role if it is a created one."""
+    """A new item, once the current role may create it in its schema (CREATE there): owned
+    by that role if it is a created one, with the access list its default privileges give."""
+    schema = split_name(item.name)[0]
     if item.kind != "index":  # (an index needs its table's owner)
-        require_create(state, split_name(item.name)[0])
+        require_create(state, schema)
     role = current_role()
-    if role not in roles(state) or "owner" in item.options:
-        return item
-    return item_with(item, owner=role)
+    if role in roles(state) and "owner" not in item.options:
+        item = item_with(item, owner=role)
+    if "acl" not in item.options:
+        acl = defaults_for(state, item.kind, owner_of(state, item), schema)
+        item = item if acl is None else item_with(item, acl=acl)
+    return item
 
 
 _OWNED = {  # statements that change an object its owner alone may change: its name's key

@@ -188,7 +188,7 @@ def grant(env: Any, stmt: Statement) -> Result:
     who = [_grantee(state, w) for w in split_list(m["who"])]
     notices: list[tuple[str, str, str]] = []
     for kind, key in objects:
-        letters = _letters(m["privs"], kind, key, state)
+        letters = letters_of(m["privs"], kind)
         if verb == "GRANT":
             option = bool(m["option"])
             if option and "" in who:
@@ -263,7 +263,8 @@ def _relation(state: CatalogState, text: str, kind: str) -> tuple[str, str]:
     return kind_of(item), item.id
 
 
-def _letters(text: str, kind: str, key: str, state: CatalogState) -> str:
+def letters_of(text: str, kind: str) -> str:
+    """The aclitem letters of a GRANT's privilege list for an object of family ``kind``."""
     words = [" ".join(w.upper().split()) for w in text.split(",")]
     if words in (["ALL"], ["ALL PRIVILEGES"]):
         return ALL[kind]
@@ -364,7 +365,7 @@ def _revoking(kind: str, key: str, who: list[str], letters: str, option_only: bo
         grantor = _grantor(state, owner)
         for grantee in who:
             for entry in [e for e in acl if e[0] == grantee and e[2] == grantor]:
-                entry[1] = _without(entry[1], letters, option_only)
+                entry[1] = revoked(entry[1], letters, option_only)
             dependents = [e for e in acl if e[2] == grantee and any(c in e[1] for c in letters)]
             if dependents and grantee and not cascade:
                 raise PlanError(
@@ -373,13 +374,14 @@ def _revoking(kind: str, key: str, who: list[str], letters: str, option_only: bo
                     hint="Use CASCADE to revoke them too.",
                 )
             for entry in dependents:
-                entry[1] = _without(entry[1], letters, False)
+                entry[1] = revoked(entry[1], letters, False)
         return with_acl(state, kind, key, acl), None
 
     return change
 
 
-def _without(privs: str, letters: str, option_only: bool) -> str:
+def revoked(privs: str, letters: str, option_only: bool) -> str:
+    """``privs`` without ``letters`` (``option_only``: without their grant options)."""
     held = {c: privs[i + 1 : i + 2] == "*" for i, c in enumerate(privs) if c != "*"}
     for c in letters:
         if c in held:

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item
 from changeflow.adapter.ddl import release
+from changeflow.adapter.default_privileges import defaults_for
 from changeflow.adapter.enum_types import used_types
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
@@ -33,9 +34,12 @@ def create_schema(env: Environment, stmt: Statement) -> Result:
         if exists and g.get("ine"):
             return state, None
         state = state.with_schema(g["name"])
-        if owner not in roles(state):
+        entry = {"owner": owner} if owner in roles(state) else {}
+        acl = defaults_for(state, "schema", owner, g["name"])
+        entry |= {"acl": acl} if acl is not None else {}
+        if not entry:
             return state, None
-        schemas = {**(state.access.get("schemas") or {}), g["name"]: {"owner": owner}}
+        schemas = {**(state.access.get("schemas") or {}), g["name"]: entry}
         return replace(state, access={**state.access, "schemas": schemas}), None
 
     env.catalog.change(create)

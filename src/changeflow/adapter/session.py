@@ -27,6 +27,7 @@ from changeflow.adapter import (
     comments,
     cursors,
     ddl,
+    default_privileges,
     domains,
     enum_types,
     extensions,
@@ -124,6 +125,7 @@ DDL = {
     "drop_role": roles.drop_role,
     "grant": privileges.grant,
     "owned": owned.owned,
+    "default_privileges": default_privileges.alter_default_privileges,
 }
 
 

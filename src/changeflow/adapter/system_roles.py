@@ -12,6 +12,7 @@ from typing import Any
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
 from changeflow.adapter.comments import PG_NAMESPACE, PUBLIC_COMMENT, PUBLIC_OID
+from changeflow.adapter.default_privileges import default_acl_rows
 from changeflow.adapter.privileges import (
     ALL,
     PRIVILEGES,
@@ -80,6 +81,7 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
     for role, member, admin, grantor in (*PREDEFINED_MEMBERS, *members(state)):
         ids = [role_oid(state, n) or OWNER for n in (role, member, grantor)]
         out["pg_auth_members"].append((*ids, bool(admin)))
+    out["pg_default_acl"] += default_acl_rows(state)
     _owners(state, out, info)
     info["table_privileges"] += _table_grants(state, database)
     info["role_table_grants"] += info["table_privileges"]

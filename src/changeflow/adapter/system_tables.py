@@ -135,6 +135,8 @@ TABLES: dict[str, str] = {
     "rolcreatedb BOOL, rolcanlogin BOOL, rolreplication BOOL, rolconnlimit INT4, rolpassword TEXT, "
     "rolvaliduntil TEXT, rolbypassrls BOOL, rolconfig TEXT, oid OID",
     "pg_auth_members": "roleid OID, member OID, grantor OID, admin_option BOOL",
+    "pg_default_acl": "oid OID, defaclrole OID, defaclnamespace OID, defaclobjtype CHAR, "
+    "defaclacl TEXT",
     "pg_user": "usename NAME, usesysid OID, usecreatedb BOOL, usesuper BOOL, userepl BOOL, "
     "usebypassrls BOOL, passwd TEXT, valuntil TEXT, useconfig TEXT",
     "pg_authid": "oid OID, rolname NAME, rolsuper BOOL, rolinherit BOOL, rolcreaterole BOOL, "

@@ -58,6 +58,7 @@ _CALL_NAMES: dict[type, str] = {
     exp.ToNumber: "to_number",
     exp.AtTimeZone: "timezone",
     exp.Overlay: "overlay",
+    exp.ArrayToString: "array_to_string",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 

@@ -1,7 +1,7 @@
-"""The statements of roles and privileges (read by :mod:`changeflow.adapter.roles` and
-:mod:`changeflow.adapter.privileges`): CREATE, ALTER and DROP ROLE (USER, GROUP), GRANT and
-REVOKE, REASSIGN OWNED and DROP OWNED, and the session's SET ROLE and SET SESSION
-AUTHORIZATION (tried before the other SET forms)."""
+"""The statements of roles and privileges (read by :mod:`changeflow.adapter.roles`,
+:mod:`~changeflow.adapter.privileges` and their kin): CREATE, ALTER and DROP ROLE (USER,
+GROUP), GRANT and REVOKE, ALTER DEFAULT PRIVILEGES, REASSIGN OWNED and DROP OWNED, and the
+session's SET ROLE and SET SESSION AUTHORIZATION (tried before the other SET forms)."""
 
 from changeflow.adapter.sql.names import NAME
 
@@ -14,6 +14,7 @@ ROLE_PATTERNS = [
     ("role_alter", rf"ALTER\s+(?P<what>ROLE|USER|GROUP)\s+(?P<name>{NAME})\s+(?P<rest>.+)"),
     ("drop_role", rf"DROP\s+(?:ROLE|USER|GROUP)\s+(?P<ie>IF\s+EXISTS\s+)?(?P<names>{_NAMES})"),
     ("grant", r"(?P<verb>GRANT|REVOKE)\s+(?P<rest>.+)"),
+    ("default_privileges", r"ALTER\s+DEFAULT\s+PRIVILEGES\s+(?P<rest>.+)"),
     (
         "owned",
         rf"(?P<verb>REASSIGN|DROP)\s+OWNED\s+BY\s+(?P<names>{_NAMES})"
@@ -25,4 +26,4 @@ ROLE_PATTERNS = [
         r"\s+(?P<value>.+)|RESET\s+(?P<reset>ROLE|SESSION\s+AUTHORIZATION))",
     ),
 ]
-ROLE_KINDS = ("create_role", "role_alter", "drop_role", "grant", "owned")
+ROLE_KINDS = ("create_role", "role_alter", "drop_role", "grant", "owned", "default_privileges")
