@@ -41,6 +41,7 @@ def _clean(pg) -> None:
     pg.execute("RESET SESSION AUTHORIZATION")
     pg.execute("DROP TABLE IF EXISTS cf_w")
     pg.execute("DROP VIEW IF EXISTS rv")
+    pg.execute("DROP SEQUENCE IF EXISTS cf_s")
     pg.execute("ALTER TABLE IF EXISTS rt OWNER TO CURRENT_USER")
     for role in ROLES:
         if pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
@@ -294,6 +295,32 @@ def test_predefined_roles(both):
             "DROP ROLE pg_monitor",
             "CREATE ROLE pg_mine",
             "REVOKE pg_read_all_data, pg_write_all_data FROM cf_reader",
+        ],
+    )
+
+
+def test_sequence_privileges(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE SEQUENCE cf_s",
+            "CREATE TABLE cf_w (id serial, a int)",
+            "CREATE ROLE cf_reader LOGIN",
+            "GRANT INSERT, SELECT ON cf_w TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT nextval('cf_s')",
+            "INSERT INTO cf_w (a) VALUES (1)",
+            "RESET ROLE",
+            "GRANT USAGE ON SEQUENCE cf_s, cf_w_id_seq TO cf_reader",
+            "GRANT INSERT ON SEQUENCE cf_s TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT nextval('cf_s'), currval('cf_s')",
+            "INSERT INTO cf_w (a) VALUES (1)",
+            "SELECT * FROM cf_w",
+            "SELECT setval('cf_s', 10)",
+            "RESET ROLE",
+            "SELECT has_sequence_privilege('cf_reader', 'cf_s', 'USAGE'),"
+            " has_sequence_privilege('cf_reader', 'cf_s', 'UPDATE')",
         ],
     )
 

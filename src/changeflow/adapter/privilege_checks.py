@@ -59,6 +59,15 @@ def require(state: CatalogState, item: Item, letter: str, role: str | None = Non
         raise denied(NOUNS.get(item.kind, "relation"), split_name(item.name)[1])
 
 
+def require_any(state: CatalogState, item: Item, letters: str) -> None:
+    """42501 unless the current role holds one of ``letters`` on ``item`` (a sequence's
+    function: nextval needs USAGE or UPDATE, currval SELECT or USAGE, setval UPDATE)."""
+    role = checking(state)
+    if role is None or any(has(state, role, acl_of(state, item), c) for c in letters):
+        return
+    require(state, item, letters[0], role)
+
+
 def require_reads(state: CatalogState, names: frozenset[str] | set[str]) -> None:
     """SELECT on each relation a query reads."""
     role = checking(state)
