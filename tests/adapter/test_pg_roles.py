@@ -42,6 +42,7 @@ def _clean(pg) -> None:
     pg.execute("DROP TABLE IF EXISTS cf_w")
     pg.execute("DROP VIEW IF EXISTS rv")
     pg.execute("DROP SEQUENCE IF EXISTS cf_s")
+    pg.execute("DROP FUNCTION IF EXISTS cf_f(int)")
     pg.execute("ALTER TABLE IF EXISTS rt OWNER TO CURRENT_USER")
     for role in ROLES:
         if pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
@@ -321,6 +322,30 @@ def test_sequence_privileges(both):
             "RESET ROLE",
             "SELECT has_sequence_privilege('cf_reader', 'cf_s', 'USAGE'),"
             " has_sequence_privilege('cf_reader', 'cf_s', 'UPDATE')",
+        ],
+    )
+
+
+def test_function_privileges(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE FUNCTION cf_f(x int) RETURNS int LANGUAGE sql AS $$ SELECT x + 1 $$",
+            "CREATE ROLE cf_reader LOGIN",
+            "SET ROLE cf_reader",
+            "SELECT cf_f(1)",
+            "RESET ROLE",
+            "REVOKE EXECUTE ON FUNCTION cf_f(int) FROM PUBLIC",
+            "SET ROLE cf_reader",
+            "SELECT cf_f(1)",
+            "RESET ROLE",
+            "SELECT has_function_privilege('cf_reader', 'cf_f(int)', 'EXECUTE')",
+            "GRANT EXECUTE ON FUNCTION cf_f(int) TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT cf_f(1)",
+            "RESET ROLE",
+            "SELECT replace(array_to_string(proacl, ','), current_user, 'me') FROM pg_proc"
+            " WHERE proname = 'cf_f'",
         ],
     )
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from sqlglot import exp
 
-from changeflow.adapter.catalog import CatalogState, Item, split_name
+from changeflow.adapter.catalog import CatalogState, Item, pinned_state, split_name
 from changeflow.adapter.catalog_drops import DropRule, drop_items
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import PostgresCalls, parse_sql
@@ -153,6 +153,11 @@ def user_call(node: exp.Expression) -> exp.Expression | None:
             "not supported here (WITH RECURSIVE is)",
             sqlstate="0A000",
         )
+    state = pinned_state()  # the statement's catalog: EXECUTE on the function (42501)
+    if state is not None and (item := state.by_name(found.name)) is not None:
+        from changeflow.adapter.privilege_checks import require_any
+
+        require_any(state, item, "X")
     return found.call(list(node.expressions), within | {found.name})
 
 

@@ -205,7 +205,8 @@ def privilege_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
 
     def on_item(*args: Any) -> int | None:
         role, target, privileges = split(args)
-        item = by_oid.get(target) if isinstance(target, int) else state.find(str(target))
+        named = str(target).split("(")[0].strip()  # a function's: its name, not its types
+        item = by_oid.get(target) if isinstance(target, int) else state.find(named)
         if item is None:
             return None
         return checked(role, acl_of(state, item), privileges, kind_of(item))

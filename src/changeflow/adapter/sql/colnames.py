@@ -59,6 +59,7 @@ _CALL_NAMES: dict[type, str] = {
     exp.AtTimeZone: "timezone",
     exp.Overlay: "overlay",
     exp.ArrayToString: "array_to_string",
+    exp.Replace: "replace",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 
