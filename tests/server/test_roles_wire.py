@@ -68,3 +68,30 @@ def test_psql_shows_roles_and_privileges_as_postgres(server, postgres_url: str) 
     finally:
         for sql in teardown:
             psql(server, "-c", sql)
+
+
+@pytest.mark.parametrize("method", ["scram", "md5"])
+def test_a_role_logs_in_with_its_password(start_server, tmp_path, method: str) -> None:
+    passwords = tmp_path / "passwords"
+    passwords.write_text("alice:adm1n\n[roles]\nalice: superuser\n")
+    server = start_server("--password-file", str(passwords), "--auth", method)
+    with server.connect(user="alice", password="adm1n") as admin:
+        admin.execute("CREATE ROLE cf_pw LOGIN PASSWORD 'first'")
+        stored = admin.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'cf_pw'")
+        assert stored.fetchone()[0].startswith("SCRAM-SHA-256$4096:")
+        shown = admin.execute("SELECT rolpassword FROM pg_roles WHERE rolname = 'cf_pw'")
+        assert shown.fetchone() == ("********",)
+        with server.connect(user="cf_pw", password="first") as app:
+            assert app.execute("SELECT current_user").fetchone() == ("cf_pw",)
+            assert app.info.parameter_status("is_superuser") == "off"
+        with pytest.raises(psycopg.OperationalError) as e:
+            server.connect(user="cf_pw", password="wrong")
+        assert "password authentication failed" in str(e.value)
+        admin.execute("ALTER ROLE cf_pw PASSWORD 'second'")
+        with pytest.raises(psycopg.OperationalError):
+            server.connect(user="cf_pw", password="first")
+        with server.connect(user="cf_pw", password="second") as app:
+            assert app.execute("SELECT session_user").fetchone() == ("cf_pw",)
+        admin.execute("ALTER ROLE cf_pw PASSWORD NULL")
+        with pytest.raises(psycopg.OperationalError):
+            server.connect(user="cf_pw", password="second")

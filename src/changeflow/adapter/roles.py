@@ -17,6 +17,7 @@ from typing import Any
 
 from changeflow.adapter.catalog import CatalogState
 from changeflow.adapter.result import Result
+from changeflow.adapter.scram import ScramSecret
 from changeflow.adapter.sql.names import NAME
 from changeflow.adapter.sql.session_values import (
     SESSION_NAMES,
@@ -259,12 +260,40 @@ def _options(text: str) -> tuple[dict[str, Any], list[tuple[str, list[str]]]]:
         elif m["limit"]:
             attributes["connlimit"] = int(m["limit"])
         elif m["password"]:
-            attributes["password"] = m["password"].upper() != "NULL"
+            attributes["password"] = _secret(m["password"])
         elif m["until"] is not None:
             attributes["valid_until"] = m["until"].replace("''", "'")
         elif m["list"]:
             lists.append((" ".join(m["list"].upper().split()), _role_names(m["names"])))
     return attributes, lists
+
+
+def _secret(text: str) -> str | None:
+    """What a role keeps of ``PASSWORD 'text'``: its SCRAM secret (a secret or an md5 hash
+    given as such is kept as it is, as pg_dumpall writes them), None for NULL."""
+    if text.upper() == "NULL":
+        return None
+    given = text[1:-1].replace("''", "'")
+    if ScramSecret.parse(given) is not None or re.fullmatch(r"md5[0-9a-f]{32}", given):
+        return given
+    return ScramSecret.of(given).text()
+
+
+def role_secret(state: CatalogState, user: str) -> ScramSecret | None:
+    """The SCRAM secret of the created role ``user``'s password, None without one."""
+    found = roles(state).get(user) or {}
+    return ScramSecret.parse(found.get("password") or "")
+
+
+def file_roles(state: CatalogState, user: str) -> frozenset[str] | None:
+    """What the created role ``user`` may do with the server's files (superuser, or the
+    predefined roles pg_read_server_files and pg_write_server_files it is a member of), None
+    if ``user`` is no created role."""
+    if user not in roles(state):
+        return None
+    held = memberships(state, user)
+    files = held & {"pg_read_server_files", "pg_write_server_files"}
+    return frozenset(files | ({"superuser"} if is_superuser(state, user) else set()))
 
 
 def _reserved(role: str) -> None:

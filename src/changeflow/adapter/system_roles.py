@@ -70,8 +70,9 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         out["pg_roles"].append(
             (role, *flags, r["connlimit"], password, until, bool(r.get("bypassrls")), config, oid)
         )
+        secret = r.get("password") if isinstance(r.get("password"), str) else None
         out["pg_authid"].append(
-            (oid, role, *flags, bool(r.get("bypassrls")), r["connlimit"], None, until)
+            (oid, role, *flags, bool(r.get("bypassrls")), r["connlimit"], secret, until)
         )
         if r.get("login"):
             out["pg_user"].append(

@@ -10,13 +10,12 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 
 from changeflow.adapter.access import check_role
+from changeflow.adapter.scram import ScramSecret, hmac_sha256
 from changeflow.errors import InvalidInput
 
-ITERATIONS = 4096
 MECHANISM = "SCRAM-SHA-256"
 
 
@@ -61,29 +60,6 @@ def read_password_file(path: str | Path) -> tuple[dict[str, str], dict[str, froz
             raise InvalidInput(f"{path}, line {number}: expected user:password")
         passwords[user] = rest
     return passwords, roles
-
-
-@dataclass(frozen=True)
-class ScramSecret:
-    """What the server keeps of a password for SCRAM: salt, iterations and the two keys."""
-
-    salt: bytes
-    iterations: int
-    stored_key: bytes
-    server_key: bytes
-
-    @classmethod
-    def of(cls, password: str, salt: bytes | None = None) -> ScramSecret:
-        salt = salt or secrets.token_bytes(16)
-        salted = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, ITERATIONS)
-        client_key = _hmac(salted, b"Client Key")
-        return cls(
-            salt, ITERATIONS, hashlib.sha256(client_key).digest(), _hmac(salted, b"Server Key")
-        )
-
-
-def _hmac(key: bytes, msg: bytes) -> bytes:
-    return hmac.new(key, msg, hashlib.sha256).digest()
 
 
 def _attrs(message: str) -> dict[str, str]:
@@ -133,7 +109,7 @@ class Scram:
         except ValueError:
             raise AuthFailed("malformed SCRAM proof") from None
         auth = f"{self.client_first_bare},{self.server_first},{without_proof}".encode()
-        signature = _hmac(self.secret.stored_key, auth)
+        signature = hmac_sha256(self.secret.stored_key, auth)
         if len(proof) != len(signature):
             raise AuthFailed("malformed SCRAM proof")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
@@ -142,7 +118,7 @@ class Scram:
             and self.known
         ):
             raise AuthFailed("wrong password")
-        server_signature = _hmac(self.secret.server_key, auth)
+        server_signature = hmac_sha256(self.secret.server_key, auth)
         return "v=" + base64.b64encode(server_signature).decode()
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from changeflow.adapter.access import SUPERUSER, Access
 from changeflow.adapter.budget import DEFAULT_BUDGET
 from changeflow.adapter.environment import Environment
+from changeflow.adapter.roles import file_roles
+from changeflow.adapter.scram import ScramSecret
 from changeflow.server import pgwire as W
-from changeflow.server.auth import ScramSecret
 from changeflow.server.connection import ClientConnection
 from changeflow.server.pgwire import SOCKET_TIMEOUT
 
@@ -93,9 +94,12 @@ class Server:
         self.host, self.port = self.listener.getsockname()[:2]
 
     def access(self, user: str) -> Access:
-        """What ``user`` may do with the server's files: its roles from the password file (in
-        trust mode every client is a superuser, as anyone may then claim any user name),
-        within the allowed folders."""
+        """What ``user`` may do with the server's files: a created role's attributes and
+        memberships, else its roles from the password file (in trust mode every other client
+        is a superuser, as anyone may then claim any user name), within the allowed folders."""
+        created = file_roles(self.env.catalog.load(), user)  # a created role's own
+        if created is not None:
+            return Access.of(user, created, self.allow_paths)
         roles = {SUPERUSER} if self.passwords is None else self.roles.get(user, frozenset())
         return Access.of(user, roles, self.allow_paths)
 

@@ -9,7 +9,7 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from changeflow.adapter.roles import login_refusal
+from changeflow.adapter.roles import login_refusal, role_secret
 from changeflow.adapter.session import Session
 from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -120,7 +120,8 @@ class Startup:
         passwords = self.server.passwords
         if passwords is None:
             return
-        if self.server.auth_method == "md5":
+        role = None if user in passwords else role_secret(self.server.env.catalog.load(), user)
+        if self.server.auth_method == "md5" and role is None:  # (a role's secret: SCRAM)
             salt = secrets.token_bytes(4)
             self.wire.send(*W.auth(5, salt))
             self.wire.flush()
@@ -137,7 +138,7 @@ class Startup:
         mechanism, length = r.cstr(), r.int32()
         if mechanism != MECHANISM or length < 0:
             raise AuthFailed(user)
-        scram = Scram(self.server.scram_secrets.get(user))
+        scram = Scram(self.server.scram_secrets.get(user) or role)  # the file's, or a role's
         first = scram.first(r.bytes(length).decode("utf-8", "replace"))
         self.wire.send(*W.auth(11, first.encode()))
         self.wire.flush()
