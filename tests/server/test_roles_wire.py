@@ -31,6 +31,11 @@ def test_a_client_is_the_role_it_connects_as(server, table_name: str) -> None:
                 assert str(e.value).startswith(f"permission denied for table {t}")
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     app.execute("CREATE TABLE cf_wire_mine (a int)")
+            with server.connect() as other:  # DISCARD ALL sets the session's role back
+                other.execute("SET ROLE cf_wire_app")
+                assert other.execute("SELECT current_user").fetchone() == ("cf_wire_app",)
+                other.execute("DISCARD ALL")
+                assert other.execute("SELECT current_user").fetchone() == ("tester",)
             with pytest.raises(psycopg.OperationalError) as refused:
                 psycopg.connect(server.dsn(user="cf_wire_off"))
             assert 'role "cf_wire_off" is not permitted to log in' in str(refused.value)

@@ -13,8 +13,14 @@ from typing import TYPE_CHECKING, Any
 from changeflow.adapter import cursors, temp_tables
 from changeflow.adapter.advisory_locks import CANCEL
 from changeflow.adapter.result import severity
-from changeflow.adapter.settings import reported_changes, reported_values, reset_all
+from changeflow.adapter.settings import (
+    ROLE_SETTINGS,
+    reported_changes,
+    reported_values,
+    reset_all,
+)
 from changeflow.adapter.sizes import shard_sizes
+from changeflow.adapter.sql.session_values import current_role, session_user
 from changeflow.adapter.sql.statements import Statement, options, parse
 from changeflow.adapter.subscribe import Subscribe
 from changeflow.adapter.system import answer, mentions_catalog
@@ -190,6 +196,8 @@ class Runner:
                 if re.search(r"ALL", text, re.I) and self.session is not None:
                     self.session.close()  # its temporary tables dropped, advisory locks let go
                     reset_all(self.session)
+                    for key in ROLE_SETTINGS:  # and SET SESSION AUTHORIZATION DEFAULT
+                        self.session.settings.pop(key, None)
                 elif re.search(r"TEMP", text, re.I) and self.session is not None:
                     temp_tables.end(self.session)
             return Outcome(text.upper())
@@ -265,14 +273,14 @@ class Runner:
 
     def _function(self, fn: str, alias: str | None) -> Outcome:
         database = self.params.get("database") or self.params.get("user", "")
+        settings, user = self.session.settings, self.params.get("user", "")
+        role = current_role(settings, user)
         values = {
             "version": f"PostgreSQL 15.0 on changeflow {self.server.version}",
             "current_database": database,
             "current_schema": "public",
-            "current_user": self.params.get("user", ""),
-            "session_user": self.params.get("user", ""),
-            "current_role": self.params.get("user", ""),
-            "user": self.params.get("user", ""),
+            "session_user": session_user(settings, user),
+            **dict.fromkeys(("current_user", "current_role", "user"), role),  # SET ROLE's
         }
         label = (alias or fn).strip('"')
         return Outcome(

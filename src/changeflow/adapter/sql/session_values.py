@@ -35,21 +35,24 @@ SESSION_NAMES: ContextVar[SessionNames | None] = ContextVar("session_names", def
 VERSION = "PostgreSQL 15.0 on changeflow"
 
 
-def session_user() -> str:
-    """The role the session is authorized as: its connection's user, or the one SET SESSION
-    AUTHORIZATION chose."""
+def session_user(settings: dict[str, str] | None = None, user: str | None = None) -> str:
+    """The role the session is authorized as: its connection's user (``user``), or the one
+    SET SESSION AUTHORIZATION chose (in ``settings``: the statement's session's if not
+    given)."""
     from changeflow.adapter.catalog import SESSION_SETTINGS
 
-    settings = SESSION_SETTINGS.get() or {}
-    return settings.get("session_authorization") or (SESSION_NAMES.get() or SessionNames()).user
+    settings = settings if settings is not None else SESSION_SETTINGS.get() or {}
+    user = user or (SESSION_NAMES.get() or SessionNames()).user
+    return settings.get("session_authorization") or user
 
 
-def current_role() -> str:
+def current_role(settings: dict[str, str] | None = None, user: str | None = None) -> str:
     """The role privileges are checked for: SET ROLE's, else the session user."""
     from changeflow.adapter.catalog import SESSION_SETTINGS
 
-    role = (SESSION_SETTINGS.get() or {}).get("role")
-    return role if role and role != "none" else session_user()
+    settings = settings if settings is not None else SESSION_SETTINGS.get() or {}
+    role = settings.get("role")
+    return role if role and role != "none" else session_user(settings, user)
 
 
 SEQUENCE_FUNCTIONS = ("nextval", "currval", "setval", "pg_get_serial_sequence")
