@@ -154,7 +154,7 @@ def user_call(node: exp.Expression) -> exp.Expression | None:
             sqlstate="0A000",
         )
     state = pinned_state()  # the statement's catalog: EXECUTE on the function (42501)
-    if state is not None and (item := state.by_name(found.name)) is not None:
+    if state is not None and state.access and (item := state.by_name(found.name)) is not None:
         from changeflow.adapter.privilege_checks import require_any
 
         require_any(state, item, "X")
