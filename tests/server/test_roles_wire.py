@@ -39,6 +39,17 @@ def test_a_client_is_the_role_it_connects_as(server, table_name: str) -> None:
             with pytest.raises(psycopg.OperationalError) as refused:
                 psycopg.connect(server.dsn(user="cf_wire_off"))
             assert 'role "cf_wire_off" is not permitted to log in' in str(refused.value)
+            admin.execute("REVOKE CONNECT ON DATABASE materialize FROM PUBLIC")
+            try:
+                with pytest.raises(psycopg.OperationalError) as refused:
+                    psycopg.connect(server.dsn(user="cf_wire_app"))
+                assert 'permission denied for database "materialize"' in str(refused.value)
+                admin.execute("GRANT CONNECT ON DATABASE materialize TO cf_wire_app")
+                with psycopg.connect(server.dsn(user="cf_wire_app")) as app:
+                    assert app.execute("SELECT 1").fetchone() == (1,)
+            finally:
+                admin.execute("GRANT CONNECT ON DATABASE materialize TO PUBLIC")
+                admin.execute("REVOKE CONNECT ON DATABASE materialize FROM cf_wire_app")
             assert admin.execute(f"SELECT count(*) FROM {t}").fetchone() == (2,)
         finally:
             admin.execute(f"DROP TABLE {t}")

@@ -185,3 +185,16 @@ def check_ddl(state: CatalogState, stmt: Statement) -> None:
 
 def database_name() -> str:
     return (SESSION_NAMES.get() or SessionNames()).database
+
+
+def login_refusal(state: CatalogState, user: str, database: str) -> tuple[str, str] | None:
+    """Why ``user`` may not connect to ``database`` (SQLSTATE and message): a created role
+    without LOGIN, or without CONNECT on the database; None if it may."""
+    found = roles(state).get(user)
+    if found is None:
+        return None
+    if not found.get("login"):
+        return "28000", f'role "{user}" is not permitted to log in'
+    if not has(state, user, database_acl(state), "c", "db"):
+        return "42501", f'permission denied for database "{database}"'
+    return None

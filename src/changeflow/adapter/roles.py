@@ -487,10 +487,3 @@ def set_role(session: Any, args: dict[str, Any]) -> Result:
     done = set_parameter(session, key, role, local)
     return replace(done, status="RESET") if args.get("reset") else done
 
-
-def login_refusal(state: CatalogState, user: str) -> str | None:
-    """Why ``user`` may not connect (a created role without LOGIN), None if it may."""
-    found = roles(state).get(user)
-    if found is not None and not found.get("login"):
-        return f'role "{user}" is not permitted to log in'
-    return None

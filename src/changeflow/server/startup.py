@@ -9,7 +9,8 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from changeflow.adapter.roles import login_refusal, role_secret
+from changeflow.adapter.privilege_checks import login_refusal
+from changeflow.adapter.roles import role_secret
 from changeflow.adapter.session import Session
 from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -92,9 +93,10 @@ class Startup:
             self._fatal("28000", "the server requires TLS (sslmode=require)")
             return False
         self.authenticate(user)
-        refused = login_refusal(self.server.env.catalog.load(), user)
+        database = self.params.get("database") or user
+        refused = login_refusal(self.server.env.catalog.load(), user, database)
         if refused is not None:
-            self._fatal("28000", refused)
+            self._fatal(*refused)
             return False
         access = self.server.access(user)
         refused = self.server.admit(self, access.superuser)
@@ -104,7 +106,6 @@ class Startup:
         self.session = Session(
             self.server.env, access=access, memory_budget=self.server.query_memory
         )
-        database = self.params.get("database") or user
         SESSION_NAMES.set(SessionNames(user, database, self.pid))
         app = self.params.get("application_name", "")
         start_with(self.session, "application_name", app)
