@@ -97,8 +97,12 @@ def test_a_role_logs_in_with_its_password(start_server, tmp_path, method: str) -
         assert stored.fetchone()[0].startswith("SCRAM-SHA-256$4096:")
         shown = admin.execute("SELECT rolpassword FROM pg_roles WHERE rolname = 'cf_pw'")
         assert shown.fetchone() == ("********",)
+        admin.execute("ALTER ROLE cf_pw SET statement_timeout TO '7s'")
         with server.connect(user="cf_pw", password="first") as app:
             assert app.execute("SELECT current_user").fetchone() == ("cf_pw",)
+            assert app.execute("SHOW statement_timeout").fetchone() == ("7s",)
+            app.execute("RESET statement_timeout")  # back to the role's, as in PostgreSQL
+            assert app.execute("SHOW statement_timeout").fetchone() == ("7s",)
             assert app.info.parameter_status("is_superuser") == "off"
         with pytest.raises(psycopg.OperationalError) as e:
             server.connect(user="cf_pw", password="wrong")

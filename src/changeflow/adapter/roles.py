@@ -285,6 +285,15 @@ def role_secret(state: CatalogState, user: str) -> ScramSecret | None:
     return ScramSecret.parse(found.get("password") or "")
 
 
+def role_settings(state: CatalogState, user: str) -> list[tuple[str, str]]:
+    """The settings ``ALTER ROLE user SET …`` gave the role, as a session of it starts with
+    them (stored values)."""
+    from changeflow.adapter.settings import checked, parameters
+
+    found = (roles(state).get(user) or {}).get("config") or []
+    return [(k, checked(k, v) if k in parameters() else v) for k, v in found]
+
+
 def file_roles(state: CatalogState, user: str) -> frozenset[str] | None:
     """What the created role ``user`` may do with the server's files (superuser, or the
     predefined roles pg_read_server_files and pg_write_server_files it is a member of), None

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.privilege_checks import login_refusal
-from changeflow.adapter.roles import role_secret
+from changeflow.adapter.roles import role_secret, role_settings
 from changeflow.adapter.session import Session
 from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -109,6 +109,8 @@ class Startup:
         SESSION_NAMES.set(SessionNames(user, database, self.pid))
         app = self.params.get("application_name", "")
         start_with(self.session, "application_name", app)
+        for key, value in role_settings(self.server.env.catalog.load(), user):  # ALTER ROLE SET
+            start_with(self.session, key, value)
         self.wire.send(*W.auth(0))
         for key, value in self.server.parameters(app, access.superuser).items():
             self.wire.send(*W.parameter_status(key, value))
