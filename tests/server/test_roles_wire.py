@@ -112,6 +112,15 @@ def test_a_role_logs_in_with_its_password(start_server, tmp_path, method: str) -
             server.connect(user="cf_pw", password="first")
         with server.connect(user="cf_pw", password="second") as app:
             assert app.execute("SELECT session_user").fetchone() == ("cf_pw",)
+        admin.execute("ALTER ROLE cf_pw VALID UNTIL '2001-01-01'")  # passed: the password too
+        with pytest.raises(psycopg.OperationalError):
+            server.connect(user="cf_pw", password="second")
+        admin.execute("ALTER ROLE cf_pw VALID UNTIL 'infinity'")
+        admin.execute("ALTER ROLE cf_pw CONNECTION LIMIT 1")
+        with server.connect(user="cf_pw", password="second"):
+            with pytest.raises(psycopg.OperationalError) as e:
+                server.connect(user="cf_pw", password="second")
+            assert 'too many connections for role "cf_pw"' in str(e.value)
         admin.execute("ALTER ROLE cf_pw PASSWORD NULL")
         with pytest.raises(psycopg.OperationalError):
             server.connect(user="cf_pw", password="second")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from changeflow.adapter.catalog import CatalogState
@@ -263,6 +264,7 @@ def _options(text: str) -> tuple[dict[str, Any], list[tuple[str, list[str]]]]:
             attributes["password"] = _secret(m["password"])
         elif m["until"] is not None:
             attributes["valid_until"] = m["until"].replace("''", "'")
+            _expiry(attributes["valid_until"])  # (22007 for a time that is none)
         elif m["list"]:
             lists.append((" ".join(m["list"].upper().split()), _role_names(m["names"])))
     return attributes, lists
@@ -280,9 +282,23 @@ def _secret(text: str) -> str | None:
 
 
 def role_secret(state: CatalogState, user: str) -> ScramSecret | None:
-    """The SCRAM secret of the created role ``user``'s password, None without one."""
+    """The SCRAM secret of the created role ``user``'s password, None without one or once
+    its VALID UNTIL has passed."""
     found = roles(state).get(user) or {}
+    until = found.get("valid_until")
+    if until is not None and _expiry(until) <= datetime.now(UTC):
+        return None
     return ScramSecret.parse(found.get("password") or "")
+
+
+def _expiry(text: str) -> datetime:
+    """VALID UNTIL's time ('infinity': never)."""
+    from changeflow.compute.scalars import from_text
+    from changeflow.compute.types import TIMESTAMPTZ
+
+    if text.strip().lower() == "infinity":
+        return datetime.max.replace(tzinfo=UTC)
+    return from_text(text, TIMESTAMPTZ)
 
 
 def role_settings(state: CatalogState, user: str) -> list[tuple[str, str]]:

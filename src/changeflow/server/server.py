@@ -125,11 +125,16 @@ class Server:
                 if pid not in self.clients:
                     return pid
 
-    def admit(self, client: ClientConnection, superuser: bool) -> str | None:
+    def admit(self, client: ClientConnection, superuser: bool, limit: int = -1) -> str | None:
         """Give an authenticated client a slot; else why not. The last ``reserved`` of the
-        ``max_clients`` slots are a superuser's. Connections still in their startup hold none
-        (they are bounded apart, see :meth:`serve_forever`)."""
+        ``max_clients`` slots are a superuser's; ``limit``: its role's CONNECTION LIMIT.
+        Connections still in their startup hold none (they are bounded apart, see
+        :meth:`serve_forever`)."""
         with self.lock:
+            user = client.params.get("user")
+            mine = sum(c.admitted and c.params.get("user") == user for c in self.clients.values())
+            if 0 <= limit <= mine and not superuser:
+                return f'too many connections for role "{user}"'
             taken = sum(c.admitted for c in self.clients.values())
             if taken >= self.max_clients:
                 return f"sorry, too many clients already ({self.max_clients})"

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from changeflow.adapter.privilege_checks import login_refusal
-from changeflow.adapter.roles import role_secret, role_settings
+from changeflow.adapter.roles import role_secret, role_settings, roles
 from changeflow.adapter.session import Session
 from changeflow.adapter.settings import start_with
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
@@ -99,7 +99,8 @@ class Startup:
             self._fatal(*refused)
             return False
         access = self.server.access(user)
-        refused = self.server.admit(self, access.superuser)
+        limit = (roles(self.server.env.catalog.load()).get(user) or {}).get("connlimit", -1)
+        refused = self.server.admit(self, access.superuser, limit)
         if refused is not None:
             self._fatal("53300", refused)
             return False
