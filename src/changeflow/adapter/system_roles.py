@@ -39,6 +39,8 @@ from changeflow.adapter.roles import (
 from changeflow.adapter.sql.session_values import current_role
 from changeflow.adapter.system_indexes import relation_oid
 from changeflow.adapter.system_tables import KINDS, OWNER, namespace_oid
+from changeflow.compute.scalars import from_text, output_text
+from changeflow.compute.types import TIMESTAMPTZ
 
 Rows = dict[str, list[tuple[Any, ...]]]
 _WORDS = {letter: word for word, letter in PRIVILEGES.items() if word != "TEMP"}
@@ -66,7 +68,7 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         password = "********" if r.get("password") or role == bootstrap(state) else None
         flags = [bool(r.get(f)) for f in ("superuser", "inherit", "createrole", "createdb")]
         flags += [bool(r.get("login")), bool(r.get("replication"))]
-        until = r.get("valid_until")
+        until = _timestamp(r.get("valid_until"))
         out["pg_roles"].append(
             (role, *flags, r["connlimit"], password, until, bool(r.get("bypassrls")), config, oid)
         )
@@ -93,6 +95,13 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         for role, member, admin, _ in members(state)
         if member in mine
     ]
+
+
+def _timestamp(text: str | None) -> str | None:
+    """VALID UNTIL's time as PostgreSQL shows a timestamptz."""
+    if text is None or text.strip().lower() == "infinity":
+        return text and "infinity"
+    return output_text(from_text(text, TIMESTAMPTZ), TIMESTAMPTZ)
 
 
 def _owners(state: CatalogState, out: Rows, info: Rows) -> None:
