@@ -76,6 +76,59 @@ def test_comments_as_postgres(tmp_path: Path, postgres_url: str) -> None:
             assert _outcome(ours, sql) == _outcome(pg, sql), sql
 
 
+OTHERS_SETUP = [
+    "CREATE SEQUENCE cm_seq",
+    "CREATE TYPE cm_mood AS ENUM ('a', 'b')",
+    "CREATE DOMAIN cm_dom AS int CHECK (VALUE > 0)",
+    "CREATE FUNCTION cm_f(x int) RETURNS int LANGUAGE sql AS 'SELECT x'",
+    "CREATE SCHEMA cm_s",
+    "CREATE ROLE cm_role",
+]
+OTHERS = [
+    "COMMENT ON SEQUENCE cm_seq IS 'a sequence'",
+    "COMMENT ON SEQUENCE cm_mood IS 'x'",
+    "COMMENT ON TYPE cm_mood IS 'moods'",
+    "COMMENT ON DOMAIN cm_dom IS 'positive'",
+    "COMMENT ON FUNCTION cm_f(int) IS 'identity'",
+    "COMMENT ON SCHEMA cm_s IS 'mine'",
+    "COMMENT ON ROLE cm_role IS 'a role'",
+    "COMMENT ON TYPE cm_nope IS 'x'",
+    "COMMENT ON SCHEMA cm_nope IS 'x'",
+    "COMMENT ON ROLE cm_nope IS 'x'",
+    "SELECT obj_description('cm_seq'::regclass, 'pg_class'),"
+    " obj_description('cm_mood'::regtype, 'pg_type'),"
+    " obj_description('cm_dom'::regtype, 'pg_type')",
+    "SELECT d.description FROM pg_description d JOIN pg_proc p ON p.oid = d.objoid"
+    " WHERE p.proname = 'cm_f'",
+    "SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace"
+    " WHERE nspname IN ('public', 'cm_s') ORDER BY 1",
+    "SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = 'cm_role'",
+    "COMMENT ON TYPE cm_mood IS NULL",
+    "SELECT obj_description('cm_mood'::regtype, 'pg_type')",
+]
+
+
+@pytest.mark.postgres
+def test_comments_on_other_objects_as_postgres(tmp_path: Path, postgres_url: str) -> None:
+    ours = changeflow.connect(tmp_path / "home", host_seconds=0)
+    ours.autocommit = True
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        try:
+            for conn in (ours, pg):
+                for sql in OTHERS_SETUP:
+                    conn.execute(sql)
+            for sql in OTHERS:
+                assert _outcome(ours, sql) == _outcome(pg, sql), sql
+        finally:
+            for sql in ("SEQUENCE cm_seq", "TYPE cm_mood", "DOMAIN cm_dom", "FUNCTION cm_f"):
+                pg.execute(f"DROP {sql}")
+            pg.execute("DROP SCHEMA cm_s")
+            pg.execute("DROP ROLE cm_role")
+            ours.close()
+
+
 def test_comments_outlive_a_restart_and_go_with_their_objects(tmp_path: Path) -> None:
     home = tmp_path / "home"
     described = (

@@ -1,10 +1,13 @@
-"""``COMMENT ON TABLE|VIEW|MATERIALIZED VIEW|INDEX|COLUMN name IS 'text'|NULL``.
+"""``COMMENT ON TABLE|VIEW|MATERIALIZED VIEW|INDEX|SEQUENCE|COLUMN|TYPE|DOMAIN|FUNCTION|
+SCHEMA|ROLE name IS 'text'|NULL``.
 
 A comment is kept in the catalog with its object: an item's in its ``comment`` option, a
 column's in the ``comments`` option, one entry per column (it goes with a dropped column, as
-``defaults`` do; a shorter list means no comment for the columns past its end). So comments
-are durable and go with what they describe; pg_description, ``obj_description`` and
-``col_description`` read them (:func:`descriptions`).
+``defaults`` do; a shorter list means no comment for the columns past its end), a schema's
+and a created role's in their entries of the catalog's ``access``. So comments are durable
+and go with what they describe; pg_description (pg_shdescription for roles),
+``obj_description``, ``col_description`` and ``shobj_description`` read them
+(:func:`descriptions`, :func:`other_descriptions`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from changeflow.adapter.attnums import attnums
-from changeflow.adapter.catalog import CatalogState, Item
+from changeflow.adapter.catalog import PUBLIC, CatalogState, Item
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.statements import NAME, Statement, name
 from changeflow.errors import PlanError
@@ -22,15 +25,18 @@ from changeflow.errors import PlanError
 if TYPE_CHECKING:
     from changeflow.adapter.environment import Environment
 
-PUBLIC_OID, PG_NAMESPACE = 2200, 2615  # the public schema's OID, pg_namespace's
+PG_NAMESPACE = 2615  # pg_namespace's OID
 PUBLIC_COMMENT = "standard public schema"  # as initdb comments it
 KINDS = {  # the word after COMMENT ON -> (the item kinds it names, what the error calls it)
     "TABLE": (("table", "source"), "a table"),
     "VIEW": (("view",), "a view"),
     "MATERIALIZED VIEW": (("materialized view",), "a materialized view"),
     "INDEX": (("index",), "an index"),
+    "SEQUENCE": (("sequence",), "a sequence"),
 }
+CATALOGS = {"type": 1247, "function": 1255}  # pg_type's and pg_proc's OIDs
 COLUMN_OF = ("table", "source", "view", "materialized view")
+RELATIONS = (*COLUMN_OF, "index", "sequence", "sink")
 
 
 def comment_on(env: Environment, stmt: Statement) -> Result:
@@ -60,6 +66,15 @@ def commented(state: CatalogState, stmt: Statement) -> CatalogState:
         comments += [None] * (len(names) - len(comments))
         comments[names.index(column)] = text
         options = {**item.options, "comments": comments}
+    elif kind in ("TYPE", "DOMAIN", "FUNCTION"):
+        item = state.find(name(g["name"]))
+        wanted = "function" if kind == "FUNCTION" else "type"
+        if item is None or item.kind != wanted:
+            code = "42883" if kind == "FUNCTION" else "42704"
+            raise PlanError(f'{kind.lower()} "{g["name"]}" does not exist', sqlstate=code)
+        options = {**item.options, "comment": text}
+    elif kind in ("SCHEMA", "ROLE"):
+        return _named_comment(state, kind.lower(), name(g["name"]), text)
     else:
         relation = name(g["name"])
         table = _constraint_table(state, relation) if kind == "INDEX" else None
@@ -68,12 +83,27 @@ def commented(state: CatalogState, stmt: Statement) -> CatalogState:
             return state.with_item(
                 replace(table, options={**table.options, "index_comments": kept})
             )
-        item = state.get(relation)
+        item = state.get(relation, RELATIONS)
         kinds, what = KINDS[kind]
         if item.kind not in kinds:
             raise PlanError(f'"{relation}" is not {what}', sqlstate="42809")
         options = {**item.options, "comment": text}
     return state.with_item(replace(item, options=options))
+
+
+def _named_comment(state: CatalogState, kind: str, named: str, text: str | None) -> CatalogState:
+    """A schema's or a created role's comment, kept in its entry of the catalog's access."""
+    from changeflow.adapter.roles import exists, roles
+
+    if kind == "schema" and named not in (PUBLIC, *state.schemas):
+        raise PlanError(f'schema "{named}" does not exist', sqlstate="3F000")
+    if kind == "role" and not exists(state, named):
+        raise PlanError(f'role "{named}" does not exist', sqlstate="42704")
+    if kind == "role" and named not in roles(state):
+        raise PlanError(f'role "{named}" is built in here: it takes no comment', sqlstate="0A000")
+    entries = dict(state.access.get(f"{kind}s") or {})
+    entries[named] = {**(entries.get(named) or {}), "comment": text}
+    return replace(state, access={**state.access, f"{kind}s": entries})
 
 
 def _constraint_table(state: CatalogState, index: str) -> Item | None:
@@ -98,22 +128,48 @@ def descriptions(item: Item) -> list[tuple[int, str]]:
     return out + [(n, c) for n, c in numbered if c is not None]
 
 
+def other_descriptions(state: CatalogState) -> list[tuple[int, int, int, str]]:
+    """pg_description's rows of what is no relation: types, domains, functions, schemas."""
+    from changeflow.adapter.system_indexes import relation_oid
+    from changeflow.adapter.system_tables import namespace_oid
+
+    out = [
+        (relation_oid(i), CATALOGS[i.kind], 0, i.options["comment"])
+        for i in state.items.values()
+        if i.kind in CATALOGS and i.options.get("comment") is not None
+    ]
+    schemas = dict(state.access.get("schemas") or {})
+    schemas[PUBLIC] = {"comment": PUBLIC_COMMENT, **(schemas.get(PUBLIC) or {})}
+    return out + [
+        (namespace_oid(state, s), PG_NAMESPACE, 0, e["comment"])
+        for s, e in schemas.items()
+        if e.get("comment") is not None
+    ]
+
+
 def description_functions(
-    by_oid: dict[int, Item], pg_class: int, others: dict[int, str]
+    state: CatalogState, by_oid: dict[int, Item], pg_class: int, others: dict[int, str]
 ) -> dict[str, Any]:
-    """``obj_description(oid[, catalog])`` and ``col_description(oid, n)`` over the items,
-    and ``others`` (comments of relations that are no items, by oid)."""
+    """``obj_description(oid[, catalog])``, ``col_description(oid, n)`` and
+    ``shobj_description(oid, catalog)`` over the items, ``others`` (comments of relations
+    that are no items, by oid), the other objects' and the roles'."""
+    from changeflow.adapter.roles import role_named, roles
+
     described = {oid: dict(descriptions(item)) for oid, item in by_oid.items()}
     described |= {oid: {0: text} for oid, text in others.items()}
+    named = {(oid, catalog): text for oid, catalog, _, text in other_descriptions(state)}
+    catalogs = {"pg_type": 1247, "pg_proc": 1255, "pg_namespace": PG_NAMESPACE}
 
     def obj(oid: Any, catalog: Any = "pg_class") -> str | None:
-        if catalog in ("pg_namespace", PG_NAMESPACE) and oid == PUBLIC_OID:
-            return PUBLIC_COMMENT
         if catalog not in ("pg_class", pg_class):
-            return None
+            return named.get((oid, catalogs.get(catalog, catalog)))
         return described.get(oid, {}).get(0)
 
     def col(oid: Any, n: Any) -> str | None:
         return described.get(oid, {}).get(n) if n else None
 
-    return {"obj_description": obj, "col_description": col}
+    def shared(oid: Any, catalog: Any = "pg_authid") -> str | None:
+        role = role_named(state, oid) if catalog in ("pg_authid", 1260) else None
+        return (roles(state).get(role or "") or {}).get("comment")
+
+    return {"obj_description": obj, "col_description": col, "shobj_description": shared}

@@ -511,4 +511,3 @@ def set_role(session: Any, args: dict[str, Any]) -> Result:
         set_parameter(session, "role", None, local)
     done = set_parameter(session, key, role, local)
     return replace(done, status="RESET") if args.get("reset") else done
-

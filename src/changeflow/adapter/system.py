@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from changeflow.adapter.attnums import attnums, dropped
 from changeflow.adapter.catalog import SEARCH_PATH, CatalogState, Item, search_path, split_name
-from changeflow.adapter.comments import description_functions, descriptions
+from changeflow.adapter.comments import description_functions, descriptions, other_descriptions
 from changeflow.adapter.deparse import defaults_shown, pretty_texts
 from changeflow.adapter.extensions import extension_rows
 from changeflow.adapter.fk_catalog import fk_constraints, fk_defs, fk_info, fk_tables
@@ -280,6 +280,7 @@ def _rows(
                 info["tables"].append((database, schema, relname, "VIEW", "NO", "NO"))
                 info["views"].append((database, schema, relname, definition, "NONE", "NO", "NO"))
     info |= fk_info(state, database)  # constraints' views
+    out["pg_description"] += other_descriptions(state)
     access_rows(state, out, info, database)
     return temporary(out | {f"information_schema.{k}": v for k, v in info.items()})
 
@@ -357,7 +358,7 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
         return 1 if re.search(pattern, value) else 0
 
     commented = {i.oid: i.comment for i in every_index.values() if i.comment is not None}
-    named = description_functions(by_oid, PG_CLASS, commented) | type_functions(state)
+    named = description_functions(state, by_oid, PG_CLASS, commented) | type_functions(state)
     return (
         named
         | privilege_functions(state)
@@ -394,7 +395,6 @@ def _functions(state: CatalogState, user: str, database: str) -> dict[str, Calla
             ],
             "pg_encoding_to_char": lambda n: "UTF8",
             "pg_relation_is_publishable": lambda oid: 0,
-            "shobj_description": lambda *args: None,
             "current_schema": lambda: next(
                 (s for s in SEARCH_PATH.get() if s == "public" or s in state.schemas), None
             ),

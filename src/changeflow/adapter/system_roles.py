@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from changeflow.adapter.catalog import PUBLIC, CatalogState, Item, split_name
-from changeflow.adapter.comments import PG_NAMESPACE, PUBLIC_COMMENT, PUBLIC_OID
 from changeflow.adapter.default_privileges import default_acl_rows
 from changeflow.adapter.privileges import (
     ALL,
@@ -85,6 +84,11 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         ids = [role_oid(state, n) or OWNER for n in (role, member, grantor)]
         out["pg_auth_members"].append((*ids, bool(admin)))
     out["pg_default_acl"] += default_acl_rows(state)
+    out["pg_shdescription"] += [
+        (role_oid(state, n), 1260, r["comment"])
+        for n, r in roles(state).items()
+        if r.get("comment")
+    ]
     _owners(state, out, info)
     info["table_privileges"] += _table_grants(state, database)
     info["role_table_grants"] += info["table_privileges"]
@@ -122,7 +126,6 @@ def _owners(state: CatalogState, out: Rows, info: Rows) -> None:
         else r
         for r in out["pg_namespace"]
     ]
-    out["pg_description"].append((PUBLIC_OID, PG_NAMESPACE, 0, PUBLIC_COMMENT))
     info["schemata"] = [
         _with(r, {2: schema_owner(state, r[1])}) if r[1] in schemas.values() else r
         for r in info["schemata"]

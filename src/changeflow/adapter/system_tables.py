@@ -123,6 +123,7 @@ TABLES: dict[str, str] = {
     "enumvals TEXT, boot_val TEXT, reset_val TEXT, sourcefile TEXT, sourceline INTEGER, "
     "pending_restart BOOL",
     "pg_description": "objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT",
+    "pg_shdescription": "objoid INTEGER, classoid INTEGER, description TEXT",
     "pg_proc": "oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
     "prolang INTEGER, prokind TEXT, proisstrict BOOL, proretset BOOL, provolatile TEXT, "
     "pronargs INTEGER, prorettype INTEGER, proargtypes TEXT, prosrc TEXT, proparallel TEXT, "

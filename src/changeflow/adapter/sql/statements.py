@@ -225,8 +225,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "comment",
-        r"COMMENT\s+ON\s+(?P<kind>TABLE|COLUMN|VIEW|MATERIALIZED\s+VIEW|INDEX)\s+"
-        rf"(?P<name>{QNAME})\s+IS\s+(?P<text>'(?:[^']|'')*'|NULL)",
+        r"COMMENT\s+ON\s+(?P<kind>TABLE|COLUMN|VIEW|MATERIALIZED\s+VIEW|INDEX|SEQUENCE|TYPE|"
+        r"DOMAIN|FUNCTION|SCHEMA|ROLE)\s+"
+        rf"(?P<name>{QNAME})(?:\s*\([^)]*\))?\s+IS\s+(?P<text>'(?:[^']|'')*'|NULL)",
     ),
     (
         "drop",
