@@ -44,6 +44,12 @@ AD_HOC = [
 ]
 DDL_AS_POSTGRES = [
     "SELECT add1(1, 2)",
+    "SELECT add1(4.5)",  # (no implicit cast from numeric to integer: no such function)
+    "SELECT add1(2::bigint)",
+    "SELECT add1('a'::text)",
+    "SELECT add1('7'), add1(2::smallint), twice(2::bigint), twice(1.5::float8)",
+    "SELECT greet(5)",
+    "SELECT clamp(1, 2.5)",
     "SELECT nosuch(1)",
     "CREATE FUNCTION bad(a int) RETURNS int LANGUAGE sql AS $$ SELECT nosuch + a $$",
     "CREATE FUNCTION add1(a int) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$",

@@ -25,6 +25,7 @@ from changeflow.adapter.catalog_drops import DropRule, drop_items
 from changeflow.adapter.result import Result
 from changeflow.adapter.sql.dialect import PostgresCalls, parse_sql
 from changeflow.adapter.sql.statements import Statement, name
+from changeflow.compute.types import NULLTYPE, SqlType
 from changeflow.errors import PlanError
 
 #: the session's functions by name, for the planner (set with the search path)
@@ -75,7 +76,9 @@ class Function:
             message = f"function {shown} takes {len(self.params)} arguments, not {given}"
             raise PlanError(message, sqlstate="42883")
         values = [
-            _cast(args[i] if i < given else parse_sql(f"SELECT {p[2]}").expressions[0], p[1])
+            _cast(args[i], p[1], f"{self.name}({', '.join(q[1] for q in self.params)})")
+            if i < given
+            else _cast(parse_sql(f"SELECT {p[2]}").expressions[0], p[1])
             for i, p in enumerate(self.params)
         ]
         body = parse_sql(self.body)
@@ -106,8 +109,43 @@ class Function:
         return exp.Paren(this=value)
 
 
-def _cast(node: exp.Expression, kind: str) -> exp.Expression:
-    return exp.Cast(this=node, to=exp.DataType.build(kind, dialect=PostgresCalls, udt=True))
+def _cast(node: exp.Expression, kind: str, call: str | None = None) -> exp.Expression:
+    """``node`` cast to ``kind``; an argument of ``call`` (a function's signature) only by
+    an implicit cast, as PostgreSQL picks a function (:func:`implicitly`)."""
+    cast = exp.Cast(this=node, to=exp.DataType.build(kind, dialect=PostgresCalls, udt=True))
+    if call is not None:
+        cast.meta["argument_of"] = call
+    return cast
+
+
+_DATES = ("date", "timestamp", "timestamp with time zone")
+_TEXTS = ("text", "name", "character", "character varying")
+
+
+def implicitly(node: exp.Cast, source: SqlType, target: SqlType) -> None:
+    """42883 if ``node`` casts a function's argument of type ``source`` to its parameter's
+    ``target`` and PostgreSQL has no implicit cast between them (numeric to integer, text to
+    a number…): no function of that name takes such an argument."""
+    call = node.meta.get("argument_of")
+    if call is None or source in (target, NULLTYPE):
+        return
+    if source.numeric and target.numeric and source.rank <= target.rank:
+        return
+    if source.name in _TEXTS and target.name in _TEXTS:
+        return
+    dates = [_DATES.index(k.name) if k.name in _DATES else -1 for k in (source, target)]
+    if 0 <= dates[0] <= dates[1]:
+        return
+    shown, params = split_name(call.split("(")[0])[1], call.split("(", 1)[1].rstrip(")")
+    message = f"function {shown}({source}) does not exist"  # (PostgreSQL's, of one argument)
+    if "," in params:
+        message = f"function {split_name(call)[1]} does not take an argument of type {source}"
+    raise PlanError(
+        message,
+        sqlstate="42883",
+        hint="No function matches the given name and argument types. You might need to add "
+        "explicit type casts.",
+    )
 
 
 def function_named(state: CatalogState, fname: str) -> Function | None:

@@ -36,6 +36,7 @@ from changeflow.adapter.sql.statistics import STATISTICS
 from changeflow.adapter.sql.time_scalars import TimeScalars
 from changeflow.adapter.sql.types import cast_target, domain_of, sized
 from changeflow.adapter.sql.unknown_args import read_unknown
+from changeflow.adapter.sql_functions import implicitly
 from changeflow.compute import expr as X
 from changeflow.compute import scalars as S
 from changeflow.compute.functions import Func, variadic
@@ -160,8 +161,7 @@ def coerce_text(value: str, kind: SqlType) -> X.Lit:
 
 @dataclass
 class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternScalars, TimeScalars):
-    """Translates the expressions of one clause (``clause`` names it in errors) over ``schema``,
-    whose named columns are ``scope``."""
+    """Expressions of one clause (``clause``, for errors) over ``schema``, named by ``scope``."""
 
     scope: Scope
     schema: Schema
@@ -417,6 +417,7 @@ class Scalars(ArrayScalars, CharScalars, JsonbScalars, NumberScalars, PatternSca
             value: X.Expr = coerce_text(str(inner.this), kind)
         else:
             value = self.expr(inner)
+            implicitly(node, value.type, kind)  # (a SQL function's argument)
             if node.to.this == exp.DataType.Type.UINT:
                 return self.to_oid(value)
             if value.type != kind:
