@@ -403,6 +403,29 @@ def test_rollback_puts_roles_and_privileges_back(both):
     )
 
 
+def test_a_rolled_back_drop_keeps_its_owner(tmp_path):
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    for sql in (
+        "CREATE ROLE cf_writer LOGIN",
+        "CREATE TABLE t (a int)",
+        "ALTER TABLE t OWNER TO cf_writer",
+        "CREATE TABLE b (a int)",
+        "SET ROLE cf_writer",  # no CREATE on public: putting t back is no creation
+        "BEGIN",
+        "DROP TABLE t",
+        "ROLLBACK",
+        "RESET ROLE",
+        "BEGIN",
+        "DROP TABLE b",
+        "ROLLBACK",
+    ):
+        conn.execute(sql)
+    owners = "SELECT tablename, tableowner FROM pg_tables ORDER BY 1"
+    assert conn.execute(owners).fetchall() == [("b", "changeflow"), ("t", "cf_writer")]
+    conn.close()
+
+
 def test_roles_last_across_restarts(tmp_path):
     home = tmp_path / "home"
     with changeflow.connect(home, host_seconds=0) as conn:

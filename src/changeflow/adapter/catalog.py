@@ -256,11 +256,11 @@ class CatalogState:
 
     def unhiding(self, ids: list[str], back: bool) -> CatalogState:
         """The state with the hidden items ``ids`` put back (``back``) or forgotten."""
-        state = replace(self, hidden={k: v for k, v in self.hidden.items() if k not in ids})
+        state = self  # (put back while still hidden: no new item, owned and checked anew)
         for i in ids if back else []:
             options = {k: v for k, v in self.hidden[i].options.items() if k != "hidden_by"}
             state = state.with_item(replace(self.hidden[i], options=options))
-        return state
+        return replace(state, hidden={k: v for k, v in self.hidden.items() if k not in ids})
 
     def allocate(self) -> tuple[str, CatalogState]:
         """A fresh GlobalId, and the state that will never hand it out again."""
