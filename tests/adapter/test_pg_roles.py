@@ -443,6 +443,13 @@ def test_roles_last_across_restarts(tmp_path):
             conn.execute("INSERT INTO t VALUES (1)")
         assert e.value.sqlstate == "42501"
         assert str(e.value).startswith("permission denied for table t")
+        conn.execute("RESET ROLE")
+        conn.execute("CREATE TABLE hidden (a int)")
+        conn.execute("SET ROLE cf_reader")
+        for sql in ("SUBSCRIBE hidden", "SUBSCRIBE (SELECT a FROM hidden)"):
+            with pytest.raises(changeflow.DatabaseError) as e:
+                conn.subscribe(sql)
+            assert e.value.sqlstate == "42501"
 
 
 def test_default_privileges(both):

@@ -533,9 +533,11 @@ class Session:
         if g.get("item"):
             relation = resolver.relation(g["item"])
             plan, timelines = relation.plan, frozenset({relation.timeline})
+            read = {relation.name}
         else:
             query = plan_query(stmt.ast, resolver, temporal_and_only=True)
-            plan, timelines = view_plan(query), query.timelines
+            plan, timelines, read = view_plan(query), query.timelines, set(query.items)
+        privilege_checks.require_reads(resolver.state, read)  # SELECT on what it follows
         txn = self._transaction()
         timeline = self._timeline(timelines, txn)
         as_of = self._read_ts(stmt, plan, timeline, txn)
