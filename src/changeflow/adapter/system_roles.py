@@ -90,6 +90,7 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         if r.get("comment")
     ]
     _owners(state, out, info)
+    _visible(state, info)
     info["table_privileges"] += _table_grants(state, database)
     info["role_table_grants"] += info["table_privileges"]
     mine = sorted(_enabled(state))
@@ -99,6 +100,23 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
         for role, member, admin, _ in members(state)
         if member in mine
     ]
+
+
+def _visible(state: CatalogState, info: Rows) -> None:
+    """information_schema's tables, columns and views of what the current role holds some
+    privilege on (or owns), as PostgreSQL's show no others (a superuser sees all)."""
+    role = current_role()
+    if not roles(state) or is_superuser(state, role):
+        return
+    mine = memberships(state, role)
+    held = {
+        split_name(i.name)
+        for i in state.items.values()
+        if owner_of(state, i) in mine
+        or any(has(state, role, acl_of(state, i), c) for c in ALL["table"])
+    }
+    for view in ("tables", "columns", "views"):
+        info[view] = [r for r in info[view] if (r[1], r[2]) in held]
 
 
 def _timestamp(text: str | None) -> str | None:
