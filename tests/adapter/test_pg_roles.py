@@ -149,6 +149,8 @@ def test_privileges_are_enforced(both):
             "CREATE TABLE cf_w (a int)",
             "DROP TABLE rt",
             "ALTER TABLE rt ADD COLUMN z int",
+            "COMMENT ON TABLE rt IS 'mine'",
+            "COMMENT ON COLUMN rt.v IS 'mine'",
             "CREATE ROLE cf_tx",
             "GRANT SELECT ON rt TO cf_writer",
             "SET ROLE cf_writer",

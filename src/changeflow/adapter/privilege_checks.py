@@ -31,6 +31,7 @@ from changeflow.adapter.privileges import (
     split_list,
 )
 from changeflow.adapter.roles import current_role, is_superuser, roles
+from changeflow.adapter.sql.names import NAME
 from changeflow.adapter.sql.session_values import SESSION_NAMES, SessionNames
 from changeflow.adapter.sql.statements import Statement, name
 from changeflow.errors import PlanError
@@ -171,6 +172,9 @@ def check_ddl(state: CatalogState, stmt: Statement) -> None:
     elif stmt.kind in _DROPS:
         given = g["names"] if isinstance(g["names"], list) else split_list(g["names"])
         found = [name(n.split("(")[0].strip()) for n in given]
+    elif stmt.kind == "comment" and g["kind"].upper() not in ("SCHEMA", "ROLE"):
+        parts = re.findall(NAME, g["name"])  # a column's: its relation's
+        found = [name(".".join(parts[:-1] if g["kind"].upper() == "COLUMN" else parts))]
     elif stmt.kind == "drop_schema":
         for schema in g["names"]:
             if schema in state.schemas and not owns(state, role, schema_owner(state, schema)):
