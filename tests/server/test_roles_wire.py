@@ -104,6 +104,8 @@ def test_a_role_logs_in_with_its_password(start_server, tmp_path, method: str) -
             app.execute("RESET statement_timeout")  # back to the role's, as in PostgreSQL
             assert app.execute("SHOW statement_timeout").fetchone() == ("7s",)
             assert app.info.parameter_status("is_superuser") == "off"
+            hidden = app.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'cf_pw'")
+            assert hidden.fetchone() == (None,)  # a secret only a superuser reads
         with pytest.raises(psycopg.OperationalError) as e:
             server.connect(user="cf_pw", password="wrong")
         assert "password authentication failed" in str(e.value)

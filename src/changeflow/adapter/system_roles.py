@@ -60,6 +60,7 @@ def _role_list(state: CatalogState) -> list[tuple[str, dict[str, Any]]]:
 def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> None:
     """Add the rows of roles, memberships and privileges to ``out`` (pg_catalog) and ``info``
     (information_schema), and set the owners and lists of the rows made already."""
+    superuser = is_superuser(state, current_role())
     for role, r in _role_list(state):
         oid = role_oid(state, role)
         config = "{" + ",".join(f"{k}={v}" for k, v in r.get("config") or []) + "}"
@@ -72,6 +73,7 @@ def access_rows(state: CatalogState, out: Rows, info: Rows, database: str) -> No
             (role, *flags, r["connlimit"], password, until, bool(r.get("bypassrls")), config, oid)
         )
         secret = r.get("password") if isinstance(r.get("password"), str) else None
+        secret = secret if superuser else None  # (PostgreSQL lets only superusers read it)
         out["pg_authid"].append(
             (oid, role, *flags, bool(r.get("bypassrls")), r["connlimit"], secret, until)
         )
