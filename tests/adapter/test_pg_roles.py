@@ -431,6 +431,28 @@ def test_a_rolled_back_drop_keeps_its_owner(tmp_path):
     conn.close()
 
 
+def test_a_sink_needs_select_on_what_it_writes_out(tmp_path):
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    for sql in (
+        "CREATE TABLE t (k int PRIMARY KEY, v text)",
+        "CREATE ROLE cf_writer",
+        "GRANT CREATE ON SCHEMA public TO cf_writer",
+        "SET ROLE cf_writer",
+    ):
+        conn.execute(sql)
+    sink = f"CREATE SINK out FROM t INTO 'sqlite:{tmp_path / 'o.sqlite'}' KEY (k)"
+    with pytest.raises(changeflow.DatabaseError) as e:
+        conn.execute(sink)
+    assert e.value.sqlstate == "42501"
+    conn.execute("RESET ROLE")
+    conn.execute("GRANT SELECT ON t TO cf_writer")
+    conn.execute("SET ROLE cf_writer")
+    conn.execute(sink)
+    assert conn.execute("SHOW SINKS").fetchall()
+    conn.close()
+
+
 def test_roles_last_across_restarts(tmp_path):
     home = tmp_path / "home"
     with changeflow.connect(home, host_seconds=0) as conn:

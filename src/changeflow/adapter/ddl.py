@@ -384,6 +384,7 @@ def create_sink(env: Environment, stmt: Statement) -> Result:
         return done
     state = env.catalog.load()
     source = state.get(g["item"])
+    require_reads(state, {source.name})  # (SELECT on what it writes out)
     if source.shard is None:
         raise PlanError(
             f'cannot sink {source.kind} "{source.name}": it holds no data; sink a table, '
