@@ -43,6 +43,7 @@ def _clean(pg) -> None:
     pg.execute("DROP VIEW IF EXISTS rv")
     pg.execute("DROP SEQUENCE IF EXISTS cf_s")
     pg.execute("DROP FUNCTION IF EXISTS cf_f(int)")
+    pg.execute("DROP SCHEMA IF EXISTS cf_sch CASCADE")
     pg.execute("ALTER TABLE IF EXISTS rt OWNER TO CURRENT_USER")
     for role in ROLES:
         if pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
@@ -355,6 +356,44 @@ def test_function_privileges(both):
             "RESET ROLE",
             "SELECT replace(array_to_string(proacl, ','), current_user, 'me') FROM pg_proc"
             " WHERE proname = 'cf_f'",
+        ],
+    )
+
+
+def test_schema_usage_and_all_in_schema(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE SCHEMA cf_sch",
+            "CREATE TABLE cf_sch.st (a int)",
+            "INSERT INTO cf_sch.st VALUES (1)",
+            "CREATE SEQUENCE cf_sch.sq",
+            "CREATE ROLE cf_reader LOGIN",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA cf_sch TO cf_reader",
+            "GRANT USAGE ON ALL SEQUENCES IN SCHEMA cf_sch TO cf_reader",
+            "SET ROLE cf_reader",
+            "SELECT * FROM cf_sch.st",
+            "SELECT nextval('cf_sch.sq')",
+            "RESET ROLE",
+            "GRANT USAGE ON SCHEMA cf_sch TO cf_reader",
+            "SELECT has_schema_privilege('cf_reader', 'cf_sch', 'USAGE'),"
+            " has_schema_privilege('cf_reader', 'cf_sch', 'CREATE')",
+            "SET ROLE cf_reader",
+            "SELECT * FROM cf_sch.st",
+            "SELECT nextval('cf_sch.sq')",
+            "CREATE TABLE cf_sch.mine (a int)",
+            "RESET ROLE",
+            "GRANT ALL ON SCHEMA cf_sch TO cf_reader",
+            "SET ROLE cf_reader",
+            "CREATE TABLE cf_sch.mine (a int)",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'mine'",
+            "DROP TABLE cf_sch.mine",
+            "DROP SCHEMA cf_sch",
+            "RESET ROLE",
+            "REVOKE ALL ON SCHEMA cf_sch FROM cf_reader",
+            "REVOKE ALL ON ALL TABLES IN SCHEMA cf_sch FROM cf_reader",
+            "REVOKE ALL ON ALL SEQUENCES IN SCHEMA cf_sch FROM cf_reader",
+            "DROP ROLE cf_reader",
         ],
     )
 

@@ -46,9 +46,10 @@ def checking(state: CatalogState) -> str | None:
     return None if is_superuser(state, role) else role
 
 
-def require(state: CatalogState, item: Item, letter: str, role: str | None = None) -> None:
-    """42501 unless the current role holds ``letter`` on ``item`` (and USAGE on its
-    schema)."""
+def require(state: CatalogState, item: Item, letters: str, role: str | None = None) -> None:
+    """42501 unless the current role holds one of ``letters`` on ``item`` (a sequence's
+    function: nextval needs USAGE or UPDATE, currval SELECT or USAGE) and USAGE on its
+    schema."""
     role = role or checking(state)
     if role is None:
         return
@@ -56,17 +57,8 @@ def require(state: CatalogState, item: Item, letter: str, role: str | None = Non
     usable = has(state, role, schema_acl(state, schema), "U", "schema")
     if not schema.startswith("pg_temp") and not usable:
         raise denied("schema", schema)
-    if not has(state, role, acl_of(state, item), letter):
+    if not any(has(state, role, acl_of(state, item), c) for c in letters):
         raise denied(NOUNS.get(item.kind, "relation"), split_name(item.name)[1])
-
-
-def require_any(state: CatalogState, item: Item, letters: str) -> None:
-    """42501 unless the current role holds one of ``letters`` on ``item`` (a sequence's
-    function: nextval needs USAGE or UPDATE, currval SELECT or USAGE, setval UPDATE)."""
-    role = checking(state)
-    if role is None or any(has(state, role, acl_of(state, item), c) for c in letters):
-        return
-    require(state, item, letters[0], role)
 
 
 def require_reads(state: CatalogState, names: frozenset[str] | set[str]) -> None:

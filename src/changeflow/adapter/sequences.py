@@ -29,7 +29,7 @@ from sqlglot import exp
 from changeflow.adapter import ddl
 from changeflow.adapter import sequence_holds as holds
 from changeflow.adapter.catalog import SESSION_SETTINGS, Catalog, CatalogState, Item
-from changeflow.adapter.privilege_checks import require_any
+from changeflow.adapter.privilege_checks import require
 from changeflow.adapter.result import Result
 from changeflow.adapter.sequence_options import (
     BIGINT,
@@ -223,7 +223,7 @@ def sequence_call(node: exp.Expression) -> X.Expr | None:
     if func == "pg_get_serial_sequence":
         return X.Lit(_serial_sequence(catalog, str(consts[0]), str(consts[1])), TEXT)
     item = _sequence(catalog, str(consts[0]))
-    require_any(catalog.load(), item, {"nextval": "Uw", "currval": "rU", "setval": "w"}[func])
+    require(catalog.load(), item, {"nextval": "Uw", "currval": "rU", "setval": "w"}[func])
     if func == "nextval":
         return NextVal(item.id, item.name)
     if func == "currval":

@@ -193,9 +193,9 @@ def user_call(node: exp.Expression) -> exp.Expression | None:
         )
     state = pinned_state()  # the statement's catalog: EXECUTE on the function (42501)
     if state is not None and state.access and (item := state.by_name(found.name)) is not None:
-        from changeflow.adapter.privilege_checks import require_any
+        from changeflow.adapter.privilege_checks import require
 
-        require_any(state, item, "X")
+        require(state, item, "X")
     return found.call(list(node.expressions), within | {found.name})
 
 
