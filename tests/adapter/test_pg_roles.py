@@ -301,8 +301,7 @@ def test_predefined_roles(both):
             " WHERE rolname IN ('pg_monitor', 'pg_read_all_data') ORDER BY 1",
             "SELECT r.rolname FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.roleid"
             " JOIN pg_roles m ON m.oid = a.member WHERE m.rolname = 'pg_monitor' ORDER BY 1",
-            "SELECT nspname, pg_get_userbyid(nspowner) FROM pg_namespace"
-            " WHERE nspname = 'public'",
+            "SELECT nspname, pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'public'",
             "DROP ROLE pg_monitor",
             "CREATE ROLE pg_mine",
             "REVOKE pg_read_all_data, pg_write_all_data FROM cf_reader",
