@@ -39,8 +39,8 @@ GRANTS = (
 def _clean(pg) -> None:
     pg.execute("RESET ROLE")
     pg.execute("RESET SESSION AUTHORIZATION")
-    pg.execute("DROP TABLE IF EXISTS cf_w")
     pg.execute("DROP VIEW IF EXISTS rv")
+    pg.execute("DROP TABLE IF EXISTS cf_w CASCADE")
     pg.execute("DROP SEQUENCE IF EXISTS cf_s")
     pg.execute("DROP FUNCTION IF EXISTS cf_f(int)")
     pg.execute("DROP SCHEMA IF EXISTS cf_sch CASCADE")
@@ -393,6 +393,30 @@ def test_schema_usage_and_all_in_schema(both):
             "REVOKE ALL ON ALL TABLES IN SCHEMA cf_sch FROM cf_reader",
             "REVOKE ALL ON ALL SEQUENCES IN SCHEMA cf_sch FROM cf_reader",
             "DROP ROLE cf_reader",
+        ],
+    )
+
+
+def test_drop_owned(both):
+    same_outcomes(
+        *both,
+        [
+            "CREATE ROLE cf_writer LOGIN",
+            "GRANT CREATE ON SCHEMA public TO cf_writer",
+            "GRANT SELECT ON rt TO cf_writer",
+            "SET ROLE cf_writer",
+            "CREATE TABLE cf_w (a int)",
+            "CREATE VIEW cf_wv AS SELECT a FROM cf_w",
+            "CREATE SEQUENCE cf_s",
+            "RESET ROLE",
+            "CREATE VIEW rv AS SELECT a FROM cf_w",
+            "DROP OWNED BY cf_writer",
+            "DROP VIEW rv",
+            "DROP ROLE cf_writer",
+            "DROP OWNED BY cf_writer",
+            "SELECT count(*) FROM pg_class WHERE relname IN ('cf_w', 'cf_wv', 'cf_s')",
+            "SELECT has_table_privilege('cf_writer', 'rt', 'SELECT')",
+            "DROP ROLE cf_writer",
         ],
     )
 

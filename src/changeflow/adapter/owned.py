@@ -72,9 +72,8 @@ def renamed_role(state: CatalogState, old: str, new: str) -> CatalogState:
 
 
 def owned(env: Any, stmt: Statement) -> Result:
-    """``REASSIGN OWNED BY role, … TO role`` and ``DROP OWNED BY role, …``: what the roles own
-    goes to the other role; DROP OWNED takes away their privileges (and refuses to drop what
-    they own: 0A000, as dropping objects is DROP's)."""
+    """``REASSIGN OWNED BY role, … TO role`` and ``DROP OWNED BY role, … [CASCADE]``: what the
+    roles own goes to the other role, or is dropped and their privileges taken away."""
     g = stmt.args
     state = env.catalog.load()
     olds = [resolve(state, n) for n in re.findall(NAME, g["names"])]
@@ -99,12 +98,7 @@ def owned(env: Any, stmt: Statement) -> Result:
 
         env.catalog.change(give)
         return Result("REASSIGN OWNED")
-    mine = [i for i in state.items.values() if i.options.get("owner") in olds]
-    if mine:
-        raise PlanError(
-            f"DROP OWNED does not drop objects here: drop {split_name(mine[0].name)[1]} first",
-            sqlstate="0A000",
-        )
+    _drop_objects(env, state, olds, (g.get("mode") or "").upper() == "CASCADE")
 
     def strip(s: CatalogState) -> tuple[CatalogState, None]:
         for key, item in list(s.items.items()):
@@ -122,6 +116,38 @@ def owned(env: Any, stmt: Statement) -> Result:
 
     env.catalog.change(strip)
     return Result("DROP OWNED")
+
+
+_WORDS = {"materialized view": "MATERIALIZED VIEW", "function": "FUNCTION"}
+
+
+def _drop_objects(env: Any, state: CatalogState, olds: list[str], cascade: bool) -> None:
+    """DROP OWNED's drops of what the roles own, dependents first, each as its DROP drops it
+    (2BP01 while another's object depends on one, unless ``cascade``); not in a transaction
+    block here (25001), where its drops could not be put back with its other changes."""
+    from changeflow.adapter.domains import Domain
+    from changeflow.adapter.sequence_holds import SESSION
+    from changeflow.adapter.session import DDL
+    from changeflow.adapter.sql.statements import parse
+    from changeflow.compute.functions.chars import quote_ident
+
+    mine = {i.id for i in state.items.values() if i.options.get("owner") in olds}
+    if not mine:
+        return
+    session = SESSION.get()
+    if session is not None and session.in_transaction:
+        message = "DROP OWNED BY a role that owns objects cannot run inside a transaction block"
+        raise PlanError(message, sqlstate="25001")
+    order = [d.id for i in sorted(mine) for d in state.closure(i) if d.id in mine]
+    for item_id in dict.fromkeys(order):
+        item = env.catalog.load().items.get(item_id)
+        if item is None:
+            continue  # (gone with one dropped before it)
+        word = _WORDS.get(item.kind, item.kind.upper())
+        word = "DOMAIN" if item.kind == "type" and Domain.of(item) else word
+        named = ".".join(quote_ident(p) for p in item.name.split("."))
+        stmt = parse(f"DROP {word} {named}{' CASCADE' if cascade else ''}")
+        DDL[stmt.kind](env, stmt)
 
 
 def access_restored(state: CatalogState, before: CatalogState) -> CatalogState:

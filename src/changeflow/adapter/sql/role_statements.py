@@ -18,7 +18,7 @@ ROLE_PATTERNS = [
     (
         "owned",
         rf"(?P<verb>REASSIGN|DROP)\s+OWNED\s+BY\s+(?P<names>{_NAMES})"
-        rf"(?:\s+TO\s+(?P<to>{NAME}))?(?:\s+(?:CASCADE|RESTRICT))?",
+        rf"(?:\s+TO\s+(?P<to>{NAME}))?(?:\s+(?P<mode>CASCADE|RESTRICT))?",
     ),
     (
         "set_role",
