@@ -61,7 +61,7 @@ _SETTING = re.compile(
 )
 
 
-# -- who the session is ------------------------------------------------------------------------
+# -- the roles of a catalog --------------------------------------------------------------------
 
 
 def roles(state: CatalogState) -> dict[str, dict[str, Any]]:
