@@ -258,6 +258,18 @@ def test_owner_to(both):
             GRANTS,
             "ALTER TABLE rt OWNER TO CURRENT_USER",
             "DROP ROLE cf_writer",
+            "CREATE ROLE cf_tx",
+            "CREATE SCHEMA cf_sch",
+            "ALTER SCHEMA cf_sch OWNER TO cf_tx",
+            "CREATE FUNCTION cf_f(x int) RETURNS int LANGUAGE sql AS 'SELECT x'",
+            "ALTER FUNCTION cf_f(int) OWNER TO cf_tx",
+            "ALTER FUNCTION cf_nope(int) OWNER TO cf_tx",
+            "CREATE SEQUENCE cf_s",
+            "ALTER SEQUENCE cf_s OWNER TO cf_tx",
+            "SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'cf_sch'",
+            "SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = 'cf_f'",
+            "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'cf_s'",
+            "DROP ROLE cf_tx",
         ],
     )
 

@@ -1,6 +1,6 @@
-"""``ALTER {TABLE | VIEW | MATERIALIZED VIEW | SEQUENCE | INDEX | SOURCE | SINK | SCHEMA} name
-OWNER TO role``, as pg_dump writes after each object it creates (and ``ALTER TYPE | DOMAIN …
-OWNER TO``, through :func:`give`).
+"""``ALTER {TABLE | VIEW | MATERIALIZED VIEW | SEQUENCE | INDEX | SOURCE | SINK | SCHEMA |
+FUNCTION} name OWNER TO role``, as pg_dump writes after each object it creates (and ``ALTER
+TYPE | DOMAIN … OWNER TO``, through :func:`give`).
 
 The role must exist (42704; CURRENT_USER, SESSION_USER and CURRENT_ROLE name the session's);
 the object too (42P01, 3F000 for a schema; with IF EXISTS a NOTICE), and ALTER VIEW, SEQUENCE
@@ -42,6 +42,11 @@ def owner_to(env: Any, stmt: Statement) -> Result:
         env.catalog.change(lambda s: (_schema_given(s, schema, role), None))
         return Result(tag)
     item = state.find(g["name"])
+    if kind in ("function", "procedure", "routine"):
+        if item is None or item.kind != "function":
+            raise PlanError(f'function {g["name"]} does not exist', sqlstate="42883")
+        give(env, item, role)
+        return Result("ALTER FUNCTION")
     if item is None:
         if g["ie"]:
             skipped = f'relation "{g["name"]}" does not exist, skipping'

@@ -154,6 +154,11 @@ def _owners(state: CatalogState, out: Rows, info: Rows) -> None:
         out["pg_database"] = [
             _with(r, {13: acl_text(database_acl(state))}) for r in out["pg_database"]
         ]
+    types = {relation_oid(i): i for i in state.items.values() if i.kind == "type"}
+    out["pg_type"] = [
+        _with(r, {3: role_oid(state, owner_of(state, t))}) if (t := types.get(r[0])) else r
+        for r in out["pg_type"]
+    ]
     functions = {relation_oid(i): i for i in state.items.values() if i.kind == "function"}
     out["pg_proc"] = [
         _with(r, {3: role_oid(state, owner_of(state, f)), 15: _acl(f)})

@@ -216,8 +216,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "owner_to",
-        r"ALTER\s+(?P<kind>TABLE|VIEW|MATERIALIZED\s+VIEW|SEQUENCE|INDEX|SOURCE|SINK|SCHEMA)\s+"
-        rf"(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{QNAME})\s+OWNER\s+TO\s+(?P<role>{NAME})",
+        r"ALTER\s+(?P<kind>TABLE|VIEW|MATERIALIZED\s+VIEW|SEQUENCE|INDEX|SOURCE|SINK|SCHEMA|"
+        r"FUNCTION|PROCEDURE|ROUTINE)\s+(?P<ie>IF\s+EXISTS\s+)?(?:ONLY\s+)?"
+        rf"(?P<name>{QNAME})(?:\s*\([^)]*\))?\s+OWNER\s+TO\s+(?P<role>{NAME})",
     ),
     (
         "alter_sequence",
