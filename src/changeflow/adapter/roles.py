@@ -78,7 +78,9 @@ def bootstrap(state: CatalogState) -> str:
     """The name the bootstrap superuser (OID 10, the owner of what no created role owns) goes
     by: the session's own user unless that is a created role."""
     user = (SESSION_NAMES.get() or SessionNames()).user
-    return user if user not in roles(state) else "changeflow"
+    created = roles(state)
+    names = (user, "changeflow", "postgres")
+    return next((n for n in names if n not in created), "changeflow_bootstrap")
 
 
 def role_oid(state: CatalogState, role: str) -> int | None:
