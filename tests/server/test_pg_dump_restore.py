@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from serve_clients import PSQL, psql
 
 pytestmark = pytest.mark.postgres
@@ -87,3 +88,86 @@ def test_pg_dump_restored_by_psql(server, postgres_url: str, table_name: str, si
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {database}")
+
+
+ACCESS = """
+CREATE SCHEMA {s} AUTHORIZATION {r};
+COMMENT ON SCHEMA {s} IS 'app schema';
+CREATE TABLE {s}.items (id serial PRIMARY KEY, name text NOT NULL);
+CREATE TABLE {s}.secret (v text);
+INSERT INTO {s}.items (name) VALUES ('a'), ('b');
+CREATE TYPE {s}.mood AS ENUM ('ok', 'bad');
+COMMENT ON TYPE {s}.mood IS 'moods';
+CREATE FUNCTION {s}.twice(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x * 2';
+COMMENT ON FUNCTION {s}.twice(int) IS 'doubles';
+REVOKE EXECUTE ON FUNCTION {s}.twice(int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {s}.twice(int) TO {r};
+GRANT SELECT ON {s}.items TO {r};
+GRANT USAGE ON SEQUENCE {s}.items_id_seq TO {r};
+ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT SELECT ON TABLES TO {r};
+"""
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["statements", "one transaction"])
+def test_a_dump_with_owners_grants_and_comments(server, postgres_url: str, single: bool) -> None:
+    """Owners, GRANTs, REVOKEs, default privileges and comments of a dump restore as they
+    were: psql shows them as PostgreSQL does, and the role may do what it was granted."""
+    bindir = Path(subprocess.check_output(["pg_config", "--bindir"], text=True).strip())
+    tag = uuid.uuid4().hex[:8]
+    database, role, schema = f"restore_{tag}", f"dump_role_{tag}", f"dump_{tag}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database}")
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    source = postgres_url.rsplit("/", 1)[0] + f"/{database}"
+    try:
+        with psycopg.connect(source, autocommit=True) as pg:
+            pg.execute(ACCESS.format(s=schema, r=role))
+        dump = subprocess.run(
+            [str(bindir / "pg_dump"), source], capture_output=True, text=True, timeout=60
+        )
+        assert dump.returncode == 0, dump.stderr
+        assert psql(server, "-c", f"CREATE ROLE {role} LOGIN", user="postgres").returncode == 0
+        flags = ["-v", "ON_ERROR_STOP=1", *(["--single-transaction"] if single else [])]
+        restored = psql(server, *flags, user="postgres", input=dump.stdout)
+        assert restored.returncode == 0, restored.stderr
+        for command in (f"\\dp {schema}.*", "\\ddp", f"\\dn+ {schema}", f"\\dT+ {schema}.*"):
+            theirs = subprocess.run(
+                [PSQL, "-X", "-w", "-A", source, "-c", command],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            ours = psql(server, "-A", "-c", command, user="postgres")
+            assert ours.stdout == theirs.stdout, command
+        as_role = [
+            f"SELECT name FROM {schema}.items ORDER BY id",
+            f"SELECT {schema}.twice(2)",
+            f"SELECT nextval('{schema}.items_id_seq')",
+            f"SELECT * FROM {schema}.secret",
+            f"INSERT INTO {schema}.items (name) VALUES ('c')",
+        ]
+        for sql in as_role:
+            theirs = subprocess.run(
+                [
+                    PSQL,
+                    "-X",
+                    "-w",
+                    "-A",
+                    "-v",
+                    "VERBOSITY=sqlstate",
+                    make_conninfo(source, user=role),
+                ]
+                + ["-c", sql],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            ours = psql(server, "-A", "-v", "VERBOSITY=sqlstate", "-c", sql, user=role)
+            assert (ours.stdout, ours.stderr) == (theirs.stdout, theirs.stderr), sql
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {database}")
+            admin.execute(f"DROP ROLE {role}")
+        for sql in (f"DROP SCHEMA IF EXISTS {schema} CASCADE", f"DROP OWNED BY {role}"):
+            psql(server, "-c", sql, user="postgres")
+        psql(server, "-c", f"DROP ROLE IF EXISTS {role}", user="postgres")

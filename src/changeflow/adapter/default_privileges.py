@@ -172,11 +172,15 @@ def without_role(state: CatalogState, role: str) -> list[dict[str, Any]]:
     """The defaults once ``role``'s own are gone and it is taken out of the others'."""
     kept = []
     for e in entries(state):
-        if e["role"] == role:
-            continue
         acl = [x for x in e["acl"] if role not in (x[0], x[2])]
-        kept.append({**e, "acl": acl})
+        if e["role"] != role and (acl or e["schema"] is None):  # (one schema's: none left)
+            kept.append({**e, "acl": acl})
     return kept
+
+
+def without_schemas(state: CatalogState, schemas: set[str]) -> list[dict[str, Any]]:
+    """The defaults once ``schemas`` are dropped (theirs go with them, as PostgreSQL's)."""
+    return [e for e in entries(state) if e["schema"] not in schemas]
 
 
 def role_dependents(state: CatalogState, role: str) -> list[str]:

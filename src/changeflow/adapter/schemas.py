@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from changeflow.adapter.catalog import PUBLIC, SYSTEM_SCHEMAS, CatalogState, Item
 from changeflow.adapter.ddl import release
-from changeflow.adapter.default_privileges import defaults_for
+from changeflow.adapter.default_privileges import defaults_for, without_schemas
 from changeflow.adapter.enum_types import used_types
 from changeflow.adapter.environment import Environment
 from changeflow.adapter.result import Result
@@ -72,7 +72,8 @@ def drop_schema(env: Environment, stmt: Statement) -> Result:
         used_types(state, doomed)
         kept = state.without(list(doomed))
         grants = {k: v for k, v in (state.access.get("schemas") or {}).items() if k in schemas}
-        access = {**state.access, "schemas": grants}
+        gone = set(state.schemas) - set(schemas)
+        access = {**state.access, "schemas": grants, "defaults": without_schemas(state, gone)}
         return replace(kept, schemas=schemas, access=access), list(doomed.values())
 
     gone = env.catalog.change(remove)

@@ -163,7 +163,8 @@ def inline_calls(tree: exp.Expression) -> exp.Expression:
         if body is None:
             return node
         shown = isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
-        return exp.alias_(body, str(node.this).lower()) if shown else body  # named as the call
+        call = node.expression if isinstance(node, exp.Dot) else node  # (s.f(x): named f)
+        return exp.alias_(body, str(call.this).lower()) if shown else body  # named as the call
 
     return tree.transform(inlined, copy=False)
 
@@ -172,16 +173,26 @@ def functions_called(tree: exp.Expression | None, state: CatalogState) -> frozen
     """The catalog names of the functions of the catalog ``tree`` calls (a view depends on
     them, as PostgreSQL's does)."""
     calls = tree.find_all(exp.Anonymous) if tree is not None else ()
-    found = (state.find(str(c.this).lower()) for c in calls)
+    found = (state.find(_called(c)) for c in calls)
     return frozenset(i.name for i in found if i is not None and i.kind == "function")
+
+
+def _called(call: exp.Anonymous) -> str:
+    """The name a call names its function by (``s.f`` for ``s.f(x)``)."""
+    parent = call.parent
+    schema = f"{parent.this.name.lower()}." if isinstance(parent, exp.Dot) else ""
+    return schema + str(call.this).lower()
 
 
 def user_call(node: exp.Expression) -> exp.Expression | None:
     """The expression a call of a catalog function stands for, None if ``node`` is not one."""
     lookup = USER_FUNCTIONS.get()
+    schema = ""
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
+        schema, node = f"{node.this.name.lower()}.", node.expression  # s.f(x): f of schema s
     if lookup is None or not isinstance(node, exp.Anonymous):
         return None
-    found = lookup(str(node.this).lower())
+    found = lookup(schema + str(node.this).lower())
     if found is None:
         return None
     within = node.meta.get("within", frozenset())  # the functions whose bodies it is in
