@@ -193,6 +193,9 @@ def user_call(node: exp.Expression) -> exp.Expression | None:
     if lookup is None or not isinstance(node, exp.Anonymous):
         return None
     found = lookup(schema + str(node.this).lower())
+    if found is None and schema:  # (no built-in function is called by a schema's name here)
+        message = f"function {schema}{str(node.this).lower()} does not exist"
+        raise PlanError(message, sqlstate="42883")
     if found is None:
         return None
     within = node.meta.get("within", frozenset())  # the functions whose bodies it is in
