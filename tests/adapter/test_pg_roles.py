@@ -219,6 +219,11 @@ def test_grant_option_and_cascade(both):
             "CREATE ROLE cf_writer LOGIN",
             "GRANT SELECT ON rt TO cf_admin WITH GRANT OPTION",
             "GRANT SELECT ON rt TO PUBLIC WITH GRANT OPTION",
+            "CREATE TABLE cf_w (a int)",
+            "SET ROLE cf_admin",
+            "GRANT SELECT ON rt, cf_w TO cf_writer",  # (all or nothing)
+            "RESET ROLE",
+            "SELECT has_table_privilege('cf_writer', 'rt', 'SELECT')",
             "SET ROLE cf_admin",
             "GRANT SELECT ON rt TO cf_writer",
             "GRANT INSERT ON rt TO cf_writer",

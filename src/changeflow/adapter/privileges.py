@@ -187,17 +187,25 @@ def grant(env: Any, stmt: Statement) -> Result:
     objects = _objects(state, m["target"])
     who = [_grantee(state, w) for w in split_list(m["who"])]
     notices: list[tuple[str, str, str]] = []
+    changes = []
     for kind, key in objects:
         letters = letters_of(m["privs"], kind)
         if verb == "GRANT":
             option = bool(m["option"])
             if option and "" in who:
                 raise PlanError("grant options can only be granted to roles", sqlstate="0LP01")
-            change = _granting(kind, key, who, letters, option, notices)
+            changes.append(_granting(kind, key, who, letters, option, notices))
         else:
             cascade = (m["mode"] or "").upper() == "CASCADE"
-            change = _revoking(kind, key, who, letters, bool(m["gof"]), cascade)
-        env.catalog.change(change)
+            changes.append(_revoking(kind, key, who, letters, bool(m["gof"]), cascade))
+
+    def every(state: CatalogState) -> tuple[CatalogState, None]:
+        notices.clear()  # (all or nothing: one change of the catalog)
+        for change in changes:
+            state = change(state)[0]
+        return state, None
+
+    env.catalog.change(every)
     return Result(verb, notices=notices)
 
 
