@@ -183,6 +183,12 @@ def alter_role(env: Any, stmt: Statement) -> Result:
     role = resolve(state, g["name"])
     rest = re.sub(r"^WITH\s+", "", g["rest"].strip().rstrip(";"), flags=re.I)
     tag = f"ALTER {'ROLE' if g['what'].upper() == 'GROUP' else g['what'].upper()}"
+    group = re.fullmatch(rf"(?P<verb>ADD|DROP)\s+USER\s+(?P<users>{_NAMES})", rest, re.I)
+    if group is not None:  # ALTER GROUP g ADD | DROP USER u, …: membership
+        users = _role_names(group["users"])
+        if group["verb"].upper() == "ADD":
+            return replace(grant_roles(env, [role], users, False), status=tag)
+        return replace(revoke_roles(env, [role], users, False), status=tag)
     renamed = re.fullmatch(rf"RENAME\s+TO\s+(?P<new>{NAME})", rest, re.I)
     if renamed is not None:
         _rename(env, role, name(renamed["new"]))
