@@ -536,6 +536,24 @@ def test_a_sink_needs_select_on_what_it_writes_out(tmp_path):
     conn.close()
 
 
+def test_a_view_may_not_read_the_role(tmp_path):
+    """A view keeps its plan, so the name of the role reading it cannot be in it: refused
+    (PostgreSQL reads it anew for each reader)."""
+    conn = changeflow.connect(tmp_path / "home", host_seconds=0)
+    conn.autocommit = True
+    for sql in (
+        "CREATE VIEW v AS SELECT current_user AS u",
+        "CREATE MATERIALIZED VIEW m AS SELECT session_user AS u",
+        "CREATE VIEW w AS SELECT 1 WHERE user = 'x'",
+    ):
+        with pytest.raises(changeflow.DatabaseError) as e:
+            conn.execute(sql)
+        assert e.value.sqlstate == "0A000"
+    conn.execute('CREATE TABLE t ("user" text)')
+    conn.execute("""CREATE VIEW ok AS SELECT "user" FROM t""")  # a column of that name
+    conn.close()
+
+
 def test_roles_last_across_restarts(tmp_path):
     home = tmp_path / "home"
     with changeflow.connect(home, host_seconds=0) as conn:

@@ -1,6 +1,7 @@
 """What a view's query may not hold: values that change with no input changing (the time, as
-``now()``; random values), which Materialize refuses in views too; and the queries whose rows
-differ each time they are read (:func:`varies`)."""
+``now()``; random values), which Materialize refuses in views too, and the reading role's name
+(``current_user``); and the queries whose rows differ each time they are read
+(:func:`varies`)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,26 @@ def refuse_unmaintainable(ast: exp.Expression) -> None:
                 "depend on a sequence)",
                 sqlstate="0A000",
             )
+    if (who := _role_value(ast)) is not None:
+        raise PlanError(
+            f"{who} is not allowed in a view: its value depends on the role that reads the "
+            "view, and a view here keeps the value of the role that made it",
+            sqlstate="0A000",
+        )
     sleeps = (n for n in ast.find_all(exp.Anonymous) if str(n.this).lower() == "pg_sleep")
     if next(sleeps, None) is not None:
         raise PlanError("pg_sleep() is not allowed in a view: it waits", sqlstate="0A000")
+
+
+def _role_value(ast: exp.Expression) -> str | None:
+    """The name of the first current_user, session_user, current_role or user ``ast`` reads."""
+    if (found := ast.find(exp.CurrentUser, exp.SessionUser)) is not None:
+        return "current_user" if isinstance(found, exp.CurrentUser) else "session_user"
+    for column in ast.find_all(exp.Column):
+        word = column.name.lower()
+        if not column.table and not column.this.quoted and word in ("user", "current_role"):
+            return word
+    return None
 
 
 _SEQUENCE_CALLS = ("nextval", "setval", "pg_sleep")
