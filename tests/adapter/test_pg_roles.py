@@ -143,6 +143,9 @@ def test_privileges_are_enforced(both):
             " has_table_privilege('cf_reader', 'rt', 'INSERT'),"
             " has_table_privilege('cf_reader', 'rt', 'DELETE'),"
             " has_table_privilege('cf_writer', 'rt', 'select')",
+            "SELECT has_column_privilege('cf_reader', 'rt', 'v', 'SELECT'),"
+            " has_column_privilege('cf_writer', 'rt', 'v', 'SELECT'),"
+            " has_any_column_privilege('cf_reader', 'rt', 'INSERT')",
             GRANTS,
             "SET ROLE cf_reader",
             "SELECT current_user",

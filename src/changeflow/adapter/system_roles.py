@@ -249,6 +249,11 @@ def privilege_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
             return None
         return checked(role, acl_of(state, item), privileges, kind_of(item))
 
+    def on_column(*args: Any) -> int | None:
+        """has_column_privilege([role,] table, column, privilege): the table's (no column
+        has privileges of its own here)."""
+        return on_item(*args[:-2], args[-1]) if len(args) in (3, 4) else None
+
     def on_schema(*args: Any) -> int | None:
         role, target, privileges = split(args)
         schema = str(target) if not isinstance(target, int) else _schema_named(state, target)
@@ -272,6 +277,7 @@ def privilege_functions(state: CatalogState) -> dict[str, Callable[..., Any]]:
         "has_sequence_privilege": on_item,
         "has_function_privilege": on_item,
         "has_any_column_privilege": on_item,
+        "has_column_privilege": on_column,
         "has_schema_privilege": on_schema,
         "has_database_privilege": on_database,
         "pg_has_role": has_role,

@@ -258,6 +258,7 @@ CATALOG_CALLS = frozenset(
         "has_sequence_privilege",
         "has_function_privilege",
         "has_any_column_privilege",
+        "has_column_privilege",
         "pg_has_role",
         "pg_encoding_to_char",
         "pg_table_size",
@@ -271,6 +272,7 @@ CATALOG_CALLS = frozenset(
 BOOL_CALLS = {"has_table_privilege", "has_schema_privilege", "pg_table_is_visible"}
 BOOL_CALLS |= {"has_database_privilege", "pg_type_is_visible", "has_sequence_privilege"}
 BOOL_CALLS |= {"has_function_privilege", "has_any_column_privilege", "pg_has_role"}
+BOOL_CALLS |= {"has_column_privilege"}
 
 
 def type_oid(name: Any) -> int | None:
